@@ -1,0 +1,37 @@
+//! The `evoflux` binary: a thin shell over the library crates.
+//!
+//! Each subcommand parses its arguments, calls into a typed core and renders
+//! the result for humans or, with `--json`, for machines. Exit codes are part
+//! of the interface: 0 ok, 1 failure, 2 usage error, 3 validation found
+//! errors.
+
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, ConfigCommand};
+use crate::output::{Exit, Output};
+
+fn main() -> ExitCode {
+    // clap exits with 2 on usage errors and 0 for --help / --version.
+    let cli = Cli::parse();
+    let out = Output::new(cli.json);
+    let result = match &cli.command {
+        Command::Paths => commands::paths::run(&out),
+        Command::Config { command } => match command {
+            ConfigCommand::Show => commands::config::show(&out),
+            ConfigCommand::Check => commands::config::check(&out),
+        },
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            out.failure(&e);
+            Exit::Failure.into()
+        }
+    }
+}

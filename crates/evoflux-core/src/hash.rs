@@ -1,0 +1,158 @@
+//! Canonical JSON and content hashes.
+//!
+//! Every content hash in evoflux (graph hashes, module identity, plugin
+//! digests, fingerprints) is SHA-256 over the canonical JSON of a value, so
+//! two equal values hash equally no matter how their maps were ordered or
+//! how they were pretty-printed. There is one function for it:
+//! [`content_hash`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// A value could not be turned into JSON (a map with non-string keys, a
+/// failing `Serialize` impl).
+#[derive(Debug, thiserror::Error)]
+#[error("value cannot be hashed as JSON: {0}")]
+pub struct HashError(#[from] serde_json::Error);
+
+/// Lowercase hex SHA-256 digest.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ContentHash(String);
+
+impl ContentHash {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ContentHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Canonical JSON text of `value`: object keys sorted by their UTF-8 bytes,
+/// no insignificant whitespace, numbers and strings as `serde_json` writes
+/// them.
+pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<String, HashError> {
+    let value = serde_json::to_value(value)?;
+    let mut out = String::new();
+    write_canonical(&value, &mut out)?;
+    Ok(out)
+}
+
+fn write_canonical(value: &Value, out: &mut String) -> Result<(), HashError> {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (key, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(key)?);
+                out.push(':');
+                write_canonical(v, out)?;
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(v, out)?;
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&serde_json::to_string(scalar)?),
+    }
+    Ok(())
+}
+
+/// SHA-256 of the canonical JSON of `value`: the one content hash.
+pub fn content_hash<T: Serialize + ?Sized>(value: &T) -> Result<ContentHash, HashError> {
+    Ok(sha256_hex(canonical_json(value)?.as_bytes()))
+}
+
+/// SHA-256 of raw bytes, for file bindings and package digests whose input
+/// is already bytes rather than a value.
+pub fn sha256_hex(bytes: &[u8]) -> ContentHash {
+    ContentHash(hex::encode(Sha256::digest(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn keys_sorted_and_no_whitespace() {
+        let v: Value =
+            serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "x y", "A": 1.5 }"#)
+                .unwrap();
+        assert_eq!(
+            canonical_json(&v).unwrap(),
+            r#"{"A":1.5,"a":"x y","b":[1,{"a":true,"z":null}]}"#
+        );
+    }
+
+    #[test]
+    fn equal_hash_for_differently_ordered_maps() {
+        let a: Value = serde_json::from_str(r#"{"name":"x","deps":{"b":2,"a":1}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"deps":{"a":1,"b":2},"name":"x"}"#).unwrap();
+        assert_eq!(content_hash(&a).unwrap(), content_hash(&b).unwrap());
+
+        // A struct and a map with the same content hash equally.
+        #[derive(Serialize)]
+        struct S {
+            name: &'static str,
+            deps: BTreeMap<&'static str, i32>,
+        }
+        let s = S {
+            name: "x",
+            deps: [("a", 1), ("b", 2)].into(),
+        };
+        assert_eq!(content_hash(&s).unwrap(), content_hash(&a).unwrap());
+
+        let c = json!({"name": "x", "deps": {"a": 1, "b": 3}});
+        assert_ne!(content_hash(&c).unwrap(), content_hash(&a).unwrap());
+    }
+
+    #[test]
+    fn sha256_known_vector() {
+        assert_eq!(
+            sha256_hex(b"abc").as_str(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        // The hash of a value is the hash of its canonical text.
+        let v = json!({"b": 1, "a": [true]});
+        assert_eq!(
+            content_hash(&v).unwrap(),
+            sha256_hex(br#"{"a":[true],"b":1}"#)
+        );
+    }
+
+    #[test]
+    fn non_string_keys_are_an_error_not_a_panic() {
+        let mut m = BTreeMap::new();
+        m.insert(vec![1u8], 1);
+        assert!(content_hash(&m).is_err());
+    }
+
+    #[test]
+    fn strings_are_escaped_canonically() {
+        let v = json!({"k\"ey": "line\nbreak \u{1F600}"});
+        assert_eq!(
+            canonical_json(&v).unwrap(),
+            "{\"k\\\"ey\":\"line\\nbreak \u{1F600}\"}"
+        );
+    }
+}

@@ -1,0 +1,19 @@
+//! The shared vocabulary every evoflux crate speaks.
+//!
+//! Nothing here knows about skills, agents, plugins or models: this crate
+//! holds the small, stable pieces that every domain needs to agree on, so
+//! that a diagnostic, a content hash or a directory means the same thing in
+//! the graph, the runtime, the server and the CLI.
+
+pub mod atomic;
+pub mod config;
+pub mod diagnostic;
+pub mod dirs;
+pub mod frontmatter;
+pub mod hash;
+pub mod ids;
+pub mod lock;
+pub mod mode;
+
+pub use diagnostic::{Diagnostic, Diagnostics, Locator, Severity};
+pub use mode::AppMode;
