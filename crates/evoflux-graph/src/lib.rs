@@ -1,0 +1,1 @@
+//! The source graph (work in progress).

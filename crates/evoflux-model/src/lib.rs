@@ -1,0 +1,1 @@
+//! Model providers (work in progress).

@@ -1,0 +1,1 @@
+//! Agent Plugins (work in progress).
