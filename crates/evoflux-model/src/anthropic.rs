@@ -1,0 +1,460 @@
+//! Anthropic Messages API with SSE streaming.
+//!
+//! Request: `POST {base_url}/v1/messages` with `x-api-key`,
+//! `anthropic-version: 2023-06-01` and `stream: true`. System messages go
+//! to the top-level `system` field; tool results travel as `tool_result`
+//! blocks inside a user message, and consecutive messages of one role are
+//! merged because the API expects user and assistant turns to alternate.
+//!
+//! Response events: `message_start` (input usage), `content_block_start`
+//! (`text` or `tool_use`), `content_block_delta` (`text_delta`,
+//! `input_json_delta`), `content_block_stop`, `message_delta` (stop reason
+//! and output usage), `message_stop`, plus `ping` and `error`.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use evoflux_core::config::{ProviderConfig, ProviderKind};
+use futures_util::TryFutureExt;
+use serde_json::{Value, json};
+use sse_stream::Sse;
+
+use crate::assemble::ToolCallAssembler;
+use crate::error::{ProviderError, SetupError};
+use crate::event::{StopReason, StreamEvent, Usage};
+use crate::http::{self, ApiError, Endpoint, SseDecoder};
+use crate::message::{Message, Request};
+use crate::provider::{EventStream, Provider, ProviderOptions, error_stream};
+use crate::retry::with_retries;
+
+/// The API version this module speaks.
+pub const API_VERSION: &str = "2023-06-01";
+/// `max_tokens` is mandatory for Anthropic; used when the request has none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// An Anthropic Messages provider.
+#[derive(Debug)]
+pub struct AnthropicProvider {
+    name: String,
+    url: String,
+    api_key_env: Option<String>,
+    context_window: Option<u64>,
+    client: reqwest::Client,
+    options: ProviderOptions,
+}
+
+impl AnthropicProvider {
+    pub fn new(
+        name: &str,
+        base_url: String,
+        config: &ProviderConfig,
+        options: &ProviderOptions,
+    ) -> Result<Self, SetupError> {
+        Ok(AnthropicProvider {
+            name: name.to_owned(),
+            url: http::join_url(&base_url, "v1/messages"),
+            api_key_env: config.api_key_env.clone(),
+            context_window: config.context_window,
+            client: http::http_client()?,
+            options: options.clone(),
+        })
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Anthropic
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    fn stream(&self, request: Request) -> EventStream {
+        let endpoint = Endpoint {
+            provider: self.name.clone(),
+            url: self.url.clone(),
+            api_key_env: self.api_key_env.clone(),
+        };
+        let key = match &self.api_key_env {
+            Some(var) => match self.options.env.get(var).filter(|k| !k.trim().is_empty()) {
+                Some(key) => Some(key),
+                None => {
+                    return error_stream(ProviderError::Auth {
+                        provider: self.name.clone(),
+                        env_var: Some(var.clone()),
+                        detail: format!("environment variable {var} is not set"),
+                    });
+                }
+            },
+            None => None,
+        };
+        let body = Arc::new(request_body(&request));
+        let client = self.client.clone();
+        with_retries(
+            self.options.retry,
+            self.options.sleeper.clone(),
+            move || {
+                let mut builder = client
+                    .post(&endpoint.url)
+                    .header("anthropic-version", API_VERSION)
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .json(body.as_ref());
+                if let Some(key) = &key {
+                    builder = builder.header("x-api-key", key);
+                }
+                let decoder = MessagesDecoder::new(endpoint.clone());
+                Box::pin(http::open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
+            },
+        )
+    }
+}
+
+/// The JSON body of a streaming Messages request.
+pub fn request_body(request: &Request) -> Value {
+    let mut system: Vec<&str> = Vec::new();
+    let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in &request.messages {
+        let (role, blocks) = match m {
+            Message::System { content } => {
+                system.push(content);
+                continue;
+            }
+            Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut blocks = Vec::new();
+                if !content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": content}));
+                }
+                for c in tool_calls {
+                    blocks.push(json!({
+                        "type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments,
+                    }));
+                }
+                ("assistant", blocks)
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+                is_error,
+            } => {
+                let mut block = json!({
+                    "type": "tool_result", "tool_use_id": tool_call_id, "content": content,
+                });
+                if *is_error {
+                    block["is_error"] = json!(true);
+                }
+                ("user", vec![block])
+            }
+        };
+        // The API rejects empty content, and an empty assistant turn says
+        // nothing anyway.
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "stream": true,
+        "messages": messages,
+    });
+    if !system.is_empty() {
+        body["system"] = json!(system.join("\n\n"));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "description": t.description, "input_schema": t.parameters})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+/// Decodes Messages stream events.
+#[derive(Debug)]
+pub(crate) struct MessagesDecoder {
+    endpoint: Endpoint,
+    calls: ToolCallAssembler,
+    /// Content-block indexes that are `tool_use` blocks.
+    tool_blocks: BTreeSet<u32>,
+    any_calls: bool,
+    usage: Usage,
+    saw_usage: bool,
+    stop: Option<StopReason>,
+    started: bool,
+}
+
+impl MessagesDecoder {
+    pub fn new(endpoint: Endpoint) -> Self {
+        MessagesDecoder {
+            endpoint,
+            calls: ToolCallAssembler::default(),
+            tool_blocks: BTreeSet::new(),
+            any_calls: false,
+            usage: Usage::default(),
+            saw_usage: false,
+            stop: None,
+            started: false,
+        }
+    }
+
+    fn stop_reason(&self, reason: &str) -> StopReason {
+        match reason {
+            "end_turn" => StopReason::EndTurn,
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "refusal" => StopReason::ContentFilter,
+            // `pause_turn` and reasons added later: the calls decide.
+            _ if self.any_calls => StopReason::ToolUse,
+            _ => StopReason::EndTurn,
+        }
+    }
+
+    /// Anthropic counts cache reads and writes apart from `input_tokens`;
+    /// ours include them so input is the whole prompt.
+    fn read_usage(&mut self, u: &Value) {
+        let n = |k: &str| u.get(k).and_then(Value::as_u64);
+        let cache_read = n("cache_read_input_tokens");
+        let cache_write = n("cache_creation_input_tokens");
+        if let Some(input) = n("input_tokens") {
+            self.usage.input_tokens = input + cache_read.unwrap_or(0) + cache_write.unwrap_or(0);
+            self.saw_usage = true;
+        }
+        if let Some(read) = cache_read {
+            self.usage.cached_input_tokens = read;
+        }
+        if let Some(out) = n("output_tokens") {
+            self.usage.output_tokens = out;
+            self.saw_usage = true;
+        }
+    }
+
+    fn index(&self, v: &Value) -> Result<u32, ProviderError> {
+        v.get("index")
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok())
+            .ok_or_else(|| {
+                self.endpoint
+                    .protocol("content block event without an index")
+            })
+    }
+}
+
+impl SseDecoder for MessagesDecoder {
+    fn event(&mut self, sse: Sse, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        let Some(data) = sse.data else {
+            return Ok(());
+        };
+        let v: Value = serde_json::from_str(&data).map_err(|e| {
+            self.endpoint
+                .protocol(format!("event is not JSON ({e}): {data}"))
+        })?;
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(sse.event.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        match kind.as_str() {
+            "message_start" => {
+                self.started = true;
+                if let Some(u) = v.pointer("/message/usage") {
+                    self.read_usage(u);
+                }
+            }
+            "content_block_start" => {
+                let index = self.index(&v)?;
+                let block = v.get("content_block").unwrap_or(&Value::Null);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        if let Some(text) = block.get("text").and_then(Value::as_str)
+                            && !text.is_empty()
+                        {
+                            out.push_back(StreamEvent::TextDelta {
+                                text: text.to_owned(),
+                            });
+                        }
+                    }
+                    Some("tool_use") => {
+                        let id = block.get("id").and_then(Value::as_str);
+                        let name = block.get("name").and_then(Value::as_str);
+                        self.tool_blocks.insert(index);
+                        self.any_calls = true;
+                        self.calls.push(index, id, name, "");
+                        out.push_back(StreamEvent::ToolCallDelta {
+                            index,
+                            id: id.map(str::to_owned),
+                            name: name.map(str::to_owned),
+                            arguments: String::new(),
+                        });
+                    }
+                    // Thinking and server-side tool blocks are not ours.
+                    _ => {}
+                }
+            }
+            "content_block_delta" => {
+                let index = self.index(&v)?;
+                let delta = v.get("delta").unwrap_or(&Value::Null);
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        let text = delta
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        if !text.is_empty() {
+                            out.push_back(StreamEvent::TextDelta {
+                                text: text.to_owned(),
+                            });
+                        }
+                    }
+                    Some("input_json_delta") => {
+                        if !self.tool_blocks.contains(&index) {
+                            return Err(self.endpoint.protocol(format!(
+                                "input_json_delta for block {index}, which is not a tool_use block"
+                            )));
+                        }
+                        let part = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        self.calls.push(index, None, None, part);
+                        out.push_back(StreamEvent::ToolCallDelta {
+                            index,
+                            id: None,
+                            name: None,
+                            arguments: part.to_owned(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let index = self.index(&v)?;
+                if self.tool_blocks.remove(&index)
+                    && let Some(call) = self.calls.finish(index)
+                {
+                    let call = call.map_err(|e| self.endpoint.protocol(e))?;
+                    out.push_back(StreamEvent::ToolCall { call });
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(self.stop_reason(reason));
+                }
+                if let Some(u) = v.get("usage") {
+                    self.read_usage(u);
+                }
+            }
+            "message_stop" => {
+                // Blocks left open would be a server bug; finish them anyway.
+                for call in self.calls.finish_all() {
+                    let call = call.map_err(|e| self.endpoint.protocol(e))?;
+                    out.push_back(StreamEvent::ToolCall { call });
+                }
+                if self.saw_usage {
+                    out.push_back(StreamEvent::Usage { usage: self.usage });
+                }
+                let reason = self.stop.unwrap_or(if self.any_calls {
+                    StopReason::ToolUse
+                } else {
+                    StopReason::EndTurn
+                });
+                out.push_back(StreamEvent::Stop { reason });
+                out.push_back(StreamEvent::Done);
+            }
+            "error" => {
+                return Err(ApiError::from_body(None, &data).classify(&self.endpoint));
+            }
+            // `ping`, and event types added after this was written.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, _out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        let what = if self.started {
+            "the stream ended before message_stop"
+        } else {
+            "the stream ended before message_start"
+        };
+        Err(self.endpoint.protocol(what))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+
+    #[test]
+    fn body_merges_roles_and_lifts_system() {
+        let req = Request::new(
+            "claude-x",
+            vec![
+                Message::system("a"),
+                Message::system("b"),
+                Message::user("hi"),
+                Message::Assistant {
+                    content: "let me look".into(),
+                    tool_calls: vec![
+                        ToolCall {
+                            id: "t1".into(),
+                            name: "ls".into(),
+                            arguments: json!({}),
+                        },
+                        ToolCall {
+                            id: "t2".into(),
+                            name: "ls".into(),
+                            arguments: json!({"p": 1}),
+                        },
+                    ],
+                },
+                Message::tool_result("t1", "x"),
+                Message::Tool {
+                    tool_call_id: "t2".into(),
+                    content: "boom".into(),
+                    is_error: true,
+                },
+            ],
+        );
+        let b = request_body(&req);
+        assert_eq!(b["system"], json!("a\n\nb"));
+        assert_eq!(b["max_tokens"], json!(DEFAULT_MAX_TOKENS));
+        let msgs = b["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[2]["role"], json!("user"));
+        assert_eq!(
+            msgs[2]["content"],
+            json!([
+                {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true},
+            ])
+        );
+        assert_eq!(msgs[1]["content"][1]["type"], json!("tool_use"));
+        assert!(b.get("tools").is_none());
+    }
+}

@@ -1,0 +1,76 @@
+//! What a provider stream yields.
+//!
+//! A stream is a sequence of deltas followed by a fixed tail: every
+//! completed [`ToolCall`], then [`Usage`] (when the server reported it),
+//! then exactly one [`StreamEvent::Stop`], then [`StreamEvent::Done`].
+//! Consumers that only want the final message use [`crate::collect`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::ToolCall;
+
+/// One streamed event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// A piece of assistant text, to show as it arrives.
+    TextDelta { text: String },
+    /// A piece of a tool call as the server sent it. `index` keys the call
+    /// within this response; `id` and `name` arrive once, usually first.
+    ToolCallDelta {
+        index: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        arguments: String,
+    },
+    /// A tool call assembled from its deltas, with parsed arguments.
+    ToolCall { call: ToolCall },
+    /// Token counts for the whole call.
+    Usage { usage: Usage },
+    /// Why the model stopped.
+    Stop { reason: StopReason },
+    /// The stream finished cleanly; nothing follows.
+    Done,
+}
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Input tokens served from the provider's prompt cache (part of
+    /// `input_tokens`), when the server says.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+}
+
+/// Why generation stopped, normalized across providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    EndTurn,
+    /// The model wants its tool calls run.
+    ToolUse,
+    /// `max_tokens` cut the answer short.
+    MaxTokens,
+    /// A stop sequence ended the answer.
+    StopSequence,
+    /// The provider withheld or refused the content.
+    ContentFilter,
+}
+
+impl StopReason {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::ContentFilter => "content_filter",
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The HTTP side shared by the remote providers: one client builder, one
+//! way to send a streaming request and classify a failed response, and one
+//! SSE-to-events driver that each wire protocol plugs a decoder into.
+
+use std::collections::VecDeque;
+use std::sync::Once;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+use sse_stream::{Sse, SseStream};
+
+use crate::error::{ProviderError, SetupError};
+use crate::event::StreamEvent;
+use crate::provider::EventStream;
+
+/// Redirects are rare for model APIs and a long chain means a misconfigured
+/// base URL; a few are followed so `http` → `https` upgrades still work.
+const MAX_REDIRECTS: usize = 5;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A model can think for a while before the first token, but a silent
+/// connection for five minutes is dead.
+const READ_TIMEOUT: Duration = Duration::from_secs(300);
+/// How much of an error body is kept for the message.
+const ERROR_BODY_LIMIT: usize = 16 * 1024;
+
+static CRYPTO: Once = Once::new();
+
+/// Builds every reqwest client of this crate. reqwest is compiled without a
+/// rustls crypto provider of its own, so the ring provider is installed as
+/// the process default exactly once before the first client exists.
+pub fn http_client() -> Result<reqwest::Client, SetupError> {
+    CRYPTO.call_once(|| {
+        // Another crate may have installed a provider already; either one
+        // serves, so the "already installed" result is not an error.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .build()
+        .map_err(|e| SetupError::HttpClient {
+            detail: error_chain(&e),
+        })
+}
+
+/// `base` joined with `path`, without doubling the slash.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// An error and its sources on one line: reqwest's top-level message alone
+/// ("error sending request") says nothing about the cause.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// Who is talking, for error messages and classification.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    pub provider: String,
+    pub url: String,
+    pub api_key_env: Option<String>,
+}
+
+impl Endpoint {
+    pub fn transport(&self, detail: String) -> ProviderError {
+        ProviderError::Transport {
+            provider: self.provider.clone(),
+            url: self.url.clone(),
+            detail,
+        }
+    }
+
+    pub fn protocol(&self, detail: impl Into<String>) -> ProviderError {
+        ProviderError::Protocol {
+            provider: self.provider.clone(),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// The fields of an API error, wherever the wire format keeps them.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ApiError {
+    pub status: Option<u16>,
+    /// `error.type` (both OpenAI and Anthropic have one).
+    pub kind: Option<String>,
+    /// `error.code` (OpenAI).
+    pub code: Option<String>,
+    pub message: String,
+    pub retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    /// Reads `{"error": {"type", "code", "message"}}` (OpenAI, and Anthropic
+    /// inside its `{"type": "error", ...}` envelope), falling back to the
+    /// raw text for servers that answer with plain text or HTML.
+    pub fn from_body(status: Option<u16>, body: &str) -> ApiError {
+        let parsed: Option<Value> = serde_json::from_str(body).ok();
+        let err = parsed.as_ref().and_then(|v| v.get("error"));
+        let field = |k: &str| {
+            err.and_then(|e| e.get(k)).and_then(|v| match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+        };
+        let message = match (err, field("message")) {
+            (_, Some(m)) => m,
+            (Some(Value::String(s)), None) => s.clone(),
+            _ => {
+                let t = body.trim();
+                if t.is_empty() {
+                    "(empty response body)".to_owned()
+                } else {
+                    t.to_owned()
+                }
+            }
+        };
+        ApiError {
+            status,
+            kind: field("type"),
+            code: field("code"),
+            message,
+            retry_after: None,
+        }
+    }
+
+    fn mentions(&self, needles: &[&str]) -> bool {
+        let hay = [
+            self.kind.as_deref(),
+            self.code.as_deref(),
+            Some(self.message.as_str()),
+        ];
+        hay.into_iter().flatten().any(|h| {
+            let h = h.to_ascii_lowercase();
+            needles.iter().any(|n| h.contains(n))
+        })
+    }
+
+    /// Maps the error to our taxonomy. Context overflows have no status of
+    /// their own anywhere (OpenAI, Anthropic, vLLM and llama.cpp all answer
+    /// 400 or 413), so they are recognized by their code or wording.
+    pub fn classify(self, endpoint: &Endpoint) -> ProviderError {
+        let provider = endpoint.provider.clone();
+        let detail = match &self.code {
+            Some(code) => format!("{} [{code}]", self.message),
+            None => self.message.clone(),
+        };
+        let context = self.mentions(&[
+            "context_length_exceeded",
+            "context length",
+            "context window",
+            "context_window",
+            "maximum context",
+            "prompt is too long",
+            "exceed_context_size",
+            "exceeds the available context",
+            "too many tokens",
+            "request_too_large",
+        ]);
+        let may_be_context = matches!(self.status, None | Some(400 | 413 | 422));
+        if context && may_be_context {
+            return ProviderError::ContextExceeded { provider, detail };
+        }
+        let by_kind = self.kind.as_deref().map(str::to_ascii_lowercase);
+        match (self.status, by_kind.as_deref()) {
+            (Some(401 | 403), _)
+            | (_, Some("authentication_error" | "permission_error" | "invalid_api_key")) => {
+                ProviderError::Auth {
+                    provider,
+                    env_var: endpoint.api_key_env.clone(),
+                    detail,
+                }
+            }
+            (Some(429), _) | (_, Some("rate_limit_error" | "rate_limit_exceeded")) => {
+                ProviderError::RateLimit {
+                    provider,
+                    retry_after: self.retry_after,
+                    detail,
+                }
+            }
+            (Some(s @ 500..=599), _) => ProviderError::Server {
+                provider,
+                status: Some(s),
+                detail,
+            },
+            (None, Some("overloaded_error" | "api_error" | "server_error")) => {
+                ProviderError::Server {
+                    provider,
+                    status: None,
+                    detail,
+                }
+            }
+            (Some(408), _) => endpoint.transport(format!("request timed out: {detail}")),
+            (Some(404), _) => ProviderError::BadRequest {
+                provider,
+                status: 404,
+                detail: format!("{detail} (check the model name and base_url)"),
+            },
+            (Some(s), _) => ProviderError::BadRequest {
+                provider,
+                status: s,
+                detail,
+            },
+            (None, _) => ProviderError::Protocol {
+                provider,
+                detail: format!("error event: {detail}"),
+            },
+        }
+    }
+}
+
+/// `retry-after-ms` (OpenAI) or `retry-after` in seconds. An HTTP-date
+/// `retry-after` is ignored and the backoff applies instead.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    }
+    get("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// Sends `request` and returns the SSE body as a stream of our events, or
+/// the classified error for a failed response.
+pub(crate) async fn open_sse<D>(
+    endpoint: Endpoint,
+    request: reqwest::RequestBuilder,
+    decoder: D,
+) -> Result<EventStream, ProviderError>
+where
+    D: SseDecoder + Send + 'static,
+{
+    let response = request
+        .send()
+        .await
+        .map_err(|e| endpoint.transport(error_chain(&e)))?;
+    let status = response.status();
+    if !status.is_success() {
+        let after = retry_after(response.headers());
+        let body = read_limited(response).await;
+        let mut api = ApiError::from_body(Some(status.as_u16()), &body);
+        api.retry_after = after;
+        return Err(api.classify(&endpoint));
+    }
+    let sse = SseStream::from_bytes_stream(response.bytes_stream());
+    Ok(decode(endpoint, sse, decoder))
+}
+
+async fn read_limited(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= ERROR_BODY_LIMIT {
+            body.truncate(ERROR_BODY_LIMIT);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// One wire protocol's view of an SSE stream.
+pub(crate) trait SseDecoder {
+    /// Handles one SSE event, pushing any resulting events.
+    fn event(&mut self, sse: Sse, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
+    /// The byte stream ended; pushes the tail or fails if it ended early.
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
+}
+
+struct DecodeState<S, D> {
+    endpoint: Endpoint,
+    sse: S,
+    decoder: D,
+    queue: VecDeque<StreamEvent>,
+    finished: bool,
+}
+
+/// Drives `decoder` over `sse`. The stream ends right after
+/// [`StreamEvent::Done`] or the first error.
+pub(crate) fn decode<S, D>(endpoint: Endpoint, sse: S, decoder: D) -> EventStream
+where
+    S: futures_util::Stream<Item = Result<Sse, sse_stream::Error>> + Send + Unpin + 'static,
+    D: SseDecoder + Send + 'static,
+{
+    let state = DecodeState {
+        endpoint,
+        sse,
+        decoder,
+        queue: VecDeque::new(),
+        finished: false,
+    };
+    Box::pin(futures_util::stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(event) = s.queue.pop_front() {
+                if event == StreamEvent::Done {
+                    s.finished = true;
+                    s.queue.clear();
+                }
+                return Some((Ok(event), s));
+            }
+            if s.finished {
+                return None;
+            }
+            let step = match s.sse.next().await {
+                Some(Ok(sse)) => s.decoder.event(sse, &mut s.queue),
+                Some(Err(sse_stream::Error::Body(e))) => {
+                    Err(s.endpoint.transport(error_chain(e.as_ref())))
+                }
+                Some(Err(e)) => Err(s.endpoint.protocol(format!("malformed SSE: {e}"))),
+                None => {
+                    s.finished = true;
+                    s.decoder.end(&mut s.queue)
+                }
+            };
+            if let Err(e) = step {
+                s.finished = true;
+                s.queue.clear();
+                return Some((Err(e), s));
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep() -> Endpoint {
+        Endpoint {
+            provider: "openai".into(),
+            url: "http://x/chat/completions".into(),
+            api_key_env: Some("OPENAI_API_KEY".into()),
+        }
+    }
+
+    #[test]
+    fn classifies_statuses_and_bodies() {
+        let c = |status: Option<u16>, body: &str| ApiError::from_body(status, body).classify(&ep());
+        assert_eq!(c(Some(401), "{}").code(), "model/auth");
+        assert_eq!(c(Some(429), "slow down").code(), "model/rate-limited");
+        assert_eq!(c(Some(503), "<html>").code(), "model/server");
+        assert_eq!(
+            c(Some(422), "{\"error\":{\"message\":\"bad\"}}").code(),
+            "model/bad-request"
+        );
+        assert_eq!(c(Some(404), "no model").code(), "model/bad-request");
+        assert_eq!(
+            c(
+                Some(400),
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#
+            )
+            .code(),
+            "model/context-exceeded"
+        );
+        assert_eq!(
+            c(
+                Some(400),
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#
+            )
+            .code(),
+            "model/context-exceeded"
+        );
+        assert_eq!(
+            c(
+                None,
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            )
+            .code(),
+            "model/server"
+        );
+        assert_eq!(
+            c(None, r#"{"error":{"type":"weird","message":"?"}}"#).code(),
+            "model/protocol"
+        );
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", "1500".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(1500)));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn joins_urls() {
+        assert_eq!(join_url("http://h/v1/", "/chat"), "http://h/v1/chat");
+        assert_eq!(join_url("http://h/v1", "chat"), "http://h/v1/chat");
+    }
+}

@@ -1,0 +1,162 @@
+//! Our own conversation vocabulary.
+//!
+//! Every provider translates these types to and from its wire format at its
+//! own boundary, so the harness, the store and the scripted provider never
+//! see an OpenAI or Anthropic shape. They serialize (tagged by `role`) so a
+//! transcript can be stored and a script can be written by hand.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions from the harness. Providers with a separate system field
+    /// (Anthropic) lift every system message into it, in order.
+    System { content: String },
+    /// What the user said.
+    User { content: String },
+    /// What the model said: text, tool calls, or both.
+    Assistant {
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call, answering the call with the same id.
+    Tool {
+        tool_call_id: String,
+        content: String,
+        /// The tool failed; providers that can say so (Anthropic) mark it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Message::System {
+            content: content.into(),
+        }
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        Message::User {
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message::Assistant {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    pub fn tool_result(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+}
+
+/// A tool call the model asked for, complete: its arguments are parsed JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; the tool result must echo it.
+    pub id: String,
+    pub name: String,
+    /// The arguments as a JSON value (an object for every well-behaved model).
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The model name as the provider knows it (the part after `provider:`).
+    pub model: String,
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    /// Upper bound on generated tokens. Anthropic requires one, so it falls
+    /// back to [`crate::anthropic::DEFAULT_MAX_TOKENS`] there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+impl Request {
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Request {
+            model: model.into(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_round_trip_tagged_by_role() {
+        let m = Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "a"}),
+            }],
+        };
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            v,
+            json!({"role": "assistant", "tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "a"}}]})
+        );
+        assert_eq!(serde_json::from_value::<Message>(v).unwrap(), m);
+        let t: Message =
+            serde_json::from_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}))
+                .unwrap();
+        assert_eq!(t, Message::tool_result("c1", "x"));
+    }
+}

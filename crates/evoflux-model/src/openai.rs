@@ -1,0 +1,384 @@
+//! OpenAI Chat Completions with SSE streaming, for OpenAI itself and every
+//! compatible server (Ollama, vLLM, llama.cpp, LM Studio).
+//!
+//! Request: `POST {base_url}/chat/completions` with `stream: true` and
+//! `stream_options.include_usage` so the last chunk carries token counts.
+//! `max_tokens` (not `max_completion_tokens`) is sent because every
+//! compatible server understands it.
+//!
+//! Response: `data:` chunks whose `choices[0].delta` holds text and
+//! index-keyed tool-call fragments, a chunk with `finish_reason`, a usage
+//! chunk with empty `choices`, then `data: [DONE]`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use evoflux_core::config::{ProviderConfig, ProviderKind};
+use futures_util::TryFutureExt;
+use serde_json::{Value, json};
+use sse_stream::Sse;
+
+use crate::assemble::ToolCallAssembler;
+use crate::error::{ProviderError, SetupError};
+use crate::event::{StopReason, StreamEvent, Usage};
+use crate::http::{self, ApiError, Endpoint, SseDecoder};
+use crate::message::{Message, Request};
+use crate::provider::{EventStream, Provider, ProviderOptions, error_stream};
+use crate::retry::with_retries;
+
+/// A Chat Completions provider.
+#[derive(Debug)]
+pub struct OpenAiProvider {
+    name: String,
+    url: String,
+    api_key_env: Option<String>,
+    context_window: Option<u64>,
+    client: reqwest::Client,
+    options: ProviderOptions,
+}
+
+impl OpenAiProvider {
+    pub fn new(
+        name: &str,
+        base_url: String,
+        config: &ProviderConfig,
+        options: &ProviderOptions,
+    ) -> Result<Self, SetupError> {
+        Ok(OpenAiProvider {
+            name: name.to_owned(),
+            url: http::join_url(&base_url, "chat/completions"),
+            api_key_env: config.api_key_env.clone(),
+            context_window: config.context_window,
+            client: http::http_client()?,
+            options: options.clone(),
+        })
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            provider: self.name.clone(),
+            url: self.url.clone(),
+            api_key_env: self.api_key_env.clone(),
+        }
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Openai
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    fn stream(&self, request: Request) -> EventStream {
+        let endpoint = self.endpoint();
+        // The key is read per call so a rotated key is picked up, and a
+        // missing one fails before anything is sent.
+        let key = match &self.api_key_env {
+            Some(var) => match self.options.env.get(var).filter(|k| !k.trim().is_empty()) {
+                Some(key) => Some(key),
+                None => {
+                    return error_stream(ProviderError::Auth {
+                        provider: self.name.clone(),
+                        env_var: Some(var.clone()),
+                        detail: format!("environment variable {var} is not set"),
+                    });
+                }
+            },
+            None => None,
+        };
+        let body = Arc::new(request_body(&request));
+        let client = self.client.clone();
+        with_retries(
+            self.options.retry,
+            self.options.sleeper.clone(),
+            move || {
+                let mut builder = client
+                    .post(&endpoint.url)
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .json(body.as_ref());
+                if let Some(key) = &key {
+                    builder = builder.bearer_auth(key);
+                }
+                let decoder = ChatDecoder::new(endpoint.clone());
+                Box::pin(http::open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
+            },
+        )
+    }
+}
+
+/// The JSON body of a streaming Chat Completions request.
+pub fn request_body(request: &Request) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }
+                })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    if let Some(t) = request.temperature {
+        body["temperature"] = json!(t);
+    }
+    body
+}
+
+fn message_json(m: &Message) -> Value {
+    match m {
+        Message::System { content } => json!({"role": "system", "content": content}),
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut v = json!({
+                "role": "assistant",
+                "content": if content.is_empty() { Value::Null } else { json!(content) },
+            });
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                        })
+                    })
+                    .collect();
+                v["tool_calls"] = Value::Array(calls);
+            }
+            v
+        }
+        // Chat Completions has no error flag on tool results; the content
+        // itself says what went wrong.
+        Message::Tool {
+            tool_call_id,
+            content,
+            is_error: _,
+        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+    }
+}
+
+/// Decodes `chat.completion.chunk` events.
+#[derive(Debug)]
+pub(crate) struct ChatDecoder {
+    endpoint: Endpoint,
+    calls: ToolCallAssembler,
+    any_calls: bool,
+    stop: Option<StopReason>,
+    usage: Option<Usage>,
+}
+
+impl ChatDecoder {
+    pub fn new(endpoint: Endpoint) -> Self {
+        ChatDecoder {
+            endpoint,
+            calls: ToolCallAssembler::default(),
+            any_calls: false,
+            stop: None,
+            usage: None,
+        }
+    }
+
+    fn flush_calls(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        for call in self.calls.finish_all() {
+            let call = call.map_err(|e| self.endpoint.protocol(e))?;
+            out.push_back(StreamEvent::ToolCall { call });
+        }
+        Ok(())
+    }
+
+    /// Completed calls, usage, stop, done.
+    fn tail(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        self.flush_calls(out)?;
+        if let Some(usage) = self.usage.take() {
+            out.push_back(StreamEvent::Usage { usage });
+        }
+        let reason = self.stop.unwrap_or(if self.any_calls {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        });
+        out.push_back(StreamEvent::Stop { reason });
+        out.push_back(StreamEvent::Done);
+        Ok(())
+    }
+
+    fn finish_reason(&self, reason: &str) -> StopReason {
+        let by_calls = if self.any_calls {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        };
+        match reason {
+            "length" => StopReason::MaxTokens,
+            "tool_calls" | "function_call" => StopReason::ToolUse,
+            "content_filter" => StopReason::ContentFilter,
+            // Some compatible servers say "stop" after tool calls; the calls
+            // are what the harness must act on. Unknown reasons from exotic
+            // servers are read the same way.
+            _ => by_calls,
+        }
+    }
+
+    fn chunk(&mut self, v: &Value, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if let Some(err) = v.get("error") {
+            let body = json!({"error": err}).to_string();
+            return Err(ApiError::from_body(None, &body).classify(&self.endpoint));
+        }
+        let choices = v.get("choices").and_then(Value::as_array);
+        // Only the first choice is ours: we never ask for n > 1.
+        if let Some(choice) = choices.and_then(|c| c.first()) {
+            let delta = choice.get("delta");
+            if let Some(text) = delta.and_then(|d| d.get("content")).and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                out.push_back(StreamEvent::TextDelta {
+                    text: text.to_owned(),
+                });
+            }
+            let tool_calls = delta
+                .and_then(|d| d.get("tool_calls"))
+                .and_then(Value::as_array);
+            for (pos, tc) in tool_calls.into_iter().flatten().enumerate() {
+                // Servers that omit `index` send one call per entry.
+                let index = tc
+                    .get("index")
+                    .and_then(Value::as_u64)
+                    .and_then(|i| u32::try_from(i).ok())
+                    .unwrap_or_else(|| u32::try_from(pos).unwrap_or(u32::MAX));
+                let id = tc.get("id").and_then(Value::as_str);
+                let function = tc.get("function");
+                let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+                let arguments = match function.and_then(|f| f.get("arguments")) {
+                    Some(Value::String(s)) => s.clone(),
+                    // A few servers send the arguments object already parsed.
+                    Some(other @ Value::Object(_)) => other.to_string(),
+                    _ => String::new(),
+                };
+                self.any_calls = true;
+                self.calls.push(index, id, name, &arguments);
+                out.push_back(StreamEvent::ToolCallDelta {
+                    index,
+                    id: id.map(str::to_owned),
+                    name: name.map(str::to_owned),
+                    arguments,
+                });
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.stop = Some(self.finish_reason(reason));
+                self.flush_calls(out)?;
+            }
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            let n = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Some(Usage {
+                input_tokens: n("/prompt_tokens"),
+                output_tokens: n("/completion_tokens"),
+                cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl SseDecoder for ChatDecoder {
+    fn event(&mut self, sse: Sse, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        let Some(data) = sse.data else {
+            return Ok(());
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            return self.tail(out);
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            self.endpoint
+                .protocol(format!("chunk is not JSON ({e}): {data}"))
+        })?;
+        self.chunk(&v, out)
+    }
+
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        // A finish_reason means the answer is complete even if the server
+        // closed without `[DONE]`; otherwise the answer was cut off.
+        match self.stop {
+            Some(_) => self.tail(out),
+            None => Err(self
+                .endpoint
+                .protocol("the stream ended before the response was complete (no [DONE])")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{ToolCall, ToolDefinition};
+
+    #[test]
+    fn body_shape() {
+        let req = Request::new(
+            "gpt-4o-mini",
+            vec![
+                Message::system("be brief"),
+                Message::user("hi"),
+                Message::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "c1".into(),
+                        name: "ls".into(),
+                        arguments: json!({"path": "."}),
+                    }],
+                },
+                Message::tool_result("c1", "a.txt"),
+            ],
+        )
+        .with_tools(vec![ToolDefinition {
+            name: "ls".into(),
+            description: "list".into(),
+            parameters: json!({"type": "object"}),
+        }])
+        .with_max_tokens(100);
+        let b = request_body(&req);
+        assert_eq!(b["stream"], json!(true));
+        assert_eq!(b["stream_options"], json!({"include_usage": true}));
+        assert_eq!(b["max_tokens"], json!(100));
+        assert!(b.get("temperature").is_none());
+        assert_eq!(b["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            b["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!("{\"path\":\".\"}")
+        );
+        assert_eq!(
+            b["messages"][3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"})
+        );
+        assert_eq!(b["tools"][0]["function"]["name"], json!("ls"));
+    }
+}

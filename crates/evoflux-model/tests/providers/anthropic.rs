@@ -1,0 +1,360 @@
+use std::time::Duration;
+
+use evoflux_core::config::ProviderKind;
+use evoflux_model::{
+    Message, Request, StopReason, StreamEvent, ToolCall, ToolDefinition, Usage, collect,
+};
+use serde_json::{Value, json};
+
+use crate::common::{KEY_VAR, Reply, event, events, failure, harness};
+
+fn message_start(input: u64, cache_read: u64) -> String {
+    event(&json!({
+        "type": "message_start",
+        "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input, "cache_read_input_tokens": cache_read,
+                      "cache_creation_input_tokens": 0, "output_tokens": 1},
+        },
+    }))
+}
+
+fn block_start(index: u32, block: Value) -> String {
+    event(&json!({"type": "content_block_start", "index": index, "content_block": block}))
+}
+
+fn block_delta(index: u32, delta: Value) -> String {
+    event(&json!({"type": "content_block_delta", "index": index, "delta": delta}))
+}
+
+fn block_stop(index: u32) -> String {
+    event(&json!({"type": "content_block_stop", "index": index}))
+}
+
+fn message_end(reason: &str, output: u64) -> String {
+    [
+        event(&json!({
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": null},
+            "usage": {"output_tokens": output},
+        })),
+        event(&json!({"type": "message_stop"})),
+    ]
+    .concat()
+}
+
+fn hello_stream() -> String {
+    [
+        message_start(20, 5),
+        block_start(0, json!({"type": "text", "text": ""})),
+        event(&json!({"type": "ping"})),
+        block_delta(0, json!({"type": "text_delta", "text": "Hel"})),
+        block_delta(0, json!({"type": "text_delta", "text": "lo"})),
+        block_stop(0),
+        message_end("end_turn", 7),
+    ]
+    .concat()
+}
+
+fn simple_request() -> Request {
+    Request::new("claude-test", vec![Message::user("hi")])
+}
+
+#[tokio::test]
+async fn streams_text_and_usage_and_sends_the_wire_request() {
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&hello_stream(), 9)],
+        Some("ak-test"),
+    )
+    .await;
+    let request = Request::new(
+        "claude-test",
+        vec![
+            Message::system("You are terse."),
+            Message::user("List files"),
+            Message::Assistant {
+                content: "Looking.".into(),
+                tool_calls: vec![ToolCall {
+                    id: "toolu_1".into(),
+                    name: "ls".into(),
+                    arguments: json!({"path": "."}),
+                }],
+            },
+            Message::Tool {
+                tool_call_id: "toolu_1".into(),
+                content: "permission denied".into(),
+                is_error: true,
+            },
+        ],
+    )
+    .with_tools(vec![ToolDefinition {
+        name: "ls".into(),
+        description: "List a directory.".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    }])
+    .with_max_tokens(256);
+
+    let got = events(h.provider.stream(request)).await;
+    assert_eq!(
+        got,
+        vec![
+            StreamEvent::TextDelta { text: "Hel".into() },
+            StreamEvent::TextDelta { text: "lo".into() },
+            StreamEvent::Usage {
+                usage: Usage {
+                    input_tokens: 25,
+                    output_tokens: 7,
+                    cached_input_tokens: 5,
+                }
+            },
+            StreamEvent::Stop {
+                reason: StopReason::EndTurn
+            },
+            StreamEvent::Done,
+        ]
+    );
+
+    let reqs = h.server.requests();
+    assert_eq!(reqs.len(), 1);
+    let r = &reqs[0];
+    assert_eq!(r.path, "/v1/messages");
+    assert_eq!(r.headers["x-api-key"], "ak-test");
+    assert_eq!(r.headers["anthropic-version"], "2023-06-01");
+    assert!(r.headers.get("authorization").is_none());
+    assert_eq!(
+        r.body,
+        json!({
+            "model": "claude-test",
+            "max_tokens": 256,
+            "stream": true,
+            "system": "You are terse.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "List files"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Looking."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "."}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": "permission denied", "is_error": true},
+                ]},
+            ],
+            "tools": [{
+                "name": "ls",
+                "description": "List a directory.",
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+            }],
+        })
+    );
+}
+
+#[tokio::test]
+async fn assembles_tool_use_from_input_json_deltas() {
+    let body = [
+        message_start(50, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        block_delta(0, json!({"type": "text_delta", "text": "Reading."})),
+        block_stop(0),
+        block_start(
+            1,
+            json!({"type": "tool_use", "id": "toolu_a", "name": "read", "input": {}}),
+        ),
+        block_delta(1, json!({"type": "input_json_delta", "partial_json": ""})),
+        block_delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "{\"path\": \"sr"}),
+        ),
+        block_delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": "c/lib.rs\", \"limit\""}),
+        ),
+        block_delta(
+            1,
+            json!({"type": "input_json_delta", "partial_json": ": 20}"}),
+        ),
+        block_stop(1),
+        block_start(
+            2,
+            json!({"type": "tool_use", "id": "toolu_b", "name": "now", "input": {}}),
+        ),
+        block_stop(2),
+        message_end("tool_use", 40),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 5)],
+        Some("k"),
+    )
+    .await;
+    let got = events(h.provider.stream(simple_request())).await;
+    let json_deltas: String = got
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCallDelta {
+                index: 1,
+                arguments,
+                ..
+            } => Some(arguments.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(json_deltas, "{\"path\": \"src/lib.rs\", \"limit\": 20}");
+
+    let calls: Vec<_> = got
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ToolCall { call } => Some(call.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ToolCall {
+                id: "toolu_a".into(),
+                name: "read".into(),
+                arguments: json!({"path": "src/lib.rs", "limit": 20}),
+            },
+            ToolCall {
+                id: "toolu_b".into(),
+                name: "now".into(),
+                arguments: json!({}),
+            },
+        ]
+    );
+    assert_eq!(
+        got[got.len() - 2],
+        StreamEvent::Stop {
+            reason: StopReason::ToolUse
+        }
+    );
+
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 64)],
+        Some("k"),
+    )
+    .await;
+    let done = collect(h.provider.stream(simple_request())).await.unwrap();
+    assert_eq!(
+        done.message,
+        Message::Assistant {
+            content: "Reading.".into(),
+            tool_calls: calls,
+        }
+    );
+    assert_eq!(done.usage.unwrap().output_tokens, 40);
+}
+
+#[tokio::test]
+async fn overloaded_error_event_before_content_is_retried() {
+    let overloaded = [
+        message_start(10, 0),
+        event(&json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&overloaded, 11), Reply::sse(&hello_stream(), 11)],
+        Some("k"),
+    )
+    .await;
+    let done = collect(h.provider.stream(simple_request())).await.unwrap();
+    assert_eq!(done.message, Message::assistant("Hello"));
+    assert_eq!(h.server.requests().len(), 2);
+    assert_eq!(h.sleeps.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn rate_limit_honours_retry_after() {
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![
+            Reply::error(
+                429,
+                r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#,
+            )
+            .header("retry-after", "3"),
+            Reply::sse(&hello_stream(), 32),
+        ],
+        Some("k"),
+    )
+    .await;
+    let done = collect(h.provider.stream(simple_request())).await.unwrap();
+    assert_eq!(done.stop, StopReason::EndTurn);
+    assert_eq!(*h.sleeps.lock().unwrap(), vec![Duration::from_secs(3)]);
+}
+
+#[tokio::test]
+async fn unauthorized_is_auth_and_not_retried() {
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::error(
+            401,
+            r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+        )],
+        Some("bad"),
+    )
+    .await;
+    let err = failure(h.provider.stream(simple_request())).await;
+    assert_eq!(err.code(), "model/auth");
+    assert!(err.to_string().contains(KEY_VAR), "{err}");
+    assert_eq!(h.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn prompt_too_long_is_context_exceeded() {
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::error(
+            400,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+        )],
+        Some("k"),
+    )
+    .await;
+    let err = failure(h.provider.stream(simple_request())).await;
+    assert_eq!(err.code(), "model/context-exceeded");
+    assert_eq!(h.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn stream_cut_before_message_stop_is_protocol() {
+    let body = [
+        message_start(10, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        block_delta(0, json!({"type": "text_delta", "text": "Hi"})),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 13)],
+        Some("k"),
+    )
+    .await;
+    let items = crate::common::drain(h.provider.stream(simple_request())).await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[1].clone().unwrap_err().code(), "model/protocol");
+    assert_eq!(h.server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn json_delta_for_a_text_block_is_protocol() {
+    let body = [
+        message_start(10, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        block_delta(0, json!({"type": "input_json_delta", "partial_json": "{}"})),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 13)],
+        Some("k"),
+    )
+    .await;
+    let err = failure(h.provider.stream(simple_request())).await;
+    assert_eq!(err.code(), "model/protocol");
+}
