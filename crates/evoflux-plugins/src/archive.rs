@@ -1,0 +1,396 @@
+//! Safe extraction of `.evoplugin` and `.zip` archives.
+//!
+//! Every entry name and size is checked before a single byte is written:
+//! traversal, absolute names, `:` in a segment (drive letters, alternate
+//! streams), backslashes, empty or dot segments, duplicates and names that
+//! collide once case-folded, symlink entries, too many entries, too large an
+//! archive, too much expanded data and large entries with a suspicious
+//! compression ratio are all refused. Extraction then writes only into a
+//! fresh destination folder, counts real bytes (declared sizes can lie) and
+//! removes the destination again if anything fails, so nothing
+//! half-extracted is left behind.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use evoflux_core::Diagnostic;
+use zip::ZipArchive;
+
+/// Archive limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtractLimits {
+    pub max_archive_bytes: u64,
+    pub max_entries: usize,
+    pub max_expanded_bytes: u64,
+    /// Entries larger than this are checked against `max_ratio`.
+    pub ratio_check_min_bytes: u64,
+    pub max_ratio: u64,
+}
+
+impl ExtractLimits {
+    /// EvoFlux's limits: 50 MiB compressed, 2,000 entries, 200 MiB
+    /// expanded, and at most 200:1 for entries over 1 MiB.
+    pub const DEFAULT: ExtractLimits = ExtractLimits {
+        max_archive_bytes: 50 * 1024 * 1024,
+        max_entries: 2_000,
+        max_expanded_bytes: 200 * 1024 * 1024,
+        ratio_check_min_bytes: 1024 * 1024,
+        max_ratio: 200,
+    };
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Why an entry name is refused. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameProblem {
+    Absolute,
+    Backslash,
+    Colon,
+    EmptySegment,
+    DotSegment,
+    Traversal,
+    NotUtf8,
+}
+
+impl NameProblem {
+    const fn describe(self) -> &'static str {
+        match self {
+            NameProblem::Absolute => "is absolute",
+            NameProblem::Backslash => "contains a backslash",
+            NameProblem::Colon => "contains `:` in a segment",
+            NameProblem::EmptySegment => "is empty or has an empty segment",
+            NameProblem::DotSegment => "has a `.` segment",
+            NameProblem::Traversal => "has a `..` segment",
+            NameProblem::NotUtf8 => "is not UTF-8",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("the archive is larger than {limit} bytes")]
+    ArchiveTooLarge { limit: u64 },
+    #[error("the archive has more than {limit} entries")]
+    TooManyEntries { limit: usize },
+    #[error("entry `{name}` {}", problem.describe())]
+    UnsafeName { name: String, problem: NameProblem },
+    #[error("entry `{name}` appears twice")]
+    Duplicate { name: String },
+    /// The reader folds repeated names into one entry, so the name itself
+    /// is no longer known; the repetition is still refused.
+    #[error("the central directory repeats an entry name")]
+    DuplicateInDirectory,
+    #[error("entry `{name}` is a file and also the folder of other entries")]
+    FileIsFolder { name: String },
+    #[error("entries `{first}` and `{second}` differ only in letter case")]
+    CaseFoldDuplicate { first: String, second: String },
+    #[error("entry `{name}` is a symlink; archives may hold only files and folders")]
+    Symlink { name: String },
+    #[error("entry `{name}` is encrypted")]
+    Encrypted { name: String },
+    #[error("the archive expands to more than {limit} bytes")]
+    ExpandedTooLarge { limit: u64 },
+    #[error("entry `{name}` has a suspicious compression ratio ({size} bytes from {compressed})")]
+    SuspiciousRatio {
+        name: String,
+        size: u64,
+        compressed: u64,
+    },
+    #[error("the destination `{0}` already exists")]
+    DestinationExists(PathBuf),
+    #[error("invalid plugin archive: {0}")]
+    Invalid(#[from] zip::result::ZipError),
+    #[error("cannot extract the archive: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl ExtractError {
+    /// The stable diagnostic code.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            ExtractError::ArchiveTooLarge { .. } => "plugin/archive-too-large",
+            ExtractError::TooManyEntries { .. } => "plugin/archive-too-many-entries",
+            ExtractError::UnsafeName { problem, .. } => match problem {
+                NameProblem::Absolute => "plugin/archive-absolute-path",
+                NameProblem::Backslash => "plugin/archive-backslash",
+                NameProblem::Colon => "plugin/archive-colon-segment",
+                NameProblem::EmptySegment | NameProblem::DotSegment => {
+                    "plugin/archive-empty-segment"
+                }
+                NameProblem::Traversal => "plugin/archive-path-traversal",
+                NameProblem::NotUtf8 => "plugin/archive-name-not-utf8",
+            },
+            ExtractError::Duplicate { .. }
+            | ExtractError::DuplicateInDirectory
+            | ExtractError::FileIsFolder { .. } => "plugin/archive-duplicate-entry",
+            ExtractError::CaseFoldDuplicate { .. } => "plugin/archive-case-fold-duplicate",
+            ExtractError::Symlink { .. } => "plugin/archive-symlink",
+            ExtractError::Encrypted { .. } => "plugin/archive-encrypted",
+            ExtractError::ExpandedTooLarge { .. } => "plugin/archive-expanded-too-large",
+            ExtractError::SuspiciousRatio { .. } => "plugin/archive-suspicious-ratio",
+            ExtractError::DestinationExists(_) => "plugin/archive-destination-exists",
+            ExtractError::Invalid(_) => "plugin/archive-invalid",
+            ExtractError::Io(_) => "plugin/archive-io",
+        }
+    }
+
+    pub fn to_diagnostic(&self, archive: &Path) -> Diagnostic {
+        Diagnostic::error(self.code(), self.to_string()).with_file(archive)
+    }
+}
+
+/// What was extracted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractReport {
+    pub files: usize,
+    pub expanded_bytes: u64,
+}
+
+/// Checks one entry name; returns its segments and whether it names a folder.
+pub fn check_entry_name(name: &str) -> Result<(Vec<&str>, bool), NameProblem> {
+    if name.starts_with('/') {
+        return Err(NameProblem::Absolute);
+    }
+    if name.contains('\\') {
+        return Err(NameProblem::Backslash);
+    }
+    let (body, is_dir) = match name.strip_suffix('/') {
+        Some(body) => (body, true),
+        None => (name, false),
+    };
+    let segments: Vec<&str> = body.split('/').collect();
+    for segment in &segments {
+        match *segment {
+            "" => return Err(NameProblem::EmptySegment),
+            "." => return Err(NameProblem::DotSegment),
+            ".." => return Err(NameProblem::Traversal),
+            s if s.contains(':') => return Err(NameProblem::Colon),
+            s if s.contains('\0') => return Err(NameProblem::EmptySegment),
+            _ => {}
+        }
+    }
+    Ok((segments, is_dir))
+}
+
+const S_IFMT: u32 = 0o170_000;
+const S_IFLNK: u32 = 0o120_000;
+
+struct Planned {
+    index: usize,
+    path: String,
+    is_dir: bool,
+    executable: bool,
+}
+
+/// Extracts `archive` into `dest`, which must not exist yet (its parent is
+/// created). On any error `dest` is removed again.
+pub fn extract_archive(
+    archive: &Path,
+    dest: &Path,
+    limits: &ExtractLimits,
+) -> Result<ExtractReport, ExtractError> {
+    let file = fs::File::open(archive)?;
+    let size = file.metadata()?.len();
+    if size > limits.max_archive_bytes {
+        return Err(ExtractError::ArchiveTooLarge {
+            limit: limits.max_archive_bytes,
+        });
+    }
+    let mut zip = ZipArchive::new(io::BufReader::new(file))?;
+    let plan = plan(&mut zip, limits)?;
+    if fs::symlink_metadata(dest).is_ok() {
+        return Err(ExtractError::DestinationExists(dest.to_path_buf()));
+    }
+    if let Some(parent) = dest.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::create_dir(dest)?;
+    match write_plan(&mut zip, &plan, dest, limits) {
+        Ok(report) => Ok(report),
+        Err(e) => {
+            let _ = fs::remove_dir_all(dest);
+            Err(e)
+        }
+    }
+}
+
+/// Checks every entry before anything is written.
+fn plan<R: io::Read + io::Seek>(
+    zip: &mut ZipArchive<R>,
+    limits: &ExtractLimits,
+) -> Result<Vec<Planned>, ExtractError> {
+    if zip.len() > limits.max_entries {
+        return Err(ExtractError::TooManyEntries {
+            limit: limits.max_entries,
+        });
+    }
+    if zip.has_duplicate_names() {
+        return Err(ExtractError::DuplicateInDirectory);
+    }
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut folded: BTreeMap<String, String> = BTreeMap::new();
+    let mut declared: u64 = 0;
+    let mut plan = Vec::with_capacity(zip.len());
+    for index in 0..zip.len() {
+        let entry = zip.by_index_raw(index)?;
+        let Ok(name) = std::str::from_utf8(entry.name_raw()).map(str::to_owned) else {
+            return Err(ExtractError::UnsafeName {
+                name: String::from_utf8_lossy(entry.name_raw()).into_owned(),
+                problem: NameProblem::NotUtf8,
+            });
+        };
+        let (segments, is_dir) =
+            check_entry_name(&name).map_err(|problem| ExtractError::UnsafeName {
+                name: name.clone(),
+                problem,
+            })?;
+        let path = segments.join("/");
+        let mode = entry.unix_mode();
+        if entry.is_symlink() || mode.is_some_and(|m| m & S_IFMT == S_IFLNK) {
+            return Err(ExtractError::Symlink { name });
+        }
+        if entry.encrypted() {
+            return Err(ExtractError::Encrypted { name });
+        }
+        if seen.insert(path.clone(), name.clone()).is_some() {
+            return Err(ExtractError::Duplicate { name });
+        }
+        if let Some(first) = folded.insert(path.to_lowercase(), name.clone()) {
+            return Err(ExtractError::CaseFoldDuplicate {
+                first,
+                second: name,
+            });
+        }
+        let size = entry.size();
+        let compressed = entry.compressed_size();
+        declared = declared.saturating_add(size);
+        if declared > limits.max_expanded_bytes {
+            return Err(ExtractError::ExpandedTooLarge {
+                limit: limits.max_expanded_bytes,
+            });
+        }
+        if size > limits.ratio_check_min_bytes
+            && size > compressed.max(1).saturating_mul(limits.max_ratio)
+        {
+            return Err(ExtractError::SuspiciousRatio {
+                name,
+                size,
+                compressed,
+            });
+        }
+        plan.push(Planned {
+            index,
+            path,
+            is_dir: is_dir || entry.is_dir(),
+            executable: mode.is_some_and(|m| m & 0o111 != 0),
+        });
+    }
+    // A file entry that is also the parent of another entry cannot be laid
+    // out on disk; catch it before writing.
+    let files: std::collections::BTreeSet<&str> = plan
+        .iter()
+        .filter(|p| !p.is_dir)
+        .map(|p| p.path.as_str())
+        .collect();
+    for p in &plan {
+        let mut prefix = p.path.as_str();
+        while let Some((parent, _)) = prefix.rsplit_once('/') {
+            if files.contains(parent) {
+                return Err(ExtractError::FileIsFolder {
+                    name: parent.to_owned(),
+                });
+            }
+            prefix = parent;
+        }
+    }
+    Ok(plan)
+}
+
+fn write_plan<R: io::Read + io::Seek>(
+    zip: &mut ZipArchive<R>,
+    plan: &[Planned],
+    dest: &Path,
+    limits: &ExtractLimits,
+) -> Result<ExtractReport, ExtractError> {
+    let mut expanded: u64 = 0;
+    let mut files = 0;
+    for p in plan {
+        let target = dest.join(&p.path);
+        if p.is_dir {
+            fs::create_dir_all(&target)?;
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut entry = zip.by_index(p.index)?;
+        let declared = entry.size();
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)?;
+        // Never trust the declared size: read at most one byte past it and
+        // past the remaining budget.
+        let budget = limits.max_expanded_bytes.saturating_sub(expanded);
+        let cap = declared.min(budget).saturating_add(1);
+        let written = io::copy(&mut (&mut entry).take(cap), &mut out)?;
+        if written > budget {
+            return Err(ExtractError::ExpandedTooLarge {
+                limit: limits.max_expanded_bytes,
+            });
+        }
+        if written > declared {
+            return Err(ExtractError::Invalid(
+                zip::result::ZipError::InvalidArchive(
+                    "an entry holds more data than it declares".into(),
+                ),
+            ));
+        }
+        out.flush()?;
+        expanded += written;
+        files += 1;
+        set_mode(&target, p.executable)?;
+    }
+    Ok(ExtractReport {
+        files,
+        expanded_bytes: expanded,
+    })
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, executable: bool) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(check_entry_name("a/b.txt"), Ok((vec!["a", "b.txt"], false)));
+        assert_eq!(check_entry_name("skills/"), Ok((vec!["skills"], true)));
+        assert_eq!(check_entry_name("/etc/x"), Err(NameProblem::Absolute));
+        assert_eq!(check_entry_name("a\\b"), Err(NameProblem::Backslash));
+        assert_eq!(check_entry_name("C:/x"), Err(NameProblem::Colon));
+        assert_eq!(check_entry_name("a/b:c"), Err(NameProblem::Colon));
+        assert_eq!(check_entry_name(""), Err(NameProblem::EmptySegment));
+        assert_eq!(check_entry_name("a//b"), Err(NameProblem::EmptySegment));
+        assert_eq!(check_entry_name("./a"), Err(NameProblem::DotSegment));
+        assert_eq!(check_entry_name("a/../../b"), Err(NameProblem::Traversal));
+    }
+}

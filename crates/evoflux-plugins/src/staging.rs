@@ -1,0 +1,131 @@
+//! Staging an archive for install: extract into a private folder under the
+//! cache dir, validate, and hand back a package that can be moved into
+//! place only if its digest is unchanged.
+//!
+//! The staging folder is a temp dir: if anything fails, or the staged
+//! package is dropped without being persisted, it is removed, so nothing
+//! half-extracted is ever left behind.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use evoflux_core::Diagnostic;
+use evoflux_core::hash::ContentHash;
+
+use crate::archive::{ExtractError, ExtractLimits, extract_archive};
+use crate::inspect::{PluginInspection, inspect};
+use crate::scope::ScopedDiagnostic;
+use crate::skills::SkillValidator;
+
+/// `{CACHE_DIR}/agent-plugins/staging`.
+pub fn staging_dir(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("agent-plugins").join("staging")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error(transparent)]
+    Extract(#[from] ExtractError),
+    #[error("the archive does not hold a valid plugin")]
+    Invalid { diagnostics: Vec<ScopedDiagnostic> },
+    #[error("the archive holds symlinks")]
+    Symlink,
+    #[error("package changed while it was being staged")]
+    Changed,
+    #[error("cannot stage the archive: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl StageError {
+    pub const fn code(&self) -> &'static str {
+        match self {
+            StageError::Extract(e) => e.code(),
+            StageError::Invalid { .. } => "plugin/stage-invalid-package",
+            StageError::Symlink => "plugin/archive-symlink",
+            StageError::Changed => "plugin/stage-changed",
+            StageError::Io(_) => "plugin/stage-io",
+        }
+    }
+
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(self.code(), self.to_string())
+    }
+}
+
+/// A validated package in the staging area.
+#[derive(Debug)]
+pub struct StagedPackage {
+    temp: tempfile::TempDir,
+    inspection: PluginInspection,
+}
+
+impl StagedPackage {
+    /// The staged plugin root.
+    pub fn root(&self) -> &Path {
+        &self.inspection.root
+    }
+
+    pub fn inspection(&self) -> &PluginInspection {
+        &self.inspection
+    }
+
+    /// The digest recorded when the package was staged.
+    pub fn digest(&self) -> Option<&ContentHash> {
+        self.inspection.content_sha256.as_ref()
+    }
+
+    /// Moves the package to `dest` (which must not exist, on the same file
+    /// system as the cache dir) after re-checking its digest. The staging
+    /// folder is removed either way.
+    pub fn persist(
+        self,
+        dest: &Path,
+        validator: &dyn SkillValidator,
+    ) -> Result<PluginInspection, StageError> {
+        let again = inspect(self.root(), validator);
+        if again.content_sha256.is_none() || again.content_sha256 != self.inspection.content_sha256
+        {
+            return Err(StageError::Changed);
+        }
+        if fs::symlink_metadata(dest).is_ok() {
+            return Err(StageError::Io(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("`{}` already exists", dest.display()),
+            )));
+        }
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::rename(self.root(), dest)?;
+        drop(self.temp);
+        Ok(inspect(dest, validator))
+    }
+}
+
+/// Extracts `archive` into a fresh folder under [`staging_dir`] and
+/// validates it as a plugin with no symlinks.
+pub fn stage_archive(
+    archive: &Path,
+    cache_dir: &Path,
+    limits: &ExtractLimits,
+    validator: &dyn SkillValidator,
+) -> Result<StagedPackage, StageError> {
+    let staging = staging_dir(cache_dir);
+    fs::create_dir_all(&staging)?;
+    let temp = tempfile::Builder::new()
+        .prefix("install-")
+        .tempdir_in(&staging)?;
+    let root = temp.path().join("package");
+    extract_archive(archive, &root, limits)?;
+    let inspection = inspect(&root, validator);
+    if !inspection.valid || inspection.content_sha256.is_none() {
+        return Err(StageError::Invalid {
+            diagnostics: inspection.diagnostics,
+        });
+    }
+    if inspection.tree.as_ref().is_some_and(|t| t.has_symlinks()) {
+        return Err(StageError::Symlink);
+    }
+    Ok(StagedPackage { temp, inspection })
+}

@@ -1,0 +1,279 @@
+//! Deterministic `.evoplugin` packing and the pack → stage round trip.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::fs;
+
+use common::Fixture;
+use evoflux_plugins::{
+    BasicSkillValidator, ExtractLimits, PLUGIN_SCHEMA_1_0_0, PackError, PackOptions, pack,
+    stage_archive,
+};
+use serde_json::json;
+
+fn sample() -> Fixture {
+    let f = Fixture::empty();
+    f.manifest(
+        json!({"$schema": PLUGIN_SCHEMA_1_0_0, "name": "my-plugin", "version": "1.0.0+build/7"}),
+    );
+    f.skill("release-audit", "release-audit");
+    f.write("skills/release-audit/references/notes.md", "notes");
+    f.write("bin/tool.sh", "#!/bin/sh\necho hi\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(
+            f.root.join("bin/tool.sh"),
+            fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
+    }
+    f.write(".git/config", "[core]");
+    f.write("__pycache__/m.cpython-312.pyc", "x");
+    f.write(".DS_Store", "x");
+    f
+}
+
+fn options(path: std::path::PathBuf) -> PackOptions {
+    PackOptions {
+        output: Some(path),
+        forbidden_roots: Vec::new(),
+    }
+}
+
+#[test]
+fn pack_twice_gives_identical_bytes() {
+    let f = sample();
+    let a = pack(
+        &f.root,
+        &options(f.dir.path().join("a.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    // Different mtimes must not matter.
+    f.write("skills/release-audit/references/notes.md", "notes");
+    let b = pack(
+        &f.root,
+        &options(f.dir.path().join("b.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(fs::read(&a.output).unwrap(), fs::read(&b.output).unwrap());
+    assert_eq!(
+        a.entries, 4,
+        "plugin.json, SKILL.md, notes.md, tool.sh; caches skipped"
+    );
+    assert_eq!(a.content_sha256, b.content_sha256);
+
+    // The same tree somewhere else gives the same bytes too.
+    let g = sample();
+    let c = pack(
+        &g.root,
+        &options(g.dir.path().join("c.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(fs::read(&a.output).unwrap(), fs::read(&c.output).unwrap());
+}
+
+#[test]
+fn archive_entries_are_sorted_with_fixed_metadata() {
+    let f = sample();
+    let r = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    let mut zip = zip::ZipArchive::new(fs::File::open(&r.output).unwrap()).unwrap();
+    let mut names = Vec::new();
+    for i in 0..zip.len() {
+        let e = zip.by_index(i).unwrap();
+        names.push(e.name().unwrap().into_owned());
+        let modified = e.last_modified().unwrap();
+        assert_eq!(
+            (modified.year(), modified.month(), modified.day()),
+            (1980, 1, 1)
+        );
+        assert_eq!(
+            (modified.hour(), modified.minute(), modified.second()),
+            (0, 0, 0)
+        );
+        let mode = e.unix_mode().unwrap() & 0o777;
+        if names.last().unwrap() == "bin/tool.sh" && cfg!(unix) {
+            assert_eq!(mode, 0o755);
+        } else {
+            assert_eq!(mode, 0o644);
+        }
+    }
+    assert_eq!(
+        names,
+        [
+            "bin/tool.sh",
+            "plugin.json",
+            "skills/release-audit/SKILL.md",
+            "skills/release-audit/references/notes.md"
+        ]
+    );
+}
+
+#[test]
+fn default_output_sits_beside_the_package() {
+    let f = sample();
+    let r = pack(&f.root, &PackOptions::default(), &BasicSkillValidator).unwrap();
+    assert_eq!(
+        r.output,
+        f.dir.path().join("my-plugin-1.0.0-build-7.evoplugin")
+    );
+    let err = pack(&f.root, &PackOptions::default(), &BasicSkillValidator).unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-output-exists");
+}
+
+#[test]
+fn unversioned_default_name() {
+    let f = Fixture::minimal();
+    let r = pack(&f.root, &PackOptions::default(), &BasicSkillValidator).unwrap();
+    assert_eq!(
+        r.output,
+        f.dir.path().join("my-plugin-unversioned.evoplugin")
+    );
+}
+
+#[test]
+fn output_inside_package_or_forbidden_tree_is_refused() {
+    let f = sample();
+    let err = pack(
+        &f.root,
+        &options(f.root.join("out.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-output-inside-package");
+    let err = pack(
+        &f.root,
+        &options(f.root.join("sub/../../my-plugin/x.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-output-inside-package");
+
+    let bundled = f.dir.path().join("bundled");
+    fs::create_dir(&bundled).unwrap();
+    let err = pack(
+        &f.root,
+        &PackOptions {
+            output: Some(bundled.join("p/x.evoplugin")),
+            forbidden_roots: vec![bundled.clone()],
+        },
+        &BasicSkillValidator,
+    )
+    .unwrap_err();
+    assert!(matches!(err, PackError::OutputForbidden(..)));
+    assert_eq!(err.code(), "plugin/pack-output-forbidden");
+    assert!(
+        !bundled.join("p").exists(),
+        "nothing written in the bundled tree"
+    );
+}
+
+#[test]
+fn invalid_package_is_not_packed() {
+    let f = Fixture::empty();
+    f.manifest(json!({"$schema": PLUGIN_SCHEMA_1_0_0, "name": "Bad"}));
+    let out = f.dir.path().join("x.evoplugin");
+    let err = pack(&f.root, &options(out.clone()), &BasicSkillValidator).unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-invalid-package");
+    let PackError::Invalid { diagnostics } = err else {
+        panic!()
+    };
+    assert_eq!(diagnostics[0].code(), "plugin/manifest-name-invalid");
+    assert!(!out.exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_are_not_packed() {
+    let f = Fixture::minimal();
+    f.write("a.txt", "a");
+    f.symlink("a.txt", "b.txt");
+    let err = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-symlink");
+}
+
+#[test]
+fn packed_archive_stages_with_the_source_digest() {
+    let f = sample();
+    let r = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    let cache = f.dir.path().join("cache");
+    let staged = stage_archive(
+        &r.output,
+        &cache,
+        &ExtractLimits::DEFAULT,
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    assert!(
+        staged
+            .root()
+            .starts_with(cache.join("agent-plugins/staging").canonicalize().unwrap())
+    );
+    assert_eq!(staged.digest(), Some(&r.content_sha256));
+    assert_eq!(staged.inspection().valid_skills().count(), 1);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(staged.root().join("bin/tool.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+    let dest = f.dir.path().join("data/installed/abc/1.0.0");
+    let installed = staged.persist(&dest, &BasicSkillValidator).unwrap();
+    assert_eq!(installed.content_sha256, Some(r.content_sha256));
+    let leftovers: Vec<_> = fs::read_dir(cache.join("agent-plugins/staging"))
+        .unwrap()
+        .collect();
+    assert!(leftovers.is_empty(), "staging is cleaned up");
+}
+
+#[test]
+fn staged_package_that_changes_is_not_persisted() {
+    let f = sample();
+    let r = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    let cache = f.dir.path().join("cache");
+    let staged = stage_archive(
+        &r.output,
+        &cache,
+        &ExtractLimits::DEFAULT,
+        &BasicSkillValidator,
+    )
+    .unwrap();
+    fs::write(staged.root().join("plugin.json.bak"), "x").unwrap();
+    let dest = f.dir.path().join("dest");
+    let err = staged.persist(&dest, &BasicSkillValidator).unwrap_err();
+    assert_eq!(err.code(), "plugin/stage-changed");
+    assert!(!dest.exists());
+    assert_eq!(
+        fs::read_dir(cache.join("agent-plugins/staging"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
