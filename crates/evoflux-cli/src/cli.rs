@@ -1,7 +1,10 @@
-//! Command-line grammar. Later subcommands (`run`, `chat`, `info`, `skills`,
+//! Command-line grammar. Later subcommands (`run`, `chat`, `skills`,
 //! `plugin`, …) plug into [`Command`].
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use evoflux_core::AppMode;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,6 +31,14 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Show what evoflux would run: every active capability with its source and owner,
+    /// tool handling, routes, shadowed and disabled sources, diagnostics. Exit 3 on errors.
+    Info(InfoArgs),
+    /// Compile the source graph to a file, check a compiled graph, or benchmark the compiler.
+    Graph {
+        #[command(subcommand)]
+        command: GraphCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,4 +47,53 @@ pub enum ConfigCommand {
     Show,
     /// Check config.toml and report every problem; exit 3 when there are errors.
     Check,
+}
+
+/// Which roots to compile.
+#[derive(Debug, Clone, Args)]
+pub struct SourceArgs {
+    /// An authorized repository or workspace directory (repeatable; default: the
+    /// current directory). Project roots are read from it up to its git root.
+    #[arg(long = "workspace", value_name = "DIR")]
+    pub workspaces: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Project for one mode (tools and agents that exist in it).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<AppMode>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GraphCommand {
+    /// Compile and write the graph as JSON; exit 3 (and write nothing) on errors.
+    Compile {
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Load a compiled graph and validate it; exit 3 when it is rejected.
+    Check {
+        /// The compiled graph JSON.
+        file: PathBuf,
+    },
+    /// Compile a synthetic tree of candidates across all layers repeatedly and
+    /// report the median compile time.
+    Bench {
+        /// Candidates in the synthetic tree (files across admin, user and project).
+        #[arg(long, default_value_t = 5000)]
+        candidates: usize,
+        /// Timed compilations.
+        #[arg(long, default_value_t = 11)]
+        runs: usize,
+    },
+}
+
+fn parse_mode(s: &str) -> Result<AppMode, String> {
+    s.parse()
+        .map_err(|e: evoflux_core::mode::ParseModeError| e.to_string())
 }

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, ConfigCommand};
+use crate::cli::{Cli, Command, ConfigCommand, GraphCommand};
 use crate::output::{Exit, Output};
 
 fn main() -> ExitCode {
@@ -25,6 +25,16 @@ fn main() -> ExitCode {
         Command::Config { command } => match command {
             ConfigCommand::Show => commands::config::show(&out),
             ConfigCommand::Check => commands::config::check(&out),
+        },
+        Command::Info(args) => commands::info::run(&out, args),
+        Command::Graph { command } => match command {
+            GraphCommand::Compile { out: file, sources } => {
+                commands::graph::compile(&out, file, sources)
+            }
+            GraphCommand::Check { file } => commands::graph::check(&out, file),
+            GraphCommand::Bench { candidates, runs } => {
+                commands::graph::bench(&out, *candidates, *runs)
+            }
         },
     };
     match result {

@@ -147,7 +147,7 @@ impl<'de> Deserialize<'de> for ModelRef {
 }
 
 /// The effective harness configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HarnessConfig {
     pub model: ModelSection,
     pub providers: BTreeMap<String, ProviderConfig>,

@@ -1,1 +1,73 @@
-//! The source graph (work in progress).
+//! The evoflux source graph.
+//!
+//! Every capability is a candidate for a logical slot. Discovery turns
+//! roots into candidates; one composer picks a winner per slot by layer
+//! before anything is parsed; only winners are normalized; the result is
+//! one [`CompiledGraph`] that the runtime, the server, the CLI and `info`
+//! all read. Nothing downstream re-merges or re-discovers.
+
+pub mod candidate;
+pub mod channel;
+pub mod compose;
+pub mod connection;
+pub mod declarative;
+pub mod discover;
+pub mod graph;
+pub mod info;
+pub mod layer;
+pub mod policy;
+pub mod registry;
+pub mod route_plan;
+pub mod sandbox;
+pub mod slot;
+pub mod tool;
+
+use evoflux_core::Diagnostics;
+
+pub use candidate::{Candidate, Owner, SourceId};
+pub use compose::{Binding, Definition, Node};
+pub use discover::{Root, RootOptions};
+pub use graph::{CompiledGraph, GraphError};
+pub use layer::{Form, Layer};
+pub use registry::BuiltinRegistry;
+pub use slot::{Slot, SlotKind};
+
+/// Compiles roots into a graph: discover, compose (config first), plan
+/// routes, validate. Problems in user files are diagnostics in the graph;
+/// an `Err` means the compiler produced an inconsistent graph, which is a
+/// bug in evoflux, never a user error.
+pub fn compile(
+    registries: &[BuiltinRegistry],
+    roots: &[Root],
+) -> Result<CompiledGraph, GraphError> {
+    let mut diags = Diagnostics::new();
+    let candidates = discover::discover(registries, roots, &mut diags);
+    let phase = compose::ConfigPhase::new(registries, candidates, &mut diags);
+    let rest = phase.select_config(&mut diags);
+    let composed = rest.compose(&mut diags);
+    let channels: Vec<(SourceId, String, &channel::ChannelDefinition)> = composed
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.definition {
+            Definition::Channel(c) => Some((n.source_id.clone(), n.slot.to_string(), c)),
+            _ => None,
+        })
+        .collect();
+    let route_plan = route_plan::plan(&channels, &mut diags);
+    CompiledGraph::new(
+        composed.nodes,
+        composed.bindings,
+        composed.report,
+        route_plan,
+        diags,
+        registries,
+    )
+}
+
+/// Compiles with the framework registry and the standard roots.
+pub fn compile_standard(opts: &RootOptions) -> Result<CompiledGraph, GraphError> {
+    compile(
+        &[BuiltinRegistry::framework()],
+        &discover::standard_roots(opts),
+    )
+}

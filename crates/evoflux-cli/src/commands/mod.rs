@@ -1,9 +1,13 @@
 pub mod config;
+pub mod graph;
+pub mod info;
 pub mod paths;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
+use evoflux_graph::RootOptions;
 
+use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
 
 /// Resolves the directories, or reports why not and yields the exit code.
@@ -11,5 +15,31 @@ pub fn resolve_dirs(out: &Output) -> Result<Dirs, Exit> {
     Dirs::from_env().map_err(|e| {
         out.diagnostics(&Diagnostics::from(vec![e.to_diagnostic()]));
         Exit::Failure
+    })
+}
+
+/// The roots to compile: admin and user directories, the user's compatible
+/// skill roots below `$HOME`, and the workspaces (default: the current
+/// directory).
+pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOptions> {
+    let workspaces = if sources.workspaces.is_empty() {
+        vec![std::env::current_dir()?]
+    } else {
+        sources
+            .workspaces
+            .iter()
+            .map(|w| {
+                std::fs::canonicalize(w)
+                    .map_err(|e| anyhow::anyhow!("workspace `{}` cannot be used: {e}", w.display()))
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    Ok(RootOptions {
+        admin_dir: Some(dirs.admin_dir().to_path_buf()),
+        user_config_dir: Some(dirs.config_dir().to_path_buf()),
+        home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(std::path::PathBuf::from),
+        workspaces,
     })
 }

@@ -1,0 +1,22 @@
+//! `evoflux info`: the projection of the compiled graph.
+
+use evoflux_graph::{compile_standard, info};
+
+use crate::cli::InfoArgs;
+use crate::output::{Exit, Output};
+
+pub fn run(out: &Output, args: &InfoArgs) -> anyhow::Result<Exit> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(exit),
+    };
+    let opts = super::root_options(&dirs, &args.sources)?;
+    let graph = compile_standard(&opts)?;
+    let projection = info::project(&graph, args.mode);
+    out.result(&projection, || info::render_human(&projection));
+    Ok(if graph.has_errors() {
+        Exit::Invalid
+    } else {
+        Exit::Ok
+    })
+}

@@ -1,0 +1,581 @@
+//! The one composer.
+//!
+//! Per slot: order the candidates by precedence (layer, then direct over
+//! derived, then discovery order), apply the kind's duplicate policy, pick
+//! the winner without reading any candidate, then load only the winner. A
+//! winning disable sentinel removes the slot if it shadows something. Every
+//! loser is recorded once in the composition report with its full
+//! descriptor; the winner's ownership lives only in its binding.
+//!
+//! The config slot composes first (phase one), because harness settings
+//! derive from the selected config; [`ConfigPhase`] cannot produce a graph
+//! until it has selected one.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use evoflux_core::config::HarnessConfig;
+use evoflux_core::hash::sha256_hex;
+use evoflux_core::{Diagnostic, Diagnostics, Severity};
+use serde::{Deserialize, Serialize};
+
+use crate::candidate::{Backing, Candidate, Owner, SourceDescriptor, SourceId};
+use crate::channel::{self, ChannelDefinition};
+use crate::connection::{self, ConnectionDefinition};
+use crate::declarative::{is_disable_sentinel, parse_value};
+use crate::policy::CompositionPolicy;
+use crate::registry::BuiltinRegistry;
+use crate::sandbox::{self, SandboxPolicy};
+use crate::slot::{FileFormat, Slot, SlotKind};
+use crate::tool::{self, ToolDefinition};
+
+/// A normalized winner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "kebab-case")]
+pub enum Definition {
+    Config(HarnessConfig),
+    Sandbox(SandboxPolicy),
+    Tool(ToolDefinition),
+    Channel(ChannelDefinition),
+    Connection(ConnectionDefinition),
+    /// A selected Markdown or YAML source (skill, agent, worker, fleet,
+    /// schedule, fleet commands) whose domain crate normalizes it.
+    Document {
+        format: FileFormat,
+    },
+}
+
+/// How a winner is loaded. Exactly one per selected source.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Binding {
+    Builtin {
+        registry: String,
+        module: String,
+        revision: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        semantic_revision: Option<String>,
+    },
+    File {
+        path: std::path::PathBuf,
+        sha256: String,
+        /// The entry inside the file, for files that hold several slots.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        entry: Option<String>,
+    },
+}
+
+/// A binding with the provenance of the source it binds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundSource {
+    pub binding: Binding,
+    pub logical_path: String,
+    pub layer: crate::layer::Layer,
+    pub owner: Owner,
+}
+
+/// One selected, normalized slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub slot: Slot,
+    pub source_id: SourceId,
+    pub definition: Definition,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CompositionEntry {
+    /// A candidate that lost its slot to `winner_source_id`.
+    Shadowed {
+        source: SourceDescriptor,
+        winner_source_id: SourceId,
+    },
+    /// A winning disable sentinel that removed its slot.
+    Disabled { source: SourceDescriptor },
+}
+
+/// Only shadowed and disabled entries; active ownership is in bindings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CompositionReport {
+    pub entries: Vec<CompositionEntry>,
+}
+
+/// The result of composition, before route planning.
+#[derive(Debug, Default)]
+pub struct Composed {
+    pub nodes: Vec<Node>,
+    pub bindings: BTreeMap<SourceId, BoundSource>,
+    pub report: CompositionReport,
+}
+
+enum Loaded {
+    Definition(Box<(Definition, Binding)>),
+    /// A disable sentinel; it gets no binding.
+    Disable,
+    Invalid,
+}
+
+/// Phase one: only the config slot can be composed.
+#[derive(Debug)]
+pub struct ConfigPhase<'a> {
+    registries: &'a [BuiltinRegistry],
+    groups: BTreeMap<Slot, Vec<Candidate>>,
+    composed: Composed,
+}
+
+/// Phase two: the config is selected; everything else composes.
+#[derive(Debug)]
+pub struct RestPhase<'a> {
+    registries: &'a [BuiltinRegistry],
+    groups: BTreeMap<Slot, Vec<Candidate>>,
+    composed: Composed,
+    config: HarnessConfig,
+}
+
+impl<'a> ConfigPhase<'a> {
+    /// Groups candidates by slot, rejecting repeated source ids.
+    pub fn new(
+        registries: &'a [BuiltinRegistry],
+        candidates: Vec<Candidate>,
+        diags: &mut Diagnostics,
+    ) -> Self {
+        let mut groups: BTreeMap<Slot, Vec<Candidate>> = BTreeMap::new();
+        let mut ids = std::collections::HashSet::new();
+        for c in candidates {
+            if !ids.insert(c.source_id.clone()) {
+                diags.push(
+                    Diagnostic::error(
+                        "compile/source-id-duplicate",
+                        format!("two candidates share the source id `{}`", c.source_id),
+                    )
+                    .with_source_id(c.source_id.as_str()),
+                );
+                continue;
+            }
+            groups.entry(c.slot.clone()).or_default().push(c);
+        }
+        ConfigPhase {
+            registries,
+            groups,
+            composed: Composed::default(),
+        }
+    }
+
+    /// Composes and loads the config slot. A failed config is reported and
+    /// the embedded defaults stand in so the rest can still be checked; the
+    /// errors make the compilation fail regardless.
+    pub fn select_config(mut self, diags: &mut Diagnostics) -> RestPhase<'a> {
+        let group = self.groups.remove(&Slot::config()).unwrap_or_default();
+        let mut config = None;
+        compose_slot(
+            self.registries,
+            &Slot::config(),
+            group,
+            None,
+            &mut self.composed,
+            diags,
+        );
+        if let Some(Node {
+            definition: Definition::Config(c),
+            ..
+        }) = self.composed.nodes.last()
+        {
+            config = Some(c.clone());
+        }
+        RestPhase {
+            registries: self.registries,
+            groups: self.groups,
+            composed: self.composed,
+            config: config.unwrap_or_else(HarnessConfig::embedded),
+        }
+    }
+}
+
+impl RestPhase<'_> {
+    pub fn config(&self) -> &HarnessConfig {
+        &self.config
+    }
+
+    /// Composes every remaining slot, in lexical slot order.
+    pub fn compose(mut self, diags: &mut Diagnostics) -> Composed {
+        let groups = std::mem::take(&mut self.groups);
+        for (slot, group) in groups {
+            compose_slot(
+                self.registries,
+                &slot,
+                group,
+                Some(&self.config),
+                &mut self.composed,
+                diags,
+            );
+        }
+        self.composed
+    }
+}
+
+fn precedence(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.layer
+        .cmp(&a.layer)
+        .then(b.form.cmp(&a.form))
+        .then(a.order.cmp(&b.order))
+}
+
+fn locate(d: Diagnostic, c: &Candidate) -> Diagnostic {
+    let d = d
+        .with_slot(c.slot.to_string())
+        .with_source_id(c.source_id.as_str());
+    match c.file() {
+        Some(f) if d.locator.file.is_none() => d.with_file(f),
+        _ => d,
+    }
+}
+
+fn compose_slot(
+    registries: &[BuiltinRegistry],
+    slot: &Slot,
+    mut group: Vec<Candidate>,
+    _config: Option<&HarnessConfig>,
+    composed: &mut Composed,
+    diags: &mut Diagnostics,
+) {
+    if group.is_empty() {
+        return;
+    }
+    group.sort_by(precedence);
+    let policy = slot.kind.policy();
+    for pair in group.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.layer != b.layer || a.form != b.form {
+            continue;
+        }
+        let where_ = |c: &Candidate| {
+            c.file()
+                .map_or_else(|| c.source_id.to_string(), |f| f.display().to_string())
+        };
+        if policy.duplicates_are_errors() {
+            diags.push(locate(
+                Diagnostic::error(
+                    "compile/duplicate-candidate",
+                    format!(
+                        "`{slot}` is defined twice in the {} layer: `{}` and `{}`; remove one",
+                        a.layer,
+                        where_(a),
+                        where_(b)
+                    ),
+                ),
+                b,
+            ));
+        } else {
+            diags.push(locate(
+                Diagnostic::warning(
+                    "compile/skill-collision",
+                    format!(
+                        "`{slot}` is defined twice in the {} layer; `{}` comes first in discovery \
+                         order and wins over `{}`",
+                        a.layer,
+                        where_(a),
+                        where_(b)
+                    ),
+                ),
+                b,
+            ));
+        }
+    }
+    if policy.duplicates_are_errors()
+        && group
+            .windows(2)
+            .any(|p| p[0].layer == p[1].layer && p[0].form == p[1].form)
+    {
+        // Nothing is loaded for a slot whose winner is ambiguous.
+        return;
+    }
+    let mut losers = group.split_off(1);
+    let Some(winner) = group.pop() else { return };
+    let mut local = Diagnostics::new();
+    let loaded = load(registries, &winner, &mut local);
+    let local_errors = local.has_errors();
+    apply_policy(policy, &winner, local, diags);
+    let winner_id = winner.source_id.clone();
+    let shadow = |losers: &mut Vec<Candidate>, report: &mut CompositionReport| {
+        for l in losers.drain(..) {
+            report.entries.push(CompositionEntry::Shadowed {
+                source: SourceDescriptor::from(&l),
+                winner_source_id: winner_id.clone(),
+            });
+        }
+    };
+    match loaded {
+        Loaded::Definition(loaded) if !local_errors => {
+            let (definition, binding) = *loaded;
+            composed.bindings.insert(
+                winner.source_id.clone(),
+                BoundSource {
+                    binding,
+                    logical_path: winner.logical_path.clone(),
+                    layer: winner.layer,
+                    owner: winner.owner.clone(),
+                },
+            );
+            composed.nodes.push(Node {
+                slot: slot.clone(),
+                source_id: winner.source_id.clone(),
+                definition,
+            });
+            shadow(&mut losers, &mut composed.report);
+        }
+        Loaded::Disable if losers.is_empty() => diags.push(locate(
+            Diagnostic::error(
+                "compile/disable-without-target",
+                format!(
+                    "this file disables `{slot}`, but nothing of lower precedence defines it: \
+                     check the name, or delete the file"
+                ),
+            ),
+            &winner,
+        )),
+        Loaded::Disable => {
+            composed.report.entries.push(CompositionEntry::Disabled {
+                source: SourceDescriptor::from(&winner),
+            });
+            shadow(&mut losers, &mut composed.report);
+        }
+        // An invalid winner never falls back to a loser.
+        Loaded::Definition(_) | Loaded::Invalid => shadow(&mut losers, &mut composed.report),
+    }
+}
+
+/// Moves a winner's load diagnostics into the sink as its kind's policy
+/// says.
+fn apply_policy(
+    policy: CompositionPolicy,
+    winner: &Candidate,
+    local: Diagnostics,
+    diags: &mut Diagnostics,
+) {
+    let errors = local.has_errors();
+    let located = local.into_iter().map(|d| locate(d, winner));
+    match policy {
+        CompositionPolicy::Strict | CompositionPolicy::TeamAgents | CompositionPolicy::Fleets => {
+            diags.extend(located);
+        }
+        CompositionPolicy::Skills => {
+            // The skills projection serves the next valid candidate; an
+            // invalid winner is a warning, visible in Settings for repair.
+            diags.extend(located.map(|mut d| {
+                d.severity = d.severity.min(Severity::Warning);
+                d
+            }));
+        }
+        CompositionPolicy::Workers => match &winner.owner {
+            Owner::Framework { .. } => diags.extend(located),
+            Owner::Plugin { .. } | Owner::Application { .. } => {
+                diags.extend(located.map(|mut d| {
+                    d.severity = d.severity.min(Severity::Warning);
+                    d
+                }));
+                if errors {
+                    diags.push(locate(
+                        Diagnostic::warning(
+                            "compile/worker-quarantined",
+                            "this worker recipe is invalid and is quarantined; fix it to use it",
+                        ),
+                        winner,
+                    ));
+                }
+            }
+        },
+    }
+}
+
+fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) -> Loaded {
+    match &c.backing {
+        Backing::Builtin { registry, module } => {
+            let Some(reg) = registries.iter().find(|r| &r.id == registry) else {
+                diags.push(Diagnostic::error(
+                    "compile/registry-missing",
+                    format!("no builtin registry `{registry}`"),
+                ));
+                return Loaded::Invalid;
+            };
+            let Some(m) = reg.module(module) else {
+                diags.push(Diagnostic::error(
+                    "compile/registry-missing",
+                    format!("registry `{registry}` has no module `{module}`"),
+                ));
+                return Loaded::Invalid;
+            };
+            let binding = Binding::Builtin {
+                registry: reg.id.clone(),
+                module: m.logical_path.clone(),
+                revision: reg.revision.clone(),
+                semantic_revision: m.semantic_revision.map(str::to_owned),
+            };
+            match (m.construct)(&m.logical_path) {
+                Some(def) => Loaded::Definition(Box::new((def, binding))),
+                None => {
+                    diags.push(Diagnostic::error(
+                        "compile/registry-missing",
+                        format!("module `{module}` of `{registry}` built nothing"),
+                    ));
+                    Loaded::Invalid
+                }
+            }
+        }
+        Backing::File { path, format } => {
+            let Some((text, sha256)) = read(path, diags) else {
+                return Loaded::Invalid;
+            };
+            let binding = Binding::File {
+                path: path.clone(),
+                sha256,
+                entry: None,
+            };
+            match load_file(c, path, *format, &text, diags) {
+                Some(Some(def)) => Loaded::Definition(Box::new((def, binding))),
+                Some(None) => Loaded::Disable,
+                None => Loaded::Invalid,
+            }
+        }
+        Backing::FileEntry { path, entry } => {
+            let Some((text, _)) = read(path, diags) else {
+                return Loaded::Invalid;
+            };
+            let value = match connection::entries(path, &text) {
+                Ok(entries) => entries
+                    .into_iter()
+                    .find(|(n, _)| n == entry)
+                    .map(|(_, v)| v),
+                Err(d) => {
+                    diags.push(d);
+                    return Loaded::Invalid;
+                }
+            };
+            let Some(value) = value else {
+                diags.push(Diagnostic::error(
+                    "compile/file-unreadable",
+                    format!("entry `{entry}` vanished from the file while compiling"),
+                ));
+                return Loaded::Invalid;
+            };
+            // Identity of one entry: its own content, not the whole file's.
+            let sha256 = evoflux_core::hash::content_hash(&value)
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let binding = Binding::File {
+                path: path.clone(),
+                sha256,
+                entry: Some(entry.clone()),
+            };
+            if is_disable_sentinel(&value) {
+                return Loaded::Disable;
+            }
+            match connection::parse(path, entry, value, diags) {
+                Some(def) => Loaded::Definition(Box::new((Definition::Connection(def), binding))),
+                None => Loaded::Invalid,
+            }
+        }
+    }
+}
+
+fn read(path: &Path, diags: &mut Diagnostics) -> Option<(String, String)> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let sha = sha256_hex(&bytes).to_string();
+            match String::from_utf8(bytes) {
+                Ok(text) => Some((text, sha)),
+                Err(_) => {
+                    diags.push(
+                        Diagnostic::error("compile/file-unreadable", "file is not valid UTF-8")
+                            .with_file(path),
+                    );
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            diags.push(
+                Diagnostic::error("compile/file-unreadable", format!("cannot read file: {e}"))
+                    .with_file(path),
+            );
+            None
+        }
+    }
+}
+
+/// `Some(Some(def))` for a definition, `Some(None)` for a disable sentinel,
+/// `None` when invalid (diagnostics pushed).
+fn load_file(
+    c: &Candidate,
+    path: &Path,
+    format: FileFormat,
+    text: &str,
+    diags: &mut Diagnostics,
+) -> Option<Option<Definition>> {
+    let declarative = |diags: &mut Diagnostics| match parse_value(path, format, text) {
+        Ok(v) => Some(v),
+        Err(d) => {
+            diags.push(d);
+            None
+        }
+    };
+    match c.slot.kind {
+        SlotKind::Config => {
+            let loaded = evoflux_core::config::parse(path, text, diags)?;
+            Some(Some(Definition::Config(loaded.config)))
+        }
+        SlotKind::Sandbox => {
+            let v = declarative(diags)?;
+            if is_disable_sentinel(&v) {
+                return Some(None);
+            }
+            sandbox::parse(path, v, diags).map(|s| Some(Definition::Sandbox(s)))
+        }
+        SlotKind::Tool => {
+            let v = declarative(diags)?;
+            if is_disable_sentinel(&v) {
+                return Some(None);
+            }
+            tool::parse_file(path, &c.slot.name, v, diags).map(|t| Some(Definition::Tool(t)))
+        }
+        SlotKind::Channel => {
+            let v = declarative(diags)?;
+            if is_disable_sentinel(&v) {
+                return Some(None);
+            }
+            channel::parse(path, v, diags).map(|ch| Some(Definition::Channel(ch)))
+        }
+        SlotKind::Schedule | SlotKind::FleetCommands => {
+            let v = declarative(diags)?;
+            if is_disable_sentinel(&v) {
+                return Some(None);
+            }
+            Some(Some(Definition::Document { format }))
+        }
+        SlotKind::Connection => {
+            diags.push(Diagnostic::error(
+                "compile/file-unreadable",
+                "connections are entries of mcp.json, not files",
+            ));
+            None
+        }
+        SlotKind::Skill
+        | SlotKind::WorkAgent
+        | SlotKind::CodingAgent
+        | SlotKind::Worker
+        | SlotKind::Fleet => {
+            let doc = match evoflux_core::frontmatter::parse_file(path, text) {
+                Ok(doc) => doc,
+                Err(d) => {
+                    diags.push(d);
+                    return None;
+                }
+            };
+            let sentinel = doc.mapping.len() == 1
+                && doc.mapping.get("disable") == Some(&yaml_serde::Value::Bool(true));
+            if sentinel {
+                return Some(None);
+            }
+            Some(Some(Definition::Document { format }))
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! Discovery: roots become candidates.
+//!
+//! Discovery reads directory listings and nothing else (except `mcp.json`,
+//! one file that declares several slots, whose entry names it must know).
+//! It never parses a definition: that is done for winners only, after
+//! composition.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use evoflux_core::{Diagnostic, Diagnostics};
+
+use crate::candidate::{AppRoot, Backing, Candidate, Owner, SourceId};
+use crate::connection;
+use crate::layer::{Form, Layer};
+use crate::registry::BuiltinRegistry;
+use crate::slot::{self, FileFormat, PathClass, Slot, SlotKind};
+
+/// What a root directory contains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootShape {
+    /// Every slot kind (`.evoflux/`, the user config dir, the admin dir).
+    Full,
+    /// Only skill bundles as immediate children (`.agents/skills`, plugin
+    /// `skills/`).
+    Skills,
+}
+
+/// One root to discover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub layer: Layer,
+    pub dir: PathBuf,
+    pub shape: RootShape,
+    pub owner: Owner,
+    /// Stable, relocation-independent label used in source ids.
+    pub label: String,
+}
+
+/// Where to look, taken from explicit options (never the real home unless
+/// the caller passes it).
+#[derive(Debug, Clone, Default)]
+pub struct RootOptions {
+    pub admin_dir: Option<PathBuf>,
+    pub user_config_dir: Option<PathBuf>,
+    /// For the compatible user skill roots (`~/.agents/skills`, …).
+    pub home: Option<PathBuf>,
+    /// Authorized repositories / workspace directories.
+    pub workspaces: Vec<PathBuf>,
+}
+
+const PROJECT_SKILL_ROOTS: [&str; 3] = [".agents/skills", ".claude/skills", ".opencode/skills"];
+const USER_SKILL_ROOTS: [&str; 3] = [
+    ".agents/skills",
+    ".claude/skills",
+    ".config/opencode/skills",
+];
+
+/// Limits that keep a pathological tree from stalling discovery.
+const MAX_DEPTH: usize = 8;
+const MAX_FILES_PER_ROOT: usize = 20_000;
+
+/// The directories from `start` up to the nearest enclosing git root
+/// (inclusive), nearest first. Without a git root, just `start`.
+pub fn dirs_to_git_root(start: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut cur = Some(start);
+    while let Some(dir) = cur {
+        out.push(dir.to_path_buf());
+        if dir.join(".git").exists() {
+            return out;
+        }
+        cur = dir.parent();
+    }
+    vec![start.to_path_buf()]
+}
+
+/// The standard roots in discovery order within each layer.
+pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
+    let mut roots = Vec::new();
+    let app = |root: AppRoot, dir: &Path| Owner::Application {
+        root,
+        path: dir.to_path_buf(),
+    };
+    if let Some(dir) = &opts.admin_dir {
+        roots.push(Root {
+            layer: Layer::Admin,
+            dir: dir.clone(),
+            shape: RootShape::Full,
+            owner: app(AppRoot::Admin, dir),
+            label: "admin".into(),
+        });
+    }
+    if let Some(dir) = &opts.user_config_dir {
+        roots.push(Root {
+            layer: Layer::User,
+            dir: dir.clone(),
+            shape: RootShape::Full,
+            owner: app(AppRoot::User, dir),
+            label: "user".into(),
+        });
+    }
+    if let Some(home) = &opts.home {
+        for rel in USER_SKILL_ROOTS {
+            let dir = home.join(rel);
+            roots.push(Root {
+                layer: Layer::User,
+                owner: app(AppRoot::User, &dir),
+                dir,
+                shape: RootShape::Skills,
+                label: format!("~/{rel}"),
+            });
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for ws in &opts.workspaces {
+        let chain = dirs_to_git_root(ws);
+        let repo = chain.last().cloned().unwrap_or_else(|| ws.clone());
+        let repo_name = repo
+            .file_name()
+            .map_or_else(|| "repo".to_owned(), |n| n.to_string_lossy().into_owned());
+        for dir in &chain {
+            let rel = dir
+                .strip_prefix(&repo)
+                .ok()
+                .map(|r| r.to_string_lossy().into_owned())
+                .filter(|r| !r.is_empty());
+            let base = match &rel {
+                Some(r) => format!("{repo_name}/{r}"),
+                None => repo_name.clone(),
+            };
+            let mut push = |sub: &str, shape| {
+                let d = dir.join(sub);
+                if seen.insert(d.clone()) {
+                    roots.push(Root {
+                        layer: Layer::Project,
+                        owner: app(AppRoot::Project, &d),
+                        dir: d,
+                        shape,
+                        label: format!("{base}/{sub}"),
+                    });
+                }
+            };
+            push(".evoflux", RootShape::Full);
+            for sub in PROJECT_SKILL_ROOTS {
+                push(sub, RootShape::Skills);
+            }
+        }
+    }
+    roots
+}
+
+/// Discovery output.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    pub candidates: Vec<Candidate>,
+}
+
+struct Sink<'a> {
+    out: &'a mut Vec<Candidate>,
+    diags: &'a mut Diagnostics,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, root: &Root, slot: Slot, logical_path: String, backing: Backing) {
+        let order = u32::try_from(self.out.len()).unwrap_or(u32::MAX);
+        self.out.push(Candidate {
+            source_id: SourceId(format!("{}:{}:{}", root.layer, root.label, logical_path)),
+            slot,
+            logical_path,
+            layer: root.layer,
+            form: Form::Direct,
+            owner: root.owner.clone(),
+            backing,
+            order,
+        });
+    }
+}
+
+/// Turns the framework registries and the roots into candidates.
+pub fn discover(
+    registries: &[BuiltinRegistry],
+    roots: &[Root],
+    diags: &mut Diagnostics,
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for registry in registries {
+        for module in &registry.modules {
+            let Some(slot) = slot_of_logical_path(&module.logical_path) else {
+                diags.push(Diagnostic::error(
+                    "discover/builtin-path-invalid",
+                    format!(
+                        "framework module `{}` of `{}` does not name a slot",
+                        module.logical_path, registry.id
+                    ),
+                ));
+                continue;
+            };
+            let order = u32::try_from(out.len()).unwrap_or(u32::MAX);
+            out.push(Candidate {
+                slot,
+                logical_path: module.logical_path.clone(),
+                layer: Layer::Framework,
+                form: Form::Direct,
+                owner: Owner::Framework {
+                    feature: module.feature.to_owned(),
+                },
+                source_id: SourceId(format!("{}:{}", registry.id, module.logical_path)),
+                backing: Backing::Builtin {
+                    registry: registry.id.clone(),
+                    module: module.logical_path.clone(),
+                },
+                order,
+            });
+        }
+    }
+    let mut sink = Sink {
+        out: &mut out,
+        diags,
+    };
+    for root in roots {
+        if !root.dir.is_dir() {
+            continue;
+        }
+        match root.shape {
+            RootShape::Full => discover_full(root, &mut sink),
+            RootShape::Skills => discover_skill_root(root, &root.dir, "skills", &mut sink),
+        }
+    }
+    out
+}
+
+/// The canonical slot of a logical path, including `mcp.json#<entry>`.
+pub fn slot_of_logical_path(logical_path: &str) -> Option<Slot> {
+    if let Some(name) = logical_path.strip_prefix("mcp.json#") {
+        return slot::is_valid_connection_name(name).then(|| Slot::new(SlotKind::Connection, name));
+    }
+    match slot::classify(logical_path) {
+        PathClass::Slot { slot, .. } => Some(slot),
+        PathClass::McpServers
+        | PathClass::SkillResource
+        | PathClass::InvalidName { .. }
+        | PathClass::Unsupported => None,
+    }
+}
+
+fn sorted_entries(dir: &Path, sink: &mut Sink<'_>) -> Vec<(String, PathBuf, bool)> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            sink.diags.push(
+                Diagnostic::warning(
+                    "discover/root-unreadable",
+                    format!("cannot list directory: {e}"),
+                )
+                .with_file(dir),
+            );
+            return Vec::new();
+        }
+    };
+    let mut entries: Vec<(String, PathBuf, bool)> = rd
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            // Hidden files (editor swap files, .DS_Store) are not definitions.
+            if name.starts_with('.') {
+                return None;
+            }
+            let path = e.path();
+            let file_type = e.file_type().ok()?;
+            // Follows symlinks (linked bundles and files are readable);
+            // only they cost an extra stat.
+            let is_dir = if file_type.is_symlink() {
+                std::fs::metadata(&path).map(|m| m.is_dir()).ok()?
+            } else {
+                file_type.is_dir()
+            };
+            Some((name, path, is_dir))
+        })
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn discover_full(root: &Root, sink: &mut Sink<'_>) {
+    let mut files = Vec::new();
+    let mut truncated = false;
+    walk(root, &root.dir, "", 0, &mut files, &mut truncated, sink);
+    if truncated {
+        sink.diags.push(
+            Diagnostic::warning(
+                "discover/walk-limit",
+                format!(
+                    "stopped after {MAX_FILES_PER_ROOT} files or {MAX_DEPTH} levels; move unrelated \
+                     files out of this root"
+                ),
+            )
+            .with_file(&root.dir),
+        );
+    }
+    // (directory, slot) -> first file, to catch two formats of one stem.
+    let mut seen: BTreeMap<(String, Slot), PathBuf> = BTreeMap::new();
+    for (rel, path) in files {
+        match slot::classify(&rel) {
+            PathClass::Slot { slot, format } => {
+                let dir = rel.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+                if let Some(first) = seen.get(&(dir.clone(), slot.clone())) {
+                    sink.diags.push(
+                        Diagnostic::error(
+                            "discover/slot-collision",
+                            format!(
+                                "`{}` and `{}` both define `{slot}`; keep one",
+                                first.display(),
+                                path.display()
+                            ),
+                        )
+                        .with_file(&path)
+                        .with_slot(slot.to_string()),
+                    );
+                    continue;
+                }
+                seen.insert((dir, slot.clone()), path.clone());
+                sink.push(root, slot, rel, Backing::File { path, format });
+            }
+            PathClass::McpServers => discover_mcp(root, &path, sink),
+            PathClass::SkillResource => {}
+            PathClass::InvalidName { code, message } => {
+                sink.diags
+                    .push(Diagnostic::error(code, message).with_file(&path));
+            }
+            PathClass::Unsupported => sink.diags.push(
+                Diagnostic::warning(
+                    "discover/unsupported-file",
+                    format!("`{rel}` fits no slot and is ignored"),
+                )
+                .with_file(&path),
+            ),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    root: &Root,
+    dir: &Path,
+    prefix: &str,
+    depth: usize,
+    files: &mut Vec<(String, PathBuf)>,
+    truncated: &mut bool,
+    sink: &mut Sink<'_>,
+) {
+    if depth > MAX_DEPTH {
+        *truncated = true;
+        return;
+    }
+    for (name, path, is_dir) in sorted_entries(dir, sink) {
+        if files.len() >= MAX_FILES_PER_ROOT {
+            *truncated = true;
+            return;
+        }
+        let rel = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if is_dir {
+            if rel == "skills" {
+                // Bundles are discovered as units; their resources are not
+                // walked.
+                discover_skill_root(root, &path, "skills", sink);
+            } else {
+                walk(root, &path, &rel, depth + 1, files, truncated, sink);
+            }
+        } else {
+            files.push((rel, path));
+        }
+    }
+}
+
+fn discover_skill_root(root: &Root, dir: &Path, prefix: &str, sink: &mut Sink<'_>) {
+    for (name, path, is_dir) in sorted_entries(dir, sink) {
+        if !is_dir {
+            continue;
+        }
+        let skill_md = path.join("SKILL.md");
+        if skill_md.is_file() {
+            let rel = format!("{prefix}/{name}/SKILL.md");
+            sink.push(
+                root,
+                Slot::new(SlotKind::Skill, name),
+                rel,
+                Backing::File {
+                    path: skill_md,
+                    format: FileFormat::Markdown,
+                },
+            );
+        }
+    }
+}
+
+fn discover_mcp(root: &Root, path: &Path, sink: &mut Sink<'_>) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            sink.diags.push(
+                Diagnostic::error(
+                    "discover/mcp-json-invalid",
+                    format!("cannot read mcp.json: {e}"),
+                )
+                .with_file(path),
+            );
+            return;
+        }
+    };
+    let entries = match connection::entries(path, &text) {
+        Ok(e) => e,
+        Err(d) => {
+            sink.diags.push(d);
+            return;
+        }
+    };
+    for (name, _) in entries {
+        if !slot::is_valid_connection_name(&name) {
+            sink.diags.push(
+                Diagnostic::error(
+                    "discover/connection-name-invalid",
+                    format!(
+                        "server name `{name}` must start with a lowercase letter and use only \
+                         lowercase letters, digits and `-` (at most 64 characters)"
+                    ),
+                )
+                .with_file(path)
+                .with_field(format!("mcpServers.{name}")),
+            );
+            continue;
+        }
+        sink.push(
+            root,
+            Slot::new(SlotKind::Connection, name.clone()),
+            format!("mcp.json#{name}"),
+            Backing::FileEntry {
+                path: path.to_path_buf(),
+                entry: name,
+            },
+        );
+    }
+}

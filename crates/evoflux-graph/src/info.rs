@@ -1,0 +1,504 @@
+//! `info`: the inspection projection of a compiled graph.
+//!
+//! Everything here is read from the graph: each active primitive appears
+//! once, with its logical path, source id, layer and owner; tools carry
+//! their prepared handling and availability; routes are the effective route
+//! plan; shadowed and disabled candidates appear only as composition
+//! diagnostics, never as rows. The JSON shape is fixed by
+//! `schema/info.schema.json`.
+
+use evoflux_core::{AppMode, Diagnostic, Severity};
+use serde::Serialize;
+
+use crate::candidate::{Owner, SourceId};
+use crate::channel::{Method, RouteAction};
+use crate::compose::{Binding, CompositionEntry, Definition, Node};
+use crate::connection::ConnectionDefinition;
+use crate::graph::CompiledGraph;
+use crate::layer::Layer;
+use crate::route_plan::{Preflight, ShadowedRoute};
+use crate::sandbox::NetworkPolicy;
+use crate::slot::SlotKind;
+use crate::tool::{ActionClass, Availability, Handling, Presentation, ToolExecutor};
+
+pub const INFO_KIND: &str = "evoflux-info";
+pub const INFO_VERSION: u32 = 1;
+
+/// The committed JSON Schema of [`Info`].
+pub const INFO_SCHEMA: &str = include_str!("../schema/info.schema.json");
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoSource {
+    pub slot: String,
+    pub logical_path: String,
+    pub source_id: SourceId,
+    pub layer: Layer,
+    pub owner: Owner,
+    pub binding: Binding,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoList<T> {
+    pub entries: Vec<T>,
+    pub total: usize,
+}
+
+impl<T> InfoList<T> {
+    fn new(entries: Vec<T>) -> Self {
+        InfoList {
+            total: entries.len(),
+            entries,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoConfig {
+    pub source: InfoSource,
+    pub default_model: String,
+    pub providers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoSandbox {
+    pub source: InfoSource,
+    pub network: NetworkPolicy,
+    pub max_timeout_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum InfoExecutor {
+    Builtin {
+        executor: crate::tool::BuiltinExecutor,
+    },
+    Command {
+        argv0: String,
+    },
+    /// Handled natively by the harness; there is no executor.
+    Native,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoTool {
+    pub name: String,
+    pub description: String,
+    pub handling: Handling,
+    pub availability: Vec<Availability>,
+    pub presentation: Presentation,
+    pub action_class: ActionClass,
+    pub modes: Vec<AppMode>,
+    pub lead_only: bool,
+    pub executor: InfoExecutor,
+    pub source: InfoSource,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoNamed {
+    pub name: String,
+    pub source: InfoSource,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoConnection {
+    pub name: String,
+    pub transport: &'static str,
+    pub source: InfoSource,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoRoute {
+    pub method: Method,
+    pub path: String,
+    pub action: RouteAction,
+    pub source_id: SourceId,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoRoutes {
+    pub effective: Vec<InfoRoute>,
+    pub total: usize,
+    pub preflights: Vec<Preflight>,
+    pub shadowed: Vec<ShadowedRoute>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoCompositionEntry {
+    pub kind: &'static str,
+    pub slot: String,
+    pub logical_path: String,
+    pub layer: Layer,
+    pub owner: Owner,
+    pub source_id: SourceId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub winner_source_id: Option<SourceId>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoDiagnostics {
+    pub errors: usize,
+    pub warnings: usize,
+    pub items: Vec<Diagnostic>,
+}
+
+/// The inspection payload.
+#[derive(Debug, Clone, Serialize)]
+pub struct Info {
+    pub kind: &'static str,
+    pub version: u32,
+    pub status: &'static str,
+    pub mode: Option<AppMode>,
+    pub graph_hash: String,
+    pub config: Option<InfoConfig>,
+    pub sandbox: Option<InfoSandbox>,
+    pub tools: InfoList<InfoTool>,
+    pub connections: InfoList<InfoConnection>,
+    pub skills: InfoList<InfoNamed>,
+    pub agents: InfoList<InfoNamed>,
+    pub workers: InfoList<InfoNamed>,
+    pub fleets: InfoList<InfoNamed>,
+    pub schedules: InfoList<InfoNamed>,
+    pub routes: InfoRoutes,
+    pub composition: Vec<InfoCompositionEntry>,
+    pub diagnostics: InfoDiagnostics,
+}
+
+fn source(graph: &CompiledGraph, node: &Node) -> Option<InfoSource> {
+    let b = graph.binding(&node.source_id)?;
+    Some(InfoSource {
+        slot: node.slot.to_string(),
+        logical_path: b.logical_path.clone(),
+        source_id: node.source_id.clone(),
+        layer: b.layer,
+        owner: b.owner.clone(),
+        binding: b.binding.clone(),
+    })
+}
+
+fn in_mode(mode: Option<AppMode>, modes: &[AppMode]) -> bool {
+    mode.is_none_or(|m| modes.contains(&m))
+}
+
+/// Projects a graph, optionally for one mode.
+pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
+    let mut info = Info {
+        kind: INFO_KIND,
+        version: INFO_VERSION,
+        status: if graph.has_errors() { "failed" } else { "ok" },
+        mode,
+        graph_hash: graph.hash.to_string(),
+        config: None,
+        sandbox: None,
+        tools: InfoList::new(Vec::new()),
+        connections: InfoList::new(Vec::new()),
+        skills: InfoList::new(Vec::new()),
+        agents: InfoList::new(Vec::new()),
+        workers: InfoList::new(Vec::new()),
+        fleets: InfoList::new(Vec::new()),
+        schedules: InfoList::new(Vec::new()),
+        routes: InfoRoutes {
+            total: graph.route_plan.effective.len(),
+            effective: graph
+                .route_plan
+                .effective
+                .iter()
+                .map(|r| InfoRoute {
+                    method: r.method,
+                    path: r.path.clone(),
+                    action: r.action.clone(),
+                    source_id: r.source_id.clone(),
+                })
+                .collect(),
+            preflights: graph.route_plan.preflights.clone(),
+            shadowed: graph.route_plan.shadowed.clone(),
+        },
+        composition: graph
+            .composition
+            .entries
+            .iter()
+            .map(|e| match e {
+                CompositionEntry::Shadowed {
+                    source,
+                    winner_source_id,
+                } => InfoCompositionEntry {
+                    kind: "shadowed",
+                    slot: source.slot.clone(),
+                    logical_path: source.logical_path.clone(),
+                    layer: source.layer,
+                    owner: source.owner.clone(),
+                    source_id: source.source_id.clone(),
+                    winner_source_id: Some(winner_source_id.clone()),
+                },
+                CompositionEntry::Disabled { source } => InfoCompositionEntry {
+                    kind: "disabled",
+                    slot: source.slot.clone(),
+                    logical_path: source.logical_path.clone(),
+                    layer: source.layer,
+                    owner: source.owner.clone(),
+                    source_id: source.source_id.clone(),
+                    winner_source_id: None,
+                },
+            })
+            .collect(),
+        diagnostics: InfoDiagnostics {
+            errors: graph.diagnostics.count(Severity::Error),
+            warnings: graph.diagnostics.count(Severity::Warning),
+            items: graph.diagnostics.as_slice().to_vec(),
+        },
+    };
+    let mut tools = Vec::new();
+    let mut connections = Vec::new();
+    let (mut skills, mut agents, mut workers, mut fleets, mut schedules) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for node in &graph.nodes {
+        let Some(src) = source(graph, node) else {
+            continue;
+        };
+        let named = |src: InfoSource| InfoNamed {
+            name: node.slot.name.clone(),
+            source: src,
+        };
+        match &node.definition {
+            Definition::Config(c) => {
+                info.config = Some(InfoConfig {
+                    source: src,
+                    default_model: c.model.default.to_string(),
+                    providers: c.providers.keys().cloned().collect(),
+                });
+            }
+            Definition::Sandbox(s) => {
+                info.sandbox = Some(InfoSandbox {
+                    source: src,
+                    network: s.network,
+                    max_timeout_seconds: s.max_timeout_seconds,
+                });
+            }
+            Definition::Tool(t) => {
+                if !in_mode(mode, &t.behavior.modes) {
+                    continue;
+                }
+                tools.push(InfoTool {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    handling: t.behavior.handling,
+                    availability: t.behavior.availability.clone(),
+                    presentation: t.behavior.presentation,
+                    action_class: t.behavior.action_class,
+                    modes: t.behavior.modes.clone(),
+                    lead_only: t.behavior.lead_only,
+                    executor: match &t.executor {
+                        Some(ToolExecutor::Builtin { executor }) => InfoExecutor::Builtin {
+                            executor: *executor,
+                        },
+                        Some(ToolExecutor::Command(c)) => InfoExecutor::Command {
+                            argv0: c.argv.first().cloned().unwrap_or_default(),
+                        },
+                        None => InfoExecutor::Native,
+                    },
+                    source: src,
+                });
+            }
+            Definition::Channel(_) => {}
+            Definition::Connection(c) => connections.push(InfoConnection {
+                name: node.slot.name.clone(),
+                transport: match c {
+                    ConnectionDefinition::Stdio { .. } => "stdio",
+                    ConnectionDefinition::StreamableHttp { .. } => "streamable-http",
+                    ConnectionDefinition::Sse { .. } => "sse",
+                },
+                source: src,
+            }),
+            Definition::Document { .. } => match node.slot.kind {
+                SlotKind::Skill => skills.push(named(src)),
+                SlotKind::WorkAgent if in_mode(mode, &[AppMode::Work]) => agents.push(named(src)),
+                SlotKind::CodingAgent if in_mode(mode, &[AppMode::Coding]) => {
+                    agents.push(InfoNamed {
+                        name: format!("coding/{}", node.slot.name),
+                        source: src,
+                    })
+                }
+                SlotKind::Worker => workers.push(named(src)),
+                SlotKind::Fleet | SlotKind::FleetCommands => fleets.push(named(src)),
+                SlotKind::Schedule => schedules.push(named(src)),
+                SlotKind::WorkAgent
+                | SlotKind::CodingAgent
+                | SlotKind::Config
+                | SlotKind::Sandbox
+                | SlotKind::Tool
+                | SlotKind::Channel
+                | SlotKind::Connection => {}
+            },
+        }
+    }
+    info.tools = InfoList::new(tools);
+    info.connections = InfoList::new(connections);
+    info.skills = InfoList::new(skills);
+    info.agents = InfoList::new(agents);
+    info.workers = InfoList::new(workers);
+    info.fleets = InfoList::new(fleets);
+    info.schedules = InfoList::new(schedules);
+    info
+}
+
+/// Invariants the schema cannot express: unique identities per family and
+/// totals equal to list lengths. Returns what is violated.
+pub fn check_invariants(info: &serde_json::Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for family in [
+        "tools",
+        "connections",
+        "skills",
+        "agents",
+        "workers",
+        "fleets",
+        "schedules",
+    ] {
+        let entries = info[family]["entries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if info[family]["total"].as_u64() != Some(entries.len() as u64) {
+            problems.push(format!("{family}.total differs from its entries"));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for e in &entries {
+            if !names.insert(e["name"].as_str().unwrap_or_default().to_owned()) {
+                problems.push(format!("{family} lists `{}` twice", e["name"]));
+            }
+        }
+    }
+    let routes = info["routes"]["effective"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if info["routes"]["total"].as_u64() != Some(routes.len() as u64) {
+        problems.push("routes.total differs from its entries".into());
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for r in &routes {
+        let path = r["path"].as_str().unwrap_or_default();
+        let erased: Vec<&str> = path
+            .split('/')
+            .map(|s| if s.starts_with(':') { ":_" } else { s })
+            .collect();
+        if !ids.insert(format!("{} {}", r["method"], erased.join("/"))) {
+            problems.push(format!("route `{} {path}` listed twice", r["method"]));
+        }
+    }
+    problems
+}
+
+/// Human rendering.
+pub fn render_human(info: &Info) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let short = info.graph_hash.get(..12).unwrap_or(&info.graph_hash);
+    let _ = writeln!(out, "evoflux info — graph {short} ({})", info.status);
+    if let Some(m) = info.mode {
+        let _ = writeln!(out, "mode: {m}");
+    }
+    let origin = |s: &InfoSource| format!("{} {}", s.layer, s.source_id);
+    if let Some(c) = &info.config {
+        let _ = writeln!(
+            out,
+            "\nconfig   {}  [{}]",
+            c.default_model,
+            origin(&c.source)
+        );
+    }
+    if let Some(s) = &info.sandbox {
+        let net = match s.network {
+            NetworkPolicy::Allow => "allow",
+            NetworkPolicy::Deny => "deny",
+        };
+        let _ = writeln!(
+            out,
+            "sandbox  network {net}, commands up to {}s  [{}]",
+            s.max_timeout_seconds,
+            origin(&s.source)
+        );
+    }
+    let _ = writeln!(out, "\ntools ({})", info.tools.total);
+    for t in &info.tools.entries {
+        let how = match (&t.handling, &t.executor) {
+            (Handling::None, InfoExecutor::Builtin { executor }) => serde_json::to_value(executor)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| format!("builtin {s}")))
+                .unwrap_or_default(),
+            (Handling::None, InfoExecutor::Command { argv0 }) => format!("command {argv0}"),
+            (Handling::None, InfoExecutor::Native) => "native".to_owned(),
+            (Handling::RequestInput { .. }, _) => "request-input".to_owned(),
+            (Handling::Dispatch { action }, _) => serde_json::to_value(action)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| format!("dispatch {s}")))
+                .unwrap_or_default(),
+            (Handling::ProviderTool { .. }, _) => "provider-tool web-search".to_owned(),
+        };
+        let _ = writeln!(out, "  {:<14} {:<26} [{}]", t.name, how, origin(&t.source));
+    }
+    for (title, list) in [
+        ("skills", &info.skills),
+        ("agents", &info.agents),
+        ("workers", &info.workers),
+        ("fleets", &info.fleets),
+        ("schedules", &info.schedules),
+    ] {
+        if list.total > 0 {
+            let _ = writeln!(out, "\n{title} ({})", list.total);
+            for e in &list.entries {
+                let _ = writeln!(out, "  {:<24} [{}]", e.name, origin(&e.source));
+            }
+        }
+    }
+    if info.connections.total > 0 {
+        let _ = writeln!(out, "\nconnections ({})", info.connections.total);
+        for c in &info.connections.entries {
+            let _ = writeln!(
+                out,
+                "  {:<24} {:<16} [{}]",
+                c.name,
+                c.transport,
+                origin(&c.source)
+            );
+        }
+    }
+    let _ = writeln!(out, "\nroutes ({})", info.routes.total);
+    for r in &info.routes.effective {
+        let _ = writeln!(
+            out,
+            "  {:<7} {:<32} [{}]",
+            r.method.as_str(),
+            r.path,
+            r.source_id
+        );
+    }
+    for p in &info.routes.preflights {
+        let _ = writeln!(out, "  OPTIONS {:<32} (CORS preflight)", p.path);
+    }
+    if !info.composition.is_empty() {
+        let _ = writeln!(out, "\ncomposition");
+        for e in &info.composition {
+            match &e.winner_source_id {
+                Some(w) => {
+                    let _ = writeln!(
+                        out,
+                        "  shadowed {} ({} {}) by {w}",
+                        e.slot, e.layer, e.source_id
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  disabled {} by {}", e.slot, e.source_id);
+                }
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\ndiagnostics: {} errors, {} warnings",
+        info.diagnostics.errors, info.diagnostics.warnings
+    );
+    for d in &info.diagnostics.items {
+        out.push_str(&d.render_human());
+    }
+    out
+}

@@ -1,0 +1,445 @@
+//! Slots: the logical identity of a capability, derived from its path.
+//!
+//! A logical path inside a root (`tools/shell.toml`) selects exactly one
+//! slot (`tools/shell`); the slot's kind decides how its winner is
+//! normalized and which composition policy applies. This module is the only
+//! place that turns paths into slots (the canonical-slot function) and the
+//! only place that knows the name rules.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::CompositionPolicy;
+
+/// Every kind of slot. Closed: a new kind is a new variant, matched
+/// exhaustively everywhere it matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotKind {
+    /// `config.toml`: harness defaults; composes first.
+    Config,
+    /// `sandbox.toml`: the sandbox policy.
+    Sandbox,
+    /// `tools/<name>.toml`.
+    Tool,
+    /// `channels/<path>.toml`.
+    Channel,
+    /// An entry of `mcp.json`.
+    Connection,
+    /// `schedules/<name>.toml`.
+    Schedule,
+    /// `skills/<name>/SKILL.md`.
+    Skill,
+    /// `agents/<name>.md`.
+    WorkAgent,
+    /// `agents/coding/<name>.md`.
+    CodingAgent,
+    /// `workers/<id>.md`.
+    Worker,
+    /// `fleets/<name>.md`.
+    Fleet,
+    /// `fleets/commands.yaml`.
+    FleetCommands,
+}
+
+impl SlotKind {
+    pub const ALL: [SlotKind; 12] = [
+        SlotKind::Config,
+        SlotKind::Sandbox,
+        SlotKind::Tool,
+        SlotKind::Channel,
+        SlotKind::Connection,
+        SlotKind::Schedule,
+        SlotKind::Skill,
+        SlotKind::WorkAgent,
+        SlotKind::CodingAgent,
+        SlotKind::Worker,
+        SlotKind::Fleet,
+        SlotKind::FleetCommands,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SlotKind::Config => "config",
+            SlotKind::Sandbox => "sandbox",
+            SlotKind::Tool => "tool",
+            SlotKind::Channel => "channel",
+            SlotKind::Connection => "connection",
+            SlotKind::Schedule => "schedule",
+            SlotKind::Skill => "skill",
+            SlotKind::WorkAgent => "work-agent",
+            SlotKind::CodingAgent => "coding-agent",
+            SlotKind::Worker => "worker",
+            SlotKind::Fleet => "fleet",
+            SlotKind::FleetCommands => "fleet-commands",
+        }
+    }
+
+    /// The composition policy of this kind (DESIGN.md, per-kind policy).
+    pub const fn policy(self) -> CompositionPolicy {
+        match self {
+            SlotKind::Config
+            | SlotKind::Sandbox
+            | SlotKind::Tool
+            | SlotKind::Channel
+            | SlotKind::Connection
+            | SlotKind::Schedule => CompositionPolicy::Strict,
+            SlotKind::Skill => CompositionPolicy::Skills,
+            SlotKind::WorkAgent | SlotKind::CodingAgent => CompositionPolicy::TeamAgents,
+            SlotKind::Worker => CompositionPolicy::Workers,
+            SlotKind::Fleet | SlotKind::FleetCommands => CompositionPolicy::Fleets,
+        }
+    }
+}
+
+impl fmt::Display for SlotKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A canonical slot such as `tools/shell`, `channels/hooks/github`, `config`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Slot {
+    pub kind: SlotKind,
+    /// The slot's name: the tool name, channel path, connection name, …
+    /// Empty for the singleton slots `config`, `sandbox` and `fleets/commands`.
+    pub name: String,
+}
+
+impl Slot {
+    pub fn new(kind: SlotKind, name: impl Into<String>) -> Slot {
+        Slot {
+            kind,
+            name: name.into(),
+        }
+    }
+
+    pub fn config() -> Slot {
+        Slot::new(SlotKind::Config, "")
+    }
+
+    pub fn sandbox() -> Slot {
+        Slot::new(SlotKind::Sandbox, "")
+    }
+
+    pub fn tool(name: &str) -> Slot {
+        Slot::new(SlotKind::Tool, name)
+    }
+
+    pub fn channel(name: &str) -> Slot {
+        Slot::new(SlotKind::Channel, name)
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            SlotKind::Config => f.write_str("config"),
+            SlotKind::Sandbox => f.write_str("sandbox"),
+            SlotKind::FleetCommands => f.write_str("fleets/commands"),
+            SlotKind::Tool => write!(f, "tools/{}", self.name),
+            SlotKind::Channel => write!(f, "channels/{}", self.name),
+            SlotKind::Connection => write!(f, "connections/{}", self.name),
+            SlotKind::Schedule => write!(f, "schedules/{}", self.name),
+            SlotKind::Skill => write!(f, "skills/{}", self.name),
+            SlotKind::WorkAgent => write!(f, "agents/{}", self.name),
+            SlotKind::CodingAgent => write!(f, "agents/coding/{}", self.name),
+            SlotKind::Worker => write!(f, "workers/{}", self.name),
+            SlotKind::Fleet => write!(f, "fleets/{}", self.name),
+        }
+    }
+}
+
+/// The file format of a declarative definition. Several formats of one stem
+/// select the same slot, so two of them in one directory collide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileFormat {
+    Toml,
+    Json,
+    Yaml,
+    Markdown,
+}
+
+/// What a relative path inside a full root (such as `.evoflux/`) is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathClass {
+    /// A definition for `slot`.
+    Slot { slot: Slot, format: FileFormat },
+    /// `mcp.json`: each entry becomes a `connections/<name>` candidate.
+    McpServers,
+    /// A file inside a skill bundle other than `SKILL.md` (resources).
+    SkillResource,
+    /// A path that names a slot but breaks a name rule.
+    InvalidName { code: &'static str, message: String },
+    /// Fits no slot.
+    Unsupported,
+}
+
+/// Tool names are model-visible verbatim.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_alphabetic()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+}
+
+/// Connection names: `^[a-z][a-z0-9-]{0,63}$`.
+pub fn is_valid_connection_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// A channel path segment: lowercase kebab (optionally with a leading dot,
+/// as in `.well-known`) or a `[param]`.
+pub fn is_valid_channel_segment(seg: &str) -> bool {
+    fn kebab(s: &str) -> bool {
+        let b = s.as_bytes();
+        !b.is_empty()
+            && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+            && !s.ends_with('-')
+            && !s.contains("--")
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    }
+    if let Some(inner) = seg.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        let b = inner.as_bytes();
+        return !b.is_empty()
+            && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    }
+    kebab(seg.strip_prefix('.').unwrap_or(seg))
+}
+
+/// Names of Markdown-defined kinds (agents, workers, fleets, skills):
+/// `^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`. Skills get their stricter rules from
+/// their own validators; this only keeps slots well-formed.
+fn is_valid_document_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+fn declarative_format(ext: &str) -> Option<FileFormat> {
+    match ext {
+        "toml" => Some(FileFormat::Toml),
+        "json" => Some(FileFormat::Json),
+        _ => None,
+    }
+}
+
+/// Splits `name.ext` into stem and extension.
+fn stem_ext(file: &str) -> Option<(&str, &str)> {
+    let (stem, ext) = file.rsplit_once('.')?;
+    (!stem.is_empty()).then_some((stem, ext))
+}
+
+/// The canonical-slot function: classifies a relative POSIX path inside a
+/// full root. Callers pass paths that are already relative and normalized
+/// (no `.`/`..`, no empty segments); anything else is unsupported.
+pub fn classify(rel: &str) -> PathClass {
+    let segs: Vec<&str> = rel.split('/').collect();
+    if segs.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
+        return PathClass::Unsupported;
+    }
+    let invalid = |code: &'static str, message: String| PathClass::InvalidName { code, message };
+    match segs.as_slice() {
+        ["config.toml"] => PathClass::Slot {
+            slot: Slot::config(),
+            format: FileFormat::Toml,
+        },
+        ["sandbox.toml"] => PathClass::Slot {
+            slot: Slot::sandbox(),
+            format: FileFormat::Toml,
+        },
+        ["sandbox.json"] => PathClass::Slot {
+            slot: Slot::sandbox(),
+            format: FileFormat::Json,
+        },
+        ["mcp.json"] => PathClass::McpServers,
+        ["tools", file] => {
+            match stem_ext(file).and_then(|(s, e)| Some((s, declarative_format(e)?))) {
+                Some((name, format)) if is_valid_tool_name(name) => PathClass::Slot {
+                    slot: Slot::tool(name),
+                    format,
+                },
+                Some((name, _)) => invalid(
+                    "discover/tool-name-invalid",
+                    format!(
+                        "tool name `{name}` must start with a letter and use only letters, digits, \
+                     `_` and `-` (at most 64 characters)"
+                    ),
+                ),
+                None => PathClass::Unsupported,
+            }
+        }
+        ["channels", rest @ .., file] => {
+            let Some((stem, format)) =
+                stem_ext(file).and_then(|(s, e)| Some((s, declarative_format(e)?)))
+            else {
+                return PathClass::Unsupported;
+            };
+            let mut parts: Vec<&str> = rest.to_vec();
+            parts.push(stem);
+            if let Some(bad) = parts.iter().find(|s| !is_valid_channel_segment(s)) {
+                return invalid(
+                    "discover/channel-name-invalid",
+                    format!(
+                        "channel path segment `{bad}` must be lowercase kebab-case (such as \
+                         `github-events`) or a parameter such as `[repo]`"
+                    ),
+                );
+            }
+            PathClass::Slot {
+                slot: Slot::channel(&parts.join("/")),
+                format,
+            }
+        }
+        ["schedules", file] => match stem_ext(file)
+            .and_then(|(s, e)| Some((s, declarative_format(e)?)))
+        {
+            Some((name, format)) if is_valid_document_name(name) => PathClass::Slot {
+                slot: Slot::new(SlotKind::Schedule, name),
+                format,
+            },
+            Some((name, _)) => invalid(
+                "discover/schedule-name-invalid",
+                format!("schedule name `{name}` must use only letters, digits, `.`, `_` and `-`"),
+            ),
+            None => PathClass::Unsupported,
+        },
+        ["skills", name, "SKILL.md"] => PathClass::Slot {
+            slot: Slot::new(SlotKind::Skill, *name),
+            format: FileFormat::Markdown,
+        },
+        ["skills", _, _, ..] => PathClass::SkillResource,
+        ["agents", "coding", file] => markdown_slot(file, SlotKind::CodingAgent, "agent"),
+        ["agents", file] => markdown_slot(file, SlotKind::WorkAgent, "agent"),
+        ["agents", dir, _, ..] => invalid(
+            "discover/agent-folder-invalid",
+            format!(
+                "agents live in `agents/<name>.md` (Work) or `agents/coding/<name>.md` (Coding); \
+                 the folder `agents/{dir}/` is not supported"
+            ),
+        ),
+        ["workers", file] => markdown_slot(file, SlotKind::Worker, "worker"),
+        ["fleets", "commands.yaml"] => PathClass::Slot {
+            slot: Slot::new(SlotKind::FleetCommands, ""),
+            format: FileFormat::Yaml,
+        },
+        ["fleets", "commands.yml"] => PathClass::Slot {
+            slot: Slot::new(SlotKind::FleetCommands, ""),
+            format: FileFormat::Yaml,
+        },
+        ["fleets", file] => markdown_slot(file, SlotKind::Fleet, "fleet"),
+        _ => PathClass::Unsupported,
+    }
+}
+
+fn markdown_slot(file: &str, kind: SlotKind, what: &str) -> PathClass {
+    match stem_ext(file) {
+        Some((name, "md")) if is_valid_document_name(name) => PathClass::Slot {
+            slot: Slot::new(kind, name),
+            format: FileFormat::Markdown,
+        },
+        Some((name, "md")) => PathClass::InvalidName {
+            code: "discover/document-name-invalid",
+            message: format!(
+                "{what} name `{name}` must start with a letter or digit and use only letters, \
+                 digits, `.`, `_` and `-` (at most 64 characters)"
+            ),
+        },
+        _ => PathClass::Unsupported,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot_of(rel: &str) -> String {
+        match classify(rel) {
+            PathClass::Slot { slot, .. } => slot.to_string(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn canonical_slots() {
+        assert_eq!(slot_of("tools/shell.toml"), "tools/shell");
+        assert_eq!(slot_of("tools/shell.json"), "tools/shell");
+        assert_eq!(
+            slot_of("channels/hooks/github.toml"),
+            "channels/hooks/github"
+        );
+        assert_eq!(
+            slot_of("channels/[org]/events.toml"),
+            "channels/[org]/events"
+        );
+        assert_eq!(slot_of("skills/review/SKILL.md"), "skills/review");
+        assert_eq!(slot_of("agents/lead.md"), "agents/lead");
+        assert_eq!(
+            slot_of("agents/coding/reviewer.md"),
+            "agents/coding/reviewer"
+        );
+        assert_eq!(slot_of("workers/code-review.md"), "workers/code-review");
+        assert_eq!(slot_of("fleets/release.md"), "fleets/release");
+        assert_eq!(slot_of("fleets/commands.yaml"), "fleets/commands");
+        assert_eq!(slot_of("schedules/nightly.toml"), "schedules/nightly");
+        assert_eq!(slot_of("config.toml"), "config");
+        assert_eq!(slot_of("sandbox.toml"), "sandbox");
+        assert_eq!(classify("mcp.json"), PathClass::McpServers);
+        assert_eq!(
+            classify("skills/review/scripts/run.sh"),
+            PathClass::SkillResource
+        );
+    }
+
+    #[test]
+    fn unsupported_and_invalid() {
+        for rel in [
+            "README.md",
+            "tools/x.py",
+            "tools/nested/x.toml",
+            "config.json",
+            "x/../y",
+        ] {
+            assert_eq!(classify(rel), PathClass::Unsupported, "{rel}");
+        }
+        let code = |rel| match classify(rel) {
+            PathClass::InvalidName { code, .. } => code,
+            other => panic!("{rel}: {other:?}"),
+        };
+        assert_eq!(code("tools/1bad.toml"), "discover/tool-name-invalid");
+        assert_eq!(code("tools/has space.toml"), "discover/tool-name-invalid");
+        assert_eq!(code("channels/Hooks.toml"), "discover/channel-name-invalid");
+        assert_eq!(code("channels/a--b.toml"), "discover/channel-name-invalid");
+        assert_eq!(code("agents/team/x.md"), "discover/agent-folder-invalid");
+    }
+
+    #[test]
+    fn name_rules() {
+        assert!(is_valid_tool_name("web_fetch"));
+        assert!(is_valid_tool_name(&"a".repeat(64)));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name("_x"));
+        assert!(is_valid_connection_name("github-mcp"));
+        assert!(!is_valid_connection_name("GitHub"));
+        assert!(!is_valid_connection_name("a_b"));
+        assert!(is_valid_channel_segment(".well-known"));
+        assert!(is_valid_channel_segment("[repo_id]"));
+        assert!(!is_valid_channel_segment("[]"));
+        assert!(!is_valid_channel_segment("x_y"));
+    }
+}

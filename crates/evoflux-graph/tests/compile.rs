@@ -1,0 +1,699 @@
+//! The compiler against fixtures on disk.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use evoflux_graph::candidate::AppRoot;
+use evoflux_graph::compose::CompositionEntry;
+use evoflux_graph::info;
+use evoflux_graph::registry::BuiltinModule;
+use evoflux_graph::tool::{Handling, ToolExecutor};
+use evoflux_graph::{
+    BuiltinRegistry, CompiledGraph, Definition, Layer, Owner, RootOptions, Slot, compile,
+    compile_standard,
+};
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    user: PathBuf,
+    repo: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("config");
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        Fixture {
+            _tmp: tmp,
+            user,
+            repo,
+        }
+    }
+
+    fn write(&self, path: impl AsRef<Path>, text: &str) -> PathBuf {
+        let path = path.as_ref().to_path_buf();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn user_file(&self, rel: &str, text: &str) -> PathBuf {
+        self.write(self.user.join(rel), text)
+    }
+
+    fn project_file(&self, rel: &str, text: &str) -> PathBuf {
+        self.write(self.repo.join(".evoflux").join(rel), text)
+    }
+
+    fn options(&self) -> RootOptions {
+        RootOptions {
+            admin_dir: None,
+            user_config_dir: Some(self.user.clone()),
+            home: None,
+            workspaces: vec![self.repo.clone()],
+        }
+    }
+
+    fn compile(&self) -> CompiledGraph {
+        compile_standard(&self.options()).unwrap()
+    }
+}
+
+const COMMAND_TOOL: &str = r#"
+description = "Fetch a URL with curl"
+argv = ["curl", "-sL", "{{url}}"]
+[input_schema]
+type = "object"
+required = ["url"]
+[input_schema.properties.url]
+type = "string"
+"#;
+
+fn codes(g: &CompiledGraph) -> Vec<&str> {
+    g.diagnostics.codes()
+}
+
+fn tool<'a>(g: &'a CompiledGraph, name: &str) -> Option<&'a evoflux_graph::tool::ToolDefinition> {
+    match &g.node(&Slot::tool(name))?.definition {
+        Definition::Tool(t) => Some(t),
+        _ => None,
+    }
+}
+
+#[test]
+fn framework_defaults_compile_clean() {
+    let f = Fixture::new();
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    for name in evoflux_graph::tool::FRAMEWORK_TOOLS {
+        let t = tool(&g, name).unwrap();
+        let bound = g
+            .binding(&g.node(&Slot::tool(name)).unwrap().source_id)
+            .unwrap();
+        assert!(matches!(bound.owner, Owner::Framework { .. }), "{name}");
+        assert!(matches!(
+            bound.binding,
+            evoflux_graph::Binding::Builtin { .. }
+        ));
+        assert_eq!(t.name, *name);
+    }
+    assert!(g.node(&Slot::config()).is_some());
+    assert!(g.node(&Slot::sandbox()).is_some());
+    assert!(g.composition.entries.is_empty());
+    assert_eq!(g.nodes.len(), g.bindings.len());
+}
+
+#[test]
+fn replacing_web_fetch_makes_it_an_ordinary_command_tool() {
+    let f = Fixture::new();
+    let before = f.compile();
+    assert!(matches!(
+        tool(&before, "web_fetch").unwrap().executor,
+        Some(ToolExecutor::Builtin { .. })
+    ));
+    let web_search = tool(&before, "web_search").unwrap();
+    assert!(matches!(
+        web_search.behavior.handling,
+        Handling::ProviderTool { .. }
+    ));
+
+    f.project_file("tools/web_fetch.toml", COMMAND_TOOL);
+    f.project_file("tools/web_search.toml", COMMAND_TOOL);
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    let t = tool(&g, "web_search").unwrap();
+    assert_eq!(
+        t.behavior.handling,
+        Handling::None,
+        "provider handling must vanish"
+    );
+    assert!(matches!(t.executor, Some(ToolExecutor::Command(_))));
+    let t = tool(&g, "web_fetch").unwrap();
+    assert!(matches!(t.executor, Some(ToolExecutor::Command(_))));
+
+    let info = serde_json::to_value(info::project(&g, None)).unwrap();
+    let row = info["tools"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "web_search")
+        .unwrap();
+    assert_eq!(row["handling"]["kind"], "none");
+    assert_eq!(row["executor"]["kind"], "command");
+    assert_eq!(row["source"]["layer"], "project");
+    // The framework definition shows only as a composition diagnostic.
+    let shadowed: Vec<_> = info["composition"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["slot"] == "tools/web_search")
+        .collect();
+    assert_eq!(shadowed.len(), 1);
+    assert_eq!(shadowed[0]["kind"], "shadowed");
+    assert_eq!(shadowed[0]["layer"], "framework");
+}
+
+#[test]
+fn project_disable_sentinel_removes_shell() {
+    let f = Fixture::new();
+    let sentinel = f.project_file("tools/shell.toml", "disable = true\n");
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert!(tool(&g, "shell").is_none());
+    let kinds: Vec<_> = g
+        .composition
+        .entries
+        .iter()
+        .map(|e| match e {
+            CompositionEntry::Disabled { source } => ("disabled", source.source_id.clone()),
+            CompositionEntry::Shadowed {
+                source,
+                winner_source_id,
+            } => {
+                assert_eq!(&source.layer, &Layer::Framework);
+                ("shadowed", winner_source_id.clone())
+            }
+        })
+        .collect();
+    assert_eq!(kinds.len(), 2);
+    assert_eq!(kinds[0].0, "disabled");
+    assert_eq!(kinds[1], ("shadowed", kinds[0].1.clone()));
+    // Neither the sentinel nor the framework shell has a binding.
+    assert!(
+        !g.bindings
+            .values()
+            .any(|b| b.logical_path == "tools/shell.toml")
+    );
+    let info = info::project(&g, None);
+    assert!(!info.tools.entries.iter().any(|t| t.name == "shell"));
+    let _ = sentinel;
+}
+
+#[test]
+fn disable_with_nothing_beneath_fails() {
+    let f = Fixture::new();
+    let path = f.project_file("tools/shel.toml", "disable = true\n");
+    let g = f.compile();
+    assert_eq!(codes(&g), ["compile/disable-without-target"]);
+    assert_eq!(
+        g.diagnostics.as_slice()[0].locator.file.as_deref(),
+        Some(path.as_path())
+    );
+    assert!(g.has_errors());
+}
+
+#[test]
+fn two_definitions_of_one_tool_in_one_layer_fail() {
+    let f = Fixture::new();
+    // Two project roots of one repository: the workspace and the git root.
+    let sub = f.repo.join("sub");
+    f.write(sub.join(".evoflux/tools/deploy.toml"), COMMAND_TOOL);
+    f.project_file("tools/deploy.toml", COMMAND_TOOL);
+    let mut opts = f.options();
+    opts.workspaces = vec![sub];
+    let g = compile_standard(&opts).unwrap();
+    assert_eq!(codes(&g), ["compile/duplicate-candidate"]);
+    assert!(tool(&g, "deploy").is_none());
+}
+
+#[test]
+fn two_formats_of_one_stem_collide_in_discovery() {
+    let f = Fixture::new();
+    f.user_file("tools/deploy.toml", COMMAND_TOOL);
+    f.user_file(
+        "tools/deploy.json",
+        r#"{"description": "x", "argv": ["x"], "input_schema": {"type": "object"}}"#,
+    );
+    let g = f.compile();
+    assert_eq!(codes(&g), ["discover/slot-collision"]);
+}
+
+#[test]
+fn malformed_loser_is_never_read_and_malformed_winner_never_falls_back() {
+    let f = Fixture::new();
+    f.user_file("tools/deploy.toml", "this is [not toml");
+    f.project_file("tools/deploy.toml", COMMAND_TOOL);
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert!(tool(&g, "deploy").is_some());
+
+    let f = Fixture::new();
+    f.user_file("tools/deploy.toml", COMMAND_TOOL);
+    let bad = f.project_file("tools/deploy.toml", "description = \"x\"\nargv = [\n");
+    let g = f.compile();
+    assert_eq!(codes(&g), ["compile/syntax-invalid"]);
+    assert_eq!(
+        g.diagnostics.as_slice()[0].locator.file.as_deref(),
+        Some(bad.as_path())
+    );
+    assert!(
+        tool(&g, "deploy").is_none(),
+        "an invalid winner must not fall back"
+    );
+    // The user definition is still recorded as shadowed by the failed winner.
+    assert_eq!(g.composition.entries.len(), 1);
+}
+
+#[test]
+fn losing_framework_modules_are_never_constructed() {
+    let f = Fixture::new();
+    f.project_file("tools/boom.toml", COMMAND_TOOL);
+    let mut registry = BuiltinRegistry::framework();
+    registry.modules.push(BuiltinModule {
+        logical_path: "tools/boom.toml".into(),
+        feature: "test",
+        semantic_revision: None,
+        construct: |_| panic!("a shadowed framework module was constructed"),
+    });
+    let roots = evoflux_graph::discover::standard_roots(&f.options());
+    let g = compile(&[registry], &roots).unwrap();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert!(matches!(
+        tool(&g, "boom").unwrap().executor,
+        Some(ToolExecutor::Command(_))
+    ));
+}
+
+#[test]
+fn every_malformed_file_is_reported_together() {
+    let f = Fixture::new();
+    f.user_file("tools/a.toml", "description = 1\n");
+    f.user_file("tools/b.toml", "disable = true\n");
+    f.user_file("channels/hooks.toml", "[[route]]\nmethod = \"GET\"\n");
+    f.user_file("notes.txt", "hello");
+    f.user_file("tools/9lives.toml", COMMAND_TOOL);
+    f.project_file("sandbox.toml", "max_timeout_seconds = 0\n");
+    let g = f.compile();
+    let mut got = codes(&g);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [
+            "compile/definition-invalid",
+            "compile/definition-invalid",
+            "compile/disable-without-target",
+            "compile/sandbox-invalid",
+            "discover/tool-name-invalid",
+            "discover/unsupported-file",
+        ]
+    );
+    let unsupported = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == "discover/unsupported-file")
+        .unwrap();
+    assert_eq!(unsupported.severity, evoflux_core::Severity::Warning);
+}
+
+#[test]
+fn config_composes_first_and_project_wins() {
+    let f = Fixture::new();
+    f.user_file("config.toml", "[model]\ndefault = \"openai:gpt-4o-mini\"\n");
+    f.project_file(
+        "config.toml",
+        "[model]\ndefault = \"ollama:qwen2.5:7b\"\n[providers.ollama]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:11434/v1\"\n",
+    );
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    let Definition::Config(c) = &g.node(&Slot::config()).unwrap().definition else {
+        panic!()
+    };
+    assert_eq!(c.model.default.to_string(), "ollama:qwen2.5:7b");
+    let shadowed: Vec<_> = g
+        .composition
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            CompositionEntry::Shadowed { source, .. } if source.slot == "config" => {
+                Some(source.layer)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shadowed, [Layer::User, Layer::Framework]);
+
+    f.project_file("config.toml", "[model]\ndefault = \"nowhere:x\"\n");
+    let g = f.compile();
+    assert_eq!(codes(&g), ["config/provider-unknown"]);
+    assert_eq!(
+        g.diagnostics.as_slice()[0].locator.slot.as_deref(),
+        Some("config")
+    );
+}
+
+#[test]
+fn connections_come_from_mcp_json_entries() {
+    let f = Fixture::new();
+    f.user_file(
+        "mcp.json",
+        r#"{"mcpServers": {"github": {"type": "stdio", "command": "broken command"}, "docs": {"type": "streamable-http", "url": "https://docs.example.com/mcp"}}}"#,
+    );
+    f.project_file(
+        "mcp.json",
+        r#"{"mcpServers": {"github": {"type": "stdio", "command": "github-mcp", "args": ["--stdio"]}}}"#,
+    );
+    let g = f.compile();
+    // The user's broken `github` loses to the project's and is never parsed.
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    let info = info::project(&g, None);
+    let names: Vec<_> = info
+        .connections
+        .entries
+        .iter()
+        .map(|c| (c.name.as_str(), c.transport))
+        .collect();
+    assert_eq!(names, [("docs", "streamable-http"), ("github", "stdio")]);
+    let gh = &info.connections.entries[1].source;
+    assert_eq!(gh.layer, Layer::Project);
+    assert!(
+        matches!(&gh.binding, evoflux_graph::Binding::File { entry: Some(e), .. } if e == "github")
+    );
+
+    f.project_file("mcp.json", r#"{"mcpServers": {"Bad_Name": {}}}"#);
+    let g = f.compile();
+    assert!(codes(&g).contains(&"discover/connection-name-invalid"));
+    assert!(
+        codes(&g).contains(&"compile/connection-invalid"),
+        "the user github now wins: {:?}",
+        codes(&g)
+    );
+}
+
+#[test]
+fn channels_plan_routes_with_codes() {
+    let f = Fixture::new();
+    let route = |m: &str, p: &str| {
+        format!(
+            "[[route]]\nmethod = \"{m}\"\npath = \"{p}\"\nagent = \"triage\"\nprompt = \"{{{{body}}}}\"\n"
+        )
+    };
+    f.user_file("channels/a.toml", &route("GET", "/hooks/:id"));
+    f.user_file("channels/b.toml", &route("GET", "/hooks/:name"));
+    f.user_file("channels/c.toml", &route("POST", "/internal/schedules/x"));
+    f.user_file(
+        "channels/d.toml",
+        &format!("{}{}", route("PUT", "/x"), route("PUT", "/x/")),
+    );
+    f.user_file("channels/e.toml", &route("GET", "/api/health"));
+    let g = f.compile();
+    let mut got = codes(&g);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [
+            "compile/channel-route-duplicate",
+            "compile/channel-route-shadowed",
+            "compile/channel-route-shadowed",
+            "compile/reserved-route-collision",
+        ]
+    );
+    // The framework api channel (`channels/api`) sorts before `channels/e`.
+    let health = g
+        .route_plan
+        .effective
+        .iter()
+        .find(|r| r.path == "/api/health")
+        .unwrap();
+    assert!(health.source_id.as_str().starts_with("evoflux:defaults"));
+    assert_eq!(g.route_plan.shadowed.len(), 2);
+}
+
+#[test]
+fn home_channel_can_be_disabled() {
+    let f = Fixture::new();
+    f.user_file("channels/home.toml", "disable = true\n");
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty());
+    assert!(!g.route_plan.effective.iter().any(|r| r.path == "/"));
+}
+
+#[test]
+fn markdown_kinds_are_selected_with_provenance() {
+    let f = Fixture::new();
+    f.user_file(
+        "agents/lead.md",
+        "---\nname: lead\nrole: lead\n---\nLead.\n",
+    );
+    f.project_file(
+        "agents/coding/reviewer.md",
+        "---\nname: reviewer\n---\nReview.\n",
+    );
+    f.project_file(
+        "skills/review/SKILL.md",
+        "---\nname: review\ndescription: Review\n---\nDo it.\n",
+    );
+    f.project_file("skills/review/scripts/run.sh", "echo hi");
+    f.write(
+        f.repo.join(".agents/skills/review/SKILL.md"),
+        "---\nname: review\ndescription: x\n---\nx\n",
+    );
+    f.project_file("workers/audit.md", "---\ndisable: true\n---\n");
+    let g = f.compile();
+    assert_eq!(
+        codes(&g),
+        ["compile/skill-collision", "compile/disable-without-target"]
+    );
+    let work = info::project(&g, Some(evoflux_core::AppMode::Work));
+    let names: Vec<_> = work
+        .agents
+        .entries
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["lead"]);
+    let coding = info::project(&g, Some(evoflux_core::AppMode::Coding));
+    let names: Vec<_> = coding
+        .agents
+        .entries
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["coding/reviewer"]);
+    assert!(!work.tools.entries.iter().any(|t| t.name == "code_context"));
+    assert!(
+        coding
+            .tools
+            .entries
+            .iter()
+            .any(|t| t.name == "code_context")
+    );
+    assert_eq!(work.skills.total, 1);
+    let owner = &work.skills.entries[0].source.owner;
+    assert!(
+        matches!(owner, Owner::Application { root: AppRoot::Project, path } if path.ends_with(".evoflux"))
+    );
+}
+
+fn reload(g: &CompiledGraph, edit: impl FnOnce(&mut serde_json::Value)) -> Vec<String> {
+    let mut v = serde_json::to_value(g).unwrap();
+    edit(&mut v);
+    let text = serde_json::to_string(&v).unwrap();
+    match CompiledGraph::load(&text, &[BuiltinRegistry::framework()]) {
+        Ok(_) => Vec::new(),
+        Err(e) => e
+            .diagnostics()
+            .into_iter()
+            .map(|d| d.code.into_owned())
+            .collect(),
+    }
+}
+
+#[test]
+fn graph_round_trips_and_tampering_is_rejected_at_load() {
+    let f = Fixture::new();
+    f.project_file("tools/deploy.toml", COMMAND_TOOL);
+    f.project_file("tools/shell.toml", "disable = true\n");
+    let g = f.compile();
+    let json = g.to_json().unwrap();
+    let back = CompiledGraph::load(&json, &[BuiltinRegistry::framework()]).unwrap();
+    assert_eq!(back, g);
+
+    let dropped = reload(&g, |v| {
+        let bindings = v["bindings"].as_object_mut().unwrap();
+        let key = bindings
+            .keys()
+            .find(|k| k.contains("tools/read"))
+            .unwrap()
+            .clone();
+        bindings.remove(&key);
+    });
+    assert!(
+        dropped.contains(&"graph/binding-missing".to_owned()),
+        "{dropped:?}"
+    );
+
+    let extra = reload(&g, |v| {
+        let bindings = v["bindings"].as_object_mut().unwrap();
+        let any = bindings.values().next().unwrap().clone();
+        bindings.insert("user:user:tools/ghost.toml".into(), any);
+    });
+    assert!(
+        extra.contains(&"graph/binding-unreferenced".to_owned()),
+        "{extra:?}"
+    );
+
+    let no_owner = reload(&g, |v| {
+        let bindings = v["bindings"].as_object_mut().unwrap();
+        let first = bindings.values_mut().next().unwrap();
+        first.as_object_mut().unwrap().remove("owner");
+    });
+    assert_eq!(no_owner, ["graph/parse-invalid"]);
+
+    let edited = reload(&g, |v| {
+        v["nodes"][0]["slot"]["name"] = serde_json::json!("renamed");
+    });
+    assert!(
+        edited.contains(&"graph/hash-mismatch".to_owned()),
+        "{edited:?}"
+    );
+
+    let old_revision = reload(&g, |v| {
+        for b in v["bindings"].as_object_mut().unwrap().values_mut() {
+            if b["binding"]["kind"] == "builtin" {
+                b["binding"]["revision"] = serde_json::json!("evoflux@0.0.1:graph-v0");
+            }
+        }
+    });
+    assert!(
+        old_revision.contains(&"graph/revision-mismatch".to_owned()),
+        "{old_revision:?}"
+    );
+
+    let loser_bound = reload(&g, |v| {
+        let bindings = v["bindings"].as_object_mut().unwrap();
+        let any = bindings.values().next().unwrap().clone();
+        let disabled = g
+            .composition
+            .entries
+            .iter()
+            .find_map(|e| match e {
+                CompositionEntry::Disabled { source } => Some(source.source_id.to_string()),
+                CompositionEntry::Shadowed { .. } => None,
+            })
+            .unwrap();
+        bindings.insert(disabled, any);
+    });
+    assert!(
+        loser_bound.contains(&"graph/binding-for-loser".to_owned()),
+        "{loser_bound:?}"
+    );
+
+    let version = reload(&g, |v| v["format_version"] = serde_json::json!(99));
+    assert_eq!(version, ["graph/format-unsupported"]);
+}
+
+fn tree(base: &Path) -> RootOptions {
+    let user = base.join("config");
+    let repo = base.join("repo");
+    for (dir, rel, text) in [
+        (&user, "tools/deploy.toml", COMMAND_TOOL),
+        (&repo, ".evoflux/tools/shell.toml", "disable = true\n"),
+        (
+            &repo,
+            ".evoflux/agents/lead.md",
+            "---\nname: lead\n---\nhi\n",
+        ),
+    ] {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    RootOptions {
+        admin_dir: None,
+        user_config_dir: Some(user),
+        home: None,
+        workspaces: vec![repo],
+    }
+}
+
+#[test]
+fn hash_identity_survives_relocation_and_tracks_content() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let ga = compile_standard(&tree(a.path())).unwrap();
+    let gb = compile_standard(&tree(b.path())).unwrap();
+    assert_ne!(a.path(), b.path());
+    assert_eq!(
+        ga.hash, gb.hash,
+        "relocating identical files must keep the identity"
+    );
+
+    std::fs::write(
+        b.path().join("config/tools/deploy.toml"),
+        COMMAND_TOOL.replace("curl", "wget"),
+    )
+    .unwrap();
+    let edited = compile_standard(&tree_without_rewrite(b.path())).unwrap();
+    assert_ne!(
+        ga.hash, edited.hash,
+        "editing a selected file must change the identity"
+    );
+
+    let mut registry = BuiltinRegistry::framework();
+    registry.revision.push_str("+next");
+    let bumped = compile(
+        &[registry],
+        &evoflux_graph::discover::standard_roots(&tree_without_rewrite(a.path())),
+    )
+    .unwrap();
+    assert_ne!(
+        ga.hash, bumped.hash,
+        "a builtin revision bump must change the identity"
+    );
+}
+
+fn tree_without_rewrite(base: &Path) -> RootOptions {
+    RootOptions {
+        admin_dir: None,
+        user_config_dir: Some(base.join("config")),
+        home: None,
+        workspaces: vec![base.join("repo")],
+    }
+}
+
+#[test]
+fn info_json_matches_the_committed_schema() {
+    let schema: serde_json::Value = serde_json::from_str(info::INFO_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let f = Fixture::new();
+    f.project_file("tools/web_fetch.toml", COMMAND_TOOL);
+    f.project_file("tools/shell.toml", "disable = true\n");
+    f.user_file(
+        "mcp.json",
+        r#"{"mcpServers": {"docs": {"type": "sse", "url": "https://docs.example.com/sse"}}}"#,
+    );
+    f.user_file(
+        "channels/hooks.toml",
+        "cors = true\n[[route]]\nmethod = \"POST\"\npath = \"/hooks/:id\"\nagent = \"a\"\nprompt = \"p\"\n",
+    );
+    f.user_file("agents/lead.md", "---\nname: lead\n---\n");
+    f.user_file("extra.txt", "");
+    let g = f.compile();
+    for mode in [
+        None,
+        Some(evoflux_core::AppMode::Work),
+        Some(evoflux_core::AppMode::Coding),
+    ] {
+        let v = serde_json::to_value(info::project(&g, mode)).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert_eq!(info::check_invariants(&v), Vec::<String>::new());
+        assert_eq!(v["routes"]["preflights"].as_array().unwrap().len(), 1);
+    }
+    // The schema rejects what the invariants forbid structurally.
+    let mut bad = serde_json::to_value(info::project(&g, None)).unwrap();
+    bad["tools"]["entries"][0]["executor"] = serde_json::json!({"kind": "magic"});
+    assert!(!validator.is_valid(&bad));
+    let mut dup = serde_json::to_value(info::project(&g, None)).unwrap();
+    let first = dup["tools"]["entries"][0].clone();
+    dup["tools"]["entries"].as_array_mut().unwrap().push(first);
+    assert!(!info::check_invariants(&dup).is_empty());
+}
