@@ -47,6 +47,24 @@ pub struct RootOptions {
     pub home: Option<PathBuf>,
     /// Authorized repositories / workspace directories.
     pub workspaces: Vec<PathBuf>,
+    /// Enabled plugins (bundled and installed/linked), in registry order.
+    /// Plugins contribute skills only to the graph; their MCP servers run
+    /// in the plugin runtime.
+    pub plugins: Vec<PluginRoot>,
+}
+
+/// One enabled plugin whose `skills/` folder joins the composition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRoot {
+    /// `true` for plugins shipped with the release (the `bundled-plugin`
+    /// layer), `false` for installed and linked ones (`plugin`).
+    pub bundled: bool,
+    /// The installation id from the registry.
+    pub installation: String,
+    /// The plugin's manifest name.
+    pub name: String,
+    /// The plugin root (the folder holding `plugin.json`).
+    pub dir: PathBuf,
 }
 
 const PROJECT_SKILL_ROOTS: [&str; 3] = [".agents/skills", ".claude/skills", ".opencode/skills"];
@@ -78,6 +96,23 @@ pub fn dirs_to_git_root(start: &Path) -> Vec<PathBuf> {
 /// The standard roots in discovery order within each layer.
 pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
     let mut roots = Vec::new();
+    for p in &opts.plugins {
+        let layer = if p.bundled {
+            Layer::BundledPlugin
+        } else {
+            Layer::Plugin
+        };
+        roots.push(Root {
+            layer,
+            dir: p.dir.join("skills"),
+            shape: RootShape::Skills,
+            owner: Owner::Plugin {
+                installation: p.installation.clone(),
+                name: p.name.clone(),
+            },
+            label: format!("{}:{}", p.name, p.installation),
+        });
+    }
     let app = |root: AppRoot, dir: &Path| Owner::Application {
         root,
         path: dir.to_path_buf(),

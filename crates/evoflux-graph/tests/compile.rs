@@ -55,6 +55,7 @@ impl Fixture {
             user_config_dir: Some(self.user.clone()),
             home: None,
             workspaces: vec![self.repo.clone()],
+            plugins: Vec::new(),
         }
     }
 
@@ -608,6 +609,7 @@ fn tree(base: &Path) -> RootOptions {
         user_config_dir: Some(user),
         home: None,
         workspaces: vec![repo],
+        plugins: Vec::new(),
     }
 }
 
@@ -653,6 +655,7 @@ fn tree_without_rewrite(base: &Path) -> RootOptions {
         user_config_dir: Some(base.join("config")),
         home: None,
         workspaces: vec![base.join("repo")],
+        plugins: Vec::new(),
     }
 }
 

@@ -121,6 +121,7 @@ fn synthetic_tree(base: &Path, candidates: usize) -> anyhow::Result<RootOptions>
         user_config_dir: Some(user),
         home: None,
         workspaces: vec![repo],
+        plugins: Vec::new(),
     })
 }
 

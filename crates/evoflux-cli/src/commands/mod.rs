@@ -41,5 +41,6 @@ pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOpt
             .filter(|h| !h.is_empty())
             .map(std::path::PathBuf::from),
         workspaces,
+        plugins: Vec::new(),
     })
 }
