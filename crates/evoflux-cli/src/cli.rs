@@ -34,6 +34,11 @@ pub enum Command {
     /// Show what evoflux would run: every active capability with its source and owner,
     /// tool handling, routes, shadowed and disabled sources, diagnostics. Exit 3 on errors.
     Info(InfoArgs),
+    /// Agent Skills: list, show, validate, catalog, preferences.
+    Skills {
+        #[command(subcommand)]
+        command: crate::commands::skills::SkillsCommand,
+    },
     /// Compile the source graph to a file, check a compiled graph, or benchmark the compiler.
     Graph {
         #[command(subcommand)]
@@ -44,9 +49,15 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print the effective configuration and where each part came from.
-    Show,
-    /// Check config.toml and report every problem; exit 3 when there are errors.
-    Check,
+    Show {
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Check the selected config.toml and report every problem; exit 3 when there are errors.
+    Check {
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
 }
 
 /// Which roots to compile.

@@ -23,10 +23,11 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Paths => commands::paths::run(&out),
         Command::Config { command } => match command {
-            ConfigCommand::Show => commands::config::show(&out),
-            ConfigCommand::Check => commands::config::check(&out),
+            ConfigCommand::Show { sources } => commands::config::show(&out, sources),
+            ConfigCommand::Check { sources } => commands::config::check(&out, sources),
         },
         Command::Info(args) => commands::info::run(&out, args),
+        Command::Skills { command } => commands::skills::run(&out, command),
         Command::Graph { command } => match command {
             GraphCommand::Compile { out: file, sources } => {
                 commands::graph::compile(&out, file, sources)

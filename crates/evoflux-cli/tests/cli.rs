@@ -294,3 +294,31 @@ fn config_syntax_error_points_at_the_line() {
     assert!(err.contains("error[config/toml-invalid]"), "{err}");
     assert!(err.contains("config.toml:3"), "{err}");
 }
+
+#[test]
+fn config_show_reports_the_composed_winner() {
+    let env = Env::new();
+    env.write_config("[model]\ndefault = \"openai:gpt-4o-mini\"\n");
+    let repo = env.home().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join(".evoflux")).unwrap();
+    let project = repo.join(".evoflux/config.toml");
+    std::fs::write(&project, "[model]\ndefault = \"anthropic:claude-sonnet\"\n").unwrap();
+    let ws = repo.to_str().unwrap();
+    let out = env.run(&["config", "show", "--json", "--workspace", ws]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["config"]["model"]["default"], "anthropic:claude-sonnet");
+    assert_eq!(v["file"], project.to_str().unwrap());
+
+    std::fs::write(
+        &project,
+        "[model]\ndefault = \"anthropic:claude-sonnet\"\nbogus = 1\n",
+    )
+    .unwrap();
+    let out = env.run(&["config", "check", "--json", "--workspace", ws]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(v["file"], project.to_str().unwrap());
+    assert_eq!(v["diagnostics"][0]["code"], "config/unknown-key");
+}

@@ -38,6 +38,21 @@ pub enum AppRoot {
     Project,
 }
 
+/// The folder convention of an application root: evoflux's own
+/// (`.evoflux/`, the config dir, the admin dir) or a cross-client skill
+/// folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppFolder {
+    Evoflux,
+    /// `.agents/skills`.
+    Agents,
+    /// `.claude/skills`.
+    Claude,
+    /// `.opencode/skills`, `~/.config/opencode/skills`.
+    Opencode,
+}
+
 /// Who owns a source.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -47,7 +62,11 @@ pub enum Owner {
     /// An installed, linked or bundled plugin.
     Plugin { installation: String, name: String },
     /// The user's own files in an admin, user or project root.
-    Application { root: AppRoot, path: PathBuf },
+    Application {
+        root: AppRoot,
+        folder: AppFolder,
+        path: PathBuf,
+    },
 }
 
 /// How to load a candidate. Recorded at construction so that loading never

@@ -565,6 +565,12 @@ fn load_file(
         | SlotKind::Fleet => {
             let doc = match evoflux_core::frontmatter::parse_file(path, text) {
                 Ok(doc) => doc,
+                // A skill with broken front matter stays selected: the
+                // skills validator reports it, Settings shows it for
+                // repair, and the runtime serves the next valid variant.
+                Err(_) if c.slot.kind == SlotKind::Skill => {
+                    return Some(Some(Definition::Document { format }));
+                }
                 Err(d) => {
                     diags.push(d);
                     return None;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use evoflux_core::{Diagnostic, Diagnostics};
 
-use crate::candidate::{AppRoot, Backing, Candidate, Owner, SourceId};
+use crate::candidate::{AppFolder, AppRoot, Backing, Candidate, Owner, SourceId};
 use crate::connection;
 use crate::layer::{Form, Layer};
 use crate::registry::BuiltinRegistry;
@@ -67,11 +67,15 @@ pub struct PluginRoot {
     pub dir: PathBuf,
 }
 
-const PROJECT_SKILL_ROOTS: [&str; 3] = [".agents/skills", ".claude/skills", ".opencode/skills"];
-const USER_SKILL_ROOTS: [&str; 3] = [
-    ".agents/skills",
-    ".claude/skills",
-    ".config/opencode/skills",
+const PROJECT_SKILL_ROOTS: [(&str, AppFolder); 3] = [
+    (".agents/skills", AppFolder::Agents),
+    (".claude/skills", AppFolder::Claude),
+    (".opencode/skills", AppFolder::Opencode),
+];
+const USER_SKILL_ROOTS: [(&str, AppFolder); 3] = [
+    (".agents/skills", AppFolder::Agents),
+    (".claude/skills", AppFolder::Claude),
+    (".config/opencode/skills", AppFolder::Opencode),
 ];
 
 /// Limits that keep a pathological tree from stalling discovery.
@@ -113,8 +117,9 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             label: format!("{}:{}", p.name, p.installation),
         });
     }
-    let app = |root: AppRoot, dir: &Path| Owner::Application {
+    let app = |root: AppRoot, folder: AppFolder, dir: &Path| Owner::Application {
         root,
+        folder,
         path: dir.to_path_buf(),
     };
     if let Some(dir) = &opts.admin_dir {
@@ -122,7 +127,7 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             layer: Layer::Admin,
             dir: dir.clone(),
             shape: RootShape::Full,
-            owner: app(AppRoot::Admin, dir),
+            owner: app(AppRoot::Admin, AppFolder::Evoflux, dir),
             label: "admin".into(),
         });
     }
@@ -131,16 +136,16 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             layer: Layer::User,
             dir: dir.clone(),
             shape: RootShape::Full,
-            owner: app(AppRoot::User, dir),
+            owner: app(AppRoot::User, AppFolder::Evoflux, dir),
             label: "user".into(),
         });
     }
     if let Some(home) = &opts.home {
-        for rel in USER_SKILL_ROOTS {
+        for (rel, folder) in USER_SKILL_ROOTS {
             let dir = home.join(rel);
             roots.push(Root {
                 layer: Layer::User,
-                owner: app(AppRoot::User, &dir),
+                owner: app(AppRoot::User, folder, &dir),
                 dir,
                 shape: RootShape::Skills,
                 label: format!("~/{rel}"),
@@ -164,21 +169,21 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
                 Some(r) => format!("{repo_name}/{r}"),
                 None => repo_name.clone(),
             };
-            let mut push = |sub: &str, shape| {
+            let mut push = |sub: &str, folder, shape| {
                 let d = dir.join(sub);
                 if seen.insert(d.clone()) {
                     roots.push(Root {
                         layer: Layer::Project,
-                        owner: app(AppRoot::Project, &d),
+                        owner: app(AppRoot::Project, folder, &d),
                         dir: d,
                         shape,
                         label: format!("{base}/{sub}"),
                     });
                 }
             };
-            push(".evoflux", RootShape::Full);
-            for sub in PROJECT_SKILL_ROOTS {
-                push(sub, RootShape::Skills);
+            push(".evoflux", AppFolder::Evoflux, RootShape::Full);
+            for (sub, folder) in PROJECT_SKILL_ROOTS {
+                push(sub, folder, RootShape::Skills);
             }
         }
     }

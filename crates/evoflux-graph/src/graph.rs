@@ -86,7 +86,7 @@ enum ModuleIdentity<'a> {
 enum OwnerIdentity<'a> {
     Framework(&'a str),
     Plugin(&'a str, &'a str),
-    Application(crate::candidate::AppRoot),
+    Application(crate::candidate::AppRoot, crate::candidate::AppFolder),
 }
 
 #[derive(Serialize)]
@@ -103,7 +103,7 @@ fn owner_identity(o: &Owner) -> OwnerIdentity<'_> {
     match o {
         Owner::Framework { feature } => OwnerIdentity::Framework(feature),
         Owner::Plugin { installation, name } => OwnerIdentity::Plugin(installation, name),
-        Owner::Application { root, .. } => OwnerIdentity::Application(*root),
+        Owner::Application { root, folder, .. } => OwnerIdentity::Application(*root, *folder),
     }
 }
 

@@ -485,7 +485,7 @@ fn markdown_kinds_are_selected_with_provenance() {
     assert_eq!(work.skills.total, 1);
     let owner = &work.skills.entries[0].source.owner;
     assert!(
-        matches!(owner, Owner::Application { root: AppRoot::Project, path } if path.ends_with(".evoflux"))
+        matches!(owner, Owner::Application { root: AppRoot::Project, folder: evoflux_graph::candidate::AppFolder::Evoflux, path } if path.ends_with(".evoflux"))
     );
 }
 

@@ -138,6 +138,28 @@ impl LoadOptions {
 /// Loads one bundle. Never fails: every problem becomes a diagnostic on an
 /// invalid record, so a malformed bundle never stops the others.
 pub fn load_bundle(found: &BundleDir, origin: &SkillOrigin, options: &LoadOptions) -> SkillRecord {
+    let skill_file = found.dir.join(SKILL_FILE);
+    let text = read_skill_file(&skill_file);
+    load_with_text(found, origin, options, text)
+}
+
+/// Loads a bundle whose `SKILL.md` text is compiled into the binary (the
+/// bundled catalog); `found.dir` names it but nothing is read from disk.
+pub fn load_embedded(
+    found: &BundleDir,
+    origin: &SkillOrigin,
+    options: &LoadOptions,
+    text: &str,
+) -> SkillRecord {
+    load_with_text(found, origin, options, Ok(text.to_owned()))
+}
+
+fn load_with_text(
+    found: &BundleDir,
+    origin: &SkillOrigin,
+    options: &LoadOptions,
+    text: Result<String, evoflux_core::Diagnostic>,
+) -> SkillRecord {
     let level = options
         .validation
         .unwrap_or_else(|| origin.source.default_validation());
@@ -148,7 +170,7 @@ pub fn load_bundle(found: &BundleDir, origin: &SkillOrigin, options: &LoadOption
         .unwrap_or(false);
     let symlinked = found.symlinked || origin.root_symlinked || skill_file_linked;
 
-    let (fields, revision) = match read_skill_file(&skill_file) {
+    let (fields, revision) = match text {
         Ok(text) => {
             let check = check_skill_text(&text, &skill_file, &found.name, level);
             diagnostics.extend(check.diagnostics);

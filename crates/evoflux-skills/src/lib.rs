@@ -15,7 +15,9 @@
 pub mod activation;
 pub mod agent_meta;
 pub mod bundle;
+pub mod bundled;
 pub mod catalog;
+pub mod evals;
 pub mod invocation;
 pub mod modes;
 pub mod name;
@@ -27,12 +29,14 @@ pub mod rank;
 pub mod resolver;
 pub mod resources;
 pub mod scan;
+pub mod selection;
 pub mod sidecar;
 pub mod validate;
 
 pub use activation::{Activation, ActivationError, activate};
 pub use bundle::{
-    LoadOptions, RuntimePrefs, SkillRecord, ValidationReport, load_bundle, validate_path,
+    LoadOptions, RuntimePrefs, SkillRecord, ValidationReport, load_bundle, load_embedded,
+    validate_path,
 };
 pub use catalog::{Catalog, CatalogReport, CatalogRequest, build_catalog};
 pub use modes::ModeSet;

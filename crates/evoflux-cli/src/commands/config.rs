@@ -4,20 +4,45 @@ use std::fmt::Write as _;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::config::{self, ConfigOrigin, LoadedConfig};
+use evoflux_graph::{Binding, Slot};
 use serde::Serialize;
 
+use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
 
-fn load(out: &Output) -> Result<(std::path::PathBuf, Option<LoadedConfig>, Diagnostics), Exit> {
-    let dirs = super::resolve_dirs(out)?;
-    let path = dirs.config_file();
-    let mut diags = Diagnostics::new();
-    let loaded = config::load(&path, &mut diags);
-    Ok((path, loaded, diags))
+/// The selected config: the winner of the graph's `config` slot (project
+/// over user over admin over the embedded default), the diagnostics of
+/// that slot, and the path of the user's file for messages.
+fn load(
+    out: &Output,
+    sources: &SourceArgs,
+) -> anyhow::Result<Result<(std::path::PathBuf, Option<LoadedConfig>, Diagnostics), Exit>> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(Err(exit)),
+    };
+    let graph = super::compile_graph(&dirs, sources)?;
+    let diags: Diagnostics = graph
+        .diagnostics
+        .iter()
+        .filter(|d| d.locator.slot.as_deref() == Some("config"))
+        .cloned()
+        .collect();
+    let loaded = graph
+        .node(&Slot::config())
+        .and_then(|node| graph.binding(&node.source_id))
+        .and_then(|bound| match &bound.binding {
+            // The winning file parsed cleanly during compilation; read it
+            // again only for the per-part origins.
+            Binding::File { path, .. } => config::load(path, &mut Diagnostics::new()),
+            Binding::Builtin { .. } => Some(LoadedConfig::embedded()),
+        });
+    let loaded = if diags.has_errors() { None } else { loaded };
+    Ok(Ok((dirs.config_file(), loaded, diags)))
 }
 
-pub fn show(out: &Output) -> anyhow::Result<Exit> {
-    let (path, loaded, diags) = match load(out) {
+pub fn show(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
+    let (path, loaded, diags) = match load(out, sources)? {
         Ok(v) => v,
         Err(exit) => return Ok(exit),
     };
@@ -68,13 +93,19 @@ struct CheckReport<'a> {
     diagnostics: &'a Diagnostics,
 }
 
-pub fn check(out: &Output) -> anyhow::Result<Exit> {
-    let (path, loaded, diags) = match load(out) {
+pub fn check(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
+    let (user_path, loaded, diags) = match load(out, sources)? {
         Ok(v) => v,
         Err(exit) => return Ok(exit),
     };
     let ok = loaded.is_some();
-    let exists = loaded.as_ref().is_some_and(|l| l.file.is_some()) || path.exists();
+    // The file that decides: the winner, or the first file with errors.
+    let decisive = loaded
+        .as_ref()
+        .and_then(|l| l.file.clone())
+        .or_else(|| diags.iter().find_map(|d| d.locator.file.clone()));
+    let exists = decisive.is_some();
+    let path = decisive.unwrap_or(user_path);
     if out.json {
         out.result(
             &CheckReport {

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::atomic::{AtomicOptions, write_atomic};
-use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions, compile_standard};
+use evoflux_graph::{CompiledGraph, RootOptions, compile_standard};
 use serde::Serialize;
 
 use crate::cli::SourceArgs;
@@ -16,7 +16,7 @@ pub fn compile(out: &Output, file: &Path, sources: &SourceArgs) -> anyhow::Resul
         Ok(d) => d,
         Err(exit) => return Ok(exit),
     };
-    let graph = compile_standard(&super::root_options(&dirs, sources)?)?;
+    let graph = super::compile_graph(&dirs, sources)?;
     out.diagnostics(&graph.diagnostics);
     if graph.has_errors() {
         return Ok(Exit::Invalid);
@@ -42,7 +42,7 @@ pub fn compile(out: &Output, file: &Path, sources: &SourceArgs) -> anyhow::Resul
 pub fn check(out: &Output, file: &Path) -> anyhow::Result<Exit> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-    match CompiledGraph::load(&text, &[BuiltinRegistry::framework()]) {
+    match CompiledGraph::load(&text, &super::registries()) {
         Ok(graph) => {
             out.result(
                 &serde_json::json!({"ok": true, "hash": graph.hash, "nodes": graph.nodes.len()}),

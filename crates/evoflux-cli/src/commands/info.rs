@@ -1,6 +1,6 @@
 //! `evoflux info`: the projection of the compiled graph.
 
-use evoflux_graph::{compile_standard, info};
+use evoflux_graph::info;
 
 use crate::cli::InfoArgs;
 use crate::output::{Exit, Output};
@@ -10,8 +10,7 @@ pub fn run(out: &Output, args: &InfoArgs) -> anyhow::Result<Exit> {
         Ok(d) => d,
         Err(exit) => return Ok(exit),
     };
-    let opts = super::root_options(&dirs, &args.sources)?;
-    let graph = compile_standard(&opts)?;
+    let graph = super::compile_graph(&dirs, &args.sources)?;
     let projection = info::project(&graph, args.mode);
     out.result(&projection, || info::render_human(&projection));
     Ok(if graph.has_errors() {

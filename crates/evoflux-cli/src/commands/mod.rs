@@ -2,10 +2,11 @@ pub mod config;
 pub mod graph;
 pub mod info;
 pub mod paths;
+pub mod skills;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
-use evoflux_graph::RootOptions;
+use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions};
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -43,4 +44,23 @@ pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOpt
         workspaces,
         plugins: Vec::new(),
     })
+}
+
+/// Every builtin registry the binary ships: the framework defaults and the
+/// bundled skills. Compiling and loading graphs always use this one set.
+pub fn registries() -> Vec<BuiltinRegistry> {
+    vec![
+        BuiltinRegistry::framework(),
+        evoflux_skills::bundled::registry(),
+    ]
+}
+
+/// The compile step: the standard roots for these directories and
+/// workspaces, with every registry.
+pub fn compile_graph(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<CompiledGraph> {
+    let opts = root_options(dirs, sources)?;
+    Ok(evoflux_graph::compile(
+        &registries(),
+        &evoflux_graph::discover::standard_roots(&opts),
+    )?)
 }

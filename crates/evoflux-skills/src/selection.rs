@@ -1,0 +1,167 @@
+//! Skills from the compiled source graph.
+//!
+//! The graph picks one winner per `skills/<name>` slot by layer and records
+//! every lower candidate, in precedence order, in its composition report.
+//! The skills policy needs that whole ordered list: the runtime serves the
+//! first candidate that is valid and available in the session's mode, while
+//! Settings shows the true winner even when it is invalid. This module
+//! turns each slot's winner and its shadowed candidates into loaded
+//! [`SkillRecord`]s with the user's overlay applied; the projections then
+//! choose among them. Nothing here walks a directory or ranks layers again.
+
+use std::path::{Path, PathBuf};
+
+use evoflux_core::Diagnostic;
+use evoflux_graph::candidate::{AppFolder, AppRoot, Backing, Owner};
+use evoflux_graph::compose::{Binding, CompositionEntry};
+use evoflux_graph::{CompiledGraph, SlotKind};
+
+use crate::bundle::{LoadOptions, SkillRecord, load_bundle, load_embedded};
+use crate::bundled;
+use crate::name::BundleName;
+use crate::origin::{CompatDir, SkillOrigin, SkillSource};
+use crate::overlay::{OverlaySnapshot, apply_overlay};
+use crate::scan::BundleDir;
+
+/// The candidates of one skill slot, highest precedence first.
+#[derive(Debug, Clone)]
+pub struct SkillSlot {
+    /// The slot name (the bundle folder name).
+    pub name: String,
+    pub candidates: Vec<SkillRecord>,
+}
+
+/// Where one candidate's files are, and who owns it.
+enum Located<'a> {
+    File {
+        skill_md: &'a Path,
+        owner: &'a Owner,
+    },
+    Builtin {
+        module: &'a str,
+    },
+}
+
+fn compat(folder: AppFolder) -> CompatDir {
+    match folder {
+        AppFolder::Evoflux => CompatDir::Evoflux,
+        AppFolder::Agents => CompatDir::Agents,
+        AppFolder::Claude => CompatDir::Claude,
+        AppFolder::Opencode => CompatDir::Opencode,
+    }
+}
+
+fn source_of(owner: &Owner) -> SkillSource {
+    match owner {
+        Owner::Application { root, folder, .. } => match root {
+            AppRoot::Project => SkillSource::Project(compat(*folder)),
+            AppRoot::User => SkillSource::User(compat(*folder)),
+            AppRoot::Admin => SkillSource::Admin,
+        },
+        Owner::Plugin { installation, .. } => SkillSource::Plugin {
+            installation_id: installation.clone(),
+        },
+        // Framework skills are builtin-bound; a file-backed framework owner
+        // would be a graph defect, loaded like a custom root.
+        Owner::Framework { .. } => SkillSource::Custom,
+    }
+}
+
+fn load(slot: &str, located: Located<'_>, options: &LoadOptions) -> Option<SkillRecord> {
+    let name = BundleName::single(slot)?;
+    match located {
+        Located::File { skill_md, owner } => {
+            let dir = skill_md.parent()?.to_path_buf();
+            let root = dir.parent().map_or_else(PathBuf::new, Path::to_path_buf);
+            let mut origin = SkillOrigin::new(source_of(owner), root.clone());
+            if let Owner::Plugin { .. } = owner {
+                origin.plugin_root = root.parent().map(Path::to_path_buf);
+            }
+            // A linked bundle folder is readable but never editable.
+            let symlinked =
+                std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink());
+            let found = BundleDir {
+                dir,
+                name,
+                symlinked,
+            };
+            Some(load_bundle(&found, &origin, options))
+        }
+        Located::Builtin { module } => {
+            let entry = bundled::by_module(module)?;
+            let dir = PathBuf::from(bundled::VIRTUAL_ROOT).join(entry.name);
+            let origin = SkillOrigin::new(
+                SkillSource::Bundled { modes: entry.modes },
+                PathBuf::from(bundled::VIRTUAL_ROOT),
+            );
+            let found = BundleDir {
+                dir,
+                name,
+                symlinked: false,
+            };
+            Some(load_embedded(&found, &origin, options, entry.skill_md))
+        }
+    }
+}
+
+/// Loads every skill slot of `graph` with its ordered candidates and the
+/// overlay applied. Problems that concern a slot as a whole are returned
+/// as diagnostics; per-bundle problems stay on their records.
+pub fn skill_slots(
+    graph: &CompiledGraph,
+    options: &LoadOptions,
+    overlay: &OverlaySnapshot,
+) -> (Vec<SkillSlot>, Vec<Diagnostic>) {
+    let mut slots = Vec::new();
+    let mut problems = Vec::new();
+    for node in graph
+        .nodes
+        .iter()
+        .filter(|n| n.slot.kind == SlotKind::Skill)
+    {
+        let Some(bound) = graph.binding(&node.source_id) else {
+            continue;
+        };
+        let winner = match &bound.binding {
+            Binding::File { path, .. } => Located::File {
+                skill_md: path,
+                owner: &bound.owner,
+            },
+            Binding::Builtin { module, .. } => Located::Builtin { module },
+        };
+        let slot_key = node.slot.to_string();
+        let losers = graph.composition.entries.iter().filter_map(|e| match e {
+            CompositionEntry::Shadowed { source, .. } if source.slot == slot_key => {
+                Some(match &source.backing {
+                    Backing::File { path, .. } | Backing::FileEntry { path, .. } => Located::File {
+                        skill_md: path,
+                        owner: &source.owner,
+                    },
+                    Backing::Builtin { module, .. } => Located::Builtin { module },
+                })
+            }
+            CompositionEntry::Shadowed { .. } | CompositionEntry::Disabled { .. } => None,
+        });
+        let mut candidates = Vec::new();
+        for located in std::iter::once(winner).chain(losers) {
+            match load(&node.slot.name, located, options) {
+                Some(mut record) => {
+                    apply_overlay(&mut record, overlay);
+                    candidates.push(record);
+                }
+                None => problems.push(
+                    Diagnostic::error(
+                        "skill/candidate-unloadable",
+                        "a skill candidate names no bundle folder or bundled skill",
+                    )
+                    .with_slot(slot_key.clone()),
+                ),
+            }
+        }
+        slots.push(SkillSlot {
+            name: node.slot.name.clone(),
+            candidates,
+        });
+    }
+    (slots, problems)
+}
