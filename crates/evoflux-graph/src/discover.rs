@@ -418,23 +418,20 @@ fn walk(
 }
 
 fn discover_skill_root(root: &Root, dir: &Path, prefix: &str, sink: &mut Sink<'_>) {
-    for (name, path, is_dir) in sorted_entries(dir, sink) {
-        if !is_dir {
-            continue;
-        }
-        let skill_md = path.join("SKILL.md");
-        if skill_md.is_file() {
-            let rel = format!("{prefix}/{name}/SKILL.md");
-            sink.push(
-                root,
-                Slot::new(SlotKind::Skill, name),
-                rel,
-                Backing::File {
-                    path: skill_md,
-                    format: FileFormat::Markdown,
-                },
-            );
-        }
+    let scan = crate::skill_root::scan_root(dir, crate::skill_root::WalkLimits::default());
+    sink.diags.extend(scan.diagnostics);
+    for bundle in scan.bundles {
+        let name = bundle.segments.join("/");
+        let rel = format!("{prefix}/{name}/SKILL.md");
+        sink.push(
+            root,
+            Slot::new(SlotKind::Skill, name),
+            rel,
+            Backing::File {
+                path: bundle.dir.join(crate::skill_root::SKILL_FILE),
+                format: FileFormat::Markdown,
+            },
+        );
     }
 }
 

@@ -19,6 +19,7 @@ pub mod policy;
 pub mod registry;
 pub mod route_plan;
 pub mod sandbox;
+pub mod skill_root;
 pub mod slot;
 pub mod tool;
 

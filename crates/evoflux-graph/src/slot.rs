@@ -319,8 +319,10 @@ pub fn classify(rel: &str) -> PathClass {
             ),
             None => PathClass::Unsupported,
         },
-        ["skills", name, "SKILL.md"] => PathClass::Slot {
-            slot: Slot::new(SlotKind::Skill, *name),
+        // A bundle directly under `skills/`, or a legacy nested one
+        // (`skills/parent/child/SKILL.md` is the slot `skills/parent/child`).
+        ["skills", bundle @ .., "SKILL.md"] if !bundle.is_empty() => PathClass::Slot {
+            slot: Slot::new(SlotKind::Skill, bundle.join("/")),
             format: FileFormat::Markdown,
         },
         ["skills", _, _, ..] => PathClass::SkillResource,

@@ -700,3 +700,33 @@ fn info_json_matches_the_committed_schema() {
     dup["tools"]["entries"].as_array_mut().unwrap().push(first);
     assert!(!info::check_invariants(&dup).is_empty());
 }
+
+#[test]
+fn skill_roots_follow_the_bundle_layout() {
+    let f = Fixture::new();
+    let skill = "---\nname: x\ndescription: d\n---\nbody\n";
+    // A legacy nested bundle, a resource folder that must not be searched,
+    // and a hidden folder.
+    f.write(
+        f.repo.join(".agents/skills/qdrant/qdrant-search/SKILL.md"),
+        skill,
+    );
+    f.write(f.repo.join(".agents/skills/review/SKILL.md"), skill);
+    f.write(
+        f.repo
+            .join(".agents/skills/review/references/example/SKILL.md"),
+        skill,
+    );
+    f.write(f.repo.join(".agents/skills/.hidden/SKILL.md"), skill);
+    let g = f.compile();
+    let skills: Vec<String> = g
+        .nodes
+        .iter()
+        .filter(|n| n.slot.kind == evoflux_graph::SlotKind::Skill)
+        .map(|n| n.slot.to_string())
+        .collect();
+    assert_eq!(skills, ["skills/qdrant/qdrant-search", "skills/review"]);
+    assert_eq!(codes(&g), ["skill/nested-legacy-skill"]);
+    // The nested slot survives serialization and validation.
+    CompiledGraph::load(&g.to_json().unwrap(), &[BuiltinRegistry::framework()]).unwrap();
+}

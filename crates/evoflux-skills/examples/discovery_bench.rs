@@ -1,69 +1,82 @@
-//! Measures discovery plus catalog for 2,000 skills across four roots.
+//! Measures discovery plus catalog for 2,000 skills across four roots,
+//! through the real path: the source graph discovers and composes the
+//! `skills/<name>` slots, `selection` loads each slot's ordered candidates
+//! with the overlay, the runtime projection picks per mode, and the Tier-1
+//! catalog is built.
 //!
 //! `cargo run --release -p evoflux-skills --example discovery_bench`
 //! prints the median of several runs (goal: under 100 ms). It is a
 //! benchmark that reports figures, never a test that asserts on time.
 
 use std::fs;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use evoflux_core::AppMode;
+use evoflux_graph::discover::standard_roots;
+use evoflux_graph::{BuiltinRegistry, RootOptions};
 use evoflux_skills::projection::runtime_projection;
+use evoflux_skills::selection::skill_slots;
 use evoflux_skills::{
-    CatalogRequest, CompatDir, LoadOptions, PlaceholderDirs, SkillOrigin, SkillRecord,
-    SkillSettingsStore, SkillSource, WalkLimits, apply_overlay, build_catalog, load_bundle,
-    scan_root,
+    CatalogRequest, LoadOptions, PlaceholderDirs, SkillSettingsStore, build_catalog,
 };
 
-const ROOTS: usize = 4;
 const PER_ROOT: usize = 500;
 const RUNS: usize = 11;
 
+fn write_root(root: &Path, r: usize) -> std::io::Result<()> {
+    for i in 0..PER_ROOT {
+        // Overlapping names across roots so shadowing is exercised.
+        let name = format!("skill-{:04}", (i * 3 + r * 7) % 1_500);
+        let dir = root.join(&name);
+        fs::create_dir_all(dir.join("references"))?;
+        fs::write(
+            dir.join("SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: Handles task number {i} about topic {r}; use when the request mentions {name}.\n---\n# {name}\nSteps.\n"
+            ),
+        )?;
+        fs::write(dir.join("references/guide.md"), "guide")?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
-    let sources = [
-        SkillSource::Project(CompatDir::Evoflux),
-        SkillSource::Project(CompatDir::Agents),
-        SkillSource::User(CompatDir::Agents),
-        SkillSource::Admin,
-    ];
-    let mut roots = Vec::new();
-    for (r, source) in sources.iter().enumerate().take(ROOTS) {
-        let root = tmp.path().join(format!("root{r}"));
-        for i in 0..PER_ROOT {
-            // Overlapping names across roots so collisions are exercised.
-            let name = format!("skill-{:04}", (i * 3 + r * 7) % 1_500);
-            let dir = root.join(&name);
-            fs::create_dir_all(dir.join("references"))?;
-            fs::write(
-                dir.join("SKILL.md"),
-                format!(
-                    "---\nname: {name}\ndescription: Handles task number {i} about topic {r}; use when the request mentions {name}.\n---\n# {name}\nSteps.\n"
-                ),
-            )?;
-            fs::write(dir.join("references/guide.md"), "guide")?;
-        }
-        roots.push((root, source.clone()));
-    }
+    let repo = tmp.path().join("repo");
     let config = tmp.path().join("config");
+    let admin = tmp.path().join("admin");
+    fs::create_dir_all(repo.join(".git"))?;
+    write_root(&repo.join(".evoflux/skills"), 0)?;
+    write_root(&repo.join(".agents/skills"), 1)?;
+    write_root(&config.join("skills"), 2)?;
+    write_root(&admin.join("skills"), 3)?;
+    let opts = RootOptions {
+        admin_dir: Some(admin),
+        user_config_dir: Some(config.clone()),
+        home: None,
+        workspaces: vec![repo],
+        plugins: Vec::new(),
+    };
+    let registries = [
+        BuiltinRegistry::framework(),
+        evoflux_skills::bundled::registry(),
+    ];
     let store = SkillSettingsStore::in_config_dir(&config);
     let options = LoadOptions::new(PlaceholderDirs::from_config_dir(&config));
 
     let mut times = Vec::new();
     let mut listed = 0;
+    let mut slots_seen = 0;
     for _ in 0..RUNS {
         let started = Instant::now();
+        let graph = evoflux_graph::compile(&registries, &standard_roots(&opts))?;
         let overlay = store.read();
-        let mut slots: std::collections::BTreeMap<String, Vec<SkillRecord>> = Default::default();
-        for (root, source) in &roots {
-            let origin = SkillOrigin::new(source.clone(), root);
-            for b in scan_root(root, WalkLimits::default()).bundles {
-                let mut rec = load_bundle(&b, &origin, &options);
-                apply_overlay(&mut rec, &overlay);
-                slots.entry(b.name.stem()).or_default().push(rec);
-            }
-        }
-        let (records, _) = runtime_projection(slots.values().map(Vec::as_slice), AppMode::Coding);
+        let (slots, _) = skill_slots(&graph, &options, &overlay);
+        let (records, _) = runtime_projection(
+            slots.iter().map(|s| s.candidates.as_slice()),
+            AppMode::Coding,
+        );
         let catalog = build_catalog(
             &records,
             &CatalogRequest {
@@ -74,13 +87,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
         );
         listed = catalog.report.included.len();
+        slots_seen = slots.len();
         times.push(started.elapsed());
     }
     times.sort();
     let median: Duration = times[RUNS / 2];
     println!(
-        "discovery + catalog, {} bundles in {ROOTS} roots: median {:.1} ms over {RUNS} runs (min {:.1} ms, max {:.1} ms); {listed} skills in the catalog",
-        ROOTS * PER_ROOT,
+        "graph + selection + catalog, {} bundles in 4 roots ({slots_seen} slots): median {:.1} ms over {RUNS} runs (min {:.1} ms, max {:.1} ms); {listed} skills in the catalog",
+        4 * PER_ROOT,
         median.as_secs_f64() * 1e3,
         times[0].as_secs_f64() * 1e3,
         times[RUNS - 1].as_secs_f64() * 1e3,

@@ -68,7 +68,7 @@ fn source_of(owner: &Owner) -> SkillSource {
 }
 
 fn load(slot: &str, located: Located<'_>, options: &LoadOptions) -> Option<SkillRecord> {
-    let name = BundleName::single(slot)?;
+    let name = BundleName::from_segments(slot.split('/').map(str::to_owned).collect())?;
     match located {
         Located::File { skill_md, owner } => {
             let dir = skill_md.parent()?.to_path_buf();

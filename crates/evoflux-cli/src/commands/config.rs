@@ -13,10 +13,11 @@ use crate::output::{Exit, Output};
 /// The selected config: the winner of the graph's `config` slot (project
 /// over user over admin over the embedded default), the diagnostics of
 /// that slot, and the path of the user's file for messages.
-fn load(
-    out: &Output,
-    sources: &SourceArgs,
-) -> anyhow::Result<Result<(std::path::PathBuf, Option<LoadedConfig>, Diagnostics), Exit>> {
+/// The user's config path, the selected config (when it has no errors) and
+/// the config slot's diagnostics.
+type Selected = (std::path::PathBuf, Option<LoadedConfig>, Diagnostics);
+
+fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Selected, Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
