@@ -563,6 +563,16 @@ fn load_file(
         | SlotKind::CodingAgent
         | SlotKind::Worker
         | SlotKind::Fleet => {
+            // The skills crate reads and validates every skill candidate
+            // itself; here only a possible disable sentinel matters, so a
+            // skill's YAML is parsed only when it could be one.
+            if c.slot.kind == SlotKind::Skill {
+                let could_disable = evoflux_core::frontmatter::split(text)
+                    .is_ok_and(|s| s.yaml.is_some_and(|y| y.contains("disable")));
+                if !could_disable {
+                    return Some(Some(Definition::Document { format }));
+                }
+            }
             let doc = match evoflux_core::frontmatter::parse_file(path, text) {
                 Ok(doc) => doc,
                 // A skill with broken front matter stays selected: the

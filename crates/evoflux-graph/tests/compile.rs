@@ -730,3 +730,31 @@ fn skill_roots_follow_the_bundle_layout() {
     // The nested slot survives serialization and validation.
     CompiledGraph::load(&g.to_json().unwrap(), &[BuiltinRegistry::framework()]).unwrap();
 }
+
+#[test]
+fn a_skill_disable_sentinel_removes_the_slot() {
+    let f = Fixture::new();
+    f.user_file(
+        "skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: d\n---\nbody\n",
+    );
+    f.project_file("skills/notes/SKILL.md", "---\ndisable: true\n---\n");
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert!(!g.nodes.iter().any(|n| n.slot.to_string() == "skills/notes"));
+    assert!(matches!(
+        g.composition.entries[0],
+        CompositionEntry::Disabled { .. }
+    ));
+    // A skill that merely mentions `disable` in a description is not one.
+    f.project_file(
+        "skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: how to disable alerts\n---\nbody\n",
+    );
+    assert!(
+        f.compile()
+            .nodes
+            .iter()
+            .any(|n| n.slot.to_string() == "skills/notes")
+    );
+}
