@@ -39,6 +39,10 @@ pub const MANIFEST_EXTENSIONS_INVALID: &str = "plugin/manifest-extensions-invali
 /// Warning: one `extensions` member has a non-namespace key or a non-object value, ignored.
 pub const MANIFEST_EXTENSION_INVALID: &str = "plugin/manifest-extension-invalid";
 
+/// Warning: the credentials extension declaration is invalid; the plugin
+/// loads, but its credentials form is unusable until it is fixed.
+pub const CREDENTIALS_DECLARATION_INVALID: &str = "plugin/credentials-declaration-invalid";
+
 // skills scope
 pub const SKILLS_NOT_DIRECTORY: &str = "plugin/skills-not-directory";
 pub const SKILLS_ESCAPES_ROOT: &str = "plugin/skills-escapes-root";

@@ -14,6 +14,7 @@ use evoflux_core::hash::ContentHash;
 use serde::Serialize;
 
 use crate::codes;
+use crate::credentials::CredentialDeclaration;
 use crate::manifest::{PluginManifest, validate_manifest};
 use crate::mcp::{McpServerEntry, validate_mcp};
 use crate::scope::{Scope, ScopedDiagnostic, ScopedDiagnosticsExt};
@@ -146,6 +147,14 @@ pub fn inspect_with(
     };
     out.valid = true;
     out.extension_namespaces = manifest.extensions.keys().cloned().collect();
+    if let Err(e) = CredentialDeclaration::of(&manifest) {
+        out.diagnostics.push(ScopedDiagnostic::new(
+            Scope::Manifest,
+            Diagnostic::warning(codes::CREDENTIALS_DECLARATION_INVALID, e.to_string())
+                .with_file(canonical.join("plugin.json"))
+                .with_field("extensions"),
+        ));
+    }
 
     let (skills, skill_diagnostics) = discover_skills(&canonical, limits, validator);
     out.skills = skills;

@@ -3,19 +3,32 @@
 //! running anything, then packed to and safely extracted from `.evoplugin`
 //! archives.
 //!
-//! Entry point: [`inspect()`] on a folder gives a [`PluginInspection`]: the
+//! Lifecycle: [`PluginManager`] installs, links, updates, enables,
+//! disables and uninstalls plugins over the registry in the data dir, keeps
+//! credentials, and lists the release-bundled plugins; its
+//! [`PluginManager::enabled_plugin_roots`] feeds the enabled plugins'
+//! skills to the source graph.
+//!
+//! Entry point for a folder: [`inspect()`] on a folder gives a [`PluginInspection`]: the
 //! manifest, the skills and MCP servers with their validity, every
 //! diagnostic tagged with its failure [`Scope`], the [`TrustReview`] and the
-//! content digest. The strict skill validator is supplied by the caller
-//! through [`SkillValidator`].
+//! content digest. Skills are checked by [`StrictSkillValidator`], the
+//! strict rules of `evoflux-skills`, through the [`SkillValidator`] seam.
 
 pub mod archive;
+pub mod bundled;
 pub mod codes;
+pub mod credentials;
+pub mod error;
 pub mod extensions;
 pub mod inspect;
+pub mod installation;
+pub mod lifecycle;
 pub mod manifest;
 pub mod mcp;
 pub mod pack;
+pub mod paths;
+pub mod registry;
 pub mod schema;
 pub mod scope;
 pub mod skills;
@@ -24,13 +37,24 @@ pub mod tree;
 pub mod trust;
 
 pub use archive::{ExtractError, ExtractLimits, ExtractReport, extract_archive};
+pub use bundled::{BUNDLED, bundled_installations};
+pub use credentials::{CredentialChange, CredentialState, CredentialValue, CredentialValues};
+pub use error::{BuiltinOperation, PluginError};
 pub use inspect::{McpStatus, PluginInspection, inspect, inspect_with};
+pub use installation::{
+    Capabilities, InstallationId, InvalidInstallationId, PluginInstallation, SourceType,
+};
+pub use lifecycle::{
+    CreateOptions, Listing, PluginDetail, PluginManager, PluginSummary, Uninstalled,
+};
 pub use manifest::{Author, ManifestOutcome, PluginManifest, validate_manifest};
 pub use mcp::{McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, validate_mcp};
 pub use pack::{PackError, PackOptions, PackReport, default_pack_output, pack};
+pub use paths::PluginPaths;
+pub use registry::{Registry, RegistryGuard, RegistryRead};
 pub use schema::{MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, SpecVersion};
 pub use scope::{Scope, ScopedDiagnostic, ScopedDiagnosticsExt};
-pub use skills::{BasicSkillValidator, PluginSkill, SkillCheck, SkillValidator};
-pub use staging::{StageError, StagedPackage, stage_archive, staging_dir};
+pub use skills::{PluginSkill, SkillCheck, SkillValidator, StrictSkillValidator};
+pub use staging::{StageError, StagedPackage, stage_archive, stage_directory, staging_dir};
 pub use tree::{PackageLimits, PackageTree};
 pub use trust::TrustReview;

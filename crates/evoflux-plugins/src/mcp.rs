@@ -11,10 +11,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
+use evoflux_graph::connection::{check_url, is_header_name, is_header_value};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -808,136 +808,9 @@ impl EntryChecker<'_> {
     }
 }
 
-/// Why a remote URL is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UrlProblem {
-    #[error("is not an absolute URL: {0}")]
-    Unparsable(String),
-    #[error("has surrounding whitespace")]
-    Whitespace,
-    #[error("must use http or https")]
-    Scheme,
-    #[error("must not carry user information")]
-    UserInfo,
-    #[error("must not carry a fragment")]
-    Fragment,
-    #[error("has no host")]
-    NoHost,
-    #[error("must use https unless the host is localhost or a loopback address")]
-    PlainHttpRemote,
-}
-
-/// Checks a remote MCP URL: absolute `http(s)`, no user information, no
-/// fragment, and plain `http` only for `localhost` or a loopback IP
-/// literal. Returns the host and port as written, for trust review.
-pub fn check_url(raw: &str) -> Result<String, UrlProblem> {
-    if raw.trim() != raw {
-        return Err(UrlProblem::Whitespace);
-    }
-    let url = url::Url::parse(raw).map_err(|e| UrlProblem::Unparsable(e.to_string()))?;
-    let https = match url.scheme() {
-        "https" => true,
-        "http" => false,
-        _ => return Err(UrlProblem::Scheme),
-    };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(UrlProblem::UserInfo);
-    }
-    if url.fragment().is_some() {
-        return Err(UrlProblem::Fragment);
-    }
-    let loopback = match url.host() {
-        None => return Err(UrlProblem::NoHost),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
-        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-    };
-    if !https && !loopback {
-        return Err(UrlProblem::PlainHttpRemote);
-    }
-    let host = url.host_str().unwrap_or_default();
-    Ok(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    })
-}
-
-/// An HTTP field name: one or more `tchar`s (RFC 9110 token).
-pub fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
-}
-
-/// An HTTP field value: no control characters other than horizontal tab.
-pub fn is_header_value(value: &str) -> bool {
-    value.chars().all(|c| c == '\t' || !c.is_control())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn url_rules() {
-        assert_eq!(check_url("https://example.com/mcp").unwrap(), "example.com");
-        assert_eq!(
-            check_url("http://127.0.0.1:43187/x?v=$A").unwrap(),
-            "127.0.0.1:43187"
-        );
-        assert_eq!(check_url("http://localhost:8/").unwrap(), "localhost:8");
-        assert_eq!(check_url("http://[::1]:9/").unwrap(), "[::1]:9");
-        assert_eq!(
-            check_url("http://example.com/"),
-            Err(UrlProblem::PlainHttpRemote)
-        );
-        assert_eq!(
-            check_url("https://u:p@example.com/"),
-            Err(UrlProblem::UserInfo)
-        );
-        assert_eq!(
-            check_url("https://example.com/#x"),
-            Err(UrlProblem::Fragment)
-        );
-        assert_eq!(
-            check_url("https://example.com/#"),
-            Err(UrlProblem::Fragment)
-        );
-        assert_eq!(check_url("ftp://example.com/"), Err(UrlProblem::Scheme));
-        assert!(matches!(
-            check_url("/relative"),
-            Err(UrlProblem::Unparsable(_))
-        ));
-        assert_eq!(check_url(" https://a.b/"), Err(UrlProblem::Whitespace));
-    }
-
-    #[test]
-    fn header_grammar() {
-        assert!(is_header_name("X-Api-Key"));
-        assert!(!is_header_name("X Api"));
-        assert!(!is_header_name(""));
-        assert!(!is_header_name("X:Y"));
-        assert!(is_header_value("Bearer a\tb"));
-        assert!(!is_header_value("a\r\nInjected: x"));
-    }
 
     #[test]
     fn transports_are_closed() {

@@ -1,17 +1,17 @@
 //! Plugin skills: discovery from the immediate child folders of `skills/`
-//! and strict validation through a pluggable [`SkillValidator`].
+//! and strict validation through a [`SkillValidator`].
 //!
-//! The strict Agent Skills validator lives in `evoflux-skills`; this crate
-//! does not depend on it so that plugins can be validated without the whole
-//! skills machinery. The harness plugs the real validator in through the
-//! trait; [`BasicSkillValidator`] covers the rules a package needs to be
-//! inspected on its own.
+//! The one strict Agent Skills validator lives in `evoflux-skills`;
+//! [`StrictSkillValidator`] adapts it. The trait stays a seam so that tests
+//! (and a future stricter policy) can plug another rule set in without
+//! this crate growing a second implementation of the skill rules.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
-use evoflux_core::frontmatter;
+use evoflux_skills::BundleName;
+use evoflux_skills::validate::{ValidationLevel, check_skill_text};
 use serde::Serialize;
 
 use crate::codes;
@@ -35,107 +35,31 @@ pub trait SkillValidator {
     fn validate(&self, dir_name: &str, file: &Path, text: &str) -> SkillCheck;
 }
 
-/// The minimal strict validator: front matter parses, `name` follows the
-/// Agent Skills grammar and equals the folder, `description` is a non-empty
-/// string.
+/// The Agent Skills strict rules of `evoflux-skills`: name grammar and
+/// length, name equal to the folder, description, allowed fields, body.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BasicSkillValidator;
+pub struct StrictSkillValidator;
 
-/// Longest skill name and description the Agent Skills spec allows.
-const MAX_SKILL_NAME: usize = 64;
-const MAX_SKILL_DESCRIPTION: usize = 1024;
-
-fn skill_name_ok(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && name.chars().count() <= MAX_SKILL_NAME
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-        && !name.contains("--")
-}
-
-impl SkillValidator for BasicSkillValidator {
+impl SkillValidator for StrictSkillValidator {
     fn validate(&self, dir_name: &str, file: &Path, text: &str) -> SkillCheck {
-        let mut check = SkillCheck::default();
-        let doc = match frontmatter::parse_file(file, text) {
-            Ok(doc) => doc,
-            Err(d) => {
-                check.diagnostics.push(d);
-                return check;
-            }
+        let Some(bundle) = BundleName::single(dir_name) else {
+            return SkillCheck {
+                diagnostics: vec![
+                    Diagnostic::error(
+                        "skill/name-invalid",
+                        format!("`{dir_name}` cannot name a skill folder"),
+                    )
+                    .with_file(file),
+                ],
+                ..SkillCheck::default()
+            };
         };
-        if !doc.has_front_matter {
-            check.diagnostics.push(
-                Diagnostic::error(
-                    "skill/frontmatter-missing",
-                    "SKILL.md must start with YAML front matter declaring `name` and `description`",
-                )
-                .with_file(file),
-            );
-            return check;
+        let check = check_skill_text(text, file, &bundle, ValidationLevel::Strict);
+        SkillCheck {
+            name: check.fields.name,
+            description: check.fields.description,
+            diagnostics: check.diagnostics.into_vec(),
         }
-        match doc.mapping.get("name") {
-            Some(yaml_serde::Value::String(name)) => {
-                if !skill_name_ok(name) {
-                    check.diagnostics.push(
-                        Diagnostic::error(
-                            "skill/name-invalid",
-                            format!(
-                                "skill name `{name}` must be 1-{MAX_SKILL_NAME} lowercase letters, digits and single inner hyphens"
-                            ),
-                        )
-                        .with_file(file)
-                        .with_field("name"),
-                    );
-                } else if name != dir_name {
-                    check.diagnostics.push(
-                        Diagnostic::error(
-                            "skill/name-mismatch",
-                            format!("skill name `{name}` must equal its folder name `{dir_name}`"),
-                        )
-                        .with_file(file)
-                        .with_field("name"),
-                    );
-                }
-                check.name = Some(name.clone());
-            }
-            _ => check.diagnostics.push(
-                Diagnostic::error(
-                    "skill/name-missing",
-                    "front matter must declare a string `name`",
-                )
-                .with_file(file)
-                .with_field("name"),
-            ),
-        }
-        match doc.mapping.get("description") {
-            Some(yaml_serde::Value::String(d)) if !d.trim().is_empty() => {
-                if d.chars().count() > MAX_SKILL_DESCRIPTION {
-                    check.diagnostics.push(
-                        Diagnostic::error(
-                            "skill/description-too-long",
-                            format!(
-                                "description is longer than {MAX_SKILL_DESCRIPTION} characters"
-                            ),
-                        )
-                        .with_file(file)
-                        .with_field("description"),
-                    );
-                }
-                check.description = Some(d.clone());
-            }
-            _ => check.diagnostics.push(
-                Diagnostic::error(
-                    "skill/description-missing",
-                    "front matter must declare a non-empty string `description`",
-                )
-                .with_file(file)
-                .with_field("description"),
-            ),
-        }
-        check
     }
 }
 
@@ -323,7 +247,7 @@ mod tests {
     use super::*;
 
     fn check(dir: &str, text: &str) -> Vec<String> {
-        BasicSkillValidator
+        StrictSkillValidator
             .validate(dir, Path::new("SKILL.md"), text)
             .diagnostics
             .into_iter()
@@ -332,28 +256,38 @@ mod tests {
     }
 
     #[test]
-    fn basic_validator_rules() {
+    fn strict_validator_rules() {
         assert!(check("a", "---\nname: a\ndescription: does a\n---\nbody\n").is_empty());
-        assert_eq!(check("a", "no front matter"), ["skill/frontmatter-missing"]);
         assert_eq!(
-            check("a", "---\nname: b\ndescription: x\n---\n"),
-            ["skill/name-mismatch"]
+            check("a", "no front matter"),
+            ["skill/front-matter-missing"]
         );
         assert_eq!(
-            check("A", "---\nname: A\ndescription: x\n---\n"),
+            check("a", "---\nname: b\ndescription: x\n---\nbody\n"),
+            ["skill/name-directory-mismatch"]
+        );
+        assert_eq!(
+            check("A", "---\nname: A\ndescription: x\n---\nbody\n"),
             ["skill/name-invalid"]
         );
         assert_eq!(
-            check("a", "---\nname: a\ndescription: '  '\n---\n"),
-            ["skill/description-missing"]
+            check("a", "---\nname: a\ndescription: '  '\n---\nbody\n"),
+            ["skill/missing-description"]
         );
         assert_eq!(
-            check("a", "---\ndescription: x\n---\n"),
-            ["skill/name-missing"]
+            check("a", "---\ndescription: x\n---\nbody\n"),
+            ["skill/missing-name"]
         );
         assert_eq!(
-            check("a", "---\nname: a\n- description: x\n---\n"),
-            ["frontmatter/yaml-invalid"]
+            check("a", "---\nname: a\ndescription: x\nextra: 1\n---\nbody\n"),
+            ["skill/unknown-field"]
         );
+        assert_eq!(
+            check("a", "---\nname: a\ndescription: x\n---\n"),
+            ["skill/empty-body"]
+        );
+        let bad_yaml = check("a", "---\nname: a\n- description: x\n---\n");
+        assert_eq!(bad_yaml.len(), 1);
+        assert!(bad_yaml[0].starts_with("frontmatter/"), "{bad_yaml:?}");
     }
 }

@@ -17,6 +17,7 @@ use crate::archive::{ExtractError, ExtractLimits, extract_archive};
 use crate::inspect::{PluginInspection, inspect};
 use crate::scope::ScopedDiagnostic;
 use crate::skills::SkillValidator;
+use crate::tree::PackageTree;
 
 /// `{CACHE_DIR}/agent-plugins/staging`.
 pub fn staging_dir(cache_dir: &Path) -> PathBuf {
@@ -29,7 +30,7 @@ pub enum StageError {
     Extract(#[from] ExtractError),
     #[error("the archive does not hold a valid plugin")]
     Invalid { diagnostics: Vec<ScopedDiagnostic> },
-    #[error("the archive holds symlinks")]
+    #[error("the package holds symlinks; installed plugins may contain only files and folders")]
     Symlink,
     #[error("package changed while it was being staged")]
     Changed,
@@ -94,10 +95,26 @@ impl StagedPackage {
                 format!("`{}` already exists", dest.display()),
             )));
         }
-        if let Some(parent) = dest.parent() {
-            fs::create_dir_all(parent)?;
+        let parent = dest.parent().unwrap_or(dest);
+        fs::create_dir_all(parent)?;
+        match fs::rename(self.root(), dest) {
+            Ok(()) => {}
+            // The cache and data dirs may be different file systems: copy
+            // next to the destination, then rename there, so `dest` still
+            // appears whole or not at all.
+            Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+                let incoming = tempfile::Builder::new()
+                    .prefix(".incoming-")
+                    .tempdir_in(parent)?;
+                let copy = incoming.path().join("package");
+                match again.tree.as_ref() {
+                    Some(tree) => copy_files(tree, &copy)?,
+                    None => return Err(StageError::Changed),
+                }
+                fs::rename(&copy, dest)?;
+            }
+            Err(e) => return Err(e.into()),
         }
-        fs::rename(self.root(), dest)?;
         drop(self.temp);
         Ok(inspect(dest, validator))
     }
@@ -128,4 +145,67 @@ pub fn stage_archive(
         return Err(StageError::Symlink);
     }
     Ok(StagedPackage { temp, inspection })
+}
+
+/// Copies a valid plugin folder into a fresh folder under [`staging_dir`]
+/// and checks that the copy has the digest of the source, so a package
+/// edited while it is copied is refused instead of installed half-old.
+/// Folders with symlinks are refused: installed copies hold only files.
+pub fn stage_directory(
+    source: &Path,
+    cache_dir: &Path,
+    validator: &dyn SkillValidator,
+) -> Result<StagedPackage, StageError> {
+    let original = inspect(source, validator);
+    let (true, Some(digest), Some(tree)) = (
+        original.valid,
+        original.content_sha256.as_ref(),
+        original.tree.as_ref(),
+    ) else {
+        return Err(StageError::Invalid {
+            diagnostics: original.diagnostics,
+        });
+    };
+    if tree.has_symlinks() {
+        return Err(StageError::Symlink);
+    }
+    let staging = staging_dir(cache_dir);
+    fs::create_dir_all(&staging)?;
+    let temp = tempfile::Builder::new()
+        .prefix("install-")
+        .tempdir_in(&staging)?;
+    let root = temp.path().join("package");
+    copy_files(tree, &root)?;
+    let inspection = inspect(&root, validator);
+    if inspection.content_sha256.as_ref() != Some(digest) {
+        return Err(StageError::Changed);
+    }
+    Ok(StagedPackage { temp, inspection })
+}
+
+/// Copies the regular files of `tree` to `dest` (created), with modes
+/// normalized to 0755 (any exec bit) or 0644.
+fn copy_files(tree: &PackageTree, dest: &Path) -> io::Result<()> {
+    fs::create_dir_all(dest)?;
+    for (rel, executable) in tree.files() {
+        let to = dest.join(rel);
+        if let Some(parent) = to.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(tree.root.join(rel), &to)?;
+        set_mode(&to, executable)?;
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, executable: bool) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
+    Ok(())
 }

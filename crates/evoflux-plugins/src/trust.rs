@@ -92,6 +92,10 @@ impl TrustReview {
             });
         }
         let declared = mcp_capabilities(manifest);
+        // By server name, so the review reads the same whatever order the
+        // JSON map was parsed in.
+        let mut servers: Vec<&McpServerEntry> = servers.iter().collect();
+        servers.sort_by(|a, b| a.name.cmp(&b.name));
         for entry in servers {
             let Some(server) = &entry.server else {
                 continue;

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use evoflux_plugins::{
-    BasicSkillValidator, ExtractLimits, PLUGIN_SCHEMA_1_0_0, extract_archive, stage_archive,
+    ExtractLimits, PLUGIN_SCHEMA_1_0_0, StrictSkillValidator, extract_archive, stage_archive,
 };
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
@@ -262,7 +262,7 @@ fn wrapper_folder_archive_does_not_stage() {
         &c.archive,
         &cache,
         &ExtractLimits::DEFAULT,
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap_err();
     assert_eq!(err.code(), "plugin/stage-invalid-package");
@@ -292,7 +292,7 @@ fn refused_archive_leaves_staging_empty() {
         &c.archive,
         &cache,
         &ExtractLimits::DEFAULT,
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap_err();
     assert_eq!(err.code(), "plugin/archive-path-traversal");

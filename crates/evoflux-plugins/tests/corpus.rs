@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use evoflux_plugins::{BasicSkillValidator, McpStatus, inspect};
+use evoflux_plugins::{McpStatus, StrictSkillValidator, inspect};
 
 fn corpus() -> Option<PathBuf> {
     let dir = PathBuf::from(concat!(
@@ -40,7 +40,7 @@ fn all_real_manifests_are_valid() {
     assert_eq!(roots.len(), 92, "the corpus holds 92 manifests");
     let mut namespaces = std::collections::BTreeSet::new();
     for root in &roots {
-        let i = inspect(root, &BasicSkillValidator);
+        let i = inspect(root, &StrictSkillValidator);
         assert!(i.valid, "{}: {:?}", root.display(), i.diagnostics);
         assert!(
             i.diagnostics.is_empty(),

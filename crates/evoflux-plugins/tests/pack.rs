@@ -7,7 +7,7 @@ use std::fs;
 
 use common::Fixture;
 use evoflux_plugins::{
-    BasicSkillValidator, ExtractLimits, PLUGIN_SCHEMA_1_0_0, PackError, PackOptions, pack,
+    ExtractLimits, PLUGIN_SCHEMA_1_0_0, PackError, PackOptions, StrictSkillValidator, pack,
     stage_archive,
 };
 use serde_json::json;
@@ -48,7 +48,7 @@ fn pack_twice_gives_identical_bytes() {
     let a = pack(
         &f.root,
         &options(f.dir.path().join("a.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     // Different mtimes must not matter.
@@ -56,7 +56,7 @@ fn pack_twice_gives_identical_bytes() {
     let b = pack(
         &f.root,
         &options(f.dir.path().join("b.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     assert_eq!(fs::read(&a.output).unwrap(), fs::read(&b.output).unwrap());
@@ -71,7 +71,7 @@ fn pack_twice_gives_identical_bytes() {
     let c = pack(
         &g.root,
         &options(g.dir.path().join("c.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     assert_eq!(fs::read(&a.output).unwrap(), fs::read(&c.output).unwrap());
@@ -83,7 +83,7 @@ fn archive_entries_are_sorted_with_fixed_metadata() {
     let r = pack(
         &f.root,
         &options(f.dir.path().join("x.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     let mut zip = zip::ZipArchive::new(fs::File::open(&r.output).unwrap()).unwrap();
@@ -121,19 +121,19 @@ fn archive_entries_are_sorted_with_fixed_metadata() {
 #[test]
 fn default_output_sits_beside_the_package() {
     let f = sample();
-    let r = pack(&f.root, &PackOptions::default(), &BasicSkillValidator).unwrap();
+    let r = pack(&f.root, &PackOptions::default(), &StrictSkillValidator).unwrap();
     assert_eq!(
         r.output,
         f.dir.path().join("my-plugin-1.0.0-build-7.evoplugin")
     );
-    let err = pack(&f.root, &PackOptions::default(), &BasicSkillValidator).unwrap_err();
+    let err = pack(&f.root, &PackOptions::default(), &StrictSkillValidator).unwrap_err();
     assert_eq!(err.code(), "plugin/pack-output-exists");
 }
 
 #[test]
 fn unversioned_default_name() {
     let f = Fixture::minimal();
-    let r = pack(&f.root, &PackOptions::default(), &BasicSkillValidator).unwrap();
+    let r = pack(&f.root, &PackOptions::default(), &StrictSkillValidator).unwrap();
     assert_eq!(
         r.output,
         f.dir.path().join("my-plugin-unversioned.evoplugin")
@@ -146,14 +146,14 @@ fn output_inside_package_or_forbidden_tree_is_refused() {
     let err = pack(
         &f.root,
         &options(f.root.join("out.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap_err();
     assert_eq!(err.code(), "plugin/pack-output-inside-package");
     let err = pack(
         &f.root,
         &options(f.root.join("sub/../../my-plugin/x.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap_err();
     assert_eq!(err.code(), "plugin/pack-output-inside-package");
@@ -166,7 +166,7 @@ fn output_inside_package_or_forbidden_tree_is_refused() {
             output: Some(bundled.join("p/x.evoplugin")),
             forbidden_roots: vec![bundled.clone()],
         },
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap_err();
     assert!(matches!(err, PackError::OutputForbidden(..)));
@@ -182,7 +182,7 @@ fn invalid_package_is_not_packed() {
     let f = Fixture::empty();
     f.manifest(json!({"$schema": PLUGIN_SCHEMA_1_0_0, "name": "Bad"}));
     let out = f.dir.path().join("x.evoplugin");
-    let err = pack(&f.root, &options(out.clone()), &BasicSkillValidator).unwrap_err();
+    let err = pack(&f.root, &options(out.clone()), &StrictSkillValidator).unwrap_err();
     assert_eq!(err.code(), "plugin/pack-invalid-package");
     let PackError::Invalid { diagnostics } = err else {
         panic!()
@@ -200,7 +200,7 @@ fn symlinks_are_not_packed() {
     let err = pack(
         &f.root,
         &options(f.dir.path().join("x.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap_err();
     assert_eq!(err.code(), "plugin/pack-symlink");
@@ -212,7 +212,7 @@ fn packed_archive_stages_with_the_source_digest() {
     let r = pack(
         &f.root,
         &options(f.dir.path().join("x.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     let cache = f.dir.path().join("cache");
@@ -220,7 +220,7 @@ fn packed_archive_stages_with_the_source_digest() {
         &r.output,
         &cache,
         &ExtractLimits::DEFAULT,
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     assert!(
@@ -240,7 +240,7 @@ fn packed_archive_stages_with_the_source_digest() {
         assert_eq!(mode & 0o777, 0o755);
     }
     let dest = f.dir.path().join("data/installed/abc/1.0.0");
-    let installed = staged.persist(&dest, &BasicSkillValidator).unwrap();
+    let installed = staged.persist(&dest, &StrictSkillValidator).unwrap();
     assert_eq!(installed.content_sha256, Some(r.content_sha256));
     let leftovers: Vec<_> = fs::read_dir(cache.join("agent-plugins/staging"))
         .unwrap()
@@ -254,7 +254,7 @@ fn staged_package_that_changes_is_not_persisted() {
     let r = pack(
         &f.root,
         &options(f.dir.path().join("x.evoplugin")),
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     let cache = f.dir.path().join("cache");
@@ -262,12 +262,12 @@ fn staged_package_that_changes_is_not_persisted() {
         &r.output,
         &cache,
         &ExtractLimits::DEFAULT,
-        &BasicSkillValidator,
+        &StrictSkillValidator,
     )
     .unwrap();
     fs::write(staged.root().join("plugin.json.bak"), "x").unwrap();
     let dest = f.dir.path().join("dest");
-    let err = staged.persist(&dest, &BasicSkillValidator).unwrap_err();
+    let err = staged.persist(&dest, &StrictSkillValidator).unwrap_err();
     assert_eq!(err.code(), "plugin/stage-changed");
     assert!(!dest.exists());
     assert_eq!(

@@ -10,7 +10,7 @@ use std::fs;
 use common::{Fixture, all_codes, codes_in};
 use evoflux_core::Severity;
 use evoflux_plugins::{
-    BasicSkillValidator, McpStatus, PLUGIN_SCHEMA_1_0_0, PackageLimits, Scope, inspect_with,
+    McpStatus, PLUGIN_SCHEMA_1_0_0, PackageLimits, Scope, StrictSkillValidator, inspect_with,
 };
 use serde_json::json;
 
@@ -234,11 +234,11 @@ fn manifest_symlink_escaping_the_root_rejects() {
 #[test]
 fn missing_root_rejects_in_package_scope() {
     let f = Fixture::empty();
-    let i = evoflux_plugins::inspect(&f.root.join("nope"), &BasicSkillValidator);
+    let i = evoflux_plugins::inspect(&f.root.join("nope"), &StrictSkillValidator);
     assert!(!i.valid);
     assert_eq!(codes_in(&i, "package"), ["plugin/root-not-directory"]);
     let file = f.write("file.txt", "x");
-    let i = evoflux_plugins::inspect(&file, &BasicSkillValidator);
+    let i = evoflux_plugins::inspect(&file, &StrictSkillValidator);
     assert_eq!(codes_in(&i, "package"), ["plugin/root-not-directory"]);
 }
 
@@ -252,7 +252,7 @@ fn package_limits_reject() {
         max_entries: 4,
         ..PackageLimits::DEFAULT
     };
-    let i = inspect_with(&f.root, &BasicSkillValidator, &few);
+    let i = inspect_with(&f.root, &StrictSkillValidator, &few);
     assert!(!i.valid);
     assert_eq!(codes_in(&i, "package"), ["plugin/too-many-entries"]);
     assert!(i.content_sha256.is_none());
@@ -261,7 +261,7 @@ fn package_limits_reject() {
         max_total_bytes: 3,
         ..PackageLimits::DEFAULT
     };
-    let i = inspect_with(&f.root, &BasicSkillValidator, &small);
+    let i = inspect_with(&f.root, &StrictSkillValidator, &small);
     assert!(!i.valid);
     assert_eq!(codes_in(&i, "package"), ["plugin/package-too-large"]);
 }

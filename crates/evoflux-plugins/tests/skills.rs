@@ -56,10 +56,13 @@ fn invalid_skill_is_skipped_alone() {
         codes_in(&i, "skill:conformance-recovery-invalid"),
         ["frontmatter/yaml-invalid"]
     );
-    assert_eq!(codes_in(&i, "skill:wrong-folder"), ["skill/name-mismatch"]);
+    assert_eq!(
+        codes_in(&i, "skill:wrong-folder"),
+        ["skill/name-directory-mismatch"]
+    );
     assert_eq!(
         codes_in(&i, "skill:no-description"),
-        ["skill/description-missing"]
+        ["skill/missing-description"]
     );
     assert!(codes_in(&i, "skill:conformance-recovery-valid").is_empty());
     // Only the valid skill is a capability.
@@ -127,7 +130,7 @@ fn skill_reached_through_an_escaping_link_is_skipped() {
     f.skill("local", "local");
     f.write(
         "shared/SKILL.md",
-        "---\nname: inside\ndescription: d\n---\n",
+        "---\nname: inside\ndescription: d\n---\nbody\n",
     );
     f.symlink("../shared", "skills/inside");
     let i = f.inspect();

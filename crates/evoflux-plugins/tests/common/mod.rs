@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use evoflux_plugins::{
-    BasicSkillValidator, MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, PluginInspection, inspect,
+    MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, PluginInspection, StrictSkillValidator, inspect,
 };
 use serde_json::{Value, json};
 
@@ -65,7 +65,7 @@ impl Fixture {
     }
 
     pub fn inspect(&self) -> PluginInspection {
-        inspect(&self.root, &BasicSkillValidator)
+        inspect(&self.root, &StrictSkillValidator)
     }
 }
 

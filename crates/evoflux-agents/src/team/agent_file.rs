@@ -1,0 +1,437 @@
+//! The EvoFlux agent dialect: forgiving, user-owned Markdown.
+//!
+//! Known keys are typed and checked; unknown keys are ignored at run time
+//! (and kept byte-for-byte by the [`form`](super::form) serializer), so a
+//! file written for a newer evoflux still loads. A type error in a known
+//! key makes the file malformed; every problem in a file is reported, not
+//! just the first.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use evoflux_core::config::ModelRef;
+use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use serde::{Deserialize, Serialize};
+use yaml_serde::{Mapping, Value};
+
+use crate::name::is_valid_agent_name;
+
+/// A team agent's role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Lead,
+    Member,
+}
+
+impl Role {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::Lead => "lead",
+            Role::Member => "member",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "lead" => Ok(Role::Lead),
+            "member" => Ok(Role::Member),
+            _ => Err(()),
+        }
+    }
+}
+
+/// The placeholder seeds use for "the harness's default model".
+pub const MODEL_PLACEHOLDER: &str = "__PROVIDER_MODEL__";
+
+/// A `model:` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSetting {
+    /// `provider:model`.
+    Model(ModelRef),
+    /// [`MODEL_PLACEHOLDER`]: use the harness default.
+    HarnessDefault,
+}
+
+impl std::fmt::Display for ModelSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelSetting::Model(m) => m.fmt(f),
+            ModelSetting::HarnessDefault => f.write_str(MODEL_PLACEHOLDER),
+        }
+    }
+}
+
+impl Serialize for ModelSetting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ModelSetting::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not provider:model")))
+    }
+}
+
+impl ModelSetting {
+    pub fn parse(s: &str) -> Option<ModelSetting> {
+        if s.trim() == MODEL_PLACEHOLDER {
+            return Some(ModelSetting::HarnessDefault);
+        }
+        s.parse().ok().map(ModelSetting::Model)
+    }
+
+    /// The model reference, or `None` for the harness default.
+    pub fn model(&self) -> Option<&ModelRef> {
+        match self {
+            ModelSetting::Model(m) => Some(m),
+            ModelSetting::HarnessDefault => None,
+        }
+    }
+}
+
+/// One team agent file, parsed but not yet merged with its profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawAgentConfig {
+    pub name: String,
+    pub mode: AppMode,
+    pub role: Role,
+    pub description: Option<String>,
+    pub model: Option<ModelSetting>,
+    pub fallback_model: Option<ModelSetting>,
+    pub thinking_level: Option<String>,
+    pub responses_api: Option<bool>,
+    /// Extra tools over the mode tier.
+    pub tools: Vec<String>,
+    /// Tier tools to remove (implicit tools cannot be removed).
+    pub tools_opt_out: Vec<String>,
+    /// Explicitly assigned skills: the one unconditional preload path.
+    pub skills: Vec<String>,
+    /// MCP servers; each grants all of its tools.
+    pub mcp: Vec<String>,
+    /// For a member, the lead it belongs to; `None` binds it to the mode's
+    /// default lead.
+    pub lead: Option<String>,
+    /// The body with HTML comments removed and trimmed: the user's extra
+    /// prompt, empty when there is none.
+    pub extra_prompt: String,
+}
+
+/// Keys the runtime reads; everything else is ignored and preserved.
+pub const KNOWN_KEYS: [&str; 12] = [
+    "name",
+    "role",
+    "description",
+    "model",
+    "fallback_model",
+    "thinking_level",
+    "responses_api",
+    "tools",
+    "tools_opt_out",
+    "skills",
+    "mcp",
+    "lead",
+];
+
+/// Removes `<!-- … -->` comments (seeds explain themselves in one) and
+/// trims. An unterminated comment runs to the end of the text, as in HTML.
+pub fn strip_html_comments(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find("<!--") {
+        out.push_str(&rest[..start]);
+        match rest[start + 4..].find("-->") {
+            Some(end) => rest = &rest[start + 4 + end + 3..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out.trim().to_owned()
+}
+
+struct FieldReader<'a> {
+    file: &'a Path,
+    mapping: &'a Mapping,
+    diags: Diagnostics,
+}
+
+impl FieldReader<'_> {
+    fn bad(&mut self, field: &str, msg: String) {
+        self.diags.push(
+            Diagnostic::error("agent/field-invalid", msg)
+                .with_file(self.file)
+                .with_field(field.to_owned()),
+        );
+    }
+
+    fn string(&mut self, key: &str) -> Option<String> {
+        match self.mapping.get(key)? {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            _ => {
+                self.bad(key, format!("`{key}` must be a string"));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, key: &str) -> Option<bool> {
+        match self.mapping.get(key)? {
+            Value::Null => None,
+            Value::Bool(b) => Some(*b),
+            _ => {
+                self.bad(key, format!("`{key}` must be true or false"));
+                None
+            }
+        }
+    }
+
+    fn list(&mut self, key: &str) -> Vec<String> {
+        match self.mapping.get(key) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Sequence(items)) => {
+                let mut out = Vec::new();
+                for item in items {
+                    match item {
+                        Value::String(s) if !s.trim().is_empty() => out.push(s.trim().to_owned()),
+                        _ => {
+                            self.bad(key, format!("`{key}` must be a list of non-empty names"));
+                            return Vec::new();
+                        }
+                    }
+                }
+                out
+            }
+            Some(_) => {
+                self.bad(
+                    key,
+                    format!("`{key}` must be a list, such as `[read, grep]`"),
+                );
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Parses one agent file. `name` is the file stem (the slot name). All of
+/// the file's problems are pushed to `diags`; `None` means the file is
+/// malformed.
+pub fn parse_agent(
+    file: &Path,
+    name: &str,
+    mode: AppMode,
+    text: &str,
+    diags: &mut Diagnostics,
+) -> Option<RawAgentConfig> {
+    let doc = match evoflux_core::frontmatter::parse_file(file, text) {
+        Ok(doc) => doc,
+        Err(d) => {
+            diags.push(d);
+            return None;
+        }
+    };
+    if !doc.has_front_matter {
+        diags.push(
+            Diagnostic::error(
+                "agent/frontmatter-missing",
+                "an agent file starts with `---`, its settings (at least `role:`), and `---`",
+            )
+            .with_file(file),
+        );
+        return None;
+    }
+    let mut r = FieldReader {
+        file,
+        mapping: &doc.mapping,
+        diags: Diagnostics::new(),
+    };
+    let declared_name = r.string("name");
+    if let Some(declared) = &declared_name
+        && declared != name
+    {
+        r.diags.push(
+            Diagnostic::error(
+                "agent/name-mismatch",
+                format!("`name: {declared}` must equal the file name `{name}`"),
+            )
+            .with_file(file)
+            .with_field("name"),
+        );
+    }
+    if !is_valid_agent_name(name) {
+        r.diags.push(
+            Diagnostic::error(
+                "agent/name-invalid",
+                format!(
+                    "agent name `{name}` must start with a letter or digit and use only letters, \
+                     digits, `.`, `_` and `-` (at most 64 characters)"
+                ),
+            )
+            .with_file(file),
+        );
+    }
+    let role = match r.string("role") {
+        None => Role::Member,
+        Some(s) => match s.trim().parse() {
+            Ok(role) => role,
+            Err(()) => {
+                r.diags.push(
+                    Diagnostic::error(
+                        "agent/role-invalid",
+                        format!("`role: {s}` must be `lead` or `member`"),
+                    )
+                    .with_file(file)
+                    .with_field("role"),
+                );
+                Role::Member
+            }
+        },
+    };
+    let model_field = |r: &mut FieldReader<'_>, key: &str| {
+        let s = r.string(key)?;
+        match ModelSetting::parse(&s) {
+            Some(m) => Some(m),
+            None => {
+                r.diags.push(
+                    Diagnostic::error(
+                        "agent/model-invalid",
+                        format!(
+                            "`{key}: {s}` is not a model: write `provider:model`, such as \
+                             `openai:gpt-4o-mini`, or `{MODEL_PLACEHOLDER}` for the default"
+                        ),
+                    )
+                    .with_file(file)
+                    .with_field(key.to_owned()),
+                );
+                None
+            }
+        }
+    };
+    let model = model_field(&mut r, "model");
+    let fallback_model = model_field(&mut r, "fallback_model");
+    let description = r.string("description").filter(|d| !d.trim().is_empty());
+    let thinking_level = r.string("thinking_level").filter(|d| !d.trim().is_empty());
+    let responses_api = r.boolean("responses_api");
+    let tools = r.list("tools");
+    let tools_opt_out = r.list("tools_opt_out");
+    let skills = r.list("skills");
+    let mcp = r.list("mcp");
+    let lead = r.string("lead").map(|l| l.trim().to_owned());
+    if let Some(l) = &lead
+        && !is_valid_agent_name(l)
+    {
+        r.bad("lead", format!("`lead: {l}` must name a lead agent"));
+    }
+    let errors = r.diags.has_errors();
+    diags.extend(r.diags);
+    if errors {
+        return None;
+    }
+    Some(RawAgentConfig {
+        name: name.to_owned(),
+        mode,
+        role,
+        description,
+        model,
+        fallback_model,
+        thinking_level,
+        responses_api,
+        tools,
+        tools_opt_out,
+        skills,
+        mcp,
+        lead,
+        extra_prompt: strip_html_comments(doc.body),
+    })
+}
+
+/// Where a team agent came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum AgentSource {
+    /// A code-owned built-in with no file.
+    Builtin,
+    /// A file selected by the source graph.
+    File {
+        path: PathBuf,
+        layer: evoflux_graph::Layer,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> (Option<RawAgentConfig>, Diagnostics) {
+        let mut d = Diagnostics::new();
+        let r = parse_agent(Path::new("a.md"), "a", AppMode::Work, text, &mut d);
+        (r, d)
+    }
+
+    #[test]
+    fn minimal_member_defaults() {
+        let (r, d) = parse("---\nname: a\n---\n");
+        let r = r.unwrap();
+        assert!(d.is_empty());
+        assert_eq!(r.role, Role::Member);
+        assert!(r.tools.is_empty() && r.lead.is_none());
+        assert_eq!(r.extra_prompt, "");
+    }
+
+    #[test]
+    fn all_known_keys_and_unknown_ignored() {
+        let text = "---\nname: a\nrole: lead\ndescription: D\nmodel: openai:gpt-4o\n\
+                    fallback_model: __PROVIDER_MODEL__\nthinking_level: high\nresponses_api: true\n\
+                    tools: [web_fetch]\ntools_opt_out: [shell]\nskills: [review]\nmcp: [github]\n\
+                    x-future: {a: 1}\n---\n<!-- seed -->\nBe brief.\n";
+        let (r, d) = parse(text);
+        assert!(d.is_empty(), "{d:?}");
+        let r = r.unwrap();
+        assert_eq!(r.role, Role::Lead);
+        assert_eq!(
+            r.model.unwrap().model().map(ToString::to_string).as_deref(),
+            Some("openai:gpt-4o")
+        );
+        assert_eq!(r.fallback_model, Some(ModelSetting::HarnessDefault));
+        assert_eq!(r.tools, ["web_fetch"]);
+        assert_eq!(r.tools_opt_out, ["shell"]);
+        assert_eq!(r.extra_prompt, "Be brief.");
+        assert_eq!(r.responses_api, Some(true));
+    }
+
+    #[test]
+    fn every_problem_reported_together() {
+        let (r, d) = parse("---\nname: b\nrole: boss\nmodel: gpt4\ntools: read\n---\n");
+        assert!(r.is_none());
+        assert_eq!(
+            d.codes(),
+            [
+                "agent/name-mismatch",
+                "agent/role-invalid",
+                "agent/model-invalid",
+                "agent/field-invalid"
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_front_matter_is_an_error() {
+        let (r, d) = parse("just a prompt\n");
+        assert!(r.is_none());
+        assert!(d.has_code("agent/frontmatter-missing"));
+    }
+
+    #[test]
+    fn html_comments_stripped() {
+        assert_eq!(strip_html_comments("<!-- a -->\n x <!-- b --> y\n"), "x  y");
+        assert_eq!(strip_html_comments("keep <!-- open"), "keep");
+    }
+}

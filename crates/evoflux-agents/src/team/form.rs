@@ -1,0 +1,390 @@
+//! The agent editor's Form view: a serializer that rewrites the keys it
+//! knows and preserves everything else byte-for-byte.
+//!
+//! Agent files are user-owned. A Form save writes the known keys in a
+//! fixed order ([`FORM_KEY_ORDER`]); a known key whose value did not change
+//! keeps its original text (comments and quoting included); every unknown
+//! key keeps its exact bytes and the comments above it; the body is never
+//! touched. The retired key `skills_opt_out` is dropped on save.
+//!
+//! The YAML block is cut into top-level entries by indentation: an entry is
+//! its leading blank and comment lines, a line at column 0 that starts a
+//! key, and every following line that is indented, a column-0 list item or
+//! a closing bracket. Each entry is checked to parse as a one-key mapping
+//! of its own; YAML that cannot be cut this way (anchors shared across
+//! keys, multi-document tricks) is refused with [`FormError::Unsupported`]
+//! and stays editable in the Raw view.
+
+use yaml_serde::{Mapping, Value};
+
+/// Known keys, in the order a Form save writes them.
+pub const FORM_KEY_ORDER: [&str; 12] = [
+    "name",
+    "role",
+    "description",
+    "model",
+    "fallback_model",
+    "thinking_level",
+    "responses_api",
+    "tools",
+    "tools_opt_out",
+    "skills",
+    "mcp",
+    "lead",
+];
+
+/// Keys a Form save removes.
+pub const RETIRED_KEYS: [&str; 1] = ["skills_opt_out"];
+
+/// The Form view's values. `None` removes the key from the file.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AgentForm {
+    pub name: Option<String>,
+    pub role: Option<String>,
+    pub description: Option<String>,
+    pub model: Option<String>,
+    pub fallback_model: Option<String>,
+    pub thinking_level: Option<String>,
+    pub responses_api: Option<bool>,
+    pub tools: Option<Vec<String>>,
+    pub tools_opt_out: Option<Vec<String>>,
+    pub skills: Option<Vec<String>>,
+    pub mcp: Option<Vec<String>>,
+    pub lead: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormError {
+    #[error("{0}")]
+    FrontMatter(String),
+    #[error(
+        "the front matter cannot be edited in the Form view without losing text ({0}); edit it \
+         in the Raw view"
+    )]
+    Unsupported(String),
+    #[error("cannot render `{0}` as YAML")]
+    Render(String),
+}
+
+/// One top-level entry of the YAML block.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry<'a> {
+    /// Blank and comment lines above the key line.
+    trivia: &'a str,
+    /// The key line and its continuation lines.
+    body: &'a str,
+    key: String,
+    value: Value,
+}
+
+/// The YAML block cut into entries.
+#[derive(Debug)]
+struct Cut<'a> {
+    entries: Vec<Entry<'a>>,
+    /// Blank and comment lines after the last entry.
+    tail: &'a str,
+}
+
+fn is_continuation(line: &str) -> bool {
+    line.starts_with([' ', '\t'])
+        || line.starts_with("- ")
+        || line.trim_end() == "-"
+        || line.starts_with([']', '}'])
+}
+
+fn is_trivia(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// Lines with their line breaks.
+fn lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+fn cut(yaml: &str) -> Result<Cut<'_>, FormError> {
+    let ls = lines(yaml);
+    let mut entries = Vec::new();
+    let mut pos = 0usize; // byte offset of ls[i]
+    let mut i = 0;
+    let mut trivia_start = 0usize;
+    while i < ls.len() {
+        let line = ls[i];
+        if is_trivia(line) {
+            pos += line.len();
+            i += 1;
+            continue;
+        }
+        if is_continuation(line) {
+            return Err(FormError::Unsupported(format!(
+                "line `{}` continues no key",
+                line.trim_end()
+            )));
+        }
+        let body_start = pos;
+        pos += line.len();
+        i += 1;
+        // Continuation lines; trailing trivia that is followed by more
+        // continuation belongs to the entry, otherwise to the next one.
+        let mut body_end = pos;
+        while i < ls.len() {
+            let l = ls[i];
+            if is_continuation(l) && !l.trim().is_empty() {
+                pos += l.len();
+                body_end = pos;
+                i += 1;
+            } else if is_trivia(l) || l.trim().is_empty() {
+                // Look ahead: comments indented inside a block stay with it.
+                let mut j = i;
+                let mut p = pos;
+                while j < ls.len() && (is_trivia(ls[j]) || ls[j].trim().is_empty()) {
+                    p += ls[j].len();
+                    j += 1;
+                }
+                if j < ls.len() && is_continuation(ls[j]) {
+                    pos = p;
+                    body_end = p;
+                    i = j;
+                } else {
+                    break;
+                }
+            } else {
+                break;
+            }
+        }
+        let body = &yaml[body_start..body_end];
+        let parsed: Value = yaml_serde::from_str(body)
+            .map_err(|e| FormError::Unsupported(format!("entry `{}`: {e}", body.trim_end())))?;
+        let Value::Mapping(m) = parsed else {
+            return Err(FormError::Unsupported(format!(
+                "`{}` is not a `key: value` entry",
+                body.trim_end()
+            )));
+        };
+        let mut it = m.into_iter();
+        let (Some((k, value)), None) = (it.next(), it.next()) else {
+            return Err(FormError::Unsupported(format!(
+                "`{}` holds more than one key",
+                body.trim_end()
+            )));
+        };
+        let Value::String(key) = k else {
+            return Err(FormError::Unsupported("a key is not a string".into()));
+        };
+        entries.push(Entry {
+            trivia: &yaml[trivia_start..body_start],
+            body,
+            key,
+            value,
+        });
+        trivia_start = body_end;
+        pos = body_end;
+    }
+    // Cross-check: the entries together must mean the same as the block.
+    let whole: Value = yaml_serde::from_str(yaml)
+        .map_err(|e| FormError::FrontMatter(format!("front matter is not valid YAML: {e}")))?;
+    let mut rebuilt = Mapping::new();
+    for e in &entries {
+        rebuilt.insert(Value::String(e.key.clone()), e.value.clone());
+    }
+    let same = match &whole {
+        Value::Mapping(m) => *m == rebuilt,
+        Value::Null => rebuilt.is_empty(),
+        _ => false,
+    };
+    if !same {
+        return Err(FormError::Unsupported(
+            "the keys do not parse the same one by one (anchors or duplicate keys)".into(),
+        ));
+    }
+    Ok(Cut {
+        entries,
+        tail: &yaml[trivia_start..],
+    })
+}
+
+/// The pieces of a Markdown file around its YAML block.
+struct Frame<'a> {
+    /// Everything before the YAML (BOM, blank lines, the opening fence).
+    head: &'a str,
+    yaml: &'a str,
+    /// The closing fence line.
+    close: &'a str,
+    body: &'a str,
+}
+
+fn frame(text: &str) -> Result<Frame<'_>, FormError> {
+    let split =
+        evoflux_core::frontmatter::split(text).map_err(|e| FormError::FrontMatter(e.message))?;
+    let offset = |s: &str| s.as_ptr() as usize - text.as_ptr() as usize;
+    let body_start = offset(split.body);
+    match split.yaml {
+        Some(yaml) => {
+            let ys = offset(yaml);
+            let ye = ys + yaml.len();
+            Ok(Frame {
+                head: &text[..ys],
+                yaml,
+                close: &text[ye..body_start],
+                body: split.body,
+            })
+        }
+        None => Ok(Frame {
+            head: "",
+            yaml: "",
+            close: "",
+            body: &text[body_start..],
+        }),
+    }
+}
+
+fn string_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Sequence(_) | Value::Mapping(_) | Value::Tagged(_) => None,
+    }
+}
+
+fn list_of(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::Sequence(items) => Some(items.iter().filter_map(string_of).collect()),
+        Value::String(s) => Some(vec![s.clone()]),
+        _ => None,
+    }
+}
+
+/// Reads the Form view's values and the body from a file.
+pub fn read_form(text: &str) -> Result<(AgentForm, String), FormError> {
+    let f = frame(text)?;
+    let c = cut(f.yaml)?;
+    let mut form = AgentForm::default();
+    for e in &c.entries {
+        let v = &e.value;
+        match e.key.as_str() {
+            "name" => form.name = string_of(v),
+            "role" => form.role = string_of(v),
+            "description" => form.description = string_of(v),
+            "model" => form.model = string_of(v),
+            "fallback_model" => form.fallback_model = string_of(v),
+            "thinking_level" => form.thinking_level = string_of(v),
+            "responses_api" => form.responses_api = v.as_bool(),
+            "tools" => form.tools = list_of(v),
+            "tools_opt_out" => form.tools_opt_out = list_of(v),
+            "skills" => form.skills = list_of(v),
+            "mcp" => form.mcp = list_of(v),
+            "lead" => form.lead = string_of(v),
+            _ => {}
+        }
+    }
+    Ok((form, f.body.to_owned()))
+}
+
+impl AgentForm {
+    /// The YAML value of a known key, `None` when the form removes it.
+    fn value(&self, key: &str) -> Option<Value> {
+        let s = |v: &Option<String>| v.as_ref().map(|s| Value::String(s.clone()));
+        let l = |v: &Option<Vec<String>>| {
+            v.as_ref()
+                .map(|items| Value::Sequence(items.iter().cloned().map(Value::String).collect()))
+        };
+        match key {
+            "name" => s(&self.name),
+            "role" => s(&self.role),
+            "description" => s(&self.description),
+            "model" => s(&self.model),
+            "fallback_model" => s(&self.fallback_model),
+            "thinking_level" => s(&self.thinking_level),
+            "responses_api" => self.responses_api.map(Value::Bool),
+            "tools" => l(&self.tools),
+            "tools_opt_out" => l(&self.tools_opt_out),
+            "skills" => l(&self.skills),
+            "mcp" => l(&self.mcp),
+            "lead" => s(&self.lead),
+            _ => None,
+        }
+    }
+}
+
+fn render_entry(key: &str, value: &Value) -> Result<String, FormError> {
+    let mut m = Mapping::new();
+    m.insert(Value::String(key.to_owned()), value.clone());
+    yaml_serde::to_string(&m).map_err(|_| FormError::Render(key.to_owned()))
+}
+
+/// Writes `form` over `original`. `body`, when given, replaces the body
+/// (the Form view's prompt editor); otherwise the body is kept exactly.
+pub fn write_form(
+    original: &str,
+    form: &AgentForm,
+    body: Option<&str>,
+) -> Result<String, FormError> {
+    let f = frame(original)?;
+    let c = cut(f.yaml)?;
+    let crlf = f.yaml.contains("\r\n") || f.head.ends_with("\r\n");
+    let eol = |s: String| if crlf { s.replace('\n', "\r\n") } else { s };
+    let mut out = String::with_capacity(original.len() + 64);
+    if f.head.is_empty() {
+        out.push_str("---\n");
+    } else {
+        out.push_str(f.head);
+    }
+    for key in FORM_KEY_ORDER {
+        let Some(value) = form.value(key) else {
+            continue;
+        };
+        match c.entries.iter().find(|e| e.key == key) {
+            Some(e) if e.value == value => {
+                out.push_str(e.trivia);
+                out.push_str(e.body);
+            }
+            Some(e) => {
+                out.push_str(e.trivia);
+                out.push_str(&eol(render_entry(key, &value)?));
+            }
+            None => out.push_str(&eol(render_entry(key, &value)?)),
+        }
+        if !out.ends_with('\n') {
+            out.push_str(&eol("\n".into()));
+        }
+    }
+    for e in &c.entries {
+        let known = FORM_KEY_ORDER.contains(&e.key.as_str());
+        let retired = RETIRED_KEYS.contains(&e.key.as_str());
+        if known || retired {
+            continue;
+        }
+        out.push_str(e.trivia);
+        out.push_str(e.body);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out.push_str(c.tail);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if f.close.is_empty() {
+        out.push_str("---\n");
+    } else {
+        out.push_str(f.close);
+    }
+    out.push_str(body.unwrap_or(f.body));
+    Ok(out)
+}
+
+/// The unknown entries of a file, each with its comments, exactly as
+/// written; what a Form save must carry over unchanged.
+pub fn unknown_entries(text: &str) -> Result<Vec<String>, FormError> {
+    let f = frame(text)?;
+    let c = cut(f.yaml)?;
+    Ok(c.entries
+        .iter()
+        .filter(|e| {
+            !FORM_KEY_ORDER.contains(&e.key.as_str()) && !RETIRED_KEYS.contains(&e.key.as_str())
+        })
+        .map(|e| format!("{}{}", e.trivia, e.body))
+        .collect())
+}

@@ -1,0 +1,1002 @@
+//! The plugin lifecycle: create, inspect, pack, install, link, update,
+//! enable, disable, uninstall and credentials, over the registry and the
+//! storage layout of [`PluginPaths`].
+//!
+//! Every mutation runs under the registry's cross-process lock, from the
+//! first check to the registry write, so two processes never interleave.
+//! Files move into place before the registry names them, and the registry
+//! write is the commit point: a process killed anywhere before it leaves
+//! the registry as it was, and the leftovers (a staging folder, an
+//! unregistered tree, a backup of a tree being replaced) are recognised and
+//! cleaned up or restored by [`PluginManager::recover`] at the start of the
+//! next mutation. A step that fails without being killed restores the
+//! previous state itself.
+//!
+//! Imports and links are enabled only when asked to: the library takes an
+//! explicit `enabled` flag and the CLI and API default it to false, so a
+//! user reviews the trust record (`show`) before enabling.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use evoflux_core::Diagnostic;
+use evoflux_graph::PluginRoot;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::archive::ExtractLimits;
+use crate::bundled::bundled_installations;
+use crate::codes;
+use crate::credentials::{
+    CredentialChange, CredentialDeclaration, CredentialState, CredentialValues, apply_changes,
+};
+use crate::error::{BuiltinOperation, PluginError};
+use crate::inspect::{PluginInspection, inspect};
+use crate::installation::{Capabilities, InstallationId, PluginInstallation, SourceType, utc_now};
+use crate::manifest::{PluginManifest, validate_manifest};
+use crate::pack::{PackOptions, PackReport, pack};
+use crate::paths::PluginPaths;
+use crate::registry::{Registry, RegistryGuard};
+use crate::schema::{PLUGIN_SCHEMA_1_0_0, check_plugin_name};
+use crate::scope::Scope;
+use crate::skills::StrictSkillValidator;
+use crate::staging::{StagedPackage, stage_archive, stage_directory};
+
+/// Prefix of a tree moved aside while an update replaces it.
+const UPDATE_BACKUP_PREFIX: &str = ".update-backup-";
+/// Prefix of an installation tree moved aside while it is uninstalled.
+const UNINSTALL_PREFIX: &str = ".uninstall-";
+
+/// An installation as listed: what it is and what a client may do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginSummary {
+    pub installation: PluginInstallation,
+    pub capabilities: Capabilities,
+    /// The credentials form, secrets masked.
+    pub credentials: CredentialState,
+}
+
+/// An installation with its static inspection (manifest, skills, MCP
+/// servers, diagnostics and the trust review).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginDetail {
+    pub installation: PluginInstallation,
+    pub capabilities: Capabilities,
+    pub credentials: CredentialState,
+    pub inspection: PluginInspection,
+}
+
+/// Every installation: the user's (by name, then id), then the bundled ones.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Listing {
+    pub plugins: Vec<PluginSummary>,
+    /// A malformed registry, ignored records, unavailable bundled plugins.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The result of an uninstall.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Uninstalled {
+    pub installation: PluginInstallation,
+    /// Whether `PLUGIN_DATA` (and the credentials in it) was removed too.
+    pub removed_data: bool,
+}
+
+/// A new package scaffold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CreateOptions {
+    pub name: String,
+    pub description: Option<String>,
+    pub version: Option<String>,
+    /// The starter skill; defaults to the plugin name.
+    pub skill: Option<String>,
+}
+
+/// Where a package to install comes from. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    Folder(PathBuf),
+    Archive(PathBuf),
+}
+
+impl Source {
+    fn classify(path: &Path) -> Result<Source, PluginError> {
+        let canonical = path
+            .canonicalize()
+            .map_err(|_| PluginError::SourceMissing(path.to_path_buf()))?;
+        match fs::metadata(&canonical) {
+            Ok(m) if m.is_dir() => Ok(Source::Folder(canonical)),
+            Ok(m) if m.is_file() => Ok(Source::Archive(canonical)),
+            _ => Err(PluginError::SourceMissing(path.to_path_buf())),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Source::Folder(p) | Source::Archive(p) => p,
+        }
+    }
+}
+
+/// The lifecycle over one data dir and cache dir.
+#[derive(Debug, Clone)]
+pub struct PluginManager {
+    paths: PluginPaths,
+    registry: Registry,
+    validator: StrictSkillValidator,
+    commit_pause: Option<PathBuf>,
+}
+
+impl PluginManager {
+    pub fn new(paths: PluginPaths) -> Self {
+        PluginManager {
+            registry: Registry::new(paths.registry_file()),
+            paths,
+            validator: StrictSkillValidator,
+            commit_pause: None,
+        }
+    }
+
+    /// Overrides how long a mutation waits for another one to finish.
+    pub fn with_lock_wait(mut self, wait: Duration) -> Self {
+        self.registry = self.registry.with_lock_wait(wait);
+        self
+    }
+
+    /// A crash-test seam: just before each registry commit, create
+    /// `marker` and wait (up to two minutes) so a test can kill the process
+    /// at the most delicate moment of a mutation.
+    pub fn with_commit_pause(mut self, marker: PathBuf) -> Self {
+        self.commit_pause = Some(marker);
+        self
+    }
+
+    pub fn paths(&self) -> &PluginPaths {
+        &self.paths
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn pause_before_commit(&self) {
+        if let Some(marker) = &self.commit_pause {
+            let _ = fs::write(marker, std::process::id().to_string());
+            for _ in 0..1200 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+
+    fn refuse_bundled_tree(&self, path: &Path) -> Result<(), PluginError> {
+        if self.paths.is_in_bundled_tree(path) {
+            return Err(PluginError::InsideBundledTree {
+                path: path.to_path_buf(),
+                tree: self.paths.bundled_dir(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The bundled record with this id, if it is one.
+    fn bundled(&self, id: &InstallationId) -> Option<PluginInstallation> {
+        bundled_installations(&self.paths)
+            .0
+            .into_iter()
+            .find(|r| &r.id == id)
+    }
+
+    fn refuse_builtin(
+        &self,
+        id: &InstallationId,
+        operation: BuiltinOperation,
+    ) -> Result<(), PluginError> {
+        match self.bundled(id) {
+            Some(b) => Err(PluginError::Builtin {
+                name: b.name,
+                operation,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    // ---- reading -------------------------------------------------------
+
+    /// Statically inspects a plugin folder.
+    pub fn inspect(&self, path: &Path) -> PluginInspection {
+        inspect(path, &self.validator)
+    }
+
+    /// Every installation, user ones first. Never fails: problems are
+    /// diagnostics.
+    pub fn list(&self) -> Listing {
+        let read = self.registry.read();
+        let mut diagnostics = read.diagnostics;
+        let mut user = read.installations;
+        user.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+        let (bundled, bundled_diags) = bundled_installations(&self.paths);
+        diagnostics.extend(bundled_diags);
+        let plugins = user
+            .into_iter()
+            .chain(bundled)
+            .map(|r| self.summary(r))
+            .collect();
+        Listing {
+            plugins,
+            diagnostics,
+        }
+    }
+
+    fn summary(&self, installation: PluginInstallation) -> PluginSummary {
+        PluginSummary {
+            capabilities: installation.capabilities(),
+            credentials: self.credential_state(&installation),
+            installation,
+        }
+    }
+
+    fn detail(&self, installation: PluginInstallation) -> PluginDetail {
+        let inspection = inspect(&installation.root, &self.validator);
+        self.detail_with(installation, inspection)
+    }
+
+    fn detail_with(
+        &self,
+        installation: PluginInstallation,
+        inspection: PluginInspection,
+    ) -> PluginDetail {
+        PluginDetail {
+            capabilities: installation.capabilities(),
+            credentials: self.credential_state(&installation),
+            installation,
+            inspection,
+        }
+    }
+
+    /// The record with `id`, user or bundled.
+    pub fn get(&self, id: &InstallationId) -> Result<PluginInstallation, PluginError> {
+        let read = self.registry.read_strict()?;
+        if let Some(r) = read.installations.into_iter().find(|r| &r.id == id) {
+            return Ok(r);
+        }
+        self.bundled(id)
+            .ok_or_else(|| PluginError::NotFound(id.clone()))
+    }
+
+    /// One installation with its inspection and trust review: what to read
+    /// before `enable`.
+    pub fn show(&self, id: &InstallationId) -> Result<PluginDetail, PluginError> {
+        Ok(self.detail(self.get(id)?))
+    }
+
+    /// The enabled plugins as graph roots: installed and linked ones
+    /// (`bundled: false`, the `plugin` layer) in name order, then the
+    /// bundled ones (`bundled: true`). A plugin whose root is gone or whose
+    /// manifest no longer validates contributes nothing and is reported.
+    pub fn enabled_plugin_roots(&self) -> (Vec<PluginRoot>, Vec<Diagnostic>) {
+        let read = self.registry.read();
+        let mut diagnostics = read.diagnostics;
+        let mut user: Vec<PluginInstallation> = read
+            .installations
+            .into_iter()
+            .filter(|r| r.enabled)
+            .collect();
+        user.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+        let (bundled, bundled_diags) = bundled_installations(&self.paths);
+        diagnostics.extend(bundled_diags);
+        let mut roots = Vec::new();
+        for r in user.into_iter().chain(bundled) {
+            if manifest_of(&r.root).is_none() {
+                diagnostics.push(
+                    Diagnostic::warning(
+                        "plugin/installation-unavailable",
+                        format!(
+                            "plugin `{}` ({}) is enabled but `{}` holds no valid plugin.json; its skills are not loaded",
+                            r.name,
+                            r.id,
+                            r.root.display()
+                        ),
+                    )
+                    .with_file(&r.root),
+                );
+                continue;
+            }
+            roots.push(PluginRoot {
+                bundled: r.is_builtin(),
+                installation: r.id.to_string(),
+                name: r.name,
+                dir: r.root,
+            });
+        }
+        (roots, diagnostics)
+    }
+
+    // ---- authoring -----------------------------------------------------
+
+    /// Scaffolds a plugin at `dest` (which must not exist) with a manifest
+    /// and a starter skill, and rolls it back unless it validates.
+    pub fn create(
+        &self,
+        dest: &Path,
+        options: &CreateOptions,
+    ) -> Result<PluginInspection, PluginError> {
+        check_plugin_name(&options.name).map_err(|e| PluginError::InvalidName {
+            name: options.name.clone(),
+            reason: e.to_string(),
+        })?;
+        let skill = options
+            .skill
+            .clone()
+            .unwrap_or_else(|| options.name.replace('.', "-"));
+        if !evoflux_skills::validate::is_portable_name(&skill) {
+            return Err(PluginError::InvalidName {
+                name: skill,
+                reason: "a skill name is lowercase letters, digits and single inner hyphens".into(),
+            });
+        }
+        self.refuse_bundled_tree(dest)?;
+        if fs::symlink_metadata(dest).is_ok() {
+            return Err(PluginError::DestinationExists(dest.to_path_buf()));
+        }
+        let mut manifest = serde_json::Map::new();
+        manifest.insert("$schema".into(), json!(PLUGIN_SCHEMA_1_0_0));
+        manifest.insert("name".into(), json!(options.name));
+        if let Some(v) = &options.version {
+            manifest.insert("version".into(), json!(v));
+        }
+        if let Some(d) = &options.description {
+            manifest.insert("description".into(), json!(d));
+        }
+        let skill_md = format!(
+            "---\nname: {skill}\ndescription: {}\n---\n# {skill}\n\nDescribe, step by step, how the agent should do this task.\n",
+            json!(format!(
+                "Describe what {skill} does and when to use it (replace this text)."
+            ))
+        );
+        let written = (|| -> io::Result<()> {
+            fs::create_dir_all(dest.join("skills").join(&skill))?;
+            let mut text = serde_json::to_string_pretty(&manifest).map_err(io::Error::other)?;
+            text.push('\n');
+            fs::write(dest.join("plugin.json"), text)?;
+            fs::write(dest.join("skills").join(&skill).join("SKILL.md"), skill_md)
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_dir_all(dest);
+            return Err(PluginError::io("create", dest)(e));
+        }
+        let inspection = inspect(dest, &self.validator);
+        if !inspection.valid || inspection.skills.iter().any(|s| !s.valid) {
+            let _ = fs::remove_dir_all(dest);
+            return Err(PluginError::InvalidPackage {
+                path: dest.to_path_buf(),
+                diagnostics: inspection.diagnostics,
+            });
+        }
+        Ok(inspection)
+    }
+
+    /// Packs a plugin folder; the output never lands inside the package or
+    /// the bundled tree, and bundled packages are not packable.
+    pub fn pack(&self, root: &Path, output: Option<PathBuf>) -> Result<PackReport, PluginError> {
+        self.refuse_bundled_tree(root)?;
+        let options = PackOptions {
+            output,
+            forbidden_roots: vec![self.paths.bundled_dir()],
+        };
+        Ok(pack(root, &options, &self.validator)?)
+    }
+
+    // ---- lifecycle -----------------------------------------------------
+
+    fn stage(&self, source: &Source) -> Result<StagedPackage, PluginError> {
+        match source {
+            Source::Folder(dir) => {
+                let original = inspect(dir, &self.validator);
+                if !original.valid {
+                    return Err(PluginError::InvalidPackage {
+                        path: dir.clone(),
+                        diagnostics: original.diagnostics,
+                    });
+                }
+                if let Some(link) = original.tree.as_ref().and_then(|t| {
+                    t.entries
+                        .iter()
+                        .find(|e| matches!(e.kind, crate::tree::EntryKind::Link { .. }))
+                }) {
+                    return Err(PluginError::SourceSymlink {
+                        path: link.path.clone(),
+                    });
+                }
+                Ok(stage_directory(
+                    dir,
+                    &self.paths.cache_dir,
+                    &self.validator,
+                )?)
+            }
+            Source::Archive(file) => Ok(stage_archive(
+                file,
+                &self.paths.cache_dir,
+                &ExtractLimits::DEFAULT,
+                &self.validator,
+            )?),
+        }
+    }
+
+    /// Installs a copy of a plugin folder or `.evoplugin`/`.zip` archive
+    /// under a new installation id.
+    pub fn install(&self, path: &Path, enabled: bool) -> Result<PluginDetail, PluginError> {
+        let source = Source::classify(path)?;
+        self.refuse_bundled_tree(source.path())?;
+        let mut guard = self.registry.lock()?;
+        self.recover(&guard);
+        let staged = self.stage(&source)?;
+        let manifest = staged_manifest(&staged)?;
+        let source_ref = source.path().display().to_string();
+        if let Some(existing) = guard
+            .installations()
+            .iter()
+            .find(|r| r.name == manifest.name && r.source_ref == source_ref)
+        {
+            return Err(PluginError::AlreadyInstalled {
+                name: manifest.name,
+                source_ref,
+                id: existing.id.clone(),
+            });
+        }
+        let id = InstallationId::generate();
+        let home = self.paths.installation_dir(&id);
+        let root = home.join(version_segment(
+            manifest.version.as_deref(),
+            staged.digest().map(|d| d.as_str()),
+        ));
+        let inspection = match staged.persist(&root, &self.validator) {
+            Ok(i) => i,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&home);
+                return Err(e.into());
+            }
+        };
+        let now = utc_now();
+        let record = PluginInstallation {
+            id: id.clone(),
+            name: manifest.name,
+            version: manifest.version,
+            description: manifest.description,
+            root,
+            source_type: SourceType::Installed,
+            source_ref,
+            content_sha256: inspection.content_sha256.clone(),
+            enabled,
+            managed_by: None,
+            managed_project_id: None,
+            managed_resource_id: None,
+            managed_version_id: None,
+            installed_at: now.clone(),
+            updated_at: now,
+        };
+        let mut all = guard.installations().to_vec();
+        all.push(record.clone());
+        self.pause_before_commit();
+        if let Err(e) = guard.commit(all) {
+            let _ = fs::remove_dir_all(&home);
+            return Err(e);
+        }
+        self.ensure_data_dir(&id);
+        drop(guard);
+        Ok(self.detail_with(record, inspection))
+    }
+
+    /// Registers a development folder in place (nothing is copied). Its
+    /// symlinks must resolve inside the folder.
+    pub fn link(&self, path: &Path, enabled: bool) -> Result<PluginDetail, PluginError> {
+        let root = match Source::classify(path)? {
+            Source::Folder(dir) => dir,
+            Source::Archive(file) => return Err(PluginError::SourceMissing(file)),
+        };
+        self.refuse_bundled_tree(&root)?;
+        let inspection = inspect(&root, &self.validator);
+        if !inspection.valid {
+            return Err(PluginError::InvalidPackage {
+                path: root,
+                diagnostics: inspection.diagnostics,
+            });
+        }
+        if let Some(d) = inspection
+            .diagnostics_in(&Scope::Package)
+            .find(|d| d.code() == codes::ESCAPING_SYMLINK)
+        {
+            let path = d
+                .diagnostic
+                .locator
+                .file
+                .as_ref()
+                .map_or_else(|| d.diagnostic.message.clone(), |f| f.display().to_string());
+            return Err(PluginError::EscapingSymlink { path });
+        }
+        let Some(manifest) = inspection.manifest.clone() else {
+            return Err(PluginError::InvalidPackage {
+                path: root,
+                diagnostics: inspection.diagnostics,
+            });
+        };
+        let mut guard = self.registry.lock()?;
+        self.recover(&guard);
+        let source_ref = root.display().to_string();
+        if let Some(existing) = guard
+            .installations()
+            .iter()
+            .find(|r| r.name == manifest.name && r.source_ref == source_ref)
+        {
+            return Err(PluginError::AlreadyInstalled {
+                name: manifest.name,
+                source_ref,
+                id: existing.id.clone(),
+            });
+        }
+        let id = InstallationId::generate();
+        let now = utc_now();
+        let record = PluginInstallation {
+            id: id.clone(),
+            name: manifest.name,
+            version: manifest.version,
+            description: manifest.description,
+            root,
+            source_type: SourceType::Linked,
+            source_ref,
+            content_sha256: inspection.content_sha256.clone(),
+            enabled,
+            managed_by: None,
+            managed_project_id: None,
+            managed_resource_id: None,
+            managed_version_id: None,
+            installed_at: now.clone(),
+            updated_at: now,
+        };
+        let mut all = guard.installations().to_vec();
+        all.push(record.clone());
+        self.pause_before_commit();
+        guard.commit(all)?;
+        self.ensure_data_dir(&id);
+        drop(guard);
+        Ok(self.detail_with(record, inspection))
+    }
+
+    /// The version folder of an installed record, checked to be one
+    /// segment directly under `installed/<id>/`.
+    fn owned_root(&self, record: &PluginInstallation) -> Result<PathBuf, PluginError> {
+        let home = self.paths.installation_dir(&record.id);
+        let owned = record.root.parent() == Some(home.as_path())
+            && record
+                .root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'));
+        if owned {
+            Ok(record.root.clone())
+        } else {
+            Err(PluginError::RootNotManaged {
+                id: record.id.clone(),
+                root: record.root.clone(),
+                expected: home,
+            })
+        }
+    }
+
+    /// Replaces an installed plugin's files in place from a folder or
+    /// archive of the same plugin. The id, install time, enabled state and
+    /// data folder are kept.
+    pub fn update(&self, id: &InstallationId, path: &Path) -> Result<PluginDetail, PluginError> {
+        self.refuse_builtin(id, BuiltinOperation::Update)?;
+        let source = Source::classify(path)?;
+        self.refuse_bundled_tree(source.path())?;
+        let mut guard = self.registry.lock()?;
+        self.recover(&guard);
+        let Some(record) = guard.find(id).cloned() else {
+            return Err(PluginError::NotFound(id.clone()));
+        };
+        match record.source_type {
+            SourceType::Installed => {}
+            SourceType::Linked => {
+                return Err(PluginError::LinkedNotUpdatable { name: record.name });
+            }
+            SourceType::Builtin => {
+                return Err(PluginError::Builtin {
+                    name: record.name,
+                    operation: BuiltinOperation::Update,
+                });
+            }
+        }
+        let old_root = self.owned_root(&record)?;
+        let staged = self.stage(&source)?;
+        let manifest = staged_manifest(&staged)?;
+        if manifest.name != record.name {
+            return Err(PluginError::NameMismatch {
+                id: id.clone(),
+                expected: record.name,
+                found: manifest.name,
+            });
+        }
+        let home = self.paths.installation_dir(id);
+        let new_root = home.join(version_segment(
+            manifest.version.as_deref(),
+            staged.digest().map(|d| d.as_str()),
+        ));
+        let updated = |inspection: &PluginInspection| PluginInstallation {
+            version: manifest.version.clone(),
+            description: manifest.description.clone(),
+            root: new_root.clone(),
+            source_ref: source.path().display().to_string(),
+            content_sha256: inspection.content_sha256.clone(),
+            updated_at: utc_now(),
+            ..record.clone()
+        };
+        let replace = |all: &[PluginInstallation], new: &PluginInstallation| {
+            all.iter()
+                .map(|r| {
+                    if r.id == new.id {
+                        new.clone()
+                    } else {
+                        r.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        if new_root == old_root {
+            let backup = home.join(format!(
+                "{UPDATE_BACKUP_PREFIX}{}",
+                InstallationId::generate()
+            ));
+            fs::rename(&old_root, &backup).map_err(PluginError::io("move aside", &old_root))?;
+            let inspection = match staged.persist(&new_root, &self.validator) {
+                Ok(i) => i,
+                Err(e) => {
+                    let _ = fs::remove_dir_all(&new_root);
+                    let _ = fs::rename(&backup, &old_root);
+                    return Err(e.into());
+                }
+            };
+            let new = updated(&inspection);
+            let all = replace(guard.installations(), &new);
+            self.pause_before_commit();
+            if let Err(e) = guard.commit(all) {
+                let _ = fs::remove_dir_all(&new_root);
+                let _ = fs::rename(&backup, &old_root);
+                return Err(e);
+            }
+            let _ = fs::remove_dir_all(&backup);
+            drop(guard);
+            Ok(self.detail_with(new, inspection))
+        } else {
+            if fs::symlink_metadata(&new_root).is_ok() {
+                fs::remove_dir_all(&new_root).map_err(PluginError::io("remove", &new_root))?;
+            }
+            let inspection = staged.persist(&new_root, &self.validator)?;
+            let new = updated(&inspection);
+            let all = replace(guard.installations(), &new);
+            self.pause_before_commit();
+            if let Err(e) = guard.commit(all) {
+                let _ = fs::remove_dir_all(&new_root);
+                return Err(e);
+            }
+            let _ = fs::remove_dir_all(&old_root);
+            drop(guard);
+            Ok(self.detail_with(new, inspection))
+        }
+    }
+
+    /// Enables or disables an installation. Bundled plugins are always
+    /// enabled.
+    pub fn set_enabled(
+        &self,
+        id: &InstallationId,
+        enabled: bool,
+    ) -> Result<PluginDetail, PluginError> {
+        let operation = if enabled {
+            BuiltinOperation::Enable
+        } else {
+            BuiltinOperation::Disable
+        };
+        self.refuse_builtin(id, operation)?;
+        let mut guard = self.registry.lock()?;
+        let Some(record) = guard.find(id).cloned() else {
+            return Err(PluginError::NotFound(id.clone()));
+        };
+        let new = PluginInstallation {
+            enabled,
+            updated_at: utc_now(),
+            ..record
+        };
+        let all = guard
+            .installations()
+            .iter()
+            .map(|r| {
+                if r.id == new.id {
+                    new.clone()
+                } else {
+                    r.clone()
+                }
+            })
+            .collect();
+        guard.commit(all)?;
+        drop(guard);
+        Ok(self.detail(new))
+    }
+
+    /// Removes an installation. Its `PLUGIN_DATA` (credentials included)
+    /// is kept unless `remove_data`. A linked folder is never touched.
+    pub fn uninstall(
+        &self,
+        id: &InstallationId,
+        remove_data: bool,
+    ) -> Result<Uninstalled, PluginError> {
+        self.refuse_builtin(id, BuiltinOperation::Uninstall)?;
+        let mut guard = self.registry.lock()?;
+        self.recover(&guard);
+        let Some(record) = guard.find(id).cloned() else {
+            return Err(PluginError::NotFound(id.clone()));
+        };
+        let remaining: Vec<PluginInstallation> = guard
+            .installations()
+            .iter()
+            .filter(|r| &r.id != id)
+            .cloned()
+            .collect();
+        match record.source_type {
+            SourceType::Installed => {
+                self.owned_root(&record)?;
+                let home = self.paths.installation_dir(id);
+                let trash = self.paths.installed_dir().join(format!(
+                    "{UNINSTALL_PREFIX}{id}-{}",
+                    InstallationId::generate()
+                ));
+                let moved = match fs::rename(&home, &trash) {
+                    Ok(()) => true,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                    Err(e) => return Err(PluginError::io("move aside", &home)(e)),
+                };
+                self.pause_before_commit();
+                if let Err(e) = guard.commit(remaining) {
+                    if moved {
+                        let _ = fs::rename(&trash, &home);
+                    }
+                    return Err(e);
+                }
+                let _ = fs::remove_dir_all(&trash);
+            }
+            SourceType::Linked => {
+                self.pause_before_commit();
+                guard.commit(remaining)?;
+            }
+            SourceType::Builtin => {
+                return Err(PluginError::Builtin {
+                    name: record.name,
+                    operation: BuiltinOperation::Uninstall,
+                });
+            }
+        }
+        drop(guard);
+        if remove_data {
+            let data = self.paths.plugin_data_dir(id);
+            match fs::remove_dir_all(&data) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(PluginError::io("remove", &data)(e)),
+            }
+        }
+        Ok(Uninstalled {
+            installation: record,
+            removed_data: remove_data,
+        })
+    }
+
+    fn ensure_data_dir(&self, id: &InstallationId) {
+        let _ = fs::create_dir_all(self.paths.plugin_data_dir(id));
+    }
+
+    /// Cleans up after a process that was killed mid-mutation. Runs under
+    /// the lock, so nothing found here belongs to a live operation:
+    ///
+    /// - every staging folder is abandoned: removed;
+    /// - `installed/<id>` without a registry record is a killed install
+    ///   (or an uninstall that committed): removed;
+    /// - `installed/.uninstall-<id>-…` is restored when the record still
+    ///   exists and its tree is gone (killed before the commit), else
+    ///   removed;
+    /// - inside a recorded `installed/<id>/`, an update backup is restored
+    ///   when the registry does not describe the tree in place (killed
+    ///   before the commit), else removed; every other folder there is a
+    ///   version the registry does not name: removed.
+    ///
+    /// Data folders are never touched.
+    pub fn recover(&self, guard: &RegistryGuard<'_>) {
+        if let Ok(entries) = fs::read_dir(self.paths.staging_dir()) {
+            for e in entries.flatten() {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+        let installed = self.paths.installed_dir();
+        let Ok(entries) = fs::read_dir(&installed) else {
+            return;
+        };
+        let records: BTreeMap<String, &PluginInstallation> = guard
+            .installations()
+            .iter()
+            .map(|r| (r.id.to_string(), r))
+            .collect();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = e.path();
+            if let Some(rest) = name.strip_prefix(UNINSTALL_PREFIX) {
+                let id = rest.split('-').next().unwrap_or_default();
+                let home = installed.join(id);
+                let restore = records.contains_key(id) && fs::symlink_metadata(&home).is_err();
+                if !(restore && fs::rename(&path, &home).is_ok()) {
+                    let _ = fs::remove_dir_all(&path);
+                }
+                continue;
+            }
+            match records.get(&name) {
+                None => {
+                    let _ = fs::remove_dir_all(&path);
+                }
+                Some(record) => self.recover_installation(record, &path),
+            }
+        }
+    }
+
+    fn recover_installation(&self, record: &PluginInstallation, home: &Path) {
+        let Ok(entries) = fs::read_dir(home) else {
+            return;
+        };
+        let mut backups = Vec::new();
+        for e in entries.flatten() {
+            let path = e.path();
+            if path == record.root {
+                continue;
+            }
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(UPDATE_BACKUP_PREFIX)
+            {
+                backups.push(path);
+            } else {
+                let _ = fs::remove_dir_all(&path);
+            }
+        }
+        for backup in backups {
+            let in_place = inspect(&record.root, &self.validator).content_sha256;
+            let committed = in_place.is_some() && in_place == record.content_sha256;
+            if committed {
+                let _ = fs::remove_dir_all(&backup);
+            } else {
+                let _ = fs::remove_dir_all(&record.root);
+                if fs::rename(&backup, &record.root).is_err() {
+                    let _ = fs::remove_dir_all(&backup);
+                }
+            }
+        }
+    }
+
+    // ---- credentials ---------------------------------------------------
+
+    fn declaration(
+        &self,
+        installation: &PluginInstallation,
+    ) -> Result<Option<CredentialDeclaration>, PluginError> {
+        match manifest_of(&installation.root) {
+            Some(m) => CredentialDeclaration::of(&m),
+            None => Ok(None),
+        }
+    }
+
+    fn credential_state(&self, installation: &PluginInstallation) -> CredentialState {
+        let decl = match self.declaration(installation) {
+            Ok(Some(d)) => d,
+            Ok(None) => return CredentialState::unsupported(),
+            Err(e) => return CredentialState::broken(&e),
+        };
+        match CredentialValues::read(&self.paths.credentials_file(&installation.id)) {
+            Ok(values) => CredentialState::new(&decl, &values),
+            Err(e) => CredentialState::broken(&e),
+        }
+    }
+
+    /// The credentials form of an installation, secrets masked.
+    pub fn credentials(&self, id: &InstallationId) -> Result<CredentialState, PluginError> {
+        let installation = self.get(id)?;
+        Ok(self.credential_state(&installation))
+    }
+
+    /// Applies credential changes (all or nothing) and returns the new
+    /// form, secrets masked.
+    pub fn change_credentials(
+        &self,
+        id: &InstallationId,
+        changes: &BTreeMap<String, CredentialChange>,
+    ) -> Result<CredentialState, PluginError> {
+        let installation = self.get(id)?;
+        let decl = self
+            .declaration(&installation)?
+            .ok_or_else(|| PluginError::CredentialsNotSupported(installation.name.clone()))?;
+        // Serialize read-modify-write with every other mutation.
+        let guard = self.registry.lock()?;
+        let file = self.paths.credentials_file(id);
+        let values = CredentialValues::read(&file)?;
+        let new = apply_changes(&installation.name, &decl, &values, changes)?;
+        new.write(&file)?;
+        drop(guard);
+        Ok(CredentialState::new(&decl, &new))
+    }
+}
+
+/// The version folder name: the version reduced to `[A-Za-z0-9._-]` (at
+/// most 80 characters), or the first 16 hex digits of the digest when
+/// there is no usable version. A name starting with `.` is never used: it
+/// could be `..`, and dot names are reserved for backups.
+pub fn version_segment(version: Option<&str>, digest: Option<&str>) -> String {
+    let from_version: Option<String> = version.map(|v| {
+        v.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .take(80)
+            .collect()
+    });
+    match from_version {
+        Some(s) if !s.is_empty() && !s.starts_with('.') => s,
+        _ => digest
+            .map(|d| d.chars().take(16).collect())
+            .filter(|d: &String| !d.is_empty())
+            .unwrap_or_else(|| "package".to_owned()),
+    }
+}
+
+fn staged_manifest(staged: &StagedPackage) -> Result<PluginManifest, PluginError> {
+    staged
+        .inspection()
+        .manifest
+        .clone()
+        .ok_or_else(|| PluginError::InvalidPackage {
+            path: staged.root().to_path_buf(),
+            diagnostics: staged.inspection().diagnostics.clone(),
+        })
+}
+
+/// The valid manifest at `root`, if any (a cheap check: no tree walk).
+fn manifest_of(root: &Path) -> Option<PluginManifest> {
+    let file = root.join("plugin.json");
+    let meta = fs::metadata(&file).ok()?;
+    if !meta.is_file() || meta.len() > crate::tree::PackageLimits::DEFAULT.max_manifest_bytes {
+        return None;
+    }
+    let text = fs::read_to_string(&file).ok()?;
+    validate_manifest(&text, &file).manifest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_segments() {
+        assert_eq!(version_segment(Some("1.2.3"), Some("abcdef")), "1.2.3");
+        assert_eq!(version_segment(Some("1.0 beta/2"), None), "1.0-beta-2");
+        assert_eq!(
+            version_segment(Some(".."), Some("0123456789abcdef0123")),
+            "0123456789abcdef"
+        );
+        assert_eq!(
+            version_segment(None, Some("0123456789abcdef0123")),
+            "0123456789abcdef"
+        );
+        assert_eq!(version_segment(Some(""), None), "package");
+        assert_eq!(version_segment(Some(&"x".repeat(100)), None).len(), 80);
+    }
+}
