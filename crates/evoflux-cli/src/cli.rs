@@ -44,6 +44,22 @@ pub enum Command {
         #[command(subcommand)]
         command: GraphCommand,
     },
+    /// Team agents: list, show, validate, compile effective configs, bootstrap seeds.
+    Agents {
+        #[command(subcommand)]
+        command: crate::commands::agents::AgentsCommand,
+    },
+    /// Worker recipes: list, show, validate; check a terminal result against a contract.
+    Workers {
+        #[command(subcommand)]
+        command: crate::commands::workers::WorkersCommand,
+    },
+    /// Agent Plugins: create, inspect, pack, install, link, update, list, show,
+    /// enable, disable, uninstall, credentials.
+    Plugin {
+        #[command(subcommand)]
+        command: crate::commands::plugin::PluginCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]

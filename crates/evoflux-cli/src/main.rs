@@ -37,6 +37,9 @@ fn main() -> ExitCode {
                 commands::graph::bench(&out, *candidates, *runs)
             }
         },
+        Command::Plugin { command } => commands::plugin::run(&out, command),
+        Command::Agents { command } => commands::agents::run(&out, command),
+        Command::Workers { command } => commands::workers::run(&out, command),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -3,6 +3,7 @@
 //! here and started by the MCP client manager.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::Path;
 
 use evoflux_core::{Diagnostic, Diagnostics};
@@ -131,14 +132,20 @@ pub fn parse(
                 ));
             }
             let mut seen = std::collections::BTreeSet::new();
-            for h in headers.keys() {
-                let valid = !h.is_empty()
-                    && h.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-                if !valid || !seen.insert(h.to_ascii_lowercase()) {
+            for (h, value) in headers {
+                let problem = if !is_header_name(h) {
+                    Some("is not a valid HTTP header name")
+                } else if !seen.insert(h.to_ascii_lowercase()) {
+                    Some("repeats another header (names are case-insensitive)")
+                } else if !is_header_value(value) {
+                    Some("has a value with control characters")
+                } else {
+                    None
+                };
+                if let Some(why) = problem {
                     diags.push(err(
                         "compile/connection-invalid",
-                        format!("server `{name}`: header `{h}` is invalid or repeated"),
+                        format!("server `{name}`: header `{h}` {why}"),
                         "headers",
                     ));
                 }
@@ -158,32 +165,92 @@ pub fn parse(
     (diags.count(evoflux_core::Severity::Error) == before).then_some(def)
 }
 
-/// Remote URLs: absolute http(s), no userinfo or fragment; plain http only
-/// for loopback hosts.
-fn check_url(url: &str) -> Result<(), &'static str> {
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or("must be an absolute http(s) URL")?;
-    if url.contains('#') {
-        return Err("must not have a fragment");
+/// Why a remote MCP URL is refused. Shared by the global `mcp.json`
+/// connections and plugin `mcp.json` declarations: one rule set for both.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlProblem {
+    #[error("is not an absolute URL: {0}")]
+    Unparsable(String),
+    #[error("has surrounding whitespace")]
+    Whitespace,
+    #[error("must use http or https")]
+    Scheme,
+    #[error("must not carry user information")]
+    UserInfo,
+    #[error("must not carry a fragment")]
+    Fragment,
+    #[error("has no host")]
+    NoHost,
+    #[error("must use https unless the host is localhost or a loopback address")]
+    PlainHttpRemote,
+}
+
+/// Checks a remote MCP URL: absolute `http(s)`, no user information, no
+/// fragment, and plain `http` only for `localhost` or a loopback IP
+/// literal. The checks run in that order, so `Err(PlainHttpRemote)` means
+/// every other rule passed. Returns the host and port as written, for
+/// trust review and display.
+pub fn check_url(raw: &str) -> Result<String, UrlProblem> {
+    if raw.trim() != raw {
+        return Err(UrlProblem::Whitespace);
     }
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    if authority.is_empty() {
-        return Err("has no host");
-    }
-    if authority.contains('@') {
-        return Err("must not contain user information");
-    }
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    let url = url::Url::parse(raw).map_err(|e| UrlProblem::Unparsable(e.to_string()))?;
+    let https = match url.scheme() {
+        "https" => true,
+        "http" => false,
+        _ => return Err(UrlProblem::Scheme),
     };
-    match scheme {
-        "https" => Ok(()),
-        "http" if matches!(host, "localhost" | "::1") || host.starts_with("127.") => Ok(()),
-        "http" => Err("must use https (plain http is allowed only for localhost)"),
-        _ => Err("must be an http(s) URL"),
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(UrlProblem::UserInfo);
     }
+    if url.fragment().is_some() {
+        return Err(UrlProblem::Fragment);
+    }
+    let loopback = match url.host() {
+        None => return Err(UrlProblem::NoHost),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+    };
+    if !https && !loopback {
+        return Err(UrlProblem::PlainHttpRemote);
+    }
+    let host = url.host_str().unwrap_or_default();
+    Ok(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
+/// An HTTP field name: one or more `tchar`s (RFC 9110 token).
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+/// An HTTP field value: no control characters other than horizontal tab
+/// (a CR or LF would let a configured value inject further headers).
+pub fn is_header_value(value: &str) -> bool {
+    value.chars().all(|c| c == '\t' || !c.is_control())
 }
 
 #[cfg(test)]
@@ -227,6 +294,60 @@ mod tests {
                 "{v}: {codes:?}"
             );
         }
+    }
+
+    #[test]
+    fn url_rules() {
+        assert_eq!(check_url("https://example.com/mcp").unwrap(), "example.com");
+        assert_eq!(
+            check_url("http://127.0.0.1:43187/x?v=$A").unwrap(),
+            "127.0.0.1:43187"
+        );
+        assert_eq!(check_url("http://localhost:8/").unwrap(), "localhost:8");
+        assert_eq!(check_url("http://[::1]:9/").unwrap(), "[::1]:9");
+        assert_eq!(
+            check_url("http://example.com/"),
+            Err(UrlProblem::PlainHttpRemote)
+        );
+        assert_eq!(
+            check_url("http://127.0.0.1.example.com/"),
+            Err(UrlProblem::PlainHttpRemote)
+        );
+        assert_eq!(
+            check_url("https://u:p@example.com/"),
+            Err(UrlProblem::UserInfo)
+        );
+        assert_eq!(
+            check_url("https://example.com/#x"),
+            Err(UrlProblem::Fragment)
+        );
+        assert_eq!(
+            check_url("https://example.com/#"),
+            Err(UrlProblem::Fragment)
+        );
+        assert_eq!(check_url("ftp://example.com/"), Err(UrlProblem::Scheme));
+        assert!(matches!(
+            check_url("/relative"),
+            Err(UrlProblem::Unparsable(_))
+        ));
+        assert_eq!(check_url(" https://a.b/"), Err(UrlProblem::Whitespace));
+    }
+
+    #[test]
+    fn header_grammar() {
+        assert!(is_header_name("X-Api-Key"));
+        assert!(!is_header_name("X Api"));
+        assert!(!is_header_name(""));
+        assert!(!is_header_name("X:Y"));
+        assert!(is_header_value("Bearer a\tb"));
+        assert!(!is_header_value("a\r\nInjected: x"));
+        let (ok, codes) = check(json!({
+            "type": "streamable-http",
+            "url": "https://x/mcp",
+            "headers": {"X-Ok": "a\r\nInjected: 1"}
+        }));
+        assert!(ok.is_none());
+        assert_eq!(codes, ["compile/connection-invalid"]);
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub fn deserialize_strict<T: DeserializeOwned>(
 ) -> Option<T> {
     let mut unknown = Vec::new();
     let result: Result<T, _> = serde_ignored::deserialize(value, |p| unknown.push(key_path(&p)));
+    // JSON maps iterate in file or key order depending on serde_json's
+    // features; report in one deterministic order.
+    unknown.sort();
     for key in &unknown {
         diags.push(
             Diagnostic::error(

@@ -1,12 +1,16 @@
+pub mod agents;
 pub mod config;
 pub mod graph;
 pub mod info;
 pub mod paths;
+pub mod plugin;
 pub mod skills;
+pub mod workers;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions};
+use evoflux_plugins::{PluginManager, PluginPaths};
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -19,9 +23,9 @@ pub fn resolve_dirs(out: &Output) -> Result<Dirs, Exit> {
     })
 }
 
-/// The roots to compile: admin and user directories, the user's compatible
-/// skill roots below `$HOME`, and the workspaces (default: the current
-/// directory).
+/// The roots to compile: enabled plugins, admin and user directories, the
+/// user's compatible skill roots below `$HOME`, and the workspaces
+/// (default: the current directory).
 pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOptions> {
     let workspaces = if sources.workspaces.is_empty() {
         vec![std::env::current_dir()?]
@@ -42,7 +46,11 @@ pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOpt
             .filter(|h| !h.is_empty())
             .map(std::path::PathBuf::from),
         workspaces,
-        plugins: Vec::new(),
+        // Enabled installed, linked and bundled plugins; problems with the
+        // registry are reported by `evoflux plugin list`.
+        plugins: PluginManager::new(PluginPaths::from_dirs(dirs))
+            .enabled_plugin_roots()
+            .0,
     })
 }
 

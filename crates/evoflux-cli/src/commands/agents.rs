@@ -1,0 +1,430 @@
+//! `evoflux agents`: team agents as the library compiles them.
+//!
+//! Every effective configuration printed here comes from
+//! `evoflux_agents::team::compile_agent_config`, the same function the
+//! runtime and the HTTP API call. Listing, showing, validating and
+//! compiling are read-only; only `init` writes (seed files that do not
+//! exist yet).
+
+use clap::{Args, Subcommand};
+use evoflux_agents::ToolCatalog;
+use evoflux_agents::team::seed::init_seeds;
+use evoflux_agents::team::{
+    AgentDirectory, AgentSource, EffectiveAgentConfig, Role, compile_agent_config,
+    parse_qualified_name, qualified_name,
+};
+use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use evoflux_graph::{CompiledGraph, SlotKind};
+use serde::Serialize;
+
+use crate::cli::SourceArgs;
+use crate::output::{Exit, Output};
+
+fn parse_mode(s: &str) -> Result<AppMode, String> {
+    s.parse()
+        .map_err(|e: evoflux_core::mode::ParseModeError| e.to_string())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// List the agents of each mode (or one) with their role, lead and source.
+    List(ListArgs),
+    /// Show one agent's effective configuration (`<name>` or `coding/<name>`).
+    Show {
+        /// `<name>` for a Work agent, `coding/<name>` for a Coding agent.
+        name: String,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Check every agent file and the team rules; exit 3 on errors.
+    Validate {
+        #[arg(long, value_parser = parse_mode)]
+        mode: Option<AppMode>,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Print the effective configuration of a lead's team.
+    Compile {
+        /// The mode (default: work).
+        #[arg(long, value_parser = parse_mode)]
+        mode: Option<AppMode>,
+        /// The lead whose team to compile (default: the mode's default lead).
+        #[arg(long, value_name = "NAME")]
+        lead: Option<String>,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Write the built-in agents' seed files into the user config directory
+    /// (existing files are never overwritten).
+    Init,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<AppMode>,
+    /// Only this lead and its members.
+    #[arg(long, value_name = "NAME")]
+    pub lead: Option<String>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+}
+
+pub fn run(out: &Output, command: &AgentsCommand) -> anyhow::Result<Exit> {
+    match command {
+        AgentsCommand::List(args) => list(out, args),
+        AgentsCommand::Show { name, sources } => show(out, name, sources),
+        AgentsCommand::Validate { mode, sources } => validate(out, *mode, sources),
+        AgentsCommand::Compile {
+            mode,
+            lead,
+            sources,
+        } => compile(out, mode.unwrap_or(AppMode::Work), lead.as_deref(), sources),
+        AgentsCommand::Init => init(out),
+    }
+}
+
+/// Compiles the graph the way `evoflux info` does.
+fn graph(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<CompiledGraph, Exit>> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(Err(exit)),
+    };
+    Ok(Ok(super::compile_graph(&dirs, sources)?))
+}
+
+fn modes(mode: Option<AppMode>) -> Vec<AppMode> {
+    mode.map_or_else(|| AppMode::ALL.to_vec(), |m| vec![m])
+}
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    qualified_name: String,
+    role: Option<Role>,
+    /// The lead this agent belongs to (members) or `None` (leads).
+    lead: Option<String>,
+    valid: bool,
+    description: String,
+    source: AgentSource,
+}
+
+#[derive(Serialize)]
+struct ModeListing {
+    mode: AppMode,
+    default_lead: Option<String>,
+    leads: Vec<String>,
+    agents: Vec<Row>,
+}
+
+fn rows(dir: &AgentDirectory, tools: &ToolCatalog, lead: Option<&str>) -> Vec<Row> {
+    let team = lead.and_then(|l| dir.team(Some(l)).ok());
+    dir.agents
+        .iter()
+        .filter(|a| match &team {
+            Some(t) => a.name == t.lead || t.members.contains(&a.name),
+            None => lead.is_none(),
+        })
+        .map(|a| {
+            let effective = a
+                .raw
+                .as_ref()
+                .map(|r| compile_agent_config(r, a.source.clone(), tools, &mut Diagnostics::new()));
+            let role = a.role();
+            Row {
+                name: a.name.clone(),
+                qualified_name: qualified_name(dir.mode, &a.name),
+                role,
+                lead: match role {
+                    Some(Role::Member) => a
+                        .raw
+                        .as_ref()
+                        .and_then(|r| r.lead.clone())
+                        .or_else(|| dir.default_lead.clone()),
+                    Some(Role::Lead) | None => None,
+                },
+                valid: a.is_valid(),
+                description: effective.map(|e| e.description).unwrap_or_default(),
+                source: a.source.clone(),
+            }
+        })
+        .collect()
+}
+
+fn source_label(s: &AgentSource) -> String {
+    match s {
+        AgentSource::Builtin => "builtin".to_owned(),
+        AgentSource::File { path, layer } => format!("{layer} {}", path.display()),
+    }
+}
+
+fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
+    let graph = match graph(out, &args.sources)? {
+        Ok(g) => g,
+        Err(exit) => return Ok(exit),
+    };
+    let tools = ToolCatalog::from_graph(&graph);
+    let mut diags = Diagnostics::new();
+    let listings: Vec<ModeListing> = modes(args.mode)
+        .into_iter()
+        .map(|mode| {
+            let dir = evoflux_agents::team::load_agents(&graph, mode, &mut diags);
+            ModeListing {
+                mode,
+                default_lead: dir.default_lead.clone(),
+                leads: dir.leads().iter().map(|s| (*s).to_owned()).collect(),
+                agents: rows(&dir, &tools, args.lead.as_deref()),
+            }
+        })
+        .collect();
+    out.result(&listings, || {
+        let mut s = String::new();
+        for l in &listings {
+            s.push_str(&format!(
+                "{} (default lead: {})\n",
+                l.mode,
+                l.default_lead.as_deref().unwrap_or("none")
+            ));
+            for r in &l.agents {
+                let role = match (r.role, &r.lead) {
+                    (Some(Role::Lead), _) => "lead".to_owned(),
+                    (Some(Role::Member), Some(lead)) => format!("member of {lead}"),
+                    (Some(Role::Member), None) => "member".to_owned(),
+                    (None, _) => "invalid".to_owned(),
+                };
+                s.push_str(&format!(
+                    "  {:<24} {:<24} {:<10} {}\n",
+                    r.qualified_name,
+                    role,
+                    if r.valid { "ok" } else { "invalid" },
+                    source_label(&r.source)
+                ));
+            }
+        }
+        s
+    });
+    Ok(Exit::Ok)
+}
+
+#[derive(Serialize)]
+struct Shown {
+    qualified_name: String,
+    valid: bool,
+    source: AgentSource,
+    effective: Option<EffectiveAgentConfig>,
+    diagnostics: Diagnostics,
+}
+
+fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
+    let (mode, bare) = match parse_qualified_name(name) {
+        Ok(x) => x,
+        Err(d) => {
+            out.diagnostics(&Diagnostics::from(vec![d]));
+            return Ok(Exit::Failure);
+        }
+    };
+    let graph = match graph(out, sources)? {
+        Ok(g) => g,
+        Err(exit) => return Ok(exit),
+    };
+    let tools = ToolCatalog::from_graph(&graph);
+    let dir = evoflux_agents::team::load_agents(&graph, mode, &mut Diagnostics::new());
+    let Some(entry) = dir.get(&bare) else {
+        out.diagnostics(&Diagnostics::from(vec![Diagnostic::error(
+            "agent/not-found",
+            format!("no {mode} agent named `{bare}`"),
+        )]));
+        return Ok(Exit::Failure);
+    };
+    let mut diags = entry.diagnostics.clone();
+    let effective = entry
+        .raw
+        .as_ref()
+        .map(|r| compile_agent_config(r, entry.source.clone(), &tools, &mut diags));
+    let shown = Shown {
+        qualified_name: qualified_name(mode, &bare),
+        valid: entry.is_valid(),
+        source: entry.source.clone(),
+        effective,
+        diagnostics: diags,
+    };
+    out.result(&shown, || {
+        let mut s = format!(
+            "{} ({})\n",
+            shown.qualified_name,
+            source_label(&shown.source)
+        );
+        match &shown.effective {
+            Some(e) => {
+                s.push_str(&format!("role: {}\n", e.role.as_str()));
+                if let Some(l) = &e.lead {
+                    s.push_str(&format!("lead: {l}\n"));
+                }
+                s.push_str(&format!("description: {}\n", e.description));
+                s.push_str(&format!(
+                    "model: {}\n",
+                    e.model.as_deref().unwrap_or("(harness default)")
+                ));
+                s.push_str(&format!("tools: {}\n", e.tools.join(", ")));
+                s.push_str(&format!("skills: {}\n", e.skills.join(", ")));
+                s.push_str(&format!("mcp: {}\n", e.mcp.join(", ")));
+                s.push_str(&format!("\n{}\n", e.prompt));
+            }
+            None => s.push_str("invalid: see the diagnostics\n"),
+        }
+        s
+    });
+    out.diagnostics(&shown.diagnostics);
+    Ok(if shown.valid { Exit::Ok } else { Exit::Invalid })
+}
+
+/// Graph diagnostics about agent files: those on an agent slot, and the
+/// discovery code for unsupported agent folders.
+fn agent_graph_diagnostics(graph: &CompiledGraph, mode: Option<AppMode>) -> Vec<Diagnostic> {
+    let kinds: Vec<SlotKind> = modes(mode)
+        .into_iter()
+        .map(evoflux_agents::team::agent_slot_kind)
+        .collect();
+    graph
+        .diagnostics
+        .iter()
+        .filter(|d| {
+            let on_slot = d.locator.slot.as_deref().is_some_and(|s| {
+                graph
+                    .nodes
+                    .iter()
+                    .any(|n| kinds.contains(&n.slot.kind) && n.slot.to_string() == s)
+            });
+            on_slot || d.code == "discover/agent-folder-invalid"
+        })
+        .cloned()
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Validation {
+    valid: bool,
+    errors: usize,
+    warnings: usize,
+}
+
+fn validate(out: &Output, mode: Option<AppMode>, sources: &SourceArgs) -> anyhow::Result<Exit> {
+    let graph = match graph(out, sources)? {
+        Ok(g) => g,
+        Err(exit) => return Ok(exit),
+    };
+    let tools = ToolCatalog::from_graph(&graph);
+    let mut diags: Diagnostics = agent_graph_diagnostics(&graph, mode).into_iter().collect();
+    for m in modes(mode) {
+        let dir = evoflux_agents::team::load_agents(&graph, m, &mut diags);
+        let _ = dir.compile_all(&tools, &mut diags);
+    }
+    let v = Validation {
+        valid: !diags.has_errors(),
+        errors: diags.count(evoflux_core::Severity::Error),
+        warnings: diags.count(evoflux_core::Severity::Warning),
+    };
+    out.result(&v, || {
+        if v.valid {
+            format!("agents are valid ({} warnings)\n", v.warnings)
+        } else {
+            format!("agents have {} errors\n", v.errors)
+        }
+    });
+    out.diagnostics(&diags);
+    Ok(if v.valid { Exit::Ok } else { Exit::Invalid })
+}
+
+#[derive(Serialize)]
+struct Compiled {
+    mode: AppMode,
+    lead: String,
+    members: Vec<String>,
+    agents: Vec<EffectiveAgentConfig>,
+}
+
+fn compile(
+    out: &Output,
+    mode: AppMode,
+    lead: Option<&str>,
+    sources: &SourceArgs,
+) -> anyhow::Result<Exit> {
+    let graph = match graph(out, sources)? {
+        Ok(g) => g,
+        Err(exit) => return Ok(exit),
+    };
+    let tools = ToolCatalog::from_graph(&graph);
+    let mut diags = Diagnostics::new();
+    let dir = evoflux_agents::team::load_agents(&graph, mode, &mut diags);
+    let team = match dir.team(lead) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(Diagnostic::error("agent/team-invalid", e.to_string()));
+            out.diagnostics(&diags);
+            return Ok(Exit::Invalid);
+        }
+    };
+    let mut agents = Vec::new();
+    for name in std::iter::once(&team.lead).chain(&team.members) {
+        if let Some(entry) = dir.get(name)
+            && let Some(raw) = &entry.raw
+        {
+            agents.push(compile_agent_config(
+                raw,
+                entry.source.clone(),
+                &tools,
+                &mut diags,
+            ));
+        }
+    }
+    let compiled = Compiled {
+        mode,
+        lead: team.lead,
+        members: team.members,
+        agents,
+    };
+    out.result(&compiled, || {
+        let mut s = format!(
+            "{} team of {}: {}\n",
+            compiled.mode,
+            compiled.lead,
+            compiled.members.join(", ")
+        );
+        for a in &compiled.agents {
+            s.push_str(&format!(
+                "\n{} ({})\n  tools: {}\n  skills: {}\n  mcp: {}\n",
+                a.name,
+                a.role.as_str(),
+                a.tools.join(", "),
+                a.skills.join(", "),
+                a.mcp.join(", ")
+            ));
+        }
+        s
+    });
+    out.diagnostics(&diags);
+    Ok(if diags.has_errors() {
+        Exit::Invalid
+    } else {
+        Exit::Ok
+    })
+}
+
+fn init(out: &Output) -> anyhow::Result<Exit> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(exit),
+    };
+    let report = init_seeds(dirs.config_dir())?;
+    out.result(&report, || {
+        let mut s = String::new();
+        for p in &report.created {
+            s.push_str(&format!("created {}\n", p.display()));
+        }
+        for p in &report.kept {
+            s.push_str(&format!("kept    {}\n", p.display()));
+        }
+        s
+    });
+    Ok(Exit::Ok)
+}

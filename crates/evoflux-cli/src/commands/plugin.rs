@@ -1,0 +1,483 @@
+//! `evoflux plugin …`: the Agent Plugins lifecycle, exactly the commands of
+//! the plugins spec, plus `credentials`.
+//!
+//! Imports and links install disabled unless `--enabled` is given: the user
+//! reviews the trust record with `show` first. Every command prints JSON
+//! with `--json`; failures are diagnostics on stderr with stable codes,
+//! exit 3 when the input was invalid and 1 when the environment failed.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use evoflux_core::Diagnostics;
+use evoflux_plugins::credentials::FieldType;
+use evoflux_plugins::{
+    CreateOptions, CredentialChange, CredentialState, CredentialValue, InstallationId, Listing,
+    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt,
+    SourceType, TrustReview,
+};
+use serde_json::json;
+
+use crate::output::{Exit, Output};
+
+/// Set by crash tests only: the path of a marker to create just before a
+/// registry commit, after which the process waits to be killed.
+const COMMIT_PAUSE_VAR: &str = "EVOFLUX_TEST_PLUGIN_COMMIT_PAUSE";
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Scaffold a plugin folder: plugin.json and a starter skill.
+    Create {
+        /// The new folder (must not exist).
+        dest: PathBuf,
+        /// The plugin name (lowercase letters, digits, `-` and `.`).
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        description: Option<String>,
+        /// The starter skill's name (default: the plugin name).
+        #[arg(long)]
+        skill: Option<String>,
+    },
+    /// Validate a plugin folder and show its skills, MCP servers and trust
+    /// review, without installing or running anything. Exit 3 when invalid.
+    Inspect { path: PathBuf },
+    /// Register a development folder in place (not copied).
+    Link {
+        path: PathBuf,
+        #[command(flatten)]
+        state: EnableArgs,
+    },
+    /// Pack a plugin folder into a deterministic .evoplugin archive.
+    Pack {
+        path: PathBuf,
+        /// Where to write (default: <parent>/<name>-<version>.evoplugin).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Install a copy of a plugin folder or .evoplugin/.zip archive.
+    Install {
+        path: PathBuf,
+        #[command(flatten)]
+        state: EnableArgs,
+    },
+    /// Replace an installed plugin's files in place (same id, state and data).
+    Update {
+        installation_id: String,
+        path: PathBuf,
+    },
+    /// List installed, linked and bundled plugins.
+    List,
+    /// Show one installation with its inspection and trust review.
+    Show { installation_id: String },
+    /// Disable an installation: its skills and MCP servers stop being used.
+    Disable { installation_id: String },
+    /// Enable an installation (review it with `show` first).
+    Enable { installation_id: String },
+    /// Remove an installation; PLUGIN_DATA is kept unless --remove-data.
+    Uninstall {
+        installation_id: String,
+        /// Also delete the installation's data folder and credentials.
+        #[arg(long)]
+        remove_data: bool,
+    },
+    /// Show, set or clear the credentials a plugin declares (secrets are
+    /// never printed).
+    Credentials {
+        installation_id: String,
+        #[command(subcommand)]
+        action: Option<CredentialsAction>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Args)]
+pub struct EnableArgs {
+    /// Enable right away, skipping the trust review (for automation).
+    #[arg(long, conflicts_with = "disabled")]
+    enabled: bool,
+    /// Install disabled (the default).
+    #[arg(long)]
+    disabled: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CredentialsAction {
+    /// Show the credentials form, secrets masked (the default).
+    Show,
+    /// Set values: KEY=VALUE (booleans take true or false; an empty value clears).
+    Set {
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// Clear values.
+    Clear {
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+    },
+}
+
+pub fn run(out: &Output, command: &PluginCommand) -> anyhow::Result<Exit> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(exit),
+    };
+    let mut manager = PluginManager::new(PluginPaths::from_dirs(&dirs));
+    if let Some(marker) = std::env::var_os(COMMIT_PAUSE_VAR).filter(|v| !v.is_empty()) {
+        manager = manager.with_commit_pause(PathBuf::from(marker));
+    }
+    match dispatch(out, &manager, command) {
+        Ok(exit) => Ok(exit),
+        Err(e) => Ok(report(out, &e)),
+    }
+}
+
+fn dispatch(
+    out: &Output,
+    manager: &PluginManager,
+    command: &PluginCommand,
+) -> Result<Exit, PluginError> {
+    match command {
+        PluginCommand::Create {
+            dest,
+            name,
+            description,
+            skill,
+        } => {
+            let inspection = manager.create(
+                dest,
+                &CreateOptions {
+                    name: name.clone(),
+                    description: description.clone(),
+                    version: None,
+                    skill: skill.clone(),
+                },
+            )?;
+            out.result(
+                &json!({"path": inspection.root, "inspection": inspection}),
+                || format!("Created plugin `{name}` at {}\n", inspection.root.display()),
+            );
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Inspect { path } => {
+            let inspection = manager.inspect(path);
+            out.result(&inspection, || render_inspection(&inspection));
+            Ok(if inspection.valid {
+                Exit::Ok
+            } else {
+                Exit::Invalid
+            })
+        }
+        PluginCommand::Link { path, state } => {
+            let d = manager.link(path, state.enabled)?;
+            print_detail(out, &d, "Linked");
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Pack { path, output } => {
+            let r = manager.pack(path, output.clone())?;
+            out.result(
+                &json!({"path": r.output, "entries": r.entries, "content_sha256": r.content_sha256}),
+                || format!("Packed {} files into {}\n", r.entries, r.output.display()),
+            );
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Install { path, state } => {
+            let d = manager.install(path, state.enabled)?;
+            print_detail(out, &d, "Installed");
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Update {
+            installation_id,
+            path,
+        } => {
+            let d = manager.update(&parse_id(installation_id)?, path)?;
+            print_detail(out, &d, "Updated");
+            Ok(Exit::Ok)
+        }
+        PluginCommand::List => {
+            let listing = manager.list();
+            out.result(&listing, || render_listing(&listing));
+            out.diagnostics(&Diagnostics::from(listing.diagnostics.clone()));
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Show { installation_id } => {
+            let d = manager.show(&parse_id(installation_id)?)?;
+            out.result(&d, || render_detail(&d));
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Disable { installation_id } => {
+            let d = manager.set_enabled(&parse_id(installation_id)?, false)?;
+            print_detail(out, &d, "Disabled");
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Enable { installation_id } => {
+            let d = manager.set_enabled(&parse_id(installation_id)?, true)?;
+            print_detail(out, &d, "Enabled");
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Uninstall {
+            installation_id,
+            remove_data,
+        } => {
+            let u = manager.uninstall(&parse_id(installation_id)?, *remove_data)?;
+            out.result(&u, || {
+                let data = if u.removed_data {
+                    "its data was removed"
+                } else {
+                    "its data was kept (use --remove-data to delete it)"
+                };
+                format!(
+                    "Uninstalled {} ({}); {data}\n",
+                    u.installation.name, u.installation.id
+                )
+            });
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Credentials {
+            installation_id,
+            action,
+        } => {
+            let id = parse_id(installation_id)?;
+            let state = match action {
+                None | Some(CredentialsAction::Show) => manager.credentials(&id)?,
+                Some(CredentialsAction::Set { pairs }) => {
+                    let mut changes = BTreeMap::new();
+                    for pair in pairs {
+                        let Some((key, value)) = pair.split_once('=') else {
+                            return Err(PluginError::InvalidCredential {
+                                key: pair.clone(),
+                                reason: "expected KEY=VALUE".into(),
+                            });
+                        };
+                        changes.insert(key.to_owned(), CredentialChange::SetText(value.to_owned()));
+                    }
+                    manager.change_credentials(&id, &changes)?
+                }
+                Some(CredentialsAction::Clear { keys }) => {
+                    let changes = keys
+                        .iter()
+                        .map(|k| (k.clone(), CredentialChange::Clear))
+                        .collect();
+                    manager.change_credentials(&id, &changes)?
+                }
+            };
+            out.result(&state, || render_credentials(&state));
+            Ok(Exit::Ok)
+        }
+    }
+}
+
+fn parse_id(raw: &str) -> Result<InstallationId, PluginError> {
+    Ok(raw.parse()?)
+}
+
+fn report(out: &Output, e: &PluginError) -> Exit {
+    let mut diags = Diagnostics::from(vec![e.to_diagnostic()]);
+    diags.extend(e.package_diagnostics().to_diagnostics().into_vec());
+    out.diagnostics(&diags);
+    if e.is_validation() {
+        Exit::Invalid
+    } else {
+        Exit::Failure
+    }
+}
+
+fn print_detail(out: &Output, d: &PluginDetail, verb: &str) {
+    out.result(d, || {
+        let i = &d.installation;
+        let mut s = format!(
+            "{verb} {} {} as {} ({})\n",
+            i.name,
+            i.version.as_deref().unwrap_or("(unversioned)"),
+            i.id,
+            if i.enabled { "enabled" } else { "disabled" }
+        );
+        if !i.enabled {
+            let _ = writeln!(
+                s,
+                "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+                i.id, i.id
+            );
+        }
+        s
+    });
+}
+
+fn source_label(t: SourceType) -> &'static str {
+    match t {
+        SourceType::Installed => "installed",
+        SourceType::Linked => "linked",
+        SourceType::Builtin => "builtin",
+    }
+}
+
+fn render_listing(listing: &Listing) -> String {
+    if listing.plugins.is_empty() {
+        return "No plugins.\n".to_owned();
+    }
+    let mut s = String::new();
+    for p in &listing.plugins {
+        let i = &p.installation;
+        let _ = writeln!(
+            s,
+            "{}  {:<24} {:<12} {:<9} {}{}",
+            i.id,
+            i.name,
+            i.version.as_deref().unwrap_or("-"),
+            source_label(i.source_type),
+            if i.enabled { "enabled" } else { "disabled" },
+            if p.credentials.configured {
+                ""
+            } else {
+                "  (credentials needed)"
+            }
+        );
+    }
+    s
+}
+
+fn render_trust(trust: &TrustReview, s: &mut String) {
+    let _ = writeln!(s, "trust review:");
+    if trust.is_empty() {
+        let _ = writeln!(s, "  nothing to run or reach");
+        return;
+    }
+    for c in &trust.executable_commands {
+        let _ = writeln!(
+            s,
+            "  runs        {} {}  [server {}]",
+            c.executable,
+            c.args.join(" "),
+            c.server
+        );
+    }
+    for h in &trust.remote_hosts {
+        let _ = writeln!(
+            s,
+            "  connects    {} ({}{})  [server {}]",
+            h.host,
+            h.transport,
+            if h.started { "" } else { ", never started" },
+            h.server
+        );
+    }
+    if !trust.environment_fields.is_empty() {
+        let _ = writeln!(s, "  env names   {}", trust.environment_fields.join(", "));
+    }
+    for h in &trust.header_names {
+        let _ = writeln!(s, "  header      {}  [server {}]", h.name, h.server);
+    }
+    for c in &trust.capabilities {
+        let _ = writeln!(s, "  capability  {}  [{}]", c.name, c.source);
+    }
+}
+
+fn render_inspection(i: &PluginInspection) -> String {
+    let mut s = format!(
+        "{} — {}\n",
+        i.root.display(),
+        if i.valid { "valid" } else { "INVALID" }
+    );
+    if let Some(m) = &i.manifest {
+        let _ = writeln!(
+            s,
+            "plugin {} {}",
+            m.name,
+            m.version.as_deref().unwrap_or("(unversioned)")
+        );
+    }
+    for skill in &i.skills {
+        let _ = writeln!(
+            s,
+            "  skill {:<28} {}",
+            skill.dir,
+            if skill.valid { "ok" } else { "skipped" }
+        );
+    }
+    for server in &i.mcp_servers {
+        let _ = writeln!(
+            s,
+            "  mcp   {:<28} {}",
+            server.name,
+            match (&server.server, server.is_startable()) {
+                (Some(_), true) => "ok",
+                (Some(_), false) => "reported, not started",
+                (None, _) => "skipped",
+            }
+        );
+    }
+    render_trust(&i.trust, &mut s);
+    if !i.diagnostics.is_empty() {
+        s.push_str(&i.diagnostics.to_diagnostics().render_human());
+    }
+    s
+}
+
+fn render_detail(d: &PluginDetail) -> String {
+    let i = &d.installation;
+    let mut s = format!(
+        "{} {} ({}, {})\nid       {}\nroot     {}\nsource   {}\n",
+        i.name,
+        i.version.as_deref().unwrap_or("(unversioned)"),
+        source_label(i.source_type),
+        if i.enabled { "enabled" } else { "disabled" },
+        i.id,
+        i.root.display(),
+        i.source_ref
+    );
+    if let Some(desc) = &i.description {
+        let _ = writeln!(s, "about    {desc}");
+    }
+    for skill in d.inspection.valid_skills() {
+        let _ = writeln!(s, "skill    {}", skill.dir);
+    }
+    render_trust(&d.inspection.trust, &mut s);
+    if d.credentials.supported {
+        s.push_str(&render_credentials(&d.credentials));
+    }
+    if !d.inspection.diagnostics.is_empty() {
+        s.push_str(&d.inspection.diagnostics.to_diagnostics().render_human());
+    }
+    s
+}
+
+fn render_credentials(state: &CredentialState) -> String {
+    if !state.supported {
+        return "This plugin declares no credentials.\n".to_owned();
+    }
+    let mut s = format!(
+        "credentials: {}\n",
+        if state.configured {
+            "configured"
+        } else {
+            "not configured"
+        }
+    );
+    if let Some(e) = &state.error {
+        let _ = writeln!(s, "  error: {e}");
+    }
+    for f in &state.fields {
+        let value = match &f.value {
+            None => "(not set)".to_owned(),
+            Some(CredentialValue::Bool(b)) => b.to_string(),
+            Some(CredentialValue::Text(t)) => t.clone(),
+        };
+        let kind = match f.field_type {
+            FieldType::Text => "text",
+            FieldType::Secret => "secret",
+            FieldType::Url => "url",
+            FieldType::Boolean => "boolean",
+        };
+        let _ = writeln!(
+            s,
+            "  {:<20} {:<8} {}{}  ({})",
+            f.key,
+            kind,
+            value,
+            if f.required { "" } else { "  [optional]" },
+            f.env
+        );
+    }
+    s
+}

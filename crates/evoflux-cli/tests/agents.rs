@@ -1,0 +1,407 @@
+//! `evoflux agents` and `evoflux workers` end to end, on the real binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use evoflux_agents::ToolCatalog;
+use evoflux_agents::team::{compile_agent_config, load_agents};
+use evoflux_core::{AppMode, Diagnostics};
+use evoflux_graph::{BuiltinRegistry, RootOptions};
+use serde_json::Value;
+
+struct Env {
+    tmp: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let env = Env {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(env.repo().join(".git")).unwrap();
+        std::fs::create_dir_all(env.config()).unwrap();
+        env
+    }
+
+    fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    fn config(&self) -> PathBuf {
+        self.home().join(".config/evoflux")
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.tmp.path().join("repo")
+    }
+
+    fn project(&self, rel: &str, text: &str) {
+        let p = self.repo().join(".evoflux").join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_evoflux"))
+            .env_clear()
+            .env("HOME", self.home())
+            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
+            .current_dir(self.repo())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Every configuration file (the user config dir and the repository)
+    /// with its bytes. Caches are not configuration.
+    fn tree(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in rd {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.insert(p.clone(), std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(&self.config(), &mut out);
+        walk(&self.repo(), &mut out);
+        out
+    }
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stderr_codes(out: &Output) -> Vec<String> {
+    let v: Value = serde_json::from_slice(&out.stderr).unwrap_or_else(|e| {
+        panic!(
+            "stderr not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn agents_list_shows_both_builtin_teams() {
+    let env = Env::new();
+    let out = env.run(&["agents", "list", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let modes: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["work", "coding"]);
+    let coding = &v[1]["agents"];
+    let names: Vec<&str> = coding
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["qualified_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "coding/architect",
+            "coding/coder",
+            "coding/debate",
+            "coding/evoflux",
+            "coding/explorer"
+        ]
+    );
+    let text = env.run(&["agents", "list", "--mode", "work"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("member of evoflux"));
+}
+
+#[test]
+fn agents_cli_effective_config_equals_library() {
+    let env = Env::new();
+    env.project(
+        "agents/coding/reviewer.md",
+        "---\nrole: member\ntools: [web_fetch, nope]\ntools_opt_out: [shell]\nskills: [b, a, b]\nx-ui: keep\n---\nReview carefully.\n",
+    );
+    env.project(
+        "agents/coding/coder.md",
+        "---\nname: coder\nmodel: openai:gpt-4o\n---\n",
+    );
+    let out = env.run(&["agents", "compile", "--mode", "coding", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cli = json(&out);
+    assert_eq!(cli["lead"], "evoflux");
+    // The same compile, in the library.
+    let graph = evoflux_graph::compile(
+        &[
+            BuiltinRegistry::framework(),
+            evoflux_skills::bundled::registry(),
+        ],
+        &evoflux_graph::discover::standard_roots(&RootOptions {
+            admin_dir: Some(env.tmp.path().join("admin")),
+            user_config_dir: Some(env.config()),
+            home: Some(env.home()),
+            workspaces: vec![std::fs::canonicalize(env.repo()).unwrap()],
+            plugins: Vec::new(),
+        }),
+    )
+    .unwrap();
+    let tools = ToolCatalog::from_graph(&graph);
+    let dir = load_agents(&graph, AppMode::Coding, &mut Diagnostics::new());
+    let team = dir.team(None).unwrap();
+    let lib: Vec<Value> = std::iter::once(&team.lead)
+        .chain(&team.members)
+        .map(|n| {
+            let e = dir.get(n).unwrap();
+            serde_json::to_value(compile_agent_config(
+                e.raw.as_ref().unwrap(),
+                e.source.clone(),
+                &tools,
+                &mut Diagnostics::new(),
+            ))
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(cli["agents"], Value::Array(lib));
+    let reviewer = cli["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "reviewer")
+        .unwrap();
+    assert_eq!(reviewer["skills"], serde_json::json!(["b", "a"]));
+    assert!(
+        !reviewer["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("shell"))
+    );
+    // The unknown tool is reported, not silently added.
+    assert!(stderr_codes(&out).contains(&"agent/tool-unknown".to_owned()));
+}
+
+#[test]
+fn agents_compile_with_a_second_lead() {
+    let env = Env::new();
+    env.project("agents/research-lead.md", "---\nrole: lead\n---\n");
+    env.project("agents/analyst.md", "---\nlead: research-lead\n---\n");
+    let out = env.run(&["agents", "compile", "--lead", "research-lead", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["members"], serde_json::json!(["analyst"]));
+    let out = env.run(&["agents", "compile", "--json"]);
+    assert!(
+        !json(&out)["members"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("analyst"))
+    );
+    let out = env.run(&["agents", "compile", "--lead", "analyst", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(stderr_codes(&out), ["agent/team-invalid"]);
+}
+
+#[test]
+fn agents_validate_reports_every_problem_and_exits_3() {
+    let env = Env::new();
+    env.project("agents/a.md", "---\nrole: boss\n---\n");
+    env.project("agents/b.md", "---\nlead: ghost\n---\n");
+    env.project("agents/aim/c.md", "---\nrole: member\n---\n");
+    let out = env.run(&["agents", "validate", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let codes = stderr_codes(&out);
+    for code in [
+        "agent/role-invalid",
+        "agent/lead-unknown",
+        "discover/agent-folder-invalid",
+    ] {
+        assert!(codes.contains(&code.to_owned()), "{code}: {codes:?}");
+    }
+    assert_eq!(json(&out)["valid"], false);
+    let clean = Env::new();
+    assert_eq!(
+        clean
+            .run(&["agents", "validate", "--mode", "coding"])
+            .status
+            .code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn agents_show_and_only_flat_or_coding_names() {
+    let env = Env::new();
+    let out = env.run(&["agents", "show", "coding/coder", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(v["effective"]["mode"], "coding");
+    assert!(
+        v["effective"]["prompt"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are the coder.")
+    );
+    let out = env.run(&["agents", "show", "aim/coder", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_codes(&out), ["agent/path-invalid"]);
+    let out = env.run(&["agents", "show", "nobody", "--json"]);
+    assert_eq!(stderr_codes(&out), ["agent/not-found"]);
+}
+
+#[test]
+fn listing_and_validation_never_write_but_init_does() {
+    let env = Env::new();
+    env.project("agents/helper.md", "---\nrole: member\nx-unknown: 1\n---\n");
+    let before = env.tree();
+    for args in [
+        &["agents", "list"][..],
+        &["agents", "list", "--mode", "coding", "--json"],
+        &["agents", "validate", "--mode", "work"],
+        &["agents", "show", "helper"],
+        &["agents", "compile", "--mode", "coding"],
+        &["workers", "list", "--all"],
+        &["workers", "validate"],
+    ] {
+        env.run(args);
+        let after = env.tree();
+        assert!(
+            after == before,
+            "{args:?} wrote to the configuration: {:?}",
+            after.keys().collect::<Vec<_>>()
+        );
+    }
+    let out = env.run(&["agents", "init", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out)["created"].as_array().unwrap().len(), 10);
+    let seed = std::fs::read_to_string(env.config().join("agents/coding/coder.md")).unwrap();
+    assert!(seed.starts_with("---\nname: coder\nrole: member\n"));
+    assert!(
+        !seed.contains("\ntools:") && !seed.contains("\nskills:"),
+        "seeds carry no capability list"
+    );
+    let again = env.run(&["agents", "init", "--json"]);
+    assert_eq!(json(&again)["kept"].as_array().unwrap().len(), 10);
+    // Seeds compile exactly like the built-ins they describe.
+    let out = env.run(&["agents", "compile", "--mode", "coding", "--json"]);
+    let lead = &json(&out)["agents"][0];
+    assert_eq!(lead["source"]["kind"], "file");
+    assert!(
+        lead["prompt"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are evoflux")
+    );
+}
+
+#[test]
+fn workers_list_show_and_validate() {
+    let env = Env::new();
+    let out = env.run(&["workers", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ids: Vec<String> = json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(ids.contains(&"coder".to_owned()) && !ids.contains(&"scout".to_owned()));
+    let all = json(&env.run(&["workers", "list", "--all", "--json"]));
+    assert_eq!(all.as_array().unwrap().len(), 12);
+    assert!(all[0].get("body").is_none() && all[0]["fingerprint"].is_string());
+    let show = json(&env.run(&["workers", "show", "scout", "--json"]));
+    assert_eq!(show["resultContract"]["kind"], "scout-report");
+    assert!(show["body"].as_str().unwrap().contains("Scout"));
+    assert_eq!(env.run(&["workers", "validate"]).status.code(), Some(0));
+    env.project(
+        "workers/sneaky.md",
+        "---\nversion: 1\nname: S\ndescription: d\ntools: {required: [read], optional: []}\nskills: []\naudience: base\ncategory: explore\ncapabilityClass: read-only\nlatencyClass: fast\nprojectContextTier: none\nbudget: {toolCalls: 3, readReserve: 1, synthesis: true}\nresultContract: {kind: scout-report}\ntags: []\n---\nLook.\n",
+    );
+    let out = env.run(&["workers", "validate", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["quarantined"], serde_json::json!(["sneaky"]));
+    assert!(stderr_codes(&out).contains(&"worker/audience-invalid".to_owned()));
+    let out = env.run(&["workers", "show", "sneaky", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn workers_check_result_accepts_and_rejects() {
+    let env = Env::new();
+    let file = env.tmp.path().join("out.txt");
+    std::fs::write(
+        &file,
+        "```json\n{\"verdict\":\"fail\",\"checks\":[{\"name\":\"cargo test\",\"passed\":false,\"evidence\":\"exit 101\"}]}\n```\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let out = env.run(&["workers", "check-result", "verifier-report", f, "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out);
+    assert_eq!(
+        (v["conformance"].as_str(), v["quality"].as_str()),
+        (Some("pass"), Some("fail"))
+    );
+    let out = env.run(&["workers", "check-result", "mutation-report", f, "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        json(&out)["reason"],
+        "Mutation result must carry mutatedPaths and validations"
+    );
+    let out = env.run(&[
+        "workers",
+        "check-result",
+        "architect-plan",
+        f,
+        "--path",
+        "PLAN.md",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("required plan artifact is missing"));
+    std::fs::write(env.repo().join("PLAN.md"), "# Plan\n").unwrap();
+    let out = env.run(&[
+        "workers",
+        "check-result",
+        "architect-plan",
+        f,
+        "--path",
+        "PLAN.md",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        env.run(&["workers", "check-result", "nope", f])
+            .status
+            .code(),
+        Some(2)
+    );
+}

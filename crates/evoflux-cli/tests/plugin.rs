@@ -1,0 +1,465 @@
+//! `evoflux plugin …` end to end, on the real binary with a temp HOME.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const PLUGIN_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json";
+
+struct Env {
+    tmp: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        let env = Env {
+            tmp: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(env.repo().join(".git")).unwrap();
+        std::fs::create_dir_all(env.home()).unwrap();
+        env
+    }
+
+    fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.tmp.path().join("repo")
+    }
+
+    fn plugins_home(&self) -> PathBuf {
+        self.home().join(".local/share/evoflux/agent-plugins")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_evoflux"));
+        c.env_clear()
+            .env("HOME", self.home())
+            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
+            .current_dir(self.repo())
+            .args(args);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs with `--json`, expects success, returns stdout as JSON.
+    fn ok(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out)
+    }
+
+    /// A plugin folder `name` at `version` with one skill.
+    fn plugin(&self, name: &str, version: &str, skill: &str) -> PathBuf {
+        let root = self
+            .tmp
+            .path()
+            .join("src")
+            .join(format!("{name}-{version}"));
+        write(
+            &root.join("plugin.json"),
+            &json!({"$schema": PLUGIN_SCHEMA, "name": name, "version": version, "description": format!("{name} v{version}")})
+                .to_string(),
+        );
+        write(
+            &root.join(format!("skills/{skill}/SKILL.md")),
+            &format!(
+                "---\nname: {skill}\ndescription: Audits {skill} things.\n---\n# {skill}\nDo it.\n"
+            ),
+        );
+        root
+    }
+
+    fn registry(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.plugins_home().join("registry.json")).unwrap())
+            .unwrap()
+    }
+
+    fn user_plugins(&self) -> Vec<Value> {
+        self.ok(&["plugin", "list"])["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["installation"]["source_type"] != "builtin")
+            .cloned()
+            .collect()
+    }
+
+    fn info_skill_owner(&self, skill: &str) -> Option<Value> {
+        let info = self.ok(&["info"]);
+        info["skills"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == skill)
+            .map(|e| e["source"].clone())
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn stderr_codes(out: &Output) -> Vec<String> {
+    let v: Value = serde_json::from_slice(&out.stderr).unwrap_or_else(|e| {
+        panic!(
+            "stderr not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn id_of(v: &Value) -> String {
+    v["installation"]["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn folder_and_archive_lifecycle() {
+    let env = Env::new();
+    // From a folder: disabled by default.
+    let src = env.plugin("folder-plugin", "1.0.0", "folder-audit");
+    let installed = env.ok(&["plugin", "install", src.to_str().unwrap()]);
+    let a = id_of(&installed);
+    assert_eq!(installed["installation"]["enabled"], false);
+    assert_eq!(installed["installation"]["source_type"], "installed");
+    assert_eq!(installed["capabilities"]["updatable"], true);
+    assert!(env.info_skill_owner("folder-audit").is_none());
+
+    // From a packed .evoplugin.
+    let created = env.tmp.path().join("my-plugin");
+    env.ok(&[
+        "plugin",
+        "create",
+        created.to_str().unwrap(),
+        "--name",
+        "my-plugin",
+        "--skill",
+        "release-audit",
+    ]);
+    let inspected = env.ok(&["plugin", "inspect", created.to_str().unwrap()]);
+    assert_eq!(inspected["valid"], true);
+    let packed = env.ok(&["plugin", "pack", created.to_str().unwrap()]);
+    let archive = packed["path"].as_str().unwrap().to_owned();
+    assert!(
+        archive.ends_with("my-plugin-unversioned.evoplugin"),
+        "{archive}"
+    );
+    let b = id_of(&env.ok(&["plugin", "install", &archive, "--enabled"]));
+
+    // List: both, then the bundled plugin.
+    let list = env.ok(&["plugin", "list"]);
+    let names: Vec<&str> = list["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["installation"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[..2], ["folder-plugin", "my-plugin"]);
+    assert_eq!(
+        list["plugins"].as_array().unwrap().last().unwrap()["installation"]["source_type"],
+        "builtin"
+    );
+
+    // Show carries the trust review.
+    let shown = env.ok(&["plugin", "show", &a]);
+    assert_eq!(
+        shown["inspection"]["trust"]["capabilities"][0]["name"],
+        "agent-skill"
+    );
+
+    // Enable / disable drive what the graph sees.
+    env.ok(&["plugin", "enable", &a]);
+    let owner = env.info_skill_owner("folder-audit").unwrap();
+    assert_eq!(owner["layer"], "plugin");
+    assert_eq!(owner["owner"]["kind"], "plugin");
+    assert_eq!(owner["owner"]["installation"], a);
+    assert_eq!(owner["owner"]["name"], "folder-plugin");
+    assert_eq!(
+        env.info_skill_owner("release-audit").unwrap()["owner"]["installation"],
+        b
+    );
+    env.ok(&["plugin", "disable", &a]);
+    assert!(env.info_skill_owner("folder-audit").is_none());
+    env.ok(&["plugin", "enable", &a]);
+
+    // Update in place: same id, still enabled, data kept.
+    let data = env.plugins_home().join("data").join(&a).join("state.json");
+    write(&data, "kept");
+    let v2 = env.plugin("folder-plugin", "2.0.0", "folder-audit");
+    let updated = env.ok(&["plugin", "update", &a, v2.to_str().unwrap()]);
+    assert_eq!(id_of(&updated), a);
+    assert_eq!(updated["installation"]["version"], "2.0.0");
+    assert_eq!(updated["installation"]["enabled"], true);
+    assert_eq!(
+        updated["installation"]["installed_at"],
+        installed["installation"]["installed_at"]
+    );
+    assert_eq!(std::fs::read_to_string(&data).unwrap(), "kept");
+    assert_eq!(
+        env.info_skill_owner("folder-audit").unwrap()["owner"]["installation"],
+        a
+    );
+
+    // Uninstall: data kept by default, removed on request.
+    let u = env.ok(&["plugin", "uninstall", &a]);
+    assert_eq!(u["removed_data"], false);
+    assert!(data.exists());
+    env.ok(&["plugin", "uninstall", &b, "--remove-data"]);
+    assert!(!env.plugins_home().join("data").join(&b).exists());
+    assert!(env.user_plugins().is_empty());
+    assert!(env.info_skill_owner("folder-audit").is_none());
+    assert_eq!(env.registry()["installations"], json!([]));
+}
+
+#[test]
+fn human_output_and_errors() {
+    let env = Env::new();
+    let src = env.plugin("human", "1.0.0", "human-audit");
+    let out = env.run(&["plugin", "install", src.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(disabled)"), "{text}");
+    assert!(text.contains("evoflux plugin show"), "{text}");
+
+    // A bad id is invalid input (exit 3); an unknown one is not found (exit 1).
+    let bad = env.run(&["plugin", "show", "../escape", "--json"]);
+    assert_eq!(bad.status.code(), Some(3));
+    assert_eq!(stderr_codes(&bad), ["plugin/installation-id-invalid"]);
+    let missing = env.run(&[
+        "plugin",
+        "enable",
+        "0123456789abcdef0123456789abcdef",
+        "--json",
+    ]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(stderr_codes(&missing), ["plugin/installation-not-found"]);
+
+    // An invalid package names its problem and installs nothing.
+    let broken = env.tmp.path().join("broken");
+    write(
+        &broken.join("plugin.json"),
+        &json!({"$schema": PLUGIN_SCHEMA, "name": "Bad Name"}).to_string(),
+    );
+    let out = env.run(&["plugin", "install", broken.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let codes = stderr_codes(&out);
+    assert_eq!(codes[0], "plugin/package-invalid");
+    assert!(
+        codes.contains(&"plugin/manifest-name-invalid".to_owned()),
+        "{codes:?}"
+    );
+    let out = env.run(&["plugin", "inspect", broken.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("INVALID"));
+    assert_eq!(env.user_plugins().len(), 1);
+}
+
+#[test]
+fn bundled_plugin_is_listed_always_enabled_and_immutable() {
+    let env = Env::new();
+    let list = env.ok(&["plugin", "list"]);
+    let bundled = list["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["installation"]["source_type"] == "builtin")
+        .unwrap()
+        .clone();
+    assert_eq!(bundled["installation"]["enabled"], true);
+    assert_eq!(
+        bundled["capabilities"],
+        json!({"editable": false, "packable": false, "updatable": false, "can_disable": false, "can_uninstall": false})
+    );
+    let id = id_of(&bundled);
+    // Stable across runs.
+    assert_eq!(id_of(&env.ok(&["plugin", "show", &id])), id);
+    let out = env.run(&["plugin", "disable", &id, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_codes(&out), ["plugin/builtin-immutable"]);
+    // Its skill is at the bundled-plugin layer.
+    let owner = env.info_skill_owner("git-workflow").unwrap();
+    assert_eq!(owner["layer"], "bundled-plugin");
+    assert_eq!(owner["owner"]["installation"], id);
+}
+
+#[test]
+fn credentials_are_never_printed() {
+    let env = Env::new();
+    let root = env.tmp.path().join("svc");
+    write(
+        &root.join("plugin.json"),
+        &json!({
+            "$schema": PLUGIN_SCHEMA,
+            "name": "svc",
+            "extensions": {"org.evoelsewhere.evoflux.credentials": {"fields": [
+                {"key": "endpoint", "label": "Service URL", "type": "url", "env": "SERVICE_URL", "required": true},
+                {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_API_TOKEN", "required": true}
+            ]}}
+        })
+        .to_string(),
+    );
+    let id = id_of(&env.ok(&["plugin", "install", root.to_str().unwrap()]));
+    let secret = "tok-0123-SECRET";
+    let set = env.ok(&[
+        "plugin",
+        "credentials",
+        &id,
+        "set",
+        "endpoint=https://svc.example/api",
+        &format!("token={secret}"),
+    ]);
+    assert_eq!(set["configured"], true);
+    let outputs = [
+        env.run(&["plugin", "credentials", &id]),
+        env.run(&["plugin", "credentials", &id, "show", "--json"]),
+        env.run(&["plugin", "show", &id]),
+        env.run(&["plugin", "show", &id, "--json"]),
+        env.run(&["plugin", "list", "--json"]),
+        env.run(&["plugin", "list"]),
+    ];
+    for out in &outputs {
+        assert!(out.status.success());
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains(secret), "secret printed: {all}");
+    }
+    assert!(String::from_utf8_lossy(&outputs[0].stdout).contains("********"));
+    let file = env
+        .plugins_home()
+        .join("data")
+        .join(&id)
+        .join("credentials.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    assert!(std::fs::read_to_string(&file).unwrap().contains(secret));
+
+    let bad = env.run(&[
+        "plugin",
+        "credentials",
+        &id,
+        "set",
+        "endpoint=ftp://x",
+        "--json",
+    ]);
+    assert_eq!(bad.status.code(), Some(3));
+    assert_eq!(stderr_codes(&bad), ["plugin/credential-invalid"]);
+    let cleared = env.ok(&["plugin", "credentials", &id, "clear", "token"]);
+    assert_eq!(cleared["configured"], false);
+}
+
+/// Waits (bounded) for `marker` to appear.
+fn wait_for(marker: &Path, child: &mut std::process::Child) {
+    for _ in 0..600 {
+        if marker.exists() {
+            return;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the install exited early: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the install never reached the commit point");
+}
+
+#[test]
+fn killed_mid_install_leaves_the_registry_intact() {
+    let env = Env::new();
+    let first = env.plugin("first", "1.0.0", "first-audit");
+    let a = id_of(&env.ok(&["plugin", "install", first.to_str().unwrap()]));
+    let before = env.registry();
+
+    let second = env.plugin("second", "1.0.0", "second-audit");
+    let marker = env.tmp.path().join("paused");
+    let mut child = env
+        .command(&["plugin", "install", second.to_str().unwrap()])
+        .env("EVOFLUX_TEST_PLUGIN_COMMIT_PAUSE", &marker)
+        .spawn()
+        .unwrap();
+    wait_for(&marker, &mut child);
+    // The package is in place, the registry not yet written: kill it here.
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    assert_eq!(env.registry(), before);
+    let ids: Vec<String> = env.user_plugins().iter().map(id_of).collect();
+    assert_eq!(ids, std::slice::from_ref(&a));
+
+    // The next mutation sweeps the orphaned tree and succeeds.
+    let b = id_of(&env.ok(&["plugin", "install", second.to_str().unwrap()]));
+    let mut installed: Vec<String> = std::fs::read_dir(env.plugins_home().join("installed"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    installed.sort();
+    let mut expected = vec![a, b];
+    expected.sort();
+    assert_eq!(installed, expected);
+    let staging = env.home().join(".cache/evoflux/agent-plugins/staging");
+    assert_eq!(std::fs::read_dir(staging).unwrap().count(), 0);
+}
+
+#[test]
+fn two_processes_installing_at_once_both_land() {
+    let env = Env::new();
+    let p1 = env.plugin("one", "1.0.0", "one-audit");
+    let p2 = env.plugin("two", "1.0.0", "two-audit");
+    let mut c1 = env
+        .command(&["plugin", "install", p1.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    let mut c2 = env
+        .command(&["plugin", "install", p2.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    assert!(c1.wait().unwrap().success());
+    assert!(c2.wait().unwrap().success());
+    let names: Vec<String> = env.registry()["installations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.len(), 2);
+    assert!(names.contains(&"one".to_owned()) && names.contains(&"two".to_owned()));
+}
