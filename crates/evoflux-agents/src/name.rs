@@ -1,16 +1,9 @@
 //! Agent and worker names.
 
 /// `^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`: the one name rule for team agents
-/// and worker ids (the graph applies it to file names; this is the same
-/// rule for names written inside files and given on the command line).
-pub fn is_valid_agent_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 64
-        && b[0].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-}
+/// and worker ids, shared with the source graph, which applies it to file
+/// names.
+pub use evoflux_graph::slot::is_valid_document_name as is_valid_agent_name;
 
 #[cfg(test)]
 mod tests {

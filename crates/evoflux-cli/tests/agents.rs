@@ -2,9 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{Sandbox as Env, json, stderr_codes};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::{compile_agent_config, load_agents};
@@ -12,49 +15,7 @@ use evoflux_core::{AppMode, Diagnostics};
 use evoflux_graph::{BuiltinRegistry, RootOptions};
 use serde_json::Value;
 
-struct Env {
-    tmp: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Self {
-        let env = Env {
-            tmp: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(env.repo().join(".git")).unwrap();
-        std::fs::create_dir_all(env.config()).unwrap();
-        env
-    }
-
-    fn home(&self) -> PathBuf {
-        self.tmp.path().join("home")
-    }
-
-    fn config(&self) -> PathBuf {
-        self.home().join(".config/evoflux")
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
-    }
-
-    fn project(&self, rel: &str, text: &str) {
-        let p = self.repo().join(".evoflux").join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_evoflux"))
-            .env_clear()
-            .env("HOME", self.home())
-            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
-            .current_dir(self.repo())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
     /// Every configuration file (the user config dir and the repository)
     /// with its bytes. Caches are not configuration.
     fn tree(&self) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -76,31 +37,6 @@ impl Env {
         walk(&self.repo(), &mut out);
         out
     }
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn stderr_codes(out: &Output) -> Vec<String> {
-    let v: Value = serde_json::from_slice(&out.stderr).unwrap_or_else(|e| {
-        panic!(
-            "stderr not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    v["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["code"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[test]

@@ -2,67 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{Sandbox as Env, json};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-struct Env {
-    tmp: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Self {
-        let env = Env {
-            tmp: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(env.repo().join(".git")).unwrap();
-        std::fs::create_dir_all(env.home().join(".config/evoflux")).unwrap();
-        env
-    }
-
-    fn home(&self) -> PathBuf {
-        self.tmp.path().join("home")
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
-    }
-
-    fn write(&self, path: PathBuf, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    fn project(&self, rel: &str, text: &str) {
-        self.write(self.repo().join(".evoflux").join(rel), text);
-    }
-
-    fn user(&self, rel: &str, text: &str) {
-        self.write(self.home().join(".config/evoflux").join(rel), text);
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_evoflux"))
-            .env_clear()
-            .env("HOME", self.home())
-            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
-            .current_dir(self.repo())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
 
 fn assert_schema_valid(v: &Value) {
     let schema: Value = serde_json::from_str(evoflux_graph::info::INFO_SCHEMA).unwrap();

@@ -2,52 +2,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{Sandbox as Env, json, stderr_codes, write};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 const PLUGIN_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json";
 
-struct Env {
-    tmp: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Self {
-        let env = Env {
-            tmp: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(env.repo().join(".git")).unwrap();
-        std::fs::create_dir_all(env.home()).unwrap();
-        env
-    }
-
-    fn home(&self) -> PathBuf {
-        self.tmp.path().join("home")
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
-    }
-
     fn plugins_home(&self) -> PathBuf {
         self.home().join(".local/share/evoflux/agent-plugins")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_evoflux"));
-        c.env_clear()
-            .env("HOME", self.home())
-            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
-            .current_dir(self.repo())
-            .args(args);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
     }
 
     /// Runs with `--json`, expects success, returns stdout as JSON.
@@ -109,36 +77,6 @@ impl Env {
             .find(|e| e["name"] == skill)
             .map(|e| e["source"].clone())
     }
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn stderr_codes(out: &Output) -> Vec<String> {
-    let v: Value = serde_json::from_slice(&out.stderr).unwrap_or_else(|e| {
-        panic!(
-            "stderr not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    v["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["code"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn id_of(v: &Value) -> String {

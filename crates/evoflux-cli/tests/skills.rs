@@ -3,32 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::Sandbox as Env;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-struct Env {
-    tmp: tempfile::TempDir,
-}
-
 impl Env {
-    fn new() -> Self {
-        let env = Env {
-            tmp: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(env.repo().join(".git")).unwrap();
-        env
-    }
-
-    fn home(&self) -> PathBuf {
-        self.tmp.path().join("home")
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
-    }
-
     fn skill(&self, dir: PathBuf, name: &str, front: &str) -> PathBuf {
         let path = dir.join(name).join("SKILL.md");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -42,27 +25,6 @@ impl Env {
 
     fn project_skill(&self, name: &str, front: &str) -> PathBuf {
         self.skill(self.repo().join(".evoflux/skills"), name, front)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_evoflux"))
-            .env_clear()
-            .env("HOME", self.home())
-            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
-            .current_dir(self.repo())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     fn list(&self, extra: &[&str]) -> Vec<Value> {

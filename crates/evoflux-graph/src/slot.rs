@@ -219,10 +219,11 @@ pub fn is_valid_channel_segment(seg: &str) -> bool {
     kebab(seg.strip_prefix('.').unwrap_or(seg))
 }
 
-/// Names of Markdown-defined kinds (agents, workers, fleets, skills):
-/// `^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`. Skills get their stricter rules from
-/// their own validators; this only keeps slots well-formed.
-fn is_valid_document_name(name: &str) -> bool {
+/// Names of Markdown-defined kinds (team agents, workers, fleets,
+/// schedules): `^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`. The one implementation
+/// of the rule: the graph applies it to file names, the agents crate to
+/// names written inside files and given on the command line.
+pub fn is_valid_document_name(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
         && b.len() <= 64
