@@ -66,13 +66,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = LoadOptions::new(PlaceholderDirs::from_config_dir(&config));
 
     let mut times = Vec::new();
+    let mut phases: [Vec<Duration>; 3] = Default::default();
     let mut listed = 0;
     let mut slots_seen = 0;
     for _ in 0..RUNS {
         let started = Instant::now();
         let graph = evoflux_graph::compile(&registries, &standard_roots(&opts))?;
+        phases[0].push(started.elapsed());
         let overlay = store.read();
         let (slots, _) = skill_slots(&graph, &options, &overlay);
+        phases[1].push(started.elapsed());
         let (records, _) = runtime_projection(
             slots.iter().map(|s| s.candidates.as_slice()),
             AppMode::Coding,
@@ -92,6 +95,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     times.sort();
     let median: Duration = times[RUNS / 2];
+    for p in &mut phases {
+        p.sort();
+    }
+    println!(
+        "phases (cumulative medians): graph compile {:.1} ms, + selection {:.1} ms, + projection and catalog {:.1} ms",
+        phases[0][RUNS / 2].as_secs_f64() * 1e3,
+        phases[1][RUNS / 2].as_secs_f64() * 1e3,
+        median.as_secs_f64() * 1e3,
+    );
     println!(
         "graph + selection + catalog, {} bundles in 4 roots ({slots_seen} slots): median {:.1} ms over {RUNS} runs (min {:.1} ms, max {:.1} ms); {listed} skills in the catalog",
         4 * PER_ROOT,
