@@ -80,6 +80,11 @@ pub struct ProviderConfig {
     /// Context window in tokens; when absent the provider's metadata decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The GGUF file a `local` provider runs (kind `local` only). A relative
+    /// path is resolved against the directory of the config file that set
+    /// it, so a project can ship its config next to its model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_path: Option<PathBuf>,
 }
 
 /// The `[model]` table.
@@ -192,6 +197,7 @@ impl HarnessConfig {
             base_url: base_url.map(str::to_owned),
             api_key_env: key.map(str::to_owned),
             context_window: None,
+            model_path: None,
         };
         let providers = BTreeMap::from([
             (
@@ -302,8 +308,12 @@ pub fn parse(path: &Path, text: &str, diags: &mut Diagnostics) -> Option<LoadedC
         loaded.config.model = model;
         loaded.model_origin = ConfigOrigin::File;
     }
-    for (name, provider) in file.providers {
+    let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
+    for (name, mut provider) in file.providers {
         check_provider(path, &name, &provider, diags);
+        if let Some(model_path) = provider.model_path.take() {
+            provider.model_path = Some(base_dir.join(model_path));
+        }
         loaded
             .provider_origins
             .insert(name.clone(), ConfigOrigin::File);
@@ -415,6 +425,33 @@ fn check_provider(path: &Path, name: &str, p: &ProviderConfig, diags: &mut Diagn
                 .with_field(field("api_key_env")),
             );
         }
+    }
+    match (p.kind, &p.model_path) {
+        (ProviderKind::Local, Some(model_path)) if model_path.as_os_str().is_empty() => {
+            diags.push(
+                Diagnostic::error(
+                    "config/model-path-invalid",
+                    "model_path must name a GGUF file, such as \"models/model.Q8_0.gguf\"",
+                )
+                .with_file(path)
+                .with_field(field("model_path")),
+            );
+        }
+        (ProviderKind::Openai | ProviderKind::Anthropic | ProviderKind::Scripted, Some(_)) => {
+            diags.push(
+                Diagnostic::error(
+                    "config/model-path-unexpected",
+                    format!(
+                        "model_path applies only to providers of kind `local`; provider `{name}` \
+                         is of kind `{}`: remove it",
+                        p.kind
+                    ),
+                )
+                .with_file(path)
+                .with_field(field("model_path")),
+            );
+        }
+        (ProviderKind::Local, _) | (_, None) => {}
     }
     if p.context_window == Some(0) {
         diags.push(
@@ -576,6 +613,76 @@ kind = "anthropic"
             ]
         );
         assert!(diags.iter().all(|d| d.locator.file.is_some()));
+    }
+
+    #[test]
+    fn local_model_path_resolves_against_the_config_dir() {
+        let (loaded, diags) = check(
+            r#"
+[providers.local]
+kind = "local"
+model_path = "models/tiny.gguf"
+
+[providers.abs]
+kind = "local"
+model_path = "/srv/models/big.gguf"
+"#,
+        );
+        assert!(diags.is_empty(), "{}", diags.render_human());
+        let loaded = loaded.unwrap();
+        assert_eq!(
+            loaded.config.providers["local"].model_path.as_deref(),
+            Some(Path::new("/cfg/models/tiny.gguf"))
+        );
+        assert_eq!(
+            loaded.config.providers["abs"].model_path.as_deref(),
+            Some(Path::new("/srv/models/big.gguf"))
+        );
+        assert_eq!(
+            HarnessConfig::embedded().providers["local"].model_path,
+            None
+        );
+    }
+
+    #[test]
+    fn model_path_is_for_local_providers_only_and_typos_stay_errors() {
+        let (loaded, diags) = check(
+            r#"
+[providers.ollama]
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+model_path = "m.gguf"
+
+[providers.local]
+kind = "local"
+model_file = "m.gguf"
+
+[providers.empty]
+kind = "local"
+model_path = ""
+"#,
+        );
+        assert!(loaded.is_none());
+        assert_eq!(
+            diags.codes(),
+            [
+                "config/unknown-key",
+                "config/model-path-invalid",
+                "config/model-path-unexpected",
+            ]
+        );
+        let fields: Vec<_> = diags
+            .iter()
+            .map(|d| d.locator.field.clone().unwrap())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "providers.local.model_file",
+                "providers.empty.model_path",
+                "providers.ollama.model_path",
+            ]
+        );
     }
 
     #[test]

@@ -64,6 +64,10 @@ pub enum ProviderError {
     /// The scripted provider's conversation left its script.
     #[error(transparent)]
     Script(#[from] ScriptError),
+    /// The in-process model failed while generating (a tensor operation or
+    /// the constraint engine); the request is not worth repeating as is.
+    #[error("{provider}: local model failed: {detail}")]
+    Local { provider: String, detail: String },
 }
 
 fn auth_hint(env_var: Option<&str>) -> String {
@@ -101,6 +105,7 @@ impl ProviderError {
             ProviderError::Server { .. } => "model/server",
             ProviderError::Protocol { .. } => "model/protocol",
             ProviderError::Script(e) => e.code(),
+            ProviderError::Local { .. } => "model/local-inference",
         }
     }
 
@@ -114,7 +119,8 @@ impl ProviderError {
             | ProviderError::ContextExceeded { .. }
             | ProviderError::BadRequest { .. }
             | ProviderError::Protocol { .. }
-            | ProviderError::Script(_) => false,
+            | ProviderError::Script(_)
+            | ProviderError::Local { .. } => false,
         }
     }
 
@@ -188,6 +194,75 @@ pub enum SetupError {
     },
     #[error("cannot build the HTTP client: {detail}")]
     HttpClient { detail: String },
+    /// A `local` provider could not load its model.
+    #[error(transparent)]
+    Local(#[from] LocalError),
+}
+
+/// The three ways to get a model, for messages shown when none is usable.
+pub const MODEL_SETUP_HINT: &str = "get a model one of three ways: (1) a local GGUF file: run \
+     scripts/fetch-local-model.sh for the embedded default, or set model_path in \
+     [providers.local]; (2) an OpenAI-compatible server (Ollama, llama.cpp, vLLM): add a provider \
+     of kind \"openai\" with its base_url; (3) an API key: export OPENAI_API_KEY or \
+     ANTHROPIC_API_KEY and pick openai:<model> or anthropic:<model>";
+
+/// Why a `local` provider could not load its GGUF model. Checked in the
+/// order a user fixes them: configured, present, GGUF, runnable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LocalError {
+    #[error("provider `{provider}` has no model file: {MODEL_SETUP_HINT}")]
+    NoModel { provider: String },
+    #[error("model file {} does not exist; {MODEL_SETUP_HINT}", .path.display())]
+    FileMissing { path: PathBuf },
+    #[error("cannot read model file {}: {detail}", .path.display())]
+    Unreadable { path: PathBuf, detail: String },
+    #[error("{} is not a GGUF model file: {detail}", .path.display())]
+    NotGguf { path: PathBuf, detail: String },
+    #[error(
+        "{} uses the `{architecture}` architecture, which the local provider cannot run; use a \
+         llama-architecture GGUF (Llama, SmolLM, TinyLlama, Mistral exports) or serve this model \
+         through an OpenAI-compatible server",
+        .path.display()
+    )]
+    ArchitectureUnsupported { path: PathBuf, architecture: String },
+    #[error(
+        "{} uses the `{tokenizer}` tokenizer; the local provider supports byte-level BPE (`gpt2`) \
+         vocabularies",
+        .path.display()
+    )]
+    TokenizerUnsupported { path: PathBuf, tokenizer: String },
+    #[error("model file {} is damaged or incomplete: {detail}", .path.display())]
+    Invalid { path: PathBuf, detail: String },
+    #[error("cannot convert the model for fast CPU inference: {detail}")]
+    Cache { detail: String },
+}
+
+impl LocalError {
+    pub const fn code(&self) -> &'static str {
+        match self {
+            LocalError::NoModel { .. } => "model/local-model-unset",
+            LocalError::FileMissing { .. } => "model/local-file-missing",
+            LocalError::Unreadable { .. } => "model/local-file-unreadable",
+            LocalError::NotGguf { .. } => "model/local-not-gguf",
+            LocalError::ArchitectureUnsupported { .. } => "model/local-architecture-unsupported",
+            LocalError::TokenizerUnsupported { .. } => "model/local-tokenizer-unsupported",
+            LocalError::Invalid { .. } => "model/local-model-invalid",
+            LocalError::Cache { .. } => "model/local-cache",
+        }
+    }
+
+    /// The file the error is about, when there is one.
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            LocalError::FileMissing { path }
+            | LocalError::Unreadable { path, .. }
+            | LocalError::NotGguf { path, .. }
+            | LocalError::ArchitectureUnsupported { path, .. }
+            | LocalError::TokenizerUnsupported { path, .. }
+            | LocalError::Invalid { path, .. } => Some(path),
+            LocalError::NoModel { .. } | LocalError::Cache { .. } => None,
+        }
+    }
 }
 
 fn line_suffix(line: Option<u32>) -> String {
@@ -207,6 +282,7 @@ impl SetupError {
             SetupError::ScriptUnreadable { .. } => "model/script-unreadable",
             SetupError::ScriptInvalid { .. } => "model/script-invalid",
             SetupError::HttpClient { .. } => "model/http-client",
+            SetupError::Local(e) => e.code(),
         }
     }
 
@@ -217,6 +293,10 @@ impl SetupError {
             SetupError::ScriptInvalid { path, line, .. } => match line {
                 Some(l) => d.with_file(path).with_line(*l),
                 None => d.with_file(path),
+            },
+            SetupError::Local(e) => match e.path() {
+                Some(p) => d.with_file(p),
+                None => d,
             },
             SetupError::UnknownProvider { .. }
             | SetupError::NotAvailable { .. }

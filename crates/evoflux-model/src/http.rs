@@ -47,6 +47,25 @@ pub fn http_client() -> Result<reqwest::Client, SetupError> {
 }
 
 /// `base` joined with `path`, without doubling the slash.
+/// The API key from the environment variable named in config, read per
+/// call so a rotated key is picked up; a missing or blank one fails before
+/// anything is sent, naming the variable to set.
+pub(crate) fn api_key(
+    provider: &str,
+    var: Option<&str>,
+    env: &crate::provider::EnvLookup,
+) -> Result<Option<String>, ProviderError> {
+    let Some(var) = var else { return Ok(None) };
+    match env.get(var).filter(|k| !k.trim().is_empty()) {
+        Some(key) => Ok(Some(key)),
+        None => Err(ProviderError::Auth {
+            provider: provider.to_owned(),
+            env_var: Some(var.to_owned()),
+            detail: format!("environment variable {var} is not set"),
+        }),
+    }
+}
+
 pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!(
         "{}/{}",

@@ -6,10 +6,12 @@
 //! - [`openai`]: Chat Completions over SSE, for OpenAI and any compatible
 //!   server (Ollama, vLLM, llama.cpp, LM Studio);
 //! - [`anthropic`]: the Messages API over SSE;
-//! - [`scripted`]: replays a YAML script deterministically.
+//! - [`scripted`]: replays a YAML script deterministically;
+//! - `local` (cargo feature `local`, on by default): a GGUF model run
+//!   in-process on the CPU, with constrained decoding for tool calls.
+//!   Without the feature [`provider_for`] reports the kind as not available.
 //!
-//! The `local` kind is built elsewhere; [`provider_for`] reports it as not
-//! available. Remote calls are retried by [`retry`] while nothing has been
+//! Remote calls are retried by [`retry`] while nothing has been
 //! streamed, and every failure is one of the closed [`ProviderError`] kinds.
 
 pub mod anthropic;
@@ -17,13 +19,16 @@ mod assemble;
 pub mod error;
 pub mod event;
 mod http;
+#[cfg(feature = "local")]
+pub mod local;
+pub mod local_models;
 pub mod message;
 pub mod openai;
 pub mod provider;
 pub mod retry;
 pub mod scripted;
 
-pub use error::{ProviderError, ScriptError, SetupError};
+pub use error::{LocalError, MODEL_SETUP_HINT, ProviderError, ScriptError, SetupError};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use http::http_client;
 pub use message::{Message, Request, ToolCall, ToolDefinition};

@@ -80,18 +80,9 @@ impl Provider for OpenAiProvider {
         let endpoint = self.endpoint();
         // The key is read per call so a rotated key is picked up, and a
         // missing one fails before anything is sent.
-        let key = match &self.api_key_env {
-            Some(var) => match self.options.env.get(var).filter(|k| !k.trim().is_empty()) {
-                Some(key) => Some(key),
-                None => {
-                    return error_stream(ProviderError::Auth {
-                        provider: self.name.clone(),
-                        env_var: Some(var.clone()),
-                        detail: format!("environment variable {var} is not set"),
-                    });
-                }
-            },
-            None => None,
+        let key = match http::api_key(&self.name, self.api_key_env.as_deref(), &self.options.env) {
+            Ok(key) => key,
+            Err(e) => return error_stream(e),
         };
         let body = Arc::new(request_body(&request));
         let client = self.client.clone();

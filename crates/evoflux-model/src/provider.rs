@@ -92,6 +92,24 @@ pub struct ProviderOptions {
     /// The script a `scripted` provider replays. [`resolve`] sets it from
     /// the model string (`scripted:<path>`).
     pub script: Option<PathBuf>,
+    /// The GGUF file a `local` provider runs when its config sets no
+    /// `model_path`. [`resolve`] sets it from the model string
+    /// (`local:<name>` is `<data>/models/<name>`).
+    pub model_file: Option<PathBuf>,
+    /// Where a `local` provider caches converted weights. When unset, the
+    /// cache dir from `env` (`EVOFLUX_CACHE_DIR` or XDG); without one the
+    /// conversion is redone on every load.
+    pub cache_dir: Option<PathBuf>,
+    /// Seed for providers that sample in-process (`local` with a
+    /// temperature above zero); greedy decoding ignores it.
+    pub seed: Option<u64>,
+}
+
+impl ProviderOptions {
+    /// The evoflux directories as seen through `env`, if they resolve.
+    fn dirs(&self) -> Option<evoflux_core::dirs::Dirs> {
+        evoflux_core::dirs::Dirs::resolve(|k| self.env.get(k).map(std::ffi::OsString::from)).ok()
+    }
 }
 
 /// Builds the provider configured as `[providers.<name>]`.
@@ -122,10 +140,7 @@ pub fn provider_for(
             config,
             options,
         )?)),
-        ProviderKind::Local => Err(SetupError::NotAvailable {
-            name: name.to_owned(),
-            kind: config.kind,
-        }),
+        ProviderKind::Local => local_provider(name, config, options),
         ProviderKind::Scripted => {
             let path = options
                 .script
@@ -138,6 +153,47 @@ pub fn provider_for(
             )?))
         }
     }
+}
+
+/// The `local` provider: the configured `model_path`, else the file the
+/// model name points at, loaded (or shared if already loaded).
+#[cfg(feature = "local")]
+fn local_provider(
+    name: &str,
+    config: &ProviderConfig,
+    options: &ProviderOptions,
+) -> Result<Box<dyn Provider>, SetupError> {
+    let path = config
+        .model_path
+        .clone()
+        .or_else(|| options.model_file.clone())
+        .ok_or_else(|| crate::error::LocalError::NoModel {
+            provider: name.to_owned(),
+        })?;
+    let cache_dir = options
+        .cache_dir
+        .clone()
+        .or_else(|| options.dirs().map(|d| d.cache_dir().to_path_buf()));
+    Ok(Box::new(crate::local::LocalProvider::load(
+        name,
+        &path,
+        config,
+        cache_dir.as_deref(),
+        options.seed,
+    )?))
+}
+
+/// Without the `local` feature the kind exists in config but cannot run.
+#[cfg(not(feature = "local"))]
+fn local_provider(
+    name: &str,
+    config: &ProviderConfig,
+    _options: &ProviderOptions,
+) -> Result<Box<dyn Provider>, SetupError> {
+    Err(SetupError::NotAvailable {
+        name: name.to_owned(),
+        kind: config.kind,
+    })
 }
 
 /// Builds the provider for a `provider:model` string from the harness
@@ -159,7 +215,17 @@ pub fn resolve(
     let mut options = options.clone();
     match provider.kind {
         ProviderKind::Scripted => options.script = Some(base_dir.join(&model.model)),
-        ProviderKind::Openai | ProviderKind::Anthropic | ProviderKind::Local => {}
+        ProviderKind::Local => {
+            if options.model_file.is_none()
+                && let Some(dirs) = options.dirs()
+            {
+                options.model_file = Some(crate::local_models::model_file_for(
+                    &dirs.data_dir().join("models"),
+                    &model.model,
+                ));
+            }
+        }
+        ProviderKind::Openai | ProviderKind::Anthropic => {}
     }
     provider_for(&model.provider, provider, &options)
 }

@@ -172,6 +172,7 @@ pub async fn harness(kind: ProviderKind, replies: Vec<Reply>, key: Option<&str>)
         base_url: Some(base_url),
         api_key_env: Some(KEY_VAR.to_owned()),
         context_window: Some(32_000),
+        model_path: None,
     };
     let (sleeper, sleeps) = recording_sleeper();
     let options = ProviderOptions {
@@ -183,6 +184,9 @@ pub async fn harness(kind: ProviderKind, replies: Vec<Reply>, key: Option<&str>)
         },
         sleeper,
         script: None,
+        model_file: None,
+        cache_dir: None,
+        seed: None,
     };
     let provider = provider_for("fake", &config, &options).unwrap();
     Harness {

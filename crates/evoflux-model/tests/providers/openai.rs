@@ -440,6 +440,7 @@ async fn unreachable_server_is_a_transport_error_after_retries() {
         base_url: Some(format!("http://127.0.0.1:{port}/v1")),
         api_key_env: None,
         context_window: None,
+        model_path: None,
     };
     let (sleeper, sleeps) = crate::common::recording_sleeper();
     let options = evoflux_model::ProviderOptions {

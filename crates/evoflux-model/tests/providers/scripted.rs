@@ -167,6 +167,7 @@ async fn invalid_or_missing_scripts_are_setup_errors() {
         base_url: None,
         api_key_env: None,
         context_window: None,
+        model_path: None,
     };
     let err = provider_for("scripted", &config, &ProviderOptions::default()).unwrap_err();
     assert_eq!(err.code(), "model/script-missing");
@@ -198,11 +199,18 @@ fn provider_for_matches_every_kind() {
         base_url: base_url.map(str::to_owned),
         api_key_env: None,
         context_window: None,
+        model_path: None,
     };
     let opts = ProviderOptions::default();
     let err = provider_for("local", &cfg(ProviderKind::Local, None), &opts).unwrap_err();
-    assert_eq!(err.code(), "model/provider-not-available");
-    assert!(err.to_string().contains("not available"), "{err}");
+    if cfg!(feature = "local") {
+        // No model_path and no model file: the message says how to get one.
+        assert_eq!(err.code(), "model/local-model-unset");
+        assert!(err.to_string().contains("fetch-local-model.sh"), "{err}");
+    } else {
+        assert_eq!(err.code(), "model/provider-not-available");
+        assert!(err.to_string().contains("not available"), "{err}");
+    }
 
     let err = provider_for("x", &cfg(ProviderKind::Openai, None), &opts).unwrap_err();
     assert_eq!(err.code(), "model/base-url-missing");
