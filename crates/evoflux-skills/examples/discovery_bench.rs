@@ -16,7 +16,7 @@ use evoflux_core::AppMode;
 use evoflux_graph::discover::standard_roots;
 use evoflux_graph::{BuiltinRegistry, RootOptions};
 use evoflux_skills::projection::runtime_projection;
-use evoflux_skills::selection::skill_slots;
+use evoflux_skills::selection::{Depth, skill_slots};
 use evoflux_skills::{
     CatalogRequest, LoadOptions, PlaceholderDirs, SkillSettingsStore, build_catalog,
 };
@@ -74,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let graph = evoflux_graph::compile(&registries, &standard_roots(&opts))?;
         phases[0].push(started.elapsed());
         let overlay = store.read();
-        let (slots, _) = skill_slots(&graph, &options, &overlay);
+        let (slots, _) = skill_slots(&graph, &options, &overlay, Depth::Settled);
         phases[1].push(started.elapsed());
         let (records, _) = runtime_projection(
             slots.iter().map(|s| s.candidates.as_slice()),

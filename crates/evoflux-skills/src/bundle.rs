@@ -23,7 +23,7 @@ use crate::name::BundleName;
 use crate::origin::SkillOrigin;
 use crate::overlay::SettingsId;
 use crate::placeholder::{PlaceholderDirs, expand};
-use crate::resources::list_resources;
+use crate::resources::count_resources;
 use crate::scan::{BundleDir, SKILL_FILE};
 use crate::sidecar::read_sidecar;
 use crate::validate::{ValidationLevel, check_skill_text, read_skill_file};
@@ -232,7 +232,7 @@ fn load_with_text(
         valid,
         editable: origin.source.allows_editing() && !symlinked,
         symlinked,
-        resource_count: list_resources(&found.dir).len(),
+        resource_count: count_resources(&found.dir),
         revision,
         diagnostics,
     }

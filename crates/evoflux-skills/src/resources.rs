@@ -39,12 +39,28 @@ pub struct ResourceEntry {
 pub fn list_resources(bundle_dir: &Path) -> Vec<ResourceEntry> {
     let mut out = Vec::new();
     let mut budget = MAX_LISTING_ENTRIES;
-    walk(bundle_dir, &mut Vec::new(), &mut out, &mut budget);
+    walk(bundle_dir, &mut Vec::new(), &mut out, &mut budget, true);
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
-fn walk(dir: &Path, prefix: &mut Vec<String>, out: &mut Vec<ResourceEntry>, budget: &mut usize) {
+/// How many entries [`list_resources`] would list, without reading each
+/// file's size: what a skill record carries, computed for every candidate
+/// on every discovery pass.
+pub fn count_resources(bundle_dir: &Path) -> usize {
+    let mut out = Vec::new();
+    let mut budget = MAX_LISTING_ENTRIES;
+    walk(bundle_dir, &mut Vec::new(), &mut out, &mut budget, false);
+    out.len()
+}
+
+fn walk(
+    dir: &Path,
+    prefix: &mut Vec<String>,
+    out: &mut Vec<ResourceEntry>,
+    budget: &mut usize,
+    sizes: bool,
+) {
     let Ok(read) = fs::read_dir(dir) else { return };
     let mut entries: Vec<(String, fs::DirEntry)> = read
         .filter_map(Result::ok)
@@ -69,10 +85,14 @@ fn walk(dir: &Path, prefix: &mut Vec<String>, out: &mut Vec<ResourceEntry>, budg
         };
         if file_type.is_dir() {
             prefix.push(name);
-            walk(&entry.path(), prefix, out, budget);
+            walk(&entry.path(), prefix, out, budget, sizes);
             prefix.pop();
         } else if file_type.is_file() {
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            let size = if sizes {
+                entry.metadata().map(|m| m.len()).unwrap_or(0)
+            } else {
+                0
+            };
             let mut path = prefix.join("/");
             if !path.is_empty() {
                 path.push('/');

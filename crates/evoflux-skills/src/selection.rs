@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use evoflux_core::Diagnostic;
+use evoflux_core::{AppMode, Diagnostic};
 use evoflux_graph::candidate::{AppFolder, AppRoot, Backing, Owner};
 use evoflux_graph::compose::{Binding, CompositionEntry};
 use evoflux_graph::{CompiledGraph, SlotKind};
@@ -29,6 +29,23 @@ pub struct SkillSlot {
     /// The slot name (the bundle folder name).
     pub name: String,
     pub candidates: Vec<SkillRecord>,
+}
+
+/// How many of a slot's candidates to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Stop once the loaded candidates settle both modes (each has a valid,
+    /// available candidate) — all the runtime and Settings projections
+    /// need. Lower candidates are then never read.
+    Settled,
+    /// Every candidate, for views that list shadowed variants.
+    All,
+}
+
+fn settled(candidates: &[SkillRecord]) -> bool {
+    [AppMode::Work, AppMode::Coding]
+        .into_iter()
+        .all(|m| candidates.iter().any(|r| r.is_runnable_in(m)))
 }
 
 /// Where one candidate's files are, and who owns it.
@@ -111,6 +128,7 @@ pub fn skill_slots(
     graph: &CompiledGraph,
     options: &LoadOptions,
     overlay: &OverlaySnapshot,
+    depth: Depth,
 ) -> (Vec<SkillSlot>, Vec<Diagnostic>) {
     let mut slots = Vec::new();
     let mut problems = Vec::new();
@@ -148,6 +166,9 @@ pub fn skill_slots(
                 Some(mut record) => {
                     apply_overlay(&mut record, overlay);
                     candidates.push(record);
+                    if depth == Depth::Settled && settled(&candidates) {
+                        break;
+                    }
                 }
                 None => problems.push(
                     Diagnostic::error(

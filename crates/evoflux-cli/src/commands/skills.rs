@@ -11,7 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_skills::catalog::{CatalogRequest, build_catalog};
 use evoflux_skills::projection::{ManagementRole, management_choice, runtime_projection};
-use evoflux_skills::selection::{SkillSlot, skill_slots};
+use evoflux_skills::selection::{Depth, SkillSlot, skill_slots};
 use evoflux_skills::{
     LoadOptions, ModeSet, PlaceholderDirs, PrefsPatch, SkillRecord, SkillSettingsStore,
     ValidationLevel, validate_path,
@@ -125,7 +125,7 @@ struct Loaded {
     diagnostics: Diagnostics,
 }
 
-fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Loaded, Exit>> {
+fn load(out: &Output, sources: &SourceArgs, depth: Depth) -> anyhow::Result<Result<Loaded, Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -134,7 +134,7 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Loaded, Exi
     let store = SkillSettingsStore::in_config_dir(dirs.config_dir());
     let snapshot = store.read();
     let options = LoadOptions::new(PlaceholderDirs::from_config_dir(dirs.config_dir()));
-    let (slots, problems) = skill_slots(&graph, &options, &snapshot);
+    let (slots, problems) = skill_slots(&graph, &options, &snapshot, depth);
     let mut diagnostics: Diagnostics = graph
         .diagnostics
         .iter()
@@ -237,7 +237,7 @@ fn eval(out: &Output) -> anyhow::Result<Exit> {
 }
 
 fn list(out: &Output, scope: &ScopeArgs) -> anyhow::Result<Exit> {
-    let loaded = match load(out, &scope.sources)? {
+    let loaded = match load(out, &scope.sources, Depth::Settled)? {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
@@ -309,7 +309,7 @@ struct Shown<'a> {
 }
 
 fn show(out: &Output, name: &str, scope: &ScopeArgs) -> anyhow::Result<Exit> {
-    let loaded = match load(out, &scope.sources)? {
+    let loaded = match load(out, &scope.sources, Depth::All)? {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
@@ -380,7 +380,7 @@ fn catalog(
     request: Option<&str>,
     sources: &SourceArgs,
 ) -> anyhow::Result<Exit> {
-    let loaded = match load(out, sources)? {
+    let loaded = match load(out, sources, Depth::Settled)? {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
@@ -415,7 +415,7 @@ fn prefs(out: &Output, command: &PrefsCommand) -> anyhow::Result<Exit> {
         | PrefsCommand::Set { name, sources, .. }
         | PrefsCommand::Reset { name, sources } => (name, sources),
     };
-    let loaded = match load(out, sources)? {
+    let loaded = match load(out, sources, Depth::Settled)? {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
