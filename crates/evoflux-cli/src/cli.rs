@@ -39,6 +39,11 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::skills::SkillsCommand,
     },
+    /// Local GGUF models for the `local` provider.
+    Model {
+        #[command(subcommand)]
+        command: crate::commands::model::ModelCommand,
+    },
     /// Compile the source graph to a file, check a compiled graph, or benchmark the compiler.
     Graph {
         #[command(subcommand)]

@@ -322,3 +322,27 @@ fn config_show_reports_the_composed_winner() {
     assert_eq!(v["file"], project.to_str().unwrap());
     assert_eq!(v["diagnostics"][0]["code"], "config/unknown-key");
 }
+
+#[test]
+fn model_list_shows_local_models_or_how_to_get_one() {
+    let env = Env::new();
+    let out = env.run(&["model", "list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no local models in"), "{text}");
+    assert!(text.contains("fetch-local-model.sh"), "{text}");
+
+    let models = env.home().join(".local/share/evoflux/models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::write(models.join("SmolLM2-135M-Instruct.Q4_1.gguf"), b"GGUF").unwrap();
+    std::fs::write(models.join("tiny.gguf"), b"GGUF").unwrap();
+    std::fs::write(models.join("notes.txt"), b"x").unwrap();
+    let v = json(&env.run(&["model", "list", "--json"]));
+    let names: Vec<&str> = v["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["local:smollm2-135m-instruct", "local:tiny.gguf"]);
+}

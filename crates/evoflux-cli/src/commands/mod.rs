@@ -2,6 +2,7 @@ pub mod agents;
 pub mod config;
 pub mod graph;
 pub mod info;
+pub mod model;
 pub mod paths;
 pub mod plugin;
 pub mod skills;
