@@ -171,7 +171,6 @@ impl<'a> ConfigPhase<'a> {
             self.registries,
             &Slot::config(),
             group,
-            None,
             &mut self.composed,
             diags,
         );
@@ -200,14 +199,7 @@ impl RestPhase<'_> {
     pub fn compose(mut self, diags: &mut Diagnostics) -> Composed {
         let groups = std::mem::take(&mut self.groups);
         for (slot, group) in groups {
-            compose_slot(
-                self.registries,
-                &slot,
-                group,
-                Some(&self.config),
-                &mut self.composed,
-                diags,
-            );
+            compose_slot(self.registries, &slot, group, &mut self.composed, diags);
         }
         self.composed
     }
@@ -234,7 +226,6 @@ fn compose_slot(
     registries: &[BuiltinRegistry],
     slot: &Slot,
     mut group: Vec<Candidate>,
-    _config: Option<&HarnessConfig>,
     composed: &mut Composed,
     diags: &mut Diagnostics,
 ) {

@@ -199,14 +199,29 @@ fn graph_error(code: &'static str, msg: impl Into<String>) -> Diagnostic {
     Diagnostic::error(code, msg)
 }
 
-/// The one validator of compiled graphs: structure, bindings, ownership,
-/// routes and the content hash.
+/// The one validator of compiled graphs: format, structure, bindings,
+/// ownership, routes and the content hash.
 pub fn validate(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> Vec<Diagnostic> {
-    let mut out = validate_structure(graph, registries);
-    if out.is_empty() || !out.iter().any(|d| d.code == "graph/format-unsupported") {
-        check_hash(graph, &mut out);
+    if let Some(d) = check_format(graph) {
+        // Nothing else can be trusted in a graph of another format.
+        return vec![d];
     }
+    let mut out = validate_structure(graph, registries);
+    check_hash(graph, &mut out);
     out
+}
+
+fn check_format(graph: &CompiledGraph) -> Option<Diagnostic> {
+    (graph.kind != GRAPH_KIND || graph.format_version != FORMAT_VERSION).then(|| {
+        graph_error(
+            "graph/format-unsupported",
+            format!(
+                "expected {GRAPH_KIND} version {FORMAT_VERSION}, found {} version {}; compile the \
+                 graph again with this evoflux",
+                graph.kind, graph.format_version
+            ),
+        )
+    })
 }
 
 fn check_hash(graph: &CompiledGraph, out: &mut Vec<Diagnostic>) {
@@ -229,17 +244,6 @@ fn check_hash(graph: &CompiledGraph, out: &mut Vec<Diagnostic>) {
 /// graph has just computed from the same content.
 fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    if graph.kind != GRAPH_KIND || graph.format_version != FORMAT_VERSION {
-        out.push(graph_error(
-            "graph/format-unsupported",
-            format!(
-                "expected {GRAPH_KIND} version {FORMAT_VERSION}, found {} version {}; compile the \
-                 graph again with this evoflux",
-                graph.kind, graph.format_version
-            ),
-        ));
-        return out;
-    }
     let mut slots = BTreeSet::new();
     let mut referenced = BTreeSet::new();
     for node in &graph.nodes {
