@@ -125,6 +125,38 @@ pub struct PluginInstallation {
 }
 
 impl PluginInstallation {
+    /// A new registry record for a package installed or linked now, not
+    /// managed by anyone else.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_record(
+        id: InstallationId,
+        manifest: crate::manifest::PluginManifest,
+        root: PathBuf,
+        source_type: SourceType,
+        source_ref: String,
+        content_sha256: Option<ContentHash>,
+        enabled: bool,
+    ) -> Self {
+        let now = utc_now();
+        PluginInstallation {
+            id,
+            name: manifest.name,
+            version: manifest.version,
+            description: manifest.description,
+            root,
+            source_type,
+            source_ref,
+            content_sha256,
+            enabled,
+            managed_by: None,
+            managed_project_id: None,
+            managed_resource_id: None,
+            managed_version_id: None,
+            installed_at: now.clone(),
+            updated_at: now,
+        }
+    }
+
     pub const fn is_builtin(&self) -> bool {
         match self.source_type {
             SourceType::Builtin => true,

@@ -459,24 +459,15 @@ impl PluginManager {
                 return Err(e.into());
             }
         };
-        let now = utc_now();
-        let record = PluginInstallation {
-            id: id.clone(),
-            name: manifest.name,
-            version: manifest.version,
-            description: manifest.description,
+        let record = PluginInstallation::new_record(
+            id.clone(),
+            manifest,
             root,
-            source_type: SourceType::Installed,
+            SourceType::Installed,
             source_ref,
-            content_sha256: inspection.content_sha256.clone(),
+            inspection.content_sha256.clone(),
             enabled,
-            managed_by: None,
-            managed_project_id: None,
-            managed_resource_id: None,
-            managed_version_id: None,
-            installed_at: now.clone(),
-            updated_at: now,
-        };
+        );
         let mut all = guard.installations().to_vec();
         all.push(record.clone());
         self.pause_before_commit();
@@ -537,24 +528,15 @@ impl PluginManager {
             });
         }
         let id = InstallationId::generate();
-        let now = utc_now();
-        let record = PluginInstallation {
-            id: id.clone(),
-            name: manifest.name,
-            version: manifest.version,
-            description: manifest.description,
+        let record = PluginInstallation::new_record(
+            id.clone(),
+            manifest,
             root,
-            source_type: SourceType::Linked,
+            SourceType::Linked,
             source_ref,
-            content_sha256: inspection.content_sha256.clone(),
+            inspection.content_sha256.clone(),
             enabled,
-            managed_by: None,
-            managed_project_id: None,
-            managed_resource_id: None,
-            managed_version_id: None,
-            installed_at: now.clone(),
-            updated_at: now,
-        };
+        );
         let mut all = guard.installations().to_vec();
         all.push(record.clone());
         self.pause_before_commit();
