@@ -1,0 +1,116 @@
+//! The one error type of the file tools. Every variant carries a stable
+//! code (`tool/kebab-name`) so callers and tests match on identity, and a
+//! message written for the model that has to correct its call.
+
+use std::path::PathBuf;
+
+use evoflux_graph::tool::BuiltinExecutor;
+
+use crate::output::ToolOutput;
+
+/// Why a tool call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The input JSON did not fit the tool's parameters.
+    #[error("invalid input for field `{field}`: {message}")]
+    InvalidInput { field: String, message: String },
+    /// A path argument resolved outside every workspace root.
+    #[error(
+        "path `{path}` is outside the workspace roots ({roots}); only files inside them are accessible"
+    )]
+    OutsideWorkspace { path: String, roots: String },
+    /// The workspace itself could not be set up.
+    #[error("workspace root {path} is unusable: {source}")]
+    InvalidRoot {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path does not exist.
+    #[error("`{path}` does not exist")]
+    NotFound { path: String },
+    /// A file was expected but something else is there (or the reverse).
+    #[error("`{path}` is {actual}, expected {expected}")]
+    WrongKind {
+        path: String,
+        expected: &'static str,
+        actual: &'static str,
+    },
+    /// `write` with `overwrite: false` found an existing file.
+    #[error("`{path}` already exists and overwrite is false")]
+    AlreadyExists { path: String },
+    /// `read` or `edit` on a file that is not text.
+    #[error("`{path}` looks like a binary file; it cannot be read or edited as text")]
+    Binary { path: String },
+    /// `edit` did not find exactly one match (or any match with `replace_all`).
+    #[error("old_string matched {count} times in `{path}`; {hint}")]
+    EditMatch {
+        path: String,
+        count: usize,
+        hint: &'static str,
+    },
+    /// `read` asked for an offset past the end of the file.
+    #[error("offset {offset} is past the end of `{path}` ({lines} lines)")]
+    OffsetPastEnd {
+        path: String,
+        offset: usize,
+        lines: usize,
+    },
+    /// A filesystem operation failed.
+    #[error("cannot {action} `{path}`: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The executor belongs to another crate or issue and is not built here.
+    #[error("the `{executor:?}` executor is not implemented by evoflux-tools")]
+    NotImplemented { executor: BuiltinExecutor },
+}
+
+impl ToolError {
+    /// The stable code of this error, for tests and diagnostics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidInput { .. } => "tool/input-invalid",
+            ToolError::OutsideWorkspace { .. } => "tool/outside-workspace",
+            ToolError::InvalidRoot { .. } => "tool/root-invalid",
+            ToolError::NotFound { .. } => "tool/not-found",
+            ToolError::WrongKind { .. } => "tool/wrong-kind",
+            ToolError::AlreadyExists { .. } => "tool/already-exists",
+            ToolError::Binary { .. } => "tool/binary-file",
+            ToolError::EditMatch { .. } => "tool/edit-match",
+            ToolError::OffsetPastEnd { .. } => "tool/offset-past-end",
+            ToolError::Io { .. } => "tool/io",
+            ToolError::NotImplemented { .. } => "tool/not-implemented",
+        }
+    }
+
+    /// The model-visible form of this error.
+    pub fn into_output(self) -> ToolOutput {
+        ToolOutput::error(self.to_string())
+    }
+
+    pub(crate) fn input(field: &str, message: impl Into<String>) -> ToolError {
+        ToolError::InvalidInput {
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(action: &'static str, path: &str) -> impl FnOnce(std::io::Error) -> ToolError {
+        let path = path.to_owned();
+        move |source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ToolError::NotFound { path }
+            } else {
+                ToolError::Io {
+                    action,
+                    path,
+                    source,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! `write` and `edit`: the two tools that change file contents. Both
+//! replace the file atomically so a crash never leaves half a file.
+
+use std::path::Path;
+
+use evoflux_core::atomic::{AtomicOptions, write_atomic};
+use serde_json::Value;
+
+use crate::args::Args;
+use crate::error::ToolError;
+use crate::output::ToolOutput;
+use crate::workspace::Workspace;
+
+/// Parameters of `write`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteInput {
+    pub path: String,
+    pub content: String,
+    /// Replace an existing file (default true).
+    pub overwrite: bool,
+}
+
+impl WriteInput {
+    /// The accepted JSON fields, matching the framework tool's schema.
+    pub const FIELDS: &'static [&'static str] = &["path", "content", "overwrite"];
+
+    pub fn parse(input: &Value) -> Result<WriteInput, ToolError> {
+        let args = Args::new(input, Self::FIELDS)?;
+        Ok(WriteInput {
+            path: args.string("path")?,
+            content: args.string("content")?,
+            overwrite: args.opt_bool("overwrite")?.unwrap_or(true),
+        })
+    }
+}
+
+/// Parameters of `edit`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditInput {
+    pub path: String,
+    pub old_string: String,
+    pub new_string: String,
+    /// Replace every match instead of requiring exactly one.
+    pub replace_all: bool,
+}
+
+impl EditInput {
+    /// The accepted JSON fields, matching the framework tool's schema.
+    pub const FIELDS: &'static [&'static str] =
+        &["path", "old_string", "new_string", "replace_all"];
+
+    pub fn parse(input: &Value) -> Result<EditInput, ToolError> {
+        let args = Args::new(input, Self::FIELDS)?;
+        let parsed = EditInput {
+            path: args.string("path")?,
+            old_string: args.string("old_string")?,
+            new_string: args.string("new_string")?,
+            replace_all: args.opt_bool("replace_all")?.unwrap_or(false),
+        };
+        if parsed.old_string.is_empty() {
+            return Err(ToolError::input("old_string", "must not be empty"));
+        }
+        if parsed.old_string == parsed.new_string {
+            return Err(ToolError::input(
+                "new_string",
+                "is identical to old_string; nothing would change",
+            ));
+        }
+        Ok(parsed)
+    }
+}
+
+fn save(path: &Path, shown: &str, bytes: &[u8]) -> Result<(), ToolError> {
+    write_atomic(path, bytes, AtomicOptions::default()).map_err(|e| ToolError::Io {
+        action: "write",
+        path: shown.to_owned(),
+        source: e.source,
+    })
+}
+
+pub(crate) fn write(ws: &Workspace, input: &WriteInput) -> Result<ToolOutput, ToolError> {
+    let target = ws.resolve(&input.path)?;
+    let shown = target.display.as_str();
+    match std::fs::metadata(&target.path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(ToolError::WrongKind {
+                path: shown.to_owned(),
+                expected: "a file",
+                actual: "a directory",
+            });
+        }
+        Ok(_) if !input.overwrite => {
+            return Err(ToolError::AlreadyExists {
+                path: shown.to_owned(),
+            });
+        }
+        Ok(_) | Err(_) => {}
+    }
+    let existed = target.path.exists();
+    if let Some(parent) = target.path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(ToolError::io("create the parent directories of", shown))?;
+    }
+    save(&target.path, shown, input.content.as_bytes())?;
+    let verb = if existed { "Overwrote" } else { "Created" };
+    Ok(ToolOutput::ok(format!(
+        "{verb} {shown} ({} bytes)",
+        input.content.len()
+    )))
+}
+
+pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, ToolError> {
+    let target = ws.resolve(&input.path)?;
+    let shown = target.display.as_str();
+    let bytes = std::fs::read(&target.path).map_err(ToolError::io("read", shown))?;
+    if bytes.contains(&0) {
+        return Err(ToolError::Binary {
+            path: shown.to_owned(),
+        });
+    }
+    let text = String::from_utf8(bytes).map_err(|_| ToolError::Binary {
+        path: shown.to_owned(),
+    })?;
+    let count = text.matches(input.old_string.as_str()).count();
+    let hint = match (count, input.replace_all) {
+        (0, _) => Some(
+            "old_string must match the file exactly, including whitespace; do not copy the `NNNNN| ` prefixes of `read`",
+        ),
+        (1, _) | (_, true) => None,
+        (_, false) => Some(
+            "add surrounding lines to make it unique, or set replace_all to change every match",
+        ),
+    };
+    if let Some(hint) = hint {
+        return Err(ToolError::EditMatch {
+            path: shown.to_owned(),
+            count,
+            hint,
+        });
+    }
+    let updated = text.replace(input.old_string.as_str(), &input.new_string);
+    save(&target.path, shown, updated.as_bytes())?;
+    let plural = if count == 1 { "" } else { "s" };
+    Ok(ToolOutput::ok(format!(
+        "Replaced {count} occurrence{plural} in {shown}"
+    )))
+}
