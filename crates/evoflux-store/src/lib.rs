@@ -1,0 +1,26 @@
+//! Durable evoflux sessions.
+//!
+//! A session's identity (id, mode, workspace, lead, graph hash), its
+//! transcript, its pending inputs and its usage live in one SQLite database
+//! in the data directory (`<data>/evoflux.db`, WAL mode), written through
+//! sqlx with embedded migrations. Every append is its own transaction and is
+//! committed before the call returns, so a process killed at any point
+//! leaves every earlier entry readable and the session resumable.
+//!
+//! Once persisted, a session's mode and workspace are authoritative:
+//! [`Store::resume`] refuses a request that names other values instead of
+//! migrating the session as a side effect.
+
+mod error;
+mod pending;
+mod session;
+mod store;
+mod transcript;
+mod usage;
+
+pub use error::StoreError;
+pub use pending::{PendingInput, PendingInputId};
+pub use session::{NewSession, Session, Workspace, WorkspaceRequest};
+pub use store::{DB_FILE, Store};
+pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
+pub use usage::Usage;

@@ -1,0 +1,460 @@
+//! The SQLite store: opening, migrations, and every read and append.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use evoflux_core::AppMode;
+use evoflux_core::ids::{Ids, SessionId};
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+
+use crate::error::StoreError;
+use crate::pending::{PendingInput, PendingInputId};
+use crate::session::{NewSession, Session, Workspace, WorkspaceRequest};
+use crate::transcript::{Message, TranscriptEntry};
+use crate::usage::Usage;
+
+/// The database file inside the data directory.
+pub const DB_FILE: &str = "evoflux.db";
+
+/// Other processes (a second CLI, the server) may hold the write lock for a
+/// moment; wait this long before reporting the database as busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A handle on `<data>/evoflux.db`. Cheap to clone; every clone shares one
+/// connection pool.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: SqlitePool,
+    data_dir: PathBuf,
+    ids: Ids,
+}
+
+const SESSION_COLUMNS: &str = "id, mode, workspace, lead, graph_hash, created_at_ms, updated_at_ms";
+const PENDING_COLUMNS: &str = "id, tool_call_id, request, answer, created_at_ms, answered_at_ms";
+
+impl Store {
+    /// Opens (creating when absent) the database in `data_dir` with real
+    /// UUIDv7 ids, and applies pending migrations.
+    pub async fn open(data_dir: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Self::open_with_ids(data_dir, Ids::system()).await
+    }
+
+    /// Like [`Store::open`] with an injected id source, so tests get
+    /// reproducible session ids.
+    pub async fn open_with_ids(data_dir: impl AsRef<Path>, ids: Ids) -> Result<Store, StoreError> {
+        let data_dir = data_dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&data_dir).map_err(|source| StoreError::DataDir {
+            path: data_dir.clone(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        // WAL lets readers in other processes see committed rows while one
+        // writer appends; NORMAL sync in WAL mode keeps every committed
+        // transaction across a process kill (only a power cut may lose the
+        // last ones), without an fsync on every append.
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
+        sqlx::migrate!("migrations/sqlite")
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate { path, source })?;
+        Ok(Store {
+            pool,
+            data_dir,
+            ids,
+        })
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The per-session folder of a Work session.
+    pub fn work_folder(&self, id: SessionId) -> PathBuf {
+        self.data_dir
+            .join("sessions")
+            .join(id.to_string())
+            .join("workspace")
+    }
+
+    /// Closes the pool, waiting for connections to finish.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Creates and persists a session. A Work session's folder is created
+    /// before the row is written, so a persisted Work session always has it.
+    pub async fn create_session(&self, new: NewSession) -> Result<Session, StoreError> {
+        new.workspace.check()?;
+        let id = self.ids.session_id();
+        let workspace = match new.workspace {
+            WorkspaceRequest::Work => {
+                let folder = self.work_folder(id);
+                std::fs::create_dir_all(&folder).map_err(|source| StoreError::DataDir {
+                    path: folder.clone(),
+                    source,
+                })?;
+                Workspace::Work { folder }
+            }
+            WorkspaceRequest::Coding(repositories) => Workspace::Coding { repositories },
+        };
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO sessions (id, mode, workspace, lead, graph_hash, created_at_ms, updated_at_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(workspace.mode().as_str())
+        .bind(roots_json(workspace.roots())?)
+        .bind(new.lead.clone())
+        .bind(new.graph_hash.clone())
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(Session {
+            id,
+            workspace,
+            lead: new.lead,
+            graph_hash: new.graph_hash,
+            created_at_ms: now,
+            updated_at_ms: now,
+        })
+    }
+
+    /// Loads a session, or `None` when there is no such id.
+    pub async fn session(&self, id: SessionId) -> Result<Option<Session>, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
+        )))
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(session_from_row).transpose()
+    }
+
+    /// Loads a session that must exist.
+    pub async fn load(&self, id: SessionId) -> Result<Session, StoreError> {
+        self.session(id)
+            .await?
+            .ok_or(StoreError::SessionNotFound(id))
+    }
+
+    /// Loads a session for resumption. The persisted mode and workspace are
+    /// authoritative: a request naming others is refused, never migrated.
+    pub async fn resume(
+        &self,
+        id: SessionId,
+        requested_mode: Option<AppMode>,
+        requested_workspace: Option<&[PathBuf]>,
+    ) -> Result<Session, StoreError> {
+        let session = self.load(id).await?;
+        session.check_resume(requested_mode, requested_workspace)?;
+        Ok(session)
+    }
+
+    /// Every session, newest first.
+    pub async fn list_sessions(&self) -> Result<Vec<Session>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at_ms DESC, id DESC"
+        )))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(session_from_row).collect()
+    }
+
+    /// Appends one message in its own transaction and returns it with its
+    /// sequence number. The number is taken inside the insert itself, so two
+    /// writers never get the same one.
+    pub async fn append_message(
+        &self,
+        id: SessionId,
+        message: &Message,
+    ) -> Result<TranscriptEntry, StoreError> {
+        let body = serde_json::to_string(message)
+            .map_err(|e| StoreError::corrupt("transcript body", e))?;
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        touch(&mut tx, id, now).await?;
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO transcript_entries (session_id, seq, role, body, created_at_ms)
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4
+             FROM transcript_entries WHERE session_id = ?1
+             RETURNING seq",
+        )
+        .bind(id.to_string())
+        .bind(message.role().as_str())
+        .bind(body)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(TranscriptEntry {
+            seq: to_u64("transcript seq", seq)?,
+            created_at_ms: now,
+            message: message.clone(),
+        })
+    }
+
+    /// The whole transcript in order.
+    pub async fn transcript(&self, id: SessionId) -> Result<Vec<TranscriptEntry>, StoreError> {
+        self.load(id).await?;
+        let rows = sqlx::query(
+            "SELECT seq, body, created_at_ms FROM transcript_entries
+             WHERE session_id = ? ORDER BY seq",
+        )
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let body: String = row.try_get("body")?;
+                Ok(TranscriptEntry {
+                    seq: to_u64("transcript seq", row.try_get("seq")?)?,
+                    created_at_ms: row.try_get("created_at_ms")?,
+                    message: serde_json::from_str(&body)
+                        .map_err(|e| StoreError::corrupt("transcript body", e))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Persists a question the agent is waiting on.
+    pub async fn create_pending_input(
+        &self,
+        id: SessionId,
+        tool_call_id: &str,
+        request: &serde_json::Value,
+    ) -> Result<PendingInput, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        touch(&mut tx, id, now).await?;
+        let pending_id: i64 = sqlx::query_scalar(
+            "INSERT INTO pending_inputs (session_id, tool_call_id, request, created_at_ms)
+             VALUES (?, ?, ?, ?) RETURNING id",
+        )
+        .bind(id.to_string())
+        .bind(tool_call_id)
+        .bind(request.to_string())
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(PendingInput {
+            id: PendingInputId(pending_id),
+            tool_call_id: tool_call_id.to_owned(),
+            request: request.clone(),
+            answer: None,
+            created_at_ms: now,
+            answered_at_ms: None,
+        })
+    }
+
+    /// Records the answer to an open pending input. Answering twice is
+    /// refused so that a second client cannot overwrite the first answer.
+    pub async fn answer_pending_input(
+        &self,
+        id: SessionId,
+        pending: PendingInputId,
+        answer: &serde_json::Value,
+    ) -> Result<PendingInput, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        touch(&mut tx, id, now).await?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE pending_inputs SET answer = ?, answered_at_ms = ?
+             WHERE id = ? AND session_id = ? AND answered_at_ms IS NULL
+             RETURNING {PENDING_COLUMNS}"
+        )))
+        .bind(answer.to_string())
+        .bind(now)
+        .bind(pending.0)
+        .bind(id.to_string())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            let exists: Option<i64> =
+                sqlx::query_scalar("SELECT id FROM pending_inputs WHERE id = ? AND session_id = ?")
+                    .bind(pending.0)
+                    .bind(id.to_string())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            return Err(match exists {
+                Some(_) => StoreError::PendingInputAnswered {
+                    session: id,
+                    id: pending,
+                },
+                None => StoreError::PendingInputNotFound {
+                    session: id,
+                    id: pending,
+                },
+            });
+        };
+        let input = pending_from_row(&row)?;
+        tx.commit().await?;
+        Ok(input)
+    }
+
+    /// Pending inputs still waiting for an answer, oldest first.
+    pub async fn open_pending_inputs(
+        &self,
+        id: SessionId,
+    ) -> Result<Vec<PendingInput>, StoreError> {
+        self.load(id).await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {PENDING_COLUMNS} FROM pending_inputs
+             WHERE session_id = ? AND answered_at_ms IS NULL ORDER BY id"
+        )))
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(pending_from_row).collect()
+    }
+
+    /// Adds one call's usage to the session total and returns the new total.
+    pub async fn add_usage(&self, id: SessionId, usage: Usage) -> Result<Usage, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        touch(&mut tx, id, now).await?;
+        let row = sqlx::query(
+            "INSERT INTO usage_totals
+                (session_id, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
+             VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT (session_id) DO UPDATE SET
+                requests = requests + excluded.requests,
+                input_tokens = input_tokens + excluded.input_tokens,
+                output_tokens = output_tokens + excluded.output_tokens,
+                cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+                cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens
+             RETURNING requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens",
+        )
+        .bind(id.to_string())
+        .bind(to_i64(usage.requests)?)
+        .bind(to_i64(usage.input_tokens)?)
+        .bind(to_i64(usage.output_tokens)?)
+        .bind(to_i64(usage.cache_read_tokens)?)
+        .bind(to_i64(usage.cache_write_tokens)?)
+        .fetch_one(&mut *tx)
+        .await?;
+        let total = usage_from_row(&row)?;
+        tx.commit().await?;
+        Ok(total)
+    }
+
+    /// The session's usage total (zero before the first call).
+    pub async fn usage(&self, id: SessionId) -> Result<Usage, StoreError> {
+        self.load(id).await?;
+        let row = sqlx::query(
+            "SELECT requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
+             FROM usage_totals WHERE session_id = ?",
+        )
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref()
+            .map(usage_from_row)
+            .transpose()
+            .map(Option::unwrap_or_default)
+    }
+}
+
+/// Bumps `updated_at_ms` inside the caller's transaction, failing with
+/// `store/session-not-found` for an unknown id. Being the first write, it
+/// also takes the write lock before anything is read.
+async fn touch(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    id: SessionId,
+    now: i64,
+) -> Result<(), StoreError> {
+    let done =
+        sqlx::query("UPDATE sessions SET updated_at_ms = MAX(updated_at_ms, ?) WHERE id = ?")
+            .bind(now)
+            .bind(id.to_string())
+            .execute(&mut **tx)
+            .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::SessionNotFound(id));
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn roots_json(roots: &[PathBuf]) -> Result<String, StoreError> {
+    serde_json::to_string(roots).map_err(|e| StoreError::corrupt("workspace", e))
+}
+
+fn to_u64(what: &'static str, v: i64) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|e| StoreError::corrupt(what, e))
+}
+
+fn to_i64(v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|e| StoreError::corrupt("usage", e))
+}
+
+fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
+    let id: String = row.try_get("id")?;
+    let mode: String = row.try_get("mode")?;
+    let workspace: String = row.try_get("workspace")?;
+    let id = SessionId::from_str(&id).map_err(|e| StoreError::corrupt("session id", e))?;
+    let mode = AppMode::from_str(&mode).map_err(|e| StoreError::corrupt("session mode", e))?;
+    let roots: Vec<PathBuf> =
+        serde_json::from_str(&workspace).map_err(|e| StoreError::corrupt("workspace", e))?;
+    Ok(Session {
+        id,
+        workspace: Workspace::from_parts(mode, roots)?,
+        lead: row.try_get("lead")?,
+        graph_hash: row.try_get("graph_hash")?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        updated_at_ms: row.try_get("updated_at_ms")?,
+    })
+}
+
+fn pending_from_row(row: &SqliteRow) -> Result<PendingInput, StoreError> {
+    let request: String = row.try_get("request")?;
+    let answer: Option<String> = row.try_get("answer")?;
+    let json =
+        |s: &str| serde_json::from_str(s).map_err(|e| StoreError::corrupt("pending input", e));
+    Ok(PendingInput {
+        id: PendingInputId(row.try_get("id")?),
+        tool_call_id: row.try_get("tool_call_id")?,
+        request: json(&request)?,
+        answer: answer.as_deref().map(json).transpose()?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        answered_at_ms: row.try_get("answered_at_ms")?,
+    })
+}
+
+fn usage_from_row(row: &SqliteRow) -> Result<Usage, StoreError> {
+    let get = |col: &str| -> Result<u64, StoreError> { to_u64("usage", row.try_get(col)?) };
+    Ok(Usage {
+        requests: get("requests")?,
+        input_tokens: get("input_tokens")?,
+        output_tokens: get("output_tokens")?,
+        cache_read_tokens: get("cache_read_tokens")?,
+        cache_write_tokens: get("cache_write_tokens")?,
+    })
+}

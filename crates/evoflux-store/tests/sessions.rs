@@ -1,0 +1,396 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use evoflux_core::AppMode;
+use evoflux_core::ids::{Ids, SessionId};
+use evoflux_store::{
+    DB_FILE, Message, NewSession, Store, StoreError, ToolCall, Usage, Workspace, WorkspaceRequest,
+};
+use serde_json::json;
+
+fn work() -> NewSession {
+    NewSession {
+        workspace: WorkspaceRequest::Work,
+        lead: Some("lead".into()),
+        graph_hash: Some("sha256:abc".into()),
+    }
+}
+
+fn coding(repos: &[&str]) -> NewSession {
+    NewSession {
+        workspace: WorkspaceRequest::Coding(repos.iter().map(PathBuf::from).collect()),
+        lead: None,
+        graph_hash: None,
+    }
+}
+
+fn sample_messages() -> Vec<Message> {
+    vec![
+        Message::User {
+            content: "grep for TODO".into(),
+        },
+        Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "call_1".into(),
+                name: "grep".into(),
+                arguments: json!({"pattern": "TODO", "path": "."}),
+            }],
+        },
+        Message::Tool {
+            tool_call_id: "call_1".into(),
+            content: "src/a.rs:3: TODO".into(),
+            is_error: false,
+            artifact: Some(
+                json!({"locator": "artifacts/s/1.log", "bytes": 18, "truncated": false}),
+            ),
+        },
+        Message::Assistant {
+            content: "One TODO in src/a.rs.".into(),
+            tool_calls: vec![],
+        },
+    ]
+}
+
+#[tokio::test]
+async fn create_load_and_list_newest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_with_ids(dir.path(), Ids::sequential())
+        .await
+        .unwrap();
+    assert!(dir.path().join(DB_FILE).is_file());
+
+    let w = store.create_session(work()).await.unwrap();
+    let c = store
+        .create_session(coding(&["/repo/a", "/repo/b"]))
+        .await
+        .unwrap();
+    assert_eq!(w.id.as_uuid().get_version_num(), 7);
+    assert_eq!(w.mode(), AppMode::Work);
+    assert_eq!(c.mode(), AppMode::Coding);
+
+    let folder = store.work_folder(w.id);
+    assert!(folder.starts_with(dir.path()));
+    assert!(folder.is_dir(), "the store creates the work folder");
+    assert_eq!(w.workspace, Workspace::Work { folder });
+
+    let loaded = store.load(w.id).await.unwrap();
+    assert_eq!(loaded, w);
+    assert_eq!(loaded.lead.as_deref(), Some("lead"));
+    assert_eq!(loaded.graph_hash.as_deref(), Some("sha256:abc"));
+    assert_eq!(store.load(c.id).await.unwrap().workspace.roots().len(), 2);
+
+    let ids: Vec<SessionId> = store
+        .list_sessions()
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, [c.id, w.id]);
+
+    let missing: SessionId = "019b76da-a800-7000-8000-0000000000ff".parse().unwrap();
+    assert!(store.session(missing).await.unwrap().is_none());
+    assert_eq!(
+        store.load(missing).await.unwrap_err().code(),
+        "store/session-not-found"
+    );
+}
+
+#[tokio::test]
+async fn invalid_coding_workspace_is_refused_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let e = store.create_session(coding(&[])).await.unwrap_err();
+    assert_eq!(e.code(), "store/coding-workspace-empty");
+    let e = store
+        .create_session(coding(&["relative"]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "store/workspace-not-absolute");
+    assert!(store.list_sessions().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn resume_with_another_mode_or_workspace_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let w = store.create_session(work()).await.unwrap();
+    let c = store.create_session(coding(&["/repo/a"])).await.unwrap();
+
+    let e = store
+        .resume(w.id, Some(AppMode::Coding), None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "store/mode-mismatch");
+    match &e {
+        StoreError::ModeMismatch {
+            id,
+            persisted,
+            requested,
+        } => {
+            assert_eq!(
+                (*id, *persisted, *requested),
+                (w.id, AppMode::Work, AppMode::Coding)
+            );
+        }
+        other => panic!("expected a mode mismatch, got {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("work") && msg.contains("coding"), "{msg}");
+
+    let other = [PathBuf::from("/repo/other")];
+    let e = store
+        .resume(c.id, Some(AppMode::Coding), Some(&other))
+        .await
+        .unwrap_err();
+    match &e {
+        StoreError::WorkspaceMismatch {
+            persisted,
+            requested,
+            ..
+        } => {
+            assert_eq!(persisted, &[PathBuf::from("/repo/a")]);
+            assert_eq!(requested, &other);
+        }
+        other => panic!("expected a workspace mismatch, got {other:?}"),
+    }
+    assert_eq!(e.to_diagnostic().code, "store/workspace-mismatch");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("/repo/a") && msg.contains("/repo/other"),
+        "{msg}"
+    );
+
+    // Nothing migrated: the sessions are unchanged and resume as persisted.
+    assert_eq!(store.load(w.id).await.unwrap().mode(), AppMode::Work);
+    let same = [PathBuf::from("/repo/a")];
+    let resumed = store
+        .resume(c.id, Some(AppMode::Coding), Some(&same))
+        .await
+        .unwrap();
+    assert_eq!(resumed, c);
+    assert_eq!(store.resume(w.id, None, None).await.unwrap(), w);
+}
+
+#[tokio::test]
+async fn transcript_keeps_order_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let a = store.create_session(work()).await.unwrap();
+    let b = store.create_session(work()).await.unwrap();
+
+    let messages = sample_messages();
+    for (i, m) in messages.iter().enumerate() {
+        let entry = store.append_message(a.id, m).await.unwrap();
+        assert_eq!(entry.seq, i as u64 + 1);
+    }
+    // Another session numbers its own entries from 1.
+    let other = store.append_message(b.id, &messages[0]).await.unwrap();
+    assert_eq!(other.seq, 1);
+
+    let got = store.transcript(a.id).await.unwrap();
+    assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    let got: Vec<Message> = got.into_iter().map(|e| e.message).collect();
+    assert_eq!(got, messages);
+    match &got[2] {
+        Message::Tool { artifact, .. } => {
+            assert_eq!(artifact.as_ref().unwrap()["locator"], "artifacts/s/1.log");
+        }
+        other => panic!("expected a tool message, got {other:?}"),
+    }
+    assert_eq!(store.transcript(b.id).await.unwrap().len(), 1);
+
+    let missing: SessionId = "019b76da-a800-7000-8000-0000000000ff".parse().unwrap();
+    let e = store
+        .append_message(missing, &messages[0])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "store/session-not-found");
+    assert!(store.load(a.id).await.unwrap().updated_at_ms >= a.updated_at_ms);
+}
+
+#[tokio::test]
+async fn pending_input_lifecycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    assert!(store.open_pending_inputs(s.id).await.unwrap().is_empty());
+
+    let q1 = store
+        .create_pending_input(s.id, "call_1", &json!({"question": "Which branch?"}))
+        .await
+        .unwrap();
+    let q2 = store
+        .create_pending_input(
+            s.id,
+            "call_2",
+            &json!({"question": "Proceed?", "options": ["yes", "no"]}),
+        )
+        .await
+        .unwrap();
+    assert!(q1.is_open());
+    let open = store.open_pending_inputs(s.id).await.unwrap();
+    assert_eq!(open, [q1.clone(), q2.clone()]);
+
+    let answered = store
+        .answer_pending_input(s.id, q1.id, &json!("main"))
+        .await
+        .unwrap();
+    assert_eq!(answered.answer, Some(json!("main")));
+    assert_eq!(answered.tool_call_id, "call_1");
+    assert!(answered.answered_at_ms.is_some());
+    assert_eq!(
+        store.open_pending_inputs(s.id).await.unwrap(),
+        std::slice::from_ref(&q2)
+    );
+
+    let e = store
+        .answer_pending_input(s.id, q1.id, &json!("dev"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "store/pending-input-answered");
+
+    // An id from another session is not found in this one.
+    let other = store.create_session(work()).await.unwrap();
+    let e = store
+        .answer_pending_input(other.id, q2.id, &json!("yes"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "store/pending-input-not-found");
+    assert_eq!(store.open_pending_inputs(s.id).await.unwrap(), [q2]);
+}
+
+#[tokio::test]
+async fn usage_accumulates() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    assert_eq!(store.usage(s.id).await.unwrap(), Usage::default());
+
+    let one = Usage {
+        requests: 1,
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_read_tokens: 50,
+        cache_write_tokens: 0,
+    };
+    let two = Usage {
+        requests: 1,
+        input_tokens: 30,
+        output_tokens: 5,
+        cache_read_tokens: 0,
+        cache_write_tokens: 7,
+    };
+    store.add_usage(s.id, one).await.unwrap();
+    let total = store.add_usage(s.id, two).await.unwrap();
+    let want = Usage {
+        requests: 2,
+        input_tokens: 130,
+        output_tokens: 25,
+        cache_read_tokens: 50,
+        cache_write_tokens: 7,
+    };
+    assert_eq!(total, want);
+    assert_eq!(store.usage(s.id).await.unwrap(), want);
+}
+
+#[tokio::test]
+async fn reopen_after_drop_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, q) = {
+        let store = Store::open(dir.path()).await.unwrap();
+        let s = store.create_session(coding(&["/repo/a"])).await.unwrap();
+        for m in sample_messages() {
+            store.append_message(s.id, &m).await.unwrap();
+        }
+        let q = store
+            .create_pending_input(s.id, "call_9", &json!({"question": "ok?"}))
+            .await
+            .unwrap();
+        let usage = Usage {
+            requests: 1,
+            input_tokens: 9,
+            ..Usage::default()
+        };
+        store.add_usage(s.id, usage).await.unwrap();
+        (s.id, q)
+        // The store is dropped here without `close`.
+    };
+    let store = Store::open(dir.path()).await.unwrap();
+    let all = store.list_sessions().await.unwrap();
+    assert_eq!(all.iter().map(|s| s.id).collect::<Vec<_>>(), [id]);
+    assert_eq!(all[0].workspace.roots(), [PathBuf::from("/repo/a")]);
+    let msgs: Vec<Message> = store
+        .transcript(id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message)
+        .collect();
+    assert_eq!(msgs, sample_messages());
+    assert_eq!(store.open_pending_inputs(id).await.unwrap(), [q]);
+    assert_eq!(store.usage(id).await.unwrap().input_tokens, 9);
+    // Appends continue the numbering.
+    let next = store
+        .append_message(id, &sample_messages()[0])
+        .await
+        .unwrap();
+    assert_eq!(next.seq, 5);
+}
+
+#[tokio::test]
+async fn concurrent_appends_from_two_handles_stay_gapless() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = Store::open(dir.path()).await.unwrap();
+    let two = Store::open(dir.path()).await.unwrap();
+    let s = one.create_session(work()).await.unwrap();
+    let writer = |store: Store, who: &'static str| {
+        tokio::spawn(async move {
+            for i in 0..25 {
+                let m = Message::User {
+                    content: format!("{who} {i}"),
+                };
+                store.append_message(s.id, &m).await.unwrap();
+            }
+        })
+    };
+    let (a, b) = tokio::join!(writer(one.clone(), "one"), writer(two, "two"));
+    a.unwrap();
+    b.unwrap();
+    let entries = one.transcript(s.id).await.unwrap();
+    let seqs: Vec<u64> = entries.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=50).collect::<Vec<u64>>());
+    // Each writer's own messages keep their order.
+    for who in ["one", "two"] {
+        let mine: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.message {
+                Message::User { content } if content.starts_with(who) => Some(content.clone()),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<String> = (0..25).map(|i| format!("{who} {i}")).collect();
+        assert_eq!(mine, want);
+    }
+}
+
+#[tokio::test]
+async fn work_session_resumes_with_its_own_folder_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    let folder = [store.work_folder(s.id)];
+    let resumed = store
+        .resume(s.id, Some(AppMode::Work), Some(&folder))
+        .await
+        .unwrap();
+    assert_eq!(resumed.id, s.id);
+    let elsewhere = [dir.path().join("elsewhere")];
+    let e = store
+        .resume(s.id, Some(AppMode::Work), Some(&elsewhere))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "store/workspace-mismatch");
+}
