@@ -83,9 +83,20 @@ pub fn write_atomic_with(
     if let Some(file) =
         anonymous::create(&dir, mode).map_err(err(path, "create a temporary file"))?
     {
-        return finish_anonymous(path, &dir, file_name, file, fill);
+        return finish_anonymous(path, &dir, file_name, mode, file, fill);
     }
 
+    write_named(path, &dir, file_name, mode, fill)
+}
+
+/// The portable path: a hidden named temporary file beside the target.
+fn write_named(
+    path: &Path,
+    dir: &Path,
+    file_name: &std::ffi::OsStr,
+    mode: Option<u32>,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), AtomicWriteError> {
     let prefix = hidden_prefix(file_name);
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
@@ -93,7 +104,7 @@ pub fn write_atomic_with(
         builder.permissions(Permissions::from_mode(mode));
     }
     let mut tmp = builder
-        .tempfile_in(&dir)
+        .tempfile_in(dir)
         .map_err(err(path, "create a temporary file"))?;
     if let Some(mode) = mode {
         // `permissions` above is subject to the umask; the requested mode is exact.
@@ -104,7 +115,7 @@ pub fn write_atomic_with(
     tmp.as_file().sync_all().map_err(err(path, "sync"))?;
     tmp.persist(path)
         .map_err(|e| err(path, "rename into place")(e.error))?;
-    sync_dir(&dir).map_err(err(path, "sync the directory"))
+    sync_dir(dir).map_err(err(path, "sync the directory"))
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -112,18 +123,40 @@ fn finish_anonymous(
     path: &Path,
     dir: &Path,
     file_name: &std::ffi::OsStr,
+    mode: Option<u32>,
     mut file: File,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<(), AtomicWriteError> {
     fill(&mut file).map_err(err(path, "write"))?;
     file.sync_all().map_err(err(path, "sync"))?;
-    let tmp =
-        anonymous::link(&file, dir, file_name).map_err(err(path, "link the temporary file"))?;
+    let tmp = match anonymous::link(&file, dir, file_name) {
+        Ok(tmp) => tmp,
+        // Linking goes through /proc/self/fd, which a sandbox may not
+        // mount: copy the finished content to a named temporary instead.
+        Err(_) => return copy_to_named(path, dir, file_name, mode, file),
+    };
     if let Err(e) = fs::rename(&tmp, path) {
         let _ = fs::remove_file(&tmp);
         return Err(err(path, "rename into place")(e));
     }
     sync_dir(dir).map_err(err(path, "sync the directory"))
+}
+
+/// Writes the finished content of an unnamed file through a named
+/// temporary file.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn copy_to_named(
+    path: &Path,
+    dir: &Path,
+    file_name: &std::ffi::OsStr,
+    mode: Option<u32>,
+    mut file: File,
+) -> Result<(), AtomicWriteError> {
+    write_named(path, dir, file_name, mode, |dst| {
+        use std::io::Seek;
+        file.rewind()?;
+        io::copy(&mut file, dst).map(drop)
+    })
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -158,7 +191,7 @@ mod anonymous {
         let open_mode = Mode::from_bits_truncate(mode.unwrap_or(0o666));
         match rustix::fs::open(
             dir,
-            OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
             open_mode,
         ) {
             Ok(fd) => {
@@ -267,6 +300,32 @@ mod tests {
         assert!(e.to_string().contains("settings.json"));
         assert_eq!(fs::read(&path).unwrap(), b"old");
         assert_eq!(entries(dir.path()), ["settings.json"]);
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn content_of_an_anonymous_file_can_be_copied_to_a_named_one() {
+        // The fallback when /proc is not mounted: what was written into the
+        // unnamed file lands intact, with the requested mode, and no litter.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registry.json");
+        fs::write(&path, b"old").unwrap();
+        let mut anon = anonymous::create(dir.path(), None).unwrap().unwrap();
+        anon.write_all(b"fresh content").unwrap();
+        copy_to_named(
+            &path,
+            dir.path(),
+            std::ffi::OsStr::new("registry.json"),
+            Some(0o600),
+            anon,
+        )
+        .unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"fresh content");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(entries(dir.path()), ["registry.json"]);
     }
 
     #[test]
