@@ -15,7 +15,7 @@ use sqlx::sqlite::{
 use crate::error::StoreError;
 use crate::pending::{PendingInput, PendingInputId};
 use crate::session::{NewSession, Session, Workspace, WorkspaceRequest};
-use crate::transcript::{Message, TranscriptEntry};
+use crate::transcript::{EntryRole, Message, TranscriptEntry};
 use crate::usage::Usage;
 
 /// The database file inside the data directory.
@@ -189,20 +189,42 @@ impl Store {
         id: SessionId,
         message: &Message,
     ) -> Result<TranscriptEntry, StoreError> {
+        self.append_entry(id, message, None).await
+    }
+
+    /// Appends a tool result with the artifact metadata its tool hook
+    /// recorded, so a reloaded transcript carries the same metadata as the
+    /// live event did.
+    pub async fn append_with_artifact(
+        &self,
+        id: SessionId,
+        message: &Message,
+        artifact: &serde_json::Value,
+    ) -> Result<TranscriptEntry, StoreError> {
+        self.append_entry(id, message, Some(artifact)).await
+    }
+
+    async fn append_entry(
+        &self,
+        id: SessionId,
+        message: &Message,
+        artifact: Option<&serde_json::Value>,
+    ) -> Result<TranscriptEntry, StoreError> {
         let body = serde_json::to_string(message)
             .map_err(|e| StoreError::corrupt("transcript body", e))?;
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         touch(&mut tx, id, now).await?;
         let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO transcript_entries (session_id, seq, role, body, created_at_ms)
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4
+            "INSERT INTO transcript_entries (session_id, seq, role, body, artifact, created_at_ms)
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5
              FROM transcript_entries WHERE session_id = ?1
              RETURNING seq",
         )
         .bind(id.to_string())
-        .bind(message.role().as_str())
+        .bind(EntryRole::of(message).as_str())
         .bind(body)
+        .bind(artifact.map(|a| a.to_string()))
         .bind(now)
         .fetch_one(&mut *tx)
         .await?;
@@ -211,6 +233,7 @@ impl Store {
             seq: to_u64("transcript seq", seq)?,
             created_at_ms: now,
             message: message.clone(),
+            artifact: artifact.cloned(),
         })
     }
 
@@ -218,7 +241,7 @@ impl Store {
     pub async fn transcript(&self, id: SessionId) -> Result<Vec<TranscriptEntry>, StoreError> {
         self.load(id).await?;
         let rows = sqlx::query(
-            "SELECT seq, body, created_at_ms FROM transcript_entries
+            "SELECT seq, body, artifact, created_at_ms FROM transcript_entries
              WHERE session_id = ? ORDER BY seq",
         )
         .bind(id.to_string())
@@ -227,11 +250,16 @@ impl Store {
         rows.iter()
             .map(|row| {
                 let body: String = row.try_get("body")?;
+                let artifact: Option<String> = row.try_get("artifact")?;
                 Ok(TranscriptEntry {
                     seq: to_u64("transcript seq", row.try_get("seq")?)?,
                     created_at_ms: row.try_get("created_at_ms")?,
                     message: serde_json::from_str(&body)
                         .map_err(|e| StoreError::corrupt("transcript body", e))?,
+                    artifact: artifact
+                        .map(|a| serde_json::from_str(&a))
+                        .transpose()
+                        .map_err(|e| StoreError::corrupt("transcript artifact", e))?,
                 })
             })
             .collect()

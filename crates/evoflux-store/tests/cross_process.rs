@@ -38,8 +38,22 @@ fn message(n: u64) -> Message {
             tool_call_id: format!("call_{}", n - 1),
             content: format!("message {n}"),
             is_error: false,
-            artifact: Some(json!({"n": n})),
         },
+    }
+}
+
+/// Tool results carry artifact metadata beside the message.
+fn artifact(n: u64) -> Option<serde_json::Value> {
+    n.is_multiple_of(3).then(|| json!({"n": n}))
+}
+
+async fn append(store: &Store, id: SessionId, n: u64) -> evoflux_store::TranscriptEntry {
+    match artifact(n) {
+        Some(a) => store
+            .append_with_artifact(id, &message(n), &a)
+            .await
+            .unwrap(),
+        None => store.append_message(id, &message(n)).await.unwrap(),
     }
 }
 
@@ -56,7 +70,7 @@ async fn helper_appending_writer() {
     // Append until killed; stop after a minute so a broken parent never
     // leaves this process behind for long.
     for n in 1..=6000u64 {
-        let entry = store.append_message(id, &message(n)).await.unwrap();
+        let entry = append(&store, id, n).await;
         store
             .add_usage(
                 id,
@@ -150,6 +164,7 @@ async fn killed_writer_loses_no_committed_entry() {
         let n = i as u64 + 1;
         assert_eq!(entry.seq, n, "sequence numbers are gapless");
         assert_eq!(entry.message, message(n));
+        assert_eq!(entry.artifact, artifact(n));
     }
     let open = store.open_pending_inputs(session.id).await.unwrap();
     assert_eq!(open.len(), 1);
@@ -160,9 +175,6 @@ async fn killed_writer_loses_no_committed_entry() {
 
     // The session resumes and keeps appending after the crash.
     let resumed = store.resume(session.id, None, None).await.unwrap();
-    let next = store
-        .append_message(resumed.id, &message(entries.len() as u64 + 1))
-        .await
-        .unwrap();
+    let next = append(&store, resumed.id, entries.len() as u64 + 1).await;
     assert_eq!(next.seq, entries.len() as u64 + 1);
 }

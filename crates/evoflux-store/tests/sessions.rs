@@ -42,9 +42,6 @@ fn sample_messages() -> Vec<Message> {
             tool_call_id: "call_1".into(),
             content: "src/a.rs:3: TODO".into(),
             is_error: false,
-            artifact: Some(
-                json!({"locator": "artifacts/s/1.log", "bytes": 18, "truncated": false}),
-            ),
         },
         Message::Assistant {
             content: "One TODO in src/a.rs.".into(),
@@ -182,24 +179,37 @@ async fn transcript_keeps_order_and_round_trips() {
     let b = store.create_session(work()).await.unwrap();
 
     let messages = sample_messages();
+    let artifact = json!({"locator": "artifacts/s/1.log", "bytes": 18, "truncated": false});
     for (i, m) in messages.iter().enumerate() {
-        let entry = store.append_message(a.id, m).await.unwrap();
+        let entry = match m {
+            Message::Tool { .. } => store.append_with_artifact(a.id, m, &artifact).await,
+            _ => store.append_message(a.id, m).await,
+        }
+        .unwrap();
         assert_eq!(entry.seq, i as u64 + 1);
     }
     // Another session numbers its own entries from 1.
     let other = store.append_message(b.id, &messages[0]).await.unwrap();
     assert_eq!(other.seq, 1);
 
-    let got = store.transcript(a.id).await.unwrap();
-    assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
-    let got: Vec<Message> = got.into_iter().map(|e| e.message).collect();
+    let entries = store.transcript(a.id).await.unwrap();
+    assert_eq!(
+        entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    // The tool result's artifact metadata survives the reload beside it.
+    assert_eq!(
+        entries[2].artifact.as_ref().unwrap()["locator"],
+        "artifacts/s/1.log"
+    );
+    assert!(
+        entries
+            .iter()
+            .enumerate()
+            .all(|(i, e)| (i == 2) == e.artifact.is_some())
+    );
+    let got: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
     assert_eq!(got, messages);
-    match &got[2] {
-        Message::Tool { artifact, .. } => {
-            assert_eq!(artifact.as_ref().unwrap()["locator"], "artifacts/s/1.log");
-        }
-        other => panic!("expected a tool message, got {other:?}"),
-    }
     assert_eq!(store.transcript(b.id).await.unwrap().len(), 1);
 
     let missing: SessionId = "019b76da-a800-7000-8000-0000000000ff".parse().unwrap();

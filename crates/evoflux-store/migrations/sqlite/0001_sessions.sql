@@ -18,8 +18,10 @@ CREATE TABLE transcript_entries (
     session_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     seq           INTEGER NOT NULL,
     role          TEXT NOT NULL,
-    -- The whole message as JSON, including tool calls and artifact metadata.
+    -- The message as JSON (evoflux-model's Message, tool calls included).
     body          TEXT NOT NULL,
+    -- Artifact metadata a tool hook recorded for a tool result, as JSON.
+    artifact      TEXT,
     created_at_ms INTEGER NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
