@@ -377,11 +377,16 @@ pub fn check_invariants(info: &serde_json::Value) -> Vec<String> {
     let mut ids = std::collections::BTreeSet::new();
     for r in &routes {
         let path = r["path"].as_str().unwrap_or_default();
-        let erased: Vec<&str> = path
-            .split('/')
-            .map(|s| if s.starts_with(':') { ":_" } else { s })
-            .collect();
-        if !ids.insert(format!("{} {}", r["method"], erased.join("/"))) {
+        // The route plan's own identity rule; a path that does not parse
+        // is a problem in itself.
+        let identity = match crate::route_plan::RoutePattern::parse(path) {
+            Ok(p) => p.identity,
+            Err(why) => {
+                problems.push(format!("route path `{path}` {why}"));
+                continue;
+            }
+        };
+        if !ids.insert(format!("{} {identity}", r["method"])) {
             problems.push(format!("route `{} {path}` listed twice", r["method"]));
         }
     }
