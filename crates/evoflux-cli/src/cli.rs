@@ -59,6 +59,20 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::workers::WorkersCommand,
     },
+    /// Run one task non-interactively and exit: 0 done, 1 failed, 4 waiting for an answer.
+    Run(crate::commands::run::RunArgs),
+    /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.
+    Chat(crate::commands::run::ChatArgs),
+    /// List, show and resume sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: crate::commands::run::SessionsCommand,
+    },
+    /// MCP servers: list them with their state, list a server's tools, call a tool.
+    Mcp {
+        #[command(subcommand)]
+        command: crate::commands::mcp::McpCommand,
+    },
     /// Agent Plugins: create, inspect, pack, install, link, update, list, show,
     /// enable, disable, uninstall, credentials.
     Plugin {
@@ -125,7 +139,7 @@ pub enum GraphCommand {
     },
 }
 
-fn parse_mode(s: &str) -> Result<AppMode, String> {
+pub(crate) fn parse_mode(s: &str) -> Result<AppMode, String> {
     s.parse()
         .map_err(|e: evoflux_core::mode::ParseModeError| e.to_string())
 }

@@ -3,7 +3,7 @@
 //! Each subcommand parses its arguments, calls into a typed core and renders
 //! the result for humans or, with `--json`, for machines. Exit codes are part
 //! of the interface: 0 ok, 1 failure, 2 usage error, 3 validation found
-//! errors.
+//! errors, 4 a session waits for the user's answer.
 
 mod cli;
 mod commands;
@@ -39,8 +39,12 @@ fn main() -> ExitCode {
             }
         },
         Command::Plugin { command } => commands::plugin::run(&out, command),
+        Command::Mcp { command } => commands::mcp::run(&out, command),
         Command::Agents { command } => commands::agents::run(&out, command),
         Command::Workers { command } => commands::workers::run(&out, command),
+        Command::Run(args) => commands::run::run(&out, args),
+        Command::Chat(args) => commands::run::chat(&out, args),
+        Command::Sessions { command } => commands::run::sessions(&out, command),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -14,6 +14,10 @@ pub enum Exit {
     Failure,
     /// Validation ran and found errors in user input.
     Invalid,
+    /// A session stopped to wait for the user's answer.
+    Waiting,
+    /// Stopped by Ctrl-C or SIGTERM.
+    Interrupted,
 }
 
 impl From<Exit> for ExitCode {
@@ -23,6 +27,8 @@ impl From<Exit> for ExitCode {
             Exit::Failure => ExitCode::from(1),
             // 2 is clap's, for usage errors.
             Exit::Invalid => ExitCode::from(3),
+            Exit::Waiting => ExitCode::from(4),
+            Exit::Interrupted => ExitCode::from(130),
         }
     }
 }

@@ -266,7 +266,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                     "description": str_("Why you run it, in a few words."),
                     "workdir": str_("Directory inside the workspace."),
                     "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Default 120."},
-                    "yield_time_ms": {"type": "integer", "minimum": 250, "maximum": 30000, "description": "Default 10000."}
+                    "yield_time_ms": {"type": "integer", "minimum": 250, "maximum": 30000, "description": "Default 10000."},
+                    "notify_on_exit": {"type": "boolean", "description": "If it outlives the yield, report its end without polling."}
                 }),
                 &["command"],
             ),

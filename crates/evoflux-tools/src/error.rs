@@ -64,6 +64,38 @@ pub enum ToolError {
         #[source]
         source: std::io::Error,
     },
+    /// `process` named an id this session does not track (never started,
+    /// another session's, or already finished and observed).
+    #[error(
+        "no command process `{process_id}` in this session; use process(action='list') to see the running ones"
+    )]
+    ProcessNotFound { process_id: String },
+    /// The command could not be started at all.
+    #[error("cannot start `{program}`: {source}")]
+    SpawnFailed {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The session's output artifact could not be created.
+    #[error("cannot journal command output to {path}: {source}")]
+    Journal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The session already tracks the maximum number of running commands.
+    #[error(
+        "this session already runs {limit} commands; terminate some with process(action='terminate') first"
+    )]
+    TooManyProcesses { limit: usize },
+    /// The application is shutting down and starts no more commands.
+    #[error("the command runtime is shutting down; no new command can start")]
+    RuntimeShutDown,
+    /// A command tool definition that the graph should have rejected
+    /// (such as a placeholder spliced into a larger argument).
+    #[error("command tool definition is invalid at {field}: {message}")]
+    CommandToolInvalid { field: String, message: String },
     /// The executor belongs to another crate or issue and is not built here.
     #[error("the `{executor:?}` executor is not implemented by evoflux-tools")]
     NotImplemented { executor: BuiltinExecutor },
@@ -83,6 +115,12 @@ impl ToolError {
             ToolError::EditMatch { .. } => "tool/edit-match",
             ToolError::OffsetPastEnd { .. } => "tool/offset-past-end",
             ToolError::Io { .. } => "tool/io",
+            ToolError::ProcessNotFound { .. } => "tool/process-not-found",
+            ToolError::SpawnFailed { .. } => "tool/spawn-failed",
+            ToolError::Journal { .. } => "tool/journal-failed",
+            ToolError::TooManyProcesses { .. } => "tool/too-many-processes",
+            ToolError::RuntimeShutDown => "tool/runtime-shut-down",
+            ToolError::CommandToolInvalid { .. } => "tool/command-tool-invalid",
             ToolError::NotImplemented { .. } => "tool/not-implemented",
         }
     }

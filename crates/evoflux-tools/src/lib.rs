@@ -1,21 +1,39 @@
-//! Executors of evoflux's built-in file tools: `read`, `write`, `edit`,
-//! `ls`, `glob` and `grep`.
+//! Executors of evoflux's built-in tools.
 //!
 //! The loop finds an executor by the typed [`BuiltinExecutor`] that the
-//! graph compiled into the tool's definition, never by the tool's name,
-//! and hands the model's JSON input to [`execute`]. Every path stays
-//! inside the session's [`Workspace`] roots. Executors built elsewhere
-//! (shell, process, todo, web_fetch, skill, code_context) answer
-//! [`ToolError::NotImplemented`] here rather than pretending to work.
+//! graph compiled into the tool's definition, never by the tool's name.
+//!
+//! * The file tools (`read`, `write`, `edit`, `ls`, `glob`, `grep`) are
+//!   synchronous: [`execute`]. Every path stays inside the session's
+//!   [`Workspace`] roots.
+//! * Commands (`shell`, `process`, command-backed project tools, the
+//!   user's `!command`) need state that outlives a call, so they run on
+//!   the application's [`ProcessRuntime`] (async, tokio), which journals
+//!   output once per command and returns bounded observations carrying a
+//!   typed [`CommandMeta`]. [`ProcessRuntime::execute`] routes every
+//!   executor, file tools included, and is the entry point for the loop.
+//!
+//! Executors built elsewhere (todo, web_fetch, skill, code_context) answer
+//! [`ToolError::NotImplemented`] rather than pretending to work.
 
 mod args;
 mod clip;
+mod command_tool;
+mod env;
 mod error;
 mod glob;
 mod grep;
+mod group;
+mod journal;
 mod ls;
+mod observation;
 mod output;
+mod process;
 mod read;
+mod runtime;
+mod shell;
+mod sync;
+mod tracked;
 mod walk;
 mod workspace;
 mod write;
@@ -24,12 +42,25 @@ use evoflux_graph::tool::BuiltinExecutor;
 use serde_json::Value;
 
 pub use clip::MAX_LINE_CHARS;
+pub use env::ALLOWED_ENV;
 pub use error::ToolError;
 pub use glob::{GLOB_DEFAULT_MAX, GlobInput};
 pub use grep::{GREP_DEFAULT_MAX, GREP_MAX_FILE_BYTES, GREP_MAX_PATTERN, GrepInput};
 pub use ls::{LS_MAX_ENTRIES, LsInput};
+pub use observation::{CommandMeta, CommandStatus, FAILURE_OUTPUT_LIMIT, SUCCESS_OUTPUT_LIMIT};
 pub use output::ToolOutput;
+pub use process::{
+    PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, ProcessAction, ProcessRequest,
+};
 pub use read::{READ_MAX_BYTES, READ_MAX_OUTPUT_BYTES, ReadInput};
+pub use runtime::{
+    DEFAULT_EXIT_DRAIN, DEFAULT_MAX_TIMEOUT, DEFAULT_TERMINATE_GRACE, ExitNotice,
+    MAX_SESSION_PROCESSES, ProcessRuntime, RuntimeConfig,
+};
+pub use shell::{
+    SHELL_DEFAULT_TIMEOUT_SECONDS, SHELL_DEFAULT_YIELD_MS, SHELL_MAX_YIELD_MS, SHELL_MIN_YIELD_MS,
+    ShellRequest,
+};
 pub use workspace::{Resolved, Workspace};
 pub use write::{EditInput, WriteInput};
 
@@ -39,7 +70,8 @@ pub use write::{EditInput, WriteInput};
 /// ambiguous edit) come back as `Err` like every other failure; turn
 /// them into a model-visible result with [`ToolError::into_output`].
 /// [`ToolError::NotImplemented`] is the one error the caller should
-/// treat as its own wiring problem.
+/// treat as its own wiring problem; `shell` and `process` answer it here
+/// because they run on [`ProcessRuntime`], which routes them itself.
 pub fn execute(
     ws: &Workspace,
     executor: BuiltinExecutor,

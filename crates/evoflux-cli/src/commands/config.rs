@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::config::{self, ConfigOrigin, LoadedConfig};
-use evoflux_graph::{Binding, Slot};
+use evoflux_graph::{Binding, CompiledGraph, Slot};
 use serde::Serialize;
 
 use crate::cli::SourceArgs;
@@ -23,6 +23,14 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Selected, E
         Err(exit) => return Ok(Err(exit)),
     };
     let graph = super::compile_graph(&dirs, sources)?;
+    let (loaded, diags) = selected(&graph);
+    Ok(Ok((dirs.config_file(), loaded, diags)))
+}
+
+/// The graph's `config` winner (project over user over admin over the
+/// embedded default) and the diagnostics of that slot; `None` when the
+/// slot has errors.
+pub fn selected(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
     let diags: Diagnostics = graph
         .diagnostics
         .iter()
@@ -39,7 +47,7 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Selected, E
             Binding::Builtin { .. } => Some(LoadedConfig::embedded()),
         });
     let loaded = if diags.has_errors() { None } else { loaded };
-    Ok(Ok((dirs.config_file(), loaded, diags)))
+    (loaded, diags)
 }
 
 pub fn show(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {

@@ -2,9 +2,11 @@ pub mod agents;
 pub mod config;
 pub mod graph;
 pub mod info;
+pub mod mcp;
 pub mod model;
 pub mod paths;
 pub mod plugin;
+pub mod run;
 pub mod skills;
 pub mod workers;
 

@@ -1,0 +1,256 @@
+//! `evoflux mcp`: the MCP servers evoflux would run (the global
+//! `connections/*` of the compiled graph and every enabled plugin's
+//! servers), their state and tools, and one-off tool calls.
+//!
+//! Each command starts the servers it needs, waits for them to settle,
+//! reports, and stops them again: nothing keeps running after it exits.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use evoflux_core::Diagnostics;
+use evoflux_mcp::{ManagerOptions, McpManager, McpRuntime, ServerOwner, ServerStatus};
+use evoflux_plugins::{PluginManager, PluginPaths};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cli::SourceArgs;
+use crate::commands::{compile_graph, resolve_dirs, root_options};
+use crate::output::{Exit, Output};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// List every MCP server with its owner, transport, state, tools and last error.
+    List {
+        /// Seconds to wait for servers to start before reporting.
+        #[arg(long, default_value_t = 30)]
+        wait: u64,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Start one server and list its tools. SERVER is a global server name,
+    /// or `<plugin>/<server>` for a plugin's server.
+    Tools {
+        server: String,
+        #[arg(long, default_value_t = 30)]
+        wait: u64,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Start one server and call one of its tools; exit 1 when the tool reports an error.
+    Call {
+        server: String,
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Seconds the call may take.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        #[arg(long, default_value_t = 30)]
+        wait: u64,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+}
+
+pub fn run(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run_async(out, command))
+}
+
+/// Every manager of this invocation, not started.
+fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<McpRuntime, Exit>> {
+    let dirs = match resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(Err(exit)),
+    };
+    let graph = compile_graph(&dirs, sources)?;
+    let options = ManagerOptions {
+        roots: root_options(&dirs, sources)?.workspaces,
+        ..ManagerOptions::default()
+    };
+    let plugins = PluginManager::new(PluginPaths::from_dirs(&dirs));
+    let (runtime, diagnostics) = McpRuntime::new(&graph, Some(&plugins), options)?;
+    out.diagnostics(&Diagnostics::from(diagnostics));
+    Ok(Ok(runtime))
+}
+
+/// `name`, or `<plugin>/<name>` for a plugin's server.
+fn display_name(status: &ServerStatus) -> String {
+    match &status.owner {
+        ServerOwner::Global { .. } => status.name.clone(),
+        ServerOwner::Plugin { plugin, .. } => format!("{plugin}/{}", status.name),
+    }
+}
+
+/// The manager holding `server` (as [`display_name`] writes it).
+fn find<'a>(runtime: &'a McpRuntime, server: &str) -> Option<(&'a McpManager, String)> {
+    runtime.managers().into_iter().find_map(|m| {
+        m.statuses()
+            .into_iter()
+            .find(|s| display_name(s) == server)
+            .map(|s| (m, s.name))
+    })
+}
+
+#[derive(Serialize)]
+struct ServerRow {
+    server: String,
+    #[serde(flatten)]
+    status: ServerStatus,
+}
+
+async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
+    match command {
+        McpCommand::List { wait, sources } => {
+            let runtime = match load(out, sources)? {
+                Ok(r) => r,
+                Err(exit) => return Ok(exit),
+            };
+            runtime.start_all();
+            for m in runtime.managers() {
+                m.wait_settled(Duration::from_secs(*wait)).await;
+            }
+            let rows: Vec<ServerRow> = runtime
+                .statuses()
+                .into_iter()
+                .map(|status| ServerRow {
+                    server: display_name(&status),
+                    status,
+                })
+                .collect();
+            runtime.shutdown().await;
+            out.result(&serde_json::json!({ "servers": rows }), || {
+                render_list(&rows)
+            });
+            Ok(Exit::Ok)
+        }
+        McpCommand::Tools {
+            server,
+            wait,
+            sources,
+        } => {
+            let runtime = match load(out, sources)? {
+                Ok(r) => r,
+                Err(exit) => return Ok(exit),
+            };
+            let Some((manager, name)) = find(&runtime, server) else {
+                bail!("no MCP server is named `{server}` (see `evoflux mcp list`)");
+            };
+            let status = start_one(manager, &name, *wait).await?;
+            runtime.shutdown().await;
+            let status = status?;
+            out.result(
+                &serde_json::json!({ "server": server, "tools": status.tools }),
+                || {
+                    let mut text = String::new();
+                    for t in &status.tools {
+                        let description = t.description.as_deref().unwrap_or("");
+                        text.push_str(&format!("{}\t{}\n", t.name, first_line(description)));
+                    }
+                    text
+                },
+            );
+            Ok(Exit::Ok)
+        }
+        McpCommand::Call {
+            server,
+            tool,
+            args,
+            timeout,
+            wait,
+            sources,
+        } => {
+            let args: Value = serde_json::from_str(args).context("--args is not valid JSON")?;
+            if !args.is_object() {
+                bail!("--args must be a JSON object");
+            }
+            let runtime = match load(out, sources)? {
+                Ok(r) => r,
+                Err(exit) => return Ok(exit),
+            };
+            let Some((manager, name)) = find(&runtime, server) else {
+                bail!("no MCP server is named `{server}` (see `evoflux mcp list`)");
+            };
+            let ready = start_one(manager, &name, *wait).await?;
+            let result = match ready {
+                Ok(_) => Ok(manager
+                    .call_server_tool(&name, tool, args, Duration::from_secs(*timeout))
+                    .await),
+                Err(e) => Err(e),
+            };
+            runtime.shutdown().await;
+            let result = result??;
+            out.result(&result, || {
+                let mut text = result.to_text();
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text
+            });
+            Ok(if result.is_error {
+                Exit::Failure
+            } else {
+                Exit::Ok
+            })
+        }
+    }
+}
+
+/// Starts one server and waits for it; `Err` inside when it is not ready.
+async fn start_one(
+    manager: &McpManager,
+    name: &str,
+    wait: u64,
+) -> anyhow::Result<anyhow::Result<ServerStatus>> {
+    manager.start(name)?;
+    manager.wait_settled(Duration::from_secs(wait)).await;
+    let status = manager.status(name)?;
+    if status.state != evoflux_mcp::ServerState::Ready {
+        let why = status
+            .last_error
+            .as_ref()
+            .map(|e| format!(": {} ({})", e.message, e.code))
+            .unwrap_or_default();
+        return Ok(Err(anyhow::anyhow!(
+            "MCP server `{name}` is {}{why}",
+            status.state.as_str()
+        )));
+    }
+    Ok(Ok(status))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn render_list(rows: &[ServerRow]) -> String {
+    if rows.is_empty() {
+        return "no MCP servers configured\n".to_owned();
+    }
+    let mut text = String::from("SERVER\tOWNER\tTRANSPORT\tSTATE\tTOOLS\tLAST ERROR\n");
+    for r in rows {
+        let s = &r.status;
+        let error = s
+            .last_error
+            .as_ref()
+            .map(|e| format!("{}: {}", e.code, first_line(&e.message)))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            r.server,
+            s.owner.label(),
+            s.transport.map(|t| t.as_str()).unwrap_or("unknown"),
+            s.state.as_str(),
+            s.tools.len(),
+            error
+        ));
+    }
+    text
+}

@@ -1,0 +1,523 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! `evoflux run`, `sessions` and the command runtime, end to end through
+//! the real binary with the scripted provider.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Output, Stdio};
+
+use common::Sandbox;
+use serde_json::Value;
+
+/// Writes a script and returns the `--model` value for it.
+fn script(s: &Sandbox, name: &str, yaml: &str) -> String {
+    let path = s.tmp.path().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+/// Runs with the test's PATH, so shell commands find their programs.
+fn run(s: &Sandbox, args: &[&str]) -> Output {
+    s.command(args)
+        .env("PATH", std::env::var("PATH").unwrap())
+        .output()
+        .unwrap()
+}
+
+/// The JSON-lines event stream of a `--json` run.
+fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| {
+                panic!(
+                    "not an event line ({e}): {l}\nstderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+        })
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn session_id(events: &[Value]) -> String {
+    of_type(events, "session_started")[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn show(s: &Sandbox, id: &str) -> Value {
+    s.json(&["--json", "sessions", "show", id])
+}
+
+#[test]
+fn a_task_that_greps_reads_and_edits_files() {
+    let s = Sandbox::new();
+    s.write(
+        s.repo().join("src/lib.rs"),
+        "pub fn greet() -> &'static str {\n    \"helo\"\n}\n",
+    );
+    let model = script(
+        &s,
+        "fix.yaml",
+        r#"
+turns:
+  - expect: {user: {contains: typo}}
+    reply:
+      text: Looking for it.
+      tool_calls:
+        - {name: grep, arguments: {pattern: helo}}
+  - expect: {tool_result: {contains: src/lib.rs}}
+    reply:
+      tool_calls:
+        - {name: read, arguments: {path: src/lib.rs}}
+  - expect: {tool_result: {contains: helo}}
+    reply:
+      tool_calls:
+        - {name: edit, arguments: {path: src/lib.rs, old_string: helo, new_string: hello}}
+  - reply:
+      text: Fixed the typo in src/lib.rs.
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &model,
+            "fix the typo",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "tool_ended").len(), 3);
+    let done = of_type(&ev, "turn_completed");
+    assert_eq!(done[0]["status"], "completed");
+    assert_eq!(done[0]["text"], "Fixed the typo in src/lib.rs.");
+    let source = std::fs::read_to_string(s.repo().join("src/lib.rs")).unwrap();
+    assert!(source.contains("\"hello\""), "{source}");
+    // The session and its transcript are stored.
+    let id = session_id(&ev);
+    let shown = show(&s, &id);
+    assert_eq!(shown["session"]["workspace"]["mode"], "coding");
+    let roles: Vec<&str> = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"]["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant",
+            "tool",
+            "assistant"
+        ]
+    );
+    assert_eq!(shown["usage"]["requests"], 4);
+    let list = s.json(&["--json", "sessions", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn ask_user_pauses_and_a_new_process_resumes_with_the_answer() {
+    let s = Sandbox::new();
+    let first = script(
+        &s,
+        "ask.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {id: q1, name: ask_user, arguments: {question: "Which format?", options: [csv, json]}}
+"#,
+    );
+    let out = run(&s, &["run", "--model", &first, "export the report"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("? Which format? [csv / json]"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let id = stderr
+        .split("evoflux sessions resume ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(show(&s, &id)["pending_inputs"].as_array().unwrap().len(), 1);
+
+    let second = script(
+        &s,
+        "answer.yaml",
+        r#"
+turns:
+  - expect: {tool_result: "The user answered: json"}
+    reply:
+      text: Exported as JSON.
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "sessions", "resume", &id, "--model", &second, "json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "session_started")[0]["resumed"], true);
+    assert_eq!(
+        of_type(&ev, "turn_completed")[0]["text"],
+        "Exported as JSON."
+    );
+    assert!(
+        show(&s, &id)["pending_inputs"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn output_schema_rejects_a_wrong_result_and_prints_the_right_one() {
+    let s = Sandbox::new();
+    let schema = s.write(
+        s.tmp.path().join("schema.json"),
+        r#"{"type": "object", "properties": {"files": {"type": "integer"}}, "required": ["files"], "additionalProperties": false}"#,
+    );
+    let model = script(
+        &s,
+        "final.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: final_output, arguments: {files: "two"}}
+  - expect: {tool_result: {contains: "does not match the output schema"}}
+    reply:
+      tool_calls:
+        - {name: final_output, arguments: {files: 2}}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "run",
+            "--model",
+            &model,
+            "--output-schema",
+            schema.to_str().unwrap(),
+            "count",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, serde_json::json!({"files": 2}));
+
+    let bad = s.write(s.tmp.path().join("bad.json"), "{not json");
+    let out = run(
+        &s,
+        &[
+            "run",
+            "--model",
+            &model,
+            "--output-schema",
+            bad.to_str().unwrap(),
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.json"));
+}
+
+#[test]
+fn resuming_in_another_mode_is_refused() {
+    let s = Sandbox::new();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "hello",
+        ],
+    );
+    assert!(out.status.success());
+    let id = session_id(&events(&out));
+    let out = run(
+        &s,
+        &[
+            "--json", "sessions", "resume", &id, "--mode", "work", "--model", &model, "again",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "error")[0]["code"], "store/mode-mismatch");
+    // Nothing was appended to the session.
+    assert_eq!(show(&s, &id)["transcript"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_disabled_framework_tool_is_not_offered() {
+    let s = Sandbox::new();
+    s.project("tools/web_fetch.toml", "disable = true\n");
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let out = run(&s, &["--json", "run", "--model", &model, "hello"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let started = &of_type(&events(&out), "session_started")[0].clone();
+    let offered: Vec<&str> = started["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"read") && offered.contains(&"shell"),
+        "{offered:?}"
+    );
+    assert!(!offered.contains(&"web_fetch"), "{offered:?}");
+    let unavailable = started["unavailable_tools"].to_string();
+    assert!(
+        !unavailable.contains("web_fetch"),
+        "a disabled tool is gone, not unavailable"
+    );
+}
+
+#[test]
+fn command_backed_project_tools_run_and_approval_is_denied_without_a_user() {
+    let s = Sandbox::new();
+    s.write(s.repo().join("notes.txt"), "one two three\n");
+    s.project(
+        "tools/count_words.toml",
+        r#"description = "Count the words of a file."
+argv = ["wc", "-w", "{{path}}"]
+input_schema = { type = "object", properties = { path = { type = "string" } }, required = ["path"] }
+"#,
+    );
+    s.project(
+        "tools/deploy.toml",
+        r#"description = "Deploy the site."
+argv = ["echo", "deployed"]
+approval = "always"
+input_schema = { type = "object" }
+"#,
+    );
+    let model = script(
+        &s,
+        "tools.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: count_words, arguments: {path: notes.txt}}
+  - expect: {tool_result: {contains: "3 notes.txt"}}
+    reply:
+      tool_calls:
+        - {name: deploy, arguments: {}}
+  - expect: {tool_result: {contains: "needs the user's approval"}}
+    reply: {text: "Counted; deploy needs approval."}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &model,
+            "count and deploy",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended[0]["tool"], "count_words");
+    assert_eq!(ended[0]["metadata"]["status"], "succeeded");
+    assert_eq!(ended[1]["is_error"], true);
+    assert_eq!(of_type(&ev, "approval_requested").len(), 1);
+}
+
+#[test]
+fn shell_metadata_is_the_same_live_and_reloaded() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "shell.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "echo hello from shell; exit 3"}}
+  - expect: {tool_result: {contains: "exit code 3"}}
+    reply: {text: done}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "run it",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let live = of_type(&ev, "tool_ended")[0].clone();
+    assert_eq!(live["metadata"]["status"], "failed");
+    assert_eq!(live["metadata"]["exit_code"], 3);
+    let shown = show(&s, &session_id(&ev));
+    let stored = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["message"]["role"] == "tool")
+        .unwrap()
+        .clone();
+    assert_eq!(stored["artifact"], live["metadata"]);
+    assert_eq!(stored["message"]["content"], live["content"]);
+    let artifact = std::path::PathBuf::from(live["metadata"]["artifact"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(artifact).unwrap(),
+        "hello from shell\n"
+    );
+}
+
+#[test]
+fn a_notify_on_exit_command_wakes_the_turn() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "notify.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "sleep 1; echo finished-now", yield_time_ms: 250, notify_on_exit: true}}
+  - expect: {tool_result: {contains: "proc_"}}
+    reply: {text: "Started; I will wait."}
+  - expect: {user: {contains: "finished-now"}}
+    reply: {text: "The build finished."}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "build",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let ended = of_type(&ev, "command_ended");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0]["metadata"]["status"], "succeeded");
+    assert_eq!(
+        of_type(&ev, "turn_completed")[0]["text"],
+        "The build finished."
+    );
+}
+
+#[test]
+fn sigterm_stops_the_run_and_its_commands() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "long.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "sleep 1000", yield_time_ms: 250}}
+  - reply:
+      tool_calls:
+        - {name: process, arguments: {action: wait, process_id: "unused", wait_seconds: 60}}
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "sleep 1000"}}
+"#,
+    );
+    let mut child = s
+        .command(&[
+            "--json", "run", "--mode", "coding", "--model", &model, "wait",
+        ])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut pid = None;
+    let mut lines = BufReader::new(stdout).lines();
+    // The first tool_ended carries the pid of the yielded `sleep 1000`;
+    // the third call then blocks for the default yield.
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["type"] == "tool_ended" {
+            pid = v["metadata"]["pid"].as_u64();
+            break;
+        }
+    }
+    let pid = pid.expect("the shell call reported its pid") as i32;
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    // Signal only after the next model call's tool is running.
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["type"] == "tool_started" && v["tool"] == "shell" {
+            break;
+        }
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(130));
+    let gone = !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.contains(") Z "))
+            .unwrap_or(true);
+    assert!(gone, "the command's process {pid} survived evoflux");
+}

@@ -1,0 +1,987 @@
+//! The agent loop: one session, one lead, turns until the model is done.
+//!
+//! A turn appends the user's message (or answers the open question), then
+//! repeats: assemble the model call through the [`HookPipeline`], stream
+//! the provider's answer, persist it, and handle each tool call by its
+//! prepared kind. Everything is written to the store as it happens, so a
+//! killed process resumes where it stopped: calls that never got a result
+//! are closed with an explicit "interrupted" result on the next turn.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use evoflux_agents::ToolCatalog;
+use evoflux_agents::team::EffectiveAgentConfig;
+use evoflux_core::AppMode;
+use evoflux_core::ids::SessionId;
+use evoflux_graph::tool::{
+    Approval, BuiltinExecutor, DispatchAction, InputRequest, ProviderTool, ToolExecutor,
+};
+use evoflux_model::{Message, Provider, Request, StreamEvent, ToolCall};
+use evoflux_store::{NewSession, Session, Store, WorkspaceRequest};
+use evoflux_tools::{CommandStatus, ExitNotice, ProcessRuntime};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::approval::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::clock::Clock;
+use crate::error::HarnessError;
+use crate::events::{Event, EventSink, ToolResult, TurnStatus};
+use crate::hooks::{HookContext, HookPipeline, ModelCall, ToolGate};
+use crate::prepared::{Executor, PreparedKind, PreparedTools, SessionCapabilities};
+use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
+use crate::todo::TodoList;
+use crate::web_fetch::{NetworkAccess, WebFetch};
+
+/// Bounds on one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls in one turn.
+    pub model_calls_per_turn: u32,
+    /// Tool calls in one turn; calls past it get an error result.
+    pub tool_calls_per_turn: u32,
+    /// Times the loop reminds a model that must call `final_output`.
+    pub output_reminders: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            model_calls_per_turn: 50,
+            tool_calls_per_turn: 200,
+            output_reminders: 2,
+        }
+    }
+}
+
+/// Everything a session runs with.
+#[derive(Debug)]
+pub struct RunSetup {
+    pub store: Store,
+    pub provider: Arc<dyn Provider>,
+    /// The model name sent to the provider.
+    pub model: String,
+    /// `provider:model`, for events and messages.
+    pub model_label: String,
+    pub agent: EffectiveAgentConfig,
+    pub catalog: ToolCatalog,
+    pub pipeline: HookPipeline,
+    pub clock: Arc<dyn Clock>,
+    pub events: Arc<dyn EventSink>,
+    pub approver: Arc<dyn Approver>,
+    pub limits: Limits,
+    /// Whether the session may pause for the user's answer.
+    pub can_request_input: bool,
+    /// What network tools may reach.
+    pub network: NetworkAccess,
+    /// The application's command runtime (shell, process, command tools);
+    /// `None` leaves those tools out of the session.
+    pub processes: Option<ProcessRuntime>,
+}
+
+/// Which session to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionRequest {
+    New {
+        workspace: WorkspaceRequest,
+        graph_hash: Option<String>,
+    },
+    /// An existing session; a requested mode or workspace must match the
+    /// persisted one.
+    Resume {
+        id: SessionId,
+        mode: Option<AppMode>,
+        workspace: Option<Vec<std::path::PathBuf>>,
+    },
+}
+
+/// Per-turn options.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnOptions {
+    /// A JSON Schema the turn's result must match, delivered through
+    /// `final_output`.
+    pub output_schema: Option<Value>,
+}
+
+/// An open question of the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingQuestion {
+    pub call_id: String,
+    pub question: String,
+    pub options: Vec<String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub status: TurnStatus,
+    /// The agent's last text.
+    pub text: String,
+    /// The validated `final_output` result.
+    pub output: Option<Value>,
+    pub question: Option<PendingQuestion>,
+}
+
+/// A running session.
+#[derive(Debug)]
+pub struct Harness {
+    store: Store,
+    provider: Arc<dyn Provider>,
+    model: String,
+    agent: EffectiveAgentConfig,
+    pipeline: HookPipeline,
+    clock: Arc<dyn Clock>,
+    events: Arc<dyn EventSink>,
+    approver: Arc<dyn Approver>,
+    limits: Limits,
+    session: Session,
+    workspace: evoflux_tools::Workspace,
+    tools: PreparedTools,
+    messages: Vec<Message>,
+    todo: TodoList,
+    web: Option<WebFetch>,
+    processes: Option<ProcessRuntime>,
+    /// Exit notices of this session's `notify_on_exit` commands.
+    exits: Option<mpsc::UnboundedReceiver<ExitNotice>>,
+    /// Commands started with `notify_on_exit` whose end the turn waits for.
+    awaiting_exit: BTreeSet<String>,
+}
+
+impl Harness {
+    /// Creates or resumes the session and prepares its tools.
+    pub async fn open(setup: RunSetup, request: SessionRequest) -> Result<Harness, HarnessError> {
+        let (session, resumed) = match request {
+            SessionRequest::New {
+                workspace,
+                graph_hash,
+            } => {
+                let s = setup
+                    .store
+                    .create_session(NewSession {
+                        workspace,
+                        lead: Some(setup.agent.name.clone()),
+                        graph_hash,
+                    })
+                    .await?;
+                (s, false)
+            }
+            SessionRequest::Resume {
+                id,
+                mode,
+                workspace,
+            } => {
+                let s = setup.store.resume(id, mode, workspace.as_deref()).await?;
+                if let Some(persisted) = &s.lead
+                    && persisted != &setup.agent.name
+                {
+                    return Err(HarnessError::LeadMismatch {
+                        session: s.id,
+                        persisted: persisted.clone(),
+                        requested: setup.agent.name.clone(),
+                    });
+                }
+                (s, true)
+            }
+        };
+        let workspace = evoflux_tools::Workspace::new(session.workspace.roots())
+            .map_err(HarnessError::Workspace)?;
+        let caps = SessionCapabilities {
+            root_session: true,
+            delegated_task_child: false,
+            can_request_input: setup.can_request_input,
+            processes: setup.processes.is_some(),
+            skills: false,
+            network: setup.network != NetworkAccess::Off,
+            provider: setup.provider.kind(),
+        };
+        let tools =
+            PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
+        let entries = setup.store.transcript(session.id).await?;
+        let messages: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
+        let todo = replay_todo(&messages, &tools);
+        let session_id = session.id;
+        let web = match setup.network {
+            NetworkAccess::Off => None,
+            access @ (NetworkAccess::PublicOnly | NetworkAccess::Any) => {
+                Some(WebFetch::new(access).map_err(HarnessError::Http)?)
+            }
+        };
+        let harness = Harness {
+            store: setup.store,
+            provider: setup.provider,
+            model: setup.model,
+            agent: setup.agent,
+            pipeline: setup.pipeline,
+            clock: setup.clock,
+            events: setup.events,
+            approver: setup.approver,
+            limits: setup.limits,
+            session,
+            workspace,
+            tools,
+            messages,
+            todo,
+            web,
+            exits: setup
+                .processes
+                .as_ref()
+                .map(|rt| rt.subscribe_exits(session_id)),
+            processes: setup.processes,
+            awaiting_exit: BTreeSet::new(),
+        };
+        harness.events.emit(&Event::SessionStarted {
+            session_id: harness.session.id.to_string(),
+            mode: harness.session.mode(),
+            workspace: harness.session.workspace.roots().to_vec(),
+            lead: harness.agent.name.clone(),
+            model: setup.model_label,
+            resumed,
+            tools: harness
+                .tools
+                .iter()
+                .filter(|t| harness.offered(t))
+                .map(|t| t.definition.name.clone())
+                .collect(),
+            unavailable_tools: harness.tools.unavailable.clone(),
+        });
+        Ok(harness)
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Whether the model sees `tool` now: deferred tools only once
+    /// something activated them (`process` after a command yielded).
+    fn offered(&self, tool: &crate::prepared::PreparedTool) -> bool {
+        !tool.deferred
+            || self
+                .processes
+                .as_ref()
+                .is_some_and(|rt| rt.has_processes(self.session.id))
+    }
+
+    pub fn tools(&self) -> &PreparedTools {
+        &self.tools
+    }
+
+    /// The messages of the session so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The question the session is waiting on, if any.
+    pub async fn pending_question(&self) -> Result<Option<PendingQuestion>, HarnessError> {
+        let open = self.store.open_pending_inputs(self.session.id).await?;
+        Ok(open
+            .first()
+            .map(|p| question_of(&p.tool_call_id, &p.request)))
+    }
+
+    fn ctx(&self) -> HookContext<'_> {
+        HookContext {
+            session: &self.session,
+            agent: &self.agent,
+            clock: self.clock.as_ref(),
+            model: &self.model,
+        }
+    }
+
+    /// Runs one turn. `input` is the user's message — or, when the agent
+    /// asked a question, the answer to it. `None` continues an interrupted
+    /// turn without a new message.
+    pub async fn turn(
+        &mut self,
+        input: Option<&str>,
+        options: TurnOptions,
+    ) -> Result<TurnOutcome, HarnessError> {
+        self.events.emit(&Event::TurnStarted {
+            session_id: self.session.id.to_string(),
+        });
+        let result = self.turn_inner(input, options).await;
+        match &result {
+            Ok(outcome) => self.events.emit(&Event::TurnCompleted {
+                status: outcome.status,
+                text: outcome.text.clone(),
+                output: outcome.output.clone(),
+            }),
+            Err(e) => self.events.emit(&Event::Error {
+                code: e.code().to_owned(),
+                message: e.to_string(),
+            }),
+        }
+        result
+    }
+
+    async fn turn_inner(
+        &mut self,
+        input: Option<&str>,
+        options: TurnOptions,
+    ) -> Result<TurnOutcome, HarnessError> {
+        let mut terminal = options.output_schema.map(TerminalOutput::new).transpose()?;
+        let open = self.store.open_pending_inputs(self.session.id).await?;
+        self.close_interrupted_calls(&open).await?;
+        match (open.first(), input) {
+            (Some(pending), Some(answer)) => {
+                self.store
+                    .answer_pending_input(self.session.id, pending.id, &json!({"text": answer}))
+                    .await?;
+                if terminal.is_none()
+                    && let Some(schema) = pending
+                        .request
+                        .get("output_schema")
+                        .filter(|s| !s.is_null())
+                {
+                    terminal = Some(TerminalOutput::new(schema.clone())?);
+                }
+                let tool = pending
+                    .request
+                    .get("tool")
+                    .and_then(Value::as_str)
+                    .unwrap_or("ask_user")
+                    .to_owned();
+                let call = ToolCall {
+                    id: pending.tool_call_id.clone(),
+                    name: tool,
+                    arguments: pending.request.clone(),
+                };
+                self.record(
+                    &call,
+                    ToolResult::ok(format!("The user answered: {answer}")),
+                )
+                .await?;
+                if let Some(next) = open.get(1) {
+                    let q = question_of(&next.tool_call_id, &next.request);
+                    return Ok(self.waiting(q));
+                }
+            }
+            (Some(pending), None) => {
+                let q = question_of(&pending.tool_call_id, &pending.request);
+                return Ok(self.waiting(q));
+            }
+            (None, Some(text)) => {
+                let m = Message::user(text);
+                self.store.append_message(self.session.id, &m).await?;
+                self.messages.push(m);
+            }
+            (None, None) => {
+                if matches!(self.messages.last(), None | Some(Message::Assistant { .. })) {
+                    return Err(HarnessError::NothingToContinue {
+                        session: self.session.id,
+                    });
+                }
+            }
+        }
+        self.run_model_loop(terminal).await
+    }
+
+    fn waiting(&self, question: PendingQuestion) -> TurnOutcome {
+        self.events.emit(&Event::InputRequested {
+            call_id: question.call_id.clone(),
+            question: question.question.clone(),
+            options: question.options.clone(),
+        });
+        TurnOutcome {
+            status: TurnStatus::WaitingForInput,
+            text: String::new(),
+            output: None,
+            question: Some(question),
+        }
+    }
+
+    /// Tool calls of the last assistant message that never got a result
+    /// and are not waiting for the user: the process stopped mid-call.
+    async fn close_interrupted_calls(
+        &mut self,
+        open: &[evoflux_store::PendingInput],
+    ) -> Result<(), HarnessError> {
+        let Some(last_assistant) = self.messages.iter().rposition(
+            |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+        ) else {
+            return Ok(());
+        };
+        let Message::Assistant { tool_calls, .. } = &self.messages[last_assistant] else {
+            return Ok(());
+        };
+        let answered: Vec<&str> = self.messages[last_assistant..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                Message::System { .. } | Message::User { .. } | Message::Assistant { .. } => None,
+            })
+            .collect();
+        let missing: Vec<ToolCall> = tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .filter(|c| !open.iter().any(|p| p.tool_call_id == c.id))
+            .cloned()
+            .collect();
+        for call in missing {
+            self.record(
+                &call,
+                ToolResult::error(
+                    "This call was interrupted before it finished (the process stopped). \
+                     Run it again if it is still needed.",
+                ),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn run_model_loop(
+        &mut self,
+        terminal: Option<TerminalOutput>,
+    ) -> Result<TurnOutcome, HarnessError> {
+        let mut reminders = 0;
+        let mut tool_calls_used: u32 = 0;
+        let mut last_text = String::new();
+        for _ in 0..self.limits.model_calls_per_turn {
+            self.deliver_exit_notices(false).await?;
+            let (text, calls) = self.call_model(terminal.as_ref()).await?;
+            if !text.is_empty() {
+                last_text = text;
+            }
+            if calls.is_empty() {
+                // A command started with notify_on_exit wakes the turn
+                // when it ends, instead of the model polling for it.
+                if self.deliver_exit_notices(true).await? {
+                    continue;
+                }
+                if terminal.is_some() {
+                    if reminders < self.limits.output_reminders {
+                        reminders += 1;
+                        let m = Message::user(format!(
+                            "[evoflux] This turn must end with a structured result: call `{FINAL_OUTPUT}` with arguments that match its schema."
+                        ));
+                        self.store.append_message(self.session.id, &m).await?;
+                        self.messages.push(m);
+                        continue;
+                    }
+                    return Ok(TurnOutcome {
+                        status: TurnStatus::OutputMissing,
+                        text: last_text,
+                        output: None,
+                        question: None,
+                    });
+                }
+                return Ok(TurnOutcome {
+                    status: TurnStatus::Completed,
+                    text: last_text,
+                    output: None,
+                    question: None,
+                });
+            }
+            let mut questions = Vec::new();
+            let mut output = None;
+            for call in calls {
+                if tool_calls_used >= self.limits.tool_calls_per_turn {
+                    let r = ToolResult::error(format!(
+                        "The limit of {} tool calls per turn is reached; finish with what you have.",
+                        self.limits.tool_calls_per_turn
+                    ));
+                    self.record(&call, r).await?;
+                    continue;
+                }
+                tool_calls_used += 1;
+                self.events.emit(&Event::ToolStarted {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+                match self.handle_call(&call, terminal.as_ref()).await? {
+                    CallOutcome::Result(mut result) => {
+                        self.pipeline.after_tool(&self.ctx(), &call, &mut result);
+                        self.record(&call, result).await?;
+                    }
+                    CallOutcome::Final(value) => {
+                        self.record(&call, ToolResult::ok("Result accepted."))
+                            .await?;
+                        output = Some(value);
+                    }
+                    CallOutcome::Question(q) => questions.push(q),
+                }
+            }
+            if let Some(output) = output {
+                return Ok(TurnOutcome {
+                    status: TurnStatus::Completed,
+                    text: last_text,
+                    output: Some(output),
+                    question: None,
+                });
+            }
+            if let Some(q) = questions.into_iter().next() {
+                return Ok(self.waiting(q));
+            }
+        }
+        Ok(TurnOutcome {
+            status: TurnStatus::LimitReached,
+            text: last_text,
+            output: None,
+            question: None,
+        })
+    }
+
+    /// One model call: hooks, provider stream, persistence, usage.
+    async fn call_model(
+        &mut self,
+        terminal: Option<&TerminalOutput>,
+    ) -> Result<(String, Vec<ToolCall>), HarnessError> {
+        let mut tools: Vec<evoflux_model::ToolDefinition> = self
+            .tools
+            .iter()
+            .filter(|t| self.offered(t))
+            .filter(|t| terminal.is_none() || t.definition.name != FINAL_OUTPUT)
+            .map(|t| t.model_definition())
+            .collect();
+        if let Some(t) = terminal {
+            tools.push(t.tool_definition());
+        }
+        let mut call = ModelCall {
+            system: Vec::new(),
+            request: Request::new(self.model.clone(), self.messages.clone()).with_tools(tools),
+            provider: self.provider.clone(),
+        };
+        let ctx = self.ctx();
+        self.pipeline.before_model(&ctx, &mut call).await?;
+        let system: Vec<&str> = call
+            .system
+            .iter()
+            .map(|s| s.text.as_str())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let mut request = call.request;
+        if !system.is_empty() {
+            request
+                .messages
+                .insert(0, Message::system(system.join("\n\n")));
+        }
+        let mut stream = self.provider.stream(request);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut usage = None;
+        let mut stop = evoflux_model::StopReason::EndTurn;
+        while let Some(event) = stream.next().await {
+            match event? {
+                StreamEvent::TextDelta { text: delta } => {
+                    self.events.emit(&Event::MessageDelta {
+                        text: delta.clone(),
+                    });
+                    text.push_str(&delta);
+                }
+                StreamEvent::ToolCallDelta { .. } => {}
+                StreamEvent::ToolCall { call } => calls.push(call),
+                StreamEvent::Usage { usage: u } => usage = Some(u),
+                StreamEvent::Stop { reason } => stop = reason,
+                StreamEvent::Done => break,
+            }
+        }
+        let message = Message::Assistant {
+            content: text.clone(),
+            tool_calls: calls.clone(),
+        };
+        let completion = evoflux_model::Completion {
+            message: message.clone(),
+            usage,
+            stop,
+        };
+        self.pipeline.after_model(&self.ctx(), &completion);
+        self.store.append_message(self.session.id, &message).await?;
+        self.messages.push(message);
+        let u = usage.unwrap_or_default();
+        self.store
+            .add_usage(
+                self.session.id,
+                evoflux_store::Usage {
+                    requests: 1,
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    cache_read_tokens: u.cached_input_tokens,
+                    cache_write_tokens: 0,
+                },
+            )
+            .await?;
+        Ok((text, calls))
+    }
+
+    /// Handles one call by its prepared kind.
+    async fn handle_call(
+        &mut self,
+        call: &ToolCall,
+        terminal: Option<&TerminalOutput>,
+    ) -> Result<CallOutcome, HarnessError> {
+        if let Some(t) = terminal
+            && call.name == FINAL_OUTPUT
+        {
+            return Ok(match t.extract(&call.arguments) {
+                Ok(v) => CallOutcome::Final(v),
+                Err(e) => CallOutcome::Result(ToolResult::error(e)),
+            });
+        }
+        let Some(tool) = self.tools.get(&call.name).filter(|t| self.offered(t)) else {
+            let available: Vec<&str> = self
+                .tools
+                .iter()
+                .filter(|t| self.offered(t))
+                .map(|t| t.definition.name.as_str())
+                .collect();
+            return Ok(CallOutcome::Result(ToolResult::error(format!(
+                "There is no tool named `{}` in this session. Available tools: {}.",
+                call.name,
+                available.join(", ")
+            ))));
+        };
+        if let Err(e) = tool.check_arguments(&call.arguments) {
+            return Ok(CallOutcome::Result(ToolResult::error(e)));
+        }
+        if let ToolGate::HoldBack { reason } = self.pipeline.before_tool(&self.ctx(), call) {
+            return Ok(CallOutcome::Result(ToolResult::error(reason)));
+        }
+        match tool.approval {
+            Approval::Never => {}
+            Approval::Always => {
+                self.events.emit(&Event::ApprovalRequested {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                });
+                let request = ApprovalRequest {
+                    session_id: self.session.id.to_string(),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                };
+                match self.approver.approve(&request).await {
+                    ApprovalDecision::Approved => {}
+                    ApprovalDecision::Denied { reason } => {
+                        return Ok(CallOutcome::Result(ToolResult::error(reason)));
+                    }
+                }
+            }
+        }
+        let kind = tool.kind.clone();
+        match kind {
+            PreparedKind::Ordinary(executor) => {
+                Ok(CallOutcome::Result(self.execute(executor, call).await?))
+            }
+            PreparedKind::RequestInput(InputRequest::Question) => {
+                let question = call
+                    .arguments
+                    .get("question")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let options: Vec<String> = call
+                    .arguments
+                    .get("options")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let request = json!({
+                    "tool": call.name,
+                    "question": question,
+                    "options": options,
+                    "output_schema": terminal.map(|t| t.schema().clone()),
+                });
+                self.store
+                    .create_pending_input(self.session.id, &call.id, &request)
+                    .await?;
+                Ok(CallOutcome::Question(PendingQuestion {
+                    call_id: call.id.clone(),
+                    question,
+                    options,
+                }))
+            }
+            PreparedKind::Dispatch(action) => {
+                let what = match action {
+                    DispatchAction::SelfAgent => "delegating to another agent",
+                    DispatchAction::TaskUpdate | DispatchAction::TaskCancel => {
+                        "controlling delegated tasks"
+                    }
+                };
+                Ok(CallOutcome::Result(ToolResult::error(format!(
+                    "`{}` is not available in this session: {what} is not supported yet. Do the work yourself.",
+                    call.name
+                ))))
+            }
+            PreparedKind::ProviderTool(ProviderTool::WebSearch) => {
+                // Provider tools are materialized only for providers that
+                // run them, and those answer them inside the stream.
+                Ok(CallOutcome::Result(ToolResult::error(format!(
+                    "`{}` is executed by the model provider and cannot be called here.",
+                    call.name
+                ))))
+            }
+        }
+    }
+
+    async fn execute(
+        &mut self,
+        executor: Executor,
+        call: &ToolCall,
+    ) -> Result<ToolResult, HarnessError> {
+        let builtin = match executor {
+            Executor::Builtin(b) => b,
+            Executor::Command(command) => {
+                return Ok(self
+                    .run_process_tool(call, &ToolExecutor::Command(command))
+                    .await);
+            }
+        };
+        match builtin {
+            BuiltinExecutor::Read
+            | BuiltinExecutor::Write
+            | BuiltinExecutor::Edit
+            | BuiltinExecutor::Ls
+            | BuiltinExecutor::Glob
+            | BuiltinExecutor::Grep => {
+                let ws = self.workspace.clone();
+                let args = call.arguments.clone();
+                let out = tokio::task::spawn_blocking(move || {
+                    evoflux_tools::execute(&ws, builtin, &args)
+                })
+                .await
+                .map_err(|e| HarnessError::Join(e.to_string()))?;
+                Ok(match out {
+                    Ok(o) => ToolResult {
+                        content: o.text,
+                        is_error: o.is_error,
+                        metadata: None,
+                    },
+                    Err(e) => ToolResult::error(e.to_string()),
+                })
+            }
+            BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
+            BuiltinExecutor::WebFetch => Ok(match &self.web {
+                Some(web) => web.run(&call.arguments).await,
+                None => ToolResult::error("network tools are turned off for this session"),
+            }),
+            BuiltinExecutor::Shell | BuiltinExecutor::Process => Ok(self
+                .run_process_tool(call, &ToolExecutor::Builtin { executor: builtin })
+                .await),
+            BuiltinExecutor::Skill | BuiltinExecutor::CodeContext => Ok(ToolResult::error(
+                format!("`{}` is not available in this session.", call.name),
+            )),
+        }
+    }
+
+    /// Runs `shell`, `process` or a command tool on the process runtime and
+    /// notes commands whose end the turn should wait for.
+    async fn run_process_tool(&mut self, call: &ToolCall, executor: &ToolExecutor) -> ToolResult {
+        let Some(rt) = &self.processes else {
+            return ToolResult::error(format!(
+                "`{}` runs a command and no process runtime is attached to this session.",
+                call.name
+            ));
+        };
+        let out = match rt
+            .execute(self.session.id, &self.workspace, executor, &call.arguments)
+            .await
+        {
+            Ok(o) => o,
+            Err(e) => return ToolResult::error(e.to_string()),
+        };
+        if let Some(meta) = &out.meta {
+            let running = meta.status == CommandStatus::Running;
+            let wants_notice = call.arguments.get("notify_on_exit") == Some(&Value::Bool(true));
+            match (running, executor) {
+                (
+                    true,
+                    ToolExecutor::Builtin {
+                        executor: BuiltinExecutor::Shell,
+                    },
+                ) if wants_notice => {
+                    self.awaiting_exit.insert(meta.process_id.clone());
+                }
+                (false, _) => {
+                    self.awaiting_exit.remove(&meta.process_id);
+                }
+                (true, _) => {}
+            }
+        }
+        command_result(out)
+    }
+
+    /// Appends the exit notices that arrived, as messages the model reads
+    /// on its next call. With `wait`, blocks for the next notice when the
+    /// turn has nothing else to do but wait for a command it started.
+    async fn deliver_exit_notices(&mut self, wait: bool) -> Result<bool, HarnessError> {
+        let Some(exits) = self.exits.as_mut() else {
+            return Ok(false);
+        };
+        let mut notices = Vec::new();
+        if wait
+            && !self.awaiting_exit.is_empty()
+            && let Some(n) = exits.recv().await
+        {
+            notices.push(n);
+        }
+        while let Ok(n) = exits.try_recv() {
+            notices.push(n);
+        }
+        let mut delivered = false;
+        for notice in notices {
+            if !self.awaiting_exit.remove(&notice.process_id) {
+                continue;
+            }
+            let result = command_result(notice.output);
+            let message = Message::user(format!(
+                "[evoflux] Background command {} (`{}`) ended:\n{}",
+                notice.process_id, notice.command, result.content
+            ));
+            match &result.metadata {
+                Some(meta) => {
+                    self.store
+                        .append_with_artifact(self.session.id, &message, meta)
+                        .await?
+                }
+                None => self.store.append_message(self.session.id, &message).await?,
+            };
+            self.messages.push(message);
+            self.events.emit(&Event::CommandEnded {
+                process_id: notice.process_id,
+                command: notice.command,
+                is_error: result.is_error,
+                content: result.content,
+                metadata: result.metadata,
+            });
+            delivered = true;
+        }
+        Ok(delivered)
+    }
+
+    /// Runs a command the user typed (`!command` in chat) through the same
+    /// runtime, formatter and metadata as the model's `shell`, and puts the
+    /// observation in the conversation for the model to see.
+    pub async fn user_command(&mut self, command: &str) -> Result<ToolResult, HarnessError> {
+        let Some(rt) = &self.processes else {
+            return Ok(ToolResult::error(
+                "no process runtime is attached to this session",
+            ));
+        };
+        let result = match rt
+            .run_user_command(self.session.id, &self.workspace, command)
+            .await
+        {
+            Ok(o) => command_result(o),
+            Err(e) => ToolResult::error(e.to_string()),
+        };
+        let message = Message::user(format!(
+            "[evoflux] The user ran `{command}`:\n{}",
+            result.content
+        ));
+        match &result.metadata {
+            Some(meta) => {
+                self.store
+                    .append_with_artifact(self.session.id, &message, meta)
+                    .await?
+            }
+            None => self.store.append_message(self.session.id, &message).await?,
+        };
+        self.messages.push(message);
+        Ok(result)
+    }
+
+    /// Persists a tool result (with its metadata beside it) and emits the
+    /// matching event with exactly that metadata.
+    async fn record(&mut self, call: &ToolCall, result: ToolResult) -> Result<(), HarnessError> {
+        let message = Message::Tool {
+            tool_call_id: call.id.clone(),
+            content: result.content.clone(),
+            is_error: result.is_error,
+        };
+        match &result.metadata {
+            Some(meta) => {
+                self.store
+                    .append_with_artifact(self.session.id, &message, meta)
+                    .await?
+            }
+            None => self.store.append_message(self.session.id, &message).await?,
+        };
+        self.messages.push(message);
+        self.events.emit(&Event::ToolEnded {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            is_error: result.is_error,
+            content: result.content,
+            metadata: result.metadata,
+        });
+        Ok(())
+    }
+}
+
+enum CallOutcome {
+    Result(ToolResult),
+    Final(Value),
+    Question(PendingQuestion),
+}
+
+/// A command observation as a tool result, its metadata serialized once
+/// so the event and the transcript carry the same value.
+fn command_result(out: evoflux_tools::ToolOutput) -> ToolResult {
+    ToolResult {
+        metadata: out.meta.and_then(|m| serde_json::to_value(m).ok()),
+        content: out.text,
+        is_error: out.is_error,
+    }
+}
+
+fn question_of(call_id: &str, request: &Value) -> PendingQuestion {
+    PendingQuestion {
+        call_id: call_id.to_owned(),
+        question: request
+            .get("question")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        options: request
+            .get("options")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Rebuilds the todo list from the successful `todo` calls of the
+/// transcript (identified by the prepared executor, not the name).
+fn replay_todo(messages: &[Message], tools: &PreparedTools) -> TodoList {
+    let mut list = TodoList::default();
+    let ok_results: std::collections::HashSet<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                is_error: false,
+                ..
+            } => Some(tool_call_id.as_str()),
+            Message::Tool { .. }
+            | Message::System { .. }
+            | Message::User { .. }
+            | Message::Assistant { .. } => None,
+        })
+        .collect();
+    for m in messages {
+        let Message::Assistant { tool_calls, .. } = m else {
+            continue;
+        };
+        for c in tool_calls {
+            let is_todo = tools.get(&c.name).is_some_and(|t| {
+                t.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Todo))
+            });
+            if is_todo && ok_results.contains(c.id.as_str()) {
+                list.apply(&c.arguments);
+            }
+        }
+    }
+    list
+}

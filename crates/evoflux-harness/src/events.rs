@@ -1,0 +1,179 @@
+//! The typed event stream of a session.
+//!
+//! The CLI renders these now and the server streams them later; `--json`
+//! prints them as JSON lines. A tool's metadata appears here exactly as it
+//! is stored beside the tool message in the transcript, so a live view and
+//! a reloaded one show the same thing.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use evoflux_core::AppMode;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The result of one tool call as the model and the transcript see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResult {
+    pub content: String,
+    pub is_error: bool,
+    /// Artifact and process metadata (e.g. a journalled command's
+    /// `{process_id, status, artifact, …}`); stored with the tool message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+impl ToolResult {
+    pub fn ok(content: impl Into<String>) -> ToolResult {
+        ToolResult {
+            content: content.into(),
+            is_error: false,
+            metadata: None,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> ToolResult {
+        ToolResult {
+            content: content.into(),
+            is_error: true,
+            metadata: None,
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model finished (with `final_output` when the turn had a schema).
+    Completed,
+    /// The agent asked the user something; the session waits for the answer.
+    WaitingForInput,
+    /// A limit on model calls stopped the turn.
+    LimitReached,
+    /// The turn needed a structured result and never produced a valid one.
+    OutputMissing,
+}
+
+impl TurnStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::WaitingForInput => "waiting_for_input",
+            TurnStatus::LimitReached => "limit_reached",
+            TurnStatus::OutputMissing => "output_missing",
+        }
+    }
+}
+
+/// One event of a session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    SessionStarted {
+        session_id: String,
+        mode: AppMode,
+        workspace: Vec<PathBuf>,
+        lead: String,
+        model: String,
+        resumed: bool,
+        /// Tools offered to the model, in order.
+        tools: Vec<String>,
+        /// Tools the agent has that this run cannot offer, with the reason.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unavailable_tools: Vec<UnavailableTool>,
+    },
+    TurnStarted {
+        session_id: String,
+    },
+    MessageDelta {
+        text: String,
+    },
+    ToolStarted {
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
+    ApprovalRequested {
+        call_id: String,
+        tool: String,
+    },
+    ToolEnded {
+        call_id: String,
+        tool: String,
+        is_error: bool,
+        content: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
+    },
+    /// A background command started with `notify_on_exit` ended; its
+    /// final observation joins the conversation.
+    CommandEnded {
+        process_id: String,
+        command: String,
+        is_error: bool,
+        content: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
+    },
+    InputRequested {
+        call_id: String,
+        question: String,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        options: Vec<String>,
+    },
+    TurnCompleted {
+        status: TurnStatus,
+        text: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
+    },
+    Error {
+        code: String,
+        message: String,
+    },
+}
+
+/// A tool left out of the model's tool list, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnavailableTool {
+    pub tool: String,
+    pub reason: String,
+}
+
+/// Where events go. Implementations must not block for long: the loop
+/// emits from its own task.
+pub trait EventSink: Send + Sync + fmt::Debug {
+    fn emit(&self, event: &Event);
+}
+
+/// Drops every event.
+#[derive(Debug, Default)]
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn emit(&self, _event: &Event) {}
+}
+
+/// Keeps every event, for tests and for callers that render afterwards.
+#[derive(Debug, Default)]
+pub struct CollectEvents(Mutex<Vec<Event>>);
+
+impl CollectEvents {
+    pub fn take(&self) -> Vec<Event> {
+        match self.0.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        }
+    }
+}
+
+impl EventSink for CollectEvents {
+    fn emit(&self, event: &Event) {
+        match self.0.lock() {
+            Ok(mut v) => v.push(event.clone()),
+            Err(poisoned) => poisoned.into_inner().push(event.clone()),
+        }
+    }
+}

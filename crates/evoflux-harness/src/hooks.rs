@@ -1,0 +1,388 @@
+//! The `HookPipeline`: every piece of per-run context the model sees comes
+//! from a registered hook, never from a special case in the loop.
+//!
+//! A registration is one ordered [`HookStage`], one semantic owner name and
+//! one hook. Owners are unique across the pipeline — registering a second
+//! hook for an owner is a wiring bug, so construction fails at once rather
+//! than letting two hooks fight over one concern. Hooks run in stage order,
+//! and in registration order within a stage.
+//!
+//! A hook can contribute system sections and messages before each model
+//! call ([`Hook::before_model`], which may await, e.g. to ask the provider
+//! something), see the completion after it (together: a wrap of the
+//! provider call), and observe or hold back tool calls
+//! ([`Hook::before_tool`], [`Hook::after_tool`]).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use evoflux_agents::team::EffectiveAgentConfig;
+use evoflux_core::AppMode;
+use evoflux_model::{Completion, Provider, Request, ToolCall};
+use evoflux_store::Session;
+
+use crate::clock::Clock;
+use crate::events::ToolResult;
+
+/// The ordered stages of a run's hooks. The order is the order of the
+/// prompt: stable identity first, per-request context last, so prompt
+/// caches keep the longest possible prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HookStage {
+    BaseContext,
+    SessionContext,
+    Capability,
+    Ingress,
+    Workspace,
+    Lifecycle,
+    PromptFinalization,
+    ContextControl,
+}
+
+impl HookStage {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HookStage::BaseContext => "base-context",
+            HookStage::SessionContext => "session-context",
+            HookStage::Capability => "capability",
+            HookStage::Ingress => "ingress",
+            HookStage::Workspace => "workspace",
+            HookStage::Lifecycle => "lifecycle",
+            HookStage::PromptFinalization => "prompt-finalization",
+            HookStage::ContextControl => "context-control",
+        }
+    }
+}
+
+impl fmt::Display for HookStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What every hook may read about the run.
+#[derive(Debug, Clone, Copy)]
+pub struct HookContext<'a> {
+    pub session: &'a Session,
+    pub agent: &'a EffectiveAgentConfig,
+    pub clock: &'a dyn Clock,
+    /// The model string sent to the provider.
+    pub model: &'a str,
+}
+
+impl HookContext<'_> {
+    pub fn mode(&self) -> AppMode {
+        self.session.mode()
+    }
+}
+
+/// One titled block of the system prompt, tagged with the owner that
+/// contributed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemSection {
+    pub owner: &'static str,
+    pub text: String,
+}
+
+/// A model call being assembled: hooks add system sections and may adjust
+/// the request (its messages and tools) before it is sent.
+#[derive(Debug)]
+pub struct ModelCall {
+    pub system: Vec<SystemSection>,
+    pub request: Request,
+    /// The provider the call goes to, for hooks that need a pre-model
+    /// decision from the same runtime provider.
+    pub provider: Arc<dyn Provider>,
+}
+
+/// What a hook decides about a tool call before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolGate {
+    Proceed,
+    /// Do not run the call; the text goes back to the model as the call's
+    /// error result (e.g. new instructions it must read first).
+    HoldBack {
+        reason: String,
+    },
+}
+
+/// Why a hook failed.
+#[derive(Debug, thiserror::Error)]
+#[error("hook `{owner}` failed: {message}")]
+pub struct HookFailure {
+    pub owner: &'static str,
+    pub message: String,
+}
+
+pub type HookFuture<'a> = Pin<Box<dyn Future<Output = Result<(), HookFailure>> + Send + 'a>>;
+
+/// A runtime hook. Every method has a do-nothing default.
+pub trait Hook: Send + Sync + fmt::Debug {
+    /// Contributes to the model call about to be made.
+    fn before_model<'a>(
+        &'a self,
+        _ctx: &'a HookContext<'a>,
+        _call: &'a mut ModelCall,
+    ) -> HookFuture<'a> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Sees the finished model call.
+    fn after_model(&self, _ctx: &HookContext<'_>, _completion: &Completion) {}
+
+    /// Decides whether a tool call runs.
+    fn before_tool(&self, _ctx: &HookContext<'_>, _call: &ToolCall) -> ToolGate {
+        ToolGate::Proceed
+    }
+
+    /// Observes (and may annotate) a tool result before it is recorded.
+    fn after_tool(&self, _ctx: &HookContext<'_>, _call: &ToolCall, _result: &mut ToolResult) {}
+}
+
+/// Wiring errors of the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HookError {
+    #[error("runtime hook owner `{owner}` registered twice (stages {first} and {second})")]
+    DuplicateOwner {
+        owner: &'static str,
+        first: HookStage,
+        second: HookStage,
+    },
+}
+
+impl HookError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            HookError::DuplicateOwner { .. } => "hook/duplicate-owner",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Registration {
+    stage: HookStage,
+    owner: &'static str,
+    hook: Box<dyn Hook>,
+}
+
+/// The ordered hooks of one run.
+#[derive(Debug, Default)]
+pub struct HookPipeline {
+    hooks: Vec<Registration>,
+}
+
+impl HookPipeline {
+    pub fn new() -> HookPipeline {
+        HookPipeline::default()
+    }
+
+    /// Registers `hook` as the one owner of `owner`. A second registration
+    /// of the same owner fails immediately.
+    pub fn add(
+        &mut self,
+        stage: HookStage,
+        owner: &'static str,
+        hook: impl Hook + 'static,
+    ) -> Result<&mut Self, HookError> {
+        if let Some(first) = self.hooks.iter().find(|r| r.owner == owner) {
+            return Err(HookError::DuplicateOwner {
+                owner,
+                first: first.stage,
+                second: stage,
+            });
+        }
+        // Stable insertion keeps registration order within a stage.
+        let at = self.hooks.partition_point(|r| r.stage <= stage);
+        self.hooks.insert(
+            at,
+            Registration {
+                stage,
+                owner,
+                hook: Box::new(hook),
+            },
+        );
+        Ok(self)
+    }
+
+    /// `(stage, owner)` in run order, for inspection and tests.
+    pub fn owners(&self) -> Vec<(HookStage, &'static str)> {
+        self.hooks.iter().map(|r| (r.stage, r.owner)).collect()
+    }
+
+    pub async fn before_model(
+        &self,
+        ctx: &HookContext<'_>,
+        call: &mut ModelCall,
+    ) -> Result<(), HookFailure> {
+        for r in &self.hooks {
+            r.hook.before_model(ctx, call).await?;
+        }
+        Ok(())
+    }
+
+    pub fn after_model(&self, ctx: &HookContext<'_>, completion: &Completion) {
+        for r in &self.hooks {
+            r.hook.after_model(ctx, completion);
+        }
+    }
+
+    /// The first hold-back wins; later hooks are not asked.
+    pub fn before_tool(&self, ctx: &HookContext<'_>, call: &ToolCall) -> ToolGate {
+        for r in &self.hooks {
+            let gate = r.hook.before_tool(ctx, call);
+            if gate != ToolGate::Proceed {
+                return gate;
+            }
+        }
+        ToolGate::Proceed
+    }
+
+    pub fn after_tool(&self, ctx: &HookContext<'_>, call: &ToolCall, result: &mut ToolResult) {
+        for r in &self.hooks {
+            r.hook.after_tool(ctx, call, result);
+        }
+    }
+}
+
+/// BASE_CONTEXT `agent-prompt`: the effective agent prompt, first and
+/// byte-stable for the whole session.
+#[derive(Debug, Default)]
+pub struct AgentPromptHook;
+
+impl Hook for AgentPromptHook {
+    fn before_model<'a>(
+        &'a self,
+        ctx: &'a HookContext<'a>,
+        call: &'a mut ModelCall,
+    ) -> HookFuture<'a> {
+        call.system.push(SystemSection {
+            owner: "agent-prompt",
+            text: ctx.agent.prompt.trim().to_owned(),
+        });
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// BASE_CONTEXT `clock`: today's date. Only the date, so the prompt
+/// stays identical (and cacheable) for a whole day.
+#[derive(Debug, Default)]
+pub struct ClockHook;
+
+impl Hook for ClockHook {
+    fn before_model<'a>(
+        &'a self,
+        ctx: &'a HookContext<'a>,
+        call: &'a mut ModelCall,
+    ) -> HookFuture<'a> {
+        call.system.push(SystemSection {
+            owner: "clock",
+            text: format!("Today is {} (UTC).", ctx.clock.today()),
+        });
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// SESSION_CONTEXT `environment`: the mode, the workspace the tools work
+/// in, and the platform. Coding repositories get their instruction files
+/// from the workspace-instructions owner, not from here.
+#[derive(Debug, Default)]
+pub struct EnvironmentHook;
+
+impl Hook for EnvironmentHook {
+    fn before_model<'a>(
+        &'a self,
+        ctx: &'a HookContext<'a>,
+        call: &'a mut ModelCall,
+    ) -> HookFuture<'a> {
+        let roots = ctx.session.workspace.roots();
+        let mut text = String::from("# Environment\n");
+        match ctx.mode() {
+            AppMode::Work => {
+                text.push_str("Mode: work. Your workspace is this session's folder: ");
+                text.push_str(
+                    &roots
+                        .first()
+                        .map(|r| r.display().to_string())
+                        .unwrap_or_default(),
+                );
+                text.push_str(
+                    "\nRelative paths resolve inside it; files outside it are not accessible.",
+                );
+            }
+            AppMode::Coding => {
+                text.push_str("Mode: coding. Repositories (the first is primary; relative paths resolve inside it):");
+                for r in roots {
+                    text.push_str("\n- ");
+                    text.push_str(&r.display().to_string());
+                }
+            }
+        }
+        text.push_str(&format!(
+            "\nPlatform: {} ({}).",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ));
+        call.system.push(SystemSection {
+            owner: "environment",
+            text,
+        });
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The base registrations every run has. Later owners (skills, workspace
+/// instructions, context control) are added by the caller.
+pub fn base_pipeline() -> Result<HookPipeline, HookError> {
+    let mut p = HookPipeline::new();
+    p.add(HookStage::BaseContext, "agent-prompt", AgentPromptHook)?
+        .add(HookStage::BaseContext, "clock", ClockHook)?
+        .add(HookStage::SessionContext, "environment", EnvironmentHook)?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Nop;
+    impl Hook for Nop {}
+
+    #[test]
+    fn duplicate_owner_fails_at_construction() {
+        let mut p = HookPipeline::new();
+        p.add(HookStage::Workspace, "workspace-context", Nop)
+            .unwrap();
+        let err = p
+            .add(HookStage::ContextControl, "workspace-context", Nop)
+            .unwrap_err();
+        assert_eq!(err.code(), "hook/duplicate-owner");
+        assert_eq!(p.owners().len(), 1);
+    }
+
+    #[test]
+    fn hooks_run_in_stage_then_registration_order() {
+        let mut p = HookPipeline::new();
+        p.add(HookStage::ContextControl, "projection", Nop).unwrap();
+        p.add(HookStage::BaseContext, "clock", Nop).unwrap();
+        p.add(HookStage::Workspace, "workspace", Nop).unwrap();
+        p.add(HookStage::BaseContext, "agent-prompt", Nop).unwrap();
+        let owners: Vec<&str> = p.owners().into_iter().map(|(_, o)| o).collect();
+        assert_eq!(owners, ["clock", "agent-prompt", "workspace", "projection"]);
+    }
+
+    #[test]
+    fn base_pipeline_registers_prompt_clock_environment() {
+        let p = base_pipeline().unwrap();
+        assert_eq!(
+            p.owners(),
+            [
+                (HookStage::BaseContext, "agent-prompt"),
+                (HookStage::BaseContext, "clock"),
+                (HookStage::SessionContext, "environment"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,31 @@
+//! The evoflux agent loop.
+//!
+//! [`Harness`] runs one session: it resolves nothing by name — the lead
+//! comes compiled ([`evoflux_agents::team::compile_agent_config`]), its
+//! tools come from the graph with their compiled behavior
+//! ([`prepared`]), and every piece of model context comes from a
+//! [`hooks::HookPipeline`] owner. Each call is handled by an exhaustive
+//! switch on the prepared kind; `final_output` ([`terminal`]) is the only
+//! tool the loop knows by its own identity. Progress is a typed
+//! [`events::Event`] stream, and everything is persisted in the session
+//! store as it happens.
+
+pub mod agent_loop;
+pub mod approval;
+pub mod clock;
+pub mod error;
+pub mod events;
+pub mod hooks;
+pub mod prepared;
+pub mod terminal;
+pub mod todo;
+pub mod web_fetch;
+
+pub use agent_loop::{
+    Harness, Limits, PendingQuestion, RunSetup, SessionRequest, TurnOptions, TurnOutcome,
+};
+pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use error::HarnessError;
+pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
+pub use hooks::{HookPipeline, HookStage, base_pipeline};

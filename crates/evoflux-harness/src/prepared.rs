@@ -1,0 +1,353 @@
+//! Prepared tools: the one uniform descriptor the loop works with.
+//!
+//! Each tool the agent has is taken from the compiled graph with its
+//! compiled behavior and turned into a [`PreparedTool`] whose
+//! [`PreparedKind`] says how a call is handled. The loop switches
+//! exhaustively on that kind; it never looks at a tool's name to decide
+//! what the tool does. Availability is evaluated here, before anything is
+//! materialized for the model, and every tool left out is reported with
+//! its reason instead of silently dropped.
+
+use evoflux_agents::ToolCatalog;
+use evoflux_core::AppMode;
+use evoflux_core::config::ProviderKind;
+use evoflux_graph::tool::{
+    Approval, Availability, BuiltinExecutor, CommandTool, DispatchAction, Handling, InputRequest,
+    ProviderTool, ToolDefinition, ToolExecutor,
+};
+use serde_json::Value;
+
+use crate::events::UnavailableTool;
+
+/// How a prepared tool's calls are handled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreparedKind {
+    /// Runs an executor.
+    Ordinary(Executor),
+    /// Ends the turn waiting for the user (`ask_user`).
+    RequestInput(InputRequest),
+    /// Hands work to another agent or task.
+    Dispatch(DispatchAction),
+    /// Executed by the model provider itself.
+    ProviderTool(ProviderTool),
+}
+
+/// The executor of an ordinary tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Executor {
+    Builtin(BuiltinExecutor),
+    Command(CommandTool),
+}
+
+/// One tool as the loop knows it.
+#[derive(Debug)]
+pub struct PreparedTool {
+    pub definition: ToolDefinition,
+    pub kind: PreparedKind,
+    /// Whether a call needs the user's approval first.
+    pub approval: Approval,
+    /// Hidden from the model until something activates it (the `process`
+    /// executor after a command yields).
+    pub deferred: bool,
+    validator: Option<jsonschema::Validator>,
+}
+
+impl PreparedTool {
+    /// The model-visible definition.
+    pub fn model_definition(&self) -> evoflux_model::ToolDefinition {
+        evoflux_model::ToolDefinition {
+            name: self.definition.name.clone(),
+            description: self.definition.description.clone(),
+            parameters: self.definition.input_schema.clone(),
+        }
+    }
+
+    /// Checks call arguments against the tool's input schema; the errors
+    /// are written for the model.
+    pub fn check_arguments(&self, arguments: &Value) -> Result<(), String> {
+        let Some(validator) = &self.validator else {
+            return Ok(());
+        };
+        let errors: Vec<String> = validator
+            .iter_errors(arguments)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "invalid arguments for `{}`: {}",
+                self.definition.name,
+                errors.join("; ")
+            ))
+        }
+    }
+}
+
+/// What the session offers, for availability conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionCapabilities {
+    /// A root session (not a delegated task child).
+    pub root_session: bool,
+    pub delegated_task_child: bool,
+    /// The session can pause for user input and resume later.
+    pub can_request_input: bool,
+    /// A process runtime is attached (shell, process, command tools).
+    pub processes: bool,
+    /// The skill runtime is attached (`skill` presentation tools).
+    pub skills: bool,
+    /// Network tools may run.
+    pub network: bool,
+    pub provider: ProviderKind,
+}
+
+impl SessionCapabilities {
+    fn holds(&self, condition: Availability) -> bool {
+        match condition {
+            Availability::RootSession => self.root_session,
+            Availability::DelegatedTaskChild => self.delegated_task_child,
+            Availability::RequiresRequestInput => self.can_request_input,
+        }
+    }
+}
+
+/// Whether a provider executes a provider-managed tool itself. None of the
+/// wire adapters materialize one yet, so every such tool is reported as
+/// unavailable rather than offered and then failing.
+pub const fn provider_supports(provider: ProviderKind, tool: ProviderTool) -> bool {
+    match (provider, tool) {
+        (
+            ProviderKind::Openai
+            | ProviderKind::Anthropic
+            | ProviderKind::Local
+            | ProviderKind::Scripted,
+            ProviderTool::WebSearch,
+        ) => false,
+    }
+}
+
+/// Why this build cannot run a builtin executor in this session, if so.
+fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option<&'static str> {
+    match executor {
+        BuiltinExecutor::Read
+        | BuiltinExecutor::Write
+        | BuiltinExecutor::Edit
+        | BuiltinExecutor::Ls
+        | BuiltinExecutor::Glob
+        | BuiltinExecutor::Grep
+        | BuiltinExecutor::Todo => None,
+        BuiltinExecutor::Shell | BuiltinExecutor::Process => {
+            (!caps.processes).then_some("no process runtime is attached to this session")
+        }
+        BuiltinExecutor::WebFetch => {
+            (!caps.network).then_some("network tools are turned off for this session")
+        }
+        BuiltinExecutor::Skill => {
+            (!caps.skills).then_some("no skill runtime is attached to this session")
+        }
+        BuiltinExecutor::CodeContext => Some("code navigation is not part of this build yet"),
+    }
+}
+
+/// The prepared tool set of one session.
+#[derive(Debug, Default)]
+pub struct PreparedTools {
+    tools: Vec<PreparedTool>,
+    pub unavailable: Vec<UnavailableTool>,
+}
+
+impl PreparedTools {
+    /// Prepares the agent's tools (`names`, from its effective config) from
+    /// the graph's definitions.
+    pub fn prepare(
+        catalog: &ToolCatalog,
+        names: &[String],
+        mode: AppMode,
+        caps: &SessionCapabilities,
+    ) -> PreparedTools {
+        let mut out = PreparedTools::default();
+        for name in names {
+            let Some(def) = catalog.get(name) else {
+                out.skip(name, "the tool is not in the compiled graph");
+                continue;
+            };
+            if !def.behavior.modes.contains(&mode) {
+                out.skip(name, &format!("the tool does not exist in {mode} mode"));
+                continue;
+            }
+            if let Some(c) = def.behavior.availability.iter().find(|c| !caps.holds(**c)) {
+                let why = match c {
+                    Availability::RootSession => "only root sessions have it",
+                    Availability::DelegatedTaskChild => "only delegated task children have it",
+                    Availability::RequiresRequestInput => "this session cannot ask the user",
+                };
+                out.skip(name, why);
+                continue;
+            }
+            let kind = match (&def.behavior.handling, &def.executor) {
+                (Handling::None, Some(ToolExecutor::Builtin { executor })) => {
+                    if let Some(gap) = executor_gap(*executor, caps) {
+                        out.skip(name, gap);
+                        continue;
+                    }
+                    PreparedKind::Ordinary(Executor::Builtin(*executor))
+                }
+                (Handling::None, Some(ToolExecutor::Command(command))) => {
+                    if !caps.processes {
+                        out.skip(name, "no process runtime is attached to this session");
+                        continue;
+                    }
+                    PreparedKind::Ordinary(Executor::Command(command.clone()))
+                }
+                (Handling::None, None) => {
+                    out.skip(name, "the tool has neither an executor nor a handling");
+                    continue;
+                }
+                (Handling::RequestInput { request }, _) => PreparedKind::RequestInput(*request),
+                (Handling::Dispatch { action }, _) => PreparedKind::Dispatch(*action),
+                (Handling::ProviderTool { provider }, _) => {
+                    if !provider_supports(caps.provider, *provider) {
+                        out.skip(
+                            name,
+                            &format!(
+                                "the {} provider does not execute this tool",
+                                caps.provider.as_str()
+                            ),
+                        );
+                        continue;
+                    }
+                    PreparedKind::ProviderTool(*provider)
+                }
+            };
+            let approval = match &kind {
+                PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
+                PreparedKind::Ordinary(Executor::Builtin(_))
+                | PreparedKind::RequestInput(_)
+                | PreparedKind::Dispatch(_)
+                | PreparedKind::ProviderTool(_) => Approval::Never,
+            };
+            let deferred = matches!(
+                kind,
+                PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Process))
+            );
+            out.tools.push(PreparedTool {
+                validator: jsonschema::validator_for(&def.input_schema).ok(),
+                definition: def.clone(),
+                kind,
+                approval,
+                deferred,
+            });
+        }
+        out
+    }
+
+    fn skip(&mut self, tool: &str, reason: &str) {
+        self.unavailable.push(UnavailableTool {
+            tool: tool.to_owned(),
+            reason: reason.to_owned(),
+        });
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &PreparedTool> {
+        self.tools.iter()
+    }
+
+    /// The prepared tool a model-visible name refers to.
+    pub fn get(&self, name: &str) -> Option<&PreparedTool> {
+        self.tools.iter().find(|t| t.definition.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps() -> SessionCapabilities {
+        SessionCapabilities {
+            root_session: true,
+            delegated_task_child: false,
+            can_request_input: true,
+            processes: false,
+            skills: false,
+            network: true,
+            provider: ProviderKind::Scripted,
+        }
+    }
+
+    fn all_names(catalog: &ToolCatalog) -> Vec<String> {
+        catalog.names().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn handling_comes_from_behavior_and_gaps_are_reported() {
+        let catalog = ToolCatalog::framework();
+        let tools =
+            PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Coding, &caps());
+        let kind = |n: &str| tools.get(n).map(|t| t.kind.clone());
+        assert_eq!(
+            kind("read"),
+            Some(PreparedKind::Ordinary(Executor::Builtin(
+                BuiltinExecutor::Read
+            )))
+        );
+        assert_eq!(
+            kind("ask_user"),
+            Some(PreparedKind::RequestInput(InputRequest::Question))
+        );
+        assert_eq!(
+            kind("agent"),
+            Some(PreparedKind::Dispatch(DispatchAction::SelfAgent))
+        );
+        // Only delegated children have task_update; no provider executes
+        // web_search; shell needs a process runtime.
+        let skipped: Vec<&str> = tools.unavailable.iter().map(|u| u.tool.as_str()).collect();
+        for t in [
+            "task_update",
+            "web_search",
+            "shell",
+            "process",
+            "code_context",
+        ] {
+            assert!(
+                skipped.contains(&t),
+                "{t} should be unavailable: {skipped:?}"
+            );
+            assert!(tools.get(t).is_none());
+        }
+    }
+
+    #[test]
+    fn request_input_needs_a_session_that_can_ask() {
+        let catalog = ToolCatalog::framework();
+        let c = SessionCapabilities {
+            can_request_input: false,
+            ..caps()
+        };
+        let tools = PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Work, &c);
+        assert!(tools.get("ask_user").is_none());
+        assert!(tools.unavailable.iter().any(|u| u.tool == "ask_user"));
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let catalog = ToolCatalog::framework();
+        let tools = PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Work, &caps());
+        let read = tools.get("read").unwrap();
+        assert!(
+            read.check_arguments(&serde_json::json!({"path": "a"}))
+                .is_ok()
+        );
+        let err = read
+            .check_arguments(&serde_json::json!({"path": 3}))
+            .unwrap_err();
+        assert!(err.contains("/path"), "{err}");
+    }
+}

@@ -1,0 +1,495 @@
+//! The SDK boundary: everything that touches `rmcp` lives here, and only
+//! our own types leave this module.
+//!
+//! One [`Connection`] is one initialized MCP session over stdio (a child
+//! process in its own process group) or Streamable HTTP (our reqwest client
+//! with redirects disabled). The handshake is pinned to protocol
+//! `2025-11-25`, the newest revision with the `initialize` lifecycle that
+//! every server in the field speaks; a server may answer with an older
+//! version it supports.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData, Implementation,
+    ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+use crate::codes;
+use crate::definition::{HttpLaunch, StdioLaunch};
+use crate::environment::compose;
+use crate::error::McpError;
+use crate::types::{McpTool, McpToolResult};
+
+/// The protocol revision offered in `initialize`.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// How long a stdio server gets to exit after its stdin closes, and a
+/// Streamable HTTP session to be deleted, before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
+/// Lines of a server's stderr kept for error messages.
+const STDERR_LINES: usize = 20;
+/// Headers the MCP client sets itself; a configured header of the same
+/// name (case-insensitive) is dropped so the client's value wins.
+pub const RESERVED_HEADERS: [&str; 8] = [
+    "accept",
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+    "host",
+];
+
+/// Why a server could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartFailure {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl StartFailure {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        StartFailure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Answers the server's requests and forwards `tools/list_changed`.
+#[derive(Clone)]
+struct Handler {
+    roots: Arc<Vec<(String, Option<String>)>>,
+    refresh: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        #[allow(deprecated)] // roots are deprecated only in 2026-07-28
+        let capabilities = ClientCapabilities::builder().enable_roots().build();
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("evoflux", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    #[allow(deprecated)] // roots are deprecated only in 2026-07-28
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .iter()
+            .map(|(uri, name)| {
+                let root = rmcp::model::Root::new(uri.clone());
+                match name {
+                    Some(n) => root.with_name(n.clone()),
+                    None => root,
+                }
+            })
+            .collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // The receiver is gone only while the connection shuts down.
+        let _ = self.refresh.send(());
+    }
+}
+
+/// `file://` URIs of the session roots, named after their folder.
+fn root_uris(roots: &[PathBuf]) -> Vec<(String, Option<String>)> {
+    roots
+        .iter()
+        .filter_map(|p| {
+            let uri = url::Url::from_file_path(p).ok()?;
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            Some((uri.to_string(), name))
+        })
+        .collect()
+}
+
+/// The last lines a server wrote to stderr (stderr is free-form logging,
+/// not an error signal, but it explains most failed starts).
+#[derive(Debug, Clone, Default)]
+struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        if let Ok(mut lines) = self.0.lock() {
+            if lines.len() == STDERR_LINES {
+                lines.pop_front();
+            }
+            lines.push_back(line);
+        }
+    }
+
+    fn render(&self) -> String {
+        match self.0.lock() {
+            Ok(lines) if !lines.is_empty() => {
+                format!(
+                    "; stderr: {}",
+                    lines.iter().cloned().collect::<Vec<_>>().join(" | ")
+                )
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// A child's process group. Dropping it kills whatever is left in the
+/// group, so no server (or a grandchild it spawned, like `npx` → `node`)
+/// outlives its connection.
+#[derive(Debug)]
+struct ProcessGroup {
+    pgid: Option<i32>,
+}
+
+impl ProcessGroup {
+    #[cfg(unix)]
+    fn pid(&self) -> Option<rustix::process::Pid> {
+        self.pgid.and_then(rustix::process::Pid::from_raw)
+    }
+
+    /// Whether any process of the group is still alive.
+    fn alive(&self) -> bool {
+        #[cfg(unix)]
+        {
+            self.pid()
+                .is_some_and(|p| rustix::process::test_kill_process_group(p).is_ok())
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
+    }
+
+    fn signal_terminate(&self) {
+        #[cfg(unix)]
+        if let Some(p) = self.pid() {
+            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::TERM);
+        }
+    }
+
+    fn kill(&mut self) {
+        #[cfg(unix)]
+        if let Some(p) = self.pid() {
+            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+        }
+        self.pgid = None;
+    }
+
+    /// Terminates the stragglers politely, then kills them.
+    async fn reap(&mut self) {
+        if self.alive() {
+            self.signal_terminate();
+            for _ in 0..20 {
+                if !self.alive() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        self.kill();
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One live MCP session.
+pub struct Connection {
+    running: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
+    peer: Peer<RoleClient>,
+    group: tokio::sync::Mutex<Option<ProcessGroup>>,
+    stderr: StderrTail,
+    /// The protocol version the server agreed to.
+    pub protocol_version: String,
+    /// `serverInfo.name` and `.version`.
+    pub server_info: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("protocol_version", &self.protocol_version)
+            .field("server_info", &self.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The receiving end of `tools/list_changed` notifications.
+pub type RefreshReceiver = mpsc::UnboundedReceiver<()>;
+
+static CRYPTO: Once = Once::new();
+
+/// The HTTP client of Streamable HTTP servers: the workspace reqwest
+/// (rustls with ring, installed as the process default once, as the model
+/// providers do), with redirects disabled so configured headers never reach
+/// another origin.
+pub fn http_client() -> Result<reqwest::Client, String> {
+    CRYPTO.call_once(|| {
+        // Another crate may have installed a provider already; either serves.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Splits configured headers into those sent and those dropped because the
+/// client sets them itself.
+pub fn partition_headers(
+    headers: &BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut sent = BTreeMap::new();
+    let mut dropped = Vec::new();
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("mcp-param-") {
+            dropped.push(name.clone());
+        } else {
+            sent.insert(name.clone(), value.clone());
+        }
+    }
+    (sent, dropped)
+}
+
+fn init_message(e: &dyn std::fmt::Display) -> String {
+    format!("the MCP handshake failed: {e}")
+}
+
+impl Connection {
+    /// Spawns a stdio server and initializes it.
+    pub async fn stdio(
+        launch: &StdioLaunch,
+        base_env: &BTreeMap<String, String>,
+        roots: &[PathBuf],
+    ) -> Result<(Connection, RefreshReceiver), StartFailure> {
+        for dir in &launch.create_dirs {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StartFailure::new(
+                    codes::SERVER_INVALID,
+                    format!("cannot create `{}`: {e}", dir.display()),
+                )
+            })?;
+        }
+        let mut cmd = tokio::process::Command::new(&launch.program);
+        cmd.args(&launch.args)
+            .env_clear()
+            .envs(compose(base_env, &launch.env));
+        if let Some(cwd) = &launch.cwd {
+            cmd.current_dir(cwd);
+        }
+        // Its own group, so shutdown reaches every process it started and
+        // a Ctrl-C in evoflux's terminal does not hit it directly.
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let (process, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                StartFailure::new(
+                    codes::START_FAILED,
+                    format!("cannot start `{}`: {e}", launch.program.display()),
+                )
+            })?;
+        let group = ProcessGroup {
+            pgid: process.id().and_then(|p| i32::try_from(p).ok()),
+        };
+        let tail = StderrTail::default();
+        if let Some(stderr) = stderr {
+            let tail = tail.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tail.push(line);
+                }
+            });
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler = Handler {
+            roots: Arc::new(root_uris(roots)),
+            refresh: tx,
+        };
+        match handler.serve(process).await {
+            Ok(running) => Ok((Connection::new(running, Some(group), tail), rx)),
+            Err(e) => {
+                // Give the stderr reader a moment to collect the reason.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let message = format!("{}{}", init_message(&e), tail.render());
+                drop(group);
+                Err(StartFailure::new(codes::START_FAILED, message))
+            }
+        }
+    }
+
+    /// Connects to a Streamable HTTP server and initializes it.
+    pub async fn http(
+        launch: &HttpLaunch,
+        roots: &[PathBuf],
+    ) -> Result<(Connection, RefreshReceiver), StartFailure> {
+        let client = http_client().map_err(|e| {
+            StartFailure::new(
+                codes::START_FAILED,
+                format!("cannot build the HTTP client: {e}"),
+            )
+        })?;
+        let (sent, _) = partition_headers(&launch.headers);
+        let mut headers = HashMap::new();
+        for (name, value) in sent {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|e| {
+                StartFailure::new(
+                    codes::SERVER_INVALID,
+                    format!("header `{name}` is not valid: {e}"),
+                )
+            })?;
+            let value = reqwest::header::HeaderValue::from_str(&value).map_err(|e| {
+                StartFailure::new(
+                    codes::SERVER_INVALID,
+                    format!("the value of header `{name}` is not valid: {e}"),
+                )
+            })?;
+            headers.insert(name, value);
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(launch.url.as_str())
+            .custom_headers(headers);
+        let transport = StreamableHttpClientTransport::with_client(client, config);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler = Handler {
+            roots: Arc::new(root_uris(roots)),
+            refresh: tx,
+        };
+        match handler.serve(transport).await {
+            Ok(running) => Ok((Connection::new(running, None, StderrTail::default()), rx)),
+            Err(e) => Err(StartFailure::new(codes::START_FAILED, init_message(&e))),
+        }
+    }
+
+    fn new(
+        running: RunningService<RoleClient, Handler>,
+        group: Option<ProcessGroup>,
+        stderr: StderrTail,
+    ) -> Connection {
+        let peer = running.peer().clone();
+        let info = running.peer_info();
+        let protocol_version = info
+            .as_ref()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
+        let server_info = info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref())
+            .map(|s| (s.name.clone(), s.version.clone()));
+        Connection {
+            running: tokio::sync::Mutex::new(Some(running)),
+            peer,
+            group: tokio::sync::Mutex::new(group),
+            stderr,
+            protocol_version,
+            server_info,
+        }
+    }
+
+    /// Whether the session has ended (the process exited or the transport
+    /// failed).
+    pub fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+
+    /// The server's stderr tail, for messages about a closed connection.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.render()
+    }
+
+    /// Every tool, following `nextCursor` until the last page.
+    pub async fn list_tools(&self) -> Result<Vec<McpTool>, String> {
+        let tools = self
+            .peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        tools
+            .iter()
+            .map(|t| {
+                serde_json::to_value(t)
+                    .and_then(serde_json::from_value::<McpTool>)
+                    .map_err(|e| format!("tools/list returned a tool evoflux cannot read: {e}"))
+            })
+            .collect()
+    }
+
+    /// Calls `tool` with `args`, waiting at most `timeout`. On timeout the
+    /// request is dropped, which sends `notifications/cancelled`.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<McpToolResult, McpError> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let call = self.peer.call_tool(params);
+        let result = match tokio::time::timeout(timeout, call).await {
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    timeout,
+                });
+            }
+            Ok(Err(ServiceError::McpError(e))) => {
+                return Err(McpError::Protocol {
+                    server: server.to_owned(),
+                    code: e.code.0,
+                    message: e.message.into_owned(),
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(McpError::Transport {
+                    server: server.to_owned(),
+                    detail: e.to_string(),
+                });
+            }
+            Ok(Ok(r)) => r,
+        };
+        let wire = serde_json::to_value(&result).map_err(|e| McpError::Transport {
+            server: server.to_owned(),
+            detail: format!("cannot read the tool result: {e}"),
+        })?;
+        Ok(McpToolResult::from_wire(&wire))
+    }
+
+    /// Ends the session: closes stdin (stdio) or deletes the session
+    /// (HTTP), waits a bounded time, then terminates and kills whatever is
+    /// left of the process group.
+    pub async fn shutdown(&self) {
+        let running = self.running.lock().await.take();
+        if let Some(mut running) = running {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, running.close()).await;
+        }
+        let group = self.group.lock().await.take();
+        if let Some(mut group) = group {
+            group.reap().await;
+        }
+    }
+}

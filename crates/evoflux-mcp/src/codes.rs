@@ -1,0 +1,25 @@
+//! Stable diagnostic codes of the MCP runtime. Tests assert on these, never
+//! on prose.
+
+/// A legacy `sse` entry: listed, never started.
+pub const TRANSPORT_UNSUPPORTED: &str = "mcp/transport-unsupported";
+/// A declaration that cannot be turned into a launch (a folder that cannot
+/// be created, a header value that is not a valid HTTP value, …). Only that
+/// server is skipped.
+pub const SERVER_INVALID: &str = "mcp/server-invalid";
+/// Spawning, connecting or the `initialize` handshake failed.
+pub const START_FAILED: &str = "mcp/start-failed";
+/// The server did not become ready within the startup timeout.
+pub const STARTUP_TIMEOUT: &str = "mcp/startup-timeout";
+/// `tools/list` failed after a successful handshake.
+pub const TOOLS_LIST_FAILED: &str = "mcp/tools-list-failed";
+/// The server's connection closed after it was ready.
+pub const SERVER_EXITED: &str = "mcp/server-exited";
+/// A configured header that the MCP client itself sets was dropped.
+pub const HEADER_RESERVED: &str = "mcp/header-reserved";
+/// A tool's qualified name needed a hash suffix (collision or length).
+pub const TOOL_NAME_ADJUSTED: &str = "mcp/tool-name-adjusted";
+/// A plugin's `mcp.json` is invalid at the top level: none of its servers run.
+pub const PLUGIN_MCP_DISABLED: &str = "mcp/plugin-mcp-disabled";
+/// A plugin's credentials could not be read; its stdio servers start without them.
+pub const CREDENTIALS_UNAVAILABLE: &str = "mcp/credentials-unavailable";

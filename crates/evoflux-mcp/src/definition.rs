@@ -1,0 +1,556 @@
+//! What the manager starts: a server definition adapted from a connection
+//! slot of the compiled graph (global servers) or from a plugin's validated
+//! `mcp.json` entry (plugin servers), resolved into a launch that needs no
+//! further interpretation.
+//!
+//! Everything here is pure: nothing is spawned or contacted, and the only
+//! inputs are typed definitions that were already validated upstream
+//! (`evoflux_graph::connection`, `evoflux_plugins::mcp`). Nothing re-parses
+//! `mcp.json`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use evoflux_core::Diagnostic;
+use evoflux_graph::connection::ConnectionDefinition;
+use evoflux_graph::{Binding, CompiledGraph, Definition};
+use evoflux_plugins::mcp::{CwdBase, McpCommand, McpServer, McpServerEntry};
+use serde::Serialize;
+
+use crate::codes;
+use crate::environment::expand_placeholders;
+
+/// The transports of a declaration. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    Stdio,
+    StreamableHttp,
+    /// Legacy HTTP+SSE: listed, never started.
+    Sse,
+}
+
+impl TransportKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::StreamableHttp => "streamable-http",
+            TransportKind::Sse => "sse",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who declared a server. Plugin servers live in their own manager and are
+/// never merged into the global configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ServerOwner {
+    /// A `connections/<name>` slot of the compiled graph.
+    Global {
+        /// The `mcp.json` that won the slot.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        source: Option<PathBuf>,
+        /// The layer of that file (`user`, `project`, …).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        layer: Option<String>,
+    },
+    /// An entry of a plugin installation's `mcp.json`.
+    Plugin {
+        installation: String,
+        plugin: String,
+    },
+}
+
+impl ServerOwner {
+    /// `global` or `plugin:<name>`, for listings.
+    pub fn label(&self) -> String {
+        match self {
+            ServerOwner::Global { .. } => "global".to_owned(),
+            ServerOwner::Plugin { plugin, .. } => format!("plugin:{plugin}"),
+        }
+    }
+}
+
+/// A child process to spawn. `env` is the overlay on top of the base
+/// environment, already in its final precedence (configured values, then
+/// credentials, then `PLUGIN_ROOT`/`PLUGIN_DATA`); its values may be
+/// secrets, so `Debug` shows only the names.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StdioLaunch {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    /// Folders created before spawning (a plugin's `PLUGIN_DATA`).
+    pub create_dirs: Vec<PathBuf>,
+}
+
+impl fmt::Debug for StdioLaunch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioLaunch")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("create_dirs", &self.create_dirs)
+            .finish()
+    }
+}
+
+/// A Streamable HTTP endpoint. Headers are sent literally, only to `url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpLaunch {
+    pub url: String,
+    pub headers: BTreeMap<String, String>,
+}
+
+/// How to reach a server, or why it is not started. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    Stdio(StdioLaunch),
+    StreamableHttp(HttpLaunch),
+    /// A valid declaration of a transport evoflux does not run (`sse`).
+    Unsupported,
+    /// The declaration cannot be started; only this server is skipped.
+    Invalid {
+        code: &'static str,
+        message: String,
+    },
+}
+
+/// One server as the manager sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerDefinition {
+    /// The name in `mcp.json` (unique within its manager).
+    pub name: String,
+    pub owner: ServerOwner,
+    /// `None` for an entry whose `type` was unknown.
+    pub transport: Option<TransportKind>,
+    pub launch: Launch,
+}
+
+impl ServerDefinition {
+    /// The server part of qualified tool names: the name for global
+    /// servers; `<plugin>_<server>` for plugin servers, because plugins
+    /// commonly name their only server the same (`server`, `main`) and a
+    /// readable prefix beats a hash suffix.
+    pub fn naming_key(&self) -> String {
+        match &self.owner {
+            ServerOwner::Global { .. } => self.name.clone(),
+            ServerOwner::Plugin { plugin, .. } => format!("{plugin}_{}", self.name),
+        }
+    }
+}
+
+/// The MCP servers of a compiled graph: one per `connections/<name>` slot,
+/// in slot order. A relative `cwd`, or a relative command path with a `/`,
+/// is resolved against the folder of the winning `mcp.json`.
+pub fn definitions_from_graph(graph: &CompiledGraph) -> Vec<ServerDefinition> {
+    let mut out = Vec::new();
+    for node in &graph.nodes {
+        let Definition::Connection(def) = &node.definition else {
+            continue;
+        };
+        let bound = graph.binding(&node.source_id);
+        let source = bound.and_then(|b| match &b.binding {
+            Binding::File { path, .. } => Some(path.clone()),
+            Binding::Builtin { .. } => None,
+        });
+        let owner = ServerOwner::Global {
+            layer: bound.map(|b| b.layer.to_string()),
+            source: source.clone(),
+        };
+        let base = source.as_deref().and_then(Path::parent);
+        out.push(from_connection(&node.slot.name, def, owner, base));
+    }
+    out
+}
+
+/// Adapts one global connection.
+pub fn from_connection(
+    name: &str,
+    def: &ConnectionDefinition,
+    owner: ServerOwner,
+    base_dir: Option<&Path>,
+) -> ServerDefinition {
+    let resolve = |p: &str| -> PathBuf {
+        let path = Path::new(p);
+        match base_dir {
+            Some(base) if path.is_relative() => base.join(path),
+            _ => path.to_path_buf(),
+        }
+    };
+    let (transport, launch) = match def {
+        ConnectionDefinition::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            // A bare name is looked up on PATH; anything with a separator
+            // is a path, relative to the mcp.json folder.
+            let program = if command.contains('/') {
+                resolve(command)
+            } else {
+                PathBuf::from(command)
+            };
+            (
+                TransportKind::Stdio,
+                Launch::Stdio(StdioLaunch {
+                    program,
+                    args: args.clone(),
+                    env: env.clone(),
+                    cwd: cwd.as_deref().map(resolve),
+                    create_dirs: Vec::new(),
+                }),
+            )
+        }
+        ConnectionDefinition::StreamableHttp { url, headers } => (
+            TransportKind::StreamableHttp,
+            Launch::StreamableHttp(HttpLaunch {
+                url: url.clone(),
+                headers: headers.clone(),
+            }),
+        ),
+        ConnectionDefinition::Sse { .. } => (TransportKind::Sse, Launch::Unsupported),
+    };
+    ServerDefinition {
+        name: name.to_owned(),
+        owner,
+        transport: Some(transport),
+        launch,
+    }
+}
+
+/// What a plugin installation contributes to the adaptation of its
+/// servers. `credentials` maps declared environment names to values and
+/// is injected only into this installation's stdio processes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PluginContext {
+    pub installation: String,
+    pub plugin: String,
+    /// The absolute plugin root.
+    pub root: PathBuf,
+    /// The absolute `PLUGIN_DATA` folder (created before a stdio spawn).
+    pub data_dir: PathBuf,
+    pub credentials: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for PluginContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PluginContext")
+            .field("installation", &self.installation)
+            .field("plugin", &self.plugin)
+            .field("root", &self.root)
+            .field("data_dir", &self.data_dir)
+            .field("credentials", &self.credentials.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The environment names the host sets last, overriding everything.
+pub const PLUGIN_ROOT_VAR: &str = "PLUGIN_ROOT";
+pub const PLUGIN_DATA_VAR: &str = "PLUGIN_DATA";
+
+/// Adapts a plugin's validated `mcp.json` entries, in their order. An
+/// invalid entry becomes a server that is never started and shows why.
+pub fn plugin_definitions(
+    ctx: &PluginContext,
+    entries: &[McpServerEntry],
+) -> Vec<ServerDefinition> {
+    entries
+        .iter()
+        .map(|entry| plugin_definition(ctx, entry))
+        .collect()
+}
+
+fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefinition {
+    let owner = ServerOwner::Plugin {
+        installation: ctx.installation.clone(),
+        plugin: ctx.plugin.clone(),
+    };
+    let transport = entry.transport.map(|t| match t {
+        evoflux_plugins::McpTransport::Stdio => TransportKind::Stdio,
+        evoflux_plugins::McpTransport::StreamableHttp => TransportKind::StreamableHttp,
+        evoflux_plugins::McpTransport::Sse => TransportKind::Sse,
+    });
+    let launch = match &entry.server {
+        None => Launch::Invalid {
+            code: codes::SERVER_INVALID,
+            message: format!(
+                "the declaration of `{}` in the plugin's mcp.json is invalid (see `evoflux plugin show`)",
+                entry.name
+            ),
+        },
+        Some(McpServer::Stdio(s)) => {
+            let root = ctx.root.to_string_lossy();
+            let data = ctx.data_dir.to_string_lossy();
+            let expand = |v: &str| expand_placeholders(v, &root, &data);
+            let program = match &s.command {
+                McpCommand::Bare { name } => PathBuf::from(name),
+                McpCommand::PluginRelative { relative, .. } => ctx.root.join(relative),
+            };
+            let cwd = match &s.cwd {
+                None => ctx.root.clone(),
+                Some(c) => {
+                    let base = match c.base {
+                        CwdBase::PluginRoot => &ctx.root,
+                        CwdBase::PluginData => &ctx.data_dir,
+                    };
+                    if c.relative.as_os_str().is_empty() {
+                        base.clone()
+                    } else {
+                        base.join(&c.relative)
+                    }
+                }
+            };
+            // Precedence: configured env, then credentials, then the two
+            // host variables last.
+            let mut env: BTreeMap<String, String> =
+                s.env.iter().map(|(k, v)| (k.clone(), expand(v))).collect();
+            env.extend(ctx.credentials.clone());
+            env.insert(PLUGIN_ROOT_VAR.to_owned(), root.clone().into_owned());
+            env.insert(PLUGIN_DATA_VAR.to_owned(), data.clone().into_owned());
+            Launch::Stdio(StdioLaunch {
+                program,
+                args: s.args.iter().map(|a| expand(a)).collect(),
+                env,
+                cwd: Some(cwd),
+                create_dirs: vec![ctx.data_dir.clone()],
+            })
+        }
+        Some(McpServer::StreamableHttp(r)) => Launch::StreamableHttp(HttpLaunch {
+            url: r.url.clone(),
+            headers: r.headers.clone(),
+        }),
+        Some(McpServer::Sse(_)) => Launch::Unsupported,
+    };
+    ServerDefinition {
+        name: entry.name.clone(),
+        owner,
+        transport,
+        launch,
+    }
+}
+
+/// What a user should know about a definition before it runs: why it is
+/// not started (`mcp/transport-unsupported`, `mcp/server-invalid`, …) and
+/// which configured headers are dropped because the client sets them
+/// (`mcp/header-reserved`).
+pub fn definition_diagnostics(def: &ServerDefinition) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = skipped_diagnostic(def).into_iter().collect();
+    out.extend(reserved_header_diagnostics(def));
+    out
+}
+
+/// `mcp/header-reserved` for each configured header the client overrides.
+/// (Plugin inspection reports everything else about plugin entries.)
+pub fn reserved_header_diagnostics(def: &ServerDefinition) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if let Launch::StreamableHttp(l) = &def.launch {
+        let (_, dropped) = crate::client::partition_headers(&l.headers);
+        for name in dropped {
+            out.push(
+                Diagnostic::warning(
+                    codes::HEADER_RESERVED,
+                    format!(
+                        "MCP server `{}` ({}): header `{name}` is set by the MCP client and the configured value is ignored",
+                        def.name,
+                        def.owner.label()
+                    ),
+                )
+                .with_field(format!("mcpServers.{}.headers.{name}", def.name)),
+            );
+        }
+    }
+    out
+}
+
+/// The diagnostic for a server that is listed but not started.
+pub fn skipped_diagnostic(def: &ServerDefinition) -> Option<Diagnostic> {
+    match &def.launch {
+        Launch::Unsupported => Some(Diagnostic::warning(
+            codes::TRANSPORT_UNSUPPORTED,
+            format!(
+                "MCP server `{}` ({}) uses the legacy `sse` transport, which evoflux lists but never starts",
+                def.name,
+                def.owner.label()
+            ),
+        )),
+        Launch::Invalid { code, message } => Some(Diagnostic::error(code, message.clone())),
+        Launch::Stdio(_) | Launch::StreamableHttp(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evoflux_plugins::mcp::{McpCwd, StdioServer};
+
+    fn ctx() -> PluginContext {
+        PluginContext {
+            installation: "0123".into(),
+            plugin: "demo".into(),
+            root: PathBuf::from("/plugins/demo"),
+            data_dir: PathBuf::from("/data/0123"),
+            credentials: BTreeMap::from([("API_TOKEN".into(), "s3cret".into())]),
+        }
+    }
+
+    fn stdio(server: StdioServer) -> ServerDefinition {
+        plugin_definition(
+            &ctx(),
+            &McpServerEntry {
+                name: "svc".into(),
+                transport: Some(evoflux_plugins::McpTransport::Stdio),
+                server: Some(McpServer::Stdio(server)),
+            },
+        )
+    }
+
+    #[test]
+    fn plugin_stdio_is_adapted() {
+        let def = stdio(StdioServer {
+            command: McpCommand::PluginRelative {
+                raw: "./bin/server".into(),
+                relative: PathBuf::from("bin/server"),
+            },
+            args: vec!["--root=${PLUGIN_ROOT}".into(), "$HOME".into()],
+            env: BTreeMap::from([
+                ("DB".into(), "${PLUGIN_DATA}/db".into()),
+                ("API_TOKEN".into(), "configured".into()),
+            ]),
+            cwd: Some(McpCwd {
+                raw: "${PLUGIN_DATA}/work".into(),
+                base: CwdBase::PluginData,
+                relative: PathBuf::from("work"),
+            }),
+        });
+        let Launch::Stdio(l) = &def.launch else {
+            panic!("{def:?}")
+        };
+        assert_eq!(l.program, PathBuf::from("/plugins/demo/bin/server"));
+        assert_eq!(l.args, ["--root=/plugins/demo", "$HOME"]);
+        assert_eq!(l.env["DB"], "/data/0123/db");
+        // Credentials override configured values of the same name.
+        assert_eq!(l.env["API_TOKEN"], "s3cret");
+        assert_eq!(l.env["PLUGIN_ROOT"], "/plugins/demo");
+        assert_eq!(l.env["PLUGIN_DATA"], "/data/0123");
+        assert_eq!(l.cwd.as_deref(), Some(Path::new("/data/0123/work")));
+        assert_eq!(l.create_dirs, [PathBuf::from("/data/0123")]);
+        assert_eq!(def.naming_key(), "demo_svc");
+        // Secrets never show in Debug output.
+        assert!(!format!("{l:?}").contains("s3cret"));
+        assert!(!format!("{:?}", ctx()).contains("s3cret"));
+    }
+
+    #[test]
+    fn plugin_default_cwd_is_the_root_and_bare_commands_stay_bare() {
+        let def = stdio(StdioServer {
+            command: McpCommand::Bare {
+                name: "node".into(),
+            },
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        });
+        let Launch::Stdio(l) = &def.launch else {
+            panic!()
+        };
+        assert_eq!(l.program, PathBuf::from("node"));
+        assert_eq!(l.cwd.as_deref(), Some(Path::new("/plugins/demo")));
+    }
+
+    #[test]
+    fn invalid_and_sse_entries_are_listed_not_started() {
+        let invalid = plugin_definition(
+            &ctx(),
+            &McpServerEntry {
+                name: "bad".into(),
+                transport: None,
+                server: None,
+            },
+        );
+        assert!(
+            matches!(invalid.launch, Launch::Invalid { code, .. } if code == codes::SERVER_INVALID)
+        );
+        let d = skipped_diagnostic(&invalid).unwrap();
+        assert_eq!(d.code, codes::SERVER_INVALID);
+
+        let sse = from_connection(
+            "old",
+            &ConnectionDefinition::Sse {
+                url: "http://127.0.0.1:1/sse".into(),
+                headers: BTreeMap::new(),
+            },
+            ServerOwner::Global {
+                source: None,
+                layer: None,
+            },
+            None,
+        );
+        assert_eq!(sse.launch, Launch::Unsupported);
+        assert_eq!(
+            skipped_diagnostic(&sse).unwrap().code,
+            codes::TRANSPORT_UNSUPPORTED
+        );
+    }
+
+    #[test]
+    fn reserved_headers_are_reported() {
+        let def = from_connection(
+            "h",
+            &ConnectionDefinition::StreamableHttp {
+                url: "https://example.com/mcp".into(),
+                headers: BTreeMap::from([
+                    ("Accept".into(), "x".into()),
+                    ("Mcp-Session-Id".into(), "y".into()),
+                    ("X-Api-Key".into(), "z".into()),
+                ]),
+            },
+            ServerOwner::Global {
+                source: None,
+                layer: None,
+            },
+            None,
+        );
+        let codes: Vec<_> = definition_diagnostics(&def)
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(codes, [codes::HEADER_RESERVED, codes::HEADER_RESERVED]);
+    }
+
+    #[test]
+    fn global_relative_paths_resolve_against_the_mcp_json_folder() {
+        let def = from_connection(
+            "local",
+            &ConnectionDefinition::Stdio {
+                command: "./bin/srv".into(),
+                args: vec!["${PLUGIN_ROOT}".into()],
+                env: BTreeMap::new(),
+                cwd: Some("work".into()),
+            },
+            ServerOwner::Global {
+                source: None,
+                layer: None,
+            },
+            Some(Path::new("/repo/.evoflux")),
+        );
+        let Launch::Stdio(l) = &def.launch else {
+            panic!()
+        };
+        assert_eq!(l.program, PathBuf::from("/repo/.evoflux/./bin/srv"));
+        assert_eq!(l.cwd.as_deref(), Some(Path::new("/repo/.evoflux/work")));
+        // Placeholders are a plugin feature: global args stay literal.
+        assert_eq!(l.args, ["${PLUGIN_ROOT}"]);
+        assert_eq!(def.naming_key(), "local");
+    }
+}

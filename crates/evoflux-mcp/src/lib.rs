@@ -1,0 +1,45 @@
+//! The MCP client manager of evoflux, on the official Rust SDK (`rmcp`),
+//! which stays behind this crate's own types.
+//!
+//! - [`McpManager`]: the servers of one scope (the global `connections/*`
+//!   slots of the compiled graph, or one plugin installation), started in
+//!   the background, each with a [`ServerState`] and its last error.
+//! - [`McpRuntime`]: the global manager plus one manager per enabled plugin
+//!   installation, never merged; what the agent loop holds.
+//! - [`ToolSet`]: the ready tools of some managers under unique
+//!   model-visible names (`mcp__<server>__<tool>`, see [`naming`]), and
+//!   the call path ([`ToolSet::call_tool`]).
+//!
+//! Transports: stdio (own process group, explicit environment, `roots/list`
+//! answered, bounded shutdown) and Streamable HTTP (redirects disabled,
+//! configured headers sent literally to the configured URL only). Legacy
+//! `sse` entries are listed and never started. The handshake offers
+//! protocol `2025-11-25`.
+
+pub mod client;
+pub mod codes;
+pub mod definition;
+pub mod environment;
+pub mod error;
+pub mod manager;
+pub mod naming;
+pub mod plugin;
+pub mod runtime;
+#[doc(hidden)]
+pub mod testserver;
+pub mod toolset;
+pub mod types;
+
+pub use client::{PROTOCOL_VERSION, http_client};
+pub use definition::{
+    HttpLaunch, Launch, PluginContext, ServerDefinition, ServerOwner, StdioLaunch, TransportKind,
+    definition_diagnostics, definitions_from_graph, from_connection, plugin_definitions,
+};
+pub use error::McpError;
+pub use manager::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ManagerOptions, ManagerScope, McpEvent,
+    McpManager, ReloadReport, ServerError, ServerInfo, ServerState, ServerStatus,
+};
+pub use runtime::McpRuntime;
+pub use toolset::{McpToolDescriptor, ToolSet};
+pub use types::{McpContent, McpTool, McpToolResult};

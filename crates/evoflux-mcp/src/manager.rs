@@ -1,0 +1,760 @@
+//! One MCP client manager per scope: the global manager (servers of the
+//! compiled graph's `connections/<name>` slots) and one per plugin
+//! installation. Managers are never merged; a [`crate::ToolSet`] reads
+//! several of them at once.
+//!
+//! Servers start in the background: [`McpManager::start_all`] returns at
+//! once and each server moves through [`ServerState`] on its own, so a
+//! slow or broken server never blocks the caller or another server. Every
+//! change is visible in [`McpManager::statuses`] and as an [`McpEvent`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::runtime::Handle;
+use tokio::sync::{broadcast, watch};
+
+use crate::client::{Connection, RefreshReceiver, StartFailure};
+use crate::codes;
+use crate::definition::{Launch, ServerDefinition, ServerOwner, TransportKind};
+use crate::environment::process_base_environment;
+use crate::error::McpError;
+use crate::toolset::ToolSet;
+use crate::types::{McpTool, McpToolResult};
+
+/// Codex's defaults: a server gets 30 s to start; a call, 5 minutes.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Which configuration a manager runs. Closed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ManagerScope {
+    Global,
+    Plugin {
+        installation: String,
+        plugin: String,
+    },
+}
+
+/// How servers are run.
+#[derive(Debug, Clone)]
+pub struct ManagerOptions {
+    /// Answered to `roots/list`: the session's workspace roots.
+    pub roots: Vec<PathBuf>,
+    /// The base environment of stdio servers (an allowlist of the parent's
+    /// variables by default; see [`crate::environment`]).
+    pub base_env: BTreeMap<String, String>,
+    pub startup_timeout: Duration,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            roots: Vec::new(),
+            base_env: process_base_environment(),
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+        }
+    }
+}
+
+/// The lifecycle of one server. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerState {
+    /// Spawning or connecting, handshaking, listing tools.
+    Starting,
+    /// Initialized with its tools listed: its tools are offered.
+    Ready,
+    /// Could not start, or its connection ended; see `last_error`.
+    Failed,
+    /// Not running (never started, or stopped).
+    Stopped,
+    /// Listed but never started (legacy `sse`).
+    Skipped,
+}
+
+impl ServerState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Starting => "starting",
+            ServerState::Ready => "ready",
+            ServerState::Failed => "failed",
+            ServerState::Stopped => "stopped",
+            ServerState::Skipped => "skipped",
+        }
+    }
+}
+
+/// Why a server is failed or skipped: a stable code and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerError {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<StartFailure> for ServerError {
+    fn from(f: StartFailure) -> Self {
+        ServerError {
+            code: f.code.to_owned(),
+            message: f.message,
+        }
+    }
+}
+
+/// `serverInfo` from the handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// A snapshot of one server, for `evoflux mcp list` and the UI.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    pub owner: ServerOwner,
+    pub transport: Option<TransportKind>,
+    pub state: ServerState,
+    /// The tools of a ready server (raw names).
+    pub tools: Vec<McpTool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<ServerError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<ServerInfo>,
+}
+
+/// What happened to a server, for the harness to show as a visible event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum McpEvent {
+    StateChanged {
+        server: String,
+        owner: ServerOwner,
+        state: ServerState,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<ServerError>,
+    },
+    /// A ready server's tool list was refreshed after `tools/list_changed`.
+    ToolsChanged {
+        server: String,
+        owner: ServerOwner,
+        tools: usize,
+    },
+}
+
+/// What [`McpManager::reload`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReloadReport {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+    pub unchanged: Vec<String>,
+}
+
+#[derive(Debug)]
+pub(crate) struct SlotState {
+    /// Bumped by every start and stop, so a late result of an earlier
+    /// start never overwrites a newer state.
+    generation: u64,
+    state: ServerState,
+    tools: Arc<Vec<McpTool>>,
+    last_error: Option<ServerError>,
+    connection: Option<Arc<Connection>>,
+}
+
+/// One server of a manager.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) definition: ServerDefinition,
+    state: Mutex<SlotState>,
+    /// Wakes waiters and publishes events; shared with the manager.
+    notify: Notifier,
+}
+
+#[derive(Debug, Clone)]
+struct Notifier {
+    changes: Arc<watch::Sender<u64>>,
+    events: broadcast::Sender<McpEvent>,
+}
+
+impl Notifier {
+    fn publish(&self, event: McpEvent) {
+        self.changes.send_modify(|v| *v = v.wrapping_add(1));
+        // No subscriber is fine.
+        let _ = self.events.send(event);
+    }
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        // A poisoned lock means a panic elsewhere; the state is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn state_event(&self, state: ServerState, error: Option<ServerError>) -> McpEvent {
+        McpEvent::StateChanged {
+            server: self.definition.name.clone(),
+            owner: self.definition.owner.clone(),
+            state,
+            error,
+        }
+    }
+
+    /// Notices a connection that ended after the server was ready.
+    fn check_exited(&self) {
+        let mut st = self.lock();
+        let exited =
+            st.state == ServerState::Ready && st.connection.as_ref().is_some_and(|c| c.is_closed());
+        if !exited {
+            return;
+        }
+        let tail = st
+            .connection
+            .as_ref()
+            .map(|c| c.stderr_tail())
+            .unwrap_or_default();
+        let error = ServerError {
+            code: codes::SERVER_EXITED.to_owned(),
+            message: format!("the connection to the server closed{tail}"),
+        };
+        st.state = ServerState::Failed;
+        st.tools = Arc::new(Vec::new());
+        st.last_error = Some(error.clone());
+        st.connection = None;
+        st.generation += 1;
+        drop(st);
+        self.notify
+            .publish(self.state_event(ServerState::Failed, Some(error)));
+    }
+
+    pub(crate) fn status(&self) -> ServerStatus {
+        self.check_exited();
+        let st = self.lock();
+        let conn = st.connection.as_ref();
+        ServerStatus {
+            name: self.definition.name.clone(),
+            owner: self.definition.owner.clone(),
+            transport: self.definition.transport,
+            state: st.state,
+            tools: st.tools.as_ref().clone(),
+            last_error: st.last_error.clone(),
+            protocol_version: conn.map(|c| c.protocol_version.clone()),
+            server_info: conn
+                .and_then(|c| c.server_info.clone())
+                .map(|(name, version)| ServerInfo { name, version }),
+        }
+    }
+
+    /// The tools of the server if it is ready.
+    pub(crate) fn ready_tools(&self) -> Option<Arc<Vec<McpTool>>> {
+        self.check_exited();
+        let st = self.lock();
+        (st.state == ServerState::Ready).then(|| st.tools.clone())
+    }
+
+    /// Calls a tool by its raw name.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<McpToolResult, McpError> {
+        let args = match args {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                let kind = match other {
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::String(_) => "a string",
+                    Value::Array(_) => "an array",
+                    Value::Null | Value::Object(_) => "a value",
+                };
+                return Err(McpError::InvalidArguments(kind.to_owned()));
+            }
+        };
+        self.check_exited();
+        let conn = {
+            let st = self.lock();
+            match (&st.state, &st.connection) {
+                (ServerState::Ready, Some(c)) => c.clone(),
+                (state, _) => {
+                    return Err(McpError::NotReady {
+                        server: self.definition.name.clone(),
+                        state: state.as_str().to_owned(),
+                    });
+                }
+            }
+        };
+        let result = conn
+            .call_tool(&self.definition.name, tool, args, timeout)
+            .await;
+        if result.is_err() {
+            self.check_exited();
+        }
+        result
+    }
+
+    /// Marks the slot as starting and returns the new generation.
+    fn begin_start(&self) -> u64 {
+        let mut st = self.lock();
+        st.generation += 1;
+        st.state = ServerState::Starting;
+        st.last_error = None;
+        st.tools = Arc::new(Vec::new());
+        let generation = st.generation;
+        drop(st);
+        self.notify
+            .publish(self.state_event(ServerState::Starting, None));
+        generation
+    }
+
+    fn fail(&self, generation: u64, error: ServerError) {
+        let mut st = self.lock();
+        if st.generation != generation {
+            return;
+        }
+        st.state = ServerState::Failed;
+        st.last_error = Some(error.clone());
+        drop(st);
+        self.notify
+            .publish(self.state_event(ServerState::Failed, Some(error)));
+    }
+
+    /// Installs a ready connection, or returns it when the start is stale.
+    fn ready(
+        &self,
+        generation: u64,
+        connection: Arc<Connection>,
+        tools: Vec<McpTool>,
+    ) -> Result<(), Arc<Connection>> {
+        let mut st = self.lock();
+        if st.generation != generation {
+            return Err(connection);
+        }
+        st.state = ServerState::Ready;
+        st.tools = Arc::new(tools);
+        st.connection = Some(connection);
+        drop(st);
+        self.notify
+            .publish(self.state_event(ServerState::Ready, None));
+        Ok(())
+    }
+
+    /// Stops the server (if running) and marks it stopped.
+    async fn stop(&self) {
+        let (connection, was) = {
+            let mut st = self.lock();
+            st.generation += 1;
+            let was = st.state;
+            match st.state {
+                ServerState::Skipped => {}
+                ServerState::Failed if st.connection.is_none() && self.is_invalid() => {}
+                ServerState::Starting
+                | ServerState::Ready
+                | ServerState::Failed
+                | ServerState::Stopped => {
+                    st.state = ServerState::Stopped;
+                    st.tools = Arc::new(Vec::new());
+                }
+            }
+            (st.connection.take(), was)
+        };
+        if let Some(c) = connection {
+            c.shutdown().await;
+        }
+        if was != ServerState::Stopped && self.lock().state == ServerState::Stopped {
+            self.notify
+                .publish(self.state_event(ServerState::Stopped, None));
+        }
+    }
+
+    fn is_invalid(&self) -> bool {
+        matches!(self.definition.launch, Launch::Invalid { .. })
+    }
+
+    /// Applies a tool list refreshed after `tools/list_changed`.
+    fn refreshed(&self, generation: u64, tools: Vec<McpTool>) {
+        let mut st = self.lock();
+        if st.generation != generation || st.state != ServerState::Ready {
+            return;
+        }
+        let count = tools.len();
+        st.tools = Arc::new(tools);
+        drop(st);
+        self.notify.publish(McpEvent::ToolsChanged {
+            server: self.definition.name.clone(),
+            owner: self.definition.owner.clone(),
+            tools: count,
+        });
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    scope: ManagerScope,
+    options: ManagerOptions,
+    runtime: Handle,
+    servers: Mutex<BTreeMap<String, Arc<Slot>>>,
+    notify: Notifier,
+    /// Set by `start_all`, cleared by `stop_all`: whether `reload` starts
+    /// the servers it adds.
+    running: AtomicBool,
+}
+
+/// The MCP servers of one scope. Cheap to clone (shared state).
+#[derive(Debug, Clone)]
+pub struct McpManager {
+    inner: Arc<Inner>,
+}
+
+impl McpManager {
+    /// A manager for `definitions`; nothing starts until
+    /// [`McpManager::start_all`]. Must be called inside a Tokio runtime.
+    pub fn new(
+        scope: ManagerScope,
+        definitions: Vec<ServerDefinition>,
+        options: ManagerOptions,
+    ) -> Result<McpManager, McpError> {
+        let runtime = Handle::try_current().map_err(|_| McpError::NoRuntime)?;
+        let (changes, _) = watch::channel(0u64);
+        let (events, _) = broadcast::channel(256);
+        let notify = Notifier {
+            changes: Arc::new(changes),
+            events,
+        };
+        let servers = definitions
+            .into_iter()
+            .map(|d| (d.name.clone(), Arc::new(new_slot(d, notify.clone()))))
+            .collect();
+        Ok(McpManager {
+            inner: Arc::new(Inner {
+                scope,
+                options,
+                runtime,
+                servers: Mutex::new(servers),
+                notify,
+                running: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    pub fn scope(&self) -> &ManagerScope {
+        &self.inner.scope
+    }
+
+    fn servers(&self) -> MutexGuard<'_, BTreeMap<String, Arc<Slot>>> {
+        self.inner.servers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
+        self.servers().values().cloned().collect()
+    }
+
+    fn slot(&self, name: &str) -> Result<Arc<Slot>, McpError> {
+        self.servers()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    /// Starts every startable server in the background and returns at once.
+    pub fn start_all(&self) {
+        self.inner.running.store(true, Ordering::SeqCst);
+        for slot in self.slots() {
+            self.spawn_start(slot);
+        }
+    }
+
+    /// Starts (or restarts, if it is not running) one server in the
+    /// background.
+    pub fn start(&self, name: &str) -> Result<(), McpError> {
+        let slot = self.slot(name)?;
+        self.spawn_start(slot);
+        Ok(())
+    }
+
+    fn spawn_start(&self, slot: Arc<Slot>) {
+        let launch = slot.definition.launch.clone();
+        match &launch {
+            Launch::Unsupported | Launch::Invalid { .. } => return,
+            Launch::Stdio(_) | Launch::StreamableHttp(_) => {}
+        }
+        if matches!(
+            slot.lock().state,
+            ServerState::Starting | ServerState::Ready
+        ) {
+            return;
+        }
+        let generation = slot.begin_start();
+        let options = self.inner.options.clone();
+        self.inner.runtime.spawn(async move {
+            run_start(slot, generation, launch, options).await;
+        });
+    }
+
+    /// Stops one server and waits until its process is gone.
+    pub async fn stop(&self, name: &str) -> Result<(), McpError> {
+        self.slot(name)?.stop().await;
+        Ok(())
+    }
+
+    /// Stops then starts one server (in the background).
+    pub async fn restart(&self, name: &str) -> Result<(), McpError> {
+        let slot = self.slot(name)?;
+        slot.stop().await;
+        self.spawn_start(slot);
+        Ok(())
+    }
+
+    /// Stops every server of this manager (plugin disabled or uninstalled,
+    /// evoflux shutting down) and waits for their processes to end.
+    pub async fn stop_all(&self) {
+        self.inner.running.store(false, Ordering::SeqCst);
+        let slots = self.slots();
+        futures_util::future::join_all(slots.iter().map(|s| s.stop())).await;
+    }
+
+    /// Stops and starts every server (credentials saved).
+    pub async fn restart_all(&self) {
+        self.stop_all().await;
+        self.start_all();
+    }
+
+    /// Replaces the definitions: removed servers stop, changed ones restart,
+    /// new ones start (when the manager was started), unchanged ones keep
+    /// running untouched. Watching files is the caller's job; this is what
+    /// it calls with the re-adapted definitions.
+    pub async fn reload(&self, definitions: Vec<ServerDefinition>) -> ReloadReport {
+        let mut report = ReloadReport::default();
+        let mut next: BTreeMap<String, ServerDefinition> = definitions
+            .into_iter()
+            .map(|d| (d.name.clone(), d))
+            .collect();
+        let mut to_stop = Vec::new();
+        let mut to_start = Vec::new();
+        {
+            let mut servers = self.servers();
+            let names: Vec<String> = servers.keys().cloned().collect();
+            for name in names {
+                match next.remove(&name) {
+                    None => {
+                        if let Some(slot) = servers.remove(&name) {
+                            to_stop.push(slot);
+                        }
+                        report.removed.push(name);
+                    }
+                    Some(def) => {
+                        let same = servers.get(&name).is_some_and(|s| s.definition == def);
+                        if same {
+                            report.unchanged.push(name);
+                        } else {
+                            let slot = Arc::new(new_slot(def, self.inner.notify.clone()));
+                            if let Some(old) = servers.insert(name.clone(), slot.clone()) {
+                                to_stop.push(old);
+                            }
+                            to_start.push(slot);
+                            report.changed.push(name);
+                        }
+                    }
+                }
+            }
+            for (name, def) in next {
+                let slot = Arc::new(new_slot(def, self.inner.notify.clone()));
+                servers.insert(name.clone(), slot.clone());
+                to_start.push(slot);
+                report.added.push(name);
+            }
+        }
+        futures_util::future::join_all(to_stop.iter().map(|s| s.stop())).await;
+        if self.inner.running.load(Ordering::SeqCst) {
+            for slot in to_start {
+                self.spawn_start(slot);
+            }
+        }
+        report
+    }
+
+    /// Every server, in name order.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.slots().iter().map(|s| s.status()).collect()
+    }
+
+    pub fn status(&self, name: &str) -> Result<ServerStatus, McpError> {
+        Ok(self.slot(name)?.status())
+    }
+
+    /// Waits until no server is starting, at most `timeout`. Returns
+    /// whether every server settled. For one-shot commands (`evoflux mcp
+    /// list`); a run never waits like this.
+    pub async fn wait_settled(&self, timeout: Duration) -> bool {
+        let mut rx = self.inner.notify.changes.subscribe();
+        let settled = async {
+            loop {
+                rx.borrow_and_update();
+                let starting = self
+                    .slots()
+                    .iter()
+                    .any(|s| s.lock().state == ServerState::Starting);
+                if !starting {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, settled).await.is_ok()
+    }
+
+    /// Events of every server of this manager from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<McpEvent> {
+        self.inner.notify.events.subscribe()
+    }
+
+    /// The ready tools of this manager alone, named avoiding `reserved`.
+    /// A run combines every manager with [`ToolSet::assemble`] instead.
+    pub fn tool_set(&self, reserved: &BTreeSet<String>) -> ToolSet {
+        ToolSet::assemble(&[self], reserved)
+    }
+
+    /// Calls a tool by its qualified name as [`McpManager::tool_set`]
+    /// names it (with nothing reserved).
+    pub async fn call_tool(
+        &self,
+        qualified_name: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<McpToolResult, McpError> {
+        self.tool_set(&BTreeSet::new())
+            .call_tool(qualified_name, args, timeout)
+            .await
+    }
+
+    /// Calls a tool by server and raw tool name (`evoflux mcp call`).
+    pub async fn call_server_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<McpToolResult, McpError> {
+        self.slot(server)?.call(tool, args, timeout).await
+    }
+}
+
+fn new_slot(definition: ServerDefinition, notify: Notifier) -> Slot {
+    let (state, last_error) = match &definition.launch {
+        Launch::Unsupported => (
+            ServerState::Skipped,
+            Some(ServerError {
+                code: codes::TRANSPORT_UNSUPPORTED.to_owned(),
+                message: "the legacy `sse` transport is listed but never started".to_owned(),
+            }),
+        ),
+        Launch::Invalid { code, message } => (
+            ServerState::Failed,
+            Some(ServerError {
+                code: (*code).to_owned(),
+                message: message.clone(),
+            }),
+        ),
+        Launch::Stdio(_) | Launch::StreamableHttp(_) => (ServerState::Stopped, None),
+    };
+    Slot {
+        definition,
+        state: Mutex::new(SlotState {
+            generation: 0,
+            state,
+            tools: Arc::new(Vec::new()),
+            last_error,
+            connection: None,
+        }),
+        notify,
+    }
+}
+
+/// Connects, lists tools, and installs the result unless the start went
+/// stale meanwhile.
+async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: ManagerOptions) {
+    let connect = async {
+        let (conn, rx) = match &launch {
+            Launch::Stdio(l) => Connection::stdio(l, &options.base_env, &options.roots).await?,
+            Launch::StreamableHttp(l) => Connection::http(l, &options.roots).await?,
+            Launch::Unsupported | Launch::Invalid { .. } => {
+                return Err(StartFailure {
+                    code: codes::SERVER_INVALID,
+                    message: "not a startable server".to_owned(),
+                });
+            }
+        };
+        match conn.list_tools().await {
+            Ok(tools) => Ok((conn, rx, tools)),
+            Err(message) => {
+                conn.shutdown().await;
+                Err(StartFailure {
+                    code: codes::TOOLS_LIST_FAILED,
+                    message,
+                })
+            }
+        }
+    };
+    match tokio::time::timeout(options.startup_timeout, connect).await {
+        Err(_) => slot.fail(
+            generation,
+            ServerError {
+                code: codes::STARTUP_TIMEOUT.to_owned(),
+                message: format!(
+                    "the server was not ready within {:?}",
+                    options.startup_timeout
+                ),
+            },
+        ),
+        Ok(Err(failure)) => slot.fail(generation, failure.into()),
+        Ok(Ok((conn, rx, tools))) => {
+            let conn = Arc::new(conn);
+            match slot.ready(generation, conn.clone(), tools) {
+                Ok(()) => {
+                    let weak_slot = Arc::downgrade(&slot);
+                    let weak_conn = Arc::downgrade(&conn);
+                    drop(conn);
+                    drop(slot);
+                    refresh_loop(weak_slot, weak_conn, generation, rx).await;
+                }
+                Err(stale) => stale.shutdown().await,
+            }
+        }
+    }
+}
+
+/// Re-lists tools after each `tools/list_changed` until the connection
+/// ends. Holds only weak references, so dropping the manager ends it.
+async fn refresh_loop(
+    slot: Weak<Slot>,
+    conn: Weak<Connection>,
+    generation: u64,
+    mut rx: RefreshReceiver,
+) {
+    while rx.recv().await.is_some() {
+        // Several notifications in a row need one re-list.
+        while rx.try_recv().is_ok() {}
+        let Some(c) = conn.upgrade() else { return };
+        let listed = c.list_tools().await;
+        drop(c);
+        let Some(s) = slot.upgrade() else { return };
+        match listed {
+            Ok(tools) => s.refreshed(generation, tools),
+            Err(message) => {
+                tracing::warn!(server = %s.definition.name, "{message}");
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Every MCP manager of a process: the global one and one per enabled
+//! plugin installation, side by side and never merged. This is what the
+//! agent loop holds: it asks for a [`ToolSet`] each turn and the plugin
+//! lifecycle adds, removes or reloads installations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use evoflux_core::Diagnostic;
+use evoflux_graph::CompiledGraph;
+use evoflux_plugins::PluginManager;
+
+use crate::definition::{ServerDefinition, definition_diagnostics, definitions_from_graph};
+use crate::error::McpError;
+use crate::manager::{ManagerOptions, ManagerScope, McpManager, ServerStatus};
+use crate::plugin::{installation_definitions, plugin_managers};
+use crate::toolset::ToolSet;
+
+/// The global manager and the plugin managers, keyed by installation id.
+#[derive(Debug, Clone)]
+pub struct McpRuntime {
+    global: McpManager,
+    plugins: BTreeMap<String, McpManager>,
+    options: ManagerOptions,
+}
+
+impl McpRuntime {
+    /// Managers for the graph's connections and every enabled plugin's
+    /// servers (`plugins` may be `None` when there is no plugin registry).
+    /// Nothing starts until [`McpRuntime::start_all`].
+    pub fn new(
+        graph: &CompiledGraph,
+        plugins: Option<&PluginManager>,
+        options: ManagerOptions,
+    ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
+        let definitions = definitions_from_graph(graph);
+        let mut diagnostics = collect_diagnostics(&definitions);
+        let global = McpManager::new(ManagerScope::Global, definitions, options.clone())?;
+        let mut map = BTreeMap::new();
+        if let Some(pm) = plugins {
+            let (managers, diags) = plugin_managers(pm, &options)?;
+            diagnostics.extend(diags);
+            for m in managers {
+                if let ManagerScope::Plugin { installation, .. } = m.scope() {
+                    map.insert(installation.clone(), m.clone());
+                }
+            }
+        }
+        Ok((
+            McpRuntime {
+                global,
+                plugins: map,
+                options,
+            },
+            diagnostics,
+        ))
+    }
+
+    pub fn global(&self) -> &McpManager {
+        &self.global
+    }
+
+    pub fn plugin(&self, installation: &str) -> Option<&McpManager> {
+        self.plugins.get(installation)
+    }
+
+    /// The global manager, then plugin managers by installation id.
+    pub fn managers(&self) -> Vec<&McpManager> {
+        std::iter::once(&self.global)
+            .chain(self.plugins.values())
+            .collect()
+    }
+
+    /// Starts every server in the background; returns at once.
+    pub fn start_all(&self) {
+        for m in self.managers() {
+            m.start_all();
+        }
+    }
+
+    /// Stops every server and waits for the processes to end.
+    pub async fn shutdown(&self) {
+        futures_util::future::join_all(self.managers().into_iter().map(|m| m.stop_all())).await;
+    }
+
+    /// Every server of every manager.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.managers()
+            .into_iter()
+            .flat_map(|m| m.statuses())
+            .collect()
+    }
+
+    /// The ready tools of every manager, uniquely named.
+    pub fn tool_set(&self, reserved: &BTreeSet<String>) -> ToolSet {
+        ToolSet::assemble(&self.managers(), reserved)
+    }
+
+    /// An installation was enabled, or its files or credentials changed:
+    /// (re)adapts its servers and reconciles them, starting what is new or
+    /// changed. Returns the diagnostics of the adaptation.
+    pub async fn reconcile_plugin(
+        &mut self,
+        plugins: &PluginManager,
+        root: &evoflux_graph::PluginRoot,
+    ) -> Result<Vec<Diagnostic>, McpError> {
+        let (definitions, diagnostics) = installation_definitions(plugins, root);
+        match self.plugins.get(&root.installation) {
+            Some(m) => {
+                m.reload(definitions).await;
+            }
+            None => {
+                let m = McpManager::new(
+                    ManagerScope::Plugin {
+                        installation: root.installation.clone(),
+                        plugin: root.name.clone(),
+                    },
+                    definitions,
+                    self.options.clone(),
+                )?;
+                m.start_all();
+                self.plugins.insert(root.installation.clone(), m);
+            }
+        }
+        Ok(diagnostics)
+    }
+
+    /// An installation was disabled or uninstalled: stops its servers.
+    pub async fn remove_plugin(&mut self, installation: &str) {
+        if let Some(m) = self.plugins.remove(installation) {
+            m.stop_all().await;
+        }
+    }
+}
+
+fn collect_diagnostics(definitions: &[ServerDefinition]) -> Vec<Diagnostic> {
+    definitions
+        .iter()
+        .flat_map(definition_diagnostics)
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! Helpers shared by the integration tests: definitions that point at the
+//! crate's own rmcp test server, waiting for states and events.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use evoflux_mcp::{
+    HttpLaunch, Launch, McpEvent, McpManager, McpToolResult, ServerDefinition, ServerOwner,
+    ServerState, StdioLaunch, TransportKind,
+};
+
+pub const TEST_SERVER: &str = env!("CARGO_BIN_EXE_evoflux-mcp-testserver");
+/// Generous: a loaded CI machine can be slow; nothing asserts on timing.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub fn global() -> ServerOwner {
+    ServerOwner::Global {
+        source: None,
+        layer: None,
+    }
+}
+
+pub fn stdio(name: &str, args: &[&str]) -> ServerDefinition {
+    stdio_with(name, args, BTreeMap::new())
+}
+
+pub fn stdio_with(name: &str, args: &[&str], env: BTreeMap<String, String>) -> ServerDefinition {
+    ServerDefinition {
+        name: name.to_owned(),
+        owner: global(),
+        transport: Some(TransportKind::Stdio),
+        launch: Launch::Stdio(StdioLaunch {
+            program: TEST_SERVER.into(),
+            args: args.iter().map(|s| (*s).to_owned()).collect(),
+            env,
+            cwd: None,
+            create_dirs: Vec::new(),
+        }),
+    }
+}
+
+pub fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> ServerDefinition {
+    ServerDefinition {
+        name: name.to_owned(),
+        owner: global(),
+        transport: Some(TransportKind::StreamableHttp),
+        launch: Launch::StreamableHttp(HttpLaunch {
+            url: url.to_owned(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }),
+    }
+}
+
+pub async fn settle(manager: &McpManager) {
+    assert!(
+        manager.wait_settled(WAIT).await,
+        "servers still starting: {:?}",
+        manager.statuses()
+    );
+}
+
+pub fn state(manager: &McpManager, server: &str) -> ServerState {
+    manager.status(server).unwrap().state
+}
+
+pub fn text(result: &McpToolResult) -> String {
+    result.to_text()
+}
+
+/// Waits for a `ToolsChanged` event of `server`.
+pub async fn tools_changed(rx: &mut tokio::sync::broadcast::Receiver<McpEvent>, server: &str) {
+    let wait = async {
+        loop {
+            match rx.recv().await {
+                Ok(McpEvent::ToolsChanged { server: s, .. }) if s == server => return,
+                Ok(_) => {}
+                Err(e) => panic!("event stream ended: {e}"),
+            }
+        }
+    };
+    tokio::time::timeout(WAIT, wait)
+        .await
+        .expect("no tools_changed event");
+}
+
+/// Whether a process is gone (absent, or a zombie waiting to be reaped).
+#[cfg(target_os = "linux")]
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Polls until `pid` is gone, at most [`WAIT`].
+#[cfg(target_os = "linux")]
+pub async fn wait_gone(pid: u32) -> bool {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < deadline {
+        if process_gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}

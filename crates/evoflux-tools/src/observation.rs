@@ -1,0 +1,394 @@
+//! What the model (and the user, for `!command`) sees of a command: a
+//! status line, timing, the head and tail of the output produced since the
+//! previous observation joined by an explicit count of omitted bytes, and
+//! the artifact when something was left out. One formatter serves
+//! `shell`, `process`, exit notices, command-backed tools and `!command`,
+//! so every surface shows the same text and the same [`CommandMeta`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::Taken;
+use crate::output::ToolOutput;
+
+/// Output bytes shown at most for a successful or still running command.
+pub const SUCCESS_OUTPUT_LIMIT: usize = 6_000;
+/// Output bytes shown at most for a failed, timed out or terminated
+/// command, whose error usually sits at the end and needs more room.
+pub const FAILURE_OUTPUT_LIMIT: usize = 12_000;
+
+/// What the journal keeps in memory: enough head and tail for the larger
+/// limit, split like a rendered view (a third head, the rest tail).
+pub(crate) const HEAD_CAPACITY: usize = FAILURE_OUTPUT_LIMIT / 3;
+pub(crate) const TAIL_CAPACITY: usize = FAILURE_OUTPUT_LIMIT - HEAD_CAPACITY;
+
+/// Where a command stands at an observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandStatus {
+    /// Still running past its yield; continue with `process`.
+    Running,
+    /// Exited with status 0.
+    Succeeded,
+    /// Exited non-zero or was killed by a signal it was not sent by us.
+    Failed,
+    /// Killed by the runtime when its timeout elapsed.
+    TimedOut,
+    /// Stopped on request: `process terminate`, session end or shutdown.
+    Terminated,
+}
+
+impl CommandStatus {
+    /// The stable lower-case name used in `process list`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandStatus::Running => "running",
+            CommandStatus::Succeeded => "succeeded",
+            CommandStatus::Failed => "failed",
+            CommandStatus::TimedOut => "timed_out",
+            CommandStatus::Terminated => "terminated",
+        }
+    }
+
+    fn output_limit(self) -> usize {
+        match self {
+            CommandStatus::Running | CommandStatus::Succeeded => SUCCESS_OUTPUT_LIMIT,
+            CommandStatus::Failed | CommandStatus::TimedOut | CommandStatus::Terminated => {
+                FAILURE_OUTPUT_LIMIT
+            }
+        }
+    }
+
+    /// Whether the provider should flag the result as a failed call. A
+    /// non-zero exit or a timeout is; a command still running or stopped
+    /// on request is not.
+    fn is_error(self) -> bool {
+        match self {
+            CommandStatus::Failed | CommandStatus::TimedOut => true,
+            CommandStatus::Running | CommandStatus::Succeeded | CommandStatus::Terminated => false,
+        }
+    }
+}
+
+/// Typed metadata of one command observation. The harness puts exactly
+/// this value into the live `tool ended` event and the transcript message,
+/// so a reloaded session shows what the live one did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandMeta {
+    /// The opaque id `process` takes (never the OS pid).
+    pub process_id: String,
+    /// The OS pid of the command's process-group leader.
+    pub pid: u32,
+    pub status: CommandStatus,
+    /// The exit code, when the command exited by itself.
+    pub exit_code: Option<i32>,
+    /// Wall time since start, at this observation.
+    pub duration_ms: u64,
+    /// The file holding the command's complete raw output.
+    pub artifact: PathBuf,
+    /// Artifact offset where the bytes this observation covers start.
+    pub output_offset: u64,
+    /// Bytes produced since the previous observation (what this one covers).
+    pub output_bytes: u64,
+    /// Of those, bytes shown in the text.
+    pub shown_bytes: u64,
+    /// Of those, bytes left out of the text (still in the artifact).
+    pub omitted_bytes: u64,
+}
+
+/// Which text layout an observation uses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Form<'a> {
+    /// The command finished inside its first call (`shell`, a command
+    /// tool, `!command`).
+    Completed,
+    /// `shell` yielded: the command keeps running under `process_id`.
+    Yielded { command: &'a str },
+    /// A later observation through `process` or an exit notice.
+    Continued,
+}
+
+/// The facts an observation reports besides the output.
+#[derive(Debug, Clone)]
+pub(crate) struct Facts<'a> {
+    pub process_id: &'a str,
+    pub pid: u32,
+    pub status: CommandStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration: Duration,
+    pub artifact: &'a Path,
+    /// Bytes in the artifact at this observation.
+    pub artifact_bytes: u64,
+}
+
+/// Formats one observation into the model-visible text and its metadata.
+pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOutput {
+    let view = View::render(taken, facts.status.output_limit());
+    let mut text = status_line(facts);
+    match form {
+        Form::Completed => {
+            text.push_str(&format!("\nduration: {}\n\n", seconds(facts.duration)));
+            text.push_str(view.or(&view.text, "(No output)"));
+        }
+        Form::Yielded { command } => {
+            text.push_str(&format!(
+                "\nprocess_id: {}\npid: {}\ncommand: {}\nartifact: {}\n",
+                facts.process_id,
+                facts.pid,
+                command,
+                facts.artifact.display()
+            ));
+            if !view.text.is_empty() {
+                text.push_str("\nInitial output:\n");
+                text.push_str(&view.text);
+                text.push('\n');
+            }
+        }
+        Form::Continued => {
+            text.push_str(&format!(
+                "\nprocess_id: {}\nduration: {}\n\n",
+                facts.process_id,
+                seconds(facts.duration)
+            ));
+            text.push_str(view.or(&view.text, "(No new output)"));
+        }
+    }
+    if view.omitted > 0 {
+        text.push_str(&format!(
+            "\n\nFull output: {} ({} bytes)",
+            facts.artifact.display(),
+            facts.artifact_bytes
+        ));
+    }
+    if let Some(error) = &taken.write_error {
+        text.push_str(&format!(
+            "\n\nWarning: the artifact stopped recording output: {error}"
+        ));
+    }
+    if let (Form::Yielded { .. } | Form::Continued, CommandStatus::Running) = (form, facts.status) {
+        text.push_str(&format!(
+            "\n\nStill running. Use process(action='poll', process_id='{id}') for new output, \
+             process(action='wait', process_id='{id}') to block until it exits, or \
+             process(action='terminate', process_id='{id}') to stop it.",
+            id = facts.process_id
+        ));
+    }
+    let meta = CommandMeta {
+        process_id: facts.process_id.to_owned(),
+        pid: facts.pid,
+        status: facts.status,
+        exit_code: facts.exit_code,
+        duration_ms: u64::try_from(facts.duration.as_millis()).unwrap_or(u64::MAX),
+        artifact: facts.artifact.to_path_buf(),
+        output_offset: taken.start,
+        output_bytes: taken.len,
+        shown_bytes: view.shown,
+        omitted_bytes: view.omitted,
+    };
+    ToolOutput {
+        text,
+        is_error: facts.status.is_error(),
+        meta: Some(meta),
+    }
+}
+
+fn status_line(facts: &Facts<'_>) -> String {
+    match (facts.status, facts.exit_code, facts.signal) {
+        (CommandStatus::Running, _, _) => "[Running]".into(),
+        (CommandStatus::Succeeded, _, _) => "[Succeeded]".into(),
+        (CommandStatus::Failed, Some(code), _) => format!("[Failed — exit code {code}]"),
+        (CommandStatus::Failed, None, Some(signal)) => {
+            format!("[Failed — killed by signal {signal}]")
+        }
+        (CommandStatus::Failed, None, None) => "[Failed]".into(),
+        (CommandStatus::TimedOut, _, _) => "[Timed out]".into(),
+        (CommandStatus::Terminated, _, _) => "[Terminated]".into(),
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.2}s", d.as_secs_f64())
+}
+
+/// The bounded text of one share of output.
+#[derive(Debug)]
+struct View {
+    text: String,
+    shown: u64,
+    omitted: u64,
+}
+
+impl View {
+    fn or<'a>(&self, text: &'a str, empty: &'a str) -> &'a str {
+        if text.is_empty() { empty } else { text }
+    }
+
+    /// Shows everything when it fits in `limit`, else the first third and
+    /// the last two thirds of the limit, cut on character boundaries and
+    /// joined by `... N bytes omitted ...`. Invalid UTF-8 shows lossily.
+    fn render(taken: &Taken, limit: usize) -> View {
+        if taken.gap == 0 && taken.head.len() <= limit {
+            return View {
+                text: String::from_utf8_lossy(&taken.head).into_owned(),
+                shown: taken.head.len() as u64,
+                omitted: 0,
+            };
+        }
+        // With a gap the head and tail buffers are full, so both hold at
+        // least their share of `limit`; without one the head holds all.
+        let tail_source: &[u8] = if taken.gap == 0 {
+            &taken.head
+        } else {
+            &taken.tail
+        };
+        let head_len = char_floor(&taken.head, (limit / 3).min(taken.head.len()));
+        let want_tail = (limit - limit / 3).min(tail_source.len());
+        let tail_start = char_ceil(tail_source, tail_source.len() - want_tail);
+        let head = &taken.head[..head_len];
+        let tail = &tail_source[tail_start..];
+        let shown = (head.len() + tail.len()) as u64;
+        let omitted = taken.len - shown;
+        View {
+            text: format!(
+                "{}\n... {omitted} bytes omitted ...\n{}",
+                String::from_utf8_lossy(head),
+                String::from_utf8_lossy(tail)
+            ),
+            shown,
+            omitted,
+        }
+    }
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0b1100_0000 == 0b1000_0000
+}
+
+/// Moves a cut at `at` back (at most 3 bytes) so it does not split a
+/// UTF-8 character.
+fn char_floor(bytes: &[u8], at: usize) -> usize {
+    let mut cut = at;
+    while cut > 0 && at - cut < 3 && bytes.get(cut).copied().is_some_and(is_continuation) {
+        cut -= 1;
+    }
+    if bytes.get(cut).copied().is_some_and(is_continuation) {
+        at // not UTF-8 text after all: cut where asked
+    } else {
+        cut
+    }
+}
+
+/// Moves a cut at `at` forward (at most 3 bytes) so it does not split a
+/// UTF-8 character.
+fn char_ceil(bytes: &[u8], at: usize) -> usize {
+    let mut cut = at;
+    while cut < bytes.len() && cut - at < 3 && is_continuation(bytes[cut]) {
+        cut += 1;
+    }
+    if bytes.get(cut).copied().is_some_and(is_continuation) {
+        at
+    } else {
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken(head: &[u8], gap: u64, tail: &[u8]) -> Taken {
+        Taken {
+            start: 0,
+            len: head.len() as u64 + gap + tail.len() as u64,
+            head: head.to_vec(),
+            gap,
+            tail: tail.to_vec(),
+            write_error: None,
+        }
+    }
+
+    fn facts(status: CommandStatus, exit_code: Option<i32>) -> Facts<'static> {
+        Facts {
+            process_id: "proc_0123456789",
+            pid: 42,
+            status,
+            exit_code,
+            signal: None,
+            duration: Duration::from_millis(1234),
+            artifact: Path::new("/a/proc_0123456789.txt"),
+            artifact_bytes: 5,
+        }
+    }
+
+    #[test]
+    fn completed_success_shows_status_duration_and_output() {
+        let out = format(
+            Form::Completed,
+            &facts(CommandStatus::Succeeded, Some(0)),
+            &taken(b"hello", 0, b""),
+        );
+        assert_eq!(out.text, "[Succeeded]\nduration: 1.23s\n\nhello");
+        assert!(!out.is_error);
+        let meta = out.meta.unwrap();
+        assert_eq!(
+            (meta.output_bytes, meta.shown_bytes, meta.omitted_bytes),
+            (5, 5, 0)
+        );
+    }
+
+    #[test]
+    fn failure_and_empty_output() {
+        let out = format(
+            Form::Completed,
+            &facts(CommandStatus::Failed, Some(3)),
+            &taken(b"", 0, b""),
+        );
+        assert_eq!(
+            out.text,
+            "[Failed — exit code 3]\nduration: 1.23s\n\n(No output)"
+        );
+        assert!(out.is_error);
+    }
+
+    #[test]
+    fn clipped_output_keeps_head_and_tail_with_a_count() {
+        let head = vec![b'h'; HEAD_CAPACITY];
+        let tail = vec![b't'; TAIL_CAPACITY];
+        let out = format(
+            Form::Completed,
+            &facts(CommandStatus::Succeeded, Some(0)),
+            &taken(&head, 1000, &tail),
+        );
+        let meta = out.meta.unwrap();
+        assert_eq!(meta.shown_bytes, SUCCESS_OUTPUT_LIMIT as u64);
+        assert_eq!(
+            meta.omitted_bytes,
+            (HEAD_CAPACITY + TAIL_CAPACITY + 1000 - SUCCESS_OUTPUT_LIMIT) as u64
+        );
+        assert!(
+            out.text
+                .contains(&format!("\n... {} bytes omitted ...\n", meta.omitted_bytes))
+        );
+        assert!(
+            out.text
+                .ends_with("Full output: /a/proc_0123456789.txt (5 bytes)")
+        );
+    }
+
+    #[test]
+    fn cuts_respect_character_boundaries() {
+        let text = "é".repeat(SUCCESS_OUTPUT_LIMIT);
+        let view = View::render(&taken(text.as_bytes(), 0, b""), SUCCESS_OUTPUT_LIMIT);
+        assert!(!view.text.contains('\u{fffd}'));
+        assert_eq!(view.shown + view.omitted, text.len() as u64);
+    }
+
+    #[test]
+    fn invalid_utf8_is_shown_lossily() {
+        let view = View::render(&taken(&[0xff, b'a', 0xfe], 0, b""), 100);
+        assert_eq!(view.text, "\u{fffd}a\u{fffd}");
+    }
+}

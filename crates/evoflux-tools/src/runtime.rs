@@ -1,0 +1,531 @@
+//! The application's command runtime: it owns every command started by
+//! `shell`, a command-backed tool or a user's `!command`, scoped by
+//! session, and stops them all at shutdown.
+//!
+//! One [`ProcessRuntime`] exists per application (clones share it). Each
+//! command journals its output to `<artifacts_root>/<session>/<id>.txt`.
+//! A session sees and touches only its own commands: `process` in another
+//! session answers "not found" for an id it did not start.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use evoflux_core::ids::{Ids, SessionId};
+use evoflux_graph::tool::{BuiltinExecutor, CommandTool, ToolExecutor};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, sleep, timeout};
+
+use crate::error::ToolError;
+use crate::group::ProcessGroup;
+use crate::output::ToolOutput;
+use crate::process::{ProcessAction, ProcessRequest};
+use crate::shell::{ShellRequest, user_shell};
+use crate::sync::lock;
+use crate::tracked::{Moment, SpawnSpec, Tracked};
+use crate::workspace::Workspace;
+
+/// Default ceiling of any command's timeout (the sandbox policy's
+/// `max_execution_seconds` default).
+pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// Time a command gets between SIGTERM and SIGKILL.
+pub const DEFAULT_TERMINATE_GRACE: Duration = Duration::from_secs(5);
+/// How long, after a command's main process exited, the journal waits for
+/// processes it left in the background to close the output pipe.
+pub const DEFAULT_EXIT_DRAIN: Duration = Duration::from_millis(500);
+/// Commands one session may track at once.
+pub const MAX_SESSION_PROCESSES: usize = 100;
+
+/// How the runtime is set up. Built with [`RuntimeConfig::new`] and
+/// adjusted field by field.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// `<data_dir>/artifacts`; each session journals under its own folder.
+    pub artifacts_root: PathBuf,
+    /// Ceiling for `timeout_seconds` (the sandbox policy's limit).
+    pub max_timeout: Duration,
+    pub terminate_grace: Duration,
+    pub exit_drain: Duration,
+    /// The environment commands draw their allowlisted variables from:
+    /// the application's own environment by default, explicit in tests.
+    pub parent_env: Vec<(OsString, OsString)>,
+    /// Source of the opaque process ids.
+    pub ids: Ids,
+}
+
+impl RuntimeConfig {
+    /// Defaults, with the current process environment as the parent.
+    pub fn new(artifacts_root: impl Into<PathBuf>) -> RuntimeConfig {
+        RuntimeConfig {
+            artifacts_root: artifacts_root.into(),
+            max_timeout: DEFAULT_MAX_TIMEOUT,
+            terminate_grace: DEFAULT_TERMINATE_GRACE,
+            exit_drain: DEFAULT_EXIT_DRAIN,
+            parent_env: std::env::vars_os().collect(),
+            ids: Ids::system(),
+        }
+    }
+}
+
+/// The final observation of a command started with `notify_on_exit`,
+/// sent when it ends while no call is waiting on it. The harness wakes
+/// the session's turn with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExitNotice {
+    pub session: SessionId,
+    pub process_id: String,
+    pub command: String,
+    /// The same text and [`crate::CommandMeta`] a `process wait` would
+    /// have returned.
+    pub output: ToolOutput,
+}
+
+/// Owns every tracked command of the application. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ProcessRuntime {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    config: RuntimeConfig,
+    shell: PathBuf,
+    closed: AtomicBool,
+    sessions: Mutex<HashMap<SessionId, SessionState>>,
+    /// Every process group started and possibly still alive, including
+    /// those whose leader ended but left background jobs behind.
+    groups: Mutex<Vec<(SessionId, ProcessGroup)>>,
+}
+
+#[derive(Debug, Default)]
+struct SessionState {
+    /// Tracked commands in start order.
+    processes: Vec<Arc<Tracked>>,
+    exits: Option<mpsc::UnboundedSender<ExitNotice>>,
+    /// Notices sent before anyone subscribed, handed to the subscriber.
+    unclaimed: Option<mpsc::UnboundedReceiver<ExitNotice>>,
+}
+
+impl ProcessRuntime {
+    pub fn new(config: RuntimeConfig) -> ProcessRuntime {
+        let shell = user_shell(&config.parent_env);
+        ProcessRuntime {
+            inner: Arc::new(Inner {
+                config,
+                shell,
+                closed: AtomicBool::new(false),
+                sessions: Mutex::new(HashMap::new()),
+                groups: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The shell `shell` runs commands with (`$SHELL` of the parent
+    /// environment when it is a POSIX shell).
+    pub fn shell_program(&self) -> &std::path::Path {
+        &self.inner.shell
+    }
+
+    /// Runs any executor of a tool definition: `shell` and `process` on
+    /// this runtime, a command tool through [`Self::run_command_tool`],
+    /// and the synchronous file tools through [`crate::execute`] (inline:
+    /// they are bounded and short). The one entry point the loop needs.
+    pub async fn execute(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        executor: &ToolExecutor,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolError> {
+        match executor {
+            ToolExecutor::Builtin { executor } => match executor {
+                BuiltinExecutor::Shell => self.shell(session, ws, input).await,
+                BuiltinExecutor::Process => self.process(session, input).await,
+                BuiltinExecutor::Read
+                | BuiltinExecutor::Write
+                | BuiltinExecutor::Edit
+                | BuiltinExecutor::Ls
+                | BuiltinExecutor::Glob
+                | BuiltinExecutor::Grep
+                | BuiltinExecutor::Todo
+                | BuiltinExecutor::WebFetch
+                | BuiltinExecutor::Skill
+                | BuiltinExecutor::CodeContext => crate::execute(ws, *executor, input),
+            },
+            ToolExecutor::Command(tool) => self.run_command_tool(session, ws, tool, input).await,
+        }
+    }
+
+    /// The `shell` tool on the model's JSON input.
+    pub async fn shell(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolError> {
+        self.run_shell(session, ws, ShellRequest::parse(input)?)
+            .await
+    }
+
+    /// Runs one shell command: a completed observation when it ends within
+    /// `yield_time_ms`, else a running one with its process id.
+    pub async fn run_shell(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        request: ShellRequest,
+    ) -> Result<ToolOutput, ToolError> {
+        if request.command.trim().is_empty() {
+            return Ok(ToolOutput::ok("[Succeeded]\n\n(No output)"));
+        }
+        let spec = request.spawn_spec(ws, &self.inner.shell, &self.inner.config)?;
+        let tracked = self.inner.start(session, &spec)?;
+        Ok(self
+            .inner
+            .first_observation(&tracked, Some(request.yield_time()))
+            .await)
+    }
+
+    /// A command the user typed as `!command` in chat: the same runtime,
+    /// formatter and [`crate::CommandMeta`] as the model's `shell`.
+    pub async fn run_user_command(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        command: &str,
+    ) -> Result<ToolOutput, ToolError> {
+        self.run_shell(session, ws, ShellRequest::new(command))
+            .await
+    }
+
+    /// The `process` tool on the model's JSON input.
+    pub async fn process(
+        &self,
+        session: SessionId,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolError> {
+        self.run_process(session, ProcessRequest::parse(input)?)
+            .await
+    }
+
+    /// `list`, `poll`, `wait` or `terminate` on this session's commands.
+    pub async fn run_process(
+        &self,
+        session: SessionId,
+        request: ProcessRequest,
+    ) -> Result<ToolOutput, ToolError> {
+        match request.action {
+            ProcessAction::List => Ok(ToolOutput::ok(self.inner.list(session))),
+            ProcessAction::Poll => {
+                let tracked = self.inner.find(session, request.id()?)?;
+                Ok(self.inner.observe(&tracked, Moment::Later))
+            }
+            ProcessAction::Wait => {
+                let tracked = self.inner.find(session, request.id()?)?;
+                let waiter = tracked.waiter();
+                let _ = timeout(request.wait_time(), tracked.finished()).await;
+                let output = self.inner.observe(&tracked, Moment::Later);
+                drop(waiter);
+                Ok(output)
+            }
+            ProcessAction::Terminate => {
+                let tracked = self.inner.find(session, request.id()?)?;
+                let waiter = tracked.waiter();
+                tracked.request_stop();
+                let _ = timeout(self.inner.stop_bound(), tracked.finished()).await;
+                let output = self.inner.observe(&tracked, Moment::Later);
+                drop(waiter);
+                Ok(output)
+            }
+        }
+    }
+
+    /// Runs a command-backed project tool: `argv` with whole-argument
+    /// placeholders filled from `input`, no shell, a closed environment,
+    /// stdin closed, the tool's timeout, in the primary workspace root.
+    /// Waits for the end; the observation is the same as `shell`'s.
+    pub async fn run_command_tool(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        tool: &CommandTool,
+        input: &Value,
+    ) -> Result<ToolOutput, ToolError> {
+        let spec = crate::command_tool::spawn_spec(tool, ws, input, &self.inner.config)?;
+        let tracked = self.inner.start(session, &spec)?;
+        Ok(self.inner.first_observation(&tracked, None).await)
+    }
+
+    /// Whether the session tracks any command (running, or ended but not
+    /// yet observed): the harness offers the deferred `process` tool then.
+    pub fn has_processes(&self, session: SessionId) -> bool {
+        lock(&self.inner.sessions)
+            .get(&session)
+            .is_some_and(|s| !s.processes.is_empty())
+    }
+
+    /// The session's exit notices (for commands started with
+    /// `notify_on_exit`). Notices sent before the first subscription are
+    /// buffered and delivered to it; subscribing again replaces the
+    /// previous receiver, which then sees its channel closed.
+    pub fn subscribe_exits(&self, session: SessionId) -> mpsc::UnboundedReceiver<ExitNotice> {
+        let mut sessions = lock(&self.inner.sessions);
+        let state = sessions.entry(session).or_default();
+        match (state.exits.is_some(), state.unclaimed.take()) {
+            (true, Some(buffered)) => buffered,
+            _ => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                state.exits = Some(tx);
+                rx
+            }
+        }
+    }
+
+    /// Stops every command of one session (TERM, grace, KILL), including
+    /// jobs they left in the background, and forgets them.
+    pub async fn terminate_session(&self, session: SessionId) {
+        self.inner.stop(Some(session)).await;
+        let mut sessions = lock(&self.inner.sessions);
+        if let Some(state) = sessions.get_mut(&session) {
+            state.processes.clear();
+        }
+    }
+
+    /// Stops every command of every session and refuses new ones. Call
+    /// before the application exits so that no process group survives it.
+    pub async fn shutdown(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.stop(None).await;
+    }
+}
+
+impl Inner {
+    /// Registers and starts one command under `session`.
+    fn start(
+        self: &Arc<Self>,
+        session: SessionId,
+        spec: &SpawnSpec,
+    ) -> Result<Arc<Tracked>, ToolError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(ToolError::RuntimeShutDown);
+        }
+        self.make_room(session)?;
+        let dir = self.config.artifacts_root.join(session.to_string());
+        std::fs::create_dir_all(&dir).map_err(|source| ToolError::Journal {
+            path: dir.clone(),
+            source,
+        })?;
+        let (tracked, child) = self.spawn_unique(session, &dir, spec)?;
+        lock(&self.sessions)
+            .entry(session)
+            .or_default()
+            .processes
+            .push(Arc::clone(&tracked));
+        {
+            let mut groups = lock(&self.groups);
+            groups.retain(|(_, g)| g.is_alive());
+            groups.push((session, tracked.group));
+        }
+        let deadline = Instant::now() + spec.timeout;
+        tokio::spawn(Arc::clone(&tracked).supervise(
+            child,
+            deadline,
+            self.config.terminate_grace,
+            self.config.exit_drain,
+        ));
+        Ok(tracked)
+    }
+
+    /// Spawns with a fresh opaque id, retrying the (unlikely) case of an
+    /// id whose artifact already exists.
+    fn spawn_unique(
+        self: &Arc<Self>,
+        session: SessionId,
+        dir: &std::path::Path,
+        spec: &SpawnSpec,
+    ) -> Result<(Arc<Tracked>, tokio::process::Child), ToolError> {
+        let mut attempts = 0;
+        loop {
+            let id = self.next_id();
+            let artifact = dir.join(format!("{id}.txt"));
+            match Tracked::spawn(self, session, id, artifact, spec) {
+                Err(ToolError::Journal { source, .. })
+                    if source.kind() == std::io::ErrorKind::AlreadyExists && attempts < 8 =>
+                {
+                    attempts += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `proc_` and 10 hex digits from the random part of a fresh id.
+    fn next_id(&self) -> String {
+        let hex = self.config.ids.run_id().as_uuid().simple().to_string();
+        format!("proc_{}", &hex[hex.len() - 10..])
+    }
+
+    /// Frees the slots of ended-but-unobserved commands when the session
+    /// is at its limit.
+    fn make_room(&self, session: SessionId) -> Result<(), ToolError> {
+        let mut sessions = lock(&self.sessions);
+        let Some(state) = sessions.get_mut(&session) else {
+            return Ok(());
+        };
+        if state.processes.len() >= MAX_SESSION_PROCESSES {
+            state
+                .processes
+                .retain(|t| matches!(t.status(), crate::CommandStatus::Running));
+        }
+        match state.processes.len() >= MAX_SESSION_PROCESSES {
+            true => Err(ToolError::TooManyProcesses {
+                limit: MAX_SESSION_PROCESSES,
+            }),
+            false => Ok(()),
+        }
+    }
+
+    async fn first_observation(
+        &self,
+        tracked: &Arc<Tracked>,
+        within: Option<Duration>,
+    ) -> ToolOutput {
+        let waiter = tracked.waiter();
+        match within {
+            Some(limit) => {
+                let _ = timeout(limit, tracked.finished()).await;
+            }
+            None => tracked.finished().await,
+        }
+        let output = self.observe(tracked, Moment::First);
+        drop(waiter);
+        output
+    }
+
+    /// Takes an observation; the one that sees the end also forgets the
+    /// command.
+    fn observe(&self, tracked: &Arc<Tracked>, moment: Moment) -> ToolOutput {
+        let (output, last) = tracked.observe(moment);
+        if last {
+            self.forget(tracked);
+        }
+        output
+    }
+
+    fn forget(&self, tracked: &Tracked) {
+        if let Some(state) = lock(&self.sessions).get_mut(&tracked.session) {
+            state.processes.retain(|t| t.id != tracked.id);
+        }
+    }
+
+    /// Called when a command's final observation became an exit notice.
+    pub(crate) fn notify_exit(&self, tracked: &Tracked, output: ToolOutput) {
+        self.forget(tracked);
+        let notice = ExitNotice {
+            session: tracked.session,
+            process_id: tracked.id.clone(),
+            command: tracked.display.clone(),
+            output,
+        };
+        let mut sessions = lock(&self.sessions);
+        let state = sessions.entry(tracked.session).or_default();
+        if state.exits.is_none() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            state.exits = Some(tx);
+            state.unclaimed = Some(rx);
+        }
+        if let Some(sender) = &state.exits {
+            // A dropped receiver means the harness stopped listening; the
+            // output stays in the artifact.
+            let _ = sender.send(notice);
+        }
+    }
+
+    fn find(&self, session: SessionId, id: &str) -> Result<Arc<Tracked>, ToolError> {
+        lock(&self.sessions)
+            .get(&session)
+            .and_then(|s| s.processes.iter().find(|t| t.id == id).cloned())
+            .ok_or_else(|| ToolError::ProcessNotFound {
+                process_id: id.to_owned(),
+            })
+    }
+
+    fn list(&self, session: SessionId) -> String {
+        let sessions = lock(&self.sessions);
+        let lines: Vec<String> = sessions
+            .get(&session)
+            .map(|s| {
+                s.processes
+                    .iter()
+                    .map(|t| {
+                        let command: String = t.display.chars().take(100).collect();
+                        format!(
+                            "{}  {}  pid={}  {}",
+                            t.id,
+                            t.status().as_str(),
+                            t.pid,
+                            command
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        match lines.is_empty() {
+            true => "No tracked command processes.".to_owned(),
+            false => lines.join("\n"),
+        }
+    }
+
+    /// The longest a stop can take: grace, then SIGKILL, then the drain.
+    fn stop_bound(&self) -> Duration {
+        self.config.terminate_grace + self.config.exit_drain + Duration::from_secs(5)
+    }
+
+    /// Stops the groups of one session (or all): SIGTERM, wait until they
+    /// are gone or the grace period passed, SIGKILL what is left, then
+    /// let the supervisors record the outcome.
+    async fn stop(&self, session: Option<SessionId>) {
+        let in_scope = |s: &SessionId| session.is_none_or(|wanted| wanted == *s);
+        let tracked: Vec<Arc<Tracked>> = lock(&self.sessions)
+            .iter()
+            .filter(|(s, _)| in_scope(s))
+            .flat_map(|(_, state)| state.processes.iter().cloned())
+            .collect();
+        for t in &tracked {
+            t.mark_stopped();
+        }
+        let groups: Vec<ProcessGroup> = lock(&self.groups)
+            .iter()
+            .filter(|(s, _)| in_scope(s))
+            .map(|(_, g)| *g)
+            .collect();
+        for g in &groups {
+            g.terminate();
+        }
+        let deadline = Instant::now() + self.config.terminate_grace;
+        while groups.iter().any(|g| g.is_alive()) && Instant::now() < deadline {
+            sleep(Duration::from_millis(20)).await;
+        }
+        for g in &groups {
+            g.kill();
+        }
+        for t in &tracked {
+            let _ = timeout(self.stop_bound(), t.finished()).await;
+        }
+        lock(&self.groups).retain(|(s, g)| !in_scope(s) && g.is_alive());
+    }
+}
+
+impl Drop for Inner {
+    /// Last resort when the application drops the runtime without
+    /// [`ProcessRuntime::shutdown`]: no command group outlives it.
+    fn drop(&mut self) {
+        for (_, group) in lock(&self.groups).iter() {
+            group.kill();
+        }
+    }
+}
