@@ -140,6 +140,7 @@ async fn bench() {
         can_request_input: true,
         network: NetworkAccess::Off,
         processes: None,
+        artifacts_root: tmp.path().join("data/artifacts"),
     };
     let mut h = Harness::open(
         setup,

@@ -8,6 +8,7 @@
 //! are closed with an explicit "interrupted" result on the next turn.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use evoflux_agents::ToolCatalog;
@@ -78,6 +79,9 @@ pub struct RunSetup {
     /// The application's command runtime (shell, process, command tools);
     /// `None` leaves those tools out of the session.
     pub processes: Option<ProcessRuntime>,
+    /// Where artifacts go (`<data>/artifacts`); each session writes below
+    /// `<artifacts_root>/<session id>`, as the process runtime does.
+    pub artifacts_root: PathBuf,
 }
 
 /// Which session to run.
@@ -146,6 +150,7 @@ pub struct Harness {
     exits: Option<mpsc::UnboundedReceiver<ExitNotice>>,
     /// Commands started with `notify_on_exit` whose end the turn waits for.
     awaiting_exit: BTreeSet<String>,
+    artifacts_dir: PathBuf,
 }
 
 impl Harness {
@@ -229,6 +234,7 @@ impl Harness {
                 .map(|rt| rt.subscribe_exits(session_id)),
             processes: setup.processes,
             awaiting_exit: BTreeSet::new(),
+            artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
         };
         harness.events.emit(&Event::SessionStarted {
             session_id: harness.session.id.to_string(),
@@ -285,6 +291,8 @@ impl Harness {
             agent: &self.agent,
             clock: self.clock.as_ref(),
             model: &self.model,
+            context_window: self.provider.context_window(),
+            artifacts_dir: &self.artifacts_dir,
         }
     }
 
@@ -492,7 +500,14 @@ impl Harness {
                 });
                 match self.handle_call(&call, terminal.as_ref()).await? {
                     CallOutcome::Result(mut result) => {
-                        self.pipeline.after_tool(&self.ctx(), &call, &mut result);
+                        if let Some(tool) = self.tools.get(&call.name) {
+                            self.pipeline.after_tool(
+                                &self.ctx(),
+                                &call,
+                                &tool.definition,
+                                &mut result,
+                            );
+                        }
                         self.record(&call, result).await?;
                     }
                     CallOutcome::Final(value) => {
@@ -635,8 +650,15 @@ impl Harness {
         if let Err(e) = tool.check_arguments(&call.arguments) {
             return Ok(CallOutcome::Result(ToolResult::error(e)));
         }
-        if let ToolGate::HoldBack { reason } = self.pipeline.before_tool(&self.ctx(), call) {
-            return Ok(CallOutcome::Result(ToolResult::error(reason)));
+        match self
+            .pipeline
+            .before_tool(&self.ctx(), call, &tool.definition)
+        {
+            ToolGate::Proceed => {}
+            ToolGate::HoldBack { reason } => {
+                return Ok(CallOutcome::Result(ToolResult::error(reason)));
+            }
+            ToolGate::Respond(result) => return Ok(CallOutcome::Result(result)),
         }
         match tool.approval {
             Approval::Never => {}

@@ -15,11 +15,13 @@
 
 use std::fmt;
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use evoflux_agents::team::EffectiveAgentConfig;
 use evoflux_core::AppMode;
+use evoflux_graph::tool::ToolDefinition;
 use evoflux_model::{Completion, Provider, Request, ToolCall};
 use evoflux_store::Session;
 
@@ -70,6 +72,11 @@ pub struct HookContext<'a> {
     pub clock: &'a dyn Clock,
     /// The model string sent to the provider.
     pub model: &'a str,
+    /// The provider's context window in tokens, when known.
+    pub context_window: Option<u64>,
+    /// Where this session's artifacts go (`<data>/artifacts/<session>`);
+    /// created on first use by whoever writes there.
+    pub artifacts_dir: &'a Path,
 }
 
 impl HookContext<'_> {
@@ -98,7 +105,7 @@ pub struct ModelCall {
 }
 
 /// What a hook decides about a tool call before it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ToolGate {
     Proceed,
     /// Do not run the call; the text goes back to the model as the call's
@@ -106,6 +113,9 @@ pub enum ToolGate {
     HoldBack {
         reason: String,
     },
+    /// Do not run the call; this is its result (e.g. a receipt naming an
+    /// earlier identical observation).
+    Respond(ToolResult),
 }
 
 /// Why a hook failed.
@@ -132,13 +142,27 @@ pub trait Hook: Send + Sync + fmt::Debug {
     /// Sees the finished model call.
     fn after_model(&self, _ctx: &HookContext<'_>, _completion: &Completion) {}
 
-    /// Decides whether a tool call runs.
-    fn before_tool(&self, _ctx: &HookContext<'_>, _call: &ToolCall) -> ToolGate {
+    /// Decides whether a tool call runs. `tool` is the called tool's
+    /// compiled definition: hooks decide by its metadata, never its name.
+    fn before_tool(
+        &self,
+        _ctx: &HookContext<'_>,
+        _call: &ToolCall,
+        _tool: &ToolDefinition,
+    ) -> ToolGate {
         ToolGate::Proceed
     }
 
-    /// Observes (and may annotate) a tool result before it is recorded.
-    fn after_tool(&self, _ctx: &HookContext<'_>, _call: &ToolCall, _result: &mut ToolResult) {}
+    /// Observes (and may rewrite, e.g. offload to an artifact) a tool
+    /// result before it is recorded.
+    fn after_tool(
+        &self,
+        _ctx: &HookContext<'_>,
+        _call: &ToolCall,
+        _tool: &ToolDefinition,
+        _result: &mut ToolResult,
+    ) {
+    }
 }
 
 /// Wiring errors of the pipeline.
@@ -228,10 +252,16 @@ impl HookPipeline {
         }
     }
 
-    /// The first hold-back wins; later hooks are not asked.
-    pub fn before_tool(&self, ctx: &HookContext<'_>, call: &ToolCall) -> ToolGate {
+    /// The first hook that does not proceed decides; later hooks are not
+    /// asked.
+    pub fn before_tool(
+        &self,
+        ctx: &HookContext<'_>,
+        call: &ToolCall,
+        tool: &ToolDefinition,
+    ) -> ToolGate {
         for r in &self.hooks {
-            let gate = r.hook.before_tool(ctx, call);
+            let gate = r.hook.before_tool(ctx, call, tool);
             if gate != ToolGate::Proceed {
                 return gate;
             }
@@ -239,9 +269,15 @@ impl HookPipeline {
         ToolGate::Proceed
     }
 
-    pub fn after_tool(&self, ctx: &HookContext<'_>, call: &ToolCall, result: &mut ToolResult) {
+    pub fn after_tool(
+        &self,
+        ctx: &HookContext<'_>,
+        call: &ToolCall,
+        tool: &ToolDefinition,
+        result: &mut ToolResult,
+    ) {
         for r in &self.hooks {
-            r.hook.after_tool(ctx, call, result);
+            r.hook.after_tool(ctx, call, tool, result);
         }
     }
 }
@@ -332,13 +368,29 @@ impl Hook for EnvironmentHook {
     }
 }
 
-/// The base registrations every run has. Later owners (skills, workspace
-/// instructions, context control) are added by the caller.
+/// The base registrations every run has.
 pub fn base_pipeline() -> Result<HookPipeline, HookError> {
     let mut p = HookPipeline::new();
     p.add(HookStage::BaseContext, "agent-prompt", AgentPromptHook)?
         .add(HookStage::BaseContext, "clock", ClockHook)?
         .add(HookStage::SessionContext, "environment", EnvironmentHook)?;
+    Ok(p)
+}
+
+/// What decides which owners a session's pipeline has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineOptions {
+    pub mode: AppMode,
+}
+
+/// The full pipeline of a session: the base owners plus every context
+/// owner that applies to its mode. The one place owners are assembled, so
+/// the CLI, the server and tests run the same hooks.
+pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookError> {
+    let p = base_pipeline()?;
+    match options.mode {
+        AppMode::Work | AppMode::Coding => {}
+    }
     Ok(p)
 }
 

@@ -28,4 +28,4 @@ pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::HarnessError;
 pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
-pub use hooks::{HookPipeline, HookStage, base_pipeline};
+pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};

@@ -19,8 +19,8 @@ use evoflux_core::ids::SessionId;
 use evoflux_core::{AppMode, Diagnostics, Severity};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
-    NonInteractive, RunSetup, SessionRequest, SystemClock, TurnOptions, TurnOutcome, TurnStatus,
-    base_pipeline,
+    NonInteractive, PipelineOptions, RunSetup, SessionRequest, SystemClock, TurnOptions,
+    TurnOutcome, TurnStatus, standard_pipeline,
 };
 use evoflux_model::{ProviderOptions, SetupError};
 use evoflux_store::{Session, Store, WorkspaceRequest};
@@ -502,7 +502,7 @@ async fn open(
         model_label: model_ref.to_string(),
         agent,
         catalog,
-        pipeline: base_pipeline()?,
+        pipeline: standard_pipeline(PipelineOptions { mode })?,
         clock: Arc::new(SystemClock),
         events,
         approver,
@@ -513,6 +513,7 @@ async fn open(
         can_request_input: true,
         network: evoflux_harness::web_fetch::NetworkAccess::PublicOnly,
         processes: Some(processes.clone()),
+        artifacts_root: dirs.data_dir().join("artifacts"),
     };
     let request = match &resumed {
         Some(s) => SessionRequest::Resume {

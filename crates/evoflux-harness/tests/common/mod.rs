@@ -202,6 +202,7 @@ impl World {
             can_request_input: true,
             network: NetworkAccess::Off,
             processes: None,
+            artifacts_root: self.data().join("artifacts"),
         }
     }
 }
