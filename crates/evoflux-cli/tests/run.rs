@@ -521,3 +521,71 @@ turns:
             .unwrap_or(true);
     assert!(gone, "the command's process {pid} survived evoflux");
 }
+
+/// The rmcp test server of `evoflux-mcp`, built beside `evoflux` by the
+/// workspace's test build; `None`, with a note, otherwise.
+fn mcp_test_server() -> Option<std::path::PathBuf> {
+    let path = std::path::PathBuf::from(env!("CARGO_BIN_EXE_evoflux")).with_file_name(format!(
+        "evoflux-mcp-testserver{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("note: {} is not built; skipping", path.display());
+        None
+    }
+}
+
+#[test]
+fn an_agent_granted_an_mcp_server_calls_its_tools_and_others_are_not_offered() {
+    let Some(bin) = mcp_test_server() else { return };
+    let s = Sandbox::new();
+    s.project(
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {
+            "local": {"type": "stdio", "command": bin},
+            "other": {"type": "stdio", "command": bin},
+            "broken": {"type": "stdio", "command": "/nonexistent/server"}
+        }})
+        .to_string(),
+    );
+    // The Work lead is granted `local` and `broken`, not `other`.
+    s.project("agents/evoflux.md", "---\nrole: lead\nmcp: [local, broken]\n---\n");
+    let model = script(
+        &s,
+        "mcp.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: mcp__local__echo, arguments: {message: hi there}}
+  - expect: {tool_result: "Echo: hi there"}
+    reply:
+      tool_calls:
+        - {name: mcp__other__echo, arguments: {message: nope}}
+  - expect: {tool_result: {contains: "no tool named `mcp__other__echo`"}}
+    reply: {text: done}
+"#,
+    );
+    let out = run(&s, &["--json", "run", "--model", &model, "echo"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ev = events(&out);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended[0]["tool"], "mcp__local__echo");
+    assert_eq!(ended[0]["is_error"], false);
+    assert_eq!(ended[1]["is_error"], true);
+    // Server states are visible: the broken one is reported, not dropped.
+    let states: Vec<(String, String)> = of_type(&ev, "mcp_server")
+        .iter()
+        .map(|e| {
+            (
+                e["server"].as_str().unwrap().to_owned(),
+                e["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(states.contains(&("local".into(), "ready".into())), "{states:?}");
+    assert!(states.contains(&("broken".into(), "failed".into())), "{states:?}");
+    assert!(!states.iter().any(|(s, _)| s == "other"), "{states:?}");
+}

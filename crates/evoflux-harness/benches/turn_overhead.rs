@@ -141,6 +141,8 @@ async fn bench() {
         network: NetworkAccess::Off,
         processes: None,
         artifacts_root: tmp.path().join("data/artifacts"),
+        mcp: None,
+        mcp_call_timeout: std::time::Duration::from_secs(30),
     };
     let mut h = Harness::open(
         setup,

@@ -7,9 +7,10 @@
 //! killed process resumes where it stopped: calls that never got a result
 //! are closed with an explicit "interrupted" result on the next turn.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::EffectiveAgentConfig;
@@ -18,6 +19,7 @@ use evoflux_core::ids::SessionId;
 use evoflux_graph::tool::{
     Approval, BuiltinExecutor, DispatchAction, InputRequest, ProviderTool, ToolExecutor,
 };
+use evoflux_mcp::{McpRuntime, ServerOwner, ServerState, ToolSet};
 use evoflux_model::{Message, Provider, Request, StreamEvent, ToolCall};
 use evoflux_store::{NewSession, Session, Store, WorkspaceRequest};
 use evoflux_tools::{CommandStatus, ExitNotice, ProcessRuntime};
@@ -82,6 +84,12 @@ pub struct RunSetup {
     /// Where artifacts go (`<data>/artifacts`); each session writes below
     /// `<artifacts_root>/<session id>`, as the process runtime does.
     pub artifacts_root: PathBuf,
+    /// The MCP servers of the application. The agent's `mcp:` list grants
+    /// global servers; a plugin installation's servers are granted only by
+    /// loading a skill of that installation ([`Harness::grant_plugin_mcp`]).
+    pub mcp: Option<McpRuntime>,
+    /// The per-call timeout of MCP tools.
+    pub mcp_call_timeout: Duration,
 }
 
 /// Which session to run.
@@ -151,6 +159,14 @@ pub struct Harness {
     /// Commands started with `notify_on_exit` whose end the turn waits for.
     awaiting_exit: BTreeSet<String>,
     artifacts_dir: PathBuf,
+    mcp: Option<McpRuntime>,
+    mcp_call_timeout: Duration,
+    /// The MCP tools offered in the current model call.
+    mcp_tools: ToolSet,
+    /// Plugin installations whose MCP tools this session may use.
+    mcp_installations: BTreeSet<String>,
+    /// Last reported state per MCP server, to report changes once.
+    mcp_states: BTreeMap<(String, String), ServerState>,
 }
 
 impl Harness {
@@ -212,7 +228,7 @@ impl Harness {
                 Some(WebFetch::new(access).map_err(HarnessError::Http)?)
             }
         };
-        let harness = Harness {
+        let mut harness = Harness {
             store: setup.store,
             provider: setup.provider,
             model: setup.model,
@@ -235,6 +251,11 @@ impl Harness {
             processes: setup.processes,
             awaiting_exit: BTreeSet::new(),
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
+            mcp: setup.mcp,
+            mcp_call_timeout: setup.mcp_call_timeout,
+            mcp_tools: ToolSet::default(),
+            mcp_installations: BTreeSet::new(),
+            mcp_states: BTreeMap::new(),
         };
         harness.events.emit(&Event::SessionStarted {
             session_id: harness.session.id.to_string(),
@@ -251,11 +272,131 @@ impl Harness {
                 .collect(),
             unavailable_tools: harness.tools.unavailable.clone(),
         });
+        harness.start_granted_mcp();
         Ok(harness)
     }
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Stops what the session started (its MCP servers). Command processes
+    /// belong to the application's runtime, which its owner shuts down.
+    pub async fn shutdown(&self) {
+        if let Some(rt) = &self.mcp {
+            rt.shutdown().await;
+        }
+    }
+
+    /// Starts the global MCP servers the agent's `mcp:` list grants; they
+    /// come up in the background and join the tools when ready. A name
+    /// that no server has is reported, not ignored.
+    fn start_granted_mcp(&mut self) {
+        let Some(rt) = &self.mcp else {
+            for name in &self.agent.mcp {
+                self.events.emit(&Event::McpServer {
+                    server: name.clone(),
+                    owner: "global".into(),
+                    state: "missing".into(),
+                    error: Some("no MCP runtime is attached to this session".into()),
+                });
+            }
+            return;
+        };
+        for name in &self.agent.mcp {
+            if let Err(e) = rt.global().start(name) {
+                self.events.emit(&Event::McpServer {
+                    server: name.clone(),
+                    owner: "global".into(),
+                    state: "missing".into(),
+                    error: Some(e.to_string()),
+                });
+            }
+        }
+    }
+
+    /// Grants (and starts) the MCP servers of one plugin installation for
+    /// the rest of this session — called when a skill that the
+    /// installation contributed is loaded. Installation alone grants
+    /// nothing.
+    pub fn grant_plugin_mcp(&mut self, installation: &str) {
+        if !self.mcp_installations.insert(installation.to_owned()) {
+            return;
+        }
+        if let Some(manager) = self.mcp.as_ref().and_then(|rt| rt.plugin(installation)) {
+            manager.start_all();
+        }
+    }
+
+    /// Refreshes the MCP tools offered to the next model call and reports
+    /// every server whose state changed (a failed or slow server is shown,
+    /// never dropped silently).
+    fn refresh_mcp(&mut self) {
+        let Some(rt) = &self.mcp else { return };
+        let granted = |owner: &ServerOwner, server: &str| match owner {
+            ServerOwner::Global { .. } => self.agent.mcp.iter().any(|m| m == server),
+            ServerOwner::Plugin { installation, .. } => {
+                self.mcp_installations.contains(installation)
+            }
+        };
+        let mut changes = Vec::new();
+        for status in rt.statuses() {
+            if !granted(&status.owner, &status.name) {
+                continue;
+            }
+            let key = (status.owner.label(), status.name.clone());
+            if self.mcp_states.get(&key) != Some(&status.state) {
+                self.mcp_states.insert(key, status.state);
+                changes.push(Event::McpServer {
+                    server: status.name.clone(),
+                    owner: status.owner.label(),
+                    state: serde_json::to_value(status.state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    error: status
+                        .last_error
+                        .map(|e| format!("{}: {}", e.code, e.message)),
+                });
+            }
+        }
+        let set = rt.tool_set(&self.tools.reserved_names());
+        self.tools
+            .set_mcp(set.tools().iter().filter(|d| granted(&d.owner, &d.server)));
+        self.mcp_tools = set;
+        for e in changes {
+            self.events.emit(&e);
+        }
+    }
+
+    /// A call named a tool nobody offers while a granted MCP server is
+    /// still starting: the name may be one of its tools (a skill or the
+    /// user can name them before they are listed), so wait for those
+    /// servers to settle once instead of failing the call. Turns that do
+    /// not call such a tool never wait. Returns whether it waited.
+    async fn wait_for_starting_mcp(&self) -> bool {
+        let Some(rt) = &self.mcp else { return false };
+        let starting = rt.statuses().into_iter().any(|s| {
+            s.state == ServerState::Starting
+                && match &s.owner {
+                    ServerOwner::Global { .. } => self.agent.mcp.contains(&s.name),
+                    ServerOwner::Plugin { installation, .. } => {
+                        self.mcp_installations.contains(installation)
+                    }
+                }
+        });
+        if !starting {
+            return false;
+        }
+        let managers = std::iter::once(rt.global()).chain(
+            self.mcp_installations
+                .iter()
+                .filter_map(|i| rt.plugin(i)),
+        );
+        for m in managers {
+            m.wait_settled(evoflux_mcp::DEFAULT_STARTUP_TIMEOUT).await;
+        }
+        true
     }
 
     /// Whether the model sees `tool` now: deferred tools only once
@@ -447,6 +588,7 @@ impl Harness {
         let mut last_text = String::new();
         for _ in 0..self.limits.model_calls_per_turn {
             self.deliver_exit_notices(false).await?;
+            self.refresh_mcp();
             let (text, calls) = self.call_model(terminal.as_ref()).await?;
             if !text.is_empty() {
                 last_text = text;
@@ -634,6 +776,9 @@ impl Harness {
                 Err(e) => CallOutcome::Result(ToolResult::error(e)),
             });
         }
+        if self.tools.get(&call.name).is_none() && self.wait_for_starting_mcp().await {
+            self.refresh_mcp();
+        }
         let Some(tool) = self.tools.get(&call.name).filter(|t| self.offered(t)) else {
             let available: Vec<&str> = self
                 .tools
@@ -753,6 +898,26 @@ impl Harness {
                 return Ok(self
                     .run_process_tool(call, &ToolExecutor::Command(command))
                     .await);
+            }
+            Executor::Mcp { qualified_name } => {
+                return Ok(
+                    match self
+                        .mcp_tools
+                        .call_tool(
+                            &qualified_name,
+                            call.arguments.clone(),
+                            self.mcp_call_timeout,
+                        )
+                        .await
+                    {
+                        Ok(r) => ToolResult {
+                            content: r.to_text(),
+                            is_error: r.is_error,
+                            metadata: None,
+                        },
+                        Err(e) => ToolResult::error(format!("{} [{}]", e, e.code())),
+                    },
+                );
             }
         };
         match builtin {

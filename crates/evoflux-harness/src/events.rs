@@ -117,6 +117,15 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Value>,
     },
+    /// An MCP server this session may use changed state (starting, ready,
+    /// failed, …); `error` says why it is not ready.
+    McpServer {
+        server: String,
+        owner: String,
+        state: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     InputRequested {
         call_id: String,
         question: String,

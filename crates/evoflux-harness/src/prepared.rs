@@ -12,9 +12,10 @@ use evoflux_agents::ToolCatalog;
 use evoflux_core::AppMode;
 use evoflux_core::config::ProviderKind;
 use evoflux_graph::tool::{
-    Approval, Availability, BuiltinExecutor, CommandTool, DispatchAction, Handling, InputRequest,
-    ProviderTool, ToolDefinition, ToolExecutor,
+    ActionClass, Approval, Availability, BuiltinExecutor, CommandTool, DispatchAction, Handling,
+    InputRequest, Presentation, ProviderTool, ToolBehavior, ToolDefinition, ToolExecutor,
 };
+use evoflux_mcp::McpToolDescriptor;
 use serde_json::Value;
 
 use crate::events::UnavailableTool;
@@ -37,6 +38,10 @@ pub enum PreparedKind {
 pub enum Executor {
     Builtin(BuiltinExecutor),
     Command(CommandTool),
+    /// A tool of a ready MCP server, by its model-visible qualified name.
+    Mcp {
+        qualified_name: String,
+    },
 }
 
 /// One tool as the loop knows it.
@@ -229,7 +234,7 @@ impl PreparedTools {
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
-                PreparedKind::Ordinary(Executor::Builtin(_))
+                PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Mcp { .. })
                 | PreparedKind::RequestInput(_)
                 | PreparedKind::Dispatch(_)
                 | PreparedKind::ProviderTool(_) => Approval::Never,
@@ -247,6 +252,69 @@ impl PreparedTools {
             });
         }
         out
+    }
+
+    /// Replaces the MCP tools with the ready, granted ones. MCP servers
+    /// come and go during a session, so this runs before every model call;
+    /// a tool already prepared keeps its compiled validator.
+    pub fn set_mcp<'a>(&mut self, ready: impl IntoIterator<Item = &'a McpToolDescriptor>) {
+        let mut previous: Vec<PreparedTool> = Vec::new();
+        let mut kept = Vec::with_capacity(self.tools.len());
+        for t in self.tools.drain(..) {
+            match &t.kind {
+                PreparedKind::Ordinary(Executor::Mcp { .. }) => previous.push(t),
+                PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
+                | PreparedKind::RequestInput(_)
+                | PreparedKind::Dispatch(_)
+                | PreparedKind::ProviderTool(_) => kept.push(t),
+            }
+        }
+        self.tools = kept;
+        for d in ready {
+            let same = previous.iter().position(|p| {
+                p.definition.name == d.qualified_name
+                    && p.definition.description == d.description
+                    && p.definition.input_schema == d.input_schema
+            });
+            match same {
+                Some(i) => self.tools.push(previous.swap_remove(i)),
+                None => self.tools.push(PreparedTool {
+                    validator: jsonschema::validator_for(&d.input_schema).ok(),
+                    definition: ToolDefinition {
+                        name: d.qualified_name.clone(),
+                        description: d.description.clone(),
+                        input_schema: d.input_schema.clone(),
+                        behavior: ToolBehavior {
+                            availability: Vec::new(),
+                            handling: Handling::None,
+                            presentation: Presentation::None,
+                            // A remote server can do anything; treat its
+                            // tools as executing actions.
+                            action_class: ActionClass::Execute,
+                            modes: vec![AppMode::Work, AppMode::Coding],
+                            lead_only: false,
+                            observation: None,
+                        },
+                        executor: None,
+                    },
+                    kind: PreparedKind::Ordinary(Executor::Mcp {
+                        qualified_name: d.qualified_name.clone(),
+                    }),
+                    approval: Approval::Never,
+                    deferred: false,
+                }),
+            }
+        }
+    }
+
+    /// Names of the tools that are not MCP tools, which MCP names must not
+    /// collide with.
+    pub fn reserved_names(&self) -> std::collections::BTreeSet<String> {
+        self.tools
+            .iter()
+            .filter(|t| !matches!(t.kind, PreparedKind::Ordinary(Executor::Mcp { .. })))
+            .map(|t| t.definition.name.clone())
+            .collect()
     }
 
     fn skip(&mut self, tool: &str, reason: &str) {

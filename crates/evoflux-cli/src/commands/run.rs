@@ -136,6 +136,7 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             () = shutdown_signal() => None,
         };
         // No command process outlives evoflux.
+        harness.shutdown().await;
         processes.shutdown().await;
         Ok(match exit {
             Some(outcome) => finish(out, harness.session(), outcome),
@@ -199,11 +200,13 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
                 // stays usable for the next message.
                 Err(HarnessError::Provider(_)) => {}
                 Err(e) => {
-                    processes.shutdown().await;
+                    harness.shutdown().await;
+        processes.shutdown().await;
                     return Err(e.into());
                 }
             }
         }
+        harness.shutdown().await;
         processes.shutdown().await;
         eprintln!(
             "session {} saved; continue it with `evoflux chat --session {}`",
@@ -299,6 +302,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     outcome = turn => Some(outcome),
                     () = shutdown_signal() => None,
                 };
+                harness.shutdown().await;
                 processes.shutdown().await;
                 Ok(match outcome {
                     Some(outcome) => finish(out, harness.session(), outcome),
@@ -495,6 +499,25 @@ async fn open(
             return Ok(Err(Exit::Failure));
         }
     };
+    // MCP servers: nothing starts here; the session starts the ones its
+    // agent is granted, in the background.
+    let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
+        &graph,
+        Some(&evoflux_plugins::PluginManager::new(
+            evoflux_plugins::PluginPaths::from_dirs(&dirs),
+        )),
+        evoflux_mcp::ManagerOptions {
+            roots: match mode {
+                AppMode::Coding if args.sources.workspaces.is_empty() => {
+                    vec![std::env::current_dir()?]
+                }
+                AppMode::Coding => canonical(&args.sources.workspaces)?,
+                AppMode::Work => Vec::new(),
+            },
+            ..evoflux_mcp::ManagerOptions::default()
+        },
+    )?;
+    out.diagnostics(&errors_only(&Diagnostics::from(mcp_diags)));
     let setup = RunSetup {
         store,
         provider: Arc::from(provider),
@@ -514,6 +537,8 @@ async fn open(
         network: evoflux_harness::web_fetch::NetworkAccess::PublicOnly,
         processes: Some(processes.clone()),
         artifacts_root: dirs.data_dir().join("artifacts"),
+        mcp: Some(mcp),
+        mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
     };
     let request = match &resumed {
         Some(s) => SessionRequest::Resume {
@@ -715,6 +740,15 @@ impl EventSink for HumanEvents {
                     clip(command, 80)
                 );
             }
+            Event::McpServer {
+                server,
+                owner,
+                state,
+                error,
+            } => match error {
+                Some(e) => eprintln!("  mcp {server} ({owner}): {state}: {e}"),
+                None => eprintln!("  mcp {server} ({owner}): {state}"),
+            },
             Event::InputRequested {
                 question, options, ..
             } => {

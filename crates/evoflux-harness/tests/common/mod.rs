@@ -203,6 +203,8 @@ impl World {
             network: NetworkAccess::Off,
             processes: None,
             artifacts_root: self.data().join("artifacts"),
+            mcp: None,
+            mcp_call_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
