@@ -589,3 +589,23 @@ turns:
     assert!(states.contains(&("broken".into(), "failed".into())), "{states:?}");
     assert!(!states.iter().any(|(s, _)| s == "other"), "{states:?}");
 }
+
+#[test]
+fn the_readme_scripted_demo_runs() {
+    let s = Sandbox::new();
+    s.write(s.repo().join("Cargo.toml"), "[workspace]\nmembers = [\"crates/*\"]\n");
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/scripted-demo.yaml");
+    let out = run(
+        &s,
+        &[
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &format!("scripted:{demo}"),
+            "What is in this repository?",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("This is a Cargo workspace"));
+}
