@@ -609,3 +609,13 @@ fn the_readme_scripted_demo_runs() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("This is a Cargo workspace"));
 }
+
+#[test]
+fn without_any_model_the_run_explains_the_three_ways_to_get_one() {
+    let s = Sandbox::new();
+    let out = run(&s, &["run", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("using the embedded local model"), "{stderr}");
+    assert!(stderr.contains("one of three ways"), "{stderr}");
+}

@@ -94,7 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )];
     let parts = chat_template::render(&msgs, &tools);
     let prompt = eng.encode_prompt(&parts)?;
-    let grammar = constrain::tool_grammar(&tools);
+    let grammar = constrain::tool_grammar(&tools, evoflux_model::ToolChoice::Auto);
     let mut c = eng.constrainer()?.matcher(grammar)?;
     let mut out = Vec::new();
     let t = Instant::now();

@@ -23,7 +23,7 @@ use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{self, ApiError, Endpoint, SseDecoder};
-use crate::message::{Message, Request};
+use crate::message::{Message, Request, ToolChoice};
 use crate::provider::{EventStream, Provider, ProviderOptions, error_stream};
 use crate::retry::with_retries;
 
@@ -177,6 +177,10 @@ pub fn request_body(request: &Request) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        match request.tool_choice {
+            ToolChoice::Auto => {}
+            ToolChoice::Required => body["tool_choice"] = json!({"type": "any"}),
+        }
     }
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
@@ -447,5 +451,15 @@ mod tests {
         );
         assert_eq!(msgs[1]["content"][1]["type"], json!("tool_use"));
         assert!(b.get("tools").is_none());
+        let mut required = Request::new("m", vec![Message::user("hi")]).with_tools(vec![
+            crate::message::ToolDefinition {
+                name: "ls".into(),
+                description: "list".into(),
+                parameters: json!({"type": "object"}),
+            },
+        ]);
+        assert!(request_body(&required).get("tool_choice").is_none());
+        required.tool_choice = ToolChoice::Required;
+        assert_eq!(request_body(&required)["tool_choice"], json!({"type": "any"}));
     }
 }

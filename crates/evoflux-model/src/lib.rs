@@ -31,7 +31,7 @@ pub mod scripted;
 pub use error::{LocalError, MODEL_SETUP_HINT, ProviderError, ScriptError, SetupError};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use http::http_client;
-pub use message::{Message, Request, ToolCall, ToolDefinition};
+pub use message::{Message, Request, ToolCall, ToolChoice, ToolDefinition};
 pub use provider::{
     Completion, EnvLookup, EventStream, Provider, ProviderOptions, collect, provider_for, resolve,
 };

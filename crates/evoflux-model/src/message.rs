@@ -101,6 +101,28 @@ pub struct Request {
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// Whether the model may answer in text or must call one of `tools`.
+    #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
+    pub tool_choice: ToolChoice,
+}
+
+/// Whether a model call may end in text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// Text or tool calls, as the model decides.
+    #[default]
+    Auto,
+    /// At least one tool call; no final text. A turn that must end with a
+    /// structured result uses it, and for a small local model it is what
+    /// keeps the answer inside the tool-call grammar.
+    Required,
+}
+
+impl ToolChoice {
+    pub fn is_auto(&self) -> bool {
+        matches!(self, ToolChoice::Auto)
+    }
 }
 
 impl Request {
@@ -111,6 +133,7 @@ impl Request {
             tools: Vec::new(),
             max_tokens: None,
             temperature: None,
+            tool_choice: ToolChoice::Auto,
         }
     }
 

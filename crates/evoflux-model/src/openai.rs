@@ -22,7 +22,7 @@ use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{self, ApiError, Endpoint, SseDecoder};
-use crate::message::{Message, Request};
+use crate::message::{Message, Request, ToolChoice};
 use crate::provider::{EventStream, Provider, ProviderOptions, error_stream};
 use crate::retry::with_retries;
 
@@ -129,6 +129,10 @@ pub fn request_body(request: &Request) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        match request.tool_choice {
+            ToolChoice::Auto => {}
+            ToolChoice::Required => body["tool_choice"] = json!("required"),
+        }
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
@@ -371,5 +375,9 @@ mod tests {
             json!({"role": "tool", "tool_call_id": "c1", "content": "a.txt"})
         );
         assert_eq!(b["tools"][0]["function"]["name"], json!("ls"));
+        assert!(b.get("tool_choice").is_none());
+        let mut required = req.clone();
+        required.tool_choice = ToolChoice::Required;
+        assert_eq!(request_body(&required)["tool_choice"], json!("required"));
     }
 }

@@ -13,7 +13,7 @@ use evoflux_model::local::constrain::{self, Constrainer, ModelTokEnv};
 use evoflux_model::local::gguf;
 use evoflux_model::local::tokenizer::GgufTokenizer;
 use evoflux_model::{
-    EnvLookup, Message, Provider, ProviderOptions, Request, StopReason, StreamEvent,
+    EnvLookup, Message, Provider, ProviderOptions, Request, StopReason, StreamEvent, ToolChoice,
     ToolDefinition, provider_for,
 };
 use futures_util::StreamExt;
@@ -267,7 +267,7 @@ fn tool_grammar_over_the_real_vocabulary() {
     let tools = [weather_tool()];
     let accepts = |text: &str| {
         let mut c = constrainer
-            .matcher(constrain::tool_grammar(&tools))
+            .matcher(constrain::tool_grammar(&tools, ToolChoice::Auto))
             .unwrap();
         let ids = env.tokenize_bytes(text.as_bytes());
         c.accepts_prefix(&ids).unwrap() == ids.len() && c.feed(&ids) && c.is_complete(tok.eos)
@@ -289,7 +289,7 @@ fn tool_grammar_over_the_real_vocabulary() {
     }
     // At the start: `{` and text are allowed, chat markup is not.
     let mut c = constrainer
-        .matcher(constrain::tool_grammar(&tools))
+        .matcher(constrain::tool_grammar(&tools, ToolChoice::Auto))
         .unwrap();
     let mask = c.allowed().unwrap();
     assert!(mask.is_allowed(tok.encode("{").unwrap()[0]));

@@ -25,7 +25,7 @@ use toktrie::{SimpleVob, TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 
 use super::chat_template::spaced_json;
 use super::tokenizer::GgufTokenizer;
-use crate::message::ToolDefinition;
+use crate::message::{ToolChoice, ToolDefinition};
 
 /// What the model produced under the tool grammar.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,11 +95,16 @@ pub fn call_schema(tools: &[ToolDefinition]) -> Value {
     schema
 }
 
-/// The Lark grammar: a plain-text answer or one tool call.
-pub fn tool_grammar(tools: &[ToolDefinition]) -> TopLevelGrammar {
+/// The Lark grammar: a plain-text answer or one tool call — or, when the
+/// request requires a tool call, only the call.
+pub fn tool_grammar(tools: &[ToolDefinition], choice: ToolChoice) -> TopLevelGrammar {
     let schema = spaced_json(&call_schema(tools));
+    let start = match choice {
+        ToolChoice::Auto => "answer | call",
+        ToolChoice::Required => "call",
+    };
     TopLevelGrammar::from_lark(format!(
-        "start: answer | call\n\
+        "start: {start}\n\
          answer: /[^{{\\s](?s:.)*/\n\
          call: %json {schema}\n"
     ))
@@ -290,9 +295,13 @@ mod tests {
     /// Whether the grammar accepts `text` whole and may end after it,
     /// over a byte-level vocabulary (no model needed).
     fn accepts(text: &str) -> bool {
+        accepts_with(text, ToolChoice::Auto)
+    }
+
+    fn accepts_with(text: &str, choice: ToolChoice) -> bool {
         let env = ApproximateTokEnv::single_byte_env();
         let constrainer = Constrainer::new(env.clone()).unwrap();
-        let mut c = constrainer.matcher(tool_grammar(&tools())).unwrap();
+        let mut c = constrainer.matcher(tool_grammar(&tools(), choice)).unwrap();
         let toks = env.tokenize_bytes(text.as_bytes());
         if c.accepts_prefix(&toks).unwrap() != toks.len() || !c.feed(&toks) {
             return false;
@@ -312,6 +321,15 @@ mod tests {
         ] {
             assert!(accepts(ok), "should accept {ok}");
         }
+    }
+
+    #[test]
+    fn a_required_tool_call_admits_no_text_answer() {
+        assert!(!accepts_with("It is sunny.", ToolChoice::Required));
+        assert!(accepts_with(
+            r#"{"tool": "now", "arguments": {}}"#,
+            ToolChoice::Required
+        ));
     }
 
     #[test]

@@ -146,7 +146,7 @@ impl LocalProvider {
         let mut constraint = if request.tools.is_empty() {
             None
         } else {
-            let grammar = constrain::tool_grammar(&request.tools);
+            let grammar = constrain::tool_grammar(&request.tools, request.tool_choice);
             Some(
                 engine
                     .constrainer()
