@@ -124,6 +124,36 @@ impl McpRuntime {
         Ok(diagnostics)
     }
 
+    /// Brings the plugin managers in line with the registry as it is now:
+    /// installations no longer enabled stop, new or enabled ones are
+    /// adapted, and changed files or credentials restart only the servers
+    /// they change (the reconcile diffs definitions). A long-running
+    /// session calls this between turns so that `evoflux plugin
+    /// enable|disable|credentials` or an edit to a linked plugin takes
+    /// effect without restarting evoflux.
+    pub async fn sync_plugins(&mut self, plugins: &PluginManager) -> Vec<Diagnostic> {
+        let (roots, mut diagnostics) = plugins.enabled_plugin_roots();
+        let enabled: BTreeSet<&str> = roots.iter().map(|r| r.installation.as_str()).collect();
+        let gone: Vec<String> = self
+            .plugins
+            .keys()
+            .filter(|id| !enabled.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.remove_plugin(&id).await;
+        }
+        for root in &roots {
+            match self.reconcile_plugin(plugins, root).await {
+                Ok(d) => diagnostics.extend(d),
+                Err(e) => diagnostics.push(
+                    Diagnostic::error(e.code(), e.to_string()).with_file(&root.dir),
+                ),
+            }
+        }
+        diagnostics
+    }
+
     /// An installation was disabled or uninstalled: stops its servers.
     pub async fn remove_plugin(&mut self, installation: &str) {
         if let Some(m) = self.plugins.remove(installation) {

@@ -277,3 +277,53 @@ async fn runtime_reconciles_credentials_disable_and_invalid_mcp_json() {
             .all(|s| s.state != ServerState::Ready)
     );
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_follows_the_registry_without_a_restart() {
+    let env = Env::new();
+    let root = plugin_dir(&env.base, "src/demo", "demo", demo_mcp());
+    let id = env.plugins.link(&root, true).unwrap().installation.id;
+    set_token(&env, &id, "first");
+    let graph = evoflux_graph::compile(&[], &[]).unwrap();
+    let (mut runtime, _) = McpRuntime::new(&graph, Some(&env.plugins), env.options()).unwrap();
+    runtime.start_all();
+    settle(runtime.plugin(id.as_str()).unwrap()).await;
+
+    // Disabled in the registry (e.g. by `evoflux plugin disable` in another
+    // process): the next sync stops it.
+    env.plugins.set_enabled(&id, false).unwrap();
+    assert!(runtime.sync_plugins(&env.plugins).await.is_empty());
+    assert!(runtime.plugin(id.as_str()).is_none());
+    assert!(runtime.tool_set(&BTreeSet::new()).is_empty());
+
+    // Enabled again with a new credential: it comes back with the new value.
+    env.plugins.set_enabled(&id, true).unwrap();
+    set_token(&env, &id, "second");
+    runtime.sync_plugins(&env.plugins).await;
+    let m = runtime.plugin(id.as_str()).unwrap().clone();
+    settle(&m).await;
+    let r = runtime
+        .tool_set(&BTreeSet::new())
+        .call_tool("mcp__demo_svc__get_env", json!({}), CALL)
+        .await
+        .unwrap();
+    let seen: BTreeMap<String, String> = serde_json::from_str(&r.to_text()).unwrap();
+    assert_eq!(seen["SERVICE_API_TOKEN"], "second");
+
+    // An unchanged registry restarts nothing.
+    let pid = |rt: &McpRuntime| {
+        let set = rt.tool_set(&BTreeSet::new());
+        async move {
+            set.call_tool("mcp__demo_svc__pid", json!({}), CALL)
+                .await
+                .unwrap()
+                .to_text()
+        }
+    };
+    let before = pid(&runtime).await;
+    runtime.sync_plugins(&env.plugins).await;
+    settle(&m).await;
+    assert_eq!(pid(&runtime).await, before);
+    runtime.shutdown().await;
+}
