@@ -6,6 +6,7 @@
 //! the graph, the runtime, the server and the CLI.
 
 pub mod atomic;
+pub mod child_env;
 pub mod config;
 pub mod diagnostic;
 pub mod dirs;

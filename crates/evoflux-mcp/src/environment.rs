@@ -8,21 +8,11 @@
 
 use std::collections::BTreeMap;
 
-/// Variables copied from the parent environment when present.
-pub const BASE_VARS: [&str; 12] = [
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TERM",
-    "TMPDIR",
-    "TZ",
-    "SYSTEMROOT",
-];
+/// Variables copied from the parent environment when present (plus the
+/// `LC_*` family): the one allowlist of `evoflux_core::child_env`, shared
+/// with shell commands and command tools.
+pub use evoflux_core::child_env::INHERITED_VARS as BASE_VARS;
+use evoflux_core::child_env::is_inherited;
 
 /// The allowlisted part of `parent`.
 pub fn base_environment<I, K, V>(parent: I) -> BTreeMap<String, String>
@@ -34,7 +24,7 @@ where
     parent
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
-        .filter(|(k, _)| BASE_VARS.contains(&k.as_str()))
+        .filter(|(k, _)| is_inherited(k))
         .collect()
 }
 

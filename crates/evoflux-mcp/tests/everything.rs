@@ -139,7 +139,7 @@ async fn server_everything_as_a_plugin_server_over_stdio() {
     assert_eq!(s("SERVICE_API_TOKEN"), "tok-1");
     let allowed: BTreeSet<&str> = ["PLUGIN_ROOT", "PLUGIN_DATA", "STORE", "SERVICE_API_TOKEN"]
         .into_iter()
-        .chain(BASE_VARS)
+        .chain(BASE_VARS.iter().copied())
         .collect();
     for key in seen.keys() {
         assert!(allowed.contains(key.as_str()), "leaked {key}");

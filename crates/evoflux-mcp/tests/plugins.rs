@@ -173,7 +173,7 @@ async fn plugin_stdio_gets_placeholders_credentials_and_nothing_else() {
         "_",
     ]
     .into_iter()
-    .chain(BASE_VARS)
+    .chain(BASE_VARS.iter().copied())
     .collect();
     for key in seen.keys() {
         assert!(allowed.contains(key.as_str()), "leaked {key}");

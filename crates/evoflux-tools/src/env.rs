@@ -8,33 +8,11 @@
 
 use std::ffi::{OsStr, OsString};
 
-/// Variables every command inherits from the parent when present.
-pub const ALLOWED_ENV: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "TERM",
-    "COLORTERM",
-    "TERM_PROGRAM",
-    "TERM_PROGRAM_VERSION",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "TZ",
-    "TMPDIR",
-    "TMP",
-    "TEMP",
-];
+use evoflux_core::child_env::{OWN_PREFIX, is_inherited};
 
-/// Prefix of variables inherited as a family (`LC_ALL`, `LC_CTYPE`, ...).
-const ALLOWED_PREFIX: &str = "LC_";
-
-/// Prefix of evoflux's own configuration, removed even when a command
-/// tool declares such a name: it configures the harness, not the tool.
-const OWN_PREFIX: &str = "EVOFLUX_";
+/// Variables every command inherits from the parent when present: the
+/// one allowlist of `evoflux_core::child_env`, shared with MCP servers.
+pub use evoflux_core::child_env::INHERITED_VARS as ALLOWED_ENV;
 
 /// Used when the parent has no `PATH` at all, so `sh -c 'ls'` still works.
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -61,12 +39,8 @@ fn allowed(name: &OsStr, declared: &[String]) -> bool {
     let Some(name) = name.to_str() else {
         return false;
     };
-    if name.starts_with(OWN_PREFIX) {
-        return false;
-    }
-    ALLOWED_ENV.contains(&name)
-        || name.starts_with(ALLOWED_PREFIX)
-        || declared.iter().any(|d| d == name)
+    // A declared name never unlocks evoflux's own settings.
+    is_inherited(name) || (!name.starts_with(OWN_PREFIX) && declared.iter().any(|d| d == name))
 }
 
 /// The value of `name` in `env`, if set and valid UTF-8.
