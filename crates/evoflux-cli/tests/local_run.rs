@@ -51,8 +51,9 @@ fn the_embedded_model_answers_the_demo_with_a_schema_valid_result() {
             String::from_utf8_lossy(&out.stdout)
         )
     });
-    let validator =
-        jsonschema::validator_for(&serde_json::from_str(&std::fs::read_to_string(&schema).unwrap()).unwrap())
-            .unwrap();
+    let validator = jsonschema::validator_for(
+        &serde_json::from_str(&std::fs::read_to_string(&schema).unwrap()).unwrap(),
+    )
+    .unwrap();
     assert!(validator.is_valid(&answer), "{answer}");
 }

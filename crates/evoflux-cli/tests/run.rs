@@ -551,7 +551,10 @@ fn an_agent_granted_an_mcp_server_calls_its_tools_and_others_are_not_offered() {
         .to_string(),
     );
     // The Work lead is granted `local` and `broken`, not `other`.
-    s.project("agents/evoflux.md", "---\nrole: lead\nmcp: [local, broken]\n---\n");
+    s.project(
+        "agents/evoflux.md",
+        "---\nrole: lead\nmcp: [local, broken]\n---\n",
+    );
     let model = script(
         &s,
         "mcp.yaml",
@@ -569,7 +572,11 @@ turns:
 "#,
     );
     let out = run(&s, &["--json", "run", "--model", &model, "echo"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ev = events(&out);
     let ended = of_type(&ev, "tool_ended");
     assert_eq!(ended[0]["tool"], "mcp__local__echo");
@@ -585,16 +592,28 @@ turns:
             )
         })
         .collect();
-    assert!(states.contains(&("local".into(), "ready".into())), "{states:?}");
-    assert!(states.contains(&("broken".into(), "failed".into())), "{states:?}");
+    assert!(
+        states.contains(&("local".into(), "ready".into())),
+        "{states:?}"
+    );
+    assert!(
+        states.contains(&("broken".into(), "failed".into())),
+        "{states:?}"
+    );
     assert!(!states.iter().any(|(s, _)| s == "other"), "{states:?}");
 }
 
 #[test]
 fn the_readme_scripted_demo_runs() {
     let s = Sandbox::new();
-    s.write(s.repo().join("Cargo.toml"), "[workspace]\nmembers = [\"crates/*\"]\n");
-    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/scripted-demo.yaml");
+    s.write(
+        s.repo().join("Cargo.toml"),
+        "[workspace]\nmembers = [\"crates/*\"]\n",
+    );
+    let demo = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/scripted-demo.yaml"
+    );
     let out = run(
         &s,
         &[
@@ -606,7 +625,11 @@ fn the_readme_scripted_demo_runs() {
             "What is in this repository?",
         ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("This is a Cargo workspace"));
 }
 
@@ -616,6 +639,9 @@ fn without_any_model_the_run_explains_the_three_ways_to_get_one() {
     let out = run(&s, &["run", "hello"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("using the embedded local model"), "{stderr}");
+    assert!(
+        stderr.contains("using the embedded local model"),
+        "{stderr}"
+    );
     assert!(stderr.contains("one of three ways"), "{stderr}");
 }

@@ -62,6 +62,23 @@ pub enum Presentation {
     Skill,
 }
 
+/// How a tool's result relates to what it observed, for observation
+/// receipts: the harness decides by this declared kind, never by the tool's
+/// name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObservationKind {
+    /// Reads one file range (`path`, `offset`, `limit`): the result is a
+    /// function of the file's revision, so an unchanged repeat can be
+    /// answered by a receipt naming the earlier call.
+    Source,
+    /// Lists or searches the workspace; counted, never receipted (no single
+    /// revision covers it).
+    Discovery,
+    /// Retrieves from an index (code navigation); counted, never receipted.
+    Retrieval,
+}
+
 /// The class of action a tool performs; worker capability policy decides on
 /// these, never on tool names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -86,6 +103,10 @@ pub struct ToolBehavior {
     pub modes: Vec<AppMode>,
     /// Only a team lead gets it.
     pub lead_only: bool,
+    /// What the tool observes, when its results can be reused or counted
+    /// as observations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<ObservationKind>,
 }
 
 /// Built-in executors, implemented by the tools crate. A typed identity,
@@ -165,6 +186,7 @@ struct Spec {
     presentation: Presentation,
     modes: &'static [AppMode],
     lead_only: bool,
+    observation: Option<ObservationKind>,
     executor: Option<BuiltinExecutor>,
 }
 
@@ -184,6 +206,7 @@ impl Spec {
             presentation: Presentation::None,
             modes: BOTH,
             lead_only: false,
+            observation: None,
             executor: Some(executor),
         }
     }
@@ -204,8 +227,15 @@ impl Spec {
             presentation: Presentation::None,
             modes: BOTH,
             lead_only: false,
+            observation: None,
             executor: None,
         }
+    }
+
+    /// Declares what the tool observes (see [`ObservationKind`]).
+    fn observes(mut self, kind: ObservationKind) -> Spec {
+        self.observation = Some(kind);
+        self
     }
 
     fn build(self, name: &str) -> ToolDefinition {
@@ -220,6 +250,7 @@ impl Spec {
                 action_class: self.action_class,
                 modes: self.modes.to_vec(),
                 lead_only: self.lead_only,
+                observation: self.observation,
             },
             executor: self
                 .executor
@@ -297,7 +328,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                 }),
                 &["path"],
             ),
-        ),
+        )
+        .observes(ObservationKind::Source),
         "write" => Spec::ordinary(
             X::Write,
             A::Write,
@@ -326,7 +358,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             A::Read,
             "List a directory.",
             object(json!({"path": str_("Directory; default `.`.")}), &[]),
-        ),
+        )
+        .observes(ObservationKind::Discovery),
         "glob" => Spec::ordinary(
             X::Glob,
             A::Read,
@@ -335,7 +368,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                 json!({"pattern": {"type": "string"}, "directory": {"type": "string"}, "max_results": {"type": "integer", "minimum": 1}}),
                 &["pattern"],
             ),
-        ),
+        )
+        .observes(ObservationKind::Discovery),
         "grep" => Spec::ordinary(
             X::Grep,
             A::Read,
@@ -351,7 +385,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                 }),
                 &["pattern"],
             ),
-        ),
+        )
+        .observes(ObservationKind::Discovery),
         "todo" => Spec {
             lead_only: true,
             ..Spec::ordinary(
@@ -398,6 +433,7 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
         },
         "code_context" => Spec {
             modes: &[AppMode::Coding],
+            observation: Some(ObservationKind::Retrieval),
             ..Spec::ordinary(
                 X::CodeContext,
                 A::Read,
@@ -504,6 +540,22 @@ mod tests {
             }
         }
         assert!(framework_tool("nope").is_none());
+    }
+
+    #[test]
+    fn observation_kinds_are_declared_on_the_definition() {
+        let kind = |n: &str| framework_tool(n).unwrap().behavior.observation;
+        assert_eq!(kind("read"), Some(ObservationKind::Source));
+        for n in ["ls", "glob", "grep"] {
+            assert_eq!(kind(n), Some(ObservationKind::Discovery), "{n}");
+        }
+        assert_eq!(kind("code_context"), Some(ObservationKind::Retrieval));
+        assert_eq!(kind("shell"), None);
+        // Unset kinds stay out of the serialized definition.
+        let shell = serde_json::to_value(framework_tool("shell").unwrap()).unwrap();
+        assert!(shell["behavior"].get("observation").is_none());
+        let read = serde_json::to_value(framework_tool("read").unwrap()).unwrap();
+        assert_eq!(read["behavior"]["observation"], "source");
     }
 
     #[test]
@@ -662,6 +714,7 @@ pub fn parse_file(
             action_class: file.action_class.unwrap_or(ActionClass::Execute),
             modes: file.modes.unwrap_or_else(|| BOTH.to_vec()),
             lead_only: false,
+            observation: None,
         },
         executor: Some(ToolExecutor::Command(CommandTool {
             argv: file.argv,

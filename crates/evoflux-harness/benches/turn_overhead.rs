@@ -143,6 +143,7 @@ async fn bench() {
         artifacts_root: tmp.path().join("data/artifacts"),
         mcp: None,
         mcp_call_timeout: std::time::Duration::from_secs(30),
+        skills: None,
     };
     let mut h = Harness::open(
         setup,

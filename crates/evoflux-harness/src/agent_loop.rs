@@ -20,7 +20,7 @@ use evoflux_graph::tool::{
     Approval, BuiltinExecutor, DispatchAction, InputRequest, ProviderTool, ToolExecutor,
 };
 use evoflux_mcp::{McpRuntime, ServerOwner, ServerState, ToolSet};
-use evoflux_model::{Message, Provider, Request, StreamEvent, ToolCall};
+use evoflux_model::{Message, Provider, Request, StreamEvent, ToolCall, ToolChoice};
 use evoflux_store::{NewSession, Session, Store, WorkspaceRequest};
 use evoflux_tools::{CommandStatus, ExitNotice, ProcessRuntime};
 use futures_util::StreamExt;
@@ -90,6 +90,9 @@ pub struct RunSetup {
     pub mcp: Option<McpRuntime>,
     /// The per-call timeout of MCP tools.
     pub mcp_call_timeout: Duration,
+    /// The session's skill runtime (also given to the pipeline's skill
+    /// owners); `None` leaves the `skill` tool out of the session.
+    pub skills: Option<Arc<crate::skills::SkillRuntime>>,
 }
 
 /// Which session to run.
@@ -159,6 +162,8 @@ pub struct Harness {
     /// Commands started with `notify_on_exit` whose end the turn waits for.
     awaiting_exit: BTreeSet<String>,
     artifacts_dir: PathBuf,
+    /// Stored metadata of tool results by call id, for context hooks.
+    result_metadata: Arc<std::collections::HashMap<String, Value>>,
     mcp: Option<McpRuntime>,
     mcp_call_timeout: Duration,
     /// The MCP tools offered in the current model call.
@@ -167,6 +172,13 @@ pub struct Harness {
     mcp_installations: BTreeSet<String>,
     /// Last reported state per MCP server, to report changes once.
     mcp_states: BTreeMap<(String, String), ServerState>,
+    skills: Option<Arc<crate::skills::SkillRuntime>>,
+    /// Runnable tools the agent was not granted, which a skill's runtime
+    /// contract may bring into the session.
+    reserve: PreparedTools,
+    /// The user message that opened the current turn, until its first
+    /// model call takes it.
+    turn_input: Option<String>,
 }
 
 impl Harness {
@@ -212,13 +224,40 @@ impl Harness {
             delegated_task_child: false,
             can_request_input: setup.can_request_input,
             processes: setup.processes.is_some(),
-            skills: false,
+            skills: setup.skills.is_some(),
             network: setup.network != NetworkAccess::Off,
             provider: setup.provider.kind(),
         };
-        let tools =
+        let mut tools =
             PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
         let entries = setup.store.transcript(session.id).await?;
+        let result_metadata: std::collections::HashMap<String, Value> = entries
+            .iter()
+            .filter_map(|e| match (&e.message, &e.artifact) {
+                (Message::Tool { tool_call_id, .. }, Some(meta)) => {
+                    Some((tool_call_id.clone(), meta.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut reserve = PreparedTools::default();
+        if let Some(rt) = &setup.skills {
+            reserve = crate::skills::reserve_tools(
+                &setup.catalog,
+                &setup.agent.tools,
+                session.mode(),
+                &caps,
+            );
+            // Durable activations re-apply their runtime contracts.
+            rt.attach(
+                &setup.catalog,
+                &tools,
+                &reserve,
+                &setup.agent.skills,
+                &entries,
+            );
+            crate::skills::apply_tool_activations(rt, &mut tools, &mut reserve);
+        }
         let messages: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
         let todo = replay_todo(&messages, &tools);
         let session_id = session.id;
@@ -251,11 +290,15 @@ impl Harness {
             processes: setup.processes,
             awaiting_exit: BTreeSet::new(),
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
+            result_metadata: Arc::new(result_metadata),
             mcp: setup.mcp,
             mcp_call_timeout: setup.mcp_call_timeout,
             mcp_tools: ToolSet::default(),
             mcp_installations: BTreeSet::new(),
             mcp_states: BTreeMap::new(),
+            skills: setup.skills,
+            reserve,
+            turn_input: None,
         };
         harness.events.emit(&Event::SessionStarted {
             session_id: harness.session.id.to_string(),
@@ -328,6 +371,19 @@ impl Harness {
         }
     }
 
+    /// Picks up plugin changes made while the session runs (enable,
+    /// disable, credentials, edits to a linked plugin) without restarting
+    /// evoflux; call it between turns. Returns the adaptation diagnostics.
+    pub async fn sync_plugins(
+        &mut self,
+        plugins: &evoflux_plugins::PluginManager,
+    ) -> Vec<evoflux_core::Diagnostic> {
+        match &mut self.mcp {
+            Some(rt) => rt.sync_plugins(plugins).await,
+            None => Vec::new(),
+        }
+    }
+
     /// Refreshes the MCP tools offered to the next model call and reports
     /// every server whose state changed (a failed or slow server is shown,
     /// never dropped silently).
@@ -388,11 +444,8 @@ impl Harness {
         if !starting {
             return false;
         }
-        let managers = std::iter::once(rt.global()).chain(
-            self.mcp_installations
-                .iter()
-                .filter_map(|i| rt.plugin(i)),
-        );
+        let managers = std::iter::once(rt.global())
+            .chain(self.mcp_installations.iter().filter_map(|i| rt.plugin(i)));
         for m in managers {
             m.wait_settled(evoflux_mcp::DEFAULT_STARTUP_TIMEOUT).await;
         }
@@ -434,6 +487,8 @@ impl Harness {
             model: &self.model,
             context_window: self.provider.context_window(),
             artifacts_dir: &self.artifacts_dir,
+            workspace: &self.workspace,
+            tools: &self.tools,
         }
     }
 
@@ -510,9 +565,9 @@ impl Harness {
                 return Ok(self.waiting(q));
             }
             (None, Some(text)) => {
+                self.turn_input = Some(text.to_owned());
                 let m = Message::user(text);
-                self.store.append_message(self.session.id, &m).await?;
-                self.messages.push(m);
+                self.append(m, None).await?;
             }
             (None, None) => {
                 if matches!(self.messages.last(), None | Some(Message::Assistant { .. })) {
@@ -605,8 +660,7 @@ impl Harness {
                         let m = Message::user(format!(
                             "[evoflux] This turn must end with a structured result: call `{FINAL_OUTPUT}` with arguments that match its schema."
                         ));
-                        self.store.append_message(self.session.id, &m).await?;
-                        self.messages.push(m);
+                        self.append(m, None).await?;
                         continue;
                     }
                     return Ok(TurnOutcome {
@@ -685,6 +739,7 @@ impl Harness {
         &mut self,
         terminal: Option<&TerminalOutput>,
     ) -> Result<(String, Vec<ToolCall>), HarnessError> {
+        self.sync_skill_tools();
         let mut tools: Vec<evoflux_model::ToolDefinition> = self
             .tools
             .iter()
@@ -695,26 +750,56 @@ impl Harness {
         if let Some(t) = terminal {
             tools.push(t.tool_definition());
         }
-        let mut call = ModelCall {
-            system: Vec::new(),
-            request: Request::new(self.model.clone(), self.messages.clone()).with_tools(tools),
-            provider: self.provider.clone(),
+        // A request the provider refuses as too long is assembled once more
+        // with `context_exceeded` set, so the compaction owner compacts
+        // before the one retry.
+        let mut context_exceeded = false;
+        let (mut stream, stats) = loop {
+            let mut call = ModelCall::new(
+                Request {
+                    // A turn that must end with final_output ends only
+                    // through a tool call, so no call of it may end in text.
+                    tool_choice: match terminal {
+                        Some(_) => ToolChoice::Required,
+                        None => ToolChoice::Auto,
+                    },
+                    ..Request::new(self.model.clone(), self.messages.clone())
+                        .with_tools(tools.clone())
+                },
+                self.provider.clone(),
+            );
+            call.result_metadata = self.result_metadata.clone();
+            call.context_exceeded = context_exceeded;
+            call.turn_input = self.turn_input.take();
+            let ctx = self.ctx();
+            self.pipeline.before_model(&ctx, &mut call).await?;
+            let durable = std::mem::take(&mut call.durable);
+            self.persist_durable(durable).await?;
+            // A hook's activation may have turned tools on for this call.
+            self.sync_skill_tools();
+            let system: Vec<&str> = call
+                .system
+                .iter()
+                .map(|s| s.text.as_str())
+                .filter(|t| !t.is_empty())
+                .collect();
+            let mut request = call.request;
+            if !system.is_empty() {
+                request
+                    .messages
+                    .insert(0, Message::system(system.join("\n\n")));
+            }
+            let mut stream = self.provider.stream(request);
+            let first = stream.next().await;
+            match first {
+                Some(Err(evoflux_model::ProviderError::ContextExceeded { .. }))
+                    if !context_exceeded =>
+                {
+                    context_exceeded = true;
+                }
+                first => break (futures_util::stream::iter(first).chain(stream), call.stats),
+            }
         };
-        let ctx = self.ctx();
-        self.pipeline.before_model(&ctx, &mut call).await?;
-        let system: Vec<&str> = call
-            .system
-            .iter()
-            .map(|s| s.text.as_str())
-            .filter(|t| !t.is_empty())
-            .collect();
-        let mut request = call.request;
-        if !system.is_empty() {
-            request
-                .messages
-                .insert(0, Message::system(system.join("\n\n")));
-        }
-        let mut stream = self.provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
         let mut usage = None;
@@ -744,8 +829,7 @@ impl Harness {
             stop,
         };
         self.pipeline.after_model(&self.ctx(), &completion);
-        self.store.append_message(self.session.id, &message).await?;
-        self.messages.push(message);
+        self.append(message, None).await?;
         let u = usage.unwrap_or_default();
         self.store
             .add_usage(
@@ -756,6 +840,8 @@ impl Harness {
                     output_tokens: u.output_tokens,
                     cache_read_tokens: u.cached_input_tokens,
                     cache_write_tokens: 0,
+                    projected_results: stats.projected_results,
+                    projection_saved_chars: stats.projection_saved_chars,
                 },
             )
             .await?;
@@ -951,9 +1037,45 @@ impl Harness {
             BuiltinExecutor::Shell | BuiltinExecutor::Process => Ok(self
                 .run_process_tool(call, &ToolExecutor::Builtin { executor: builtin })
                 .await),
-            BuiltinExecutor::Skill | BuiltinExecutor::CodeContext => Ok(ToolResult::error(
-                format!("`{}` is not available in this session.", call.name),
-            )),
+            BuiltinExecutor::Skill => {
+                let Some(rt) = self.skills.clone() else {
+                    return Ok(ToolResult::error(format!(
+                        "`{}` is not available in this session.",
+                        call.name
+                    )));
+                };
+                // The batch is the assistant message whose calls run now.
+                let batch: &[ToolCall] = self
+                    .messages
+                    .iter()
+                    .rev()
+                    .find_map(|m| match m {
+                        Message::Assistant { tool_calls, .. } => Some(tool_calls.as_slice()),
+                        Message::System { .. } | Message::User { .. } | Message::Tool { .. } => {
+                            None
+                        }
+                    })
+                    .unwrap_or(&[]);
+                let tools = &self.tools;
+                let is_skill_call = |c: &ToolCall| {
+                    tools.get(&c.name).is_some_and(|t| {
+                        t.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Skill))
+                    })
+                };
+                let result = rt.execute_tool(
+                    call,
+                    crate::skills::tool::Batch {
+                        calls: batch,
+                        is_skill_call: &is_skill_call,
+                    },
+                );
+                self.sync_skill_tools();
+                Ok(result)
+            }
+            BuiltinExecutor::CodeContext => Ok(ToolResult::error(format!(
+                "`{}` is not available in this session.",
+                call.name
+            ))),
         }
     }
 
@@ -1021,15 +1143,7 @@ impl Harness {
                 "[evoflux] Background command {} (`{}`) ended:\n{}",
                 notice.process_id, notice.command, result.content
             ));
-            match &result.metadata {
-                Some(meta) => {
-                    self.store
-                        .append_with_artifact(self.session.id, &message, meta)
-                        .await?
-                }
-                None => self.store.append_message(self.session.id, &message).await?,
-            };
-            self.messages.push(message);
+            self.append(message, result.metadata.as_ref()).await?;
             self.events.emit(&Event::CommandEnded {
                 process_id: notice.process_id,
                 command: notice.command,
@@ -1062,16 +1176,98 @@ impl Harness {
             "[evoflux] The user ran `{command}`:\n{}",
             result.content
         ));
-        match &result.metadata {
+        self.append(message, result.metadata.as_ref()).await?;
+        Ok(result)
+    }
+
+    /// Makes the tools skill activations turned on part of the session and
+    /// grants the MCP servers of plugin skills that were loaded.
+    fn sync_skill_tools(&mut self) {
+        let Some(rt) = self.skills.clone() else {
+            return;
+        };
+        crate::skills::apply_tool_activations(&rt, &mut self.tools, &mut self.reserve);
+        for installation in rt.take_plugin_grants() {
+            self.grant_plugin_mcp(&installation);
+        }
+    }
+
+    /// Persists the messages hooks added for good (synthetic skill
+    /// activation pairs) and emits their tool events, so a live view shows
+    /// them like any call.
+    async fn persist_durable(
+        &mut self,
+        durable: Vec<crate::hooks::DurableMessage>,
+    ) -> Result<(), HarnessError> {
+        for d in durable {
+            match &d.message {
+                Message::Assistant { tool_calls, .. } => {
+                    for c in tool_calls {
+                        self.events.emit(&Event::ToolStarted {
+                            call_id: c.id.clone(),
+                            tool: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        });
+                    }
+                }
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    is_error,
+                } => {
+                    let tool = self
+                        .messages
+                        .iter()
+                        .rev()
+                        .find_map(|m| match m {
+                            Message::Assistant { tool_calls, .. } => tool_calls
+                                .iter()
+                                .find(|c| &c.id == tool_call_id)
+                                .map(|c| c.name.clone()),
+                            Message::System { .. }
+                            | Message::User { .. }
+                            | Message::Tool { .. } => None,
+                        })
+                        .unwrap_or_default();
+                    self.events.emit(&Event::ToolEnded {
+                        call_id: tool_call_id.clone(),
+                        tool,
+                        is_error: *is_error,
+                        content: content.clone(),
+                        metadata: d.metadata.clone(),
+                    });
+                }
+                Message::System { .. } | Message::User { .. } => {}
+            }
+            self.append(d.message, d.metadata.as_ref()).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends one message to the durable transcript (with its metadata
+    /// beside it) and to the conversation; a tool result's metadata is
+    /// also kept for hooks that read it (projection, receipts).
+    async fn append(
+        &mut self,
+        message: Message,
+        metadata: Option<&Value>,
+    ) -> Result<(), HarnessError> {
+        match metadata {
             Some(meta) => {
                 self.store
                     .append_with_artifact(self.session.id, &message, meta)
-                    .await?
+                    .await?;
+                if let Message::Tool { tool_call_id, .. } = &message {
+                    Arc::make_mut(&mut self.result_metadata)
+                        .insert(tool_call_id.clone(), meta.clone());
+                }
             }
-            None => self.store.append_message(self.session.id, &message).await?,
-        };
+            None => {
+                self.store.append_message(self.session.id, &message).await?;
+            }
+        }
         self.messages.push(message);
-        Ok(result)
+        Ok(())
     }
 
     /// Persists a tool result (with its metadata beside it) and emits the
@@ -1082,15 +1278,7 @@ impl Harness {
             content: result.content.clone(),
             is_error: result.is_error,
         };
-        match &result.metadata {
-            Some(meta) => {
-                self.store
-                    .append_with_artifact(self.session.id, &message, meta)
-                    .await?
-            }
-            None => self.store.append_message(self.session.id, &message).await?,
-        };
-        self.messages.push(message);
+        self.append(message, result.metadata.as_ref()).await?;
         self.events.emit(&Event::ToolEnded {
             call_id: call.id.clone(),
             tool: call.name.clone(),

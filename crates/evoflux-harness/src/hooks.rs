@@ -13,6 +13,7 @@
 //! provider call), and observe or hold back tool calls
 //! ([`Hook::before_tool`], [`Hook::after_tool`]).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::path::Path;
@@ -24,6 +25,7 @@ use evoflux_core::AppMode;
 use evoflux_graph::tool::ToolDefinition;
 use evoflux_model::{Completion, Provider, Request, ToolCall};
 use evoflux_store::Session;
+use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::events::ToolResult;
@@ -77,6 +79,12 @@ pub struct HookContext<'a> {
     /// Where this session's artifacts go (`<data>/artifacts/<session>`);
     /// created on first use by whoever writes there.
     pub artifacts_dir: &'a Path,
+    /// The session's workspace: hooks resolve path arguments exactly as
+    /// the tools do.
+    pub workspace: &'a evoflux_tools::Workspace,
+    /// The session's prepared tools, to find the definition (and so the
+    /// typed behavior) of the tool an old call named.
+    pub tools: &'a crate::prepared::PreparedTools,
 }
 
 impl HookContext<'_> {
@@ -102,6 +110,64 @@ pub struct ModelCall {
     /// The provider the call goes to, for hooks that need a pre-model
     /// decision from the same runtime provider.
     pub provider: Arc<dyn Provider>,
+    /// Metadata stored beside tool results (artifact locators, sizes), by
+    /// tool call id: the same values as the transcript's artifact column.
+    pub result_metadata: Arc<HashMap<String, Value>>,
+    /// Context-control figures of this call, added to the session's usage.
+    pub stats: ContextStats,
+    /// This is the one retry after the provider refused the previous
+    /// attempt as exceeding its context window.
+    pub context_exceeded: bool,
+    /// Set by the compaction owner when it compacted for this call.
+    pub compacted: Option<crate::compaction::Compacted>,
+    /// The user message that opened the turn — set on the turn's first
+    /// model call only (not when the turn answers a question or continues
+    /// an interrupted one), for per-turn stages such as skill selection.
+    pub turn_input: Option<String>,
+    /// Messages hooks add to the durable transcript (e.g. synthetic skill
+    /// activation pairs); the loop persists them, in order, before the
+    /// call is sent. Add them with [`ModelCall::append_durable`].
+    pub durable: Vec<DurableMessage>,
+}
+
+/// A message a hook adds to the conversation for good: persisted like any
+/// message (with its metadata beside it), so it survives a restart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurableMessage {
+    pub message: evoflux_model::Message,
+    pub metadata: Option<Value>,
+}
+
+impl ModelCall {
+    pub fn new(request: Request, provider: Arc<dyn Provider>) -> ModelCall {
+        ModelCall {
+            system: Vec::new(),
+            request,
+            provider,
+            result_metadata: Arc::default(),
+            stats: ContextStats::default(),
+            context_exceeded: false,
+            compacted: None,
+            turn_input: None,
+            durable: Vec::new(),
+        }
+    }
+
+    /// Appends `message` to this call's messages and to the durable
+    /// transcript.
+    pub fn append_durable(&mut self, message: DurableMessage) {
+        self.request.messages.push(message.message.clone());
+        self.durable.push(message);
+    }
+}
+
+/// Context-control figures of one model call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextStats {
+    /// Old tool results replaced by receipts in this request.
+    pub projected_results: u64,
+    /// Characters those receipts saved.
+    pub projection_saved_chars: u64,
 }
 
 /// What a hook decides about a tool call before it runs.
@@ -321,8 +387,8 @@ impl Hook for ClockHook {
 }
 
 /// SESSION_CONTEXT `environment`: the mode, the workspace the tools work
-/// in, and the platform. Coding repositories get their instruction files
-/// from the workspace-instructions owner, not from here.
+/// in, and the platform. Coding repositories and their instruction files
+/// belong to the `workspace-context` owner, not to this one.
 #[derive(Debug, Default)]
 pub struct EnvironmentHook;
 
@@ -348,11 +414,9 @@ impl Hook for EnvironmentHook {
                 );
             }
             AppMode::Coding => {
-                text.push_str("Mode: coding. Repositories (the first is primary; relative paths resolve inside it):");
-                for r in roots {
-                    text.push_str("\n- ");
-                    text.push_str(&r.display().to_string());
-                }
+                // The repositories and their instructions have one owner,
+                // `workspace-context`; this section only names the mode.
+                text.push_str("Mode: coding. You work in the user's repositories, listed under Available Repositories.");
             }
         }
         text.push_str(&format!(
@@ -378,19 +442,69 @@ pub fn base_pipeline() -> Result<HookPipeline, HookError> {
 }
 
 /// What decides which owners a session's pipeline has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PipelineOptions {
     pub mode: AppMode,
+    /// Told about every compaction (e.g. the skill runtime, to clear the
+    /// loaded markers of activations the compaction dropped).
+    pub on_compacted: Option<crate::compaction::CompactionListener>,
+    /// The session's skill runtime (the same one given to
+    /// [`crate::RunSetup::skills`]); `None` registers no skill owners.
+    pub skills: Option<Arc<crate::skills::SkillRuntime>>,
+}
+
+impl PipelineOptions {
+    pub fn new(mode: AppMode) -> PipelineOptions {
+        PipelineOptions {
+            mode,
+            on_compacted: None,
+            skills: None,
+        }
+    }
 }
 
 /// The full pipeline of a session: the base owners plus every context
 /// owner that applies to its mode. The one place owners are assembled, so
 /// the CLI, the server and tests run the same hooks.
 pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookError> {
-    let p = base_pipeline()?;
+    let mut p = base_pipeline()?;
     match options.mode {
-        AppMode::Work | AppMode::Coding => {}
+        AppMode::Work => {}
+        AppMode::Coding => {
+            p.add(
+                HookStage::Workspace,
+                crate::workspace_instructions::OWNER,
+                crate::workspace_instructions::WorkspaceInstructionsHook::new(),
+            )?;
+        }
     }
+    if let Some(rt) = &options.skills {
+        crate::skills::register(&mut p, rt)?;
+    }
+    // Context control, in this order: large results are journalled as they
+    // arrive; compaction decides the model's view (summary plus recent
+    // turns); projection shrinks old results in what remains; receipts
+    // look last, at exactly what the provider will see.
+    p.add(
+        HookStage::ContextControl,
+        crate::offload::OWNER,
+        crate::offload::ToolResultOffloadHook,
+    )?
+    .add(
+        HookStage::ContextControl,
+        crate::compaction::OWNER,
+        crate::compaction::CompactionHook::new(options.on_compacted),
+    )?
+    .add(
+        HookStage::ContextControl,
+        crate::projection::OWNER,
+        crate::projection::ToolContextProjectionHook,
+    )?
+    .add(
+        HookStage::ContextControl,
+        crate::receipts::OWNER,
+        crate::receipts::ObservationReceiptsHook::new(),
+    )?;
     Ok(p)
 }
 

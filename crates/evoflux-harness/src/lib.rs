@@ -12,14 +12,23 @@
 
 pub mod agent_loop;
 pub mod approval;
+pub mod bounded;
 pub mod clock;
+pub mod compaction;
 pub mod error;
 pub mod events;
 pub mod hooks;
+pub mod offload;
 pub mod prepared;
+pub mod projection;
+pub mod receipts;
+mod schema_errors;
+pub mod skills;
 pub mod terminal;
 pub mod todo;
+pub mod tool_paths;
 pub mod web_fetch;
+pub mod workspace_instructions;
 
 pub use agent_loop::{
     Harness, Limits, PendingQuestion, RunSetup, SessionRequest, TurnOptions, TurnOutcome,

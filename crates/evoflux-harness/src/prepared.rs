@@ -73,18 +73,7 @@ impl PreparedTool {
         let Some(validator) = &self.validator else {
             return Ok(());
         };
-        let errors: Vec<String> = validator
-            .iter_errors(arguments)
-            .take(5)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
+        let errors = crate::schema_errors::schema_errors(validator, arguments, 5);
         if errors.is_empty() {
             Ok(())
         } else {
@@ -331,6 +320,26 @@ impl PreparedTools {
     /// The prepared tool a model-visible name refers to.
     pub fn get(&self, name: &str) -> Option<&PreparedTool> {
         self.tools.iter().find(|t| t.definition.name == name)
+    }
+
+    /// The prepared tool named `name`, to change its offering (a skill
+    /// activation un-defers a tool its contract needs).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut PreparedTool> {
+        self.tools.iter_mut().find(|t| t.definition.name == name)
+    }
+
+    /// Removes and returns the tool named `name`.
+    pub fn take(&mut self, name: &str) -> Option<PreparedTool> {
+        let i = self.tools.iter().position(|t| t.definition.name == name)?;
+        Some(self.tools.remove(i))
+    }
+
+    /// Adds a tool prepared for this session elsewhere (a reserve tool a
+    /// skill activation brought in).
+    pub fn adopt(&mut self, tool: PreparedTool) {
+        if self.get(&tool.definition.name).is_none() {
+            self.tools.push(tool);
+        }
     }
 }
 

@@ -77,19 +77,7 @@ impl TerminalOutput {
         } else {
             arguments.clone()
         };
-        let errors: Vec<String> = self
-            .validator
-            .iter_errors(&value)
-            .take(8)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect();
+        let errors = crate::schema_errors::schema_errors(&self.validator, &value, 8);
         if errors.is_empty() {
             Ok(value)
         } else {

@@ -45,6 +45,9 @@ async fn first_request(mode: AppMode) -> String {
     setup.store = Store::open_with_ids(world.data(), Ids::sequential())
         .await
         .unwrap();
+    // Exactly what a CLI session sends: every standard owner.
+    setup.pipeline =
+        evoflux_harness::standard_pipeline(evoflux_harness::PipelineOptions::new(mode)).unwrap();
     let request = match mode {
         AppMode::Work => SessionRequest::New {
             workspace: WorkspaceRequest::Work,

@@ -146,9 +146,8 @@ impl McpRuntime {
         for root in &roots {
             match self.reconcile_plugin(plugins, root).await {
                 Ok(d) => diagnostics.extend(d),
-                Err(e) => diagnostics.push(
-                    Diagnostic::error(e.code(), e.to_string()).with_file(&root.dir),
-                ),
+                Err(e) => diagnostics
+                    .push(Diagnostic::error(e.code(), e.to_string()).with_file(&root.dir)),
             }
         }
         diagnostics

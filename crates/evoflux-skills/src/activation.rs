@@ -12,11 +12,13 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use evoflux_core::frontmatter;
+use evoflux_core::{Diagnostic, frontmatter};
 use serde::Serialize;
 
 use crate::agent_meta::DependencyKind;
 use crate::bundle::{SkillRecord, revision_of};
+use crate::bundled;
+use crate::origin::SkillSource;
 use crate::placeholder::{PlaceholderDirs, expand};
 use crate::resources::{MAX_MANIFEST_ENTRIES, ResourceEntry, list_resources};
 use crate::validate::read_skill_file;
@@ -91,7 +93,7 @@ pub fn activate(
             .collect();
         return Err(invalid(reasons.join("; ")));
     }
-    let text = read_skill_file(&record.skill_file).map_err(|d| invalid(d.message))?;
+    let text = current_text(record).map_err(|d| invalid(d.message))?;
     let doc = frontmatter::parse_file(&record.skill_file, &text).map_err(|d| invalid(d.message))?;
     if doc.body.trim().is_empty() {
         return Err(invalid("SKILL.md has no instructions".to_owned()));
@@ -127,7 +129,15 @@ pub fn activate(
             bytes: instructions.len(),
         });
     }
-    let mut resources = list_resources(&record.bundle_dir);
+    let mut resources = match &record.origin.source {
+        // A bundled skill's folder is virtual: it ships no task resources.
+        SkillSource::Bundled { .. } => Vec::new(),
+        SkillSource::Project(_)
+        | SkillSource::User(_)
+        | SkillSource::Admin
+        | SkillSource::Plugin { .. }
+        | SkillSource::Custom => list_resources(&record.bundle_dir),
+    };
     let resources_omitted = resources.len().saturating_sub(MAX_MANIFEST_ENTRIES);
     resources.truncate(MAX_MANIFEST_ENTRIES);
     let activation = Activation {
@@ -150,6 +160,32 @@ pub fn activate(
         });
     }
     Ok(activation)
+}
+
+/// The SKILL.md text of `record` as it is now: a bundled skill's text is
+/// compiled into the binary (its folder is virtual), every other bundle is
+/// re-read from disk, bounded, so an edit since discovery is what loads.
+pub fn current_text(record: &SkillRecord) -> Result<String, Diagnostic> {
+    match &record.origin.source {
+        SkillSource::Bundled { .. } => {
+            let stem = record.bundle.stem();
+            bundled::bundled()
+                .iter()
+                .find(|b| b.name == stem)
+                .map(|b| b.skill_md.to_owned())
+                .ok_or_else(|| {
+                    Diagnostic::error(
+                        "skill/file-unreadable",
+                        format!("`{stem}` is not a skill shipped with this build"),
+                    )
+                })
+        }
+        SkillSource::Project(_)
+        | SkillSource::User(_)
+        | SkillSource::Admin
+        | SkillSource::Plugin { .. }
+        | SkillSource::Custom => read_skill_file(&record.skill_file),
+    }
 }
 
 impl Activation {
@@ -210,4 +246,42 @@ pub fn escape_attr(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{LoadOptions, load_embedded};
+    use crate::name::BundleName;
+    use crate::origin::SkillOrigin;
+    use crate::scan::BundleDir;
+
+    #[test]
+    fn a_bundled_skill_activates_from_the_binary_with_no_resources() {
+        let entry = bundled::bundled()[0];
+        let dir = PathBuf::from(bundled::VIRTUAL_ROOT).join(entry.name);
+        let origin = SkillOrigin::new(
+            SkillSource::Bundled { modes: entry.modes },
+            PathBuf::from(bundled::VIRTUAL_ROOT),
+        );
+        let found = BundleDir {
+            dir,
+            name: BundleName::single(entry.name).unwrap(),
+            symlinked: false,
+        };
+        let placeholders = PlaceholderDirs::from_config_dir("/cfg");
+        let record = load_embedded(
+            &found,
+            &origin,
+            &LoadOptions::new(placeholders.clone()),
+            entry.skill_md,
+        );
+        let act = activate(&record, &placeholders, &BTreeSet::new()).unwrap();
+        assert_eq!(act.name, entry.name);
+        assert_eq!(act.revision, revision_of(entry.skill_md));
+        assert!(act.resources.is_empty());
+        assert!(act.render().contains("<skill_resources>\n(none)\n"));
+        let body = frontmatter::split(entry.skill_md).unwrap().body;
+        assert!(act.instructions.contains(body.trim()));
+    }
 }

@@ -364,15 +364,19 @@ impl Store {
         touch(&mut tx, id, now).await?;
         let row = sqlx::query(
             "INSERT INTO usage_totals
-                (session_id, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
-             VALUES (?, ?, ?, ?, ?, ?)
+                (session_id, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                 projected_results, projection_saved_chars)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (session_id) DO UPDATE SET
                 requests = requests + excluded.requests,
                 input_tokens = input_tokens + excluded.input_tokens,
                 output_tokens = output_tokens + excluded.output_tokens,
                 cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-                cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens
-             RETURNING requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens",
+                cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+                projected_results = projected_results + excluded.projected_results,
+                projection_saved_chars = projection_saved_chars + excluded.projection_saved_chars
+             RETURNING requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                projected_results, projection_saved_chars",
         )
         .bind(id.to_string())
         .bind(to_i64(usage.requests)?)
@@ -380,6 +384,8 @@ impl Store {
         .bind(to_i64(usage.output_tokens)?)
         .bind(to_i64(usage.cache_read_tokens)?)
         .bind(to_i64(usage.cache_write_tokens)?)
+        .bind(to_i64(usage.projected_results)?)
+        .bind(to_i64(usage.projection_saved_chars)?)
         .fetch_one(&mut *tx)
         .await?;
         let total = usage_from_row(&row)?;
@@ -391,7 +397,8 @@ impl Store {
     pub async fn usage(&self, id: SessionId) -> Result<Usage, StoreError> {
         self.load(id).await?;
         let row = sqlx::query(
-            "SELECT requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens
+            "SELECT requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                projected_results, projection_saved_chars
              FROM usage_totals WHERE session_id = ?",
         )
         .bind(id.to_string())
@@ -484,5 +491,7 @@ fn usage_from_row(row: &SqliteRow) -> Result<Usage, StoreError> {
         output_tokens: get("output_tokens")?,
         cache_read_tokens: get("cache_read_tokens")?,
         cache_write_tokens: get("cache_write_tokens")?,
+        projected_results: get("projected_results")?,
+        projection_saved_chars: get("projection_saved_chars")?,
     })
 }

@@ -285,6 +285,7 @@ async fn usage_accumulates() {
         output_tokens: 20,
         cache_read_tokens: 50,
         cache_write_tokens: 0,
+        ..Usage::default()
     };
     let two = Usage {
         requests: 1,
@@ -292,6 +293,8 @@ async fn usage_accumulates() {
         output_tokens: 5,
         cache_read_tokens: 0,
         cache_write_tokens: 7,
+        projected_results: 2,
+        projection_saved_chars: 900,
     };
     store.add_usage(s.id, one).await.unwrap();
     let total = store.add_usage(s.id, two).await.unwrap();
@@ -301,6 +304,8 @@ async fn usage_accumulates() {
         output_tokens: 25,
         cache_read_tokens: 50,
         cache_write_tokens: 7,
+        projected_results: 2,
+        projection_saved_chars: 900,
     };
     assert_eq!(total, want);
     assert_eq!(store.usage(s.id).await.unwrap(), want);

@@ -25,6 +25,7 @@ pub fn tool(name: &str, class: ActionClass) -> ToolDefinition {
             action_class: class,
             modes: AppMode::ALL.to_vec(),
             lead_only: false,
+            observation: None,
         },
         executor: None,
     }

@@ -17,6 +17,7 @@ use evoflux_core::config::{ConfigOrigin, ModelRef};
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
 use evoflux_core::{AppMode, Diagnostics, Severity};
+use evoflux_harness::skills::{ResolverPolicy, SkillRuntime};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
     NonInteractive, PipelineOptions, RunSetup, SessionRequest, SystemClock, TurnOptions,
@@ -125,29 +126,16 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             Ok(h) => h,
             Err(exit) => return Ok(exit),
         };
-        let turn = harness.turn(
+        Ok(one_turn(
+            out,
+            &mut harness,
+            &processes,
             Some(&args.task),
             TurnOptions {
                 output_schema: schema,
             },
-        );
-        let exit = tokio::select! {
-            outcome = turn => Some(outcome),
-            () = shutdown_signal() => None,
-        };
-        // No command process outlives evoflux.
-        harness.shutdown().await;
-        processes.shutdown().await;
-        Ok(match exit {
-            Some(outcome) => finish(out, harness.session(), outcome),
-            None => {
-                eprintln!(
-                    "interrupted; the session is saved: evoflux sessions resume {}",
-                    harness.session().id
-                );
-                Exit::Interrupted
-            }
-        })
+        )
+        .await)
     })
 }
 
@@ -165,6 +153,12 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
                 Ok(h) => h,
                 Err(exit) => return Ok(exit),
             };
+        let plugins = match super::resolve_dirs(out) {
+            Ok(dirs) => evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
+                &dirs,
+            )),
+            Err(exit) => return Ok(exit),
+        };
         if let Some(q) = harness.pending_question().await? {
             eprintln!("The agent asked: {}", q.question);
         }
@@ -181,6 +175,10 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             if line.trim().is_empty() {
                 break;
             }
+            // Plugins enabled, disabled or edited since the last turn.
+            out.diagnostics(&errors_only(&Diagnostics::from(
+                harness.sync_plugins(&plugins).await,
+            )));
             if let Some(command) = line.strip_prefix('!') {
                 let result = harness.user_command(command).await?;
                 println!("{}", result.content);
@@ -297,20 +295,45 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                         Ok(h) => h,
                         Err(exit) => return Ok(exit),
                     };
-                let turn = harness.turn(message.as_deref(), TurnOptions::default());
-                let outcome = tokio::select! {
-                    outcome = turn => Some(outcome),
-                    () = shutdown_signal() => None,
-                };
-                harness.shutdown().await;
-                processes.shutdown().await;
-                Ok(match outcome {
-                    Some(outcome) => finish(out, harness.session(), outcome),
-                    None => Exit::Interrupted,
-                })
+                Ok(one_turn(
+                    out,
+                    &mut harness,
+                    &processes,
+                    message.as_deref(),
+                    TurnOptions::default(),
+                )
+                .await)
             }
         }
     })
+}
+
+/// Runs one non-interactive turn until it ends or Ctrl-C/SIGTERM arrives,
+/// then stops everything the session started: no command process or MCP
+/// server outlives evoflux.
+async fn one_turn(
+    out: &Output,
+    harness: &mut Harness,
+    processes: &ProcessRuntime,
+    input: Option<&str>,
+    options: TurnOptions,
+) -> Exit {
+    let outcome = tokio::select! {
+        outcome = harness.turn(input, options) => Some(outcome),
+        () = shutdown_signal() => None,
+    };
+    harness.shutdown().await;
+    processes.shutdown().await;
+    match outcome {
+        Some(outcome) => finish(out, harness.session(), outcome),
+        None => {
+            eprintln!(
+                "interrupted; the session is saved: evoflux sessions resume {}",
+                harness.session().id
+            );
+            Exit::Interrupted
+        }
+    }
 }
 
 /// The command runtime of this process; artifacts go below the data dir.
@@ -499,6 +522,7 @@ async fn open(
             return Ok(Err(Exit::Failure));
         }
     };
+    let skills = skill_runtime(&dirs, &graph, mode, provider.kind());
     // MCP servers: nothing starts here; the session starts the ones its
     // agent is granted, in the background.
     let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
@@ -525,7 +549,11 @@ async fn open(
         model_label: model_ref.to_string(),
         agent,
         catalog,
-        pipeline: standard_pipeline(PipelineOptions { mode })?,
+        pipeline: standard_pipeline(PipelineOptions {
+            on_compacted: Some(skills.compaction_listener()),
+            skills: Some(skills.clone()),
+            ..PipelineOptions::new(mode)
+        })?,
         clock: Arc::new(SystemClock),
         events,
         approver,
@@ -539,6 +567,7 @@ async fn open(
         artifacts_root: dirs.data_dir().join("artifacts"),
         mcp: Some(mcp),
         mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
+        skills: Some(skills),
     };
     let request = match &resumed {
         Some(s) => SessionRequest::Resume {
@@ -578,6 +607,40 @@ async fn open(
             }))
         }
     }
+}
+
+/// The session's skills: the graph's skill slots (bundled, plugin, user and
+/// project) with the user's runtime preferences applied. The implicit
+/// resolver asks the session's provider, except a scripted one (its script
+/// is the main conversation, with no answers to spare for a side call) and
+/// the embedded local demo model (too small for a reliable decision).
+fn skill_runtime(
+    dirs: &Dirs,
+    graph: &evoflux_graph::CompiledGraph,
+    mode: AppMode,
+    provider: evoflux_core::config::ProviderKind,
+) -> Arc<SkillRuntime> {
+    use evoflux_core::config::ProviderKind;
+    let overlay = evoflux_skills::SkillSettingsStore::in_config_dir(dirs.config_dir()).read();
+    let options = evoflux_skills::LoadOptions::new(
+        evoflux_skills::PlaceholderDirs::from_config_dir(dirs.config_dir()),
+    );
+    let (slots, _) = evoflux_skills::selection::skill_slots(
+        graph,
+        &options,
+        &overlay,
+        evoflux_skills::selection::Depth::Settled,
+    );
+    let resolver = match provider {
+        ProviderKind::Openai | ProviderKind::Anthropic => ResolverPolicy::ActiveProvider,
+        ProviderKind::Local | ProviderKind::Scripted => ResolverPolicy::Off,
+    };
+    Arc::new(SkillRuntime::new(
+        &slots,
+        mode,
+        options.placeholders,
+        resolver,
+    ))
 }
 
 fn provider(

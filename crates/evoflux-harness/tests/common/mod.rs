@@ -205,6 +205,7 @@ impl World {
             artifacts_root: self.data().join("artifacts"),
             mcp: None,
             mcp_call_timeout: std::time::Duration::from_secs(30),
+            skills: None,
         }
     }
 }

@@ -1,0 +1,190 @@
+//! CONTEXT_CONTROL `tool-result-offload`: large results of any tool go to
+//! an artifact once and the model sees a bounded view.
+//!
+//! A result over [`OFFLOAD_THRESHOLD_CHARS`] is written byte-exact to
+//! `<artifacts>/<call id>.txt` and replaced by a head/tail view that names
+//! the file and what was left out. The locator and sizes are recorded in
+//! the result's metadata with the field names the shell uses for its
+//! journal (`artifact`, `output_bytes`, `shown_bytes`, `omitted_bytes`),
+//! so the live event, the stored transcript and the projection owner read
+//! one shape. Results that already carry an artifact (journalled commands)
+//! and skill results (presentation Skill, which must stay exact) are left
+//! alone. If the artifact cannot be written the full result is kept: a
+//! result is never cut without its bytes being saved.
+
+use std::path::{Path, PathBuf};
+
+use evoflux_core::atomic::{AtomicOptions, write_atomic};
+use evoflux_graph::tool::{Presentation, ToolDefinition};
+use evoflux_model::ToolCall;
+use serde_json::{Map, Value, json};
+
+use crate::bounded::{chars_over, head, tail};
+use crate::events::ToolResult;
+use crate::hooks::{Hook, HookContext};
+
+pub const OWNER: &str = "tool-result-offload";
+/// Results longer than this (in characters) are offloaded.
+pub const OFFLOAD_THRESHOLD_CHARS: usize = 40_000;
+/// Characters of the head and of the tail shown in the bounded view.
+pub const PREVIEW_CHARS: usize = 1_000;
+/// The first line of an offloaded result.
+pub const OFFLOADED_HEADER: &str = "[Tool result offloaded — content saved to session artifacts]";
+
+/// The offload owner. Stateless: the artifact's existence is the record.
+#[derive(Debug, Default)]
+pub struct ToolResultOffloadHook;
+
+/// The artifact file of a call: the call id, with anything but
+/// `[A-Za-z0-9_-]` replaced so a provider's id can never leave the
+/// directory.
+pub fn artifact_path(dir: &Path, call_id: &str) -> PathBuf {
+    let safe: String = call_id
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' => c,
+            _ => '_',
+        })
+        .collect();
+    let safe = if safe.is_empty() || safe != call_id {
+        // Two ids that differ only in replaced characters must not share
+        // a file.
+        let digest = evoflux_core::hash::sha256_hex(call_id.as_bytes());
+        format!("{safe}-{}", &digest.as_str()[..12])
+    } else {
+        safe
+    };
+    dir.join(format!("{safe}.txt"))
+}
+
+/// Offloads `result` when it is large; returns whether it did.
+pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
+    let Some(chars) = chars_over(&result.content, OFFLOAD_THRESHOLD_CHARS) else {
+        return false;
+    };
+    if result
+        .metadata
+        .as_ref()
+        .is_some_and(|m| m.get("artifact").is_some())
+    {
+        return false;
+    }
+    let path = artifact_path(dir, call_id);
+    let bytes = result.content.as_bytes();
+    // Journalled once: a result recorded again (a resumed turn) keeps the
+    // file that is already there.
+    let exists = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
+    if !exists {
+        let written = std::fs::create_dir_all(dir)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                write_atomic(&path, bytes, AtomicOptions::default()).map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot offload a large tool result; keeping it whole");
+            return false;
+        }
+    }
+    let content = &result.content;
+    let lines = content.lines().count();
+    let h = head(content, PREVIEW_CHARS);
+    let t = tail(&content[h.len()..], PREVIEW_CHARS);
+    let omitted = content.len() - h.len() - t.len();
+    let view = format!(
+        "{OFFLOADED_HEADER}\nFile: {}\nSize: {lines} lines · {chars} chars\n\n{h}\n... {omitted} bytes omitted ...\n{t}",
+        path.display()
+    );
+    let mut meta = match result.metadata.take() {
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            let mut m = Map::new();
+            m.insert("tool".into(), other);
+            m
+        }
+        None => Map::new(),
+    };
+    for (k, v) in [
+        ("offloaded", json!(true)),
+        ("artifact", json!(path)),
+        ("lines", json!(lines)),
+        ("chars", json!(chars)),
+        ("output_bytes", json!(content.len())),
+        ("shown_bytes", json!(h.len() + t.len())),
+        ("omitted_bytes", json!(omitted)),
+    ] {
+        meta.insert(k.to_owned(), v);
+    }
+    result.metadata = Some(Value::Object(meta));
+    result.content = view;
+    true
+}
+
+impl Hook for ToolResultOffloadHook {
+    fn after_tool(
+        &self,
+        ctx: &HookContext<'_>,
+        call: &ToolCall,
+        tool: &ToolDefinition,
+        result: &mut ToolResult,
+    ) {
+        match tool.behavior.presentation {
+            Presentation::Skill => {}
+            Presentation::None => {
+                offload(ctx.artifacts_dir, &call.id, result);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_results_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = ToolResult::ok("x".repeat(OFFLOAD_THRESHOLD_CHARS));
+        assert!(!offload(dir.path(), "c1", &mut r));
+        assert_eq!(r.content.len(), OFFLOAD_THRESHOLD_CHARS);
+    }
+
+    #[test]
+    fn large_result_is_journalled_exactly_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (0..5000).map(|i| format!("line {i} é\n")).collect();
+        let mut r = ToolResult::ok(text.clone());
+        assert!(offload(dir.path(), "call/1", &mut r));
+        let meta = r.metadata.clone().unwrap();
+        let artifact = PathBuf::from(meta["artifact"].as_str().unwrap());
+        assert!(artifact.starts_with(dir.path()));
+        assert_eq!(std::fs::read_to_string(&artifact).unwrap(), text);
+        assert_eq!(meta["output_bytes"], text.len());
+        assert_eq!(
+            meta["shown_bytes"].as_u64().unwrap() + meta["omitted_bytes"].as_u64().unwrap(),
+            text.len() as u64
+        );
+        assert!(r.content.starts_with(OFFLOADED_HEADER));
+        assert!(r.content.contains("line 0 é"));
+        assert!(r.content.contains("line 4999 é"));
+        assert!(r.content.len() < 3 * PREVIEW_CHARS + 400);
+    }
+
+    #[test]
+    fn results_with_an_artifact_are_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = ToolResult::ok("y".repeat(50_000));
+        r.metadata = Some(json!({"artifact": "/x/proc_1.txt"}));
+        assert!(!offload(dir.path(), "c1", &mut r));
+        assert_eq!(r.content.len(), 50_000);
+    }
+
+    #[test]
+    fn ids_never_leave_the_directory() {
+        let p = artifact_path(Path::new("/a"), "../../etc/passwd");
+        assert_eq!(p.parent(), Some(Path::new("/a")));
+        assert_ne!(
+            artifact_path(Path::new("/a"), "x/y"),
+            artifact_path(Path::new("/a"), "x_y")
+        );
+    }
+}

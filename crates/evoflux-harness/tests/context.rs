@@ -1,0 +1,784 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The context owners in live runs: workspace instructions, offload,
+//! projection, observation receipts and compaction, against a model that
+//! enforces its context window.
+
+mod context_support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use context_support::{Model, Reply, Repo, SUMMARY, call, redact, request_bytes, text};
+use evoflux_agents::ToolCatalog;
+use evoflux_core::AppMode;
+use evoflux_graph::tool::Presentation;
+use evoflux_harness::compaction::{
+    COMPACTED_HEADER, Compacted, CompactionListener, CompactionRecord, MAX_DURABLE_SKILL_BYTES,
+};
+use evoflux_harness::hooks::{HookContext, ModelCall};
+use evoflux_harness::prepared::{PreparedTools, SessionCapabilities};
+use evoflux_harness::receipts::{COVERED_HEADER, REUSED_HEADER};
+use evoflux_harness::workspace_instructions::{
+    APPENDED_HEADER, INSTRUCTION_FILE_MAX_BYTES, PREFLIGHT_HEADER, TRUNCATION_NOTICE,
+};
+use evoflux_harness::{
+    FixedClock, Harness, PipelineOptions, SessionRequest, TurnOptions, base_pipeline,
+    standard_pipeline,
+};
+use evoflux_model::{Message, Request, ToolCall};
+use evoflux_store::{NewSession, Store, WorkspaceRequest};
+use serde_json::json;
+
+fn pipeline(mode: AppMode) -> evoflux_harness::HookPipeline {
+    standard_pipeline(PipelineOptions::new(mode)).unwrap()
+}
+
+fn system_text(r: &Request) -> String {
+    match r.messages.first() {
+        Some(Message::System { content }) => content.clone(),
+        other => panic!("no system message: {other:?}"),
+    }
+}
+
+fn tool_content<'a>(messages: &'a [Message], id: &str) -> &'a str {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } if tool_call_id == id => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+async fn open(repo: &Repo, mode: AppMode, model: Arc<Model>, request: SessionRequest) -> Harness {
+    let setup = repo.setup(mode, model, pipeline(mode), false).await;
+    Harness::open(setup, request).await.unwrap()
+}
+
+// ---- workspace instructions ------------------------------------------------
+
+#[tokio::test]
+async fn multi_repo_prompts_contain_every_root_instruction_once() {
+    let repo = Repo::new(&[]);
+    // Two repositories inside one monorepo: its top file is shared.
+    let mono = repo.tmp.path().join("mono");
+    std::fs::create_dir_all(mono.join(".git")).unwrap();
+    std::fs::write(
+        mono.join("AGENTS.md"),
+        "MONO-RULES: run the whole test suite.\n",
+    )
+    .unwrap();
+    let a = mono.join("alpha");
+    let b = mono.join("beta");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(
+        a.join("AGENTS.md"),
+        "ALPHA-RULES: use anyhow in binaries.\n",
+    )
+    .unwrap();
+    std::fs::write(a.join("Cargo.toml"), "[package]\n").unwrap();
+    std::fs::write(b.join("AGENTS.md"), "BETA-STANDARD: must not appear.\n").unwrap();
+    std::fs::write(
+        b.join("AGENTS.override.md"),
+        "BETA-OVERRIDE: prefer pnpm.\n",
+    )
+    .unwrap();
+    std::fs::write(b.join("package.json"), "{}").unwrap();
+    std::fs::write(b.join("tsconfig.json"), "{}").unwrap();
+    let (a, b) = (a.canonicalize().unwrap(), b.canonicalize().unwrap());
+    let model = Model::new(
+        vec![call("c1", "ls", json!({})), text("Both listed.")],
+        Some(32_000),
+        true,
+    );
+    let mut h = open(
+        &repo,
+        AppMode::Coding,
+        model.clone(),
+        SessionRequest::New {
+            workspace: WorkspaceRequest::Coding(vec![a.clone(), b.clone()]),
+            graph_hash: None,
+        },
+    )
+    .await;
+    h.turn(Some("Look around."), TurnOptions::default())
+        .await
+        .unwrap();
+    let requests = model.agent_requests();
+    assert_eq!(requests.len(), 2);
+    for r in &requests {
+        let system = system_text(r);
+        for rule in ["MONO-RULES", "ALPHA-RULES", "BETA-OVERRIDE"] {
+            assert_eq!(system.matches(rule).count(), 1, "{rule} in:\n{system}");
+        }
+        assert!(!system.contains("BETA-STANDARD"));
+        assert_eq!(system.matches("## Available Repositories").count(), 1);
+    }
+    // Byte-stable from call to call.
+    assert_eq!(system_text(&requests[0]), system_text(&requests[1]));
+    let system = system_text(&requests[0]);
+    let section = &system[system.find("## Available Repositories").unwrap()..];
+    let section = redact(section, &mono.canonicalize().unwrap(), "[MONO]");
+    insta::assert_snapshot!(section);
+}
+
+#[tokio::test]
+async fn nested_rules_are_held_back_once_for_an_edit_and_appended_for_a_read() {
+    let repo = Repo::new(&[
+        ("AGENTS.md", "ROOT: keep it simple.\n".into()),
+        ("src/AGENTS.md", "NESTED-SRC: indent with tabs.\n".into()),
+        ("src/main.rs", "fn main() {}\n".into()),
+        ("docs/AGENTS.md", "NESTED-DOCS: wrap at 80.\n".into()),
+        ("docs/guide.md", "# Guide\n".into()),
+    ]);
+    let edit = json!({"path": "src/main.rs", "old_string": "fn main() {}", "new_string": "fn main() { run() }"});
+    let model = Model::new(
+        vec![
+            call("e1", "edit", edit.clone()),
+            call("e2", "edit", edit),
+            call("r1", "read", json!({"path": "docs/guide.md"})),
+            call(
+                "r2",
+                "read",
+                json!({"path": "docs/guide.md", "offset": 1, "limit": 1}),
+            ),
+            text("Done."),
+        ],
+        Some(32_000),
+        true,
+    );
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    h.turn(Some("Edit main."), TurnOptions::default())
+        .await
+        .unwrap();
+    let m = h.messages();
+    let held = tool_content(m, "e1");
+    assert!(held.starts_with(PREFLIGHT_HEADER), "{held}");
+    assert!(held.contains("NESTED-SRC"));
+    // Held back once: the same edit then runs.
+    assert!(!tool_content(m, "e2").contains(PREFLIGHT_HEADER));
+    let source = std::fs::read_to_string(repo.repo().join("src/main.rs")).unwrap();
+    assert!(source.contains("run()"), "{source}");
+    // A read runs and gets the new rules appended, once.
+    let read = tool_content(m, "r1");
+    assert!(read.contains("# Guide"));
+    assert!(read.contains(APPENDED_HEADER) && read.contains("NESTED-DOCS"));
+    assert!(!tool_content(m, "r2").contains(APPENDED_HEADER));
+    // Loaded nested files join later system prompts, each once.
+    let system = system_text(&model.last_agent_request());
+    assert_eq!(system.matches("NESTED-SRC").count(), 1);
+    assert_eq!(system.matches("NESTED-DOCS").count(), 1);
+    assert_eq!(system.matches("ROOT: keep it simple").count(), 1);
+}
+
+#[tokio::test]
+async fn oversized_instructions_are_truncated_visibly() {
+    let mut body = String::from("HEAD-OF-RULES\n");
+    while body.len() < INSTRUCTION_FILE_MAX_BYTES + 5_000 {
+        body.push_str("- a long rule line that repeats to exceed the limit\n");
+    }
+    body.push_str("TAIL-OF-RULES\n");
+    let repo = Repo::new(&[("AGENTS.md", body.clone())]);
+    let model = Model::new(vec![text("Ok.")], None, false);
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    h.turn(Some("Hi."), TurnOptions::default()).await.unwrap();
+    let system = system_text(&model.last_agent_request());
+    assert!(system.contains("HEAD-OF-RULES"));
+    assert!(!system.contains("TAIL-OF-RULES"));
+    assert!(system.contains(TRUNCATION_NOTICE));
+    assert!(system.contains(&format!("of {} bytes", body.len())));
+}
+
+#[tokio::test]
+async fn work_sessions_get_no_workspace_context() {
+    let repo = Repo::new(&[("AGENTS.md", "ROOT-RULE\n".into())]);
+    let model = Model::new(vec![text("Ok.")], None, false);
+    let mut h = open(
+        &repo,
+        AppMode::Work,
+        model.clone(),
+        SessionRequest::New {
+            workspace: WorkspaceRequest::Work,
+            graph_hash: None,
+        },
+    )
+    .await;
+    h.turn(Some("Hi."), TurnOptions::default()).await.unwrap();
+    let system = system_text(&model.last_agent_request());
+    assert!(!system.contains("Workspace Instructions"));
+    assert!(!system.contains("ROOT-RULE"));
+}
+
+// ---- offload, projection, receipts ------------------------------------------
+
+fn handlers(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("pub fn handler_{i}(req: Request) -> Response {{ route(req, {i}) }}\n"))
+        .collect()
+}
+
+#[tokio::test]
+async fn offload_writes_the_artifact_once_with_exact_bytes() {
+    let repo = Repo::new(&[("src/h.rs", handlers(900))]);
+    let args = json!({"pattern": "handler_", "directory": "src", "max_results": 900});
+    let model = Model::new(
+        vec![call("g1", "grep", args.clone()), text("Found them.")],
+        None,
+        false,
+    );
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    let session = h.session().id;
+    h.turn(Some("Find handlers."), TurnOptions::default())
+        .await
+        .unwrap();
+    // What grep printed, computed by the tool itself.
+    let ws = evoflux_tools::Workspace::new([repo.repo()]).unwrap();
+    let full = evoflux_tools::execute(&ws, evoflux_graph::tool::BuiltinExecutor::Grep, &args)
+        .unwrap()
+        .text;
+    assert!(full.chars().count() > 40_000);
+    let artifact = repo
+        .data()
+        .join("artifacts")
+        .join(session.to_string())
+        .join("g1.txt");
+    assert_eq!(std::fs::read_to_string(&artifact).unwrap(), full);
+    let shown = tool_content(h.messages(), "g1");
+    assert!(shown.contains(&artifact.display().to_string()));
+    assert!(shown.len() < 3_000, "{}", shown.len());
+    // The metadata is stored beside the message, in the shell's shape.
+    let store = Store::open(repo.data()).await.unwrap();
+    let entry = store
+        .transcript(session)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| matches!(&e.message, Message::Tool { tool_call_id, .. } if tool_call_id == "g1"))
+        .unwrap();
+    let meta = entry.artifact.unwrap();
+    assert_eq!(meta["artifact"], json!(artifact));
+    assert_eq!(meta["output_bytes"], json!(full.len()));
+    assert_eq!(
+        meta["shown_bytes"].as_u64().unwrap() + meta["omitted_bytes"].as_u64().unwrap(),
+        full.len() as u64
+    );
+    // Written once: nothing else was journalled.
+    let files = std::fs::read_dir(artifact.parent().unwrap())
+        .unwrap()
+        .count();
+    assert_eq!(files, 1);
+}
+
+#[tokio::test]
+async fn projection_changes_only_the_provider_request() {
+    let repo = Repo::new(&[("src/h.rs", handlers(60))]);
+    let mut replies = Vec::new();
+    for i in 0..6 {
+        replies.push(call(
+            &format!("g{i}"),
+            "grep",
+            json!({"pattern": "handler_", "directory": "src", "max_results": 30 + i}),
+        ));
+    }
+    replies.push(text("Done."));
+    let model = Model::new(replies, Some(64_000), true);
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    let session = h.session().id;
+    h.turn(Some("Grep."), TurnOptions::default()).await.unwrap();
+    let last = model.last_agent_request();
+    // Coding keeps the 3 most recent batches exact; older big ones are
+    // receipts in the request only.
+    for i in 0..3 {
+        let id = format!("g{i}");
+        let sent = tool_content(&last.messages, &id);
+        let kept = tool_content(h.messages(), &id);
+        assert!(kept.len() > 1_200, "{id}: {}", kept.len());
+        assert!(
+            sent.starts_with("[Earlier grep result compacted]"),
+            "{sent}"
+        );
+        assert!(sent.contains("Re-run the tool"));
+        assert!(sent.len() < kept.len());
+    }
+    for i in 3..6 {
+        let id = format!("g{i}");
+        assert_eq!(
+            tool_content(&last.messages, &id),
+            tool_content(h.messages(), &id)
+        );
+    }
+    // The stored transcript is untouched.
+    let store = Store::open(repo.data()).await.unwrap();
+    let stored: Vec<Message> = store
+        .transcript(session)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message)
+        .collect();
+    assert_eq!(stored, h.messages());
+    for m in &stored {
+        if let Message::Tool { content, .. } = m {
+            assert!(!content.contains("[Earlier grep result compacted]"));
+        }
+    }
+    let usage = store.usage(session).await.unwrap();
+    assert!(usage.projected_results >= 3, "{usage:?}");
+    assert!(usage.projection_saved_chars > 0);
+}
+
+#[tokio::test]
+async fn repeated_reads_get_receipts_and_a_change_invalidates_them() {
+    let body: String = (1..=50).map(|i| format!("line {i}\n")).collect();
+    let repo = Repo::new(&[("notes.txt", body)]);
+    let model = Model::new(
+        vec![
+            call(
+                "r1",
+                "read",
+                json!({"path": "notes.txt", "offset": 1, "limit": 30}),
+            ),
+            call(
+                "r2",
+                "read",
+                json!({"path": "notes.txt", "offset": 1, "limit": 30}),
+            ),
+            call(
+                "r3",
+                "read",
+                json!({"path": "./notes.txt", "offset": 5, "limit": 10}),
+            ),
+            call(
+                "r4",
+                "read",
+                json!({"path": "notes.txt", "offset": 20, "limit": 20}),
+            ),
+            call(
+                "w1",
+                "edit",
+                json!({"path": "notes.txt", "old_string": "line 7\n", "new_string": "line seven\n"}),
+            ),
+            call(
+                "r5",
+                "read",
+                json!({"path": "notes.txt", "offset": 1, "limit": 30}),
+            ),
+            text("Done."),
+        ],
+        None,
+        false,
+    );
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    h.turn(Some("Read notes."), TurnOptions::default())
+        .await
+        .unwrap();
+    let m = h.messages();
+    let first = tool_content(m, "r1").to_owned();
+    let sha = evoflux_core::hash::sha256_hex(first.as_bytes());
+    let reused = tool_content(m, "r2");
+    assert!(reused.starts_with(REUSED_HEADER), "{reused}");
+    assert!(reused.contains("original_call_id: r1"));
+    assert!(reused.contains(&format!("result_sha256: {sha}")));
+    let covered = tool_content(m, "r3");
+    assert!(covered.starts_with(COVERED_HEADER), "{covered}");
+    assert!(covered.contains("covered_range: 1-30") && covered.contains("requested_range: 5-14"));
+    // Outside the covered lines: it runs.
+    assert!(tool_content(m, "r4").contains("   39| line 39"));
+    // After the edit the file changed: the same read runs again.
+    let again = tool_content(m, "r5");
+    assert!(again.contains("line seven"), "{again}");
+    assert!(!again.starts_with(REUSED_HEADER));
+}
+
+// ---- compaction ----------------------------------------------------------------
+
+#[tokio::test]
+async fn context_exceeded_triggers_compaction_and_one_retry() {
+    let repo = Repo::new(&[("src/h.rs", handlers(40))]);
+    let mut replies = Vec::new();
+    for i in 0..5 {
+        replies.push(call(
+            &format!("g{i}"),
+            "grep",
+            json!({"pattern": format!("handler_{i}"), "directory": "src"}),
+        ));
+    }
+    replies.push(Reply::RefuseOnce);
+    replies.push(text("Done after compaction."));
+    let model = Model::new(replies, Some(64_000), true);
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    let out = h
+        .turn(Some("Grep the handlers."), TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Done after compaction.");
+    assert_eq!(model.refusals.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let retry = model.last_agent_request();
+    let Message::User { content } = &retry.messages[1] else {
+        panic!("{:?}", retry.messages[1]);
+    };
+    assert!(content.starts_with(COMPACTED_HEADER), "{content}");
+    assert!(content.contains(SUMMARY));
+    assert!(content.contains("Grep the handlers."));
+    // No orphan results: every result follows its call.
+    assert_pairs_intact(&retry.messages);
+    // The durable transcript still has everything.
+    assert!(h.messages().len() > retry.messages.len());
+    let record = CompactionRecord::load(
+        &repo
+            .data()
+            .join("artifacts")
+            .join(h.session().id.to_string()),
+    )
+    .unwrap();
+    assert_eq!(
+        record.last.reason,
+        evoflux_harness::compaction::CompactionReason::ContextExceeded
+    );
+}
+
+fn assert_pairs_intact(messages: &[Message]) {
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        match m {
+            Message::Assistant { tool_calls, .. } => {
+                assert!(open.is_empty(), "calls without results: {open:?}");
+                open = tool_calls.iter().map(|c| c.id.clone()).collect();
+            }
+            Message::Tool { tool_call_id, .. } => {
+                assert!(open.contains(tool_call_id), "orphan result {tool_call_id}");
+                open.retain(|c| c != tool_call_id);
+            }
+            Message::User { .. } | Message::System { .. } => {}
+        }
+    }
+}
+
+/// The hook pipeline run directly on a hand-built transcript whose
+/// session has a skill-presentation tool.
+struct Direct {
+    repo: Repo,
+    store: Store,
+    session: evoflux_store::Session,
+    agent: evoflux_agents::team::EffectiveAgentConfig,
+    tools: PreparedTools,
+    workspace: evoflux_tools::Workspace,
+}
+
+impl Direct {
+    async fn new() -> Direct {
+        let repo = Repo::new(&[]);
+        let store = Store::open(repo.data()).await.unwrap();
+        let session = store
+            .create_session(NewSession {
+                workspace: WorkspaceRequest::Coding(vec![repo.repo()]),
+                lead: None,
+                graph_hash: None,
+            })
+            .await
+            .unwrap();
+        let agent = repo.lead(AppMode::Coding);
+        let catalog = ToolCatalog::from_graph(&repo.graph);
+        let caps = SessionCapabilities {
+            root_session: true,
+            delegated_task_child: false,
+            can_request_input: false,
+            processes: false,
+            skills: true,
+            network: false,
+            provider: evoflux_core::config::ProviderKind::Scripted,
+        };
+        let names: Vec<String> = ["read", "grep", "skill"].map(String::from).to_vec();
+        let tools = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &caps);
+        assert_eq!(
+            tools.get("skill").unwrap().definition.behavior.presentation,
+            Presentation::Skill
+        );
+        let workspace = evoflux_tools::Workspace::new([repo.repo()]).unwrap();
+        Direct {
+            repo,
+            store,
+            session,
+            agent,
+            tools,
+            workspace,
+        }
+    }
+
+    fn artifacts(&self) -> std::path::PathBuf {
+        self.repo
+            .data()
+            .join("artifacts")
+            .join(self.session.id.to_string())
+    }
+
+    async fn before_model(
+        &self,
+        pipeline: &evoflux_harness::HookPipeline,
+        model: Arc<Model>,
+        messages: Vec<Message>,
+        window: Option<u64>,
+    ) -> ModelCall {
+        let clock = FixedClock("2026-11-30".into());
+        let artifacts = self.artifacts();
+        let ctx = HookContext {
+            session: &self.session,
+            agent: &self.agent,
+            clock: &clock,
+            model: "test-model",
+            context_window: window,
+            artifacts_dir: &artifacts,
+            workspace: &self.workspace,
+            tools: &self.tools,
+        };
+        let mut call = ModelCall::new(Request::new("test-model", messages), model);
+        pipeline.before_model(&ctx, &mut call).await.unwrap();
+        let _ = &self.store;
+        call
+    }
+}
+
+fn pair(id: &str, tool: &str, args: serde_json::Value, result: &str) -> Vec<Message> {
+    vec![
+        Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: tool.into(),
+                arguments: args,
+            }],
+        },
+        Message::tool_result(id, result),
+    ]
+}
+
+#[tokio::test]
+async fn projection_never_touches_skill_results() {
+    let d = Direct::new().await;
+    let skill_body = format!(
+        "<skill_content name=\"review\">{}</skill_content>",
+        "S".repeat(5_000)
+    );
+    let mut messages = vec![Message::user("go")];
+    messages.extend(pair(
+        "s1",
+        "skill",
+        json!({"skill_name": "review"}),
+        &skill_body,
+    ));
+    for i in 0..5 {
+        messages.extend(pair(
+            &format!("g{i}"),
+            "grep",
+            json!({"pattern": "x"}),
+            &"g".repeat(3_000),
+        ));
+    }
+    let p = base_pipeline().unwrap();
+    let mut p = p;
+    p.add(
+        evoflux_harness::HookStage::ContextControl,
+        evoflux_harness::projection::OWNER,
+        evoflux_harness::projection::ToolContextProjectionHook,
+    )
+    .unwrap();
+    let call = d
+        .before_model(&p, Model::new(vec![], None, false), messages.clone(), None)
+        .await;
+    assert_eq!(tool_content(&call.request.messages, "s1"), skill_body);
+    assert!(tool_content(&call.request.messages, "g0").starts_with("[Earlier grep result"));
+    assert_eq!(call.stats.projected_results, 2);
+    // The caller's messages are untouched (the request holds a copy).
+    assert_eq!(tool_content(&messages, "g0"), "g".repeat(3_000));
+}
+
+#[tokio::test]
+async fn compaction_keeps_skill_pairs_exact_and_tells_the_model() {
+    let d = Direct::new().await;
+    // An old activation that no longer fits the budget, and a newer one
+    // that does; then enough tool output to pass the threshold.
+    let old_skill = format!(
+        "<skill_content name=\"old\">{}</skill_content>",
+        "o".repeat(MAX_DURABLE_SKILL_BYTES - 30_000)
+    );
+    let new_skill = format!(
+        "<skill_content name=\"new\">{}</skill_content>",
+        "n".repeat(50_000)
+    );
+    let mut messages = vec![Message::user("Refactor the parser.")];
+    messages.extend(pair(
+        "s_old",
+        "skill",
+        json!({"skill_name": "old"}),
+        &old_skill,
+    ));
+    for i in 0..4 {
+        messages.extend(pair(
+            &format!("a{i}"),
+            "grep",
+            json!({"pattern": "x"}),
+            &"a".repeat(1_000),
+        ));
+    }
+    messages.extend(pair(
+        "s_new",
+        "skill",
+        json!({"skill_name": "new"}),
+        &new_skill,
+    ));
+    for i in 0..10 {
+        messages.extend(pair(
+            &format!("g{i}"),
+            "grep",
+            json!({"pattern": "y"}),
+            &"b".repeat(1_000),
+        ));
+    }
+    let seen: Arc<std::sync::Mutex<Vec<Compacted>>> = Arc::default();
+    let listener = {
+        let seen = seen.clone();
+        CompactionListener(Arc::new(move |c: &Compacted| {
+            seen.lock().unwrap().push(c.clone())
+        }))
+    };
+    let p = standard_pipeline(PipelineOptions {
+        on_compacted: Some(listener),
+        ..PipelineOptions::new(AppMode::Coding)
+    })
+    .unwrap();
+    // A window small enough that the transcript passes 75% of it.
+    let window = Some(40_000);
+    let model = Model::new(vec![], window, false);
+    let call = d
+        .before_model(&p, model.clone(), messages.clone(), window)
+        .await;
+    let sent = &call.request.messages;
+    // The model is told, and the summary came from the same provider.
+    let Message::User { content } = &sent[0] else {
+        panic!("{:?}", sent[0]);
+    };
+    assert!(content.starts_with(COMPACTED_HEADER));
+    assert!(content.contains(SUMMARY));
+    assert!(content.contains("Refactor the parser."));
+    assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // The summarizer never saw a protected skill body.
+    let summarizer = model
+        .requests()
+        .into_iter()
+        .find(|r| r.tools.is_empty())
+        .unwrap();
+    assert!(
+        !serde_json::to_string(&summarizer)
+            .unwrap()
+            .contains("nnnnnnnnnn")
+    );
+    // The newer activation pair survives byte-exact, whole.
+    assert_eq!(tool_content(sent, "s_new"), new_skill);
+    let at = sent
+        .iter()
+        .position(
+            |m| matches!(m, Message::Assistant { tool_calls, .. } if tool_calls[0].id == "s_new"),
+        )
+        .unwrap();
+    assert_eq!(
+        sent[at],
+        messages[messages.iter().position(|m| *m == sent[at]).unwrap()]
+    );
+    // The older one fell outside the budget: dropped and reported.
+    assert!(
+        !sent
+            .iter()
+            .any(|m| matches!(m, Message::Tool { tool_call_id, .. } if tool_call_id == "s_old"))
+    );
+    let compacted = call.compacted.clone().unwrap();
+    assert_eq!(compacted.dropped_skill_calls, ["s_old"]);
+    assert_eq!(compacted.kept_skill_calls, ["s_new"]);
+    assert_eq!(seen.lock().unwrap().as_slice(), [compacted]);
+    assert_pairs_intact(sent);
+    // Persisted: a second call applies it without summarizing again.
+    let p2 = standard_pipeline(PipelineOptions::new(AppMode::Coding)).unwrap();
+    let again = d
+        .before_model(&p2, model.clone(), messages.clone(), window)
+        .await;
+    assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(again.compacted.is_none());
+    assert_eq!(again.request.messages, call.request.messages);
+    assert_eq!(
+        evoflux_harness::compaction::dropped_skill_calls(&d.artifacts()),
+        ["s_old"]
+    );
+}
+
+// ---- the long session ------------------------------------------------------------
+
+#[tokio::test]
+async fn long_coding_session_stays_within_budget() {
+    let repo = Repo::new(&context_support::long_session_files());
+    // Small enough that projection alone cannot hold the whole session.
+    let window = 20_000u64;
+    let (h, model) =
+        context_support::run_long_session(&repo, pipeline(AppMode::Coding), Some(window), true)
+            .await;
+    let requests = model.agent_requests();
+    assert_eq!(requests.len(), 2 * context_support::LONG_SESSION_TURNS);
+    assert_eq!(model.refusals.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let max = requests.iter().map(request_bytes).max().unwrap();
+    eprintln!(
+        "largest request {max} bytes, {} summaries",
+        model.summaries.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert!((max as u64) / 4 <= window, "largest request {max} bytes");
+    // Compaction ran, and not on every call.
+    let summaries = model.summaries.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..20).contains(&summaries), "{summaries} summaries");
+    assert_pairs_intact(&requests.last().unwrap().messages[1..]);
+    // Repeated reads of an unchanged range were answered by receipts.
+    let receipts = h
+        .messages()
+        .iter()
+        .filter(
+            |m| matches!(m, Message::Tool { content, .. } if content.starts_with(REUSED_HEADER)),
+        )
+        .count();
+    assert!(receipts >= 1, "no receipts");
+    let last = requests.last().unwrap();
+    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    for m in &last.messages {
+        if let Message::Tool { tool_call_id, .. } = m {
+            *by_id.entry(tool_call_id.as_str()).or_default() += 1;
+        }
+    }
+    assert!(by_id.values().all(|n| *n == 1));
+}
+
+#[test]
+fn standard_pipeline_registers_the_context_owners_in_order() {
+    use evoflux_harness::HookStage::{ContextControl, Workspace};
+    let owners = |mode| pipeline(mode).owners();
+    let coding = owners(AppMode::Coding);
+    assert!(coding.contains(&(Workspace, "workspace-context")));
+    let control: Vec<&str> = coding
+        .iter()
+        .filter(|(s, _)| *s == ContextControl)
+        .map(|(_, o)| *o)
+        .collect();
+    assert_eq!(
+        control,
+        [
+            "tool-result-offload",
+            "summarization",
+            "tool-context-projection",
+            "observation-receipts"
+        ]
+    );
+    let work = owners(AppMode::Work);
+    assert!(!work.iter().any(|(_, o)| *o == "workspace-context"));
+    assert!(work.iter().any(|(_, o)| *o == "tool-context-projection"));
+}
