@@ -2,7 +2,8 @@
 //!
 //! The provider answers instantly from memory and the turns call no
 //! tools, so what is timed is the harness itself: hooks, request
-//! assembly, event emission, and the durable writes of the user message,
+//! assembly with every standard owner (instructions, offload, compaction
+//! check, projection, receipts), event emission, and the durable writes of the user message,
 //! the assistant message and the usage. Prints a JSON report.
 //!
 //! `cargo bench -p evoflux-harness --bench turn_overhead`
@@ -20,8 +21,8 @@ use evoflux_graph::BuiltinRegistry;
 use evoflux_graph::discover::{RootOptions, standard_roots};
 use evoflux_harness::web_fetch::NetworkAccess;
 use evoflux_harness::{
-    FixedClock, Harness, Limits, NoEvents, NonInteractive, RunSetup, SessionRequest, TurnOptions,
-    base_pipeline,
+    FixedClock, Harness, Limits, NoEvents, NonInteractive, PipelineOptions, RunSetup,
+    SessionRequest, TurnOptions, standard_pipeline,
 };
 use evoflux_model::{EventStream, Message, Provider, Request, StopReason, StreamEvent, ToolCall};
 use evoflux_store::{NewSession, Store, WorkspaceRequest};
@@ -132,7 +133,8 @@ async fn bench() {
         model_label: "bench:bench".into(),
         agent,
         catalog,
-        pipeline: base_pipeline().unwrap(),
+        // Every owner a CLI Coding session has (skills aside).
+        pipeline: standard_pipeline(PipelineOptions::new(AppMode::Coding)).unwrap(),
         clock: Arc::new(FixedClock("2026-11-30".into())),
         events: Arc::new(NoEvents),
         approver: Arc::new(NonInteractive),

@@ -460,6 +460,9 @@ mod tests {
         ]);
         assert!(request_body(&required).get("tool_choice").is_none());
         required.tool_choice = ToolChoice::Required;
-        assert_eq!(request_body(&required)["tool_choice"], json!({"type": "any"}));
+        assert_eq!(
+            request_body(&required)["tool_choice"],
+            json!({"type": "any"})
+        );
     }
 }
