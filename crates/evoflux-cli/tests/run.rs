@@ -645,3 +645,70 @@ fn without_any_model_the_run_explains_the_three_ways_to_get_one() {
     );
     assert!(stderr.contains("one of three ways"), "{stderr}");
 }
+
+#[cfg(unix)]
+#[test]
+fn loading_a_plugin_skill_grants_that_plugins_mcp_tools() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = mcp_test_server() else { return };
+    let s = Sandbox::new();
+    let root = s.tmp.path().join("plugins/demo");
+    s.write(
+        root.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "demo", "version": "1.0.0"}"#,
+    );
+    s.write(
+        root.join("mcp.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json", "mcpServers": {"svc": {"type": "stdio", "command": "./bin/server"}}}"#,
+    );
+    s.write(
+        root.join("skills/demo-echo/SKILL.md"),
+        "---\nname: demo-echo\ndescription: Echo messages through the demo service.\n---\nCall the demo service's echo tool.\n",
+    );
+    let server = s.write(
+        root.join("bin/server"),
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", bin.display()),
+    );
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let linked = s.run(&["plugin", "link", root.to_str().unwrap(), "--enabled"]);
+    assert!(
+        linked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&linked.stderr)
+    );
+    let model = script(
+        &s,
+        "plugin-skill.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: mcp__demo_svc__echo, arguments: {message: too early}}
+  - expect: {tool_result: {contains: "no tool named"}}
+    reply:
+      tool_calls:
+        - {name: skill, arguments: {action: load, skill_name: demo-echo}}
+  - expect: {tool_result: {contains: "Call the demo service"}}
+    reply:
+      tool_calls:
+        - {name: mcp__demo_svc__echo, arguments: {message: granted}}
+  - expect: {tool_result: "Echo: granted"}
+    reply: {text: done}
+"#,
+    );
+    let out = run(&s, &["--json", "run", "--model", &model, "echo"]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(
+        ended[0]["is_error"], true,
+        "installation alone grants nothing"
+    );
+    assert_eq!(ended[2]["tool"], "mcp__demo_svc__echo");
+    assert_eq!(ended[2]["is_error"], false);
+}
