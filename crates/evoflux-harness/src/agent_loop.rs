@@ -775,6 +775,13 @@ impl Harness {
             self.pipeline.before_model(&ctx, &mut call).await?;
             let durable = std::mem::take(&mut call.durable);
             self.persist_durable(durable).await?;
+            if let Some(c) = call.compacted.take() {
+                self.events.emit(&Event::ContextCompacted {
+                    reason: serde_json::to_value(c.reason).unwrap_or(Value::Null),
+                    covered_messages: c.covered_messages,
+                    dropped_skill_calls: c.dropped_skill_calls,
+                });
+            }
             // A hook's activation may have turned tools on for this call.
             self.sync_skill_tools();
             let system: Vec<&str> = call

@@ -126,6 +126,15 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// The model's view of the conversation was compacted: a summary now
+    /// stands for the first `covered_messages` messages (the transcript
+    /// itself is unchanged).
+    ContextCompacted {
+        reason: Value,
+        covered_messages: usize,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        dropped_skill_calls: Vec<String>,
+    },
     InputRequested {
         call_id: String,
         question: String,

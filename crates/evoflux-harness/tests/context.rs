@@ -412,12 +412,29 @@ async fn context_exceeded_triggers_compaction_and_one_retry() {
     replies.push(Reply::RefuseOnce);
     replies.push(text("Done after compaction."));
     let model = Model::new(replies, Some(64_000), true);
-    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    let events = Arc::new(evoflux_harness::CollectEvents::default());
+    let mut setup = repo
+        .setup(
+            AppMode::Coding,
+            model.clone(),
+            pipeline(AppMode::Coding),
+            false,
+        )
+        .await;
+    setup.events = events.clone();
+    let mut h = Harness::open(setup, repo.coding()).await.unwrap();
     let out = h
         .turn(Some("Grep the handlers."), TurnOptions::default())
         .await
         .unwrap();
     assert_eq!(out.text, "Done after compaction.");
+    // The user sees it too: one context_compacted event.
+    let compacted: Vec<_> = events
+        .take()
+        .into_iter()
+        .filter(|e| matches!(e, evoflux_harness::Event::ContextCompacted { .. }))
+        .collect();
+    assert_eq!(compacted.len(), 1, "{compacted:?}");
     assert_eq!(model.refusals.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
     let retry = model.last_agent_request();

@@ -803,6 +803,14 @@ impl EventSink for HumanEvents {
                     clip(command, 80)
                 );
             }
+            Event::ContextCompacted {
+                covered_messages, ..
+            } => {
+                self.end_text();
+                eprintln!(
+                    "  context compacted: a summary stands for the first {covered_messages} messages"
+                );
+            }
             Event::McpServer {
                 server,
                 owner,
