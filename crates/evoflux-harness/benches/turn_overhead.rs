@@ -19,7 +19,7 @@ use evoflux_core::config::ProviderKind;
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_graph::BuiltinRegistry;
 use evoflux_graph::discover::{RootOptions, standard_roots};
-use evoflux_harness::web_fetch::NetworkAccess;
+use evoflux_harness::NetworkAccess;
 use evoflux_harness::{
     FixedClock, Harness, Limits, NoEvents, NonInteractive, PipelineOptions, RunSetup,
     SessionRequest, TurnOptions, standard_pipeline,

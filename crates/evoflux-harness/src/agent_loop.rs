@@ -35,7 +35,7 @@ use crate::hooks::{HookContext, HookPipeline, ModelCall, ToolGate};
 use crate::prepared::{Executor, PreparedKind, PreparedTools, SessionCapabilities};
 use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
 use crate::todo::TodoList;
-use crate::web_fetch::{NetworkAccess, WebFetch};
+use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
 
 /// Bounds on one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1038,7 +1038,7 @@ impl Harness {
             }
             BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
             BuiltinExecutor::WebFetch => Ok(match &self.web {
-                Some(web) => web.run(&call.arguments).await,
+                Some(web) => command_result(web.run(&call.arguments).await),
                 None => ToolResult::error("network tools are turned off for this session"),
             }),
             BuiltinExecutor::Shell | BuiltinExecutor::Process => Ok(self
@@ -1303,7 +1303,7 @@ enum CallOutcome {
     Question(PendingQuestion),
 }
 
-/// A command observation as a tool result, its metadata serialized once
+/// An executor's output as a tool result, a command's metadata serialized once
 /// so the event and the transcript carry the same value.
 fn command_result(out: evoflux_tools::ToolOutput) -> ToolResult {
     ToolResult {

@@ -27,7 +27,6 @@ pub mod skills;
 pub mod terminal;
 pub mod todo;
 pub mod tool_paths;
-pub mod web_fetch;
 pub mod workspace_instructions;
 
 pub use agent_loop::{
@@ -37,4 +36,5 @@ pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::HarnessError;
 pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
+pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};

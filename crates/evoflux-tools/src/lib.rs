@@ -13,8 +13,13 @@
 //!   typed [`CommandMeta`]. [`ProcessRuntime::execute`] routes every
 //!   executor, file tools included, and is the entry point for the loop.
 //!
-//! Executors built elsewhere (todo, web_fetch, skill, code_context) answer
-//! [`ToolError::NotImplemented`] rather than pretending to work.
+//! * `web_fetch` is async too: [`web_fetch::WebFetch`], one HTTP client per
+//!   session, with the session's [`web_fetch::NetworkAccess`] policy.
+//!
+//! `todo` and `skill` act on session state (the task list, the loaded
+//! skills), so the harness executes them; `code_context` is not built. For
+//! those [`execute`] answers [`ToolError::NotImplemented`] rather than
+//! pretending to work.
 
 mod args;
 mod clip;
@@ -35,6 +40,7 @@ mod shell;
 mod sync;
 mod tracked;
 mod walk;
+pub mod web_fetch;
 mod workspace;
 mod write;
 

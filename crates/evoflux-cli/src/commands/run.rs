@@ -562,7 +562,7 @@ async fn open(
             ..Limits::default()
         },
         can_request_input: true,
-        network: evoflux_harness::web_fetch::NetworkAccess::PublicOnly,
+        network: evoflux_harness::NetworkAccess::PublicOnly,
         processes: Some(processes.clone()),
         artifacts_root: dirs.data_dir().join("artifacts"),
         mcp: Some(mcp),

@@ -12,7 +12,7 @@ use evoflux_core::config::ProviderKind;
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_graph::discover::{RootOptions, standard_roots};
 use evoflux_graph::{BuiltinRegistry, CompiledGraph};
-use evoflux_harness::web_fetch::NetworkAccess;
+use evoflux_harness::NetworkAccess;
 use evoflux_harness::{
     Approver, CollectEvents, FixedClock, Limits, NonInteractive, RunSetup, base_pipeline,
 };

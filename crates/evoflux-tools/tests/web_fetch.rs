@@ -7,7 +7,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::get;
-use evoflux_harness::web_fetch::{MAX_OUTPUT_CHARS, NetworkAccess, WebFetch};
+use evoflux_tools::web_fetch::{MAX_OUTPUT_CHARS, NetworkAccess, WebFetch};
 use serde_json::json;
 
 async fn serve() -> String {
@@ -39,20 +39,20 @@ async fn converts_html_and_follows_redirects() {
     let base = serve().await;
     let web = WebFetch::new(NetworkAccess::Any).unwrap();
     let md = web.run(&json!({"url": format!("{base}/hop")})).await;
-    assert!(!md.is_error, "{}", md.content);
-    assert!(md.content.contains("# Title"), "{}", md.content);
-    assert!(md.content.contains("bold"));
-    assert!(!md.content.contains("secret"), "scripts are dropped");
-    assert!(md.content.contains(&format!("URL: {base}/page")));
+    assert!(!md.is_error, "{}", md.text);
+    assert!(md.text.contains("# Title"), "{}", md.text);
+    assert!(md.text.contains("bold"));
+    assert!(!md.text.contains("secret"), "scripts are dropped");
+    assert!(md.text.contains(&format!("URL: {base}/page")));
     let text = web
         .run(&json!({"url": format!("{base}/page"), "format": "text"}))
         .await;
-    assert!(text.content.contains("Some bold text"), "{}", text.content);
-    assert!(md.content.contains("*bold*"), "{}", md.content);
+    assert!(text.text.contains("Some bold text"), "{}", text.text);
+    assert!(md.text.contains("*bold*"), "{}", md.text);
     let html = web
         .run(&json!({"url": format!("{base}/page"), "format": "html"}))
         .await;
-    assert!(html.content.contains("<h1>Title</h1>"));
+    assert!(html.text.contains("<h1>Title</h1>"));
 }
 
 #[tokio::test]
@@ -60,13 +60,13 @@ async fn caps_and_failures_are_visible() {
     let base = serve().await;
     let web = WebFetch::new(NetworkAccess::Any).unwrap();
     let big = web.run(&json!({"url": format!("{base}/big")})).await;
-    assert!(big.content.contains("[… 10 more characters not shown]"));
+    assert!(big.text.contains("[… 10 more characters not shown]"));
     let looping = web.run(&json!({"url": format!("{base}/loop")})).await;
-    assert!(looping.is_error && looping.content.contains("redirected more than"));
+    assert!(looping.is_error && looping.text.contains("redirected more than"));
     let missing = web.run(&json!({"url": format!("{base}/missing")})).await;
-    assert!(missing.is_error && missing.content.contains("Status: 404"));
+    assert!(missing.is_error && missing.text.contains("Status: 404"));
     let bad = web.run(&json!({"url": "file:///etc/passwd"})).await;
-    assert!(bad.is_error && bad.content.contains("use http or https"));
+    assert!(bad.is_error && bad.text.contains("use http or https"));
 }
 
 #[tokio::test]
@@ -75,9 +75,5 @@ async fn local_addresses_are_refused_by_default() {
     let web = WebFetch::new(NetworkAccess::PublicOnly).unwrap();
     let r = web.run(&json!({"url": format!("{base}/page")})).await;
     assert!(r.is_error);
-    assert!(
-        r.content.contains("local or private address"),
-        "{}",
-        r.content
-    );
+    assert!(r.text.contains("local or private address"), "{}", r.text);
 }

@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::events::ToolResult;
+use crate::output::ToolOutput;
 
 pub const MAX_REDIRECTS: usize = 10;
 pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
@@ -73,10 +73,10 @@ impl WebFetch {
         Ok(WebFetch { client, policy })
     }
 
-    pub async fn run(&self, input: &Value) -> ToolResult {
+    pub async fn run(&self, input: &Value) -> ToolOutput {
         let input: Input = match serde_json::from_value(input.clone()) {
             Ok(i) => i,
-            Err(e) => return ToolResult::error(format!("invalid web_fetch input: {e}")),
+            Err(e) => return ToolOutput::error(format!("invalid web_fetch input: {e}")),
         };
         let secs = input
             .timeout
@@ -84,15 +84,15 @@ impl WebFetch {
             .clamp(1, MAX_TIMEOUT_SECS);
         match tokio::time::timeout(Duration::from_secs(secs), self.fetch(&input)).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => ToolResult::error(e),
-            Err(_) => ToolResult::error(format!(
+            Ok(Err(e)) => ToolOutput::error(e),
+            Err(_) => ToolOutput::error(format!(
                 "fetching {} timed out after {secs} s; try again with a larger `timeout` (at most {MAX_TIMEOUT_SECS})",
                 input.url
             )),
         }
     }
 
-    async fn fetch(&self, input: &Input) -> Result<ToolResult, String> {
+    async fn fetch(&self, input: &Input) -> Result<ToolOutput, String> {
         let mut url = reqwest::Url::parse(&input.url)
             .map_err(|e| format!("`{}` is not a valid URL: {e}", input.url))?;
         let mut hops = 0;
@@ -188,9 +188,9 @@ impl WebFetch {
             ));
         }
         Ok(if status.is_success() {
-            ToolResult::ok(content)
+            ToolOutput::ok(content)
         } else {
-            ToolResult::error(content)
+            ToolOutput::error(content)
         })
     }
 
