@@ -712,3 +712,75 @@ turns:
     assert_eq!(ended[2]["tool"], "mcp__demo_svc__echo");
     assert_eq!(ended[2]["is_error"], false);
 }
+
+#[test]
+fn chat_streams_approves_on_the_terminal_and_runs_bang_commands() {
+    use std::io::Write;
+    let s = Sandbox::new();
+    s.project(
+        "tools/deploy.toml",
+        r#"description = "Deploy the site."
+argv = ["echo", "deployed"]
+approval = "always"
+input_schema = { type = "object" }
+"#,
+    );
+    let model = script(
+        &s,
+        "chat.yaml",
+        r#"
+turns:
+  - expect: {user: "please deploy"}
+    reply:
+      tool_calls:
+        - {name: deploy, arguments: {}}
+  - expect: {tool_result: {contains: deployed}}
+    reply: {text: "Deployed."}
+  - expect: {user: "what did I run?"}
+    reply: {text: "I saw your command."}
+"#,
+    );
+    let mut child = s
+        .command(&["chat", "--mode", "coding", "--model", &model])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A message, the approval, a `!command`, a message about it, then an
+    // empty line to end the chat.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"please deploy\ny\n!echo from-the-user\nwhat did I run?\n\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("approve `deploy`"), "{stderr}");
+    assert!(stdout.contains("Deployed."), "{stdout}");
+    assert!(
+        stdout.contains("from-the-user"),
+        "the command's output is shown: {stdout}"
+    );
+    assert!(stdout.contains("I saw your command."), "{stdout}");
+    assert!(stderr.contains("saved; continue it with `evoflux chat --session"));
+    // The `!command` joined the conversation, with the shell's metadata.
+    let list = s.json(&["--json", "sessions", "list"]);
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let shown = show(&s, &id);
+    let ran = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["message"]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("The user ran `echo from-the-user`"))
+        })
+        .expect("the user's command is in the transcript");
+    assert_eq!(ran["artifact"]["status"], "succeeded");
+}
