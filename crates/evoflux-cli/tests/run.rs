@@ -574,7 +574,8 @@ turns:
     let out = run(&s, &["--json", "run", "--model", &model, "echo"]);
     assert!(
         out.status.success(),
-        "{}",
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     let ev = events(&out);
@@ -783,4 +784,42 @@ turns:
         })
         .expect("the user's command is in the transcript");
     assert_eq!(ran["artifact"]["status"], "succeeded");
+}
+
+#[test]
+fn config_approval_guards_a_framework_tool_and_flags_a_misspelled_one() {
+    let s = Sandbox::new();
+    s.user(
+        "config.toml",
+        "[approval]\nshell = \"always\"\nshel = \"always\"\n",
+    );
+    let model = script(
+        &s,
+        "approve.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "echo should-not-run"}}
+  - expect: {tool_result: {contains: "needs the user's approval"}}
+    reply: {text: "I was not allowed to run it."}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "run it",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "approval_requested").len(), 1);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended[0]["is_error"], true);
+    assert!(ended[0].get("metadata").is_none(), "nothing ran");
+    assert_eq!(common::stderr_codes(&out), ["config/approval-tool-unknown"]);
 }

@@ -87,6 +87,15 @@ pub struct ProviderConfig {
     pub model_path: Option<PathBuf>,
 }
 
+/// Whether a tool call needs the user's approval first (`approval` of a
+/// command tool, and `config.toml`'s `[approval]` table for any tool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    Never,
+    Always,
+}
+
 /// The `[model]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelSection {
@@ -156,6 +165,10 @@ impl<'de> Deserialize<'de> for ModelRef {
 pub struct HarnessConfig {
     pub model: ModelSection,
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[approval]`: tool name → policy, overriding the tool's own (e.g.
+    /// `shell = "always"` to be asked before every command in `chat`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub approval: BTreeMap<String, Approval>,
 }
 
 /// Where each part of the effective configuration came from.
@@ -183,6 +196,8 @@ struct ConfigFile {
     model: Option<ModelSection>,
     #[serde(default)]
     providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    approval: BTreeMap<String, Approval>,
 }
 
 /// The default model evoflux runs when nothing is configured: the small
@@ -236,6 +251,7 @@ impl HarnessConfig {
                 },
             },
             providers,
+            approval: BTreeMap::new(),
         }
     }
 }
@@ -319,6 +335,7 @@ pub fn parse(path: &Path, text: &str, diags: &mut Diagnostics) -> Option<LoadedC
             .insert(name.clone(), ConfigOrigin::File);
         loaded.config.providers.insert(name, provider);
     }
+    loaded.config.approval = file.approval;
     let default = &loaded.config.model.default;
     if !loaded.config.providers.contains_key(&default.provider) {
         let known: Vec<&str> = loaded.config.providers.keys().map(String::as_str).collect();
@@ -575,6 +592,19 @@ api_key = "sk-oops"
             d.message
         );
         assert_eq!(d.locator.line, Some(2));
+    }
+
+    #[test]
+    fn approval_table_sets_policies_and_rejects_unknown_values() {
+        let (loaded, diags) = check("[approval]\nshell = \"always\"\nread = \"never\"\n");
+        assert!(diags.is_empty(), "{diags:?}");
+        let approval = loaded.unwrap().config.approval;
+        assert_eq!(approval["shell"], Approval::Always);
+        assert_eq!(approval["read"], Approval::Never);
+        let (loaded, diags) = check("[approval]\nshell = \"sometimes\"\n");
+        assert!(loaded.is_none());
+        assert_eq!(diags.as_slice()[0].code, "config/toml-invalid");
+        assert_eq!(diags.as_slice()[0].locator.line, Some(2));
     }
 
     #[test]

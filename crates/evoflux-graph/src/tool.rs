@@ -128,12 +128,9 @@ pub enum BuiltinExecutor {
     CodeContext,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Approval {
-    Never,
-    Always,
-}
+/// Whether a call needs the user's approval; one type with `config.toml`'s
+/// `[approval]` table, which sets it for any tool.
+pub use evoflux_core::config::Approval;
 
 /// A user-defined tool that runs a command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -146,6 +146,7 @@ async fn bench() {
         mcp: None,
         mcp_call_timeout: std::time::Duration::from_secs(30),
         skills: None,
+        approvals: Default::default(),
     };
     let mut h = Harness::open(
         setup,

@@ -93,6 +93,9 @@ pub struct RunSetup {
     /// The session's skill runtime (also given to the pipeline's skill
     /// owners); `None` leaves the `skill` tool out of the session.
     pub skills: Option<Arc<crate::skills::SkillRuntime>>,
+    /// `config.toml`'s `[approval]`: per-tool policies that override the
+    /// tool's own, for every tool including MCP tools.
+    pub approvals: BTreeMap<String, Approval>,
 }
 
 /// Which session to run.
@@ -173,6 +176,7 @@ pub struct Harness {
     /// Last reported state per MCP server, to report changes once.
     mcp_states: BTreeMap<(String, String), ServerState>,
     skills: Option<Arc<crate::skills::SkillRuntime>>,
+    approvals: BTreeMap<String, Approval>,
     /// Runnable tools the agent was not granted, which a skill's runtime
     /// contract may bring into the session.
     reserve: PreparedTools,
@@ -297,6 +301,7 @@ impl Harness {
             mcp_installations: BTreeSet::new(),
             mcp_states: BTreeMap::new(),
             skills: setup.skills,
+            approvals: setup.approvals,
             reserve,
             turn_input: None,
         };
@@ -869,8 +874,12 @@ impl Harness {
                 Err(e) => CallOutcome::Result(ToolResult::error(e)),
             });
         }
-        if self.tools.get(&call.name).is_none() && self.wait_for_starting_mcp().await {
+        if self.tools.get(&call.name).is_none() {
+            // A server may have become ready since the model call began.
             self.refresh_mcp();
+            if self.tools.get(&call.name).is_none() && self.wait_for_starting_mcp().await {
+                self.refresh_mcp();
+            }
         }
         let Some(tool) = self.tools.get(&call.name).filter(|t| self.offered(t)) else {
             let available: Vec<&str> = self
@@ -898,7 +907,13 @@ impl Harness {
             }
             ToolGate::Respond(result) => return Ok(CallOutcome::Result(result)),
         }
-        match tool.approval {
+        // The user's configured policy for this tool wins over its own.
+        let approval = self
+            .approvals
+            .get(&tool.definition.name)
+            .copied()
+            .unwrap_or(tool.approval);
+        match approval {
             Approval::Never => {}
             Approval::Always => {
                 self.events.emit(&Event::ApprovalRequested {

@@ -498,6 +498,28 @@ async fn open(
         return Ok(Err(Exit::Invalid));
     };
     out.diagnostics(&errors_only(&diags));
+    // A misspelled tool in `[approval]` would silently protect nothing.
+    let unknown: Diagnostics = loaded
+        .config
+        .approval
+        .keys()
+        .filter(|name| catalog.get(name).is_none())
+        .map(|name| {
+            let mut d = evoflux_core::Diagnostic::warning(
+                "config/approval-tool-unknown",
+                format!(
+                    "[approval] names `{name}`, which is not a tool of the compiled graph; check \
+                     its spelling (an MCP tool's qualified name applies once its server is ready)"
+                ),
+            )
+            .with_field(format!("approval.{name}"));
+            if let Some(file) = &loaded.file {
+                d = d.with_file(file);
+            }
+            d
+        })
+        .collect();
+    out.diagnostics(&unknown);
     let (model, origin) = match (&args.model, &agent.model) {
         (Some(m), _) => (m.clone(), "--model"),
         (None, Some(m)) => (m.clone(), "the agent's model"),
@@ -568,6 +590,7 @@ async fn open(
         mcp: Some(mcp),
         mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
         skills: Some(skills),
+        approvals: loaded.config.approval.clone(),
     };
     let request = match &resumed {
         Some(s) => SessionRequest::Resume {

@@ -206,6 +206,7 @@ impl World {
             mcp: None,
             mcp_call_timeout: std::time::Duration::from_secs(30),
             skills: None,
+            approvals: Default::default(),
         }
     }
 }

@@ -244,6 +244,7 @@ impl Repo {
             mcp: None,
             mcp_call_timeout: std::time::Duration::from_secs(30),
             skills: None,
+            approvals: Default::default(),
         }
     }
 
