@@ -298,20 +298,23 @@ fn tool_grammar_over_the_real_vocabulary() {
     assert!(!mask.is_allowed(tok.eos), "an empty answer must be masked");
 }
 
-/// One provider per test binary: loading is the slow part.
+/// One provider per test binary: loading is the slow part. Its converted
+/// weights are cached in the target's test scratch dir: a temp dir held
+/// by a static would never be dropped and would leak about 145 MB into
+/// `/tmp` on every run.
 fn provider(path: &Path) -> &'static dyn Provider {
-    static P: OnceLock<(tempfile::TempDir, Box<dyn Provider>)> = OnceLock::new();
-    let (_, p) = P.get_or_init(|| {
-        let cache = tempfile::tempdir().unwrap();
-        let p = provider_for(
+    static P: OnceLock<Box<dyn Provider>> = OnceLock::new();
+    P.get_or_init(|| {
+        let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("local-provider-cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        provider_for(
             "local",
             &local_config(Some(path.to_path_buf())),
-            &options(cache.path()),
+            &options(&cache),
         )
-        .unwrap();
-        (cache, p)
-    });
-    p.as_ref()
+        .unwrap()
+    })
+    .as_ref()
 }
 
 async fn events(p: &dyn Provider, req: Request) -> Vec<StreamEvent> {
