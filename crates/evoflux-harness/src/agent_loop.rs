@@ -940,37 +940,19 @@ impl Harness {
                 Ok(CallOutcome::Result(self.execute(executor, call).await?))
             }
             PreparedKind::RequestInput(InputRequest::Question) => {
-                let question = call
-                    .arguments
-                    .get("question")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let options: Vec<String> = call
-                    .arguments
-                    .get("options")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                // The call's arguments and the pending record share the
+                // `question`/`options` keys, so one reader serves both.
+                let question = question_of(&call.id, &call.arguments);
                 let request = json!({
                     "tool": call.name,
-                    "question": question,
-                    "options": options,
+                    "question": question.question,
+                    "options": question.options,
                     "output_schema": terminal.map(|t| t.schema().clone()),
                 });
                 self.store
                     .create_pending_input(self.session.id, &call.id, &request)
                     .await?;
-                Ok(CallOutcome::Question(PendingQuestion {
-                    call_id: call.id.clone(),
-                    question,
-                    options,
-                }))
+                Ok(CallOutcome::Question(question))
             }
             PreparedKind::Dispatch(action) => {
                 let what = match action {
@@ -1328,6 +1310,7 @@ fn command_result(out: evoflux_tools::ToolOutput) -> ToolResult {
     }
 }
 
+/// The question in an `ask_user` call's arguments or in its pending record.
 fn question_of(call_id: &str, request: &Value) -> PendingQuestion {
     PendingQuestion {
         call_id: call_id.to_owned(),

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use evoflux_core::{Diagnostic, frontmatter};
 use serde::Serialize;
 
-use crate::agent_meta::DependencyKind;
 use crate::bundle::{SkillRecord, revision_of};
 use crate::bundled;
 use crate::origin::SkillSource;
@@ -99,17 +98,7 @@ pub fn activate(
         return Err(invalid("SKILL.md has no instructions".to_owned()));
     }
 
-    let required: Vec<String> = record
-        .dependencies
-        .iter()
-        .filter(|d| match d.kind {
-            DependencyKind::Builtin => true,
-            DependencyKind::Mcp | DependencyKind::EnvVar | DependencyKind::Cli => false,
-        })
-        .map(|d| d.value.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let required = record.required_builtin_tools();
     let missing: Vec<String> = required
         .iter()
         .filter(|t| !granted_tools.contains(*t))

@@ -89,6 +89,23 @@ pub struct SkillRecord {
 }
 
 impl SkillRecord {
+    /// The built-in tools this skill declares it needs (its runtime
+    /// contract), sorted and deduplicated. Activation checks them and the
+    /// harness turns them on; both read this one list.
+    pub fn required_builtin_tools(&self) -> Vec<String> {
+        use crate::agent_meta::DependencyKind;
+        self.dependencies
+            .iter()
+            .filter(|d| match d.kind {
+                DependencyKind::Builtin => true,
+                DependencyKind::Mcp | DependencyKind::EnvVar | DependencyKind::Cli => false,
+            })
+            .map(|d| d.value.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    }
+
     pub fn modes(&self) -> ModeSet {
         self.prefs.modes
     }

@@ -108,11 +108,7 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             Some(path) => Some(read_schema(path)?),
             None => None,
         };
-        let events: Arc<dyn EventSink> = if out.json {
-            Arc::new(JsonLines)
-        } else {
-            Arc::new(HumanEvents::default())
-        };
+        let events = event_sink(out);
         let processes = process_runtime(out)?;
         let mut harness = match open(
             out,
@@ -142,11 +138,7 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
 pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     let rt = runtime()?;
     rt.block_on(async {
-        let events: Arc<dyn EventSink> = if out.json {
-            Arc::new(JsonLines)
-        } else {
-            Arc::new(HumanEvents::default())
-        };
+        let events = event_sink(out);
         let processes = process_runtime(out)?;
         let mut harness =
             match open(out, &args.session, events, Arc::new(AskApprover), &processes).await? {
@@ -284,11 +276,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     session: Some(id.clone()),
                     max_model_calls: Limits::default().model_calls_per_turn,
                 };
-                let events: Arc<dyn EventSink> = if out.json {
-                    Arc::new(JsonLines)
-                } else {
-                    Arc::new(HumanEvents::default())
-                };
+                let events = event_sink(out);
                 let processes = process_runtime(out)?;
                 let mut harness =
                     match open(out, &args, events, Arc::new(NonInteractive), &processes).await? {
@@ -735,6 +723,15 @@ impl Approver for AskApprover {
                 },
             }
         })
+    }
+}
+
+/// Where a session's events go: JSON lines with `--json`, text otherwise.
+fn event_sink(out: &Output) -> Arc<dyn EventSink> {
+    if out.json {
+        Arc::new(JsonLines)
+    } else {
+        Arc::new(HumanEvents::default())
     }
 }
 

@@ -444,7 +444,7 @@ impl SkillRuntime {
             ));
             return;
         }
-        let required = required_tools(record);
+        let required = record.required_builtin_tools();
         let mut st = self.state();
         let missing: Vec<String> = required
             .iter()
@@ -666,22 +666,6 @@ impl SkillRuntime {
     pub(crate) fn set_last_resolution(&self, r: Resolution) {
         self.state().last_resolution = Some(r);
     }
-}
-
-/// The built-in tools `record` declares, sorted and deduplicated.
-fn required_tools(record: &SkillRecord) -> Vec<String> {
-    use evoflux_skills::agent_meta::DependencyKind;
-    record
-        .dependencies
-        .iter()
-        .filter(|d| match d.kind {
-            DependencyKind::Builtin => true,
-            DependencyKind::Mcp | DependencyKind::EnvVar | DependencyKind::Cli => false,
-        })
-        .map(|d| d.value.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect()
 }
 
 /// Turns on every required tool that is not offered yet; returns the ones
