@@ -715,6 +715,76 @@ turns:
 }
 
 #[test]
+fn an_agent_mcp_list_can_name_a_plugins_server_as_mcp_list_shows_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = mcp_test_server() else { return };
+    let s = Sandbox::new();
+    let root = s.tmp.path().join("plugins/demo");
+    s.write(
+        root.join("plugin.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "demo", "version": "1.0.0"}"#,
+    );
+    s.write(
+        root.join("mcp.json"),
+        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json", "mcpServers": {"svc": {"type": "stdio", "command": "./bin/server"}}}"#,
+    );
+    let server = s.write(
+        root.join("bin/server"),
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", bin.display()),
+    );
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let linked = s.run(&["plugin", "link", root.to_str().unwrap(), "--enabled"]);
+    assert!(
+        linked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&linked.stderr)
+    );
+    let listed = s.json(&["--json", "mcp", "list"]);
+    assert!(
+        listed.to_string().contains("demo/svc"),
+        "mcp list names the server demo/svc: {listed}"
+    );
+    s.project(
+        "agents/echoer.md",
+        "---\nrole: lead\ndescription: Echoes through the demo plugin's service.\nmcp: [demo/svc]\n---\nEcho.\n",
+    );
+    let model = script(
+        &s,
+        "plugin-server.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: mcp__demo_svc__echo, arguments: {message: named}}
+  - expect: {tool_result: "Echo: named"}
+    reply: {text: done}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--lead", "echoer", "--model", &model, "echo",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert!(
+        of_type(&ev, "mcp_server")
+            .iter()
+            .all(|e| e["state"] != "missing"),
+        "{ev:?}"
+    );
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended[0]["tool"], "mcp__demo_svc__echo");
+    assert_eq!(ended[0]["is_error"], false, "{:?}", ended[0]);
+}
+
+#[test]
 fn chat_streams_approves_on_the_terminal_and_runs_bang_commands() {
     use std::io::Write;
     let s = Sandbox::new();

@@ -98,6 +98,7 @@ async fn bench() {
         .create_session(NewSession {
             workspace: WorkspaceRequest::Coding(vec![repo.clone()]),
             lead: Some(agent.name.clone()),
+            model: None,
             graph_hash: None,
         })
         .await

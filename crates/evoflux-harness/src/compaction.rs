@@ -483,6 +483,7 @@ async fn summarize(
             StreamEvent::Done => break,
             StreamEvent::ToolCallDelta { .. }
             | StreamEvent::ToolCall { .. }
+            | StreamEvent::InvalidToolCall { .. }
             | StreamEvent::Usage { .. }
             | StreamEvent::Stop { .. } => {}
         }

@@ -24,7 +24,7 @@ pub enum HarnessError {
     #[error(transparent)]
     OutputSchema(#[from] SchemaError),
     #[error(
-        "session {session} belongs to lead `{persisted}`, not `{requested}`; resume it without --lead or with --lead {persisted}"
+        "session {session} belongs to lead `{persisted}`, not `{requested}`: a session's lead is fixed when it is created"
     )]
     LeadMismatch {
         session: SessionId,

@@ -117,6 +117,12 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<Value>,
     },
+    /// A resumed session moved to another model at the user's request;
+    /// the switch is persisted, so later resumes keep `to`.
+    ModelSwitched {
+        from: String,
+        to: String,
+    },
     /// An MCP server this session may use changed state (starting, ready,
     /// failed, …); `error` says why it is not ready.
     McpServer {

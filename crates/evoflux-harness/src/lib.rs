@@ -10,7 +10,6 @@
 //! [`events::Event`] stream, and everything is persisted in the session
 //! store as it happens.
 
-pub mod agent_loop;
 pub mod approval;
 pub mod bounded;
 pub mod clock;
@@ -23,18 +22,21 @@ pub mod prepared;
 pub mod projection;
 pub mod receipts;
 mod schema_errors;
+pub mod session;
 pub mod skills;
 pub mod terminal;
 pub mod todo;
 pub mod tool_paths;
 pub mod workspace_instructions;
 
-pub use agent_loop::{
-    Harness, Limits, PendingQuestion, RunSetup, SessionRequest, TurnOptions, TurnOutcome,
-};
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::HarnessError;
 pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
+pub use session::{
+    AppContext, Harness, Limits, ModelOrigin, OpenedSession, PendingQuestion, RunSetup,
+    SessionBuilder, SessionError, SessionOptions, SessionRequest, TurnOptions, TurnOutcome,
+    selected_config,
+};

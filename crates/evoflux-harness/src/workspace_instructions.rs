@@ -13,10 +13,14 @@
 //! touches a path under them (the path comes from the call's declared path
 //! arguments, see [`crate::tool_paths`]). A mutating call (action class
 //! Write or Execute) is held back once with the new rules so the model
-//! can re-plan; any other call runs and gets the rules appended to its
-//! result. Loaded nested files join the system section of later calls and
-//! are remembered in `<artifacts>/workspace-instructions.json`, so a
-//! resumed session does not hold a call back again.
+//! can re-plan; any other call runs and gets a notice appended to its
+//! result. The rules themselves live in one place only — the system
+//! section of every later call — so each file appears exactly once in any
+//! request (a copy in a tool result as well would repeat it in every
+//! later request, and be lost when that result is projected or compacted).
+//! Loaded nested files are remembered in
+//! `<artifacts>/workspace-instructions.json`, so a resumed session does not
+//! hold a call back again.
 //!
 //! A file over [`INSTRUCTION_FILE_MAX_BYTES`] is cut with a visible notice
 //! naming both sizes; each file has its own limit, so a large root file
@@ -47,7 +51,7 @@ pub const INSTRUCTION_FILE_MAX_BYTES: usize = 128 * 1024;
 pub const TRUNCATION_NOTICE: &str = "[AGENTS.md truncated — file exceeds the injected-size limit]";
 /// Heads the result of a mutating call held back for new rules.
 pub const PREFLIGHT_HEADER: &str = "[Instruction preflight — call not executed]";
-/// Heads the rules appended to a reading call's result.
+/// Heads the notice appended to a reading call's result.
 pub const APPENDED_HEADER: &str = "[New nested workspace instructions]";
 /// Where the loaded nested files are remembered, below the artifacts dir.
 pub const STATE_FILE: &str = "workspace-instructions.json";
@@ -418,19 +422,29 @@ impl Hook for WorkspaceInstructionsHook {
             if loaded.is_empty() {
                 return ToolGate::Proceed;
             }
-            let rules: Vec<String> = loaded.iter().map(InstructionFile::render).collect();
-            let rules = rules.join("\n\n");
+            let files: Vec<String> = loaded
+                .iter()
+                .map(|f| format!("- `{}`", f.path.display()))
+                .collect();
+            let files = files.join("\n");
             s.nested.extend(loaded);
             Self::persist(s, ctx);
             if mutates(tool.behavior.action_class) {
                 ToolGate::HoldBack {
                     reason: format!(
-                        "{PREFLIGHT_HEADER}\nNew workspace instructions apply to the path this call touches. \
-                         Read them, then issue the call again if it still follows them.\n\n{rules}"
+                        "{PREFLIGHT_HEADER}\nNew workspace instructions apply to the path this call touches:\n{files}\n\
+                         They are now part of the Workspace Instructions in the system prompt. Read them, \
+                         then issue the call again if it still follows them."
                     ),
                 }
             } else {
-                s.pending.insert(call.id.clone(), rules);
+                s.pending.insert(
+                    call.id.clone(),
+                    format!(
+                        "{files}\nThese files apply to the path this call touched; they are now part of \
+                         the Workspace Instructions in the system prompt."
+                    ),
+                );
                 ToolGate::Proceed
             }
         })

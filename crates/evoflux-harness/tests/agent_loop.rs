@@ -336,6 +336,7 @@ async fn interrupted_calls_are_closed_on_the_next_turn() {
         .create_session(evoflux_store::NewSession {
             workspace: WorkspaceRequest::Coding(vec![world.repo()]),
             lead: Some("evoflux".into()),
+            model: None,
             graph_hash: None,
         })
         .await

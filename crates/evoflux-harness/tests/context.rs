@@ -160,7 +160,10 @@ async fn nested_rules_are_held_back_once_for_an_edit_and_appended_for_a_read() {
     let m = h.messages();
     let held = tool_content(m, "e1");
     assert!(held.starts_with(PREFLIGHT_HEADER), "{held}");
-    assert!(held.contains("NESTED-SRC"));
+    // The held-back result names the file; its rules are in the system
+    // prompt, so they appear once in any request.
+    assert!(held.contains("src/AGENTS.md"), "{held}");
+    assert!(!held.contains("NESTED-SRC"), "{held}");
     // Held back once: the same edit then runs.
     assert!(!tool_content(m, "e2").contains(PREFLIGHT_HEADER));
     let source = std::fs::read_to_string(repo.repo().join("src/main.rs")).unwrap();
@@ -168,13 +171,50 @@ async fn nested_rules_are_held_back_once_for_an_edit_and_appended_for_a_read() {
     // A read runs and gets the new rules appended, once.
     let read = tool_content(m, "r1");
     assert!(read.contains("# Guide"));
-    assert!(read.contains(APPENDED_HEADER) && read.contains("NESTED-DOCS"));
+    assert!(read.contains(APPENDED_HEADER) && read.contains("docs/AGENTS.md"));
+    assert!(!read.contains("NESTED-DOCS"), "{read}");
     assert!(!tool_content(m, "r2").contains(APPENDED_HEADER));
     // Loaded nested files join later system prompts, each once.
     let system = system_text(&model.last_agent_request());
     assert_eq!(system.matches("NESTED-SRC").count(), 1);
     assert_eq!(system.matches("NESTED-DOCS").count(), 1);
     assert_eq!(system.matches("ROOT: keep it simple").count(), 1);
+}
+
+#[tokio::test]
+async fn a_nested_instruction_file_appears_once_in_each_of_ten_later_requests() {
+    let repo = Repo::new(&[
+        ("AGENTS.md", "ROOT: keep it simple.\n".into()),
+        ("docs/AGENTS.md", "NESTED-DOCS: wrap at 80.\n".into()),
+        ("docs/guide.md", "# Guide\n".into()),
+    ]);
+    let mut replies = vec![call("r0", "read", json!({"path": "docs/guide.md"}))];
+    for i in 1..=10 {
+        replies.push(call(&format!("l{i}"), "ls", json!({"path": "."})));
+    }
+    replies.push(text("Done."));
+    let model = Model::new(replies, Some(64_000), true);
+    let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
+    h.turn(Some("Read the guide."), TurnOptions::default())
+        .await
+        .unwrap();
+    let requests = model.agent_requests();
+    // The first request predates the read; every later one has the file once.
+    let later = &requests[1..];
+    assert!(later.len() >= 10, "{} requests", later.len());
+    for (i, r) in later.iter().enumerate() {
+        let all = serde_json::to_string(&r.messages).unwrap();
+        assert_eq!(all.matches("NESTED-DOCS").count(), 1, "request {i}");
+        assert_eq!(
+            all.matches("ROOT: keep it simple").count(),
+            1,
+            "request {i}"
+        );
+    }
+    let system = system_text(requests.last().unwrap());
+    let section = &system[system.find("## Workspace Instructions").unwrap()..];
+    let section = redact(section, &repo.repo().canonicalize().unwrap(), "[REPO]");
+    insta::assert_snapshot!(section);
 }
 
 #[tokio::test]
@@ -497,6 +537,7 @@ impl Direct {
             .create_session(NewSession {
                 workspace: WorkspaceRequest::Coding(vec![repo.repo()]),
                 lead: None,
+                model: None,
                 graph_hash: None,
             })
             .await

@@ -69,6 +69,16 @@ pub enum ServerOwner {
 }
 
 impl ServerOwner {
+    /// How people name a server of this owner: `name` for a global one,
+    /// `<plugin>/<name>` for a plugin's — as `evoflux mcp list` shows it and
+    /// an agent's `mcp:` list selects it. The one spelling of that rule.
+    pub fn server_ref(&self, server: &str) -> String {
+        match self {
+            ServerOwner::Global { .. } => server.to_owned(),
+            ServerOwner::Plugin { plugin, .. } => format!("{plugin}/{server}"),
+        }
+    }
+
     /// `global` or `plugin:<name>`, for listings.
     pub fn label(&self) -> String {
         match self {

@@ -64,6 +64,21 @@ impl McpRuntime {
     }
 
     /// The global manager, then plugin managers by installation id.
+    /// Starts the server a user-facing reference names (see
+    /// [`crate::ServerOwner::server_ref`]): `name` is global, `<plugin>/<name>`
+    /// a server of that plugin's installation.
+    pub fn start_ref(&self, server_ref: &str) -> Result<(), McpError> {
+        if let Some((plugin, server)) = server_ref.split_once('/')
+            && let Some(m) = self.plugins.values().find(|m| match m.scope() {
+                ManagerScope::Plugin { plugin: p, .. } => p == plugin,
+                ManagerScope::Global => false,
+            })
+        {
+            return m.start(server);
+        }
+        self.global.start(server_ref)
+    }
+
     pub fn managers(&self) -> Vec<&McpManager> {
         std::iter::once(&self.global)
             .chain(self.plugins.values())

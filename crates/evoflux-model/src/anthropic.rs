@@ -352,8 +352,7 @@ impl SseDecoder for MessagesDecoder {
                 if self.tool_blocks.remove(&index)
                     && let Some(call) = self.calls.finish(index)
                 {
-                    let call = call.map_err(|e| self.endpoint.protocol(e))?;
-                    out.push_back(StreamEvent::ToolCall { call });
+                    out.push_back(call.map_err(|e| self.endpoint.protocol(e))?);
                 }
             }
             "message_delta" => {
@@ -367,8 +366,7 @@ impl SseDecoder for MessagesDecoder {
             "message_stop" => {
                 // Blocks left open would be a server bug; finish them anyway.
                 for call in self.calls.finish_all() {
-                    let call = call.map_err(|e| self.endpoint.protocol(e))?;
-                    out.push_back(StreamEvent::ToolCall { call });
+                    out.push_back(call.map_err(|e| self.endpoint.protocol(e))?);
                 }
                 if self.saw_usage {
                     out.push_back(StreamEvent::Usage { usage: self.usage });

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::event::StreamEvent;
 use crate::message::ToolCall;
 
 #[derive(Debug, Default)]
@@ -42,13 +43,16 @@ impl ToolCallAssembler {
         call.arguments.push_str(arguments);
     }
 
-    /// Completes the call at `index`, if one is buffered.
-    pub fn finish(&mut self, index: u32) -> Option<Result<ToolCall, String>> {
+    /// Completes the call at `index`, if one is buffered: a
+    /// [`StreamEvent::ToolCall`], or a [`StreamEvent::InvalidToolCall`]
+    /// when its argument text is not JSON. A call without a name or id is
+    /// a protocol error (`Err`).
+    pub fn finish(&mut self, index: u32) -> Option<Result<StreamEvent, String>> {
         self.calls.remove(&index).map(|p| complete(index, p))
     }
 
     /// Completes every buffered call in index order.
-    pub fn finish_all(&mut self) -> Vec<Result<ToolCall, String>> {
+    pub fn finish_all(&mut self) -> Vec<Result<StreamEvent, String>> {
         std::mem::take(&mut self.calls)
             .into_iter()
             .map(|(i, p)| complete(i, p))
@@ -56,7 +60,7 @@ impl ToolCallAssembler {
     }
 }
 
-fn complete(index: u32, p: Partial) -> Result<ToolCall, String> {
+fn complete(index: u32, p: Partial) -> Result<StreamEvent, String> {
     if p.name.is_empty() {
         return Err(format!("tool call at index {index} has no name"));
     }
@@ -64,21 +68,55 @@ fn complete(index: u32, p: Partial) -> Result<ToolCall, String> {
         return Err(format!("tool call `{}` at index {index} has no id", p.name));
     }
     // A call without parameters may stream no argument text at all.
-    let arguments = if p.arguments.trim().is_empty() {
-        Value::Object(serde_json::Map::new())
-    } else {
-        serde_json::from_str(&p.arguments).map_err(|e| {
-            format!(
-                "tool call `{}` ({}) has arguments that are not JSON ({e}): {}",
-                p.name, p.id, p.arguments
-            )
-        })?
-    };
-    Ok(ToolCall {
-        id: p.id,
-        name: p.name,
-        arguments,
+    if p.arguments.trim().is_empty() {
+        return Ok(StreamEvent::ToolCall {
+            call: ToolCall {
+                id: p.id,
+                name: p.name,
+                arguments: Value::Object(serde_json::Map::new()),
+            },
+        });
+    }
+    Ok(match serde_json::from_str(&p.arguments) {
+        Ok(arguments) => StreamEvent::ToolCall {
+            call: ToolCall {
+                id: p.id,
+                name: p.name,
+                arguments,
+            },
+        },
+        Err(e) => StreamEvent::InvalidToolCall {
+            call: ToolCall {
+                id: p.id,
+                name: p.name,
+                arguments: Value::Object(serde_json::Map::new()),
+            },
+            raw_arguments: p.arguments,
+            error: e.to_string(),
+        },
     })
+}
+
+/// Assembles one complete call from its argument text, exactly as a wire
+/// stream would: for providers that produce whole calls (the scripted one).
+pub(crate) fn assemble_one(id: &str, name: &str, arguments: &str) -> StreamEvent {
+    let mut a = ToolCallAssembler::default();
+    a.push(0, Some(id), Some(name), arguments);
+    let error = match a.finish(0) {
+        Some(Ok(event)) => return event,
+        Some(Err(error)) => error,
+        None => "the call was not assembled".to_owned(),
+    };
+    // Only an empty id or name gets here; keep the call rather than lose it.
+    StreamEvent::InvalidToolCall {
+        call: ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: Value::Object(serde_json::Map::new()),
+        },
+        raw_arguments: arguments.to_owned(),
+        error,
+    }
 }
 
 #[cfg(test)]
@@ -93,7 +131,14 @@ mod tests {
         a.push(0, Some("a"), Some("read"), "{\"pa");
         a.push(1, None, None, "{}");
         a.push(0, None, None, "th\": \"x\"}");
-        let calls: Vec<_> = a.finish_all().into_iter().map(Result::unwrap).collect();
+        let calls: Vec<_> = a
+            .finish_all()
+            .into_iter()
+            .map(|e| match e.unwrap() {
+                StreamEvent::ToolCall { call } => call,
+                other => panic!("{other:?}"),
+            })
+            .collect();
         assert_eq!(calls[0].arguments, json!({"path": "x"}));
         assert_eq!(calls[0].id, "a");
         assert_eq!(calls[1].name, "ls");
@@ -104,10 +149,29 @@ mod tests {
     fn empty_arguments_are_an_object_and_bad_json_is_reported() {
         let mut a = ToolCallAssembler::default();
         a.push(0, Some("a"), Some("now"), "");
-        assert_eq!(a.finish(0).unwrap().unwrap().arguments, json!({}));
+        assert!(matches!(
+            a.finish(0).unwrap().unwrap(),
+            StreamEvent::ToolCall { call } if call.arguments == json!({})
+        ));
         a.push(0, Some("a"), Some("read"), "{\"path\"");
-        let err = a.finish(0).unwrap().unwrap_err();
-        assert!(err.contains("read"), "{err}");
+        match a.finish(0).unwrap().unwrap() {
+            StreamEvent::InvalidToolCall {
+                call,
+                raw_arguments,
+                error,
+            } => {
+                assert_eq!(call.name, "read");
+                assert_eq!(call.arguments, json!({}));
+                assert_eq!(raw_arguments, "{\"path\"");
+                assert!(error.contains("EOF"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(a.finish(0).is_none());
+        a.push(0, None, Some("read"), "{}");
+        assert!(
+            a.finish(0).unwrap().is_err(),
+            "a call without an id is a protocol error"
+        );
     }
 }

@@ -28,6 +28,17 @@ pub enum StreamEvent {
     },
     /// A tool call assembled from its deltas, with parsed arguments.
     ToolCall { call: ToolCall },
+    /// A tool call whose argument text is not JSON. It is the model's
+    /// mistake, not the stream's: the call (with empty arguments) belongs
+    /// to the assistant message, and the harness answers it with `error`
+    /// so the model can correct itself.
+    InvalidToolCall {
+        call: ToolCall,
+        /// The argument text exactly as the model sent it.
+        raw_arguments: String,
+        /// Why it does not parse.
+        error: String,
+    },
     /// Token counts for the whole call.
     Usage { usage: Usage },
     /// Why the model stopped.

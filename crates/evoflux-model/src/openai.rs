@@ -203,8 +203,7 @@ impl ChatDecoder {
 
     fn flush_calls(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
         for call in self.calls.finish_all() {
-            let call = call.map_err(|e| self.endpoint.protocol(e))?;
-            out.push_back(StreamEvent::ToolCall { call });
+            out.push_back(call.map_err(|e| self.endpoint.protocol(e))?);
         }
         Ok(())
     }

@@ -250,7 +250,11 @@ pub async fn collect(mut stream: EventStream) -> Result<Completion, ProviderErro
         match event? {
             StreamEvent::TextDelta { text: t } => text.push_str(&t),
             StreamEvent::ToolCallDelta { .. } | StreamEvent::Done => {}
-            StreamEvent::ToolCall { call } => calls.push(call),
+            // A side call has no one to correct a malformed call; it
+            // keeps the call, with empty arguments, as the message has it.
+            StreamEvent::ToolCall { call } | StreamEvent::InvalidToolCall { call, .. } => {
+                calls.push(call)
+            }
             StreamEvent::Usage { usage: u } => usage = Some(u),
             StreamEvent::Stop { reason } => stop = Some(reason),
         }

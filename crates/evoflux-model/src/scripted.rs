@@ -38,7 +38,7 @@ use serde_json::Value;
 
 use crate::error::{ProviderError, ScriptError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::message::{Message, Request, ToolCall};
+use crate::message::{Message, Request};
 use crate::provider::{EventStream, Provider};
 
 /// A whole script file.
@@ -144,6 +144,10 @@ pub struct ScriptedCall {
     pub name: String,
     #[serde(default)]
     pub arguments: Option<Value>,
+    /// The argument text exactly as a model would stream it, instead of
+    /// `arguments`: scripts malformed calls (text that is not JSON).
+    #[serde(default)]
+    pub raw_arguments: Option<String>,
 }
 
 impl Script {
@@ -297,32 +301,28 @@ fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEven
         });
     }
     let mut calls = Vec::new();
+    let mut output_chars = reply.text.len();
     for (i, c) in reply.tool_calls.iter().enumerate() {
-        let call = ToolCall {
-            id: c
-                .id
-                .clone()
-                .unwrap_or_else(|| format!("call_{turn}_{}", i + 1)),
-            name: c.name.clone(),
-            arguments: c
-                .arguments
-                .clone()
-                .unwrap_or_else(|| Value::Object(serde_json::Map::new())),
+        let id =
+            c.id.clone()
+                .unwrap_or_else(|| format!("call_{turn}_{}", i + 1));
+        let text = match (&c.raw_arguments, &c.arguments) {
+            (Some(raw), _) => raw.clone(),
+            (None, Some(arguments)) => arguments.to_string(),
+            (None, None) => "{}".to_owned(),
         };
+        output_chars += c.name.len() + text.len();
         events.push(StreamEvent::ToolCallDelta {
             index: u32::try_from(i).unwrap_or(u32::MAX),
-            id: Some(call.id.clone()),
-            name: Some(call.name.clone()),
-            arguments: call.arguments.to_string(),
+            id: Some(id.clone()),
+            name: Some(c.name.clone()),
+            arguments: text.clone(),
         });
-        calls.push(call);
+        // The same assembly as a wire stream, so a malformed call reaches
+        // the harness exactly as a real provider's would.
+        calls.push(crate::assemble::assemble_one(&id, &c.name, &text));
     }
-    let output_chars = reply.text.len()
-        + calls
-            .iter()
-            .map(|c| c.name.len() + c.arguments.to_string().len())
-            .sum::<usize>();
-    events.extend(calls.into_iter().map(|call| StreamEvent::ToolCall { call }));
+    events.extend(calls);
     let usage = reply.usage.unwrap_or_else(|| {
         let input_chars: usize = request
             .messages

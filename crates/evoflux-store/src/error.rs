@@ -30,7 +30,7 @@ pub enum StoreError {
     },
     #[error("session database error: {0}")]
     Database(#[from] sqlx::Error),
-    #[error("no session {0}: list sessions with `evoflux sessions list`")]
+    #[error("no session {0}")]
     SessionNotFound(SessionId),
     #[error(
         "session {id} is a {persisted} session and cannot be resumed in {requested} mode: a session's mode is fixed when it is created; start a new session for {requested} mode"

@@ -19,7 +19,7 @@ mod transcript;
 mod usage;
 
 pub use error::StoreError;
-pub use pending::{PendingInput, PendingInputId};
+pub use pending::{PendingInput, PendingInputId, PendingRequest};
 pub use session::{NewSession, Session, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};

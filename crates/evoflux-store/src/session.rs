@@ -96,6 +96,8 @@ pub struct NewSession {
     pub workspace: WorkspaceRequest,
     /// The selected lead agent's name, when one was chosen.
     pub lead: Option<String>,
+    /// The model the session runs on, as `provider:model`.
+    pub model: Option<String>,
     /// The content hash of the compiled graph the session started with.
     pub graph_hash: Option<String>,
 }
@@ -106,6 +108,9 @@ pub struct Session {
     pub id: SessionId,
     pub workspace: Workspace,
     pub lead: Option<String>,
+    /// The model the session runs on (`provider:model`); `None` for
+    /// sessions created before models were persisted.
+    pub model: Option<String>,
     pub graph_hash: Option<String>,
     /// Unix milliseconds.
     pub created_at_ms: i64,
@@ -168,6 +173,7 @@ mod tests {
                 repositories: repos.iter().map(PathBuf::from).collect(),
             },
             lead: None,
+            model: None,
             graph_hash: None,
             created_at_ms: 0,
             updated_at_ms: 0,

@@ -13,7 +13,7 @@ use sqlx::sqlite::{
 };
 
 use crate::error::StoreError;
-use crate::pending::{PendingInput, PendingInputId};
+use crate::pending::{PendingInput, PendingInputId, PendingRequest};
 use crate::session::{NewSession, Session, Workspace, WorkspaceRequest};
 use crate::transcript::{EntryRole, Message, TranscriptEntry};
 use crate::usage::Usage;
@@ -34,7 +34,8 @@ pub struct Store {
     ids: Ids,
 }
 
-const SESSION_COLUMNS: &str = "id, mode, workspace, lead, graph_hash, created_at_ms, updated_at_ms";
+const SESSION_COLUMNS: &str =
+    "id, mode, workspace, lead, model, graph_hash, created_at_ms, updated_at_ms";
 const PENDING_COLUMNS: &str = "id, tool_call_id, request, answer, created_at_ms, answered_at_ms";
 
 impl Store {
@@ -118,13 +119,14 @@ impl Store {
         };
         let now = now_ms();
         sqlx::query(
-            "INSERT INTO sessions (id, mode, workspace, lead, graph_hash, created_at_ms, updated_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (id, mode, workspace, lead, model, graph_hash, created_at_ms, updated_at_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id.to_string())
         .bind(workspace.mode().as_str())
         .bind(roots_json(workspace.roots())?)
         .bind(new.lead.clone())
+        .bind(new.model.clone())
         .bind(new.graph_hash.clone())
         .bind(now)
         .bind(now)
@@ -134,6 +136,7 @@ impl Store {
             id,
             workspace,
             lead: new.lead,
+            model: new.model,
             graph_hash: new.graph_hash,
             created_at_ms: now,
             updated_at_ms: now,
@@ -169,6 +172,22 @@ impl Store {
         let session = self.load(id).await?;
         session.check_resume(requested_mode, requested_workspace)?;
         Ok(session)
+    }
+
+    /// Records that the session now runs on `model` (`provider:model`): a
+    /// switch the user asked for, kept for every later resume.
+    pub async fn set_model(&self, id: SessionId, model: &str) -> Result<Session, StoreError> {
+        let now = now_ms();
+        let done = sqlx::query("UPDATE sessions SET model = ?, updated_at_ms = ? WHERE id = ?")
+            .bind(model)
+            .bind(now)
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::SessionNotFound(id));
+        }
+        self.load(id).await
     }
 
     /// Every session, newest first.
@@ -270,8 +289,10 @@ impl Store {
         &self,
         id: SessionId,
         tool_call_id: &str,
-        request: &serde_json::Value,
+        request: &PendingRequest,
     ) -> Result<PendingInput, StoreError> {
+        let body =
+            serde_json::to_string(request).map_err(|e| StoreError::corrupt("pending input", e))?;
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         touch(&mut tx, id, now).await?;
@@ -281,7 +302,7 @@ impl Store {
         )
         .bind(id.to_string())
         .bind(tool_call_id)
-        .bind(request.to_string())
+        .bind(body)
         .bind(now)
         .fetch_one(&mut *tx)
         .await?;
@@ -462,6 +483,7 @@ fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
         id,
         workspace: Workspace::from_parts(mode, roots)?,
         lead: row.try_get("lead")?,
+        model: row.try_get("model")?,
         graph_hash: row.try_get("graph_hash")?,
         created_at_ms: row.try_get("created_at_ms")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
@@ -471,12 +493,14 @@ fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
 fn pending_from_row(row: &SqliteRow) -> Result<PendingInput, StoreError> {
     let request: String = row.try_get("request")?;
     let answer: Option<String> = row.try_get("answer")?;
-    let json =
-        |s: &str| serde_json::from_str(s).map_err(|e| StoreError::corrupt("pending input", e));
+    let json = |s: &str| -> Result<serde_json::Value, StoreError> {
+        serde_json::from_str(s).map_err(|e| StoreError::corrupt("pending input", e))
+    };
     Ok(PendingInput {
         id: PendingInputId(row.try_get("id")?),
         tool_call_id: row.try_get("tool_call_id")?,
-        request: json(&request)?,
+        request: serde_json::from_str(&request)
+            .map_err(|e| StoreError::corrupt("pending input", e))?,
         answer: answer.as_deref().map(json).transpose()?,
         created_at_ms: row.try_get("created_at_ms")?,
         answered_at_ms: row.try_get("answered_at_ms")?,

@@ -13,7 +13,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
-use evoflux_store::{Message, NewSession, Store, ToolCall, Usage, WorkspaceRequest};
+use evoflux_store::{
+    Message, NewSession, PendingRequest, Store, ToolCall, Usage, WorkspaceRequest,
+};
 use serde_json::json;
 
 const DATA_VAR: &str = "EVOFLUX_STORE_TEST_DATA";
@@ -64,7 +66,11 @@ async fn helper_appending_writer() {
     let id: SessionId = std::env::var(SESSION_VAR).unwrap().parse().unwrap();
     let store = Store::open(&data).await.unwrap();
     store
-        .create_pending_input(id, "call_ask", &json!({"question": "continue?"}))
+        .create_pending_input(
+            id,
+            "call_ask",
+            &PendingRequest::question("ask_user", "continue?"),
+        )
         .await
         .unwrap();
     // Append until killed; stop after a minute so a broken parent never
@@ -96,6 +102,7 @@ async fn killed_writer_loses_no_committed_entry() {
         .create_session(NewSession {
             workspace: WorkspaceRequest::Work,
             lead: None,
+            model: None,
             graph_hash: None,
         })
         .await

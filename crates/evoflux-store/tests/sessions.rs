@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use evoflux_core::AppMode;
 use evoflux_core::ids::{Ids, SessionId};
 use evoflux_store::{
-    DB_FILE, Message, NewSession, Store, StoreError, ToolCall, Usage, Workspace, WorkspaceRequest,
+    DB_FILE, Message, NewSession, PendingRequest, Store, StoreError, ToolCall, Usage, Workspace,
+    WorkspaceRequest,
 };
 use serde_json::json;
 
@@ -13,6 +14,7 @@ fn work() -> NewSession {
     NewSession {
         workspace: WorkspaceRequest::Work,
         lead: Some("lead".into()),
+        model: None,
         graph_hash: Some("sha256:abc".into()),
     }
 }
@@ -21,6 +23,7 @@ fn coding(repos: &[&str]) -> NewSession {
     NewSession {
         workspace: WorkspaceRequest::Coding(repos.iter().map(PathBuf::from).collect()),
         lead: None,
+        model: None,
         graph_hash: None,
     }
 }
@@ -229,14 +232,21 @@ async fn pending_input_lifecycle() {
     assert!(store.open_pending_inputs(s.id).await.unwrap().is_empty());
 
     let q1 = store
-        .create_pending_input(s.id, "call_1", &json!({"question": "Which branch?"}))
+        .create_pending_input(
+            s.id,
+            "call_1",
+            &PendingRequest::question("ask_user", "Which branch?"),
+        )
         .await
         .unwrap();
     let q2 = store
         .create_pending_input(
             s.id,
             "call_2",
-            &json!({"question": "Proceed?", "options": ["yes", "no"]}),
+            &PendingRequest {
+                options: vec!["yes".into(), "no".into()],
+                ..PendingRequest::question("ask_user", "Proceed?")
+            },
         )
         .await
         .unwrap();
@@ -321,7 +331,7 @@ async fn reopen_after_drop_keeps_everything() {
             store.append_message(s.id, &m).await.unwrap();
         }
         let q = store
-            .create_pending_input(s.id, "call_9", &json!({"question": "ok?"}))
+            .create_pending_input(s.id, "call_9", &PendingRequest::question("ask_user", "ok?"))
             .await
             .unwrap();
         let usage = Usage {
@@ -408,4 +418,32 @@ async fn work_session_resumes_with_its_own_folder_only() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), "store/workspace-mismatch");
+}
+
+#[tokio::test]
+async fn a_session_keeps_its_model_and_a_switch_is_persisted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let s = store
+        .create_session(NewSession {
+            model: Some("scripted:demo.yaml".into()),
+            ..work()
+        })
+        .await
+        .unwrap();
+    assert_eq!(s.model.as_deref(), Some("scripted:demo.yaml"));
+    let reopened = Store::open(dir.path()).await.unwrap();
+    assert_eq!(
+        reopened.load(s.id).await.unwrap().model.as_deref(),
+        Some("scripted:demo.yaml")
+    );
+    let switched = reopened.set_model(s.id, "openai:gpt-4.1").await.unwrap();
+    assert_eq!(switched.model.as_deref(), Some("openai:gpt-4.1"));
+    assert_eq!(
+        reopened.load(s.id).await.unwrap().model.as_deref(),
+        Some("openai:gpt-4.1")
+    );
+    let missing = Ids::sequential().session_id();
+    let err = reopened.set_model(missing, "x:y").await.unwrap_err();
+    assert_eq!(err.code(), "store/session-not-found");
 }

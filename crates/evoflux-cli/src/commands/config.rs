@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use evoflux_core::Diagnostics;
-use evoflux_core::config::{self, ConfigOrigin, LoadedConfig};
-use evoflux_graph::{Binding, CompiledGraph, Slot};
+use evoflux_core::config::{ConfigOrigin, LoadedConfig};
+use evoflux_graph::CompiledGraph;
 use serde::Serialize;
 
 use crate::cli::SourceArgs;
@@ -27,27 +27,10 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Selected, E
     Ok(Ok((dirs.config_file(), loaded, diags)))
 }
 
-/// The graph's `config` winner (project over user over admin over the
-/// embedded default) and the diagnostics of that slot; `None` when the
-/// slot has errors.
+/// The graph's `config` winner and that slot's diagnostics (the one rule
+/// lives beside the session builder, which uses it too).
 pub fn selected(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
-    let diags: Diagnostics = graph
-        .diagnostics
-        .iter()
-        .filter(|d| d.locator.slot.as_deref() == Some("config"))
-        .cloned()
-        .collect();
-    let loaded = graph
-        .node(&Slot::config())
-        .and_then(|node| graph.binding(&node.source_id))
-        .and_then(|bound| match &bound.binding {
-            // The winning file parsed cleanly during compilation; read it
-            // again only for the per-part origins.
-            Binding::File { path, .. } => config::load(path, &mut Diagnostics::new()),
-            Binding::Builtin { .. } => Some(LoadedConfig::embedded()),
-        });
-    let loaded = if diags.has_errors() { None } else { loaded };
-    (loaded, diags)
+    evoflux_harness::selected_config(graph)
 }
 
 pub fn show(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {

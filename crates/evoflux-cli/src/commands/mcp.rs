@@ -83,10 +83,7 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<McpRuntime,
 
 /// `name`, or `<plugin>/<name>` for a plugin's server.
 fn display_name(status: &ServerStatus) -> String {
-    match &status.owner {
-        ServerOwner::Global { .. } => status.name.clone(),
-        ServerOwner::Plugin { plugin, .. } => format!("{plugin}/{}", status.name),
-    }
+    status.owner.server_ref(&status.name)
 }
 
 /// The manager holding `server` (as [`display_name`] writes it).

@@ -13,7 +13,7 @@ pub mod workers;
 use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions};
-use evoflux_plugins::{PluginManager, PluginPaths};
+use evoflux_harness::AppContext;
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -26,52 +26,31 @@ pub fn resolve_dirs(out: &Output) -> Result<Dirs, Exit> {
     })
 }
 
-/// The roots to compile: enabled plugins, admin and user directories, the
-/// user's compatible skill roots below `$HOME`, and the workspaces
-/// (default: the current directory).
-pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOptions> {
-    let workspaces = if sources.workspaces.is_empty() {
-        vec![std::env::current_dir()?]
-    } else {
-        sources
-            .workspaces
-            .iter()
-            .map(|w| {
-                std::fs::canonicalize(w)
-                    .map_err(|e| anyhow::anyhow!("workspace `{}` cannot be used: {e}", w.display()))
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
-    Ok(RootOptions {
-        admin_dir: Some(dirs.admin_dir().to_path_buf()),
-        user_config_dir: Some(dirs.config_dir().to_path_buf()),
+/// The application context of this process: its directories, `$HOME`
+/// and the current directory. Every session and compile goes through it.
+pub fn app_context(dirs: &Dirs) -> anyhow::Result<AppContext> {
+    Ok(AppContext {
+        dirs: dirs.clone(),
         home: std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(std::path::PathBuf::from),
-        workspaces,
-        // Enabled installed, linked and bundled plugins; problems with the
-        // registry are reported by `evoflux plugin list`.
-        plugins: PluginManager::new(PluginPaths::from_dirs(dirs))
-            .enabled_plugin_roots()
-            .0,
+        cwd: std::env::current_dir()?,
     })
+}
+
+/// The roots to compile (see [`AppContext::root_options`]).
+pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOptions> {
+    Ok(app_context(dirs)?.root_options(&sources.workspaces)?)
 }
 
 /// Every builtin registry the binary ships: the framework defaults and the
 /// bundled skills. Compiling and loading graphs always use this one set.
 pub fn registries() -> Vec<BuiltinRegistry> {
-    vec![
-        BuiltinRegistry::framework(),
-        evoflux_skills::bundled::registry(),
-    ]
+    AppContext::registries()
 }
 
 /// The compile step: the standard roots for these directories and
 /// workspaces, with every registry.
 pub fn compile_graph(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<CompiledGraph> {
-    let opts = root_options(dirs, sources)?;
-    Ok(evoflux_graph::compile(
-        &registries(),
-        &evoflux_graph::discover::standard_roots(&opts),
-    )?)
+    Ok(app_context(dirs)?.compile(&sources.workspaces)?)
 }

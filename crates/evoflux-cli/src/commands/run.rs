@@ -11,20 +11,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use evoflux_agents::ToolCatalog;
-use evoflux_agents::team::{EffectiveAgentConfig, compile_agent_config, load_agents};
-use evoflux_core::config::{ConfigOrigin, ModelRef};
-use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
 use evoflux_core::{AppMode, Diagnostics, Severity};
-use evoflux_harness::skills::{ResolverPolicy, SkillRuntime};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
-    NonInteractive, PipelineOptions, RunSetup, SessionRequest, SystemClock, TurnOptions,
-    TurnOutcome, TurnStatus, standard_pipeline,
+    ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, TurnOptions,
+    TurnOutcome, TurnStatus,
 };
-use evoflux_model::{ProviderOptions, SetupError};
-use evoflux_store::{Session, Store, WorkspaceRequest};
+use evoflux_store::{Session, Store, StoreError};
 use evoflux_tools::{ProcessRuntime, RuntimeConfig};
 
 use crate::cli::SourceArgs;
@@ -242,9 +236,24 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 Ok(Exit::Ok)
             }
             SessionsCommand::Show { id } => {
-                let id = parse_id(id)?;
+                let Ok(id) = id.parse::<SessionId>() else {
+                    out.failure(&anyhow::anyhow!(
+                        "`{id}` is not a session id; list sessions with `evoflux sessions list`"
+                    ));
+                    return Ok(Exit::Invalid);
+                };
                 let store = Store::open(dirs.data_dir()).await?;
-                let session = store.load(id).await?;
+                let session = match store.load(id).await {
+                    Ok(s) => s,
+                    Err(e @ StoreError::SessionNotFound(_)) => {
+                        out.failure(&anyhow::anyhow!(
+                            "{e} [{}]; list sessions with `evoflux sessions list`",
+                            e.code()
+                        ));
+                        return Ok(Exit::Invalid);
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 let transcript = store.transcript(id).await?;
                 let pending = store.open_pending_inputs(id).await?;
                 let usage = store.usage(id).await?;
@@ -358,10 +367,6 @@ async fn shutdown_signal() {
     }
 }
 
-fn parse_id(id: &str) -> anyhow::Result<SessionId> {
-    Ok(id.parse::<SessionId>()?)
-}
-
 fn read_schema(path: &Path) -> anyhow::Result<serde_json::Value> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the output schema {}", path.display()))?;
@@ -421,7 +426,9 @@ fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessE
     }
 }
 
-/// Builds the run setup for these arguments and opens the session.
+/// Opens the session these arguments name through the harness's
+/// [`SessionBuilder`]; this front end only words what went wrong and picks
+/// the exit code.
 async fn open(
     out: &Output,
     args: &SessionArgs,
@@ -433,249 +440,109 @@ async fn open(
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
     };
-    let store = Store::open(dirs.data_dir()).await?;
-    let resumed = match &args.session {
-        Some(id) => Some(store.load(parse_id(id)?).await?),
+    let app = super::app_context(&dirs)?;
+    let resume = match &args.session {
+        Some(id) => match id.parse::<SessionId>() {
+            Ok(id) => Some(id),
+            Err(e) => {
+                out.failure(&anyhow::anyhow!("--session {id}: {e}"));
+                return Ok(Err(Exit::Invalid));
+            }
+        },
         None => None,
     };
-    let mode = match &resumed {
-        Some(s) => {
-            // The persisted mode decides; a different request is refused by
-            // the store below with the session's own words.
-            args.mode.unwrap_or(s.mode())
-        }
-        None => args.mode.unwrap_or(AppMode::Work),
-    };
-    // Compile with the session's repositories when resuming a Coding
-    // session, so its project sources are the ones it started with.
-    let sources = match (&resumed, args.sources.workspaces.is_empty()) {
-        (Some(s), true) if s.mode() == AppMode::Coding => SourceArgs {
-            workspaces: s.workspace.roots().to_vec(),
-        },
-        _ => args.sources.clone(),
-    };
-    let graph = super::compile_graph(&dirs, &sources)?;
-    let mut diags = Diagnostics::new();
-    let lead_name = match (&resumed, &args.lead) {
-        (Some(s), None) => s.lead.clone(),
-        (_, lead) => lead.clone(),
-    };
-    let directory = load_agents(&graph, mode, &mut diags);
-    let team = match directory.team(lead_name.as_deref()) {
-        Ok(t) => t,
-        Err(e) => {
-            out.diagnostics(&errors_only(&diags));
-            out.failure(&anyhow::anyhow!("{e}"));
-            return Ok(Err(Exit::Invalid));
-        }
-    };
-    let catalog = ToolCatalog::from_graph(&graph);
-    let agent: EffectiveAgentConfig = match directory
-        .get(&team.lead)
-        .and_then(|e| e.raw.as_ref().map(|r| (r, e.source.clone())))
-    {
-        Some((raw, source)) => compile_agent_config(raw, source, &catalog, &mut diags),
-        None => {
-            out.failure(&anyhow::anyhow!("lead `{}` cannot be loaded", team.lead));
-            return Ok(Err(Exit::Invalid));
-        }
-    };
-    let (loaded, config_diags) = super::config::selected(&graph);
-    let Some(loaded) = loaded else {
-        out.diagnostics(&config_diags);
-        return Ok(Err(Exit::Invalid));
-    };
-    out.diagnostics(&errors_only(&diags));
-    // A misspelled tool in `[approval]` would silently protect nothing.
-    let unknown: Diagnostics = loaded
-        .config
-        .approval
-        .keys()
-        .filter(|name| catalog.get(name).is_none())
-        .map(|name| {
-            let mut d = evoflux_core::Diagnostic::warning(
-                "config/approval-tool-unknown",
-                format!(
-                    "[approval] names `{name}`, which is not a tool of the compiled graph; check \
-                     its spelling (an MCP tool's qualified name applies once its server is ready)"
-                ),
-            )
-            .with_field(format!("approval.{name}"));
-            if let Some(file) = &loaded.file {
-                d = d.with_file(file);
-            }
-            d
-        })
-        .collect();
-    out.diagnostics(&unknown);
-    let (model, origin) = match (&args.model, &agent.model) {
-        (Some(m), _) => (m.clone(), "--model"),
-        (None, Some(m)) => (m.clone(), "the agent's model"),
-        (None, None) => (
-            loaded.config.model.default.to_string(),
-            match loaded.model_origin {
-                ConfigOrigin::Embedded => "embedded default",
-                ConfigOrigin::File => "config.toml",
-            },
-        ),
-    };
-    let model_ref: ModelRef = model.parse().map_err(|e| anyhow::anyhow!("--model: {e}"))?;
-    if origin == "embedded default" && !out.json {
-        eprintln!(
-            "note: no model configured; using the embedded local model `{model_ref}` (an offline demo model; see README for real models)"
-        );
-    }
-    let provider = match provider(&dirs, &model_ref, &loaded.config) {
-        Ok(p) => p,
-        Err(e) => {
-            out.failure(&anyhow::anyhow!("model `{model_ref}` ({origin}): {e}"));
-            return Ok(Err(Exit::Failure));
-        }
-    };
-    let skills = skill_runtime(&dirs, &graph, mode, provider.kind());
-    // MCP servers: nothing starts here; the session starts the ones its
-    // agent is granted, in the background.
-    let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
-        &graph,
-        Some(&evoflux_plugins::PluginManager::new(
-            evoflux_plugins::PluginPaths::from_dirs(&dirs),
-        )),
-        evoflux_mcp::ManagerOptions {
-            roots: match mode {
-                AppMode::Coding if args.sources.workspaces.is_empty() => {
-                    vec![std::env::current_dir()?]
-                }
-                AppMode::Coding => canonical(&args.sources.workspaces)?,
-                AppMode::Work => Vec::new(),
-            },
-            ..evoflux_mcp::ManagerOptions::default()
-        },
-    )?;
-    out.diagnostics(&errors_only(&Diagnostics::from(mcp_diags)));
-    let setup = RunSetup {
-        store,
-        provider: Arc::from(provider),
-        model: model_ref.model.clone(),
-        model_label: model_ref.to_string(),
-        agent,
-        catalog,
-        pipeline: standard_pipeline(PipelineOptions {
-            on_compacted: Some(skills.compaction_listener()),
-            skills: Some(skills.clone()),
-            ..PipelineOptions::new(mode)
-        })?,
-        clock: Arc::new(SystemClock),
-        events,
-        approver,
+    let options = SessionOptions {
+        mode: args.mode,
+        workspaces: args.sources.workspaces.clone(),
+        lead: args.lead.clone(),
+        model: args.model.clone(),
+        resume,
         limits: Limits {
-            model_calls_per_turn: args.max_model_calls.max(1),
+            model_calls_per_turn: args.max_model_calls,
             ..Limits::default()
         },
-        can_request_input: true,
-        network: evoflux_harness::NetworkAccess::PublicOnly,
-        processes: Some(processes.clone()),
-        artifacts_root: dirs.data_dir().join("artifacts"),
-        mcp: Some(mcp),
-        mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
-        skills: Some(skills),
-        approvals: loaded.config.approval.clone(),
     };
-    let request = match &resumed {
-        Some(s) => SessionRequest::Resume {
-            id: s.id,
-            mode: args.mode,
-            workspace: if args.sources.workspaces.is_empty() || mode == AppMode::Work {
-                None
-            } else {
-                Some(canonical(&args.sources.workspaces)?)
-            },
-        },
-        None => SessionRequest::New {
-            workspace: match mode {
-                AppMode::Work => WorkspaceRequest::Work,
-                AppMode::Coding => {
-                    WorkspaceRequest::Coding(if args.sources.workspaces.is_empty() {
-                        vec![std::env::current_dir()?.canonicalize()?]
-                    } else {
-                        canonical(&args.sources.workspaces)?
-                    })
-                }
-            },
-            graph_hash: Some(graph.hash.to_string()),
-        },
-    };
-    let events = setup.events.clone();
-    match Harness::open(setup, request).await {
-        Ok(h) => Ok(Ok(h)),
+    let opened = SessionBuilder::new(&app, options)
+        .events(events.clone())
+        .approver(approver)
+        .processes(processes.clone())
+        .open()
+        .await;
+    match opened {
+        Ok(opened) => {
+            out.diagnostics(&opened.diagnostics);
+            if opened.model_origin == ModelOrigin::Embedded && !out.json {
+                embedded_model_note(&opened.model);
+            }
+            Ok(Ok(opened.harness))
+        }
         Err(e) => {
-            events.emit(&Event::Error {
-                code: e.code().to_owned(),
-                message: e.to_string(),
-            });
-            Ok(Err(match e {
-                HarnessError::Store(_) | HarnessError::LeadMismatch { .. } => Exit::Invalid,
-                _ => Exit::Failure,
+            report_open_error(out, events.as_ref(), &e);
+            Ok(Err(if e.is_invalid_input() {
+                Exit::Invalid
+            } else {
+                Exit::Failure
             }))
         }
     }
 }
 
-/// The session's skills: the graph's skill slots (bundled, plugin, user and
-/// project) with the user's runtime preferences applied. The implicit
-/// resolver asks the session's provider, except a scripted one (its script
-/// is the main conversation, with no answers to spare for a side call) and
-/// the embedded local demo model (too small for a reliable decision).
-fn skill_runtime(
-    dirs: &Dirs,
-    graph: &evoflux_graph::CompiledGraph,
-    mode: AppMode,
-    provider: evoflux_core::config::ProviderKind,
-) -> Arc<SkillRuntime> {
-    use evoflux_core::config::ProviderKind;
-    let overlay = evoflux_skills::SkillSettingsStore::in_config_dir(dirs.config_dir()).read();
-    let options = evoflux_skills::LoadOptions::new(
-        evoflux_skills::PlaceholderDirs::from_config_dir(dirs.config_dir()),
+fn embedded_model_note(model: &evoflux_core::config::ModelRef) {
+    eprintln!(
+        "note: no model configured; using the embedded local model `{model}` (an offline demo model; see README for real models)"
     );
-    let (slots, _) = evoflux_skills::selection::skill_slots(
-        graph,
-        &options,
-        &overlay,
-        evoflux_skills::selection::Depth::Settled,
-    );
-    let resolver = match provider {
-        ProviderKind::Openai | ProviderKind::Anthropic => ResolverPolicy::ActiveProvider,
-        ProviderKind::Local | ProviderKind::Scripted => ResolverPolicy::Off,
-    };
-    Arc::new(SkillRuntime::new(
-        &slots,
-        mode,
-        options.placeholders,
-        resolver,
-    ))
 }
 
-fn provider(
-    dirs: &Dirs,
-    model: &ModelRef,
-    config: &evoflux_core::config::HarnessConfig,
-) -> Result<Box<dyn evoflux_model::Provider>, SetupError> {
-    let options = ProviderOptions {
-        cache_dir: Some(dirs.cache_dir().join("models")),
-        model_file: None,
-        ..ProviderOptions::default()
+/// Words an error of opening a session for this command line: session and
+/// store errors go to the event stream (as every later error does), the
+/// others to stderr with the diagnostics that explain them, each with the
+/// command that fixes it where there is one.
+fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
+    if let Some(diags) = e.diagnostics() {
+        out.diagnostics(diags);
+    }
+    let hint = match e {
+        SessionError::Store(StoreError::SessionNotFound(_))
+        | SessionError::Harness(HarnessError::Store(StoreError::SessionNotFound(_))) => {
+            Some("list sessions with `evoflux sessions list`".to_owned())
+        }
+        SessionError::Harness(HarnessError::LeadMismatch { persisted, .. }) => Some(format!(
+            "resume it without --lead or with --lead {persisted}"
+        )),
+        SessionError::WorkspaceInWorkMode { .. } => {
+            Some("use --mode coding with --workspace".to_owned())
+        }
+        _ => None,
     };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    evoflux_model::resolve(model, config, &cwd, &options)
-}
-
-fn canonical(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    paths
-        .iter()
-        .map(|p| {
-            p.canonicalize()
-                .with_context(|| format!("workspace `{}` cannot be used", p.display()))
-        })
-        .collect()
+    let message = match &hint {
+        Some(h) => format!("{e}; {h}"),
+        None => e.to_string(),
+    };
+    match e {
+        SessionError::Store(_) | SessionError::Harness(_) => events.emit(&Event::Error {
+            code: e.code().to_owned(),
+            message,
+        }),
+        SessionError::Provider {
+            model,
+            origin,
+            source,
+        } => {
+            if *origin == ModelOrigin::Embedded && !out.json {
+                embedded_model_note(model);
+            }
+            let origin = match origin {
+                ModelOrigin::Explicit => "--model",
+                ModelOrigin::Session
+                | ModelOrigin::Agent
+                | ModelOrigin::Config
+                | ModelOrigin::Embedded => origin.as_str(),
+            };
+            out.failure(&anyhow::anyhow!("model `{model}` ({origin}): {source}"));
+        }
+        SessionError::Config { .. } => {}
+        _ => out.failure(&anyhow::anyhow!("{message} [{}]", e.code())),
+    }
 }
 
 fn errors_only(diags: &Diagnostics) -> Diagnostics {
@@ -831,6 +698,10 @@ impl EventSink for HumanEvents {
                     "  context compacted: a summary stands for the first {covered_messages} messages"
                 );
             }
+            Event::ModelSwitched { from, to } => {
+                self.end_text();
+                eprintln!("  model switched from {from} to {to} for this session");
+            }
             Event::McpServer {
                 server,
                 owner,
@@ -922,10 +793,7 @@ fn render_transcript(
     for p in pending {
         out.push_str(&format!(
             "\nwaiting for an answer: {}\n",
-            p.request
-                .get("question")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
+            p.request.question
         ));
     }
     out

@@ -80,6 +80,7 @@ impl Hook for SkillResolutionHook {
                     Ok(
                         StreamEvent::ToolCallDelta { .. }
                         | StreamEvent::ToolCall { .. }
+                        | StreamEvent::InvalidToolCall { .. }
                         | StreamEvent::Usage { .. }
                         | StreamEvent::Stop { .. },
                     ) => {}

@@ -1,0 +1,269 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The session engine through the real binary: a session keeps its model,
+//! malformed tool-call arguments come back to the model, and each invalid
+//! input exits 3.
+
+mod common;
+
+use std::process::Output;
+
+use common::Sandbox;
+use serde_json::Value;
+
+fn script(s: &Sandbox, name: &str, yaml: &str) -> String {
+    let path = s.tmp.path().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+fn run(s: &Sandbox, args: &[&str]) -> Output {
+    s.command(args)
+        .env("PATH", std::env::var("PATH").unwrap())
+        .output()
+        .unwrap()
+}
+
+fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn session_id(events: &[Value]) -> String {
+    of_type(events, "session_started")[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_session_created_with_a_scripted_model_resumes_on_it() {
+    let s = Sandbox::new();
+    let model = script(&s, "two.yaml", "turns:\n  - reply: {text: first}\n");
+    let out = run(&s, &["--json", "run", "--model", &model, "hello"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = session_id(&events(&out));
+    // A script replays from its first turn in each process: the resumed
+    // process reads the file anew.
+    script(
+        &s,
+        "two.yaml",
+        "turns:\n  - expect: {user: again}\n    reply: {text: second}\n",
+    );
+    // No --model: the session's own model answers, not the embedded one.
+    let out = run(&s, &["--json", "sessions", "resume", &id, "again"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "session_started")[0]["model"], model.as_str());
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "second");
+    assert!(of_type(&ev, "model_switched").is_empty());
+    let shown = s.json(&["--json", "sessions", "show", &id]);
+    assert_eq!(shown["session"]["model"], model.as_str());
+}
+
+#[test]
+fn model_on_resume_is_a_recorded_switch() {
+    let s = Sandbox::new();
+    let first = script(&s, "a.yaml", "turns:\n  - reply: {text: from a}\n");
+    let second = script(&s, "b.yaml", "turns:\n  - reply: {text: from b}\n");
+    let out = run(&s, &["--json", "run", "--model", &first, "hello"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = session_id(&events(&out));
+    let out = run(
+        &s,
+        &[
+            "--json", "sessions", "resume", &id, "--model", &second, "next",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let switched = of_type(&ev, "model_switched");
+    assert_eq!(switched.len(), 1);
+    assert_eq!(switched[0]["from"], first.as_str());
+    assert_eq!(switched[0]["to"], second.as_str());
+    // The switch is kept: the next resume without --model stays on b.
+    script(&s, "b.yaml", "turns:\n  - reply: {text: b again}\n");
+    let out = run(&s, &["--json", "sessions", "resume", &id, "third"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "b again");
+}
+
+#[test]
+fn arguments_that_are_not_json_come_back_to_the_model_and_the_run_finishes() {
+    let s = Sandbox::new();
+    s.write(s.repo().join("notes.txt"), "hello\n");
+    let model = script(
+        &s,
+        "bad.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: read, raw_arguments: '{"path": "notes.txt"'}
+  - expect: {tool_result: {contains: not valid JSON}}
+    reply:
+      tool_calls:
+        - {name: read, arguments: {path: notes.txt}}
+  - expect: {tool_result: {contains: hello}}
+    reply: {text: done}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "read it",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended.len(), 2);
+    assert_eq!(ended[0]["is_error"], true);
+    let content = ended[0]["content"].as_str().unwrap();
+    assert!(content.contains("not valid JSON"), "{content}");
+    assert!(content.contains(r#"{"path": "notes.txt""#), "{content}");
+    assert_eq!(ended[1]["is_error"], false);
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "done");
+    assert!(of_type(&ev, "error").is_empty());
+}
+
+#[test]
+fn invalid_input_exits_3() {
+    let s = Sandbox::new();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let missing = s.tmp.path().join("no-such-dir");
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "missing workspace",
+            vec![
+                "run".into(),
+                "--mode".into(),
+                "coding".into(),
+                "--workspace".into(),
+                missing.display().to_string(),
+                "--model".into(),
+                model.clone(),
+                "x".into(),
+            ],
+        ),
+        (
+            "unparseable model",
+            vec!["run".into(), "--model".into(), "nocolon".into(), "x".into()],
+        ),
+        (
+            "unknown provider",
+            vec![
+                "run".into(),
+                "--model".into(),
+                "nosuch:m".into(),
+                "x".into(),
+            ],
+        ),
+        (
+            "unknown lead",
+            vec![
+                "run".into(),
+                "--lead".into(),
+                "nosuch".into(),
+                "--model".into(),
+                model.clone(),
+                "x".into(),
+            ],
+        ),
+        (
+            "workspace with work mode",
+            vec![
+                "run".into(),
+                "--mode".into(),
+                "work".into(),
+                "--workspace".into(),
+                s.repo().display().to_string(),
+                "--model".into(),
+                model.clone(),
+                "x".into(),
+            ],
+        ),
+        (
+            "no such session",
+            vec![
+                "sessions".into(),
+                "resume".into(),
+                "01900000-0000-7000-8000-000000000000".into(),
+                "x".into(),
+            ],
+        ),
+        (
+            "not a session id",
+            vec!["sessions".into(), "show".into(), "nope".into()],
+        ),
+    ];
+    for (what, args) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&s, &args);
+        assert_eq!(out.status.code(), Some(3), "{what}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_workspace_given_twice_is_one_workspace() {
+    let s = Sandbox::new();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let repo = s.repo().display().to_string();
+    let dotted = format!("{repo}/.");
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--workspace",
+            &repo,
+            "--workspace",
+            &dotted,
+            "--model",
+            &model,
+            "x",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let ws = of_type(&ev, "session_started")[0]["workspace"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(ws.len(), 1, "{ws:?}");
+}
+
+#[test]
+fn a_coding_run_below_a_repository_root_works_in_the_repository() {
+    let s = Sandbox::new();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    std::fs::create_dir_all(s.repo().join(".git")).unwrap();
+    let sub = s.repo().join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = s
+        .command(&["--json", "run", "--mode", "coding", "--model", &model, "x"])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let ws = &of_type(&ev, "session_started")[0]["workspace"];
+    assert_eq!(
+        ws[0].as_str().unwrap(),
+        s.repo().canonicalize().unwrap().display().to_string()
+    );
+}

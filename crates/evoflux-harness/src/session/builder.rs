@@ -1,0 +1,642 @@
+//! Opening a session from what a front end knows: the application's
+//! directories, a mode, repositories, a lead, a model. Every front end
+//! (`evoflux run`, `chat`, `sessions resume`, the server) opens sessions
+//! through [`SessionBuilder`], so lead resolution, the `[approval]` check,
+//! model choice, the skill-resolver policy and MCP roots are decided in one
+//! place. Errors are typed ([`SessionError`]); the front end words them and
+//! picks its exit code from [`SessionError::is_invalid_input`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use evoflux_agents::ToolCatalog;
+use evoflux_agents::team::{TeamError, compile_agent_config, load_agents};
+use evoflux_core::config::{
+    self as core_config, ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
+};
+use evoflux_core::dirs::Dirs;
+use evoflux_core::ids::SessionId;
+use evoflux_core::{AppMode, Diagnostic, Diagnostics, Severity};
+use evoflux_graph::{Binding, BuiltinRegistry, CompiledGraph, RootOptions, Slot};
+use evoflux_model::SetupError;
+use evoflux_plugins::{PluginManager, PluginPaths};
+use evoflux_store::{Store, StoreError, WorkspaceRequest};
+use evoflux_tools::ProcessRuntime;
+
+use super::{Harness, Limits, RunSetup, SessionRequest};
+use crate::approval::{Approver, NonInteractive};
+use crate::clock::SystemClock;
+use crate::error::HarnessError;
+use crate::events::{EventSink, NoEvents};
+use crate::hooks::{HookError, PipelineOptions, standard_pipeline};
+use crate::skills::{ResolverPolicy, SkillRuntime};
+use evoflux_tools::web_fetch::NetworkAccess;
+
+/// The application sessions run in: its directories, the user's home (for
+/// compatible skill roots) and the directory it was started in. Front ends
+/// build it once; nothing below reads the process environment.
+#[derive(Debug, Clone)]
+pub struct AppContext {
+    pub dirs: Dirs,
+    pub home: Option<PathBuf>,
+    pub cwd: PathBuf,
+}
+
+impl AppContext {
+    /// Every builtin registry the application ships: the framework
+    /// defaults and the bundled skills.
+    pub fn registries() -> Vec<BuiltinRegistry> {
+        vec![
+            BuiltinRegistry::framework(),
+            evoflux_skills::bundled::registry(),
+        ]
+    }
+
+    /// The roots to compile: enabled plugins, admin and user directories,
+    /// the user's compatible skill roots below home, and the workspaces
+    /// (default: the start directory).
+    pub fn root_options(&self, workspaces: &[PathBuf]) -> Result<RootOptions, SessionError> {
+        let workspaces = if workspaces.is_empty() {
+            vec![self.cwd.clone()]
+        } else {
+            canonical(&self.cwd, workspaces)?
+        };
+        Ok(RootOptions {
+            admin_dir: Some(self.dirs.admin_dir().to_path_buf()),
+            user_config_dir: Some(self.dirs.config_dir().to_path_buf()),
+            home: self.home.clone(),
+            workspaces,
+            // Enabled installed, linked and bundled plugins; problems with
+            // the registry are reported by the plugin commands.
+            plugins: self.plugins().enabled_plugin_roots().0,
+        })
+    }
+
+    /// The compile step: the standard roots for these workspaces, with
+    /// every registry.
+    pub fn compile(&self, workspaces: &[PathBuf]) -> Result<CompiledGraph, SessionError> {
+        let opts = self.root_options(workspaces)?;
+        evoflux_graph::compile(
+            &Self::registries(),
+            &evoflux_graph::discover::standard_roots(&opts),
+        )
+        .map_err(|e| SessionError::Compile(Box::new(e)))
+    }
+
+    /// The plugin manager of these directories.
+    pub fn plugins(&self) -> PluginManager {
+        PluginManager::new(PluginPaths::from_dirs(&self.dirs))
+    }
+
+    /// Where command output and offloaded results go.
+    pub fn artifacts_root(&self) -> PathBuf {
+        self.dirs.data_dir().join("artifacts")
+    }
+}
+
+/// The graph's `config` winner (project over user over admin over the
+/// embedded default) and the diagnostics of that slot; `None` when the
+/// slot has errors.
+pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
+    let diags: Diagnostics = graph
+        .diagnostics
+        .iter()
+        .filter(|d| d.locator.slot.as_deref() == Some("config"))
+        .cloned()
+        .collect();
+    let loaded = graph
+        .node(&Slot::config())
+        .and_then(|node| graph.binding(&node.source_id))
+        .and_then(|bound| match &bound.binding {
+            // The winning file parsed cleanly during compilation; read it
+            // again only for the per-part origins.
+            Binding::File { path, .. } => core_config::load(path, &mut Diagnostics::new()),
+            Binding::Builtin { .. } => Some(LoadedConfig::embedded()),
+        });
+    let loaded = if diags.has_errors() { None } else { loaded };
+    (loaded, diags)
+}
+
+/// What selects and shapes a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionOptions {
+    /// The mode; a resumed session's persisted mode decides when `None`.
+    /// A new session defaults to Work.
+    pub mode: Option<AppMode>,
+    /// Coding repositories as the user named them (relative to the start
+    /// directory). Empty: the repository around the start directory.
+    pub workspaces: Vec<PathBuf>,
+    /// The lead; `None` is the mode's default lead, or a resumed session's.
+    pub lead: Option<String>,
+    /// An explicit `provider:model`. On resume it is a recorded switch.
+    pub model: Option<String>,
+    /// Resume this session instead of creating one.
+    pub resume: Option<SessionId>,
+    pub limits: Limits,
+}
+
+/// Where the session's model came from, for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelOrigin {
+    /// The front end named it (`--model`, a request field).
+    Explicit,
+    /// The resumed session was created with it (or switched to it).
+    Session,
+    /// The lead's `model:`.
+    Agent,
+    /// `[model] default` in config.toml.
+    Config,
+    /// No model anywhere: the embedded default.
+    Embedded,
+}
+
+impl ModelOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelOrigin::Explicit => "explicit",
+            ModelOrigin::Session => "the session's model",
+            ModelOrigin::Agent => "the agent's model",
+            ModelOrigin::Config => "config.toml",
+            ModelOrigin::Embedded => "embedded default",
+        }
+    }
+}
+
+/// Why a session could not be opened. Each variant carries what the front
+/// end needs to word it; none names a front end's flags.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("workspace `{}` cannot be used: {source}", path.display())]
+    Workspace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "repositories were given for a Work session: a Work session's workspace is its own folder; use Coding mode to work in repositories"
+    )]
+    WorkspaceInWorkMode { workspaces: Vec<PathBuf> },
+    #[error(transparent)]
+    Compile(Box<evoflux_graph::GraphError>),
+    #[error("{source}")]
+    Lead {
+        #[source]
+        source: TeamError,
+        /// The diagnostics of the agents that were loaded.
+        diagnostics: Diagnostics,
+    },
+    #[error("lead `{lead}` cannot be loaded")]
+    LeadUnloadable {
+        lead: String,
+        diagnostics: Diagnostics,
+    },
+    #[error("the selected config.toml has errors")]
+    Config { diagnostics: Diagnostics },
+    #[error("model `{value}` is not a valid model: {source}")]
+    ModelInvalid {
+        value: String,
+        #[source]
+        source: ParseModelRefError,
+    },
+    #[error("model `{model}` ({}): {source}", origin.as_str())]
+    Provider {
+        model: ModelRef,
+        origin: ModelOrigin,
+        #[source]
+        source: SetupError,
+    },
+    #[error(transparent)]
+    Pipeline(#[from] HookError),
+    #[error("cannot set up MCP servers: {0}")]
+    Mcp(#[from] evoflux_mcp::McpError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+}
+
+impl SessionError {
+    /// The stable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SessionError::Workspace { .. } => "session/workspace-unusable",
+            SessionError::WorkspaceInWorkMode { .. } => "session/workspace-in-work-mode",
+            SessionError::Compile(_) => "session/compile-failed",
+            SessionError::Lead { .. } => "session/lead-unknown",
+            SessionError::LeadUnloadable { .. } => "session/lead-unloadable",
+            SessionError::Config { .. } => "config/invalid",
+            SessionError::ModelInvalid { .. } => "session/model-invalid",
+            SessionError::Provider { source, .. } => source.code(),
+            SessionError::Pipeline(e) => e.code(),
+            SessionError::Mcp(e) => e.code(),
+            SessionError::Store(e) => e.code(),
+            SessionError::Harness(e) => e.code(),
+        }
+    }
+
+    /// Whether the user's input is what is wrong (a front end's "invalid
+    /// input" exit), rather than the machine or a service.
+    pub fn is_invalid_input(&self) -> bool {
+        match self {
+            SessionError::Workspace { .. }
+            | SessionError::WorkspaceInWorkMode { .. }
+            | SessionError::Lead { .. }
+            | SessionError::LeadUnloadable { .. }
+            | SessionError::Config { .. }
+            | SessionError::ModelInvalid { .. } => true,
+            SessionError::Provider { source, .. } => match source {
+                SetupError::UnknownProvider { .. }
+                | SetupError::BaseUrlMissing { .. }
+                | SetupError::ScriptMissing { .. }
+                | SetupError::ScriptUnreadable { .. }
+                | SetupError::ScriptInvalid { .. } => true,
+                SetupError::NotAvailable { .. }
+                | SetupError::HttpClient { .. }
+                | SetupError::Local(_) => false,
+            },
+            SessionError::Store(e) => store_input_error(e),
+            SessionError::Harness(HarnessError::Store(e)) => store_input_error(e),
+            SessionError::Harness(HarnessError::LeadMismatch { .. }) => true,
+            SessionError::Compile(_)
+            | SessionError::Pipeline(_)
+            | SessionError::Mcp(_)
+            | SessionError::Harness(_) => false,
+        }
+    }
+
+    /// Diagnostics that explain the error (agents, config), to show with it.
+    pub fn diagnostics(&self) -> Option<&Diagnostics> {
+        match self {
+            SessionError::Lead { diagnostics, .. }
+            | SessionError::LeadUnloadable { diagnostics, .. }
+            | SessionError::Config { diagnostics } => Some(diagnostics),
+            SessionError::Workspace { .. }
+            | SessionError::WorkspaceInWorkMode { .. }
+            | SessionError::Compile(_)
+            | SessionError::ModelInvalid { .. }
+            | SessionError::Provider { .. }
+            | SessionError::Pipeline(_)
+            | SessionError::Mcp(_)
+            | SessionError::Store(_)
+            | SessionError::Harness(_) => None,
+        }
+    }
+}
+
+fn store_input_error(e: &StoreError) -> bool {
+    match e {
+        StoreError::SessionNotFound(_)
+        | StoreError::ModeMismatch { .. }
+        | StoreError::WorkspaceMismatch { .. }
+        | StoreError::CodingWorkspaceEmpty
+        | StoreError::WorkspaceNotAbsolute(_) => true,
+        StoreError::DataDir { .. }
+        | StoreError::Open { .. }
+        | StoreError::Migrate { .. }
+        | StoreError::Database(_)
+        | StoreError::PendingInputNotFound { .. }
+        | StoreError::PendingInputAnswered { .. }
+        | StoreError::Corrupt { .. } => false,
+    }
+}
+
+/// An opened session and what the front end should tell the user about
+/// how it was opened.
+#[derive(Debug)]
+pub struct OpenedSession {
+    pub harness: Harness,
+    /// Warnings and errors found while opening (agents, config, MCP),
+    /// none of which stopped the session.
+    pub diagnostics: Diagnostics,
+    pub model: ModelRef,
+    pub model_origin: ModelOrigin,
+}
+
+/// Opens or resumes one session; see the module documentation.
+#[derive(Debug)]
+pub struct SessionBuilder<'a> {
+    app: &'a AppContext,
+    options: SessionOptions,
+    events: Arc<dyn EventSink>,
+    approver: Arc<dyn Approver>,
+    processes: Option<ProcessRuntime>,
+    network: NetworkAccess,
+    can_request_input: bool,
+}
+
+impl<'a> SessionBuilder<'a> {
+    pub fn new(app: &'a AppContext, options: SessionOptions) -> SessionBuilder<'a> {
+        SessionBuilder {
+            app,
+            options,
+            events: Arc::new(NoEvents),
+            approver: Arc::new(NonInteractive),
+            processes: None,
+            network: NetworkAccess::PublicOnly,
+            can_request_input: true,
+        }
+    }
+
+    /// Where the session's events go.
+    pub fn events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Who decides tools that need approval (default: deny).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+
+    /// The application's command runtime; without one, command tools are
+    /// left out of the session.
+    pub fn processes(mut self, processes: ProcessRuntime) -> Self {
+        self.processes = Some(processes);
+        self
+    }
+
+    /// What network tools may reach (default: public addresses only).
+    pub fn network(mut self, network: NetworkAccess) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Opens the session: resolves everything, then creates or resumes it.
+    pub async fn open(self) -> Result<OpenedSession, SessionError> {
+        let app = self.app;
+        let opts = &self.options;
+        let store = Store::open(app.dirs.data_dir()).await?;
+        let resumed = match opts.resume {
+            Some(id) => Some(store.load(id).await?),
+            None => None,
+        };
+        // The persisted mode decides; a different request is refused by the
+        // store with the session's own words.
+        let mode = match &resumed {
+            Some(s) => opts.mode.unwrap_or(s.mode()),
+            None => opts.mode.unwrap_or(AppMode::Work),
+        };
+        if mode == AppMode::Work && opts.mode == Some(AppMode::Work) && !opts.workspaces.is_empty()
+        {
+            return Err(SessionError::WorkspaceInWorkMode {
+                workspaces: opts.workspaces.clone(),
+            });
+        }
+        // Coding repositories: as named (canonical, each once), or the
+        // repository around the start directory.
+        let repositories = match (&resumed, opts.workspaces.is_empty()) {
+            (Some(s), true) if s.mode() == AppMode::Coding => s.workspace.roots().to_vec(),
+            (_, true) => vec![repository_root(
+                &canonical(&app.cwd, &[app.cwd.clone()])?[0],
+            )],
+            (_, false) => canonical(&app.cwd, &opts.workspaces)?,
+        };
+        // Compile with the session's repositories when resuming a Coding
+        // session, so its project sources are the ones it started with.
+        let sources = match mode {
+            AppMode::Coding => repositories.clone(),
+            AppMode::Work => opts.workspaces.clone(),
+        };
+        let graph = app.compile(&sources)?;
+        let mut diags = Diagnostics::new();
+        let lead_name = match (&resumed, &opts.lead) {
+            (Some(s), None) => s.lead.clone(),
+            (_, lead) => lead.clone(),
+        };
+        let directory = load_agents(&graph, mode, &mut diags);
+        let team = directory
+            .team(lead_name.as_deref())
+            .map_err(|source| SessionError::Lead {
+                source,
+                diagnostics: errors_only(&diags),
+            })?;
+        let catalog = ToolCatalog::from_graph(&graph);
+        let Some((raw, source)) = directory
+            .get(&team.lead)
+            .and_then(|e| e.raw.as_ref().map(|r| (r, e.source.clone())))
+        else {
+            return Err(SessionError::LeadUnloadable {
+                lead: team.lead,
+                diagnostics: errors_only(&diags),
+            });
+        };
+        let agent = compile_agent_config(raw, source, &catalog, &mut diags);
+        let (loaded, config_diags) = selected_config(&graph);
+        let Some(loaded) = loaded else {
+            return Err(SessionError::Config {
+                diagnostics: config_diags,
+            });
+        };
+        let mut shown = errors_only(&diags);
+        shown.extend(unknown_approval_tools(&loaded, &catalog));
+        let (model, model_origin) = choose_model(opts, resumed.as_ref(), &agent, &loaded);
+        let model_ref: ModelRef = model.parse().map_err(|source| SessionError::ModelInvalid {
+            value: model.clone(),
+            source,
+        })?;
+        let provider_options = evoflux_model::ProviderOptions {
+            cache_dir: Some(app.dirs.cache_dir().join("models")),
+            model_file: None,
+            ..evoflux_model::ProviderOptions::default()
+        };
+        let provider =
+            evoflux_model::resolve(&model_ref, &loaded.config, &app.cwd, &provider_options)
+                .map_err(|source| SessionError::Provider {
+                    model: model_ref.clone(),
+                    origin: model_origin,
+                    source,
+                })?;
+        let skills = skill_runtime(&app.dirs, &graph, mode, provider.kind());
+        // MCP servers: nothing starts here; the session starts the ones its
+        // agent is granted, in the background.
+        let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
+            &graph,
+            Some(&app.plugins()),
+            evoflux_mcp::ManagerOptions {
+                roots: match mode {
+                    AppMode::Coding => repositories.clone(),
+                    AppMode::Work => Vec::new(),
+                },
+                ..evoflux_mcp::ManagerOptions::default()
+            },
+        )?;
+        shown.extend(errors_only(&Diagnostics::from(mcp_diags)));
+        let setup = RunSetup {
+            store,
+            provider: Arc::from(provider),
+            model: model_ref.model.clone(),
+            model_label: model_ref.to_string(),
+            agent,
+            catalog,
+            pipeline: standard_pipeline(PipelineOptions {
+                on_compacted: Some(skills.compaction_listener()),
+                skills: Some(skills.clone()),
+                ..PipelineOptions::new(mode)
+            })?,
+            clock: Arc::new(SystemClock),
+            events: self.events,
+            approver: self.approver,
+            limits: Limits {
+                model_calls_per_turn: opts.limits.model_calls_per_turn.max(1),
+                ..opts.limits
+            },
+            can_request_input: self.can_request_input,
+            network: self.network,
+            processes: self.processes,
+            artifacts_root: app.artifacts_root(),
+            mcp: Some(mcp),
+            mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
+            skills: Some(skills),
+            approvals: loaded.config.approval.clone(),
+        };
+        let request = match &resumed {
+            Some(s) => SessionRequest::Resume {
+                id: s.id,
+                mode: opts.mode,
+                workspace: match mode {
+                    AppMode::Coding if !opts.workspaces.is_empty() => Some(repositories),
+                    AppMode::Coding | AppMode::Work => None,
+                },
+            },
+            None => SessionRequest::New {
+                workspace: match mode {
+                    AppMode::Work => WorkspaceRequest::Work,
+                    AppMode::Coding => WorkspaceRequest::Coding(repositories),
+                },
+                graph_hash: Some(graph.hash.to_string()),
+            },
+        };
+        let harness = Harness::open(setup, request).await?;
+        Ok(OpenedSession {
+            harness,
+            diagnostics: shown,
+            model: model_ref,
+            model_origin,
+        })
+    }
+}
+
+/// The explicit model, else the resumed session's, else the agent's, else
+/// config.toml's default (or the embedded one).
+fn choose_model(
+    opts: &SessionOptions,
+    resumed: Option<&evoflux_store::Session>,
+    agent: &evoflux_agents::team::EffectiveAgentConfig,
+    loaded: &LoadedConfig,
+) -> (String, ModelOrigin) {
+    if let Some(m) = &opts.model {
+        return (m.clone(), ModelOrigin::Explicit);
+    }
+    if let Some(m) = resumed.and_then(|s| s.model.clone()) {
+        return (m, ModelOrigin::Session);
+    }
+    if let Some(m) = &agent.model {
+        return (m.clone(), ModelOrigin::Agent);
+    }
+    (
+        loaded.config.model.default.to_string(),
+        match loaded.model_origin {
+            ConfigOrigin::Embedded => ModelOrigin::Embedded,
+            ConfigOrigin::File => ModelOrigin::Config,
+        },
+    )
+}
+
+/// A misspelled tool in `[approval]` would silently protect nothing.
+fn unknown_approval_tools(loaded: &LoadedConfig, catalog: &ToolCatalog) -> Diagnostics {
+    loaded
+        .config
+        .approval
+        .keys()
+        .filter(|name| catalog.get(name).is_none())
+        .map(|name| {
+            let mut d = Diagnostic::warning(
+                "config/approval-tool-unknown",
+                format!(
+                    "[approval] names `{name}`, which is not a tool of the compiled graph; check \
+                     its spelling (an MCP tool's qualified name applies once its server is ready)"
+                ),
+            )
+            .with_field(format!("approval.{name}"));
+            if let Some(file) = &loaded.file {
+                d = d.with_file(file);
+            }
+            d
+        })
+        .collect()
+}
+
+/// The session's skills: the graph's skill slots (bundled, plugin, user and
+/// project) with the user's runtime preferences applied. The implicit
+/// resolver asks the session's provider, except a scripted one (its script
+/// is the main conversation, with no answers to spare for a side call) and
+/// the embedded local demo model (too small for a reliable decision).
+fn skill_runtime(
+    dirs: &Dirs,
+    graph: &CompiledGraph,
+    mode: AppMode,
+    provider: ProviderKind,
+) -> Arc<SkillRuntime> {
+    let overlay = evoflux_skills::SkillSettingsStore::in_config_dir(dirs.config_dir()).read();
+    let options = evoflux_skills::LoadOptions::new(
+        evoflux_skills::PlaceholderDirs::from_config_dir(dirs.config_dir()),
+    );
+    let (slots, _) = evoflux_skills::selection::skill_slots(
+        graph,
+        &options,
+        &overlay,
+        evoflux_skills::selection::Depth::Settled,
+    );
+    let resolver = match provider {
+        ProviderKind::Openai | ProviderKind::Anthropic => ResolverPolicy::ActiveProvider,
+        ProviderKind::Local | ProviderKind::Scripted => ResolverPolicy::Off,
+    };
+    Arc::new(SkillRuntime::new(
+        &slots,
+        mode,
+        options.placeholders,
+        resolver,
+    ))
+}
+
+/// Absolute, link-free paths, each once, in the order given.
+fn canonical(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<PathBuf>, SessionError> {
+    let mut out: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    for p in paths {
+        let full = cwd.join(p);
+        let c = full
+            .canonicalize()
+            .map_err(|source| SessionError::Workspace {
+                path: p.clone(),
+                source,
+            })?;
+        if !c.is_dir() {
+            return Err(SessionError::Workspace {
+                path: p.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            });
+        }
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// The repository `dir` is in: the nearest ancestor holding `.git` (as
+/// AGENTS.md discovery finds it), else `dir` itself.
+fn repository_root(dir: &Path) -> PathBuf {
+    crate::workspace_instructions::root_chain(dir)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| dir.to_path_buf())
+}
+
+fn errors_only(diags: &Diagnostics) -> Diagnostics {
+    diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,278 @@
+//! The agent loop: one session, one lead, turns until the model is done.
+//!
+//! A turn appends the user's message (or answers the open question), then
+//! repeats: assemble the model call through the [`HookPipeline`], stream
+//! the provider's answer, persist it, and handle each tool call by its
+//! prepared kind. Everything is written to the store as it happens, so a
+//! killed process resumes where it stopped: calls that never got a result
+//! are closed with an explicit "interrupted" result on the next turn.
+
+mod builder;
+mod commands;
+mod mcp;
+mod model_call;
+mod open;
+mod recorder;
+mod router;
+mod turn;
+
+pub use builder::{
+    AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
+    selected_config,
+};
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use evoflux_agents::ToolCatalog;
+use evoflux_agents::team::EffectiveAgentConfig;
+use evoflux_core::AppMode;
+use evoflux_core::ids::SessionId;
+use evoflux_graph::tool::Approval;
+use evoflux_mcp::McpRuntime;
+use evoflux_model::{Message, Provider, ToolCall};
+use evoflux_store::{Session, Store, WorkspaceRequest};
+use evoflux_tools::ProcessRuntime;
+use serde_json::Value;
+
+use crate::approval::Approver;
+use crate::clock::Clock;
+use crate::error::HarnessError;
+use crate::events::{Event, EventSink, TurnStatus};
+use crate::hooks::{HookContext, HookPipeline};
+use crate::prepared::PreparedTools;
+use crate::todo::TodoList;
+use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
+
+/// Bounds on one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Model calls in one turn.
+    pub model_calls_per_turn: u32,
+    /// Tool calls in one turn; calls past it get an error result.
+    pub tool_calls_per_turn: u32,
+    /// Times the loop reminds a model that must call `final_output`.
+    pub output_reminders: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            model_calls_per_turn: 50,
+            tool_calls_per_turn: 200,
+            output_reminders: 2,
+        }
+    }
+}
+
+/// Everything a session runs with.
+#[derive(Debug)]
+pub struct RunSetup {
+    pub store: Store,
+    pub provider: Arc<dyn Provider>,
+    /// The model name sent to the provider.
+    pub model: String,
+    /// `provider:model`, for events and messages.
+    pub model_label: String,
+    pub agent: EffectiveAgentConfig,
+    pub catalog: ToolCatalog,
+    pub pipeline: HookPipeline,
+    pub clock: Arc<dyn Clock>,
+    pub events: Arc<dyn EventSink>,
+    pub approver: Arc<dyn Approver>,
+    pub limits: Limits,
+    /// Whether the session may pause for the user's answer.
+    pub can_request_input: bool,
+    /// What network tools may reach.
+    pub network: NetworkAccess,
+    /// The application's command runtime (shell, process, command tools);
+    /// `None` leaves those tools out of the session.
+    pub processes: Option<ProcessRuntime>,
+    /// Where artifacts go (`<data>/artifacts`); each session writes below
+    /// `<artifacts_root>/<session id>`, as the process runtime does.
+    pub artifacts_root: PathBuf,
+    /// The MCP servers of the application. The agent's `mcp:` list grants
+    /// global servers; a plugin installation's servers are granted only by
+    /// loading a skill of that installation ([`Harness::grant_plugin_mcp`]).
+    pub mcp: Option<McpRuntime>,
+    /// The per-call timeout of MCP tools.
+    pub mcp_call_timeout: Duration,
+    /// The session's skill runtime (also given to the pipeline's skill
+    /// owners); `None` leaves the `skill` tool out of the session.
+    pub skills: Option<Arc<crate::skills::SkillRuntime>>,
+    /// `config.toml`'s `[approval]`: per-tool policies that override the
+    /// tool's own, for every tool including MCP tools.
+    pub approvals: BTreeMap<String, Approval>,
+}
+
+/// Which session to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionRequest {
+    New {
+        workspace: WorkspaceRequest,
+        graph_hash: Option<String>,
+    },
+    /// An existing session; a requested mode or workspace must match the
+    /// persisted one.
+    Resume {
+        id: SessionId,
+        mode: Option<AppMode>,
+        workspace: Option<Vec<std::path::PathBuf>>,
+    },
+}
+
+/// Per-turn options.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnOptions {
+    /// A JSON Schema the turn's result must match, delivered through
+    /// `final_output`.
+    pub output_schema: Option<Value>,
+}
+
+/// An open question of the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingQuestion {
+    pub call_id: String,
+    pub question: String,
+    pub options: Vec<String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub status: TurnStatus,
+    /// The agent's last text.
+    pub text: String,
+    /// The validated `final_output` result.
+    pub output: Option<Value>,
+    pub question: Option<PendingQuestion>,
+}
+
+/// A running session: the handle every front end drives. Its state is
+/// grouped by the module that owns it — recording ([`recorder`]), commands
+/// ([`commands`]), MCP tools ([`mcp`]) — and the rest is what every turn
+/// reads.
+#[derive(Debug)]
+pub struct Harness {
+    provider: Arc<dyn Provider>,
+    model: String,
+    agent: EffectiveAgentConfig,
+    pipeline: HookPipeline,
+    clock: Arc<dyn Clock>,
+    approver: Arc<dyn Approver>,
+    limits: Limits,
+    session: Session,
+    workspace: evoflux_tools::Workspace,
+    tools: PreparedTools,
+    /// Runnable tools the agent was not granted, which a skill's runtime
+    /// contract may bring into the session.
+    reserve: PreparedTools,
+    recorder: recorder::Recorder,
+    commands: commands::SessionCommands,
+    mcp: mcp::SessionMcp,
+    todo: TodoList,
+    web: Option<WebFetch>,
+    skills: Option<Arc<crate::skills::SkillRuntime>>,
+    approvals: BTreeMap<String, Approval>,
+    artifacts_dir: PathBuf,
+    /// The user message that opened the current turn, until its first
+    /// model call takes it.
+    turn_input: Option<String>,
+}
+
+impl Harness {
+    /// Emits one event to the session's sink.
+    pub(super) fn emit(&self, event: &Event) {
+        self.recorder.events.emit(event);
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Stops what the session started (its MCP servers). Command processes
+    /// belong to the application's runtime, which its owner shuts down.
+    pub async fn shutdown(&self) {
+        if let Some(rt) = &self.mcp.runtime {
+            rt.shutdown().await;
+        }
+    }
+
+    /// Whether the model sees `tool` now: deferred tools only once
+    /// something activated them (`process` after a command yielded).
+    pub(super) fn offered(&self, tool: &crate::prepared::PreparedTool) -> bool {
+        !tool.deferred
+            || self
+                .commands
+                .processes
+                .as_ref()
+                .is_some_and(|rt| rt.has_processes(self.session.id))
+    }
+
+    pub fn tools(&self) -> &PreparedTools {
+        &self.tools
+    }
+
+    /// The messages of the session so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.recorder.messages
+    }
+
+    /// The question the session is waiting on, if any.
+    pub async fn pending_question(&self) -> Result<Option<PendingQuestion>, HarnessError> {
+        let open = self
+            .recorder
+            .store
+            .open_pending_inputs(self.session.id)
+            .await?;
+        Ok(open.first().map(PendingQuestion::of))
+    }
+
+    pub(super) fn ctx(&self) -> HookContext<'_> {
+        HookContext {
+            session: &self.session,
+            agent: &self.agent,
+            clock: self.clock.as_ref(),
+            model: &self.model,
+            context_window: self.provider.context_window(),
+            artifacts_dir: &self.artifacts_dir,
+            workspace: &self.workspace,
+            tools: &self.tools,
+        }
+    }
+}
+
+impl PendingQuestion {
+    /// The open question a stored pending input holds.
+    pub fn of(pending: &evoflux_store::PendingInput) -> PendingQuestion {
+        PendingQuestion {
+            call_id: pending.tool_call_id.clone(),
+            question: pending.request.question.clone(),
+            options: pending.request.options.clone(),
+        }
+    }
+}
+
+/// The pending record of a request-input call (`ask_user`): its arguments
+/// have the record's `question` and `options`; anything else in them is
+/// ignored (they were checked against the tool's schema before).
+fn pending_request_of(call: &ToolCall) -> evoflux_store::PendingRequest {
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    evoflux_store::PendingRequest {
+        tool: call.name.clone(),
+        question: call
+            .arguments
+            .get("question")
+            .and_then(text)
+            .unwrap_or_default(),
+        options: call
+            .arguments
+            .get("options")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(text).collect())
+            .unwrap_or_default(),
+        output_schema: None,
+    }
+}

@@ -1,0 +1,172 @@
+//! One model call: the request assembled through the hook pipeline, the
+//! provider's stream read, the answer and its usage recorded.
+
+use evoflux_model::{Message, Request, StreamEvent, ToolCall, ToolChoice};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::Harness;
+use crate::error::HarnessError;
+use crate::events::Event;
+use crate::hooks::ModelCall;
+use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
+
+/// What one model call answered.
+#[derive(Debug, Default)]
+pub(super) struct ModelAnswer {
+    pub(super) text: String,
+    /// Every call of the answer, in order, malformed ones included.
+    pub(super) calls: Vec<ToolCall>,
+    /// Calls whose argument text was not JSON, by call id: answered with
+    /// an error the model sees instead of being run.
+    pub(super) malformed: Vec<MalformedCall>,
+}
+
+/// A call whose arguments did not parse.
+#[derive(Debug)]
+pub(super) struct MalformedCall {
+    pub(super) call_id: String,
+    pub(super) raw_arguments: String,
+    pub(super) error: String,
+}
+
+impl ModelAnswer {
+    pub(super) fn malformed(&self, call_id: &str) -> Option<&MalformedCall> {
+        self.malformed.iter().find(|m| m.call_id == call_id)
+    }
+}
+
+impl Harness {
+    /// One model call: hooks, provider stream, persistence, usage.
+    pub(super) async fn call_model(
+        &mut self,
+        terminal: Option<&TerminalOutput>,
+    ) -> Result<ModelAnswer, HarnessError> {
+        self.sync_skill_tools();
+        let mut tools: Vec<evoflux_model::ToolDefinition> = self
+            .tools
+            .iter()
+            .filter(|t| self.offered(t))
+            .filter(|t| terminal.is_none() || t.definition.name != FINAL_OUTPUT)
+            .map(|t| t.model_definition())
+            .collect();
+        if let Some(t) = terminal {
+            tools.push(t.tool_definition());
+        }
+        // A request the provider refuses as too long is assembled once more
+        // with `context_exceeded` set, so the compaction owner compacts
+        // before the one retry.
+        let mut context_exceeded = false;
+        let (mut stream, stats) = loop {
+            let mut call = ModelCall::new(
+                Request {
+                    // A turn that must end with final_output ends only
+                    // through a tool call, so no call of it may end in text.
+                    tool_choice: match terminal {
+                        Some(_) => ToolChoice::Required,
+                        None => ToolChoice::Auto,
+                    },
+                    ..Request::new(self.model.clone(), self.recorder.messages.clone())
+                        .with_tools(tools.clone())
+                },
+                self.provider.clone(),
+            );
+            call.result_metadata = self.recorder.result_metadata.clone();
+            call.context_exceeded = context_exceeded;
+            call.turn_input = self.turn_input.take();
+            let ctx = self.ctx();
+            self.pipeline.before_model(&ctx, &mut call).await?;
+            let durable = std::mem::take(&mut call.durable);
+            self.recorder.persist_durable(durable).await?;
+            if let Some(c) = call.compacted.take() {
+                self.emit(&Event::ContextCompacted {
+                    reason: serde_json::to_value(c.reason).unwrap_or(Value::Null),
+                    covered_messages: c.covered_messages,
+                    dropped_skill_calls: c.dropped_skill_calls,
+                });
+            }
+            // A hook's activation may have turned tools on for this call.
+            self.sync_skill_tools();
+            let system: Vec<&str> = call
+                .system
+                .iter()
+                .map(|s| s.text.as_str())
+                .filter(|t| !t.is_empty())
+                .collect();
+            let mut request = call.request;
+            if !system.is_empty() {
+                request
+                    .messages
+                    .insert(0, Message::system(system.join("\n\n")));
+            }
+            let mut stream = self.provider.stream(request);
+            let first = stream.next().await;
+            match first {
+                Some(Err(evoflux_model::ProviderError::ContextExceeded { .. }))
+                    if !context_exceeded =>
+                {
+                    context_exceeded = true;
+                }
+                first => break (futures_util::stream::iter(first).chain(stream), call.stats),
+            }
+        };
+        let mut answer = ModelAnswer::default();
+        let mut usage = None;
+        let mut stop = evoflux_model::StopReason::EndTurn;
+        while let Some(event) = stream.next().await {
+            match event? {
+                StreamEvent::TextDelta { text: delta } => {
+                    self.emit(&Event::MessageDelta {
+                        text: delta.clone(),
+                    });
+                    answer.text.push_str(&delta);
+                }
+                StreamEvent::ToolCallDelta { .. } => {}
+                StreamEvent::ToolCall { call } => answer.calls.push(call),
+                StreamEvent::InvalidToolCall {
+                    call,
+                    raw_arguments,
+                    error,
+                } => {
+                    answer.malformed.push(MalformedCall {
+                        call_id: call.id.clone(),
+                        raw_arguments,
+                        error,
+                    });
+                    answer.calls.push(call);
+                }
+                StreamEvent::Usage { usage: u } => usage = Some(u),
+                StreamEvent::Stop { reason } => stop = reason,
+                StreamEvent::Done => break,
+            }
+        }
+        let message = Message::Assistant {
+            content: answer.text.clone(),
+            tool_calls: answer.calls.clone(),
+        };
+        let completion = evoflux_model::Completion {
+            message: message.clone(),
+            usage,
+            stop,
+        };
+        self.pipeline.after_model(&self.ctx(), &completion);
+        self.recorder.append(message, None).await?;
+        let u = usage.unwrap_or_default();
+        self.recorder
+            .store
+            .add_usage(
+                self.session.id,
+                evoflux_store::Usage {
+                    requests: 1,
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    cache_read_tokens: u.cached_input_tokens,
+                    cache_write_tokens: 0,
+                    projected_results: stats.projected_results,
+                    projection_saved_chars: stats.projection_saved_chars,
+                },
+            )
+            .await?;
+        Ok(answer)
+    }
+}

@@ -1,0 +1,203 @@
+//! Opening a session: create or resume it in the store, prepare its
+//! tools, replay what the transcript makes durable (skill activations,
+//! the todo list, result metadata) and report what the session runs with.
+
+use std::sync::Arc;
+
+use evoflux_graph::tool::BuiltinExecutor;
+use evoflux_model::Message;
+use evoflux_store::NewSession;
+use serde_json::Value;
+
+use super::commands::SessionCommands;
+use super::mcp::SessionMcp;
+use super::recorder::Recorder;
+use super::{Harness, RunSetup, SessionRequest};
+use crate::error::HarnessError;
+use crate::events::Event;
+use crate::prepared::{Executor, PreparedKind, PreparedTools, SessionCapabilities};
+use crate::todo::TodoList;
+use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
+
+impl Harness {
+    /// Creates or resumes the session and prepares its tools.
+    pub async fn open(setup: RunSetup, request: SessionRequest) -> Result<Harness, HarnessError> {
+        let (session, resumed, switched_from) = match request {
+            SessionRequest::New {
+                workspace,
+                graph_hash,
+            } => {
+                let s = setup
+                    .store
+                    .create_session(NewSession {
+                        workspace,
+                        lead: Some(setup.agent.name.clone()),
+                        model: Some(setup.model_label.clone()),
+                        graph_hash,
+                    })
+                    .await?;
+                (s, false, None)
+            }
+            SessionRequest::Resume {
+                id,
+                mode,
+                workspace,
+            } => {
+                let s = setup.store.resume(id, mode, workspace.as_deref()).await?;
+                if let Some(persisted) = &s.lead
+                    && persisted != &setup.agent.name
+                {
+                    return Err(HarnessError::LeadMismatch {
+                        session: s.id,
+                        persisted: persisted.clone(),
+                        requested: setup.agent.name.clone(),
+                    });
+                }
+                // The front end passes another model only when the user
+                // asked for one: that switch is recorded for later resumes.
+                match s.model.clone() {
+                    Some(persisted) if persisted == setup.model_label => (s, true, None),
+                    previous => {
+                        let s = setup.store.set_model(s.id, &setup.model_label).await?;
+                        (s, true, previous)
+                    }
+                }
+            }
+        };
+        let workspace = evoflux_tools::Workspace::new(session.workspace.roots())
+            .map_err(HarnessError::Workspace)?;
+        let caps = SessionCapabilities {
+            root_session: true,
+            delegated_task_child: false,
+            can_request_input: setup.can_request_input,
+            processes: setup.processes.is_some(),
+            skills: setup.skills.is_some(),
+            network: setup.network != NetworkAccess::Off,
+            provider: setup.provider.kind(),
+        };
+        let mut tools =
+            PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
+        let entries = setup.store.transcript(session.id).await?;
+        let result_metadata: std::collections::HashMap<String, Value> = entries
+            .iter()
+            .filter_map(|e| match (&e.message, &e.artifact) {
+                (Message::Tool { tool_call_id, .. }, Some(meta)) => {
+                    Some((tool_call_id.clone(), meta.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut reserve = PreparedTools::default();
+        if let Some(rt) = &setup.skills {
+            reserve = crate::skills::reserve_tools(
+                &setup.catalog,
+                &setup.agent.tools,
+                session.mode(),
+                &caps,
+            );
+            // Durable activations re-apply their runtime contracts.
+            rt.attach(
+                &setup.catalog,
+                &tools,
+                &reserve,
+                &setup.agent.skills,
+                &entries,
+            );
+            crate::skills::apply_tool_activations(rt, &mut tools, &mut reserve);
+        }
+        let messages: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
+        let todo = replay_todo(&messages, &tools);
+        let session_id = session.id;
+        let web = match setup.network {
+            NetworkAccess::Off => None,
+            access @ (NetworkAccess::PublicOnly | NetworkAccess::Any) => {
+                Some(WebFetch::new(access).map_err(HarnessError::Http)?)
+            }
+        };
+        let mut harness = Harness {
+            provider: setup.provider,
+            model: setup.model,
+            agent: setup.agent,
+            pipeline: setup.pipeline,
+            clock: setup.clock,
+            approver: setup.approver,
+            limits: setup.limits,
+            workspace,
+            tools,
+            reserve,
+            recorder: Recorder {
+                store: setup.store,
+                session_id,
+                events: setup.events,
+                messages,
+                result_metadata: Arc::new(result_metadata),
+            },
+            commands: SessionCommands::new(setup.processes, session_id),
+            mcp: SessionMcp::new(setup.mcp, setup.mcp_call_timeout),
+            todo,
+            web,
+            skills: setup.skills,
+            approvals: setup.approvals,
+            artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
+            turn_input: None,
+            session,
+        };
+        if let Some(from) = switched_from {
+            harness.emit(&Event::ModelSwitched {
+                from,
+                to: setup.model_label.clone(),
+            });
+        }
+        harness.emit(&Event::SessionStarted {
+            session_id: harness.session.id.to_string(),
+            mode: harness.session.mode(),
+            workspace: harness.session.workspace.roots().to_vec(),
+            lead: harness.agent.name.clone(),
+            model: setup.model_label,
+            resumed,
+            tools: harness
+                .tools
+                .iter()
+                .filter(|t| harness.offered(t))
+                .map(|t| t.definition.name.clone())
+                .collect(),
+            unavailable_tools: harness.tools.unavailable.clone(),
+        });
+        harness.start_granted_mcp();
+        Ok(harness)
+    }
+}
+
+/// Rebuilds the todo list from the successful `todo` calls of the
+/// transcript (identified by the prepared executor, not the name).
+fn replay_todo(messages: &[Message], tools: &PreparedTools) -> TodoList {
+    let mut list = TodoList::default();
+    let ok_results: std::collections::HashSet<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                is_error: false,
+                ..
+            } => Some(tool_call_id.as_str()),
+            Message::Tool { .. }
+            | Message::System { .. }
+            | Message::User { .. }
+            | Message::Assistant { .. } => None,
+        })
+        .collect();
+    for m in messages {
+        let Message::Assistant { tool_calls, .. } = m else {
+            continue;
+        };
+        for c in tool_calls {
+            let is_todo = tools.get(&c.name).is_some_and(|t| {
+                t.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Todo))
+            });
+            if is_todo && ok_results.contains(c.id.as_str()) {
+                list.apply(&c.arguments);
+            }
+        }
+    }
+    list
+}

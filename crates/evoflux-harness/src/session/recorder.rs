@@ -1,0 +1,127 @@
+//! Recording: every message goes to the durable transcript (with its
+//! metadata beside it) and to the conversation, and a tool result's event
+//! carries exactly what was stored.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use evoflux_core::ids::SessionId;
+use evoflux_model::{Message, ToolCall};
+use evoflux_store::Store;
+use serde_json::Value;
+
+use crate::error::HarnessError;
+use crate::events::{Event, EventSink, ToolResult};
+
+/// The session's record: the store, the conversation as the model sees it,
+/// the event sink, and the stored metadata of tool results by call id (for
+/// context hooks: projection, receipts).
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    pub(crate) store: Store,
+    pub(crate) session_id: SessionId,
+    pub(crate) events: Arc<dyn EventSink>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) result_metadata: Arc<HashMap<String, Value>>,
+}
+
+impl Recorder {
+    /// Persists the messages hooks added for good (synthetic skill
+    /// activation pairs) and emits their tool events, so a live view shows
+    /// them like any call.
+    pub(crate) async fn persist_durable(
+        &mut self,
+        durable: Vec<crate::hooks::DurableMessage>,
+    ) -> Result<(), HarnessError> {
+        for d in durable {
+            match &d.message {
+                Message::Assistant { tool_calls, .. } => {
+                    for c in tool_calls {
+                        self.events.emit(&Event::ToolStarted {
+                            call_id: c.id.clone(),
+                            tool: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        });
+                    }
+                }
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    is_error,
+                } => {
+                    let tool = self.tool_name_of(tool_call_id).unwrap_or_default();
+                    self.events.emit(&Event::ToolEnded {
+                        call_id: tool_call_id.clone(),
+                        tool,
+                        is_error: *is_error,
+                        content: content.clone(),
+                        metadata: d.metadata.clone(),
+                    });
+                }
+                Message::System { .. } | Message::User { .. } => {}
+            }
+            self.append(d.message, d.metadata.as_ref()).await?;
+        }
+        Ok(())
+    }
+
+    /// The name of the call `tool_call_id` in the conversation.
+    fn tool_name_of(&self, tool_call_id: &str) -> Option<String> {
+        self.messages.iter().rev().find_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls
+                .iter()
+                .find(|c| c.id == tool_call_id)
+                .map(|c| c.name.clone()),
+            Message::System { .. } | Message::User { .. } | Message::Tool { .. } => None,
+        })
+    }
+
+    /// Appends one message to the durable transcript (with its metadata
+    /// beside it) and to the conversation; a tool result's metadata is
+    /// also kept for hooks that read it.
+    pub(crate) async fn append(
+        &mut self,
+        message: Message,
+        metadata: Option<&Value>,
+    ) -> Result<(), HarnessError> {
+        match metadata {
+            Some(meta) => {
+                self.store
+                    .append_with_artifact(self.session_id, &message, meta)
+                    .await?;
+                if let Message::Tool { tool_call_id, .. } = &message {
+                    Arc::make_mut(&mut self.result_metadata)
+                        .insert(tool_call_id.clone(), meta.clone());
+                }
+            }
+            None => {
+                self.store.append_message(self.session_id, &message).await?;
+            }
+        }
+        self.messages.push(message);
+        Ok(())
+    }
+
+    /// Persists a tool result (with its metadata beside it) and emits the
+    /// matching event with exactly that metadata.
+    pub(crate) async fn record(
+        &mut self,
+        call: &ToolCall,
+        result: ToolResult,
+    ) -> Result<(), HarnessError> {
+        let message = Message::Tool {
+            tool_call_id: call.id.clone(),
+            content: result.content.clone(),
+            is_error: result.is_error,
+        };
+        self.append(message, result.metadata.as_ref()).await?;
+        self.events.emit(&Event::ToolEnded {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            is_error: result.is_error,
+            content: result.content,
+            metadata: result.metadata,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! Routing one tool call by its prepared handling: arguments checked,
+//! hooks and approval asked, then an exhaustive switch on the prepared
+//! kind. Nothing here selects behavior by a tool's name.
+
+use evoflux_graph::tool::{
+    Approval, BuiltinExecutor, DispatchAction, InputRequest, ProviderTool, ToolExecutor,
+};
+use evoflux_model::{Message, ToolCall};
+use serde_json::Value;
+
+use super::commands::command_result;
+use super::{Harness, PendingQuestion, pending_request_of};
+use crate::approval::{ApprovalDecision, ApprovalRequest};
+use crate::error::HarnessError;
+use crate::events::{Event, ToolResult};
+use crate::hooks::ToolGate;
+use crate::prepared::{Executor, PreparedKind};
+use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
+use evoflux_store::PendingRequest;
+
+impl Harness {
+    /// Handles one call by its prepared kind.
+    pub(super) async fn handle_call(
+        &mut self,
+        call: &ToolCall,
+        terminal: Option<&TerminalOutput>,
+    ) -> Result<CallOutcome, HarnessError> {
+        if let Some(t) = terminal
+            && call.name == FINAL_OUTPUT
+        {
+            return Ok(match t.extract(&call.arguments) {
+                Ok(v) => CallOutcome::Final(v),
+                Err(e) => CallOutcome::Result(ToolResult::error(e)),
+            });
+        }
+        if self.tools.get(&call.name).is_none() {
+            // A server may have become ready since the model call began.
+            self.refresh_mcp();
+            if self.tools.get(&call.name).is_none() && self.wait_for_starting_mcp().await {
+                self.refresh_mcp();
+            }
+        }
+        let Some(tool) = self.tools.get(&call.name).filter(|t| self.offered(t)) else {
+            let available: Vec<&str> = self
+                .tools
+                .iter()
+                .filter(|t| self.offered(t))
+                .map(|t| t.definition.name.as_str())
+                .collect();
+            return Ok(CallOutcome::Result(ToolResult::error(format!(
+                "There is no tool named `{}` in this session. Available tools: {}.",
+                call.name,
+                available.join(", ")
+            ))));
+        };
+        if let Err(e) = tool.check_arguments(&call.arguments) {
+            return Ok(CallOutcome::Result(ToolResult::error(e)));
+        }
+        match self
+            .pipeline
+            .before_tool(&self.ctx(), call, &tool.definition)
+        {
+            ToolGate::Proceed => {}
+            ToolGate::HoldBack { reason } => {
+                return Ok(CallOutcome::Result(ToolResult::error(reason)));
+            }
+            ToolGate::Respond(result) => return Ok(CallOutcome::Result(result)),
+        }
+        // The user's configured policy for this tool wins over its own.
+        let approval = self
+            .approvals
+            .get(&tool.definition.name)
+            .copied()
+            .unwrap_or(tool.approval);
+        match approval {
+            Approval::Never => {}
+            Approval::Always => {
+                self.emit(&Event::ApprovalRequested {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                });
+                let request = ApprovalRequest {
+                    session_id: self.session.id.to_string(),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                };
+                match self.approver.approve(&request).await {
+                    ApprovalDecision::Approved => {}
+                    ApprovalDecision::Denied { reason } => {
+                        return Ok(CallOutcome::Result(ToolResult::error(reason)));
+                    }
+                }
+            }
+        }
+        let kind = tool.kind.clone();
+        match kind {
+            PreparedKind::Ordinary(executor) => {
+                Ok(CallOutcome::Result(self.execute(executor, call).await?))
+            }
+            PreparedKind::RequestInput(InputRequest::Question) => {
+                let request = PendingRequest {
+                    output_schema: terminal.map(|t| t.schema().clone()),
+                    ..pending_request_of(call)
+                };
+                let pending = self
+                    .recorder
+                    .store
+                    .create_pending_input(self.session.id, &call.id, &request)
+                    .await?;
+                Ok(CallOutcome::Question(PendingQuestion::of(&pending)))
+            }
+            PreparedKind::Dispatch(action) => {
+                let what = match action {
+                    DispatchAction::SelfAgent => "delegating to another agent",
+                    DispatchAction::TaskUpdate | DispatchAction::TaskCancel => {
+                        "controlling delegated tasks"
+                    }
+                };
+                Ok(CallOutcome::Result(ToolResult::error(format!(
+                    "`{}` is not available in this session: {what} is not supported yet. Do the work yourself.",
+                    call.name
+                ))))
+            }
+            PreparedKind::ProviderTool(ProviderTool::WebSearch) => {
+                // Provider tools are materialized only for providers that
+                // run them, and those answer them inside the stream.
+                Ok(CallOutcome::Result(ToolResult::error(format!(
+                    "`{}` is executed by the model provider and cannot be called here.",
+                    call.name
+                ))))
+            }
+        }
+    }
+
+    pub(super) async fn execute(
+        &mut self,
+        executor: Executor,
+        call: &ToolCall,
+    ) -> Result<ToolResult, HarnessError> {
+        let builtin = match executor {
+            Executor::Builtin(b) => b,
+            Executor::Command(command) => {
+                return Ok(self
+                    .run_process_tool(call, &ToolExecutor::Command(command))
+                    .await);
+            }
+            Executor::Mcp { qualified_name } => {
+                return Ok(
+                    match self
+                        .mcp
+                        .tools
+                        .call_tool(
+                            &qualified_name,
+                            call.arguments.clone(),
+                            self.mcp.call_timeout,
+                        )
+                        .await
+                    {
+                        Ok(r) => ToolResult {
+                            content: r.to_text(),
+                            is_error: r.is_error,
+                            metadata: None,
+                        },
+                        Err(e) => ToolResult::error(format!("{} [{}]", e, e.code())),
+                    },
+                );
+            }
+        };
+        match builtin {
+            BuiltinExecutor::Read
+            | BuiltinExecutor::Write
+            | BuiltinExecutor::Edit
+            | BuiltinExecutor::Ls
+            | BuiltinExecutor::Glob
+            | BuiltinExecutor::Grep => {
+                let ws = self.workspace.clone();
+                let args = call.arguments.clone();
+                let out = tokio::task::spawn_blocking(move || {
+                    evoflux_tools::execute(&ws, builtin, &args)
+                })
+                .await
+                .map_err(|e| HarnessError::Join(e.to_string()))?;
+                Ok(match out {
+                    Ok(o) => ToolResult {
+                        content: o.text,
+                        is_error: o.is_error,
+                        metadata: None,
+                    },
+                    Err(e) => ToolResult::error(e.to_string()),
+                })
+            }
+            BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
+            BuiltinExecutor::WebFetch => Ok(match &self.web {
+                Some(web) => command_result(web.run(&call.arguments).await),
+                None => ToolResult::error("network tools are turned off for this session"),
+            }),
+            BuiltinExecutor::Shell | BuiltinExecutor::Process => Ok(self
+                .run_process_tool(call, &ToolExecutor::Builtin { executor: builtin })
+                .await),
+            BuiltinExecutor::Skill => {
+                let Some(rt) = self.skills.clone() else {
+                    return Ok(ToolResult::error(format!(
+                        "`{}` is not available in this session.",
+                        call.name
+                    )));
+                };
+                // The batch is the assistant message whose calls run now.
+                let batch: &[ToolCall] = self
+                    .recorder
+                    .messages
+                    .iter()
+                    .rev()
+                    .find_map(|m| match m {
+                        Message::Assistant { tool_calls, .. } => Some(tool_calls.as_slice()),
+                        Message::System { .. } | Message::User { .. } | Message::Tool { .. } => {
+                            None
+                        }
+                    })
+                    .unwrap_or(&[]);
+                let tools = &self.tools;
+                let is_skill_call = |c: &ToolCall| {
+                    tools.get(&c.name).is_some_and(|t| {
+                        t.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Skill))
+                    })
+                };
+                let result = rt.execute_tool(
+                    call,
+                    crate::skills::tool::Batch {
+                        calls: batch,
+                        is_skill_call: &is_skill_call,
+                    },
+                );
+                self.sync_skill_tools();
+                Ok(result)
+            }
+            BuiltinExecutor::CodeContext => Ok(ToolResult::error(format!(
+                "`{}` is not available in this session.",
+                call.name
+            ))),
+        }
+    }
+
+    /// Makes the tools skill activations turned on part of the session and
+    /// grants the MCP servers of plugin skills that were loaded.
+    pub(super) fn sync_skill_tools(&mut self) {
+        let Some(rt) = self.skills.clone() else {
+            return;
+        };
+        crate::skills::apply_tool_activations(&rt, &mut self.tools, &mut self.reserve);
+        for installation in rt.take_plugin_grants() {
+            self.grant_plugin_mcp(&installation);
+        }
+    }
+}
+
+pub(super) enum CallOutcome {
+    Result(ToolResult),
+    Final(Value),
+    Question(PendingQuestion),
+}

@@ -1,0 +1,269 @@
+//! One turn: the user's message or answer in, model calls and tool calls
+//! until the model is done, asks, or a limit stops it.
+
+use evoflux_model::{Message, ToolCall};
+use serde_json::{Value, json};
+
+use super::router::CallOutcome;
+use super::{Harness, PendingQuestion, TurnOptions, TurnOutcome};
+use crate::error::HarnessError;
+use crate::events::{Event, ToolResult, TurnStatus};
+use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
+
+impl Harness {
+    /// Runs one turn. `input` is the user's message — or, when the agent
+    /// asked a question, the answer to it. `None` continues an interrupted
+    /// turn without a new message.
+    pub async fn turn(
+        &mut self,
+        input: Option<&str>,
+        options: TurnOptions,
+    ) -> Result<TurnOutcome, HarnessError> {
+        self.emit(&Event::TurnStarted {
+            session_id: self.session.id.to_string(),
+        });
+        let result = self.turn_inner(input, options).await;
+        match &result {
+            Ok(outcome) => self.emit(&Event::TurnCompleted {
+                status: outcome.status,
+                text: outcome.text.clone(),
+                output: outcome.output.clone(),
+            }),
+            Err(e) => self.emit(&Event::Error {
+                code: e.code().to_owned(),
+                message: e.to_string(),
+            }),
+        }
+        result
+    }
+
+    pub(super) async fn turn_inner(
+        &mut self,
+        input: Option<&str>,
+        options: TurnOptions,
+    ) -> Result<TurnOutcome, HarnessError> {
+        let mut terminal = options.output_schema.map(TerminalOutput::new).transpose()?;
+        let open = self
+            .recorder
+            .store
+            .open_pending_inputs(self.session.id)
+            .await?;
+        self.close_interrupted_calls(&open).await?;
+        match (open.first(), input) {
+            (Some(pending), Some(answer)) => {
+                self.recorder
+                    .store
+                    .answer_pending_input(self.session.id, pending.id, &json!({"text": answer}))
+                    .await?;
+                if terminal.is_none()
+                    && let Some(schema) = &pending.request.output_schema
+                {
+                    terminal = Some(TerminalOutput::new(schema.clone())?);
+                }
+                // Only the id and name identify the call being answered.
+                let call = ToolCall {
+                    id: pending.tool_call_id.clone(),
+                    name: pending.request.tool.clone(),
+                    arguments: Value::Object(serde_json::Map::new()),
+                };
+                self.recorder
+                    .record(
+                        &call,
+                        ToolResult::ok(format!("The user answered: {answer}")),
+                    )
+                    .await?;
+                if let Some(next) = open.get(1) {
+                    let q = PendingQuestion::of(next);
+                    return Ok(self.waiting(q));
+                }
+            }
+            (Some(pending), None) => {
+                let q = PendingQuestion::of(pending);
+                return Ok(self.waiting(q));
+            }
+            (None, Some(text)) => {
+                self.turn_input = Some(text.to_owned());
+                let m = Message::user(text);
+                self.recorder.append(m, None).await?;
+            }
+            (None, None) => {
+                if matches!(
+                    self.recorder.messages.last(),
+                    None | Some(Message::Assistant { .. })
+                ) {
+                    return Err(HarnessError::NothingToContinue {
+                        session: self.session.id,
+                    });
+                }
+            }
+        }
+        self.run_model_loop(terminal).await
+    }
+
+    pub(super) fn waiting(&self, question: PendingQuestion) -> TurnOutcome {
+        self.emit(&Event::InputRequested {
+            call_id: question.call_id.clone(),
+            question: question.question.clone(),
+            options: question.options.clone(),
+        });
+        TurnOutcome {
+            status: TurnStatus::WaitingForInput,
+            text: String::new(),
+            output: None,
+            question: Some(question),
+        }
+    }
+
+    /// Tool calls of the last assistant message that never got a result
+    /// and are not waiting for the user: the process stopped mid-call.
+    pub(super) async fn close_interrupted_calls(
+        &mut self,
+        open: &[evoflux_store::PendingInput],
+    ) -> Result<(), HarnessError> {
+        let Some(last_assistant) = self.recorder.messages.iter().rposition(
+            |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+        ) else {
+            return Ok(());
+        };
+        let Message::Assistant { tool_calls, .. } = &self.recorder.messages[last_assistant] else {
+            return Ok(());
+        };
+        let answered: Vec<&str> = self.recorder.messages[last_assistant..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                Message::System { .. } | Message::User { .. } | Message::Assistant { .. } => None,
+            })
+            .collect();
+        let missing: Vec<ToolCall> = tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .filter(|c| !open.iter().any(|p| p.tool_call_id == c.id))
+            .cloned()
+            .collect();
+        for call in missing {
+            self.recorder
+                .record(
+                    &call,
+                    ToolResult::error(
+                        "This call was interrupted before it finished (the process stopped). \
+                     Run it again if it is still needed.",
+                    ),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn run_model_loop(
+        &mut self,
+        terminal: Option<TerminalOutput>,
+    ) -> Result<TurnOutcome, HarnessError> {
+        let mut reminders = 0;
+        let mut tool_calls_used: u32 = 0;
+        let mut last_text = String::new();
+        for _ in 0..self.limits.model_calls_per_turn {
+            self.deliver_exit_notices(false).await?;
+            self.refresh_mcp();
+            let mut answer = self.call_model(terminal.as_ref()).await?;
+            let calls = std::mem::take(&mut answer.calls);
+            if !answer.text.is_empty() {
+                last_text = std::mem::take(&mut answer.text);
+            }
+            if calls.is_empty() {
+                // A command started with notify_on_exit wakes the turn
+                // when it ends, instead of the model polling for it.
+                if self.deliver_exit_notices(true).await? {
+                    continue;
+                }
+                if terminal.is_some() {
+                    if reminders < self.limits.output_reminders {
+                        reminders += 1;
+                        let m = Message::user(format!(
+                            "[evoflux] This turn must end with a structured result: call `{FINAL_OUTPUT}` with arguments that match its schema."
+                        ));
+                        self.recorder.append(m, None).await?;
+                        continue;
+                    }
+                    return Ok(TurnOutcome {
+                        status: TurnStatus::OutputMissing,
+                        text: last_text,
+                        output: None,
+                        question: None,
+                    });
+                }
+                return Ok(TurnOutcome {
+                    status: TurnStatus::Completed,
+                    text: last_text,
+                    output: None,
+                    question: None,
+                });
+            }
+            let mut questions = Vec::new();
+            let mut output = None;
+            for call in calls {
+                if tool_calls_used >= self.limits.tool_calls_per_turn {
+                    let r = ToolResult::error(format!(
+                        "The limit of {} tool calls per turn is reached; finish with what you have.",
+                        self.limits.tool_calls_per_turn
+                    ));
+                    self.recorder.record(&call, r).await?;
+                    continue;
+                }
+                tool_calls_used += 1;
+                self.emit(&Event::ToolStarted {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+                // Arguments that are not JSON are the model's mistake: it
+                // reads why and calls again; the turn goes on.
+                if let Some(bad) = answer.malformed(&call.id) {
+                    let r = ToolResult::error(format!(
+                        "The arguments of this `{}` call are not valid JSON ({}): {}\nCall the tool again with a JSON object that matches its schema.",
+                        call.name, bad.error, bad.raw_arguments
+                    ));
+                    self.recorder.record(&call, r).await?;
+                    continue;
+                }
+                match self.handle_call(&call, terminal.as_ref()).await? {
+                    CallOutcome::Result(mut result) => {
+                        if let Some(tool) = self.tools.get(&call.name) {
+                            self.pipeline.after_tool(
+                                &self.ctx(),
+                                &call,
+                                &tool.definition,
+                                &mut result,
+                            );
+                        }
+                        self.recorder.record(&call, result).await?;
+                    }
+                    CallOutcome::Final(value) => {
+                        self.recorder
+                            .record(&call, ToolResult::ok("Result accepted."))
+                            .await?;
+                        output = Some(value);
+                    }
+                    CallOutcome::Question(q) => questions.push(q),
+                }
+            }
+            if let Some(output) = output {
+                return Ok(TurnOutcome {
+                    status: TurnStatus::Completed,
+                    text: last_text,
+                    output: Some(output),
+                    question: None,
+                });
+            }
+            if let Some(q) = questions.into_iter().next() {
+                return Ok(self.waiting(q));
+            }
+        }
+        Ok(TurnOutcome {
+            status: TurnStatus::LimitReached,
+            text: last_text,
+            output: None,
+            question: None,
+        })
+    }
+}
