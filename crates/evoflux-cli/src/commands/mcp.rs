@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use evoflux_core::Diagnostics;
-use evoflux_mcp::{ManagerOptions, McpManager, McpRuntime, ServerOwner, ServerStatus};
+use evoflux_mcp::{ManagerOptions, McpManager, McpRuntime, ServerStatus};
 use evoflux_plugins::{PluginManager, PluginPaths};
 use serde::Serialize;
 use serde_json::Value;

@@ -387,9 +387,10 @@ impl<'a> SessionBuilder<'a> {
         // repository around the start directory.
         let repositories = match (&resumed, opts.workspaces.is_empty()) {
             (Some(s), true) if s.mode() == AppMode::Coding => s.workspace.roots().to_vec(),
-            (_, true) => vec![repository_root(
-                &canonical(&app.cwd, &[app.cwd.clone()])?[0],
-            )],
+            (_, true) => canonical(&app.cwd, std::slice::from_ref(&app.cwd))?
+                .iter()
+                .map(|d| repository_root(d))
+                .collect(),
             (_, false) => canonical(&app.cwd, &opts.workspaces)?,
         };
         // Compile with the session's repositories when resuming a Coding

@@ -172,7 +172,7 @@ fn granted(
 ) -> bool {
     let listed = || {
         let r = owner.server_ref(server);
-        named.iter().any(|m| *m == r)
+        named.contains(&r)
     };
     match owner {
         ServerOwner::Global { .. } => listed(),
