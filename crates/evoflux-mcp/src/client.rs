@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -238,17 +238,12 @@ impl std::fmt::Debug for Connection {
 /// The receiving end of `tools/list_changed` notifications.
 pub type RefreshReceiver = mpsc::UnboundedReceiver<()>;
 
-static CRYPTO: Once = Once::new();
-
 /// The HTTP client of Streamable HTTP servers: the workspace reqwest
-/// (rustls with ring, installed as the process default once, as the model
-/// providers do), with redirects disabled so configured headers never reach
-/// another origin.
+/// (rustls with the process's one crypto provider, installed by
+/// `evoflux_core::tls`), with redirects disabled so configured headers
+/// never reach another origin.
 pub fn http_client() -> Result<reqwest::Client, String> {
-    CRYPTO.call_once(|| {
-        // Another crate may have installed a provider already; either serves.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    evoflux_core::tls::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(30))

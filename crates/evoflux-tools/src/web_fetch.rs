@@ -77,8 +77,7 @@ pub struct WebFetch {
 
 impl WebFetch {
     pub fn new(policy: NetworkAccess) -> Result<WebFetch, String> {
-        // Installs the process's TLS crypto provider once.
-        evoflux_model::http_client().map_err(|e| e.to_string())?;
+        evoflux_core::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("evoflux/", env!("CARGO_PKG_VERSION")))
