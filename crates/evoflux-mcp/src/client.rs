@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData, Implementation,
-    ProtocolVersion,
+    ProtocolVersion, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -77,8 +77,13 @@ struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // Set field by field: rmcp's capability builders exist only with its
+        // server features, which only the test server enables.
+        let mut capabilities = ClientCapabilities::default();
         #[allow(deprecated)] // roots are deprecated only in 2026-07-28
-        let capabilities = ClientCapabilities::builder().enable_roots().build();
+        {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("evoflux", env!("CARGO_PKG_VERSION")),
