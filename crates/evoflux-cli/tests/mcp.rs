@@ -24,7 +24,7 @@ fn test_server() -> Option<PathBuf> {
         Some(path)
     } else {
         eprintln!(
-            "note: {} is not built (build the workspace tests, or `cargo build -p evoflux-mcp`); skipping",
+            "note: {} is not built (build the workspace tests, or `cargo build -p evoflux-mcp --features test-server`); skipping",
             path.display()
         );
         None

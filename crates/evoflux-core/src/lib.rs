@@ -15,6 +15,8 @@ pub mod hash;
 pub mod ids;
 pub mod lock;
 pub mod mode;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Locator, Severity};
 pub use mode::AppMode;

@@ -94,6 +94,22 @@ pub enum CompositionEntry {
     Disabled { source: SourceDescriptor },
 }
 
+impl CompositionEntry {
+    /// The entry's kind name (`shadowed` or `disabled`), its source and,
+    /// for a shadowed entry, the winner: the one projection that both the
+    /// graph's identity hash and `evoflux info` read, so the two cannot
+    /// disagree on what an entry is.
+    pub fn parts(&self) -> (&'static str, &SourceDescriptor, Option<&SourceId>) {
+        match self {
+            CompositionEntry::Shadowed {
+                source,
+                winner_source_id,
+            } => ("shadowed", source, Some(winner_source_id)),
+            CompositionEntry::Disabled { source } => ("disabled", source, None),
+        }
+    }
+}
+
 /// Only shadowed and disabled entries; active ownership is in bindings.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CompositionReport {

@@ -154,26 +154,16 @@ pub fn identity_hash(
         composition: composition
             .entries
             .iter()
-            .map(|e| match e {
-                CompositionEntry::Shadowed {
-                    source,
-                    winner_source_id,
-                } => EntryIdentity {
-                    kind: "shadowed",
+            .map(|e| {
+                let (kind, source, winner) = e.parts();
+                EntryIdentity {
+                    kind,
                     slot: &source.slot,
                     logical_path: &source.logical_path,
                     source_id: &source.source_id,
                     layer: source.layer,
-                    winner: Some(winner_source_id),
-                },
-                CompositionEntry::Disabled { source } => EntryIdentity {
-                    kind: "disabled",
-                    slot: &source.slot,
-                    logical_path: &source.logical_path,
-                    source_id: &source.source_id,
-                    layer: source.layer,
-                    winner: None,
-                },
+                    winner,
+                }
             })
             .collect(),
         route_plan,
@@ -333,11 +323,7 @@ fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> 
         }))
         .collect();
     for entry in &graph.composition.entries {
-        let source = match entry {
-            CompositionEntry::Shadowed { source, .. } | CompositionEntry::Disabled { source } => {
-                source
-            }
-        };
+        let (_, source, winner) = entry.parts();
         if graph.bindings.contains_key(&source.source_id) {
             out.push(graph_error(
                 "graph/binding-for-loser",
@@ -360,10 +346,7 @@ fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> 
                 ),
             ));
         }
-        if let CompositionEntry::Shadowed {
-            winner_source_id, ..
-        } = entry
-        {
+        if let Some(winner_source_id) = winner {
             // A slot whose invalid winner failed compilation has no node;
             // such a graph carries the error that explains it.
             let known = winners.get(&source.slot) == Some(&winner_source_id);

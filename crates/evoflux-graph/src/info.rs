@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::candidate::{Owner, SourceId};
 use crate::channel::{Method, RouteAction};
-use crate::compose::{Binding, CompositionEntry, Definition, Node};
+use crate::compose::{Binding, Definition, Node};
 use crate::connection::ConnectionDefinition;
 use crate::graph::CompiledGraph;
 use crate::layer::Layer;
@@ -216,28 +216,17 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
             .composition
             .entries
             .iter()
-            .map(|e| match e {
-                CompositionEntry::Shadowed {
-                    source,
-                    winner_source_id,
-                } => InfoCompositionEntry {
-                    kind: "shadowed",
+            .map(|e| {
+                let (kind, source, winner) = e.parts();
+                InfoCompositionEntry {
+                    kind,
                     slot: source.slot.clone(),
                     logical_path: source.logical_path.clone(),
                     layer: source.layer,
                     owner: source.owner.clone(),
                     source_id: source.source_id.clone(),
-                    winner_source_id: Some(winner_source_id.clone()),
-                },
-                CompositionEntry::Disabled { source } => InfoCompositionEntry {
-                    kind: "disabled",
-                    slot: source.slot.clone(),
-                    logical_path: source.logical_path.clone(),
-                    layer: source.layer,
-                    owner: source.owner.clone(),
-                    source_id: source.source_id.clone(),
-                    winner_source_id: None,
-                },
+                    winner_source_id: winner.cloned(),
+                }
             })
             .collect(),
         diagnostics: InfoDiagnostics {

@@ -11,6 +11,8 @@ use evoflux_core::AppMode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub mod limits;
+
 /// A condition under which a tool is offered to the model. All listed
 /// conditions must hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -175,7 +177,7 @@ fn object(properties: Value, required: &[&str]) -> Value {
 }
 
 struct Spec {
-    description: &'static str,
+    description: String,
     schema: Value,
     action_class: ActionClass,
     availability: &'static [Availability],
@@ -191,11 +193,11 @@ impl Spec {
     fn ordinary(
         executor: BuiltinExecutor,
         action_class: ActionClass,
-        description: &'static str,
+        description: impl Into<String>,
         schema: Value,
     ) -> Spec {
         Spec {
-            description,
+            description: description.into(),
             schema,
             action_class,
             availability: &[],
@@ -212,11 +214,11 @@ impl Spec {
         handling: Handling,
         action_class: ActionClass,
         availability: &'static [Availability],
-        description: &'static str,
+        description: impl Into<String>,
         schema: Value,
     ) -> Spec {
         Spec {
-            description,
+            description: description.into(),
             schema,
             action_class,
             availability,
@@ -238,7 +240,7 @@ impl Spec {
     fn build(self, name: &str) -> ToolDefinition {
         ToolDefinition {
             name: name.to_owned(),
-            description: self.description.to_owned(),
+            description: self.description,
             input_schema: self.schema,
             behavior: ToolBehavior {
                 availability: self.availability.to_vec(),
@@ -279,9 +281,13 @@ pub const FRAMEWORK_TOOLS: &[&str] = &[
 
 /// Builds the framework definition of one tool. Called only for a
 /// framework tool that won its slot.
+///
+/// Every bound and default a schema states is read from [`limits`], which
+/// the executors enforce.
 pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
     use ActionClass as A;
     use BuiltinExecutor as X;
+    use limits::{glob, grep, process, read, shell, web_fetch};
     let str_ = |d: &str| json!({"type": "string", "description": d});
     let spec = match name {
         "shell" => Spec::ordinary(
@@ -293,8 +299,17 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                     "command": str_("The command line."),
                     "description": str_("Why you run it, in a few words."),
                     "workdir": str_("Directory inside the workspace."),
-                    "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Default 120."},
-                    "yield_time_ms": {"type": "integer", "minimum": 250, "maximum": 30000, "description": "Default 10000."},
+                    "timeout_seconds": {
+                        "type": "integer",
+                        "minimum": shell::MIN_TIMEOUT_SECONDS,
+                        "description": format!("Default {}.", shell::DEFAULT_TIMEOUT_SECONDS),
+                    },
+                    "yield_time_ms": {
+                        "type": "integer",
+                        "minimum": shell::MIN_YIELD_MS,
+                        "maximum": shell::MAX_YIELD_MS,
+                        "description": format!("Default {}.", shell::DEFAULT_YIELD_MS),
+                    },
                     "notify_on_exit": {"type": "boolean", "description": "If it outlives the yield, report its end without polling."}
                 }),
                 &["command"],
@@ -306,9 +321,13 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             "List, poll, wait for or terminate commands started by `shell`.",
             object(
                 json!({
-                    "action": {"type": "string", "enum": ["list", "poll", "wait", "terminate"]},
+                    "action": {"type": "string", "enum": process::ACTIONS},
                     "process_id": {"type": "string"},
-                    "wait_seconds": {"type": "integer", "minimum": 1, "maximum": 60}
+                    "wait_seconds": {
+                        "type": "integer",
+                        "minimum": process::MIN_WAIT_SECONDS,
+                        "maximum": process::MAX_WAIT_SECONDS,
+                    }
                 }),
                 &["action"],
             ),
@@ -320,8 +339,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             object(
                 json!({
                     "path": str_("File path."),
-                    "offset": {"type": "integer", "minimum": 1},
-                    "limit": {"type": "integer", "minimum": 1}
+                    "offset": {"type": "integer", "minimum": read::MIN_OFFSET},
+                    "limit": {"type": "integer", "minimum": read::MIN_LIMIT}
                 }),
                 &["path"],
             ),
@@ -362,7 +381,11 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             A::Read,
             "Find files by glob pattern.",
             object(
-                json!({"pattern": {"type": "string"}, "directory": {"type": "string"}, "max_results": {"type": "integer", "minimum": 1}}),
+                json!({
+                    "pattern": {"type": "string"},
+                    "directory": {"type": "string"},
+                    "max_results": {"type": "integer", "minimum": glob::MIN_RESULTS}
+                }),
                 &["pattern"],
             ),
         )
@@ -373,12 +396,16 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             "Search file contents with a regular expression.",
             object(
                 json!({
-                    "pattern": {"type": "string", "maxLength": 500},
+                    "pattern": {"type": "string", "maxLength": grep::MAX_PATTERN_CHARS},
                     "directory": {"type": "string"},
                     "include": {"type": "string"},
                     "case_insensitive": {"type": "boolean"},
-                    "context": {"type": "integer", "minimum": 0, "maximum": 10},
-                    "max_results": {"type": "integer", "minimum": 1}
+                    "context": {
+                        "type": "integer",
+                        "minimum": grep::MIN_CONTEXT,
+                        "maximum": grep::MAX_CONTEXT,
+                    },
+                    "max_results": {"type": "integer", "minimum": grep::MIN_RESULTS}
                 }),
                 &["pattern"],
             ),
@@ -406,8 +433,12 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             object(
                 json!({
                     "url": {"type": "string", "format": "uri"},
-                    "format": {"type": "string", "enum": ["markdown", "text", "html"]},
-                    "timeout": {"type": "integer", "minimum": 1, "maximum": 120}
+                    "format": {"type": "string", "enum": web_fetch::FORMATS},
+                    "timeout": {
+                        "type": "integer",
+                        "minimum": web_fetch::MIN_TIMEOUT_SECONDS,
+                        "maximum": web_fetch::MAX_TIMEOUT_SECONDS,
+                    }
                 }),
                 &["url"],
             ),

@@ -11,12 +11,12 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData, Implementation,
-    ProtocolVersion,
+    ProtocolVersion, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -77,8 +77,13 @@ struct Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // Set field by field: rmcp's capability builders exist only with its
+        // server features, which only the test server enables.
+        let mut capabilities = ClientCapabilities::default();
         #[allow(deprecated)] // roots are deprecated only in 2026-07-28
-        let capabilities = ClientCapabilities::builder().enable_roots().build();
+        {
+            capabilities.roots = Some(RootsCapabilities::default());
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("evoflux", env!("CARGO_PKG_VERSION")),
@@ -238,17 +243,12 @@ impl std::fmt::Debug for Connection {
 /// The receiving end of `tools/list_changed` notifications.
 pub type RefreshReceiver = mpsc::UnboundedReceiver<()>;
 
-static CRYPTO: Once = Once::new();
-
 /// The HTTP client of Streamable HTTP servers: the workspace reqwest
-/// (rustls with ring, installed as the process default once, as the model
-/// providers do), with redirects disabled so configured headers never reach
-/// another origin.
+/// (rustls with the process's one crypto provider, installed by
+/// `evoflux_core::tls`), with redirects disabled so configured headers
+/// never reach another origin.
 pub fn http_client() -> Result<reqwest::Client, String> {
-    CRYPTO.call_once(|| {
-        // Another crate may have installed a provider already; either serves.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    evoflux_core::tls::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(30))

@@ -25,6 +25,7 @@ pub mod manager;
 pub mod naming;
 pub mod plugin;
 pub mod runtime;
+#[cfg(feature = "test-server")]
 #[doc(hidden)]
 pub mod testserver;
 pub mod toolset;

@@ -3,7 +3,6 @@
 //! SSE-to-events driver that each wire protocol plugs a decoder into.
 
 use std::collections::VecDeque;
-use std::sync::Once;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -25,17 +24,11 @@ const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// How much of an error body is kept for the message.
 const ERROR_BODY_LIMIT: usize = 16 * 1024;
 
-static CRYPTO: Once = Once::new();
-
 /// Builds every reqwest client of this crate. reqwest is compiled without a
-/// rustls crypto provider of its own, so the ring provider is installed as
-/// the process default exactly once before the first client exists.
+/// rustls crypto provider of its own, so the process's one provider is
+/// installed (once, by `evoflux_core::tls`) before the first client exists.
 pub fn http_client() -> Result<reqwest::Client, SetupError> {
-    CRYPTO.call_once(|| {
-        // Another crate may have installed a provider already; either one
-        // serves, so the "already installed" result is not an error.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    evoflux_core::tls::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
         .connect_timeout(CONNECT_TIMEOUT)

@@ -3,6 +3,8 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
+use evoflux_graph::tool::limits::glob as limits;
+
 use crate::args::Args;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -33,7 +35,7 @@ impl GlobInput {
                 .opt_string("directory")?
                 .unwrap_or_else(|| ".".to_owned()),
             max_results: args
-                .opt_uint("max_results", 1, u64::MAX)?
+                .opt_uint("max_results", limits::MIN_RESULTS, u64::MAX)?
                 .unwrap_or(GLOB_DEFAULT_MAX),
         })
     }

@@ -6,6 +6,8 @@
 use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 
+use evoflux_graph::tool::limits::grep as limits;
+
 use crate::args::Args;
 use crate::clip::clip_line;
 use crate::error::ToolError;
@@ -16,8 +18,9 @@ use crate::workspace::Workspace;
 
 /// Default for `max_results`.
 pub const GREP_DEFAULT_MAX: usize = 100;
-/// Longest accepted pattern, as the schema says.
-pub const GREP_MAX_PATTERN: usize = 500;
+/// Longest accepted pattern in characters: the schema's `maxLength`
+/// (defined once in `evoflux_graph::tool::limits`).
+pub const GREP_MAX_PATTERN: usize = limits::MAX_PATTERN_CHARS as usize;
 /// Files larger than this are skipped: they are data, not source.
 pub const GREP_MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;
 
@@ -63,9 +66,11 @@ impl GrepInput {
                 .opt_string("include")?
                 .unwrap_or_else(|| "*".to_owned()),
             case_insensitive: args.opt_bool("case_insensitive")?.unwrap_or(false),
-            context: args.opt_uint("context", 0, 10)?.unwrap_or(0),
+            context: args
+                .opt_uint("context", limits::MIN_CONTEXT, limits::MAX_CONTEXT)?
+                .unwrap_or(0),
             max_results: args
-                .opt_uint("max_results", 1, u64::MAX)?
+                .opt_uint("max_results", limits::MIN_RESULTS, u64::MAX)?
                 .unwrap_or(GREP_DEFAULT_MAX),
         })
     }

@@ -56,7 +56,8 @@ pub use ls::{LS_MAX_ENTRIES, LsInput};
 pub use observation::{CommandMeta, CommandStatus, FAILURE_OUTPUT_LIMIT, SUCCESS_OUTPUT_LIMIT};
 pub use output::ToolOutput;
 pub use process::{
-    PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, ProcessAction, ProcessRequest,
+    PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, PROCESS_MIN_WAIT_SECONDS,
+    ProcessAction, ProcessRequest,
 };
 pub use read::{READ_MAX_BYTES, READ_MAX_OUTPUT_BYTES, ReadInput};
 pub use runtime::{
@@ -64,8 +65,8 @@ pub use runtime::{
     MAX_SESSION_PROCESSES, ProcessRuntime, RuntimeConfig,
 };
 pub use shell::{
-    SHELL_DEFAULT_TIMEOUT_SECONDS, SHELL_DEFAULT_YIELD_MS, SHELL_MAX_YIELD_MS, SHELL_MIN_YIELD_MS,
-    ShellRequest,
+    SHELL_DEFAULT_TIMEOUT_SECONDS, SHELL_DEFAULT_YIELD_MS, SHELL_MAX_YIELD_MS,
+    SHELL_MIN_TIMEOUT_SECONDS, SHELL_MIN_YIELD_MS, ShellRequest,
 };
 pub use workspace::{Resolved, Workspace};
 pub use write::{EditInput, WriteInput};

@@ -8,9 +8,12 @@ use serde_json::Value;
 use crate::args::Args;
 use crate::error::ToolError;
 
-/// `wait_seconds` when the call gives none.
-pub const PROCESS_DEFAULT_WAIT_SECONDS: u64 = 10;
-pub const PROCESS_MAX_WAIT_SECONDS: u64 = 60;
+// The bounds are defined once, with the schema the model sees (see
+// `evoflux_graph::tool::limits`).
+pub use evoflux_graph::tool::limits::process::{
+    DEFAULT_WAIT_SECONDS as PROCESS_DEFAULT_WAIT_SECONDS,
+    MAX_WAIT_SECONDS as PROCESS_MAX_WAIT_SECONDS, MIN_WAIT_SECONDS as PROCESS_MIN_WAIT_SECONDS,
+};
 
 /// What `process` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +58,11 @@ impl ProcessRequest {
             action,
             process_id: args.opt_string("process_id")?,
             wait_seconds: args
-                .opt_uint("wait_seconds", 1, PROCESS_MAX_WAIT_SECONDS)?
+                .opt_uint(
+                    "wait_seconds",
+                    PROCESS_MIN_WAIT_SECONDS,
+                    PROCESS_MAX_WAIT_SECONDS,
+                )?
                 .map(|n| n as u64),
         })
     }

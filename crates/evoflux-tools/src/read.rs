@@ -6,6 +6,8 @@ use std::io::Read as _;
 
 use serde_json::Value;
 
+use evoflux_graph::tool::limits::read as limits;
+
 use crate::args::Args;
 use crate::clip::clip_line;
 use crate::error::ToolError;
@@ -37,8 +39,10 @@ impl ReadInput {
         let args = Args::new(input, Self::FIELDS)?;
         Ok(ReadInput {
             path: args.string("path")?,
-            offset: args.opt_uint("offset", 1, u64::MAX)?.unwrap_or(1),
-            limit: args.opt_uint("limit", 1, u64::MAX)?,
+            offset: args
+                .opt_uint("offset", limits::MIN_OFFSET, u64::MAX)?
+                .unwrap_or(1),
+            limit: args.opt_uint("limit", limits::MIN_LIMIT, u64::MAX)?,
         })
     }
 }

@@ -15,12 +15,13 @@ use crate::runtime::RuntimeConfig;
 use crate::tracked::SpawnSpec;
 use crate::workspace::Workspace;
 
-/// `timeout_seconds` when the call gives none.
-pub const SHELL_DEFAULT_TIMEOUT_SECONDS: u64 = 120;
-/// `yield_time_ms` when the call gives none.
-pub const SHELL_DEFAULT_YIELD_MS: u64 = 10_000;
-pub const SHELL_MIN_YIELD_MS: u64 = 250;
-pub const SHELL_MAX_YIELD_MS: u64 = 30_000;
+// The bounds are defined once, with the schema the model sees (see
+// `evoflux_graph::tool::limits`).
+pub use evoflux_graph::tool::limits::shell::{
+    DEFAULT_TIMEOUT_SECONDS as SHELL_DEFAULT_TIMEOUT_SECONDS,
+    DEFAULT_YIELD_MS as SHELL_DEFAULT_YIELD_MS, MAX_YIELD_MS as SHELL_MAX_YIELD_MS,
+    MIN_TIMEOUT_SECONDS as SHELL_MIN_TIMEOUT_SECONDS, MIN_YIELD_MS as SHELL_MIN_YIELD_MS,
+};
 
 /// Shells whose `-c` does not speak POSIX sh; commands written by a model
 /// assume POSIX syntax, so these are replaced by a POSIX shell.
@@ -87,7 +88,11 @@ impl ShellRequest {
             description: args.opt_string("description")?,
             workdir: args.opt_string("workdir")?,
             timeout_seconds: args
-                .opt_uint("timeout_seconds", 1, u64::from(u32::MAX))?
+                .opt_uint(
+                    "timeout_seconds",
+                    SHELL_MIN_TIMEOUT_SECONDS,
+                    u64::from(u32::MAX),
+                )?
                 .map(|n| n as u64),
             yield_time_ms: args
                 .opt_uint("yield_time_ms", SHELL_MIN_YIELD_MS, SHELL_MAX_YIELD_MS)?

@@ -20,8 +20,12 @@ use crate::output::ToolOutput;
 pub const MAX_REDIRECTS: usize = 10;
 pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
 pub const MAX_OUTPUT_CHARS: usize = 50_000;
-pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
-pub const MAX_TIMEOUT_SECS: u64 = 120;
+// The `timeout` bounds are defined once, with the schema the model sees
+// (see `evoflux_graph::tool::limits`).
+pub use evoflux_graph::tool::limits::web_fetch::{
+    DEFAULT_TIMEOUT_SECONDS as DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECONDS as MAX_TIMEOUT_SECS,
+    MIN_TIMEOUT_SECONDS as MIN_TIMEOUT_SECS,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -40,6 +44,16 @@ struct Input {
     format: Format,
     #[serde(default)]
     timeout: Option<u64>,
+}
+
+impl Input {
+    /// The asked timeout within the schema's bounds: clamped rather than
+    /// refused, so a model asking for too long still gets its fetch.
+    fn timeout_secs(&self) -> u64 {
+        self.timeout
+            .unwrap_or(DEFAULT_TIMEOUT_SECS)
+            .clamp(MIN_TIMEOUT_SECS, MAX_TIMEOUT_SECS)
+    }
 }
 
 /// What network tools of a session may reach.
@@ -63,8 +77,7 @@ pub struct WebFetch {
 
 impl WebFetch {
     pub fn new(policy: NetworkAccess) -> Result<WebFetch, String> {
-        // Installs the process's TLS crypto provider once.
-        evoflux_model::http_client().map_err(|e| e.to_string())?;
+        evoflux_core::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("evoflux/", env!("CARGO_PKG_VERSION")))
@@ -78,10 +91,7 @@ impl WebFetch {
             Ok(i) => i,
             Err(e) => return ToolOutput::error(format!("invalid web_fetch input: {e}")),
         };
-        let secs = input
-            .timeout
-            .unwrap_or(DEFAULT_TIMEOUT_SECS)
-            .clamp(1, MAX_TIMEOUT_SECS);
+        let secs = input.timeout_secs();
         match tokio::time::timeout(Duration::from_secs(secs), self.fetch(&input)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => ToolOutput::error(e),
@@ -260,6 +270,49 @@ pub fn is_public(ip: IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The schema the model sees (compiled from the framework definition)
+    /// and this executor agree on the fields, formats and timeout bounds.
+    #[test]
+    fn input_matches_the_framework_schema() {
+        let schema = evoflux_graph::tool::framework_tool("web_fetch")
+            .unwrap()
+            .input_schema;
+        let props = schema["properties"].as_object().unwrap();
+        for format in props["format"]["enum"].as_array().unwrap() {
+            let input = serde_json::json!({"url": "https://example.com", "format": format});
+            assert!(serde_json::from_value::<Input>(input).is_ok(), "{format}");
+        }
+        let all: serde_json::Map<String, Value> = props
+            .keys()
+            .map(|k| {
+                let v = match k.as_str() {
+                    "url" => Value::from("https://example.com"),
+                    "format" => Value::from("text"),
+                    _ => Value::from(5),
+                };
+                (k.clone(), v)
+            })
+            .collect();
+        assert_eq!(all.len(), 3);
+        assert!(serde_json::from_value::<Input>(Value::Object(all)).is_ok());
+        let min = props["timeout"]["minimum"].as_u64().unwrap();
+        let max = props["timeout"]["maximum"].as_u64().unwrap();
+        let timeout = |t: Option<u64>| {
+            Input {
+                url: String::new(),
+                format: Format::Markdown,
+                timeout: t,
+            }
+            .timeout_secs()
+        };
+        assert_eq!(timeout(Some(max)), max);
+        assert_eq!(timeout(Some(max + 1)), max);
+        assert_eq!(timeout(Some(min)), min);
+        assert_eq!(timeout(Some(0)), min);
+        assert_eq!(timeout(None), DEFAULT_TIMEOUT_SECS);
+        assert!((min..=max).contains(&DEFAULT_TIMEOUT_SECS));
+    }
 
     #[test]
     fn internal_addresses_are_not_public() {

@@ -74,24 +74,7 @@ pub fn ground_claimed_validations(
     output: &str,
     executed_commands: &[String],
 ) -> Option<ClaimedValidationGrounding> {
-    let field = match kind {
-        ResultContractKind::VerifierReport => "checks",
-        ResultContractKind::MutationReport => "validations",
-        ResultContractKind::ArchitectPlan
-        | ResultContractKind::ScoutReport
-        | ResultContractKind::DebuggerReport
-        | ResultContractKind::ResearchReport
-        | ResultContractKind::ProvenanceReport
-        | ResultContractKind::ExternalDelegation
-        | ResultContractKind::ArtifactReport
-        | ResultContractKind::ContextHandbook
-        | ResultContractKind::CodeReport
-        | ResultContractKind::CouncilReport
-        | ResultContractKind::DelegationPlan
-        | ResultContractKind::OracleReport
-        | ResultContractKind::CouncilBallot
-        | ResultContractKind::WorldKnowledgeReport => return None,
-    };
+    let field = kind.traits().claimed_validations?;
     let m = extract_json_object(Some(output)).ok()?;
     let Some(Value::Array(items)) = m.get(field) else {
         return None;

@@ -6,6 +6,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::validate::{MUTATION_REPORT_HEADROOM_BYTES, RESULT_COMMIT_MESSAGE_MAX_BYTES};
+
 /// Every terminal result shape a worker run can be held to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -40,6 +42,30 @@ pub enum ContractAuthor {
     Coordinator,
 }
 
+/// The traits of one [`ResultContractKind`] (see
+/// [`ResultContractKind::traits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindTraits {
+    /// The wire name, as front matter and the worker wire spell it.
+    pub name: &'static str,
+    /// Who may put the kind on a run.
+    pub author: ContractAuthor,
+    /// A scout may ask a proposed subtask to return it.
+    pub subtask_requestable: bool,
+    /// The result reports on the workspace rather than changing it.
+    pub reporting: bool,
+    /// The result is an artifact on disk.
+    pub names_artifact: bool,
+    /// The output may author `{commitMessage, summary}` for the commit
+    /// that seals the run.
+    pub authors_commit: bool,
+    /// The output field whose `passed: true` claims are grounded against
+    /// the commands the run executed.
+    pub claimed_validations: Option<&'static str>,
+    /// The sealed-output bound in bytes, for kinds with one of their own.
+    pub output_bytes: Option<usize>,
+}
+
 impl ResultContractKind {
     pub const ALL: [ResultContractKind; 16] = [
         ResultContractKind::ArchitectPlan,
@@ -60,25 +86,179 @@ impl ResultContractKind {
         ResultContractKind::WorldKnowledgeReport,
     ];
 
-    pub const fn as_str(self) -> &'static str {
+    /// Every property that depends on the kind alone, in one row per
+    /// kind: the one exhaustive match of kind traits, so adding a kind
+    /// means filling in one row and every reader below (and the
+    /// validators, grounding and authorship) follows it.
+    pub const fn traits(self) -> KindTraits {
         match self {
-            ResultContractKind::ArchitectPlan => "architect-plan",
-            ResultContractKind::ScoutReport => "scout-report",
-            ResultContractKind::VerifierReport => "verifier-report",
-            ResultContractKind::DebuggerReport => "debugger-report",
-            ResultContractKind::ResearchReport => "research-report",
-            ResultContractKind::MutationReport => "mutation-report",
-            ResultContractKind::ProvenanceReport => "provenance-report",
-            ResultContractKind::ExternalDelegation => "external-delegation",
-            ResultContractKind::ArtifactReport => "artifact-report",
-            ResultContractKind::ContextHandbook => "context-handbook",
-            ResultContractKind::CodeReport => "code-report",
-            ResultContractKind::CouncilReport => "council-report",
-            ResultContractKind::DelegationPlan => "delegation-plan",
-            ResultContractKind::OracleReport => "oracle-report",
-            ResultContractKind::CouncilBallot => "council-ballot",
-            ResultContractKind::WorldKnowledgeReport => "world-knowledge-report",
+            ResultContractKind::ArchitectPlan => KindTraits {
+                name: "architect-plan",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: false,
+                names_artifact: true,
+                authors_commit: true,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::ScoutReport => KindTraits {
+                name: "scout-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::VerifierReport => KindTraits {
+                name: "verifier-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: Some("checks"),
+                output_bytes: None,
+            },
+            ResultContractKind::DebuggerReport => KindTraits {
+                name: "debugger-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::ResearchReport => KindTraits {
+                name: "research-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::MutationReport => KindTraits {
+                name: "mutation-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: true,
+                claimed_validations: Some("validations"),
+                output_bytes: Some(
+                    2 * RESULT_COMMIT_MESSAGE_MAX_BYTES + MUTATION_REPORT_HEADROOM_BYTES,
+                ),
+            },
+            ResultContractKind::ProvenanceReport => KindTraits {
+                name: "provenance-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::ExternalDelegation => KindTraits {
+                name: "external-delegation",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::ArtifactReport => KindTraits {
+                name: "artifact-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: false,
+                reporting: false,
+                names_artifact: true,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::ContextHandbook => KindTraits {
+                name: "context-handbook",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: false,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::CodeReport => KindTraits {
+                name: "code-report",
+                author: ContractAuthor::Runner,
+                subtask_requestable: false,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::CouncilReport => KindTraits {
+                name: "council-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: true,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::DelegationPlan => KindTraits {
+                name: "delegation-plan",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: false,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::OracleReport => KindTraits {
+                name: "oracle-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: false,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::CouncilBallot => KindTraits {
+                name: "council-ballot",
+                author: ContractAuthor::Coordinator,
+                subtask_requestable: false,
+                reporting: false,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
+            ResultContractKind::WorldKnowledgeReport => KindTraits {
+                name: "world-knowledge-report",
+                author: ContractAuthor::Recipe,
+                subtask_requestable: false,
+                reporting: true,
+                names_artifact: false,
+                authors_commit: false,
+                claimed_validations: None,
+                output_bytes: None,
+            },
         }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        self.traits().name
     }
 
     pub fn parse(s: &str) -> Option<ResultContractKind> {
@@ -88,91 +268,24 @@ impl ResultContractKind {
     }
 
     pub const fn author(self) -> ContractAuthor {
-        match self {
-            ResultContractKind::CodeReport => ContractAuthor::Runner,
-            ResultContractKind::CouncilBallot => ContractAuthor::Coordinator,
-            ResultContractKind::ArchitectPlan
-            | ResultContractKind::ScoutReport
-            | ResultContractKind::VerifierReport
-            | ResultContractKind::DebuggerReport
-            | ResultContractKind::ResearchReport
-            | ResultContractKind::MutationReport
-            | ResultContractKind::ProvenanceReport
-            | ResultContractKind::ExternalDelegation
-            | ResultContractKind::ArtifactReport
-            | ResultContractKind::ContextHandbook
-            | ResultContractKind::CouncilReport
-            | ResultContractKind::DelegationPlan
-            | ResultContractKind::OracleReport
-            | ResultContractKind::WorldKnowledgeReport => ContractAuthor::Recipe,
-        }
+        self.traits().author
     }
 
     /// Kinds a scout may ask a proposed subtask to return.
     pub const fn subtask_requestable(self) -> bool {
-        match self {
-            ResultContractKind::ArchitectPlan
-            | ResultContractKind::ScoutReport
-            | ResultContractKind::VerifierReport
-            | ResultContractKind::DebuggerReport
-            | ResultContractKind::ResearchReport
-            | ResultContractKind::MutationReport
-            | ResultContractKind::ProvenanceReport
-            | ResultContractKind::ExternalDelegation
-            | ResultContractKind::CouncilReport => true,
-            ResultContractKind::ArtifactReport
-            | ResultContractKind::ContextHandbook
-            | ResultContractKind::CodeReport
-            | ResultContractKind::DelegationPlan
-            | ResultContractKind::OracleReport
-            | ResultContractKind::CouncilBallot
-            | ResultContractKind::WorldKnowledgeReport => false,
-        }
+        self.traits().subtask_requestable
     }
 
     /// Kinds whose result is a report about the workspace rather than a
     /// change to it; a read-only worker pinned to a mutating task with one
     /// of these is refused rather than flagged.
     pub const fn is_reporting(self) -> bool {
-        match self {
-            ResultContractKind::ScoutReport
-            | ResultContractKind::VerifierReport
-            | ResultContractKind::ResearchReport
-            | ResultContractKind::ProvenanceReport
-            | ResultContractKind::DebuggerReport
-            | ResultContractKind::WorldKnowledgeReport
-            | ResultContractKind::OracleReport => true,
-            ResultContractKind::ArchitectPlan
-            | ResultContractKind::MutationReport
-            | ResultContractKind::ExternalDelegation
-            | ResultContractKind::ArtifactReport
-            | ResultContractKind::ContextHandbook
-            | ResultContractKind::CodeReport
-            | ResultContractKind::CouncilReport
-            | ResultContractKind::DelegationPlan
-            | ResultContractKind::CouncilBallot => false,
-        }
+        self.traits().reporting
     }
 
     /// Kinds whose result is an artifact on disk.
     pub const fn names_artifact(self) -> bool {
-        match self {
-            ResultContractKind::ArchitectPlan | ResultContractKind::ArtifactReport => true,
-            ResultContractKind::ScoutReport
-            | ResultContractKind::VerifierReport
-            | ResultContractKind::DebuggerReport
-            | ResultContractKind::ResearchReport
-            | ResultContractKind::MutationReport
-            | ResultContractKind::ProvenanceReport
-            | ResultContractKind::ExternalDelegation
-            | ResultContractKind::ContextHandbook
-            | ResultContractKind::CodeReport
-            | ResultContractKind::CouncilReport
-            | ResultContractKind::DelegationPlan
-            | ResultContractKind::OracleReport
-            | ResultContractKind::CouncilBallot
-            | ResultContractKind::WorldKnowledgeReport => false,
-        }
+        self.traits().names_artifact
     }
 }
 
@@ -286,6 +399,96 @@ mod tests {
             assert_eq!(ResultContractKind::parse(k.as_str()), Some(k));
             assert_eq!(serde_json::to_value(k).unwrap(), json!(k.as_str()));
         }
+    }
+
+    /// The table reproduces, kind by kind, the classifications that were
+    /// separate matches before it existed.
+    #[test]
+    fn the_traits_table_classifies_every_kind() {
+        use ResultContractKind as K;
+        let with = |f: fn(KindTraits) -> bool| -> Vec<K> {
+            K::ALL.into_iter().filter(|k| f(k.traits())).collect()
+        };
+        assert_eq!(
+            with(|t| t.subtask_requestable),
+            [
+                K::ArchitectPlan,
+                K::ScoutReport,
+                K::VerifierReport,
+                K::DebuggerReport,
+                K::ResearchReport,
+                K::MutationReport,
+                K::ProvenanceReport,
+                K::ExternalDelegation,
+                K::CouncilReport,
+            ]
+        );
+        assert_eq!(
+            with(|t| t.reporting),
+            [
+                K::ScoutReport,
+                K::VerifierReport,
+                K::DebuggerReport,
+                K::ResearchReport,
+                K::ProvenanceReport,
+                K::OracleReport,
+                K::WorldKnowledgeReport,
+            ]
+        );
+        assert_eq!(
+            with(|t| t.names_artifact),
+            [K::ArchitectPlan, K::ArtifactReport]
+        );
+        assert_eq!(
+            with(|t| t.authors_commit),
+            [K::ArchitectPlan, K::MutationReport]
+        );
+        let claimed: Vec<(K, &str)> = K::ALL
+            .into_iter()
+            .filter_map(|k| Some((k, k.traits().claimed_validations?)))
+            .collect();
+        assert_eq!(
+            claimed,
+            [
+                (K::VerifierReport, "checks"),
+                (K::MutationReport, "validations")
+            ]
+        );
+        let bounded: Vec<(K, usize)> = K::ALL
+            .into_iter()
+            .filter_map(|k| Some((k, k.traits().output_bytes?)))
+            .collect();
+        assert_eq!(bounded, [(K::MutationReport, 2 * 1000 + 16 * 1024)]);
+        for k in K::ALL {
+            let expected = match k {
+                K::CodeReport => ContractAuthor::Runner,
+                K::CouncilBallot => ContractAuthor::Coordinator,
+                _ => ContractAuthor::Recipe,
+            };
+            assert_eq!(k.author(), expected, "{k}");
+        }
+        let names: Vec<&str> = K::ALL.into_iter().map(K::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "architect-plan",
+                "scout-report",
+                "verifier-report",
+                "debugger-report",
+                "research-report",
+                "mutation-report",
+                "provenance-report",
+                "external-delegation",
+                "artifact-report",
+                "context-handbook",
+                "code-report",
+                "council-report",
+                "delegation-plan",
+                "oracle-report",
+                "council-ballot",
+                "world-knowledge-report",
+            ]
+        );
     }
 
     #[test]

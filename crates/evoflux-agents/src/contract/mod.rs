@@ -22,7 +22,7 @@ pub use evidence::{DiskFilesystem, ResultFilesystem, RunEffects, RunEvidence, Va
 pub use extract::{ExtractError, extract_json_object};
 pub use grounding::{ClaimedValidationGrounding, GroundingBasis, ground_claimed_validations};
 pub use kind::{
-    ContractAuthor, ResultContract, ResultContractKind, parse_result_contract,
+    ContractAuthor, KindTraits, ResultContract, ResultContractKind, parse_result_contract,
     parse_worker_result_contract,
 };
 pub use mutation::{ResultAuthorship, result_contract_authorship};

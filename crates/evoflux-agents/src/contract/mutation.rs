@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::evidence::{ValidationContext, resolve};
 use super::extract::extract_json_object;
-use super::kind::{ResultContract, ResultContractKind};
+use super::kind::ResultContract;
 use super::validate::{Checked, Quality, RESULT_COMMIT_MESSAGE_MAX_BYTES, only_keys, typed_check};
 
 const SHAPE: &str = "Mutation result must carry mutatedPaths and validations";
@@ -191,22 +191,8 @@ pub fn result_contract_authorship(
     contract: &ResultContract,
     output: &str,
 ) -> Option<ResultAuthorship> {
-    match contract.kind {
-        ResultContractKind::MutationReport | ResultContractKind::ArchitectPlan => {}
-        ResultContractKind::ScoutReport
-        | ResultContractKind::VerifierReport
-        | ResultContractKind::DebuggerReport
-        | ResultContractKind::ResearchReport
-        | ResultContractKind::ProvenanceReport
-        | ResultContractKind::ExternalDelegation
-        | ResultContractKind::ArtifactReport
-        | ResultContractKind::ContextHandbook
-        | ResultContractKind::CodeReport
-        | ResultContractKind::CouncilReport
-        | ResultContractKind::DelegationPlan
-        | ResultContractKind::OracleReport
-        | ResultContractKind::CouncilBallot
-        | ResultContractKind::WorldKnowledgeReport => return None,
+    if !contract.kind.traits().authors_commit {
+        return None;
     }
     let m = extract_json_object(Some(output)).ok()?;
     Some(ResultAuthorship {

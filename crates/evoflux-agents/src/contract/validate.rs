@@ -658,24 +658,5 @@ pub const MUTATION_REPORT_HEADROOM_BYTES: usize = 16 * 1024;
 /// the summary and commit message at their maximum plus headroom; `None`
 /// for kinds with no bound of their own.
 pub const fn result_contract_output_bytes(contract: &ResultContract) -> Option<usize> {
-    match contract.kind {
-        ResultContractKind::MutationReport => {
-            Some(2 * RESULT_COMMIT_MESSAGE_MAX_BYTES + MUTATION_REPORT_HEADROOM_BYTES)
-        }
-        ResultContractKind::ArchitectPlan
-        | ResultContractKind::ScoutReport
-        | ResultContractKind::VerifierReport
-        | ResultContractKind::DebuggerReport
-        | ResultContractKind::ResearchReport
-        | ResultContractKind::ProvenanceReport
-        | ResultContractKind::ExternalDelegation
-        | ResultContractKind::ArtifactReport
-        | ResultContractKind::ContextHandbook
-        | ResultContractKind::CodeReport
-        | ResultContractKind::CouncilReport
-        | ResultContractKind::DelegationPlan
-        | ResultContractKind::OracleReport
-        | ResultContractKind::CouncilBallot
-        | ResultContractKind::WorldKnowledgeReport => None,
-    }
+    contract.kind.traits().output_bytes
 }
