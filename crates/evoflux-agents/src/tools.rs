@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use evoflux_core::AppMode;
+use evoflux_graph::runnable::NotInBuild;
 use evoflux_graph::tool::{ActionClass, Presentation, ToolDefinition};
 use evoflux_graph::{CompiledGraph, Definition};
 
@@ -69,6 +70,13 @@ impl ToolCatalog {
             .is_some_and(|t| is_skill_loader(&t.behavior.presentation))
     }
 
+    /// Why this build cannot run the tool named `name`
+    /// ([`ToolDefinition::not_in_build`]); `None` when it can or when the
+    /// graph has no such tool.
+    pub fn not_in_build(&self, name: &str) -> Option<NotInBuild> {
+        self.get(name).and_then(ToolDefinition::not_in_build)
+    }
+
     /// Names in sorted order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.keys().map(String::as_str)
@@ -118,6 +126,8 @@ mod tests {
         assert_eq!(c.action_class("nope"), None);
         assert!(c.loads_skills("skill"));
         assert!(!c.loads_skills("read"));
+        assert_eq!(c.not_in_build("agent"), Some(NotInBuild::Delegation));
+        assert_eq!(c.not_in_build("read"), None);
         assert!(c.in_mode(AppMode::Coding).any(|t| t.name == "code_context"));
         assert!(!c.in_mode(AppMode::Work).any(|t| t.name == "code_context"));
     }

@@ -129,12 +129,50 @@ fn team_construction_with_two_leads() {
         work.team(Some("writer")).unwrap_err(),
         TeamError::NotALead {
             mode: AppMode::Work,
-            name: "writer".into()
+            name: "writer".into(),
+            leads: vec!["evoflux".into(), "research-lead".into()],
         }
     );
     // Work leads are not Coding leads.
     let (coding, _) = f.agents(AppMode::Coding);
     assert!(coding.team(Some("research-lead")).is_err());
+}
+
+#[test]
+fn a_lead_is_addressed_as_agents_show_addresses_it() {
+    let f = Fixture::new();
+    f.write(
+        "agents/coding/reviewer.md",
+        "---
+role: lead
+---
+",
+    );
+    let (coding, _) = f.agents(AppMode::Coding);
+    assert_eq!(
+        coding.team(Some("coding/reviewer")).unwrap(),
+        coding.team(Some("reviewer")).unwrap()
+    );
+    assert_eq!(
+        coding.team(Some("coding/reviewer")).unwrap().lead,
+        "reviewer"
+    );
+    let (work, _) = f.agents(AppMode::Work);
+    assert_eq!(
+        work.team(Some("coding/reviewer")).unwrap_err(),
+        TeamError::OtherMode {
+            mode: AppMode::Work,
+            name: "coding/reviewer".into(),
+            agent_mode: AppMode::Coding,
+        }
+    );
+    // The error names every valid lead, in words and as a field.
+    let err = coding.team(Some("nosuch")).unwrap_err();
+    let TeamError::NotALead { leads, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(leads, &["evoflux", "reviewer"]);
+    assert!(err.to_string().contains("evoflux, reviewer"), "{err}");
 }
 
 #[test]

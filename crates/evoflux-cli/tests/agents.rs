@@ -341,3 +341,176 @@ fn workers_check_result_accepts_and_rejects() {
         Some(2)
     );
 }
+
+#[test]
+fn agents_show_and_compile_mark_tools_this_build_cannot_run() {
+    let env = Env::new();
+    let v = env.json(&["agents", "show", "coding/evoflux", "--json"]);
+    let tools: Vec<&str> = v["effective"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"agent"), "{tools:?}");
+    let gaps = v["tools_not_in_build"].as_array().unwrap();
+    let agent = gaps.iter().find(|g| g["tool"] == "agent").unwrap();
+    assert_eq!(agent["code"], "tool/delegation-not-built");
+    assert!(!gaps.iter().any(|g| g["tool"] == "read"));
+    let text = String::from_utf8_lossy(&env.run(&["agents", "show", "coding/evoflux"]).stdout)
+        .into_owned();
+    let line = text.lines().find(|l| l.starts_with("tools: ")).unwrap();
+    assert!(line.contains("agent (not in this build: "), "{line}");
+    assert!(line.contains("read,") || line.ends_with("read"), "{line}");
+
+    let v = env.json(&["agents", "compile", "--mode", "coding", "--json"]);
+    let gaps = v["tools_not_in_build"].as_array().unwrap();
+    assert!(
+        gaps.iter()
+            .any(|g| g["tool"] == "agent" && g["code"] == "tool/delegation-not-built"),
+        "{gaps:?}"
+    );
+    let text = String::from_utf8_lossy(&env.run(&["agents", "compile", "--mode", "coding"]).stdout)
+        .into_owned();
+    assert!(text.contains("agent (not in this build: "), "{text}");
+}
+
+#[test]
+fn agents_validate_names_a_file_with_broken_front_matter_and_exits_3() {
+    let env = Env::new();
+    let broken = env.project("agents/broken.md", "---\nrole: [lead\n---\nHi.\n");
+    let out = env.run(&["agents", "validate", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["valid"], false);
+    let diags: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let named: Vec<&Value> = diags["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| {
+            d["file"]
+                .as_str()
+                .or(d["locator"]["file"].as_str())
+                .is_some_and(|f| Path::new(f).ends_with("agents/broken.md"))
+        })
+        .collect();
+    assert!(
+        named.iter().any(|d| d["severity"] == "error"),
+        "no error names {}: {diags}",
+        broken.display()
+    );
+    let text = env.run(&["agents", "validate"]);
+    assert_eq!(text.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&text.stderr).contains("broken.md"));
+    // The other mode is still valid.
+    assert_eq!(
+        env.run(&["agents", "validate", "--mode", "coding"])
+            .status
+            .code(),
+        Some(0)
+    );
+    // The listing cannot show it as an agent, so it says why not.
+    let out = env.run(&["agents", "list", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("broken.md"));
+    assert!(!stderr_codes(&out).is_empty());
+}
+
+#[test]
+fn unknown_agent_keys_are_warnings_naming_the_key_and_the_file() {
+    let env = Env::new();
+    env.project("agents/helper.md", "---\nrole: member\ncolour: blue\n---\n");
+    let out = env.run(&["agents", "validate", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diags: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let unknown: Vec<&Value> = diags["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "agent/key-unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{diags}");
+    assert_eq!(unknown[0]["severity"], "warning");
+    let text = unknown[0].to_string();
+    assert!(text.contains("colour"), "{text}");
+    assert!(text.contains("helper.md"), "{text}");
+    assert_eq!(json(&out)["warnings"], 1);
+}
+
+/// Writes a scripted model that answers once.
+fn hello_model(env: &Env) -> String {
+    let path = env.tmp.path().join("hello.yaml");
+    std::fs::write(&path, "turns:\n  - reply: {text: hi}\n").unwrap();
+    format!("scripted:{}", path.display())
+}
+
+#[test]
+fn an_unknown_lead_lists_the_leads_and_coding_names_resolve() {
+    let env = Env::new();
+    let model = hello_model(&env);
+    // `run`: exit 3, the valid leads named.
+    let out = env.run(&["run", "--model", &model, "--lead", "nosuch", "hi"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("nosuch") && err.contains("evoflux"), "{err}");
+    // `coding/<name>`, as `agents show` takes it.
+    let out = env.run(&[
+        "--json",
+        "run",
+        "--mode",
+        "coding",
+        "--model",
+        &model,
+        "--lead",
+        "coding/evoflux",
+        "hi",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let started: Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "session_started")
+        .unwrap();
+    assert_eq!(started["lead"], "evoflux");
+    // A Coding name is no Work lead.
+    let out = env.run(&["run", "--model", &model, "--lead", "coding/evoflux", "hi"]);
+    assert_eq!(out.status.code(), Some(3));
+
+    // `agents compile` and `agents list` resolve leads the same way.
+    let v = env.json(&[
+        "agents",
+        "compile",
+        "--mode",
+        "coding",
+        "--lead",
+        "coding/evoflux",
+        "--json",
+    ]);
+    assert_eq!(v["lead"], "evoflux");
+    let out = env.run(&["agents", "compile", "--lead", "nosuch", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(stderr_codes(&out), ["agent/team-invalid"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("evoflux"));
+    let listed = env.json(&[
+        "agents",
+        "list",
+        "--mode",
+        "coding",
+        "--lead",
+        "coding/evoflux",
+        "--json",
+    ]);
+    assert!(!listed[0]["agents"].as_array().unwrap().is_empty());
+    let out = env.run(&["agents", "list", "--lead", "nosuch", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr_codes(&out).iter().all(|c| c == "agent/team-invalid"));
+}

@@ -60,6 +60,45 @@ fn info_on_embedded_defaults() {
 }
 
 #[test]
+fn info_marks_the_tools_this_build_cannot_run() {
+    let env = Env::new();
+    // A command tool in code_context's slot runs: the mark follows the
+    // selected definition, not the name.
+    env.project("tools/code_context.toml", TOOL);
+    let v = json(&env.run(&["info", "--json"]));
+    assert_schema_valid(&v);
+    let tools = v["tools"]["entries"].as_array().unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
+    for (name, code) in [
+        ("agent", "tool/delegation-not-built"),
+        ("task_update", "tool/delegation-not-built"),
+        ("task_cancel", "tool/delegation-not-built"),
+        ("web_search", "tool/provider-tool-not-built"),
+    ] {
+        assert_eq!(tool(name)["runnable"], false, "{name}");
+        assert_eq!(tool(name)["unavailable_code"], code, "{name}");
+        assert!(tool(name)["unavailable_reason"].is_string(), "{name}");
+    }
+    for name in ["read", "shell", "ask_user", "code_context"] {
+        assert_eq!(tool(name)["runnable"], true, "{name}");
+        assert!(tool(name).get("unavailable_code").is_none(), "{name}");
+    }
+    let text = String::from_utf8_lossy(&env.run(&["info"]).stdout).into_owned();
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(line("agent").contains("(not in this build: "), "{text}");
+    assert!(
+        !line("code_context").contains("not in this build"),
+        "{text}"
+    );
+    assert!(!line("read").contains("not in this build"), "{text}");
+}
+
+#[test]
 fn info_mode_projects_tools() {
     let env = Env::new();
     let names = |mode: &str| -> Vec<String> {

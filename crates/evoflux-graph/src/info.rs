@@ -17,6 +17,7 @@ use crate::connection::ConnectionDefinition;
 use crate::graph::CompiledGraph;
 use crate::layer::Layer;
 use crate::route_plan::{Preflight, ShadowedRoute};
+use crate::runnable::NotInBuild;
 use crate::sandbox::NetworkPolicy;
 use crate::slot::SlotKind;
 use crate::tool::{ActionClass, Availability, Handling, Presentation, ToolExecutor};
@@ -90,6 +91,14 @@ pub struct InfoTool {
     pub modes: Vec<AppMode>,
     pub lead_only: bool,
     pub executor: InfoExecutor,
+    /// Whether this build can run the tool
+    /// ([`ToolDefinition::not_in_build`](crate::tool::ToolDefinition::not_in_build)).
+    pub runnable: bool,
+    /// Why not, when it cannot: the stable code and the reason in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<&'static str>,
     pub source: InfoSource,
 }
 
@@ -266,6 +275,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 if !in_mode(mode, &t.behavior.modes) {
                     continue;
                 }
+                let gap = t.not_in_build();
                 tools.push(InfoTool {
                     name: t.name.clone(),
                     description: t.description.clone(),
@@ -284,6 +294,9 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                         },
                         None => InfoExecutor::Native,
                     },
+                    runnable: gap.is_none(),
+                    unavailable_code: gap.map(NotInBuild::code),
+                    unavailable_reason: gap.map(NotInBuild::message),
                     source: src,
                 });
             }
@@ -428,7 +441,11 @@ pub fn render_human(info: &Info) -> String {
                 .unwrap_or_default(),
             (Handling::ProviderTool { .. }, _) => "provider-tool web-search".to_owned(),
         };
-        let _ = writeln!(out, "  {:<14} {:<26} [{}]", t.name, how, origin(&t.source));
+        let _ = write!(out, "  {:<14} {:<26} [{}]", t.name, how, origin(&t.source));
+        if let Some(why) = t.unavailable_reason {
+            let _ = write!(out, "  (not in this build: {why})");
+        }
+        out.push('\n');
     }
     for (title, list) in [
         ("skills", &info.skills),

@@ -18,6 +18,7 @@ pub mod layer;
 pub mod policy;
 pub mod registry;
 pub mod route_plan;
+pub mod runnable;
 pub mod sandbox;
 pub mod skill_root;
 pub mod slot;

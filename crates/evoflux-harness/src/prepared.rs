@@ -113,21 +113,6 @@ impl SessionCapabilities {
     }
 }
 
-/// Whether a provider executes a provider-managed tool itself. None of the
-/// wire adapters materialize one yet, so every such tool is reported as
-/// unavailable rather than offered and then failing.
-pub const fn provider_supports(provider: ProviderKind, tool: ProviderTool) -> bool {
-    match (provider, tool) {
-        (
-            ProviderKind::Openai
-            | ProviderKind::Anthropic
-            | ProviderKind::Local
-            | ProviderKind::Scripted,
-            ProviderTool::WebSearch,
-        ) => false,
-    }
-}
-
 /// Why this build cannot run a builtin executor in this session, if so.
 fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option<&'static str> {
     match executor {
@@ -147,7 +132,9 @@ fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option
         BuiltinExecutor::Skill => {
             (!caps.skills).then_some("no skill runtime is attached to this session")
         }
-        BuiltinExecutor::CodeContext => Some("code navigation is not part of this build yet"),
+        // Not in this build at all: `ToolDefinition::not_in_build` reports
+        // it before any session condition is looked at.
+        BuiltinExecutor::CodeContext => None,
     }
 }
 
@@ -175,6 +162,12 @@ impl PreparedTools {
             };
             if !def.behavior.modes.contains(&mode) {
                 out.skip(name, &format!("the tool does not exist in {mode} mode"));
+                continue;
+            }
+            // What this build cannot run is never offered, whatever the
+            // session: a dispatch tool would only answer "not available".
+            if let Some(gap) = def.not_in_build() {
+                out.skip(name, &format!("not in this build: {gap}"));
                 continue;
             }
             if let Some(c) = def.behavior.availability.iter().find(|c| !caps.holds(**c)) {
@@ -206,20 +199,11 @@ impl PreparedTools {
                     continue;
                 }
                 (Handling::RequestInput { request }, _) => PreparedKind::RequestInput(*request),
+                // Likewise reached only once delegation is built.
                 (Handling::Dispatch { action }, _) => PreparedKind::Dispatch(*action),
-                (Handling::ProviderTool { provider }, _) => {
-                    if !provider_supports(caps.provider, *provider) {
-                        out.skip(
-                            name,
-                            &format!(
-                                "the {} provider does not execute this tool",
-                                caps.provider.as_str()
-                            ),
-                        );
-                        continue;
-                    }
-                    PreparedKind::ProviderTool(*provider)
-                }
+                // Reached only once `not_in_build` lets a provider tool
+                // through, i.e. when an adapter executes it.
+                (Handling::ProviderTool { provider }, _) => PreparedKind::ProviderTool(*provider),
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
@@ -346,6 +330,7 @@ impl PreparedTools {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use evoflux_graph::runnable::NotInBuild;
 
     fn caps() -> SessionCapabilities {
         SessionCapabilities {
@@ -379,15 +364,15 @@ mod tests {
             kind("ask_user"),
             Some(PreparedKind::RequestInput(InputRequest::Question))
         );
-        assert_eq!(
-            kind("agent"),
-            Some(PreparedKind::Dispatch(DispatchAction::SelfAgent))
-        );
-        // Only delegated children have task_update; no provider executes
-        // web_search; shell needs a process runtime.
+        // Delegation is not built: the dispatch tools are unavailable, never
+        // offered; no provider executes web_search; shell needs a process
+        // runtime.
+        assert_eq!(kind("agent"), None);
         let skipped: Vec<&str> = tools.unavailable.iter().map(|u| u.tool.as_str()).collect();
         for t in [
+            "agent",
             "task_update",
+            "task_cancel",
             "web_search",
             "shell",
             "process",
@@ -399,6 +384,40 @@ mod tests {
             );
             assert!(tools.get(t).is_none());
         }
+    }
+
+    #[test]
+    fn what_this_build_cannot_run_is_unavailable_with_its_reason() {
+        let catalog = ToolCatalog::framework();
+        // Even a delegated child with every capability gets no dispatch
+        // tool: the reason is the build, not the session.
+        let c = SessionCapabilities {
+            root_session: false,
+            delegated_task_child: true,
+            processes: true,
+            skills: true,
+            ..caps()
+        };
+        let tools = PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Coding, &c);
+        assert!(tools.iter().all(|t| !matches!(
+            t.kind,
+            PreparedKind::Dispatch(_) | PreparedKind::ProviderTool(_)
+        )));
+        for (tool, gap) in [
+            ("agent", NotInBuild::Delegation),
+            ("task_update", NotInBuild::Delegation),
+            ("task_cancel", NotInBuild::Delegation),
+            ("web_search", NotInBuild::ProviderTool),
+            ("code_context", NotInBuild::CodeContextExecutor),
+        ] {
+            let u = tools.unavailable.iter().find(|u| u.tool == tool);
+            assert_eq!(
+                u.map(|u| u.reason.as_str()),
+                Some(format!("not in this build: {gap}").as_str()),
+                "{tool}"
+            );
+        }
+        assert!(tools.get("shell").is_some());
     }
 
     #[test]

@@ -295,7 +295,7 @@ async fn a_turn_without_schema_has_no_final_output_and_a_missing_result_is_repor
 }
 
 #[tokio::test]
-async fn unknown_tools_bad_arguments_and_dispatch_are_tool_errors() {
+async fn unknown_tools_bad_arguments_and_unbuilt_dispatch_are_tool_errors() {
     let world = World::new();
     let provider = Recorder::new(vec![
         call("u1", "no_such_tool", json!({})),
@@ -316,7 +316,10 @@ async fn unknown_tools_bad_arguments_and_dispatch_are_tool_errors() {
     assert!(results.iter().all(|(_, err)| *err));
     assert!(results[0].0.contains("no tool named `no_such_tool`"));
     assert!(results[1].0.contains("invalid arguments for `read`"));
-    assert!(results[2].0.contains("not available in this session"));
+    // Delegation is not in this build: `agent` is never offered, so a call
+    // to it is a call to a tool the session does not have.
+    assert!(results[2].0.contains("no tool named `agent`"));
+    assert!(!Recorder::tool_names(&provider.requests()[0]).contains(&"agent".to_owned()));
 }
 
 #[tokio::test]

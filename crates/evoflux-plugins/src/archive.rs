@@ -107,8 +107,14 @@ pub enum ExtractError {
     DestinationExists(PathBuf),
     #[error("invalid plugin archive: {0}")]
     Invalid(#[from] zip::result::ZipError),
-    #[error("cannot extract the archive: {0}")]
-    Io(#[from] io::Error),
+    /// Reading the archive or writing `path` failed; `path` is the file or
+    /// folder the error concerns.
+    #[error("cannot extract the archive: `{}`: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl ExtractError {
@@ -137,7 +143,15 @@ impl ExtractError {
             ExtractError::SuspiciousRatio { .. } => "plugin/archive-suspicious-ratio",
             ExtractError::DestinationExists(_) => "plugin/archive-destination-exists",
             ExtractError::Invalid(_) => "plugin/archive-invalid",
-            ExtractError::Io(_) => "plugin/archive-io",
+            ExtractError::Io { .. } => "plugin/archive-io",
+        }
+    }
+
+    /// Wraps an IO error with the path it concerns.
+    pub fn io(path: &Path) -> impl FnOnce(io::Error) -> ExtractError + '_ {
+        move |source| ExtractError::Io {
+            path: path.to_path_buf(),
+            source,
         }
     }
 
@@ -196,8 +210,8 @@ pub fn extract_archive(
     dest: &Path,
     limits: &ExtractLimits,
 ) -> Result<ExtractReport, ExtractError> {
-    let file = fs::File::open(archive)?;
-    let size = file.metadata()?.len();
+    let file = fs::File::open(archive).map_err(ExtractError::io(archive))?;
+    let size = file.metadata().map_err(ExtractError::io(archive))?.len();
     if size > limits.max_archive_bytes {
         return Err(ExtractError::ArchiveTooLarge {
             limit: limits.max_archive_bytes,
@@ -209,9 +223,9 @@ pub fn extract_archive(
         return Err(ExtractError::DestinationExists(dest.to_path_buf()));
     }
     if let Some(parent) = dest.parent() {
-        fs::create_dir_all(parent)?;
+        fs::create_dir_all(parent).map_err(ExtractError::io(parent))?;
     }
-    fs::create_dir(dest)?;
+    fs::create_dir(dest).map_err(ExtractError::io(dest))?;
     match write_plan(&mut zip, &plan, dest, limits) {
         Ok(report) => Ok(report),
         Err(e) => {
@@ -324,23 +338,25 @@ fn write_plan<R: io::Read + io::Seek>(
     for p in plan {
         let target = dest.join(&p.path);
         if p.is_dir {
-            fs::create_dir_all(&target)?;
+            fs::create_dir_all(&target).map_err(ExtractError::io(&target))?;
             continue;
         }
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)?;
+            fs::create_dir_all(parent).map_err(ExtractError::io(parent))?;
         }
         let mut entry = zip.by_index(p.index)?;
         let declared = entry.size();
         let mut out = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(&target)?;
+            .open(&target)
+            .map_err(ExtractError::io(&target))?;
         // Never trust the declared size: read at most one byte past it and
         // past the remaining budget.
         let budget = limits.max_expanded_bytes.saturating_sub(expanded);
         let cap = declared.min(budget).saturating_add(1);
-        let written = io::copy(&mut (&mut entry).take(cap), &mut out)?;
+        let written =
+            io::copy(&mut (&mut entry).take(cap), &mut out).map_err(ExtractError::io(&target))?;
         if written > budget {
             return Err(ExtractError::ExpandedTooLarge {
                 limit: limits.max_expanded_bytes,
@@ -353,10 +369,10 @@ fn write_plan<R: io::Read + io::Seek>(
                 ),
             ));
         }
-        out.flush()?;
+        out.flush().map_err(ExtractError::io(&target))?;
         expanded += written;
         files += 1;
-        set_mode(&target, p.executable)?;
+        set_mode(&target, p.executable).map_err(ExtractError::io(&target))?;
     }
     Ok(ExtractReport {
         files,

@@ -187,15 +187,15 @@ impl PluginError {
             | PluginError::InvalidCredential { .. } => true,
             PluginError::Stage(e) => match e {
                 StageError::Extract(_) | StageError::Invalid { .. } | StageError::Symlink => true,
-                StageError::Changed | StageError::Io(_) => false,
+                StageError::Changed | StageError::Io { .. } => false,
             },
             PluginError::Pack(e) => match e {
                 PackError::Invalid { .. } | PackError::Symlink { .. } => true,
                 PackError::OutputExists(_)
                 | PackError::OutputInsidePackage(_)
                 | PackError::OutputForbidden(..)
-                | PackError::Io(_)
-                | PackError::Zip(_)
+                | PackError::Io { .. }
+                | PackError::Zip { .. }
                 | PackError::Changed => false,
             },
             PluginError::NotFound(_)
@@ -234,7 +234,14 @@ impl PluginError {
             PluginError::RegistryMalformed { path, .. }
             | PluginError::CredentialsMalformed { path, .. }
             | PluginError::InvalidPackage { path, .. }
-            | PluginError::Io { path, .. } => d.with_file(path),
+            | PluginError::Io { path, .. }
+            | PluginError::Stage(
+                StageError::Io { path, .. }
+                | StageError::Extract(crate::archive::ExtractError::Io { path, .. }),
+            )
+            | PluginError::Pack(PackError::Io { path, .. } | PackError::Zip { path, .. }) => {
+                d.with_file(path)
+            }
             PluginError::UnknownCredential { key, .. }
             | PluginError::InvalidCredential { key, .. } => d.with_field(key.clone()),
             _ => d,

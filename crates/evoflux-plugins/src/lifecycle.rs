@@ -127,8 +127,17 @@ pub struct PluginManager {
     paths: PluginPaths,
     registry: Registry,
     validator: StrictSkillValidator,
+    /// The crash-test seam, only in a build with the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     commit_pause: Option<PathBuf>,
 }
+
+/// Set by crash tests only, read only by a `test-hooks` build: the path
+/// of a marker to create just before each registry commit, after which
+/// the process waits (up to two minutes) to be killed at the most delicate
+/// moment of a mutation.
+#[cfg(feature = "test-hooks")]
+pub const COMMIT_PAUSE_VAR: &str = "EVOFLUX_TEST_PLUGIN_COMMIT_PAUSE";
 
 impl PluginManager {
     pub fn new(paths: PluginPaths) -> Self {
@@ -136,21 +145,16 @@ impl PluginManager {
             registry: Registry::new(paths.registry_file()),
             paths,
             validator: StrictSkillValidator,
-            commit_pause: None,
+            #[cfg(feature = "test-hooks")]
+            commit_pause: std::env::var_os(COMMIT_PAUSE_VAR)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         }
     }
 
     /// Overrides how long a mutation waits for another one to finish.
     pub fn with_lock_wait(mut self, wait: Duration) -> Self {
         self.registry = self.registry.with_lock_wait(wait);
-        self
-    }
-
-    /// A crash-test seam: just before each registry commit, create
-    /// `marker` and wait (up to two minutes) so a test can kill the process
-    /// at the most delicate moment of a mutation.
-    pub fn with_commit_pause(mut self, marker: PathBuf) -> Self {
-        self.commit_pause = Some(marker);
         self
     }
 
@@ -162,6 +166,9 @@ impl PluginManager {
         &self.registry
     }
 
+    /// The crash-test seam ([`COMMIT_PAUSE_VAR`]); nothing at all in a
+    /// build without the `test-hooks` feature.
+    #[cfg(feature = "test-hooks")]
     fn pause_before_commit(&self) {
         if let Some(marker) = &self.commit_pause {
             let _ = fs::write(marker, std::process::id().to_string());
@@ -170,6 +177,10 @@ impl PluginManager {
             }
         }
     }
+
+    #[cfg(not(feature = "test-hooks"))]
+    #[inline(always)]
+    fn pause_before_commit(&self) {}
 
     fn refuse_bundled_tree(&self, path: &Path) -> Result<(), PluginError> {
         if self.paths.is_in_bundled_tree(path) {

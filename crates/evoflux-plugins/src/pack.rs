@@ -54,10 +54,20 @@ pub enum PackError {
     OutputInsidePackage(PathBuf),
     #[error("output `{0}` must be outside `{1}`")]
     OutputForbidden(PathBuf, PathBuf),
-    #[error("cannot write the archive: {0}")]
-    Io(#[from] io::Error),
-    #[error("cannot write the archive: {0}")]
-    Zip(#[from] zip::result::ZipError),
+    /// Packing failed on `path`, the file or folder the error concerns.
+    #[error("cannot pack: `{}`: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the archive `path` (a temp file beside the output) failed.
+    #[error("cannot write the archive `{}`: {source}", path.display())]
+    Zip {
+        path: PathBuf,
+        #[source]
+        source: zip::result::ZipError,
+    },
     #[error("package changed while it was being packed")]
     Changed,
 }
@@ -71,8 +81,23 @@ impl PackError {
             PackError::OutputExists(_) => "plugin/pack-output-exists",
             PackError::OutputInsidePackage(_) => "plugin/pack-output-inside-package",
             PackError::OutputForbidden(..) => "plugin/pack-output-forbidden",
-            PackError::Io(_) | PackError::Zip(_) => "plugin/pack-io",
+            PackError::Io { .. } | PackError::Zip { .. } => "plugin/pack-io",
             PackError::Changed => "plugin/pack-changed",
+        }
+    }
+
+    /// Wraps an IO error with the path it concerns.
+    pub fn io(path: &Path) -> impl FnOnce(io::Error) -> PackError + '_ {
+        move |source| PackError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn zip(path: &Path) -> impl FnOnce(zip::result::ZipError) -> PackError + '_ {
+        move |source| PackError::Zip {
+            path: path.to_path_buf(),
+            source,
         }
     }
 
@@ -157,12 +182,12 @@ pub fn pack_inspected(
     if fs::symlink_metadata(&output).is_ok() {
         return Err(PackError::OutputExists(output));
     }
-    let target = resolved(&output)?;
+    let target = resolved(&output).map_err(PackError::io(&output))?;
     if target.starts_with(root) {
         return Err(PackError::OutputInsidePackage(output));
     }
     for forbidden in &options.forbidden_roots {
-        let forbidden = resolved(forbidden)?;
+        let forbidden = resolved(forbidden).map_err(PackError::io(forbidden))?;
         if target.starts_with(&forbidden) {
             return Err(PackError::OutputForbidden(output, forbidden));
         }
@@ -171,11 +196,13 @@ pub fn pack_inspected(
         Some(p) => p.to_path_buf(),
         None => return Err(PackError::OutputInsidePackage(output)),
     };
-    fs::create_dir_all(&parent)?;
+    fs::create_dir_all(&parent).map_err(PackError::io(&parent))?;
 
     let mut temp = tempfile::Builder::new()
         .prefix(".evoplugin-")
-        .tempfile_in(&parent)?;
+        .tempfile_in(&parent)
+        .map_err(PackError::io(&parent))?;
+    let temp_path = temp.path().to_path_buf();
     let mut entries = 0;
     {
         let mut zip = ZipWriter::new(BufWriter::new(temp.as_file_mut()));
@@ -186,16 +213,20 @@ pub fn pack_inspected(
             .system(System::Unix);
         for (path, executable) in tree.files() {
             let mode = if executable { 0o755 } else { 0o644 };
-            zip.start_file(path, base.unix_permissions(mode))?;
-            let mut file = fs::File::open(root.join(path))?;
-            io::copy(&mut file, &mut zip)?;
+            zip.start_file(path, base.unix_permissions(mode))
+                .map_err(PackError::zip(&temp_path))?;
+            let source = root.join(path);
+            let mut file = fs::File::open(&source).map_err(PackError::io(&source))?;
+            io::copy(&mut file, &mut zip).map_err(PackError::io(&source))?;
             entries += 1;
         }
-        let mut writer = zip.finish()?;
-        writer.flush()?;
+        let mut writer = zip.finish().map_err(PackError::zip(&temp_path))?;
+        writer.flush().map_err(PackError::io(&temp_path))?;
     }
-    temp.as_file().sync_all()?;
-    set_shareable_mode(temp.path())?;
+    temp.as_file()
+        .sync_all()
+        .map_err(PackError::io(&temp_path))?;
+    set_shareable_mode(&temp_path).map_err(PackError::io(&temp_path))?;
     let after = inspect(root, validator);
     if after.content_sha256.as_ref() != Some(digest) {
         return Err(PackError::Changed);
@@ -203,7 +234,7 @@ pub fn pack_inspected(
     temp.persist_noclobber(&target)
         .map_err(|e| match e.error.kind() {
             io::ErrorKind::AlreadyExists => PackError::OutputExists(output.clone()),
-            _ => PackError::Io(e.error),
+            _ => PackError::io(&target)(e.error),
         })?;
     Ok(PackReport {
         output: target,

@@ -34,8 +34,13 @@ pub enum StageError {
     Symlink,
     #[error("package changed while it was being staged")]
     Changed,
-    #[error("cannot stage the archive: {0}")]
-    Io(#[from] io::Error),
+    /// Staging failed on `path`, the file or folder the error concerns.
+    #[error("cannot stage the package: `{}`: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl StageError {
@@ -45,12 +50,27 @@ impl StageError {
             StageError::Invalid { .. } => "plugin/stage-invalid-package",
             StageError::Symlink => "plugin/archive-symlink",
             StageError::Changed => "plugin/stage-changed",
-            StageError::Io(_) => "plugin/stage-io",
+            StageError::Io { .. } => "plugin/stage-io",
+        }
+    }
+
+    /// Wraps an IO error with the path it concerns.
+    pub fn io(path: &Path) -> impl FnOnce(io::Error) -> StageError + '_ {
+        move |source| StageError::Io {
+            path: path.to_path_buf(),
+            source,
         }
     }
 
     pub fn to_diagnostic(&self) -> Diagnostic {
-        Diagnostic::error(self.code(), self.to_string())
+        let d = Diagnostic::error(self.code(), self.to_string());
+        match self {
+            StageError::Io { path, .. } => d.with_file(path),
+            StageError::Extract(_)
+            | StageError::Invalid { .. }
+            | StageError::Symlink
+            | StageError::Changed => d,
+        }
     }
 }
 
@@ -90,13 +110,13 @@ impl StagedPackage {
             return Err(StageError::Changed);
         }
         if fs::symlink_metadata(dest).is_ok() {
-            return Err(StageError::Io(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("`{}` already exists", dest.display()),
-            )));
+            return Err(StageError::Io {
+                path: dest.to_path_buf(),
+                source: io::Error::new(io::ErrorKind::AlreadyExists, "it already exists"),
+            });
         }
         let parent = dest.parent().unwrap_or(dest);
-        fs::create_dir_all(parent)?;
+        fs::create_dir_all(parent).map_err(StageError::io(parent))?;
         match fs::rename(self.root(), dest) {
             Ok(()) => {}
             // The cache and data dirs may be different file systems: copy
@@ -105,15 +125,16 @@ impl StagedPackage {
             Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
                 let incoming = tempfile::Builder::new()
                     .prefix(".incoming-")
-                    .tempdir_in(parent)?;
+                    .tempdir_in(parent)
+                    .map_err(StageError::io(parent))?;
                 let copy = incoming.path().join("package");
                 match again.tree.as_ref() {
                     Some(tree) => copy_files(tree, &copy)?,
                     None => return Err(StageError::Changed),
                 }
-                fs::rename(&copy, dest)?;
+                fs::rename(&copy, dest).map_err(StageError::io(dest))?;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(StageError::io(dest)(e)),
         }
         drop(self.temp);
         Ok(inspect(dest, validator))
@@ -129,10 +150,11 @@ pub fn stage_archive(
     validator: &dyn SkillValidator,
 ) -> Result<StagedPackage, StageError> {
     let staging = staging_dir(cache_dir);
-    fs::create_dir_all(&staging)?;
+    fs::create_dir_all(&staging).map_err(StageError::io(&staging))?;
     let temp = tempfile::Builder::new()
         .prefix("install-")
-        .tempdir_in(&staging)?;
+        .tempdir_in(&staging)
+        .map_err(StageError::io(&staging))?;
     let root = temp.path().join("package");
     extract_archive(archive, &root, limits)?;
     let inspection = inspect(&root, validator);
@@ -170,10 +192,11 @@ pub fn stage_directory(
         return Err(StageError::Symlink);
     }
     let staging = staging_dir(cache_dir);
-    fs::create_dir_all(&staging)?;
+    fs::create_dir_all(&staging).map_err(StageError::io(&staging))?;
     let temp = tempfile::Builder::new()
         .prefix("install-")
-        .tempdir_in(&staging)?;
+        .tempdir_in(&staging)
+        .map_err(StageError::io(&staging))?;
     let root = temp.path().join("package");
     copy_files(tree, &root)?;
     let inspection = inspect(&root, validator);
@@ -185,15 +208,20 @@ pub fn stage_directory(
 
 /// Copies the regular files of `tree` to `dest` (created), with modes
 /// normalized to 0755 (any exec bit) or 0644.
-fn copy_files(tree: &PackageTree, dest: &Path) -> io::Result<()> {
-    fs::create_dir_all(dest)?;
+fn copy_files(tree: &PackageTree, dest: &Path) -> Result<(), StageError> {
+    fs::create_dir_all(dest).map_err(StageError::io(dest))?;
     for (rel, executable) in tree.files() {
         let to = dest.join(rel);
         if let Some(parent) = to.parent() {
-            fs::create_dir_all(parent)?;
+            fs::create_dir_all(parent).map_err(StageError::io(parent))?;
         }
-        fs::copy(tree.root.join(rel), &to)?;
-        set_mode(&to, executable)?;
+        let from = tree.root.join(rel);
+        // The error names the source when it cannot be read, else the copy.
+        fs::copy(&from, &to).map_err(|e| match fs::metadata(&from) {
+            Ok(_) => StageError::io(&to)(e),
+            Err(_) => StageError::io(&from)(e),
+        })?;
+        set_mode(&to, executable).map_err(StageError::io(&to))?;
     }
     Ok(())
 }

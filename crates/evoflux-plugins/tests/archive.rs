@@ -303,3 +303,29 @@ fn refused_archive_leaves_staging_empty() {
         0
     );
 }
+
+#[test]
+fn extraction_io_errors_name_the_path() {
+    let c = case();
+    let missing = c.dir.path().join("missing.evoplugin");
+    let err =
+        extract_archive(&missing, &c.dir.path().join("out"), &ExtractLimits::DEFAULT).unwrap_err();
+    assert_eq!(err.code(), "plugin/archive-io");
+    assert!(
+        err.to_string().contains(&*missing.to_string_lossy()),
+        "{err}"
+    );
+
+    // A regular file where the destination's parent folder must be.
+    let archive = c.dir.path().join("ok.zip");
+    raw_zip(&archive, &[("plugin.json", b"{}")]);
+    let blocker = c.dir.path().join("blocker");
+    std::fs::write(&blocker, "x").unwrap();
+    let err =
+        extract_archive(&archive, &blocker.join("dest"), &ExtractLimits::DEFAULT).unwrap_err();
+    assert_eq!(err.code(), "plugin/archive-io");
+    let evoflux_plugins::ExtractError::Io { path, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(path.starts_with(&blocker), "{}", path.display());
+}

@@ -277,3 +277,57 @@ fn staged_package_that_changes_is_not_persisted() {
         0
     );
 }
+
+/// An IO failure names the file or folder it concerns and keeps its code:
+/// here a regular file stands where a folder must be created (tests run as
+/// root, so a permission error cannot be provoked).
+#[test]
+fn io_errors_name_the_path_they_concern() {
+    let f = sample();
+    let blocker = f.dir.path().join("not-a-dir");
+    fs::write(&blocker, "x").unwrap();
+
+    let err = pack(
+        &f.root,
+        &options(blocker.join("out/p.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-io");
+    let PackError::Io { path, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert!(path.starts_with(&blocker), "{}", path.display());
+    assert!(
+        err.to_string().contains(&*blocker.to_string_lossy()),
+        "{err}"
+    );
+
+    let packed = pack(
+        &f.root,
+        &options(f.dir.path().join("ok.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap();
+    // The cache dir is a file: the staging folder cannot be created.
+    let err = stage_archive(
+        &packed.output,
+        &blocker,
+        &ExtractLimits::DEFAULT,
+        &StrictSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/stage-io");
+    assert!(
+        err.to_string().contains(&*blocker.to_string_lossy()),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_diagnostic().locator.file.as_deref(),
+        Some(evoflux_plugins::staging_dir(&blocker).as_path())
+    );
+    // Through the lifecycle's error, the diagnostic names the file too.
+    let lifecycle = evoflux_plugins::PluginError::from(err);
+    assert_eq!(lifecycle.code(), "plugin/stage-io");
+    assert!(lifecycle.to_diagnostic().locator.file.is_some());
+}

@@ -1,8 +1,10 @@
 //! The EvoFlux agent dialect: forgiving, user-owned Markdown.
 //!
-//! Known keys are typed and checked; unknown keys are ignored at run time
-//! (and kept byte-for-byte by the [`form`](super::form) serializer), so a
-//! file written for a newer evoflux still loads. A type error in a known
+//! Known keys are typed and checked; an unknown key is a warning
+//! (`agent/key-unknown`, naming the key and the file) and is otherwise
+//! ignored at run time (and kept byte-for-byte by the
+//! [`form`](super::form) serializer), so a file written for a newer
+//! evoflux still loads. A type error in a known
 //! key makes the file malformed; every problem in a file is reported, not
 //! just the first.
 
@@ -253,6 +255,27 @@ pub fn parse_agent(
         mapping: &doc.mapping,
         diags: Diagnostics::new(),
     };
+    for key in doc.mapping.keys() {
+        let key = match key {
+            Value::String(k) => k.clone(),
+            other => yaml_serde::to_string(other)
+                .map(|k| k.trim().to_owned())
+                .unwrap_or_default(),
+        };
+        if !KNOWN_KEYS.contains(&key.as_str()) {
+            r.diags.push(
+                Diagnostic::warning(
+                    "agent/key-unknown",
+                    format!(
+                        "`{key}` is not an agent setting and is ignored; the settings are: {}",
+                        KNOWN_KEYS.join(", ")
+                    ),
+                )
+                .with_file(file)
+                .with_field(key),
+            );
+        }
+    }
     let declared_name = r.string("name");
     if let Some(declared) = &declared_name
         && declared != name
@@ -387,13 +410,19 @@ mod tests {
     }
 
     #[test]
-    fn all_known_keys_and_unknown_ignored() {
+    fn all_known_keys_and_unknown_ignored_with_a_warning() {
         let text = "---\nname: a\nrole: lead\ndescription: D\nmodel: openai:gpt-4o\n\
                     fallback_model: __PROVIDER_MODEL__\nthinking_level: high\nresponses_api: true\n\
                     tools: [web_fetch]\ntools_opt_out: [shell]\nskills: [review]\nmcp: [github]\n\
                     x-future: {a: 1}\n---\n<!-- seed -->\nBe brief.\n";
         let (r, d) = parse(text);
-        assert!(d.is_empty(), "{d:?}");
+        // The unknown key is named, as a warning on the file; nothing else.
+        assert_eq!(d.codes(), ["agent/key-unknown"], "{d:?}");
+        let w = &d.as_slice()[0];
+        assert_eq!(w.severity, evoflux_core::Severity::Warning);
+        assert_eq!(w.locator.field.as_deref(), Some("x-future"));
+        assert_eq!(w.locator.file.as_deref(), Some(Path::new("a.md")));
+        assert!(w.message.contains("`x-future`"), "{}", w.message);
         let r = r.unwrap();
         assert_eq!(r.role, Role::Lead);
         assert_eq!(

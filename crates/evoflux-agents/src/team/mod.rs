@@ -87,8 +87,21 @@ pub struct Team {
 pub enum TeamError {
     #[error("{mode} mode has no lead agent: give one agent `role: lead`")]
     NoLead { mode: AppMode },
-    #[error("`{name}` is not a lead agent of {mode} mode")]
-    NotALead { mode: AppMode, name: String },
+    /// `leads` are the valid leads of the mode, by name.
+    #[error("`{name}` is not a lead agent of {mode} mode; its leads are: {}", leads.join(", "))]
+    NotALead {
+        mode: AppMode,
+        name: String,
+        leads: Vec<String>,
+    },
+    /// A qualified name of another mode's agent (`coding/<name>` asked of
+    /// a Work team).
+    #[error("`{name}` is a {agent_mode} agent, not one of {mode} mode")]
+    OtherMode {
+        mode: AppMode,
+        name: String,
+        agent_mode: AppMode,
+    },
 }
 
 fn builtin_entry(p: &Profile) -> AgentEntry {
@@ -275,16 +288,27 @@ impl AgentDirectory {
     /// The team of `lead` (default: the mode's default lead): the lead and
     /// the valid members bound to it. A member with `lead: X` belongs only
     /// to X; a member without `lead:` belongs only to the default lead.
+    ///
+    /// `lead` is addressed as `agents show` addresses an agent: `<name>`,
+    /// or `coding/<name>` for a Coding agent ([`parse_qualified_name`]).
     pub fn team(&self, lead: Option<&str>) -> Result<Team, TeamError> {
         let default = self
             .default_lead
             .as_deref()
             .ok_or(TeamError::NoLead { mode: self.mode })?;
-        let lead = lead.unwrap_or(default);
+        let asked;
+        let lead = match lead {
+            None => default,
+            Some(name) => {
+                asked = self.lead_name(name)?;
+                asked.as_str()
+            }
+        };
         if !self.leads().contains(&lead) {
             return Err(TeamError::NotALead {
                 mode: self.mode,
                 name: lead.to_owned(),
+                leads: self.leads().into_iter().map(str::to_owned).collect(),
             });
         }
         let members = self
@@ -304,6 +328,24 @@ impl AgentDirectory {
             lead: lead.to_owned(),
             members,
         })
+    }
+
+    /// The bare name an addressed lead refers to in this mode. A bare
+    /// name is looked up in the directory's own mode; `coding/<name>` only
+    /// in Coding mode. A name that is no agent name at all stays as it is
+    /// and is refused as no lead.
+    fn lead_name(&self, asked: &str) -> Result<String, TeamError> {
+        let Ok((agent_mode, name)) = parse_qualified_name(asked) else {
+            return Ok(asked.to_owned());
+        };
+        match (agent_mode, self.mode) {
+            (AppMode::Work, _) | (AppMode::Coding, AppMode::Coding) => Ok(name),
+            (AppMode::Coding, AppMode::Work) => Err(TeamError::OtherMode {
+                mode: self.mode,
+                name: asked.to_owned(),
+                agent_mode,
+            }),
+        }
     }
 
     /// Compiles every valid agent.

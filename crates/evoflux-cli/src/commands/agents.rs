@@ -14,6 +14,7 @@ use evoflux_agents::team::{
     parse_qualified_name, qualified_name,
 };
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use evoflux_graph::slot::PathClass;
 use evoflux_graph::{CompiledGraph, SlotKind};
 use serde::Serialize;
 
@@ -165,10 +166,19 @@ fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
     };
     let tools = ToolCatalog::from_graph(&graph);
     let mut diags = Diagnostics::new();
+    // A file the graph could not select (broken front matter) has no
+    // entry to list; it is reported instead of silently left out.
+    let unlisted: Diagnostics = agent_graph_diagnostics(&graph, args.mode)
+        .into_iter()
+        .collect();
+    let mut lead_errors = Diagnostics::new();
     let listings: Vec<ModeListing> = modes(args.mode)
         .into_iter()
         .map(|mode| {
             let dir = evoflux_agents::team::load_agents(&graph, mode, &mut diags);
+            if let Some(Err(e)) = args.lead.as_deref().map(|l| dir.team(Some(l))) {
+                lead_errors.push(Diagnostic::error("agent/team-invalid", e.to_string()));
+            }
             ModeListing {
                 mode,
                 default_lead: dir.default_lead.clone(),
@@ -177,6 +187,12 @@ fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
             }
         })
         .collect();
+    // A lead that is no lead in any listed mode is an error, not an empty
+    // listing.
+    if lead_errors.len() == listings.len() && !lead_errors.is_empty() {
+        out.diagnostics(&lead_errors);
+        return Ok(Exit::Invalid);
+    }
     out.result(&listings, || {
         let mut s = String::new();
         for l in &listings {
@@ -203,6 +219,7 @@ fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
         }
         s
     });
+    out.diagnostics(&unlisted);
     Ok(Exit::Ok)
 }
 
@@ -212,6 +229,8 @@ struct Shown {
     valid: bool,
     source: AgentSource,
     effective: Option<EffectiveAgentConfig>,
+    /// The agent's tools this build cannot run (never offered to a model).
+    tools_not_in_build: Vec<ToolNotInBuild>,
     diagnostics: Diagnostics,
 }
 
@@ -245,6 +264,7 @@ fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> 
         qualified_name: qualified_name(mode, &bare),
         valid: entry.is_valid(),
         source: entry.source.clone(),
+        tools_not_in_build: tools_not_in_build(&tools, effective.iter().flat_map(|e| &e.tools)),
         effective,
         diagnostics: diags,
     };
@@ -265,7 +285,10 @@ fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> 
                     "model: {}\n",
                     e.model.as_deref().unwrap_or("(harness default)")
                 ));
-                s.push_str(&format!("tools: {}\n", e.tools.join(", ")));
+                s.push_str(&format!(
+                    "tools: {}\n",
+                    tool_list(&e.tools, &shown.tools_not_in_build)
+                ));
                 s.push_str(&format!("skills: {}\n", e.skills.join(", ")));
                 s.push_str(&format!("mcp: {}\n", e.mcp.join(", ")));
                 s.push_str(&format!("\n{}\n", e.prompt));
@@ -278,8 +301,10 @@ fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> 
     Ok(if shown.valid { Exit::Ok } else { Exit::Invalid })
 }
 
-/// Graph diagnostics about agent files: those on an agent slot, and the
-/// discovery code for unsupported agent folders.
+/// Graph diagnostics about agent files: those on an agent slot (also a
+/// file the graph could not select, such as one with broken front matter,
+/// which has no node), and the discovery code for unsupported agent
+/// folders.
 fn agent_graph_diagnostics(graph: &CompiledGraph, mode: Option<AppMode>) -> Vec<Diagnostic> {
     let kinds: Vec<SlotKind> = modes(mode)
         .into_iter()
@@ -289,16 +314,81 @@ fn agent_graph_diagnostics(graph: &CompiledGraph, mode: Option<AppMode>) -> Vec<
         .diagnostics
         .iter()
         .filter(|d| {
-            let on_slot = d.locator.slot.as_deref().is_some_and(|s| {
-                graph
-                    .nodes
-                    .iter()
-                    .any(|n| kinds.contains(&n.slot.kind) && n.slot.to_string() == s)
-            });
+            let on_slot = d
+                .locator
+                .slot
+                .as_deref()
+                .and_then(agent_slot_kind)
+                .is_some_and(|k| kinds.contains(&k));
             on_slot || d.code == "discover/agent-folder-invalid"
         })
         .cloned()
         .collect()
+}
+
+/// The kind of a slot such as `agents/coding/x`, read with the graph's
+/// own slot grammar (the slot of the file `<slot>.md`).
+fn agent_slot_kind(slot: &str) -> Option<SlotKind> {
+    match evoflux_graph::slot::classify(&format!("{slot}.md")) {
+        PathClass::Slot { slot, .. } => match slot.kind {
+            SlotKind::WorkAgent | SlotKind::CodingAgent => Some(slot.kind),
+            SlotKind::Config
+            | SlotKind::Sandbox
+            | SlotKind::Tool
+            | SlotKind::Channel
+            | SlotKind::Connection
+            | SlotKind::Schedule
+            | SlotKind::Skill
+            | SlotKind::Worker
+            | SlotKind::Fleet
+            | SlotKind::FleetCommands => None,
+        },
+        PathClass::McpServers
+        | PathClass::SkillResource
+        | PathClass::InvalidName { .. }
+        | PathClass::Unsupported => None,
+    }
+}
+
+/// A tool an agent has that this build cannot run, and why.
+#[derive(Serialize)]
+struct ToolNotInBuild {
+    tool: String,
+    code: &'static str,
+    reason: &'static str,
+}
+
+/// The agents' tools this build cannot run, each once, in first-seen order.
+fn tools_not_in_build<'a>(
+    tools: &ToolCatalog,
+    names: impl IntoIterator<Item = &'a String>,
+) -> Vec<ToolNotInBuild> {
+    let mut out: Vec<ToolNotInBuild> = Vec::new();
+    for name in names {
+        if out.iter().any(|t| &t.tool == name) {
+            continue;
+        }
+        if let Some(gap) = tools.not_in_build(name) {
+            out.push(ToolNotInBuild {
+                tool: name.clone(),
+                code: gap.code(),
+                reason: gap.message(),
+            });
+        }
+    }
+    out
+}
+
+/// `a, b (not in this build: why), c`.
+fn tool_list(names: &[String], gaps: &[ToolNotInBuild]) -> String {
+    names
+        .iter()
+        .map(|n| match gaps.iter().find(|g| &g.tool == n) {
+            Some(g) => format!("{n} (not in this build: {})", g.reason),
+            None => n.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Serialize)]
@@ -341,6 +431,8 @@ struct Compiled {
     lead: String,
     members: Vec<String>,
     agents: Vec<EffectiveAgentConfig>,
+    /// The team's tools this build cannot run (never offered to a model).
+    tools_not_in_build: Vec<ToolNotInBuild>,
 }
 
 fn compile(
@@ -381,6 +473,7 @@ fn compile(
         mode,
         lead: team.lead,
         members: team.members,
+        tools_not_in_build: tools_not_in_build(&tools, agents.iter().flat_map(|a| &a.tools)),
         agents,
     };
     out.result(&compiled, || {
@@ -395,7 +488,7 @@ fn compile(
                 "\n{} ({})\n  tools: {}\n  skills: {}\n  mcp: {}\n",
                 a.name,
                 a.role.as_str(),
-                a.tools.join(", "),
+                tool_list(&a.tools, &compiled.tools_not_in_build),
                 a.skills.join(", "),
                 a.mcp.join(", ")
             ));

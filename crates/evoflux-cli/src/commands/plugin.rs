@@ -22,10 +22,6 @@ use serde_json::json;
 
 use crate::output::{Exit, Output};
 
-/// Set by crash tests only: the path of a marker to create just before a
-/// registry commit, after which the process waits to be killed.
-const COMMIT_PAUSE_VAR: &str = "EVOFLUX_TEST_PLUGIN_COMMIT_PAUSE";
-
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
     /// Scaffold a plugin folder: plugin.json and a starter skill.
@@ -123,10 +119,9 @@ pub fn run(out: &Output, command: &PluginCommand) -> anyhow::Result<Exit> {
         Ok(d) => d,
         Err(exit) => return Ok(exit),
     };
-    let mut manager = PluginManager::new(PluginPaths::from_dirs(&dirs));
-    if let Some(marker) = std::env::var_os(COMMIT_PAUSE_VAR).filter(|v| !v.is_empty()) {
-        manager = manager.with_commit_pause(PathBuf::from(marker));
-    }
+    // A test build's manager also reads its crash-test seam
+    // (`evoflux_plugins::lifecycle::COMMIT_PAUSE_VAR`); a shipped one has none.
+    let manager = PluginManager::new(PluginPaths::from_dirs(&dirs));
     match dispatch(out, &manager, command) {
         Ok(exit) => Ok(exit),
         Err(e) => Ok(report(out, &e)),

@@ -1,0 +1,129 @@
+//! Whether this build can run a tool at all.
+//!
+//! A definition can declare a behavior that this build of evoflux has no
+//! implementation for: an executor that is not compiled in, a dispatch to
+//! another agent before delegation exists, a tool only a model provider
+//! could execute. [`ToolDefinition::not_in_build`] is the one place that
+//! says so, read by the runtime (such a tool is never offered to a model)
+//! and by every inspection output (such a tool is marked, not listed as a
+//! plain tool). It depends only on the definition: a tool replaced by a
+//! command tool runs whatever its framework behavior was.
+
+use serde::Serialize;
+
+use crate::tool::{BuiltinExecutor, DispatchAction, Handling, ProviderTool, ToolDefinition};
+
+/// Why this build cannot run a tool, whatever the session. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotInBuild {
+    /// The `code_context` executor (code navigation) is not compiled in.
+    CodeContextExecutor,
+    /// The tool hands work to another agent or task; delegation is not
+    /// built yet.
+    Delegation,
+    /// The tool is executed by a model provider; no provider adapter
+    /// executes one yet.
+    ProviderTool,
+}
+
+impl NotInBuild {
+    /// The stable code, `tool/<kebab-name>`.
+    pub const fn code(self) -> &'static str {
+        match self {
+            NotInBuild::CodeContextExecutor => "tool/code-context-not-built",
+            NotInBuild::Delegation => "tool/delegation-not-built",
+            NotInBuild::ProviderTool => "tool/provider-tool-not-built",
+        }
+    }
+
+    /// The reason in words, for a person or a model.
+    pub const fn message(self) -> &'static str {
+        match self {
+            NotInBuild::CodeContextExecutor => "code navigation is not built yet",
+            NotInBuild::Delegation => "delegation to other agents and tasks is not built yet",
+            NotInBuild::ProviderTool => "no model provider adapter executes provider tools yet",
+        }
+    }
+}
+
+impl std::fmt::Display for NotInBuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl ToolDefinition {
+    /// Why this build cannot run the tool; `None` when it can (session
+    /// conditions such as a process runtime are decided per session).
+    pub fn not_in_build(&self) -> Option<NotInBuild> {
+        match (&self.behavior.handling, &self.executor) {
+            (Handling::None, Some(crate::tool::ToolExecutor::Builtin { executor })) => {
+                match executor {
+                    BuiltinExecutor::CodeContext => Some(NotInBuild::CodeContextExecutor),
+                    BuiltinExecutor::Shell
+                    | BuiltinExecutor::Process
+                    | BuiltinExecutor::Read
+                    | BuiltinExecutor::Write
+                    | BuiltinExecutor::Edit
+                    | BuiltinExecutor::Ls
+                    | BuiltinExecutor::Glob
+                    | BuiltinExecutor::Grep
+                    | BuiltinExecutor::Todo
+                    | BuiltinExecutor::WebFetch
+                    | BuiltinExecutor::Skill => None,
+                }
+            }
+            (Handling::None, Some(crate::tool::ToolExecutor::Command(_)) | None)
+            | (Handling::RequestInput { .. }, _) => None,
+            (Handling::Dispatch { action }, _) => match action {
+                DispatchAction::SelfAgent
+                | DispatchAction::TaskUpdate
+                | DispatchAction::TaskCancel => Some(NotInBuild::Delegation),
+            },
+            (Handling::ProviderTool { provider }, _) => match provider {
+                ProviderTool::WebSearch => Some(NotInBuild::ProviderTool),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tool::{FRAMEWORK_TOOLS, framework_tool};
+
+    #[test]
+    fn framework_tools_this_build_cannot_run() {
+        let gaps: Vec<String> = FRAMEWORK_TOOLS
+            .iter()
+            .filter_map(|n| framework_tool(n))
+            .filter_map(|t| t.not_in_build().map(|g| format!("{} {}", t.name, g.code())))
+            .collect();
+        assert_eq!(
+            gaps,
+            [
+                "code_context tool/code-context-not-built",
+                "agent tool/delegation-not-built",
+                "task_update tool/delegation-not-built",
+                "task_cancel tool/delegation-not-built",
+                "web_search tool/provider-tool-not-built",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_command_tool_in_the_slot_runs() {
+        let Some(mut t) = framework_tool("code_context") else {
+            panic!("code_context is a framework tool");
+        };
+        t.executor = Some(crate::tool::ToolExecutor::Command(
+            crate::tool::CommandTool {
+                argv: vec!["ctags".into()],
+                timeout_ms: 1000,
+                env: Vec::new(),
+                approval: crate::tool::Approval::Never,
+            },
+        ));
+        assert_eq!(t.not_in_build(), None);
+    }
+}
