@@ -13,6 +13,8 @@ use evoflux_core::AppMode;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::metadata::ResultMetadata;
+
 /// The result of one tool call as the model and the transcript see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolResult {
@@ -21,7 +23,7 @@ pub struct ToolResult {
     /// Artifact and process metadata (e.g. a journalled command's
     /// `{process_id, status, artifact, …}`); stored with the tool message.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<ResultMetadata>,
 }
 
 impl ToolResult {
@@ -105,7 +107,7 @@ pub enum Event {
         is_error: bool,
         content: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        metadata: Option<Value>,
+        metadata: Option<ResultMetadata>,
     },
     /// A background command started with `notify_on_exit` ended; its
     /// final observation joins the conversation.
@@ -115,7 +117,7 @@ pub enum Event {
         is_error: bool,
         content: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        metadata: Option<Value>,
+        metadata: Option<ResultMetadata>,
     },
     /// A resumed session moved to another model at the user's request;
     /// the switch is persisted, so later resumes keep `to`.

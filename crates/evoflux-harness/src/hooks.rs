@@ -14,6 +14,8 @@
 //! ([`Hook::before_tool`], [`Hook::after_tool`]).
 
 use std::collections::HashMap;
+
+use crate::metadata::ResultMetadata;
 use std::fmt;
 use std::future::Future;
 use std::path::Path;
@@ -25,7 +27,6 @@ use evoflux_core::AppMode;
 use evoflux_graph::tool::ToolDefinition;
 use evoflux_model::{Completion, Provider, Request, ToolCall};
 use evoflux_store::Session;
-use serde_json::Value;
 
 use crate::clock::Clock;
 use crate::events::ToolResult;
@@ -112,7 +113,7 @@ pub struct ModelCall {
     pub provider: Arc<dyn Provider>,
     /// Metadata stored beside tool results (artifact locators, sizes), by
     /// tool call id: the same values as the transcript's artifact column.
-    pub result_metadata: Arc<HashMap<String, Value>>,
+    pub result_metadata: Arc<HashMap<String, ResultMetadata>>,
     /// Context-control figures of this call, added to the session's usage.
     pub stats: ContextStats,
     /// This is the one retry after the provider refused the previous
@@ -135,7 +136,7 @@ pub struct ModelCall {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DurableMessage {
     pub message: evoflux_model::Message,
-    pub metadata: Option<Value>,
+    pub metadata: Option<ResultMetadata>,
 }
 
 impl ModelCall {

@@ -17,6 +17,7 @@ pub mod compaction;
 pub mod error;
 pub mod events;
 pub mod hooks;
+pub mod metadata;
 pub mod offload;
 pub mod prepared;
 pub mod projection;

@@ -14,10 +14,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::metadata::Offloaded;
 use evoflux_core::atomic::{AtomicOptions, write_atomic};
 use evoflux_graph::tool::{Presentation, ToolDefinition};
 use evoflux_model::ToolCall;
-use serde_json::{Map, Value, json};
 
 use crate::bounded::{chars_over, head, tail};
 use crate::events::ToolResult;
@@ -65,7 +65,7 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
     if result
         .metadata
         .as_ref()
-        .is_some_and(|m| m.get("artifact").is_some())
+        .is_some_and(|m| m.artifact().is_some())
     {
         return false;
     }
@@ -94,27 +94,17 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
         "{OFFLOADED_HEADER}\nFile: {}\nSize: {lines} lines · {chars} chars\n\n{h}\n... {omitted} bytes omitted ...\n{t}",
         path.display()
     );
-    let mut meta = match result.metadata.take() {
-        Some(Value::Object(m)) => m,
-        Some(other) => {
-            let mut m = Map::new();
-            m.insert("tool".into(), other);
-            m
-        }
-        None => Map::new(),
-    };
-    for (k, v) in [
-        ("offloaded", json!(true)),
-        ("artifact", json!(path)),
-        ("lines", json!(lines)),
-        ("chars", json!(chars)),
-        ("output_bytes", json!(content.len())),
-        ("shown_bytes", json!(h.len() + t.len())),
-        ("omitted_bytes", json!(omitted)),
-    ] {
-        meta.insert(k.to_owned(), v);
-    }
-    result.metadata = Some(Value::Object(meta));
+    let mut meta = result.metadata.take().unwrap_or_default();
+    meta.offload = Some(Offloaded {
+        offloaded: true,
+        artifact: path,
+        lines,
+        chars,
+        output_bytes: content.len(),
+        shown_bytes: h.len() + t.len(),
+        omitted_bytes: omitted,
+    });
+    result.metadata = Some(meta);
     result.content = view;
     true
 }

@@ -18,7 +18,9 @@ use std::collections::HashMap;
 use evoflux_core::AppMode;
 use evoflux_graph::tool::Presentation;
 use evoflux_model::Message;
-use serde_json::Value;
+use std::path::Path;
+
+use crate::metadata::ResultMetadata;
 
 use crate::bounded::{chars_over, head, tail};
 use crate::hooks::{ContextStats, Hook, HookContext, HookFuture, ModelCall};
@@ -39,13 +41,13 @@ pub const fn keep_recent_batches(mode: AppMode) -> usize {
 }
 
 /// The receipt that stands in for an old result.
-pub fn receipt(tool: &str, content: &str, chars: usize, artifact: Option<&str>) -> String {
+pub fn receipt(tool: &str, content: &str, chars: usize, artifact: Option<&Path>) -> String {
     let status = head(content.lines().next().unwrap_or_default(), STATUS_MAX_CHARS);
     let mut text = format!(
         "[Earlier {tool} result compacted]\nOriginal size: {chars} chars\nStatus: {status}\n"
     );
     if let Some(a) = artifact {
-        text.push_str(&format!("Full output: {a}\n"));
+        text.push_str(&format!("Full output: {}\n", a.display()));
     }
     let h = head(content, HEAD_CHARS);
     let t = tail(&content[h.len()..], TAIL_CHARS);
@@ -63,7 +65,7 @@ pub fn project(
     messages: &mut [Message],
     keep_batches: usize,
     presentation: impl Fn(&str) -> Option<Presentation>,
-    metadata: &HashMap<String, Value>,
+    metadata: &HashMap<String, ResultMetadata>,
 ) -> ContextStats {
     let mut stats = ContextStats::default();
     // The index of the first kept batch: everything from there stays.
@@ -110,9 +112,7 @@ pub fn project(
             Some(Presentation::Skill) | None => continue,
         }
         let meta = metadata.get(tool_call_id.as_str());
-        let artifact = meta
-            .and_then(|m| m.get("artifact").or_else(|| m.get("path")))
-            .and_then(Value::as_str);
+        let artifact = meta.and_then(ResultMetadata::artifact);
         let projected = receipt(tool, content, chars, artifact);
         stats.projected_results += 1;
         stats.projection_saved_chars += (chars - projected.chars().count()) as u64;
@@ -193,7 +193,14 @@ mod tests {
         for i in 0..3 {
             m.extend(batch(&format!("k{i}"), "grep", &big));
         }
-        let meta = HashMap::from([("c2".to_owned(), json!({"artifact": "/art/proc_1.txt"}))]);
+        let meta = HashMap::from([(
+            "c2".to_owned(),
+            ResultMetadata::from_stored(&json!({
+                "offloaded": true, "artifact": "/art/proc_1.txt", "lines": 1, "chars": 5000,
+                "output_bytes": 5000, "shown_bytes": 10, "omitted_bytes": 4990,
+            }))
+            .unwrap(),
+        )]);
         let stats = project(&mut m, 3, pres, &meta);
         assert_eq!(stats.projected_results, 2);
         let content = |id: &str| {

@@ -24,10 +24,11 @@ use evoflux_core::hash::sha256_hex;
 use evoflux_graph::tool::{ObservationKind, ToolDefinition};
 use evoflux_model::{Message, ToolCall};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::events::ToolResult;
 use crate::hooks::{Hook, HookContext, HookFuture, ModelCall, ToolGate};
+use crate::metadata::{ObservationReuse, ResultMetadata};
 use crate::tool_paths::path_arguments;
 
 pub const OWNER: &str = "observation-receipts";
@@ -191,12 +192,7 @@ impl ObservationReceiptsHook {
                             o.call_id, o.sha256, resolved.display
                         ),
                         is_error: false,
-                        metadata: Some(json!({"observation": {
-                            "kind": "source",
-                            "reused": true,
-                            "original_call_id": o.call_id,
-                            "result_sha256": o.sha256,
-                        }})),
+                        metadata: Some(reuse(&o, None)),
                     });
                 }
                 if covered.is_none()
@@ -215,14 +211,10 @@ impl ObservationReceiptsHook {
                         o.call_id, o.sha256, resolved.display, range.offset
                     ),
                     is_error: false,
-                    metadata: Some(json!({"observation": {
-                        "kind": "source",
-                        "reused": true,
-                        "original_call_id": o.call_id,
-                        "result_sha256": o.sha256,
-                        "covered_range": [first, last],
-                        "requested_range": [range.offset, want_last],
-                    }})),
+                    metadata: Some(reuse(
+                        &o,
+                        Some(([first, last], [range.offset, want_last])),
+                    )),
                 });
             }
             s.pending.insert(
@@ -235,6 +227,22 @@ impl ObservationReceiptsHook {
             );
             ToolGate::Proceed
         })
+    }
+}
+
+/// The metadata of a read answered by an earlier result: all of it, or
+/// the `(covered, requested)` line ranges of it.
+fn reuse(o: &Observed, ranges: Option<([u64; 2], [u64; 2])>) -> ResultMetadata {
+    ResultMetadata {
+        observation: Some(ObservationReuse {
+            kind: "source".to_owned(),
+            reused: true,
+            original_call_id: o.call_id.clone(),
+            result_sha256: o.sha256.clone(),
+            covered_range: ranges.map(|(c, _)| c),
+            requested_range: ranges.map(|(_, r)| r),
+        }),
+        ..ResultMetadata::default()
     }
 }
 

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::Harness;
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult};
+use crate::metadata::ResultMetadata;
 
 /// The session's commands on the application's process runtime.
 #[derive(Debug)]
@@ -151,7 +152,10 @@ impl Harness {
 /// so the event and the transcript carry the same value.
 pub(super) fn command_result(out: evoflux_tools::ToolOutput) -> ToolResult {
     ToolResult {
-        metadata: out.meta.and_then(|m| serde_json::to_value(m).ok()),
+        metadata: out.meta.map(|m| ResultMetadata {
+            command: Some(m),
+            ..ResultMetadata::default()
+        }),
         content: out.text,
         is_error: out.is_error,
     }

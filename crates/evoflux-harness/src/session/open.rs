@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::metadata::ResultMetadata;
 use evoflux_graph::tool::BuiltinExecutor;
 use evoflux_model::Message;
 use evoflux_store::NewSession;
-use serde_json::Value;
 
 use super::commands::SessionCommands;
 use super::mcp::SessionMcp;
@@ -78,11 +78,11 @@ impl Harness {
         let mut tools =
             PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
         let entries = setup.store.transcript(session.id).await?;
-        let result_metadata: std::collections::HashMap<String, Value> = entries
+        let result_metadata: std::collections::HashMap<String, ResultMetadata> = entries
             .iter()
             .filter_map(|e| match (&e.message, &e.artifact) {
                 (Message::Tool { tool_call_id, .. }, Some(meta)) => {
-                    Some((tool_call_id.clone(), meta.clone()))
+                    Some((tool_call_id.clone(), ResultMetadata::from_stored(meta)?))
                 }
                 _ => None,
             })

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::metadata::ResultMetadata;
 use evoflux_core::ids::SessionId;
 use evoflux_model::{Message, ToolCall};
 use evoflux_store::Store;
-use serde_json::Value;
 
 use crate::error::HarnessError;
 use crate::events::{Event, EventSink, ToolResult};
@@ -22,7 +22,7 @@ pub(crate) struct Recorder {
     pub(crate) session_id: SessionId,
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) messages: Vec<Message>,
-    pub(crate) result_metadata: Arc<HashMap<String, Value>>,
+    pub(crate) result_metadata: Arc<HashMap<String, ResultMetadata>>,
 }
 
 impl Recorder {
@@ -82,12 +82,12 @@ impl Recorder {
     pub(crate) async fn append(
         &mut self,
         message: Message,
-        metadata: Option<&Value>,
+        metadata: Option<&ResultMetadata>,
     ) -> Result<(), HarnessError> {
         match metadata {
             Some(meta) => {
                 self.store
-                    .append_with_artifact(self.session_id, &message, meta)
+                    .append_with_artifact(self.session_id, &message, &meta.to_stored())
                     .await?;
                 if let Message::Tool { tool_call_id, .. } = &message {
                     Arc::make_mut(&mut self.result_metadata)

@@ -52,7 +52,7 @@ use evoflux_skills::selection::SkillSlot;
 use evoflux_skills::{PlaceholderDirs, SkillRecord};
 use evoflux_store::TranscriptEntry;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::hooks::{DurableMessage, ModelCall};
 use crate::prepared::PreparedTools;
@@ -63,6 +63,8 @@ pub const CONFIGURED_PRELOAD_BUDGET_BYTES: usize = 96_000;
 
 /// The metadata key under which a successful activation's record is
 /// stored beside its tool result (and shown in the `tool_ended` event).
+pub use crate::metadata::ResultMetadata;
+
 pub const ACTIVATION_METADATA_KEY: &str = "skill_activation";
 
 /// Whether the implicit resolver may ask the session's provider.
@@ -122,12 +124,16 @@ pub struct ActivationRecord {
 }
 
 impl ActivationRecord {
-    pub fn to_metadata(&self) -> Value {
-        json!({ ACTIVATION_METADATA_KEY: self })
+    /// The metadata stored beside the activation's tool result.
+    pub fn to_metadata(&self) -> ResultMetadata {
+        ResultMetadata {
+            skill_activation: Some(self.clone()),
+            ..ResultMetadata::default()
+        }
     }
 
-    pub fn from_metadata(metadata: &Value) -> Option<ActivationRecord> {
-        serde_json::from_value(metadata.get(ACTIVATION_METADATA_KEY)?.clone()).ok()
+    pub fn from_metadata(metadata: &ResultMetadata) -> Option<ActivationRecord> {
+        metadata.skill_activation.clone()
     }
 }
 
@@ -409,6 +415,8 @@ impl SkillRuntime {
             }
             let Some(record) = e
                 .artifact
+                .as_ref()
+                .and_then(ResultMetadata::from_stored)
                 .as_ref()
                 .and_then(ActivationRecord::from_metadata)
             else {
