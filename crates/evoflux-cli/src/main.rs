@@ -12,13 +12,50 @@ mod output;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Command, ConfigCommand, GraphCommand};
 use crate::output::{Exit, Output};
 
+/// The log filter variables, first set wins.
+const LOG_VARS: [&str; 2] = ["EVOFLUX_LOG", "RUST_LOG"];
+/// What is shown when neither variable is set.
+const DEFAULT_LOG: &str = "warn";
+
+/// Installs the process's one `tracing` subscriber: `tracing::warn!` and
+/// friends from every library crate go to stderr as plain text (no ANSI
+/// colours, so a pipe or a log file gets clean lines), filtered by
+/// `EVOFLUX_LOG`, else `RUST_LOG` (`tracing-subscriber` directives such as
+/// `info` or `evoflux_mcp=debug`), else at `warn`. Results stay on stdout.
+fn init_logging() {
+    let asked = LOG_VARS
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.trim().is_empty()));
+    let filter = match asked {
+        Some(directives) => match EnvFilter::try_new(&directives) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!(
+                    "warning: ignoring the log filter `{directives}` ({e}); logging at {DEFAULT_LOG}"
+                );
+                EnvFilter::new(DEFAULT_LOG)
+            }
+        },
+        None => EnvFilter::new(DEFAULT_LOG),
+    };
+    // Only fails when a subscriber is already installed, which nothing
+    // else in this binary does.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     // clap exits with 2 on usage errors and 0 for --help / --version.
     let cli = Cli::parse();
+    init_logging();
     let out = Output::new(cli.json);
     let result = match &cli.command {
         Command::Paths => commands::paths::run(&out),

@@ -388,9 +388,8 @@ fn agents_validate_names_a_file_with_broken_front_matter_and_exits_3() {
         .unwrap()
         .iter()
         .filter(|d| {
-            d["file"]
+            d["locator"]["file"]
                 .as_str()
-                .or(d["locator"]["file"].as_str())
                 .is_some_and(|f| Path::new(f).ends_with("agents/broken.md"))
         })
         .collect();

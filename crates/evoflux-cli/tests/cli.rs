@@ -346,3 +346,34 @@ fn model_list_shows_local_models_or_how_to_get_one() {
         .collect();
     assert_eq!(names, ["local:smollm2-135m-instruct", "local:tiny.gguf"]);
 }
+
+#[test]
+fn logs_go_to_stderr_filtered_by_evoflux_log_then_rust_log() {
+    let env = Env::new();
+    let with = |vars: &[(&str, &str)]| {
+        let mut c = env.cmd(&["paths", "--json"]);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        // Logs never mix into the result on stdout.
+        json(&out);
+        stderr(&out)
+    };
+    // Default: warnings only, so a clean run prints nothing.
+    assert_eq!(with(&[]), "");
+    let debug = with(&[("EVOFLUX_LOG", "debug")]);
+    assert!(debug.contains("directories resolved"), "{debug}");
+    assert!(debug.contains("DEBUG"), "{debug}");
+    assert!(
+        !debug.contains('\u{1b}'),
+        "no ANSI when not a terminal: {debug:?}"
+    );
+    assert!(with(&[("RUST_LOG", "debug")]).contains("directories resolved"));
+    // EVOFLUX_LOG wins over RUST_LOG.
+    assert_eq!(with(&[("EVOFLUX_LOG", "warn"), ("RUST_LOG", "debug")]), "");
+    // A bad filter is reported, not fatal.
+    let bad = with(&[("EVOFLUX_LOG", "evoflux=notalevel")]);
+    assert!(bad.contains("ignoring the log filter"), "{bad}");
+}

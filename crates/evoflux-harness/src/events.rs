@@ -159,6 +159,14 @@ pub enum Event {
         code: String,
         message: String,
     },
+    /// Something the user should know that does not stop the session (an
+    /// instruction file that cannot be read, a large result kept whole
+    /// because it could not be offloaded, a compaction summarized by an
+    /// outline); `code` is a stable `area/kebab-name`.
+    Warning {
+        code: String,
+        message: String,
+    },
 }
 
 /// A tool left out of the model's tool list, and why.

@@ -20,10 +20,19 @@ use crate::output::{Exit, Output};
 
 /// Resolves the directories, or reports why not and yields the exit code.
 pub fn resolve_dirs(out: &Output) -> Result<Dirs, Exit> {
-    Dirs::from_env().map_err(|e| {
-        out.diagnostics(&Diagnostics::from(vec![e.to_diagnostic()]));
-        Exit::Failure
-    })
+    Dirs::from_env()
+        .inspect(|d| {
+            tracing::debug!(
+                config = %d.config_dir().display(),
+                data = %d.data_dir().display(),
+                cache = %d.cache_dir().display(),
+                "directories resolved"
+            );
+        })
+        .map_err(|e| {
+            out.diagnostics(&Diagnostics::from(vec![e.to_diagnostic()]));
+            Exit::Failure
+        })
 }
 
 /// The application context of this process: its directories, `$HOME`

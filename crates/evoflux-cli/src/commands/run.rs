@@ -726,6 +726,7 @@ impl EventSink for HumanEvents {
                 self.end_text();
                 eprintln!("error[{code}]: {message}");
             }
+            Event::Warning { code, message } => eprintln!("warning[{code}]: {message}"),
         }
     }
 }
