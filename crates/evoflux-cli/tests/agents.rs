@@ -513,3 +513,38 @@ fn an_unknown_lead_lists_the_leads_and_coding_names_resolve() {
     assert_eq!(out.status.code(), Some(3));
     assert!(stderr_codes(&out).iter().all(|c| c == "agent/team-invalid"));
 }
+
+#[test]
+fn validate_warns_about_an_mcp_server_no_one_defines() {
+    let s = Env::new();
+    s.project(
+        "mcp.json",
+        r#"{"mcpServers": {"docs": {"type": "stdio", "command": "docs-server"}}}"#,
+    );
+    s.project(
+        "agents/reader.md",
+        "---\nrole: member\ndescription: Reads the docs.\nmcp: [docs, nosuch, other/svc]\n---\nRead.\n",
+    );
+    let out = s.run(&["--json", "agents", "validate", "--mode", "work"]);
+    assert!(out.status.success(), "warnings do not fail validation");
+    let codes = stderr_codes(&out);
+    assert_eq!(
+        codes
+            .iter()
+            .filter(|c| *c == "agent/mcp-server-unknown")
+            .count(),
+        2,
+        "{codes:?}"
+    );
+    let v: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let named: Vec<String> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "agent/mcp-server-unknown")
+        .map(|d| d["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(named.iter().any(|m| m.contains("`nosuch`")), "{named:?}");
+    assert!(named.iter().any(|m| m.contains("`other/svc`")), "{named:?}");
+    assert!(!named.iter().any(|m| m.contains("`docs`,")), "{named:?}");
+}

@@ -70,6 +70,7 @@ async fn run(pipeline: fn() -> HookPipeline) -> Run {
         artifacts_dir: &artifacts,
         workspace: &workspace,
         tools: h.tools(),
+        events: &evoflux_harness::NoEvents,
     };
     let p = pipeline();
     let provider = Model::new(vec![], Some(WINDOW), false);

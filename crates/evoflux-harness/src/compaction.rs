@@ -695,7 +695,10 @@ impl CompactionHook {
         let (summary, source) = match outcome {
             Ok(s) => (s, SummarySource::Model),
             Err(e) => {
-                tracing::warn!(error = %e, "compaction summary failed; using an outline");
+                ctx.warn(
+                    "compaction/summary-failed",
+                    format!("the model could not summarize earlier messages ({e}); an outline of them stands in"),
+                );
                 let mut text = prev_summary.map(|p| format!("{p}\n\n")).unwrap_or_default();
                 text.push_str(&fallback_summary(&to_summarize, &e));
                 (text, SummarySource::Fallback)
@@ -732,7 +735,10 @@ impl CompactionHook {
             last: compacted.clone(),
         };
         if let Err(e) = record.save(ctx.artifacts_dir) {
-            tracing::warn!(error = %e, "cannot persist the compaction; it will be redone after a restart");
+            ctx.warn(
+                "compaction/persist-failed",
+                format!("cannot save the compaction ({e}); it will be redone after a restart"),
+            );
         }
         let mut messages = std::mem::take(&mut call.request.messages);
         apply(&mut messages, &record);

@@ -86,11 +86,24 @@ pub struct HookContext<'a> {
     /// The session's prepared tools, to find the definition (and so the
     /// typed behavior) of the tool an old call named.
     pub tools: &'a crate::prepared::PreparedTools,
+    /// The session's event sink, for warnings a user must see.
+    pub events: &'a dyn crate::events::EventSink,
 }
 
 impl HookContext<'_> {
     pub fn mode(&self) -> AppMode {
         self.session.mode()
+    }
+
+    /// Tells the user about something that went wrong without stopping
+    /// the turn (a file that could not be read or written): a
+    /// [`crate::events::Event::Warning`], and the same line in the log.
+    pub fn warn(&self, code: &'static str, message: String) {
+        tracing::warn!(code, "{message}");
+        self.events.emit(&crate::events::Event::Warning {
+            code: code.to_owned(),
+            message,
+        });
     }
 }
 

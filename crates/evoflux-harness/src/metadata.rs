@@ -17,22 +17,50 @@ use serde::{Deserialize, Serialize};
 use crate::skills::ActivationRecord;
 
 /// The metadata of one tool result. Each part is set by the one owner that
-/// produces it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// produces it; parts are boxed so a result without metadata stays small.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ResultMetadata {
     /// A command's observation: `shell`, `process`, command tools, a
     /// user's `!command`, an exit notice.
-    #[serde(flatten, default)]
-    pub command: Option<CommandMeta>,
+    #[serde(flatten)]
+    pub command: Option<Box<CommandMeta>>,
     /// A large result moved to a file, with a preview in its place.
-    #[serde(flatten, default)]
-    pub offload: Option<Offloaded>,
+    #[serde(flatten)]
+    pub offload: Option<Box<Offloaded>>,
     /// A skill activation, to re-apply its runtime contract on resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skill_activation: Option<ActivationRecord>,
+    pub skill_activation: Option<Box<ActivationRecord>>,
     /// A read answered by pointing at an earlier, still visible result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observation: Option<ObservationReuse>,
+    pub observation: Option<Box<ObservationReuse>>,
+}
+
+/// The flat parts share one JSON object and some keys (`artifact`, the byte
+/// counts), so each is read from the whole object on its own — serde's
+/// `flatten` would hand a key to the first part that claims it.
+impl<'de> Deserialize<'de> for ResultMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ResultMetadata, D::Error> {
+        #[derive(Deserialize)]
+        struct Keyed {
+            #[serde(default)]
+            skill_activation: Option<Box<ActivationRecord>>,
+            #[serde(default)]
+            observation: Option<Box<ObservationReuse>>,
+        }
+        let value = serde_json::Value::deserialize(d)?;
+        let command: Option<Box<CommandMeta>> = serde_json::from_value(value.clone()).ok();
+        let offload: Option<Box<Offloaded>> = match command {
+            Some(_) => None,
+            None => serde_json::from_value(value.clone()).ok(),
+        };
+        let keyed: Keyed = serde_json::from_value(value).map_err(serde::de::Error::custom)?;
+        Ok(ResultMetadata {
+            command,
+            offload,
+            skill_activation: keyed.skill_activation,
+            observation: keyed.observation,
+        })
+    }
 }
 
 impl ResultMetadata {
@@ -110,5 +138,15 @@ mod tests {
         assert_eq!(m.artifact(), None);
         assert_eq!(m.to_stored(), reuse);
         assert_eq!(ResultMetadata::default().to_stored(), json!({}));
+
+        let command = json!({
+            "process_id": "proc_1", "pid": 7, "status": "succeeded", "exit_code": 0,
+            "duration_ms": 1, "artifact": "/x/proc_1.txt", "output_offset": 0,
+            "output_bytes": 10, "shown_bytes": 10, "omitted_bytes": 0,
+        });
+        let m = ResultMetadata::from_stored(&command).unwrap();
+        assert!(m.command.is_some() && m.offload.is_none());
+        assert_eq!(m.artifact(), Some(Path::new("/x/proc_1.txt")));
+        assert_eq!(m.to_stored(), command);
     }
 }

@@ -57,17 +57,26 @@ pub fn artifact_path(dir: &Path, call_id: &str) -> PathBuf {
     dir.join(format!("{safe}.txt"))
 }
 
-/// Offloads `result` when it is large; returns whether it did.
-pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
+/// Why a large result stayed whole: its file could not be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot offload a large tool result to `{}` ({error}); it stays whole in the conversation", path.display())]
+pub struct OffloadFailed {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+/// Offloads `result` when it is large; returns whether it did. When the
+/// file cannot be written the result stays whole and the error says why.
+pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> Result<bool, OffloadFailed> {
     let Some(chars) = chars_over(&result.content, OFFLOAD_THRESHOLD_CHARS) else {
-        return false;
+        return Ok(false);
     };
     if result
         .metadata
         .as_ref()
         .is_some_and(|m| m.artifact().is_some())
     {
-        return false;
+        return Ok(false);
     }
     let path = artifact_path(dir, call_id);
     let bytes = result.content.as_bytes();
@@ -80,9 +89,8 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
             .and_then(|()| {
                 write_atomic(&path, bytes, AtomicOptions::default()).map_err(|e| e.to_string())
             });
-        if let Err(e) = written {
-            tracing::warn!(path = %path.display(), error = %e, "cannot offload a large tool result; keeping it whole");
-            return false;
+        if let Err(error) = written {
+            return Err(OffloadFailed { path, error });
         }
     }
     let content = &result.content;
@@ -95,7 +103,7 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
         path.display()
     );
     let mut meta = result.metadata.take().unwrap_or_default();
-    meta.offload = Some(Offloaded {
+    meta.offload = Some(Box::new(Offloaded {
         offloaded: true,
         artifact: path,
         lines,
@@ -103,10 +111,10 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> bool {
         output_bytes: content.len(),
         shown_bytes: h.len() + t.len(),
         omitted_bytes: omitted,
-    });
+    }));
     result.metadata = Some(meta);
     result.content = view;
-    true
+    Ok(true)
 }
 
 impl Hook for ToolResultOffloadHook {
@@ -120,7 +128,9 @@ impl Hook for ToolResultOffloadHook {
         match tool.behavior.presentation {
             Presentation::Skill => {}
             Presentation::None => {
-                offload(ctx.artifacts_dir, &call.id, result);
+                if let Err(e) = offload(ctx.artifacts_dir, &call.id, result) {
+                    ctx.warn("session/offload-failed", e.to_string());
+                }
             }
         }
     }
@@ -134,7 +144,7 @@ mod tests {
     fn small_results_stay() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = ToolResult::ok("x".repeat(OFFLOAD_THRESHOLD_CHARS));
-        assert!(!offload(dir.path(), "c1", &mut r));
+        assert!(!offload(dir.path(), "c1", &mut r).unwrap());
         assert_eq!(r.content.len(), OFFLOAD_THRESHOLD_CHARS);
     }
 
@@ -143,11 +153,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text: String = (0..5000).map(|i| format!("line {i} é\n")).collect();
         let mut r = ToolResult::ok(text.clone());
-        assert!(offload(dir.path(), "call/1", &mut r));
+        assert!(offload(dir.path(), "call/1", &mut r).unwrap());
         let meta = r.metadata.clone().unwrap();
-        let artifact = PathBuf::from(meta["artifact"].as_str().unwrap());
+        let artifact = meta.artifact().unwrap().to_path_buf();
         assert!(artifact.starts_with(dir.path()));
         assert_eq!(std::fs::read_to_string(&artifact).unwrap(), text);
+        // The stored JSON keeps the flat shape readers know.
+        let meta = meta.to_stored();
         assert_eq!(meta["output_bytes"], text.len());
         assert_eq!(
             meta["shown_bytes"].as_u64().unwrap() + meta["omitted_bytes"].as_u64().unwrap(),
@@ -163,8 +175,13 @@ mod tests {
     fn results_with_an_artifact_are_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = ToolResult::ok("y".repeat(50_000));
-        r.metadata = Some(json!({"artifact": "/x/proc_1.txt"}));
-        assert!(!offload(dir.path(), "c1", &mut r));
+        r.metadata = crate::metadata::ResultMetadata::from_stored(&serde_json::json!({
+            "process_id": "proc_1", "pid": 7, "status": "succeeded", "exit_code": 0,
+            "duration_ms": 1, "artifact": "/x/proc_1.txt", "output_offset": 0,
+            "output_bytes": 50000, "shown_bytes": 100, "omitted_bytes": 49900,
+        }));
+        assert!(r.metadata.as_ref().is_some_and(|m| m.command.is_some()));
+        assert!(!offload(dir.path(), "c1", &mut r).unwrap());
         assert_eq!(r.content.len(), 50_000);
     }
 

@@ -192,7 +192,7 @@ impl ObservationReceiptsHook {
                             o.call_id, o.sha256, resolved.display
                         ),
                         is_error: false,
-                        metadata: Some(reuse(&o, None)),
+                        metadata: Some(reuse(o, None)),
                     });
                 }
                 if covered.is_none()
@@ -234,14 +234,14 @@ impl ObservationReceiptsHook {
 /// the `(covered, requested)` line ranges of it.
 fn reuse(o: &Observed, ranges: Option<([u64; 2], [u64; 2])>) -> ResultMetadata {
     ResultMetadata {
-        observation: Some(ObservationReuse {
+        observation: Some(Box::new(ObservationReuse {
             kind: "source".to_owned(),
             reused: true,
             original_call_id: o.call_id.clone(),
             result_sha256: o.sha256.clone(),
             covered_range: ranges.map(|(c, _)| c),
             requested_range: ranges.map(|(_, r)| r),
-        }),
+        })),
         ..ResultMetadata::default()
     }
 }

@@ -84,13 +84,13 @@ pub fn instruction_file_in(dir: &Path) -> Option<PathBuf> {
 /// Reads an instruction file, cut visibly at the limit. `None` for a
 /// whitespace-only or unreadable file (nothing to inject).
 pub fn load_instruction(path: &Path) -> Option<InstructionFile> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "cannot read instruction file");
-            return None;
-        }
-    };
+    read_instruction(path).ok().flatten()
+}
+
+/// [`load_instruction`] that says why a file could not be read, so the
+/// owner can tell the user that their instructions were left out.
+fn read_instruction(path: &Path) -> Result<Option<InstructionFile>, std::io::Error> {
+    let bytes = std::fs::read(path)?;
     let full = bytes.len();
     let truncated = full > INSTRUCTION_FILE_MAX_BYTES;
     let shown = &bytes[..full.min(INSTRUCTION_FILE_MAX_BYTES)];
@@ -106,14 +106,14 @@ pub fn load_instruction(path: &Path) -> Option<InstructionFile> {
         ));
     }
     if text.trim().is_empty() {
-        return None;
+        return Ok(None);
     }
-    Some(InstructionFile {
+    Ok(Some(InstructionFile {
         path: path.to_path_buf(),
         text,
         bytes: full,
         truncated,
-    })
+    }))
 }
 
 /// The directories of a root's chain, top first: from the nearest ancestor
@@ -165,6 +165,8 @@ pub fn language_signals(root: &Path) -> Vec<&'static str> {
 struct RootContext {
     map: Option<String>,
     files: Vec<InstructionFile>,
+    /// Instruction files that exist and could not be read.
+    unreadable: Vec<(PathBuf, String)>,
 }
 
 fn root_context(roots: &[PathBuf]) -> RootContext {
@@ -201,6 +203,7 @@ fn root_context(roots: &[PathBuf]) -> RootContext {
     });
     let mut seen = BTreeSet::new();
     let mut files = Vec::new();
+    let mut unreadable = Vec::new();
     for root in roots {
         for dir in root_chain(root) {
             let Some(path) = instruction_file_in(&dir) else {
@@ -209,12 +212,18 @@ fn root_context(roots: &[PathBuf]) -> RootContext {
             if !seen.insert(path.clone()) {
                 continue;
             }
-            if let Some(f) = load_instruction(&path) {
-                files.push(f);
+            match read_instruction(&path) {
+                Ok(Some(f)) => files.push(f),
+                Ok(None) => {}
+                Err(e) => unreadable.push((path, e.to_string())),
             }
         }
     }
-    RootContext { map, files }
+    RootContext {
+        map,
+        files,
+        unreadable,
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -257,6 +266,9 @@ impl WorkspaceInstructionsHook {
     fn ensure_loaded(state: &mut State, ctx: &HookContext<'_>) {
         if state.roots.is_none() {
             let rc = root_context(ctx.session.workspace.roots());
+            for (path, e) in &rc.unreadable {
+                unreadable_warning(ctx, path, e);
+            }
             state
                 .applied
                 .extend(rc.files.iter().map(|f| f.path.clone()));
@@ -359,6 +371,16 @@ impl WorkspaceInstructionsHook {
     }
 }
 
+fn unreadable_warning(ctx: &HookContext<'_>, path: &Path, e: &dyn std::fmt::Display) {
+    ctx.warn(
+        "instructions/file-unreadable",
+        format!(
+            "cannot read the instruction file `{}` ({e}); its rules are left out",
+            path.display()
+        ),
+    );
+}
+
 /// Whether a call changes the workspace, by its declared action class.
 const fn mutates(class: ActionClass) -> bool {
     match class {
@@ -414,8 +436,10 @@ impl Hook for WorkspaceInstructionsHook {
                     if !s.applied.insert(path.clone()) {
                         continue;
                     }
-                    if let Some(f) = load_instruction(&path) {
-                        loaded.push(f);
+                    match read_instruction(&path) {
+                        Ok(Some(f)) => loaded.push(f),
+                        Ok(None) => {}
+                        Err(e) => unreadable_warning(ctx, &path, &e),
                     }
                 }
             }

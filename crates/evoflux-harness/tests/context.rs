@@ -595,6 +595,7 @@ impl Direct {
             artifacts_dir: &artifacts,
             workspace: &self.workspace,
             tools: &self.tools,
+            events: &evoflux_harness::NoEvents,
         };
         let mut call = ModelCall::new(Request::new("test-model", messages), model);
         pipeline.before_model(&ctx, &mut call).await.unwrap();

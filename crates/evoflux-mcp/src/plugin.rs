@@ -26,6 +26,29 @@ pub fn installation_definitions(
     definitions_from_inspection(plugins, root, &inspection)
 }
 
+/// Every server an agent's `mcp:` list can name, as people name them
+/// ([`ServerOwner::server_ref`]): the graph's global servers and those of
+/// enabled plugins. Reads definitions only; nothing starts.
+pub fn server_refs(
+    graph: &evoflux_graph::CompiledGraph,
+    plugins: &PluginManager,
+) -> std::collections::BTreeSet<String> {
+    let mut refs: std::collections::BTreeSet<String> =
+        crate::definition::definitions_from_graph(graph)
+            .iter()
+            .map(|d| d.owner.server_ref(&d.name))
+            .collect();
+    for root in &plugins.enabled_plugin_roots().0 {
+        refs.extend(
+            installation_definitions(plugins, root)
+                .0
+                .iter()
+                .map(|d| d.owner.server_ref(&d.name)),
+        );
+    }
+    refs
+}
+
 /// As [`installation_definitions`], from an inspection the caller has.
 pub fn definitions_from_inspection(
     plugins: &PluginManager,

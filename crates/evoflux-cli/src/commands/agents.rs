@@ -405,9 +405,18 @@ fn validate(out: &Output, mode: Option<AppMode>, sources: &SourceArgs) -> anyhow
     };
     let tools = ToolCatalog::from_graph(&graph);
     let mut diags: Diagnostics = agent_graph_diagnostics(&graph, mode).into_iter().collect();
+    let servers = match super::resolve_dirs(out) {
+        Ok(dirs) => evoflux_mcp::plugin::server_refs(
+            &graph,
+            &evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(&dirs)),
+        ),
+        Err(exit) => return Ok(exit),
+    };
     for m in modes(mode) {
         let dir = evoflux_agents::team::load_agents(&graph, m, &mut diags);
-        let _ = dir.compile_all(&tools, &mut diags);
+        for agent in dir.compile_all(&tools, &mut diags) {
+            diags.extend(unknown_mcp_servers(&agent, &servers));
+        }
     }
     let v = Validation {
         valid: !diags.has_errors(),
@@ -423,6 +432,36 @@ fn validate(out: &Output, mode: Option<AppMode>, sources: &SourceArgs) -> anyhow
     });
     out.diagnostics(&diags);
     Ok(if v.valid { Exit::Ok } else { Exit::Invalid })
+}
+
+/// An `mcp:` entry no server answers to would leave the agent without
+/// those tools, found only at run time; say so while validating.
+fn unknown_mcp_servers(
+    agent: &EffectiveAgentConfig,
+    servers: &std::collections::BTreeSet<String>,
+) -> Vec<evoflux_core::Diagnostic> {
+    agent
+        .mcp
+        .iter()
+        .filter(|name| !servers.contains(name.as_str()))
+        .map(|name| {
+            let known: Vec<&str> = servers.iter().map(String::as_str).collect();
+            let mut d = evoflux_core::Diagnostic::warning(
+                "agent/mcp-server-unknown",
+                format!(
+                    "agent `{}` names MCP server `{name}`, which no mcp.json or enabled plugin defines; \
+                     known servers: {} (a plugin's server is named `<plugin>/<server>`, as `evoflux mcp list` shows)",
+                    agent.name,
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ),
+            )
+            .with_field("mcp");
+            if let evoflux_agents::team::AgentSource::File { path, .. } = &agent.source {
+                d = d.with_file(path);
+            }
+            d
+        })
+        .collect()
 }
 
 #[derive(Serialize)]

@@ -153,7 +153,7 @@ impl Harness {
 pub(super) fn command_result(out: evoflux_tools::ToolOutput) -> ToolResult {
     ToolResult {
         metadata: out.meta.map(|m| ResultMetadata {
-            command: Some(m),
+            command: Some(Box::new(m)),
             ..ResultMetadata::default()
         }),
         content: out.text,

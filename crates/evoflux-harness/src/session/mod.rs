@@ -240,6 +240,7 @@ impl Harness {
             artifacts_dir: &self.artifacts_dir,
             workspace: &self.workspace,
             tools: &self.tools,
+            events: self.recorder.events.as_ref(),
         }
     }
 }

@@ -127,13 +127,13 @@ impl ActivationRecord {
     /// The metadata stored beside the activation's tool result.
     pub fn to_metadata(&self) -> ResultMetadata {
         ResultMetadata {
-            skill_activation: Some(self.clone()),
+            skill_activation: Some(Box::new(self.clone())),
             ..ResultMetadata::default()
         }
     }
 
     pub fn from_metadata(metadata: &ResultMetadata) -> Option<ActivationRecord> {
-        metadata.skill_activation.clone()
+        metadata.skill_activation.as_deref().cloned()
     }
 }
 
