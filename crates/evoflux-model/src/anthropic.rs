@@ -12,20 +12,17 @@
 //! and output usage), `message_stop`, plus `ping` and `error`.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::Arc;
 
 use evoflux_core::config::{ProviderConfig, ProviderKind};
-use futures_util::TryFutureExt;
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
 use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::http::{self, ApiError, Endpoint, SseDecoder};
+use crate::http::{self, ApiError, Endpoint, SseDecoder, SseRequest};
 use crate::message::{Message, Request, ToolChoice};
-use crate::provider::{EventStream, Provider, ProviderOptions, error_stream};
-use crate::retry::with_retries;
+use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// The API version this module speaks.
 pub const API_VERSION: &str = "2023-06-01";
@@ -75,33 +72,17 @@ impl Provider for AnthropicProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let endpoint = Endpoint {
-            provider: self.name.clone(),
-            url: self.url.clone(),
-            api_key_env: self.api_key_env.clone(),
-        };
-        let key = match http::api_key(&self.name, self.api_key_env.as_deref(), &self.options.env) {
-            Ok(key) => key,
-            Err(e) => return error_stream(e),
-        };
-        let body = Arc::new(request_body(&request));
-        let client = self.client.clone();
-        with_retries(
-            self.options.retry,
-            self.options.sleeper.clone(),
-            move || {
-                let mut builder = client
-                    .post(&endpoint.url)
-                    .header("anthropic-version", API_VERSION)
-                    .header(reqwest::header::ACCEPT, "text/event-stream")
-                    .json(body.as_ref());
-                if let Some(key) = &key {
-                    builder = builder.header("x-api-key", key);
-                }
-                let decoder = MessagesDecoder::new(endpoint.clone());
-                Box::pin(http::open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
+        let sse = SseRequest {
+            endpoint: Endpoint {
+                provider: self.name.clone(),
+                url: self.url.clone(),
+                api_key_env: self.api_key_env.clone(),
             },
-        )
+            headers: &[("anthropic-version", API_VERSION)],
+            auth: |builder, key| builder.header("x-api-key", key),
+            decoder: MessagesDecoder::new,
+        };
+        http::stream_sse(&self.client, &self.options, sse, || request_body(&request))
     }
 }
 

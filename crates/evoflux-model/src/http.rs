@@ -3,16 +3,18 @@
 //! SSE-to-events driver that each wire protocol plugs a decoder into.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{StreamExt, TryFutureExt};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
 use crate::error::{ProviderError, SetupError};
 use crate::event::StreamEvent;
-use crate::provider::EventStream;
+use crate::provider::{EventStream, ProviderOptions, error_stream};
+use crate::retry::with_retries;
 
 /// Redirects are rare for model APIs and a long chain means a misconfigured
 /// base URL; a few are followed so `http` → `https` upgrades still work.
@@ -252,6 +254,64 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     get("retry-after")
         .and_then(|v| v.parse::<f64>().ok())
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+/// What one SSE provider's request adds to the common part of
+/// [`stream_sse`]: its own headers, how it presents the API key, and the
+/// decoder of its wire protocol.
+pub(crate) struct SseRequest<D> {
+    pub endpoint: Endpoint,
+    /// Sent after the URL and before `Accept`, in this order.
+    pub headers: &'static [(&'static str, &'static str)],
+    /// Adds the API key, when there is one, to the request.
+    pub auth: fn(reqwest::RequestBuilder, &str) -> reqwest::RequestBuilder,
+    pub decoder: fn(Endpoint) -> D,
+}
+
+/// The `stream` of every SSE provider: the API key read per call (so a
+/// rotated key is picked up, and a missing one fails before anything is
+/// sent), then retried attempts of one streaming `POST` of `body()` whose
+/// response is opened by [`open_sse`]. The providers differ only in what
+/// [`SseRequest`] holds and in their body, so neither restates the rest.
+pub(crate) fn stream_sse<D>(
+    client: &reqwest::Client,
+    options: &ProviderOptions,
+    request: SseRequest<D>,
+    body: impl FnOnce() -> Value,
+) -> EventStream
+where
+    D: SseDecoder + Send + 'static,
+{
+    let SseRequest {
+        endpoint,
+        headers,
+        auth,
+        decoder,
+    } = request;
+    let key = match api_key(
+        &endpoint.provider,
+        endpoint.api_key_env.as_deref(),
+        &options.env,
+    ) {
+        Ok(key) => key,
+        Err(e) => return error_stream(e),
+    };
+    let body = Arc::new(body());
+    let client = client.clone();
+    with_retries(options.retry, options.sleeper.clone(), move || {
+        let mut builder = client.post(&endpoint.url);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder = builder
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .json(body.as_ref());
+        if let Some(key) = &key {
+            builder = auth(builder, key);
+        }
+        let decoder = decoder(endpoint.clone());
+        Box::pin(open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
+    })
 }
 
 /// Sends `request` and returns the SSE body as a stream of our events, or

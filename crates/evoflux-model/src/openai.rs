@@ -11,20 +11,17 @@
 //! chunk with empty `choices`, then `data: [DONE]`.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use evoflux_core::config::{ProviderConfig, ProviderKind};
-use futures_util::TryFutureExt;
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
 use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::http::{self, ApiError, Endpoint, SseDecoder};
+use crate::http::{self, ApiError, Endpoint, SseDecoder, SseRequest};
 use crate::message::{Message, Request, ToolChoice};
-use crate::provider::{EventStream, Provider, ProviderOptions, error_stream};
-use crate::retry::with_retries;
+use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// A Chat Completions provider.
 #[derive(Debug)]
@@ -77,30 +74,13 @@ impl Provider for OpenAiProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let endpoint = self.endpoint();
-        // The key is read per call so a rotated key is picked up, and a
-        // missing one fails before anything is sent.
-        let key = match http::api_key(&self.name, self.api_key_env.as_deref(), &self.options.env) {
-            Ok(key) => key,
-            Err(e) => return error_stream(e),
+        let sse = SseRequest {
+            endpoint: self.endpoint(),
+            headers: &[],
+            auth: |builder, key| builder.bearer_auth(key),
+            decoder: ChatDecoder::new,
         };
-        let body = Arc::new(request_body(&request));
-        let client = self.client.clone();
-        with_retries(
-            self.options.retry,
-            self.options.sleeper.clone(),
-            move || {
-                let mut builder = client
-                    .post(&endpoint.url)
-                    .header(reqwest::header::ACCEPT, "text/event-stream")
-                    .json(body.as_ref());
-                if let Some(key) = &key {
-                    builder = builder.bearer_auth(key);
-                }
-                let decoder = ChatDecoder::new(endpoint.clone());
-                Box::pin(http::open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
-            },
-        )
+        http::stream_sse(&self.client, &self.options, sse, || request_body(&request))
     }
 }
 
