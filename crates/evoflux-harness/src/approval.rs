@@ -43,7 +43,7 @@ impl Approver for NonInteractive {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
         let reason = format!(
             "`{}` needs the user's approval and this run is non-interactive, so it was denied. \
-             Do the task without it, or tell the user to run it in `evoflux chat`.",
+             Do the task without it, or tell the user it needs their approval in an interactive session.",
             request.tool
         );
         Box::pin(async move { ApprovalDecision::Denied { reason } })

@@ -97,9 +97,10 @@ impl HookContext<'_> {
 
     /// Tells the user about something that went wrong without stopping
     /// the turn (a file that could not be read or written): a
-    /// [`crate::events::Event::Warning`], and the same line in the log.
+    /// [`crate::events::Event::Warning`] (the front end shows it; the log
+    /// gets it at debug level, so it is not printed twice).
     pub fn warn(&self, code: &'static str, message: String) {
-        tracing::warn!(code, "{message}");
+        tracing::debug!(code, "{message}");
         self.events.emit(&crate::events::Event::Warning {
             code: code.to_owned(),
             message,

@@ -264,6 +264,47 @@ fn handlers(n: usize) -> String {
 }
 
 #[tokio::test]
+async fn an_offload_that_cannot_write_its_file_keeps_the_result_and_warns() {
+    let repo = Repo::new(&[("src/h.rs", handlers(900))]);
+    let args = json!({"pattern": "handler_", "directory": "src", "max_results": 900});
+    let model = Model::new(
+        vec![call("g1", "grep", args), text("Found them.")],
+        None,
+        false,
+    );
+    let mut setup = repo
+        .setup(
+            AppMode::Coding,
+            model.clone(),
+            pipeline(AppMode::Coding),
+            false,
+        )
+        .await;
+    // A file where the artifacts folder must be: nothing can be written.
+    let blocked = repo.tmp.path().join("blocked");
+    std::fs::write(&blocked, "not a folder").unwrap();
+    setup.artifacts_root = blocked;
+    let events = Arc::new(evoflux_harness::CollectEvents::default());
+    setup.events = events.clone();
+    let mut h = Harness::open(setup, repo.coding()).await.unwrap();
+    h.turn(Some("Find handlers."), TurnOptions::default())
+        .await
+        .unwrap();
+    // The whole result stays in the conversation …
+    assert!(tool_content(h.messages(), "g1").chars().count() > 40_000);
+    // … and the user is told why it was not offloaded.
+    let warnings: Vec<String> = events
+        .take()
+        .into_iter()
+        .filter_map(|e| match e {
+            evoflux_harness::Event::Warning { code, .. } => Some(code),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings, ["session/offload-failed"]);
+}
+
+#[tokio::test]
 async fn offload_writes_the_artifact_once_with_exact_bytes() {
     let repo = Repo::new(&[("src/h.rs", handlers(900))]);
     let args = json!({"pattern": "handler_", "directory": "src", "max_results": 900});

@@ -295,7 +295,7 @@ fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefin
         None => Launch::Invalid {
             code: codes::SERVER_INVALID,
             message: format!(
-                "the declaration of `{}` in the plugin's mcp.json is invalid (see `evoflux plugin show`)",
+                "the declaration of `{}` in the plugin's mcp.json is invalid; the plugin's inspection lists why",
                 entry.name
             ),
         },

@@ -36,7 +36,7 @@ impl BuiltinOperation {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
-    #[error("Plugin installation not found: `{0}`; `evoflux plugin list` shows the installations")]
+    #[error("Plugin installation not found: `{0}`")]
     NotFound(InstallationId),
     #[error(transparent)]
     InvalidId(#[from] InvalidInstallationId),
@@ -48,7 +48,7 @@ pub enum PluginError {
     #[error("`{}` is not a plugin folder or a .evoplugin/.zip archive", .0.display())]
     SourceMissing(PathBuf),
     #[error(
-        "plugin `{name}` from `{source_ref}` is already installed as `{id}`; use `evoflux plugin update {id} <path>`"
+        "plugin `{name}` from `{source_ref}` is already installed as `{id}`; update that installation instead"
     )]
     AlreadyInstalled {
         name: String,

@@ -268,7 +268,22 @@ fn parse_id(raw: &str) -> Result<InstallationId, PluginError> {
 }
 
 fn report(out: &Output, e: &PluginError) -> Exit {
-    let mut diags = Diagnostics::from(vec![e.to_diagnostic()]);
+    let mut first = e.to_diagnostic();
+    // The library says what is wrong; this front end adds its command.
+    match e {
+        PluginError::NotFound(_) => {
+            first
+                .message
+                .push_str("; `evoflux plugin list` shows the installations");
+        }
+        PluginError::AlreadyInstalled { id, .. } => {
+            first
+                .message
+                .push_str(&format!(": `evoflux plugin update {id} <path>`"));
+        }
+        _ => {}
+    }
+    let mut diags = Diagnostics::from(vec![first]);
     diags.extend(e.package_diagnostics().to_diagnostics().into_vec());
     out.diagnostics(&diags);
     if e.is_validation() {
