@@ -6,52 +6,10 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 
-use common::Sandbox;
+use common::{Sandbox, events, of_type, run, script, session_id};
 use serde_json::Value;
-
-/// Writes a script and returns the `--model` value for it.
-fn script(s: &Sandbox, name: &str, yaml: &str) -> String {
-    let path = s.tmp.path().join(name);
-    std::fs::write(&path, yaml).unwrap();
-    format!("scripted:{}", path.display())
-}
-
-/// Runs with the test's PATH, so shell commands find their programs.
-fn run(s: &Sandbox, args: &[&str]) -> Output {
-    s.command(args)
-        .env("PATH", std::env::var("PATH").unwrap())
-        .output()
-        .unwrap()
-}
-
-/// The JSON-lines event stream of a `--json` run.
-fn events(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            serde_json::from_str(l).unwrap_or_else(|e| {
-                panic!(
-                    "not an event line ({e}): {l}\nstderr: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            })
-        })
-        .collect()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn session_id(events: &[Value]) -> String {
-    of_type(events, "session_started")[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 fn show(s: &Sandbox, id: &str) -> Value {
     s.json(&["--json", "sessions", "show", id])
@@ -648,11 +606,10 @@ fn without_any_model_the_run_explains_the_three_ways_to_get_one() {
 }
 
 #[cfg(unix)]
-#[test]
-fn loading_a_plugin_skill_grants_that_plugins_mcp_tools() {
+/// Links and enables the `demo` plugin: one stdio MCP server `svc` (the
+/// test server) and one skill, `demo-echo`, that uses it.
+fn link_demo_plugin(s: &Sandbox, bin: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
-    let Some(bin) = mcp_test_server() else { return };
-    let s = Sandbox::new();
     let root = s.tmp.path().join("plugins/demo");
     s.write(
         root.join("plugin.json"),
@@ -677,6 +634,13 @@ fn loading_a_plugin_skill_grants_that_plugins_mcp_tools() {
         "{}",
         String::from_utf8_lossy(&linked.stderr)
     );
+}
+
+#[test]
+fn loading_a_plugin_skill_grants_that_plugins_mcp_tools() {
+    let Some(bin) = mcp_test_server() else { return };
+    let s = Sandbox::new();
+    link_demo_plugin(&s, &bin);
     let model = script(
         &s,
         "plugin-skill.yaml",
@@ -716,29 +680,9 @@ turns:
 
 #[test]
 fn an_agent_mcp_list_can_name_a_plugins_server_as_mcp_list_shows_it() {
-    use std::os::unix::fs::PermissionsExt;
     let Some(bin) = mcp_test_server() else { return };
     let s = Sandbox::new();
-    let root = s.tmp.path().join("plugins/demo");
-    s.write(
-        root.join("plugin.json"),
-        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "demo", "version": "1.0.0"}"#,
-    );
-    s.write(
-        root.join("mcp.json"),
-        r#"{"$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json", "mcpServers": {"svc": {"type": "stdio", "command": "./bin/server"}}}"#,
-    );
-    let server = s.write(
-        root.join("bin/server"),
-        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", bin.display()),
-    );
-    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let linked = s.run(&["plugin", "link", root.to_str().unwrap(), "--enabled"]);
-    assert!(
-        linked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&linked.stderr)
-    );
+    link_demo_plugin(&s, &bin);
     let listed = s.json(&["--json", "mcp", "list"]);
     assert!(
         listed.to_string().contains("demo/svc"),

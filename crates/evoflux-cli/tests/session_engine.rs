@@ -8,40 +8,7 @@ mod common;
 
 use std::process::Output;
 
-use common::Sandbox;
-use serde_json::Value;
-
-fn script(s: &Sandbox, name: &str, yaml: &str) -> String {
-    let path = s.tmp.path().join(name);
-    std::fs::write(&path, yaml).unwrap();
-    format!("scripted:{}", path.display())
-}
-
-fn run(s: &Sandbox, args: &[&str]) -> Output {
-    s.command(args)
-        .env("PATH", std::env::var("PATH").unwrap())
-        .output()
-        .unwrap()
-}
-
-fn events(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn session_id(events: &[Value]) -> String {
-    of_type(events, "session_started")[0]["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
+use common::{Sandbox, events, of_type, run, script, session_id};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -230,6 +230,16 @@ impl Diagnostics {
         self.items.iter().any(Diagnostic::is_error)
     }
 
+    /// Only the errors, for places that show what stopped something and
+    /// leave warnings to the commands that report them.
+    pub fn errors(&self) -> Diagnostics {
+        self.items
+            .iter()
+            .filter(|d| d.is_error())
+            .cloned()
+            .collect()
+    }
+
     /// Whether any diagnostic carries `code`; what tests assert on.
     pub fn has_code(&self, code: &str) -> bool {
         self.items.iter().any(|d| d.code == code)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use evoflux_core::ids::SessionId;
-use evoflux_core::{AppMode, Diagnostics, Severity};
+use evoflux_core::{AppMode, Diagnostics};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
     ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, TurnOptions,
@@ -162,9 +162,7 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
                 break;
             }
             // Plugins enabled, disabled or edited since the last turn.
-            out.diagnostics(&errors_only(&Diagnostics::from(
-                harness.sync_plugins(&plugins).await,
-            )));
+            out.diagnostics(&Diagnostics::from(harness.sync_plugins(&plugins).await).errors());
             if let Some(command) = line.strip_prefix('!') {
                 let result = harness.user_command(command).await?;
                 println!("{}", result.content);
@@ -543,14 +541,6 @@ fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
         SessionError::Config { .. } => {}
         _ => out.failure(&anyhow::anyhow!("{message} [{}]", e.code())),
     }
-}
-
-fn errors_only(diags: &Diagnostics) -> Diagnostics {
-    diags
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .cloned()
-        .collect()
 }
 
 async fn read_line() -> anyhow::Result<Option<String>> {

@@ -110,3 +110,47 @@ pub fn stderr_codes(out: &Output) -> Vec<String> {
         .map(|d| d["code"].as_str().unwrap().to_owned())
         .collect()
 }
+
+// ---- runs of `evoflux run` with the scripted provider ----------------------
+
+/// Writes a script and returns the `--model` value for it.
+pub fn script(s: &Sandbox, name: &str, yaml: &str) -> String {
+    let path = s.tmp.path().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+/// Runs with the test's PATH, so shell commands find their programs.
+pub fn run(s: &Sandbox, args: &[&str]) -> Output {
+    s.command(args)
+        .env("PATH", std::env::var("PATH").unwrap())
+        .output()
+        .unwrap()
+}
+
+/// The JSON-lines event stream of a `--json` run.
+pub fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| {
+                panic!(
+                    "not an event line ({e}): {l}\nstderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+        })
+        .collect()
+}
+
+pub fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+pub fn session_id(events: &[Value]) -> String {
+    of_type(events, "session_started")[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}

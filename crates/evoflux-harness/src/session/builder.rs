@@ -16,7 +16,7 @@ use evoflux_core::config::{
 };
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
-use evoflux_core::{AppMode, Diagnostic, Diagnostics, Severity};
+use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use evoflux_graph::{Binding, BuiltinRegistry, CompiledGraph, RootOptions, Slot};
 use evoflux_model::SetupError;
 use evoflux_plugins::{PluginManager, PluginPaths};
@@ -410,7 +410,7 @@ impl<'a> SessionBuilder<'a> {
             .team(lead_name.as_deref())
             .map_err(|source| SessionError::Lead {
                 source,
-                diagnostics: errors_only(&diags),
+                diagnostics: diags.errors(),
             })?;
         let catalog = ToolCatalog::from_graph(&graph);
         let Some((raw, source)) = directory
@@ -419,7 +419,7 @@ impl<'a> SessionBuilder<'a> {
         else {
             return Err(SessionError::LeadUnloadable {
                 lead: team.lead,
-                diagnostics: errors_only(&diags),
+                diagnostics: diags.errors(),
             });
         };
         let agent = compile_agent_config(raw, source, &catalog, &mut diags);
@@ -429,7 +429,7 @@ impl<'a> SessionBuilder<'a> {
                 diagnostics: config_diags,
             });
         };
-        let mut shown = errors_only(&diags);
+        let mut shown = diags.errors();
         shown.extend(unknown_approval_tools(&loaded, &catalog));
         let (model, model_origin) = choose_model(opts, resumed.as_ref(), &agent, &loaded);
         let model_ref: ModelRef = model.parse().map_err(|source| SessionError::ModelInvalid {
@@ -462,7 +462,7 @@ impl<'a> SessionBuilder<'a> {
                 ..evoflux_mcp::ManagerOptions::default()
             },
         )?;
-        shown.extend(errors_only(&Diagnostics::from(mcp_diags)));
+        shown.extend(Diagnostics::from(mcp_diags).errors());
         let setup = RunSetup {
             store,
             provider: Arc::from(provider),
@@ -632,12 +632,4 @@ fn repository_root(dir: &Path) -> PathBuf {
         .into_iter()
         .next()
         .unwrap_or_else(|| dir.to_path_buf())
-}
-
-fn errors_only(diags: &Diagnostics) -> Diagnostics {
-    diags
-        .iter()
-        .filter(|d| d.severity == Severity::Error)
-        .cloned()
-        .collect()
 }
