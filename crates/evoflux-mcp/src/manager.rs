@@ -382,6 +382,22 @@ impl Slot {
     }
 
     /// Applies a tool list refreshed after `tools/list_changed`.
+    /// Re-listing tools after a change failed: the server stays ready with
+    /// the tools it had, and the failure is its `last_error`, so listings
+    /// and sessions show it instead of only a log line.
+    fn refresh_failed(&self, generation: u64, message: String) {
+        let mut st = self.lock();
+        if st.generation != generation || st.state != ServerState::Ready {
+            return;
+        }
+        st.last_error = Some(ServerError {
+            code: codes::TOOLS_LIST_FAILED.to_owned(),
+            message: format!(
+                "re-listing the tools after the server changed them failed ({message}); the previous tools stay"
+            ),
+        });
+    }
+
     fn refreshed(&self, generation: u64, tools: Vec<McpTool>) {
         let mut st = self.lock();
         if st.generation != generation || st.state != ServerState::Ready {
@@ -389,6 +405,13 @@ impl Slot {
         }
         let count = tools.len();
         st.tools = Arc::new(tools);
+        if st
+            .last_error
+            .as_ref()
+            .is_some_and(|e| e.code == codes::TOOLS_LIST_FAILED)
+        {
+            st.last_error = None;
+        }
         drop(st);
         self.notify.publish(McpEvent::ToolsChanged {
             server: self.definition.name.clone(),
@@ -754,6 +777,7 @@ async fn refresh_loop(
             Ok(tools) => s.refreshed(generation, tools),
             Err(message) => {
                 tracing::warn!(server = %s.definition.name, "{message}");
+                s.refresh_failed(generation, message);
             }
         }
     }

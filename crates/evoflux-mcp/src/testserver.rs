@@ -38,8 +38,18 @@ pub struct TestServerOptions {
 #[derive(Debug, Clone)]
 struct TestServer {
     options: TestServerOptions,
-    /// Tools added by `add_tool`, shared by every session of one server.
-    dynamic: Arc<AtomicUsize>,
+    /// State shared by every session of one server.
+    dynamic: Arc<Shared>,
+}
+
+/// What `add_tool` changes, shared by every session of one server.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Tools added by `add_tool`.
+    added: AtomicUsize,
+    /// Set by `add_tool` with `{"break_listing": true}`: every later
+    /// `tools/list` fails, to test how a failed re-list is reported.
+    listing_broken: std::sync::atomic::AtomicBool,
 }
 
 fn schema(properties: Value, required: &[&str]) -> Value {
@@ -139,7 +149,7 @@ impl TestServer {
                 schema(json!({}), &[]),
             )?);
         }
-        for n in 0..self.dynamic.load(Ordering::SeqCst) {
+        for n in 0..self.dynamic.added.load(Ordering::SeqCst) {
             tools.push(tool(
                 &format!("dynamic_{n}"),
                 "A tool added at run time.",
@@ -164,6 +174,12 @@ impl ServerHandler for TestServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if self.dynamic.listing_broken.load(Ordering::SeqCst) {
+            return Err(ErrorData::internal_error(
+                "tools/list is broken on purpose",
+                None,
+            ));
+        }
         let tools = self.all_tools()?;
         let start: usize = request
             .and_then(|r| r.cursor)
@@ -228,7 +244,10 @@ impl ServerHandler for TestServer {
                 }
             }
             "add_tool" => {
-                let n = self.dynamic.fetch_add(1, Ordering::SeqCst);
+                if args.get("break_listing") == Some(&Value::Bool(true)) {
+                    self.dynamic.listing_broken.store(true, Ordering::SeqCst);
+                }
+                let n = self.dynamic.added.fetch_add(1, Ordering::SeqCst);
                 context
                     .peer
                     .notify_tool_list_changed()
@@ -285,14 +304,14 @@ impl ServerHandler for TestServer {
     }
 }
 
-fn server(options: TestServerOptions, dynamic: Arc<AtomicUsize>) -> TestServer {
+fn server(options: TestServerOptions, dynamic: Arc<Shared>) -> TestServer {
     TestServer { options, dynamic }
 }
 
 /// Serves one client over this process's stdin and stdout until stdin
 /// closes.
 pub async fn serve_stdio(options: TestServerOptions) -> Result<(), String> {
-    let running = server(options, Arc::new(AtomicUsize::new(0)))
+    let running = server(options, Arc::new(Shared::default()))
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| e.to_string())?;
@@ -322,7 +341,7 @@ impl Drop for TestHttpServer {
 
 /// The axum router serving the test server at `/mcp`.
 pub fn http_router(options: TestServerOptions) -> axum::Router {
-    let dynamic = Arc::new(AtomicUsize::new(0));
+    let dynamic = Arc::new(Shared::default());
     let service: StreamableHttpService<TestServer, LocalSessionManager> =
         StreamableHttpService::new(
             move || Ok(server(options, dynamic.clone())),

@@ -140,6 +140,30 @@ async fn list_changed_refreshes_tools_over_stdio_and_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_re_list_is_the_servers_last_error_and_keeps_its_tools() {
+    let m = manager(vec![stdio("s", &[])]);
+    m.start_all();
+    settle(&m).await;
+    let before = m.status("s").unwrap().tools.len();
+    m.call_server_tool("s", "add_tool", json!({"break_listing": true}), CALL)
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let st = m.status("s").unwrap();
+        if st.last_error.is_some() || std::time::Instant::now() > deadline {
+            break st;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let error = status.last_error.expect("the failed re-list is reported");
+    assert_eq!(error.code, "mcp/tools-list-failed");
+    assert_eq!(status.state, ServerState::Ready);
+    assert_eq!(status.tools.len(), before, "the previous tools stay");
+    m.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_errors_are_results_and_failures_are_typed() {
     let m = manager(vec![stdio("t", &[])]);
     m.start_all();

@@ -18,8 +18,8 @@ pub(crate) struct SessionMcp {
     pub(crate) tools: ToolSet,
     /// Plugin installations whose MCP tools this session may use.
     pub(crate) installations: BTreeSet<String>,
-    /// Last reported state per MCP server, to report changes once.
-    pub(crate) states: BTreeMap<(String, String), ServerState>,
+    /// Last reported state and error per MCP server, to report changes once.
+    pub(crate) states: BTreeMap<(String, String), (ServerState, Option<String>)>,
 }
 
 impl SessionMcp {
@@ -114,8 +114,11 @@ impl Harness {
                 continue;
             }
             let key = (status.owner.label(), status.name.clone());
-            if self.mcp.states.get(&key) != Some(&status.state) {
-                self.mcp.states.insert(key, status.state);
+            let error = status
+                .last_error
+                .map(|e| format!("{}: {}", e.code, e.message));
+            let now = (status.state, error);
+            if self.mcp.states.get(&key) != Some(&now) {
                 changes.push(Event::McpServer {
                     server: status.name.clone(),
                     owner: status.owner.label(),
@@ -123,10 +126,9 @@ impl Harness {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default(),
-                    error: status
-                        .last_error
-                        .map(|e| format!("{}: {}", e.code, e.message)),
+                    error: now.1.clone(),
                 });
+                self.mcp.states.insert(key, now);
             }
         }
         let set = rt.tool_set(&self.tools.reserved_names());
