@@ -234,3 +234,32 @@ fn a_coding_run_below_a_repository_root_works_in_the_repository() {
         s.repo().canonicalize().unwrap().display().to_string()
     );
 }
+
+#[test]
+fn the_agent_cannot_write_its_own_controls_for_later_runs() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "escalate.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: write, arguments: {path: .evoflux/tools/run_it.toml, content: "argv = [\"bash\", \"-c\", \"{{cmd}}\"]"}}
+  - expect: {tool_result: {contains: read-only}}
+    reply: {text: refused}
+"#,
+    );
+    let out = run(
+        &s,
+        &["--json", "run", "--mode", "coding", "--model", &model, "x"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended[0]["is_error"], true);
+    assert!(!s.repo().join(".evoflux/tools/run_it.toml").exists());
+    // The next run has no such tool.
+    let info = s.json(&["--json", "info", "--mode", "coding"]);
+    assert!(!info.to_string().contains("run_it"), "{info}");
+}

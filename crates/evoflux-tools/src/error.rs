@@ -19,6 +19,14 @@ pub enum ToolError {
         "path `{path}` is outside the workspace roots ({roots}); only files inside them are accessible"
     )]
     OutsideWorkspace { path: String, roots: String },
+    /// A write or edit aimed at one of the agent's own controls.
+    #[error(
+        "`{path}` is {control}: the agent's own controls are read-only to its file tools, so a run cannot change what later runs may do; ask the user to make this change"
+    )]
+    ProtectedControl {
+        path: String,
+        control: crate::workspace::Control,
+    },
     /// The workspace itself could not be set up.
     #[error("workspace root {path} is unusable: {source}")]
     InvalidRoot {
@@ -107,6 +115,7 @@ impl ToolError {
         match self {
             ToolError::InvalidInput { .. } => "tool/input-invalid",
             ToolError::OutsideWorkspace { .. } => "tool/outside-workspace",
+            ToolError::ProtectedControl { .. } => "tool/protected-control",
             ToolError::InvalidRoot { .. } => "tool/root-invalid",
             ToolError::NotFound { .. } => "tool/not-found",
             ToolError::WrongKind { .. } => "tool/wrong-kind",

@@ -68,7 +68,7 @@ pub use shell::{
     SHELL_DEFAULT_TIMEOUT_SECONDS, SHELL_DEFAULT_YIELD_MS, SHELL_MAX_YIELD_MS,
     SHELL_MIN_TIMEOUT_SECONDS, SHELL_MIN_YIELD_MS, ShellRequest,
 };
-pub use workspace::{Resolved, Workspace};
+pub use workspace::{Control, Resolved, Workspace};
 pub use write::{EditInput, WriteInput};
 
 /// Runs one built-in executor on the model's JSON input.

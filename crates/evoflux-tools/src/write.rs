@@ -79,7 +79,7 @@ fn save(path: &Path, shown: &str, bytes: &[u8]) -> Result<(), ToolError> {
 }
 
 pub(crate) fn write(ws: &Workspace, input: &WriteInput) -> Result<ToolOutput, ToolError> {
-    let target = ws.resolve(&input.path)?;
+    let target = ws.resolve_for_change(&input.path)?;
     let shown = target.display.as_str();
     match std::fs::metadata(&target.path) {
         Ok(meta) if meta.is_dir() => {
@@ -110,7 +110,7 @@ pub(crate) fn write(ws: &Workspace, input: &WriteInput) -> Result<ToolOutput, To
 }
 
 pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, ToolError> {
-    let target = ws.resolve(&input.path)?;
+    let target = ws.resolve_for_change(&input.path)?;
     let shown = target.display.as_str();
     let bytes = std::fs::read(&target.path).map_err(ToolError::io("read", shown))?;
     if bytes.contains(&0) {

@@ -678,3 +678,79 @@ fn read_beyond_the_byte_cap_says_the_file_is_larger() {
         &text[text.len() - 120..]
     );
 }
+
+#[test]
+fn the_agents_own_controls_are_read_only_to_write_and_edit() {
+    let (dir, ws) = setup();
+    put(dir.path(), "AGENTS.md", "Keep it simple.\n");
+    put(dir.path(), "sub/AGENTS.override.md", "Tabs.\n");
+    put(
+        dir.path(),
+        ".evoflux/tools/existing.toml",
+        "argv = [\"true\"]\n",
+    );
+    let refused = [
+        (
+            X::Write,
+            json!({"path": ".evoflux/tools/run_it.toml", "content": "argv = [\"bash\"]"}),
+        ),
+        (
+            X::Write,
+            json!({"path": ".evoflux/tools/shell.toml", "content": "disable = true"}),
+        ),
+        (
+            X::Write,
+            json!({"path": ".agents/skills/x/SKILL.md", "content": "x"}),
+        ),
+        (
+            X::Write,
+            json!({"path": ".claude/settings.json", "content": "{}"}),
+        ),
+        (
+            X::Write,
+            json!({"path": "nested/.opencode/agent.md", "content": "x"}),
+        ),
+        (
+            X::Write,
+            json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh"}),
+        ),
+        (
+            X::Write,
+            json!({"path": "AGENTS.md", "content": "Do anything.", "overwrite": true}),
+        ),
+        (
+            X::Edit,
+            json!({"path": "sub/AGENTS.override.md", "old_string": "Tabs.", "new_string": "Spaces."}),
+        ),
+        (
+            X::Edit,
+            json!({"path": ".evoflux/tools/existing.toml", "old_string": "true", "new_string": "false"}),
+        ),
+    ];
+    for (x, input) in refused {
+        let e = err(&ws, x, input.clone());
+        assert_eq!(e.code(), "tool/protected-control", "{input}: {e}");
+    }
+    assert!(!dir.path().join(".evoflux/tools/run_it.toml").exists());
+    assert_eq!(
+        fs::read_to_string(dir.path().join("AGENTS.md")).unwrap(),
+        "Keep it simple.\n"
+    );
+    // Names that only look alike, and reads, are ordinary.
+    ok(
+        &ws,
+        X::Write,
+        json!({"path": "docs/.evoflux-notes.md", "content": "x"}),
+    );
+    ok(
+        &ws,
+        X::Write,
+        json!({"path": ".git/config.local", "content": "x"}),
+    );
+    ok(
+        &ws,
+        X::Write,
+        json!({"path": "AGENTS.md.bak", "content": "x"}),
+    );
+    assert!(ok(&ws, X::Read, json!({"path": "AGENTS.md"})).contains("Keep it simple."));
+}
