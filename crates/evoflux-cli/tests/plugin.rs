@@ -401,3 +401,33 @@ fn two_processes_installing_at_once_both_land() {
     assert_eq!(names.len(), 2);
     assert!(names.contains(&"one".to_owned()) && names.contains(&"two".to_owned()));
 }
+
+#[test]
+fn inspection_never_prints_env_or_header_values() {
+    let env = Env::new();
+    let root = env.plugin("secretive", "1.0.0", "secret-audit");
+    write(
+        &root.join("mcp.json"),
+        &json!({"$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json", "mcpServers": {
+            "local": {"type": "stdio", "command": "./bin/server", "env": {"API_TOKEN": "tok-stdio-123"}},
+            "remote": {"type": "streamable-http", "url": "https://mcp.example.test/mcp",
+                       "headers": {"Authorization": "Bearer tok-header-456"}}
+        }})
+        .to_string(),
+    );
+    let out = env.run(&["plugin", "inspect", root.to_str().unwrap(), "--json"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("tok-stdio-123"), "{text}");
+    assert!(!text.contains("tok-header-456"), "{text}");
+    // The names are still shown, so a reviewer sees what is configured.
+    assert!(text.contains("API_TOKEN"), "{text}");
+    assert!(text.contains("Authorization"), "{text}");
+    let human = env.run(&["plugin", "inspect", root.to_str().unwrap()]);
+    let human = String::from_utf8_lossy(&human.stdout).into_owned()
+        + &String::from_utf8_lossy(&human.stderr);
+    assert!(
+        !human.contains("tok-stdio-123") && !human.contains("tok-header-456"),
+        "{human}"
+    );
+}

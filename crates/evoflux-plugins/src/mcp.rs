@@ -114,6 +114,9 @@ pub struct StdioServer {
     pub command: McpCommand,
     pub args: Vec<String>,
     /// Visible configuration, not secrets; still never shown in trust review.
+    /// Serialized as its names only: values can hold tokens, and no
+    /// inspection output (`--json` included) may print them.
+    #[serde(serialize_with = "names_only")]
     pub env: BTreeMap<String, String>,
     /// `None` means the plugin root.
     pub cwd: Option<McpCwd>,
@@ -125,7 +128,17 @@ pub struct RemoteServer {
     pub url: String,
     /// Host and port as they appear in the URL.
     pub host: String,
+    /// Serialized as its names only, as `env` is.
+    #[serde(serialize_with = "names_only")]
     pub headers: BTreeMap<String, String>,
+}
+
+/// A map of names to values that may be secret, written as its names.
+fn names_only<S: serde::Serializer>(
+    map: &BTreeMap<String, String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(map.keys())
 }
 
 /// A valid server declaration, one variant per transport.
