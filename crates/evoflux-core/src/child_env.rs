@@ -42,9 +42,28 @@ pub fn is_inherited(name: &str) -> bool {
         && (INHERITED_VARS.contains(&name) || name.starts_with(INHERITED_PREFIX))
 }
 
+/// Whether `command` names one executable: not empty, and no whitespace
+/// or NUL. A server or tool command is spawned without a shell, so
+/// `"npx -y thing"` would look for a program of that whole name; its
+/// arguments belong in `args`. The one rule for a command looked up on
+/// `PATH` in `mcp.json`, global or plugin (a plugin's `./relative` command
+/// names one file of its package, whose name may hold spaces).
+pub fn is_one_executable(command: &str) -> bool {
+    !command.is_empty() && !command.chars().any(|c| c.is_whitespace() || c == '\0')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_executable_has_no_spaces_or_nul() {
+        assert!(is_one_executable("npx"));
+        assert!(is_one_executable("./bin/server"));
+        for bad in ["", "npx -y thing", " npx", "a\tb", "a\0b"] {
+            assert!(!is_one_executable(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn keys_and_own_settings_are_not_inherited() {

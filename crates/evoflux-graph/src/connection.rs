@@ -104,7 +104,7 @@ pub fn parse(
     let before = diags.count(evoflux_core::Severity::Error);
     match &def {
         ConnectionDefinition::Stdio { command, env, .. } => {
-            if command.trim().is_empty() || command.chars().any(char::is_whitespace) {
+            if !evoflux_core::child_env::is_one_executable(command) {
                 diags.push(err(
                     "compile/connection-invalid",
                     format!(

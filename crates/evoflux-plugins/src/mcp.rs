@@ -530,6 +530,9 @@ impl EntryChecker<'_> {
             );
             return None;
         }
+        // A `./relative` command names one file of the package, whose name
+        // may hold spaces; a bare name is looked up on PATH and must be one
+        // executable (`npx -y thing` would fail only at start).
         if let Some(rest) = raw.strip_prefix("./") {
             let escapes = match normalize_lexically(Path::new(rest)) {
                 Some(rel) if rel.as_os_str().is_empty() => {
@@ -574,6 +577,14 @@ impl EntryChecker<'_> {
                 format!(
                     "`{raw}` must be a bare executable name or a `./relative` path inside the package (no placeholders, no absolute paths)"
                 ),
+            );
+            return None;
+        }
+        if !evoflux_core::child_env::is_one_executable(raw) {
+            self.error(
+                codes::MCP_COMMAND_INVALID,
+                "command",
+                format!("`{raw}` must be one executable; put its arguments in `args`"),
             );
             return None;
         }

@@ -273,6 +273,11 @@ fn command_rules() {
             "plugin/mcp-command-invalid",
         ),
         (
+            "with-arguments",
+            json!({"type": "stdio", "command": "npx -y thing"}),
+            "plugin/mcp-command-invalid",
+        ),
+        (
             "absolute",
             json!({"type": "stdio", "command": "/usr/bin/node"}),
             "plugin/mcp-command-invalid",
