@@ -12,8 +12,8 @@ use evoflux_agents::ToolCatalog;
 use evoflux_core::AppMode;
 use evoflux_core::config::ProviderKind;
 use evoflux_graph::tool::{
-    ActionClass, Approval, Availability, BuiltinExecutor, CommandTool, DispatchAction, Handling,
-    InputRequest, Presentation, ProviderTool, ToolBehavior, ToolDefinition, ToolExecutor,
+    ActionClass, Approval, Availability, BuiltinExecutor, CommandTool, Handling, InputRequest,
+    Presentation, ToolBehavior, ToolDefinition, ToolExecutor,
 };
 use evoflux_mcp::McpToolDescriptor;
 use serde_json::Value;
@@ -27,10 +27,8 @@ pub enum PreparedKind {
     Ordinary(Executor),
     /// Ends the turn waiting for the user (`ask_user`).
     RequestInput(InputRequest),
-    /// Hands work to another agent or task.
-    Dispatch(DispatchAction),
-    /// Executed by the model provider itself.
-    ProviderTool(ProviderTool),
+    // Dispatch and provider tools get their kinds when this build can run
+    // them; until then `ToolDefinition::not_in_build` keeps them out.
 }
 
 /// The executor of an ordinary tool.
@@ -199,18 +197,13 @@ impl PreparedTools {
                     continue;
                 }
                 (Handling::RequestInput { request }, _) => PreparedKind::RequestInput(*request),
-                // Likewise reached only once delegation is built.
-                (Handling::Dispatch { action }, _) => PreparedKind::Dispatch(*action),
-                // Reached only once `not_in_build` lets a provider tool
-                // through, i.e. when an adapter executes it.
-                (Handling::ProviderTool { provider }, _) => PreparedKind::ProviderTool(*provider),
+                // Refused above by `not_in_build`: nothing here runs them.
+                (Handling::Dispatch { .. } | Handling::ProviderTool { .. }, _) => continue,
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Mcp { .. })
-                | PreparedKind::RequestInput(_)
-                | PreparedKind::Dispatch(_)
-                | PreparedKind::ProviderTool(_) => Approval::Never,
+                | PreparedKind::RequestInput(_) => Approval::Never,
             };
             let deferred = matches!(
                 kind,
@@ -237,9 +230,7 @@ impl PreparedTools {
             match &t.kind {
                 PreparedKind::Ordinary(Executor::Mcp { .. }) => previous.push(t),
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
-                | PreparedKind::RequestInput(_)
-                | PreparedKind::Dispatch(_)
-                | PreparedKind::ProviderTool(_) => kept.push(t),
+                | PreparedKind::RequestInput(_) => kept.push(t),
             }
         }
         self.tools = kept;
@@ -400,8 +391,8 @@ mod tests {
         };
         let tools = PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Coding, &c);
         assert!(tools.iter().all(|t| !matches!(
-            t.kind,
-            PreparedKind::Dispatch(_) | PreparedKind::ProviderTool(_)
+            t.definition.behavior.handling,
+            Handling::Dispatch { .. } | Handling::ProviderTool { .. }
         )));
         for (tool, gap) in [
             ("agent", NotInBuild::Delegation),

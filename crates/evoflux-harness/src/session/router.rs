@@ -2,9 +2,7 @@
 //! hooks and approval asked, then an exhaustive switch on the prepared
 //! kind. Nothing here selects behavior by a tool's name.
 
-use evoflux_graph::tool::{
-    Approval, BuiltinExecutor, DispatchAction, InputRequest, ProviderTool, ToolExecutor,
-};
+use evoflux_graph::tool::{Approval, BuiltinExecutor, InputRequest, ToolExecutor};
 use evoflux_model::{Message, ToolCall};
 use serde_json::Value;
 
@@ -109,26 +107,6 @@ impl Harness {
                     .create_pending_input(self.session.id, &call.id, &request)
                     .await?;
                 Ok(CallOutcome::Question(PendingQuestion::of(&pending)))
-            }
-            PreparedKind::Dispatch(action) => {
-                let what = match action {
-                    DispatchAction::SelfAgent => "delegating to another agent",
-                    DispatchAction::TaskUpdate | DispatchAction::TaskCancel => {
-                        "controlling delegated tasks"
-                    }
-                };
-                Ok(CallOutcome::Result(ToolResult::error(format!(
-                    "`{}` is not available in this session: {what} is not supported yet. Do the work yourself.",
-                    call.name
-                ))))
-            }
-            PreparedKind::ProviderTool(ProviderTool::WebSearch) => {
-                // Provider tools are materialized only for providers that
-                // run them, and those answer them inside the stream.
-                Ok(CallOutcome::Result(ToolResult::error(format!(
-                    "`{}` is executed by the model provider and cannot be called here.",
-                    call.name
-                ))))
             }
         }
     }
