@@ -53,6 +53,7 @@ impl Fixture {
             user_config_dir: Some(self.user.clone()),
             home: None,
             workspaces: vec![self.project.clone()],
+            trusted: vec![self.project.clone()],
             plugins: Vec::new(),
         })
         .unwrap()

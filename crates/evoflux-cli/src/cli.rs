@@ -31,6 +31,9 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Trust a repository: its command tools, MCP servers, channels and schedules may then
+    /// run, and its config may define providers. Untrusted repositories are only read.
+    Trust(crate::commands::trust::TrustArgs),
     /// Show what evoflux would run: every active capability with its source and owner,
     /// tool handling, routes, shadowed and disabled sources, diagnostics. Exit 3 on errors.
     Info(InfoArgs),

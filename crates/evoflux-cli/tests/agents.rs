@@ -109,6 +109,7 @@ fn agents_cli_effective_config_equals_library() {
             user_config_dir: Some(env.config()),
             home: Some(env.home()),
             workspaces: vec![std::fs::canonicalize(env.repo()).unwrap()],
+            trusted: vec![std::fs::canonicalize(env.repo()).unwrap()],
             plugins: Vec::new(),
         }),
     )
@@ -517,6 +518,7 @@ fn an_unknown_lead_lists_the_leads_and_coding_names_resolve() {
 #[test]
 fn validate_warns_about_an_mcp_server_no_one_defines() {
     let s = Env::new();
+    s.trust();
     s.project(
         "mcp.json",
         r#"{"mcpServers": {"docs": {"type": "stdio", "command": "docs-server"}}}"#,

@@ -225,8 +225,8 @@ fn config_show_reflects_the_file() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     assert_eq!(v["config"]["model"]["default"], "ollama:qwen2.5:7b");
-    assert_eq!(v["model_origin"], "file");
-    assert_eq!(v["provider_origins"]["ollama"], "file");
+    assert_eq!(v["model_origin"], "user");
+    assert_eq!(v["provider_origins"]["ollama"], "user");
     assert_eq!(v["provider_origins"]["openai"], "embedded");
 }
 
@@ -309,7 +309,21 @@ fn config_show_reports_the_composed_winner() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     assert_eq!(v["config"]["model"]["default"], "anthropic:claude-sonnet");
-    assert_eq!(v["file"], project.to_str().unwrap());
+    assert_eq!(v["model_origin"], "project");
+    let files: Vec<(&str, &str)> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["origin"].as_str().unwrap(), f["path"].as_str().unwrap()))
+        .collect();
+    let user = env.config_dir().join("config.toml");
+    assert_eq!(
+        files,
+        [
+            ("user", user.to_str().unwrap()),
+            ("project", project.to_str().unwrap())
+        ]
+    );
 
     std::fs::write(
         &project,

@@ -55,7 +55,8 @@ fn info_on_embedded_defaults() {
     );
     assert_eq!(ask["executor"]["kind"], "native");
 
-    let text = String::from_utf8_lossy(&env.run(&["info"]).stdout).into_owned();
+    let text = String::from_utf8_lossy(&env.run(&["info"]).stdout)
+        .replace(env.tmp.path().to_str().unwrap(), "[TMP]");
     insta::assert_snapshot!("info_defaults", text);
 }
 
@@ -65,6 +66,7 @@ fn info_marks_the_tools_this_build_cannot_run() {
     // A command tool in code_context's slot runs: the mark follows the
     // selected definition, not the name.
     env.project("tools/code_context.toml", TOOL);
+    env.trust();
     let v = json(&env.run(&["info", "--json"]));
     assert_schema_valid(&v);
     let tools = v["tools"]["entries"].as_array().unwrap();
@@ -121,6 +123,7 @@ fn info_shows_replacement_and_disable_provenance() {
     let env = Env::new();
     env.project("tools/web_fetch.toml", TOOL);
     env.user("tools/shell.toml", "disable = true\n");
+    env.trust();
     let out = env.run(&["info", "--json"]);
     assert!(
         out.status.success(),
@@ -142,6 +145,7 @@ fn info_shows_replacement_and_disable_provenance() {
         .unwrap()
         .iter()
         .map(|e| (e["kind"].as_str().unwrap(), e["slot"].as_str().unwrap()))
+        .filter(|(kind, _)| *kind != "layered")
         .collect();
     assert_eq!(
         kinds,
@@ -159,6 +163,7 @@ fn info_exits_3_listing_every_error() {
     env.project("tools/a.toml", "nonsense");
     env.project("tools/ghost.toml", "disable = true\n");
     env.user("config.toml", "[model]\ndefault = \"x\"\n");
+    env.trust();
     let out = env.run(&["info", "--json"]);
     assert_eq!(out.status.code(), Some(3));
     let v = json(&out);
@@ -194,7 +199,27 @@ fn explicit_workspaces_are_authorized_repositories() {
     std::fs::create_dir_all(other.join(".git")).unwrap();
     env.write(other.join(".evoflux/tools/deploy.toml"), TOOL);
     let ws = other.to_str().unwrap();
+    // Untrusted, the repository's command tool is listed and not loaded.
     let v = json(&env.run(&["info", "--json", "--workspace", ws]));
+    let names = |v: &Value| -> Vec<String> {
+        v["tools"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!names(&v).contains(&"deploy".to_owned()));
+    assert_eq!(v["awaiting_trust"][0]["slot"], "tools/deploy");
+    assert_eq!(v["repositories"][0]["trust"]["state"], "untrusted");
+    assert_eq!(
+        v["diagnostics"]["items"][0]["code"], "trust/withheld",
+        "{v:#}"
+    );
+    env.trust_dir(&other);
+    let v = json(&env.run(&["info", "--json", "--workspace", ws]));
+    assert_eq!(v["repositories"][0]["trust"]["state"], "trusted");
+    assert_eq!(v["awaiting_trust"], serde_json::json!([]));
     assert!(
         v["tools"]["entries"]
             .as_array()
@@ -215,6 +240,7 @@ fn graph_file(env: &Env) -> PathBuf {
 fn graph_compile_then_check_and_reject_tampering() {
     let env = Env::new();
     env.project("tools/deploy.toml", TOOL);
+    env.trust();
     let file = graph_file(&env);
     let f = file.to_str().unwrap();
     let out = env.run(&["graph", "compile", "--out", f, "--json"]);
@@ -249,6 +275,7 @@ fn graph_compile_then_check_and_reject_tampering() {
 fn graph_compile_refuses_a_graph_with_errors() {
     let env = Env::new();
     env.project("tools/x.toml", "disable = true\n");
+    env.trust();
     let file = graph_file(&env);
     let out = env.run(&["graph", "compile", "--out", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3));

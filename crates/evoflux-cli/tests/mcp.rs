@@ -31,8 +31,11 @@ fn test_server() -> Option<PathBuf> {
     }
 }
 
+/// The repository's own `mcp.json`, in a repository its owner trusts (an
+/// untrusted repository's servers never start).
 fn project_mcp(s: &Sandbox, servers: Value) {
     s.project("mcp.json", &json!({ "mcpServers": servers }).to_string());
+    s.trust();
 }
 
 fn server<'a>(list: &'a Value, name: &str) -> &'a Value {

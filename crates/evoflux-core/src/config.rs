@@ -19,6 +19,14 @@
 //! A provider defined in the file replaces the embedded provider of the
 //! same name as a whole; fields are not merged, so what `config show`
 //! prints is exactly what runs.
+//!
+//! Files are layered: the admin file, then the user's, then each
+//! repository's `.evoflux/config.toml`. A repository is someone else's text,
+//! so its layer is restricted ([`ConfigScope::Project`]): it may choose a
+//! default model and tighten `[approval]`, but it can never name a key
+//! variable (a key only goes to the base URL it was configured with by the
+//! user or the admin), and while the repository is untrusted it cannot
+//! define providers at all.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,6 +36,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::trust::Trust;
 
 /// The wire protocol or engine behind a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -89,10 +98,17 @@ pub struct ProviderConfig {
 
 /// Whether a tool call needs the user's approval first (`approval` of a
 /// command tool, and `config.toml`'s `[approval]` table for any tool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Ordered from the most permissive to the strictest, so "the stricter of
+/// two" is `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Approval {
+    /// Runs without asking (inside the sandbox, for commands).
     Never,
+    /// Runs without asking inside the sandbox; the model may ask to run
+    /// one command outside it, and the user decides.
+    OnRequest,
+    /// Asks before every call (safe read-only commands excepted).
     Always,
 }
 
@@ -169,24 +185,68 @@ pub struct HarnessConfig {
     /// `shell = "always"` to be asked before every command in `chat`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub approval: BTreeMap<String, Approval>,
+    /// Repositories' `[approval]` entries: floors that only tighten. The
+    /// effective policy of a tool is the stricter of this and what the user
+    /// (or the tool itself) says.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub approval_floor: BTreeMap<String, Approval>,
 }
 
 /// Where each part of the effective configuration came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ConfigOrigin {
     Embedded,
-    File,
+    Admin,
+    User,
+    Project,
+}
+
+/// Which layer a config file belongs to, and so what it may say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigScope {
+    /// Machine-wide policy (`/etc/evoflux/config.toml`).
+    Admin,
+    /// The user's own file.
+    User,
+    /// A repository's `.evoflux/config.toml`.
+    Project(Trust),
+}
+
+impl ConfigScope {
+    pub const fn origin(self) -> ConfigOrigin {
+        match self {
+            ConfigScope::Admin => ConfigOrigin::Admin,
+            ConfigScope::User => ConfigOrigin::User,
+            ConfigScope::Project(_) => ConfigOrigin::Project,
+        }
+    }
+}
+
+/// One file that contributed to the effective configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigSource {
+    pub path: PathBuf,
+    pub origin: ConfigOrigin,
 }
 
 /// The effective configuration plus its provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadedConfig {
-    /// The file that was read, if it existed.
-    pub file: Option<PathBuf>,
+    /// The files that were merged, lowest precedence first.
+    pub files: Vec<ConfigSource>,
     pub config: HarnessConfig,
     pub model_origin: ConfigOrigin,
     pub provider_origins: BTreeMap<String, ConfigOrigin>,
+}
+
+/// One checked config file, ready to be layered over the ones below it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigLayer {
+    source: ConfigSource,
+    model: Option<ModelSection>,
+    providers: BTreeMap<String, ProviderConfig>,
+    approval: BTreeMap<String, Approval>,
 }
 
 /// The raw file: every section optional.
@@ -252,6 +312,7 @@ impl HarnessConfig {
             },
             providers,
             approval: BTreeMap::new(),
+            approval_floor: BTreeMap::new(),
         }
     }
 }
@@ -277,7 +338,7 @@ impl LoadedConfig {
     pub fn embedded() -> LoadedConfig {
         let config = HarnessConfig::embedded();
         LoadedConfig {
-            file: None,
+            files: Vec::new(),
             provider_origins: config
                 .providers
                 .keys()
@@ -287,10 +348,101 @@ impl LoadedConfig {
             config,
         }
     }
+
+    /// The file of the highest precedence that contributed, if any.
+    pub fn file(&self) -> Option<&Path> {
+        self.files.last().map(|f| f.path.as_path())
+    }
+
+    /// Lays `layer` over what is loaded so far. A provider replaces the one
+    /// of its name whole; a user or admin `[approval]` entry replaces the
+    /// one below it, a repository's only raises the floor.
+    pub fn apply(&mut self, layer: ConfigLayer) {
+        let origin = layer.source.origin;
+        if let Some(model) = layer.model {
+            self.config.model = model;
+            self.model_origin = origin;
+        }
+        for (name, provider) in layer.providers {
+            self.provider_origins.insert(name.clone(), origin);
+            self.config.providers.insert(name, provider);
+        }
+        match origin {
+            ConfigOrigin::Project => {
+                for (tool, policy) in layer.approval {
+                    let floor = self.config.approval_floor.entry(tool).or_insert(policy);
+                    *floor = (*floor).max(policy);
+                }
+            }
+            ConfigOrigin::Embedded | ConfigOrigin::Admin | ConfigOrigin::User => {
+                self.config.approval.extend(layer.approval);
+            }
+        }
+        self.files.push(layer.source);
+    }
+
+    /// Checks what only the merged result can show: that the default model
+    /// names a defined provider. `false` when an error was pushed.
+    pub fn check(&self, diags: &mut Diagnostics) -> bool {
+        let default = &self.config.model.default;
+        if self.config.providers.contains_key(&default.provider) {
+            return true;
+        }
+        let known: Vec<&str> = self.config.providers.keys().map(String::as_str).collect();
+        let mut d = Diagnostic::error(
+            "config/provider-unknown",
+            format!(
+                "model.default `{default}` names provider `{}`, which is not defined: add \
+                 [providers.{}] or use one of {}",
+                default.provider,
+                default.provider,
+                known.join(", ")
+            ),
+        )
+        .with_field("model.default");
+        if let Some(file) = self
+            .files
+            .iter()
+            .rev()
+            .find(|f| f.origin == self.model_origin)
+        {
+            d = d.with_file(&file.path);
+        }
+        diags.push(d);
+        false
+    }
 }
 
-/// Parses and checks config text that came from `path`.
+/// Parses and checks config text that came from `path`, as the user's only
+/// file over the embedded defaults.
 pub fn parse(path: &Path, text: &str, diags: &mut Diagnostics) -> Option<LoadedConfig> {
+    let (layer, ok) = read_layer(path, text, ConfigScope::User, diags)?;
+    let mut loaded = LoadedConfig::embedded();
+    loaded.apply(layer);
+    // Checked even when the file had errors, so all are reported together.
+    (loaded.check(diags) && ok).then_some(loaded)
+}
+
+/// Parses and checks one config file of `scope`: its syntax, every key and
+/// value, and what its layer may say. `None` when there are errors (all
+/// pushed into `diags` together).
+pub fn parse_layer(
+    path: &Path,
+    text: &str,
+    scope: ConfigScope,
+    diags: &mut Diagnostics,
+) -> Option<ConfigLayer> {
+    read_layer(path, text, scope, diags).and_then(|(layer, ok)| ok.then_some(layer))
+}
+
+/// The layer as far as it could be read, and whether it had no errors;
+/// `None` when its syntax or shape could not be read at all.
+pub fn read_layer(
+    path: &Path,
+    text: &str,
+    scope: ConfigScope,
+    diags: &mut Diagnostics,
+) -> Option<(ConfigLayer, bool)> {
     let errors_before = diags.count(crate::Severity::Error);
     let mut unknown = Vec::new();
     let de = match toml::Deserializer::parse(text) {
@@ -317,44 +469,71 @@ pub fn parse(path: &Path, text: &str, diags: &mut Diagnostics) -> Option<LoadedC
             .with_field(key),
         );
     }
-
-    let mut loaded = LoadedConfig::embedded();
-    loaded.file = Some(path.to_path_buf());
-    if let Some(model) = file.model {
-        loaded.config.model = model;
-        loaded.model_origin = ConfigOrigin::File;
-    }
     let base_dir = path.parent().unwrap_or_else(|| Path::new(""));
+    let mut providers = BTreeMap::new();
     for (name, mut provider) in file.providers {
         check_provider(path, &name, &provider, diags);
+        check_scope(path, scope, &name, &provider, diags);
         if let Some(model_path) = provider.model_path.take() {
             provider.model_path = Some(base_dir.join(model_path));
         }
-        loaded
-            .provider_origins
-            .insert(name.clone(), ConfigOrigin::File);
-        loaded.config.providers.insert(name, provider);
+        providers.insert(name, provider);
     }
-    loaded.config.approval = file.approval;
-    let default = &loaded.config.model.default;
-    if !loaded.config.providers.contains_key(&default.provider) {
-        let known: Vec<&str> = loaded.config.providers.keys().map(String::as_str).collect();
-        diags.push(
+    let layer = ConfigLayer {
+        source: ConfigSource {
+            path: path.to_path_buf(),
+            origin: scope.origin(),
+        },
+        model: file.model,
+        providers,
+        approval: file.approval,
+    };
+    Some((layer, diags.count(crate::Severity::Error) == errors_before))
+}
+
+/// What a repository's file may not say about providers.
+fn check_scope(
+    path: &Path,
+    scope: ConfigScope,
+    name: &str,
+    p: &ProviderConfig,
+    diags: &mut Diagnostics,
+) {
+    let ConfigScope::Project(trust) = scope else {
+        return;
+    };
+    match trust {
+        Trust::Untrusted => diags.push(
             Diagnostic::error(
-                "config/provider-unknown",
+                "config/untrusted-provider",
                 format!(
-                    "model.default `{default}` names provider `{}`, which is not defined: add \
-                     [providers.{}] or use one of {}",
-                    default.provider,
-                    default.provider,
-                    known.join(", ")
+                    "this repository is not trusted, so its config cannot define provider \
+                     `{name}` (a repository could otherwise send your key to a server of its \
+                     choosing): define providers in your own config.toml, or trust the \
+                     repository (evoflux trust) if you know it"
                 ),
             )
             .with_file(path)
-            .with_field("model.default"),
-        );
+            .with_field(format!("providers.{name}")),
+        ),
+        Trust::Trusted => {
+            if p.api_key_env.is_some() {
+                diags.push(
+                    Diagnostic::error(
+                        "config/project-key-env",
+                        format!(
+                            "a repository's config cannot name a key variable: a key is only \
+                             sent to the base URL it was configured with in your own or the \
+                             admin's config.toml; define provider `{name}` with api_key_env \
+                             there and remove it here"
+                        ),
+                    )
+                    .with_file(path)
+                    .with_field(format!("providers.{name}.api_key_env")),
+                );
+            }
+        }
     }
-    (diags.count(crate::Severity::Error) == errors_before).then_some(loaded)
 }
 
 /// The dotted key path of an ignored key, without serde's markers for
@@ -512,7 +691,7 @@ mod tests {
         let mut diags = Diagnostics::new();
         let loaded = load(&dir.path().join("config.toml"), &mut diags).unwrap();
         assert!(diags.is_empty());
-        assert_eq!(loaded.file, None);
+        assert_eq!(loaded.file(), None);
         assert_eq!(loaded.config, HarnessConfig::embedded());
         assert_eq!(
             loaded.config.model.default.to_string(),
@@ -537,8 +716,8 @@ context_window = 32768
         let loaded = loaded.unwrap();
         assert_eq!(loaded.config.model.default.provider, "ollama");
         assert_eq!(loaded.config.model.default.model, "llama3.2:3b");
-        assert_eq!(loaded.model_origin, ConfigOrigin::File);
-        assert_eq!(loaded.provider_origins["ollama"], ConfigOrigin::File);
+        assert_eq!(loaded.model_origin, ConfigOrigin::User);
+        assert_eq!(loaded.provider_origins["ollama"], ConfigOrigin::User);
         assert_eq!(loaded.provider_origins["openai"], ConfigOrigin::Embedded);
         assert_eq!(
             loaded.config.providers["ollama"].context_window,
@@ -730,6 +909,87 @@ model_path = ""
         let (_, diags) = check("[model]\ndefault = \"gpt-4o\"\n");
         assert_eq!(diags.codes(), ["config/toml-invalid"]);
         assert!(diags.as_slice()[0].message.contains("provider:model"));
+    }
+
+    fn layer(text: &str, scope: ConfigScope) -> (Option<ConfigLayer>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let l = parse_layer(
+            Path::new("/repo/.evoflux/config.toml"),
+            text,
+            scope,
+            &mut diags,
+        );
+        (l, diags)
+    }
+
+    const REDIRECT: &str = r#"
+[providers.openai]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "OPENAI_API_KEY"
+"#;
+
+    #[test]
+    fn a_repository_cannot_redirect_a_key_trusted_or_not() {
+        let (l, diags) = layer(REDIRECT, ConfigScope::Project(Trust::Untrusted));
+        assert!(l.is_none());
+        assert_eq!(diags.codes(), ["config/untrusted-provider"]);
+        assert_eq!(
+            diags.as_slice()[0].locator.field.as_deref(),
+            Some("providers.openai")
+        );
+        let (l, diags) = layer(REDIRECT, ConfigScope::Project(Trust::Trusted));
+        assert!(l.is_none());
+        assert_eq!(diags.codes(), ["config/project-key-env"]);
+        // The user's own file may say exactly the same.
+        let (l, diags) = layer(REDIRECT, ConfigScope::User);
+        assert!(l.is_some() && diags.is_empty(), "{diags:?}");
+    }
+
+    #[test]
+    fn a_trusted_repository_may_ship_its_local_model() {
+        let text = "[model]\ndefault = \"local:m\"\n[providers.local]\nkind = \"local\"\nmodel_path = \"m.gguf\"\n";
+        let (l, diags) = layer(text, ConfigScope::Project(Trust::Trusted));
+        assert!(diags.is_empty(), "{diags:?}");
+        let mut loaded = LoadedConfig::embedded();
+        loaded.apply(l.unwrap());
+        assert_eq!(loaded.model_origin, ConfigOrigin::Project);
+        assert_eq!(
+            loaded.config.providers["local"].model_path.as_deref(),
+            Some(Path::new("/repo/.evoflux/m.gguf"))
+        );
+        // Untrusted, the model choice stays but the provider is refused.
+        let (_, diags) = layer(text, ConfigScope::Project(Trust::Untrusted));
+        assert_eq!(diags.codes(), ["config/untrusted-provider"]);
+    }
+
+    #[test]
+    fn a_repository_only_raises_approval_floors_and_keeps_the_users_table() {
+        let mut diags = Diagnostics::new();
+        let mut loaded = LoadedConfig::embedded();
+        let user = parse_layer(
+            Path::new("/u/config.toml"),
+            "[approval]\nshell = \"always\"\nread = \"never\"\n",
+            ConfigScope::User,
+            &mut diags,
+        )
+        .unwrap();
+        loaded.apply(user);
+        let (project, diags) = layer(
+            "[approval]\nshell = \"never\"\nwrite = \"always\"\n",
+            ConfigScope::Project(Trust::Untrusted),
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        loaded.apply(project.unwrap());
+        assert_eq!(loaded.config.approval["shell"], Approval::Always);
+        assert_eq!(loaded.config.approval["read"], Approval::Never);
+        assert_eq!(loaded.config.approval_floor["shell"], Approval::Never);
+        assert_eq!(loaded.config.approval_floor["write"], Approval::Always);
+        assert_eq!(
+            loaded.files.iter().map(|f| f.origin).collect::<Vec<_>>(),
+            [ConfigOrigin::User, ConfigOrigin::Project]
+        );
+        assert!(Approval::Never < Approval::OnRequest && Approval::OnRequest < Approval::Always);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod lock;
 pub mod mode;
 #[cfg(feature = "tls")]
 pub mod tls;
+pub mod trust;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Locator, Severity};
 pub use mode::AppMode;

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use evoflux_core::trust::Trust;
+
 use crate::layer::{Form, Layer};
 use crate::slot::{FileFormat, Slot};
 
@@ -97,6 +99,9 @@ pub struct Candidate {
     /// Position in discovery order; decides same-layer ties for kinds whose
     /// policy resolves them by order (skills).
     pub order: u32,
+    /// Whether the source may act for the user: only a repository the user
+    /// has not trusted is untrusted.
+    pub trust: Trust,
 }
 
 /// The self-contained description of a candidate kept in the composition
@@ -122,6 +127,16 @@ impl From<&Candidate> for SourceDescriptor {
             owner: c.owner.clone(),
             source_id: c.source_id.clone(),
             backing: c.backing.clone(),
+        }
+    }
+}
+
+impl SourceDescriptor {
+    /// The file the source was read from, if any.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        match &self.backing {
+            Backing::Builtin { .. } => None,
+            Backing::File { path, .. } | Backing::FileEntry { path, .. } => Some(path),
         }
     }
 }

@@ -7,6 +7,12 @@
 //! loser is recorded once in the composition report with its full
 //! descriptor; the winner's ownership lives only in its binding.
 //!
+//! The config and sandbox slots are layered instead: every layer's file is
+//! read and folded by the slot's own merge rule (a repository's file may
+//! only tighten, and while untrusted may not name providers). Sources of an
+//! untrusted repository that would act for the user are withheld before
+//! composition and listed as awaiting trust, so the layers below them win.
+//!
 //! The config slot composes first (phase one), because harness settings
 //! derive from the selected config; [`ConfigPhase`] cannot produce a graph
 //! until it has selected one.
@@ -14,8 +20,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use evoflux_core::config::HarnessConfig;
+use evoflux_core::config::{ConfigScope, HarnessConfig, LoadedConfig};
 use evoflux_core::hash::sha256_hex;
+use evoflux_core::trust::Trust;
 use evoflux_core::{Diagnostic, Diagnostics, Severity};
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +30,7 @@ use crate::candidate::{Backing, Candidate, Owner, SourceDescriptor, SourceId};
 use crate::channel::{self, ChannelDefinition};
 use crate::connection::{self, ConnectionDefinition};
 use crate::declarative::{is_disable_sentinel, parse_value};
+use crate::layer::Layer;
 use crate::policy::CompositionPolicy;
 use crate::registry::BuiltinRegistry;
 use crate::sandbox::{self, SandboxPolicy};
@@ -33,7 +41,8 @@ use crate::tool::{self, ToolDefinition};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "value", rename_all = "kebab-case")]
 pub enum Definition {
-    Config(HarnessConfig),
+    /// The layered configuration, with where each part came from.
+    Config(LoadedConfig),
     Sandbox(SandboxPolicy),
     Tool(ToolDefinition),
     Channel(ChannelDefinition),
@@ -92,6 +101,37 @@ pub enum CompositionEntry {
     },
     /// A winning disable sentinel that removed its slot.
     Disabled { source: SourceDescriptor },
+    /// A lower layer's file folded into a layered slot (config, sandbox)
+    /// whose node is `into`.
+    Layered {
+        source: SourceDescriptor,
+        into: SourceId,
+    },
+    /// A source of an untrusted repository that would act for the user
+    /// (a command tool, an MCP server, a channel, a schedule, fleet
+    /// commands): listed, never loaded, until the repository is trusted.
+    AwaitingTrust { source: SourceDescriptor },
+}
+
+/// The kind of a composition entry, for the identity hash and `info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryKind {
+    Shadowed,
+    Disabled,
+    Layered,
+    AwaitingTrust,
+}
+
+impl EntryKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::Shadowed => "shadowed",
+            EntryKind::Disabled => "disabled",
+            EntryKind::Layered => "layered",
+            EntryKind::AwaitingTrust => "awaiting-trust",
+        }
+    }
 }
 
 impl CompositionEntry {
@@ -99,18 +139,21 @@ impl CompositionEntry {
     /// for a shadowed entry, the winner: the one projection that both the
     /// graph's identity hash and `evoflux info` read, so the two cannot
     /// disagree on what an entry is.
-    pub fn parts(&self) -> (&'static str, &SourceDescriptor, Option<&SourceId>) {
+    pub fn parts(&self) -> (EntryKind, &SourceDescriptor, Option<&SourceId>) {
         match self {
             CompositionEntry::Shadowed {
                 source,
                 winner_source_id,
-            } => ("shadowed", source, Some(winner_source_id)),
-            CompositionEntry::Disabled { source } => ("disabled", source, None),
+            } => (EntryKind::Shadowed, source, Some(winner_source_id)),
+            CompositionEntry::Disabled { source } => (EntryKind::Disabled, source, None),
+            CompositionEntry::Layered { source, into } => (EntryKind::Layered, source, Some(into)),
+            CompositionEntry::AwaitingTrust { source } => (EntryKind::AwaitingTrust, source, None),
         }
     }
 }
 
-/// Only shadowed and disabled entries; active ownership is in bindings.
+/// Only shadowed, disabled, layered and withheld entries; active ownership
+/// is in bindings.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CompositionReport {
     pub entries: Vec<CompositionEntry>,
@@ -157,6 +200,7 @@ impl<'a> ConfigPhase<'a> {
     ) -> Self {
         let mut groups: BTreeMap<Slot, Vec<Candidate>> = BTreeMap::new();
         let mut ids = std::collections::HashSet::new();
+        let mut withheld = Vec::new();
         for c in candidates {
             if !ids.insert(c.source_id.clone()) {
                 diags.push(
@@ -168,12 +212,38 @@ impl<'a> ConfigPhase<'a> {
                 );
                 continue;
             }
+            if c.trust == Trust::Untrusted && c.slot.kind.acts_for_user() {
+                withheld.push(c);
+                continue;
+            }
             groups.entry(c.slot.clone()).or_default().push(c);
         }
+        let mut composed = Composed::default();
+        if let Some(first) = withheld.first() {
+            diags.push(
+                Diagnostic::warning(
+                    "trust/withheld",
+                    format!(
+                        "this repository is not trusted, so {} of its sources that would run \
+                         commands or servers for you (command tools, MCP servers, channels, \
+                         schedules) are not loaded: `evoflux info` lists them; trust the \
+                         repository (evoflux trust) to use them",
+                        withheld.len()
+                    ),
+                )
+                .with_source_id(first.source_id.as_str()),
+            );
+        }
+        composed
+            .report
+            .entries
+            .extend(withheld.iter().map(|c| CompositionEntry::AwaitingTrust {
+                source: SourceDescriptor::from(c),
+            }));
         ConfigPhase {
             registries,
             groups,
-            composed: Composed::default(),
+            composed,
         }
     }
 
@@ -195,7 +265,7 @@ impl<'a> ConfigPhase<'a> {
             ..
         }) = self.composed.nodes.last()
         {
-            config = Some(c.clone());
+            config = Some(c.config.clone());
         }
         RestPhase {
             registries: self.registries,
@@ -296,6 +366,10 @@ fn compose_slot(
         // Nothing is loaded for a slot whose winner is ambiguous.
         return;
     }
+    if policy == CompositionPolicy::Layered {
+        compose_layered(registries, slot, group, composed, diags);
+        return;
+    }
     let mut losers = group.split_off(1);
     let Some(winner) = group.pop() else { return };
     let mut local = Diagnostics::new();
@@ -351,6 +425,157 @@ fn compose_slot(
     }
 }
 
+/// A layered slot (config, sandbox): every layer's file is read, lowest
+/// precedence first, and folded over the framework default by the slot's
+/// own merge rule, which knows what a repository's file may say. The node
+/// is bound to the highest contributor; the others are `layered` entries.
+/// Any invalid file fails the slot (never a silent fallback).
+fn compose_layered(
+    registries: &[BuiltinRegistry],
+    slot: &Slot,
+    mut group: Vec<Candidate>,
+    composed: &mut Composed,
+    diags: &mut Diagnostics,
+) {
+    group.reverse();
+    let mut merged: Option<(Definition, Binding)> = None;
+    let mut contributors: Vec<(&Candidate, Binding)> = Vec::new();
+    let mut ok = true;
+    for c in &group {
+        let mut local = Diagnostics::new();
+        let loaded = load_layer(registries, c, merged.as_mut().map(|m| &mut m.0), &mut local);
+        ok &= !local.has_errors();
+        diags.extend(local.into_iter().map(|d| locate(d, c)));
+        match loaded {
+            Some(LayerLoad::Base(base)) => {
+                let (def, binding) = *base;
+                merged = Some((def, binding.clone()));
+                contributors.push((c, binding));
+            }
+            Some(LayerLoad::Applied(binding)) => contributors.push((c, binding)),
+            None => {}
+        }
+    }
+    let Some((mut definition, _)) = merged else {
+        return;
+    };
+    if let Definition::Config(loaded) = &mut definition {
+        let mut local = Diagnostics::new();
+        ok &= loaded.check(&mut local);
+        if let Some((c, _)) = contributors.last() {
+            diags.extend(local.into_iter().map(|d| locate(d, c)));
+        }
+    }
+    let Some((top, top_binding)) = contributors.pop() else {
+        return;
+    };
+    for (c, _) in &contributors {
+        composed.report.entries.push(CompositionEntry::Layered {
+            source: SourceDescriptor::from(*c),
+            into: top.source_id.clone(),
+        });
+    }
+    if !ok {
+        return;
+    }
+    composed.bindings.insert(
+        top.source_id.clone(),
+        BoundSource {
+            binding: top_binding,
+            logical_path: top.logical_path.clone(),
+            layer: top.layer,
+            owner: top.owner.clone(),
+        },
+    );
+    composed.nodes.push(Node {
+        slot: slot.clone(),
+        source_id: top.source_id.clone(),
+        definition,
+    });
+}
+
+enum LayerLoad {
+    /// The framework default the layers fold over.
+    Base(Box<(Definition, Binding)>),
+    /// A file folded into the definition so far.
+    Applied(Binding),
+}
+
+fn load_layer(
+    registries: &[BuiltinRegistry],
+    c: &Candidate,
+    so_far: Option<&mut Definition>,
+    diags: &mut Diagnostics,
+) -> Option<LayerLoad> {
+    let (path, format) = match &c.backing {
+        Backing::Builtin { .. } => {
+            return match load(registries, c, diags) {
+                Loaded::Definition(b) => Some(LayerLoad::Base(b)),
+                Loaded::Disable | Loaded::Invalid => None,
+            };
+        }
+        Backing::File { path, format } => (path, *format),
+        Backing::FileEntry { .. } => {
+            diags.push(Diagnostic::error(
+                "compile/file-unreadable",
+                "a layered slot is one file, not an entry",
+            ));
+            return None;
+        }
+    };
+    let Some(so_far) = so_far else {
+        diags.push(Diagnostic::error(
+            "compile/registry-missing",
+            format!("no framework default for `{}`", c.slot),
+        ));
+        return None;
+    };
+    let (text, sha256) = read(path, diags)?;
+    let binding = Binding::File {
+        path: path.clone(),
+        sha256,
+        entry: None,
+    };
+    let repository = match c.layer {
+        Layer::Project => Some(c.trust),
+        Layer::Framework | Layer::BundledPlugin | Layer::Plugin | Layer::Admin | Layer::User => {
+            None
+        }
+    };
+    match so_far {
+        Definition::Config(loaded) => {
+            let scope = match (repository, c.layer) {
+                (Some(trust), _) => ConfigScope::Project(trust),
+                (None, Layer::Admin) => ConfigScope::Admin,
+                (None, _) => ConfigScope::User,
+            };
+            let (layer, _) = evoflux_core::config::read_layer(path, &text, scope, diags)?;
+            loaded.apply(layer);
+        }
+        Definition::Sandbox(policy) => {
+            let v = match parse_value(path, format, &text) {
+                Ok(v) => v,
+                Err(d) => {
+                    diags.push(d);
+                    return None;
+                }
+            };
+            policy.apply(sandbox::parse(path, v, repository, diags)?);
+        }
+        Definition::Tool(_)
+        | Definition::Channel(_)
+        | Definition::Connection(_)
+        | Definition::Document { .. } => {
+            diags.push(Diagnostic::error(
+                "compile/registry-missing",
+                format!("`{}` is not a layered slot", c.slot),
+            ));
+            return None;
+        }
+    }
+    Some(LayerLoad::Applied(binding))
+}
+
 /// Moves a winner's load diagnostics into the sink as its kind's policy
 /// says.
 fn apply_policy(
@@ -362,7 +587,10 @@ fn apply_policy(
     let errors = local.has_errors();
     let located = local.into_iter().map(|d| locate(d, winner));
     match policy {
-        CompositionPolicy::Strict | CompositionPolicy::TeamAgents | CompositionPolicy::Fleets => {
+        CompositionPolicy::Strict
+        | CompositionPolicy::Layered
+        | CompositionPolicy::TeamAgents
+        | CompositionPolicy::Fleets => {
             diags.extend(located);
         }
         CompositionPolicy::Skills => {
@@ -526,16 +754,12 @@ fn load_file(
         }
     };
     match c.slot.kind {
-        SlotKind::Config => {
-            let loaded = evoflux_core::config::parse(path, text, diags)?;
-            Some(Some(Definition::Config(loaded.config)))
-        }
-        SlotKind::Sandbox => {
-            let v = declarative(diags)?;
-            if is_disable_sentinel(&v) {
-                return Some(None);
-            }
-            sandbox::parse(path, v, diags).map(|s| Some(Definition::Sandbox(s)))
+        SlotKind::Config | SlotKind::Sandbox => {
+            diags.push(Diagnostic::error(
+                "compile/file-unreadable",
+                "layered slots are composed by the layered composer",
+            ));
+            None
         }
         SlotKind::Tool => {
             let v = declarative(diags)?;

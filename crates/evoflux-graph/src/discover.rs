@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use evoflux_core::trust::Trust;
 use evoflux_core::{Diagnostic, Diagnostics};
 
 use crate::candidate::{AppFolder, AppRoot, Backing, Candidate, Owner, SourceId};
@@ -35,6 +36,8 @@ pub struct Root {
     pub owner: Owner,
     /// Stable, relocation-independent label used in source ids.
     pub label: String,
+    /// Untrusted only for a repository the user has not trusted.
+    pub trust: Trust,
 }
 
 /// Where to look, taken from explicit options (never the real home unless
@@ -45,8 +48,11 @@ pub struct RootOptions {
     pub user_config_dir: Option<PathBuf>,
     /// For the compatible user skill roots (`~/.agents/skills`, …).
     pub home: Option<PathBuf>,
-    /// Authorized repositories / workspace directories.
+    /// The workspace directories whose repositories join the project layer.
     pub workspaces: Vec<PathBuf>,
+    /// The repository roots the user trusts (canonical); every other
+    /// repository is untrusted.
+    pub trusted: Vec<PathBuf>,
     /// Enabled plugins (bundled and installed/linked), in registry order.
     /// Plugins contribute skills only to the graph; their MCP servers run
     /// in the plugin runtime.
@@ -115,6 +121,7 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
                 name: p.name.clone(),
             },
             label: format!("{}:{}", p.name, p.installation),
+            trust: Trust::Trusted,
         });
     }
     let app = |root: AppRoot, folder: AppFolder, dir: &Path| Owner::Application {
@@ -129,6 +136,7 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             shape: RootShape::Full,
             owner: app(AppRoot::Admin, AppFolder::Evoflux, dir),
             label: "admin".into(),
+            trust: Trust::Trusted,
         });
     }
     if let Some(dir) = &opts.user_config_dir {
@@ -138,6 +146,7 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             shape: RootShape::Full,
             owner: app(AppRoot::User, AppFolder::Evoflux, dir),
             label: "user".into(),
+            trust: Trust::Trusted,
         });
     }
     if let Some(home) = &opts.home {
@@ -149,13 +158,19 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
                 dir,
                 shape: RootShape::Skills,
                 label: format!("~/{rel}"),
+                trust: Trust::Trusted,
             });
         }
     }
     let mut seen = std::collections::BTreeSet::new();
     for ws in &opts.workspaces {
         let chain = dirs_to_git_root(ws);
-        let repo = chain.last().cloned().unwrap_or_else(|| ws.clone());
+        let repo = evoflux_core::trust::repository_root(ws);
+        let trust = if opts.trusted.contains(&repo) {
+            Trust::Trusted
+        } else {
+            Trust::Untrusted
+        };
         let repo_name = repo
             .file_name()
             .map_or_else(|| "repo".to_owned(), |n| n.to_string_lossy().into_owned());
@@ -178,6 +193,7 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
                         dir: d,
                         shape,
                         label: format!("{base}/{sub}"),
+                        trust,
                     });
                 }
             };
@@ -213,6 +229,7 @@ impl Sink<'_> {
             owner: root.owner.clone(),
             backing,
             order,
+            trust: root.trust,
         });
     }
 }
@@ -251,6 +268,7 @@ pub fn discover(
                     module: module.logical_path.clone(),
                 },
                 order,
+                trust: Trust::Trusted,
             });
         }
     }

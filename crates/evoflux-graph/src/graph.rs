@@ -157,7 +157,7 @@ pub fn identity_hash(
             .map(|e| {
                 let (kind, source, winner) = e.parts();
                 EntryIdentity {
-                    kind,
+                    kind: kind.as_str(),
                     slot: &source.slot,
                     logical_path: &source.logical_path,
                     source_id: &source.source_id,
@@ -319,7 +319,9 @@ fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> 
         .map(|n| (n.slot.to_string(), &n.source_id))
         .chain(graph.composition.entries.iter().filter_map(|e| match e {
             CompositionEntry::Disabled { source } => Some((source.slot.clone(), &source.source_id)),
-            CompositionEntry::Shadowed { .. } => None,
+            CompositionEntry::Shadowed { .. }
+            | CompositionEntry::Layered { .. }
+            | CompositionEntry::AwaitingTrust { .. } => None,
         }))
         .collect();
     for entry in &graph.composition.entries {

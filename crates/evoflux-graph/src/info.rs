@@ -7,18 +7,19 @@
 //! diagnostics, never as rows. The JSON shape is fixed by
 //! `schema/info.schema.json`.
 
+use evoflux_core::trust::TrustState;
 use evoflux_core::{AppMode, Diagnostic, Severity};
 use serde::Serialize;
 
 use crate::candidate::{Owner, SourceId};
 use crate::channel::{Method, RouteAction};
-use crate::compose::{Binding, Definition, Node};
+use crate::compose::{Binding, CompositionEntry, Definition, EntryKind, Node};
 use crate::connection::ConnectionDefinition;
 use crate::graph::CompiledGraph;
 use crate::layer::Layer;
 use crate::route_plan::{Preflight, ShadowedRoute};
 use crate::runnable::NotInBuild;
-use crate::sandbox::NetworkPolicy;
+use crate::sandbox::{FilesystemPolicy, NetworkPolicy};
 use crate::slot::SlotKind;
 use crate::tool::{ActionClass, Availability, Handling, Presentation, ToolExecutor};
 
@@ -63,6 +64,7 @@ pub struct InfoConfig {
 #[derive(Debug, Clone, Serialize)]
 pub struct InfoSandbox {
     pub source: InfoSource,
+    pub filesystem: FilesystemPolicy,
     pub network: NetworkPolicy,
     pub max_timeout_seconds: u64,
 }
@@ -133,7 +135,7 @@ pub struct InfoRoutes {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct InfoCompositionEntry {
-    pub kind: &'static str,
+    pub kind: EntryKind,
     pub slot: String,
     pub logical_path: String,
     pub layer: Layer,
@@ -169,7 +171,26 @@ pub struct Info {
     pub schedules: InfoList<InfoNamed>,
     pub routes: InfoRoutes,
     pub composition: Vec<InfoCompositionEntry>,
+    /// The session's repositories and whether each is trusted; filled by
+    /// the application, which holds the user's trust decisions.
+    pub repositories: Vec<InfoRepository>,
+    /// Sources of untrusted repositories that are not loaded until the
+    /// user trusts them.
+    pub awaiting_trust: Vec<InfoAwaitingTrust>,
     pub diagnostics: InfoDiagnostics,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoRepository {
+    pub path: std::path::PathBuf,
+    pub trust: evoflux_core::trust::TrustState,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoAwaitingTrust {
+    pub slot: String,
+    pub source_id: SourceId,
+    pub file: Option<std::path::PathBuf>,
 }
 
 fn source(graph: &CompiledGraph, node: &Node) -> Option<InfoSource> {
@@ -221,6 +242,22 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
             preflights: graph.route_plan.preflights.clone(),
             shadowed: graph.route_plan.shadowed.clone(),
         },
+        repositories: Vec::new(),
+        awaiting_trust: graph
+            .composition
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                CompositionEntry::AwaitingTrust { source } => Some(InfoAwaitingTrust {
+                    slot: source.slot.clone(),
+                    source_id: source.source_id.clone(),
+                    file: source.file().map(std::path::Path::to_path_buf),
+                }),
+                CompositionEntry::Shadowed { .. }
+                | CompositionEntry::Disabled { .. }
+                | CompositionEntry::Layered { .. } => None,
+            })
+            .collect(),
         composition: graph
             .composition
             .entries
@@ -260,13 +297,14 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
             Definition::Config(c) => {
                 info.config = Some(InfoConfig {
                     source: src,
-                    default_model: c.model.default.to_string(),
-                    providers: c.providers.keys().cloned().collect(),
+                    default_model: c.config.model.default.to_string(),
+                    providers: c.config.providers.keys().cloned().collect(),
                 });
             }
             Definition::Sandbox(s) => {
                 info.sandbox = Some(InfoSandbox {
                     source: src,
+                    filesystem: s.filesystem,
                     network: s.network,
                     max_timeout_seconds: s.max_timeout_seconds,
                 });
@@ -418,12 +456,45 @@ pub fn render_human(info: &Info) -> String {
             NetworkPolicy::Allow => "allow",
             NetworkPolicy::Deny => "deny",
         };
+        let fs = match s.filesystem {
+            FilesystemPolicy::ReadOnly => "read-only",
+            FilesystemPolicy::WorkspaceWrite => "workspace-write",
+            FilesystemPolicy::FullAccess => "full-access",
+        };
         let _ = writeln!(
             out,
-            "sandbox  network {net}, commands up to {}s  [{}]",
+            "sandbox  {fs}, network {net}, commands up to {}s  [{}]",
             s.max_timeout_seconds,
             origin(&s.source)
         );
+    }
+    for r in &info.repositories {
+        let state = match &r.trust {
+            TrustState::Trusted => "trusted".to_owned(),
+            TrustState::Untrusted => "not trusted: its command tools, MCP servers, channels and \
+                                      schedules wait, and its config may only tighten"
+                .to_owned(),
+            TrustState::RemoteChanged { recorded, current } => format!(
+                "not trusted: its remote changed from {} to {} since you trusted it",
+                recorded.as_deref().unwrap_or("none"),
+                current.as_deref().unwrap_or("none")
+            ),
+        };
+        let _ = writeln!(out, "repository  {}  {state}", r.path.display());
+    }
+    if !info.awaiting_trust.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nawaiting trust ({}): not loaded until you trust the repository (evoflux trust)",
+            info.awaiting_trust.len()
+        );
+        for e in &info.awaiting_trust {
+            let at = e
+                .file
+                .as_ref()
+                .map_or_else(|| e.source_id.to_string(), |f| f.display().to_string());
+            let _ = writeln!(out, "  {}  {at}", e.slot);
+        }
     }
     let _ = writeln!(out, "\ntools ({})", info.tools.total);
     for t in &info.tools.entries {
@@ -489,18 +560,26 @@ pub fn render_human(info: &Info) -> String {
     if !info.composition.is_empty() {
         let _ = writeln!(out, "\ncomposition");
         for e in &info.composition {
-            match &e.winner_source_id {
-                Some(w) => {
-                    let _ = writeln!(
-                        out,
-                        "  shadowed {} ({} {}) by {w}",
-                        e.slot, e.layer, e.source_id
-                    );
+            let winner = e.winner_source_id.as_ref().map(SourceId::as_str);
+            let _ = match (e.kind, winner) {
+                (EntryKind::Shadowed, Some(w)) => writeln!(
+                    out,
+                    "  shadowed {} ({} {}) by {w}",
+                    e.slot, e.layer, e.source_id
+                ),
+                (EntryKind::Layered, Some(w)) => writeln!(
+                    out,
+                    "  layered  {} ({} {}) under {w}",
+                    e.slot, e.layer, e.source_id
+                ),
+                (EntryKind::Disabled, _) => {
+                    writeln!(out, "  disabled {} by {}", e.slot, e.source_id)
                 }
-                None => {
-                    let _ = writeln!(out, "  disabled {} by {}", e.slot, e.source_id);
+                (EntryKind::AwaitingTrust, _) => {
+                    writeln!(out, "  awaiting trust {} ({})", e.slot, e.source_id)
                 }
-            }
+                (EntryKind::Shadowed | EntryKind::Layered, None) => Ok(()),
+            };
         }
     }
     let _ = writeln!(

@@ -7,10 +7,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CompositionPolicy {
-    /// Tools, channels, connections, sandbox, config, schedules: a
-    /// same-layer duplicate is a compile error; an invalid winner is a
-    /// compile error and never falls back.
+    /// Tools, channels, connections, schedules: a same-layer duplicate is
+    /// a compile error; an invalid winner is a compile error and never
+    /// falls back.
     Strict,
+    /// Config and sandbox: a same-layer duplicate is a compile error; every
+    /// layer's file is folded over the framework default (a repository's
+    /// only tightens), and any invalid file is a compile error.
+    Layered,
     /// Skills: the first candidate in discovery order wins a same-layer
     /// tie with a collision diagnostic; an invalid winner is kept for
     /// Settings while the runtime uses the next valid candidate.
@@ -30,6 +34,7 @@ impl CompositionPolicy {
     pub const fn duplicates_are_errors(self) -> bool {
         match self {
             CompositionPolicy::Strict
+            | CompositionPolicy::Layered
             | CompositionPolicy::TeamAgents
             | CompositionPolicy::Workers
             | CompositionPolicy::Fleets => true,

@@ -5,7 +5,7 @@
 //! calling anything; the composer calls a constructor only for a module
 //! that won its slot, so a shadowed framework default is never built.
 
-use evoflux_core::config::HarnessConfig;
+use evoflux_core::config::LoadedConfig;
 
 use crate::channel;
 use crate::compose::Definition;
@@ -66,7 +66,7 @@ impl BuiltinRegistry {
                 logical_path: "config.toml".into(),
                 feature: "config",
                 semantic_revision: None,
-                construct: |_| Some(Definition::Config(HarnessConfig::embedded())),
+                construct: |_| Some(Definition::Config(LoadedConfig::embedded())),
             },
             BuiltinModule {
                 logical_path: "sandbox.toml".into(),

@@ -1,36 +1,80 @@
 //! `sandbox.toml`: the sandbox policy every command runs under.
+//!
+//! ```toml
+//! filesystem = "workspace-write"   # or "read-only", "full-access"
+//! writable_roots = ["/srv/cache"]
+//! network = "deny"
+//! denied_patterns = ["**/.env", "**/.env.*", "**/secrets/**"]
+//! max_timeout_seconds = 120
+//! env_allowlist = ["PATH", "LANG"]
+//! ```
+//!
+//! Files are layered like `config.toml`: the admin's, then the user's key by
+//! key, then each repository's, which can only tighten (the stricter
+//! filesystem and network, the lower timeout, the narrower environment,
+//! more denied patterns) and may add writable roots only once trusted.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use evoflux_core::trust::Trust;
 use evoflux_core::{Diagnostic, Diagnostics};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::declarative::deserialize_strict;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Ordered from the strictest to the most permissive: the stricter of two
+/// is `min`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NetworkPolicy {
-    Allow,
     Deny,
+    Allow,
+}
+
+/// What commands may write. Ordered from the strictest to the most
+/// permissive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilesystemPolicy {
+    /// Nothing but the session's own temporary directory.
+    ReadOnly,
+    /// The workspace roots (minus the agent's protected controls), the
+    /// writable roots and the session's temporary directory.
+    WorkspaceWrite,
+    /// No confinement at all: commands run as the user.
+    FullAccess,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxPolicy {
+    pub filesystem: FilesystemPolicy,
+    /// Extra directories commands may write (absolute).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable_roots: Vec<PathBuf>,
     /// Whether commands may use the network.
     pub network: NetworkPolicy,
+    /// Globs (relative to each workspace root) of files neither file tools
+    /// nor commands can read.
+    pub denied_patterns: Vec<String>,
     /// Upper bound for any command's `timeout_seconds`.
     pub max_timeout_seconds: u64,
     /// Environment variables passed to commands; nothing else leaks in.
     pub env_allowlist: Vec<String>,
 }
 
+/// Patterns every policy starts from: the files that hold secrets.
+pub const DEFAULT_DENIED_PATTERNS: [&str; 2] = ["**/.env", "**/.env.*"];
+
 impl SandboxPolicy {
     /// The framework default.
     pub fn framework_default() -> SandboxPolicy {
         SandboxPolicy {
+            filesystem: FilesystemPolicy::WorkspaceWrite,
+            writable_roots: Vec::new(),
             network: NetworkPolicy::Allow,
+            denied_patterns: DEFAULT_DENIED_PATTERNS.map(str::to_owned).to_vec(),
             max_timeout_seconds: 600,
             env_allowlist: [
                 "PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "SHELL",
@@ -39,48 +83,244 @@ impl SandboxPolicy {
             .to_vec(),
         }
     }
+
+    /// Lays one file over the policy so far: a user or admin file sets what
+    /// it names; a repository's only tightens.
+    pub fn apply(&mut self, layer: SandboxLayer) {
+        let SandboxLayer { file, scope } = layer;
+        match scope {
+            SandboxScope::Owner => {
+                if let Some(v) = file.filesystem {
+                    self.filesystem = v;
+                }
+                if let Some(v) = file.writable_roots {
+                    self.writable_roots = v;
+                }
+                if let Some(v) = file.network {
+                    self.network = v;
+                }
+                if let Some(v) = file.denied_patterns {
+                    self.denied_patterns = v;
+                }
+                if let Some(v) = file.max_timeout_seconds {
+                    self.max_timeout_seconds = v;
+                }
+                if let Some(v) = file.env_allowlist {
+                    self.env_allowlist = v;
+                }
+            }
+            SandboxScope::Repository => {
+                if let Some(v) = file.filesystem {
+                    self.filesystem = self.filesystem.min(v);
+                }
+                // Only a trusted repository's roots get here (see parse).
+                self.writable_roots
+                    .extend(file.writable_roots.unwrap_or_default());
+                if let Some(v) = file.network {
+                    self.network = self.network.min(v);
+                }
+                for p in file.denied_patterns.unwrap_or_default() {
+                    if !self.denied_patterns.contains(&p) {
+                        self.denied_patterns.push(p);
+                    }
+                }
+                if let Some(v) = file.max_timeout_seconds {
+                    self.max_timeout_seconds = self.max_timeout_seconds.min(v);
+                }
+                if let Some(v) = file.env_allowlist {
+                    self.env_allowlist.retain(|name| v.contains(name));
+                }
+            }
+        }
+    }
 }
 
-/// A sandbox file: every key optional, defaults from the framework policy.
+/// Whose file it is, and so how it layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxScope {
+    /// The admin's or the user's: sets.
+    Owner,
+    /// A repository's: tightens.
+    Repository,
+}
+
+/// One checked sandbox file.
+#[derive(Debug)]
+pub struct SandboxLayer {
+    file: SandboxFile,
+    scope: SandboxScope,
+}
+
+/// A sandbox file: every key optional.
 #[derive(Debug, Deserialize)]
 struct SandboxFile {
+    filesystem: Option<FilesystemPolicy>,
+    writable_roots: Option<Vec<PathBuf>>,
     network: Option<NetworkPolicy>,
+    denied_patterns: Option<Vec<String>>,
     max_timeout_seconds: Option<u64>,
     env_allowlist: Option<Vec<String>>,
 }
 
-pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<SandboxPolicy> {
-    let file: SandboxFile = deserialize_strict(path, value, "sandbox policy", diags)?;
-    let d = SandboxPolicy::framework_default();
-    let policy = SandboxPolicy {
-        network: file.network.unwrap_or(d.network),
-        max_timeout_seconds: file.max_timeout_seconds.unwrap_or(d.max_timeout_seconds),
-        env_allowlist: file.env_allowlist.unwrap_or(d.env_allowlist),
-    };
+/// Parses one file of a layer. `trust` is `Some` for a repository's file.
+pub fn parse(
+    path: &Path,
+    value: Value,
+    repository: Option<Trust>,
+    diags: &mut Diagnostics,
+) -> Option<SandboxLayer> {
+    let mut file: SandboxFile = deserialize_strict(path, value, "sandbox policy", diags)?;
     let mut ok = true;
-    if policy.max_timeout_seconds == 0 {
+    let mut error = |code: &'static str, field: &str, message: String| {
         diags.push(
-            Diagnostic::error(
-                "compile/sandbox-invalid",
-                "max_timeout_seconds must be at least 1",
-            )
-            .with_file(path)
-            .with_field("max_timeout_seconds"),
+            Diagnostic::error(code, message)
+                .with_file(path)
+                .with_field(field),
         );
         ok = false;
+    };
+    if file.max_timeout_seconds == Some(0) {
+        error(
+            "compile/sandbox-invalid",
+            "max_timeout_seconds",
+            "max_timeout_seconds must be at least 1".into(),
+        );
     }
-    for name in &policy.env_allowlist {
+    for name in file.env_allowlist.iter().flatten() {
         if !crate::connection::is_env_name(name) {
-            diags.push(
-                Diagnostic::error(
-                    "compile/sandbox-invalid",
-                    format!("`{name}` in env_allowlist is not an environment variable name"),
-                )
-                .with_file(path)
-                .with_field("env_allowlist"),
+            error(
+                "compile/sandbox-invalid",
+                "env_allowlist",
+                format!("`{name}` in env_allowlist is not an environment variable name"),
             );
-            ok = false;
         }
     }
-    ok.then_some(policy)
+    for pattern in file.denied_patterns.iter().flatten() {
+        if let Err(e) = globset::Glob::new(pattern) {
+            error(
+                "compile/sandbox-invalid",
+                "denied_patterns",
+                format!("`{pattern}` in denied_patterns is not a glob: {e}"),
+            );
+        }
+    }
+    // A repository's roots are relative to the repository (the folder
+    // holding `.evoflux/`); the user's and admin's must be absolute.
+    let repo_dir = path.parent().and_then(Path::parent);
+    if let Some(roots) = &mut file.writable_roots {
+        match (repository, repo_dir) {
+            (Some(Trust::Untrusted), _) if !roots.is_empty() => error(
+                "compile/sandbox-untrusted-roots",
+                "writable_roots",
+                "this repository is not trusted, so its sandbox.toml cannot add writable \
+                 roots: trust the repository (evoflux trust) or set them in your own \
+                 sandbox.toml"
+                    .into(),
+            ),
+            (Some(_), Some(repo)) => {
+                for root in roots.iter_mut() {
+                    *root = repo.join(&*root);
+                }
+            }
+            (None, _) | (Some(_), None) => {
+                for root in roots.iter().filter(|r| !r.is_absolute()) {
+                    error(
+                        "compile/sandbox-invalid",
+                        "writable_roots",
+                        format!(
+                            "writable root `{}` must be an absolute path",
+                            root.display()
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    ok.then_some(SandboxLayer {
+        file,
+        scope: match repository {
+            Some(_) => SandboxScope::Repository,
+            None => SandboxScope::Owner,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(json: Value, repository: Option<Trust>) -> (Option<SandboxLayer>, Diagnostics) {
+        let mut diags = Diagnostics::new();
+        let l = parse(
+            Path::new("/repo/.evoflux/sandbox.toml"),
+            json,
+            repository,
+            &mut diags,
+        );
+        (l, diags)
+    }
+
+    #[test]
+    fn a_repository_only_tightens() {
+        let mut policy = SandboxPolicy::framework_default();
+        let (user, _) = layer(
+            serde_json::json!({"network": "deny", "max_timeout_seconds": 60}),
+            None,
+        );
+        policy.apply(user.unwrap());
+        let (repo, diags) = layer(
+            serde_json::json!({
+                "network": "allow", "filesystem": "full-access", "max_timeout_seconds": 9000,
+                "env_allowlist": ["PATH", "AWS_SECRET"], "denied_patterns": ["**/id_rsa"]
+            }),
+            Some(Trust::Untrusted),
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        policy.apply(repo.unwrap());
+        assert_eq!(policy.network, NetworkPolicy::Deny);
+        assert_eq!(policy.filesystem, FilesystemPolicy::WorkspaceWrite);
+        assert_eq!(policy.max_timeout_seconds, 60);
+        assert_eq!(policy.env_allowlist, ["PATH"]);
+        assert_eq!(
+            policy.denied_patterns,
+            ["**/.env", "**/.env.*", "**/id_rsa"]
+        );
+        let (repo, _) = layer(
+            serde_json::json!({"filesystem": "read-only", "max_timeout_seconds": 5}),
+            Some(Trust::Untrusted),
+        );
+        policy.apply(repo.unwrap());
+        assert_eq!(policy.filesystem, FilesystemPolicy::ReadOnly);
+        assert_eq!(policy.max_timeout_seconds, 5);
+    }
+
+    #[test]
+    fn writable_roots_need_trust_in_a_repository_and_absolute_paths_elsewhere() {
+        let roots = serde_json::json!({"writable_roots": ["build"]});
+        let (l, diags) = layer(roots.clone(), Some(Trust::Untrusted));
+        assert!(l.is_none());
+        assert_eq!(diags.codes(), ["compile/sandbox-untrusted-roots"]);
+        let (l, diags) = layer(roots.clone(), Some(Trust::Trusted));
+        assert!(diags.is_empty());
+        let mut policy = SandboxPolicy::framework_default();
+        policy.apply(l.unwrap());
+        assert_eq!(policy.writable_roots, [PathBuf::from("/repo/build")]);
+        let (l, diags) = layer(roots, None);
+        assert!(l.is_none());
+        assert_eq!(diags.codes(), ["compile/sandbox-invalid"]);
+    }
+
+    #[test]
+    fn bad_values_are_coded() {
+        let (l, diags) = layer(
+            serde_json::json!({"denied_patterns": ["a/[b"], "max_timeout_seconds": 0,
+                               "env_allowlist": ["no way"]}),
+            None,
+        );
+        assert!(l.is_none());
+        assert_eq!(diags.codes().len(), 3);
+        assert!(diags.iter().all(|d| d.code == "compile/sandbox-invalid"));
+        let (_, diags) = layer(serde_json::json!({"filesystem": "open"}), None);
+        assert!(diags.has_errors());
+    }
 }

@@ -79,16 +79,37 @@ impl SlotKind {
     /// The composition policy of this kind (DESIGN.md, per-kind policy).
     pub const fn policy(self) -> CompositionPolicy {
         match self {
-            SlotKind::Config
-            | SlotKind::Sandbox
-            | SlotKind::Tool
-            | SlotKind::Channel
-            | SlotKind::Connection
-            | SlotKind::Schedule => CompositionPolicy::Strict,
+            SlotKind::Config | SlotKind::Sandbox => CompositionPolicy::Layered,
+            SlotKind::Tool | SlotKind::Channel | SlotKind::Connection | SlotKind::Schedule => {
+                CompositionPolicy::Strict
+            }
             SlotKind::Skill => CompositionPolicy::Skills,
             SlotKind::WorkAgent | SlotKind::CodingAgent => CompositionPolicy::TeamAgents,
             SlotKind::Worker => CompositionPolicy::Workers,
             SlotKind::Fleet | SlotKind::FleetCommands => CompositionPolicy::Fleets,
+        }
+    }
+}
+
+impl SlotKind {
+    /// Whether a source of this kind runs commands or servers, or starts
+    /// work, on the user's behalf: such sources of an untrusted repository
+    /// wait for trust. A tool file may define a command or lift another
+    /// tool's approval, so every tool file counts.
+    pub const fn acts_for_user(self) -> bool {
+        match self {
+            SlotKind::Tool
+            | SlotKind::Channel
+            | SlotKind::Connection
+            | SlotKind::Schedule
+            | SlotKind::FleetCommands => true,
+            SlotKind::Config
+            | SlotKind::Sandbox
+            | SlotKind::Skill
+            | SlotKind::WorkAgent
+            | SlotKind::CodingAgent
+            | SlotKind::Worker
+            | SlotKind::Fleet => false,
         }
     }
 }

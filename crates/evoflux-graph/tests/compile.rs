@@ -55,6 +55,7 @@ impl Fixture {
             user_config_dir: Some(self.user.clone()),
             home: None,
             workspaces: vec![self.repo.clone()],
+            trusted: vec![self.repo.clone()],
             plugins: Vec::new(),
         }
     }
@@ -178,6 +179,7 @@ fn project_disable_sentinel_removes_shell() {
                 assert_eq!(&source.layer, &Layer::Framework);
                 ("shadowed", winner_source_id.clone())
             }
+            other => panic!("unexpected entry {other:?}"),
         })
         .collect();
     assert_eq!(kinds.len(), 2);
@@ -323,19 +325,19 @@ fn config_composes_first_and_project_wins() {
     let Definition::Config(c) = &g.node(&Slot::config()).unwrap().definition else {
         panic!()
     };
-    assert_eq!(c.model.default.to_string(), "ollama:qwen2.5:7b");
-    let shadowed: Vec<_> = g
+    assert_eq!(c.config.model.default.to_string(), "ollama:qwen2.5:7b");
+    let layered: Vec<_> = g
         .composition
         .entries
         .iter()
         .filter_map(|e| match e {
-            CompositionEntry::Shadowed { source, .. } if source.slot == "config" => {
+            CompositionEntry::Layered { source, .. } if source.slot == "config" => {
                 Some(source.layer)
             }
             _ => None,
         })
         .collect();
-    assert_eq!(shadowed, [Layer::User, Layer::Framework]);
+    assert_eq!(layered, [Layer::Framework, Layer::User]);
 
     f.project_file("config.toml", "[model]\ndefault = \"nowhere:x\"\n");
     let g = f.compile();
@@ -573,7 +575,7 @@ fn graph_round_trips_and_tampering_is_rejected_at_load() {
             .iter()
             .find_map(|e| match e {
                 CompositionEntry::Disabled { source } => Some(source.source_id.to_string()),
-                CompositionEntry::Shadowed { .. } => None,
+                _ => None,
             })
             .unwrap();
         bindings.insert(disabled, any);
@@ -608,6 +610,7 @@ fn tree(base: &Path) -> RootOptions {
         admin_dir: None,
         user_config_dir: Some(user),
         home: None,
+        trusted: vec![repo.clone()],
         workspaces: vec![repo],
         plugins: Vec::new(),
     }
@@ -655,6 +658,7 @@ fn tree_without_rewrite(base: &Path) -> RootOptions {
         user_config_dir: Some(base.join("config")),
         home: None,
         workspaces: vec![base.join("repo")],
+        trusted: vec![base.join("repo")],
         plugins: Vec::new(),
     }
 }

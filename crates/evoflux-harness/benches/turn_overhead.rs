@@ -75,6 +75,7 @@ async fn bench() {
         admin_dir: Some(tmp.path().join("admin")),
         user_config_dir: Some(tmp.path().join("config")),
         home: None,
+        trusted: vec![repo.clone()],
         workspaces: vec![repo.clone()],
         plugins: vec![],
     };

@@ -855,6 +855,7 @@ async fn work_cannot_load_a_coding_only_bundled_skill_but_loads_its_own() {
         user_config_dir: Some(base.tmp.path().join("config")),
         home: None,
         workspaces: vec![base.repo()],
+        trusted: vec![base.repo()],
         plugins: vec![],
     };
     let graph = evoflux_graph::compile(

@@ -55,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         admin_dir: Some(admin),
         user_config_dir: Some(config.clone()),
         home: None,
+        trusted: vec![repo.clone()],
         workspaces: vec![repo],
         plugins: Vec::new(),
     };

@@ -158,7 +158,10 @@ pub fn skill_slots(
                     Backing::Builtin { module, .. } => Located::Builtin { module },
                 })
             }
-            CompositionEntry::Shadowed { .. } | CompositionEntry::Disabled { .. } => None,
+            CompositionEntry::Shadowed { .. }
+            | CompositionEntry::Disabled { .. }
+            | CompositionEntry::Layered { .. }
+            | CompositionEntry::AwaitingTrust { .. } => None,
         });
         let mut candidates = Vec::new();
         for located in std::iter::once(winner).chain(losers) {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use evoflux_core::Diagnostics;
-use evoflux_core::config::{ConfigOrigin, LoadedConfig};
+use evoflux_core::config::{Approval, ConfigOrigin, LoadedConfig};
 use evoflux_graph::CompiledGraph;
 use serde::Serialize;
 
@@ -44,16 +44,32 @@ pub fn show(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
     };
     let human = || -> anyhow::Result<String> {
         let mut text = String::new();
-        match &loaded.file {
-            Some(file) => writeln!(text, "# from {}", file.display())?,
-            None => writeln!(
+        if loaded.files.is_empty() {
+            writeln!(
                 text,
                 "# no config file at {}: embedded defaults",
                 path.display()
-            )?,
+            )?;
+        }
+        for f in &loaded.files {
+            writeln!(text, "# {}: {}", origin(f.origin), f.path.display())?;
         }
         writeln!(text, "\n[model] # {}", origin(loaded.model_origin))?;
         writeln!(text, "default = \"{}\"", loaded.config.model.default)?;
+        let floors = &loaded.config.approval_floor;
+        if !loaded.config.approval.is_empty() || !floors.is_empty() {
+            writeln!(text, "\n[approval]")?;
+            for (tool, policy) in &loaded.config.approval {
+                writeln!(text, "{tool} = \"{}\"", approval(*policy))?;
+            }
+            for (tool, policy) in floors {
+                writeln!(
+                    text,
+                    "# {tool}: at least \"{}\" (a repository's floor)",
+                    approval(*policy)
+                )?;
+            }
+        }
         for (name, provider) in &loaded.config.providers {
             let origin = loaded
                 .provider_origins
@@ -73,7 +89,17 @@ pub fn show(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
 fn origin(o: ConfigOrigin) -> &'static str {
     match o {
         ConfigOrigin::Embedded => "embedded default",
-        ConfigOrigin::File => "config file",
+        ConfigOrigin::Admin => "admin config",
+        ConfigOrigin::User => "user config",
+        ConfigOrigin::Project => "repository config",
+    }
+}
+
+fn approval(a: Approval) -> &'static str {
+    match a {
+        Approval::Never => "never",
+        Approval::OnRequest => "on-request",
+        Approval::Always => "always",
     }
 }
 
@@ -94,7 +120,7 @@ pub fn check(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
     // The file that decides: the winner, or the first file with errors.
     let decisive = loaded
         .as_ref()
-        .and_then(|l| l.file.clone())
+        .and_then(|l| l.file().map(std::path::Path::to_path_buf))
         .or_else(|| diags.iter().find_map(|d| d.locator.file.clone()));
     let exists = decisive.is_some();
     let path = decisive.unwrap_or(user_path);

@@ -120,6 +120,7 @@ fn synthetic_tree(base: &Path, candidates: usize) -> anyhow::Result<RootOptions>
         admin_dir: Some(admin),
         user_config_dir: Some(user),
         home: None,
+        trusted: vec![repo.clone()],
         workspaces: vec![repo],
         plugins: Vec::new(),
     })

@@ -10,8 +10,14 @@ pub fn run(out: &Output, args: &InfoArgs) -> anyhow::Result<Exit> {
         Ok(d) => d,
         Err(exit) => return Ok(exit),
     };
-    let graph = super::compile_graph(&dirs, &args.sources)?;
-    let projection = info::project(&graph, args.mode);
+    let app = super::app_context(&dirs)?;
+    let graph = app.compile(&args.sources.workspaces)?;
+    let mut projection = info::project(&graph, args.mode);
+    projection.repositories = app
+        .trust_states(&args.sources.workspaces)?
+        .into_iter()
+        .map(|(path, trust)| info::InfoRepository { path, trust })
+        .collect();
     out.result(&projection, || info::render_human(&projection));
     Ok(if graph.has_errors() {
         Exit::Invalid

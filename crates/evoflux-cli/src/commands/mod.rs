@@ -8,6 +8,7 @@ pub mod paths;
 pub mod plugin;
 pub mod run;
 pub mod skills;
+pub mod trust;
 pub mod workers;
 
 use evoflux_core::Diagnostics;

@@ -51,6 +51,27 @@ impl Sandbox {
         self.write(self.config().join(rel), text)
     }
 
+    /// Trusts the repository (`evoflux trust`), as its owner would before
+    /// its command tools, MCP servers and providers may run.
+    pub fn trust(&self) {
+        let out = self.run(&["trust"]);
+        assert!(
+            out.status.success(),
+            "trust failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Trusts the repository holding `dir`.
+    pub fn trust_dir(&self, dir: &Path) {
+        let out = self.run(&["trust", dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "trust failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_evoflux"));
         c.env_clear()

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::{TeamError, compile_agent_config, load_agents};
 use evoflux_core::config::{
-    self as core_config, ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
+    ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
 };
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
+use evoflux_core::trust::{Trust, TrustError, TrustList, TrustState, repository_root};
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
-use evoflux_graph::{Binding, BuiltinRegistry, CompiledGraph, RootOptions, Slot};
+use evoflux_graph::{BuiltinRegistry, CompiledGraph, Definition, RootOptions, Slot};
 use evoflux_model::SetupError;
 use evoflux_plugins::{PluginManager, PluginPaths};
 use evoflux_store::{Store, StoreError, WorkspaceRequest};
@@ -61,11 +62,18 @@ impl AppContext {
         } else {
             canonical(&self.cwd, workspaces)?
         };
+        let trust = self.trust_list()?;
+        let trusted = workspaces
+            .iter()
+            .map(|ws| repository_root(ws))
+            .filter(|repo| trust.state(repo).trust() == Trust::Trusted)
+            .collect();
         Ok(RootOptions {
             admin_dir: Some(self.dirs.admin_dir().to_path_buf()),
             user_config_dir: Some(self.dirs.config_dir().to_path_buf()),
             home: self.home.clone(),
             workspaces,
+            trusted,
             // Enabled installed, linked and bundled plugins; problems with
             // the registry are reported by the plugin commands.
             plugins: self.plugins().enabled_plugin_roots().0,
@@ -83,6 +91,34 @@ impl AppContext {
         .map_err(|e| SessionError::Compile(Box::new(e)))
     }
 
+    /// The user's repository trust decisions.
+    pub fn trust_list(&self) -> Result<TrustList, SessionError> {
+        TrustList::load(&TrustList::path_in(self.dirs.data_dir())).map_err(SessionError::Trust)
+    }
+
+    /// The repository of each workspace (default: the start directory)
+    /// with its trust state, for `info` and the trust prompt.
+    pub fn trust_states(
+        &self,
+        workspaces: &[PathBuf],
+    ) -> Result<Vec<(PathBuf, TrustState)>, SessionError> {
+        let list = self.trust_list()?;
+        let dirs = if workspaces.is_empty() {
+            vec![self.cwd.clone()]
+        } else {
+            canonical(&self.cwd, workspaces)?
+        };
+        let mut out: Vec<(PathBuf, TrustState)> = Vec::new();
+        for dir in dirs {
+            let repo = repository_root(&dir);
+            if !out.iter().any(|(r, _)| *r == repo) {
+                let state = list.state(&repo);
+                out.push((repo, state));
+            }
+        }
+        Ok(out)
+    }
+
     /// The plugin manager of these directories.
     pub fn plugins(&self) -> PluginManager {
         PluginManager::new(PluginPaths::from_dirs(&self.dirs))
@@ -94,9 +130,9 @@ impl AppContext {
     }
 }
 
-/// The graph's `config` winner (project over user over admin over the
-/// embedded default) and the diagnostics of that slot; `None` when the
-/// slot has errors.
+/// The graph's layered `config` (the embedded default, then the admin's,
+/// the user's and the repositories' files) and the diagnostics of that
+/// slot; `None` when the slot has errors.
 pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
     let diags: Diagnostics = graph
         .diagnostics
@@ -106,12 +142,9 @@ pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnost
         .collect();
     let loaded = graph
         .node(&Slot::config())
-        .and_then(|node| graph.binding(&node.source_id))
-        .and_then(|bound| match &bound.binding {
-            // The winning file parsed cleanly during compilation; read it
-            // again only for the per-part origins.
-            Binding::File { path, .. } => core_config::load(path, &mut Diagnostics::new()),
-            Binding::Builtin { .. } => Some(LoadedConfig::embedded()),
+        .and_then(|node| match &node.definition {
+            Definition::Config(loaded) => Some(loaded.clone()),
+            _ => None,
         });
     let loaded = if diags.has_errors() { None } else { loaded };
     (loaded, diags)
@@ -190,6 +223,8 @@ pub enum SessionError {
         lead: String,
         diagnostics: Diagnostics,
     },
+    #[error(transparent)]
+    Trust(TrustError),
     #[error("the selected config.toml has errors")]
     Config { diagnostics: Diagnostics },
     #[error("model `{value}` is not a valid model: {source}")]
@@ -224,6 +259,7 @@ impl SessionError {
             SessionError::Compile(_) => "session/compile-failed",
             SessionError::Lead { .. } => "session/lead-unknown",
             SessionError::LeadUnloadable { .. } => "session/lead-unloadable",
+            SessionError::Trust(e) => e.code(),
             SessionError::Config { .. } => "config/invalid",
             SessionError::ModelInvalid { .. } => "session/model-invalid",
             SessionError::Provider { source, .. } => source.code(),
@@ -257,6 +293,7 @@ impl SessionError {
             SessionError::Store(e) => store_input_error(e),
             SessionError::Harness(HarnessError::Store(e)) => store_input_error(e),
             SessionError::Harness(HarnessError::LeadMismatch { .. }) => true,
+            SessionError::Trust(_) => true,
             SessionError::Compile(_)
             | SessionError::Pipeline(_)
             | SessionError::Mcp(_)
@@ -272,6 +309,7 @@ impl SessionError {
             | SessionError::Config { diagnostics } => Some(diagnostics),
             SessionError::Workspace { .. }
             | SessionError::WorkspaceInWorkMode { .. }
+            | SessionError::Trust(_)
             | SessionError::Compile(_)
             | SessionError::ModelInvalid { .. }
             | SessionError::Provider { .. }
@@ -489,7 +527,7 @@ impl<'a> SessionBuilder<'a> {
             mcp: Some(mcp),
             mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
             skills: Some(skills),
-            approvals: loaded.config.approval.clone(),
+            approvals: crate::approval::ApprovalPolicy::from_config(&loaded.config),
         };
         let request = match &resumed {
             Some(s) => SessionRequest::Resume {
@@ -539,7 +577,7 @@ fn choose_model(
         loaded.config.model.default.to_string(),
         match loaded.model_origin {
             ConfigOrigin::Embedded => ModelOrigin::Embedded,
-            ConfigOrigin::File => ModelOrigin::Config,
+            ConfigOrigin::Admin | ConfigOrigin::User | ConfigOrigin::Project => ModelOrigin::Config,
         },
     )
 }
@@ -550,6 +588,7 @@ fn unknown_approval_tools(loaded: &LoadedConfig, catalog: &ToolCatalog) -> Diagn
         .config
         .approval
         .keys()
+        .chain(loaded.config.approval_floor.keys())
         .filter(|name| catalog.get(name).is_none())
         .map(|name| {
             let mut d = Diagnostic::warning(
@@ -560,7 +599,7 @@ fn unknown_approval_tools(loaded: &LoadedConfig, catalog: &ToolCatalog) -> Diagn
                 ),
             )
             .with_field(format!("approval.{name}"));
-            if let Some(file) = &loaded.file {
+            if let Some(file) = loaded.file() {
                 d = d.with_file(file);
             }
             d
@@ -623,13 +662,4 @@ fn canonical(cwd: &Path, paths: &[PathBuf]) -> Result<Vec<PathBuf>, SessionError
         }
     }
     Ok(out)
-}
-
-/// The repository `dir` is in: the nearest ancestor holding `.git` (as
-/// AGENTS.md discovery finds it), else `dir` itself.
-fn repository_root(dir: &Path) -> PathBuf {
-    crate::workspace_instructions::root_chain(dir)
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| dir.to_path_buf())
 }

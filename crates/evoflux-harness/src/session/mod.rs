@@ -21,16 +21,15 @@ pub use builder::{
     selected_config,
 };
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::approval::ApprovalPolicy;
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::EffectiveAgentConfig;
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
-use evoflux_graph::tool::Approval;
 use evoflux_mcp::McpRuntime;
 use evoflux_model::{Message, Provider, ToolCall};
 use evoflux_store::{Session, Store, WorkspaceRequest};
@@ -104,7 +103,7 @@ pub struct RunSetup {
     pub skills: Option<Arc<crate::skills::SkillRuntime>>,
     /// `config.toml`'s `[approval]`: per-tool policies that override the
     /// tool's own, for every tool including MCP tools.
-    pub approvals: BTreeMap<String, Approval>,
+    pub approvals: ApprovalPolicy,
 }
 
 /// Which session to run.
@@ -175,7 +174,7 @@ pub struct Harness {
     todo: TodoList,
     web: Option<WebFetch>,
     skills: Option<Arc<crate::skills::SkillRuntime>>,
-    approvals: BTreeMap<String, Approval>,
+    approvals: ApprovalPolicy,
     artifacts_dir: PathBuf,
     /// The user message that opened the current turn, until its first
     /// model call takes it.

@@ -67,11 +67,12 @@ impl Harness {
         // The user's configured policy for this tool wins over its own.
         let approval = self
             .approvals
-            .get(&tool.definition.name)
-            .copied()
-            .unwrap_or(tool.approval);
+            .for_tool(&tool.definition.name, tool.approval);
         match approval {
-            Approval::Never => {}
+            // On request: the call runs confined; only a command the model
+            // asks to run outside the sandbox is put to the user (below,
+            // where the command is prepared).
+            Approval::Never | Approval::OnRequest => {}
             Approval::Always => {
                 self.emit(&Event::ApprovalRequested {
                     call_id: call.id.clone(),

@@ -142,6 +142,7 @@ impl World {
             user_config_dir: Some(tmp.path().join("config")),
             home: None,
             workspaces: vec![repo.canonicalize().unwrap()],
+            trusted: vec![repo.canonicalize().unwrap()],
             plugins: vec![],
         };
         let graph = evoflux_graph::compile(&[BuiltinRegistry::framework()], &standard_roots(&opts))

@@ -189,6 +189,7 @@ impl Repo {
             user_config_dir: Some(tmp.path().join("config")),
             home: None,
             workspaces: vec![repo.canonicalize().unwrap()],
+            trusted: vec![repo.canonicalize().unwrap()],
             plugins: vec![],
         };
         let graph = evoflux_graph::compile(&[BuiltinRegistry::framework()], &standard_roots(&opts))

@@ -1,0 +1,318 @@
+//! Repository trust: whether a repository's own configuration may run code
+//! and choose where keys go.
+//!
+//! A cloned repository is someone else's text. Until the user trusts it,
+//! evoflux reads its skills, agents and instructions but none of what would
+//! act on the user's behalf: its command tools, MCP servers, channels and
+//! schedules wait for trust, and its `config.toml` may only tighten what the
+//! user set (see [`crate::config::ConfigScope`]).
+//!
+//! Decisions are recorded by evoflux itself in `trusted-repositories.toml`
+//! in the data directory, beside the plugin registry where plugin trust
+//! reviews live, so evoflux never rewrites a file the user wrote. Each
+//! record keeps the repository's canonical path and its `origin` remote at
+//! the time: a repository whose remote has changed since is untrusted
+//! again, because the path now holds someone else's code.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::atomic::{AtomicOptions, AtomicWriteError, write_atomic};
+
+/// Whether a source may act for the user. Closed: every source is one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trust {
+    Untrusted,
+    Trusted,
+}
+
+/// The recorded state of one repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum TrustState {
+    Trusted,
+    Untrusted,
+    /// Trusted once, but its `origin` remote is no longer the recorded one.
+    RemoteChanged {
+        recorded: Option<String>,
+        current: Option<String>,
+    },
+}
+
+impl TrustState {
+    pub const fn trust(&self) -> Trust {
+        match self {
+            TrustState::Trusted => Trust::Trusted,
+            TrustState::Untrusted | TrustState::RemoteChanged { .. } => Trust::Untrusted,
+        }
+    }
+}
+
+/// One trusted repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedRepository {
+    pub path: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrustFile {
+    #[serde(default, rename = "repository")]
+    repositories: Vec<TrustedRepository>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid trust list: {message}; fix or delete the file")]
+    Invalid { path: PathBuf, message: String },
+    #[error(transparent)]
+    Write(#[from] AtomicWriteError),
+}
+
+impl TrustError {
+    pub const fn code(&self) -> &'static str {
+        match self {
+            TrustError::Read { .. } => "trust/unreadable",
+            TrustError::Invalid { .. } => "trust/invalid",
+            TrustError::Write(_) => "trust/write-failed",
+        }
+    }
+}
+
+/// The user's trust decisions.
+#[derive(Debug, Clone, Default)]
+pub struct TrustList {
+    path: PathBuf,
+    repositories: Vec<TrustedRepository>,
+}
+
+impl TrustList {
+    /// The trust list in a data directory.
+    pub fn path_in(data_dir: &Path) -> PathBuf {
+        data_dir.join("trusted-repositories.toml")
+    }
+
+    /// Reads the list; a missing file trusts nothing.
+    pub fn load(path: &Path) -> Result<TrustList, TrustError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => {
+                return Err(TrustError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let file: TrustFile = toml::from_str(&text).map_err(|e| TrustError::Invalid {
+            path: path.to_path_buf(),
+            message: e.message().trim().to_owned(),
+        })?;
+        Ok(TrustList {
+            path: path.to_path_buf(),
+            repositories: file.repositories,
+        })
+    }
+
+    pub fn repositories(&self) -> &[TrustedRepository] {
+        &self.repositories
+    }
+
+    /// The state of the repository rooted at `repo` (a canonical path).
+    pub fn state(&self, repo: &Path) -> TrustState {
+        let Some(record) = self.repositories.iter().find(|r| r.path == repo) else {
+            return TrustState::Untrusted;
+        };
+        let current = git_remote(repo);
+        if record.remote == current {
+            TrustState::Trusted
+        } else {
+            TrustState::RemoteChanged {
+                recorded: record.remote.clone(),
+                current,
+            }
+        }
+    }
+
+    /// Records `repo` (a canonical path) as trusted with its current remote.
+    pub fn trust(&mut self, repo: &Path) -> Result<&TrustedRepository, TrustError> {
+        self.repositories.retain(|r| r.path != repo);
+        self.repositories.push(TrustedRepository {
+            path: repo.to_path_buf(),
+            remote: git_remote(repo),
+        });
+        self.save()?;
+        // Just pushed.
+        Ok(&self.repositories[self.repositories.len() - 1])
+    }
+
+    /// Forgets `repo`; `false` when it was not trusted.
+    pub fn untrust(&mut self, repo: &Path) -> Result<bool, TrustError> {
+        let before = self.repositories.len();
+        self.repositories.retain(|r| r.path != repo);
+        if before == self.repositories.len() {
+            return Ok(false);
+        }
+        self.save()?;
+        Ok(true)
+    }
+
+    fn save(&self) -> Result<(), TrustError> {
+        let file = TrustFile {
+            repositories: self.repositories.clone(),
+        };
+        let body = toml::to_string(&file).map_err(|e| TrustError::Invalid {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })?;
+        let text = format!(
+            "# Repositories you trusted with `evoflux trust`. Written by evoflux;\n\
+             # `evoflux trust --revoke DIR` removes one.\n\n{body}"
+        );
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent).map_err(|source| {
+                TrustError::Write(AtomicWriteError {
+                    path: self.path.clone(),
+                    step: "create directory",
+                    source,
+                })
+            })?;
+        }
+        write_atomic(&self.path, text.as_bytes(), AtomicOptions::default())?;
+        Ok(())
+    }
+}
+
+/// The repository that holds `dir`: the nearest enclosing directory with a
+/// `.git`, else `dir` itself.
+pub fn repository_root(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// The URL of the `origin` remote of the repository at `repo`, read from
+/// its git config (a worktree's `.git` file is followed), without running
+/// git.
+pub fn git_remote(repo: &Path) -> Option<String> {
+    let dot_git = repo.join(".git");
+    let git_dir = if dot_git.is_file() {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim();
+        let dir = repo.join(target);
+        // A linked worktree keeps the shared config in its common dir.
+        match std::fs::read_to_string(dir.join("commondir")) {
+            Ok(common) => dir.join(common.trim()),
+            Err(_) => dir,
+        }
+    } else {
+        dot_git
+    };
+    let config = std::fs::read_to_string(git_dir.join("config")).ok()?;
+    origin_url(&config)
+}
+
+/// `remote "origin"`'s `url` in git config text.
+fn origin_url(config: &str) -> Option<String> {
+    let mut in_origin = false;
+    for line in config.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            let section: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            in_origin = section == "[remote\"origin\"]";
+            continue;
+        }
+        if !in_origin {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("url")
+        {
+            return Some(value.trim().trim_matches('"').to_owned());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with_remote(dir: &Path, url: &str) {
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(
+            dir.join(".git/config"),
+            format!(
+                "[core]\n\tbare = false\n[remote \"upstream\"]\n\turl = other\n[remote \"origin\"]\n\turl = {url}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+            ),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn trust_is_recorded_with_the_remote_and_lost_when_it_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        repo_with_remote(&repo, "https://example.test/a.git");
+        let list_path = tmp.path().join("data/trusted-repositories.toml");
+        let mut list = TrustList::load(&list_path).unwrap();
+        assert_eq!(list.state(&repo), TrustState::Untrusted);
+        let record = list.trust(&repo).unwrap();
+        assert_eq!(record.remote.as_deref(), Some("https://example.test/a.git"));
+
+        let list = TrustList::load(&list_path).unwrap();
+        assert_eq!(list.state(&repo), TrustState::Trusted);
+        assert_eq!(list.state(&tmp.path().join("other")), TrustState::Untrusted);
+
+        repo_with_remote(&repo, "https://evil.test/a.git");
+        assert_eq!(
+            list.state(&repo),
+            TrustState::RemoteChanged {
+                recorded: Some("https://example.test/a.git".into()),
+                current: Some("https://evil.test/a.git".into()),
+            }
+        );
+        assert_eq!(list.state(&repo).trust(), Trust::Untrusted);
+    }
+
+    #[test]
+    fn revoking_forgets_and_a_broken_file_is_a_coded_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("trusted-repositories.toml");
+        let mut list = TrustList::load(&path).unwrap();
+        list.trust(tmp.path()).unwrap();
+        assert!(list.untrust(tmp.path()).unwrap());
+        assert!(!list.untrust(tmp.path()).unwrap());
+        assert_eq!(
+            TrustList::load(&path).unwrap().state(tmp.path()),
+            TrustState::Untrusted
+        );
+        std::fs::write(&path, "[[repository]]\npth = 1\n").unwrap();
+        assert_eq!(TrustList::load(&path).unwrap_err().code(), "trust/invalid");
+    }
+
+    #[test]
+    fn repository_root_is_the_nearest_git_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("r");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("a/b")).unwrap();
+        assert_eq!(repository_root(&repo.join("a/b")), repo);
+        let plain = tmp.path().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        assert_eq!(repository_root(&plain), plain);
+        assert_eq!(git_remote(&repo), None);
+    }
+}
