@@ -149,6 +149,7 @@ async fn bench() {
         mcp_call_timeout: std::time::Duration::from_secs(30),
         skills: None,
         approvals: Default::default(),
+        sandbox: None,
     };
     let mut h = Harness::open(
         setup,

@@ -39,5 +39,5 @@ pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standar
 pub use session::{
     AppContext, Harness, Limits, ModelOrigin, OpenedSession, PendingQuestion, RunSetup,
     SessionBuilder, SessionError, SessionOptions, SessionRequest, TurnOptions, TurnOutcome,
-    selected_config,
+    selected_config, selected_sandbox,
 };

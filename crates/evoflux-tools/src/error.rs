@@ -104,6 +104,14 @@ pub enum ToolError {
     /// (such as a placeholder spliced into a larger argument).
     #[error("command tool definition is invalid at {field}: {message}")]
     CommandToolInvalid { field: String, message: String },
+    /// A confined command cannot run because the sandbox cannot be set up.
+    #[error("the command was not run: {reason}")]
+    SandboxUnavailable { reason: String },
+    /// A file tool aimed at a file the sandbox policy denies (`.env`).
+    #[error(
+        "`{path}` matches the sandbox's denied patterns ({patterns}), which keep secrets such as .env files away from the agent; ask the user for what you need from it"
+    )]
+    DeniedFile { path: String, patterns: String },
     /// The executor belongs to another crate or issue and is not built here.
     #[error("the `{executor:?}` executor is not implemented by evoflux-tools")]
     NotImplemented { executor: BuiltinExecutor },
@@ -130,6 +138,8 @@ impl ToolError {
             ToolError::TooManyProcesses { .. } => "tool/too-many-processes",
             ToolError::RuntimeShutDown => "tool/runtime-shut-down",
             ToolError::CommandToolInvalid { .. } => "tool/command-tool-invalid",
+            ToolError::SandboxUnavailable { .. } => "tool/sandbox-unavailable",
+            ToolError::DeniedFile { .. } => "tool/denied-file",
             ToolError::NotImplemented { .. } => "tool/not-implemented",
         }
     }

@@ -36,6 +36,7 @@ mod output;
 mod process;
 mod read;
 mod runtime;
+pub mod sandbox;
 mod shell;
 mod sync;
 mod tracked;

@@ -24,6 +24,7 @@ use crate::error::ToolError;
 use crate::group::ProcessGroup;
 use crate::output::ToolOutput;
 use crate::process::{ProcessAction, ProcessRequest};
+use crate::sandbox::CommandSandbox;
 use crate::shell::{ShellRequest, user_shell};
 use crate::sync::lock;
 use crate::tracked::{Moment, SpawnSpec, Tracked};
@@ -108,6 +109,8 @@ struct SessionState {
     exits: Option<mpsc::UnboundedSender<ExitNotice>>,
     /// Notices sent before anyone subscribed, handed to the subscriber.
     unclaimed: Option<mpsc::UnboundedReceiver<ExitNotice>>,
+    /// The sandbox the session's commands run under.
+    sandbox: Option<Arc<CommandSandbox>>,
 }
 
 impl ProcessRuntime {
@@ -260,6 +263,23 @@ impl ProcessRuntime {
         Ok(self.inner.first_observation(&tracked, None).await)
     }
 
+    /// Confines every later command of `session` to `sandbox`. The
+    /// harness sets it when the session opens; a session without one runs
+    /// commands as the library's caller set them up (tests of this crate).
+    pub fn confine(&self, session: SessionId, sandbox: CommandSandbox) {
+        lock(&self.inner.sessions)
+            .entry(session)
+            .or_default()
+            .sandbox = Some(Arc::new(sandbox));
+    }
+
+    /// The sandbox of `session`, if it has one.
+    pub fn sandbox(&self, session: SessionId) -> Option<Arc<CommandSandbox>> {
+        lock(&self.inner.sessions)
+            .get(&session)
+            .and_then(|s| s.sandbox.clone())
+    }
+
     /// Whether the session tracks any command (running, or ended but not
     /// yet observed): the harness offers the deferred `process` tool then.
     pub fn has_processes(&self, session: SessionId) -> bool {
@@ -319,6 +339,17 @@ impl Inner {
             path: dir.clone(),
             source,
         })?;
+        let sandbox = lock(&self.sessions)
+            .get(&session)
+            .and_then(|s| s.sandbox.clone());
+        let confined;
+        let spec = match sandbox {
+            Some(sandbox) => {
+                confined = sandbox.wrap(spec.clone(), &self.config.parent_env, &dir.join("tmp"))?;
+                &confined
+            }
+            None => spec,
+        };
         let (tracked, child) = self.spawn_unique(session, &dir, spec)?;
         lock(&self.sessions)
             .entry(session)

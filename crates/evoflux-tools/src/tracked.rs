@@ -31,7 +31,7 @@ use crate::runtime::Inner;
 use crate::sync::lock;
 
 /// What to run.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct SpawnSpec {
     pub program: PathBuf,
     pub args: Vec<OsString>,

@@ -2,7 +2,8 @@
 //! so `.gitignore` and `.ignore` rules apply, in a stable order, never
 //! leaving the workspace through a symlink. Hidden files are included
 //! (agents need `.github/`, `.env.example`, dotfile configs) except the
-//! `.git` directory, which is repository internals, not project files.
+//! `.git` directory, which is repository internals, not project files,
+//! and the sandbox's denied files (`.env`), which no tool reads.
 
 use std::path::{Path, PathBuf};
 
@@ -26,7 +27,7 @@ pub(crate) fn files(ws: &Workspace, dir: &Path) -> impl Iterator<Item = (PathBuf
         .build()
         .filter_map(Result::ok)
         .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
-        .filter(move |entry| ws.contains(entry.path()))
+        .filter(move |entry| ws.contains(entry.path()) && !ws.is_denied(entry.path()))
         .filter_map(move |entry| {
             let rel = entry.path().strip_prefix(&root).ok()?.to_path_buf();
             Some((entry.into_path(), rel))

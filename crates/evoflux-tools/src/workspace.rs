@@ -6,12 +6,15 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::ToolError;
+use crate::sandbox::DeniedFiles;
 
 /// One or more root directories; the first one anchors relative paths.
 #[derive(Debug, Clone)]
 pub struct Workspace {
     /// Canonical (symlink-free, absolute) roots, in the order given.
     roots: Vec<PathBuf>,
+    /// Files no tool may read or change (the sandbox's denied patterns).
+    denied: DeniedFiles,
 }
 
 /// A path argument that passed the workspace check.
@@ -62,7 +65,23 @@ impl Workspace {
                 ),
             });
         }
-        Ok(Workspace { roots: canonical })
+        Ok(Workspace {
+            roots: canonical,
+            denied: DeniedFiles::default(),
+        })
+    }
+
+    /// The same workspace, refusing the files `denied` matches.
+    pub fn with_denied(mut self, denied: DeniedFiles) -> Workspace {
+        self.denied = denied;
+        self
+    }
+
+    /// Whether `real` (already resolved) is a denied file.
+    pub fn is_denied(&self, real: &Path) -> bool {
+        self.root_of(real)
+            .and_then(|root| real.strip_prefix(root).ok())
+            .is_some_and(|rel| self.denied.is_denied(rel))
     }
 
     /// The canonical roots, the first being the primary one.
@@ -87,6 +106,10 @@ impl Workspace {
         // absolute arguments; relative ones must also stay inside lexically.
         let lexically_inside = given.is_absolute() || self.root_of(&lexical).is_some();
         match (lexically_inside, real_root, real) {
+            (true, Some(_), Some(real)) if self.is_denied(&real) => Err(ToolError::DeniedFile {
+                path: argument.to_owned(),
+                patterns: self.denied.patterns().join(", "),
+            }),
             (true, Some(_), Some(real)) => Ok(Resolved {
                 display: self.display(&real),
                 path: real,

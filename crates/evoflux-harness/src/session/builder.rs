@@ -18,6 +18,7 @@ use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
 use evoflux_core::trust::{Trust, TrustError, TrustList, TrustState, repository_root};
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use evoflux_graph::sandbox::SandboxPolicy;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, Definition, RootOptions, Slot};
 use evoflux_model::SetupError;
 use evoflux_plugins::{PluginManager, PluginPaths};
@@ -150,6 +151,28 @@ pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnost
     (loaded, diags)
 }
 
+/// The graph's layered sandbox policy; the diagnostics of the `sandbox`
+/// slot when it has errors (a broken policy never falls back to the
+/// default).
+pub fn selected_sandbox(graph: &CompiledGraph) -> Result<SandboxPolicy, Diagnostics> {
+    let diags: Diagnostics = graph
+        .diagnostics
+        .iter()
+        .filter(|d| d.locator.slot.as_deref() == Some("sandbox"))
+        .cloned()
+        .collect();
+    if diags.has_errors() {
+        return Err(diags.errors());
+    }
+    Ok(graph
+        .node(&Slot::sandbox())
+        .and_then(|node| match &node.definition {
+            Definition::Sandbox(policy) => Some(policy.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(SandboxPolicy::framework_default))
+}
+
 /// What selects and shapes a session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
@@ -225,6 +248,8 @@ pub enum SessionError {
     },
     #[error(transparent)]
     Trust(TrustError),
+    #[error("sandbox.toml has errors")]
+    Sandbox { diagnostics: Diagnostics },
     #[error("the selected config.toml has errors")]
     Config { diagnostics: Diagnostics },
     #[error("model `{value}` is not a valid model: {source}")]
@@ -261,6 +286,7 @@ impl SessionError {
             SessionError::LeadUnloadable { .. } => "session/lead-unloadable",
             SessionError::Trust(e) => e.code(),
             SessionError::Config { .. } => "config/invalid",
+            SessionError::Sandbox { .. } => "sandbox/invalid",
             SessionError::ModelInvalid { .. } => "session/model-invalid",
             SessionError::Provider { source, .. } => source.code(),
             SessionError::Pipeline(e) => e.code(),
@@ -279,6 +305,7 @@ impl SessionError {
             | SessionError::Lead { .. }
             | SessionError::LeadUnloadable { .. }
             | SessionError::Config { .. }
+            | SessionError::Sandbox { .. }
             | SessionError::ModelInvalid { .. } => true,
             SessionError::Provider { source, .. } => match source {
                 SetupError::UnknownProvider { .. }
@@ -306,7 +333,8 @@ impl SessionError {
         match self {
             SessionError::Lead { diagnostics, .. }
             | SessionError::LeadUnloadable { diagnostics, .. }
-            | SessionError::Config { diagnostics } => Some(diagnostics),
+            | SessionError::Config { diagnostics }
+            | SessionError::Sandbox { diagnostics } => Some(diagnostics),
             SessionError::Workspace { .. }
             | SessionError::WorkspaceInWorkMode { .. }
             | SessionError::Trust(_)
@@ -467,6 +495,8 @@ impl<'a> SessionBuilder<'a> {
                 diagnostics: config_diags,
             });
         };
+        let policy = selected_sandbox(&graph)
+            .map_err(|diagnostics| SessionError::Sandbox { diagnostics })?;
         let mut shown = diags.errors();
         shown.extend(unknown_approval_tools(&loaded, &catalog));
         let (model, model_origin) = choose_model(opts, resumed.as_ref(), &agent, &loaded);
@@ -528,6 +558,14 @@ impl<'a> SessionBuilder<'a> {
             mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
             skills: Some(skills),
             approvals: crate::approval::ApprovalPolicy::from_config(&loaded.config),
+            sandbox: Some(super::SandboxSetup {
+                policy,
+                hidden: vec![
+                    app.dirs.config_dir().to_path_buf(),
+                    app.dirs.data_dir().to_path_buf(),
+                    app.dirs.cache_dir().to_path_buf(),
+                ],
+            }),
         };
         let request = match &resumed {
             Some(s) => SessionRequest::Resume {

@@ -18,7 +18,7 @@ mod turn;
 
 pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
-    selected_config,
+    selected_config, selected_sandbox,
 };
 
 use std::path::PathBuf;
@@ -104,6 +104,20 @@ pub struct RunSetup {
     /// `config.toml`'s `[approval]`: per-tool policies that override the
     /// tool's own, for every tool including MCP tools.
     pub approvals: ApprovalPolicy,
+    /// The sandbox the session's commands run under; `None` runs them as
+    /// the process runtime was set up (for embedding tests only: every
+    /// front end opens sessions through the builder, which always sets it).
+    pub sandbox: Option<SandboxSetup>,
+}
+
+/// What a session's command sandbox is built from.
+#[derive(Debug, Clone)]
+pub struct SandboxSetup {
+    /// `sandbox.toml`, layered.
+    pub policy: evoflux_graph::sandbox::SandboxPolicy,
+    /// evoflux's own directories (config, data, cache), which commands
+    /// must not see: the session store, plugin credentials.
+    pub hidden: Vec<PathBuf>,
 }
 
 /// Which session to run.

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+use evoflux_core::AppMode;
+use evoflux_tools::sandbox::{CommandSandbox, Confinement};
+
 use crate::metadata::ResultMetadata;
 use evoflux_graph::tool::BuiltinExecutor;
 use evoflux_model::Message;
@@ -64,8 +67,25 @@ impl Harness {
                 }
             }
         };
-        let workspace = evoflux_tools::Workspace::new(session.workspace.roots())
+        let mut workspace = evoflux_tools::Workspace::new(session.workspace.roots())
             .map_err(HarnessError::Workspace)?;
+        if let Some(sandbox) = &setup.sandbox {
+            let confinement = match session.mode() {
+                AppMode::Coding => Confinement::Repositories,
+                AppMode::Work => Confinement::SessionWorkspace,
+            };
+            let sandbox = CommandSandbox::new(
+                sandbox.policy.clone(),
+                confinement,
+                workspace.roots().to_vec(),
+                sandbox.hidden.clone(),
+            )
+            .map_err(HarnessError::Workspace)?;
+            workspace = workspace.with_denied(sandbox.denied().clone());
+            if let Some(processes) = &setup.processes {
+                processes.confine(session.id, sandbox);
+            }
+        }
         let caps = SessionCapabilities {
             root_session: true,
             delegated_task_child: false,

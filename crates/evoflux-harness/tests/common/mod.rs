@@ -208,6 +208,7 @@ impl World {
             mcp_call_timeout: std::time::Duration::from_secs(30),
             skills: None,
             approvals: Default::default(),
+            sandbox: None,
         }
     }
 }

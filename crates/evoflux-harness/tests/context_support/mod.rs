@@ -246,6 +246,7 @@ impl Repo {
             mcp_call_timeout: std::time::Duration::from_secs(30),
             skills: None,
             approvals: Default::default(),
+            sandbox: None,
         }
     }
 
