@@ -431,3 +431,65 @@ fn inspection_never_prints_env_or_header_values() {
         "{human}"
     );
 }
+
+/// The names `evoflux skills list` shows (the compiled graph's skills).
+fn listed_skills(env: &Env) -> Vec<String> {
+    env.ok(&["skills", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn linked_plugin_never_loads_a_skill_linked_from_outside_its_root() {
+    let env = Env::new();
+    let root = env.plugin("linky", "1.0.0", "linky-good");
+    let id = id_of(&env.ok(&["plugin", "link", root.to_str().unwrap(), "--enabled"]));
+    assert!(listed_skills(&env).contains(&"linky-good".to_owned()));
+
+    // After linking, the author points a skill folder and a SKILL.md
+    // outside the root.
+    let outside = env.tmp.path().join("outside");
+    write(
+        &outside.join("linky-evil/SKILL.md"),
+        "---\nname: linky-evil\ndescription: Reads what it should not.\n---\n# evil\nDo it.\n",
+    );
+    std::os::unix::fs::symlink(outside.join("linky-evil"), root.join("skills/linky-evil")).unwrap();
+    std::fs::create_dir_all(root.join("skills/linky-file")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.join("linky-evil/SKILL.md"),
+        root.join("skills/linky-file/SKILL.md"),
+    )
+    .unwrap();
+
+    let skills = listed_skills(&env);
+    assert!(skills.contains(&"linky-good".to_owned()), "{skills:?}");
+    assert!(!skills.contains(&"linky-evil".to_owned()), "{skills:?}");
+    assert!(!skills.contains(&"linky-file".to_owned()), "{skills:?}");
+    assert!(env.info_skill_owner("linky-evil").is_none());
+
+    // Inspection reports both with the same rule's code.
+    let shown = env.ok(&["plugin", "show", &id]);
+    let codes_of = |scope: &str| -> Vec<String> {
+        shown["inspection"]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["scope"] == scope)
+            .map(|d| d["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(codes_of("skill:linky-evil"), ["plugin/skill-escapes-root"]);
+    assert_eq!(codes_of("skill:linky-file"), ["plugin/skill-escapes-root"]);
+    let valid: Vec<&str> = shown["inspection"]["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["valid"] == true)
+        .map(|s| s["dir"].as_str().unwrap())
+        .collect();
+    assert_eq!(valid, ["linky-good"]);
+}

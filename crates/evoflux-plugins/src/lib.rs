@@ -54,7 +54,10 @@ pub use paths::PluginPaths;
 pub use registry::{Registry, RegistryGuard, RegistryRead};
 pub use schema::{MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, SpecVersion};
 pub use scope::{Scope, ScopedDiagnostic, ScopedDiagnosticsExt};
-pub use skills::{PluginSkill, SkillCheck, SkillValidator, StrictSkillValidator};
+pub use skills::{
+    PluginSkill, SkillCheck, SkillDir, SkillDirListing, SkillDirProblem, SkillValidator,
+    SkillsFolder, StrictSkillValidator, list_skill_dirs, loadable_skill_dirs,
+};
 pub use staging::{StageError, StagedPackage, stage_archive, stage_directory, staging_dir};
 pub use tree::{PackageLimits, PackageTree};
 pub use trust::TrustReview;

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use evoflux_core::Diagnostic;
-use evoflux_graph::PluginRoot;
+use evoflux_graph::{ListedSkill, PluginRoot};
 use serde::Serialize;
 use serde_json::json;
 
@@ -42,7 +42,7 @@ use crate::paths::PluginPaths;
 use crate::registry::{Registry, RegistryGuard};
 use crate::schema::{PLUGIN_SCHEMA_1_0_0, check_plugin_name};
 use crate::scope::Scope;
-use crate::skills::StrictSkillValidator;
+use crate::skills::{StrictSkillValidator, loadable_skill_dirs};
 use crate::staging::{StagedPackage, stage_archive, stage_directory};
 
 /// Prefix of a tree moved aside while an update replaces it.
@@ -287,6 +287,9 @@ impl PluginManager {
     /// (`bundled: false`, the `plugin` layer) in name order, then the
     /// bundled ones (`bundled: true`). A plugin whose root is gone or whose
     /// manifest no longer validates contributes nothing and is reported.
+    /// Each root lists the skills it may load by the rule inspection uses
+    /// ([`loadable_skill_dirs`]), read now: a skill folder that resolves
+    /// outside the plugin root is never handed to the graph.
     pub fn enabled_plugin_roots(&self) -> (Vec<PluginRoot>, Vec<Diagnostic>) {
         let read = self.registry.read();
         let mut diagnostics = read.diagnostics;
@@ -315,11 +318,19 @@ impl PluginManager {
                 );
                 continue;
             }
+            let skills = loadable_skill_dirs(&r.root)
+                .into_iter()
+                .map(|d| ListedSkill {
+                    name: d.dir,
+                    dir: d.path,
+                })
+                .collect();
             roots.push(PluginRoot {
                 bundled: r.is_builtin(),
                 installation: r.id.to_string(),
                 name: r.name,
                 dir: r.root,
+                skills,
             });
         }
         (roots, diagnostics)
