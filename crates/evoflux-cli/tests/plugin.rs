@@ -493,3 +493,136 @@ fn linked_plugin_never_loads_a_skill_linked_from_outside_its_root() {
         .collect();
     assert_eq!(valid, ["linky-good"]);
 }
+
+const MCP_SCHEMA: &str = "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json";
+
+/// The warning codes a `--json` run printed on stderr (none when silent).
+fn warning_codes(out: &std::process::Output) -> Vec<String> {
+    if out.stderr.is_empty() {
+        return Vec::new();
+    }
+    stderr_codes(out)
+}
+
+#[test]
+fn update_that_widens_the_trust_review_disables_until_reviewed() {
+    let env = Env::new();
+    let v1 = env.plugin("widen", "1.0.0", "widen-audit");
+    write(
+        &v1.join("mcp.json"),
+        &json!({"$schema": MCP_SCHEMA, "mcpServers": {
+            "local": {"type": "stdio", "command": "./bin/server", "env": {"MODE": "a"}}
+        }})
+        .to_string(),
+    );
+    write(&v1.join("bin/server"), "#!/bin/sh\n");
+    let id = id_of(&env.ok(&["plugin", "install", v1.to_str().unwrap(), "--enabled"]));
+
+    // Same trust surface (only the description and a value change): still enabled.
+    let same = env.plugin("widen", "1.1.0", "widen-audit");
+    write(
+        &same.join("mcp.json"),
+        &json!({"$schema": MCP_SCHEMA, "mcpServers": {
+            "local": {"type": "stdio", "command": "./bin/server", "env": {"MODE": "b"}}
+        }})
+        .to_string(),
+    );
+    write(&same.join("bin/server"), "#!/bin/sh\n");
+    let out = env.run(&["plugin", "update", &id, same.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    assert!(warning_codes(&out).is_empty());
+    let u = json(&out);
+    assert_eq!(u["installation"]["enabled"], true);
+    assert_eq!(u["review"], "nothing-new");
+
+    // A new command, a new host, a new env name and a new skill.
+    let wider = env.plugin("widen", "2.0.0", "widen-audit");
+    write(
+        &wider.join("skills/widen-extra/SKILL.md"),
+        "---\nname: widen-extra\ndescription: More.\n---\n# extra\nDo more.\n",
+    );
+    write(
+        &wider.join("mcp.json"),
+        &json!({"$schema": MCP_SCHEMA, "mcpServers": {
+            "local": {"type": "stdio", "command": "./bin/server", "env": {"MODE": "b"}},
+            "helper": {"type": "stdio", "command": "./bin/helper", "env": {"HELPER_TOKEN": "tok-new-secret"}},
+            "remote": {"type": "streamable-http", "url": "https://widen.example.test/mcp"}
+        }})
+        .to_string(),
+    );
+    write(&wider.join("bin/server"), "#!/bin/sh\n");
+    write(&wider.join("bin/helper"), "#!/bin/sh\n");
+    let out = env.run(&["plugin", "update", &id, wider.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(warning_codes(&out), ["plugin/update-review-required"]);
+    let u = json(&out);
+    assert_eq!(u["installation"]["enabled"], false);
+    assert_eq!(u["review"], "required");
+    let change = &u["trust_change"];
+    let commands: Vec<&str> = change["added_commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["executable"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, ["./bin/helper"]);
+    assert_eq!(change["added_hosts"][0]["host"], "widen.example.test");
+    assert_eq!(change["added_environment_fields"], json!(["HELPER_TOKEN"]));
+    let sources: Vec<&str> = change["added_capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["source"].as_str().unwrap())
+        .collect();
+    assert!(sources.contains(&"widen-extra"), "{sources:?}");
+    assert!(
+        sources.contains(&"helper") && sources.contains(&"remote"),
+        "{sources:?}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("tok-new-secret"));
+    assert!(env.info_skill_owner("widen-extra").is_none());
+    assert_eq!(
+        env.registry()["installations"][0]["enabled"],
+        false,
+        "the disabled state is what the registry holds"
+    );
+
+    // The human output names the difference.
+    env.ok(&["plugin", "enable", &id]);
+    let wider3 = env.plugin("widen", "3.0.0", "widen-audit");
+    write(
+        &wider3.join("mcp.json"),
+        &json!({"$schema": MCP_SCHEMA, "mcpServers": {
+            "other": {"type": "streamable-http", "url": "https://other.example.test/mcp"}
+        }})
+        .to_string(),
+    );
+    let out = env.run(&["plugin", "update", &id, wider3.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("other.example.test"), "{text}");
+    assert!(text.contains("(disabled)"), "{text}");
+
+    // --enabled keeps it enabled whatever the new version adds.
+    env.ok(&["plugin", "enable", &id]);
+    let u = env.ok(&[
+        "plugin",
+        "update",
+        &id,
+        wider.to_str().unwrap(),
+        "--enabled",
+    ]);
+    assert_eq!(u["installation"]["enabled"], true);
+    assert_eq!(u["review"], "enabled-on-request");
+    assert!(
+        !u["trust_change"]["added_commands"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(env.info_skill_owner("widen-extra").is_some());
+}

@@ -45,7 +45,8 @@ pub use installation::{
     Capabilities, InstallationId, InvalidInstallationId, PluginInstallation, SourceType,
 };
 pub use lifecycle::{
-    CreateOptions, Listing, PluginDetail, PluginManager, PluginSummary, Uninstalled,
+    CreateOptions, Listing, PluginDetail, PluginManager, PluginSummary, Uninstalled, UpdateReview,
+    UpdateTrust, Updated,
 };
 pub use manifest::{Author, ManifestOutcome, PluginManifest, validate_manifest};
 pub use mcp::{McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, validate_mcp};
@@ -60,4 +61,4 @@ pub use skills::{
 };
 pub use staging::{StageError, StagedPackage, stage_archive, stage_directory, staging_dir};
 pub use tree::{PackageLimits, PackageTree};
-pub use trust::TrustReview;
+pub use trust::{TrustChange, TrustReview};

@@ -85,6 +85,44 @@ pub struct Uninstalled {
     pub removed_data: bool,
 }
 
+/// What `update` does to an enabled installation whose new version adds to
+/// its trust review. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateTrust {
+    /// Leave it disabled until the user reviews the difference and enables
+    /// it again (what a user gets by default).
+    ReviewAgain,
+    /// Leave it enabled (or enable it) without a new review: deliberate
+    /// automation that reviewed the package elsewhere.
+    Enable,
+}
+
+/// How the enabled state came out of an update. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpdateReview {
+    /// Enabled before, and the new version adds nothing to review: still
+    /// enabled.
+    NothingNew,
+    /// Enabled before, and the new version adds to the trust review: now
+    /// disabled until it is reviewed and enabled.
+    Required,
+    /// Disabled before: still disabled.
+    Disabled,
+    /// Enabled on request ([`UpdateTrust::Enable`]), whatever it adds.
+    EnabledOnRequest,
+}
+
+/// The result of an update: the installation, what its new version adds
+/// to the trust review and what that did to its enabled state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Updated {
+    #[serde(flatten)]
+    pub detail: PluginDetail,
+    pub trust_change: crate::trust::TrustChange,
+    pub review: UpdateReview,
+}
+
 /// A new package scaffold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CreateOptions {
@@ -590,9 +628,18 @@ impl PluginManager {
     }
 
     /// Replaces an installed plugin's files in place from a folder or
-    /// archive of the same plugin. The id, install time, enabled state and
-    /// data folder are kept.
-    pub fn update(&self, id: &InstallationId, path: &Path) -> Result<PluginDetail, PluginError> {
+    /// archive of the same plugin. The id, install time and data folder are
+    /// kept. An enabled installation stays enabled only when the new
+    /// version's trust review adds nothing to the installed one's (no new
+    /// command, host, environment name or capability); otherwise it is
+    /// left disabled until the user reviews the difference and enables it,
+    /// unless `trust` is [`UpdateTrust::Enable`].
+    pub fn update(
+        &self,
+        id: &InstallationId,
+        path: &Path,
+        trust: UpdateTrust,
+    ) -> Result<Updated, PluginError> {
         self.refuse_builtin(id, BuiltinOperation::Update)?;
         let source = Source::classify(path)?;
         self.refuse_bundled_tree(source.path())?;
@@ -614,6 +661,7 @@ impl PluginManager {
             }
         }
         let old_root = self.owned_root(&record)?;
+        let reviewed = inspect(&old_root, &self.validator).trust;
         let staged = self.stage(&source)?;
         let manifest = staged_manifest(&staged)?;
         if manifest.name != record.name {
@@ -623,6 +671,18 @@ impl PluginManager {
                 found: manifest.name,
             });
         }
+        let trust_change = staged.inspection().trust.added_since(&reviewed);
+        let (enabled, review) = match trust {
+            UpdateTrust::Enable => (true, UpdateReview::EnabledOnRequest),
+            UpdateTrust::ReviewAgain if !record.enabled => (false, UpdateReview::Disabled),
+            UpdateTrust::ReviewAgain if trust_change.is_empty() => (true, UpdateReview::NothingNew),
+            UpdateTrust::ReviewAgain => (false, UpdateReview::Required),
+        };
+        let done = |detail: PluginDetail| Updated {
+            detail,
+            trust_change: trust_change.clone(),
+            review,
+        };
         let home = self.paths.installation_dir(id);
         let new_root = home.join(version_segment(
             manifest.version.as_deref(),
@@ -634,6 +694,7 @@ impl PluginManager {
             root: new_root.clone(),
             source_ref: source.path().display().to_string(),
             content_sha256: inspection.content_sha256.clone(),
+            enabled,
             updated_at: utc_now(),
             ..record.clone()
         };
@@ -672,7 +733,7 @@ impl PluginManager {
             }
             let _ = fs::remove_dir_all(&backup);
             drop(guard);
-            Ok(self.detail_with(new, inspection))
+            Ok(done(self.detail_with(new, inspection)))
         } else {
             if fs::symlink_metadata(&new_root).is_ok() {
                 fs::remove_dir_all(&new_root).map_err(PluginError::io("remove", &new_root))?;
@@ -687,7 +748,7 @@ impl PluginManager {
             }
             let _ = fs::remove_dir_all(&old_root);
             drop(guard);
-            Ok(self.detail_with(new, inspection))
+            Ok(done(self.detail_with(new, inspection)))
         }
     }
 

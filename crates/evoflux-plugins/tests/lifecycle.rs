@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::Fixture;
 use evoflux_plugins::{
     CreateOptions, CredentialChange, InstallationId, PLUGIN_SCHEMA_1_0_0, PackOptions,
-    PluginManager, PluginPaths, SourceType, StrictSkillValidator, pack,
+    PluginManager, PluginPaths, SourceType, StrictSkillValidator, UpdateTrust::ReviewAgain, pack,
 };
 use serde_json::json;
 
@@ -214,7 +214,11 @@ fn update_keeps_identity_state_and_data() {
 
     let v2 = plugin("svc", "2.0.0", "Version two");
     let archive = pack_to(&v2, "svc-2.0.0.evoplugin");
-    let d2 = env.manager.update(&id, &archive).unwrap();
+    let d2 = env
+        .manager
+        .update(&id, &archive, ReviewAgain)
+        .unwrap()
+        .detail;
     assert_eq!(d2.installation.id, id);
     assert_eq!(d2.installation.installed_at, d1.installation.installed_at);
     assert_ne!(d2.installation.updated_at, d1.installation.updated_at);
@@ -228,7 +232,11 @@ fn update_keeps_identity_state_and_data() {
 
     // Same version from a folder: replaced in place, no backup left.
     v2.write("skills/audit/references/extra.md", "more");
-    let d3 = env.manager.update(&id, &v2.root).unwrap();
+    let d3 = env
+        .manager
+        .update(&id, &v2.root, ReviewAgain)
+        .unwrap()
+        .detail;
     assert_eq!(d3.installation.root, d2.installation.root);
     assert!(
         d3.installation
@@ -244,14 +252,20 @@ fn update_keeps_identity_state_and_data() {
 
     // A different plugin cannot replace it.
     let other = plugin("other", "3.0.0", "Other");
-    let err = env.manager.update(&id, &other.root).unwrap_err();
+    let err = env
+        .manager
+        .update(&id, &other.root, ReviewAgain)
+        .unwrap_err();
     assert_eq!(err.code(), "plugin/update-name-mismatch");
     // A failing update restores nothing because it changed nothing.
     assert_eq!(names(&env.paths().installation_dir(&id)), ["2.0.0"]);
 
     let missing: InstallationId = "0123456789abcdef0123456789abcdef".parse().unwrap();
     assert_eq!(
-        env.manager.update(&missing, &v2.root).unwrap_err().code(),
+        env.manager
+            .update(&missing, &v2.root, ReviewAgain)
+            .unwrap_err()
+            .code(),
         "plugin/installation-not-found"
     );
 }
@@ -286,7 +300,10 @@ fn links_use_the_folder_in_place() {
     assert_eq!(d.installation.root, f.root);
     assert!(!d.capabilities.updatable);
     assert!(d.capabilities.can_disable);
-    let err = env.manager.update(&d.installation.id, &f.root).unwrap_err();
+    let err = env
+        .manager
+        .update(&d.installation.id, &f.root, ReviewAgain)
+        .unwrap_err();
     assert_eq!(err.code(), "plugin/linked-not-updatable");
     assert!(err.to_string().contains("source folder"));
     // Uninstalling a link never touches the folder.
@@ -329,7 +346,9 @@ fn bundled_plugins_are_listed_enabled_and_immutable() {
         env.manager.set_enabled(&id, false).unwrap_err(),
         env.manager.set_enabled(&id, true).unwrap_err(),
         env.manager.uninstall(&id, false).unwrap_err(),
-        env.manager.update(&id, env.tmp.path()).unwrap_err(),
+        env.manager
+            .update(&id, env.tmp.path(), ReviewAgain)
+            .unwrap_err(),
     ] {
         assert_eq!(err.code(), "plugin/builtin-immutable");
     }

@@ -11,12 +11,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use evoflux_core::Diagnostics;
+use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
     CreateOptions, CredentialChange, CredentialState, CredentialValue, InstallationId, Listing,
     PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt,
-    SourceType, TrustReview,
+    SourceType, TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
 };
 use serde_json::json;
 
@@ -59,10 +59,17 @@ pub enum PluginCommand {
         #[command(flatten)]
         state: EnableArgs,
     },
-    /// Replace an installed plugin's files in place (same id, state and data).
+    /// Replace an installed plugin's files in place (same id and data). An
+    /// enabled plugin whose new version adds commands, hosts, environment
+    /// names or capabilities is left disabled until you review the
+    /// difference and enable it again.
     Update {
         installation_id: String,
         path: PathBuf,
+        /// Keep it enabled (or enable it) whatever the new version adds,
+        /// skipping the new trust review (for automation).
+        #[arg(long)]
+        enabled: bool,
     },
     /// List installed, linked and bundled plugins.
     List,
@@ -185,9 +192,15 @@ fn dispatch(
         PluginCommand::Update {
             installation_id,
             path,
+            enabled,
         } => {
-            let d = manager.update(&parse_id(installation_id)?, path)?;
-            print_detail(out, &d, "Updated");
+            let trust = if *enabled {
+                UpdateTrust::Enable
+            } else {
+                UpdateTrust::ReviewAgain
+            };
+            let u = manager.update(&parse_id(installation_id)?, path, trust)?;
+            print_updated(out, &u);
             Ok(Exit::Ok)
         }
         PluginCommand::List => {
@@ -312,6 +325,112 @@ fn print_detail(out: &Output, d: &PluginDetail, verb: &str) {
         }
         s
     });
+}
+
+fn print_updated(out: &Output, u: &Updated) {
+    let i = &u.detail.installation;
+    out.result(u, || {
+        let mut s = format!(
+            "Updated {} {} as {} ({})\n",
+            i.name,
+            i.version.as_deref().unwrap_or("(unversioned)"),
+            i.id,
+            if i.enabled { "enabled" } else { "disabled" }
+        );
+        if !u.trust_change.is_empty() {
+            let _ = writeln!(s, "The new version adds to the trust review:");
+            render_trust_change(&u.trust_change, &mut s);
+        }
+        match u.review {
+            UpdateReview::Required => {
+                let _ = writeln!(
+                    s,
+                    "It stays disabled until you review it: `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+                    i.id, i.id
+                );
+            }
+            UpdateReview::Disabled => {
+                let _ = writeln!(
+                    s,
+                    "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+                    i.id, i.id
+                );
+            }
+            UpdateReview::NothingNew | UpdateReview::EnabledOnRequest => {}
+        }
+        s
+    });
+    if u.review == UpdateReview::Required {
+        out.diagnostics(&Diagnostics::from(vec![Diagnostic::warning(
+            "plugin/update-review-required",
+            format!(
+                "the new version of `{}` adds {}; it was disabled until you review it (`evoflux plugin show {}`) and enable it again (`evoflux plugin enable {}`)",
+                i.name,
+                describe_change(&u.trust_change),
+                i.id,
+                i.id
+            ),
+        )]));
+    }
+}
+
+/// `2 commands, 1 host and 1 capability`.
+fn describe_change(change: &TrustChange) -> String {
+    let parts: Vec<String> = [
+        (change.added_commands.len(), "command", "commands"),
+        (change.added_hosts.len(), "host", "hosts"),
+        (
+            change.added_environment_fields.len(),
+            "environment name",
+            "environment names",
+        ),
+        (
+            change.added_capabilities.len(),
+            "capability",
+            "capabilities",
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+    .collect();
+    match parts.split_last() {
+        None => "nothing".to_owned(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+fn render_trust_change(change: &TrustChange, s: &mut String) {
+    for c in &change.added_commands {
+        let _ = writeln!(
+            s,
+            "  + runs        {} {}  [server {}]",
+            c.executable,
+            c.args.join(" "),
+            c.server
+        );
+    }
+    for h in &change.added_hosts {
+        let _ = writeln!(
+            s,
+            "  + connects    {} ({}{})  [server {}]",
+            h.host,
+            h.transport,
+            if h.started { "" } else { ", never started" },
+            h.server
+        );
+    }
+    if !change.added_environment_fields.is_empty() {
+        let _ = writeln!(
+            s,
+            "  + env names   {}",
+            change.added_environment_fields.join(", ")
+        );
+    }
+    for c in &change.added_capabilities {
+        let _ = writeln!(s, "  + capability  {}  [{}]", c.name, c.source);
+    }
 }
 
 fn source_label(t: SourceType) -> &'static str {
