@@ -626,3 +626,69 @@ fn update_that_widens_the_trust_review_disables_until_reviewed() {
     );
     assert!(env.info_skill_owner("widen-extra").is_some());
 }
+
+#[test]
+fn pack_leaves_out_secrets_and_ignored_files_and_says_so() {
+    let env = Env::new();
+    let root = env.plugin("packy", "1.0.0", "packy-audit");
+    write(&root.join(".env"), "TOKEN=tok-root-secret");
+    write(&root.join(".env.local"), "TOKEN=tok-local-secret");
+    write(&root.join("scratch/notes.txt"), "private notes");
+    write(&root.join("debug.log"), "log");
+    write(&root.join(".evopluginignore"), "scratch/\n*.log\n");
+
+    let packed = env.ok(&[
+        "plugin",
+        "pack",
+        root.to_str().unwrap(),
+        "--output",
+        env.tmp.path().join("packy.evoplugin").to_str().unwrap(),
+    ]);
+    let excluded: Vec<(&str, &str)> = packed["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), e["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        excluded,
+        [
+            (".env", "default"),
+            (".env.local", "default"),
+            ("debug.log", "ignore-file"),
+            ("scratch", "ignore-file"),
+        ]
+    );
+    assert_eq!(
+        packed["entries"], 3,
+        "plugin.json, SKILL.md, .evopluginignore"
+    );
+
+    // Installing the archive yields the packed tree, with the packed digest.
+    let archive = packed["path"].as_str().unwrap();
+    let installed = env.ok(&["plugin", "install", archive]);
+    assert_eq!(
+        installed["installation"]["content_sha256"],
+        packed["content_sha256"]
+    );
+    let tree = PathBuf::from(installed["installation"]["root"].as_str().unwrap());
+    assert!(tree.join("plugin.json").exists());
+    for gone in [".env", ".env.local", "scratch", "debug.log"] {
+        assert!(!tree.join(gone).exists(), "{gone} was packed");
+    }
+
+    // The human output names what was left out.
+    let out = env.run(&[
+        "plugin",
+        "pack",
+        root.to_str().unwrap(),
+        "--output",
+        env.tmp.path().join("packy-2.evoplugin").to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [".env", ".env.local", "scratch/", "debug.log"] {
+        assert!(text.contains(name), "{name} not named: {text}");
+    }
+    assert!(!text.contains("tok-root-secret"), "{text}");
+}

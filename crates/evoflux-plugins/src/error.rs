@@ -190,7 +190,10 @@ impl PluginError {
                 StageError::Changed | StageError::Io { .. } => false,
             },
             PluginError::Pack(e) => match e {
-                PackError::Invalid { .. } | PackError::Symlink { .. } => true,
+                PackError::Invalid { .. }
+                | PackError::Symlink { .. }
+                | PackError::IgnoreFile { .. }
+                | PackError::ManifestExcluded { .. } => true,
                 PackError::OutputExists(_)
                 | PackError::OutputInsidePackage(_)
                 | PackError::OutputForbidden(..)

@@ -50,7 +50,10 @@ pub use lifecycle::{
 };
 pub use manifest::{Author, ManifestOutcome, PluginManifest, validate_manifest};
 pub use mcp::{McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, validate_mcp};
-pub use pack::{PackError, PackOptions, PackReport, default_pack_output, pack};
+pub use pack::{
+    ExcludedBy, ExcludedEntry, PackError, PackOptions, PackReport, PackSelection,
+    default_pack_output, pack,
+};
 pub use paths::PluginPaths;
 pub use registry::{Registry, RegistryGuard, RegistryRead};
 pub use schema::{MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, SpecVersion};

@@ -14,9 +14,9 @@ use clap::{Args, Subcommand};
 use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
-    CreateOptions, CredentialChange, CredentialState, CredentialValue, InstallationId, Listing,
-    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt,
-    SourceType, TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
+    CreateOptions, CredentialChange, CredentialState, CredentialValue, ExcludedBy, InstallationId,
+    Listing, PackReport, PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths,
+    ScopedDiagnosticsExt, SourceType, TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
 };
 use serde_json::json;
 
@@ -46,7 +46,9 @@ pub enum PluginCommand {
         #[command(flatten)]
         state: EnableArgs,
     },
-    /// Pack a plugin folder into a deterministic .evoplugin archive.
+    /// Pack a plugin folder into a deterministic .evoplugin archive. `.env`
+    /// and `.env.*` files, and whatever the folder's `.evopluginignore`
+    /// names (gitignore syntax), are left out and listed.
     Pack {
         path: PathBuf,
         /// Where to write (default: <parent>/<name>-<version>.evoplugin).
@@ -179,8 +181,13 @@ fn dispatch(
         PluginCommand::Pack { path, output } => {
             let r = manager.pack(path, output.clone())?;
             out.result(
-                &json!({"path": r.output, "entries": r.entries, "content_sha256": r.content_sha256}),
-                || format!("Packed {} files into {}\n", r.entries, r.output.display()),
+                &json!({
+                    "path": r.output,
+                    "entries": r.entries,
+                    "content_sha256": r.content_sha256,
+                    "excluded": r.excluded,
+                }),
+                || render_pack(&r),
             );
             Ok(Exit::Ok)
         }
@@ -325,6 +332,26 @@ fn print_detail(out: &Output, d: &PluginDetail, verb: &str) {
         }
         s
     });
+}
+
+fn render_pack(r: &PackReport) -> String {
+    let mut s = format!("Packed {} files into {}\n", r.entries, r.output.display());
+    if !r.excluded.is_empty() {
+        let _ = writeln!(s, "Left out:");
+        for e in &r.excluded {
+            let _ = writeln!(
+                s,
+                "  {}{}  ({})",
+                e.path,
+                if e.folder { "/" } else { "" },
+                match e.by {
+                    ExcludedBy::Default => format!("secrets file, `{}`", e.pattern),
+                    ExcludedBy::IgnoreFile => format!(".evopluginignore `{}`", e.pattern),
+                }
+            );
+        }
+    }
+    s
 }
 
 fn print_updated(out: &Output, u: &Updated) {
