@@ -692,3 +692,72 @@ fn pack_leaves_out_secrets_and_ignored_files_and_says_so() {
     }
     assert!(!text.contains("tok-root-secret"), "{text}");
 }
+
+#[test]
+fn one_installation_per_name_and_kept_data_is_reattached() {
+    let env = Env::new();
+    let v1 = env.plugin("solo", "1.0.0", "solo-audit");
+    let id = id_of(&env.ok(&["plugin", "install", v1.to_str().unwrap()]));
+
+    // The same name from another source is refused, pointing to update.
+    let v2 = env.plugin("solo", "2.0.0", "solo-audit");
+    let out = env.run(&["plugin", "install", v2.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_codes(&out), ["plugin/already-installed"]);
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let message = err["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("plugin update {id}")),
+        "{message}"
+    );
+    // Linking it is refused too.
+    let out = env.run(&["plugin", "link", v2.to_str().unwrap(), "--json"]);
+    assert_eq!(stderr_codes(&out), ["plugin/already-installed"]);
+    assert_eq!(env.user_plugins().len(), 1);
+
+    // Uninstall keeps the data; `data list` names it.
+    let state = env.plugins_home().join("data").join(&id).join("state.json");
+    write(&state, "kept state");
+    env.ok(&["plugin", "uninstall", &id]);
+    let listed = env.ok(&["plugin", "data", "list"]);
+    assert_eq!(listed["kept"][0]["id"], id);
+    assert_eq!(listed["kept"][0]["name"], "solo");
+    assert_eq!(listed["kept"].as_array().unwrap().len(), 1);
+
+    // Reinstalling (another version, another source) reattaches it.
+    let again = env.ok(&["plugin", "install", v2.to_str().unwrap()]);
+    assert_eq!(id_of(&again), id);
+    assert_eq!(again["reattached_data"], true);
+    assert_eq!(std::fs::read_to_string(&state).unwrap(), "kept state");
+    assert_eq!(env.ok(&["plugin", "data", "list"])["kept"], json!([]));
+    // Its data is in use: `data remove` refuses it.
+    let out = env.run(&["plugin", "data", "remove", "--id", &id, "--json"]);
+    assert_eq!(stderr_codes(&out), ["plugin/data-in-use"]);
+
+    // Kept again, then removed by name: a fresh install starts empty.
+    env.ok(&["plugin", "uninstall", &id]);
+    let removed = env.ok(&["plugin", "data", "remove", "solo"]);
+    assert_eq!(removed["removed"][0]["id"], id);
+    assert!(!state.exists());
+    let out = env.run(&["plugin", "data", "remove", "solo", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_codes(&out), ["plugin/kept-data-not-found"]);
+    let fresh = env.ok(&["plugin", "install", v1.to_str().unwrap()]);
+    assert_ne!(id_of(&fresh), id);
+    assert_eq!(fresh["reattached_data"], false);
+
+    // A data folder no record names is listed without a name and removed by id.
+    let stray = "0123456789abcdef0123456789abcdef";
+    write(
+        &env.plugins_home().join("data").join(stray).join("x"),
+        "left",
+    );
+    let listed = env.ok(&["plugin", "data", "list"]);
+    assert_eq!(listed["kept"][0]["id"], stray);
+    assert_eq!(listed["kept"][0]["name"], Value::Null);
+    env.ok(&["plugin", "data", "remove", "--id", stray]);
+    assert!(!env.plugins_home().join("data").join(stray).exists());
+    // Uninstalling with --remove-data keeps nothing.
+    env.ok(&["plugin", "uninstall", &id_of(&fresh), "--remove-data"]);
+    assert_eq!(env.ok(&["plugin", "data", "list"])["kept"], json!([]));
+}

@@ -45,8 +45,8 @@ pub use installation::{
     Capabilities, InstallationId, InvalidInstallationId, PluginInstallation, SourceType,
 };
 pub use lifecycle::{
-    CreateOptions, Listing, PluginDetail, PluginManager, PluginSummary, Uninstalled, UpdateReview,
-    UpdateTrust, Updated,
+    CreateOptions, DataSelector, KeptDataEntry, KeptDataListing, Listing, NewInstallation,
+    PluginDetail, PluginManager, PluginSummary, Uninstalled, UpdateReview, UpdateTrust, Updated,
 };
 pub use manifest::{Author, ManifestOutcome, PluginManifest, validate_manifest};
 pub use mcp::{McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, validate_mcp};
@@ -55,7 +55,7 @@ pub use pack::{
     default_pack_output, pack,
 };
 pub use paths::PluginPaths;
-pub use registry::{Registry, RegistryGuard, RegistryRead};
+pub use registry::{KeptData, Registry, RegistryGuard, RegistryRead};
 pub use schema::{MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, SpecVersion};
 pub use scope::{Scope, ScopedDiagnostic, ScopedDiagnosticsExt};
 pub use skills::{

@@ -83,7 +83,7 @@ fn pack_to(f: &Fixture, file: &str) -> PathBuf {
 fn install_from_folder_is_disabled_until_enabled() {
     let env = Env::new();
     let f = plugin("demo", "1.0.0", "Demo");
-    let d = env.manager.install(&f.root, false).unwrap();
+    let d = env.manager.install(&f.root, false).unwrap().detail;
     let id = d.installation.id.clone();
     assert!(!d.installation.enabled);
     assert_eq!(d.installation.source_type, SourceType::Installed);
@@ -137,7 +137,7 @@ fn install_from_archive_drops_junk_and_keeps_exec_bits() {
     let server = f.write("bin/server", "#!/bin/sh\n");
     fs::set_permissions(&server, fs::Permissions::from_mode(0o755)).unwrap();
     let archive = pack_to(&f, "packed-2.0.0.evoplugin");
-    let d = env.manager.install(&archive, true).unwrap();
+    let d = env.manager.install(&archive, true).unwrap().detail;
     let root = &d.installation.root;
     assert!(d.installation.enabled);
     assert!(!root.join("__pycache__").exists());
@@ -207,7 +207,7 @@ fn installed_copies_refuse_symlinks() {
 fn update_keeps_identity_state_and_data() {
     let env = Env::new();
     let v1 = plugin("svc", "1.0.0", "Version one");
-    let d1 = env.manager.install(&v1.root, false).unwrap();
+    let d1 = env.manager.install(&v1.root, false).unwrap().detail;
     let id = d1.installation.id.clone();
     let state = env.paths().plugin_data_dir(&id).join("state.json");
     fs::write(&state, "{\"kept\": true}").unwrap();
@@ -275,8 +275,20 @@ fn uninstall_keeps_plugin_data_unless_asked() {
     let env = Env::new();
     let a = plugin("keep", "1.0.0", "K");
     let b = plugin("drop", "1.0.0", "D");
-    let ka = env.manager.install(&a.root, false).unwrap().installation.id;
-    let kb = env.manager.install(&b.root, false).unwrap().installation.id;
+    let ka = env
+        .manager
+        .install(&a.root, false)
+        .unwrap()
+        .detail
+        .installation
+        .id;
+    let kb = env
+        .manager
+        .install(&b.root, false)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     env.manager.uninstall(&ka, false).unwrap();
     env.manager.uninstall(&kb, true).unwrap();
     assert!(env.paths().plugin_data_dir(&ka).is_dir());
@@ -295,7 +307,7 @@ fn links_use_the_folder_in_place() {
     let f = plugin("dev", "0.1.0", "Dev");
     f.write("docs/guide.md", "guide");
     f.symlink("docs/guide.md", "GUIDE.md");
-    let d = env.manager.link(&f.root, false).unwrap();
+    let d = env.manager.link(&f.root, false).unwrap().detail;
     assert_eq!(d.installation.source_type, SourceType::Linked);
     assert_eq!(d.installation.root, f.root);
     assert!(!d.capabilities.updatable);
@@ -449,7 +461,13 @@ fn credentials_are_masked_private_and_validated() {
             {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_API_TOKEN", "required": true}
         ]}}
     }));
-    let id = env.manager.install(&f.root, false).unwrap().installation.id;
+    let id = env
+        .manager
+        .install(&f.root, false)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     let state = env.manager.credentials(&id).unwrap();
     assert!(state.supported && !state.configured);
 
@@ -526,7 +544,7 @@ fn malformed_registry_blocks_mutations_and_is_kept() {
 fn leftovers_of_a_killed_process_are_recovered() {
     let env = Env::new();
     let f = plugin("demo", "1.0.0", "D");
-    let d = env.manager.install(&f.root, false).unwrap();
+    let d = env.manager.install(&f.root, false).unwrap().detail;
     let id = d.installation.id.clone();
     let home = env.paths().installation_dir(&id);
 
@@ -598,4 +616,34 @@ fn invalid_credentials_declaration_is_reported_not_fatal() {
             .message
             .contains("absolute HTTP(S) URL")
     );
+}
+
+#[test]
+fn kept_data_is_recorded_with_the_uninstall_and_reattached_by_a_link() {
+    let env = Env::new();
+    let f = plugin("keeper", "1.0.0", "K");
+    let first = env.manager.install(&f.root, false).unwrap();
+    assert!(!first.reattached_data);
+    let id = first.detail.installation.id;
+    // No kept data: the registry has no `kept_data` key at all.
+    assert!(env.registry_json().get("kept_data").is_none());
+    env.manager.uninstall(&id, false).unwrap();
+    let reg = env.registry_json();
+    assert_eq!(reg["installations"], json!([]));
+    assert_eq!(reg["kept_data"][0]["id"], id.to_string());
+    assert_eq!(reg["kept_data"][0]["name"], "keeper");
+
+    // A link of the same plugin reattaches it just as an install would.
+    let linked = env.manager.link(&f.root, false).unwrap();
+    assert!(linked.reattached_data);
+    assert_eq!(linked.detail.installation.id, id);
+    assert!(env.registry_json().get("kept_data").is_none());
+
+    // A kept record whose folder is gone is dropped, not reattached.
+    env.manager.uninstall(&id, false).unwrap();
+    fs::remove_dir_all(env.paths().plugin_data_dir(&id)).unwrap();
+    let fresh = env.manager.install(&f.root, false).unwrap();
+    assert!(!fresh.reattached_data);
+    assert_ne!(fresh.detail.installation.id, id);
+    assert!(env.manager.kept_data().kept.is_empty());
 }

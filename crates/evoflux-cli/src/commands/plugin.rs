@@ -14,9 +14,10 @@ use clap::{Args, Subcommand};
 use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
-    CreateOptions, CredentialChange, CredentialState, CredentialValue, ExcludedBy, InstallationId,
-    Listing, PackReport, PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths,
-    ScopedDiagnosticsExt, SourceType, TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
+    CreateOptions, CredentialChange, CredentialState, CredentialValue, DataSelector, ExcludedBy,
+    InstallationId, KeptDataListing, Listing, NewInstallation, PackReport, PluginDetail,
+    PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt, SourceType,
+    TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
 };
 use serde_json::json;
 
@@ -88,6 +89,13 @@ pub enum PluginCommand {
         #[arg(long)]
         remove_data: bool,
     },
+    /// List or remove the data folders uninstalls kept (PLUGIN_DATA and
+    /// credentials). Installing the same plugin again reattaches its kept
+    /// data.
+    Data {
+        #[command(subcommand)]
+        action: DataAction,
+    },
     /// Show, set or clear the credentials a plugin declares (secrets are
     /// never printed).
     Credentials {
@@ -105,6 +113,23 @@ pub struct EnableArgs {
     /// Install disabled (the default).
     #[arg(long)]
     disabled: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataAction {
+    /// List kept data folders: the plugin each was kept for, or none for a
+    /// folder no record names.
+    List,
+    /// Delete the kept data of a plugin (by name), or one folder by
+    /// installation id.
+    Remove {
+        /// The plugin name.
+        #[arg(required_unless_present = "id", conflicts_with = "id")]
+        name: Option<String>,
+        /// One folder by its installation id (for folders without a name).
+        #[arg(long)]
+        id: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -174,8 +199,8 @@ fn dispatch(
             })
         }
         PluginCommand::Link { path, state } => {
-            let d = manager.link(path, state.enabled)?;
-            print_detail(out, &d, "Linked");
+            let n = manager.link(path, state.enabled)?;
+            print_new(out, &n, "Linked");
             Ok(Exit::Ok)
         }
         PluginCommand::Pack { path, output } => {
@@ -192,8 +217,8 @@ fn dispatch(
             Ok(Exit::Ok)
         }
         PluginCommand::Install { path, state } => {
-            let d = manager.install(path, state.enabled)?;
-            print_detail(out, &d, "Installed");
+            let n = manager.install(path, state.enabled)?;
+            print_new(out, &n, "Installed");
             Ok(Exit::Ok)
         }
         PluginCommand::Update {
@@ -238,9 +263,12 @@ fn dispatch(
             let u = manager.uninstall(&parse_id(installation_id)?, *remove_data)?;
             out.result(&u, || {
                 let data = if u.removed_data {
-                    "its data was removed"
+                    "its data was removed".to_owned()
                 } else {
-                    "its data was kept (use --remove-data to delete it)"
+                    format!(
+                        "its data was kept: installing {} again reattaches it, `evoflux plugin data remove {}` deletes it",
+                        u.installation.name, u.installation.name
+                    )
                 };
                 format!(
                     "Uninstalled {} ({}); {data}\n",
@@ -249,6 +277,39 @@ fn dispatch(
             });
             Ok(Exit::Ok)
         }
+        PluginCommand::Data { action } => match action {
+            DataAction::List => {
+                let listing = manager.kept_data();
+                out.result(&listing, || render_kept_data(&listing));
+                out.diagnostics(&Diagnostics::from(listing.diagnostics.clone()));
+                Ok(Exit::Ok)
+            }
+            DataAction::Remove { name, id } => {
+                let selector = match (name, id) {
+                    (_, Some(id)) => DataSelector::Id(parse_id(id)?),
+                    (Some(name), None) => DataSelector::Name(name.clone()),
+                    // clap requires one of them; never reached.
+                    (None, None) => {
+                        out.failure(&anyhow::anyhow!("give a plugin name or --id"));
+                        return Ok(Exit::Invalid);
+                    }
+                };
+                let removed = manager.remove_kept_data(&selector)?;
+                out.result(&json!({"removed": removed}), || {
+                    let mut s = String::new();
+                    for r in &removed {
+                        let _ = writeln!(
+                            s,
+                            "Removed the kept data of {} ({})",
+                            r.name.as_deref().unwrap_or("an unknown plugin"),
+                            r.id
+                        );
+                    }
+                    s
+                });
+                Ok(Exit::Ok)
+            }
+        },
         PluginCommand::Credentials {
             installation_id,
             action,
@@ -296,10 +357,28 @@ fn report(out: &Output, e: &PluginError) -> Exit {
                 .message
                 .push_str("; `evoflux plugin list` shows the installations");
         }
-        PluginError::AlreadyInstalled { id, .. } => {
+        PluginError::AlreadyInstalled {
+            id, source_type, ..
+        } => {
+            let hint = match source_type {
+                SourceType::Installed | SourceType::Builtin => {
+                    format!("; update it instead: `evoflux plugin update {id} <path>`")
+                }
+                SourceType::Linked => format!(
+                    "; a linked plugin changes with its folder: edit it there, or `evoflux plugin uninstall {id}` first"
+                ),
+            };
+            first.message.push_str(&hint);
+        }
+        PluginError::KeptDataNotFound { .. } => {
             first
                 .message
-                .push_str(&format!(": `evoflux plugin update {id} <path>`"));
+                .push_str("; `evoflux plugin data list` shows the kept data");
+        }
+        PluginError::DataInUse { id, .. } => {
+            first
+                .message
+                .push_str(&format!(": `evoflux plugin uninstall {id} --remove-data`"));
         }
         _ => {}
     }
@@ -313,25 +392,60 @@ fn report(out: &Output, e: &PluginError) -> Exit {
     }
 }
 
-fn print_detail(out: &Output, d: &PluginDetail, verb: &str) {
-    out.result(d, || {
-        let i = &d.installation;
-        let mut s = format!(
-            "{verb} {} {} as {} ({})\n",
-            i.name,
-            i.version.as_deref().unwrap_or("(unversioned)"),
-            i.id,
-            if i.enabled { "enabled" } else { "disabled" }
-        );
-        if !i.enabled {
+fn print_new(out: &Output, n: &NewInstallation, verb: &str) {
+    out.result(n, || {
+        let mut s = detail_summary(&n.detail, verb);
+        if n.reattached_data {
             let _ = writeln!(
                 s,
-                "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
-                i.id, i.id
+                "Reattached the data an earlier installation of {} kept (PLUGIN_DATA and credentials).",
+                n.detail.installation.name
             );
         }
         s
     });
+}
+
+fn print_detail(out: &Output, d: &PluginDetail, verb: &str) {
+    out.result(d, || detail_summary(d, verb));
+}
+
+fn detail_summary(d: &PluginDetail, verb: &str) -> String {
+    let i = &d.installation;
+    let mut s = format!(
+        "{verb} {} {} as {} ({})\n",
+        i.name,
+        i.version.as_deref().unwrap_or("(unversioned)"),
+        i.id,
+        if i.enabled { "enabled" } else { "disabled" }
+    );
+    if !i.enabled {
+        let _ = writeln!(
+            s,
+            "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+            i.id, i.id
+        );
+    }
+    s
+}
+
+fn render_kept_data(listing: &KeptDataListing) -> String {
+    if listing.kept.is_empty() {
+        return "No kept plugin data.\n".to_owned();
+    }
+    let mut s = String::new();
+    for k in &listing.kept {
+        let _ = writeln!(
+            s,
+            "{}  {:<24} {:<12} {}  {}",
+            k.id,
+            k.name.as_deref().unwrap_or("(unknown)"),
+            k.version.as_deref().unwrap_or("-"),
+            k.kept_at.as_deref().unwrap_or("-"),
+            k.path.display()
+        );
+    }
+    s
 }
 
 fn render_pack(r: &PackReport) -> String {
