@@ -761,3 +761,134 @@ fn one_installation_per_name_and_kept_data_is_reattached() {
     env.ok(&["plugin", "uninstall", &id_of(&fresh), "--remove-data"]);
     assert_eq!(env.ok(&["plugin", "data", "list"])["kept"], json!([]));
 }
+
+/// Runs with `input` on standard input (a pipe, never a terminal).
+fn run_with_stdin(env: &Env, args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = env
+        .command(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn credential_secrets_are_read_from_stdin_and_never_printed() {
+    let env = Env::new();
+    let root = env.tmp.path().join("svc");
+    write(
+        &root.join("plugin.json"),
+        &json!({
+            "$schema": PLUGIN_SCHEMA,
+            "name": "svc",
+            "extensions": {"org.evoelsewhere.evoflux.credentials": {"fields": [
+                {"key": "endpoint", "label": "Service URL", "type": "url", "env": "SERVICE_URL", "required": true},
+                {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_API_TOKEN", "required": true}
+            ]}}
+        })
+        .to_string(),
+    );
+    let id = id_of(&env.ok(&["plugin", "install", root.to_str().unwrap()]));
+    let file = env
+        .plugins_home()
+        .join("data")
+        .join(&id)
+        .join("credentials.json");
+    let stored = || -> Value { serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap() };
+    let printed = |out: &std::process::Output| {
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+
+    // --stdin: one line per bare KEY, in order; nothing about it printed.
+    let secret = "tok-piped-SECRET-1";
+    let out = run_with_stdin(
+        &env,
+        &[
+            "plugin",
+            "credentials",
+            &id,
+            "set",
+            "endpoint",
+            "token",
+            "--stdin",
+            "--json",
+        ],
+        &format!("https://svc.example/api\n{secret}\n"),
+    );
+    assert!(out.status.success(), "{}", printed(&out));
+    assert!(out.stderr.is_empty(), "{}", printed(&out));
+    assert_eq!(json(&out)["configured"], true);
+    assert!(!printed(&out).contains(secret));
+    assert_eq!(stored()["token"], secret);
+    assert_eq!(stored()["endpoint"], "https://svc.example/api");
+
+    // Standard input that is not a terminal is read without --stdin, and
+    // human output never shows the secret either.
+    let second = "tok-piped-SECRET-2";
+    let out = run_with_stdin(
+        &env,
+        &["plugin", "credentials", &id, "set", "token"],
+        &format!("{second}\r\n"),
+    );
+    assert!(out.status.success(), "{}", printed(&out));
+    assert!(!printed(&out).contains(second), "{}", printed(&out));
+    assert!(printed(&out).contains("********"));
+    assert_eq!(stored()["token"], second);
+
+    // Input that ends early or is empty changes nothing.
+    let out = run_with_stdin(
+        &env,
+        &[
+            "plugin",
+            "credentials",
+            &id,
+            "set",
+            "endpoint",
+            "token",
+            "--json",
+        ],
+        "https://other.example/api\n",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(stderr_codes(&out), ["plugin/credential-input-missing"]);
+    let out = run_with_stdin(
+        &env,
+        &["plugin", "credentials", &id, "set", "token", "--json"],
+        "\n",
+    );
+    assert_eq!(stderr_codes(&out), ["plugin/credential-input-empty"]);
+    assert_eq!(stored()["token"], second);
+    assert_eq!(stored()["endpoint"], "https://svc.example/api");
+
+    // An unknown key is refused before anything is read.
+    let out = run_with_stdin(
+        &env,
+        &["plugin", "credentials", &id, "set", "nope", "--json"],
+        "x\n",
+    );
+    assert_eq!(stderr_codes(&out), ["plugin/credential-unknown"]);
+
+    // KEY=VALUE still works for a secret, with a warning and a hint.
+    let argv = "tok-argv-SECRET-3";
+    let out = env.run(&[
+        "plugin",
+        "credentials",
+        &id,
+        "set",
+        &format!("token={argv}"),
+        "--json",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(stderr_codes(&out), ["plugin/credential-secret-in-argv"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(argv));
+    assert_eq!(stored()["token"], argv);
+}

@@ -1196,6 +1196,20 @@ impl PluginManager {
         Ok(self.credential_state(&installation))
     }
 
+    /// The credential fields an installation declares: what a front end
+    /// asks the user for. A plugin that declares none, or whose
+    /// declaration is invalid, is an error.
+    pub fn credential_fields(
+        &self,
+        id: &InstallationId,
+    ) -> Result<Vec<crate::credentials::CredentialField>, PluginError> {
+        let installation = self.get(id)?;
+        let decl = self
+            .declaration(&installation)?
+            .ok_or_else(|| PluginError::CredentialsNotSupported(installation.name.clone()))?;
+        Ok(decl.fields)
+    }
+
     /// Applies credential changes (all or nothing) and returns the new
     /// form, secrets masked.
     pub fn change_credentials(

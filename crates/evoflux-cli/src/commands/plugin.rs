@@ -21,6 +21,7 @@ use evoflux_plugins::{
 };
 use serde_json::json;
 
+use super::credential_input::{self, ValueSource};
 use crate::output::{Exit, Output};
 
 #[derive(Debug, Subcommand)]
@@ -136,10 +137,19 @@ pub enum DataAction {
 pub enum CredentialsAction {
     /// Show the credentials form, secrets masked (the default).
     Show,
-    /// Set values: KEY=VALUE (booleans take true or false; an empty value clears).
+    /// Set values. Give a KEY alone and its value is asked for (secrets are
+    /// not echoed) or, with --stdin or when standard input is not a
+    /// terminal, read from standard input, one line per KEY in the order
+    /// given. KEY=VALUE still works but leaves the value in your shell
+    /// history and the process list: never use it for secrets. Booleans
+    /// take true or false.
     Set {
-        #[arg(required = true, value_name = "KEY=VALUE")]
-        pairs: Vec<String>,
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+        /// Read the values of the KEYs given alone from standard input,
+        /// one line each, even from a terminal.
+        #[arg(long)]
+        stdin: bool,
     },
     /// Clear values.
     Clear {
@@ -317,18 +327,11 @@ fn dispatch(
             let id = parse_id(installation_id)?;
             let state = match action {
                 None | Some(CredentialsAction::Show) => manager.credentials(&id)?,
-                Some(CredentialsAction::Set { pairs }) => {
-                    let mut changes = BTreeMap::new();
-                    for pair in pairs {
-                        let Some((key, value)) = pair.split_once('=') else {
-                            return Err(PluginError::InvalidCredential {
-                                key: pair.clone(),
-                                reason: "expected KEY=VALUE".into(),
-                            });
-                        };
-                        changes.insert(key.to_owned(), CredentialChange::SetText(value.to_owned()));
+                Some(CredentialsAction::Set { keys, stdin }) => {
+                    match set_credentials(out, manager, &id, keys, *stdin)? {
+                        Some(state) => state,
+                        None => return Ok(Exit::Invalid),
                     }
-                    manager.change_credentials(&id, &changes)?
                 }
                 Some(CredentialsAction::Clear { keys }) => {
                     let changes = keys
@@ -342,6 +345,65 @@ fn dispatch(
             Ok(Exit::Ok)
         }
     }
+}
+
+/// `credentials set`: `KEY=VALUE` entries as given, bare `KEY`s read from
+/// a prompt or standard input. `None` when reading a value failed (already
+/// reported).
+fn set_credentials(
+    out: &Output,
+    manager: &PluginManager,
+    id: &InstallationId,
+    entries: &[String],
+    stdin: bool,
+) -> Result<Option<CredentialState>, PluginError> {
+    let fields = manager.credential_fields(id)?;
+    let plugin = manager.get(id)?.name;
+    let field = |key: &str| {
+        fields
+            .iter()
+            .find(|f| f.key == key)
+            .ok_or_else(|| PluginError::UnknownCredential {
+                plugin: plugin.clone(),
+                key: key.to_owned(),
+            })
+    };
+    let mut changes = BTreeMap::new();
+    let mut asked = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries {
+        let Some((key, value)) = entry.split_once('=') else {
+            asked.push(field(entry)?);
+            continue;
+        };
+        if field(key)?.field_type == FieldType::Secret && !value.is_empty() {
+            warnings.push(
+                Diagnostic::warning(
+                    "plugin/credential-secret-in-argv",
+                    format!(
+                        "the secret `{key}` was given on the command line, where shell history and the process list keep it; give `{key}` alone to be asked for it, or pipe it with --stdin"
+                    ),
+                )
+                .with_field(key.to_owned()),
+            );
+        }
+        changes.insert(key.to_owned(), CredentialChange::SetText(value.to_owned()));
+    }
+    let values = match credential_input::read_values(ValueSource::choose(stdin), &asked) {
+        Ok(values) => values,
+        Err(e) => {
+            out.diagnostics(&Diagnostics::from(vec![
+                Diagnostic::error(e.code(), e.to_string()).with_field(e.key().to_owned()),
+            ]));
+            return Ok(None);
+        }
+    };
+    for (field, value) in asked.iter().zip(values) {
+        changes.insert(field.key.clone(), CredentialChange::SetText(value));
+    }
+    let state = manager.change_credentials(id, &changes)?;
+    out.diagnostics(&Diagnostics::from(warnings));
+    Ok(Some(state))
 }
 
 fn parse_id(raw: &str) -> Result<InstallationId, PluginError> {
