@@ -18,13 +18,15 @@ use crate::registry::BuiltinRegistry;
 use crate::slot::{self, FileFormat, PathClass, Slot, SlotKind};
 
 /// What a root directory contains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RootShape {
     /// Every slot kind (`.evoflux/`, the user config dir, the admin dir).
     Full,
-    /// Only skill bundles as immediate children (`.agents/skills`, plugin
-    /// `skills/`).
+    /// Only skill bundles as immediate children (`.agents/skills`).
     Skills,
+    /// Exactly these skill bundles, listed by their owner (a plugin's
+    /// `skills/`): the folder itself is not scanned.
+    Listed(Vec<ListedSkill>),
 }
 
 /// One root to discover.
@@ -71,6 +73,21 @@ pub struct PluginRoot {
     pub name: String,
     /// The plugin root (the folder holding `plugin.json`).
     pub dir: PathBuf,
+    /// The skill bundles this plugin may load, as listed by the plugin
+    /// crate's one rule (immediate children of `skills/` that stay inside
+    /// the plugin root). Discovery takes exactly these and never scans the
+    /// plugin's `skills/` on its own, so it loads no skill that inspection
+    /// skips.
+    pub skills: Vec<ListedSkill>,
+}
+
+/// One skill bundle listed by its owner rather than found by a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedSkill {
+    /// The bundle folder's name: the skill's slot.
+    pub name: String,
+    /// The bundle folder (holding `SKILL.md`).
+    pub dir: PathBuf,
 }
 
 const PROJECT_SKILL_ROOTS: [(&str, AppFolder); 3] = [
@@ -115,7 +132,7 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
         roots.push(Root {
             layer,
             dir: p.dir.join("skills"),
-            shape: RootShape::Skills,
+            shape: RootShape::Listed(p.skills.clone()),
             owner: Owner::Plugin {
                 installation: p.installation.clone(),
                 name: p.name.clone(),
@@ -280,9 +297,10 @@ pub fn discover(
         if !root.dir.is_dir() {
             continue;
         }
-        match root.shape {
+        match &root.shape {
             RootShape::Full => discover_full(root, &mut sink),
             RootShape::Skills => discover_skill_root(root, &root.dir, "skills", &mut sink),
+            RootShape::Listed(skills) => discover_listed(root, skills, "skills", &mut sink),
         }
     }
     out
@@ -447,6 +465,20 @@ fn discover_skill_root(root: &Root, dir: &Path, prefix: &str, sink: &mut Sink<'_
             rel,
             Backing::File {
                 path: bundle.dir.join(crate::skill_root::SKILL_FILE),
+                format: FileFormat::Markdown,
+            },
+        );
+    }
+}
+
+fn discover_listed(root: &Root, skills: &[ListedSkill], prefix: &str, sink: &mut Sink<'_>) {
+    for skill in skills {
+        sink.push(
+            root,
+            Slot::new(SlotKind::Skill, skill.name.clone()),
+            format!("{prefix}/{}/SKILL.md", skill.name),
+            Backing::File {
+                path: skill.dir.join(crate::skill_root::SKILL_FILE),
                 format: FileFormat::Markdown,
             },
         );

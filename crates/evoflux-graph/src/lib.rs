@@ -28,7 +28,7 @@ use evoflux_core::Diagnostics;
 
 pub use candidate::{Candidate, Owner, SourceId};
 pub use compose::{Binding, Definition, Node};
-pub use discover::{PluginRoot, Root, RootOptions};
+pub use discover::{ListedSkill, PluginRoot, Root, RootOptions};
 pub use graph::{CompiledGraph, GraphError};
 pub use layer::{Form, Layer};
 pub use registry::BuiltinRegistry;

@@ -9,9 +9,11 @@
 //! named `parent/child`. Unreadable folders are reported and skipped, so
 //! one bad folder never hides the rest of the root.
 //!
-//! Discovery calls this for every skills root (`.agents/skills`, a
-//! plugin's `skills/`, the `skills/` folder of `.evoflux/`); each bundle
-//! becomes one `skills/<name>` candidate.
+//! Discovery calls this for every skills root (`.agents/skills`, the
+//! `skills/` folder of `.evoflux/`); each bundle becomes one
+//! `skills/<name>` candidate. A plugin's `skills/` is not scanned here: the
+//! plugin crate lists its loadable bundles (immediate children that stay
+//! inside the plugin root) and discovery takes that list as it is.
 
 use std::collections::{HashSet, VecDeque};
 use std::fs;

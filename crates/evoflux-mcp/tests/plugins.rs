@@ -124,7 +124,13 @@ async fn plugin_stdio_gets_placeholders_credentials_and_nothing_else() {
     let env = Env::new();
     // A root whose path itself contains a placeholder: expanded once only.
     let root = plugin_dir(&env.base, "src/weird${PLUGIN_DATA}", "demo", demo_mcp());
-    let id = env.plugins.link(&root, true).unwrap().installation.id;
+    let id = env
+        .plugins
+        .link(&root, true)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     set_token(&env, &id, "tok-SECRET-1");
     let data = env.plugins.paths().plugin_data_dir(&id);
 
@@ -193,7 +199,13 @@ async fn plugin_stdio_gets_placeholders_credentials_and_nothing_else() {
 async fn runtime_reconciles_credentials_disable_and_invalid_mcp_json() {
     let env = Env::new();
     let root = plugin_dir(&env.base, "src/demo", "demo", demo_mcp());
-    let id = env.plugins.link(&root, true).unwrap().installation.id;
+    let id = env
+        .plugins
+        .link(&root, true)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     set_token(&env, &id, "first");
     // A second plugin with an mcp.json that is invalid at the top level.
     let broken = plugin_dir(
@@ -283,7 +295,13 @@ async fn runtime_reconciles_credentials_disable_and_invalid_mcp_json() {
 async fn sync_follows_the_registry_without_a_restart() {
     let env = Env::new();
     let root = plugin_dir(&env.base, "src/demo", "demo", demo_mcp());
-    let id = env.plugins.link(&root, true).unwrap().installation.id;
+    let id = env
+        .plugins
+        .link(&root, true)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     set_token(&env, &id, "first");
     let graph = evoflux_graph::compile(&[], &[]).unwrap();
     let (mut runtime, _) = McpRuntime::new(&graph, Some(&env.plugins), env.options()).unwrap();

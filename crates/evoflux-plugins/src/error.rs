@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use evoflux_core::Diagnostic;
 use evoflux_core::lock::LockError;
 
-use crate::installation::{InstallationId, InvalidInstallationId};
+use crate::installation::{InstallationId, InvalidInstallationId, SourceType};
+use crate::lifecycle::DataSelector;
 use crate::pack::PackError;
 use crate::scope::ScopedDiagnostic;
 use crate::staging::StageError;
@@ -48,13 +49,23 @@ pub enum PluginError {
     #[error("`{}` is not a plugin folder or a .evoplugin/.zip archive", .0.display())]
     SourceMissing(PathBuf),
     #[error(
-        "plugin `{name}` from `{source_ref}` is already installed as `{id}`; update that installation instead"
+        "plugin `{name}` is already {} as `{id}` (from `{source_ref}`); a plugin name has one installation",
+        match source_type { SourceType::Linked => "linked", SourceType::Installed | SourceType::Builtin => "installed" }
     )]
     AlreadyInstalled {
         name: String,
         source_ref: String,
         id: InstallationId,
+        /// How the existing installation came (what a front end suggests
+        /// depends on it: an installed copy is updated, a link is edited).
+        source_type: SourceType,
     },
+    #[error("no kept plugin data {}", match selector { DataSelector::Name(n) => format!("for plugin `{n}`"), DataSelector::Id(id) => format!("`{id}`") })]
+    KeptDataNotFound { selector: DataSelector },
+    #[error(
+        "the data of `{id}` belongs to installed plugin `{name}`; it is removed with the installation"
+    )]
+    DataInUse { id: InstallationId, name: String },
     #[error("bundled plugin `{name}` ships with evoflux and cannot be {}", operation.verb())]
     Builtin {
         name: String,
@@ -148,6 +159,8 @@ impl PluginError {
             PluginError::InvalidPackage { .. } => "plugin/package-invalid",
             PluginError::SourceMissing(_) => "plugin/source-missing",
             PluginError::AlreadyInstalled { .. } => "plugin/already-installed",
+            PluginError::KeptDataNotFound { .. } => "plugin/kept-data-not-found",
+            PluginError::DataInUse { .. } => "plugin/data-in-use",
             PluginError::Builtin { .. } => "plugin/builtin-immutable",
             PluginError::InsideBundledTree { .. } => "plugin/inside-bundled-tree",
             PluginError::LinkedNotUpdatable { .. } => "plugin/linked-not-updatable",
@@ -190,7 +203,10 @@ impl PluginError {
                 StageError::Changed | StageError::Io { .. } => false,
             },
             PluginError::Pack(e) => match e {
-                PackError::Invalid { .. } | PackError::Symlink { .. } => true,
+                PackError::Invalid { .. }
+                | PackError::Symlink { .. }
+                | PackError::IgnoreFile { .. }
+                | PackError::ManifestExcluded { .. } => true,
                 PackError::OutputExists(_)
                 | PackError::OutputInsidePackage(_)
                 | PackError::OutputForbidden(..)
@@ -201,6 +217,8 @@ impl PluginError {
             PluginError::NotFound(_)
             | PluginError::SourceMissing(_)
             | PluginError::AlreadyInstalled { .. }
+            | PluginError::KeptDataNotFound { .. }
+            | PluginError::DataInUse { .. }
             | PluginError::Builtin { .. }
             | PluginError::InsideBundledTree { .. }
             | PluginError::LinkedNotUpdatable { .. }

@@ -45,16 +45,23 @@ pub use installation::{
     Capabilities, InstallationId, InvalidInstallationId, PluginInstallation, SourceType,
 };
 pub use lifecycle::{
-    CreateOptions, Listing, PluginDetail, PluginManager, PluginSummary, Uninstalled,
+    CreateOptions, DataSelector, KeptDataEntry, KeptDataListing, Listing, NewInstallation,
+    PluginDetail, PluginManager, PluginSummary, Uninstalled, UpdateReview, UpdateTrust, Updated,
 };
 pub use manifest::{Author, ManifestOutcome, PluginManifest, validate_manifest};
 pub use mcp::{McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, validate_mcp};
-pub use pack::{PackError, PackOptions, PackReport, default_pack_output, pack};
+pub use pack::{
+    ExcludedBy, ExcludedEntry, PackError, PackOptions, PackReport, PackSelection,
+    default_pack_output, pack,
+};
 pub use paths::PluginPaths;
-pub use registry::{Registry, RegistryGuard, RegistryRead};
+pub use registry::{KeptData, Registry, RegistryGuard, RegistryRead};
 pub use schema::{MCP_SCHEMA_1_0_0, PLUGIN_SCHEMA_1_0_0, SpecVersion};
 pub use scope::{Scope, ScopedDiagnostic, ScopedDiagnosticsExt};
-pub use skills::{PluginSkill, SkillCheck, SkillValidator, StrictSkillValidator};
+pub use skills::{
+    PluginSkill, SkillCheck, SkillDir, SkillDirListing, SkillDirProblem, SkillValidator,
+    SkillsFolder, StrictSkillValidator, list_skill_dirs, loadable_skill_dirs,
+};
 pub use staging::{StageError, StagedPackage, stage_archive, stage_directory, staging_dir};
 pub use tree::{PackageLimits, PackageTree};
-pub use trust::TrustReview;
+pub use trust::{TrustChange, TrustReview};

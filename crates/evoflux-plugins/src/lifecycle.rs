@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use evoflux_core::Diagnostic;
-use evoflux_graph::PluginRoot;
+use evoflux_graph::{ListedSkill, PluginRoot};
 use serde::Serialize;
 use serde_json::json;
 
@@ -39,10 +39,10 @@ use crate::installation::{Capabilities, InstallationId, PluginInstallation, Sour
 use crate::manifest::{PluginManifest, validate_manifest};
 use crate::pack::{PackOptions, PackReport, pack};
 use crate::paths::PluginPaths;
-use crate::registry::{Registry, RegistryGuard};
+use crate::registry::{KeptData, Registry, RegistryGuard};
 use crate::schema::{PLUGIN_SCHEMA_1_0_0, check_plugin_name};
 use crate::scope::Scope;
-use crate::skills::StrictSkillValidator;
+use crate::skills::{StrictSkillValidator, loadable_skill_dirs};
 use crate::staging::{StagedPackage, stage_archive, stage_directory};
 
 /// Prefix of a tree moved aside while an update replaces it.
@@ -83,6 +83,87 @@ pub struct Uninstalled {
     pub installation: PluginInstallation,
     /// Whether `PLUGIN_DATA` (and the credentials in it) was removed too.
     pub removed_data: bool,
+}
+
+/// A new installation (install or link).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewInstallation {
+    #[serde(flatten)]
+    pub detail: PluginDetail,
+    /// Whether the data folder an earlier installation of this plugin left
+    /// behind (an uninstall that kept its data) was reattached: the new
+    /// installation has that installation's id and so its `PLUGIN_DATA`
+    /// and credentials.
+    pub reattached_data: bool,
+}
+
+/// Which kept data folders to act on. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataSelector {
+    /// Every kept folder of the plugin with this manifest name.
+    Name(String),
+    /// The folder `data/<id>`, whether a record names it or not.
+    Id(InstallationId),
+}
+
+/// A data folder that no installation owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeptDataEntry {
+    pub id: InstallationId,
+    /// The plugin it was kept for; `None` for a folder no record names
+    /// (kept by an older evoflux, or left behind by a failed removal).
+    pub name: Option<String>,
+    pub version: Option<String>,
+    /// ISO-8601 UTC, when recorded.
+    pub kept_at: Option<String>,
+    pub path: PathBuf,
+}
+
+/// Every kept data folder: the recorded ones oldest first, then the
+/// unrecorded ones by id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeptDataListing {
+    pub kept: Vec<KeptDataEntry>,
+    /// A malformed registry, unreadable data folder.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What `update` does to an enabled installation whose new version adds to
+/// its trust review. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateTrust {
+    /// Leave it disabled until the user reviews the difference and enables
+    /// it again (what a user gets by default).
+    ReviewAgain,
+    /// Leave it enabled (or enable it) without a new review: deliberate
+    /// automation that reviewed the package elsewhere.
+    Enable,
+}
+
+/// How the enabled state came out of an update. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpdateReview {
+    /// Enabled before, and the new version adds nothing to review: still
+    /// enabled.
+    NothingNew,
+    /// Enabled before, and the new version adds to the trust review: now
+    /// disabled until it is reviewed and enabled.
+    Required,
+    /// Disabled before: still disabled.
+    Disabled,
+    /// Enabled on request ([`UpdateTrust::Enable`]), whatever it adds.
+    EnabledOnRequest,
+}
+
+/// The result of an update: the installation, what its new version adds
+/// to the trust review and what that did to its enabled state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Updated {
+    #[serde(flatten)]
+    pub detail: PluginDetail,
+    pub trust_change: crate::trust::TrustChange,
+    pub review: UpdateReview,
 }
 
 /// A new package scaffold.
@@ -287,6 +368,9 @@ impl PluginManager {
     /// (`bundled: false`, the `plugin` layer) in name order, then the
     /// bundled ones (`bundled: true`). A plugin whose root is gone or whose
     /// manifest no longer validates contributes nothing and is reported.
+    /// Each root lists the skills it may load by the rule inspection uses
+    /// ([`loadable_skill_dirs`]), read now: a skill folder that resolves
+    /// outside the plugin root is never handed to the graph.
     pub fn enabled_plugin_roots(&self) -> (Vec<PluginRoot>, Vec<Diagnostic>) {
         let read = self.registry.read();
         let mut diagnostics = read.diagnostics;
@@ -315,11 +399,19 @@ impl PluginManager {
                 );
                 continue;
             }
+            let skills = loadable_skill_dirs(&r.root)
+                .into_iter()
+                .map(|d| ListedSkill {
+                    name: d.dir,
+                    dir: d.path,
+                })
+                .collect();
             roots.push(PluginRoot {
                 bundled: r.is_builtin(),
                 installation: r.id.to_string(),
                 name: r.name,
                 dir: r.root,
+                skills,
             });
         }
         (roots, diagnostics)
@@ -436,9 +528,12 @@ impl PluginManager {
         }
     }
 
-    /// Installs a copy of a plugin folder or `.evoplugin`/`.zip` archive
-    /// under a new installation id.
-    pub fn install(&self, path: &Path, enabled: bool) -> Result<PluginDetail, PluginError> {
+    /// Installs a copy of a plugin folder or `.evoplugin`/`.zip` archive.
+    /// A plugin name has one installation: a name already installed or
+    /// linked is refused (update that installation instead). When an
+    /// uninstall of this plugin kept its data, the new installation takes
+    /// that installation's id and so its data; otherwise it gets a new id.
+    pub fn install(&self, path: &Path, enabled: bool) -> Result<NewInstallation, PluginError> {
         let source = Source::classify(path)?;
         self.refuse_bundled_tree(source.path())?;
         let mut guard = self.registry.lock()?;
@@ -446,18 +541,8 @@ impl PluginManager {
         let staged = self.stage(&source)?;
         let manifest = staged_manifest(&staged)?;
         let source_ref = source.path().display().to_string();
-        if let Some(existing) = guard
-            .installations()
-            .iter()
-            .find(|r| r.name == manifest.name && r.source_ref == source_ref)
-        {
-            return Err(PluginError::AlreadyInstalled {
-                name: manifest.name,
-                source_ref,
-                id: existing.id.clone(),
-            });
-        }
-        let id = InstallationId::generate();
+        refuse_taken_name(guard.installations(), &manifest.name)?;
+        let (id, kept, reattached_data) = self.reattach(guard.kept_data(), &manifest.name);
         let home = self.paths.installation_dir(&id);
         let root = home.join(version_segment(
             manifest.version.as_deref(),
@@ -482,18 +567,22 @@ impl PluginManager {
         let mut all = guard.installations().to_vec();
         all.push(record.clone());
         self.pause_before_commit();
-        if let Err(e) = guard.commit(all) {
+        if let Err(e) = guard.commit_with_kept(all, kept) {
             let _ = fs::remove_dir_all(&home);
             return Err(e);
         }
         self.ensure_data_dir(&id);
         drop(guard);
-        Ok(self.detail_with(record, inspection))
+        Ok(NewInstallation {
+            detail: self.detail_with(record, inspection),
+            reattached_data,
+        })
     }
 
     /// Registers a development folder in place (nothing is copied). Its
-    /// symlinks must resolve inside the folder.
-    pub fn link(&self, path: &Path, enabled: bool) -> Result<PluginDetail, PluginError> {
+    /// symlinks must resolve inside the folder. The name rule and the
+    /// reattaching of kept data are those of [`install`](Self::install).
+    pub fn link(&self, path: &Path, enabled: bool) -> Result<NewInstallation, PluginError> {
         let root = match Source::classify(path)? {
             Source::Folder(dir) => dir,
             Source::Archive(file) => return Err(PluginError::SourceMissing(file)),
@@ -527,18 +616,8 @@ impl PluginManager {
         let mut guard = self.registry.lock()?;
         self.recover(&guard);
         let source_ref = root.display().to_string();
-        if let Some(existing) = guard
-            .installations()
-            .iter()
-            .find(|r| r.name == manifest.name && r.source_ref == source_ref)
-        {
-            return Err(PluginError::AlreadyInstalled {
-                name: manifest.name,
-                source_ref,
-                id: existing.id.clone(),
-            });
-        }
-        let id = InstallationId::generate();
+        refuse_taken_name(guard.installations(), &manifest.name)?;
+        let (id, kept, reattached_data) = self.reattach(guard.kept_data(), &manifest.name);
         let record = PluginInstallation::new_record(
             id.clone(),
             manifest,
@@ -551,10 +630,35 @@ impl PluginManager {
         let mut all = guard.installations().to_vec();
         all.push(record.clone());
         self.pause_before_commit();
-        guard.commit(all)?;
+        guard.commit_with_kept(all, kept)?;
         self.ensure_data_dir(&id);
         drop(guard);
-        Ok(self.detail_with(record, inspection))
+        Ok(NewInstallation {
+            detail: self.detail_with(record, inspection),
+            reattached_data,
+        })
+    }
+
+    /// The id a new installation of `name` gets and the kept data that
+    /// remains: the most recently kept data folder of that name that still
+    /// exists is reattached (its id reused); records of that name whose
+    /// folder is gone are dropped.
+    fn reattach(&self, kept: &[KeptData], name: &str) -> (InstallationId, Vec<KeptData>, bool) {
+        let exists = |k: &KeptData| self.paths.plugin_data_dir(&k.id).is_dir();
+        let chosen = kept
+            .iter()
+            .rev()
+            .find(|k| k.name == name && exists(k))
+            .map(|k| k.id.clone());
+        let remaining = kept
+            .iter()
+            .filter(|k| k.name != name || (exists(k) && Some(&k.id) != chosen.as_ref()))
+            .cloned()
+            .collect();
+        match chosen {
+            Some(id) => (id, remaining, true),
+            None => (InstallationId::generate(), remaining, false),
+        }
     }
 
     /// The version folder of an installed record, checked to be one
@@ -579,9 +683,18 @@ impl PluginManager {
     }
 
     /// Replaces an installed plugin's files in place from a folder or
-    /// archive of the same plugin. The id, install time, enabled state and
-    /// data folder are kept.
-    pub fn update(&self, id: &InstallationId, path: &Path) -> Result<PluginDetail, PluginError> {
+    /// archive of the same plugin. The id, install time and data folder are
+    /// kept. An enabled installation stays enabled only when the new
+    /// version's trust review adds nothing to the installed one's (no new
+    /// command, host, environment name or capability); otherwise it is
+    /// left disabled until the user reviews the difference and enables it,
+    /// unless `trust` is [`UpdateTrust::Enable`].
+    pub fn update(
+        &self,
+        id: &InstallationId,
+        path: &Path,
+        trust: UpdateTrust,
+    ) -> Result<Updated, PluginError> {
         self.refuse_builtin(id, BuiltinOperation::Update)?;
         let source = Source::classify(path)?;
         self.refuse_bundled_tree(source.path())?;
@@ -603,6 +716,7 @@ impl PluginManager {
             }
         }
         let old_root = self.owned_root(&record)?;
+        let reviewed = inspect(&old_root, &self.validator).trust;
         let staged = self.stage(&source)?;
         let manifest = staged_manifest(&staged)?;
         if manifest.name != record.name {
@@ -612,6 +726,18 @@ impl PluginManager {
                 found: manifest.name,
             });
         }
+        let trust_change = staged.inspection().trust.added_since(&reviewed);
+        let (enabled, review) = match trust {
+            UpdateTrust::Enable => (true, UpdateReview::EnabledOnRequest),
+            UpdateTrust::ReviewAgain if !record.enabled => (false, UpdateReview::Disabled),
+            UpdateTrust::ReviewAgain if trust_change.is_empty() => (true, UpdateReview::NothingNew),
+            UpdateTrust::ReviewAgain => (false, UpdateReview::Required),
+        };
+        let done = |detail: PluginDetail| Updated {
+            detail,
+            trust_change: trust_change.clone(),
+            review,
+        };
         let home = self.paths.installation_dir(id);
         let new_root = home.join(version_segment(
             manifest.version.as_deref(),
@@ -623,6 +749,7 @@ impl PluginManager {
             root: new_root.clone(),
             source_ref: source.path().display().to_string(),
             content_sha256: inspection.content_sha256.clone(),
+            enabled,
             updated_at: utc_now(),
             ..record.clone()
         };
@@ -661,7 +788,7 @@ impl PluginManager {
             }
             let _ = fs::remove_dir_all(&backup);
             drop(guard);
-            Ok(self.detail_with(new, inspection))
+            Ok(done(self.detail_with(new, inspection)))
         } else {
             if fs::symlink_metadata(&new_root).is_ok() {
                 fs::remove_dir_all(&new_root).map_err(PluginError::io("remove", &new_root))?;
@@ -676,7 +803,7 @@ impl PluginManager {
             }
             let _ = fs::remove_dir_all(&old_root);
             drop(guard);
-            Ok(self.detail_with(new, inspection))
+            Ok(done(self.detail_with(new, inspection)))
         }
     }
 
@@ -719,7 +846,9 @@ impl PluginManager {
     }
 
     /// Removes an installation. Its `PLUGIN_DATA` (credentials included)
-    /// is kept unless `remove_data`. A linked folder is never touched.
+    /// is kept unless `remove_data`, and recorded as kept data of its
+    /// plugin name, so a later install of that plugin reattaches it (see
+    /// [`kept_data`](Self::kept_data)). A linked folder is never touched.
     pub fn uninstall(
         &self,
         id: &InstallationId,
@@ -737,6 +866,15 @@ impl PluginManager {
             .filter(|r| &r.id != id)
             .cloned()
             .collect();
+        let mut kept = guard.kept_data().to_vec();
+        if !remove_data && self.paths.plugin_data_dir(id).is_dir() {
+            kept.push(KeptData {
+                id: id.clone(),
+                name: record.name.clone(),
+                version: record.version.clone(),
+                kept_at: utc_now(),
+            });
+        }
         match record.source_type {
             SourceType::Installed => {
                 self.owned_root(&record)?;
@@ -751,7 +889,7 @@ impl PluginManager {
                     Err(e) => return Err(PluginError::io("move aside", &home)(e)),
                 };
                 self.pause_before_commit();
-                if let Err(e) = guard.commit(remaining) {
+                if let Err(e) = guard.commit_with_kept(remaining, kept) {
                     if moved {
                         let _ = fs::rename(&trash, &home);
                     }
@@ -761,7 +899,7 @@ impl PluginManager {
             }
             SourceType::Linked => {
                 self.pause_before_commit();
-                guard.commit(remaining)?;
+                guard.commit_with_kept(remaining, kept)?;
             }
             SourceType::Builtin => {
                 return Err(PluginError::Builtin {
@@ -873,6 +1011,161 @@ impl PluginManager {
         }
     }
 
+    // ---- kept data -----------------------------------------------------
+
+    /// Every data folder no installation owns: the ones uninstalls kept
+    /// (with their plugin name), then unrecorded `data/<id>` folders.
+    /// The data of bundled plugins is never listed.
+    pub fn kept_data(&self) -> KeptDataListing {
+        let read = self.registry.read();
+        let mut diagnostics = read.diagnostics;
+        let owned = self.owned_ids(&read.installations);
+        let mut kept: Vec<KeptDataEntry> = read
+            .kept_data
+            .iter()
+            .map(|k| KeptDataEntry {
+                id: k.id.clone(),
+                name: Some(k.name.clone()),
+                version: k.version.clone(),
+                kept_at: Some(k.kept_at.clone()),
+                path: self.paths.plugin_data_dir(&k.id),
+            })
+            .collect();
+        let recorded: Vec<InstallationId> = read.kept_data.iter().map(|k| k.id.clone()).collect();
+        let data_dir = self.paths.home().join("data");
+        let mut unrecorded = Vec::new();
+        match fs::read_dir(&data_dir) {
+            Ok(entries) => {
+                for e in entries.flatten() {
+                    let Some(id) = e
+                        .file_name()
+                        .to_str()
+                        .and_then(|n| n.parse::<InstallationId>().ok())
+                    else {
+                        continue;
+                    };
+                    if owned.contains(&id) || recorded.contains(&id) || !e.path().is_dir() {
+                        continue;
+                    }
+                    unrecorded.push(KeptDataEntry {
+                        path: self.paths.plugin_data_dir(&id),
+                        id,
+                        name: None,
+                        version: None,
+                        kept_at: None,
+                    });
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => diagnostics.push(
+                Diagnostic::warning(
+                    "plugin/data-unreadable",
+                    format!("cannot list plugin data folders: {e}"),
+                )
+                .with_file(&data_dir),
+            ),
+        }
+        unrecorded.sort_by(|a, b| a.id.cmp(&b.id));
+        kept.extend(unrecorded);
+        KeptDataListing { kept, diagnostics }
+    }
+
+    /// The ids whose data folders belong to an installation: the user's
+    /// and the bundled ones.
+    fn owned_ids(&self, installations: &[PluginInstallation]) -> Vec<InstallationId> {
+        installations
+            .iter()
+            .map(|r| r.id.clone())
+            .chain(
+                bundled_installations(&self.paths)
+                    .0
+                    .into_iter()
+                    .map(|r| r.id),
+            )
+            .collect()
+    }
+
+    /// Deletes kept data folders (and their records): every one kept for a
+    /// plugin name, or one by id. The data of an existing installation is
+    /// refused: it goes with `uninstall` and its `remove_data`.
+    pub fn remove_kept_data(
+        &self,
+        selector: &DataSelector,
+    ) -> Result<Vec<KeptDataEntry>, PluginError> {
+        let mut guard = self.registry.lock()?;
+        let not_found = || PluginError::KeptDataNotFound {
+            selector: selector.clone(),
+        };
+        let targets: Vec<KeptDataEntry> = match selector {
+            DataSelector::Name(name) => guard
+                .kept_data()
+                .iter()
+                .filter(|k| &k.name == name)
+                .map(|k| KeptDataEntry {
+                    id: k.id.clone(),
+                    name: Some(k.name.clone()),
+                    version: k.version.clone(),
+                    kept_at: Some(k.kept_at.clone()),
+                    path: self.paths.plugin_data_dir(&k.id),
+                })
+                .collect(),
+            DataSelector::Id(id) => {
+                if let Some(r) = guard.find(id) {
+                    return Err(PluginError::DataInUse {
+                        id: id.clone(),
+                        name: r.name.clone(),
+                    });
+                }
+                if let Some(b) = self.bundled(id) {
+                    return Err(PluginError::DataInUse {
+                        id: id.clone(),
+                        name: b.name,
+                    });
+                }
+                let path = self.paths.plugin_data_dir(id);
+                match guard.kept_data().iter().find(|k| &k.id == id) {
+                    Some(k) => vec![KeptDataEntry {
+                        id: k.id.clone(),
+                        name: Some(k.name.clone()),
+                        version: k.version.clone(),
+                        kept_at: Some(k.kept_at.clone()),
+                        path,
+                    }],
+                    None if path.is_dir() => vec![KeptDataEntry {
+                        id: id.clone(),
+                        name: None,
+                        version: None,
+                        kept_at: None,
+                        path,
+                    }],
+                    None => Vec::new(),
+                }
+            }
+        };
+        if targets.is_empty() {
+            return Err(not_found());
+        }
+        let remaining: Vec<KeptData> = guard
+            .kept_data()
+            .iter()
+            .filter(|k| !targets.iter().any(|t| t.id == k.id))
+            .cloned()
+            .collect();
+        if remaining.len() != guard.kept_data().len() {
+            let installations = guard.installations().to_vec();
+            guard.commit_with_kept(installations, remaining)?;
+        }
+        for t in &targets {
+            match fs::remove_dir_all(&t.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(PluginError::io("remove", &t.path)(e)),
+            }
+        }
+        drop(guard);
+        Ok(targets)
+    }
+
     // ---- credentials ---------------------------------------------------
 
     fn declaration(
@@ -903,6 +1196,20 @@ impl PluginManager {
         Ok(self.credential_state(&installation))
     }
 
+    /// The credential fields an installation declares: what a front end
+    /// asks the user for. A plugin that declares none, or whose
+    /// declaration is invalid, is an error.
+    pub fn credential_fields(
+        &self,
+        id: &InstallationId,
+    ) -> Result<Vec<crate::credentials::CredentialField>, PluginError> {
+        let installation = self.get(id)?;
+        let decl = self
+            .declaration(&installation)?
+            .ok_or_else(|| PluginError::CredentialsNotSupported(installation.name.clone()))?;
+        Ok(decl.fields)
+    }
+
     /// Applies credential changes (all or nothing) and returns the new
     /// form, secrets masked.
     pub fn change_credentials(
@@ -922,6 +1229,20 @@ impl PluginManager {
         new.write(&file)?;
         drop(guard);
         Ok(CredentialState::new(&decl, &new))
+    }
+}
+
+/// Refuses a second installation of `name`: a plugin name has one
+/// installation, installed or linked.
+fn refuse_taken_name(installations: &[PluginInstallation], name: &str) -> Result<(), PluginError> {
+    match installations.iter().find(|r| r.name == name) {
+        Some(existing) => Err(PluginError::AlreadyInstalled {
+            name: name.to_owned(),
+            source_ref: existing.source_ref.clone(),
+            id: existing.id.clone(),
+            source_type: existing.source_type,
+        }),
+        None => Ok(()),
     }
 }
 

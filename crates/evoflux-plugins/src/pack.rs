@@ -6,13 +6,25 @@
 //! creating system, DEFLATE level 9, and no folder entries or extra fields.
 //! Caches are skipped exactly as the digest skips them. The archive adds no
 //! manifest of its own: it wraps the folder and nothing else.
+//!
+//! What is never packed: `.env` and `.env.*` files and folders at any depth
+//! (secrets a developer keeps beside the code), and whatever the package's
+//! root `.evopluginignore` names, in gitignore syntax (its `!` lines may
+//! bring a default back, such as `!.env.example`). [`select`] decides this
+//! once; the archive, the report's list of what was left out and the
+//! report's digest all come from that one selection, so the digest is the
+//! digest of the packed tree and of the tree an install extracts from it.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
 use evoflux_core::hash::ContentHash;
+use ignore::Match;
+use ignore::gitignore::GitignoreBuilder;
+use serde::Serialize;
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, System, ZipWriter};
 
@@ -20,7 +32,7 @@ use crate::inspect::{PluginInspection, inspect};
 use crate::manifest::PluginManifest;
 use crate::scope::ScopedDiagnostic;
 use crate::skills::SkillValidator;
-use crate::tree::normalize_lexically;
+use crate::tree::{DigestError, EntryKind, PackageTree, normalize_lexically, stays_inside};
 
 /// Where to write the archive and which trees it must never land in.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +52,145 @@ pub struct PackReport {
     pub entries: usize,
     /// Digest of the packed tree; extraction yields a tree with this digest.
     pub content_sha256: ContentHash,
+    /// What was left out, top-most paths only (a left-out folder stands for
+    /// everything in it).
+    pub excluded: Vec<ExcludedEntry>,
+}
+
+/// The package's ignore file, at its root.
+pub const IGNORE_FILE: &str = ".evopluginignore";
+/// Largest `.evopluginignore` read (64 KiB).
+pub const MAX_IGNORE_FILE_BYTES: u64 = 64 * 1024;
+/// What is never packed unless `.evopluginignore` brings it back.
+const DEFAULT_EXCLUDES: [&str; 2] = [".env", ".env.*"];
+
+/// Which rule left an entry out. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExcludedBy {
+    /// The built-in `.env` / `.env.*` rule.
+    Default,
+    /// A line of `.evopluginignore`.
+    IgnoreFile,
+}
+
+/// One entry left out of the archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExcludedEntry {
+    /// `/`-separated, relative to the package root.
+    pub path: String,
+    /// Whether it is a folder (left out with everything in it).
+    pub folder: bool,
+    pub by: ExcludedBy,
+    /// The pattern that matched, as written.
+    pub pattern: String,
+}
+
+/// The part of a walked tree that is packed, and what is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackSelection {
+    /// The packed entries (same root as the walked tree).
+    pub tree: PackageTree,
+    pub excluded: Vec<ExcludedEntry>,
+}
+
+/// Splits `tree` (the walk of the canonical package root) into what is
+/// packed and what is left out: the default `.env` rule, then the lines of
+/// the root `.evopluginignore`, gitignore-style, top-down (nothing inside a
+/// left-out folder comes back).
+pub fn select(tree: &PackageTree) -> Result<PackSelection, PackError> {
+    let root = &tree.root;
+    let mut builder = GitignoreBuilder::new(root);
+    for pattern in DEFAULT_EXCLUDES {
+        builder
+            .add_line(None, pattern)
+            .map_err(|e| PackError::IgnoreFile {
+                reason: e.to_string(),
+            })?;
+    }
+    if let Some(text) = read_ignore_file(root)? {
+        let from = root.join(IGNORE_FILE);
+        for (i, line) in text.lines().enumerate() {
+            builder
+                .add_line(Some(from.clone()), line)
+                .map_err(|e| PackError::IgnoreFile {
+                    reason: format!("line {}: {e}", i + 1),
+                })?;
+        }
+    }
+    let matcher = builder.build().map_err(|e| PackError::IgnoreFile {
+        reason: e.to_string(),
+    })?;
+    let mut kept = Vec::new();
+    let mut excluded: Vec<ExcludedEntry> = Vec::new();
+    let mut excluded_dirs: BTreeSet<&str> = BTreeSet::new();
+    // Entries are sorted by path bytes, so a folder comes before its contents.
+    for entry in &tree.entries {
+        let inside_excluded = ancestors(&entry.path).any(|a| excluded_dirs.contains(a));
+        if inside_excluded {
+            continue;
+        }
+        let is_dir = matches!(entry.kind, EntryKind::Dir);
+        if let Match::Ignore(glob) = matcher.matched(&entry.path, is_dir) {
+            if entry.path == "plugin.json" {
+                return Err(PackError::ManifestExcluded {
+                    pattern: glob.original().to_owned(),
+                });
+            }
+            if is_dir {
+                excluded_dirs.insert(&entry.path);
+            }
+            excluded.push(ExcludedEntry {
+                path: entry.path.clone(),
+                folder: is_dir,
+                by: match glob.from() {
+                    None => ExcludedBy::Default,
+                    Some(_) => ExcludedBy::IgnoreFile,
+                },
+                pattern: glob.original().to_owned(),
+            });
+            continue;
+        }
+        kept.push(entry.clone());
+    }
+    Ok(PackSelection {
+        tree: PackageTree {
+            root: root.clone(),
+            entries: kept,
+        },
+        excluded,
+    })
+}
+
+/// The proper ancestors of a `/`-separated relative path, nearest last.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(move |(i, _)| &path[..i])
+}
+
+/// The root `.evopluginignore`, if there is one: a regular file inside the
+/// root, within [`MAX_IGNORE_FILE_BYTES`], UTF-8.
+fn read_ignore_file(root: &Path) -> Result<Option<String>, PackError> {
+    let path = root.join(IGNORE_FILE);
+    if fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    let invalid = |reason: &str| PackError::IgnoreFile {
+        reason: reason.to_owned(),
+    };
+    if !stays_inside(root, IGNORE_FILE) {
+        return Err(invalid("it resolves outside the plugin root"));
+    }
+    let meta = fs::metadata(&path).map_err(PackError::io(&path))?;
+    if !meta.is_file() {
+        return Err(invalid("it must be a regular file"));
+    }
+    if meta.len() > MAX_IGNORE_FILE_BYTES {
+        return Err(invalid("it is larger than 64 KiB"));
+    }
+    let bytes = fs::read(&path).map_err(PackError::io(&path))?;
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| invalid("it is not UTF-8"))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +221,12 @@ pub enum PackError {
     },
     #[error("package changed while it was being packed")]
     Changed,
+    #[error("`.evopluginignore` cannot be used: {reason}")]
+    IgnoreFile { reason: String },
+    #[error(
+        "`.evopluginignore` leaves out `plugin.json` (pattern `{pattern}`); an archive without its manifest is no plugin"
+    )]
+    ManifestExcluded { pattern: String },
 }
 
 impl PackError {
@@ -83,6 +240,8 @@ impl PackError {
             PackError::OutputForbidden(..) => "plugin/pack-output-forbidden",
             PackError::Io { .. } | PackError::Zip { .. } => "plugin/pack-io",
             PackError::Changed => "plugin/pack-changed",
+            PackError::IgnoreFile { .. } => "plugin/pack-ignore-file-invalid",
+            PackError::ManifestExcluded { .. } => "plugin/pack-manifest-excluded",
         }
     }
 
@@ -165,15 +324,27 @@ pub fn pack_inspected(
             diagnostics: inspection.diagnostics.clone(),
         });
     };
-    if let Some(link) = tree
+    let selection = select(tree)?;
+    if let Some(link) = selection
+        .tree
         .entries
         .iter()
-        .find(|e| matches!(e.kind, crate::tree::EntryKind::Link { .. }))
+        .find(|e| matches!(e.kind, EntryKind::Link { .. }))
     {
         return Err(PackError::Symlink {
             path: link.path.clone(),
         });
     }
+    let packed_digest = selection.tree.digest().map_err(|e| match e {
+        DigestError::Io { path, source } => PackError::Io {
+            path: tree.root.join(path),
+            source,
+        },
+        DigestError::Hash(e) => PackError::Io {
+            path: tree.root.clone(),
+            source: io::Error::other(e.to_string()),
+        },
+    })?;
     let root = &inspection.root;
     let output = match &options.output {
         Some(o) => o.clone(),
@@ -211,7 +382,7 @@ pub fn pack_inspected(
             .compression_level(Some(9))
             .last_modified_time(DateTime::default())
             .system(System::Unix);
-        for (path, executable) in tree.files() {
+        for (path, executable) in selection.tree.files() {
             let mode = if executable { 0o755 } else { 0o644 };
             zip.start_file(path, base.unix_permissions(mode))
                 .map_err(PackError::zip(&temp_path))?;
@@ -239,7 +410,8 @@ pub fn pack_inspected(
     Ok(PackReport {
         output: target,
         entries,
-        content_sha256: digest.clone(),
+        content_sha256: packed_digest,
+        excluded: selection.excluded,
     })
 }
 

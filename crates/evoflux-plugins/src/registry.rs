@@ -1,8 +1,12 @@
 //! `registry.json`: the user's managed installations.
 //!
-//! `{"version": 1, "installations": [...]}`, written with sorted keys,
-//! two-space indent and a trailing newline, atomically (temp file, fsync,
-//! rename) and only while holding the cross-process lock beside it.
+//! `{"version": 1, "installations": [...], "kept_data": [...]}`, written
+//! with sorted keys, two-space indent and a trailing newline, atomically
+//! (temp file, fsync, rename) and only while holding the cross-process lock
+//! beside it. `kept_data` names the `data/<id>` folders that outlived their
+//! installation (an uninstall that kept `PLUGIN_DATA`), so a reinstall of
+//! the same plugin can reattach them; it is written only when it is not
+//! empty, so a registry without kept data reads the same in older builds.
 //!
 //! Reads come in two strengths. [`Registry::read`] is for listings: a
 //! missing file is empty and a malformed one is reported and treated as
@@ -38,12 +42,31 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 struct RegistryFile {
     version: u64,
     installations: Vec<Value>,
+    #[serde(default)]
+    kept_data: Vec<KeptData>,
+}
+
+/// The data folder of an uninstalled installation, kept on request (the
+/// default): `data/<id>/` with its `PLUGIN_DATA` and credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeptData {
+    /// The installation id the folder belonged to (and is named after).
+    pub id: InstallationId,
+    /// The plugin's manifest name: a new installation of this name
+    /// reattaches the folder.
+    pub name: String,
+    pub version: Option<String>,
+    /// ISO-8601 UTC.
+    pub kept_at: String,
 }
 
 /// A lenient read: what a listing shows.
 #[derive(Debug, Clone, Default)]
 pub struct RegistryRead {
     pub installations: Vec<PluginInstallation>,
+    /// Data folders kept after uninstalls, oldest first.
+    pub kept_data: Vec<KeptData>,
     /// A malformed registry (error) or ignored builtin records (warnings).
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -79,6 +102,7 @@ impl Registry {
             Ok(read) => read,
             Err(e) => RegistryRead {
                 installations: Vec::new(),
+                kept_data: Vec::new(),
                 diagnostics: vec![e.to_diagnostic()],
             },
         }
@@ -138,6 +162,15 @@ impl Registry {
             }
             out.installations.push(record);
         }
+        for kept in &doc.kept_data {
+            if out.installations.iter().any(|r| r.id == kept.id) {
+                return Err(malformed(format!(
+                    "kept data `{}` belongs to an installation that still exists",
+                    kept.id
+                )));
+            }
+        }
+        out.kept_data = doc.kept_data;
         Ok(out)
     }
 
@@ -153,6 +186,7 @@ impl Registry {
             registry: self,
             _lock: lock,
             installations: read.installations,
+            kept_data: read.kept_data,
         })
     }
 }
@@ -163,6 +197,7 @@ pub struct RegistryGuard<'a> {
     registry: &'a Registry,
     _lock: FileLock,
     installations: Vec<PluginInstallation>,
+    kept_data: Vec<KeptData>,
 }
 
 impl RegistryGuard<'_> {
@@ -175,12 +210,42 @@ impl RegistryGuard<'_> {
         self.installations.iter().find(|r| &r.id == id)
     }
 
-    /// Writes `installations` atomically. Builtin records are refused.
+    /// The kept data folders as of the locked read (or the last commit).
+    pub fn kept_data(&self) -> &[KeptData] {
+        &self.kept_data
+    }
+
+    /// Writes `installations` atomically, the kept data unchanged. Builtin
+    /// records are refused.
     pub fn commit(&mut self, installations: Vec<PluginInstallation>) -> Result<(), PluginError> {
+        let kept = self.kept_data.clone();
+        self.commit_with_kept(installations, kept)
+    }
+
+    /// Writes `installations` and `kept_data` atomically, in one write.
+    /// Builtin records are refused, and so is kept data of an installation
+    /// that is still listed.
+    pub fn commit_with_kept(
+        &mut self,
+        installations: Vec<PluginInstallation>,
+        kept_data: Vec<KeptData>,
+    ) -> Result<(), PluginError> {
         if let Some(b) = installations.iter().find(|r| r.is_builtin()) {
             return Err(PluginError::BuiltinPersisted(b.id.clone()));
         }
-        let text = render(&installations)?;
+        if let Some(k) = kept_data
+            .iter()
+            .find(|k| installations.iter().any(|r| r.id == k.id))
+        {
+            return Err(PluginError::RegistryMalformed {
+                path: self.registry.path.clone(),
+                reason: format!(
+                    "kept data `{}` would belong to an installation that still exists",
+                    k.id
+                ),
+            });
+        }
+        let text = render(&installations, &kept_data)?;
         let path = &self.registry.path;
         write_atomic(path, text.as_bytes(), AtomicOptions::default()).map_err(|e| {
             PluginError::Io {
@@ -190,16 +255,23 @@ impl RegistryGuard<'_> {
             }
         })?;
         self.installations = installations;
+        self.kept_data = kept_data;
         Ok(())
     }
 }
 
 /// The file text: sorted keys, two-space indent, trailing newline.
-fn render(installations: &[PluginInstallation]) -> Result<String, PluginError> {
-    let doc = serde_json::json!({
+fn render(
+    installations: &[PluginInstallation],
+    kept_data: &[KeptData],
+) -> Result<String, PluginError> {
+    let mut doc = serde_json::json!({
         "version": REGISTRY_VERSION,
         "installations": installations,
     });
+    if !kept_data.is_empty() {
+        doc["kept_data"] = serde_json::json!(kept_data);
+    }
     let text = serde_json::to_string_pretty(&sorted(doc)).map_err(|e| PluginError::Io {
         action: "serialize",
         path: PathBuf::from("registry.json"),

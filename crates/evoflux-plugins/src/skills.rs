@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
+use evoflux_graph::skill_root::SKILL_FILE;
 use evoflux_skills::BundleName;
 use evoflux_skills::validate::{ValidationLevel, check_skill_text};
 use serde::Serialize;
@@ -76,9 +77,148 @@ pub struct PluginSkill {
     pub valid: bool,
 }
 
-/// Discovers and validates the skills of the canonical `root`. Only
-/// immediate children of `skills/` holding a regular `SKILL.md` are skills;
-/// nothing deeper is ever looked at.
+/// Why a folder under `skills/` is not loaded, found before its
+/// `SKILL.md` is read. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillDirProblem {
+    /// The folder resolves (through a link) outside the plugin root.
+    EscapesRoot,
+    /// The folder holds no `SKILL.md`: it is not a skill.
+    ManifestMissing,
+    /// `SKILL.md` resolves (through a link) outside the plugin root.
+    ManifestEscapesRoot,
+    /// `SKILL.md` is not a regular file.
+    ManifestNotFile,
+}
+
+/// One immediate child folder of `skills/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDir {
+    /// The folder name under `skills/`.
+    pub dir: String,
+    /// The folder, under the root as given (not link-resolved).
+    pub path: PathBuf,
+    /// `None` when the skill may be loaded.
+    pub problem: Option<SkillDirProblem>,
+}
+
+impl SkillDir {
+    /// The folder's `SKILL.md`.
+    pub fn manifest(&self) -> PathBuf {
+        self.path.join(SKILL_FILE)
+    }
+}
+
+/// The state of the `skills/` location itself. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillsFolder {
+    /// No `skills/`: the plugin has no skills, which is not an error.
+    Absent,
+    /// The plugin root itself cannot be resolved: nothing is loaded.
+    RootUnresolved,
+    /// `skills` resolves outside the plugin root: no skill is loaded.
+    EscapesRoot,
+    /// `skills` is not a folder: no skill is loaded.
+    NotDirectory,
+    /// `skills/` cannot be listed (the reason): no skill is loaded.
+    Unreadable(String),
+    /// `skills/` was listed.
+    Listed,
+}
+
+/// The skill folders of one plugin root, each with its verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDirListing {
+    /// The `skills/` location.
+    pub location: PathBuf,
+    pub folder: SkillsFolder,
+    /// Sorted by folder name. Empty unless `folder` is `Listed`.
+    pub dirs: Vec<SkillDir>,
+}
+
+/// The one rule for which folders of a plugin's `skills/` may be loaded:
+/// only immediate child folders (hidden and cache folders are not skills)
+/// that resolve, with their `SKILL.md`, inside the plugin root, whose
+/// `SKILL.md` is a regular file. Inspection reports every verdict and
+/// then validates the loadable folders; the source graph loads exactly
+/// the loadable ones ([`loadable_skill_dirs`]), so a skill that `plugin
+/// show` calls skipped is never loaded either.
+///
+/// `root` need not be canonical; containment is checked against its
+/// canonical form.
+pub fn list_skill_dirs(root: &Path) -> SkillDirListing {
+    let location = root.join("skills");
+    let mut listing = SkillDirListing {
+        location: location.clone(),
+        folder: SkillsFolder::Absent,
+        dirs: Vec::new(),
+    };
+    let Ok(canonical) = root.canonicalize() else {
+        listing.folder = SkillsFolder::RootUnresolved;
+        return listing;
+    };
+    if fs::symlink_metadata(&location).is_err() {
+        return listing;
+    }
+    if !stays_inside(&canonical, "skills") {
+        listing.folder = SkillsFolder::EscapesRoot;
+        return listing;
+    }
+    let read = match fs::metadata(&location) {
+        Ok(meta) if meta.is_dir() => fs::read_dir(&location),
+        _ => {
+            listing.folder = SkillsFolder::NotDirectory;
+            return listing;
+        }
+    };
+    let mut children: Vec<(String, PathBuf)> = match read {
+        Ok(read) => read
+            .filter_map(Result::ok)
+            .filter_map(|e| Some((e.file_name().to_str()?.to_owned(), e.path())))
+            .collect(),
+        Err(e) => {
+            listing.folder = SkillsFolder::Unreadable(e.to_string());
+            return listing;
+        }
+    };
+    listing.folder = SkillsFolder::Listed;
+    children.sort();
+    for (dir, path) in children {
+        let is_dir = fs::metadata(&path).is_ok_and(|m| m.is_dir());
+        if !is_dir || dir.starts_with('.') || is_skipped(&dir, true) {
+            continue;
+        }
+        let problem = if !stays_inside(&canonical, &format!("skills/{dir}")) {
+            Some(SkillDirProblem::EscapesRoot)
+        } else if fs::symlink_metadata(path.join(SKILL_FILE)).is_err() {
+            Some(SkillDirProblem::ManifestMissing)
+        } else if !stays_inside(&canonical, &format!("skills/{dir}/{SKILL_FILE}")) {
+            Some(SkillDirProblem::ManifestEscapesRoot)
+        } else if !fs::metadata(path.join(SKILL_FILE)).is_ok_and(|m| m.is_file()) {
+            Some(SkillDirProblem::ManifestNotFile)
+        } else {
+            None
+        };
+        listing.dirs.push(SkillDir { dir, path, problem });
+    }
+    listing
+}
+
+/// The skill folders of `root` that may be loaded (see
+/// [`list_skill_dirs`]): what the source graph discovers for an enabled
+/// plugin.
+pub fn loadable_skill_dirs(root: &Path) -> Vec<SkillDir> {
+    list_skill_dirs(root)
+        .dirs
+        .into_iter()
+        .filter(|d| d.problem.is_none())
+        .collect()
+}
+
+/// Discovers and validates the skills of the canonical `root`: the
+/// verdicts of [`list_skill_dirs`] as diagnostics, then each loadable
+/// `SKILL.md` read within the size limit and validated. Nothing deeper
+/// than the immediate children of `skills/` is ever looked at.
 pub fn discover_skills(
     root: &Path,
     limits: &PackageLimits,
@@ -86,82 +226,51 @@ pub fn discover_skills(
 ) -> (Vec<PluginSkill>, Vec<ScopedDiagnostic>) {
     let mut skills = Vec::new();
     let mut diagnostics = Vec::new();
-    let location = root.join("skills");
-    match fs::symlink_metadata(&location) {
-        Err(_) => return (skills, diagnostics),
-        Ok(_) if !stays_inside(root, "skills") => {
-            diagnostics.push(ScopedDiagnostic::new(
-                Scope::Skills,
-                Diagnostic::error(
+    let listing = list_skill_dirs(root);
+    let location = &listing.location;
+    let folder_error = |code: &'static str, message: String| {
+        vec![ScopedDiagnostic::new(
+            Scope::Skills,
+            Diagnostic::error(code, message).with_file(location),
+        )]
+    };
+    match listing.folder {
+        SkillsFolder::Absent | SkillsFolder::RootUnresolved => return (skills, diagnostics),
+        SkillsFolder::EscapesRoot => {
+            return (
+                skills,
+                folder_error(
                     codes::SKILLS_ESCAPES_ROOT,
-                    "`skills` resolves outside the plugin root; no skill is loaded",
-                )
-                .with_file(&location),
-            ));
-            return (skills, diagnostics);
+                    "`skills` resolves outside the plugin root; no skill is loaded".into(),
+                ),
+            );
         }
-        Ok(_) => {}
+        SkillsFolder::NotDirectory => {
+            return (
+                skills,
+                folder_error(
+                    codes::SKILLS_NOT_DIRECTORY,
+                    "`skills` must be a folder; no skill is loaded".into(),
+                ),
+            );
+        }
+        SkillsFolder::Unreadable(reason) => {
+            return (
+                skills,
+                folder_error(
+                    codes::SKILLS_NOT_DIRECTORY,
+                    format!("cannot read `skills`: {reason}"),
+                ),
+            );
+        }
+        SkillsFolder::Listed => {}
     }
-    let entries = match fs::metadata(&location) {
-        Ok(meta) if meta.is_dir() => fs::read_dir(&location),
-        _ => {
-            diagnostics.push(ScopedDiagnostic::new(
-                Scope::Skills,
-                Diagnostic::error(
-                    codes::SKILLS_NOT_DIRECTORY,
-                    "`skills` must be a folder; no skill is loaded",
-                )
-                .with_file(&location),
-            ));
-            return (skills, diagnostics);
-        }
-    };
-    let mut children: Vec<(String, PathBuf)> = match entries {
-        Ok(read) => read
-            .filter_map(Result::ok)
-            .filter_map(|e| Some((e.file_name().to_str()?.to_owned(), e.path())))
-            .collect(),
-        Err(e) => {
-            diagnostics.push(ScopedDiagnostic::new(
-                Scope::Skills,
-                Diagnostic::error(
-                    codes::SKILLS_NOT_DIRECTORY,
-                    format!("cannot read `skills`: {e}"),
-                )
-                .with_file(&location),
-            ));
-            return (skills, diagnostics);
-        }
-    };
-    children.sort();
-    for (dir, path) in children {
-        let is_dir = fs::metadata(&path).is_ok_and(|m| m.is_dir());
-        if !is_dir || is_skipped(&dir, true) {
-            continue;
-        }
+    for entry in listing.dirs {
+        let dir = entry.dir.clone();
+        let path = entry.path.clone();
+        let file = entry.manifest();
         let scope = Scope::Skill(dir.clone());
         let mut push = |d: Diagnostic| diagnostics.push(ScopedDiagnostic::new(scope.clone(), d));
-        if !stays_inside(root, &format!("skills/{dir}")) {
-            push(
-                Diagnostic::error(
-                    codes::SKILL_ESCAPES_ROOT,
-                    format!("skill folder `{dir}` resolves outside the plugin root; skipped"),
-                )
-                .with_file(&path),
-            );
-            continue;
-        }
-        let file = path.join("SKILL.md");
-        if fs::symlink_metadata(&file).is_err() {
-            push(
-                Diagnostic::info(
-                    codes::SKILL_MANIFEST_MISSING,
-                    format!("`skills/{dir}` has no SKILL.md, so it is not a skill"),
-                )
-                .with_file(&path),
-            );
-            continue;
-        }
         let mut skill = PluginSkill {
             dir: dir.clone(),
             name: None,
@@ -169,20 +278,39 @@ pub fn discover_skills(
             path: file.clone(),
             valid: false,
         };
-        if !stays_inside(root, &format!("skills/{dir}/SKILL.md")) {
-            push(
-                Diagnostic::error(
-                    codes::SKILL_ESCAPES_ROOT,
-                    "SKILL.md resolves outside the plugin root; skipped",
-                )
-                .with_file(&file),
-            );
-            skills.push(skill);
-            continue;
-        }
-        let meta = match fs::metadata(&file) {
-            Ok(meta) if meta.is_file() => meta,
-            _ => {
+        match entry.problem {
+            Some(SkillDirProblem::EscapesRoot) => {
+                push(
+                    Diagnostic::error(
+                        codes::SKILL_ESCAPES_ROOT,
+                        format!("skill folder `{dir}` resolves outside the plugin root; skipped"),
+                    )
+                    .with_file(&path),
+                );
+                continue;
+            }
+            Some(SkillDirProblem::ManifestMissing) => {
+                push(
+                    Diagnostic::info(
+                        codes::SKILL_MANIFEST_MISSING,
+                        format!("`skills/{dir}` has no SKILL.md, so it is not a skill"),
+                    )
+                    .with_file(&path),
+                );
+                continue;
+            }
+            Some(SkillDirProblem::ManifestEscapesRoot) => {
+                push(
+                    Diagnostic::error(
+                        codes::SKILL_ESCAPES_ROOT,
+                        "SKILL.md resolves outside the plugin root; skipped",
+                    )
+                    .with_file(&file),
+                );
+                skills.push(skill);
+                continue;
+            }
+            Some(SkillDirProblem::ManifestNotFile) => {
                 push(
                     Diagnostic::error(
                         codes::SKILL_MANIFEST_NOT_FILE,
@@ -193,8 +321,10 @@ pub fn discover_skills(
                 skills.push(skill);
                 continue;
             }
-        };
-        if meta.len() > limits.max_skill_bytes {
+            None => {}
+        }
+        let size = fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        if size > limits.max_skill_bytes {
             push(
                 Diagnostic::error(
                     codes::SKILL_TOO_LARGE,

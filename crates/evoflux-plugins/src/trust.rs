@@ -150,4 +150,79 @@ impl TrustReview {
             && self.header_names.is_empty()
             && self.capabilities.is_empty()
     }
+
+    /// What this review has that `before` did not: the part of a new
+    /// version a user has not reviewed yet.
+    ///
+    /// - a command is new when no command of `before` runs the same
+    ///   executable with the same arguments (whatever its server is called);
+    /// - a host is new when `before` never named it, or named it only for a
+    ///   transport that is never started while it is started now;
+    /// - an environment name is new when `before` did not list it;
+    /// - a capability is new when `before` had none of the same name, kind
+    ///   and source (a new skill, a new server, a declared capability on
+    ///   another server).
+    pub fn added_since(&self, before: &TrustReview) -> TrustChange {
+        let added_commands = self
+            .executable_commands
+            .iter()
+            .filter(|c| {
+                !before
+                    .executable_commands
+                    .iter()
+                    .any(|b| b.executable == c.executable && b.args == c.args)
+            })
+            .cloned()
+            .collect();
+        let added_hosts = self
+            .remote_hosts
+            .iter()
+            .filter(|h| {
+                !before
+                    .remote_hosts
+                    .iter()
+                    .any(|b| b.host == h.host && (b.started || !h.started))
+            })
+            .cloned()
+            .collect();
+        let added_environment_fields = self
+            .environment_fields
+            .iter()
+            .filter(|e| !before.environment_fields.contains(e))
+            .cloned()
+            .collect();
+        let added_capabilities = self
+            .capabilities
+            .iter()
+            .filter(|c| !before.capabilities.contains(c))
+            .cloned()
+            .collect();
+        TrustChange {
+            added_commands,
+            added_hosts,
+            added_environment_fields,
+            added_capabilities,
+        }
+    }
+}
+
+/// What a new version of a package adds to the trust review of the
+/// installed one ([`TrustReview::added_since`]). Removals are not listed:
+/// they never need a new review.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TrustChange {
+    pub added_commands: Vec<ExecutableCommand>,
+    pub added_hosts: Vec<RemoteHost>,
+    pub added_environment_fields: Vec<String>,
+    pub added_capabilities: Vec<Capability>,
+}
+
+impl TrustChange {
+    /// Whether the new version reaches nothing the old one did not.
+    pub fn is_empty(&self) -> bool {
+        self.added_commands.is_empty()
+            && self.added_hosts.is_empty()
+            && self.added_environment_fields.is_empty()
+            && self.added_capabilities.is_empty()
+    }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::Fixture;
 use evoflux_plugins::{
     CreateOptions, CredentialChange, InstallationId, PLUGIN_SCHEMA_1_0_0, PackOptions,
-    PluginManager, PluginPaths, SourceType, StrictSkillValidator, pack,
+    PluginManager, PluginPaths, SourceType, StrictSkillValidator, UpdateTrust::ReviewAgain, pack,
 };
 use serde_json::json;
 
@@ -83,7 +83,7 @@ fn pack_to(f: &Fixture, file: &str) -> PathBuf {
 fn install_from_folder_is_disabled_until_enabled() {
     let env = Env::new();
     let f = plugin("demo", "1.0.0", "Demo");
-    let d = env.manager.install(&f.root, false).unwrap();
+    let d = env.manager.install(&f.root, false).unwrap().detail;
     let id = d.installation.id.clone();
     assert!(!d.installation.enabled);
     assert_eq!(d.installation.source_type, SourceType::Installed);
@@ -137,7 +137,7 @@ fn install_from_archive_drops_junk_and_keeps_exec_bits() {
     let server = f.write("bin/server", "#!/bin/sh\n");
     fs::set_permissions(&server, fs::Permissions::from_mode(0o755)).unwrap();
     let archive = pack_to(&f, "packed-2.0.0.evoplugin");
-    let d = env.manager.install(&archive, true).unwrap();
+    let d = env.manager.install(&archive, true).unwrap().detail;
     let root = &d.installation.root;
     assert!(d.installation.enabled);
     assert!(!root.join("__pycache__").exists());
@@ -207,14 +207,18 @@ fn installed_copies_refuse_symlinks() {
 fn update_keeps_identity_state_and_data() {
     let env = Env::new();
     let v1 = plugin("svc", "1.0.0", "Version one");
-    let d1 = env.manager.install(&v1.root, false).unwrap();
+    let d1 = env.manager.install(&v1.root, false).unwrap().detail;
     let id = d1.installation.id.clone();
     let state = env.paths().plugin_data_dir(&id).join("state.json");
     fs::write(&state, "{\"kept\": true}").unwrap();
 
     let v2 = plugin("svc", "2.0.0", "Version two");
     let archive = pack_to(&v2, "svc-2.0.0.evoplugin");
-    let d2 = env.manager.update(&id, &archive).unwrap();
+    let d2 = env
+        .manager
+        .update(&id, &archive, ReviewAgain)
+        .unwrap()
+        .detail;
     assert_eq!(d2.installation.id, id);
     assert_eq!(d2.installation.installed_at, d1.installation.installed_at);
     assert_ne!(d2.installation.updated_at, d1.installation.updated_at);
@@ -228,7 +232,11 @@ fn update_keeps_identity_state_and_data() {
 
     // Same version from a folder: replaced in place, no backup left.
     v2.write("skills/audit/references/extra.md", "more");
-    let d3 = env.manager.update(&id, &v2.root).unwrap();
+    let d3 = env
+        .manager
+        .update(&id, &v2.root, ReviewAgain)
+        .unwrap()
+        .detail;
     assert_eq!(d3.installation.root, d2.installation.root);
     assert!(
         d3.installation
@@ -244,14 +252,20 @@ fn update_keeps_identity_state_and_data() {
 
     // A different plugin cannot replace it.
     let other = plugin("other", "3.0.0", "Other");
-    let err = env.manager.update(&id, &other.root).unwrap_err();
+    let err = env
+        .manager
+        .update(&id, &other.root, ReviewAgain)
+        .unwrap_err();
     assert_eq!(err.code(), "plugin/update-name-mismatch");
     // A failing update restores nothing because it changed nothing.
     assert_eq!(names(&env.paths().installation_dir(&id)), ["2.0.0"]);
 
     let missing: InstallationId = "0123456789abcdef0123456789abcdef".parse().unwrap();
     assert_eq!(
-        env.manager.update(&missing, &v2.root).unwrap_err().code(),
+        env.manager
+            .update(&missing, &v2.root, ReviewAgain)
+            .unwrap_err()
+            .code(),
         "plugin/installation-not-found"
     );
 }
@@ -261,8 +275,20 @@ fn uninstall_keeps_plugin_data_unless_asked() {
     let env = Env::new();
     let a = plugin("keep", "1.0.0", "K");
     let b = plugin("drop", "1.0.0", "D");
-    let ka = env.manager.install(&a.root, false).unwrap().installation.id;
-    let kb = env.manager.install(&b.root, false).unwrap().installation.id;
+    let ka = env
+        .manager
+        .install(&a.root, false)
+        .unwrap()
+        .detail
+        .installation
+        .id;
+    let kb = env
+        .manager
+        .install(&b.root, false)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     env.manager.uninstall(&ka, false).unwrap();
     env.manager.uninstall(&kb, true).unwrap();
     assert!(env.paths().plugin_data_dir(&ka).is_dir());
@@ -281,12 +307,15 @@ fn links_use_the_folder_in_place() {
     let f = plugin("dev", "0.1.0", "Dev");
     f.write("docs/guide.md", "guide");
     f.symlink("docs/guide.md", "GUIDE.md");
-    let d = env.manager.link(&f.root, false).unwrap();
+    let d = env.manager.link(&f.root, false).unwrap().detail;
     assert_eq!(d.installation.source_type, SourceType::Linked);
     assert_eq!(d.installation.root, f.root);
     assert!(!d.capabilities.updatable);
     assert!(d.capabilities.can_disable);
-    let err = env.manager.update(&d.installation.id, &f.root).unwrap_err();
+    let err = env
+        .manager
+        .update(&d.installation.id, &f.root, ReviewAgain)
+        .unwrap_err();
     assert_eq!(err.code(), "plugin/linked-not-updatable");
     assert!(err.to_string().contains("source folder"));
     // Uninstalling a link never touches the folder.
@@ -329,7 +358,9 @@ fn bundled_plugins_are_listed_enabled_and_immutable() {
         env.manager.set_enabled(&id, false).unwrap_err(),
         env.manager.set_enabled(&id, true).unwrap_err(),
         env.manager.uninstall(&id, false).unwrap_err(),
-        env.manager.update(&id, env.tmp.path()).unwrap_err(),
+        env.manager
+            .update(&id, env.tmp.path(), ReviewAgain)
+            .unwrap_err(),
     ] {
         assert_eq!(err.code(), "plugin/builtin-immutable");
     }
@@ -430,7 +461,13 @@ fn credentials_are_masked_private_and_validated() {
             {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_API_TOKEN", "required": true}
         ]}}
     }));
-    let id = env.manager.install(&f.root, false).unwrap().installation.id;
+    let id = env
+        .manager
+        .install(&f.root, false)
+        .unwrap()
+        .detail
+        .installation
+        .id;
     let state = env.manager.credentials(&id).unwrap();
     assert!(state.supported && !state.configured);
 
@@ -507,7 +544,7 @@ fn malformed_registry_blocks_mutations_and_is_kept() {
 fn leftovers_of_a_killed_process_are_recovered() {
     let env = Env::new();
     let f = plugin("demo", "1.0.0", "D");
-    let d = env.manager.install(&f.root, false).unwrap();
+    let d = env.manager.install(&f.root, false).unwrap().detail;
     let id = d.installation.id.clone();
     let home = env.paths().installation_dir(&id);
 
@@ -579,4 +616,34 @@ fn invalid_credentials_declaration_is_reported_not_fatal() {
             .message
             .contains("absolute HTTP(S) URL")
     );
+}
+
+#[test]
+fn kept_data_is_recorded_with_the_uninstall_and_reattached_by_a_link() {
+    let env = Env::new();
+    let f = plugin("keeper", "1.0.0", "K");
+    let first = env.manager.install(&f.root, false).unwrap();
+    assert!(!first.reattached_data);
+    let id = first.detail.installation.id;
+    // No kept data: the registry has no `kept_data` key at all.
+    assert!(env.registry_json().get("kept_data").is_none());
+    env.manager.uninstall(&id, false).unwrap();
+    let reg = env.registry_json();
+    assert_eq!(reg["installations"], json!([]));
+    assert_eq!(reg["kept_data"][0]["id"], id.to_string());
+    assert_eq!(reg["kept_data"][0]["name"], "keeper");
+
+    // A link of the same plugin reattaches it just as an install would.
+    let linked = env.manager.link(&f.root, false).unwrap();
+    assert!(linked.reattached_data);
+    assert_eq!(linked.detail.installation.id, id);
+    assert!(env.registry_json().get("kept_data").is_none());
+
+    // A kept record whose folder is gone is dropped, not reattached.
+    env.manager.uninstall(&id, false).unwrap();
+    fs::remove_dir_all(env.paths().plugin_data_dir(&id)).unwrap();
+    let fresh = env.manager.install(&f.root, false).unwrap();
+    assert!(!fresh.reattached_data);
+    assert_ne!(fresh.detail.installation.id, id);
+    assert!(env.manager.kept_data().kept.is_empty());
 }

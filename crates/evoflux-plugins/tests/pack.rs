@@ -7,8 +7,8 @@ use std::fs;
 
 use common::Fixture;
 use evoflux_plugins::{
-    ExtractLimits, PLUGIN_SCHEMA_1_0_0, PackError, PackOptions, StrictSkillValidator, pack,
-    stage_archive,
+    ExcludedBy, ExtractLimits, PLUGIN_SCHEMA_1_0_0, PackError, PackOptions, StrictSkillValidator,
+    pack, stage_archive,
 };
 use serde_json::json;
 
@@ -330,4 +330,123 @@ fn io_errors_name_the_path_they_concern() {
     let lifecycle = evoflux_plugins::PluginError::from(err);
     assert_eq!(lifecycle.code(), "plugin/stage-io");
     assert!(lifecycle.to_diagnostic().locator.file.is_some());
+}
+
+fn archive_names(path: &std::path::Path) -> Vec<String> {
+    let mut zip = zip::ZipArchive::new(fs::File::open(path).unwrap()).unwrap();
+    (0..zip.len())
+        .map(|i| zip.by_index(i).unwrap().name().unwrap().into_owned())
+        .collect()
+}
+
+#[test]
+fn secrets_and_ignored_files_are_left_out_and_listed() {
+    let f = sample();
+    f.write(".env", "TOKEN=root-secret");
+    f.write(".env.local", "TOKEN=local-secret");
+    f.write(".env.example", "TOKEN=");
+    f.write("bin/.env.production", "TOKEN=prod-secret");
+    f.write(".env.d/keys", "TOKEN=dir-secret");
+    f.write("build/out.bin", "artefact");
+    f.write("build/deep/more.bin", "artefact");
+    f.write("notes.tmp", "scratch");
+    f.write(
+        ".evopluginignore",
+        "# local files\nbuild/\n*.tmp\n!.env.example\n",
+    );
+    let r = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(
+        archive_names(&r.output),
+        [
+            ".env.example",
+            ".evopluginignore",
+            "bin/tool.sh",
+            "plugin.json",
+            "skills/release-audit/SKILL.md",
+            "skills/release-audit/references/notes.md"
+        ]
+    );
+    let listed: Vec<(&str, bool, ExcludedBy)> = r
+        .excluded
+        .iter()
+        .map(|e| (e.path.as_str(), e.folder, e.by))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (".env", false, ExcludedBy::Default),
+            (".env.d", true, ExcludedBy::Default),
+            (".env.local", false, ExcludedBy::Default),
+            ("bin/.env.production", false, ExcludedBy::Default),
+            ("build", true, ExcludedBy::IgnoreFile),
+            ("notes.tmp", false, ExcludedBy::IgnoreFile),
+        ]
+    );
+    assert_eq!(r.excluded[4].pattern, "build/");
+
+    // The report's digest is the packed tree's: an install of the archive
+    // has it, the source folder (which still holds the secrets) does not.
+    let staged = stage_archive(
+        &r.output,
+        &f.dir.path().join("cache"),
+        &ExtractLimits::DEFAULT,
+        &StrictSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(staged.digest(), Some(&r.content_sha256));
+    assert_ne!(f.inspect().content_sha256, Some(r.content_sha256.clone()));
+    // And re-packing the extracted tree gives the same digest.
+    let again = pack(
+        staged.root(),
+        &options(f.dir.path().join("y.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(again.content_sha256, r.content_sha256);
+    assert!(again.excluded.is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_left_out_symlink_does_not_block_packing() {
+    let f = sample();
+    let outside = f.dir.path().join("secrets.env");
+    fs::write(&outside, "TOKEN=x").unwrap();
+    f.symlink(&outside, ".env");
+    let r = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(r.excluded[0].path, ".env");
+    assert!(!archive_names(&r.output).contains(&".env".to_owned()));
+}
+
+#[test]
+fn an_ignore_file_cannot_drop_the_manifest_or_be_malformed() {
+    let f = sample();
+    f.write(".evopluginignore", "*.json\n");
+    let err = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-manifest-excluded");
+    f.write(".evopluginignore", "ok\n{a,b\n");
+    let err = pack(
+        &f.root,
+        &options(f.dir.path().join("x.evoplugin")),
+        &StrictSkillValidator,
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "plugin/pack-ignore-file-invalid");
+    assert!(err.to_string().contains("line 2"), "{err}");
+    assert!(!f.dir.path().join("x.evoplugin").exists());
 }

@@ -187,3 +187,55 @@ fn validator_is_pluggable_and_its_codes_are_scoped() {
     );
     assert!(!i.skills[0].valid);
 }
+
+#[cfg(unix)]
+#[test]
+fn the_graph_listing_and_inspection_apply_one_rule() {
+    let f = Fixture::minimal();
+    let outside = f.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("SKILL.md"),
+        "---\nname: evil\ndescription: d\n---\nbody\n",
+    )
+    .unwrap();
+    f.skill("good", "good");
+    f.symlink(&outside, "skills/evil");
+    std::fs::create_dir_all(f.root.join("skills/file-link")).unwrap();
+    f.symlink(outside.join("SKILL.md"), "skills/file-link/SKILL.md");
+    f.skill(".hidden", "hidden");
+    f.write(
+        "skills/group/inner/SKILL.md",
+        "---\nname: inner\ndescription: nested\n---\nbody\n",
+    );
+    let listing = evoflux_plugins::list_skill_dirs(&f.root);
+    let verdicts: Vec<(&str, Option<evoflux_plugins::SkillDirProblem>)> = listing
+        .dirs
+        .iter()
+        .map(|d| (d.dir.as_str(), d.problem))
+        .collect();
+    use evoflux_plugins::SkillDirProblem as P;
+    assert_eq!(
+        verdicts,
+        [
+            ("evil", Some(P::EscapesRoot)),
+            ("file-link", Some(P::ManifestEscapesRoot)),
+            ("good", None),
+            ("group", Some(P::ManifestMissing)),
+        ]
+    );
+    let loadable: Vec<String> = evoflux_plugins::loadable_skill_dirs(&f.root)
+        .into_iter()
+        .map(|d| d.dir)
+        .collect();
+    assert_eq!(loadable, ["good"]);
+    let i = f.inspect();
+    assert_eq!(codes_in(&i, "skill:evil"), ["plugin/skill-escapes-root"]);
+    assert_eq!(
+        codes_in(&i, "skill:file-link"),
+        ["plugin/skill-escapes-root"]
+    );
+    assert!(codes_in(&i, "skill:.hidden").is_empty());
+    let valid: Vec<_> = i.valid_skills().map(|s| s.dir.as_str()).collect();
+    assert_eq!(valid, loadable);
+}

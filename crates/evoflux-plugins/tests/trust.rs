@@ -79,3 +79,50 @@ fn empty_plugin_has_an_empty_review() {
                "header_names": [], "capabilities": []})
     );
 }
+
+/// The trust review of a minimal plugin with these servers.
+fn review_of(servers: serde_json::Value) -> evoflux_plugins::TrustReview {
+    let f = Fixture::minimal();
+    f.mcp_servers(servers);
+    f.write("bin/a", "#!/bin/sh\n");
+    f.write("bin/b", "#!/bin/sh\n");
+    f.inspect().trust
+}
+
+#[test]
+fn added_since_lists_only_what_the_old_review_lacked() {
+    let old = review_of(json!({
+        "a": {"type": "stdio", "command": "./bin/a", "args": ["--x"], "env": {"A": "1"}},
+        "legacy": {"type": "sse", "url": "https://legacy.example.test/sse"}
+    }));
+    // Renaming a server or changing a value is nothing new.
+    let renamed = review_of(json!({
+        "renamed": {"type": "stdio", "command": "./bin/a", "args": ["--x"], "env": {"A": "2"}},
+        "legacy": {"type": "sse", "url": "https://legacy.example.test/sse"}
+    }));
+    let change = renamed.added_since(&old);
+    assert!(change.added_commands.is_empty());
+    assert!(change.added_hosts.is_empty());
+    assert!(change.added_environment_fields.is_empty());
+    // The server's capability comes from a new source name.
+    assert_eq!(change.added_capabilities.len(), 1);
+    assert_eq!(change.added_capabilities[0].source, "renamed");
+
+    // New arguments, a host that is now started, a new env name.
+    let wider = review_of(json!({
+        "a": {"type": "stdio", "command": "./bin/a", "args": ["--y"], "env": {"A": "1", "B": "2"}},
+        "legacy": {"type": "streamable-http", "url": "https://legacy.example.test/mcp"}
+    }));
+    let change = wider.added_since(&old);
+    assert_eq!(change.added_commands.len(), 1);
+    assert_eq!(change.added_commands[0].args, ["--y"]);
+    assert_eq!(change.added_hosts.len(), 1);
+    assert_eq!(change.added_hosts[0].host, "legacy.example.test");
+    assert_eq!(change.added_environment_fields, ["B"]);
+    assert!(!change.is_empty());
+
+    // Removing things never needs a review.
+    let narrower = review_of(json!({}));
+    assert!(narrower.added_since(&old).is_empty());
+    assert!(old.added_since(&old).is_empty());
+}

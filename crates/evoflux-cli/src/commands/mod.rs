@@ -1,5 +1,6 @@
 pub mod agents;
 pub mod config;
+pub mod credential_input;
 pub mod graph;
 pub mod info;
 pub mod mcp;

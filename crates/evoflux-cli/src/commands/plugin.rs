@@ -11,15 +11,17 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use evoflux_core::Diagnostics;
+use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
-    CreateOptions, CredentialChange, CredentialState, CredentialValue, InstallationId, Listing,
-    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt,
-    SourceType, TrustReview,
+    CreateOptions, CredentialChange, CredentialState, CredentialValue, DataSelector, ExcludedBy,
+    InstallationId, KeptDataListing, Listing, NewInstallation, PackReport, PluginDetail,
+    PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt, SourceType,
+    TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
 };
 use serde_json::json;
 
+use super::credential_input::{self, ValueSource};
 use crate::output::{Exit, Output};
 
 #[derive(Debug, Subcommand)]
@@ -46,7 +48,9 @@ pub enum PluginCommand {
         #[command(flatten)]
         state: EnableArgs,
     },
-    /// Pack a plugin folder into a deterministic .evoplugin archive.
+    /// Pack a plugin folder into a deterministic .evoplugin archive. `.env`
+    /// and `.env.*` files, and whatever the folder's `.evopluginignore`
+    /// names (gitignore syntax), are left out and listed.
     Pack {
         path: PathBuf,
         /// Where to write (default: <parent>/<name>-<version>.evoplugin).
@@ -59,10 +63,17 @@ pub enum PluginCommand {
         #[command(flatten)]
         state: EnableArgs,
     },
-    /// Replace an installed plugin's files in place (same id, state and data).
+    /// Replace an installed plugin's files in place (same id and data). An
+    /// enabled plugin whose new version adds commands, hosts, environment
+    /// names or capabilities is left disabled until you review the
+    /// difference and enable it again.
     Update {
         installation_id: String,
         path: PathBuf,
+        /// Keep it enabled (or enable it) whatever the new version adds,
+        /// skipping the new trust review (for automation).
+        #[arg(long)]
+        enabled: bool,
     },
     /// List installed, linked and bundled plugins.
     List,
@@ -78,6 +89,13 @@ pub enum PluginCommand {
         /// Also delete the installation's data folder and credentials.
         #[arg(long)]
         remove_data: bool,
+    },
+    /// List or remove the data folders uninstalls kept (PLUGIN_DATA and
+    /// credentials). Installing the same plugin again reattaches its kept
+    /// data.
+    Data {
+        #[command(subcommand)]
+        action: DataAction,
     },
     /// Show, set or clear the credentials a plugin declares (secrets are
     /// never printed).
@@ -99,13 +117,39 @@ pub struct EnableArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum DataAction {
+    /// List kept data folders: the plugin each was kept for, or none for a
+    /// folder no record names.
+    List,
+    /// Delete the kept data of a plugin (by name), or one folder by
+    /// installation id.
+    Remove {
+        /// The plugin name.
+        #[arg(required_unless_present = "id", conflicts_with = "id")]
+        name: Option<String>,
+        /// One folder by its installation id (for folders without a name).
+        #[arg(long)]
+        id: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum CredentialsAction {
     /// Show the credentials form, secrets masked (the default).
     Show,
-    /// Set values: KEY=VALUE (booleans take true or false; an empty value clears).
+    /// Set values. Give a KEY alone and its value is asked for (secrets are
+    /// not echoed) or, with --stdin or when standard input is not a
+    /// terminal, read from standard input, one line per KEY in the order
+    /// given. KEY=VALUE still works but leaves the value in your shell
+    /// history and the process list: never use it for secrets. Booleans
+    /// take true or false.
     Set {
-        #[arg(required = true, value_name = "KEY=VALUE")]
-        pairs: Vec<String>,
+        #[arg(required = true, value_name = "KEY")]
+        keys: Vec<String>,
+        /// Read the values of the KEYs given alone from standard input,
+        /// one line each, even from a terminal.
+        #[arg(long)]
+        stdin: bool,
     },
     /// Clear values.
     Clear {
@@ -165,29 +209,40 @@ fn dispatch(
             })
         }
         PluginCommand::Link { path, state } => {
-            let d = manager.link(path, state.enabled)?;
-            print_detail(out, &d, "Linked");
+            let n = manager.link(path, state.enabled)?;
+            print_new(out, &n, "Linked");
             Ok(Exit::Ok)
         }
         PluginCommand::Pack { path, output } => {
             let r = manager.pack(path, output.clone())?;
             out.result(
-                &json!({"path": r.output, "entries": r.entries, "content_sha256": r.content_sha256}),
-                || format!("Packed {} files into {}\n", r.entries, r.output.display()),
+                &json!({
+                    "path": r.output,
+                    "entries": r.entries,
+                    "content_sha256": r.content_sha256,
+                    "excluded": r.excluded,
+                }),
+                || render_pack(&r),
             );
             Ok(Exit::Ok)
         }
         PluginCommand::Install { path, state } => {
-            let d = manager.install(path, state.enabled)?;
-            print_detail(out, &d, "Installed");
+            let n = manager.install(path, state.enabled)?;
+            print_new(out, &n, "Installed");
             Ok(Exit::Ok)
         }
         PluginCommand::Update {
             installation_id,
             path,
+            enabled,
         } => {
-            let d = manager.update(&parse_id(installation_id)?, path)?;
-            print_detail(out, &d, "Updated");
+            let trust = if *enabled {
+                UpdateTrust::Enable
+            } else {
+                UpdateTrust::ReviewAgain
+            };
+            let u = manager.update(&parse_id(installation_id)?, path, trust)?;
+            print_updated(out, &u);
             Ok(Exit::Ok)
         }
         PluginCommand::List => {
@@ -218,9 +273,12 @@ fn dispatch(
             let u = manager.uninstall(&parse_id(installation_id)?, *remove_data)?;
             out.result(&u, || {
                 let data = if u.removed_data {
-                    "its data was removed"
+                    "its data was removed".to_owned()
                 } else {
-                    "its data was kept (use --remove-data to delete it)"
+                    format!(
+                        "its data was kept: installing {} again reattaches it, `evoflux plugin data remove {}` deletes it",
+                        u.installation.name, u.installation.name
+                    )
                 };
                 format!(
                     "Uninstalled {} ({}); {data}\n",
@@ -229,6 +287,39 @@ fn dispatch(
             });
             Ok(Exit::Ok)
         }
+        PluginCommand::Data { action } => match action {
+            DataAction::List => {
+                let listing = manager.kept_data();
+                out.result(&listing, || render_kept_data(&listing));
+                out.diagnostics(&Diagnostics::from(listing.diagnostics.clone()));
+                Ok(Exit::Ok)
+            }
+            DataAction::Remove { name, id } => {
+                let selector = match (name, id) {
+                    (_, Some(id)) => DataSelector::Id(parse_id(id)?),
+                    (Some(name), None) => DataSelector::Name(name.clone()),
+                    // clap requires one of them; never reached.
+                    (None, None) => {
+                        out.failure(&anyhow::anyhow!("give a plugin name or --id"));
+                        return Ok(Exit::Invalid);
+                    }
+                };
+                let removed = manager.remove_kept_data(&selector)?;
+                out.result(&json!({"removed": removed}), || {
+                    let mut s = String::new();
+                    for r in &removed {
+                        let _ = writeln!(
+                            s,
+                            "Removed the kept data of {} ({})",
+                            r.name.as_deref().unwrap_or("an unknown plugin"),
+                            r.id
+                        );
+                    }
+                    s
+                });
+                Ok(Exit::Ok)
+            }
+        },
         PluginCommand::Credentials {
             installation_id,
             action,
@@ -236,18 +327,11 @@ fn dispatch(
             let id = parse_id(installation_id)?;
             let state = match action {
                 None | Some(CredentialsAction::Show) => manager.credentials(&id)?,
-                Some(CredentialsAction::Set { pairs }) => {
-                    let mut changes = BTreeMap::new();
-                    for pair in pairs {
-                        let Some((key, value)) = pair.split_once('=') else {
-                            return Err(PluginError::InvalidCredential {
-                                key: pair.clone(),
-                                reason: "expected KEY=VALUE".into(),
-                            });
-                        };
-                        changes.insert(key.to_owned(), CredentialChange::SetText(value.to_owned()));
+                Some(CredentialsAction::Set { keys, stdin }) => {
+                    match set_credentials(out, manager, &id, keys, *stdin)? {
+                        Some(state) => state,
+                        None => return Ok(Exit::Invalid),
                     }
-                    manager.change_credentials(&id, &changes)?
                 }
                 Some(CredentialsAction::Clear { keys }) => {
                     let changes = keys
@@ -263,6 +347,65 @@ fn dispatch(
     }
 }
 
+/// `credentials set`: `KEY=VALUE` entries as given, bare `KEY`s read from
+/// a prompt or standard input. `None` when reading a value failed (already
+/// reported).
+fn set_credentials(
+    out: &Output,
+    manager: &PluginManager,
+    id: &InstallationId,
+    entries: &[String],
+    stdin: bool,
+) -> Result<Option<CredentialState>, PluginError> {
+    let fields = manager.credential_fields(id)?;
+    let plugin = manager.get(id)?.name;
+    let field = |key: &str| {
+        fields
+            .iter()
+            .find(|f| f.key == key)
+            .ok_or_else(|| PluginError::UnknownCredential {
+                plugin: plugin.clone(),
+                key: key.to_owned(),
+            })
+    };
+    let mut changes = BTreeMap::new();
+    let mut asked = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries {
+        let Some((key, value)) = entry.split_once('=') else {
+            asked.push(field(entry)?);
+            continue;
+        };
+        if field(key)?.field_type == FieldType::Secret && !value.is_empty() {
+            warnings.push(
+                Diagnostic::warning(
+                    "plugin/credential-secret-in-argv",
+                    format!(
+                        "the secret `{key}` was given on the command line, where shell history and the process list keep it; give `{key}` alone to be asked for it, or pipe it with --stdin"
+                    ),
+                )
+                .with_field(key.to_owned()),
+            );
+        }
+        changes.insert(key.to_owned(), CredentialChange::SetText(value.to_owned()));
+    }
+    let values = match credential_input::read_values(ValueSource::choose(stdin), &asked) {
+        Ok(values) => values,
+        Err(e) => {
+            out.diagnostics(&Diagnostics::from(vec![
+                Diagnostic::error(e.code(), e.to_string()).with_field(e.key().to_owned()),
+            ]));
+            return Ok(None);
+        }
+    };
+    for (field, value) in asked.iter().zip(values) {
+        changes.insert(field.key.clone(), CredentialChange::SetText(value));
+    }
+    let state = manager.change_credentials(id, &changes)?;
+    out.diagnostics(&Diagnostics::from(warnings));
+    Ok(Some(state))
+}
+
 fn parse_id(raw: &str) -> Result<InstallationId, PluginError> {
     Ok(raw.parse()?)
 }
@@ -276,10 +419,28 @@ fn report(out: &Output, e: &PluginError) -> Exit {
                 .message
                 .push_str("; `evoflux plugin list` shows the installations");
         }
-        PluginError::AlreadyInstalled { id, .. } => {
+        PluginError::AlreadyInstalled {
+            id, source_type, ..
+        } => {
+            let hint = match source_type {
+                SourceType::Installed | SourceType::Builtin => {
+                    format!("; update it instead: `evoflux plugin update {id} <path>`")
+                }
+                SourceType::Linked => format!(
+                    "; a linked plugin changes with its folder: edit it there, or `evoflux plugin uninstall {id}` first"
+                ),
+            };
+            first.message.push_str(&hint);
+        }
+        PluginError::KeptDataNotFound { .. } => {
             first
                 .message
-                .push_str(&format!(": `evoflux plugin update {id} <path>`"));
+                .push_str("; `evoflux plugin data list` shows the kept data");
+        }
+        PluginError::DataInUse { id, .. } => {
+            first
+                .message
+                .push_str(&format!(": `evoflux plugin uninstall {id} --remove-data`"));
         }
         _ => {}
     }
@@ -293,25 +454,186 @@ fn report(out: &Output, e: &PluginError) -> Exit {
     }
 }
 
+fn print_new(out: &Output, n: &NewInstallation, verb: &str) {
+    out.result(n, || {
+        let mut s = detail_summary(&n.detail, verb);
+        if n.reattached_data {
+            let _ = writeln!(
+                s,
+                "Reattached the data an earlier installation of {} kept (PLUGIN_DATA and credentials).",
+                n.detail.installation.name
+            );
+        }
+        s
+    });
+}
+
 fn print_detail(out: &Output, d: &PluginDetail, verb: &str) {
-    out.result(d, || {
-        let i = &d.installation;
+    out.result(d, || detail_summary(d, verb));
+}
+
+fn detail_summary(d: &PluginDetail, verb: &str) -> String {
+    let i = &d.installation;
+    let mut s = format!(
+        "{verb} {} {} as {} ({})\n",
+        i.name,
+        i.version.as_deref().unwrap_or("(unversioned)"),
+        i.id,
+        if i.enabled { "enabled" } else { "disabled" }
+    );
+    if !i.enabled {
+        let _ = writeln!(
+            s,
+            "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+            i.id, i.id
+        );
+    }
+    s
+}
+
+fn render_kept_data(listing: &KeptDataListing) -> String {
+    if listing.kept.is_empty() {
+        return "No kept plugin data.\n".to_owned();
+    }
+    let mut s = String::new();
+    for k in &listing.kept {
+        let _ = writeln!(
+            s,
+            "{}  {:<24} {:<12} {}  {}",
+            k.id,
+            k.name.as_deref().unwrap_or("(unknown)"),
+            k.version.as_deref().unwrap_or("-"),
+            k.kept_at.as_deref().unwrap_or("-"),
+            k.path.display()
+        );
+    }
+    s
+}
+
+fn render_pack(r: &PackReport) -> String {
+    let mut s = format!("Packed {} files into {}\n", r.entries, r.output.display());
+    if !r.excluded.is_empty() {
+        let _ = writeln!(s, "Left out:");
+        for e in &r.excluded {
+            let _ = writeln!(
+                s,
+                "  {}{}  ({})",
+                e.path,
+                if e.folder { "/" } else { "" },
+                match e.by {
+                    ExcludedBy::Default => format!("secrets file, `{}`", e.pattern),
+                    ExcludedBy::IgnoreFile => format!(".evopluginignore `{}`", e.pattern),
+                }
+            );
+        }
+    }
+    s
+}
+
+fn print_updated(out: &Output, u: &Updated) {
+    let i = &u.detail.installation;
+    out.result(u, || {
         let mut s = format!(
-            "{verb} {} {} as {} ({})\n",
+            "Updated {} {} as {} ({})\n",
             i.name,
             i.version.as_deref().unwrap_or("(unversioned)"),
             i.id,
             if i.enabled { "enabled" } else { "disabled" }
         );
-        if !i.enabled {
-            let _ = writeln!(
-                s,
-                "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
-                i.id, i.id
-            );
+        if !u.trust_change.is_empty() {
+            let _ = writeln!(s, "The new version adds to the trust review:");
+            render_trust_change(&u.trust_change, &mut s);
+        }
+        match u.review {
+            UpdateReview::Required => {
+                let _ = writeln!(
+                    s,
+                    "It stays disabled until you review it: `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+                    i.id, i.id
+                );
+            }
+            UpdateReview::Disabled => {
+                let _ = writeln!(
+                    s,
+                    "Review it with `evoflux plugin show {}`, then `evoflux plugin enable {}`.",
+                    i.id, i.id
+                );
+            }
+            UpdateReview::NothingNew | UpdateReview::EnabledOnRequest => {}
         }
         s
     });
+    if u.review == UpdateReview::Required {
+        out.diagnostics(&Diagnostics::from(vec![Diagnostic::warning(
+            "plugin/update-review-required",
+            format!(
+                "the new version of `{}` adds {}; it was disabled until you review it (`evoflux plugin show {}`) and enable it again (`evoflux plugin enable {}`)",
+                i.name,
+                describe_change(&u.trust_change),
+                i.id,
+                i.id
+            ),
+        )]));
+    }
+}
+
+/// `2 commands, 1 host and 1 capability`.
+fn describe_change(change: &TrustChange) -> String {
+    let parts: Vec<String> = [
+        (change.added_commands.len(), "command", "commands"),
+        (change.added_hosts.len(), "host", "hosts"),
+        (
+            change.added_environment_fields.len(),
+            "environment name",
+            "environment names",
+        ),
+        (
+            change.added_capabilities.len(),
+            "capability",
+            "capabilities",
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+    .collect();
+    match parts.split_last() {
+        None => "nothing".to_owned(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+fn render_trust_change(change: &TrustChange, s: &mut String) {
+    for c in &change.added_commands {
+        let _ = writeln!(
+            s,
+            "  + runs        {} {}  [server {}]",
+            c.executable,
+            c.args.join(" "),
+            c.server
+        );
+    }
+    for h in &change.added_hosts {
+        let _ = writeln!(
+            s,
+            "  + connects    {} ({}{})  [server {}]",
+            h.host,
+            h.transport,
+            if h.started { "" } else { ", never started" },
+            h.server
+        );
+    }
+    if !change.added_environment_fields.is_empty() {
+        let _ = writeln!(
+            s,
+            "  + env names   {}",
+            change.added_environment_fields.join(", ")
+        );
+    }
+    for c in &change.added_capabilities {
+        let _ = writeln!(s, "  + capability  {}  [{}]", c.name, c.source);
+    }
 }
 
 fn source_label(t: SourceType) -> &'static str {
