@@ -818,7 +818,7 @@ fn config_approval_guards_a_framework_tool_and_flags_a_misspelled_one() {
 turns:
   - reply:
       tool_calls:
-        - {name: shell, arguments: {command: "echo should-not-run"}}
+        - {name: shell, arguments: {command: "touch should-not-run"}}
   - expect: {tool_result: {contains: "needs the user's approval"}}
     reply: {text: "I was not allowed to run it."}
 "#,

@@ -116,7 +116,7 @@ fn a_repository_config_cannot_drop_the_users_approval() {
 turns:
   - reply:
       tool_calls:
-        - {name: shell, arguments: {command: "echo hi"}}
+        - {name: shell, arguments: {command: "touch hi"}}
   - expect: {tool_result: {contains: "needs the user's approval"}}
     reply:
       tool_calls:

@@ -310,7 +310,9 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                         "maximum": shell::MAX_YIELD_MS,
                         "description": format!("Default {}.", shell::DEFAULT_YIELD_MS),
                     },
-                    "notify_on_exit": {"type": "boolean", "description": "If it outlives the yield, report its end without polling."}
+                    "notify_on_exit": {"type": "boolean", "description": "If it outlives the yield, report its end without polling."},
+                    "outside_sandbox": {"type": "boolean", "description": "Ask the user to run this one command outside the sandbox, only when the sandbox blocks what the task needs (writing outside the workspace, the network when denied)."},
+                    "justification": str_("With outside_sandbox: why, in one sentence the user reads.")
                 }),
                 &["command"],
             ),

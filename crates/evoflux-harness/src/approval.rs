@@ -14,6 +14,43 @@ use std::collections::BTreeMap;
 use evoflux_core::config::{Approval, HarnessConfig};
 use serde_json::Value;
 
+/// Whether a call runs, is put to the user, or is refused, before any
+/// "always" answer the user gave is consulted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    Run,
+    /// Ask; `remembered` says an earlier "always" answer may stand in.
+    Ask {
+        remembered: bool,
+    },
+    Refuse(String),
+}
+
+/// The gate for one call of a tool whose effective policy is `policy`.
+/// `shell` is the command for a `shell` call, with whether the model asks
+/// to run it outside the sandbox.
+pub fn gate(policy: Approval, shell: Option<(&str, bool)>) -> Gate {
+    match (policy, shell) {
+        (Approval::Never, Some((_, true))) => Gate::Refuse(
+            "Commands in this session always run in the sandbox: running one outside it needs \
+             the user's `shell = \"on-request\"` (or \"always\") in [approval]. Run it inside \
+             the sandbox, or tell the user what it needs."
+                .to_owned(),
+        ),
+        // Outside the sandbox: asked every time, never remembered.
+        (Approval::OnRequest | Approval::Always, Some((_, true))) => {
+            Gate::Ask { remembered: false }
+        }
+        (Approval::Always, Some((command, false)))
+            if crate::safe_command::is_read_only(command) =>
+        {
+            Gate::Run
+        }
+        (Approval::Always, _) => Gate::Ask { remembered: true },
+        (Approval::Never | Approval::OnRequest, _) => Gate::Run,
+    }
+}
+
 /// The user's approval settings for a session: `[approval]` of the user
 /// and admin config (which replaces a tool's own policy) and the floors of
 /// the session's repositories (which only raise it).
@@ -53,13 +90,34 @@ pub struct ApprovalRequest {
     pub call_id: String,
     pub tool: String,
     pub arguments: Value,
+    /// The model asks to run this one command outside the sandbox, for
+    /// this reason. Such an approval covers exactly this call: front ends
+    /// offer no "always" answer for it.
+    pub outside_sandbox: Option<String>,
+}
+
+impl ApprovalRequest {
+    /// Whether the front end may offer "always for this session" and
+    /// "always in this workspace".
+    pub fn can_be_remembered(&self) -> bool {
+        self.outside_sandbox.is_none()
+    }
 }
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalDecision {
+    /// This call only.
     Approved,
-    Denied { reason: String },
+    /// This call, and the same tool (for a shell command, the same
+    /// program) for the rest of the session, resumed or not.
+    ApprovedForSession,
+    /// Like [`ApprovalDecision::ApprovedForSession`], and for every later
+    /// session in the same workspace.
+    ApprovedForWorkspace,
+    Denied {
+        reason: String,
+    },
 }
 
 pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'a>>;
@@ -88,6 +146,35 @@ impl Approver for NonInteractive {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gate_follows_the_policy_safe_commands_and_escalation() {
+        assert_eq!(
+            gate(Approval::Always, Some(("git status", false))),
+            Gate::Run
+        );
+        assert_eq!(
+            gate(Approval::Always, Some(("cargo test", false))),
+            Gate::Ask { remembered: true }
+        );
+        assert_eq!(gate(Approval::Always, None), Gate::Ask { remembered: true });
+        assert_eq!(
+            gate(Approval::Never, Some(("cargo test", false))),
+            Gate::Run
+        );
+        assert_eq!(
+            gate(Approval::OnRequest, Some(("cargo test", false))),
+            Gate::Run
+        );
+        assert_eq!(
+            gate(Approval::OnRequest, Some(("ls", true))),
+            Gate::Ask { remembered: false }
+        );
+        assert!(matches!(
+            gate(Approval::Never, Some(("ls", true))),
+            Gate::Refuse(_)
+        ));
+    }
 
     #[test]
     fn a_floor_only_raises_and_the_users_setting_replaces_the_tools_own() {

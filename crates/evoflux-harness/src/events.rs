@@ -100,6 +100,10 @@ pub enum Event {
     ApprovalRequested {
         call_id: String,
         tool: String,
+        /// The model asks to run the command outside the sandbox, for this
+        /// reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outside_sandbox: Option<String>,
     },
     ToolEnded {
         call_id: String,

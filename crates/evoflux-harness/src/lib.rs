@@ -22,6 +22,7 @@ pub mod offload;
 pub mod prepared;
 pub mod projection;
 pub mod receipts;
+pub mod safe_command;
 mod schema_errors;
 pub mod session;
 pub mod skills;

@@ -12,6 +12,7 @@
 //! migrating the session as a side effect.
 
 mod error;
+mod grants;
 mod pending;
 mod session;
 mod store;
@@ -19,6 +20,7 @@ mod transcript;
 mod usage;
 
 pub use error::StoreError;
+pub use grants::{GrantKey, GrantScope};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
 pub use session::{NewSession, Session, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store};

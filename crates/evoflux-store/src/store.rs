@@ -39,6 +39,10 @@ const SESSION_COLUMNS: &str =
 const PENDING_COLUMNS: &str = "id, tool_call_id, request, answer, created_at_ms, answered_at_ms";
 
 impl Store {
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// Opens (creating when absent) the database in `data_dir` with real
     /// UUIDv7 ids, and applies pending migrations.
     pub async fn open(data_dir: impl AsRef<Path>) -> Result<Store, StoreError> {
@@ -452,7 +456,7 @@ async fn touch(
     Ok(())
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

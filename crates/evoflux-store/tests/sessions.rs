@@ -447,3 +447,43 @@ async fn a_session_keeps_its_model_and_a_switch_is_persisted() {
     let err = reopened.set_model(missing, "x:y").await.unwrap_err();
     assert_eq!(err.code(), "store/session-not-found");
 }
+
+#[tokio::test]
+async fn approval_grants_reach_their_session_or_their_workspace() {
+    use evoflux_store::{GrantKey, GrantScope, NewSession, Store, WorkspaceRequest};
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let store = Store::open(tmp.path().join("data")).await.unwrap();
+    let new = || NewSession {
+        workspace: WorkspaceRequest::Coding(vec![repo.clone()]),
+        lead: None,
+        model: None,
+        graph_hash: None,
+    };
+    let first = store.create_session(new()).await.unwrap();
+    let second = store.create_session(new()).await.unwrap();
+    let cargo = GrantKey {
+        tool: "shell".into(),
+        command: Some("cargo".into()),
+    };
+    let write = GrantKey {
+        tool: "write".into(),
+        command: None,
+    };
+    store
+        .add_approval_grant(first.id, &first.workspace, GrantScope::Session, &cargo)
+        .await
+        .unwrap();
+    store
+        .add_approval_grant(first.id, &first.workspace, GrantScope::Workspace, &write)
+        .await
+        .unwrap();
+    let of = |s: &evoflux_store::Session| {
+        let (store, id, ws) = (store.clone(), s.id, s.workspace.clone());
+        async move { store.approval_grants(id, &ws).await.unwrap() }
+    };
+    assert_eq!(of(&first).await, [cargo.clone(), write.clone()]);
+    // The next session in the workspace keeps only the workspace grant.
+    assert_eq!(of(&second).await, [write]);
+}

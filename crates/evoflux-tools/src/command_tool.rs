@@ -118,6 +118,7 @@ pub(crate) fn spawn_spec(
         display,
         timeout: Duration::from_millis(tool.timeout_ms),
         notify_on_exit: false,
+        outside_sandbox: false,
     })
 }
 

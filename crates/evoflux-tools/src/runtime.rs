@@ -193,6 +193,28 @@ impl ProcessRuntime {
             .await)
     }
 
+    /// Runs one shell command outside the session's sandbox (its timeout
+    /// ceiling and environment allowlist still apply). Only for a command
+    /// the user approved running outside: the harness calls this after
+    /// asking; nothing the model sends reaches it directly.
+    pub async fn run_shell_outside_sandbox(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        request: ShellRequest,
+    ) -> Result<ToolOutput, ToolError> {
+        if request.command.trim().is_empty() {
+            return Ok(ToolOutput::ok("[Succeeded]\n\n(No output)"));
+        }
+        let mut spec = request.spawn_spec(ws, &self.inner.shell, &self.inner.config)?;
+        spec.outside_sandbox = true;
+        let tracked = self.inner.start(session, &spec)?;
+        Ok(self
+            .inner
+            .first_observation(&tracked, Some(request.yield_time()))
+            .await)
+    }
+
     /// A command the user typed as `!command` in chat: the same runtime,
     /// formatter and [`crate::CommandMeta`] as the model's `shell`.
     pub async fn run_user_command(

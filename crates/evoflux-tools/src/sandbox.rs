@@ -155,7 +155,7 @@ impl CommandSandbox {
             .timeout
             .min(Duration::from_secs(self.policy.max_timeout_seconds));
         spec.env = self.environment(spec.env, parent_env);
-        if self.unconfined() {
+        if self.unconfined() || spec.outside_sandbox {
             return Ok(spec);
         }
         let bwrap = self.bwrap(crate::env::lookup(parent_env, "PATH"))?;

@@ -56,6 +56,13 @@ pub struct ShellRequest {
     /// Send the final observation to the session's exit channel when the
     /// command ends after the call returned.
     pub notify_on_exit: bool,
+    /// The model asks to run this one command outside the sandbox. Only a
+    /// request: the command runs outside only through
+    /// [`crate::ProcessRuntime::run_shell_outside_sandbox`], which the
+    /// harness calls after the user approved.
+    pub outside_sandbox: bool,
+    /// Why it must run outside, shown to the user.
+    pub justification: Option<String>,
 }
 
 impl ShellRequest {
@@ -67,6 +74,8 @@ impl ShellRequest {
         "timeout_seconds",
         "yield_time_ms",
         "notify_on_exit",
+        "outside_sandbox",
+        "justification",
     ];
 
     /// A request with every default.
@@ -78,6 +87,8 @@ impl ShellRequest {
             timeout_seconds: None,
             yield_time_ms: None,
             notify_on_exit: false,
+            outside_sandbox: false,
+            justification: None,
         }
     }
 
@@ -98,6 +109,8 @@ impl ShellRequest {
                 .opt_uint("yield_time_ms", SHELL_MIN_YIELD_MS, SHELL_MAX_YIELD_MS)?
                 .map(|n| n as u64),
             notify_on_exit: args.opt_bool("notify_on_exit")?.unwrap_or(false),
+            outside_sandbox: args.opt_bool("outside_sandbox")?.unwrap_or(false),
+            justification: args.opt_string("justification")?,
         })
     }
 
@@ -131,6 +144,7 @@ impl ShellRequest {
             display: self.command.clone(),
             timeout: asked.min(config.max_timeout),
             notify_on_exit: self.notify_on_exit,
+            outside_sandbox: false,
         })
     }
 }

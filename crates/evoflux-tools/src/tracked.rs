@@ -41,6 +41,9 @@ pub(crate) struct SpawnSpec {
     pub display: String,
     pub timeout: Duration,
     pub notify_on_exit: bool,
+    /// The user approved running this one command outside the sandbox:
+    /// only the sandbox's timeout ceiling and environment apply.
+    pub outside_sandbox: bool,
 }
 
 /// How a command ended.

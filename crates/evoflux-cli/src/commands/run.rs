@@ -565,21 +565,35 @@ impl Approver for AskApprover {
         request: &'a ApprovalRequest,
     ) -> evoflux_harness::approval::ApprovalFuture<'a> {
         Box::pin(async move {
-            eprint!(
-                "approve `{}` with {}? [y/N] ",
-                request.tool,
-                clip(&request.arguments.to_string(), 200)
-            );
+            let what = clip(&request.arguments.to_string(), 200);
+            match &request.outside_sandbox {
+                Some(why) => eprint!(
+                    "run `{}` OUTSIDE the sandbox with {what}?\n  the agent says: {why}\n[y]es, this once / [N]o ",
+                    request.tool
+                ),
+                None => eprint!(
+                    "approve `{}` with {what}?\n[y]es / [s] always this session / [w] always in this workspace / [N]o ",
+                    request.tool
+                ),
+            }
             let _ = std::io::stderr().flush();
+            let remember = request.can_be_remembered();
             match read_line().await {
-                Ok(Some(answer)) if matches!(answer.trim(), "y" | "Y" | "yes") => {
-                    ApprovalDecision::Approved
-                }
-                _ => ApprovalDecision::Denied {
-                    reason: format!("The user denied `{}`.", request.tool),
+                Ok(Some(answer)) => match answer.trim() {
+                    "y" | "Y" | "yes" => ApprovalDecision::Approved,
+                    "s" | "S" if remember => ApprovalDecision::ApprovedForSession,
+                    "w" | "W" if remember => ApprovalDecision::ApprovedForWorkspace,
+                    _ => denied(request),
                 },
+                _ => denied(request),
             }
         })
+    }
+}
+
+fn denied(request: &ApprovalRequest) -> ApprovalDecision {
+    ApprovalDecision::Denied {
+        reason: format!("The user denied `{}`.", request.tool),
     }
 }
 

@@ -79,6 +79,27 @@ impl Harness {
         command_result(out)
     }
 
+    /// A `shell` call the user approved running outside the sandbox.
+    pub(super) async fn run_shell_outside_sandbox(&mut self, call: &ToolCall) -> ToolResult {
+        let Some(rt) = &self.commands.processes else {
+            return ToolResult::error(format!(
+                "`{}` runs a command and no process runtime is attached to this session.",
+                call.name
+            ));
+        };
+        let request = match evoflux_tools::ShellRequest::parse(&call.arguments) {
+            Ok(r) => r,
+            Err(e) => return ToolResult::error(e.to_string()),
+        };
+        match rt
+            .run_shell_outside_sandbox(self.session.id, &self.workspace, request)
+            .await
+        {
+            Ok(out) => command_result(out),
+            Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+
     /// Appends the exit notices that arrived, as messages the model reads
     /// on its next call. With `wait`, blocks for the next notice when the
     /// turn has nothing else to do but wait for a command it started.

@@ -189,6 +189,9 @@ pub struct Harness {
     web: Option<WebFetch>,
     skills: Option<Arc<crate::skills::SkillRuntime>>,
     approvals: ApprovalPolicy,
+    /// The user's "always" answers that apply to this session (its own and
+    /// its workspace's).
+    grants: std::collections::BTreeSet<evoflux_store::GrantKey>,
     artifacts_dir: PathBuf,
     /// The user message that opened the current turn, until its first
     /// model call takes it.

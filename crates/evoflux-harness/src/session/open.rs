@@ -98,6 +98,12 @@ impl Harness {
         let mut tools =
             PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
         let entries = setup.store.transcript(session.id).await?;
+        let grants = setup
+            .store
+            .approval_grants(session.id, &session.workspace)
+            .await?
+            .into_iter()
+            .collect();
         let result_metadata: std::collections::HashMap<String, ResultMetadata> = entries
             .iter()
             .filter_map(|e| match (&e.message, &e.artifact) {
@@ -158,6 +164,7 @@ impl Harness {
             web,
             skills: setup.skills,
             approvals: setup.approvals,
+            grants,
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
             turn_input: None,
             session,

@@ -2,19 +2,19 @@
 //! hooks and approval asked, then an exhaustive switch on the prepared
 //! kind. Nothing here selects behavior by a tool's name.
 
-use evoflux_graph::tool::{Approval, BuiltinExecutor, InputRequest, ToolExecutor};
+use evoflux_graph::tool::{BuiltinExecutor, InputRequest, ToolExecutor};
 use evoflux_model::{Message, ToolCall};
 use serde_json::Value;
 
 use super::commands::command_result;
 use super::{Harness, PendingQuestion, pending_request_of};
-use crate::approval::{ApprovalDecision, ApprovalRequest};
+use crate::approval::{ApprovalDecision, ApprovalRequest, Gate, gate};
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult};
 use crate::hooks::ToolGate;
 use crate::prepared::{Executor, PreparedKind};
 use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
-use evoflux_store::PendingRequest;
+use evoflux_store::{GrantKey, GrantScope, PendingRequest};
 
 impl Harness {
     /// Handles one call by its prepared kind.
@@ -64,33 +64,73 @@ impl Harness {
             }
             ToolGate::Respond(result) => return Ok(CallOutcome::Result(result)),
         }
-        // The user's configured policy for this tool wins over its own.
+        // The user's configured policy for this tool wins over its own; a
+        // repository's floor only raises it.
         let approval = self
             .approvals
             .for_tool(&tool.definition.name, tool.approval);
-        match approval {
-            // On request: the call runs confined; only a command the model
-            // asks to run outside the sandbox is put to the user (below,
-            // where the command is prepared).
-            Approval::Never | Approval::OnRequest => {}
-            Approval::Always => {
-                self.emit(&Event::ApprovalRequested {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                });
-                let request = ApprovalRequest {
-                    session_id: self.session.id.to_string(),
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                };
-                match self.approver.approve(&request).await {
-                    ApprovalDecision::Approved => {}
-                    ApprovalDecision::Denied { reason } => {
-                        return Ok(CallOutcome::Result(ToolResult::error(reason)));
-                    }
+        let is_shell =
+            tool.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Shell));
+        let shell = is_shell.then(|| {
+            (
+                call.arguments
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                call.arguments.get("outside_sandbox") == Some(&Value::Bool(true)),
+            )
+        });
+        let outside_sandbox = shell.is_some_and(|(_, outside)| outside);
+        let grant = GrantKey {
+            tool: call.name.clone(),
+            command: shell.map(|(command, _)| crate::safe_command::grant_command(command)),
+        };
+        let ask = match gate(approval, shell) {
+            Gate::Run => false,
+            Gate::Refuse(reason) => return Ok(CallOutcome::Result(ToolResult::error(reason))),
+            Gate::Ask { remembered } => !(remembered && self.grants.contains(&grant)),
+        };
+        if ask {
+            let justification = outside_sandbox.then(|| {
+                call.arguments
+                    .get("justification")
+                    .and_then(Value::as_str)
+                    .unwrap_or("(no reason given)")
+                    .to_owned()
+            });
+            self.emit(&Event::ApprovalRequested {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                outside_sandbox: justification.clone(),
+            });
+            let request = ApprovalRequest {
+                session_id: self.session.id.to_string(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                outside_sandbox: justification,
+            };
+            let scope = match self.approver.approve(&request).await {
+                ApprovalDecision::Approved => None,
+                ApprovalDecision::ApprovedForSession => Some(GrantScope::Session),
+                ApprovalDecision::ApprovedForWorkspace => Some(GrantScope::Workspace),
+                ApprovalDecision::Denied { reason } => {
+                    return Ok(CallOutcome::Result(ToolResult::error(reason)));
                 }
+            };
+            // An approval to leave the sandbox covers this call only.
+            if let Some(scope) = scope.filter(|_| request.can_be_remembered()) {
+                self.recorder
+                    .store
+                    .add_approval_grant(self.session.id, &self.session.workspace, scope, &grant)
+                    .await?;
+                self.grants.insert(grant);
             }
+        }
+        if outside_sandbox {
+            return Ok(CallOutcome::Result(
+                self.run_shell_outside_sandbox(call).await,
+            ));
         }
         let kind = tool.kind.clone();
         match kind {
