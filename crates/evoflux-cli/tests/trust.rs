@@ -199,3 +199,57 @@ turns:
     let revoked = s.json(&["--json", "trust", "--revoke"]);
     assert_eq!(revoked["trust"]["state"], "untrusted");
 }
+
+#[test]
+fn chat_asks_to_trust_a_repository_whose_tools_wait() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let chat = |s: &Sandbox, model: &str, stdin: &str| {
+        let mut child = s
+            .command(&["chat", "--mode", "coding", "--model", model])
+            .env("PATH", std::env::var("PATH").unwrap())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let s = Sandbox::new();
+    s.project(
+        "tools/run_it.toml",
+        "description = \"Run it.\"\nargv = [\"echo\", \"ran-it\"]\ninput_schema = { type = \"object\" }\n",
+    );
+    let uses_it = |s: &Sandbox, name: &str, expect: &str| {
+        script(
+            s,
+            name,
+            &format!(
+                "turns:\n  - reply:\n      tool_calls:\n        - {{name: run_it, arguments: {{}}}}\n  - expect: {{tool_result: {{contains: \"{expect}\"}}}}\n    reply: {{text: done}}\n"
+            ),
+        )
+    };
+    // Declined: the tool stays out.
+    let model = uses_it(&s, "no.yaml", "There is no tool named");
+    let err = chat(&s, &model, "n\ngo\n\n");
+    assert!(err.contains("Trust this repository?"), "{err}");
+    assert!(err.contains("tools/run_it"), "{err}");
+    // Accepted: trusted from then on, and asked no more.
+    let model = uses_it(&s, "yes.yaml", "ran-it");
+    chat(&s, &model, "y\ngo\n\n");
+    let model = uses_it(&s, "again.yaml", "ran-it");
+    let err = chat(&s, &model, "go\n\n");
+    assert!(!err.contains("Trust this repository?"), "{err}");
+}

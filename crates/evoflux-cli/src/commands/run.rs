@@ -134,6 +134,11 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     rt.block_on(async {
         let events = event_sink(out);
         let processes = process_runtime(out)?;
+        if args.session.session.is_none()
+            && let Err(exit) = ask_trust(out, &args.session).await?
+        {
+            return Ok(exit);
+        }
         let mut harness =
             match open(out, &args.session, events, Arc::new(AskApprover), &processes).await? {
                 Ok(h) => h,
@@ -427,6 +432,34 @@ fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessE
 /// Opens the session these arguments name through the harness's
 /// [`SessionBuilder`]; this front end only words what went wrong and picks
 /// the exit code.
+/// On the first chat in an untrusted repository that holds command tools,
+/// MCP servers, channels or schedules: asks whether to trust it.
+async fn ask_trust(out: &Output, args: &SessionArgs) -> anyhow::Result<Result<(), Exit>> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(Err(exit)),
+    };
+    let app = super::app_context(&dirs)?;
+    let Some(question) = app.trust_question(&args.sources.workspaces)? else {
+        return Ok(Ok(()));
+    };
+    eprint!(
+        "{} is not trusted, so evoflux only reads it: {} of its sources would run commands or \
+         servers for you and wait ({}).\nTrust this repository? [y/N] ",
+        question.repository.display(),
+        question.withheld.len(),
+        clip(&question.withheld.join(", "), 200)
+    );
+    let _ = std::io::stderr().flush();
+    if let Some(answer) = read_line().await?
+        && matches!(answer.trim(), "y" | "Y" | "yes")
+    {
+        app.trust(&question.repository)?;
+        eprintln!("trusted {}", question.repository.display());
+    }
+    Ok(Ok(()))
+}
+
 async fn open(
     out: &Output,
     args: &SessionArgs,

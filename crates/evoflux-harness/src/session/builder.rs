@@ -18,6 +18,7 @@ use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
 use evoflux_core::trust::{Trust, TrustError, TrustList, TrustState, repository_root};
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use evoflux_graph::compose::CompositionEntry;
 use evoflux_graph::sandbox::SandboxPolicy;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, Definition, RootOptions, Slot};
 use evoflux_model::SetupError;
@@ -120,6 +121,46 @@ impl AppContext {
         Ok(out)
     }
 
+    /// What to ask a user who opens an interactive session in a repository
+    /// they have not trusted, when it holds sources that wait for trust:
+    /// `None` when there is nothing to ask.
+    pub fn trust_question(
+        &self,
+        workspaces: &[PathBuf],
+    ) -> Result<Option<TrustQuestion>, SessionError> {
+        let Some((repository, _)) = self
+            .trust_states(workspaces)?
+            .into_iter()
+            .find(|(_, state)| state.trust() == Trust::Untrusted)
+        else {
+            return Ok(None);
+        };
+        let graph = self.compile(workspaces)?;
+        let withheld: Vec<String> = graph
+            .composition
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                CompositionEntry::AwaitingTrust { source } => Some(source.slot.clone()),
+                CompositionEntry::Shadowed { .. }
+                | CompositionEntry::Disabled { .. }
+                | CompositionEntry::Layered { .. } => None,
+            })
+            .collect();
+        Ok((!withheld.is_empty()).then_some(TrustQuestion {
+            repository,
+            withheld,
+        }))
+    }
+
+    /// Records the user's trust in `repository` (a repository root).
+    pub fn trust(&self, repository: &Path) -> Result<(), SessionError> {
+        self.trust_list()?
+            .trust(repository)
+            .map(|_| ())
+            .map_err(SessionError::Trust)
+    }
+
     /// The plugin manager of these directories.
     pub fn plugins(&self) -> PluginManager {
         PluginManager::new(PluginPaths::from_dirs(&self.dirs))
@@ -129,6 +170,14 @@ impl AppContext {
     pub fn artifacts_root(&self) -> PathBuf {
         self.dirs.data_dir().join("artifacts")
     }
+}
+
+/// An untrusted repository and the sources it holds that wait for trust.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustQuestion {
+    pub repository: PathBuf,
+    /// The slots withheld (`tools/deploy`, `connections/db`, …).
+    pub withheld: Vec<String>,
 }
 
 /// The graph's layered `config` (the embedded default, then the admin's,

@@ -18,7 +18,7 @@ mod turn;
 
 pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
-    selected_config, selected_sandbox,
+    TrustQuestion, selected_config, selected_sandbox,
 };
 
 use std::path::PathBuf;
