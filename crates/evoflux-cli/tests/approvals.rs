@@ -205,3 +205,32 @@ fn an_on_request_escalation_is_asked_and_honoured_for_exactly_one_command() {
     assert!(out.status.success());
     assert!(!outside.join("a.txt").exists());
 }
+
+#[test]
+fn the_user_can_allow_a_change_to_the_agents_controls_which_applies_next_session() {
+    let s = Sandbox::new();
+    let write = serde_json::json!({"name": "write", "arguments": {
+        "path": ".evoflux/agents/helper.md",
+        "content": "---\nrole: member\ndescription: Helps.\n---\nHelp.\n"
+    }});
+    let turns = |expect: &str| {
+        format!(
+            "turns:\n  - reply:\n      tool_calls:\n        - {write}\n  - expect: {{tool_result: {{contains: \"{expect}\"}}}}\n    reply: {{text: ok}}\n"
+        )
+    };
+    // Refused when the user says no (and in any non-interactive run).
+    let model = script(&s, "no.yaml", &turns("read-only to its file tools"));
+    let out = chat(&s, &model, "add an agent\nn\n\n");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("takes effect from the next session"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!s.repo().join(".evoflux/agents/helper.md").exists());
+    // Allowed once: written, and the result says when it applies.
+    let model = script(&s, "yes.yaml", &turns("takes effect from the next session"));
+    chat(&s, &model, "add an agent\ny\n\n");
+    assert!(s.repo().join(".evoflux/agents/helper.md").exists());
+    let agents = s.json(&["--json", "agents", "list", "--mode", "work"]);
+    assert!(agents.to_string().contains("helper"), "{agents}");
+}

@@ -90,17 +90,41 @@ pub struct ApprovalRequest {
     pub call_id: String,
     pub tool: String,
     pub arguments: Value,
-    /// The model asks to run this one command outside the sandbox, for
-    /// this reason. Such an approval covers exactly this call: front ends
-    /// offer no "always" answer for it.
-    pub outside_sandbox: Option<String>,
+    pub subject: ApprovalSubject,
 }
 
-impl ApprovalRequest {
-    /// Whether the front end may offer "always for this session" and
-    /// "always in this workspace".
-    pub fn can_be_remembered(&self) -> bool {
-        self.outside_sandbox.is_none()
+/// What the user is asked to allow. Closed: a front end words each case and
+/// offers the "always" answers [`ApprovalSubject::remember`] allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalSubject {
+    /// A call of a tool whose policy asks.
+    Call,
+    /// Running this one shell command outside the sandbox, for the model's
+    /// stated reason.
+    OutsideSandbox { justification: String },
+    /// A `write` or `edit` of one of the agent's own controls (`path`,
+    /// which is `control`), which takes effect from the next session.
+    Control { path: String, control: String },
+}
+
+/// Which "always" answers a front end may offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remember {
+    /// This call only.
+    Never,
+    /// Also "always for this session".
+    Session,
+    /// Also "always for this session" and "always in this workspace".
+    SessionOrWorkspace,
+}
+
+impl ApprovalSubject {
+    pub const fn remember(&self) -> Remember {
+        match self {
+            ApprovalSubject::Call => Remember::SessionOrWorkspace,
+            ApprovalSubject::OutsideSandbox { .. } => Remember::Never,
+            ApprovalSubject::Control { .. } => Remember::Session,
+        }
     }
 }
 

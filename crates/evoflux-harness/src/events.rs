@@ -104,6 +104,9 @@ pub enum Event {
         /// reason.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outside_sandbox: Option<String>,
+        /// The call changes this control of the agent's (a path).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        control: Option<String>,
     },
     ToolEnded {
         call_id: String,

@@ -15,6 +15,9 @@ pub struct Workspace {
     roots: Vec<PathBuf>,
     /// Files no tool may read or change (the sandbox's denied patterns).
     denied: DeniedFiles,
+    /// Whether `write` and `edit` may change the agent's own controls: only
+    /// after the user allowed it.
+    controls_writable: bool,
 }
 
 /// A path argument that passed the workspace check.
@@ -68,7 +71,15 @@ impl Workspace {
         Ok(Workspace {
             roots: canonical,
             denied: DeniedFiles::default(),
+            controls_writable: false,
         })
+    }
+
+    /// The same workspace with the agent's controls writable, for a change
+    /// the user allowed.
+    pub fn allowing_controls(mut self) -> Workspace {
+        self.controls_writable = true;
+        self
     }
 
     /// The same workspace, refusing the files `denied` matches.
@@ -131,6 +142,9 @@ impl Workspace {
     /// tools, lift approvals or rewrite its instructions for later runs.
     pub fn resolve_for_change(&self, argument: &str) -> Result<Resolved, ToolError> {
         let resolved = self.resolve(argument)?;
+        if self.controls_writable {
+            return Ok(resolved);
+        }
         match self
             .root_of(&resolved.path)
             .and_then(|root| resolved.path.strip_prefix(root).ok().and_then(Control::of))

@@ -13,6 +13,7 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use evoflux_core::ids::SessionId;
 use evoflux_core::{AppMode, Diagnostics};
+use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
     ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, TurnOptions,
@@ -599,23 +600,37 @@ impl Approver for AskApprover {
     ) -> evoflux_harness::approval::ApprovalFuture<'a> {
         Box::pin(async move {
             let what = clip(&request.arguments.to_string(), 200);
-            match &request.outside_sandbox {
-                Some(why) => eprint!(
-                    "run `{}` OUTSIDE the sandbox with {what}?\n  the agent says: {why}\n[y]es, this once / [N]o ",
+            let options = match request.subject.remember() {
+                Remember::Never => "[y]es, this once / [N]o",
+                Remember::Session => "[y]es / [s] always this session / [N]o",
+                Remember::SessionOrWorkspace => {
+                    "[y]es / [s] always this session / [w] always in this workspace / [N]o"
+                }
+            };
+            match &request.subject {
+                ApprovalSubject::Call => {
+                    eprint!("approve `{}` with {what}?\n{options} ", request.tool);
+                }
+                ApprovalSubject::OutsideSandbox { justification } => eprint!(
+                    "run `{}` OUTSIDE the sandbox with {what}?\n  the agent says: {justification}\n{options} ",
                     request.tool
                 ),
-                None => eprint!(
-                    "approve `{}` with {what}?\n[y]es / [s] always this session / [w] always in this workspace / [N]o ",
+                ApprovalSubject::Control { path, control } => eprint!(
+                    "let `{}` change `{path}`, {control} (it takes effect from the next session)?\n{options} ",
                     request.tool
                 ),
             }
             let _ = std::io::stderr().flush();
-            let remember = request.can_be_remembered();
+            let remember = request.subject.remember();
             match read_line().await {
-                Ok(Some(answer)) => match answer.trim() {
-                    "y" | "Y" | "yes" => ApprovalDecision::Approved,
-                    "s" | "S" if remember => ApprovalDecision::ApprovedForSession,
-                    "w" | "W" if remember => ApprovalDecision::ApprovedForWorkspace,
+                Ok(Some(answer)) => match (answer.trim(), remember) {
+                    ("y" | "Y" | "yes", _) => ApprovalDecision::Approved,
+                    ("s" | "S", Remember::Session | Remember::SessionOrWorkspace) => {
+                        ApprovalDecision::ApprovedForSession
+                    }
+                    ("w" | "W", Remember::SessionOrWorkspace) => {
+                        ApprovalDecision::ApprovedForWorkspace
+                    }
                     _ => denied(request),
                 },
                 _ => denied(request),

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::commands::command_result;
 use super::{Harness, PendingQuestion, pending_request_of};
-use crate::approval::{ApprovalDecision, ApprovalRequest, Gate, gate};
+use crate::approval::{ApprovalDecision, ApprovalRequest, ApprovalSubject, Gate, Remember, gate};
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult};
 use crate::hooks::ToolGate;
@@ -91,35 +91,24 @@ impl Harness {
             Gate::Ask { remembered } => !(remembered && self.grants.contains(&grant)),
         };
         if ask {
-            let justification = outside_sandbox.then(|| {
-                call.arguments
-                    .get("justification")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(no reason given)")
-                    .to_owned()
-            });
-            self.emit(&Event::ApprovalRequested {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                outside_sandbox: justification.clone(),
-            });
-            let request = ApprovalRequest {
-                session_id: self.session.id.to_string(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-                outside_sandbox: justification,
+            let subject = match outside_sandbox {
+                true => ApprovalSubject::OutsideSandbox {
+                    justification: call
+                        .arguments
+                        .get("justification")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no reason given)")
+                        .to_owned(),
+                },
+                false => ApprovalSubject::Call,
             };
-            let scope = match self.approver.approve(&request).await {
-                ApprovalDecision::Approved => None,
-                ApprovalDecision::ApprovedForSession => Some(GrantScope::Session),
-                ApprovalDecision::ApprovedForWorkspace => Some(GrantScope::Workspace),
-                ApprovalDecision::Denied { reason } => {
+            let scope = match self.ask(call, subject).await {
+                Asked::Denied(reason) => {
                     return Ok(CallOutcome::Result(ToolResult::error(reason)));
                 }
+                Asked::Approved(scope) => scope,
             };
-            // An approval to leave the sandbox covers this call only.
-            if let Some(scope) = scope.filter(|_| request.can_be_remembered()) {
+            if let Some(scope) = scope {
                 self.recorder
                     .store
                     .add_approval_grant(self.session.id, &self.session.workspace, scope, &grant)
@@ -150,6 +139,111 @@ impl Harness {
                 Ok(CallOutcome::Question(PendingQuestion::of(&pending)))
             }
         }
+    }
+
+    /// Puts one call to the approver, announcing it as an event. The
+    /// scope is that of an "always" answer the subject allows.
+    async fn ask(&self, call: &ToolCall, subject: ApprovalSubject) -> Asked {
+        let (outside_sandbox, control) = match &subject {
+            ApprovalSubject::Call => (None, None),
+            ApprovalSubject::OutsideSandbox { justification } => {
+                (Some(justification.clone()), None)
+            }
+            ApprovalSubject::Control { path, .. } => (None, Some(path.clone())),
+        };
+        self.emit(&Event::ApprovalRequested {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outside_sandbox,
+            control,
+        });
+        let remember = subject.remember();
+        let request = ApprovalRequest {
+            session_id: self.session.id.to_string(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            subject,
+        };
+        let decision = self.approver.approve(&request).await;
+        // A front end offers only what the subject allows; anything wider
+        // is narrowed here rather than trusted.
+        match (decision, remember) {
+            (ApprovalDecision::Denied { reason }, _) => Asked::Denied(reason),
+            (ApprovalDecision::Approved, _)
+            | (
+                ApprovalDecision::ApprovedForSession | ApprovalDecision::ApprovedForWorkspace,
+                Remember::Never,
+            ) => Asked::Approved(None),
+            (
+                ApprovalDecision::ApprovedForSession,
+                Remember::Session | Remember::SessionOrWorkspace,
+            )
+            | (ApprovalDecision::ApprovedForWorkspace, Remember::Session) => {
+                Asked::Approved(Some(GrantScope::Session))
+            }
+            (ApprovalDecision::ApprovedForWorkspace, Remember::SessionOrWorkspace) => {
+                Asked::Approved(Some(GrantScope::Workspace))
+            }
+        }
+    }
+
+    /// A `write` or `edit` refused because it changes one of the agent's
+    /// controls: put to the user, and run with the controls writable when
+    /// allowed (for the rest of the session with "always for this
+    /// session"). The change takes effect from the next session, and the
+    /// result says so.
+    async fn change_control(
+        &mut self,
+        call: &ToolCall,
+        builtin: BuiltinExecutor,
+        refused: evoflux_tools::ToolError,
+    ) -> Result<ToolResult, HarnessError> {
+        let evoflux_tools::ToolError::ProtectedControl { path, control } = &refused else {
+            return Ok(ToolResult::error(refused.to_string()));
+        };
+        let path = path.clone();
+        let subject = ApprovalSubject::Control {
+            path: path.clone(),
+            control: control.to_string(),
+        };
+        let ws = match self.ask(call, subject).await {
+            Asked::Denied(reason) => {
+                return Ok(ToolResult::error(format!("{refused}\n{reason}")));
+            }
+            Asked::Approved(Some(_)) => {
+                self.workspace = self.workspace.clone().allowing_controls();
+                self.workspace.clone()
+            }
+            Asked::Approved(None) => self.workspace.clone().allowing_controls(),
+        };
+        let args = call.arguments.clone();
+        let out = tokio::task::spawn_blocking(move || evoflux_tools::execute(&ws, builtin, &args))
+            .await
+            .map_err(|e| HarnessError::Join(e.to_string()))?;
+        Ok(match out {
+            Ok(o) if !o.is_error => {
+                let note = format!(
+                    "`{path}` is one of the agent's controls: the change takes effect from the \
+                     next session (the next compile), not in this one."
+                );
+                self.emit(&Event::Warning {
+                    code: "control/changed".to_owned(),
+                    message: note.clone(),
+                });
+                ToolResult {
+                    content: format!("{}\n\n{note}", o.text),
+                    is_error: false,
+                    metadata: None,
+                }
+            }
+            Ok(o) => ToolResult {
+                content: o.text,
+                is_error: o.is_error,
+                metadata: None,
+            },
+            Err(e) => ToolResult::error(e.to_string()),
+        })
     }
 
     pub(super) async fn execute(
@@ -200,14 +294,17 @@ impl Harness {
                 })
                 .await
                 .map_err(|e| HarnessError::Join(e.to_string()))?;
-                Ok(match out {
-                    Ok(o) => ToolResult {
+                match out {
+                    Ok(o) => Ok(ToolResult {
                         content: o.text,
                         is_error: o.is_error,
                         metadata: None,
-                    },
-                    Err(e) => ToolResult::error(e.to_string()),
-                })
+                    }),
+                    Err(e @ evoflux_tools::ToolError::ProtectedControl { .. }) => {
+                        self.change_control(call, builtin, e).await
+                    }
+                    Err(e) => Ok(ToolResult::error(e.to_string())),
+                }
             }
             BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
             BuiltinExecutor::WebFetch => Ok(match &self.web {
@@ -277,4 +374,11 @@ pub(super) enum CallOutcome {
     Result(ToolResult),
     Final(Value),
     Question(PendingQuestion),
+}
+
+/// The user's answer, as far as the subject allows.
+enum Asked {
+    /// With the scope of an "always" answer, if any.
+    Approved(Option<GrantScope>),
+    Denied(String),
 }
