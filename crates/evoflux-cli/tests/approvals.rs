@@ -7,37 +7,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
-use common::{Sandbox, events, of_type, run, script};
-
-/// Runs `chat` in Coding mode with `stdin` typed in, and returns its output.
-fn chat(s: &Sandbox, model: &str, stdin: &str) -> Output {
-    let mut child = s
-        .command(&["chat", "--mode", "coding", "--model", model])
-        .env("PATH", std::env::var("PATH").unwrap())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use common::{Sandbox, chat, events, of_type, run, script};
 
 fn asked(out: &Output, tool: &str) -> usize {
     String::from_utf8_lossy(&out.stderr)

@@ -202,30 +202,8 @@ turns:
 
 #[test]
 fn chat_asks_to_trust_a_repository_whose_tools_wait() {
-    use std::io::Write;
-    use std::process::Stdio;
     let chat = |s: &Sandbox, model: &str, stdin: &str| {
-        let mut child = s
-            .command(&["chat", "--mode", "coding", "--model", model])
-            .env("PATH", std::env::var("PATH").unwrap())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        String::from_utf8_lossy(&common::chat(s, model, stdin).stderr).into_owned()
     };
     let s = Sandbox::new();
     s.project(

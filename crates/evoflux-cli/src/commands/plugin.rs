@@ -605,34 +605,56 @@ fn describe_change(change: &TrustChange) -> String {
 }
 
 fn render_trust_change(change: &TrustChange, s: &mut String) {
-    for c in &change.added_commands {
-        let _ = writeln!(
-            s,
-            "  + runs        {} {}  [server {}]",
-            c.executable,
-            c.args.join(" "),
-            c.server
-        );
-    }
-    for h in &change.added_hosts {
-        let _ = writeln!(
-            s,
-            "  + connects    {} ({}{})  [server {}]",
-            h.host,
-            h.transport,
-            if h.started { "" } else { ", never started" },
-            h.server
-        );
-    }
-    if !change.added_environment_fields.is_empty() {
-        let _ = writeln!(
-            s,
-            "  + env names   {}",
-            change.added_environment_fields.join(", ")
-        );
-    }
-    for c in &change.added_capabilities {
-        let _ = writeln!(s, "  + capability  {}  [{}]", c.name, c.source);
+    let lines = ReviewLines {
+        commands: &change.added_commands,
+        hosts: &change.added_hosts,
+        environment: &change.added_environment_fields,
+        headers: &[],
+        capabilities: &change.added_capabilities,
+    };
+    lines.render("  + ", s);
+}
+
+/// The lines of a trust review or of what an update adds to one: one
+/// renderer, so both read alike.
+struct ReviewLines<'a> {
+    commands: &'a [evoflux_plugins::trust::ExecutableCommand],
+    hosts: &'a [evoflux_plugins::trust::RemoteHost],
+    environment: &'a [String],
+    headers: &'a [evoflux_plugins::trust::HeaderName],
+    capabilities: &'a [evoflux_plugins::trust::Capability],
+}
+
+impl ReviewLines<'_> {
+    fn render(&self, prefix: &str, s: &mut String) {
+        for c in self.commands {
+            let _ = writeln!(
+                s,
+                "{prefix}runs        {} {}  [server {}]",
+                c.executable,
+                c.args.join(" "),
+                c.server
+            );
+        }
+        for h in self.hosts {
+            let _ = writeln!(
+                s,
+                "{prefix}connects    {} ({}{})  [server {}]",
+                h.host,
+                h.transport,
+                if h.started { "" } else { ", never started" },
+                h.server
+            );
+        }
+        if !self.environment.is_empty() {
+            let _ = writeln!(s, "{prefix}env names   {}", self.environment.join(", "));
+        }
+        for h in self.headers {
+            let _ = writeln!(s, "{prefix}header      {}  [server {}]", h.name, h.server);
+        }
+        for c in self.capabilities {
+            let _ = writeln!(s, "{prefix}capability  {}  [{}]", c.name, c.source);
+        }
     }
 }
 
@@ -675,34 +697,14 @@ fn render_trust(trust: &TrustReview, s: &mut String) {
         let _ = writeln!(s, "  nothing to run or reach");
         return;
     }
-    for c in &trust.executable_commands {
-        let _ = writeln!(
-            s,
-            "  runs        {} {}  [server {}]",
-            c.executable,
-            c.args.join(" "),
-            c.server
-        );
-    }
-    for h in &trust.remote_hosts {
-        let _ = writeln!(
-            s,
-            "  connects    {} ({}{})  [server {}]",
-            h.host,
-            h.transport,
-            if h.started { "" } else { ", never started" },
-            h.server
-        );
-    }
-    if !trust.environment_fields.is_empty() {
-        let _ = writeln!(s, "  env names   {}", trust.environment_fields.join(", "));
-    }
-    for h in &trust.header_names {
-        let _ = writeln!(s, "  header      {}  [server {}]", h.name, h.server);
-    }
-    for c in &trust.capabilities {
-        let _ = writeln!(s, "  capability  {}  [{}]", c.name, c.source);
-    }
+    let lines = ReviewLines {
+        commands: &trust.executable_commands,
+        hosts: &trust.remote_hosts,
+        environment: &trust.environment_fields,
+        headers: &trust.header_names,
+        capabilities: &trust.capabilities,
+    };
+    lines.render("  ", s);
 }
 
 fn render_inspection(i: &PluginInspection) -> String {

@@ -175,3 +175,32 @@ pub fn session_id(events: &[Value]) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// Runs `chat` in Coding mode with `model`, typing `stdin`; expects success
+/// and returns the output.
+pub fn chat(s: &Sandbox, model: &str, stdin: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = s
+        .command(&["chat", "--mode", "coding", "--model", model])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
