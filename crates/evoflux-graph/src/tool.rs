@@ -504,9 +504,12 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             },
             A::Dispatch,
             &[Availability::RootSession],
-            "Delegate a task to a fresh copy of this agent; returns its final answer.",
+            "Delegate a task to a member of your team (agent_id), or to a fresh copy of yourself (no agent_id); waits for its final answer, which is returned.",
             object(
-                json!({"message": {"type": "string", "minLength": 1}, "agent_id": {"type": "string"}}),
+                json!({
+                    "message": {"type": "string", "minLength": 1, "description": "The whole task: the agent sees nothing else of this conversation."},
+                    "agent_id": {"type": "string", "description": "The member to hand the task to."}
+                }),
                 &["message"],
             ),
         ),

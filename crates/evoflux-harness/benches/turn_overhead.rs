@@ -101,6 +101,7 @@ async fn bench() {
             lead: Some(agent.name.clone()),
             model: None,
             graph_hash: None,
+            parent: None,
         })
         .await
         .unwrap();
@@ -150,6 +151,7 @@ async fn bench() {
         skills: None,
         approvals: Default::default(),
         sandbox: None,
+        team: None,
     };
     let mut h = Harness::open(
         setup,

@@ -166,6 +166,25 @@ pub enum Event {
         code: String,
         message: String,
     },
+    /// A dispatch opened a child session running `agent`.
+    DispatchStarted {
+        call_id: String,
+        agent: String,
+        child_session_id: String,
+    },
+    /// The child session of a dispatch finished its turn.
+    DispatchEnded {
+        call_id: String,
+        agent: String,
+        child_session_id: String,
+        status: TurnStatus,
+        is_error: bool,
+    },
+    /// An event of the child session the dispatch `call_id` opened.
+    Child {
+        call_id: String,
+        event: Box<Event>,
+    },
     /// Something the user should know that does not stop the session (an
     /// instruction file that cannot be read, a large result kept whole
     /// because it could not be offloaded, a compaction summarized by an
@@ -187,6 +206,23 @@ pub struct UnavailableTool {
 /// emits from its own task.
 pub trait EventSink: Send + Sync + fmt::Debug {
     fn emit(&self, event: &Event);
+}
+
+/// Forwards a child session's events to its parent's sink, each wrapped
+/// with the dispatching call, so one stream shows the whole tree.
+#[derive(Debug)]
+pub struct ChildEvents {
+    pub parent: std::sync::Arc<dyn EventSink>,
+    pub call_id: String,
+}
+
+impl EventSink for ChildEvents {
+    fn emit(&self, event: &Event) {
+        self.parent.emit(&Event::Child {
+            call_id: self.call_id.clone(),
+            event: Box::new(event.clone()),
+        });
+    }
 }
 
 /// Drops every event.

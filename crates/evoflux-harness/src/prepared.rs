@@ -12,8 +12,8 @@ use evoflux_agents::ToolCatalog;
 use evoflux_core::AppMode;
 use evoflux_core::config::ProviderKind;
 use evoflux_graph::tool::{
-    ActionClass, Approval, Availability, BuiltinExecutor, CommandTool, Handling, InputRequest,
-    Presentation, ToolBehavior, ToolDefinition, ToolExecutor,
+    ActionClass, Approval, Availability, BuiltinExecutor, CommandTool, DispatchAction, Handling,
+    InputRequest, Presentation, ToolBehavior, ToolDefinition, ToolExecutor,
 };
 use evoflux_mcp::McpToolDescriptor;
 use serde_json::Value;
@@ -27,8 +27,22 @@ pub enum PreparedKind {
     Ordinary(Executor),
     /// Ends the turn waiting for the user (`ask_user`).
     RequestInput(InputRequest),
-    // Dispatch and provider tools get their kinds when this build can run
-    // them; until then `ToolDefinition::not_in_build` keeps them out.
+    /// Hands the task to another agent, which runs as a child session: the
+    /// targets this tool can reach, from the team the session runs
+    /// (`PreparedTools::bind_team`), never from the tool's name.
+    Dispatch(Vec<DispatchTarget>),
+    // Provider tools and background-task controls get their kinds when
+    // this build can run them; until then `ToolDefinition::not_in_build`
+    // keeps them out.
+}
+
+/// Where a dispatch goes. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DispatchTarget {
+    /// A member of the lead's team, by name.
+    SubagentCall { agent: String, description: String },
+    /// A fresh copy of the session's own agent.
+    SelfAgentCall,
 }
 
 /// The executor of an ordinary tool.
@@ -197,13 +211,21 @@ impl PreparedTools {
                     continue;
                 }
                 (Handling::RequestInput { request }, _) => PreparedKind::RequestInput(*request),
+                (Handling::Dispatch { action }, _) => match action {
+                    DispatchAction::SelfAgent => {
+                        PreparedKind::Dispatch(vec![DispatchTarget::SelfAgentCall])
+                    }
+                    // Refused above by `not_in_build`.
+                    DispatchAction::TaskUpdate | DispatchAction::TaskCancel => continue,
+                },
                 // Refused above by `not_in_build`: nothing here runs them.
-                (Handling::Dispatch { .. } | Handling::ProviderTool { .. }, _) => continue,
+                (Handling::ProviderTool { .. }, _) => continue,
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Mcp { .. })
-                | PreparedKind::RequestInput(_) => Approval::Never,
+                | PreparedKind::RequestInput(_)
+                | PreparedKind::Dispatch(_) => Approval::Never,
             };
             let deferred = matches!(
                 kind,
@@ -230,7 +252,8 @@ impl PreparedTools {
             match &t.kind {
                 PreparedKind::Ordinary(Executor::Mcp { .. }) => previous.push(t),
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
-                | PreparedKind::RequestInput(_) => kept.push(t),
+                | PreparedKind::RequestInput(_)
+                | PreparedKind::Dispatch(_) => kept.push(t),
             }
         }
         self.tools = kept;
@@ -268,6 +291,69 @@ impl PreparedTools {
                     deferred: false,
                 }),
             }
+        }
+    }
+
+    /// Points the session's dispatch tools at the members of its team
+    /// (`members`: name and description, in roster order): each becomes a
+    /// target, the tool's `agent_id` is an enum of exactly those names, and
+    /// its description carries the roster. Without members, `agent_id` is
+    /// gone and the tool reaches only a fresh copy of the agent itself.
+    pub fn bind_team(&mut self, members: &[(String, String)]) {
+        for tool in &mut self.tools {
+            let PreparedKind::Dispatch(targets) = &mut tool.kind else {
+                continue;
+            };
+            *targets =
+                std::iter::once(DispatchTarget::SelfAgentCall)
+                    .chain(members.iter().map(|(agent, description)| {
+                        DispatchTarget::SubagentCall {
+                            agent: agent.clone(),
+                            description: description.clone(),
+                        }
+                    }))
+                    .collect();
+            let schema = &mut tool.definition.input_schema;
+            if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+                match members.is_empty() {
+                    true => {
+                        props.remove("agent_id");
+                    }
+                    false => {
+                        props.insert(
+                            "agent_id".to_owned(),
+                            serde_json::json!({
+                                "type": "string",
+                                "enum": members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                                "description": "The member to hand the task to; leave it out for a fresh copy of yourself."
+                            }),
+                        );
+                    }
+                }
+            }
+            if !members.is_empty() {
+                let roster: Vec<String> =
+                    members.iter().map(|(n, d)| format!("- {n}: {d}")).collect();
+                tool.definition.description = format!(
+                    "{}\nYour team:\n{}",
+                    tool.definition.description,
+                    roster.join("\n")
+                );
+            }
+            tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();
+        }
+    }
+
+    /// Leaves the dispatch tools out of a session that cannot open child
+    /// sessions, reporting why.
+    pub fn drop_dispatch(&mut self, reason: &str) {
+        let (dropped, kept): (Vec<PreparedTool>, Vec<PreparedTool>) = self
+            .tools
+            .drain(..)
+            .partition(|t| matches!(t.kind, PreparedKind::Dispatch(_)));
+        self.tools = kept;
+        for t in dropped {
+            self.skip(&t.definition.name, reason);
         }
     }
 
@@ -355,13 +441,15 @@ mod tests {
             kind("ask_user"),
             Some(PreparedKind::RequestInput(InputRequest::Question))
         );
-        // Delegation is not built: the dispatch tools are unavailable, never
-        // offered; no provider executes web_search; shell needs a process
-        // runtime.
-        assert_eq!(kind("agent"), None);
+        // `agent` dispatches (to itself until a team is bound); background
+        // task controls are not built; no provider executes web_search;
+        // shell needs a process runtime.
+        assert_eq!(
+            kind("agent"),
+            Some(PreparedKind::Dispatch(vec![DispatchTarget::SelfAgentCall]))
+        );
         let skipped: Vec<&str> = tools.unavailable.iter().map(|u| u.tool.as_str()).collect();
         for t in [
-            "agent",
             "task_update",
             "task_cancel",
             "web_search",
@@ -380,8 +468,8 @@ mod tests {
     #[test]
     fn what_this_build_cannot_run_is_unavailable_with_its_reason() {
         let catalog = ToolCatalog::framework();
-        // Even a delegated child with every capability gets no dispatch
-        // tool: the reason is the build, not the session.
+        // Even a delegated child with every capability gets no background
+        // task control nor provider tool: the reason is the build.
         let c = SessionCapabilities {
             root_session: false,
             delegated_task_child: true,
@@ -392,12 +480,13 @@ mod tests {
         let tools = PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Coding, &c);
         assert!(tools.iter().all(|t| !matches!(
             t.definition.behavior.handling,
-            Handling::Dispatch { .. } | Handling::ProviderTool { .. }
+            Handling::Dispatch {
+                action: DispatchAction::TaskUpdate | DispatchAction::TaskCancel
+            } | Handling::ProviderTool { .. }
         )));
         for (tool, gap) in [
-            ("agent", NotInBuild::Delegation),
-            ("task_update", NotInBuild::Delegation),
-            ("task_cancel", NotInBuild::Delegation),
+            ("task_update", NotInBuild::BackgroundTasks),
+            ("task_cancel", NotInBuild::BackgroundTasks),
             ("web_search", NotInBuild::ProviderTool),
             ("code_context", NotInBuild::CodeContextExecutor),
         ] {

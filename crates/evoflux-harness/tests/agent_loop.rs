@@ -300,7 +300,7 @@ async fn unknown_tools_bad_arguments_and_unbuilt_dispatch_are_tool_errors() {
     let provider = Recorder::new(vec![
         call("u1", "no_such_tool", json!({})),
         call("u2", "read", json!({"path": 7})),
-        call("u3", "agent", json!({"message": "help"})),
+        call("u3", "task_cancel", json!({"task_ids": ["t1"]})),
         text("ok"),
     ]);
     let setup = world
@@ -316,10 +316,10 @@ async fn unknown_tools_bad_arguments_and_unbuilt_dispatch_are_tool_errors() {
     assert!(results.iter().all(|(_, err)| *err));
     assert!(results[0].0.contains("no tool named `no_such_tool`"));
     assert!(results[1].0.contains("invalid arguments for `read`"));
-    // Delegation is not in this build: `agent` is never offered, so a call
-    // to it is a call to a tool the session does not have.
-    assert!(results[2].0.contains("no tool named `agent`"));
-    assert!(!Recorder::tool_names(&provider.requests()[0]).contains(&"agent".to_owned()));
+    // Background tasks are not in this build: `task_cancel` is never
+    // offered, so a call to it is a call to a tool the session lacks.
+    assert!(results[2].0.contains("no tool named `task_cancel`"));
+    assert!(!Recorder::tool_names(&provider.requests()[0]).contains(&"task_cancel".to_owned()));
 }
 
 #[tokio::test]
@@ -341,6 +341,7 @@ async fn interrupted_calls_are_closed_on_the_next_turn() {
             lead: Some("evoflux".into()),
             model: None,
             graph_hash: None,
+            parent: None,
         })
         .await
         .unwrap();

@@ -580,6 +580,7 @@ impl Direct {
                 lead: None,
                 model: None,
                 graph_hash: None,
+                parent: None,
             })
             .await
             .unwrap();

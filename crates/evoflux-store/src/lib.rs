@@ -22,7 +22,7 @@ mod usage;
 pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
-pub use session::{NewSession, Session, Workspace, WorkspaceRequest};
+pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
 pub use usage::Usage;

@@ -66,6 +66,9 @@ pub enum WorkspaceRequest {
     Work,
     /// Absolute repository paths; at least one.
     Coding(Vec<PathBuf>),
+    /// The workspace of an existing session, shared: a child session works
+    /// in its parent's folder or repositories.
+    Shared(Workspace),
 }
 
 impl WorkspaceRequest {
@@ -73,12 +76,13 @@ impl WorkspaceRequest {
         match self {
             WorkspaceRequest::Work => AppMode::Work,
             WorkspaceRequest::Coding(_) => AppMode::Coding,
+            WorkspaceRequest::Shared(w) => w.mode(),
         }
     }
 
     pub(crate) fn check(&self) -> Result<(), StoreError> {
         match self {
-            WorkspaceRequest::Work => Ok(()),
+            WorkspaceRequest::Work | WorkspaceRequest::Shared(_) => Ok(()),
             WorkspaceRequest::Coding(repos) if repos.is_empty() => {
                 Err(StoreError::CodingWorkspaceEmpty)
             }
@@ -98,8 +102,18 @@ pub struct NewSession {
     pub lead: Option<String>,
     /// The model the session runs on, as `provider:model`.
     pub model: Option<String>,
+    /// For a child session: the parent and the call that dispatched it.
+    pub parent: Option<SessionParent>,
     /// The content hash of the compiled graph the session started with.
     pub graph_hash: Option<String>,
+}
+
+/// Where a child session comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionParent {
+    pub session_id: SessionId,
+    /// The parent's tool call that dispatched the child.
+    pub call_id: String,
 }
 
 /// A persisted session.
@@ -112,6 +126,9 @@ pub struct Session {
     /// sessions created before models were persisted.
     pub model: Option<String>,
     pub graph_hash: Option<String>,
+    /// Set for a child session a dispatch opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<SessionParent>,
     /// Unix milliseconds.
     pub created_at_ms: i64,
     /// Unix milliseconds of the last append or change.
@@ -175,6 +192,7 @@ mod tests {
             lead: None,
             model: None,
             graph_hash: None,
+            parent: None,
             created_at_ms: 0,
             updated_at_ms: 0,
         }

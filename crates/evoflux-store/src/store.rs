@@ -14,7 +14,7 @@ use sqlx::sqlite::{
 
 use crate::error::StoreError;
 use crate::pending::{PendingInput, PendingInputId, PendingRequest};
-use crate::session::{NewSession, Session, Workspace, WorkspaceRequest};
+use crate::session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 use crate::transcript::{EntryRole, Message, TranscriptEntry};
 use crate::usage::Usage;
 
@@ -34,8 +34,8 @@ pub struct Store {
     ids: Ids,
 }
 
-const SESSION_COLUMNS: &str =
-    "id, mode, workspace, lead, model, graph_hash, created_at_ms, updated_at_ms";
+const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, parent_id, \
+                               parent_call_id, created_at_ms, updated_at_ms";
 const PENDING_COLUMNS: &str = "id, tool_call_id, request, answer, created_at_ms, answered_at_ms";
 
 impl Store {
@@ -120,11 +120,13 @@ impl Store {
                 Workspace::Work { folder }
             }
             WorkspaceRequest::Coding(repositories) => Workspace::Coding { repositories },
+            WorkspaceRequest::Shared(workspace) => workspace,
         };
         let now = now_ms();
         sqlx::query(
-            "INSERT INTO sessions (id, mode, workspace, lead, model, graph_hash, created_at_ms, updated_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (id, mode, workspace, lead, model, graph_hash, parent_id, \
+             parent_call_id, created_at_ms, updated_at_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id.to_string())
         .bind(workspace.mode().as_str())
@@ -132,6 +134,8 @@ impl Store {
         .bind(new.lead.clone())
         .bind(new.model.clone())
         .bind(new.graph_hash.clone())
+        .bind(new.parent.as_ref().map(|p| p.session_id.to_string()))
+        .bind(new.parent.as_ref().map(|p| p.call_id.clone()))
         .bind(now)
         .bind(now)
         .execute(&self.pool)
@@ -142,6 +146,7 @@ impl Store {
             lead: new.lead,
             model: new.model,
             graph_hash: new.graph_hash,
+            parent: new.parent,
             created_at_ms: now,
             updated_at_ms: now,
         })
@@ -192,6 +197,23 @@ impl Store {
             return Err(StoreError::SessionNotFound(id));
         }
         self.load(id).await
+    }
+
+    /// The child session that `call_id` of `parent` dispatched, if one was
+    /// opened.
+    pub async fn child_of(
+        &self,
+        parent: SessionId,
+        call_id: &str,
+    ) -> Result<Option<Session>, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ? AND parent_call_id = ?"
+        )))
+        .bind(parent.to_string())
+        .bind(call_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(session_from_row).transpose()
     }
 
     /// Every session, newest first.
@@ -489,6 +511,17 @@ fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
         lead: row.try_get("lead")?,
         model: row.try_get("model")?,
         graph_hash: row.try_get("graph_hash")?,
+        parent: match (
+            row.try_get::<Option<String>, _>("parent_id")?,
+            row.try_get::<Option<String>, _>("parent_call_id")?,
+        ) {
+            (Some(id), Some(call_id)) => Some(SessionParent {
+                session_id: SessionId::from_str(&id)
+                    .map_err(|e| StoreError::corrupt("parent session id", e))?,
+                call_id,
+            }),
+            _ => None,
+        },
         created_at_ms: row.try_get("created_at_ms")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })

@@ -104,6 +104,7 @@ async fn killed_writer_loses_no_committed_entry() {
             lead: None,
             model: None,
             graph_hash: None,
+            parent: None,
         })
         .await
         .unwrap();

@@ -16,6 +16,7 @@ fn work() -> NewSession {
         lead: Some("lead".into()),
         model: None,
         graph_hash: Some("sha256:abc".into()),
+        parent: None,
     }
 }
 
@@ -25,6 +26,7 @@ fn coding(repos: &[&str]) -> NewSession {
         lead: None,
         model: None,
         graph_hash: None,
+        parent: None,
     }
 }
 
@@ -460,6 +462,7 @@ async fn approval_grants_reach_their_session_or_their_workspace() {
         lead: None,
         model: None,
         graph_hash: None,
+        parent: None,
     };
     let first = store.create_session(new()).await.unwrap();
     let second = store.create_session(new()).await.unwrap();

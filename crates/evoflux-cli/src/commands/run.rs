@@ -779,6 +779,45 @@ impl EventSink for HumanEvents {
                 eprintln!("error[{code}]: {message}");
             }
             Event::Warning { code, message } => eprintln!("warning[{code}]: {message}"),
+            Event::DispatchStarted {
+                agent,
+                child_session_id,
+                ..
+            } => {
+                self.end_text();
+                eprintln!("  ⇢ {agent} (session {child_session_id})");
+            }
+            Event::DispatchEnded {
+                agent, is_error, ..
+            } => {
+                let mark = if *is_error { "✗" } else { "✓" };
+                eprintln!("  {mark} {agent} answered");
+            }
+            // A child's activity, indented under the call that opened it;
+            // its words go to stderr so stdout stays the lead's answer.
+            Event::Child { event, .. } => match event.as_ref() {
+                Event::MessageDelta { .. } | Event::TurnStarted { .. } => {}
+                Event::ToolStarted {
+                    tool, arguments, ..
+                } => eprintln!("    → {tool} {}", clip(&arguments.to_string(), 140)),
+                Event::ToolEnded {
+                    tool,
+                    is_error,
+                    content,
+                    ..
+                } => {
+                    let first = content.lines().next().unwrap_or_default();
+                    match is_error {
+                        true => eprintln!("      ✗ {tool}: {}", clip(first, 160)),
+                        false => eprintln!("      ✓ {tool}"),
+                    }
+                }
+                Event::Error { code, message } => eprintln!("    error[{code}]: {message}"),
+                Event::Warning { code, message } => {
+                    eprintln!("    warning[{code}]: {message}");
+                }
+                _ => {}
+            },
         }
     }
 }

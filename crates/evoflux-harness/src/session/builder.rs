@@ -12,7 +12,7 @@ use std::sync::Arc;
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::{TeamError, compile_agent_config, load_agents};
 use evoflux_core::config::{
-    ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
+    self as core_config, ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
 };
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
@@ -580,9 +580,45 @@ impl<'a> SessionBuilder<'a> {
             },
         )?;
         shown.extend(Diagnostics::from(mcp_diags).errors());
+        let provider: Arc<dyn evoflux_model::Provider> = Arc::from(provider);
+        // The members the lead hands tasks to, each compiled by the one
+        // agent compiler, in roster order.
+        let mut member_diags = Diagnostics::new();
+        let members: Vec<_> = team
+            .members
+            .iter()
+            .filter_map(|name| directory.get(name))
+            .filter_map(|e| {
+                e.raw.as_ref().map(|raw| {
+                    compile_agent_config(raw, e.source.clone(), &catalog, &mut member_diags)
+                })
+            })
+            .collect();
+        shown.extend(member_diags.errors());
+        let team_setup = super::TeamSetup {
+            members,
+            catalog: catalog.clone(),
+            network: self.network,
+            sandbox: Some(super::SandboxSetup {
+                policy: policy.clone(),
+                hidden: hidden_dirs(&app.dirs),
+            }),
+            children: Arc::new(BuilderChildren {
+                config: loaded.config.clone(),
+                cwd: app.cwd.clone(),
+                provider_options: provider_options.clone(),
+                parent: super::ChildModel {
+                    provider: Arc::clone(&provider),
+                    model: model_ref.model.clone(),
+                    label: model_ref.to_string(),
+                },
+                dirs: app.dirs.clone(),
+                graph: Arc::new(graph.clone()),
+            }),
+        };
         let setup = RunSetup {
             store,
-            provider: Arc::from(provider),
+            provider,
             model: model_ref.model.clone(),
             model_label: model_ref.to_string(),
             agent,
@@ -609,12 +645,9 @@ impl<'a> SessionBuilder<'a> {
             approvals: crate::approval::ApprovalPolicy::from_config(&loaded.config),
             sandbox: Some(super::SandboxSetup {
                 policy,
-                hidden: vec![
-                    app.dirs.config_dir().to_path_buf(),
-                    app.dirs.data_dir().to_path_buf(),
-                    app.dirs.cache_dir().to_path_buf(),
-                ],
+                hidden: hidden_dirs(&app.dirs),
             }),
+            team: Some(team_setup),
         };
         let request = match &resumed {
             Some(s) => SessionRequest::Resume {
@@ -640,6 +673,62 @@ impl<'a> SessionBuilder<'a> {
             model: model_ref,
             model_origin,
         })
+    }
+}
+
+/// evoflux's own directories, which commands must not see.
+fn hidden_dirs(dirs: &Dirs) -> Vec<PathBuf> {
+    vec![
+        dirs.config_dir().to_path_buf(),
+        dirs.data_dir().to_path_buf(),
+        dirs.cache_dir().to_path_buf(),
+    ]
+}
+
+/// Builds child sessions' models and pipelines from what the parent was
+/// opened with.
+#[derive(Debug)]
+struct BuilderChildren {
+    config: core_config::HarnessConfig,
+    cwd: PathBuf,
+    provider_options: evoflux_model::ProviderOptions,
+    parent: super::ChildModel,
+    dirs: Dirs,
+    graph: Arc<CompiledGraph>,
+}
+
+impl super::ChildFactory for BuilderChildren {
+    fn model(
+        &self,
+        agent: &evoflux_agents::team::EffectiveAgentConfig,
+    ) -> Result<super::ChildModel, String> {
+        let Some(model) = &agent.model else {
+            return Ok(self.parent.clone());
+        };
+        let model_ref: ModelRef = model
+            .parse()
+            .map_err(|e: ParseModelRefError| e.to_string())?;
+        let provider =
+            evoflux_model::resolve(&model_ref, &self.config, &self.cwd, &self.provider_options)
+                .map_err(|e| e.to_string())?;
+        Ok(super::ChildModel {
+            provider: Arc::from(provider),
+            model: model_ref.model.clone(),
+            label: model_ref.to_string(),
+        })
+    }
+
+    fn parts(
+        &self,
+        mode: AppMode,
+    ) -> Result<(crate::hooks::HookPipeline, Option<Arc<SkillRuntime>>), HookError> {
+        let skills = skill_runtime(&self.dirs, &self.graph, mode, self.parent.provider.kind());
+        let pipeline = standard_pipeline(PipelineOptions {
+            on_compacted: Some(skills.compaction_listener()),
+            skills: Some(skills.clone()),
+            ..PipelineOptions::new(mode)
+        })?;
+        Ok((pipeline, Some(skills)))
     }
 }
 

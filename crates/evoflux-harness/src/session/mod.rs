@@ -9,6 +9,7 @@
 
 mod builder;
 mod commands;
+mod dispatch;
 mod mcp;
 mod model_call;
 mod open;
@@ -108,6 +109,43 @@ pub struct RunSetup {
     /// the process runtime was set up (for embedding tests only: every
     /// front end opens sessions through the builder, which always sets it).
     pub sandbox: Option<SandboxSetup>,
+    /// The team the session's dispatch tools reach; `None` for a session
+    /// that cannot open child sessions (a child itself, or an embedding).
+    pub team: Option<TeamSetup>,
+}
+
+/// What a session needs to run its agent's dispatches as child sessions.
+#[derive(Debug, Clone)]
+pub struct TeamSetup {
+    /// The members the agent may hand tasks to, in roster order.
+    pub members: Vec<EffectiveAgentConfig>,
+    /// The graph's tools, for the children's own tool sets.
+    pub catalog: ToolCatalog,
+    pub network: NetworkAccess,
+    pub sandbox: Option<SandboxSetup>,
+    /// Builds what each child needs of its own.
+    pub children: Arc<dyn ChildFactory>,
+}
+
+/// The model a child session runs on.
+#[derive(Debug, Clone)]
+pub struct ChildModel {
+    pub provider: Arc<dyn Provider>,
+    pub model: String,
+    pub label: String,
+}
+
+/// Builds the per-session parts of a child: its model and its pipeline
+/// (with its own skill runtime). The session builder implements it from
+/// the same config and graph the parent was opened with.
+pub trait ChildFactory: Send + Sync + std::fmt::Debug {
+    /// The model `agent` runs on: its own `model:`, else the parent's.
+    fn model(&self, agent: &EffectiveAgentConfig) -> Result<ChildModel, String>;
+    /// A fresh hook pipeline and skill runtime for a child in `mode`.
+    fn parts(
+        &self,
+        mode: AppMode,
+    ) -> Result<(HookPipeline, Option<Arc<crate::skills::SkillRuntime>>), crate::hooks::HookError>;
 }
 
 /// What a session's command sandbox is built from.
@@ -125,6 +163,13 @@ pub struct SandboxSetup {
 pub enum SessionRequest {
     New {
         workspace: WorkspaceRequest,
+        graph_hash: Option<String>,
+    },
+    /// A child session a dispatch opens: it shares its parent's workspace
+    /// and records the parent and the dispatching call.
+    Child {
+        parent: evoflux_store::SessionParent,
+        workspace: evoflux_store::Workspace,
         graph_hash: Option<String>,
     },
     /// An existing session; a requested mode or workspace must match the
@@ -189,6 +234,11 @@ pub struct Harness {
     web: Option<WebFetch>,
     skills: Option<Arc<crate::skills::SkillRuntime>>,
     approvals: ApprovalPolicy,
+    /// The team the dispatch tools reach (`None` in a child session).
+    team: Option<TeamSetup>,
+    /// The sandbox the session was set up with, for its children.
+    sandbox: Option<SandboxSetup>,
+    mcp_call_timeout: Duration,
     /// The user's "always" answers that apply to this session (its own and
     /// its workspace's).
     grants: std::collections::BTreeSet<evoflux_store::GrantKey>,

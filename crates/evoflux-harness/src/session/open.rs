@@ -10,7 +10,7 @@ use evoflux_tools::sandbox::{CommandSandbox, Confinement};
 use crate::metadata::ResultMetadata;
 use evoflux_graph::tool::BuiltinExecutor;
 use evoflux_model::Message;
-use evoflux_store::NewSession;
+use evoflux_store::{NewSession, WorkspaceRequest};
 
 use super::commands::SessionCommands;
 use super::mcp::SessionMcp;
@@ -37,6 +37,24 @@ impl Harness {
                         lead: Some(setup.agent.name.clone()),
                         model: Some(setup.model_label.clone()),
                         graph_hash,
+                        parent: None,
+                    })
+                    .await?;
+                (s, false, None)
+            }
+            SessionRequest::Child {
+                parent,
+                workspace,
+                graph_hash,
+            } => {
+                let s = setup
+                    .store
+                    .create_session(NewSession {
+                        workspace: WorkspaceRequest::Shared(workspace),
+                        lead: Some(setup.agent.name.clone()),
+                        model: Some(setup.model_label.clone()),
+                        graph_hash,
+                        parent: Some(parent),
                     })
                     .await?;
                 (s, false, None)
@@ -87,7 +105,8 @@ impl Harness {
             }
         }
         let caps = SessionCapabilities {
-            root_session: true,
+            // A child session's agent does not dispatch further.
+            root_session: session.parent.is_none(),
             delegated_task_child: false,
             can_request_input: setup.can_request_input,
             processes: setup.processes.is_some(),
@@ -97,6 +116,17 @@ impl Harness {
         };
         let mut tools =
             PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
+        match &setup.team {
+            Some(team) => {
+                let members: Vec<(String, String)> = team
+                    .members
+                    .iter()
+                    .map(|m| (m.name.clone(), m.description.clone()))
+                    .collect();
+                tools.bind_team(&members);
+            }
+            None => tools.drop_dispatch("this session cannot open child sessions"),
+        }
         let entries = setup.store.transcript(session.id).await?;
         let grants = setup
             .store
@@ -164,6 +194,9 @@ impl Harness {
             web,
             skills: setup.skills,
             approvals: setup.approvals,
+            team: setup.team,
+            sandbox: setup.sandbox.clone(),
+            mcp_call_timeout: setup.mcp_call_timeout,
             grants,
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
             turn_input: None,

@@ -126,6 +126,9 @@ impl Harness {
             PreparedKind::Ordinary(executor) => {
                 Ok(CallOutcome::Result(self.execute(executor, call).await?))
             }
+            PreparedKind::Dispatch(targets) => {
+                Ok(CallOutcome::Result(self.dispatch(call, &targets).await?))
+            }
             PreparedKind::RequestInput(InputRequest::Question) => {
                 let request = PendingRequest {
                     output_schema: terminal.map(|t| t.schema().clone()),

@@ -209,6 +209,7 @@ impl World {
             skills: None,
             approvals: Default::default(),
             sandbox: None,
+            team: None,
         }
     }
 }

@@ -247,6 +247,7 @@ impl Repo {
             skills: None,
             approvals: Default::default(),
             sandbox: None,
+            team: None,
         }
     }
 
