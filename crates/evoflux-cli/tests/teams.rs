@@ -147,3 +147,157 @@ turns:
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A repository whose `src/config.rs` mentions the environment on line 6.
+fn config_repo(s: &Sandbox) {
+    s.write(
+        s.repo().join("src/config.rs"),
+        "pub struct Config {\n    pub name: String,\n}\n\nimpl Config {\n    pub fn from_env() -> Config { todo!() }\n}\n",
+    );
+}
+
+fn scout_report(line: u32) -> String {
+    serde_json::json!({
+        "findings": [{"claim": "the config loader reads the environment", "path": "src/config.rs", "line": line}],
+        "needsSplit": false,
+        "proposedSubtasks": []
+    })
+    .to_string()
+}
+
+/// One script for the lead and the scout (which runs on the lead's
+/// model): the lead dispatches, the scout greps, then answers with
+/// `replies` in turn (a repair round after each failing one).
+fn scout_script(s: &Sandbox, name: &str, replies: &[String], lead_expects: &str) -> String {
+    let mut turns = String::from(
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: agent, arguments: {agent_id: scout, message: \"Find where to add environment awareness\"}}\n  - expect: {user: {contains: \"Find where\"}}\n    reply:\n      tool_calls:\n        - {name: grep, arguments: {pattern: from_env}}\n",
+    );
+    for (i, reply) in replies.iter().enumerate() {
+        let expect = match i {
+            0 => "{tool_result: {contains: \"src/config.rs:6:\"}}".to_owned(),
+            _ => "{user: {contains: \"result contract\"}}".to_owned(),
+        };
+        turns.push_str(&format!(
+            "  - expect: {expect}\n    reply: {{text: {}}}\n",
+            serde_json::to_string(reply).unwrap()
+        ));
+    }
+    turns.push_str(&format!(
+        "  - expect: {{tool_result: {{contains: \"{lead_expects}\"}}}}\n    reply: {{text: done}}\n"
+    ));
+    script(s, name, &turns)
+}
+
+#[test]
+fn scout_grounding_accepts_a_line_it_saw_and_repairs_then_exhausts_one_it_did_not() {
+    let s = Sandbox::new();
+    config_repo(&s);
+    let model = scout_script(
+        &s,
+        "grounded.yaml",
+        &[scout_report(6)],
+        "reads the environment",
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "look",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let ended = of_type(&ev, "dispatch_ended");
+    assert_eq!(ended[0]["contract"], "pass");
+    assert_eq!(ended[0]["repairs"], 0);
+
+    let s = Sandbox::new();
+    config_repo(&s);
+    let wrong = scout_report(2);
+    let model = scout_script(
+        &s,
+        "ungrounded.yaml",
+        &[wrong.clone(), wrong.clone(), wrong],
+        "result_contract_exhausted",
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "look",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let ended = of_type(&ev, "dispatch_ended");
+    assert_eq!(ended[0]["contract"], "exhausted");
+    assert_eq!(ended[0]["repairs"], 2);
+    let result = of_type(&ev, "tool_ended")
+        .into_iter()
+        .find(|e| e["tool"] == "agent")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("src/config.rs:2"), "{result}");
+    assert!(
+        result.contains("src/config.rs:6-6"),
+        "the ranges actually read: {result}"
+    );
+}
+
+#[test]
+fn admission_refuses_a_read_only_worker_for_a_change_and_names_who_can() {
+    let s = Sandbox::new();
+    config_repo(&s);
+    let model = script(
+        &s,
+        "admission.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: verifier, message: "Add environment awareness to the config loader"}}
+  - expect: {tool_result: {contains: "dispatch/admission-refused"}}
+    reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: scout, message: "Add environment awareness to the config loader"}}
+  - expect: {tool_result: {contains: "dispatch/admission-refused"}}
+    reply: {text: "neither can change files"}
+"#,
+    );
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &model,
+            "change it",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let results: Vec<String> = of_type(&ev, "tool_ended")
+        .iter()
+        .map(|e| e["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(results[0].contains("agent:\"coder\""), "{}", results[0]);
+    // Nothing ran: admission decides before any child session opens.
+    assert!(of_type(&ev, "dispatch_started").is_empty());
+}

@@ -179,6 +179,11 @@ pub enum Event {
         child_session_id: String,
         status: TurnStatus,
         is_error: bool,
+        /// For a worker: how its result met its contract.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        contract: Option<ContractOutcome>,
+        /// Repair rounds the worker needed.
+        repairs: u32,
     },
     /// An event of the child session the dispatch `call_id` opened.
     Child {
@@ -193,6 +198,15 @@ pub enum Event {
         code: String,
         message: String,
     },
+}
+
+/// How a worker's result met its recipe's result contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContractOutcome {
+    Pass,
+    /// Still failing after the last repair round: `result_contract_exhausted`.
+    Exhausted,
 }
 
 /// A tool left out of the model's tool list, and why.

@@ -41,6 +41,9 @@ pub enum PreparedKind {
 pub enum DispatchTarget {
     /// A member of the lead's team, by name.
     SubagentCall { agent: String, description: String },
+    /// A worker recipe, by id: admitted for the task first, its result
+    /// checked against the recipe's contract after.
+    WorkerCall { worker: String, description: String },
     /// A fresh copy of the session's own agent.
     SelfAgentCall,
 }
@@ -295,11 +298,12 @@ impl PreparedTools {
     }
 
     /// Points the session's dispatch tools at the members of its team
-    /// (`members`: name and description, in roster order): each becomes a
-    /// target, the tool's `agent_id` is an enum of exactly those names, and
-    /// its description carries the roster. Without members, `agent_id` is
-    /// gone and the tool reaches only a fresh copy of the agent itself.
-    pub fn bind_team(&mut self, members: &[(String, String)]) {
+    /// (`members`: name and description, in roster order) and the workers
+    /// it may dispatch: each becomes a target, the tool's `agent_id` is an
+    /// enum of exactly those names, and its description carries the
+    /// roster. Without any, `agent_id` is gone and the tool reaches only a
+    /// fresh copy of the agent itself.
+    pub fn bind_team(&mut self, members: &[(String, String)], workers: &[(String, String)]) {
         for tool in &mut self.tools {
             let PreparedKind::Dispatch(targets) = &mut tool.kind else {
                 continue;
@@ -312,10 +316,23 @@ impl PreparedTools {
                             description: description.clone(),
                         }
                     }))
+                    .chain(
+                        workers
+                            .iter()
+                            .map(|(worker, description)| DispatchTarget::WorkerCall {
+                                worker: worker.clone(),
+                                description: description.clone(),
+                            }),
+                    )
                     .collect();
+            let names: Vec<&str> = members
+                .iter()
+                .chain(workers)
+                .map(|(n, _)| n.as_str())
+                .collect();
             let schema = &mut tool.definition.input_schema;
             if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-                match members.is_empty() {
+                match names.is_empty() {
                     true => {
                         props.remove("agent_id");
                     }
@@ -324,20 +341,28 @@ impl PreparedTools {
                             "agent_id".to_owned(),
                             serde_json::json!({
                                 "type": "string",
-                                "enum": members.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                                "enum": names,
                                 "description": "The member to hand the task to; leave it out for a fresh copy of yourself."
                             }),
                         );
                     }
                 }
             }
+            let roster = |list: &[(String, String)]| -> String {
+                list.iter().map(|(n, d)| format!("\n- {n}: {d}")).collect()
+            };
             if !members.is_empty() {
-                let roster: Vec<String> =
-                    members.iter().map(|(n, d)| format!("- {n}: {d}")).collect();
                 tool.definition.description = format!(
-                    "{}\nYour team:\n{}",
+                    "{}\nYour team:{}",
                     tool.definition.description,
-                    roster.join("\n")
+                    roster(members)
+                );
+            }
+            if !workers.is_empty() {
+                tool.definition.description = format!(
+                    "{}\nWorkers (each result is checked against its contract):{}",
+                    tool.definition.description,
+                    roster(workers)
                 );
             }
             tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();

@@ -176,6 +176,64 @@ pub fn compile_agent_config(
     }
 }
 
+/// The effective configuration a worker recipe runs with in `mode`: the
+/// recipe's own tools (those of the mode; a worker gets exactly what its
+/// recipe declares, never a tier), skills and body as its prompt. Recipes
+/// were normalized against the same tool catalog when the worker catalog
+/// was built, so this adds no diagnostics.
+pub fn worker_agent_config(
+    spec: &crate::worker::spec::AgentSpec,
+    mode: AppMode,
+    tools: &ToolCatalog,
+) -> EffectiveAgentConfig {
+    let mut effective: Vec<String> = spec
+        .tools
+        .iter()
+        .filter(|t| {
+            tools
+                .get(t)
+                .is_some_and(|d| d.behavior.modes.contains(&mode) && !d.behavior.lead_only)
+        })
+        .cloned()
+        .collect();
+    for implicit in implicit_tools(tools, mode) {
+        if !effective.contains(&implicit) {
+            effective.push(implicit);
+        }
+    }
+    EffectiveAgentConfig {
+        name: spec.id.clone(),
+        mode,
+        role: Role::Member,
+        lead: None,
+        description: spec.description.clone(),
+        model: None,
+        fallback_model: None,
+        thinking_level: None,
+        responses_api: None,
+        prompt: spec.body.clone(),
+        tools: effective,
+        skills: spec.skills.clone(),
+        mcp: Vec::new(),
+        builtin_profile: false,
+        source: match &spec.path {
+            Some(path) => AgentSource::File {
+                path: path.clone(),
+                layer: match spec.source {
+                    crate::worker::recipe::RecipeSource::Framework => {
+                        evoflux_graph::Layer::Framework
+                    }
+                    crate::worker::recipe::RecipeSource::Plugin => evoflux_graph::Layer::Plugin,
+                    crate::worker::recipe::RecipeSource::Admin => evoflux_graph::Layer::Admin,
+                    crate::worker::recipe::RecipeSource::User => evoflux_graph::Layer::User,
+                    crate::worker::recipe::RecipeSource::Project => evoflux_graph::Layer::Project,
+                },
+            },
+            None => AgentSource::Builtin,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

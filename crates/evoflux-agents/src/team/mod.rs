@@ -23,7 +23,9 @@ use evoflux_graph::{Binding, CompiledGraph, SlotKind};
 use serde::{Deserialize, Serialize};
 
 pub use agent_file::{AgentSource, ModelSetting, RawAgentConfig, Role, parse_agent};
-pub use effective::{EffectiveAgentConfig, compile_agent_config, implicit_tools, tier_tools};
+pub use effective::{
+    EffectiveAgentConfig, compile_agent_config, implicit_tools, tier_tools, worker_agent_config,
+};
 pub use form::{AgentForm, FormError, read_form, write_form};
 pub use profile::{BUILTIN_LEAD, Profile, profile_for, profiles};
 

@@ -595,8 +595,37 @@ impl<'a> SessionBuilder<'a> {
             })
             .collect();
         shown.extend(member_diags.errors());
+        // Worker recipes serve Coding sessions; a broken framework recipe is
+        // a bug reported as an error, user recipes are quarantined by the
+        // catalog and reported by `evoflux workers`.
+        let workers = match mode {
+            AppMode::Coding => {
+                match evoflux_agents::worker::load_workers(
+                    &graph,
+                    &catalog,
+                    &mut Diagnostics::new(),
+                ) {
+                    Ok(c) => c
+                        .specs
+                        .into_iter()
+                        .filter(|s| match s.audience {
+                            evoflux_agents::worker::recipe::Audience::Base
+                            | evoflux_agents::worker::recipe::Audience::Custom
+                            | evoflux_agents::worker::recipe::Audience::Shadow => true,
+                            evoflux_agents::worker::recipe::Audience::Internal => false,
+                        })
+                        .collect(),
+                    Err(e) => {
+                        shown.push(Diagnostic::error("worker/catalog-defective", e.to_string()));
+                        Vec::new()
+                    }
+                }
+            }
+            AppMode::Work => Vec::new(),
+        };
         let team_setup = super::TeamSetup {
             members,
+            workers,
             catalog: catalog.clone(),
             network: self.network,
             sandbox: Some(super::SandboxSetup {

@@ -15,9 +15,17 @@ use evoflux_model::{Message, ToolCall};
 use evoflux_store::SessionParent;
 use serde_json::Value;
 
+use evoflux_agents::contract::evidence::{DiskFilesystem, RunEvidence, ValidationContext};
+use evoflux_agents::contract::repair::{RESULT_CONTRACT_REPAIR_LIMIT, repair_message};
+use evoflux_agents::contract::shape::result_contract_shape;
+use evoflux_agents::contract::validate::{Conformance, validate_recipe_result};
+use evoflux_agents::team::worker_agent_config;
+use evoflux_agents::worker::admission::{MismatchDecision, assess_capability_mismatch};
+use evoflux_agents::worker::spec::AgentSpec;
+
 use super::{Harness, RunSetup, SessionRequest, TurnOptions};
 use crate::error::HarnessError;
-use crate::events::{ChildEvents, Event, ToolResult, TurnStatus};
+use crate::events::{ChildEvents, ContractOutcome, Event, ToolResult, TurnStatus};
 use crate::prepared::DispatchTarget;
 
 impl Harness {
@@ -46,21 +54,39 @@ impl Harness {
         let target = targets.iter().find(|t| match (t, asked) {
             (DispatchTarget::SelfAgentCall, None) => true,
             (DispatchTarget::SubagentCall { agent, .. }, Some(name)) => agent == name,
+            (DispatchTarget::WorkerCall { worker, .. }, Some(name)) => worker == name,
             (DispatchTarget::SelfAgentCall, Some(_))
-            | (DispatchTarget::SubagentCall { .. }, None) => false,
-        });
-        let agent = match target {
-            Some(DispatchTarget::SelfAgentCall) => Some(self.agent.clone()),
-            Some(DispatchTarget::SubagentCall { agent, .. }) => {
-                team.members.iter().find(|m| &m.name == agent).cloned()
+            | (DispatchTarget::SubagentCall { .. } | DispatchTarget::WorkerCall { .. }, None) => {
+                false
             }
-            None => None,
+        });
+        let (agent, worker) = match target {
+            Some(DispatchTarget::SelfAgentCall) => (Some(self.agent.clone()), None),
+            Some(DispatchTarget::SubagentCall { agent, .. }) => (
+                team.members.iter().find(|m| &m.name == agent).cloned(),
+                None,
+            ),
+            Some(DispatchTarget::WorkerCall { worker, .. }) => {
+                match team.workers.iter().find(|w| &w.id == worker) {
+                    Some(spec) => (
+                        Some(worker_agent_config(
+                            spec,
+                            self.session.mode(),
+                            &team.catalog,
+                        )),
+                        Some(spec.clone()),
+                    ),
+                    None => (None, None),
+                }
+            }
+            None => (None, None),
         };
         let Some(agent) = agent else {
             let names: Vec<&str> = targets
                 .iter()
                 .filter_map(|t| match t {
                     DispatchTarget::SubagentCall { agent, .. } => Some(agent.as_str()),
+                    DispatchTarget::WorkerCall { worker, .. } => Some(worker.as_str()),
                     DispatchTarget::SelfAgentCall => None,
                 })
                 .collect();
@@ -75,6 +101,22 @@ impl Harness {
                 }
             )));
         };
+        // Admission: a worker that cannot do what the task asks is refused
+        // before anything runs, with the remedy; a doubtful fit is flagged.
+        let mut flag = None;
+        if let Some(spec) = &worker
+            && let Some(mismatch) = assess_capability_mismatch(spec, message, &team.workers, false)
+        {
+            match mismatch.decision {
+                MismatchDecision::Refuse => {
+                    return Ok(ToolResult::error(format!(
+                        "{} [dispatch/admission-refused]",
+                        mismatch.detail
+                    )));
+                }
+                MismatchDecision::Flag => flag = Some(mismatch.detail),
+            }
+        }
         let store = self.recorder.store.clone();
         let existing = store.child_of(self.session.id, &call.id).await?;
         if let Some(child) = &existing
@@ -107,7 +149,13 @@ impl Harness {
                 call_id: call.id.clone(),
             }),
             approver: Arc::clone(&self.approver),
-            limits: self.limits,
+            limits: match &worker {
+                Some(spec) => super::Limits {
+                    tool_calls_per_turn: spec.budget.tool_calls.max(1),
+                    ..self.limits
+                },
+                None => self.limits,
+            },
             // Nobody answers a child's question; it ends with its answer.
             can_request_input: false,
             network: team.network,
@@ -155,7 +203,7 @@ impl Harness {
         let turn: std::pin::Pin<Box<dyn Future<Output = _> + '_>> =
             Box::pin(child.turn(input, TurnOptions::default()));
         let outcome = turn.await;
-        let (status, result) = match outcome {
+        let (mut status, mut result) = match outcome {
             Ok(o) => {
                 let result = match o.status {
                     TurnStatus::Completed => ToolResult::ok(o.text),
@@ -178,15 +226,133 @@ impl Harness {
                 ToolResult::error(format!("`{name}` failed: {e} [{}]", e.code())),
             ),
         };
+        let mut contract = None;
+        let mut repairs = 0;
+        if let Some(spec) = &worker
+            && status == TurnStatus::Completed
+        {
+            let checked = self
+                .check_worker_result(&mut child, spec, result.content.clone())
+                .await?;
+            contract = Some(checked.outcome);
+            repairs = checked.repairs;
+            status = checked.status;
+            result = checked.result;
+        }
+        if let Some(flag) = flag {
+            result.content = format!("{}\n\n[admission] {flag}", result.content);
+        }
         self.emit(&Event::DispatchEnded {
             call_id: call.id.clone(),
             agent: name,
             child_session_id: child_id,
             status,
             is_error: result.is_error,
+            contract,
+            repairs,
         });
         Ok(result)
     }
+
+    /// Checks a worker's answer against its recipe's result contract, with
+    /// the files of the workspace and the spans the child actually read;
+    /// a failing answer gets a repair round quoting the validator's reason
+    /// and the exact shape, at most [`RESULT_CONTRACT_REPAIR_LIMIT`] times.
+    async fn check_worker_result(
+        &self,
+        child: &mut Harness,
+        spec: &AgentSpec,
+        mut answer: String,
+    ) -> Result<Checked, HarnessError> {
+        let cwd = child.workspace.roots()[0].clone();
+        let mut repairs = 0;
+        loop {
+            let spans = child.read_spans();
+            let evidence = RunEvidence {
+                read_spans: Some(spans.clone()),
+                effects: None,
+            };
+            let ctx = ValidationContext {
+                cwd: &cwd,
+                network_allowed: false,
+                filesystem: &DiskFilesystem,
+                evidence: &evidence,
+            };
+            let reason = match validate_recipe_result(
+                Some(&spec.result_contract),
+                Some(&answer),
+                true,
+                &ctx,
+            )
+            .and_then(|o| o.validation)
+            {
+                None => None,
+                Some(v) => match v.conformance {
+                    Conformance::Pass => None,
+                    Conformance::Fail => Some(v.reason.unwrap_or_default()),
+                },
+            };
+            let Some(reason) = reason else {
+                return Ok(Checked {
+                    outcome: ContractOutcome::Pass,
+                    repairs,
+                    status: TurnStatus::Completed,
+                    result: ToolResult::ok(answer),
+                });
+            };
+            if repairs >= RESULT_CONTRACT_REPAIR_LIMIT {
+                let read: Vec<String> = spans
+                    .iter()
+                    .map(|(p, s)| {
+                        let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
+                        let ranges: Vec<String> =
+                            s.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+                        format!("{shown}:{}", ranges.join(","))
+                    })
+                    .collect();
+                return Ok(Checked {
+                    outcome: ContractOutcome::Exhausted,
+                    repairs,
+                    status: TurnStatus::OutputMissing,
+                    result: ToolResult::error(format!(
+                        "result_contract_exhausted: `{}` did not meet its result contract after \
+                         {repairs} repair rounds: {reason} (the run read {})",
+                        spec.id,
+                        if read.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            read.join("; ")
+                        }
+                    )),
+                });
+            }
+            repairs += 1;
+            let anchors: Vec<String> = spans
+                .iter()
+                .flat_map(|(p, s)| {
+                    let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
+                    s.iter().map(move |(a, _)| format!("{shown}:{a}"))
+                })
+                .collect();
+            let message = repair_message(
+                repairs,
+                &reason,
+                &result_contract_shape(&spec.result_contract),
+                &anchors,
+            );
+            let turn: std::pin::Pin<Box<dyn Future<Output = _> + '_>> =
+                Box::pin(child.turn(Some(&message), TurnOptions::default()));
+            answer = turn.await?.text;
+        }
+    }
+}
+
+/// A worker's checked answer.
+struct Checked {
+    outcome: ContractOutcome,
+    repairs: u32,
+    status: TurnStatus,
+    result: ToolResult,
 }
 
 /// The answer of a child whose last message is the assistant's final text

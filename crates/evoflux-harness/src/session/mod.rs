@@ -10,6 +10,7 @@
 mod builder;
 mod commands;
 mod dispatch;
+mod evidence;
 mod mcp;
 mod model_call;
 mod open;
@@ -119,6 +120,8 @@ pub struct RunSetup {
 pub struct TeamSetup {
     /// The members the agent may hand tasks to, in roster order.
     pub members: Vec<EffectiveAgentConfig>,
+    /// The worker recipes it may dispatch, by id.
+    pub workers: Vec<evoflux_agents::worker::spec::AgentSpec>,
     /// The graph's tools, for the children's own tool sets.
     pub catalog: ToolCatalog,
     pub network: NetworkAccess,

@@ -123,7 +123,17 @@ impl Harness {
                     .iter()
                     .map(|m| (m.name.clone(), m.description.clone()))
                     .collect();
-                tools.bind_team(&members);
+                let workers: Vec<(String, String)> = team
+                    .workers
+                    .iter()
+                    .map(|w| {
+                        (
+                            w.id.clone(),
+                            evoflux_agents::worker::roster::purpose(&w.description),
+                        )
+                    })
+                    .collect();
+                tools.bind_team(&members, &workers);
             }
             None => tools.drop_dispatch("this session cannot open child sessions"),
         }
