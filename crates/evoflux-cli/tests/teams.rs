@@ -301,3 +301,96 @@ turns:
     // Nothing ran: admission decides before any child session opens.
     assert!(of_type(&ev, "dispatch_started").is_empty());
 }
+
+#[test]
+fn a_dispatch_killed_mid_run_is_reattached_on_resume_and_never_run_twice() {
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+    use std::process::Stdio;
+
+    // The member's first model never answers: the process is killed while
+    // the child waits on it.
+    let hang = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hang.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in hang.incoming().take(4) {
+            open.push(stream);
+        }
+    });
+    let s = Sandbox::new();
+    s.user(
+        "config.toml",
+        &format!(
+            "[providers.hang]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"
+        ),
+    );
+    member(&s, "slow", "Takes its time.", "hang:model");
+    let lead = script(
+        &s,
+        "lead.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: agent, arguments: {agent_id: slow, message: \"take your time\"}}\n",
+    );
+    let mut child = s
+        .command(&["--json", "run", "--model", &lead, "go"])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut lead_id = String::new();
+    for line in lines.by_ref() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["type"] == "session_started" && lead_id.is_empty() {
+            lead_id = v["session_id"].as_str().unwrap().to_owned();
+        }
+        // The child has started its turn (and recorded its task) and waits
+        // on the model that never answers.
+        if v["type"] == "child" && v["event"]["type"] == "turn_started" {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(held);
+
+    // Resumed, on a model that answers: the same child continues.
+    let answers = script(
+        &s,
+        "slow.yaml",
+        "turns:\n  - reply: {text: \"slow but sure\"}\n",
+    );
+    member(&s, "slow", "Takes its time.", &answers);
+    script(
+        &s,
+        "lead.yaml",
+        "turns:\n  - expect: {tool_result: {contains: \"slow but sure\"}}\n    reply: {text: done}\n",
+    );
+    let out = run(&s, &["--json", "sessions", "resume", &lead_id]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = s.json(&["--json", "sessions", "list"]);
+    let sessions = list.as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "one lead and one child: {list:#}");
+    let child_id = sessions
+        .iter()
+        .find(|x| x["parent"]["session_id"] == lead_id.as_str())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = s.json(&["--json", "sessions", "show", &child_id]);
+    let users = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "the task was given once: {shown:#}");
+}

@@ -119,10 +119,17 @@ impl Harness {
         }
         let store = self.recorder.store.clone();
         let existing = store.child_of(self.session.id, &call.id).await?;
-        if let Some(child) = &existing
-            && let Some(answer) = finished_answer(&store.transcript(child.id).await?)
-        {
-            return Ok(ToolResult::ok(answer));
+        // Whether the child already has its task (it may have been stopped
+        // between opening and recording it).
+        let mut given = false;
+        if let Some(child) = &existing {
+            let transcript = store.transcript(child.id).await?;
+            if let Some(answer) = finished_answer(&transcript) {
+                return Ok(ToolResult::ok(answer));
+            }
+            given = transcript
+                .iter()
+                .any(|e| matches!(e.message, Message::User { .. }));
         }
         let model = match team.children.model(&agent) {
             Ok(m) => m,
@@ -179,7 +186,7 @@ impl Harness {
                     mode: None,
                     workspace: None,
                 },
-                None,
+                (!given).then_some(message),
             ),
             None => (
                 SessionRequest::Child {

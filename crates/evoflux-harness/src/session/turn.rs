@@ -8,6 +8,7 @@ use super::router::CallOutcome;
 use super::{Harness, PendingQuestion, TurnOptions, TurnOutcome};
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult, TurnStatus};
+use crate::prepared::PreparedKind;
 use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
 
 impl Harness {
@@ -142,15 +143,24 @@ impl Harness {
             .cloned()
             .collect();
         for call in missing {
-            self.recorder
-                .record(
-                    &call,
-                    ToolResult::error(
-                        "This call was interrupted before it finished (the process stopped). \
+            // A dispatch re-attaches to the child it opened (a finished one
+            // answers, an unfinished one continues); it never runs twice.
+            let dispatch = match self.tools.get(&call.name).map(|t| &t.kind) {
+                Some(PreparedKind::Dispatch(targets)) => Some(targets.clone()),
+                _ => None,
+            };
+            let result = match dispatch {
+                Some(targets) => {
+                    let attached: std::pin::Pin<Box<dyn Future<Output = _> + '_>> =
+                        Box::pin(self.dispatch(&call, &targets));
+                    attached.await?
+                }
+                None => ToolResult::error(
+                    "This call was interrupted before it finished (the process stopped). \
                      Run it again if it is still needed.",
-                    ),
-                )
-                .await?;
+                ),
+            };
+            self.recorder.record(&call, result).await?;
         }
         Ok(())
     }
