@@ -466,6 +466,9 @@ pub struct PipelineOptions {
     /// The session's skill runtime (the same one given to
     /// [`crate::RunSetup::skills`]); `None` registers no skill owners.
     pub skills: Option<Arc<crate::skills::SkillRuntime>>,
+    /// The lead's rendered roster ([`crate::team_roster::render`]); `None`
+    /// (a member, a child) adds no roster section.
+    pub roster: Option<String>,
 }
 
 impl PipelineOptions {
@@ -474,6 +477,7 @@ impl PipelineOptions {
             mode,
             on_compacted: None,
             skills: None,
+            roster: None,
         }
     }
 }
@@ -495,6 +499,13 @@ pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookE
     }
     if let Some(rt) = &options.skills {
         crate::skills::register(&mut p, rt)?;
+    }
+    if let Some(roster) = options.roster {
+        p.add(
+            HookStage::Capability,
+            crate::team_roster::OWNER,
+            crate::team_roster::TeamRosterHook::new(roster),
+        )?;
     }
     // Context control, in this order: large results are journalled as they
     // arrive; compaction decides the model's view (summary plus recent

@@ -26,6 +26,7 @@ pub mod safe_command;
 mod schema_errors;
 pub mod session;
 pub mod skills;
+pub mod team_roster;
 pub mod terminal;
 pub mod todo;
 pub mod tool_paths;
@@ -38,7 +39,8 @@ pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStat
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
 pub use session::{
-    AppContext, Harness, Limits, ModelOrigin, OpenedSession, PendingQuestion, RunSetup,
-    SessionBuilder, SessionError, SessionOptions, SessionRequest, TurnOptions, TurnOutcome,
-    selected_config, selected_sandbox,
+    AppContext, ChildFactory, ChildModel, Harness, Limits, ModelOrigin, OpenedSession,
+    PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
+    SessionRequest, TeamSetup, TrustQuestion, TurnOptions, TurnOutcome, selected_config,
+    selected_sandbox,
 };

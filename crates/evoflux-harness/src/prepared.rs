@@ -300,8 +300,8 @@ impl PreparedTools {
     /// Points the session's dispatch tools at the members of its team
     /// (`members`: name and description, in roster order) and the workers
     /// it may dispatch: each becomes a target, the tool's `agent_id` is an
-    /// enum of exactly those names, and its description carries the
-    /// roster. Without any, `agent_id` is gone and the tool reaches only a
+    /// enum of exactly those names (the roster itself is a prompt section,
+    /// [`crate::team_roster`]). Without any, `agent_id` is gone and the tool reaches only a
     /// fresh copy of the agent itself.
     pub fn bind_team(&mut self, members: &[(String, String)], workers: &[(String, String)]) {
         for tool in &mut self.tools {
@@ -347,23 +347,6 @@ impl PreparedTools {
                         );
                     }
                 }
-            }
-            let roster = |list: &[(String, String)]| -> String {
-                list.iter().map(|(n, d)| format!("\n- {n}: {d}")).collect()
-            };
-            if !members.is_empty() {
-                tool.definition.description = format!(
-                    "{}\nYour team:{}",
-                    tool.definition.description,
-                    roster(members)
-                );
-            }
-            if !workers.is_empty() {
-                tool.definition.description = format!(
-                    "{}\nWorkers (each result is checked against its contract):{}",
-                    tool.definition.description,
-                    roster(workers)
-                );
             }
             tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();
         }

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Recorder, World, call, redact, text};
+use common::{Recorder, World, call, redact, sorted, text};
 use evoflux_core::AppMode;
 use evoflux_core::ids::Ids;
 use evoflux_harness::{CollectEvents, Event, Harness, SessionRequest, TurnOptions, TurnStatus};
@@ -69,20 +69,6 @@ async fn first_request(mode: AppMode) -> String {
         &format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
         "[PLATFORM]",
     )
-}
-
-fn sorted(v: serde_json::Value) -> serde_json::Value {
-    match v {
-        serde_json::Value::Object(map) => {
-            let mut entries: Vec<_> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        serde_json::Value::Array(items) => {
-            serde_json::Value::Array(items.into_iter().map(sorted).collect())
-        }
-        other => other,
-    }
 }
 
 #[tokio::test]

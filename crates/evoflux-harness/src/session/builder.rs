@@ -645,6 +645,17 @@ impl<'a> SessionBuilder<'a> {
                 graph: Arc::new(graph.clone()),
             }),
         };
+        // Only an agent with a dispatch tool gets the roster.
+        let dispatches = agent.tools.iter().any(|t| {
+            catalog.get(t).is_some_and(|d| {
+                matches!(
+                    d.behavior.handling,
+                    evoflux_graph::tool::Handling::Dispatch {
+                        action: evoflux_graph::tool::DispatchAction::SelfAgent
+                    }
+                )
+            })
+        });
         let setup = RunSetup {
             store,
             provider,
@@ -655,6 +666,15 @@ impl<'a> SessionBuilder<'a> {
             pipeline: standard_pipeline(PipelineOptions {
                 on_compacted: Some(skills.compaction_listener()),
                 skills: Some(skills.clone()),
+                roster: Some(crate::team_roster::render(
+                    &team_setup
+                        .members
+                        .iter()
+                        .map(|m| (m.name.clone(), m.description.clone()))
+                        .collect::<Vec<_>>(),
+                    &team_setup.workers,
+                ))
+                .filter(|r| !r.is_empty() && dispatches),
                 ..PipelineOptions::new(mode)
             })?,
             clock: Arc::new(SystemClock),

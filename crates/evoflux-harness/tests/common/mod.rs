@@ -218,3 +218,20 @@ impl World {
 pub fn redact(text: &str, path: &Path, with: &str) -> String {
     text.replace(&path.display().to_string(), with)
 }
+
+/// `v` with every object's keys sorted: serde_json keeps insertion order
+/// when another crate of the build turns on `preserve_order`, and a
+/// snapshot must not care.
+pub fn sorted(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<_> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
+}
