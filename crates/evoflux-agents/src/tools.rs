@@ -127,10 +127,7 @@ mod tests {
         assert!(c.loads_skills("skill"));
         assert!(!c.loads_skills("read"));
         assert_eq!(c.not_in_build("agent"), None);
-        assert_eq!(
-            c.not_in_build("task_cancel"),
-            Some(NotInBuild::BackgroundTasks)
-        );
+        assert_eq!(c.not_in_build("task_cancel"), None);
         assert_eq!(c.not_in_build("read"), None);
         assert!(c.in_mode(AppMode::Coding).any(|t| t.name == "code_context"));
         assert!(!c.in_mode(AppMode::Work).any(|t| t.name == "code_context"));

@@ -353,32 +353,32 @@ fn agents_show_and_compile_mark_tools_this_build_cannot_run() {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    assert!(tools.contains(&"task_cancel"), "{tools:?}");
+    assert!(tools.contains(&"web_search"), "{tools:?}");
     let gaps = v["tools_not_in_build"].as_array().unwrap();
-    let cancel = gaps.iter().find(|g| g["tool"] == "task_cancel").unwrap();
-    assert_eq!(cancel["code"], "tool/background-tasks-not-built");
-    // Delegation runs: `agent` is not marked.
+    let search = gaps.iter().find(|g| g["tool"] == "web_search").unwrap();
+    assert_eq!(search["code"], "tool/provider-tool-not-built");
+    // Delegation and tasks run: `agent` and `task_cancel` are not marked.
     assert!(
         !gaps
             .iter()
-            .any(|g| g["tool"] == "agent" || g["tool"] == "read")
+            .any(|g| g["tool"] == "agent" || g["tool"] == "task_cancel" || g["tool"] == "read")
     );
     let text = String::from_utf8_lossy(&env.run(&["agents", "show", "coding/evoflux"]).stdout)
         .into_owned();
     let line = text.lines().find(|l| l.starts_with("tools: ")).unwrap();
-    assert!(line.contains("task_cancel (not in this build: "), "{line}");
+    assert!(line.contains("web_search (not in this build: "), "{line}");
     assert!(!line.contains("agent (not in this build"), "{line}");
 
     let v = env.json(&["agents", "compile", "--mode", "coding", "--json"]);
     let gaps = v["tools_not_in_build"].as_array().unwrap();
     assert!(
         gaps.iter()
-            .any(|g| g["tool"] == "task_cancel" && g["code"] == "tool/background-tasks-not-built"),
+            .any(|g| g["tool"] == "web_search" && g["code"] == "tool/provider-tool-not-built"),
         "{gaps:?}"
     );
     let text = String::from_utf8_lossy(&env.run(&["agents", "compile", "--mode", "coding"]).stdout)
         .into_owned();
-    assert!(text.contains("task_cancel (not in this build: "), "{text}");
+    assert!(text.contains("web_search (not in this build: "), "{text}");
 }
 
 #[test]

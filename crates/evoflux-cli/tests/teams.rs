@@ -394,3 +394,86 @@ fn a_dispatch_killed_mid_run_is_reattached_on_resume_and_never_run_twice() {
         .count();
     assert_eq!(users, 1, "the task was given once: {shown:#}");
 }
+
+/// Whether a process whose command line contains `marker` is running.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(marker))
+}
+
+#[test]
+fn background_tasks_run_in_parallel_and_task_cancel_stops_one_and_its_commands() {
+    let s = Sandbox::new();
+    let marker = format!("sleep 1000 # waiter-{}", std::process::id());
+    let waiter_call = serde_json::json!({"name": "shell", "arguments": {"command": marker, "yield_time_ms": 30000}});
+    let waiter = script(
+        &s,
+        "waiter.yaml",
+        &format!(
+            "turns:\n  - reply:\n      tool_calls:\n        - {waiter_call}\n  - reply: {{text: \"waited\"}}\n"
+        ),
+    );
+    let answerer = script(
+        &s,
+        "answerer.yaml",
+        "turns:\n  - expect: {user: {contains: answer}}\n    reply: {text: \"the answer is 42\"}\n",
+    );
+    member(&s, "waiter", "Waits a long time.", &waiter);
+    member(&s, "answerer", "Answers at once.", &answerer);
+    let lead = script(
+        &s,
+        "lead.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: waiter, message: "wait", background: true}}
+        - {name: agent, arguments: {agent_id: answerer, message: "answer please", background: true}}
+  - expect: {tool_result: {contains: "Started background task"}}
+    reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "sleep 1"}}
+  - expect: {tool_result: {contains: "Succeeded"}}
+    reply:
+      tool_calls:
+        - {name: task_cancel, arguments: {task_ids: [call_1_1]}}
+  - expect: {tool_result: {contains: "cancelled `call_1_1` (waiter)"}}
+    reply: {text: "waiting for the rest"}
+  - expect: {user: {contains: "the answer is 42"}}
+    reply: {text: "done: 42"}
+"#,
+    );
+    let started = std::time::Instant::now();
+    let out = run(&s, &["--json", "run", "--model", &lead, "fan out"]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed().as_secs() < 25,
+        "the cancelled task did not hold the lead"
+    );
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "dispatch_started").len(), 2);
+    assert_eq!(of_type(&ev, "task_cancelled")[0]["agent"], "waiter");
+    let ended = of_type(&ev, "dispatch_ended");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0]["agent"], "answerer");
+    assert_eq!(
+        of_type(&ev, "turn_completed").last().unwrap()["text"],
+        "done: 42"
+    );
+    // The waiter's command is gone with it.
+    assert!(!running(&marker), "the cancelled task's command still runs");
+}

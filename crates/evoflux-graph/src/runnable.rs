@@ -1,9 +1,8 @@
 //! Whether this build can run a tool at all.
 //!
 //! A definition can declare a behavior that this build of evoflux has no
-//! implementation for: an executor that is not compiled in, a dispatch to
-//! a background task before tasks mode exists, a tool only a model provider
-//! could execute. [`ToolDefinition::not_in_build`] is the one place that
+//! implementation for: an executor that is not compiled in, or a tool only
+//! a model provider could execute. [`ToolDefinition::not_in_build`] is the one place that
 //! says so, read by the runtime (such a tool is never offered to a model)
 //! and by every inspection output (such a tool is marked, not listed as a
 //! plain tool). It depends only on the definition: a tool replaced by a
@@ -19,8 +18,6 @@ use crate::tool::{BuiltinExecutor, DispatchAction, Handling, ProviderTool, ToolD
 pub enum NotInBuild {
     /// The `code_context` executor (code navigation) is not compiled in.
     CodeContextExecutor,
-    /// The tool controls a background task; tasks mode is not built yet.
-    BackgroundTasks,
     /// The tool is executed by a model provider; no provider adapter
     /// executes one yet.
     ProviderTool,
@@ -31,7 +28,6 @@ impl NotInBuild {
     pub const fn code(self) -> &'static str {
         match self {
             NotInBuild::CodeContextExecutor => "tool/code-context-not-built",
-            NotInBuild::BackgroundTasks => "tool/background-tasks-not-built",
             NotInBuild::ProviderTool => "tool/provider-tool-not-built",
         }
     }
@@ -40,9 +36,6 @@ impl NotInBuild {
     pub const fn message(self) -> &'static str {
         match self {
             NotInBuild::CodeContextExecutor => "code navigation is not built yet",
-            NotInBuild::BackgroundTasks => {
-                "background tasks (task_update, task_cancel) are not built yet"
-            }
             NotInBuild::ProviderTool => "no model provider adapter executes provider tools yet",
         }
     }
@@ -78,10 +71,9 @@ impl ToolDefinition {
             (Handling::None, Some(crate::tool::ToolExecutor::Command(_)) | None)
             | (Handling::RequestInput { .. }, _) => None,
             (Handling::Dispatch { action }, _) => match action {
-                DispatchAction::SelfAgent => None,
-                DispatchAction::TaskUpdate | DispatchAction::TaskCancel => {
-                    Some(NotInBuild::BackgroundTasks)
-                }
+                DispatchAction::SelfAgent
+                | DispatchAction::TaskUpdate
+                | DispatchAction::TaskCancel => None,
             },
             (Handling::ProviderTool { provider }, _) => match provider {
                 ProviderTool::WebSearch => Some(NotInBuild::ProviderTool),
@@ -105,8 +97,6 @@ mod tests {
             gaps,
             [
                 "code_context tool/code-context-not-built",
-                "task_update tool/background-tasks-not-built",
-                "task_cancel tool/background-tasks-not-built",
                 "web_search tool/provider-tool-not-built",
             ]
         );

@@ -508,7 +508,8 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             object(
                 json!({
                     "message": {"type": "string", "minLength": 1, "description": "The whole task: the agent sees nothing else of this conversation."},
-                    "agent_id": {"type": "string", "description": "The member to hand the task to."}
+                    "agent_id": {"type": "string", "description": "The member to hand the task to."},
+                    "background": {"type": "boolean", "description": "Run it as a background task: this call returns its task id at once, you keep working, and its answer arrives when you pause; task_cancel stops it."}
                 }),
                 &["message"],
             ),

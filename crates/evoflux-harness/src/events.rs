@@ -185,6 +185,16 @@ pub enum Event {
         /// Repair rounds the worker needed.
         repairs: u32,
     },
+    /// A background task was stopped by `task_cancel`.
+    TaskCancelled {
+        call_id: String,
+        agent: String,
+        child_session_id: String,
+    },
+    /// A task child's report of what it is doing (`task_update`).
+    TaskUpdate {
+        message: String,
+    },
     /// An event of the child session the dispatch `call_id` opened.
     Child {
         call_id: String,

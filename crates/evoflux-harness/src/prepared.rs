@@ -46,6 +46,10 @@ pub enum DispatchTarget {
     WorkerCall { worker: String, description: String },
     /// A fresh copy of the session's own agent.
     SelfAgentCall,
+    /// A task child tells its parent what it is doing.
+    TaskUpdate,
+    /// The lead stops background tasks.
+    TaskCancel,
 }
 
 /// The executor of an ordinary tool.
@@ -218,8 +222,12 @@ impl PreparedTools {
                     DispatchAction::SelfAgent => {
                         PreparedKind::Dispatch(vec![DispatchTarget::SelfAgentCall])
                     }
-                    // Refused above by `not_in_build`.
-                    DispatchAction::TaskUpdate | DispatchAction::TaskCancel => continue,
+                    DispatchAction::TaskUpdate => {
+                        PreparedKind::Dispatch(vec![DispatchTarget::TaskUpdate])
+                    }
+                    DispatchAction::TaskCancel => {
+                        PreparedKind::Dispatch(vec![DispatchTarget::TaskCancel])
+                    }
                 },
                 // Refused above by `not_in_build`: nothing here runs them.
                 (Handling::ProviderTool { .. }, _) => continue,
@@ -308,6 +316,11 @@ impl PreparedTools {
             let PreparedKind::Dispatch(targets) = &mut tool.kind else {
                 continue;
             };
+            // Only the delegation tool reaches agents; task controls keep
+            // their own target.
+            if !targets.contains(&DispatchTarget::SelfAgentCall) {
+                continue;
+            }
             *targets =
                 std::iter::once(DispatchTarget::SelfAgentCall)
                     .chain(members.iter().map(|(agent, description)| {
@@ -355,10 +368,17 @@ impl PreparedTools {
     /// Leaves the dispatch tools out of a session that cannot open child
     /// sessions, reporting why.
     pub fn drop_dispatch(&mut self, reason: &str) {
-        let (dropped, kept): (Vec<PreparedTool>, Vec<PreparedTool>) = self
-            .tools
-            .drain(..)
-            .partition(|t| matches!(t.kind, PreparedKind::Dispatch(_)));
+        let (dropped, kept): (Vec<PreparedTool>, Vec<PreparedTool>) =
+            self.tools.drain(..).partition(|t| match &t.kind {
+                // Task updates go to the parent, which a task child has.
+                PreparedKind::Dispatch(targets) => targets.iter().any(|t| {
+                    matches!(
+                        t,
+                        DispatchTarget::SelfAgentCall | DispatchTarget::TaskCancel
+                    )
+                }),
+                PreparedKind::Ordinary(_) | PreparedKind::RequestInput(_) => false,
+            });
         self.tools = kept;
         for t in dropped {
             self.skip(&t.definition.name, reason);
@@ -449,17 +469,21 @@ mod tests {
             kind("ask_user"),
             Some(PreparedKind::RequestInput(InputRequest::Question))
         );
-        // `agent` dispatches (to itself until a team is bound); background
-        // task controls are not built; no provider executes web_search;
-        // shell needs a process runtime.
+        // `agent` dispatches (to itself until a team is bound) and
+        // `task_cancel` stops tasks in a root session; `task_update` is for
+        // task children; no provider executes web_search; shell needs a
+        // process runtime.
         assert_eq!(
             kind("agent"),
             Some(PreparedKind::Dispatch(vec![DispatchTarget::SelfAgentCall]))
         );
+        assert_eq!(
+            kind("task_cancel"),
+            Some(PreparedKind::Dispatch(vec![DispatchTarget::TaskCancel]))
+        );
         let skipped: Vec<&str> = tools.unavailable.iter().map(|u| u.tool.as_str()).collect();
         for t in [
             "task_update",
-            "task_cancel",
             "web_search",
             "shell",
             "process",
@@ -476,8 +500,9 @@ mod tests {
     #[test]
     fn what_this_build_cannot_run_is_unavailable_with_its_reason() {
         let catalog = ToolCatalog::framework();
-        // Even a delegated child with every capability gets no background
-        // task control nor provider tool: the reason is the build.
+        // A delegated task child reports with `task_update` and cannot
+        // dispatch; even with every capability it gets no provider tool:
+        // the reason is the build.
         let c = SessionCapabilities {
             root_session: false,
             delegated_task_child: true,
@@ -486,15 +511,16 @@ mod tests {
             ..caps()
         };
         let tools = PreparedTools::prepare(&catalog, &all_names(&catalog), AppMode::Coding, &c);
+        assert_eq!(
+            tools.get("task_update").map(|t| t.kind.clone()),
+            Some(PreparedKind::Dispatch(vec![DispatchTarget::TaskUpdate]))
+        );
+        assert!(tools.get("agent").is_none() && tools.get("task_cancel").is_none());
         assert!(tools.iter().all(|t| !matches!(
             t.definition.behavior.handling,
-            Handling::Dispatch {
-                action: DispatchAction::TaskUpdate | DispatchAction::TaskCancel
-            } | Handling::ProviderTool { .. }
+            Handling::ProviderTool { .. }
         )));
         for (tool, gap) in [
-            ("task_update", NotInBuild::BackgroundTasks),
-            ("task_cancel", NotInBuild::BackgroundTasks),
             ("web_search", NotInBuild::ProviderTool),
             ("code_context", NotInBuild::CodeContextExecutor),
         ] {

@@ -793,6 +793,8 @@ impl EventSink for HumanEvents {
                 let mark = if *is_error { "✗" } else { "✓" };
                 eprintln!("  {mark} {agent} answered");
             }
+            Event::TaskCancelled { agent, .. } => eprintln!("  ✗ {agent} cancelled"),
+            Event::TaskUpdate { message } => eprintln!("  ⋯ {}", clip(message, 200)),
             // A child's activity, indented under the call that opened it;
             // its words go to stderr so stdout stays the lead's answer.
             Event::Child { event, .. } => match event.as_ref() {
@@ -816,6 +818,7 @@ impl EventSink for HumanEvents {
                 Event::Warning { code, message } => {
                     eprintln!("    warning[{code}]: {message}");
                 }
+                Event::TaskUpdate { message } => eprintln!("    ⋯ {}", clip(message, 200)),
                 _ => {}
             },
         }

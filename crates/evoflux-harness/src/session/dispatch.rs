@@ -28,12 +28,32 @@ use crate::error::HarnessError;
 use crate::events::{ChildEvents, ContractOutcome, Event, ToolResult, TurnStatus};
 use crate::prepared::DispatchTarget;
 
+/// The future of a dispatch, boxed and named: a dispatch runs a child's
+/// turn, which may dispatch in turn, so the type must not be opaque.
+pub(super) type DispatchFuture<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<ToolResult, HarnessError>> + Send + 'a>>;
+
 impl Harness {
-    pub(super) async fn dispatch(
+    /// Runs one dispatch call (see the module documentation).
+    pub(super) fn dispatch<'a>(
+        &'a mut self,
+        call: &'a ToolCall,
+        targets: &'a [DispatchTarget],
+    ) -> DispatchFuture<'a> {
+        Box::pin(self.run_dispatch(call, targets))
+    }
+
+    async fn run_dispatch(
         &mut self,
         call: &ToolCall,
         targets: &[DispatchTarget],
     ) -> Result<ToolResult, HarnessError> {
+        if targets.contains(&DispatchTarget::TaskUpdate) {
+            return Ok(self.task_update(call));
+        }
+        if targets.contains(&DispatchTarget::TaskCancel) {
+            return Ok(self.task_cancel(call).await);
+        }
         let Some(team) = self.team.clone() else {
             return Ok(ToolResult::error(format!(
                 "`{}` cannot hand tasks to other agents in this session.",
@@ -56,9 +76,8 @@ impl Harness {
             (DispatchTarget::SubagentCall { agent, .. }, Some(name)) => agent == name,
             (DispatchTarget::WorkerCall { worker, .. }, Some(name)) => worker == name,
             (DispatchTarget::SelfAgentCall, Some(_))
-            | (DispatchTarget::SubagentCall { .. } | DispatchTarget::WorkerCall { .. }, None) => {
-                false
-            }
+            | (DispatchTarget::SubagentCall { .. } | DispatchTarget::WorkerCall { .. }, None)
+            | (DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel, _) => false,
         });
         let (agent, worker) = match target {
             Some(DispatchTarget::SelfAgentCall) => (Some(self.agent.clone()), None),
@@ -79,7 +98,7 @@ impl Harness {
                     None => (None, None),
                 }
             }
-            None => (None, None),
+            Some(DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel) | None => (None, None),
         };
         let Some(agent) = agent else {
             let names: Vec<&str> = targets
@@ -87,7 +106,9 @@ impl Harness {
                 .filter_map(|t| match t {
                     DispatchTarget::SubagentCall { agent, .. } => Some(agent.as_str()),
                     DispatchTarget::WorkerCall { worker, .. } => Some(worker.as_str()),
-                    DispatchTarget::SelfAgentCall => None,
+                    DispatchTarget::SelfAgentCall
+                    | DispatchTarget::TaskUpdate
+                    | DispatchTarget::TaskCancel => None,
                 })
                 .collect();
             return Ok(ToolResult::error(format!(
@@ -101,6 +122,7 @@ impl Harness {
                 }
             )));
         };
+        let background = call.arguments.get("background") == Some(&Value::Bool(true));
         // Admission: a worker that cannot do what the task asks is refused
         // before anything runs, with the remedy; a doubtful fit is flagged.
         let mut flag = None;
@@ -196,161 +218,296 @@ impl Harness {
                     },
                     workspace: self.session.workspace.clone(),
                     graph_hash: self.session.graph_hash.clone(),
+                    task: background,
                 },
                 Some(message),
             ),
         };
-        let mut child = Harness::open(setup, request).await?;
+        let child = Harness::open(setup, request).await?;
         let child_id = child.session().id.to_string();
         self.emit(&Event::DispatchStarted {
             call_id: call.id.clone(),
             agent: name.clone(),
             child_session_id: child_id.clone(),
         });
-        let turn: std::pin::Pin<Box<dyn Future<Output = _> + '_>> =
-            Box::pin(child.turn(input, TurnOptions::default()));
-        let outcome = turn.await;
-        let (mut status, mut result) = match outcome {
-            Ok(o) => {
-                let result = match o.status {
-                    TurnStatus::Completed => ToolResult::ok(o.text),
-                    TurnStatus::LimitReached => ToolResult::error(format!(
-                        "`{name}` stopped at its limit of model calls before finishing; what it \
-                         said last: {}",
-                        o.text
-                    )),
-                    TurnStatus::OutputMissing | TurnStatus::WaitingForInput => {
-                        ToolResult::error(format!(
-                            "`{name}` ended without an answer; what it said last: {}",
-                            o.text
-                        ))
-                    }
-                };
-                (o.status, result)
-            }
-            Err(e) => (
-                TurnStatus::LimitReached,
-                ToolResult::error(format!("`{name}` failed: {e} [{}]", e.code())),
-            ),
-        };
-        let mut contract = None;
-        let mut repairs = 0;
-        if let Some(spec) = &worker
-            && status == TurnStatus::Completed
-        {
-            let checked = self
-                .check_worker_result(&mut child, spec, result.content.clone())
-                .await?;
-            contract = Some(checked.outcome);
-            repairs = checked.repairs;
-            status = checked.status;
-            result = checked.result;
+        let input = input.map(str::to_owned);
+        let run = run_child(child, name.clone(), worker, flag, input);
+        if background {
+            self.tasks.insert(
+                call.id.clone(),
+                super::BackgroundTask {
+                    agent: name.clone(),
+                    child_session_id: child_id.clone(),
+                    handle: tokio::spawn(run),
+                },
+            );
+            return Ok(ToolResult::ok(format!(
+                "Started background task `{}` ({name}, session {child_id}). Keep working: its \
+                 answer arrives when you pause; task_cancel stops it.",
+                call.id
+            )));
         }
-        if let Some(flag) = flag {
-            result.content = format!("{}\n\n[admission] {flag}", result.content);
-        }
-        self.emit(&Event::DispatchEnded {
-            call_id: call.id.clone(),
-            agent: name,
-            child_session_id: child_id,
-            status,
-            is_error: result.is_error,
-            contract,
-            repairs,
-        });
-        Ok(result)
+        let ended = run.await?;
+        Ok(self.child_ended(&call.id, &name, &child_id, ended))
     }
 
-    /// Checks a worker's answer against its recipe's result contract, with
-    /// the files of the workspace and the spans the child actually read;
-    /// a failing answer gets a repair round quoting the validator's reason
-    /// and the exact shape, at most [`RESULT_CONTRACT_REPAIR_LIMIT`] times.
-    async fn check_worker_result(
+    /// Reports a child's end and returns its result.
+    fn child_ended(
         &self,
-        child: &mut Harness,
-        spec: &AgentSpec,
-        mut answer: String,
-    ) -> Result<Checked, HarnessError> {
-        let cwd = child.workspace.roots()[0].clone();
-        let mut repairs = 0;
-        loop {
-            let spans = child.read_spans();
-            let evidence = RunEvidence {
-                read_spans: Some(spans.clone()),
-                effects: None,
+        call_id: &str,
+        agent: &str,
+        child_session_id: &str,
+        ended: ChildEnd,
+    ) -> ToolResult {
+        self.emit(&Event::DispatchEnded {
+            call_id: call_id.to_owned(),
+            agent: agent.to_owned(),
+            child_session_id: child_session_id.to_owned(),
+            status: ended.status,
+            is_error: ended.result.is_error,
+            contract: ended.contract,
+            repairs: ended.repairs,
+        });
+        ended.result
+    }
+
+    /// At a pause of the lead (a model reply without tool calls): waits for
+    /// every background task and hands each answer to the lead as a
+    /// message. `false` when there were none.
+    pub(super) async fn deliver_tasks(&mut self) -> Result<bool, HarnessError> {
+        if self.tasks.is_empty() {
+            return Ok(false);
+        }
+        let tasks = std::mem::take(&mut self.tasks);
+        for (id, mut task) in tasks {
+            let ended = match (&mut task.handle).await {
+                Ok(ended) => ended?,
+                Err(e) => ChildEnd {
+                    status: TurnStatus::LimitReached,
+                    result: ToolResult::error(format!("`{}` stopped: {e}", task.agent)),
+                    contract: None,
+                    repairs: 0,
+                },
             };
+            let result = self.child_ended(&id, &task.agent, &task.child_session_id, ended);
+            let message = Message::user(format!(
+                "[evoflux] Background task `{id}` ({}) {}:\n{}",
+                task.agent,
+                if result.is_error {
+                    "failed"
+                } else {
+                    "finished"
+                },
+                result.content
+            ));
+            self.recorder.append(message, None).await?;
+        }
+        Ok(true)
+    }
+
+    /// `task_cancel`: stops the named background tasks and every command
+    /// they started.
+    async fn task_cancel(&mut self, call: &ToolCall) -> ToolResult {
+        let ids: Vec<String> = call
+            .arguments
+            .get("task_ids")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut lines = Vec::new();
+        for id in ids {
+            match self.tasks.remove(&id) {
+                Some(task) => {
+                    task.handle.abort();
+                    if let (Some(rt), Ok(child)) = (
+                        &self.commands.processes,
+                        task.child_session_id
+                            .parse::<evoflux_core::ids::SessionId>(),
+                    ) {
+                        rt.terminate_session(child).await;
+                    }
+                    self.emit(&Event::TaskCancelled {
+                        call_id: id.clone(),
+                        agent: task.agent.clone(),
+                        child_session_id: task.child_session_id.clone(),
+                    });
+                    lines.push(format!("cancelled `{id}` ({})", task.agent));
+                }
+                None => lines.push(format!("no running task `{id}`")),
+            }
+        }
+        ToolResult::ok(lines.join("\n"))
+    }
+
+    /// `task_update` in a task child: the update goes to the parent's
+    /// stream.
+    fn task_update(&self, call: &ToolCall) -> ToolResult {
+        let message = call
+            .arguments
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.emit(&Event::TaskUpdate { message });
+        ToolResult::ok("The parent has your update; carry on.")
+    }
+}
+
+/// How a child's run ended.
+#[derive(Debug)]
+pub(crate) struct ChildEnd {
+    status: TurnStatus,
+    result: ToolResult,
+    contract: Option<ContractOutcome>,
+    repairs: u32,
+}
+
+/// Runs a child's turn to its answer, checking a worker's against its
+/// contract; owns the child, so it can run in the background.
+async fn run_child(
+    mut child: Harness,
+    name: String,
+    worker: Option<AgentSpec>,
+    flag: Option<String>,
+    input: Option<String>,
+) -> Result<ChildEnd, HarnessError> {
+    let outcome = child.turn(input.as_deref(), TurnOptions::default()).await;
+    let (mut status, mut result) = match outcome {
+        Ok(o) => {
+            let result = match o.status {
+                TurnStatus::Completed => ToolResult::ok(o.text),
+                TurnStatus::LimitReached => ToolResult::error(format!(
+                    "`{name}` stopped at its limit of model calls before finishing; what it said \
+                     last: {}",
+                    o.text
+                )),
+                TurnStatus::OutputMissing | TurnStatus::WaitingForInput => {
+                    ToolResult::error(format!(
+                        "`{name}` ended without an answer; what it said last: {}",
+                        o.text
+                    ))
+                }
+            };
+            (o.status, result)
+        }
+        Err(e) => (
+            TurnStatus::LimitReached,
+            ToolResult::error(format!("`{name}` failed: {e} [{}]", e.code())),
+        ),
+    };
+    let mut contract = None;
+    let mut repairs = 0;
+    if let Some(spec) = &worker
+        && status == TurnStatus::Completed
+    {
+        let checked = check_worker_result(&mut child, spec, result.content.clone()).await?;
+        contract = Some(checked.outcome);
+        repairs = checked.repairs;
+        status = checked.status;
+        result = checked.result;
+    }
+    if let Some(flag) = flag {
+        result.content = format!("{}\n\n[admission] {flag}", result.content);
+    }
+    Ok(ChildEnd {
+        status,
+        result,
+        contract,
+        repairs,
+    })
+}
+
+/// Checks a worker's answer against its recipe's result contract, with the
+/// files of the workspace and the spans the child actually read; a failing
+/// answer gets a repair round quoting the validator's reason and the exact
+/// shape, at most [`RESULT_CONTRACT_REPAIR_LIMIT`] times.
+async fn check_worker_result(
+    child: &mut Harness,
+    spec: &AgentSpec,
+    mut answer: String,
+) -> Result<Checked, HarnessError> {
+    let cwd = child.workspace.roots()[0].clone();
+    let mut repairs = 0;
+    loop {
+        let spans = child.read_spans();
+        let evidence = RunEvidence {
+            read_spans: Some(spans.clone()),
+            effects: None,
+        };
+        // The context borrows a filesystem that is not `Sync`; it is
+        // dropped before the next await.
+        let reason = {
             let ctx = ValidationContext {
                 cwd: &cwd,
                 network_allowed: false,
                 filesystem: &DiskFilesystem,
                 evidence: &evidence,
             };
-            let reason = match validate_recipe_result(
-                Some(&spec.result_contract),
-                Some(&answer),
-                true,
-                &ctx,
-            )
-            .and_then(|o| o.validation)
+            match validate_recipe_result(Some(&spec.result_contract), Some(&answer), true, &ctx)
+                .and_then(|o| o.validation)
             {
                 None => None,
                 Some(v) => match v.conformance {
                     Conformance::Pass => None,
                     Conformance::Fail => Some(v.reason.unwrap_or_default()),
                 },
-            };
-            let Some(reason) = reason else {
-                return Ok(Checked {
-                    outcome: ContractOutcome::Pass,
-                    repairs,
-                    status: TurnStatus::Completed,
-                    result: ToolResult::ok(answer),
-                });
-            };
-            if repairs >= RESULT_CONTRACT_REPAIR_LIMIT {
-                let read: Vec<String> = spans
-                    .iter()
-                    .map(|(p, s)| {
-                        let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
-                        let ranges: Vec<String> =
-                            s.iter().map(|(a, b)| format!("{a}-{b}")).collect();
-                        format!("{shown}:{}", ranges.join(","))
-                    })
-                    .collect();
-                return Ok(Checked {
-                    outcome: ContractOutcome::Exhausted,
-                    repairs,
-                    status: TurnStatus::OutputMissing,
-                    result: ToolResult::error(format!(
-                        "result_contract_exhausted: `{}` did not meet its result contract after \
-                         {repairs} repair rounds: {reason} (the run read {})",
-                        spec.id,
-                        if read.is_empty() {
-                            "nothing".to_owned()
-                        } else {
-                            read.join("; ")
-                        }
-                    )),
-                });
             }
-            repairs += 1;
-            let anchors: Vec<String> = spans
+        };
+        let Some(reason) = reason else {
+            return Ok(Checked {
+                outcome: ContractOutcome::Pass,
+                repairs,
+                status: TurnStatus::Completed,
+                result: ToolResult::ok(answer),
+            });
+        };
+        if repairs >= RESULT_CONTRACT_REPAIR_LIMIT {
+            let read: Vec<String> = spans
                 .iter()
-                .flat_map(|(p, s)| {
+                .map(|(p, s)| {
                     let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
-                    s.iter().map(move |(a, _)| format!("{shown}:{a}"))
+                    let ranges: Vec<String> = s.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+                    format!("{shown}:{}", ranges.join(","))
                 })
                 .collect();
-            let message = repair_message(
+            return Ok(Checked {
+                outcome: ContractOutcome::Exhausted,
                 repairs,
-                &reason,
-                &result_contract_shape(&spec.result_contract),
-                &anchors,
-            );
-            let turn: std::pin::Pin<Box<dyn Future<Output = _> + '_>> =
-                Box::pin(child.turn(Some(&message), TurnOptions::default()));
-            answer = turn.await?.text;
+                status: TurnStatus::OutputMissing,
+                result: ToolResult::error(format!(
+                    "result_contract_exhausted: `{}` did not meet its result contract after \
+                         {repairs} repair rounds: {reason} (the run read {})",
+                    spec.id,
+                    if read.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        read.join("; ")
+                    }
+                )),
+            });
         }
+        repairs += 1;
+        let anchors: Vec<String> = spans
+            .iter()
+            .flat_map(|(p, s)| {
+                let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
+                s.iter().map(move |(a, _)| format!("{shown}:{a}"))
+            })
+            .collect();
+        let message = repair_message(
+            repairs,
+            &reason,
+            &result_contract_shape(&spec.result_contract),
+            &anchors,
+        );
+        let turn: std::pin::Pin<Box<dyn Future<Output = _> + Send + '_>> =
+            Box::pin(child.turn(Some(&message), TurnOptions::default()));
+        answer = turn.await?.text;
     }
 }
 

@@ -130,6 +130,21 @@ pub struct TeamSetup {
     pub children: Arc<dyn ChildFactory>,
 }
 
+/// A dispatch running in the background.
+#[derive(Debug)]
+pub(crate) struct BackgroundTask {
+    pub agent: String,
+    pub child_session_id: String,
+    pub handle: tokio::task::JoinHandle<Result<dispatch::ChildEnd, HarnessError>>,
+}
+
+impl Drop for BackgroundTask {
+    /// A task never outlives the session that started it.
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
 /// The model a child session runs on.
 #[derive(Debug, Clone)]
 pub struct ChildModel {
@@ -169,11 +184,13 @@ pub enum SessionRequest {
         graph_hash: Option<String>,
     },
     /// A child session a dispatch opens: it shares its parent's workspace
-    /// and records the parent and the dispatching call.
+    /// and records the parent and the dispatching call. A `task` child runs
+    /// in the background and may report with `task_update`.
     Child {
         parent: evoflux_store::SessionParent,
         workspace: evoflux_store::Workspace,
         graph_hash: Option<String>,
+        task: bool,
     },
     /// An existing session; a requested mode or workspace must match the
     /// persisted one.
@@ -239,6 +256,8 @@ pub struct Harness {
     approvals: ApprovalPolicy,
     /// The team the dispatch tools reach (`None` in a child session).
     team: Option<TeamSetup>,
+    /// Background tasks still running, by the dispatching call's id.
+    tasks: std::collections::BTreeMap<String, BackgroundTask>,
     /// The sandbox the session was set up with, for its children.
     sandbox: Option<SandboxSetup>,
     mcp_call_timeout: Duration,

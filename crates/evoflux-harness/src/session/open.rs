@@ -25,6 +25,7 @@ use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
 impl Harness {
     /// Creates or resumes the session and prepares its tools.
     pub async fn open(setup: RunSetup, request: SessionRequest) -> Result<Harness, HarnessError> {
+        let mut task_child = false;
         let (session, resumed, switched_from) = match request {
             SessionRequest::New {
                 workspace,
@@ -46,7 +47,9 @@ impl Harness {
                 parent,
                 workspace,
                 graph_hash,
+                task,
             } => {
+                task_child = task;
                 let s = setup
                     .store
                     .create_session(NewSession {
@@ -107,7 +110,7 @@ impl Harness {
         let caps = SessionCapabilities {
             // A child session's agent does not dispatch further.
             root_session: session.parent.is_none(),
-            delegated_task_child: false,
+            delegated_task_child: task_child,
             can_request_input: setup.can_request_input,
             processes: setup.processes.is_some(),
             skills: setup.skills.is_some(),
@@ -205,6 +208,7 @@ impl Harness {
             skills: setup.skills,
             approvals: setup.approvals,
             team: setup.team,
+            tasks: Default::default(),
             sandbox: setup.sandbox.clone(),
             mcp_call_timeout: setup.mcp_call_timeout,
             grants,

@@ -150,11 +150,7 @@ impl Harness {
                 _ => None,
             };
             let result = match dispatch {
-                Some(targets) => {
-                    let attached: std::pin::Pin<Box<dyn Future<Output = _> + '_>> =
-                        Box::pin(self.dispatch(&call, &targets));
-                    attached.await?
-                }
+                Some(targets) => self.dispatch(&call, &targets).await?,
                 None => ToolResult::error(
                     "This call was interrupted before it finished (the process stopped). \
                      Run it again if it is still needed.",
@@ -184,6 +180,10 @@ impl Harness {
                 // A command started with notify_on_exit wakes the turn
                 // when it ends, instead of the model polling for it.
                 if self.deliver_exit_notices(true).await? {
+                    continue;
+                }
+                // The lead paused: its background tasks' answers arrive.
+                if self.deliver_tasks().await? {
                     continue;
                 }
                 if terminal.is_some() {
