@@ -102,6 +102,15 @@ turns:
         .collect();
     assert_eq!(children.len(), 2, "{list:#}");
     assert!(children.iter().any(|c| c["lead"] == "researcher"));
+    // `sessions show` of the lead shows the tree.
+    let shown = s.json(&["--json", "sessions", "show", lead_id.as_str().unwrap()]);
+    let leads: Vec<&str> = shown["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["lead"].as_str().unwrap())
+        .collect();
+    assert_eq!(leads, ["researcher", "writer"]);
 }
 
 #[test]

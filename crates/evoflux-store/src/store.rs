@@ -216,6 +216,17 @@ impl Store {
         row.as_ref().map(session_from_row).transpose()
     }
 
+    /// The child sessions `parent`'s dispatches opened, oldest first.
+    pub async fn children_of(&self, parent: SessionId) -> Result<Vec<Session>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at_ms, id"
+        )))
+        .bind(parent.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(session_from_row).collect()
+    }
+
     /// Every session, newest first.
     pub async fn list_sessions(&self) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -261,14 +261,26 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 let transcript = store.transcript(id).await?;
                 let pending = store.open_pending_inputs(id).await?;
                 let usage = store.usage(id).await?;
+                let children = store.children_of(id).await?;
                 let value = serde_json::json!({
                     "session": session,
                     "transcript": transcript,
                     "pending_inputs": pending,
                     "usage": usage,
+                    "children": children,
                 });
                 out.result(&value, || {
-                    render_transcript(&session, &transcript, &pending)
+                    let mut text = render_transcript(&session, &transcript, &pending);
+                    for child in &children {
+                        let call = child.parent.as_ref().map_or("", |p| p.call_id.as_str());
+                        text.push_str(&format!(
+                            "  ↳ child {} · {} (call {call}): evoflux sessions show {}\n",
+                            child.id,
+                            child.lead.as_deref().unwrap_or("?"),
+                            child.id
+                        ));
+                    }
+                    text
                 });
                 Ok(Exit::Ok)
             }
