@@ -565,7 +565,8 @@ impl<'a> SessionBuilder<'a> {
                     origin: model_origin,
                     source,
                 })?;
-        let skills = skill_runtime(&app.dirs, &graph, mode, provider.kind());
+        let skill_inputs = SkillInputs::read(&app.dirs, &graph);
+        let skills = skill_inputs.runtime(mode, provider.kind());
         // MCP servers: nothing starts here; the session starts the ones its
         // agent is granted, in the background.
         let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
@@ -641,8 +642,7 @@ impl<'a> SessionBuilder<'a> {
                     model: model_ref.model.clone(),
                     label: model_ref.to_string(),
                 },
-                dirs: app.dirs.clone(),
-                graph: Arc::new(graph.clone()),
+                skills: skill_inputs.clone(),
             }),
         };
         // Only an agent with a dispatch tool gets the roster.
@@ -742,8 +742,7 @@ struct BuilderChildren {
     cwd: PathBuf,
     provider_options: evoflux_model::ProviderOptions,
     parent: super::ChildModel,
-    dirs: Dirs,
-    graph: Arc<CompiledGraph>,
+    skills: SkillInputs,
 }
 
 impl super::ChildFactory for BuilderChildren {
@@ -771,7 +770,7 @@ impl super::ChildFactory for BuilderChildren {
         &self,
         mode: AppMode,
     ) -> Result<(crate::hooks::HookPipeline, Option<Arc<SkillRuntime>>), HookError> {
-        let skills = skill_runtime(&self.dirs, &self.graph, mode, self.parent.provider.kind());
+        let skills = self.skills.runtime(mode, self.parent.provider.kind());
         let pipeline = standard_pipeline(PipelineOptions {
             on_compacted: Some(skills.compaction_listener()),
             skills: Some(skills.clone()),
@@ -832,37 +831,49 @@ fn unknown_approval_tools(loaded: &LoadedConfig, catalog: &ToolCatalog) -> Diagn
         .collect()
 }
 
-/// The session's skills: the graph's skill slots (bundled, plugin, user and
-/// project) with the user's runtime preferences applied. The implicit
-/// resolver asks the session's provider, except a scripted one (its script
-/// is the main conversation, with no answers to spare for a side call) and
-/// the embedded local demo model (too small for a reliable decision).
-fn skill_runtime(
-    dirs: &Dirs,
-    graph: &CompiledGraph,
-    mode: AppMode,
-    provider: ProviderKind,
-) -> Arc<SkillRuntime> {
-    let overlay = evoflux_skills::SkillSettingsStore::in_config_dir(dirs.config_dir()).read();
-    let options = evoflux_skills::LoadOptions::new(
-        evoflux_skills::PlaceholderDirs::from_config_dir(dirs.config_dir()),
-    );
-    let (slots, _) = evoflux_skills::selection::skill_slots(
-        graph,
-        &options,
-        &overlay,
-        evoflux_skills::selection::Depth::Settled,
-    );
-    let resolver = match provider {
-        ProviderKind::Openai | ProviderKind::Anthropic => ResolverPolicy::ActiveProvider,
-        ProviderKind::Local | ProviderKind::Scripted => ResolverPolicy::Off,
-    };
-    Arc::new(SkillRuntime::new(
-        &slots,
-        mode,
-        options.placeholders,
-        resolver,
-    ))
+/// What a session's skill runtime is built from: the graph's skill slots
+/// with the user's preferences applied. Read once per opened session and
+/// reused for every child it dispatches.
+#[derive(Debug, Clone)]
+struct SkillInputs {
+    slots: Vec<evoflux_skills::selection::SkillSlot>,
+    placeholders: evoflux_skills::PlaceholderDirs,
+}
+
+impl SkillInputs {
+    fn read(dirs: &Dirs, graph: &CompiledGraph) -> SkillInputs {
+        let overlay = evoflux_skills::SkillSettingsStore::in_config_dir(dirs.config_dir()).read();
+        let options = evoflux_skills::LoadOptions::new(
+            evoflux_skills::PlaceholderDirs::from_config_dir(dirs.config_dir()),
+        );
+        let (slots, _) = evoflux_skills::selection::skill_slots(
+            graph,
+            &options,
+            &overlay,
+            evoflux_skills::selection::Depth::Settled,
+        );
+        SkillInputs {
+            slots,
+            placeholders: options.placeholders,
+        }
+    }
+
+    /// The runtime of one session. The implicit resolver asks the
+    /// session's provider, except a scripted one (its script is the main
+    /// conversation, with no answers to spare for a side call) and the
+    /// embedded local demo model (too small for a reliable decision).
+    fn runtime(&self, mode: AppMode, provider: ProviderKind) -> Arc<SkillRuntime> {
+        let resolver = match provider {
+            ProviderKind::Openai | ProviderKind::Anthropic => ResolverPolicy::ActiveProvider,
+            ProviderKind::Local | ProviderKind::Scripted => ResolverPolicy::Off,
+        };
+        Arc::new(SkillRuntime::new(
+            &self.slots,
+            mode,
+            self.placeholders.clone(),
+            resolver,
+        ))
+    }
 }
 
 /// Absolute, link-free paths, each once, in the order given.
