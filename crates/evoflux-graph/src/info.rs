@@ -174,10 +174,31 @@ pub struct Info {
     /// The session's repositories and whether each is trusted; filled by
     /// the application, which holds the user's trust decisions.
     pub repositories: Vec<InfoRepository>,
+    /// Each mode's default lead with the members and workers its `agent`
+    /// tool reaches; filled by the application, which compiles the teams.
+    pub teams: Vec<InfoTeam>,
     /// Sources of untrusted repositories that are not loaded until the
     /// user trusts them.
     pub awaiting_trust: Vec<InfoAwaitingTrust>,
     pub diagnostics: InfoDiagnostics,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoTeam {
+    pub mode: AppMode,
+    pub lead: String,
+    pub members: Vec<InfoMember>,
+    /// Worker recipe ids the lead may dispatch (Coding).
+    pub workers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoMember {
+    pub name: String,
+    pub description: String,
+    /// The member's own model, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -243,6 +264,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
             shadowed: graph.route_plan.shadowed.clone(),
         },
         repositories: Vec::new(),
+        teams: Vec::new(),
         awaiting_trust: graph
             .composition
             .entries
@@ -481,6 +503,25 @@ pub fn render_human(info: &Info) -> String {
             ),
         };
         let _ = writeln!(out, "repository  {}  {state}", r.path.display());
+    }
+    for t in &info.teams {
+        let members: Vec<&str> = t.members.iter().map(|m| m.name.as_str()).collect();
+        let _ = writeln!(
+            out,
+            "team ({})  lead {}: {}{}",
+            t.mode,
+            t.lead,
+            if members.is_empty() {
+                "no members".to_owned()
+            } else {
+                members.join(", ")
+            },
+            if t.workers.is_empty() {
+                String::new()
+            } else {
+                format!("; workers {}", t.workers.join(", "))
+            }
+        );
     }
     if !info.awaiting_trust.is_empty() {
         let _ = writeln!(

@@ -18,6 +18,7 @@ pub fn run(out: &Output, args: &InfoArgs) -> anyhow::Result<Exit> {
         .into_iter()
         .map(|(path, trust)| info::InfoRepository { path, trust })
         .collect();
+    projection.teams = app.teams(&graph);
     out.result(&projection, || info::render_human(&projection));
     Ok(if graph.has_errors() {
         Exit::Invalid

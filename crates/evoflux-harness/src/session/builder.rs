@@ -153,6 +153,38 @@ impl AppContext {
         }))
     }
 
+    /// Each mode's default team in `graph`: its lead, the members and the
+    /// workers the lead's `agent` tool reaches, as a session would bind them.
+    pub fn teams(&self, graph: &CompiledGraph) -> Vec<evoflux_graph::info::InfoTeam> {
+        let catalog = ToolCatalog::from_graph(graph);
+        let mut diags = Diagnostics::new();
+        [AppMode::Work, AppMode::Coding]
+            .into_iter()
+            .filter_map(|mode| {
+                let directory = load_agents(graph, mode, &mut diags);
+                let team = directory.team(None).ok()?;
+                let members = team_members(&directory, &team, &catalog, &mut diags);
+                let workers = dispatchable_workers(graph, &catalog, mode, &mut diags);
+                let workers: Vec<String> = super::reachable_workers(&members, &workers)
+                    .map(|w| w.id.clone())
+                    .collect();
+                Some(evoflux_graph::info::InfoTeam {
+                    mode,
+                    lead: team.lead,
+                    members: members
+                        .into_iter()
+                        .map(|m| evoflux_graph::info::InfoMember {
+                            name: m.name,
+                            description: m.description,
+                            model: m.model,
+                        })
+                        .collect(),
+                    workers,
+                })
+            })
+            .collect()
+    }
+
     /// Records the user's trust in `repository` (a repository root).
     pub fn trust(&self, repository: &Path) -> Result<(), SessionError> {
         self.trust_list()?
@@ -582,48 +614,10 @@ impl<'a> SessionBuilder<'a> {
         )?;
         shown.extend(Diagnostics::from(mcp_diags).errors());
         let provider: Arc<dyn evoflux_model::Provider> = Arc::from(provider);
-        // The members the lead hands tasks to, each compiled by the one
-        // agent compiler, in roster order.
         let mut member_diags = Diagnostics::new();
-        let members: Vec<_> = team
-            .members
-            .iter()
-            .filter_map(|name| directory.get(name))
-            .filter_map(|e| {
-                e.raw.as_ref().map(|raw| {
-                    compile_agent_config(raw, e.source.clone(), &catalog, &mut member_diags)
-                })
-            })
-            .collect();
+        let members = team_members(&directory, &team, &catalog, &mut member_diags);
         shown.extend(member_diags.errors());
-        // Worker recipes serve Coding sessions; a broken framework recipe is
-        // a bug reported as an error, user recipes are quarantined by the
-        // catalog and reported by `evoflux workers`.
-        let workers = match mode {
-            AppMode::Coding => {
-                match evoflux_agents::worker::load_workers(
-                    &graph,
-                    &catalog,
-                    &mut Diagnostics::new(),
-                ) {
-                    Ok(c) => c
-                        .specs
-                        .into_iter()
-                        .filter(|s| match s.audience {
-                            evoflux_agents::worker::recipe::Audience::Base
-                            | evoflux_agents::worker::recipe::Audience::Custom
-                            | evoflux_agents::worker::recipe::Audience::Shadow => true,
-                            evoflux_agents::worker::recipe::Audience::Internal => false,
-                        })
-                        .collect(),
-                    Err(e) => {
-                        shown.push(Diagnostic::error("worker/catalog-defective", e.to_string()));
-                        Vec::new()
-                    }
-                }
-            }
-            AppMode::Work => Vec::new(),
-        };
+        let workers = dispatchable_workers(&graph, &catalog, mode, &mut shown);
         let team_setup = super::TeamSetup {
             members,
             workers,
@@ -672,7 +666,9 @@ impl<'a> SessionBuilder<'a> {
                         .iter()
                         .map(|m| (m.name.clone(), m.description.clone()))
                         .collect::<Vec<_>>(),
-                    &team_setup.workers,
+                    &super::reachable_workers(&team_setup.members, &team_setup.workers)
+                        .cloned()
+                        .collect::<Vec<_>>(),
                 ))
                 .filter(|r| !r.is_empty() && dispatches),
                 ..PipelineOptions::new(mode)
@@ -722,6 +718,58 @@ impl<'a> SessionBuilder<'a> {
             model: model_ref,
             model_origin,
         })
+    }
+}
+
+/// The members the lead hands tasks to, each compiled by the one agent
+/// compiler, in roster order.
+fn team_members(
+    directory: &evoflux_agents::team::AgentDirectory,
+    team: &evoflux_agents::team::Team,
+    catalog: &ToolCatalog,
+    diags: &mut Diagnostics,
+) -> Vec<evoflux_agents::team::EffectiveAgentConfig> {
+    team.members
+        .iter()
+        .filter_map(|name| directory.get(name))
+        .filter_map(|e| {
+            e.raw
+                .as_ref()
+                .map(|raw| compile_agent_config(raw, e.source.clone(), catalog, diags))
+        })
+        .collect()
+}
+
+/// The worker recipes a lead of `mode` may dispatch: the catalog's base,
+/// custom and shadow recipes, in Coding mode. A broken framework recipe is
+/// a bug reported as an error; user recipes are quarantined by the catalog
+/// and reported by `evoflux workers`. A recipe named like a member is
+/// reached as that member ([`reachable_workers`]).
+fn dispatchable_workers(
+    graph: &CompiledGraph,
+    catalog: &ToolCatalog,
+    mode: AppMode,
+    diags: &mut Diagnostics,
+) -> Vec<evoflux_agents::worker::spec::AgentSpec> {
+    use evoflux_agents::worker::recipe::Audience;
+    match mode {
+        AppMode::Coding => {
+            match evoflux_agents::worker::load_workers(graph, catalog, &mut Diagnostics::new()) {
+                Ok(c) => c
+                    .specs
+                    .into_iter()
+                    .filter(|s| match s.audience {
+                        Audience::Base | Audience::Custom | Audience::Shadow => true,
+                        Audience::Internal => false,
+                    })
+                    .collect(),
+                Err(e) => {
+                    diags.push(Diagnostic::error("worker/catalog-defective", e.to_string()));
+                    Vec::new()
+                }
+            }
+        }
+        AppMode::Work => Vec::new(),
     }
 }
 

@@ -130,6 +130,17 @@ pub struct TeamSetup {
     pub children: Arc<dyn ChildFactory>,
 }
 
+/// The workers a lead reaches by their own id: one name reaches one agent,
+/// so a recipe named like a member is reached as that member.
+pub(crate) fn reachable_workers<'a>(
+    members: &'a [EffectiveAgentConfig],
+    workers: &'a [evoflux_agents::worker::spec::AgentSpec],
+) -> impl Iterator<Item = &'a evoflux_agents::worker::spec::AgentSpec> {
+    workers
+        .iter()
+        .filter(|w| !members.iter().any(|m| m.name == w.id))
+}
+
 /// A dispatch running in the background.
 #[derive(Debug)]
 pub(crate) struct BackgroundTask {

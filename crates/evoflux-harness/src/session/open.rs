@@ -126,16 +126,15 @@ impl Harness {
                     .iter()
                     .map(|m| (m.name.clone(), m.description.clone()))
                     .collect();
-                let workers: Vec<(String, String)> = team
-                    .workers
-                    .iter()
-                    .map(|w| {
-                        (
-                            w.id.clone(),
-                            evoflux_agents::worker::roster::purpose(&w.description),
-                        )
-                    })
-                    .collect();
+                let workers: Vec<(String, String)> =
+                    super::reachable_workers(&team.members, &team.workers)
+                        .map(|w| {
+                            (
+                                w.id.clone(),
+                                evoflux_agents::worker::roster::purpose(&w.description),
+                            )
+                        })
+                        .collect();
                 tools.bind_team(&members, &workers);
             }
             None => tools.drop_dispatch("this session cannot open child sessions"),
