@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Sandbox, events, of_type, run, script};
+use common::{Sandbox, of_type, run_ok, script};
 
 fn member(s: &Sandbox, name: &str, description: &str, model: &str) {
     s.project(
@@ -50,17 +50,10 @@ turns:
     reply: {text: "Done: the report is written."}
 "#,
     );
-    let out = run(
+    let ev = run_ok(
         &s,
         &["--json", "run", "--model", &lead, "research and write"],
     );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = events(&out);
     let started: Vec<&str> = of_type(&ev, "dispatch_started")
         .iter()
         .map(|e| e["agent"].as_str().unwrap())
@@ -148,13 +141,7 @@ turns:
     reply: {text: "helper is not mine"}
 "#,
     );
-    let out = run(&s, &["--json", "run", "--model", &lead, "go"]);
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&s, &["--json", "run", "--model", &lead, "go"]);
 }
 
 /// A repository whose `src/config.rs` mentions the environment on line 6.
@@ -207,19 +194,12 @@ fn scout_grounding_accepts_a_line_it_saw_and_repairs_then_exhausts_one_it_did_no
         &[scout_report(6)],
         "reads the environment",
     );
-    let out = run(
+    let ev = run_ok(
         &s,
         &[
             "--json", "run", "--mode", "coding", "--model", &model, "look",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = events(&out);
     let ended = of_type(&ev, "dispatch_ended");
     assert_eq!(ended[0]["contract"], "pass");
     assert_eq!(ended[0]["repairs"], 0);
@@ -233,19 +213,12 @@ fn scout_grounding_accepts_a_line_it_saw_and_repairs_then_exhausts_one_it_did_no
         &[wrong.clone(), wrong.clone(), wrong],
         "result_contract_exhausted",
     );
-    let out = run(
+    let ev = run_ok(
         &s,
         &[
             "--json", "run", "--mode", "coding", "--model", &model, "look",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = events(&out);
     let ended = of_type(&ev, "dispatch_ended");
     assert_eq!(ended[0]["contract"], "exhausted");
     assert_eq!(ended[0]["repairs"], 2);
@@ -283,7 +256,7 @@ turns:
     reply: {text: "neither can change files"}
 "#,
     );
-    let out = run(
+    let ev = run_ok(
         &s,
         &[
             "--json",
@@ -295,13 +268,6 @@ turns:
             "change it",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = events(&out);
     let results: Vec<String> = of_type(&ev, "tool_ended")
         .iter()
         .map(|e| e["content"].as_str().unwrap().to_owned())
@@ -377,13 +343,7 @@ fn a_dispatch_killed_mid_run_is_reattached_on_resume_and_never_run_twice() {
         "lead.yaml",
         "turns:\n  - expect: {tool_result: {contains: \"slow but sure\"}}\n    reply: {text: done}\n",
     );
-    let out = run(&s, &["--json", "sessions", "resume", &lead_id]);
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(&s, &["--json", "sessions", "resume", &lead_id]);
     let list = s.json(&["--json", "sessions", "list"]);
     let sessions = list.as_array().unwrap();
     assert_eq!(sessions.len(), 2, "one lead and one child: {list:#}");
@@ -462,18 +422,11 @@ turns:
 "#,
     );
     let started = std::time::Instant::now();
-    let out = run(&s, &["--json", "run", "--model", &lead, "fan out"]);
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let ev = run_ok(&s, &["--json", "run", "--model", &lead, "fan out"]);
     assert!(
         started.elapsed().as_secs() < 25,
         "the cancelled task did not hold the lead"
     );
-    let ev = events(&out);
     assert_eq!(of_type(&ev, "dispatch_started").len(), 2);
     assert_eq!(of_type(&ev, "task_cancelled")[0]["agent"], "waiter");
     let ended = of_type(&ev, "dispatch_ended");

@@ -149,6 +149,19 @@ pub fn run(s: &Sandbox, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs `args` (a `--json` run) expecting success, with both streams in
+/// the panic message, and returns its events.
+pub fn run_ok(s: &Sandbox, args: &[&str]) -> Vec<Value> {
+    let out = run(s, args);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    events(&out)
+}
+
 /// The JSON-lines event stream of a `--json` run.
 pub fn events(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
