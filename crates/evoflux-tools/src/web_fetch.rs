@@ -77,12 +77,21 @@ pub struct WebFetch {
 
 impl WebFetch {
     pub fn new(policy: NetworkAccess) -> Result<WebFetch, String> {
-        evoflux_core::tls::install_crypto_provider();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("evoflux/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| e.to_string())?;
+        // One client for the process: building one loads the system's
+        // root certificates, which every session (and every child a
+        // dispatch opens) would otherwise read again. Clones share it.
+        static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
+            std::sync::OnceLock::new();
+        let client = CLIENT
+            .get_or_init(|| {
+                evoflux_core::tls::install_crypto_provider();
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent(concat!("evoflux/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .clone()?;
         Ok(WebFetch { client, policy })
     }
 
