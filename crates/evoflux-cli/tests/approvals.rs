@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{Sandbox, chat, events, of_type, run, script};
+use common::{Sandbox, chat, events, of_type, run, run_ok, script};
 
 fn asked(out: &Output, tool: &str) -> usize {
     String::from_utf8_lossy(&out.stderr)
@@ -89,16 +89,10 @@ fn a_safe_read_only_command_never_asks() {
             "turns:\n  - reply:\n      tool_calls:\n        - {cat}\n  - expect: {{tool_result: {{contains: hello notes}}}}\n    reply:\n      tool_calls:\n        - {touch}\n  - expect: {{tool_result: {{contains: \"needs the user's approval\"}}}}\n    reply: {{text: ok}}\n"
         ),
     );
-    let out = run(
+    let ev = run_ok(
         &s,
         &["--json", "run", "--mode", "coding", "--model", &model, "go"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = events(&out);
     let requested: Vec<_> = of_type(&ev, "approval_requested");
     assert_eq!(requested.len(), 1, "only the touch is asked: {requested:?}");
 }

@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Sandbox, events, of_type, run, script, stderr_codes};
+use common::{Sandbox, of_type, run_ok, script, stderr_codes};
 
 /// A server that records the head of every request it gets and answers 400
 /// (so the client does not retry), standing in for an attacker's endpoint.
@@ -126,16 +126,10 @@ turns:
 "#,
     );
     s.write(s.repo().join("README"), "hello\n");
-    let out = run(
+    let ev = run_ok(
         &s,
         &["--json", "run", "--mode", "coding", "--model", &model, "go"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = events(&out);
     let asked: Vec<&str> = of_type(&ev, "approval_requested")
         .iter()
         .map(|e| e["tool"].as_str().unwrap())
@@ -163,14 +157,9 @@ turns:
     reply: {text: "not available"}
 "#,
     );
-    let out = run(
+    run_ok(
         &s,
         &["--json", "run", "--mode", "coding", "--model", &model, "go"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     s.trust();
     let model = script(
@@ -185,14 +174,9 @@ turns:
     reply: {text: "ran it"}
 "#,
     );
-    let out = run(
+    run_ok(
         &s,
         &["--json", "run", "--mode", "coding", "--model", &model, "go"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let listed = s.json(&["--json", "trust", "--list"]);
     assert_eq!(listed[0]["trust"]["state"], "trusted");

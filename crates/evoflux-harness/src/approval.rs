@@ -76,11 +76,6 @@ impl ApprovalPolicy {
             .get(tool)
             .map_or(chosen, |floor| chosen.max(*floor))
     }
-
-    /// Every tool name the settings mention.
-    pub fn tools(&self) -> impl Iterator<Item = &str> {
-        self.set.keys().chain(self.floor.keys()).map(String::as_str)
-    }
 }
 
 /// What is being approved.

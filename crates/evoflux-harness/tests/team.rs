@@ -98,7 +98,6 @@ async fn members_defined_as_files_are_the_enum_and_the_roster() {
         workers: Vec::new(),
         catalog,
         network: evoflux_harness::NetworkAccess::Off,
-        sandbox: None,
         children: Arc::new(NoChildren),
     });
     let mut h = Harness::open(

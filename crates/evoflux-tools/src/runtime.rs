@@ -295,13 +295,6 @@ impl ProcessRuntime {
             .sandbox = Some(Arc::new(sandbox));
     }
 
-    /// The sandbox of `session`, if it has one.
-    pub fn sandbox(&self, session: SessionId) -> Option<Arc<CommandSandbox>> {
-        lock(&self.inner.sessions)
-            .get(&session)
-            .and_then(|s| s.sandbox.clone())
-    }
-
     /// Whether the session tracks any command (running, or ended but not
     /// yet observed): the harness offers the deferred `process` tool then.
     pub fn has_processes(&self, session: SessionId) -> bool {

@@ -126,10 +126,6 @@ impl CommandSandbox {
         })
     }
 
-    pub fn policy(&self) -> &SandboxPolicy {
-        &self.policy
-    }
-
     pub fn denied(&self) -> &DeniedFiles {
         &self.denied
     }

@@ -216,12 +216,7 @@ pub struct TrustQuestion {
 /// the user's and the repositories' files) and the diagnostics of that
 /// slot; `None` when the slot has errors.
 pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
-    let diags: Diagnostics = graph
-        .diagnostics
-        .iter()
-        .filter(|d| d.locator.slot.as_deref() == Some("config"))
-        .cloned()
-        .collect();
+    let diags = slot_diagnostics(graph, &Slot::config());
     let loaded = graph
         .node(&Slot::config())
         .and_then(|node| match &node.definition {
@@ -236,12 +231,7 @@ pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnost
 /// slot when it has errors (a broken policy never falls back to the
 /// default).
 pub fn selected_sandbox(graph: &CompiledGraph) -> Result<SandboxPolicy, Diagnostics> {
-    let diags: Diagnostics = graph
-        .diagnostics
-        .iter()
-        .filter(|d| d.locator.slot.as_deref() == Some("sandbox"))
-        .cloned()
-        .collect();
+    let diags = slot_diagnostics(graph, &Slot::sandbox());
     if diags.has_errors() {
         return Err(diags.errors());
     }
@@ -252,6 +242,17 @@ pub fn selected_sandbox(graph: &CompiledGraph) -> Result<SandboxPolicy, Diagnost
             _ => None,
         })
         .unwrap_or_else(SandboxPolicy::framework_default))
+}
+
+/// The graph's diagnostics about one slot.
+fn slot_diagnostics(graph: &CompiledGraph, slot: &Slot) -> Diagnostics {
+    let name = slot.to_string();
+    graph
+        .diagnostics
+        .iter()
+        .filter(|d| d.locator.slot.as_deref() == Some(name.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// What selects and shapes a session.
@@ -623,10 +624,6 @@ impl<'a> SessionBuilder<'a> {
             workers,
             catalog: catalog.clone(),
             network: self.network,
-            sandbox: Some(super::SandboxSetup {
-                policy: policy.clone(),
-                hidden: hidden_dirs(&app.dirs),
-            }),
             children: Arc::new(BuilderChildren {
                 config: loaded.config.clone(),
                 cwd: app.cwd.clone(),

@@ -224,7 +224,8 @@ impl Harness {
             ),
         };
         let child = Harness::open(setup, request).await?;
-        let child_id = child.session().id.to_string();
+        let child_session = child.session().id;
+        let child_id = child_session.to_string();
         self.emit(&Event::DispatchStarted {
             call_id: call.id.clone(),
             agent: name.clone(),
@@ -237,7 +238,7 @@ impl Harness {
                 call.id.clone(),
                 super::BackgroundTask {
                     agent: name.clone(),
-                    child_session_id: child_id.clone(),
+                    child_session_id: child_session,
                     handle: tokio::spawn(run),
                 },
             );
@@ -289,7 +290,8 @@ impl Harness {
                     repairs: 0,
                 },
             };
-            let result = self.child_ended(&id, &task.agent, &task.child_session_id, ended);
+            let result =
+                self.child_ended(&id, &task.agent, &task.child_session_id.to_string(), ended);
             let message = Message::user(format!(
                 "[evoflux] Background task `{id}` ({}) {}:\n{}",
                 task.agent,
@@ -324,17 +326,13 @@ impl Harness {
             match self.tasks.remove(&id) {
                 Some(task) => {
                     task.handle.abort();
-                    if let (Some(rt), Ok(child)) = (
-                        &self.commands.processes,
-                        task.child_session_id
-                            .parse::<evoflux_core::ids::SessionId>(),
-                    ) {
-                        rt.terminate_session(child).await;
+                    if let Some(rt) = &self.commands.processes {
+                        rt.terminate_session(task.child_session_id).await;
                     }
                     self.emit(&Event::TaskCancelled {
                         call_id: id.clone(),
                         agent: task.agent.clone(),
-                        child_session_id: task.child_session_id.clone(),
+                        child_session_id: task.child_session_id.to_string(),
                     });
                     lines.push(format!("cancelled `{id}` ({})", task.agent));
                 }
@@ -432,6 +430,7 @@ async fn check_worker_result(
     mut answer: String,
 ) -> Result<Checked, HarnessError> {
     let cwd = child.workspace.roots()[0].clone();
+    let shown = |p: &std::path::Path| p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
     let mut repairs = 0;
     loop {
         let spans = child.read_spans();
@@ -470,9 +469,8 @@ async fn check_worker_result(
             let read: Vec<String> = spans
                 .iter()
                 .map(|(p, s)| {
-                    let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
                     let ranges: Vec<String> = s.iter().map(|(a, b)| format!("{a}-{b}")).collect();
-                    format!("{shown}:{}", ranges.join(","))
+                    format!("{}:{}", shown(p), ranges.join(","))
                 })
                 .collect();
             return Ok(Checked {
@@ -495,7 +493,7 @@ async fn check_worker_result(
         let anchors: Vec<String> = spans
             .iter()
             .flat_map(|(p, s)| {
-                let shown = p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
+                let shown = shown(p);
                 s.iter().map(move |(a, _)| format!("{shown}:{a}"))
             })
             .collect();
@@ -505,9 +503,10 @@ async fn check_worker_result(
             &result_contract_shape(&spec.result_contract),
             &anchors,
         );
-        let turn: std::pin::Pin<Box<dyn Future<Output = _> + Send + '_>> =
-            Box::pin(child.turn(Some(&message), TurnOptions::default()));
-        answer = turn.await?.text;
+        answer = child
+            .turn(Some(&message), TurnOptions::default())
+            .await?
+            .text;
     }
 }
 

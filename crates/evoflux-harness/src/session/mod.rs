@@ -125,7 +125,6 @@ pub struct TeamSetup {
     /// The graph's tools, for the children's own tool sets.
     pub catalog: ToolCatalog,
     pub network: NetworkAccess,
-    pub sandbox: Option<SandboxSetup>,
     /// Builds what each child needs of its own.
     pub children: Arc<dyn ChildFactory>,
 }
@@ -145,7 +144,7 @@ pub(crate) fn reachable_workers<'a>(
 #[derive(Debug)]
 pub(crate) struct BackgroundTask {
     pub agent: String,
-    pub child_session_id: String,
+    pub child_session_id: SessionId,
     pub handle: tokio::task::JoinHandle<Result<dispatch::ChildEnd, HarnessError>>,
 }
 

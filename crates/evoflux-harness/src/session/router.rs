@@ -220,11 +220,7 @@ impl Harness {
             }
             Asked::Approved(None) => self.workspace.clone().allowing_controls(),
         };
-        let args = call.arguments.clone();
-        let out = tokio::task::spawn_blocking(move || evoflux_tools::execute(&ws, builtin, &args))
-            .await
-            .map_err(|e| HarnessError::Join(e.to_string()))?;
-        Ok(match out {
+        Ok(match run_file_tool(ws, builtin, call).await? {
             Ok(o) if !o.is_error => {
                 let note = format!(
                     "`{path}` is one of the agent's controls: the change takes effect from the \
@@ -236,15 +232,10 @@ impl Harness {
                 });
                 ToolResult {
                     content: format!("{}\n\n{note}", o.text),
-                    is_error: false,
-                    metadata: None,
+                    ..file_result(o)
                 }
             }
-            Ok(o) => ToolResult {
-                content: o.text,
-                is_error: o.is_error,
-                metadata: None,
-            },
+            Ok(o) => file_result(o),
             Err(e) => ToolResult::error(e.to_string()),
         })
     }
@@ -290,19 +281,8 @@ impl Harness {
             | BuiltinExecutor::Ls
             | BuiltinExecutor::Glob
             | BuiltinExecutor::Grep => {
-                let ws = self.workspace.clone();
-                let args = call.arguments.clone();
-                let out = tokio::task::spawn_blocking(move || {
-                    evoflux_tools::execute(&ws, builtin, &args)
-                })
-                .await
-                .map_err(|e| HarnessError::Join(e.to_string()))?;
-                match out {
-                    Ok(o) => Ok(ToolResult {
-                        content: o.text,
-                        is_error: o.is_error,
-                        metadata: None,
-                    }),
+                match run_file_tool(self.workspace.clone(), builtin, call).await? {
+                    Ok(o) => Ok(file_result(o)),
                     Err(e @ evoflux_tools::ToolError::ProtectedControl { .. }) => {
                         self.change_control(call, builtin, e).await
                     }
@@ -377,6 +357,27 @@ pub(super) enum CallOutcome {
     Result(ToolResult),
     Final(Value),
     Question(PendingQuestion),
+}
+
+/// Runs a synchronous file tool on a blocking thread.
+async fn run_file_tool(
+    ws: evoflux_tools::Workspace,
+    builtin: BuiltinExecutor,
+    call: &ToolCall,
+) -> Result<Result<evoflux_tools::ToolOutput, evoflux_tools::ToolError>, HarnessError> {
+    let args = call.arguments.clone();
+    tokio::task::spawn_blocking(move || evoflux_tools::execute(&ws, builtin, &args))
+        .await
+        .map_err(|e| HarnessError::Join(e.to_string()))
+}
+
+/// A file tool's output as a tool result (file tools carry no metadata).
+fn file_result(o: evoflux_tools::ToolOutput) -> ToolResult {
+    ToolResult {
+        content: o.text,
+        is_error: o.is_error,
+        metadata: None,
+    }
 }
 
 /// The user's answer, as far as the subject allows.
