@@ -24,7 +24,7 @@ use crate::error::ToolError;
 use crate::group::ProcessGroup;
 use crate::output::ToolOutput;
 use crate::process::{ProcessAction, ProcessRequest};
-use crate::sandbox::CommandSandbox;
+use crate::sandbox::{Bubblewrap, CommandSandbox};
 use crate::shell::{ShellRequest, user_shell};
 use crate::sync::lock;
 use crate::tracked::{Moment, SpawnSpec, Tracked};
@@ -100,6 +100,8 @@ pub(crate) struct Inner {
     /// Every process group started and possibly still alive, including
     /// those whose leader ended but left background jobs behind.
     groups: Mutex<Vec<(SessionId, ProcessGroup)>>,
+    /// The sandbox program, found once for every session's commands.
+    bwrap: Bubblewrap,
 }
 
 #[derive(Debug, Default)]
@@ -123,6 +125,7 @@ impl ProcessRuntime {
                 closed: AtomicBool::new(false),
                 sessions: Mutex::new(HashMap::new()),
                 groups: Mutex::new(Vec::new()),
+                bwrap: Bubblewrap::default(),
             }),
         }
     }
@@ -360,7 +363,12 @@ impl Inner {
         let confined;
         let spec = match sandbox {
             Some(sandbox) => {
-                confined = sandbox.wrap(spec.clone(), &self.config.parent_env, &dir.join("tmp"))?;
+                confined = sandbox.wrap(
+                    spec.clone(),
+                    &self.config.parent_env,
+                    &self.bwrap,
+                    &dir.join("tmp"),
+                )?;
                 &confined
             }
             None => spec,

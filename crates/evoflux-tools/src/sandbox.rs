@@ -92,8 +92,20 @@ pub struct CommandSandbox {
     roots: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
     denied: DeniedFiles,
-    /// The `bwrap` program, found on the parent's `PATH` and checked once.
-    bwrap: OnceLock<Result<PathBuf, String>>,
+}
+
+/// The `bwrap` program of a command runtime: found on the `PATH` commands
+/// get and checked once per runtime, not once per session.
+#[derive(Debug, Default)]
+pub(crate) struct Bubblewrap(OnceLock<Result<PathBuf, String>>);
+
+impl Bubblewrap {
+    fn program(&self, parent_env: &[(OsString, OsString)]) -> Result<PathBuf, ToolError> {
+        self.0
+            .get_or_init(|| find_bwrap(crate::env::lookup(parent_env, "PATH")))
+            .clone()
+            .map_err(|reason| ToolError::SandboxUnavailable { reason })
+    }
 }
 
 /// Directories a Work session's commands can read: the system's programs,
@@ -122,7 +134,6 @@ impl CommandSandbox {
             roots,
             hidden,
             denied,
-            bwrap: OnceLock::new(),
         })
     }
 
@@ -145,6 +156,7 @@ impl CommandSandbox {
         &self,
         mut spec: SpawnSpec,
         parent_env: &[(OsString, OsString)],
+        bwrap: &Bubblewrap,
         tmp: &Path,
     ) -> Result<SpawnSpec, ToolError> {
         spec.timeout = spec
@@ -154,7 +166,7 @@ impl CommandSandbox {
         if self.unconfined() || spec.outside_sandbox {
             return Ok(spec);
         }
-        let bwrap = self.bwrap(crate::env::lookup(parent_env, "PATH"))?;
+        let bwrap = bwrap.program(parent_env)?;
         std::fs::create_dir_all(tmp).map_err(|source| ToolError::Io {
             action: "create the sandbox's temporary directory",
             path: tmp.display().to_string(),
@@ -197,13 +209,6 @@ impl CommandSandbox {
             }
         }
         out
-    }
-
-    fn bwrap(&self, path: Option<&OsStr>) -> Result<PathBuf, ToolError> {
-        self.bwrap
-            .get_or_init(|| find_bwrap(path))
-            .clone()
-            .map_err(|reason| ToolError::SandboxUnavailable { reason })
     }
 
     /// Everything but the command: namespaces, then the filesystem view
