@@ -459,10 +459,60 @@ fn policy_is_decided_by_action_class_not_name() {
             "read-only agent 'w' requests write tools (edit)"
         ]
     );
-    assert!(check("read-only", "read", "web_fetch", "{kind: research-report}").is_empty());
+    // Read-only means read-class only: no network tools either.
     assert_eq!(
-        check("verification", "shell", "write", "{kind: verifier-report}"),
+        check("read-only", "read", "web_fetch", "{kind: research-report}"),
+        ["read-only agent 'w' requests network tools (web_fetch)"]
+    );
+    assert!(check("read-only", "read", "grep", "{kind: research-report}").is_empty());
+    assert_eq!(
+        check("verification", "verify", "write", "{kind: verifier-report}"),
         ["verification agent 'w' must not request write tool 'write'"]
+    );
+    // A verifier runs typed checks, never a shell.
+    let shelled = check("verification", "shell", "read", "{kind: verifier-report}");
+    assert_eq!(shelled.len(), 2, "{shelled:?}");
+    assert_eq!(shelled[0], "verification agent 'w' must require verify");
+    assert!(shelled[1].contains("not shell ('shell' is an execute tool)"));
+    assert!(
+        check(
+            "verification",
+            "verify",
+            "read, grep",
+            "{kind: verifier-report}"
+        )
+        .is_empty()
+    );
+    // An artifact writer writes through `artifact` only.
+    assert!(
+        check(
+            "artifact-write",
+            "artifact",
+            "read",
+            "{kind: architect-plan, path: .evoflux/artifacts/PLAN.md}"
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        check(
+            "artifact-write",
+            "artifact",
+            "write",
+            "{kind: architect-plan, path: .evoflux/artifacts/PLAN.md}"
+        ),
+        ["artifact-write agent 'w' can only write terminal artifacts; got 'write'"]
+    );
+    assert_eq!(
+        check(
+            "artifact-write",
+            "read, write",
+            "",
+            "{kind: architect-plan, path: .evoflux/artifacts/PLAN.md}"
+        ),
+        [
+            "artifact-write agent 'w' must require artifact",
+            "artifact-write agent 'w' can only write terminal artifacts; got 'write'"
+        ]
     );
     assert!(
         check("verification", "read", "", "{kind: verifier-report}")[0]
@@ -502,20 +552,15 @@ fn policy_is_decided_by_action_class_not_name() {
     assert_eq!(
         check(
             "artifact-write",
-            "read, write",
+            "artifact",
             "shell",
             "{kind: architect-plan, path: P.md}"
         ),
         ["artifact-write agent 'w' requests execute tool 'shell'"]
     );
     assert!(
-        check(
-            "artifact-write",
-            "read, write",
-            "",
-            "{kind: mutation-report}"
-        )[0]
-        .contains("can only write terminal artifacts")
+        check("artifact-write", "artifact", "", "{kind: mutation-report}")[0]
+            .contains("can only write terminal artifacts")
     );
     // A tool the graph does not define has no provable class.
     assert_eq!(

@@ -62,7 +62,7 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::workers::WorkersCommand,
     },
-    /// Run one task non-interactively and exit: 0 done, 1 failed, 4 waiting for an answer.
+    /// Run one task non-interactively and exit: 0 done, 1 failed (or a worker result missed its contract), 4 waiting for an answer.
     Run(crate::commands::run::RunArgs),
     /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.
     Chat(crate::commands::run::ChatArgs),

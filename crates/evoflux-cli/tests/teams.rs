@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Sandbox, of_type, run_ok, script};
+use common::{Sandbox, events, of_type, run, run_ok, script, stderr_codes};
 
 fn member(s: &Sandbox, name: &str, description: &str, model: &str) {
     s.project(
@@ -213,12 +213,16 @@ fn scout_grounding_accepts_a_line_it_saw_and_repairs_then_exhausts_one_it_did_no
         &[wrong.clone(), wrong.clone(), wrong],
         "result_contract_exhausted",
     );
-    let ev = run_ok(
+    // The lead went on, but the run reports the unmet contract: exit 1.
+    let out = run(
         &s,
         &[
             "--json", "run", "--mode", "coding", "--model", &model, "look",
         ],
     );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_codes(&out), ["dispatch/result-contract-exhausted"]);
+    let ev = events(&out);
     let ended = of_type(&ev, "dispatch_ended");
     assert_eq!(ended[0]["contract"], "exhausted");
     assert_eq!(ended[0]["repairs"], 2);
@@ -438,4 +442,278 @@ turns:
     );
     // The waiter's command is gone with it.
     assert!(!running(&marker), "the cancelled task's command still runs");
+}
+
+/// The registered checks of `config_repo`: one that passes and prints what
+/// it was given, one that fails.
+fn register_checks(s: &Sandbox) {
+    s.project(
+        "fleets/commands.yaml",
+        r#"version: 1
+commands:
+  test:
+    argv: [sh, -c, 'echo "agent=$AI_AGENT key=${OPENAI_API_KEY:-unset}"']
+    description: the unit tests
+  lint:
+    argv: [sh, -c, 'echo lint found 3 problems; exit 3']
+"#,
+    );
+    s.trust();
+}
+
+/// The child's own `session_started`, from the parent's stream.
+fn child_tools(ev: &[serde_json::Value]) -> Vec<String> {
+    of_type(ev, "child")
+        .into_iter()
+        .find(|e| e["event"]["type"] == "session_started")
+        .unwrap()["event"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_verifier_runs_the_registered_checks_in_a_closed_environment_and_never_a_shell() {
+    let s = Sandbox::new();
+    config_repo(&s);
+    register_checks(&s);
+    let verdict = serde_json::json!({
+        "verdict": "fail",
+        "checks": [
+            {"name": "test", "passed": true, "evidence": "exit 0"},
+            {"name": "lint", "passed": false, "evidence": "exit 3"}
+        ]
+    })
+    .to_string();
+    let model = script(
+        &s,
+        "verify.yaml",
+        &format!(
+            r#"
+turns:
+  - reply:
+      tool_calls:
+        - {{name: agent, arguments: {{agent_id: verifier, message: "Report whether the checks pass"}}}}
+  - expect: {{user: {{contains: "Report whether"}}}}
+    reply:
+      tool_calls:
+        - {{name: verify, arguments: {{command: test}}}}
+  - expect: {{tool_result: {{contains: "check `test` passed (exit 0)"}}}}
+    reply:
+      tool_calls:
+        - {{name: verify, arguments: {{command: lint}}}}
+  - expect: {{tool_result: {{contains: "check `lint` failed (exit 3)"}}}}
+    reply:
+      tool_calls:
+        - {{name: verify, arguments: {{command: test, args: ["--all"]}}}}
+  - expect: {{tool_result: {{contains: "fleet/command-argument-count"}}}}
+    reply:
+      tool_calls:
+        - {{name: shell, arguments: {{command: "cargo test"}}}}
+  - expect: {{tool_result: {{contains: "There is no tool named `shell`"}}}}
+    reply: {{text: {}}}
+  - expect: {{tool_result: {{contains: "\"verdict\":\"fail\""}}}}
+    reply: {{text: "lint fails"}}
+"#,
+            serde_json::to_string(&verdict).unwrap()
+        ),
+    );
+    let out = s
+        .command(&[
+            "--json", "run", "--mode", "coding", "--model", &model, "check it",
+        ])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("OPENAI_API_KEY", "sk-must-not-leak")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let tools = child_tools(&ev);
+    assert!(tools.contains(&"verify".to_owned()), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "shell" || t == "process"),
+        "{tools:?}"
+    );
+    let results: Vec<String> = of_type(&ev, "child")
+        .into_iter()
+        .filter(|e| e["event"]["type"] == "tool_ended")
+        .map(|e| e["event"]["content"].as_str().unwrap().to_owned())
+        .collect();
+    // The closed environment: the agent marker, never the user's key.
+    assert!(
+        results[0].contains("agent=evoflux key=unset"),
+        "{}",
+        results[0]
+    );
+    assert!(
+        results[1].contains("lint found 3 problems"),
+        "{}",
+        results[1]
+    );
+    let ended = of_type(&ev, "dispatch_ended");
+    assert_eq!(ended[0]["contract"], "pass");
+}
+
+#[test]
+fn a_verifier_without_registered_checks_is_refused_with_the_reason() {
+    let s = Sandbox::new();
+    config_repo(&s);
+    let model = script(
+        &s,
+        "refused.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: verifier, message: "Report whether the checks pass"}}
+  - expect: {tool_result: {contains: "missing required tools: verify"}}
+    reply: {text: "no checks are registered"}
+"#,
+    );
+    let ev = run_ok(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "check it",
+        ],
+    );
+    let result = of_type(&ev, "tool_ended")[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("fleets/commands.yaml"), "{result}");
+    assert!(result.contains("dispatch/admission-refused"), "{result}");
+    assert!(of_type(&ev, "dispatch_started").is_empty());
+}
+
+#[test]
+fn an_architect_writes_its_plan_only_through_the_artifact_tool() {
+    let s = Sandbox::new();
+    config_repo(&s);
+    // The Coding team's `architect` is a member; a project's own
+    // artifact-write worker is reached as a worker, under its contract.
+    s.project(
+        "workers/planner.md",
+        "---\nversion: 1\nname: Planner\ndescription: Writes migration plans for others to implement.\ntools:\n  required: [artifact]\n  optional: [read, grep]\nskills: []\naudience: custom\ncategory: plan\ncapabilityClass: artifact-write\nlatencyClass: deep\nprojectContextTier: none\nbudget: {toolCalls: 8, readReserve: 2, synthesis: true}\nresultContract: {kind: architect-plan, path: .evoflux/artifacts/PLAN.md}\ntags: [plan]\n---\nWrite the plan with `artifact`.\n",
+    );
+    let model = script(
+        &s,
+        "architect.yaml",
+        r##"
+turns:
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: planner, message: "Plan splitting the config loader"}}
+  - expect: {user: {contains: "Plan splitting"}}
+    reply:
+      tool_calls:
+        - {name: write, arguments: {path: src/config.rs, content: "gone"}}
+  - expect: {tool_result: {contains: "There is no tool named `write`"}}
+    reply:
+      tool_calls:
+        - {name: artifact, arguments: {path: ../src/config.rs, content: "gone"}}
+  - expect: {tool_result: {contains: "leaves .evoflux/artifacts/"}}
+    reply:
+      tool_calls:
+        - {name: artifact, arguments: {path: PLAN.md, content: "# Plan\n1. Split the loader.\n"}}
+  - expect: {tool_result: {contains: "Created .evoflux/artifacts/PLAN.md"}}
+    reply: {text: "{\"summary\": \"split the loader\"}"}
+  - expect: {tool_result: {contains: "split the loader"}}
+    reply: {text: "planned"}
+"##,
+    );
+    let ev = run_ok(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "plan it",
+        ],
+    );
+    let tools = child_tools(&ev);
+    assert!(tools.contains(&"artifact".to_owned()), "{tools:?}");
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t == "write" || t == "edit" || t == "shell")
+    );
+    assert_eq!(of_type(&ev, "dispatch_ended")[0]["contract"], "pass");
+    let plan = std::fs::read_to_string(s.repo().join(".evoflux/artifacts/PLAN.md")).unwrap();
+    assert!(plan.contains("Split the loader"));
+    assert!(
+        std::fs::read_to_string(s.repo().join("src/config.rs"))
+            .unwrap()
+            .contains("from_env")
+    );
+    // The lead itself is never given `artifact`: only agents that name it.
+    let lead = &of_type(&ev, "session_started")[0]["tools"];
+    assert!(
+        !lead.as_array().unwrap().contains(&"artifact".into()),
+        "{lead}"
+    );
+}
+
+#[test]
+fn a_mutation_report_naming_a_file_the_run_never_wrote_is_repaired() {
+    let s = Sandbox::new();
+    config_repo(&s);
+    let invented = serde_json::json!({
+        "mutatedPaths": ["src/env.rs"],
+        "validations": [{"name": "read back", "passed": true, "evidence": "read src/config.rs"}]
+    })
+    .to_string();
+    let honest = serde_json::json!({
+        "mutatedPaths": ["src/config.rs"],
+        "validations": [{"name": "read back", "passed": true, "evidence": "read src/config.rs"}]
+    })
+    .to_string();
+    let model = script(
+        &s,
+        "tester.yaml",
+        &format!(
+            r#"
+turns:
+  - reply:
+      tool_calls:
+        - {{name: agent, arguments: {{agent_id: tester, message: "Implement from_env in src/config.rs and test it"}}}}
+  - expect: {{user: {{contains: "Implement from_env"}}}}
+    reply:
+      tool_calls:
+        - {{name: edit, arguments: {{path: src/config.rs, old_string: "todo!()", new_string: "Config {{ name: String::new() }}"}}}}
+  - expect: {{tool_result: {{contains: "src/config.rs"}}}}
+    reply: {{text: {}}}
+  - expect: {{user: {{contains: "never wrote and that does not exist: src/env.rs"}}}}
+    reply: {{text: {}}}
+  - expect: {{tool_result: {{contains: "mutatedPaths"}}}}
+    reply: {{text: "implemented"}}
+"#,
+            serde_json::to_string(&invented).unwrap(),
+            serde_json::to_string(&honest).unwrap()
+        ),
+    );
+    let ev = run_ok(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &model,
+            "implement it",
+        ],
+    );
+    let ended = of_type(&ev, "dispatch_ended");
+    assert_eq!(ended[0]["contract"], "pass");
+    assert_eq!(ended[0]["repairs"], 1);
+    // The repair round (the script's expectation) quoted the invented path;
+    // the edit itself happened.
+    assert!(
+        std::fs::read_to_string(s.repo().join("src/config.rs"))
+            .unwrap()
+            .contains("String::new()")
+    );
 }

@@ -315,6 +315,7 @@ pub fn slot_of_logical_path(logical_path: &str) -> Option<Slot> {
         PathClass::Slot { slot, .. } => Some(slot),
         PathClass::McpServers
         | PathClass::SkillResource
+        | PathClass::RunArtifact
         | PathClass::InvalidName { .. }
         | PathClass::Unsupported => None,
     }
@@ -399,7 +400,7 @@ fn discover_full(root: &Root, sink: &mut Sink<'_>) {
                 sink.push(root, slot, rel, Backing::File { path, format });
             }
             PathClass::McpServers => discover_mcp(root, &path, sink),
-            PathClass::SkillResource => {}
+            PathClass::SkillResource | PathClass::RunArtifact => {}
             PathClass::InvalidName { code, message } => {
                 sink.diags
                     .push(Diagnostic::error(code, message).with_file(&path));

@@ -92,6 +92,8 @@ pub struct InfoTool {
     pub action_class: ActionClass,
     pub modes: Vec<AppMode>,
     pub lead_only: bool,
+    /// Given only to agents that name it, never by a mode's default set.
+    pub on_request: bool,
     pub executor: InfoExecutor,
     /// Whether this build can run the tool
     /// ([`ToolDefinition::not_in_build`](crate::tool::ToolDefinition::not_in_build)).
@@ -345,6 +347,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                     action_class: t.behavior.action_class,
                     modes: t.behavior.modes.clone(),
                     lead_only: t.behavior.lead_only,
+                    on_request: t.behavior.on_request,
                     executor: match &t.executor {
                         Some(ToolExecutor::Builtin { executor }) => InfoExecutor::Builtin {
                             executor: *executor,

@@ -65,7 +65,9 @@ impl ToolDefinition {
                     | BuiltinExecutor::Grep
                     | BuiltinExecutor::Todo
                     | BuiltinExecutor::WebFetch
-                    | BuiltinExecutor::Skill => None,
+                    | BuiltinExecutor::Skill
+                    | BuiltinExecutor::Verify
+                    | BuiltinExecutor::Artifact => None,
                 }
             }
             (Handling::None, Some(crate::tool::ToolExecutor::Command(_)) | None)

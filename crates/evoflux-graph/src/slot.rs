@@ -193,6 +193,9 @@ pub enum PathClass {
     McpServers,
     /// A file inside a skill bundle other than `SKILL.md` (resources).
     SkillResource,
+    /// What runs wrote (`artifacts/`, where the `artifact` tool writes
+    /// plans and reports): not a source, and never a diagnostic.
+    RunArtifact,
     /// A path that names a slot but breaks a name rule.
     InvalidName { code: &'static str, message: String },
     /// Fits no slot.
@@ -348,6 +351,7 @@ pub fn classify(rel: &str) -> PathClass {
             format: FileFormat::Markdown,
         },
         ["skills", _, _, ..] => PathClass::SkillResource,
+        ["artifacts", _, ..] => PathClass::RunArtifact,
         ["agents", "coding", file] => markdown_slot(file, SlotKind::CodingAgent, "agent"),
         ["agents", file] => markdown_slot(file, SlotKind::WorkAgent, "agent"),
         ["agents", dir, _, ..] => invalid(
@@ -428,6 +432,8 @@ mod tests {
             classify("skills/review/scripts/run.sh"),
             PathClass::SkillResource
         );
+        assert_eq!(classify("artifacts/PLAN.md"), PathClass::RunArtifact);
+        assert_eq!(classify("artifacts/notes/a.md"), PathClass::RunArtifact);
     }
 
     #[test]

@@ -93,6 +93,9 @@ pub enum ActionClass {
     Dispatch,
     Ask,
     Network,
+    /// Writes only the session's terminal artifacts (`artifact`), never
+    /// the workspace's files.
+    Artifact,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +108,10 @@ pub struct ToolBehavior {
     pub modes: Vec<AppMode>,
     /// Only a team lead gets it.
     pub lead_only: bool,
+    /// In no mode's default tool set: only an agent or recipe that names
+    /// it gets it (`artifact`, for artifact-write workers).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_request: bool,
     /// What the tool observes, when its results can be reused or counted
     /// as observations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,6 +135,10 @@ pub enum BuiltinExecutor {
     WebFetch,
     Skill,
     CodeContext,
+    /// Runs a command registered in `fleets/commands.yaml`.
+    Verify,
+    /// Writes a file under the workspace's `.evoflux/artifacts/`.
+    Artifact,
 }
 
 /// Whether a call needs the user's approval; one type with `config.toml`'s
@@ -185,6 +196,7 @@ struct Spec {
     presentation: Presentation,
     modes: &'static [AppMode],
     lead_only: bool,
+    on_request: bool,
     observation: Option<ObservationKind>,
     executor: Option<BuiltinExecutor>,
 }
@@ -205,6 +217,7 @@ impl Spec {
             presentation: Presentation::None,
             modes: BOTH,
             lead_only: false,
+            on_request: false,
             observation: None,
             executor: Some(executor),
         }
@@ -226,6 +239,7 @@ impl Spec {
             presentation: Presentation::None,
             modes: BOTH,
             lead_only: false,
+            on_request: false,
             observation: None,
             executor: None,
         }
@@ -249,6 +263,7 @@ impl Spec {
                 action_class: self.action_class,
                 modes: self.modes.to_vec(),
                 lead_only: self.lead_only,
+                on_request: self.on_request,
                 observation: self.observation,
             },
             executor: self
@@ -272,6 +287,8 @@ pub const FRAMEWORK_TOOLS: &[&str] = &[
     "web_fetch",
     "skill",
     "code_context",
+    "verify",
+    "artifact",
     "ask_user",
     "agent",
     "task_update",
@@ -477,6 +494,35 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                         "limit": {"type": "integer", "minimum": 1, "maximum": 50}
                     }),
                     &["action", "query"],
+                ),
+            )
+        },
+        // The command enum is bound per session from the registry
+        // (`PreparedTools::bind_commands`); the graph does not know it.
+        "verify" => Spec::ordinary(
+            X::Verify,
+            A::Verify,
+            "Run one of the repository's registered check commands (fleets/commands.yaml) by id: argv only, no shell, a closed environment. Returns whether it passed, its exit code and the tail of its output.",
+            object(
+                json!({
+                    "command": str_("The registered command's id."),
+                    "args": {"type": "array", "items": {"type": "string"}, "maxItems": 64, "description": "Values for the command's declared argument slots, in order; nothing else."}
+                }),
+                &["command"],
+            ),
+        ),
+        "artifact" => Spec {
+            on_request: true,
+            ..Spec::ordinary(
+                X::Artifact,
+                A::Artifact,
+                "Write a terminal artifact (a plan, a report) under the workspace's .evoflux/artifacts/ folder; it cannot write anywhere else.",
+                object(
+                    json!({
+                        "path": str_("Path inside .evoflux/artifacts/, such as PLAN.md."),
+                        "content": {"type": "string"}
+                    }),
+                    &["path", "content"],
                 ),
             )
         },
@@ -748,6 +794,7 @@ pub fn parse_file(
             action_class: file.action_class.unwrap_or(ActionClass::Execute),
             modes: file.modes.unwrap_or_else(|| BOTH.to_vec()),
             lead_only: false,
+            on_request: false,
             observation: None,
         },
         executor: Some(ToolExecutor::Command(CommandTool {

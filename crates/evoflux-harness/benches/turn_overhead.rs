@@ -152,6 +152,7 @@ async fn bench() {
         approvals: Default::default(),
         sandbox: None,
         team: None,
+        checks: None,
     };
     let mut h = Harness::open(
         setup,

@@ -119,6 +119,8 @@ pub struct SessionCapabilities {
     pub skills: bool,
     /// Network tools may run.
     pub network: bool,
+    /// Check commands are registered for `verify` to run.
+    pub checks: bool,
     pub provider: ProviderKind,
 }
 
@@ -141,7 +143,13 @@ fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option
         | BuiltinExecutor::Ls
         | BuiltinExecutor::Glob
         | BuiltinExecutor::Grep
-        | BuiltinExecutor::Todo => None,
+        | BuiltinExecutor::Todo
+        | BuiltinExecutor::Artifact => None,
+        BuiltinExecutor::Verify if !caps.processes => {
+            Some("no process runtime is attached to this session")
+        }
+        BuiltinExecutor::Verify => (!caps.checks)
+            .then_some("no check commands are registered; declare them in fleets/commands.yaml"),
         BuiltinExecutor::Shell | BuiltinExecutor::Process => {
             (!caps.processes).then_some("no process runtime is attached to this session")
         }
@@ -291,6 +299,7 @@ impl PreparedTools {
                             action_class: ActionClass::Execute,
                             modes: vec![AppMode::Work, AppMode::Coding],
                             lead_only: false,
+                            on_request: false,
                             observation: None,
                         },
                         executor: None,
@@ -302,6 +311,41 @@ impl PreparedTools {
                     deferred: false,
                 }),
             }
+        }
+    }
+
+    /// Names the registered check commands (`id`, what it runs) in the
+    /// schema of every `verify`-executor tool, so the model can only ask
+    /// for a command that exists.
+    pub fn bind_checks(&mut self, commands: &[(String, String)]) {
+        for tool in &mut self.tools {
+            if tool.kind != PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Verify)) {
+                continue;
+            }
+            let Some(command) = tool
+                .definition
+                .input_schema
+                .pointer_mut("/properties/command")
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            command.insert(
+                "enum".into(),
+                commands
+                    .iter()
+                    .map(|(id, _)| Value::from(id.as_str()))
+                    .collect(),
+            );
+            let listed: Vec<String> = commands
+                .iter()
+                .map(|(id, what)| format!("`{id}` ({what})"))
+                .collect();
+            command.insert(
+                "description".into(),
+                Value::from(format!("The command to run: {}.", listed.join(", "))),
+            );
+            tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();
         }
     }
 
@@ -445,12 +489,52 @@ mod tests {
             processes: false,
             skills: false,
             network: true,
+            checks: true,
             provider: ProviderKind::Scripted,
         }
     }
 
     fn all_names(catalog: &ToolCatalog) -> Vec<String> {
         catalog.names().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn verify_needs_registered_checks_and_names_exactly_them() {
+        let catalog = ToolCatalog::framework();
+        let names = vec!["verify".to_owned()];
+        let without = SessionCapabilities {
+            processes: true,
+            checks: false,
+            ..caps()
+        };
+        let tools = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &without);
+        assert!(tools.get("verify").is_none());
+        assert!(
+            tools.unavailable[0].reason.contains("fleets/commands.yaml"),
+            "{:?}",
+            tools.unavailable
+        );
+        let with = SessionCapabilities {
+            processes: true,
+            ..caps()
+        };
+        let mut tools = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &with);
+        tools.bind_checks(&[("test".into(), "cargo test".into())]);
+        let verify = tools.get("verify").unwrap();
+        assert_eq!(
+            verify.definition.input_schema["properties"]["command"]["enum"],
+            serde_json::json!(["test"])
+        );
+        assert!(
+            verify
+                .check_arguments(&serde_json::json!({"command": "test"}))
+                .is_ok()
+        );
+        assert!(
+            verify
+                .check_arguments(&serde_json::json!({"command": "rm"}))
+                .is_err()
+        );
     }
 
     #[test]

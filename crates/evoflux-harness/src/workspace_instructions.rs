@@ -384,7 +384,7 @@ fn unreadable_warning(ctx: &HookContext<'_>, path: &Path, e: &dyn std::fmt::Disp
 /// Whether a call changes the workspace, by its declared action class.
 const fn mutates(class: ActionClass) -> bool {
     match class {
-        ActionClass::Write | ActionClass::Execute => true,
+        ActionClass::Write | ActionClass::Execute | ActionClass::Artifact => true,
         ActionClass::Read
         | ActionClass::Verify
         | ActionClass::Dispatch

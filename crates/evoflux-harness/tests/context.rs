@@ -593,6 +593,7 @@ impl Direct {
             processes: false,
             skills: true,
             network: false,
+            checks: false,
             provider: evoflux_core::config::ProviderKind::Scripted,
         };
         let names: Vec<String> = ["read", "grep", "skill"].map(String::from).to_vec();

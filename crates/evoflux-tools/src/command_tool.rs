@@ -88,7 +88,7 @@ fn argv(tool: &CommandTool, input: &Value) -> Result<Vec<OsString>, ToolError> {
 
 /// A relative program path with a slash (`./scripts/x.sh`) is relative to
 /// the primary root; a bare name is looked up on the command's `PATH`.
-fn program(root: &Path, name: &OsString) -> PathBuf {
+pub(crate) fn program(root: &Path, name: &OsString) -> PathBuf {
     let path = PathBuf::from(name);
     match path.is_relative() && path.components().count() > 1 {
         true => root.join(path),

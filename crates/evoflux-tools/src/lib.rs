@@ -22,6 +22,7 @@
 //! pretending to work.
 
 mod args;
+mod artifact;
 mod clip;
 mod command_tool;
 mod env;
@@ -48,6 +49,7 @@ mod write;
 use evoflux_graph::tool::BuiltinExecutor;
 use serde_json::Value;
 
+pub use artifact::{ARTIFACTS_DIR, ArtifactInput, artifact_path};
 pub use clip::MAX_LINE_CHARS;
 pub use env::ALLOWED_ENV;
 pub use error::ToolError;
@@ -62,7 +64,7 @@ pub use process::{
 };
 pub use read::{READ_MAX_BYTES, READ_MAX_OUTPUT_BYTES, ReadInput};
 pub use runtime::{
-    DEFAULT_EXIT_DRAIN, DEFAULT_MAX_TIMEOUT, DEFAULT_TERMINATE_GRACE, ExitNotice,
+    ArgvCommand, DEFAULT_EXIT_DRAIN, DEFAULT_MAX_TIMEOUT, DEFAULT_TERMINATE_GRACE, ExitNotice,
     MAX_SESSION_PROCESSES, ProcessRuntime, RuntimeConfig,
 };
 pub use shell::{
@@ -92,11 +94,13 @@ pub fn execute(
         BuiltinExecutor::Ls => ls::run(ws, &LsInput::parse(input)?),
         BuiltinExecutor::Glob => glob::run(ws, &GlobInput::parse(input)?),
         BuiltinExecutor::Grep => grep::run(ws, &GrepInput::parse(input)?),
+        BuiltinExecutor::Artifact => artifact::run(ws, &ArtifactInput::parse(input)?),
         BuiltinExecutor::Shell
         | BuiltinExecutor::Process
         | BuiltinExecutor::Todo
         | BuiltinExecutor::WebFetch
         | BuiltinExecutor::Skill
-        | BuiltinExecutor::CodeContext => Err(ToolError::NotImplemented { executor }),
+        | BuiltinExecutor::CodeContext
+        | BuiltinExecutor::Verify => Err(ToolError::NotImplemented { executor }),
     }
 }

@@ -30,6 +30,18 @@ use crate::sync::lock;
 use crate::tracked::{Moment, SpawnSpec, Tracked};
 use crate::workspace::Workspace;
 
+/// A command fixed by its caller, for [`ProcessRuntime::run_argv`].
+#[derive(Debug, Clone)]
+pub struct ArgvCommand {
+    /// Program first; a relative program with a slash is relative to the
+    /// primary root, a bare name is looked up on the command's `PATH`.
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// The whole environment.
+    pub env: Vec<(OsString, OsString)>,
+    pub timeout: Duration,
+}
+
 /// Default ceiling of any command's timeout (the sandbox policy's
 /// `max_execution_seconds` default).
 pub const DEFAULT_MAX_TIMEOUT: Duration = Duration::from_secs(600);
@@ -160,7 +172,9 @@ impl ProcessRuntime {
                 | BuiltinExecutor::Todo
                 | BuiltinExecutor::WebFetch
                 | BuiltinExecutor::Skill
-                | BuiltinExecutor::CodeContext => crate::execute(ws, *executor, input),
+                | BuiltinExecutor::CodeContext
+                | BuiltinExecutor::Verify
+                | BuiltinExecutor::Artifact => crate::execute(ws, *executor, input),
             },
             ToolExecutor::Command(tool) => self.run_command_tool(session, ws, tool, input).await,
         }
@@ -286,6 +300,46 @@ impl ProcessRuntime {
         let spec = crate::command_tool::spawn_spec(tool, ws, input, &self.inner.config)?;
         let tracked = self.inner.start(session, &spec)?;
         Ok(self.inner.first_observation(&tracked, None).await)
+    }
+
+    /// Runs a command its caller fixed completely (a registered check
+    /// command of `fleets/commands.yaml`): argv without a shell, no stdin,
+    /// in `cwd`, with exactly `env`, under the session's sandbox, journalled
+    /// like every command, waiting for its end or its timeout.
+    pub async fn run_argv(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        command: ArgvCommand,
+    ) -> Result<ToolOutput, ToolError> {
+        let mut argv = command.argv.into_iter();
+        let Some(first) = argv.next() else {
+            return Err(ToolError::CommandToolInvalid {
+                field: "argv".into(),
+                message: "argv names no program".into(),
+            });
+        };
+        let display = std::iter::once(first.as_str())
+            .chain(argv.as_slice().iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let spec = SpawnSpec {
+            program: crate::command_tool::program(&ws.roots()[0], &first.into()),
+            args: argv.map(OsString::from).collect(),
+            cwd: command.cwd,
+            env: command.env,
+            display,
+            timeout: command.timeout,
+            notify_on_exit: false,
+            outside_sandbox: false,
+        };
+        let tracked = self.inner.start(session, &spec)?;
+        Ok(self.inner.first_observation(&tracked, None).await)
+    }
+
+    /// The environment commands are given a selection of.
+    pub fn parent_env(&self) -> &[(OsString, OsString)] {
+        &self.inner.config.parent_env
     }
 
     /// Confines every later command of `session` to `sandbox`. The

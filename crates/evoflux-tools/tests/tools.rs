@@ -559,12 +559,14 @@ fn workspace_needs_an_existing_directory() {
 /// to build here until the test says whether this crate implements it.
 fn implemented_here(x: X) -> bool {
     match x {
-        X::Read | X::Write | X::Edit | X::Ls | X::Glob | X::Grep => true,
-        X::Shell | X::Process | X::Todo | X::WebFetch | X::Skill | X::CodeContext => false,
+        X::Read | X::Write | X::Edit | X::Ls | X::Glob | X::Grep | X::Artifact => true,
+        X::Shell | X::Process | X::Todo | X::WebFetch | X::Skill | X::CodeContext | X::Verify => {
+            false
+        }
     }
 }
 
-const ALL: [X; 12] = [
+const ALL: [X; 14] = [
     X::Shell,
     X::Process,
     X::Read,
@@ -577,6 +579,8 @@ const ALL: [X; 12] = [
     X::WebFetch,
     X::Skill,
     X::CodeContext,
+    X::Verify,
+    X::Artifact,
 ];
 
 #[test]

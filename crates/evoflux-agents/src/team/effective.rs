@@ -53,11 +53,12 @@ pub fn implicit_tools(tools: &ToolCatalog, mode: AppMode) -> Vec<String> {
 }
 
 /// The mode tier for a role: every tool that exists in `mode`, minus
-/// lead-only tools for members, minus implicit tools; sorted by name.
+/// lead-only tools for members, minus implicit tools and tools only given
+/// on request; sorted by name.
 pub fn tier_tools(tools: &ToolCatalog, mode: AppMode, role: Role) -> Vec<String> {
     tools
         .in_mode(mode)
-        .filter(|t| !is_skill_loader(&t.behavior.presentation))
+        .filter(|t| !is_skill_loader(&t.behavior.presentation) && !t.behavior.on_request)
         .filter(|t| match role {
             Role::Lead => true,
             Role::Member => !t.behavior.lead_only,

@@ -6,17 +6,15 @@
 //! `tool_classes`), never on tool names: a command tool that replaces
 //! `tools/grep` with a writer is judged as a writer.
 //!
-//! In evoflux's vocabulary (which has no separate `artifact` or `verify`
-//! tools by default):
-//!
 //! * workspace-edit must require a read tool and a group of write tools;
-//! * verification must require a group of check runners (verify or execute
-//!   class) and must not request write, dispatch or ask tools;
-//! * artifact-write must require a group of write tools, must declare a
-//!   result contract that names an artifact (its writes are confined to
-//!   it), and must not request execute, verify, dispatch or ask tools;
-//! * read-only may request only read and network tools (an unknown tool is
-//!   refused: its class cannot be proven);
+//! * verification must require a verify-class tool (`verify`, which runs
+//!   the registered check commands) and must not request write, artifact,
+//!   dispatch or execute-class (shell) tools;
+//! * artifact-write must require an artifact-class tool, must declare a
+//!   result contract that names an artifact, and must not request write,
+//!   execute, verify or dispatch tools: its only way to write is `artifact`;
+//! * read-only may request only read-class tools: no network, no writes,
+//!   and an unknown tool is refused (its class cannot be proven);
 //! * only orchestration may expose dispatch, and must require it when it
 //!   declares it;
 //! * no worker may expose an ask tool (only a lead talks to the user);
@@ -40,6 +38,7 @@ pub fn class_name(c: Option<ActionClass>) -> &'static str {
         Some(ActionClass::Dispatch) => "dispatch",
         Some(ActionClass::Ask) => "ask",
         Some(ActionClass::Network) => "network",
+        Some(ActionClass::Artifact) => "artifact",
         None => "unknown",
     }
 }
@@ -80,26 +79,34 @@ pub fn agent_spec_policy_errors(spec: &AgentSpec, tools: &ToolCatalog) -> Vec<St
             }
         }
         CapabilityClass::Verification => {
-            if !requires(spec, |c| {
-                matches!(c, Some(ActionClass::Verify | ActionClass::Execute))
-            }) {
-                errors.push(format!(
-                    "verification agent '{id}' must require verify (a verify- or execute-class \
-                     check runner)"
-                ));
+            if !requires(spec, is(ActionClass::Verify)) {
+                errors.push(format!("verification agent '{id}' must require verify"));
             }
             for t in &spec.tools {
                 let c = class_of(spec, t);
-                if matches!(c, Some(ActionClass::Write | ActionClass::Dispatch)) {
-                    errors.push(format!(
-                        "verification agent '{id}' must not request {} tool '{t}'",
-                        class_name(c)
-                    ));
+                match c {
+                    Some(ActionClass::Execute) => errors.push(format!(
+                        "verification agent '{id}' must use typed validation tools, not shell \
+                         ('{t}' is an execute tool)"
+                    )),
+                    Some(ActionClass::Write | ActionClass::Artifact | ActionClass::Dispatch) => {
+                        errors.push(format!(
+                            "verification agent '{id}' must not request {} tool '{t}'",
+                            class_name(c)
+                        ))
+                    }
+                    Some(
+                        ActionClass::Read
+                        | ActionClass::Verify
+                        | ActionClass::Ask
+                        | ActionClass::Network,
+                    )
+                    | None => {}
                 }
             }
         }
         CapabilityClass::ArtifactWrite => {
-            if !requires(spec, is(ActionClass::Write)) {
+            if !requires(spec, is(ActionClass::Artifact)) {
                 errors.push(format!("artifact-write agent '{id}' must require artifact"));
             }
             if !spec.result_contract.kind.names_artifact() {
@@ -111,14 +118,23 @@ pub fn agent_spec_policy_errors(spec: &AgentSpec, tools: &ToolCatalog) -> Vec<St
             }
             for t in &spec.tools {
                 let c = class_of(spec, t);
-                if matches!(
-                    c,
-                    Some(ActionClass::Execute | ActionClass::Verify | ActionClass::Dispatch)
-                ) {
-                    errors.push(format!(
-                        "artifact-write agent '{id}' requests {} tool '{t}'",
-                        class_name(c)
-                    ));
+                match c {
+                    Some(ActionClass::Write) => errors.push(format!(
+                        "artifact-write agent '{id}' can only write terminal artifacts; got '{t}'"
+                    )),
+                    Some(ActionClass::Execute | ActionClass::Verify | ActionClass::Dispatch) => {
+                        errors.push(format!(
+                            "artifact-write agent '{id}' requests {} tool '{t}'",
+                            class_name(c)
+                        ))
+                    }
+                    Some(
+                        ActionClass::Read
+                        | ActionClass::Artifact
+                        | ActionClass::Ask
+                        | ActionClass::Network,
+                    )
+                    | None => {}
                 }
             }
         }
@@ -126,7 +142,7 @@ pub fn agent_spec_policy_errors(spec: &AgentSpec, tools: &ToolCatalog) -> Vec<St
             let mut offending: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
             for t in &spec.tools {
                 let c = class_of(spec, t);
-                if !matches!(c, Some(ActionClass::Read | ActionClass::Network)) {
+                if c != Some(ActionClass::Read) {
                     offending.entry(class_name(c)).or_default().push(t);
                 }
             }

@@ -25,7 +25,7 @@ pub const FLEET_WORKERS_LINE: &str = "Workers are reached by dispatch, by id. Th
 class is what a worker may do: a read-only worker cannot edit.";
 
 pub const FLEET_SPECIALIST_ROUTING: &str = "Route receipts, diffs and telemetry to provenance \
-work, external documentation to research, broad reconnaissance to a scout, tests to a tester, \
+work, documentation questions to research, broad reconnaissance to a scout, tests to a tester, \
 and gates or reviews to a verifier.";
 
 /// The one-line purpose of a worker: its description up to the first

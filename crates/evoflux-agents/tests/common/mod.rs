@@ -25,23 +25,20 @@ pub fn tool(name: &str, class: ActionClass) -> ToolDefinition {
             action_class: class,
             modes: AppMode::ALL.to_vec(),
             lead_only: false,
+            on_request: false,
             observation: None,
         },
         executor: None,
     }
 }
 
-/// The framework tools plus a `verify` check runner and an `artifact`
-/// writer, as a project could add them.
+/// The framework tools plus a `find` reader, as a project could add it.
 pub fn catalog_with_extras() -> ToolCatalog {
     ToolCatalog::from_definitions(
         FRAMEWORK_TOOLS
             .iter()
             .filter_map(|n| framework_tool(n))
-            .chain([
-                tool("verify", ActionClass::Verify),
-                tool("find", ActionClass::Read),
-            ]),
+            .chain([tool("find", ActionClass::Read)]),
     )
 }
 

@@ -345,6 +345,7 @@ fn agent_slot_kind(slot: &str) -> Option<SlotKind> {
         },
         PathClass::McpServers
         | PathClass::SkillResource
+        | PathClass::RunArtifact
         | PathClass::InvalidName { .. }
         | PathClass::Unsupported => None,
     }

@@ -395,7 +395,8 @@ fn read_schema(path: &Path) -> anyhow::Result<serde_json::Value> {
 }
 
 /// Prints what the user needs after a turn and picks the exit code:
-/// 0 completed, 1 failed or stopped by a limit, 4 waiting for an answer.
+/// 0 completed, 1 failed or stopped by a limit (or a dispatched worker's
+/// result missed its contract), 4 waiting for an answer.
 fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessError>) -> Exit {
     match outcome {
         Ok(o) => match o.status {
@@ -408,7 +409,25 @@ fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessE
                         serde_json::to_string_pretty(output).unwrap_or_default()
                     );
                 }
-                Exit::Ok
+                if o.unmet_contracts.is_empty() {
+                    return Exit::Ok;
+                }
+                let mut diags = evoflux_core::Diagnostics::new();
+                for u in &o.unmet_contracts {
+                    diags.push(
+                        evoflux_core::Diagnostic::error(
+                            "dispatch/result-contract-exhausted",
+                            format!(
+                                "the result of `{}` (session {}) missed its contract after {} \
+                                 repair rounds; `evoflux sessions show {}` shows what it did",
+                                u.agent, u.child_session_id, u.repairs, u.child_session_id
+                            ),
+                        )
+                        .with_slot(format!("workers/{}", u.agent)),
+                    );
+                }
+                out.diagnostics(&diags);
+                Exit::Failure
             }
             TurnStatus::WaitingForInput => {
                 if !out.json {

@@ -244,6 +244,37 @@ pub fn selected_sandbox(graph: &CompiledGraph) -> Result<SandboxPolicy, Diagnost
         .unwrap_or_else(SandboxPolicy::framework_default))
 }
 
+/// The graph's registered check commands (`fleets/commands.yaml`), which
+/// `verify` runs. A registry that does not parse is reported (file and
+/// field) and leaves `verify` out; it never stops the session.
+pub fn selected_checks(
+    graph: &CompiledGraph,
+    diags: &mut Diagnostics,
+) -> Option<Arc<evoflux_fleet::CommandRegistry>> {
+    let node = graph
+        .nodes
+        .iter()
+        .find(|n| n.slot.kind == evoflux_graph::SlotKind::FleetCommands)?;
+    let path = match &graph.binding(&node.source_id)?.binding {
+        evoflux_graph::Binding::File { path, .. } => path.clone(),
+        // No framework registry exists: commands are the repository's own.
+        evoflux_graph::Binding::Builtin { .. } => return None,
+    };
+    let parsed = std::fs::read_to_string(&path)
+        .map_err(|e| evoflux_fleet::RegistryError::Yaml {
+            path: path.clone(),
+            reason: format!("cannot read: {e}"),
+        })
+        .and_then(|text| evoflux_fleet::CommandRegistry::parse(&path, &text));
+    match parsed {
+        Ok(r) => Some(Arc::new(r)),
+        Err(e) => {
+            diags.push(e.to_diagnostic());
+            None
+        }
+    }
+}
+
 /// The graph's diagnostics about one slot.
 fn slot_diagnostics(graph: &CompiledGraph, slot: &Slot) -> Diagnostics {
     let name = slot.to_string();
@@ -619,6 +650,7 @@ impl<'a> SessionBuilder<'a> {
         let members = team_members(&directory, &team, &catalog, &mut member_diags);
         shown.extend(member_diags.errors());
         let workers = dispatchable_workers(&graph, &catalog, mode, &mut shown);
+        let checks = selected_checks(&graph, &mut shown);
         let team_setup = super::TeamSetup {
             members,
             workers,
@@ -690,6 +722,7 @@ impl<'a> SessionBuilder<'a> {
                 hidden: hidden_dirs(&app.dirs),
             }),
             team: Some(team_setup),
+            checks,
         };
         let request = match &resumed {
             Some(s) => SessionRequest::Resume {

@@ -79,6 +79,63 @@ impl Harness {
         command_result(out)
     }
 
+    /// `verify`: runs one registered check command by id, with values for
+    /// its declared argument slots only. The registry fixed the argv; the
+    /// environment is the registry's closed one; the session's sandbox
+    /// applies. The first line says whether the check passed.
+    pub(super) async fn run_check(&mut self, call: &ToolCall) -> ToolResult {
+        let (Some(rt), Some(checks)) = (&self.commands.processes, &self.checks) else {
+            return ToolResult::error(format!(
+                "`{}` needs registered check commands and a process runtime; this session has \
+                 neither",
+                call.name
+            ));
+        };
+        let id = call
+            .arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let args: Vec<String> = match call.arguments.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => match items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(a) => a,
+                None => return ToolResult::error("`args` must be a list of strings"),
+            },
+            Some(_) => return ToolResult::error("`args` must be a list of strings"),
+        };
+        let bound = checks
+            .require(id)
+            .and_then(|c| Ok((c, c.bind(&Default::default(), &args)?)));
+        let (command, argv) = match bound {
+            Ok(b) => b,
+            Err(e) => return ToolResult::error(format!("{e} [{}]", e.code())),
+        };
+        let run = evoflux_tools::ArgvCommand {
+            argv,
+            cwd: self.workspace.roots()[0].join(&command.cwd),
+            env: command.environment(rt.parent_env()),
+            timeout: std::time::Duration::from_millis(command.timeout_ms),
+        };
+        let out = match rt.run_argv(self.session.id, &self.workspace, run).await {
+            Ok(o) => o,
+            Err(e) => return ToolResult::error(format!("check `{id}` could not start: {e}")),
+        };
+        let verdict = match out.meta.as_ref().map(|m| (m.status, m.exit_code)) {
+            Some((_, Some(0))) => "passed (exit 0)".to_owned(),
+            Some((_, Some(code))) => format!("failed (exit {code})"),
+            Some((status, None)) => format!("failed ({status:?})").to_lowercase(),
+            None => "failed".to_owned(),
+        };
+        let mut result = command_result(out);
+        result.content = format!("check `{id}` {verdict}\n{}", result.content);
+        result
+    }
+
     /// A `shell` call the user approved running outside the sandbox.
     pub(super) async fn run_shell_outside_sandbox(&mut self, call: &ToolCall) -> ToolResult {
         let Some(rt) = &self.commands.processes else {

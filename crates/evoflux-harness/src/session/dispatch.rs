@@ -21,6 +21,7 @@ use evoflux_agents::contract::shape::result_contract_shape;
 use evoflux_agents::contract::validate::{Conformance, validate_recipe_result};
 use evoflux_agents::team::worker_agent_config;
 use evoflux_agents::worker::admission::{MismatchDecision, assess_capability_mismatch};
+use evoflux_agents::worker::compat::resolve_tool_compatibility;
 use evoflux_agents::worker::spec::AgentSpec;
 
 use super::{Harness, RunSetup, SessionRequest, TurnOptions};
@@ -200,7 +201,53 @@ impl Harness {
             approvals: self.approvals.clone(),
             sandbox: self.sandbox.clone(),
             team: None,
+            checks: self.checks.clone(),
         };
+        // Tool compatibility after narrowing: a worker whose required tools
+        // this child would not be offered is refused before it opens, with
+        // why each one is missing.
+        if let Some(spec) = &worker {
+            let caps = super::open::capabilities(&setup, false, background);
+            let prepared = crate::prepared::PreparedTools::prepare(
+                &setup.catalog,
+                &setup.agent.tools,
+                self.session.mode(),
+                &caps,
+            );
+            let offered: Vec<&str> = prepared
+                .iter()
+                .map(|t| t.definition.name.as_str())
+                .collect();
+            let compat = resolve_tool_compatibility(spec, &offered, false);
+            if !compat.compatible {
+                let missing: Vec<&String> = spec
+                    .tool_requirements
+                    .required
+                    .iter()
+                    .map(|r| r.members())
+                    .filter(|m| !m.iter().any(|t| offered.contains(&t.as_str())))
+                    .flatten()
+                    .collect();
+                let why: Vec<String> = prepared
+                    .unavailable
+                    .iter()
+                    .filter(|u| missing.contains(&&u.tool))
+                    .map(|u| format!("{}: {}", u.tool, u.reason))
+                    .collect();
+                return Ok(ToolResult::error(format!(
+                    "dispatch: admission denied: agent '{}' is incompatible with this session \
+                     after tool narrowing; missing required tools: {}{} \
+                     [dispatch/admission-refused]",
+                    spec.id,
+                    compat.missing_required.join(", "),
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", why.join("; "))
+                    }
+                )));
+            }
+        }
         let (request, input) = match existing {
             Some(child) => (
                 SessionRequest::Resume {
@@ -254,12 +301,19 @@ impl Harness {
 
     /// Reports a child's end and returns its result.
     fn child_ended(
-        &self,
+        &mut self,
         call_id: &str,
         agent: &str,
         child_session_id: &str,
         ended: ChildEnd,
     ) -> ToolResult {
+        if ended.contract == Some(ContractOutcome::Exhausted) {
+            self.unmet.push(super::UnmetContract {
+                agent: agent.to_owned(),
+                child_session_id: child_session_id.to_owned(),
+                repairs: ended.repairs,
+            });
+        }
         self.emit(&Event::DispatchEnded {
             call_id: call_id.to_owned(),
             agent: agent.to_owned(),
@@ -436,14 +490,19 @@ async fn check_worker_result(
         let spans = child.read_spans();
         let evidence = RunEvidence {
             read_spans: Some(spans.clone()),
-            effects: None,
+            effects: Some(child.run_effects()),
         };
+        // External research needs a network posture the child actually had.
+        let network_allowed = child.tools.iter().any(|t| {
+            child.offered(t)
+                && t.definition.behavior.action_class == evoflux_graph::tool::ActionClass::Network
+        });
         // The context borrows a filesystem that is not `Sync`; it is
         // dropped before the next await.
         let reason = {
             let ctx = ValidationContext {
                 cwd: &cwd,
-                network_allowed: false,
+                network_allowed,
                 filesystem: &DiskFilesystem,
                 evidence: &evidence,
             };

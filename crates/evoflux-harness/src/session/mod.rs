@@ -36,6 +36,7 @@ use evoflux_mcp::McpRuntime;
 use evoflux_model::{Message, Provider, ToolCall};
 use evoflux_store::{Session, Store, WorkspaceRequest};
 use evoflux_tools::ProcessRuntime;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::approval::Approver;
@@ -113,6 +114,9 @@ pub struct RunSetup {
     /// The team the session's dispatch tools reach; `None` for a session
     /// that cannot open child sessions (a child itself, or an embedding).
     pub team: Option<TeamSetup>,
+    /// The repository's registered check commands (`fleets/commands.yaml`),
+    /// which `verify` runs; `None` leaves `verify` out of the session.
+    pub checks: Option<Arc<evoflux_fleet::CommandRegistry>>,
 }
 
 /// What a session needs to run its agent's dispatches as child sessions.
@@ -236,6 +240,18 @@ pub struct TurnOutcome {
     /// The validated `final_output` result.
     pub output: Option<Value>,
     pub question: Option<PendingQuestion>,
+    /// Workers dispatched in this turn whose results still missed their
+    /// contracts after the last repair round. The lead was told and may
+    /// have gone on; a front end reports the turn as failed.
+    pub unmet_contracts: Vec<UnmetContract>,
+}
+
+/// A dispatch whose worker result ended `result_contract_exhausted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnmetContract {
+    pub agent: String,
+    pub child_session_id: String,
+    pub repairs: u32,
 }
 
 /// A running session: the handle every front end drives. Its state is
@@ -270,6 +286,8 @@ pub struct Harness {
     tasks: std::collections::BTreeMap<String, BackgroundTask>,
     /// The sandbox the session was set up with, for its children.
     sandbox: Option<SandboxSetup>,
+    /// The registered check commands `verify` runs, for it and its children.
+    checks: Option<Arc<evoflux_fleet::CommandRegistry>>,
     mcp_call_timeout: Duration,
     /// The user's "always" answers that apply to this session (its own and
     /// its workspace's).
@@ -278,6 +296,8 @@ pub struct Harness {
     /// The user message that opened the current turn, until its first
     /// model call takes it.
     turn_input: Option<String>,
+    /// Dispatches of the current turn that missed their contracts.
+    unmet: Vec<UnmetContract>,
 }
 
 impl Harness {

@@ -107,18 +107,22 @@ impl Harness {
                 processes.confine(session.id, sandbox);
             }
         }
-        let caps = SessionCapabilities {
-            // A child session's agent does not dispatch further.
-            root_session: session.parent.is_none(),
-            delegated_task_child: task_child,
-            can_request_input: setup.can_request_input,
-            processes: setup.processes.is_some(),
-            skills: setup.skills.is_some(),
-            network: setup.network != NetworkAccess::Off,
-            provider: setup.provider.kind(),
-        };
+        let caps = capabilities(&setup, session.parent.is_none(), task_child);
         let mut tools =
             PreparedTools::prepare(&setup.catalog, &setup.agent.tools, session.mode(), &caps);
+        if let Some(checks) = &setup.checks {
+            tools.bind_checks(
+                &checks
+                    .iter()
+                    .map(|c| {
+                        (
+                            c.id.clone(),
+                            c.description.clone().unwrap_or_else(|| c.display()),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
         match &setup.team {
             Some(team) => {
                 let members: Vec<(String, String)> = team
@@ -209,10 +213,12 @@ impl Harness {
             team: setup.team,
             tasks: Default::default(),
             sandbox: setup.sandbox.clone(),
+            checks: setup.checks.clone(),
             mcp_call_timeout: setup.mcp_call_timeout,
             grants,
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
             turn_input: None,
+            unmet: Vec::new(),
             session,
         };
         if let Some(from) = switched_from {
@@ -273,4 +279,25 @@ fn replay_todo(messages: &[Message], tools: &PreparedTools) -> TodoList {
         }
     }
     list
+}
+
+/// What a session set up with `setup` offers its tools: a root session or
+/// a child (a child's agent does not dispatch further), a background task
+/// child or not. One rule for a session being opened and for a dispatch
+/// checking, before it opens a child, what the child would be offered.
+pub(super) fn capabilities(
+    setup: &RunSetup,
+    root_session: bool,
+    task_child: bool,
+) -> SessionCapabilities {
+    SessionCapabilities {
+        root_session,
+        delegated_task_child: task_child,
+        can_request_input: setup.can_request_input,
+        processes: setup.processes.is_some(),
+        skills: setup.skills.is_some(),
+        network: setup.network != NetworkAccess::Off,
+        checks: setup.checks.as_ref().is_some_and(|c| !c.is_empty()),
+        provider: setup.provider.kind(),
+    }
 }

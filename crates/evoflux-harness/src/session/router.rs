@@ -280,7 +280,8 @@ impl Harness {
             | BuiltinExecutor::Edit
             | BuiltinExecutor::Ls
             | BuiltinExecutor::Glob
-            | BuiltinExecutor::Grep => {
+            | BuiltinExecutor::Grep
+            | BuiltinExecutor::Artifact => {
                 match run_file_tool(self.workspace.clone(), builtin, call).await? {
                     Ok(o) => Ok(file_result(o)),
                     Err(e @ evoflux_tools::ToolError::ProtectedControl { .. }) => {
@@ -333,6 +334,7 @@ impl Harness {
                 self.sync_skill_tools();
                 Ok(result)
             }
+            BuiltinExecutor::Verify => Ok(self.run_check(call).await),
             BuiltinExecutor::CodeContext => Ok(ToolResult::error(format!(
                 "`{}` is not available in this session.",
                 call.name

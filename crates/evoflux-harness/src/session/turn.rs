@@ -112,6 +112,7 @@ impl Harness {
             text: String::new(),
             output: None,
             question: Some(question),
+            unmet_contracts: Vec::new(),
         }
     }
 
@@ -165,6 +166,16 @@ impl Harness {
         &mut self,
         terminal: Option<TerminalOutput>,
     ) -> Result<TurnOutcome, HarnessError> {
+        self.unmet.clear();
+        let mut outcome = self.model_loop(terminal).await?;
+        outcome.unmet_contracts = std::mem::take(&mut self.unmet);
+        Ok(outcome)
+    }
+
+    async fn model_loop(
+        &mut self,
+        terminal: Option<TerminalOutput>,
+    ) -> Result<TurnOutcome, HarnessError> {
         let mut reminders = 0;
         let mut tool_calls_used: u32 = 0;
         let mut last_text = String::new();
@@ -200,6 +211,7 @@ impl Harness {
                         text: last_text,
                         output: None,
                         question: None,
+                        unmet_contracts: Vec::new(),
                     });
                 }
                 return Ok(TurnOutcome {
@@ -207,6 +219,7 @@ impl Harness {
                     text: last_text,
                     output: None,
                     question: None,
+                    unmet_contracts: Vec::new(),
                 });
             }
             let mut questions = Vec::new();
@@ -263,6 +276,7 @@ impl Harness {
                     text: last_text,
                     output: Some(output),
                     question: None,
+                    unmet_contracts: Vec::new(),
                 });
             }
             if let Some(q) = questions.into_iter().next() {
@@ -274,6 +288,7 @@ impl Harness {
             text: last_text,
             output: None,
             question: None,
+            unmet_contracts: Vec::new(),
         })
     }
 }

@@ -210,6 +210,7 @@ impl World {
             approvals: Default::default(),
             sandbox: None,
             team: None,
+            checks: None,
         }
     }
 }

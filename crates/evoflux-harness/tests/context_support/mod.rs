@@ -248,6 +248,7 @@ impl Repo {
             approvals: Default::default(),
             sandbox: None,
             team: None,
+            checks: None,
         }
     }
 
