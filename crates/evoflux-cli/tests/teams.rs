@@ -717,3 +717,50 @@ turns:
             .contains("String::new()")
     );
 }
+
+#[test]
+fn info_lists_each_team_as_agent_nodes_with_their_effective_config_and_origin() {
+    let s = Sandbox::new();
+    let reviewer = s.project(
+        "agents/coding/reviewer.md",
+        "---\nrole: member\ndescription: Reviews diffs.\nmodel: scripted:x.yaml\n---\nReview.\n",
+    );
+    let v = s.json(&["--json", "info", "--mode", "coding"]);
+    let coding = v["teams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["mode"] == "coding")
+        .unwrap()
+        .clone();
+    assert_eq!(coding["node_id"], "coding/evoflux");
+    let member = coding["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "reviewer")
+        .unwrap();
+    assert_eq!(member["node_id"], "coding/evoflux/reviewer");
+    assert_eq!(member["parent_node_id"], "coding/evoflux");
+    assert_eq!(member["model"], "scripted:x.yaml");
+    assert_eq!(member["origin"]["kind"], "file");
+    assert_eq!(member["origin"]["layer"], "project");
+    assert_eq!(
+        std::fs::canonicalize(member["origin"]["path"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(&reviewer).unwrap()
+    );
+    assert!(member["tools"].as_array().unwrap().contains(&"read".into()));
+    let verifier = coding["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "verifier")
+        .unwrap();
+    assert_eq!(verifier["parent_node_id"], "coding/evoflux");
+    assert_eq!(verifier["capability_class"], "verification");
+    assert_eq!(verifier["result_contract"], "verifier-report");
+    assert_eq!(verifier["origin"]["kind"], "builtin");
+    let tools = verifier["tools"].as_array().unwrap();
+    assert!(tools.contains(&"verify".into()), "{tools:?}");
+    assert!(!tools.contains(&"shell".into()), "{tools:?}");
+}

@@ -185,22 +185,54 @@ pub struct Info {
     pub diagnostics: InfoDiagnostics,
 }
 
+/// One mode's default team as a tree of agent nodes: the lead, then the
+/// members and the workers its `agent` tool reaches, each with its own
+/// effective configuration and where it was defined.
 #[derive(Debug, Clone, Serialize)]
 pub struct InfoTeam {
     pub mode: AppMode,
     pub lead: String,
-    pub members: Vec<InfoMember>,
-    /// Worker recipe ids the lead may dispatch (Coding).
-    pub workers: Vec<String>,
+    /// The lead's node (`<mode>/<lead>`), every child's parent.
+    pub node_id: String,
+    pub members: Vec<InfoAgentNode>,
+    /// Worker recipes the lead may dispatch (Coding).
+    pub workers: Vec<InfoAgentNode>,
 }
 
+/// A member or worker of a team, as a child session would run it.
 #[derive(Debug, Clone, Serialize)]
-pub struct InfoMember {
+pub struct InfoAgentNode {
+    /// `<mode>/<lead>/<name>`.
+    pub node_id: String,
+    pub parent_node_id: String,
     pub name: String,
     pub description: String,
-    /// The member's own model, when it has one.
+    /// Its own model, when it has one (otherwise it runs on the lead's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The tools it is given (before session conditions).
+    pub tools: Vec<String>,
+    pub skills: Vec<String>,
+    /// The MCP servers it is granted.
+    pub mcp: Vec<String>,
+    /// A worker's capability class and result contract.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capability_class: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_contract: Option<String>,
+    pub origin: InfoOrigin,
+}
+
+/// Where an agent was defined.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum InfoOrigin {
+    /// Compiled into evoflux.
+    Builtin,
+    File {
+        path: std::path::PathBuf,
+        layer: crate::Layer,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -522,7 +554,8 @@ pub fn render_human(info: &Info) -> String {
             if t.workers.is_empty() {
                 String::new()
             } else {
-                format!("; workers {}", t.workers.join(", "))
+                let names: Vec<&str> = t.workers.iter().map(|w| w.name.as_str()).collect();
+                format!("; workers {}", names.join(", "))
             }
         );
     }

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use evoflux_agents::ToolCatalog;
-use evoflux_agents::team::{TeamError, compile_agent_config, load_agents};
+use evoflux_agents::team::{
+    AgentSource, TeamError, compile_agent_config, load_agents, worker_agent_config,
+};
+use evoflux_agents::worker::recipe::RecipeSource;
 use evoflux_core::config::{
     self as core_config, ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
 };
@@ -165,21 +168,40 @@ impl AppContext {
                 let team = directory.team(None).ok()?;
                 let members = team_members(&directory, &team, &catalog, &mut diags);
                 let workers = dispatchable_workers(graph, &catalog, mode, &mut diags);
-                let workers: Vec<String> = super::reachable_workers(&members, &workers)
-                    .map(|w| w.id.clone())
+                let lead_node = format!("{mode}/{}", team.lead);
+                let node =
+                    |agent: evoflux_agents::team::EffectiveAgentConfig,
+                     worker: Option<&evoflux_agents::worker::spec::AgentSpec>| {
+                        evoflux_graph::info::InfoAgentNode {
+                            node_id: format!("{lead_node}/{}", agent.name),
+                            parent_node_id: lead_node.clone(),
+                            origin: match (agent.source, worker.map(|w| w.source)) {
+                                (_, Some(RecipeSource::Framework)) | (AgentSource::Builtin, _) => {
+                                    evoflux_graph::info::InfoOrigin::Builtin
+                                }
+                                (AgentSource::File { path, layer }, _) => {
+                                    evoflux_graph::info::InfoOrigin::File { path, layer }
+                                }
+                            },
+                            name: agent.name,
+                            description: agent.description,
+                            model: agent.model,
+                            tools: agent.tools,
+                            skills: agent.skills,
+                            mcp: agent.mcp,
+                            capability_class: worker.map(|w| w.capability_class.to_string()),
+                            result_contract: worker.map(|w| w.result_contract.kind.to_string()),
+                        }
+                    };
+                let worker_nodes = super::reachable_workers(&members, &workers)
+                    .map(|w| node(worker_agent_config(w, mode, &catalog), Some(w)))
                     .collect();
                 Some(evoflux_graph::info::InfoTeam {
                     mode,
                     lead: team.lead,
-                    members: members
-                        .into_iter()
-                        .map(|m| evoflux_graph::info::InfoMember {
-                            name: m.name,
-                            description: m.description,
-                            model: m.model,
-                        })
-                        .collect(),
-                    workers,
+                    members: members.into_iter().map(|m| node(m, None)).collect(),
+                    workers: worker_nodes,
+                    node_id: lead_node.clone(),
                 })
             })
             .collect()
