@@ -764,3 +764,38 @@ fn info_lists_each_team_as_agent_nodes_with_their_effective_config_and_origin() 
     assert!(tools.contains(&"verify".into()), "{tools:?}");
     assert!(!tools.contains(&"shell".into()), "{tools:?}");
 }
+
+#[test]
+fn fan_out_is_bounded_per_session() {
+    let s = Sandbox::new();
+    let echo = script(&s, "echo.yaml", "turns:\n  - reply: {text: \"echoed\"}\n");
+    member(&s, "echo", "Echoes.", &echo);
+    let calls: String = (0..17)
+        .map(|i| {
+            format!(
+                "        - {{name: agent, arguments: {{agent_id: echo, message: \"task {i}\", background: true}}}}\n"
+            )
+        })
+        .collect();
+    let lead = script(
+        &s,
+        "lead.yaml",
+        &format!(
+            "turns:\n  - reply:\n      tool_calls:\n{calls}  - expect: {{tool_result: {{contains: \"dispatch/fan-out-limit\"}}}}\n    reply: {{text: \"collecting\"}}\n  - expect: {{user: {{contains: echoed}}}}\n    reply: {{text: \"all in\"}}\n"
+        ),
+    );
+    let ev = run_ok(&s, &["--json", "run", "--model", &lead, "fan out"]);
+    assert_eq!(of_type(&ev, "dispatch_started").len(), 16);
+    assert_eq!(of_type(&ev, "dispatch_ended").len(), 16);
+    let refused: Vec<&serde_json::Value> = of_type(&ev, "tool_ended")
+        .into_iter()
+        .filter(|e| e["is_error"] == true)
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert!(
+        refused[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("16 background tasks are already running")
+    );
+}

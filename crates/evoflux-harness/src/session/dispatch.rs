@@ -124,6 +124,14 @@ impl Harness {
             )));
         };
         let background = call.arguments.get("background") == Some(&Value::Bool(true));
+        if background && self.tasks.len() >= self.limits.background_tasks {
+            return Ok(ToolResult::error(format!(
+                "{} background tasks are already running, the most one session runs at once; \
+                 pause to collect their answers, or stop one with task_cancel, then dispatch \
+                 again [dispatch/fan-out-limit]",
+                self.tasks.len()
+            )));
+        }
         // Admission: a worker that cannot do what the task asks is refused
         // before anything runs, with the remedy; a doubtful fit is flagged.
         let mut flag = None;

@@ -57,6 +57,9 @@ pub struct Limits {
     pub tool_calls_per_turn: u32,
     /// Times the loop reminds a model that must call `final_output`.
     pub output_reminders: u32,
+    /// Background tasks one session runs at once (the fan-out of a
+    /// dispatch); a child never dispatches further, so depth is one.
+    pub background_tasks: usize,
 }
 
 impl Default for Limits {
@@ -65,6 +68,7 @@ impl Default for Limits {
             model_calls_per_turn: 50,
             tool_calls_per_turn: 200,
             output_reminders: 2,
+            background_tasks: 16,
         }
     }
 }
