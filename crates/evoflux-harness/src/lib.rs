@@ -26,6 +26,7 @@ pub mod safe_command;
 mod schema_errors;
 pub mod session;
 pub mod skills;
+pub mod skills_view;
 pub mod team_roster;
 pub mod terminal;
 pub mod todo;
@@ -41,6 +42,6 @@ pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standar
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
-    SessionRequest, TeamSetup, TrustQuestion, TurnOptions, TurnOutcome, selected_config,
-    selected_sandbox,
+    SessionRecord, SessionRequest, TeamSetup, TrustQuestion, TurnOptions, TurnOutcome,
+    UnmetContract, selected_config, selected_sandbox,
 };

@@ -227,6 +227,44 @@ impl Store {
         rows.iter().map(session_from_row).collect()
     }
 
+    /// Deletes a session with its children (the sessions its dispatches
+    /// opened, recursively), their transcripts, pending inputs, usage and
+    /// session-scoped approval grants, and its folder under the data dir
+    /// (a Work session's workspace). Returns
+    /// the ids deleted, the session's own first.
+    pub async fn delete_session(&self, id: SessionId) -> Result<Vec<SessionId>, StoreError> {
+        let root = self.load(id).await?;
+        let mut doomed = vec![root];
+        let mut i = 0;
+        while i < doomed.len() {
+            let children = self.children_of(doomed[i].id).await?;
+            doomed.extend(children);
+            i += 1;
+        }
+        let mut tx = self.pool.begin().await?;
+        for s in &doomed {
+            let key = s.id.to_string();
+            sqlx::query("DELETE FROM approval_grants WHERE scope = 'session' AND scope_key = ?")
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+            // Transcripts, pending inputs and usage cascade.
+            sqlx::query("DELETE FROM sessions WHERE id = ?")
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        for s in &doomed {
+            // A Work session's folder; nothing is left of the session.
+            let dir = self.data_dir.join("sessions").join(s.id.to_string());
+            if dir.is_dir() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        Ok(doomed.into_iter().map(|s| s.id).collect())
+    }
+
     /// Every session, newest first.
     pub async fn list_sessions(&self) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(

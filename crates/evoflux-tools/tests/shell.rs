@@ -828,3 +828,52 @@ fn parsers_match_the_framework_schemas() {
         );
     }
 }
+
+/// Whether a process whose command line contains `marker` runs.
+fn running(marker: &str) -> bool {
+    fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
+#[tokio::test]
+async fn terminating_a_session_stops_its_sandboxed_commands() {
+    use evoflux_tools::sandbox::{CommandSandbox, Confinement};
+    let f = fixture();
+    let sandbox = CommandSandbox::new(
+        evoflux_graph::sandbox::SandboxPolicy::framework_default(),
+        Confinement::SessionWorkspace,
+        vec![f.root.clone()],
+        Vec::new(),
+    )
+    .unwrap();
+    f.rt.confine(f.session, sandbox);
+    let marker = format!("sleep 1000 # sandboxed-{}", std::process::id());
+    let first = f
+        .shell(json!({"command": marker, "yield_time_ms": 250}))
+        .await;
+    if first.is_error {
+        // No bubblewrap on this machine: the sandbox refuses, nothing runs.
+        assert!(first.text.contains("sandbox"), "{}", first.text);
+        return;
+    }
+    assert_eq!(meta(&first).status, CommandStatus::Running);
+    assert!(running(&marker));
+    within(f.rt.terminate_session(f.session)).await;
+    for _ in 0..250 {
+        if !running(&marker) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !running(&marker),
+        "a sandboxed command outlived its session"
+    );
+}

@@ -12,6 +12,7 @@
 pub mod agent_file;
 pub mod effective;
 pub mod form;
+pub mod listing;
 pub mod profile;
 pub mod seed;
 

@@ -8,10 +8,11 @@
 
 use clap::{Args, Subcommand};
 use evoflux_agents::ToolCatalog;
+use evoflux_agents::team::listing::list_agents;
 use evoflux_agents::team::seed::init_seeds;
 use evoflux_agents::team::{
-    AgentDirectory, AgentSource, EffectiveAgentConfig, Role, compile_agent_config,
-    parse_qualified_name, qualified_name,
+    AgentSource, EffectiveAgentConfig, Role, compile_agent_config, parse_qualified_name,
+    qualified_name,
 };
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use evoflux_graph::slot::PathClass;
@@ -98,60 +99,6 @@ fn modes(mode: Option<AppMode>) -> Vec<AppMode> {
     mode.map_or_else(|| AppMode::ALL.to_vec(), |m| vec![m])
 }
 
-#[derive(Serialize)]
-struct Row {
-    name: String,
-    qualified_name: String,
-    role: Option<Role>,
-    /// The lead this agent belongs to (members) or `None` (leads).
-    lead: Option<String>,
-    valid: bool,
-    description: String,
-    source: AgentSource,
-}
-
-#[derive(Serialize)]
-struct ModeListing {
-    mode: AppMode,
-    default_lead: Option<String>,
-    leads: Vec<String>,
-    agents: Vec<Row>,
-}
-
-fn rows(dir: &AgentDirectory, tools: &ToolCatalog, lead: Option<&str>) -> Vec<Row> {
-    let team = lead.and_then(|l| dir.team(Some(l)).ok());
-    dir.agents
-        .iter()
-        .filter(|a| match &team {
-            Some(t) => a.name == t.lead || t.members.contains(&a.name),
-            None => lead.is_none(),
-        })
-        .map(|a| {
-            let effective = a
-                .raw
-                .as_ref()
-                .map(|r| compile_agent_config(r, a.source.clone(), tools, &mut Diagnostics::new()));
-            let role = a.role();
-            Row {
-                name: a.name.clone(),
-                qualified_name: qualified_name(dir.mode, &a.name),
-                role,
-                lead: match role {
-                    Some(Role::Member) => a
-                        .raw
-                        .as_ref()
-                        .and_then(|r| r.lead.clone())
-                        .or_else(|| dir.default_lead.clone()),
-                    Some(Role::Lead) | None => None,
-                },
-                valid: a.is_valid(),
-                description: effective.map(|e| e.description).unwrap_or_default(),
-                source: a.source.clone(),
-            }
-        })
-        .collect()
-}
-
 fn source_label(s: &AgentSource) -> String {
     match s {
         AgentSource::Builtin => "builtin".to_owned(),
@@ -172,19 +119,14 @@ fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
         .into_iter()
         .collect();
     let mut lead_errors = Diagnostics::new();
-    let listings: Vec<ModeListing> = modes(args.mode)
+    let listings: Vec<evoflux_agents::team::listing::ModeListing> = modes(args.mode)
         .into_iter()
         .map(|mode| {
-            let dir = evoflux_agents::team::load_agents(&graph, mode, &mut diags);
+            let dir = evoflux_agents::team::load_agents(&graph, mode, &mut Diagnostics::new());
             if let Some(Err(e)) = args.lead.as_deref().map(|l| dir.team(Some(l))) {
                 lead_errors.push(Diagnostic::error("agent/team-invalid", e.to_string()));
             }
-            ModeListing {
-                mode,
-                default_lead: dir.default_lead.clone(),
-                leads: dir.leads().iter().map(|s| (*s).to_owned()).collect(),
-                agents: rows(&dir, &tools, args.lead.as_deref()),
-            }
+            list_agents(&graph, &tools, mode, args.lead.as_deref(), &mut diags)
         })
         .collect();
     // A lead that is no lead in any listed mode is an error, not an empty

@@ -12,13 +12,7 @@ pub fn run(out: &Output, args: &InfoArgs) -> anyhow::Result<Exit> {
     };
     let app = super::app_context(&dirs)?;
     let graph = app.compile(&args.sources.workspaces)?;
-    let mut projection = info::project(&graph, args.mode);
-    projection.repositories = app
-        .trust_states(&args.sources.workspaces)?
-        .into_iter()
-        .map(|(path, trust)| info::InfoRepository { path, trust })
-        .collect();
-    projection.teams = app.teams(&graph);
+    let projection = app.info(&graph, &args.sources.workspaces, args.mode)?;
     out.result(&projection, || info::render_human(&projection));
     Ok(if graph.has_errors() {
         Exit::Invalid

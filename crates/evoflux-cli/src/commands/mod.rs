@@ -8,6 +8,7 @@ pub mod model;
 pub mod paths;
 pub mod plugin;
 pub mod run;
+pub mod serve;
 pub mod skills;
 pub mod trust;
 pub mod workers;

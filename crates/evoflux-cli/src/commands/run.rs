@@ -16,8 +16,8 @@ use evoflux_core::{AppMode, Diagnostics};
 use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
-    ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, TurnOptions,
-    TurnOutcome, TurnStatus,
+    ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, SessionRecord,
+    TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, Store, StoreError};
 use evoflux_tools::{ProcessRuntime, RuntimeConfig};
@@ -247,8 +247,8 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     return Ok(Exit::Invalid);
                 };
                 let store = Store::open(dirs.data_dir()).await?;
-                let session = match store.load(id).await {
-                    Ok(s) => s,
+                let record = match SessionRecord::load(&store, id).await {
+                    Ok(r) => r,
                     Err(e @ StoreError::SessionNotFound(_)) => {
                         out.failure(&anyhow::anyhow!(
                             "{e} [{}]; list sessions with `evoflux sessions list`",
@@ -258,20 +258,13 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     }
                     Err(e) => return Err(e.into()),
                 };
-                let transcript = store.transcript(id).await?;
-                let pending = store.open_pending_inputs(id).await?;
-                let usage = store.usage(id).await?;
-                let children = store.children_of(id).await?;
-                let value = serde_json::json!({
-                    "session": session,
-                    "transcript": transcript,
-                    "pending_inputs": pending,
-                    "usage": usage,
-                    "children": children,
-                });
-                out.result(&value, || {
-                    let mut text = render_transcript(&session, &transcript, &pending);
-                    for child in &children {
+                out.result(&record, || {
+                    let mut text = render_transcript(
+                        &record.session,
+                        &record.transcript,
+                        &record.pending_inputs,
+                    );
+                    for child in &record.children {
                         let call = child.parent.as_ref().map_or("", |p| p.call_id.as_str());
                         text.push_str(&format!(
                             "  ↳ child {} · {} (call {call}): evoflux sessions show {}\n",
@@ -361,7 +354,7 @@ fn process_runtime(out: &Output) -> anyhow::Result<ProcessRuntime> {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

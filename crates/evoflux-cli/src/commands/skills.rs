@@ -9,13 +9,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 use evoflux_core::{AppMode, Diagnostics};
+use evoflux_harness::skills_view::SkillsView;
 use evoflux_skills::catalog::{CatalogRequest, build_catalog};
-use evoflux_skills::projection::{ManagementRole, management_choice, runtime_projection};
-use evoflux_skills::selection::{Depth, SkillSlot, skill_slots};
-use evoflux_skills::{
-    LoadOptions, ModeSet, PlaceholderDirs, PrefsPatch, SkillRecord, SkillSettingsStore,
-    ValidationLevel, validate_path,
-};
+use evoflux_skills::projection::runtime_projection;
+use evoflux_skills::selection::{Depth, SkillSlot};
+use evoflux_skills::{PrefsPatch, SkillRecord, ValidationLevel, validate_path};
 use serde::Serialize;
 
 use crate::cli::SourceArgs;
@@ -119,11 +117,7 @@ fn parse_mode(s: &str) -> Result<AppMode, String> {
         .map_err(|e: evoflux_core::mode::ParseModeError| e.to_string())
 }
 
-struct Loaded {
-    slots: Vec<SkillSlot>,
-    store: SkillSettingsStore,
-    diagnostics: Diagnostics,
-}
+type Loaded = SkillsView;
 
 fn load(out: &Output, sources: &SourceArgs, depth: Depth) -> anyhow::Result<Result<Loaded, Exit>> {
     let dirs = match super::resolve_dirs(out) {
@@ -131,46 +125,7 @@ fn load(out: &Output, sources: &SourceArgs, depth: Depth) -> anyhow::Result<Resu
         Err(exit) => return Ok(Err(exit)),
     };
     let graph = super::compile_graph(&dirs, sources)?;
-    let store = SkillSettingsStore::in_config_dir(dirs.config_dir());
-    let snapshot = store.read();
-    let options = LoadOptions::new(PlaceholderDirs::from_config_dir(dirs.config_dir()));
-    let (slots, problems) = skill_slots(&graph, &options, &snapshot, depth);
-    let mut diagnostics: Diagnostics = graph
-        .diagnostics
-        .iter()
-        .filter(|d| {
-            d.locator
-                .slot
-                .as_deref()
-                .is_some_and(|s| s.starts_with("skills/"))
-        })
-        .cloned()
-        .collect();
-    diagnostics.extend(problems);
-    diagnostics.extend(snapshot.diagnostics());
-    Ok(Ok(Loaded {
-        slots,
-        store,
-        diagnostics,
-    }))
-}
-
-/// One row of `skills list`.
-#[derive(Debug, Serialize)]
-struct Row<'a> {
-    name: &'a str,
-    description: &'a str,
-    source: String,
-    role: ManagementRole,
-    valid: bool,
-    modes: ModeSet,
-    effective_modes: ModeSet,
-    implicit: bool,
-    manual: bool,
-    editable: bool,
-    settings_id: &'a str,
-    skill_file: String,
-    diagnostics: Vec<&'a str>,
+    Ok(Ok(SkillsView::load(&dirs, &graph, depth)))
 }
 
 fn short(s: &str, n: usize) -> String {
@@ -241,34 +196,7 @@ fn list(out: &Output, scope: &ScopeArgs) -> anyhow::Result<Exit> {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
-    let entries: Vec<_> = loaded
-        .slots
-        .iter()
-        .filter_map(|s| management_choice(&s.candidates, scope.mode))
-        .filter(|e| {
-            scope
-                .mode
-                .is_none_or(|m| e.record.modes().contains(m) || !e.record.valid)
-        })
-        .collect();
-    let rows: Vec<Row<'_>> = entries
-        .iter()
-        .map(|e| Row {
-            name: &e.record.name,
-            description: &e.record.description,
-            source: e.record.origin.source.label(),
-            role: e.role,
-            valid: e.record.valid,
-            modes: e.record.modes(),
-            effective_modes: e.effective_modes,
-            implicit: e.record.prefs.allow_implicit_invocation,
-            manual: e.record.prefs.user_invocable,
-            editable: e.record.editable,
-            settings_id: e.record.settings_id.as_str(),
-            skill_file: e.record.skill_file.display().to_string(),
-            diagnostics: e.record.diagnostics.codes(),
-        })
-        .collect();
+    let rows = loaded.rows(scope.mode);
     out.diagnostics(&loaded.diagnostics);
     out.result(&rows, || {
         let mut text = String::new();
@@ -291,7 +219,7 @@ fn list(out: &Output, scope: &ScopeArgs) -> anyhow::Result<Exit> {
                 r.name,
                 r.source,
                 if modes.is_empty() { "off" } else { &modes },
-                short(r.description, 60)
+                short(&r.description, 60)
             );
         }
         if rows.is_empty() {

@@ -156,6 +156,25 @@ impl AppContext {
         }))
     }
 
+    /// What `evoflux info` and the server's `/api/info` show: the graph's
+    /// projection, the trust of the repositories `workspaces` name, and
+    /// each mode's team. One projection for every front end.
+    pub fn info(
+        &self,
+        graph: &CompiledGraph,
+        workspaces: &[PathBuf],
+        mode: Option<AppMode>,
+    ) -> Result<evoflux_graph::info::Info, SessionError> {
+        let mut projection = evoflux_graph::info::project(graph, mode);
+        projection.repositories = self
+            .trust_states(workspaces)?
+            .into_iter()
+            .map(|(path, trust)| evoflux_graph::info::InfoRepository { path, trust })
+            .collect();
+        projection.teams = self.teams(graph);
+        Ok(projection)
+    }
+
     /// Each mode's default team in `graph`: its lead, the members and the
     /// workers the lead's `agent` tool reaches, as a session would bind them.
     pub fn teams(&self, graph: &CompiledGraph) -> Vec<evoflux_graph::info::InfoTeam> {

@@ -14,6 +14,7 @@ mod evidence;
 mod mcp;
 mod model_call;
 mod open;
+mod record;
 mod recorder;
 mod router;
 mod turn;
@@ -22,6 +23,7 @@ pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
     TrustQuestion, selected_config, selected_sandbox,
 };
+pub use record::SessionRecord;
 
 use std::path::PathBuf;
 use std::sync::Arc;

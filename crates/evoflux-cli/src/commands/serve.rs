@@ -1,0 +1,108 @@
+//! `evoflux serve`: the HTTP API, thin over `evoflux-server`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::Args;
+use evoflux_server::{ServeOptions, Token, TokenOrigin};
+
+use crate::output::{Exit, Output};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on; another than loopback needs EVOFLUX_SERVER_TOKEN.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub host: IpAddr,
+    /// The port (0: any free port; the address is printed).
+    #[arg(long, default_value_t = 4747)]
+    pub port: u16,
+    /// A repository Coding sessions may work in (repeatable; default: the current directory).
+    #[arg(long = "workspace", value_name = "DIR")]
+    pub workspaces: Vec<PathBuf>,
+    /// Print the bearer token requests need, and exit.
+    #[arg(long)]
+    pub print_token: bool,
+}
+
+pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(exit),
+    };
+    let token = match Token::resolve(
+        std::env::var(evoflux_server::TOKEN_ENV).ok(),
+        dirs.data_dir(),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+            return Ok(Exit::Failure);
+        }
+    };
+    if args.print_token {
+        println!("{}", token.secret());
+        return Ok(Exit::Ok);
+    }
+    let app = super::app_context(&dirs)?;
+    let dirs_given = if args.workspaces.is_empty() {
+        vec![app.cwd.clone()]
+    } else {
+        args.workspaces.clone()
+    };
+    let mut workspaces = Vec::with_capacity(dirs_given.len());
+    for w in &dirs_given {
+        match std::fs::canonicalize(w) {
+            Ok(real) if real.is_dir() => {
+                workspaces.push(evoflux_core::trust::repository_root(&real));
+            }
+            Ok(_) | Err(_) => {
+                out.failure(&anyhow::anyhow!(
+                    "--workspace {}: not a directory [server/workspace-invalid]",
+                    w.display()
+                ));
+                return Ok(Exit::Invalid);
+            }
+        }
+    }
+    let origin = token.origin.clone();
+    let options = ServeOptions {
+        addr: SocketAddr::new(args.host, args.port),
+        workspaces,
+        token,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let json = out.json;
+    let result = rt.block_on(evoflux_server::serve(
+        app,
+        options,
+        move |addr| {
+            let token_note = match &origin {
+                TokenOrigin::Environment => "token from EVOFLUX_SERVER_TOKEN".to_owned(),
+                TokenOrigin::File(p) | TokenOrigin::Generated(p) => {
+                    format!("token in {} (evoflux serve --print-token)", p.display())
+                }
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"type": "listening", "url": format!("http://{addr}")})
+                );
+            } else {
+                println!("evoflux serve: listening on http://{addr} ({token_note})");
+            }
+        },
+        super::run::shutdown_signal(),
+    ));
+    match result {
+        Ok(()) => Ok(Exit::Ok),
+        Err(e) => {
+            if let evoflux_server::ServerError::Graph { diagnostics } = &e {
+                out.diagnostics(diagnostics);
+            }
+            out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+            Ok(Exit::Failure)
+        }
+    }
+}

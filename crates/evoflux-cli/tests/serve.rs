@@ -1,0 +1,702 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! `evoflux serve` end to end: the real binary on a loopback port, driven
+//! over HTTP with the scripted provider.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::{Sandbox, script};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+/// A running `evoflux serve`; stopped (SIGTERM) when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Server {
+    fn start(s: &Sandbox, extra: &[&str]) -> Server {
+        let repo = s.repo();
+        let mut args = vec![
+            "serve",
+            "--port",
+            "0",
+            "--workspace",
+            repo.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let mut child = s
+            .command(&args)
+            .env("PATH", std::env::var("PATH").unwrap())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        let token = String::from_utf8(s.run(&["serve", "--print-token"]).stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
+        evoflux_core::tls::install_crypto_provider();
+        Server {
+            child,
+            url,
+            token,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+    }
+
+    fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .json(&body)
+    }
+
+    fn stop(&mut self) -> std::process::ExitStatus {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: u64,
+    kind: String,
+    data: Value,
+}
+
+/// Reads the session's event stream (after `last`, if given) until `stop`
+/// holds for an event; returns every event read.
+async fn read_events(
+    server: &Server,
+    session: &str,
+    last: Option<u64>,
+    stop: impl Fn(&Sse) -> bool,
+) -> Vec<Sse> {
+    let mut request = server.get(&format!("/api/sessions/{session}/events"));
+    if let Some(last) = last {
+        request = request.header("Last-Event-ID", last.to_string());
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let mut stream = response.bytes_stream();
+    let mut buffer = String::new();
+    let mut out = Vec::new();
+    let read = async {
+        while let Some(chunk) = stream.next().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            while let Some(end) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..end + 2).collect();
+                let mut event = Sse {
+                    id: 0,
+                    kind: String::new(),
+                    data: Value::Null,
+                };
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("id: ").or(line.strip_prefix("id:")) {
+                        event.id = v.trim().parse().unwrap();
+                    } else if let Some(v) =
+                        line.strip_prefix("event: ").or(line.strip_prefix("event:"))
+                    {
+                        event.kind = v.trim().to_owned();
+                    } else if let Some(v) =
+                        line.strip_prefix("data: ").or(line.strip_prefix("data:"))
+                    {
+                        event.data = serde_json::from_str(v).unwrap();
+                    }
+                }
+                if event.kind.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                let done = stop(&event);
+                out.push(event);
+                if done {
+                    return;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .unwrap_or_else(|_| panic!("timed out; events so far: {out:#?}"));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_over_http_with_a_question_answered_and_a_reconnect_that_replays() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "trip.yaml",
+        r#"
+turns:
+  - expect: {user: {contains: "plan a trip"}}
+    reply:
+      tool_calls:
+        - {name: ask_user, arguments: {question: "Where to?"}}
+  - expect: {tool_result: {contains: "Lisbon"}}
+    reply: {text: "Lisbon it is: three days."}
+"#,
+    );
+    let server = Server::start(&s, &[]);
+
+    // Health is public; everything else needs the token.
+    let health = server
+        .http
+        .get(format!("{}/api/health", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    let unauth = server
+        .http
+        .get(format!("{}/api/sessions", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauth.status(), 401);
+    assert_eq!(
+        unauth.json::<Value>().await.unwrap()["code"],
+        "server/token-missing"
+    );
+    let wrong = server
+        .http
+        .get(format!("{}/api/sessions", server.url))
+        .bearer_auth("not-the-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        wrong.json::<Value>().await.unwrap()["code"],
+        "server/token-invalid"
+    );
+
+    // Unknown fields are refused with the one error shape.
+    let bad = server
+        .post("/api/sessions", json!({"mode": "work", "colour": "blue"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    assert_eq!(
+        bad.json::<Value>().await.unwrap()["code"],
+        "server/body-invalid"
+    );
+
+    let created = server
+        .post(
+            "/api/sessions",
+            json!({"mode": "work", "model": model, "message": "plan a trip"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["turn_started"], true);
+    let id = created["session_id"].as_str().unwrap().to_owned();
+
+    // The first connection reads up to the question, then drops.
+    let first = read_events(&server, &id, None, |e| e.kind == "input_requested").await;
+    assert_eq!(first[0].kind, "session_started");
+    assert_eq!(first[0].id, 1);
+    let asked = first.last().unwrap();
+    assert_eq!(asked.data["question"], "Where to?");
+    let last = asked.id;
+    // Ids are consecutive.
+    assert!(
+        first.windows(2).all(|w| w[1].id == w[0].id + 1),
+        "{first:#?}"
+    );
+
+    let answered = server
+        .post(
+            &format!("/api/sessions/{id}/input"),
+            json!({"text": "Lisbon"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 202);
+
+    // The reconnect replays from Last-Event-ID: nothing lost, nothing twice.
+    let second = read_events(&server, &id, Some(last), |e| {
+        e.kind == "turn_completed" && e.data["text"] == "Lisbon it is: three days."
+    })
+    .await;
+    assert_eq!(second[0].id, last + 1, "{second:#?}");
+    assert!(second.windows(2).all(|w| w[1].id == w[0].id + 1));
+    assert!(second.iter().all(|e| e.id > last));
+
+    // The durable record.
+    let shown: Value = server
+        .get(&format!("/api/sessions/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["session"]["id"], id.as_str());
+    assert!(
+        shown["transcript"].as_array().unwrap().len() >= 4,
+        "{shown:#}"
+    );
+    let listed: Value = server
+        .get("/api/sessions")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["session"]["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(row["live"], true);
+    assert_eq!(row["busy"], false);
+
+    // No open question now: an answer is refused.
+    let again = server
+        .post(
+            &format!("/api/sessions/{id}/input"),
+            json!({"text": "Porto"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409);
+    assert_eq!(
+        again.json::<Value>().await.unwrap()["code"],
+        "session/no-open-question"
+    );
+
+    let deleted = server
+        .http
+        .delete(format!("{}/api/sessions/{id}", server.url))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let gone = server
+        .get(&format!("/api/sessions/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    assert_eq!(
+        gone.json::<Value>().await.unwrap()["code"],
+        "store/session-not-found"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_and_cancel_over_http() {
+    let s = Sandbox::new();
+    // `shell` asks before a command that changes anything.
+    s.user("config.toml", "[approval]\nshell = \"always\"\n");
+    let marker = format!("sleep 600 # cancel-{}", std::process::id());
+    let model = script(
+        &s,
+        "approve.yaml",
+        &format!(
+            r#"
+turns:
+  - reply:
+      tool_calls:
+        - {{name: shell, arguments: {{command: "touch approved.txt"}}}}
+  - reply:
+      tool_calls:
+        - {{name: shell, arguments: {{command: "{marker}", yield_time_ms: 30000}}}}
+  - reply: {{text: "never"}}
+"#
+        ),
+    );
+    let server = Server::start(&s, &[]);
+    let created: Value = server
+        .post(
+            "/api/sessions",
+            json!({"mode": "work", "model": model, "message": "go"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["session_id"].as_str().unwrap().to_owned();
+    let asked = read_events(&server, &id, None, |e| e.kind == "approval_requested").await;
+    let call = asked.last().unwrap().data["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let nobody = server
+        .post(
+            &format!("/api/sessions/{id}/approvals/call_nope"),
+            json!({"decision": "approve"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(nobody.status(), 404);
+    assert_eq!(
+        nobody.json::<Value>().await.unwrap()["code"],
+        "session/no-pending-approval"
+    );
+    let ok = server
+        .post(
+            &format!("/api/sessions/{id}/approvals/{call}"),
+            json!({"decision": "approve"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 202);
+    let last = asked.last().unwrap().id;
+    // The approved call ran; the next one asks to start a long command.
+    let more = read_events(&server, &id, Some(last), |e| {
+        e.kind == "approval_requested" && e.data["call_id"] == "call_2_1"
+    })
+    .await;
+    let ok = server
+        .post(
+            "/api/sessions/{id}/approvals/call_2_1"
+                .replace("{id}", &id)
+                .as_str(),
+            json!({"decision": "approve_for_session"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 202);
+    assert!(more.iter().any(|e| e.kind == "tool_ended"
+        && e.data["call_id"] == call.as_str()
+        && e.data["is_error"] == false));
+    let busy = server
+        .post(
+            &format!("/api/sessions/{id}/messages"),
+            json!({"text": "hello"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), 409);
+    assert_eq!(busy.json::<Value>().await.unwrap()["code"], "session/busy");
+    // Wait until the command runs inside its sandbox (bubblewrap's outer
+    // and inner process both carry the command line), then cancel.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while holders(&marker).lines().count() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(running(&marker), "the command never started");
+    let cancelled = server
+        .post(&format!("/api/sessions/{id}/cancel"), json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancelled.status(), 202);
+    let after = more.last().unwrap().id;
+    let ended = read_events(&server, &id, Some(after), |e| e.kind == "turn_cancelled").await;
+    assert!(
+        !ended.iter().any(|e| e.kind == "turn_completed"),
+        "{ended:#?}"
+    );
+    // The cancelled turn's command is gone with it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while running(&marker) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !running(&marker),
+        "the cancelled turn's command still runs: {}",
+        holders(&marker)
+    );
+    // Idle now: a second cancel has nothing to stop.
+    let idle = server
+        .post(&format!("/api/sessions/{id}/cancel"), json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(idle.status(), 409);
+    assert_eq!(idle.json::<Value>().await.unwrap()["code"], "session/idle");
+}
+
+fn holders(marker: &str) -> String {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let c = std::fs::read(e.path().join("cmdline")).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            c.contains(marker)
+                .then(|| format!("{:?}: {c} [{stat}]", e.file_name()))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether a process whose command line contains `marker` runs.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
+/// A request to `path` with `method`, with the token.
+async fn probe(server: &Server, method: &str, path: &str) -> (u16, Value) {
+    let r = server
+        .http
+        .request(method.parse().unwrap(), format!("{}{path}", server.url))
+        .bearer_auth(&server.token)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = r.json::<Value>().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_router_serves_exactly_the_route_plan() {
+    let s = Sandbox::new();
+    // A user channel, and the home channel disabled.
+    s.user("channels/home.toml", "disable = true\n");
+    let server = Server::start(&s, &[]);
+    let info: Value = server
+        .get("/api/info")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let routes = info["routes"]["effective"].as_array().unwrap();
+    assert!(!routes.is_empty());
+    for r in routes {
+        let method = r["method"].as_str().unwrap();
+        let path = r["path"]
+            .as_str()
+            .unwrap()
+            .replace(":id", "01a2334a-0000-7000-8000-000000000000")
+            .replace(":call_id", "call_x");
+        if path.ends_with("/events") {
+            continue; // a stream; served (its 404 below is the session's)
+        }
+        let (status, body) = probe(&server, method, &path).await;
+        assert_ne!(
+            body["code"], "server/route-not-found",
+            "{method} {path} is in the plan but not served"
+        );
+        assert_ne!(status, 405, "{method} {path}");
+    }
+    // Nothing else is: the disabled home page, an unplanned path, an
+    // unplanned method on a planned path.
+    assert_eq!(
+        probe(&server, "GET", "/").await.1["code"],
+        "server/route-not-found"
+    );
+    assert_eq!(
+        probe(&server, "GET", "/api/nothing").await.1["code"],
+        "server/route-not-found"
+    );
+    assert_eq!(probe(&server, "PUT", "/api/sessions").await.0, 405);
+    // The host inventory is mounted: readiness answers, reserved routes say why.
+    let ready = server
+        .http
+        .get(format!("{}/.well-known/evoflux/ready", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 204);
+    let (status, body) = probe(&server, "POST", "/internal/schedules/nightly").await;
+    assert_eq!(status, 501);
+    assert_eq!(body["code"], "server/host-route-not-built");
+    // Every API route is in the OpenAPI document, and the document's paths
+    // are routes of the plan.
+    let doc: Value = server
+        .get("/openapi.json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    let documented: Vec<(String, String)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(p, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(|m| (m.to_uppercase(), p.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let planned: Vec<(String, String)> = routes
+        .iter()
+        .filter(|r| r["action"]["kind"] == "api")
+        .map(|r| {
+            let path = r["path"]
+                .as_str()
+                .unwrap()
+                .split('/')
+                .map(|seg| match seg.strip_prefix(':') {
+                    Some(n) => format!("{{{n}}}"),
+                    None => seg.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            (r["method"].as_str().unwrap().to_owned(), path)
+        })
+        .collect();
+    let mut a = documented.clone();
+    let mut b = planned.clone();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_are_the_clis_projections() {
+    let s = Sandbox::new();
+    s.project(
+        "agents/helper.md",
+        "---\nrole: member\ndescription: Helps.\n---\nHelp.\n",
+    );
+    s.trust();
+    let server = Server::start(&s, &[]);
+    let agents: Value = server
+        .get("/api/agents?mode=work")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let cli = s.json(&["--json", "agents", "list", "--mode", "work"]);
+    assert_eq!(agents["items"], cli);
+    let helper = agents["items"][0]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "helper")
+        .unwrap();
+    assert!(
+        helper["effective"]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&"read".into())
+    );
+    let skills: Value = server
+        .get("/api/settings/skills")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(skills["items"], s.json(&["--json", "skills", "list"]));
+    let plugins: Value = server
+        .get("/api/plugins")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(plugins["items"].is_array());
+    let info: Value = server
+        .get("/api/info")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut cli_info = s.json(&["--json", "info"]);
+    // The same projection (the CLI compiles with its cwd, the repository).
+    cli_info["graph_hash"] = info["graph_hash"].clone();
+    assert_eq!(info["routes"], cli_info["routes"]);
+    assert_eq!(info["teams"], cli_info["teams"]);
+}
+
+#[test]
+fn the_token_file_is_private_and_a_public_address_needs_a_chosen_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Sandbox::new();
+    let out = s.run(&["serve", "--print-token"]);
+    assert!(out.status.success());
+    let token = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(token.trim().len(), 64);
+    let file = s.home().join(".local/share/evoflux/server-token");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    let refused = s.run(&["--json", "serve", "--host", "0.0.0.0", "--port", "0"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("server/public-without-token"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+#[test]
+fn sigterm_stops_the_server_cleanly() {
+    let s = Sandbox::new();
+    let mut server = Server::start(&s, &[]);
+    let status = server.stop();
+    assert!(status.success(), "{status:?}");
+}

@@ -1,0 +1,5 @@
+//! The handlers of the framework API channel, one module per area.
+
+pub mod lists;
+pub mod sessions;
+pub mod system;

@@ -1,0 +1,593 @@
+//! The sessions protocol: create, message, stream, answer, approve, cancel,
+//! resume, list, show, fetch an artifact, delete. Thin handlers over the
+//! harness's session engine ([`crate::live`]).
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use evoflux_core::AppMode;
+use evoflux_core::ids::SessionId;
+use evoflux_harness::{ApprovalDecision, SessionOptions, SessionRecord};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, body_error};
+use crate::live::Logged;
+use crate::state::ServerState;
+
+/// `POST /api/sessions`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// `work` (default) or `coding`.
+    #[schema(value_type = Option<String>, example = "coding")]
+    pub mode: Option<AppMode>,
+    /// Coding repositories; each must be one of the server's workspaces
+    /// or inside one. Default: the server's first workspace.
+    #[serde(default)]
+    #[schema(value_type = Vec<String>)]
+    pub workspaces: Vec<PathBuf>,
+    /// The lead agent (default: the mode's default lead).
+    pub lead: Option<String>,
+    /// `provider:model` (default: the agent's, else config.toml's).
+    pub model: Option<String>,
+    /// A first message: the session starts its first turn at once.
+    pub message: Option<String>,
+}
+
+/// A session the server opened.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionCreated {
+    pub session_id: String,
+    #[schema(value_type = String)]
+    pub mode: AppMode,
+    #[schema(value_type = Vec<String>)]
+    pub workspace: Vec<PathBuf>,
+    pub lead: Option<String>,
+    pub model: String,
+    /// Whether a first turn started.
+    pub turn_started: bool,
+    /// Problems found while opening that did not stop it.
+    #[schema(value_type = Vec<Object>)]
+    pub diagnostics: Value,
+}
+
+/// `POST /api/sessions/{id}/messages` and `/input`: a message, or the
+/// answer to the agent's open question.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextBody {
+    pub text: String,
+}
+
+/// `POST /api/sessions/{id}/resume`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeBody {
+    /// A new message to run at once.
+    pub message: Option<String>,
+    /// Continue a turn the process stopped in the middle of.
+    #[serde(default)]
+    pub continue_turn: bool,
+}
+
+/// `POST /api/sessions/{id}/approvals/{call_id}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalBody {
+    pub decision: Decision,
+    /// Why, when denying: the model reads it.
+    pub reason: Option<String>,
+}
+
+/// An answer to an approval request.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    ApproveForSession,
+    ApproveForWorkspace,
+    Deny,
+}
+
+/// A request was accepted; its effects arrive as events.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Accepted {
+    pub session_id: String,
+    /// The id of the last event logged when the request was accepted:
+    /// stream from it to see what it caused.
+    pub after_event: u64,
+}
+
+/// One session of `GET /api/sessions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionSummary {
+    #[schema(value_type = Object)]
+    pub session: Value,
+    /// Open in this server (its events can be streamed without resuming).
+    pub live: bool,
+    /// A turn is running.
+    pub busy: bool,
+}
+
+/// `GET /api/sessions/{id}/events` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct EventsQuery {
+    /// Replay events after this id (what `Last-Event-ID` says, for clients
+    /// that cannot set headers).
+    pub after: Option<u64>,
+}
+
+/// `GET /api/sessions/{id}/artifact` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactQuery {
+    /// The artifact's locator: the `artifact` path an event's or the
+    /// transcript's command metadata names.
+    #[param(value_type = String)]
+    pub path: PathBuf,
+}
+
+fn session_id(raw: &str) -> Result<SessionId, ApiError> {
+    raw.parse().map_err(|_| {
+        ApiError::bad_request(
+            "server/session-id-invalid",
+            format!("`{raw}` is not a session id"),
+        )
+        .field("id")
+    })
+}
+
+/// Coding repositories must be the server's workspaces or inside one.
+fn authorized(state: &ServerState, requested: &[PathBuf]) -> Result<Vec<PathBuf>, ApiError> {
+    if requested.is_empty() {
+        return Ok(state.workspaces.iter().take(1).cloned().collect());
+    }
+    requested
+        .iter()
+        .map(|p| {
+            let real = std::fs::canonicalize(p).map_err(|e| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "server/workspace-invalid",
+                    format!("workspace `{}`: {e}", p.display()),
+                )
+                .field("workspaces")
+            })?;
+            if state.workspaces.iter().any(|w| real.starts_with(w)) {
+                Ok(real)
+            } else {
+                Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "server/workspace-not-served",
+                    format!(
+                        "`{}` is not one of this server's workspaces; start `evoflux serve \
+                         --workspace DIR` with it",
+                        p.display()
+                    ),
+                )
+                .field("workspaces"))
+            }
+        })
+        .collect()
+}
+
+fn last_event(live: &crate::live::LiveSession) -> u64 {
+    live.log.since(0).last().map_or(0, |e| e.id)
+}
+
+#[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body = CreateSession,
+    responses(
+        (status = 201, description = "The session is open", body = SessionCreated),
+        (status = 403, description = "A workspace the server does not serve", body = ApiError),
+        (status = 422, description = "The request cannot open a session", body = ApiError)
+    ))]
+pub async fn create(
+    State(state): State<Arc<ServerState>>,
+    body: Result<Json<CreateSession>, JsonRejection>,
+) -> Result<(StatusCode, Json<SessionCreated>), ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    let mode = body.mode.unwrap_or(AppMode::Work);
+    let workspaces = match mode {
+        AppMode::Coding => authorized(&state, &body.workspaces)?,
+        AppMode::Work if body.workspaces.is_empty() => Vec::new(),
+        AppMode::Work => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "server/workspace-in-work-mode",
+                "a Work session works in its own folder; name workspaces only in Coding mode",
+            )
+            .field("workspaces"));
+        }
+    };
+    let opened = state
+        .sessions
+        .open(SessionOptions {
+            mode: Some(mode),
+            workspaces,
+            lead: body.lead,
+            model: body.model,
+            resume: None,
+            limits: Default::default(),
+        })
+        .await?;
+    let turn_started = match body.message {
+        Some(m) => {
+            opened.live.start_turn(Some(m))?;
+            true
+        }
+        None => false,
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(SessionCreated {
+            session_id: opened.session.id.to_string(),
+            mode: opened.session.mode(),
+            workspace: opened.session.workspace.roots().to_vec(),
+            lead: opened.session.lead.clone(),
+            model: opened.model,
+            turn_started,
+            diagnostics: opened.diagnostics.to_json(),
+        }),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/sessions", tag = "sessions",
+    responses((status = 200, description = "Every session, newest first", body = Vec<SessionSummary>)))]
+pub async fn list(
+    State(state): State<Arc<ServerState>>,
+) -> Result<Json<Vec<SessionSummary>>, ApiError> {
+    let store = &state.store;
+    let sessions = store.list_sessions().await?;
+    Ok(Json(
+        sessions
+            .into_iter()
+            .map(|s| {
+                let live = state.sessions.get(s.id);
+                SessionSummary {
+                    live: live.is_some(),
+                    busy: live.is_some_and(|l| l.is_busy()),
+                    session: serde_json::to_value(&s).unwrap_or(Value::Null),
+                }
+            })
+            .collect(),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "The session, its transcript, open questions, usage and children", body = Object),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn show(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionRecord>, ApiError> {
+    let id = session_id(&id)?;
+    let store = &state.store;
+    Ok(Json(SessionRecord::load(store, id).await?))
+}
+
+#[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 204, description = "Deleted, with its children and artifacts"),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn delete(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = session_id(&id)?;
+    let store = &state.store;
+    store.load(id).await?;
+    let doomed = {
+        let mut all = vec![id];
+        let mut i = 0;
+        while i < all.len() {
+            all.extend(store.children_of(all[i]).await?.into_iter().map(|c| c.id));
+            i += 1;
+        }
+        all
+    };
+    for s in &doomed {
+        state.sessions.stop(*s).await;
+    }
+    for s in store.delete_session(id).await? {
+        let dir = state.sessions.app().artifacts_root().join(s.to_string());
+        if dir.is_dir() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/messages", tag = "sessions", request_body = TextBody,
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 202, description = "The turn started; follow the event stream", body = Accepted),
+        (status = 404, description = "No such session", body = ApiError),
+        (status = 409, description = "A turn is running", body = ApiError)
+    ))]
+pub async fn message(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    body: Result<Json<TextBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = session_id(&id)?;
+    let Json(body) = body.map_err(body_error)?;
+    if body.text.trim().is_empty() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "server/message-empty",
+            "the message is empty",
+        )
+        .field("text"));
+    }
+    let live = state.sessions.live_or_resume(id).await?;
+    let after = last_event(&live);
+    live.start_turn(Some(body.text))?;
+    Ok(accepted(id, after))
+}
+
+fn accepted(id: SessionId, after_event: u64) -> (StatusCode, Json<Accepted>) {
+    (
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            session_id: id.to_string(),
+            after_event,
+        }),
+    )
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/input", tag = "sessions", request_body = TextBody,
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 202, description = "The answer was taken; the turn goes on", body = Accepted),
+        (status = 409, description = "The agent asked nothing, or a turn is running", body = ApiError)
+    ))]
+pub async fn answer(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    body: Result<Json<TextBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = session_id(&id)?;
+    let Json(body) = body.map_err(body_error)?;
+    let store = &state.store;
+    store.load(id).await?;
+    if store.open_pending_inputs(id).await?.is_empty() {
+        return Err(ApiError::conflict(
+            "session/no-open-question",
+            "the agent has asked nothing; send a message instead",
+        ));
+    }
+    let live = state.sessions.live_or_resume(id).await?;
+    let after = last_event(&live);
+    live.start_turn(Some(body.text))?;
+    Ok(accepted(id, after))
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/approvals/{call_id}", tag = "sessions", request_body = ApprovalBody,
+    params(("id" = String, Path, description = "The session id"), ("call_id" = String, Path, description = "The tool call waiting for approval")),
+    responses(
+        (status = 202, description = "Decided; the call runs or is refused", body = Accepted),
+        (status = 404, description = "Nothing waits for approval under that call id", body = ApiError)
+    ))]
+pub async fn approve(
+    State(state): State<Arc<ServerState>>,
+    Path((id, call_id)): Path<(String, String)>,
+    body: Result<Json<ApprovalBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = session_id(&id)?;
+    let Json(body) = body.map_err(body_error)?;
+    let live = state.sessions.get(id).ok_or_else(|| {
+        ApiError::not_found(
+            "session/no-pending-approval",
+            "the session is not running a turn here",
+        )
+    })?;
+    let decision = match body.decision {
+        Decision::Approve => ApprovalDecision::Approved,
+        Decision::ApproveForSession => ApprovalDecision::ApprovedForSession,
+        Decision::ApproveForWorkspace => ApprovalDecision::ApprovedForWorkspace,
+        Decision::Deny => ApprovalDecision::Denied {
+            reason: body
+                .reason
+                .unwrap_or_else(|| "the user denied this call".to_owned()),
+        },
+    };
+    let after = last_event(&live);
+    if !live.approvals.decide(&call_id, decision) {
+        return Err(ApiError::not_found(
+            "session/no-pending-approval",
+            format!("no call `{call_id}` waits for approval"),
+        )
+        .field("call_id"));
+    }
+    Ok(accepted(id, after))
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/cancel", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 202, description = "The turn is being cancelled; a turn_cancelled event follows", body = Accepted),
+        (status = 409, description = "No turn is running", body = ApiError)
+    ))]
+pub async fn cancel(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = session_id(&id)?;
+    let idle = || ApiError::conflict("session/idle", "no turn is running");
+    let live = state.sessions.get(id).ok_or_else(idle)?;
+    let after = last_event(&live);
+    if !live.cancel() {
+        return Err(idle());
+    }
+    Ok(accepted(id, after))
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/resume", tag = "sessions", request_body = ResumeBody,
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 202, description = "The session is live (and its turn started, if asked)", body = Accepted),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn resume(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    body: Option<Json<ResumeBody>>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = session_id(&id)?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let live = state.sessions.live_or_resume(id).await?;
+    let after = last_event(&live);
+    match (body.message, body.continue_turn) {
+        (Some(m), _) => live.start_turn(Some(m))?,
+        (None, true) => live.start_turn(None)?,
+        (None, false) => {}
+    }
+    Ok(accepted(id, after))
+}
+
+#[utoipa::path(get, path = "/api/sessions/{id}/events", tag = "sessions",
+    params(("id" = String, Path, description = "The session id"), EventsQuery),
+    responses(
+        (status = 200, description = "Server-sent events: `id` numbers each event, `event` is its type, `data` its JSON; send Last-Event-ID to replay after a reconnect", content_type = "text/event-stream", body = String),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn events(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let id = session_id(&id)?;
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or(query.after)
+        .unwrap_or(0);
+    let live = state.sessions.live_or_resume(id).await?;
+    let (replay, gap, rx) = live.log.subscribe(after);
+    let head = gap.map(|first| {
+        SseEvent::default().event("gap").data(
+            serde_json::json!({
+                "type": "gap",
+                "message": format!("events {}..{} are no longer kept", after + 1, first - 1),
+                "first_kept": first,
+            })
+            .to_string(),
+        )
+    });
+    let last = replay.last().map_or(after, |e| e.id);
+    let replayed = futures_util::stream::iter(
+        head.into_iter()
+            .chain(replay.iter().map(to_sse))
+            .map(Ok)
+            .collect::<Vec<_>>(),
+    );
+    let follow =
+        futures_util::stream::unfold((rx, last, live), |(mut rx, mut last, live)| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(e) if e.id <= last => continue,
+                    Ok(e) => {
+                        last = e.id;
+                        return Some((Ok(to_sse(&e)), (rx, last, live)));
+                    }
+                    // Fell behind the broadcast: catch up from the log.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if let Some(e) = live.log.since(last).into_iter().next() {
+                            last = e.id;
+                            return Some((Ok(to_sse(&e)), (rx, last, live)));
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        });
+    Ok(Sse::new(futures_util::StreamExt::chain(replayed, follow)).keep_alive(KeepAlive::default()))
+}
+
+fn to_sse(e: &Logged) -> SseEvent {
+    SseEvent::default()
+        .id(e.id.to_string())
+        .event(e.kind.as_str())
+        .data(e.data.as_ref())
+}
+
+#[utoipa::path(get, path = "/api/sessions/{id}/artifact", tag = "sessions",
+    params(("id" = String, Path, description = "The session id"), ArtifactQuery),
+    responses(
+        (status = 200, description = "The artifact's bytes", content_type = "application/octet-stream", body = String),
+        (status = 403, description = "The path is not one of this session's artifacts", body = ApiError),
+        (status = 404, description = "No such artifact", body = ApiError)
+    ))]
+pub async fn artifact(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    Query(query): Query<ArtifactQuery>,
+) -> Result<Response, ApiError> {
+    let id = session_id(&id)?;
+    let store = &state.store;
+    store.load(id).await?;
+    let root = state.sessions.app().artifacts_root().join(id.to_string());
+    let missing = || {
+        ApiError::not_found(
+            "server/artifact-not-found",
+            format!("no artifact `{}` in this session", query.path.display()),
+        )
+        .field("path")
+    };
+    let (Ok(root), Ok(real)) = (
+        std::fs::canonicalize(&root),
+        std::fs::canonicalize(root.join(&query.path)),
+    ) else {
+        return Err(missing());
+    };
+    if !real.starts_with(&root) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "server/artifact-outside-session",
+            "the path is not one of this session's artifacts",
+        )
+        .field("path"));
+    }
+    let file = tokio::fs::File::open(&real).await.map_err(|_| missing())?;
+    let body = Body::from_stream(tokio_util_stream(file));
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
+}
+
+/// A file as a stream of chunks.
+fn tokio_util_stream(
+    file: tokio::fs::File,
+) -> impl Stream<Item = Result<axum::body::Bytes, std::io::Error>> {
+    use tokio::io::AsyncReadExt;
+    futures_util::stream::unfold(Some(file), |file| async move {
+        let mut file = file?;
+        let mut buf = vec![0u8; 64 * 1024];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(axum::body::Bytes::from(buf)), Some(file)))
+            }
+            // The error ends the body.
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}

@@ -1,0 +1,108 @@
+//! The one error shape of the HTTP API: `{code, message, field?}` with the
+//! same stable `area/kebab-name` codes the CLI's diagnostics carry.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use evoflux_harness::SessionError;
+use evoflux_store::StoreError;
+use serde::Serialize;
+
+/// An error answer.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ApiError {
+    #[serde(skip)]
+    pub status: StatusCode,
+    /// Stable, `area/kebab-name`.
+    pub code: String,
+    pub message: String,
+    /// The request field at fault, when one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code: code.to_owned(),
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn field(mut self, field: &str) -> ApiError {
+        self.field = Some(field.to_owned());
+        self
+    }
+
+    pub fn not_found(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, code, message)
+    }
+
+    pub fn conflict(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub fn bad_request(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn internal(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(&self)).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        let (status, field) = match &e {
+            StoreError::SessionNotFound(_) | StoreError::PendingInputNotFound { .. } => {
+                (StatusCode::NOT_FOUND, None)
+            }
+            StoreError::ModeMismatch { .. } => (StatusCode::CONFLICT, Some("mode")),
+            StoreError::WorkspaceMismatch { .. }
+            | StoreError::CodingWorkspaceEmpty
+            | StoreError::WorkspaceNotAbsolute(_) => (StatusCode::CONFLICT, Some("workspaces")),
+            StoreError::PendingInputAnswered { .. } => (StatusCode::CONFLICT, None),
+            StoreError::DataDir { .. }
+            | StoreError::Open { .. }
+            | StoreError::Migrate { .. }
+            | StoreError::Database(_)
+            | StoreError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, None),
+        };
+        ApiError {
+            field: field.map(str::to_owned),
+            ..ApiError::new(status, e.code(), e.to_string())
+        }
+    }
+}
+
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> ApiError {
+        let status = if e.is_invalid_input() {
+            StatusCode::UNPROCESSABLE_ENTITY
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        let message = match e.diagnostics() {
+            Some(d) if !d.is_empty() => format!("{e}\n{}", d.render_human()),
+            _ => e.to_string(),
+        };
+        ApiError::new(status, e.code(), message)
+    }
+}
+
+/// A request body that is not the JSON its route takes.
+pub fn body_error(e: axum::extract::rejection::JsonRejection) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "server/body-invalid",
+        e.body_text(),
+    )
+}

@@ -1,0 +1,119 @@
+//! `evoflux serve`: the HTTP API of evoflux.
+//!
+//! The router is the compiled route plan ([`router`]): the framework `api`
+//! channel's endpoints, the `home` page, user channels that start a
+//! session per request, derived CORS preflights and the closed host
+//! inventory. Sessions run on the harness's session engine ([`live`]);
+//! handlers are thin. Every route but health, readiness and the home page
+//! needs the bearer token ([`auth`]).
+
+mod api;
+pub mod auth;
+mod error;
+pub mod live;
+mod openapi;
+pub mod router;
+mod state;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use evoflux_harness::{AppContext, SessionError};
+use evoflux_store::{Store, StoreError};
+use evoflux_tools::{ProcessRuntime, RuntimeConfig};
+
+pub use auth::{TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
+pub use error::ApiError;
+pub use openapi::document as openapi_document;
+pub use router::{MountedRoute, mounted};
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub addr: SocketAddr,
+    /// The repositories served (canonical): Coding sessions work in them
+    /// and the graph is compiled with their project sources.
+    pub workspaces: Vec<PathBuf>,
+    pub token: Token,
+}
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("{addr} is not a loopback address: serving it needs a token you chose, in {TOKEN_ENV}")]
+    PublicWithoutToken { addr: SocketAddr },
+    #[error("the sources do not compile; `evoflux info` lists the errors")]
+    Graph {
+        diagnostics: evoflux_core::Diagnostics,
+    },
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the server stopped: {0}")]
+    Serve(std::io::Error),
+}
+
+impl ServerError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ServerError::PublicWithoutToken { .. } => "server/public-without-token",
+            ServerError::Graph { .. } => "server/graph-invalid",
+            ServerError::Session(e) => e.code(),
+            ServerError::Store(e) => e.code(),
+            ServerError::Bind { .. } => "server/bind-failed",
+            ServerError::Serve(_) => "server/stopped",
+        }
+    }
+}
+
+/// Serves until `shutdown` resolves, then stops every session (their
+/// commands and MCP servers) before returning. `listening` is called with
+/// the bound address once requests are accepted.
+pub async fn serve(
+    app: AppContext,
+    options: ServeOptions,
+    listening: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    if !options.addr.ip().is_loopback() && options.token.origin != TokenOrigin::Environment {
+        return Err(ServerError::PublicWithoutToken { addr: options.addr });
+    }
+    let graph = app.compile(&options.workspaces)?;
+    if graph.has_errors() {
+        return Err(ServerError::Graph {
+            diagnostics: graph.diagnostics.errors(),
+        });
+    }
+    let store = Store::open(app.dirs.data_dir()).await?;
+    let processes = ProcessRuntime::new(RuntimeConfig::new(app.artifacts_root()));
+    let state = Arc::new(state::ServerState {
+        sessions: live::Sessions::new(Arc::new(app), processes),
+        store,
+        workspaces: options.workspaces.clone(),
+    });
+    let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        addr: options.addr,
+        source,
+    })?;
+    listening(addr);
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    state.sessions.stop_all().await;
+    served.map_err(ServerError::Serve)
+}

@@ -1,0 +1,83 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and
+//! the request and response types, and served at `/openapi.json`.
+
+use std::sync::OnceLock;
+
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::api::{lists, sessions, system};
+use crate::error::ApiError;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "evoflux",
+        description = "The HTTP API of `evoflux serve`. Every route but /api/health needs `Authorization: Bearer <token>`.",
+        license(name = "MIT OR Apache-2.0")
+    ),
+    paths(
+        system::health,
+        system::info,
+        system::openapi,
+        sessions::create,
+        sessions::list,
+        sessions::show,
+        sessions::delete,
+        sessions::message,
+        sessions::events,
+        sessions::answer,
+        sessions::approve,
+        sessions::cancel,
+        sessions::resume,
+        sessions::artifact,
+        lists::agents,
+        lists::skills,
+        lists::skill_settings,
+        lists::plugins,
+    ),
+    components(schemas(
+        ApiError,
+        system::Health,
+        sessions::CreateSession,
+        sessions::SessionCreated,
+        sessions::TextBody,
+        sessions::ResumeBody,
+        sessions::ApprovalBody,
+        sessions::Decision,
+        sessions::Accepted,
+        sessions::SessionSummary,
+        lists::Listing,
+    )),
+    modifiers(&BearerAuth),
+    security(("bearer" = []))
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The document as JSON, built once.
+pub fn document() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let mut doc = ApiDoc::openapi();
+        doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+        // Health is public.
+        if let Some(item) = doc.paths.paths.get_mut("/api/health")
+            && let Some(op) = item.get.as_mut()
+        {
+            op.security = Some(Vec::new());
+        }
+        doc.to_json().unwrap_or_else(|_| "{}".to_owned())
+    })
+}

@@ -1,0 +1,467 @@
+//! The router is the compiled route plan: every effective route, every
+//! derived preflight and the closed host inventory, nothing else. Each
+//! route's handler is chosen by an exhaustive switch on its typed action;
+//! [`mounted`] lists what was mounted, so a test can compare it with the
+//! plan.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter, any, on};
+use evoflux_graph::channel::{ApiEndpoint, Cors, CorsList, Method, RouteAction};
+use evoflux_graph::route_plan::{HostRoute, RoutePlan};
+use evoflux_harness::SessionOptions;
+use serde::Serialize;
+
+use crate::api::{sessions, system};
+use crate::auth::{Token, require_token};
+use crate::error::ApiError;
+use crate::state::ServerState;
+
+/// One mounted route: its method (`ALL` for every method) and its path in
+/// the plan's form (`/api/sessions/:id`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct MountedRoute {
+    pub method: String,
+    pub path: String,
+}
+
+/// What the router for `plan` mounts, in the plan's order: effective
+/// routes, preflights, then the host inventory.
+pub fn mounted(plan: &RoutePlan) -> Vec<MountedRoute> {
+    let mut out: Vec<MountedRoute> = plan
+        .effective
+        .iter()
+        .map(|r| MountedRoute {
+            method: r.method.as_str().to_owned(),
+            path: r.path.clone(),
+        })
+        .collect();
+    out.extend(plan.preflights.iter().map(|p| MountedRoute {
+        method: "OPTIONS".to_owned(),
+        path: p.path.clone(),
+    }));
+    out.extend(HostRoute::ALL.iter().map(|h| {
+        let (method, path) = h.route();
+        MountedRoute {
+            method: method.map_or("ALL", Method::as_str).to_owned(),
+            path: path.to_owned(),
+        }
+    }));
+    out
+}
+
+/// `/a/:id` → `/a/{id}` (axum's syntax).
+fn axum_path(path: &str) -> String {
+    path.split('/')
+        .map(|seg| match seg.strip_prefix(':') {
+            Some(name) => format!("{{{name}}}"),
+            None => seg.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn filter(method: Method) -> MethodFilter {
+    match method {
+        Method::Get => MethodFilter::GET,
+        Method::Head => MethodFilter::HEAD,
+        Method::Post => MethodFilter::POST,
+        Method::Put => MethodFilter::PUT,
+        Method::Patch => MethodFilter::PATCH,
+        Method::Delete => MethodFilter::DELETE,
+        Method::Options => MethodFilter::OPTIONS,
+    }
+}
+
+/// Whether a route is served without the token.
+fn public(action: &RouteAction) -> bool {
+    match action {
+        RouteAction::Api { endpoint } => match endpoint {
+            ApiEndpoint::Health => true,
+            ApiEndpoint::Info
+            | ApiEndpoint::OpenApi
+            | ApiEndpoint::CreateSession
+            | ApiEndpoint::ListSessions
+            | ApiEndpoint::ShowSession
+            | ApiEndpoint::DeleteSession
+            | ApiEndpoint::SendMessage
+            | ApiEndpoint::StreamEvents
+            | ApiEndpoint::AnswerInput
+            | ApiEndpoint::DecideApproval
+            | ApiEndpoint::CancelTurn
+            | ApiEndpoint::ResumeSession
+            | ApiEndpoint::SessionArtifact
+            | ApiEndpoint::Agents
+            | ApiEndpoint::Skills
+            | ApiEndpoint::SkillSettings
+            | ApiEndpoint::Plugins => false,
+        },
+        // The page shell holds no data; what it fetches needs the token.
+        RouteAction::Home => true,
+        RouteAction::StartSession { .. } => false,
+    }
+}
+
+type Handler = MethodRouter<Arc<ServerState>>;
+
+/// The handler of one route's action.
+fn handler(method: Method, action: &RouteAction) -> Handler {
+    let f = filter(method);
+    match action {
+        RouteAction::Api { endpoint } => match endpoint {
+            ApiEndpoint::Health => on(f, system::health),
+            ApiEndpoint::Info => on(f, system::info),
+            ApiEndpoint::OpenApi => on(f, system::openapi),
+            ApiEndpoint::CreateSession => on(f, sessions::create),
+            ApiEndpoint::ListSessions => on(f, sessions::list),
+            ApiEndpoint::ShowSession => on(f, sessions::show),
+            ApiEndpoint::DeleteSession => on(f, sessions::delete),
+            ApiEndpoint::SendMessage => on(f, sessions::message),
+            ApiEndpoint::StreamEvents => on(f, sessions::events),
+            ApiEndpoint::AnswerInput => on(f, sessions::answer),
+            ApiEndpoint::DecideApproval => on(f, sessions::approve),
+            ApiEndpoint::CancelTurn => on(f, sessions::cancel),
+            ApiEndpoint::ResumeSession => on(f, sessions::resume),
+            ApiEndpoint::SessionArtifact => on(f, sessions::artifact),
+            ApiEndpoint::Agents => on(f, crate::api::lists::agents),
+            ApiEndpoint::Skills => on(f, crate::api::lists::skills),
+            ApiEndpoint::SkillSettings => on(f, crate::api::lists::skill_settings),
+            ApiEndpoint::Plugins => on(f, crate::api::lists::plugins),
+        },
+        RouteAction::Home => on(f, system::home),
+        RouteAction::StartSession {
+            agent,
+            prompt,
+            mode,
+        } => {
+            let start = StartSession {
+                agent: agent.clone(),
+                prompt: prompt.clone(),
+                mode: *mode,
+            };
+            on(
+                f,
+                move |state: State<Arc<ServerState>>,
+                      params: Path<BTreeMap<String, String>>,
+                      query: RawQuery,
+                      request: HttpRequestParts,
+                      body: Bytes| {
+                    let start = start.clone();
+                    async move { start.run(state, params, query, request, body).await }
+                },
+            )
+        }
+    }
+}
+
+/// Builds the router of `plan` over `state`.
+pub fn build(plan: &RoutePlan, state: Arc<ServerState>, token: Token) -> Router {
+    // Methods of one path are one method router; public and protected
+    // methods are kept apart so the token layer covers only the latter.
+    let mut paths: BTreeMap<String, (Option<Handler>, Option<Handler>)> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut add = |path: String, is_public: bool, h: Handler| {
+        if !paths.contains_key(&path) {
+            order.push(path.clone());
+        }
+        let slot = paths.entry(path).or_insert((None, None));
+        let side = if is_public { &mut slot.0 } else { &mut slot.1 };
+        *side = Some(match side.take() {
+            Some(existing) => existing.merge(h),
+            None => h,
+        });
+    };
+    for r in &plan.effective {
+        let mut h = handler(r.method, &r.action);
+        if let Some(cors) = &r.cors {
+            let cors = cors.clone();
+            h = h.layer(middleware::from_fn(move |req: Request, next: Next| {
+                let cors = cors.clone();
+                async move { with_cors_headers(&cors, req, next).await }
+            }));
+        }
+        add(axum_path(&r.path), public(&r.action), h);
+    }
+    for p in &plan.preflights {
+        let cors = p.cors.clone();
+        let methods: Vec<&'static str> = plan
+            .effective
+            .iter()
+            .filter(|r| p.source_ids.contains(&r.source_id) && r.identity == p.identity)
+            .map(|r| r.method.as_str())
+            .collect();
+        let methods = methods.join(", ");
+        add(
+            axum_path(&p.path),
+            true,
+            on(MethodFilter::OPTIONS, move |headers: HeaderMap| {
+                let cors = cors.clone();
+                let methods = methods.clone();
+                async move { preflight(&cors, &methods, &headers) }
+            }),
+        );
+    }
+    for host in HostRoute::ALL {
+        let (method, path) = host.route();
+        let h: Handler = match host {
+            HostRoute::Readiness => on(filter(method.unwrap_or(Method::Get)), system::readiness),
+            HostRoute::ScheduleTrigger | HostRoute::FleetContinuation => any(system::reserved),
+        };
+        let is_public = match host {
+            HostRoute::Readiness => true,
+            HostRoute::ScheduleTrigger | HostRoute::FleetContinuation => false,
+        };
+        add(axum_path(path), is_public, h);
+    }
+    let auth = middleware::from_fn_with_state(token, require_token);
+    let mut router = Router::new();
+    for path in order {
+        let Some((public_h, protected_h)) = paths.remove(&path) else {
+            continue;
+        };
+        let h = match (public_h, protected_h) {
+            (Some(p), Some(q)) => p.merge(q.layer(auth.clone())),
+            (Some(p), None) => p,
+            (None, Some(q)) => q.layer(auth.clone()),
+            (None, None) => continue,
+        };
+        router = router.route(&path, h);
+    }
+    router
+        .fallback(|| async {
+            ApiError::not_found(
+                "server/route-not-found",
+                "no such route; /openapi.json lists the API",
+            )
+        })
+        .with_state(state)
+}
+
+/// Whether the request's origin is allowed, and the value to answer with.
+fn allowed_origin(cors: &Cors, headers: &HeaderMap) -> Option<HeaderValue> {
+    let origin = headers.get(header::ORIGIN)?;
+    match &cors.origin {
+        None | Some(CorsList::Any(_)) if !cors.credentials => Some(HeaderValue::from_static("*")),
+        None | Some(CorsList::Any(_)) => Some(origin.clone()),
+        Some(CorsList::List(list)) => origin
+            .to_str()
+            .ok()
+            .filter(|o| list.iter().any(|l| l == o))
+            .map(|_| origin.clone()),
+    }
+}
+
+fn list_value(list: &CorsList) -> String {
+    match list {
+        CorsList::Any(_) => "*".to_owned(),
+        CorsList::List(items) => items.join(", "),
+    }
+}
+
+fn preflight(cors: &Cors, methods: &str, headers: &HeaderMap) -> Response {
+    let Some(origin) = allowed_origin(cors, headers) else {
+        return StatusCode::FORBIDDEN.into_response();
+    };
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let h = response.headers_mut();
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    let methods = cors.methods.as_ref().map_or(methods.to_owned(), list_value);
+    if let Ok(v) = HeaderValue::from_str(&methods) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, v);
+    }
+    let allow = match &cors.allow_headers {
+        Some(l) => list_value(l),
+        None => headers
+            .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("authorization, content-type")
+            .to_owned(),
+    };
+    if let Ok(v) = HeaderValue::from_str(&allow) {
+        h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, v);
+    }
+    if cors.credentials {
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+    }
+    if let Some(age) = cors.max_age {
+        h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from(age));
+    }
+    h.insert(header::VARY, HeaderValue::from_static("origin"));
+    response
+}
+
+async fn with_cors_headers(cors: &Cors, request: Request, next: Next) -> Response {
+    let origin = allowed_origin(cors, request.headers());
+    let mut response = next.run(request).await;
+    if let Some(origin) = origin {
+        let h = response.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        if let Some(expose) = &cors.expose_headers
+            && let Ok(v) = HeaderValue::from_str(&list_value(expose))
+        {
+            h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, v);
+        }
+        if cors.credentials {
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+                HeaderValue::from_static("true"),
+            );
+        }
+        h.insert(header::VARY, HeaderValue::from_static("origin"));
+    }
+    response
+}
+
+/// The parts of a request a prompt template may use.
+type HttpRequestParts = axum::http::request::Parts;
+
+/// A user channel route: each request starts a session with the route's
+/// agent, its first message the prompt rendered over the request.
+#[derive(Debug, Clone)]
+struct StartSession {
+    agent: String,
+    prompt: String,
+    mode: evoflux_core::AppMode,
+}
+
+impl StartSession {
+    async fn run(
+        &self,
+        State(state): State<Arc<ServerState>>,
+        Path(params): Path<BTreeMap<String, String>>,
+        RawQuery(query): RawQuery,
+        parts: HttpRequestParts,
+        body: Bytes,
+    ) -> Response {
+        let body = String::from_utf8_lossy(&body);
+        let prompt = match render_prompt(
+            &self.prompt,
+            &parts.method,
+            parts.uri.path(),
+            query.as_deref().unwrap_or(""),
+            &params,
+            &body,
+        ) {
+            Ok(p) => p,
+            Err(e) => return e.into_response(),
+        };
+        let opened = state
+            .sessions
+            .open(SessionOptions {
+                mode: Some(self.mode),
+                workspaces: match self.mode {
+                    evoflux_core::AppMode::Coding => {
+                        state.workspaces.iter().take(1).cloned().collect()
+                    }
+                    evoflux_core::AppMode::Work => Vec::new(),
+                },
+                lead: Some(self.agent.clone()),
+                model: None,
+                resume: None,
+                limits: Default::default(),
+            })
+            .await;
+        let opened = match opened {
+            Ok(o) => o,
+            Err(e) => return e.into_response(),
+        };
+        if let Err(e) = opened.live.start_turn(Some(prompt)) {
+            return e.into_response();
+        }
+        (
+            StatusCode::ACCEPTED,
+            axum::Json(serde_json::json!({
+                "session_id": opened.session.id.to_string(),
+                "events": format!("/api/sessions/{}/events", opened.session.id),
+            })),
+        )
+            .into_response()
+    }
+}
+
+/// Renders a channel's prompt: `{{body}}`, `{{method}}`, `{{path}}`,
+/// `{{query}}` and `{{param.NAME}}` (a path parameter). Any other
+/// placeholder is an error, never silently empty.
+fn render_prompt(
+    template: &str,
+    method: &HttpMethod,
+    path: &str,
+    query: &str,
+    params: &BTreeMap<String, String>,
+    body: &str,
+) -> Result<String, ApiError> {
+    let mut out = String::with_capacity(template.len() + body.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = after[..end].trim();
+        let value = match name {
+            "body" => body,
+            "method" => method.as_str(),
+            "path" => path,
+            "query" => query,
+            other => match other.strip_prefix("param.").and_then(|p| params.get(p)) {
+                Some(v) => v.as_str(),
+                None => {
+                    return Err(ApiError::internal(
+                        "server/prompt-placeholder-unknown",
+                        format!(
+                            "the channel's prompt uses `{{{{{other}}}}}`, which is not body, \
+                             method, path, query or param.<name> of this route"
+                        ),
+                    ));
+                }
+            },
+        };
+        out.push_str(value);
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_become_axum_paths() {
+        assert_eq!(
+            axum_path("/api/sessions/:id/events"),
+            "/api/sessions/{id}/events"
+        );
+        assert_eq!(axum_path("/"), "/");
+    }
+
+    #[test]
+    fn prompts_render_known_placeholders_only() {
+        let params = BTreeMap::from([("repo".to_owned(), "evoflux".to_owned())]);
+        let got = render_prompt(
+            "{{method}} {{path}} {{param.repo}}: {{ body }}",
+            &HttpMethod::POST,
+            "/hooks/evoflux",
+            "",
+            &params,
+            "{\"action\":\"opened\"}",
+        )
+        .unwrap();
+        assert_eq!(got, "POST /hooks/evoflux evoflux: {\"action\":\"opened\"}");
+        let e = render_prompt("{{secret}}", &HttpMethod::GET, "/", "", &params, "").unwrap_err();
+        assert_eq!(e.code, "server/prompt-placeholder-unknown");
+    }
+}
