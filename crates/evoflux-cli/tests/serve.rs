@@ -700,3 +700,68 @@ fn sigterm_stops_the_server_cleanly() {
     let status = server.stop();
     assert!(status.success(), "{status:?}");
 }
+
+/// The Python tools CI installs (`.ci/run`): `EVOFLUX_TEST_PYTHON`, a
+/// Python with openapi-spec-validator and schemathesis. Skipped, with a
+/// note, when unset.
+fn python_tools() -> Option<std::path::PathBuf> {
+    match std::env::var_os("EVOFLUX_TEST_PYTHON") {
+        Some(p) if !p.is_empty() => Some(p.into()),
+        _ => {
+            eprintln!("note: EVOFLUX_TEST_PYTHON is not set; skipping the OpenAPI validator test");
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_validates_and_the_live_server_passes_schemathesis() {
+    let Some(python) = python_tools() else { return };
+    let s = Sandbox::new();
+    let server = Server::start(&s, &[]);
+    // The document is public.
+    let doc = server
+        .http
+        .get(format!("{}/openapi.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let file = s.tmp.path().join("openapi.json");
+    std::fs::write(&file, &doc).unwrap();
+    let validated = std::process::Command::new(&python)
+        .args(["-m", "openapi_spec_validator"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        validated.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&validated.stdout),
+        String::from_utf8_lossy(&validated.stderr)
+    );
+    // Property-based requests against the live server: no 5xx, and every
+    // response matches the document.
+    let url = server.url.clone();
+    let auth = format!("Authorization: Bearer {}", server.token);
+    let checked = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(&python)
+            .args(["-m", "schemathesis.cli", "run"])
+            .arg(&file)
+            .args(["--url", &url, "-H", &auth])
+            .args(["--checks", "not_a_server_error,response_schema_conformance"])
+            .args(["--max-examples", "15", "--seed", "1"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        checked.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}

@@ -59,23 +59,28 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The status and request field a store error answers with.
+fn store_status(e: &StoreError) -> (StatusCode, Option<&'static str>) {
+    match e {
+        StoreError::SessionNotFound(_) | StoreError::PendingInputNotFound { .. } => {
+            (StatusCode::NOT_FOUND, None)
+        }
+        StoreError::ModeMismatch { .. } => (StatusCode::CONFLICT, Some("mode")),
+        StoreError::WorkspaceMismatch { .. }
+        | StoreError::CodingWorkspaceEmpty
+        | StoreError::WorkspaceNotAbsolute(_) => (StatusCode::CONFLICT, Some("workspaces")),
+        StoreError::PendingInputAnswered { .. } => (StatusCode::CONFLICT, None),
+        StoreError::DataDir { .. }
+        | StoreError::Open { .. }
+        | StoreError::Migrate { .. }
+        | StoreError::Database(_)
+        | StoreError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, None),
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
-        let (status, field) = match &e {
-            StoreError::SessionNotFound(_) | StoreError::PendingInputNotFound { .. } => {
-                (StatusCode::NOT_FOUND, None)
-            }
-            StoreError::ModeMismatch { .. } => (StatusCode::CONFLICT, Some("mode")),
-            StoreError::WorkspaceMismatch { .. }
-            | StoreError::CodingWorkspaceEmpty
-            | StoreError::WorkspaceNotAbsolute(_) => (StatusCode::CONFLICT, Some("workspaces")),
-            StoreError::PendingInputAnswered { .. } => (StatusCode::CONFLICT, None),
-            StoreError::DataDir { .. }
-            | StoreError::Open { .. }
-            | StoreError::Migrate { .. }
-            | StoreError::Database(_)
-            | StoreError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, None),
-        };
+        let (status, field) = store_status(&e);
         ApiError {
             field: field.map(str::to_owned),
             ..ApiError::new(status, e.code(), e.to_string())
@@ -85,16 +90,39 @@ impl From<StoreError> for ApiError {
 
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> ApiError {
-        let status = if e.is_invalid_input() {
-            StatusCode::UNPROCESSABLE_ENTITY
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
+        use StatusCode as S;
+        // What the request asked for cannot be had (422), the server's
+        // sources or trust are in the way (409), or the server failed (500).
+        let (status, field) = match &e {
+            SessionError::Store(store) => {
+                let (status, field) = store_status(store);
+                (status, field.map(str::to_owned))
+            }
+            SessionError::Workspace { .. } | SessionError::WorkspaceInWorkMode { .. } => {
+                (S::UNPROCESSABLE_ENTITY, Some("workspaces".to_owned()))
+            }
+            SessionError::Lead { .. } | SessionError::LeadUnloadable { .. } => {
+                (S::UNPROCESSABLE_ENTITY, Some("lead".to_owned()))
+            }
+            SessionError::ModelInvalid { .. } | SessionError::Provider { .. } => {
+                (S::UNPROCESSABLE_ENTITY, Some("model".to_owned()))
+            }
+            SessionError::Compile(_)
+            | SessionError::Config { .. }
+            | SessionError::Sandbox { .. }
+            | SessionError::Trust(_) => (S::CONFLICT, None),
+            SessionError::Pipeline(_) | SessionError::Mcp(_) | SessionError::Harness(_) => {
+                (S::INTERNAL_SERVER_ERROR, None)
+            }
         };
         let message = match e.diagnostics() {
             Some(d) if !d.is_empty() => format!("{e}\n{}", d.render_human()),
             _ => e.to_string(),
         };
-        ApiError::new(status, e.code(), message)
+        ApiError {
+            field,
+            ..ApiError::new(status, e.code(), message)
+        }
     }
 }
 

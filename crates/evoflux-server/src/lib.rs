@@ -4,8 +4,8 @@
 //! channel's endpoints, the `home` page, user channels that start a
 //! session per request, derived CORS preflights and the closed host
 //! inventory. Sessions run on the harness's session engine ([`live`]);
-//! handlers are thin. Every route but health, readiness and the home page
-//! needs the bearer token ([`auth`]).
+//! handlers are thin. Every route but health, readiness, the OpenAPI
+//! document and the home page needs the bearer token ([`auth`]).
 
 mod api;
 pub mod auth;

@@ -72,11 +72,13 @@ pub fn document() -> &'static str {
     DOC.get_or_init(|| {
         let mut doc = ApiDoc::openapi();
         doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
-        // Health is public.
-        if let Some(item) = doc.paths.paths.get_mut("/api/health")
-            && let Some(op) = item.get.as_mut()
-        {
-            op.security = Some(Vec::new());
+        // Health and this document are public.
+        for public in ["/api/health", "/openapi.json"] {
+            if let Some(item) = doc.paths.paths.get_mut(public)
+                && let Some(op) = item.get.as_mut()
+            {
+                op.security = Some(Vec::new());
+            }
         }
         doc.to_json().unwrap_or_else(|_| "{}".to_owned())
     })

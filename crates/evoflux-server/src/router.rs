@@ -84,9 +84,9 @@ fn filter(method: Method) -> MethodFilter {
 fn public(action: &RouteAction) -> bool {
     match action {
         RouteAction::Api { endpoint } => match endpoint {
-            ApiEndpoint::Health => true,
+            // The API's description holds no data.
+            ApiEndpoint::Health | ApiEndpoint::OpenApi => true,
             ApiEndpoint::Info
-            | ApiEndpoint::OpenApi
             | ApiEndpoint::CreateSession
             | ApiEndpoint::ListSessions
             | ApiEndpoint::ShowSession

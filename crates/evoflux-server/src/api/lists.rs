@@ -16,6 +16,7 @@ use crate::state::ServerState;
 
 /// A listing's `?mode=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ModeQuery {
     /// `work` or `coding`; both when absent.

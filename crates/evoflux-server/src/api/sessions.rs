@@ -122,6 +122,7 @@ pub struct SessionSummary {
 
 /// `GET /api/sessions/{id}/events` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct EventsQuery {
     /// Replay events after this id (what `Last-Event-ID` says, for clients
@@ -131,6 +132,7 @@ pub struct EventsQuery {
 
 /// `GET /api/sessions/{id}/artifact` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactQuery {
     /// The artifact's locator: the `artifact` path an event's or the
