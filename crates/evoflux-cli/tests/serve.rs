@@ -765,3 +765,144 @@ async fn the_openapi_document_validates_and_the_live_server_passes_schemathesis(
         String::from_utf8_lossy(&checked.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_crud_keeps_the_team_valid_and_get_never_writes() {
+    let s = Sandbox::new();
+    let server = Server::start(&s, &[]);
+    let agents_dir = s.config().join("agents");
+    // GET never writes: listing and showing a builtin leave no file.
+    let shown: Value = server
+        .get("/api/agents/evoflux")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["editable"], false);
+    assert!(shown["content"].is_null());
+    server.get("/api/agents").send().await.unwrap();
+    assert!(!agents_dir.exists(), "a GET wrote {}", agents_dir.display());
+
+    // Create a Coding member; the API's effective config is the runtime's.
+    let member = "---\nrole: member\ndescription: Reviews diffs.\n---\nReview carefully.\n";
+    let created = server
+        .post(
+            "/api/agents",
+            json!({"name": "coding/reviewer", "content": member}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["editable"], true);
+    assert_eq!(created["content"], member);
+    let file = agents_dir.join("coding/reviewer.md");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), member);
+    let cli = s.json(&["--json", "agents", "list", "--mode", "coding"]);
+    let from_cli = cli[0]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "reviewer")
+        .unwrap()["effective"]
+        .clone();
+    assert_eq!(created["effective"], from_cli);
+    let again = server
+        .post(
+            "/api/agents",
+            json!({"name": "coding/reviewer", "content": member}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 409);
+
+    // A broken file is refused and nothing is written.
+    let broken = server
+        .http
+        .put(format!("{}/api/agents/coding/reviewer", server.url))
+        .bearer_auth(&server.token)
+        .json(&json!({"content": "no front matter"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(broken.status(), 422);
+    assert_eq!(
+        broken.json::<Value>().await.unwrap()["code"],
+        "agent/invalid"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), member);
+    let mismatch = server
+        .http
+        .put(format!("{}/api/agents/coding/reviewer", server.url))
+        .bearer_auth(&server.token)
+        .json(&json!({"name": "coding/other", "content": member}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mismatch.status(), 422);
+
+    // A change that leaves the mode without a lead is rolled back: a user
+    // file named like the builtin lead that makes it a member.
+    let demote_builtin = server
+        .post(
+            "/api/agents",
+            json!({"name": "evoflux", "content": "---\nrole: member\ndescription: No lead now.\n---\nx\n"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(demote_builtin.status(), 422);
+    assert_eq!(
+        demote_builtin.json::<Value>().await.unwrap()["code"],
+        "agent/team-invalid"
+    );
+    assert!(
+        !agents_dir.join("evoflux.md").exists(),
+        "the refused file was kept"
+    );
+
+    // A user lead, demoted to a member and deleted: the builtin lead
+    // remains, so both are allowed.
+    let lead = "---\nrole: lead\ndescription: My lead.\n---\nLead.\n";
+    let made = server
+        .post("/api/agents", json!({"name": "boss", "content": lead}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
+    let demoted = server
+        .http
+        .put(format!("{}/api/agents/boss", server.url))
+        .bearer_auth(&server.token)
+        .json(&json!({"content": "---\nrole: member\ndescription: Now a member.\n---\nHelp.\n"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(demoted.status(), 200);
+    let deleted = server
+        .http
+        .delete(format!("{}/api/agents/boss", server.url))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert!(!agents_dir.join("boss.md").exists());
+    // A builtin is not the user's file.
+    let builtin = server
+        .http
+        .delete(format!("{}/api/agents/evoflux", server.url))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(builtin.status(), 403);
+    assert_eq!(
+        builtin.json::<Value>().await.unwrap()["code"],
+        "agent/not-editable"
+    );
+}

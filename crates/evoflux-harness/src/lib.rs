@@ -10,6 +10,7 @@
 //! [`events::Event`] stream, and everything is persisted in the session
 //! store as it happens.
 
+pub mod agent_files;
 pub mod approval;
 pub mod bounded;
 pub mod clock;

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::api::{lists, sessions, system};
+use crate::api::{agents, lists, sessions, system};
 use crate::error::ApiError;
 
 #[derive(OpenApi)]
@@ -32,6 +32,13 @@ use crate::error::ApiError;
         sessions::resume,
         sessions::artifact,
         lists::agents,
+        agents::create,
+        agents::show_work,
+        agents::show_coding,
+        agents::replace_work,
+        agents::replace_coding,
+        agents::delete_work,
+        agents::delete_coding,
         lists::skills,
         lists::skill_settings,
         lists::plugins,
@@ -48,6 +55,8 @@ use crate::error::ApiError;
         sessions::Accepted,
         sessions::SessionSummary,
         lists::Listing,
+        agents::NewAgent,
+        agents::AgentContent,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))

@@ -19,7 +19,7 @@ use evoflux_graph::route_plan::{HostRoute, RoutePlan};
 use evoflux_harness::SessionOptions;
 use serde::Serialize;
 
-use crate::api::{sessions, system};
+use crate::api::{agents, sessions, system};
 use crate::auth::{Token, require_token};
 use crate::error::ApiError;
 use crate::state::ServerState;
@@ -99,6 +99,13 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::ResumeSession
             | ApiEndpoint::SessionArtifact
             | ApiEndpoint::Agents
+            | ApiEndpoint::CreateAgent
+            | ApiEndpoint::ShowAgent
+            | ApiEndpoint::ShowCodingAgent
+            | ApiEndpoint::ReplaceAgent
+            | ApiEndpoint::ReplaceCodingAgent
+            | ApiEndpoint::DeleteAgent
+            | ApiEndpoint::DeleteCodingAgent
             | ApiEndpoint::Skills
             | ApiEndpoint::SkillSettings
             | ApiEndpoint::Plugins => false,
@@ -131,6 +138,13 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::ResumeSession => on(f, sessions::resume),
             ApiEndpoint::SessionArtifact => on(f, sessions::artifact),
             ApiEndpoint::Agents => on(f, crate::api::lists::agents),
+            ApiEndpoint::CreateAgent => on(f, agents::create),
+            ApiEndpoint::ShowAgent => on(f, agents::show_work),
+            ApiEndpoint::ShowCodingAgent => on(f, agents::show_coding),
+            ApiEndpoint::ReplaceAgent => on(f, agents::replace_work),
+            ApiEndpoint::ReplaceCodingAgent => on(f, agents::replace_coding),
+            ApiEndpoint::DeleteAgent => on(f, agents::delete_work),
+            ApiEndpoint::DeleteCodingAgent => on(f, agents::delete_coding),
             ApiEndpoint::Skills => on(f, crate::api::lists::skills),
             ApiEndpoint::SkillSettings => on(f, crate::api::lists::skill_settings),
             ApiEndpoint::Plugins => on(f, crate::api::lists::plugins),

@@ -1,5 +1,6 @@
 //! The handlers of the framework API channel, one module per area.
 
+pub mod agents;
 pub mod lists;
 pub mod sessions;
 pub mod system;

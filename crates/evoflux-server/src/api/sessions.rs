@@ -189,7 +189,7 @@ fn last_event(live: &crate::live::LiveSession) -> u64 {
     live.log.since(0).last().map_or(0, |e| e.id)
 }
 
-#[utoipa::path(post, path = "/api/sessions", tag = "sessions", request_body = CreateSession,
+#[utoipa::path(post, path = "/api/sessions", operation_id = "create_session", tag = "sessions", request_body = CreateSession,
     responses(
         (status = 201, description = "The session is open", body = SessionCreated),
         (status = 403, description = "A workspace the server does not serve", body = ApiError),
@@ -245,7 +245,7 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/api/sessions", tag = "sessions",
+#[utoipa::path(get, path = "/api/sessions", operation_id = "list_sessions", tag = "sessions",
     responses((status = 200, description = "Every session, newest first", body = Vec<SessionSummary>)))]
 pub async fn list(
     State(state): State<Arc<ServerState>>,
@@ -267,7 +267,7 @@ pub async fn list(
     ))
 }
 
-#[utoipa::path(get, path = "/api/sessions/{id}", tag = "sessions",
+#[utoipa::path(get, path = "/api/sessions/{id}", operation_id = "show_session", tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
     responses(
         (status = 200, description = "The session, its transcript, open questions, usage and children", body = Object),
@@ -282,7 +282,7 @@ pub async fn show(
     Ok(Json(SessionRecord::load(store, id).await?))
 }
 
-#[utoipa::path(delete, path = "/api/sessions/{id}", tag = "sessions",
+#[utoipa::path(delete, path = "/api/sessions/{id}", operation_id = "delete_session", tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
     responses(
         (status = 204, description = "Deleted, with its children and artifacts"),
