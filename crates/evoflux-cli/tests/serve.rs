@@ -906,3 +906,61 @@ async fn agent_crud_keeps_the_team_valid_and_get_never_writes() {
         "agent/not-editable"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_added_while_serving_is_served_and_starts_a_session_per_request() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "hook.yaml",
+        "turns:\n  - expect: {user: {contains: \"opened evoflux\"}}\n    reply: {text: \"triaged\"}\n",
+    );
+    s.user("config.toml", &format!("[model]\ndefault = \"{model}\"\n"));
+    let server = Server::start(&s, &[]);
+    let (status, body) = probe(&server, "POST", "/hooks/evoflux").await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("server/route-not-found"))
+    );
+    // A live session hears the reload.
+    let watcher: Value = server
+        .post("/api/sessions", json!({"mode": "work"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let watcher_id = watcher["session_id"].as_str().unwrap().to_owned();
+    s.user(
+        "channels/hooks.toml",
+        "[[route]]\nmethod = \"POST\"\npath = \"/hooks/:repo\"\nagent = \"evoflux\"\nprompt = \"{{body}} {{param.repo}}\"\n",
+    );
+    read_events(&server, &watcher_id, None, |e| e.kind == "graph_reloaded").await;
+    let started = server
+        .http
+        .post(format!("{}/hooks/evoflux", server.url))
+        .bearer_auth(&server.token)
+        .body("opened")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 202);
+    let started: Value = started.json().await.unwrap();
+    let id = started["session_id"].as_str().unwrap().to_owned();
+    let events = read_events(&server, &id, None, |e| e.kind == "turn_completed").await;
+    assert_eq!(events.last().unwrap().data["text"], "triaged");
+    // A broken channel keeps the routes the server has, and says so.
+    s.user("channels/hooks.toml", "[[route]]\nmethod = \"BREW\"\n");
+    let invalid = read_events(&server, &watcher_id, None, |e| e.kind == "graph_invalid").await;
+    assert!(invalid.last().unwrap().data["diagnostics"].is_array());
+    let again = server
+        .http
+        .post(format!("{}/hooks/evoflux", server.url))
+        .bearer_auth(&server.token)
+        .body("opened")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 202);
+}

@@ -12,6 +12,7 @@ pub mod auth;
 mod error;
 pub mod live;
 mod openapi;
+mod reload;
 pub mod router;
 mod state;
 
@@ -100,6 +101,12 @@ pub async fn serve(
         workspaces: options.workspaces.clone(),
     });
     let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
+    let current = reload::CurrentRouter::new(router, graph.hash.to_string());
+    let _watcher = reload::watch(
+        Arc::clone(&state),
+        options.token.clone(),
+        Arc::clone(&current),
+    );
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| ServerError::Bind {
@@ -111,7 +118,7 @@ pub async fn serve(
         source,
     })?;
     listening(addr);
-    let served = axum::serve(listener, router)
+    let served = axum::serve(listener, current.service())
         .with_graceful_shutdown(shutdown)
         .await;
     state.sessions.stop_all().await;

@@ -347,6 +347,21 @@ impl Sessions {
         }
     }
 
+    /// Appends an event to every live session's log (a server event, such
+    /// as a reload of the graph).
+    pub fn broadcast(&self, value: &Value) {
+        let live: Vec<Arc<LiveSession>> = self
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for session in live {
+            session.log.push(value);
+        }
+    }
+
     /// Stops every session (graceful shutdown).
     pub async fn stop_all(&self) {
         let ids: Vec<SessionId> = self

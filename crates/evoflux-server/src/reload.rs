@@ -1,0 +1,148 @@
+//! Live reload. The server watches the source roots (the admin and user
+//! config folders, each workspace's `.evoflux/`) and compiles the graph
+//! again when a file changes. A graph that compiles replaces the router
+//! (its routes are the new route plan) and every live session hears a
+//! `graph_reloaded` event; sessions compile at their next open. A graph
+//! with errors keeps the old router, and sessions hear `graph_invalid`
+//! with the diagnostics (which `/api/info` shows too, as it compiles).
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::response::IntoResponse;
+use notify::{RecursiveMode, Watcher};
+use serde_json::json;
+use tower::ServiceExt;
+
+use crate::auth::Token;
+use crate::state::ServerState;
+
+/// How long a burst of file events is gathered before one recompile.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// The router of the current graph.
+#[derive(Debug)]
+pub struct CurrentRouter {
+    router: RwLock<Router>,
+    hash: RwLock<String>,
+}
+
+impl CurrentRouter {
+    pub fn new(router: Router, hash: String) -> Arc<CurrentRouter> {
+        Arc::new(CurrentRouter {
+            router: RwLock::new(router),
+            hash: RwLock::new(hash),
+        })
+    }
+
+    /// A router that sends every request to the current one.
+    pub fn service(self: &Arc<Self>) -> Router {
+        let current = Arc::clone(self);
+        Router::new().fallback(move |request: Request| {
+            let router = current
+                .router
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            async move {
+                match router.oneshot(request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+                .into_response()
+            }
+        })
+    }
+}
+
+/// The folders whose files are sources.
+fn roots(state: &ServerState) -> Vec<(PathBuf, RecursiveMode)> {
+    let app = state.sessions.app();
+    let mut out = Vec::new();
+    if let Ok(options) = app.root_options(&state.workspaces) {
+        for dir in [options.admin_dir, options.user_config_dir]
+            .into_iter()
+            .flatten()
+        {
+            out.push((dir, RecursiveMode::Recursive));
+        }
+    }
+    for w in &state.workspaces {
+        out.push((w.join(".evoflux"), RecursiveMode::Recursive));
+        // To see `.evoflux/` appear.
+        out.push((w.clone(), RecursiveMode::NonRecursive));
+    }
+    out.retain(|(p, _)| p.is_dir());
+    out
+}
+
+/// Starts watching; the watcher lives as long as the returned value.
+pub fn watch(
+    state: Arc<ServerState>,
+    token: Token,
+    current: Arc<CurrentRouter>,
+) -> Option<notify::RecommendedWatcher> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watcher =
+        match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if event.is_ok() {
+                let _ = tx.send(());
+            }
+        }) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("live reload is off: cannot watch the sources: {e}");
+                return None;
+            }
+        };
+    for (dir, mode) in roots(&state) {
+        if let Err(e) = watcher.watch(&dir, mode) {
+            tracing::warn!("cannot watch {}: {e}", dir.display());
+        }
+    }
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            tokio::time::sleep(SETTLE).await;
+            while rx.try_recv().is_ok() {}
+            let s = Arc::clone(&state);
+            let compiled =
+                tokio::task::spawn_blocking(move || s.sessions.app().compile(&s.workspaces)).await;
+            let graph = match compiled {
+                Ok(Ok(g)) => g,
+                Ok(Err(e)) => {
+                    state.sessions.broadcast(&json!({
+                        "type": "graph_invalid",
+                        "code": e.code(),
+                        "message": e.to_string(),
+                    }));
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            if graph.has_errors() {
+                state.sessions.broadcast(&json!({
+                    "type": "graph_invalid",
+                    "code": "server/graph-invalid",
+                    "message": "the changed sources do not compile; the server keeps its routes",
+                    "diagnostics": graph.diagnostics.errors().to_json(),
+                }));
+                continue;
+            }
+            let hash = graph.hash.to_string();
+            let changed = *current.hash.read().unwrap_or_else(|p| p.into_inner()) != hash;
+            if !changed {
+                continue;
+            }
+            let router = crate::router::build(&graph.route_plan, Arc::clone(&state), token.clone());
+            *current.router.write().unwrap_or_else(|p| p.into_inner()) = router;
+            *current.hash.write().unwrap_or_else(|p| p.into_inner()) = hash.clone();
+            state
+                .sessions
+                .broadcast(&json!({"type": "graph_reloaded", "graph_hash": hash}));
+        }
+    });
+    Some(watcher)
+}
