@@ -74,6 +74,12 @@ impl Server {
             .json(&body)
     }
 
+    fn request(&self, method: &str, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method.parse().unwrap(), format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+    }
+
     fn stop(&mut self) -> std::process::ExitStatus {
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -313,9 +319,7 @@ turns:
     );
 
     let deleted = server
-        .http
-        .delete(format!("{}/api/sessions/{id}", server.url))
-        .bearer_auth(&server.token)
+        .request("DELETE", &format!("/api/sessions/{id}"))
         .send()
         .await
         .unwrap();
@@ -494,9 +498,7 @@ fn running(marker: &str) -> bool {
 /// A request to `path` with `method`, with the token.
 async fn probe(server: &Server, method: &str, path: &str) -> (u16, Value) {
     let r = server
-        .http
-        .request(method.parse().unwrap(), format!("{}{path}", server.url))
-        .bearer_auth(&server.token)
+        .request(method, path)
         .header("content-type", "application/json")
         .body("{}")
         .send()
@@ -822,9 +824,7 @@ async fn agent_crud_keeps_the_team_valid_and_get_never_writes() {
 
     // A broken file is refused and nothing is written.
     let broken = server
-        .http
-        .put(format!("{}/api/agents/coding/reviewer", server.url))
-        .bearer_auth(&server.token)
+        .request("PUT", "/api/agents/coding/reviewer")
         .json(&json!({"content": "no front matter"}))
         .send()
         .await
@@ -836,9 +836,7 @@ async fn agent_crud_keeps_the_team_valid_and_get_never_writes() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), member);
     let mismatch = server
-        .http
-        .put(format!("{}/api/agents/coding/reviewer", server.url))
-        .bearer_auth(&server.token)
+        .request("PUT", "/api/agents/coding/reviewer")
         .json(&json!({"name": "coding/other", "content": member}))
         .send()
         .await
@@ -875,18 +873,14 @@ async fn agent_crud_keeps_the_team_valid_and_get_never_writes() {
         .unwrap();
     assert_eq!(made.status(), 201);
     let demoted = server
-        .http
-        .put(format!("{}/api/agents/boss", server.url))
-        .bearer_auth(&server.token)
+        .request("PUT", "/api/agents/boss")
         .json(&json!({"content": "---\nrole: member\ndescription: Now a member.\n---\nHelp.\n"}))
         .send()
         .await
         .unwrap();
     assert_eq!(demoted.status(), 200);
     let deleted = server
-        .http
-        .delete(format!("{}/api/agents/boss", server.url))
-        .bearer_auth(&server.token)
+        .request("DELETE", "/api/agents/boss")
         .send()
         .await
         .unwrap();
@@ -894,9 +888,7 @@ async fn agent_crud_keeps_the_team_valid_and_get_never_writes() {
     assert!(!agents_dir.join("boss.md").exists());
     // A builtin is not the user's file.
     let builtin = server
-        .http
-        .delete(format!("{}/api/agents/evoflux", server.url))
-        .bearer_auth(&server.token)
+        .request("DELETE", "/api/agents/evoflux")
         .send()
         .await
         .unwrap();
@@ -938,9 +930,7 @@ async fn a_channel_added_while_serving_is_served_and_starts_a_session_per_reques
     );
     read_events(&server, &watcher_id, None, |e| e.kind == "graph_reloaded").await;
     let started = server
-        .http
-        .post(format!("{}/hooks/evoflux", server.url))
-        .bearer_auth(&server.token)
+        .request("POST", "/hooks/evoflux")
         .body("opened")
         .send()
         .await
@@ -955,9 +945,7 @@ async fn a_channel_added_while_serving_is_served_and_starts_a_session_per_reques
     let invalid = read_events(&server, &watcher_id, None, |e| e.kind == "graph_invalid").await;
     assert!(invalid.last().unwrap().data["diagnostics"].is_array());
     let again = server
-        .http
-        .post(format!("{}/hooks/evoflux", server.url))
-        .bearer_auth(&server.token)
+        .request("POST", "/hooks/evoflux")
         .body("opened")
         .send()
         .await
