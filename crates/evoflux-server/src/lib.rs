@@ -96,7 +96,7 @@ pub async fn serve(
     let store = Store::open(app.dirs.data_dir()).await?;
     let processes = ProcessRuntime::new(RuntimeConfig::new(app.artifacts_root()));
     let state = Arc::new(state::ServerState {
-        sessions: live::Sessions::new(Arc::new(app), processes),
+        sessions: live::Sessions::new(Arc::new(app), processes, store.clone()),
         store,
         workspaces: options.workspaces.clone(),
     });

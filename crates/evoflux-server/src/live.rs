@@ -227,6 +227,8 @@ impl LiveSession {
 pub struct Sessions {
     app: Arc<AppContext>,
     processes: ProcessRuntime,
+    /// The server's one store, shared by every session.
+    store: evoflux_store::Store,
     live: Mutex<BTreeMap<SessionId, Arc<LiveSession>>>,
     /// Serializes opening, so one session is never opened twice.
     opening: tokio::sync::Mutex<()>,
@@ -242,10 +244,15 @@ pub struct Opened {
 }
 
 impl Sessions {
-    pub fn new(app: Arc<AppContext>, processes: ProcessRuntime) -> Sessions {
+    pub fn new(
+        app: Arc<AppContext>,
+        processes: ProcessRuntime,
+        store: evoflux_store::Store,
+    ) -> Sessions {
         Sessions {
             app,
             processes,
+            store,
             live: Mutex::new(BTreeMap::new()),
             opening: tokio::sync::Mutex::new(()),
         }
@@ -273,8 +280,7 @@ impl Sessions {
         if let Some(id) = options.resume
             && let Some(live) = self.get(id)
         {
-            let store = evoflux_store::Store::open(self.app.dirs.data_dir()).await?;
-            let session = store.load(id).await?;
+            let session = self.store.load(id).await?;
             return Ok(Opened {
                 live,
                 model: session.model.clone().unwrap_or_default(),
@@ -288,6 +294,7 @@ impl Sessions {
             .events(Arc::new(LogSink(Arc::clone(&log))))
             .approver(Arc::clone(&approvals) as Arc<dyn Approver>)
             .processes(self.processes.clone())
+            .store(self.store.clone())
             .open()
             .await?;
         let harness = opened.harness;

@@ -542,6 +542,7 @@ pub struct SessionBuilder<'a> {
     processes: Option<ProcessRuntime>,
     network: NetworkAccess,
     can_request_input: bool,
+    store: Option<Store>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -554,7 +555,15 @@ impl<'a> SessionBuilder<'a> {
             processes: None,
             network: NetworkAccess::PublicOnly,
             can_request_input: true,
+            store: None,
         }
+    }
+
+    /// The store to keep the session in (default: the data dir's, opened
+    /// for this session). A server passes its one pool to every session.
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
     }
 
     /// Where the session's events go.
@@ -586,7 +595,10 @@ impl<'a> SessionBuilder<'a> {
     pub async fn open(self) -> Result<OpenedSession, SessionError> {
         let app = self.app;
         let opts = &self.options;
-        let store = Store::open(app.dirs.data_dir()).await?;
+        let store = match self.store.clone() {
+            Some(s) => s,
+            None => Store::open(app.dirs.data_dir()).await?,
+        };
         let resumed = match opts.resume {
             Some(id) => Some(store.load(id).await?),
             None => None,
