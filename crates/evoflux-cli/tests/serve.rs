@@ -318,12 +318,24 @@ turns:
         "session/no-open-question"
     );
 
+    // A stream open when the session is deleted ends with session_stopped.
+    let open_stream = server
+        .get(&format!("/api/sessions/{id}/events"))
+        .header("Last-Event-ID", second.last().unwrap().id.to_string())
+        .send()
+        .await
+        .unwrap();
     let deleted = server
         .request("DELETE", &format!("/api/sessions/{id}"))
         .send()
         .await
         .unwrap();
     assert_eq!(deleted.status(), 204);
+    let rest = tokio::time::timeout(Duration::from_secs(10), open_stream.text())
+        .await
+        .expect("the stream of a deleted session ended")
+        .unwrap();
+    assert!(rest.contains("event: session_stopped"), "{rest}");
     let gone = server
         .get(&format!("/api/sessions/{id}"))
         .send()

@@ -23,6 +23,9 @@ use crate::error::ApiError;
 /// subscriber asking for them is told where the log now starts).
 pub const EVENT_LOG_CAPACITY: usize = 10_000;
 
+/// The type of the last event of a stopped session's stream.
+pub const SESSION_STOPPED: &str = "session_stopped";
+
 /// One logged event: its id (1-based, per session) and its JSON.
 #[derive(Debug, Clone)]
 pub struct Logged {
@@ -348,6 +351,8 @@ impl Sessions {
             .remove(&id);
         if let Some(live) = live {
             live.cancel();
+            live.log
+                .push(&json!({"type": SESSION_STOPPED, "session_id": id.to_string()}));
             // Dropping the last sender ends the task's loop.
             drop(live);
             self.processes.terminate_session(id).await;

@@ -502,26 +502,35 @@ pub async fn events(
             .map(Ok)
             .collect::<Vec<_>>(),
     );
-    let follow =
-        futures_util::stream::unfold((rx, last, live), |(mut rx, mut last, live)| async move {
+    // The stream holds the log, not the session: a stopped session's
+    // stream ends after its `session_stopped` event.
+    let log = Arc::clone(&live.log);
+    drop(live);
+    let follow = futures_util::stream::unfold(
+        (rx, last, log, false),
+        |(mut rx, mut last, log, ended)| async move {
+            if ended {
+                return None;
+            }
             loop {
-                match rx.recv().await {
+                let next = match rx.recv().await {
                     Ok(e) if e.id <= last => continue,
-                    Ok(e) => {
-                        last = e.id;
-                        return Some((Ok(to_sse(&e)), (rx, last, live)));
-                    }
+                    Ok(e) => e,
                     // Fell behind the broadcast: catch up from the log.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if let Some(e) = live.log.since(last).into_iter().next() {
-                            last = e.id;
-                            return Some((Ok(to_sse(&e)), (rx, last, live)));
+                        match log.since(last).into_iter().next() {
+                            Some(e) => e,
+                            None => continue,
                         }
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                }
+                };
+                last = next.id;
+                let ended = next.kind == crate::live::SESSION_STOPPED;
+                return Some((Ok(to_sse(&next)), (rx, last, log, ended)));
             }
-        });
+        },
+    );
     Ok(Sse::new(futures_util::StreamExt::chain(replayed, follow)).keep_alive(KeepAlive::default()))
 }
 
