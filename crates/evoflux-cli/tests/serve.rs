@@ -353,7 +353,9 @@ async fn approvals_and_cancel_over_http() {
     let s = Sandbox::new();
     // `shell` asks before a command that changes anything.
     s.user("config.toml", "[approval]\nshell = \"always\"\n");
-    let marker = format!("sleep 600 # cancel-{}", std::process::id());
+    // A duration no other test uses: the command's own process is
+    // `sleep 601` once the sandbox is set up.
+    let marker = format!("sleep 601 # cancel-{}", std::process::id());
     let model = script(
         &s,
         "approve.yaml",
@@ -440,10 +442,10 @@ turns:
         .unwrap();
     assert_eq!(busy.status(), 409);
     assert_eq!(busy.json::<Value>().await.unwrap()["code"], "session/busy");
-    // Wait until the command runs inside its sandbox (bubblewrap's outer
-    // and inner process both carry the command line), then cancel.
+    // Wait until the command itself runs inside its sandbox (its setup is
+    // done), then cancel.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while holders(&marker).lines().count() < 2 && std::time::Instant::now() < deadline {
+    while !running_exactly("sleep 601") && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(running(&marker), "the command never started");
@@ -492,6 +494,15 @@ fn holders(marker: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Whether a process whose whole command line is `cmdline` runs.
+fn running_exactly(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").trim() == cmdline)
+            .unwrap_or(false)
+    })
 }
 
 /// Whether a process whose command line contains `marker` runs.
@@ -963,4 +974,63 @@ async fn a_channel_added_while_serving_is_served_and_starts_a_session_per_reques
         .await
         .unwrap();
     assert_eq!(again.status(), 202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skill_preferences_change_by_settings_id_and_a_stale_id_conflicts() {
+    let s = Sandbox::new();
+    let server = Server::start(&s, &[]);
+    let listed: Value = server
+        .get("/api/settings/skills")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let skill = &listed["items"][0];
+    let name = skill["name"].as_str().unwrap().to_owned();
+    let id = skill["settings_id"].as_str().unwrap().to_owned();
+    let changed = server
+        .request("PATCH", &format!("/api/skills/{name}"))
+        .json(&json!({"settings_id": id, "modes": ["work"], "allow_implicit_invocation": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    let changed: Value = changed.json().await.unwrap();
+    assert_eq!(changed["prefs"]["allow_implicit_invocation"], false);
+    // The runtime sees what the API set: the CLI reads the same overlay.
+    let cli = s.json(&["--json", "skills", "prefs", "get", &name]);
+    assert_eq!(cli["prefs"], changed["prefs"]);
+    let stale = server
+        .request("PATCH", &format!("/api/skills/{name}"))
+        .json(&json!({"settings_id": "skill_0000", "user_invocable": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 409);
+    assert_eq!(
+        stale.json::<Value>().await.unwrap()["code"],
+        "skill/settings-id-stale"
+    );
+    let reset = server
+        .request("DELETE", &format!("/api/skills/{name}?settings_id={id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status(), 200);
+    let cli = s.json(&["--json", "skills", "prefs", "get", &name]);
+    assert_eq!(cli["prefs"]["allow_implicit_invocation"], skill["implicit"]);
+    // A malformed preferences file is left alone and reported as a conflict.
+    let store = s.config().join("skill-settings.json");
+    std::fs::write(&store, "{ not json").unwrap();
+    let malformed = server
+        .request("PATCH", &format!("/api/skills/{name}"))
+        .json(&json!({"settings_id": id, "user_invocable": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 409, "{}", store.display());
+    assert_eq!(std::fs::read_to_string(&store).unwrap(), "{ not json");
 }

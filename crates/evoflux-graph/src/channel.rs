@@ -118,6 +118,8 @@ pub enum ApiEndpoint {
     DeleteAgent,
     DeleteCodingAgent,
     Skills,
+    UpdateSkillPrefs,
+    ResetSkillPrefs,
     SkillSettings,
     Plugins,
 }
@@ -248,6 +250,8 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Put, "/api/agents/coding/:name", E::ReplaceCodingAgent),
             r(M::Delete, "/api/agents/coding/:name", E::DeleteCodingAgent),
             r(M::Get, "/api/skills", E::Skills),
+            r(M::Patch, "/api/skills/:name", E::UpdateSkillPrefs),
+            r(M::Delete, "/api/skills/:name", E::ResetSkillPrefs),
             r(M::Get, "/api/settings/skills", E::SkillSettings),
             r(M::Get, "/api/plugins", E::Plugins),
         ],

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::api::{agents, lists, sessions, system};
+use crate::api::{agents, lists, sessions, skills, system};
 use crate::error::ApiError;
 
 #[derive(OpenApi)]
@@ -41,6 +41,8 @@ use crate::error::ApiError;
         agents::delete_coding,
         lists::skills,
         lists::skill_settings,
+        skills::update_prefs,
+        skills::reset_prefs,
         lists::plugins,
     ),
     components(schemas(
@@ -57,6 +59,7 @@ use crate::error::ApiError;
         lists::Listing,
         agents::NewAgent,
         agents::AgentContent,
+        skills::PrefsBody,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))

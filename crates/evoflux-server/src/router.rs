@@ -107,6 +107,8 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::DeleteAgent
             | ApiEndpoint::DeleteCodingAgent
             | ApiEndpoint::Skills
+            | ApiEndpoint::UpdateSkillPrefs
+            | ApiEndpoint::ResetSkillPrefs
             | ApiEndpoint::SkillSettings
             | ApiEndpoint::Plugins => false,
         },
@@ -146,6 +148,8 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::DeleteAgent => on(f, agents::delete_work),
             ApiEndpoint::DeleteCodingAgent => on(f, agents::delete_coding),
             ApiEndpoint::Skills => on(f, crate::api::lists::skills),
+            ApiEndpoint::UpdateSkillPrefs => on(f, crate::api::skills::update_prefs),
+            ApiEndpoint::ResetSkillPrefs => on(f, crate::api::skills::reset_prefs),
             ApiEndpoint::SkillSettings => on(f, crate::api::lists::skill_settings),
             ApiEndpoint::Plugins => on(f, crate::api::lists::plugins),
         },

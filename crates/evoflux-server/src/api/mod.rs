@@ -3,4 +3,5 @@
 pub mod agents;
 pub mod lists;
 pub mod sessions;
+pub mod skills;
 pub mod system;
