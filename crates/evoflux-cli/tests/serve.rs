@@ -1034,3 +1034,53 @@ async fn skill_preferences_change_by_settings_id_and_a_stale_id_conflicts() {
     assert_eq!(malformed.status(), 409, "{}", store.display());
     assert_eq!(std::fs::read_to_string(&store).unwrap(), "{ not json");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_are_listed_with_their_state_and_last_error() {
+    let s = Sandbox::new();
+    s.project(
+        "mcp.json",
+        &json!({"mcpServers": {
+            "broken": {"type": "stdio", "command": "/nonexistent/evoflux-server"},
+            "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+        }})
+        .to_string(),
+    );
+    s.trust();
+    let server = Server::start(&s, &[]);
+    let listed: Value = server
+        .get("/api/mcp/servers")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let by_name = |name: &str| {
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["server"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {listed}"))
+            .clone()
+    };
+    assert_eq!(by_name("broken")["state"], "failed");
+    assert_eq!(by_name("broken")["last_error"]["code"], "mcp/start-failed");
+    assert_eq!(by_name("old")["state"], "skipped");
+    // The same rows `evoflux mcp list` prints.
+    let cli = s.json(&["mcp", "list", "--json"]);
+    let cli_states: Vec<(Value, Value)> = cli["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["server"].clone(), x["state"].clone()))
+        .collect();
+    let api_states: Vec<(Value, Value)> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["server"].clone(), x["state"].clone()))
+        .collect();
+    assert_eq!(api_states, cli_states);
+}

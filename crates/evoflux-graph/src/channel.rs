@@ -122,6 +122,7 @@ pub enum ApiEndpoint {
     ResetSkillPrefs,
     SkillSettings,
     Plugins,
+    McpServers,
 }
 
 /// What a route does.
@@ -254,6 +255,7 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Delete, "/api/skills/:name", E::ResetSkillPrefs),
             r(M::Get, "/api/settings/skills", E::SkillSettings),
             r(M::Get, "/api/plugins", E::Plugins),
+            r(M::Get, "/api/mcp/servers", E::McpServers),
         ],
     }
 }

@@ -41,6 +41,6 @@ pub use manager::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ManagerOptions, ManagerScope, McpEvent,
     McpManager, ReloadReport, ServerError, ServerInfo, ServerState, ServerStatus,
 };
-pub use runtime::McpRuntime;
+pub use runtime::{McpRuntime, ServerListing};
 pub use toolset::{McpToolDescriptor, ToolSet};
 pub use types::{McpContent, McpTool, McpToolResult};

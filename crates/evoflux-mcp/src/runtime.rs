@@ -105,6 +105,26 @@ impl McpRuntime {
             .collect()
     }
 
+    /// Every server as `evoflux mcp list` and `/api/mcp/servers` show it:
+    /// its reference (`name`, or `<plugin>/<name>`) and its status.
+    pub fn listing(&self) -> Vec<ServerListing> {
+        self.statuses()
+            .into_iter()
+            .map(|status| ServerListing {
+                server: status.owner.server_ref(&status.name),
+                status,
+            })
+            .collect()
+    }
+
+    /// Waits until every manager's servers have settled (ready or failed),
+    /// at most `wait` per manager.
+    pub async fn settle(&self, wait: std::time::Duration) {
+        for m in self.managers() {
+            m.wait_settled(wait).await;
+        }
+    }
+
     /// The ready tools of every manager, uniquely named.
     pub fn tool_set(&self, reserved: &BTreeSet<String>) -> ToolSet {
         ToolSet::assemble(&self.managers(), reserved)
@@ -181,4 +201,13 @@ fn collect_diagnostics(definitions: &[ServerDefinition]) -> Vec<Diagnostic> {
         .iter()
         .flat_map(definition_diagnostics)
         .collect()
+}
+
+/// One server of a listing.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServerListing {
+    /// `name`, or `<plugin>/<name>` for a plugin's server.
+    pub server: String,
+    #[serde(flatten)]
+    pub status: ServerStatus,
 }

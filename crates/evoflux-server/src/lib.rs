@@ -99,6 +99,7 @@ pub async fn serve(
         sessions: live::Sessions::new(Arc::new(app), processes, store.clone()),
         store,
         workspaces: options.workspaces.clone(),
+        mcp: tokio::sync::OnceCell::new(),
     });
     let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
     let current = reload::CurrentRouter::new(router, graph.hash.to_string());
@@ -122,5 +123,8 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     state.sessions.stop_all().await;
+    if let Some(mcp) = state.mcp.get() {
+        mcp.shutdown().await;
+    }
     served.map_err(ServerError::Serve)
 }

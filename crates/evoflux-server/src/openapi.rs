@@ -44,6 +44,7 @@ use crate::error::ApiError;
         skills::update_prefs,
         skills::reset_prefs,
         lists::plugins,
+        lists::mcp_servers,
     ),
     components(schemas(
         ApiError,

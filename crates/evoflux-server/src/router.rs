@@ -110,7 +110,8 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::UpdateSkillPrefs
             | ApiEndpoint::ResetSkillPrefs
             | ApiEndpoint::SkillSettings
-            | ApiEndpoint::Plugins => false,
+            | ApiEndpoint::Plugins
+            | ApiEndpoint::McpServers => false,
         },
         // The page shell holds no data; what it fetches needs the token.
         RouteAction::Home => true,
@@ -152,6 +153,7 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::ResetSkillPrefs => on(f, crate::api::skills::reset_prefs),
             ApiEndpoint::SkillSettings => on(f, crate::api::lists::skill_settings),
             ApiEndpoint::Plugins => on(f, crate::api::lists::plugins),
+            ApiEndpoint::McpServers => on(f, crate::api::lists::mcp_servers),
         },
         RouteAction::Home => on(f, system::home),
         RouteAction::StartSession {

@@ -15,4 +15,8 @@ pub struct ServerState {
     /// The repositories the server serves (canonical), for Coding
     /// sessions and for compiling the graph `/api/info` shows.
     pub workspaces: Vec<PathBuf>,
+    /// The server's own view of the MCP servers (global and per plugin),
+    /// started on the first `/api/mcp/servers` and stopped at shutdown;
+    /// sessions run their own.
+    pub mcp: tokio::sync::OnceCell<evoflux_mcp::McpRuntime>,
 }

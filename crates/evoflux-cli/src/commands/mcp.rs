@@ -12,7 +12,6 @@ use clap::Subcommand;
 use evoflux_core::Diagnostics;
 use evoflux_mcp::{ManagerOptions, McpManager, McpRuntime, ServerStatus};
 use evoflux_plugins::{PluginManager, PluginPaths};
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::SourceArgs;
@@ -96,13 +95,6 @@ fn find<'a>(runtime: &'a McpRuntime, server: &str) -> Option<(&'a McpManager, St
     })
 }
 
-#[derive(Serialize)]
-struct ServerRow {
-    server: String,
-    #[serde(flatten)]
-    status: ServerStatus,
-}
-
 async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
     match command {
         McpCommand::List { wait, sources } => {
@@ -111,17 +103,8 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
                 Err(exit) => return Ok(exit),
             };
             runtime.start_all();
-            for m in runtime.managers() {
-                m.wait_settled(Duration::from_secs(*wait)).await;
-            }
-            let rows: Vec<ServerRow> = runtime
-                .statuses()
-                .into_iter()
-                .map(|status| ServerRow {
-                    server: display_name(&status),
-                    status,
-                })
-                .collect();
+            runtime.settle(Duration::from_secs(*wait)).await;
+            let rows = runtime.listing();
             runtime.shutdown().await;
             out.result(&serde_json::json!({ "servers": rows }), || {
                 render_list(&rows)
@@ -227,7 +210,7 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn render_list(rows: &[ServerRow]) -> String {
+fn render_list(rows: &[evoflux_mcp::ServerListing]) -> String {
     if rows.is_empty() {
         return "no MCP servers configured\n".to_owned();
     }
