@@ -119,6 +119,13 @@ pub async fn serve(
         source,
     })?;
     listening(addr);
+    // Events are small writes: without TCP_NODELAY, Nagle's algorithm and
+    // delayed ACKs hold some of them about 40 ms.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     let served = axum::serve(listener, current.service())
         .with_graceful_shutdown(shutdown)
         .await;
