@@ -67,7 +67,8 @@ pub enum Command {
     /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.
     Chat(crate::commands::run::ChatArgs),
     /// Serve the HTTP API (sessions over SSE, info, agents, skills, plugins, /openapi.json)
-    /// on a loopback port; every route but health needs the bearer token.
+    /// on a loopback port; every route but health, /openapi.json and the home page needs the
+    /// bearer token.
     Serve(crate::commands::serve::ServeArgs),
     /// List, show and resume sessions.
     Sessions {
