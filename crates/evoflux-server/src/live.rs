@@ -97,6 +97,11 @@ impl EventLog {
         (replay, gap, rx)
     }
 
+    /// The id of the last event logged, 0 before the first.
+    pub fn last_id(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).next - 1
+    }
+
     /// The events after `after` still in the log.
     pub fn since(&self, after: u64) -> Vec<Logged> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());

@@ -227,20 +227,26 @@ impl Store {
         rows.iter().map(session_from_row).collect()
     }
 
+    /// A session and every session its dispatches opened, recursively; the
+    /// session itself first.
+    pub async fn session_tree(&self, id: SessionId) -> Result<Vec<Session>, StoreError> {
+        let mut tree = vec![self.load(id).await?];
+        let mut i = 0;
+        while i < tree.len() {
+            let children = self.children_of(tree[i].id).await?;
+            tree.extend(children);
+            i += 1;
+        }
+        Ok(tree)
+    }
+
     /// Deletes a session with its children (the sessions its dispatches
     /// opened, recursively), their transcripts, pending inputs, usage and
     /// session-scoped approval grants, and its folder under the data dir
     /// (a Work session's workspace). Returns
     /// the ids deleted, the session's own first.
     pub async fn delete_session(&self, id: SessionId) -> Result<Vec<SessionId>, StoreError> {
-        let root = self.load(id).await?;
-        let mut doomed = vec![root];
-        let mut i = 0;
-        while i < doomed.len() {
-            let children = self.children_of(doomed[i].id).await?;
-            doomed.extend(children);
-            i += 1;
-        }
+        let doomed = self.session_tree(id).await?;
         let mut tx = self.pool.begin().await?;
         for s in &doomed {
             let key = s.id.to_string();

@@ -186,7 +186,7 @@ fn authorized(state: &ServerState, requested: &[PathBuf]) -> Result<Vec<PathBuf>
 }
 
 fn last_event(live: &crate::live::LiveSession) -> u64 {
-    live.log.since(0).last().map_or(0, |e| e.id)
+    live.log.last_id()
 }
 
 #[utoipa::path(post, path = "/api/sessions", operation_id = "create_session", tag = "sessions", request_body = CreateSession,
@@ -294,18 +294,9 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let id = session_id(&id)?;
     let store = &state.store;
-    store.load(id).await?;
-    let doomed = {
-        let mut all = vec![id];
-        let mut i = 0;
-        while i < all.len() {
-            all.extend(store.children_of(all[i]).await?.into_iter().map(|c| c.id));
-            i += 1;
-        }
-        all
-    };
-    for s in &doomed {
-        state.sessions.stop(*s).await;
+    // Stop the live ones before their rows go.
+    for s in store.session_tree(id).await? {
+        state.sessions.stop(s.id).await;
     }
     for s in store.delete_session(id).await? {
         let dir = state.sessions.app().artifacts_root().join(s.to_string());
