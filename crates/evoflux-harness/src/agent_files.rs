@@ -123,11 +123,20 @@ impl AppContext {
         workspaces: &[PathBuf],
         qualified: &str,
     ) -> Result<AgentDetail, AgentEditError> {
-        let (mode, name, user_file) = self.agent_file(qualified)?;
         let graph = self.compile(workspaces)?;
-        let tools = ToolCatalog::from_graph(&graph);
+        self.detail_in(&graph, qualified)
+    }
+
+    /// The agent `qualified` as `graph` selects it.
+    fn detail_in(
+        &self,
+        graph: &evoflux_graph::CompiledGraph,
+        qualified: &str,
+    ) -> Result<AgentDetail, AgentEditError> {
+        let (mode, name, user_file) = self.agent_file(qualified)?;
+        let tools = ToolCatalog::from_graph(graph);
         let mut diags = Diagnostics::new();
-        let dir = load_agents(&graph, mode, &mut diags);
+        let dir = load_agents(graph, mode, &mut diags);
         let entry = dir
             .get(&name)
             .ok_or_else(|| AgentEditError::NotFound(qualified.to_owned()))?;
@@ -166,13 +175,16 @@ impl AppContext {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => return Err(AgentEditError::Io { path, source }),
         };
-        let had_lead = self.mode_has_lead(workspaces, mode)?;
+        // The graph before the change: whether the mode has a lead, and
+        // whether an agent without a user file exists at all.
+        let graph_before = self.compile(workspaces)?;
+        let had_lead = has_lead(&graph_before, mode);
         let content = match (&change, &before) {
             (AgentChange::Create { .. }, Some(_)) => {
                 return Err(AgentEditError::Exists(qualified.to_owned()));
             }
             (AgentChange::Replace { .. } | AgentChange::Delete, None) => {
-                let known = self.agent_detail(workspaces, qualified).is_ok();
+                let known = self.detail_in(&graph_before, qualified).is_ok();
                 return Err(match known {
                     true => AgentEditError::NotEditable {
                         name: qualified.to_owned(),
@@ -216,16 +228,15 @@ impl AppContext {
             }
         };
         // The whole team again, with the change in place.
-        let checked = self.check_team(workspaces, mode, &path, had_lead);
-        match checked {
-            Ok(()) => {}
+        let graph = match self.check_team(workspaces, mode, &path, had_lead) {
+            Ok(graph) => graph,
             Err(e) => {
                 restore()?;
                 return Err(e);
             }
-        }
+        };
         match content {
-            Some(_) => self.agent_detail(workspaces, qualified),
+            Some(_) => self.detail_in(&graph, qualified),
             None => Ok(AgentDetail {
                 qualified_name: qualified_name(mode, &name),
                 mode,
@@ -239,20 +250,13 @@ impl AppContext {
         }
     }
 
-    fn mode_has_lead(&self, workspaces: &[PathBuf], mode: AppMode) -> Result<bool, AgentEditError> {
-        let graph = self.compile(workspaces)?;
-        Ok(load_agents(&graph, mode, &mut Diagnostics::new())
-            .team(None)
-            .is_ok())
-    }
-
     fn check_team(
         &self,
         workspaces: &[PathBuf],
         mode: AppMode,
         file: &Path,
         had_lead: bool,
-    ) -> Result<(), AgentEditError> {
+    ) -> Result<evoflux_graph::CompiledGraph, AgentEditError> {
         let graph = self.compile(workspaces)?;
         let tools = ToolCatalog::from_graph(&graph);
         let mut diags = Diagnostics::new();
@@ -284,8 +288,15 @@ impl AppContext {
                 diagnostics: diags.errors(),
             });
         }
-        Ok(())
+        Ok(graph)
     }
+}
+
+/// Whether `mode` has a lead in `graph`.
+fn has_lead(graph: &evoflux_graph::CompiledGraph, mode: AppMode) -> bool {
+    load_agents(graph, mode, &mut Diagnostics::new())
+        .team(None)
+        .is_ok()
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
