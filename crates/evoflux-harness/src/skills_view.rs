@@ -66,6 +66,13 @@ impl SkillsView {
         }
     }
 
+    /// The slot of the skill `name` (its slot name or its winner's name).
+    pub fn slot(&self, name: &str) -> Option<&SkillSlot> {
+        self.slots
+            .iter()
+            .find(|s| s.name == name || s.candidates.first().is_some_and(|c| c.name == name))
+    }
+
     /// The management projection, for `mode` or every mode.
     pub fn rows(&self, mode: Option<AppMode>) -> Vec<SkillRow> {
         self.slots

@@ -14,12 +14,14 @@
 //!   executor, file tools included, and is the entry point for the loop.
 //!
 //! * `web_fetch` is async too: [`web_fetch::WebFetch`], one HTTP client per
-//!   session, with the session's [`web_fetch::NetworkAccess`] policy.
+//!   process, with each session's [`web_fetch::NetworkAccess`] policy.
 //!
 //! `todo` and `skill` act on session state (the task list, the loaded
-//! skills), so the harness executes them; `code_context` is not built. For
-//! those [`execute`] answers [`ToolError::NotImplemented`] rather than
-//! pretending to work.
+//! skills) and `verify` runs a command of the session's registry on the
+//! [`ProcessRuntime`] ([`ProcessRuntime::run_argv`]), so the harness
+//! executes them; `code_context` is not built (never offered). For those
+//! [`execute`] answers [`ToolError::NotImplemented`]: the caller's wiring
+//! error, never a result a model sees.
 
 mod args;
 mod artifact;

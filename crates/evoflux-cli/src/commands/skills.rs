@@ -12,7 +12,7 @@ use evoflux_core::{AppMode, Diagnostics};
 use evoflux_harness::skills_view::SkillsView;
 use evoflux_skills::catalog::{CatalogRequest, build_catalog};
 use evoflux_skills::projection::runtime_projection;
-use evoflux_skills::selection::{Depth, SkillSlot};
+use evoflux_skills::selection::Depth;
 use evoflux_skills::{PrefsPatch, SkillRecord, ValidationLevel, validate_path};
 use serde::Serialize;
 
@@ -241,7 +241,7 @@ fn show(out: &Output, name: &str, scope: &ScopeArgs) -> anyhow::Result<Exit> {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
-    let Some(slot) = find_slot(&loaded.slots, name) else {
+    let Some(slot) = loaded.slot(name) else {
         anyhow::bail!("no skill named `{name}`: `evoflux skills list` shows the available ones");
     };
     out.result(
@@ -271,12 +271,6 @@ fn show(out: &Output, name: &str, scope: &ScopeArgs) -> anyhow::Result<Exit> {
         },
     );
     Ok(Exit::Ok)
-}
-
-fn find_slot<'a>(slots: &'a [SkillSlot], name: &str) -> Option<&'a SkillSlot> {
-    slots
-        .iter()
-        .find(|s| s.name == name || s.candidates.first().is_some_and(|c| c.name == name))
 }
 
 fn validate(out: &Output, path: &std::path::Path, runtime: bool) -> anyhow::Result<Exit> {
@@ -347,7 +341,7 @@ fn prefs(out: &Output, command: &PrefsCommand) -> anyhow::Result<Exit> {
         Ok(l) => l,
         Err(exit) => return Ok(exit),
     };
-    let Some(record) = find_slot(&loaded.slots, name).and_then(|s| s.candidates.first()) else {
+    let Some(record) = loaded.slot(name).and_then(|s| s.candidates.first()) else {
         anyhow::bail!("no skill named `{name}`: `evoflux skills list` shows the available ones");
     };
     let settings_error = |e: evoflux_skills::overlay::SettingsError| {

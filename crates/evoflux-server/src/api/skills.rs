@@ -66,13 +66,9 @@ fn variant<'a>(
     name: &str,
     settings_id: &str,
 ) -> Result<&'a SkillRecord, ApiError> {
-    let slot = view
-        .slots
-        .iter()
-        .find(|s| s.name == name || s.candidates.first().is_some_and(|c| c.name == name))
-        .ok_or_else(|| {
-            ApiError::not_found("skill/not-found", format!("no skill named `{name}`"))
-        })?;
+    let slot = view.slot(name).ok_or_else(|| {
+        ApiError::not_found("skill/not-found", format!("no skill named `{name}`"))
+    })?;
     slot.candidates
         .iter()
         .find(|c| c.settings_id.as_str() == settings_id)
