@@ -35,6 +35,7 @@ pub mod skills;
 pub mod staging;
 pub mod tree;
 pub mod trust;
+pub mod workspace;
 
 pub use archive::{ExtractError, ExtractLimits, ExtractReport, extract_archive};
 pub use bundled::{BUNDLED, bundled_installations};

@@ -14,6 +14,7 @@
 
 pub mod activation;
 pub mod agent_meta;
+pub mod authoring;
 pub mod bundle;
 pub mod bundled;
 pub mod catalog;

@@ -167,6 +167,27 @@ impl SkillResource {
 
 /// Checks `rel` against the path rules and returns its normal components.
 pub fn check_resource_path(rel: &str) -> Result<Vec<String>, ResourceError> {
+    let parts = normal_components(rel)?;
+    let Some(first) = parts.first() else {
+        return Err(ResourceError::PathInvalid {
+            path: rel.to_owned(),
+            why: "names no file",
+        });
+    };
+    let control = (parts.len() == 1 && (first == SKILL_FILE || first == SIDECAR_FILE))
+        || (parts.len() > 1 && CONTROL_PLANE_DIRS.contains(&first.as_str()));
+    if control {
+        return Err(ResourceError::ControlPlane {
+            path: rel.to_owned(),
+        });
+    }
+    Ok(parts)
+}
+
+/// The normal components of a POSIX path relative to a bundle: not empty,
+/// no NUL, no backslash, not absolute, no `..`. The one path grammar of
+/// reading resources and of editing bundles.
+pub fn normal_components(rel: &str) -> Result<Vec<String>, ResourceError> {
     let invalid = |why| ResourceError::PathInvalid {
         path: rel.to_owned(),
         why,
@@ -197,15 +218,8 @@ pub fn check_resource_path(rel: &str) -> Result<Vec<String>, ResourceError> {
             }
         }
     }
-    let Some(first) = parts.first() else {
+    if parts.is_empty() {
         return Err(invalid("names no file"));
-    };
-    let control = (parts.len() == 1 && (first == SKILL_FILE || first == SIDECAR_FILE))
-        || (parts.len() > 1 && CONTROL_PLANE_DIRS.contains(&first.as_str()));
-    if control {
-        return Err(ResourceError::ControlPlane {
-            path: rel.to_owned(),
-        });
     }
     Ok(parts)
 }
