@@ -778,6 +778,13 @@ async fn the_openapi_document_validates_and_the_live_server_passes_schemathesis(
             .args(["--url", &url, "-H", &auth])
             .args(["--checks", "not_a_server_error,response_schema_conformance"])
             .args(["--max-examples", "15", "--seed", "1"])
+            // These write wherever an absolute path in the request points
+            // (a new package, an archive, a package file): generated paths
+            // would reach outside the sandbox. Their own tests cover them.
+            .args([
+                "--exclude-path-regex",
+                "^/api/plugins/(create|pack|workspace/.*)$",
+            ])
             .output()
             .unwrap()
     })
@@ -1083,4 +1090,664 @@ async fn mcp_servers_are_listed_with_their_state_and_last_error() {
         .map(|x| (x["server"].clone(), x["state"].clone()))
         .collect();
     assert_eq!(api_states, cli_states);
+    // One server by its reference; an unknown one is a 404.
+    let (status, one) = json_of(server.get("/api/mcp/servers/old").send().await.unwrap()).await;
+    assert_eq!((status, &one["state"]), (200, &json!("skipped")), "{one:#}");
+    let (status, body) = json_of(server.get("/api/mcp/servers/nope").send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("mcp/server-not-found"))
+    );
+}
+
+async fn json_of(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skill_bundles_are_edited_whole_and_a_live_session_uses_the_new_skill_next_turn() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "skills.yaml",
+        r#"
+turns:
+  - expect: {user: {contains: "first"}}
+    reply: {text: "ok"}
+  - expect: {user: {contains: "second"}}
+    reply:
+      tool_calls:
+        - {name: skill, arguments: {action: load, skill_name: trip-notes}}
+  - expect: {tool_result: {contains: "Pack light."}}
+    reply: {text: "done"}
+"#,
+    );
+    let server = Server::start(&s, &[]);
+    let created: Value = server
+        .post(
+            "/api/sessions",
+            json!({"mode": "work", "model": model, "message": "first"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["session_id"].as_str().unwrap().to_owned();
+    let first = read_events(&server, &id, None, |e| e.kind == "turn_completed").await;
+    let last = first.last().unwrap().id;
+
+    let skill_md =
+        "---\nname: trip-notes\ndescription: Notes for planning trips.\n---\nPack light.\n";
+    // A path outside the bundle, and a name that is not portable, write nothing.
+    let (status, body) = json_of(
+        server
+            .post(
+                "/api/skills",
+                json!({"name": "trip-notes", "content": skill_md,
+                       "files": [{"path": "../escape.md", "content": "x"}]}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("skill/edit-path-invalid"))
+    );
+    let (status, body) = json_of(
+        server
+            .post(
+                "/api/skills",
+                json!({"name": "Trip Notes", "content": skill_md}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("skill/name-invalid"))
+    );
+    assert!(!s.config().join("skills/trip-notes").exists());
+
+    let (status, body) = json_of(
+        server
+            .post(
+                "/api/skills",
+                json!({"name": "trip-notes", "content": skill_md, "modes": ["work"],
+                       "files": [{"path": "references/packing.md", "content": "Socks."}]}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{body:#}");
+    assert_eq!(body["editable"], true);
+    assert_eq!(body["content"], skill_md);
+    let paths: Vec<&str> = body["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, [".evoflux.json", "references/packing.md"]);
+    let (status, body) = json_of(
+        server
+            .post(
+                "/api/skills",
+                json!({"name": "trip-notes", "content": skill_md}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("skill/exists")));
+
+    // The live session's next turn runs on the new sources.
+    let sent = server
+        .post(
+            &format!("/api/sessions/{id}/messages"),
+            json!({"text": "second"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 202);
+    let second = read_events(&server, &id, Some(last), |e| e.kind == "turn_completed").await;
+    assert!(
+        second.iter().any(|e| e.kind == "sources_applied"),
+        "{second:#?}"
+    );
+    assert_eq!(second.last().unwrap().data["text"], "done", "{second:#?}");
+
+    // An invalid replacement changes nothing; a valid one replaces the
+    // bundle whole, and without `modes` leaves the sidecar alone.
+    let (status, body) = json_of(
+        server
+            .request("PUT", "/api/skills/trip-notes")
+            .json(&json!({"content": "no front matter"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("skill/invalid"))
+    );
+    assert!(
+        body["diagnostics"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty()),
+        "{body:#}"
+    );
+    let dir = s.config().join("skills/trip-notes");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("SKILL.md")).unwrap(),
+        skill_md
+    );
+    let v2 = skill_md.replace("Pack light.", "Pack lighter.");
+    let (status, body) = json_of(
+        server
+            .request("PUT", "/api/skills/trip-notes")
+            .json(&json!({"name": "trip-notes", "content": v2,
+                          "files": [{"path": "icon.bin", "content": "AJ+SlA==", "encoding": "base64"}],
+                          "deleted_files": ["references/packing.md"]}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(
+        std::fs::read(dir.join("icon.bin")).unwrap(),
+        [0u8, 0x9f, 0x92, 0x94]
+    );
+    assert!(!dir.join("references/packing.md").exists());
+    assert!(dir.join(".evoflux.json").is_file());
+    assert_eq!(body["modes"], json!(["work"]));
+
+    // Builtin bundles are read-only.
+    let listed: Value = server
+        .get("/api/skills")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let builtin = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["source"] == "builtin")
+        .expect("a builtin skill")["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = json_of(
+        server
+            .request("PUT", &format!("/api/skills/{builtin}"))
+            .json(&json!({"content": "---\nname: x\ndescription: y\n---\nz\n"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("skill/not-editable"))
+    );
+    let (status, _) = json_of(
+        server
+            .request("DELETE", &format!("/api/skills/{builtin}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, shown) = json_of(
+        server
+            .get(&format!("/api/skills/{builtin}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        shown["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("---"))
+    );
+    assert!(shown["edit_refusal"].is_string());
+
+    // A preference, then the bundle's deletion, which takes the
+    // preference with it.
+    let detail: Value = server
+        .get("/api/skills/trip-notes")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let settings_id = detail["settings_id"].as_str().unwrap().to_owned();
+    let changed = server
+        .request("PATCH", "/api/skills/trip-notes")
+        .json(&json!({"settings_id": settings_id, "user_invocable": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 200);
+    let (status, body) = json_of(
+        server
+            .request("DELETE", "/api/skills/trip-notes")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["result"].as_str()),
+        (200, Some("bundle-deleted")),
+        "{body:#}"
+    );
+    assert!(!dir.exists());
+    let prefs = std::fs::read_to_string(s.config().join("skill-settings.json")).unwrap_or_default();
+    assert!(!prefs.contains(&settings_id), "{prefs}");
+    let (status, _) = json_of(server.get("/api/skills/trip-notes").send().await.unwrap()).await;
+    assert_eq!(status, 404);
+}
+
+/// A URL query from pairs, percent-encoded.
+fn query(pairs: &[(&str, &str)]) -> String {
+    let enc = |v: &str| {
+        v.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", enc(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// A multipart body with one file field.
+fn multipart(field: &str, filename: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "evofluxTestBoundary7MA4YWxkTrZu0gW";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plugin_lifecycle_over_http_never_shows_a_secret() {
+    let s = Sandbox::new();
+    let server = Server::start(&s, &[]);
+    let pkg = s.tmp.path().join("work/svc");
+    std::fs::create_dir_all(pkg.parent().unwrap()).unwrap();
+    let mut seen = String::new();
+
+    // Create, then edit the package in the editor.
+    let (status, body) = json_of(
+        server
+            .post(
+                "/api/plugins/create",
+                json!({"destination": pkg, "name": "svc", "description": "A service.", "version": "1.0.0"}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{body:#}");
+    let root = pkg.to_str().unwrap();
+    let (status, tree) = json_of(
+        server
+            .get(&format!(
+                "/api/plugins/workspace/tree?{}",
+                query(&[("root", root)])
+            ))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(
+        tree["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["path"] == "plugin.json"),
+        "{tree:#}"
+    );
+    let (_, file) = json_of(
+        server
+            .get(&format!(
+                "/api/plugins/workspace/file?{}",
+                query(&[("root", root), ("path", "plugin.json")])
+            ))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let mut manifest: Value = serde_json::from_str(file["content"].as_str().unwrap()).unwrap();
+    manifest["extensions"] = json!({"org.evoelsewhere.evoflux.credentials": {"fields": [
+        {"key": "endpoint", "label": "Service URL", "type": "url", "env": "SERVICE_URL", "required": true},
+        {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_API_TOKEN", "required": true}
+    ]}});
+    let (status, saved) = json_of(
+        server
+            .request("PUT", "/api/plugins/workspace/file")
+            .json(&json!({"root": root, "path": "plugin.json", "content": serde_json::to_string_pretty(&manifest).unwrap()}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{saved:#}");
+    assert_eq!(saved["inspection"]["valid"], true, "{saved:#}");
+    let (status, body) = json_of(
+        server
+            .request("PUT", "/api/plugins/workspace/file")
+            .json(&json!({"root": root, "path": "../outside.txt", "content": "x"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("plugin/workspace-path-invalid"))
+    );
+    assert!(!pkg.parent().unwrap().join("outside.txt").exists());
+    let (status, body) = json_of(
+        server
+            .request(
+                "DELETE",
+                &format!(
+                    "/api/plugins/workspace/entry?{}",
+                    query(&[("root", root), ("path", "plugin.json")])
+                ),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("plugin/workspace-manifest-required"))
+    );
+    let (status, _) = json_of(
+        server
+            .post(
+                "/api/plugins/workspace/entry",
+                json!({"root": root, "path": "notes", "kind": "directory"}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, _) = json_of(
+        server
+            .request(
+                "DELETE",
+                &format!(
+                    "/api/plugins/workspace/entry?{}",
+                    query(&[("root", root), ("path", "notes")])
+                ),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    // Pack, then upload the archive.
+    let out = s.tmp.path().join("work/svc.evoplugin");
+    let (status, packed) = json_of(
+        server
+            .post("/api/plugins/pack", json!({"path": pkg, "output": out}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{packed:#}");
+    let archive = std::fs::read(&out).unwrap();
+    let (bad_type, bad_body) = multipart("archive", "svc.txt", &archive);
+    let (status, body) = json_of(
+        server
+            .request("POST", "/api/plugins/upload")
+            .header("content-type", bad_type)
+            .body(bad_body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("plugin/upload-not-an-archive"))
+    );
+    let (content_type, upload) = multipart("archive", "svc.evoplugin", &archive);
+    let (status, installed) = json_of(
+        server
+            .request("POST", "/api/plugins/upload")
+            .header("content-type", content_type.clone())
+            .body(upload.clone())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{installed:#}");
+    assert_eq!(
+        installed["installation"]["source_ref"],
+        "upload:svc.evoplugin"
+    );
+    assert_eq!(installed["installation"]["enabled"], false);
+    assert_eq!(installed["capabilities"]["updatable"], true);
+    let id = installed["installation"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = json_of(
+        server
+            .request("POST", "/api/plugins/upload")
+            .header("content-type", content_type.clone())
+            .body(upload.clone())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("plugin/already-installed"))
+    );
+    // Update from the same archive (nothing new to review).
+    let (status, updated) = json_of(
+        server
+            .request("POST", &format!("/api/plugins/{id}/update-upload"))
+            .header("content-type", content_type)
+            .body(upload)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{updated:#}");
+
+    // Enable, then credentials: the secret is stored and never shown.
+    let (status, enabled) = json_of(
+        server
+            .request("PATCH", &format!("/api/plugins/{id}/enabled"))
+            .json(&json!({"enabled": true}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &enabled["installation"]["enabled"]),
+        (200, &json!(true))
+    );
+    let secret = "tok-0123-SECRET";
+    let (status, creds) = json_of(
+        server
+            .request("PUT", &format!("/api/plugins/{id}/credentials"))
+            .json(&json!({"values": {"endpoint": "https://svc.example/api", "token": secret}}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{creds:#}");
+    assert_eq!(creds["configured"], true);
+    seen.push_str(&creds.to_string());
+    let (status, body) = json_of(
+        server
+            .request("PUT", &format!("/api/plugins/{id}/credentials"))
+            .json(&json!({"values": {"colour": "blue"}}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("plugin/credential-unknown"))
+    );
+    for path in [
+        format!("/api/plugins/{id}/credentials"),
+        format!("/api/plugins/{id}"),
+        "/api/plugins".to_owned(),
+    ] {
+        let response = server.get(&path).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        seen.push_str(&response.text().await.unwrap());
+    }
+    assert!(!seen.contains(secret), "a secret was shown");
+    assert!(seen.contains("********"));
+    let stored = std::fs::read_to_string(s.home().join(format!(
+        ".local/share/evoflux/agent-plugins/data/{id}/credentials.json"
+    )))
+    .unwrap();
+    assert!(stored.contains(secret));
+    let (_, cleared) = json_of(
+        server
+            .request("DELETE", &format!("/api/plugins/{id}/credentials"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(cleared["configured"], false, "{cleared:#}");
+
+    // Bundled plugins: capabilities all false, every mutation refused.
+    let listed: Value = server
+        .get("/api/plugins")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bundled = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["installation"]["source_type"] == "builtin")
+        .expect("a bundled plugin")
+        .clone();
+    assert!(
+        bundled["capabilities"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|v| v == false)
+    );
+    let bundled_id = bundled["installation"]["id"].as_str().unwrap();
+    let (status, body) = json_of(
+        server
+            .request("PATCH", &format!("/api/plugins/{bundled_id}/enabled"))
+            .json(&json!({"enabled": false}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("plugin/builtin-immutable"))
+    );
+    let (status, body) = json_of(
+        server
+            .post(
+                "/api/plugins/install",
+                json!({"path": bundled["installation"]["root"], "mode": "link"}),
+            )
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("plugin/inside-bundled-tree"))
+    );
+
+    // Uninstall with its data.
+    let (status, gone) = json_of(
+        server
+            .request("DELETE", &format!("/api/plugins/{id}?remove_data=true"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &gone["removed_data"]),
+        (200, &json!(true)),
+        "{gone:#}"
+    );
+    let (status, body) = json_of(
+        server
+            .get(&format!("/api/plugins/{id}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("plugin/installation-not-found"))
+    );
 }

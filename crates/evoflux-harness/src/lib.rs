@@ -41,7 +41,7 @@ pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStat
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
 pub use session::{
-    AppContext, ChildFactory, ChildModel, Harness, Limits, ModelOrigin, OpenedSession,
+    AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
     SessionRecord, SessionRequest, TeamSetup, TrustQuestion, TurnOptions, TurnOutcome,
     UnmetContract, selected_config, selected_sandbox,

@@ -534,13 +534,34 @@ impl PluginManager {
     /// uninstall of this plugin kept its data, the new installation takes
     /// that installation's id and so its data; otherwise it gets a new id.
     pub fn install(&self, path: &Path, enabled: bool) -> Result<NewInstallation, PluginError> {
+        self.install_recorded(path, enabled, None)
+    }
+
+    /// Installs an archive a client uploaded (saved at `archive`), recorded
+    /// with the source `upload:<filename>` rather than where the upload
+    /// was buffered.
+    pub fn install_upload(
+        &self,
+        archive: &Path,
+        filename: &str,
+        enabled: bool,
+    ) -> Result<NewInstallation, PluginError> {
+        self.install_recorded(archive, enabled, Some(format!("upload:{filename}")))
+    }
+
+    fn install_recorded(
+        &self,
+        path: &Path,
+        enabled: bool,
+        source_ref: Option<String>,
+    ) -> Result<NewInstallation, PluginError> {
         let source = Source::classify(path)?;
         self.refuse_bundled_tree(source.path())?;
         let mut guard = self.registry.lock()?;
         self.recover(&guard);
         let staged = self.stage(&source)?;
         let manifest = staged_manifest(&staged)?;
-        let source_ref = source.path().display().to_string();
+        let source_ref = source_ref.unwrap_or_else(|| source.path().display().to_string());
         refuse_taken_name(guard.installations(), &manifest.name)?;
         let (id, kept, reattached_data) = self.reattach(guard.kept_data(), &manifest.name);
         let home = self.paths.installation_dir(&id);
@@ -695,6 +716,28 @@ impl PluginManager {
         path: &Path,
         trust: UpdateTrust,
     ) -> Result<Updated, PluginError> {
+        self.update_recorded(id, path, trust, None)
+    }
+
+    /// Updates from an archive a client uploaded; see
+    /// [`install_upload`](Self::install_upload).
+    pub fn update_upload(
+        &self,
+        id: &InstallationId,
+        archive: &Path,
+        filename: &str,
+        trust: UpdateTrust,
+    ) -> Result<Updated, PluginError> {
+        self.update_recorded(id, archive, trust, Some(format!("upload:{filename}")))
+    }
+
+    fn update_recorded(
+        &self,
+        id: &InstallationId,
+        path: &Path,
+        trust: UpdateTrust,
+        source_ref: Option<String>,
+    ) -> Result<Updated, PluginError> {
         self.refuse_builtin(id, BuiltinOperation::Update)?;
         let source = Source::classify(path)?;
         self.refuse_bundled_tree(source.path())?;
@@ -747,7 +790,9 @@ impl PluginManager {
             version: manifest.version.clone(),
             description: manifest.description.clone(),
             root: new_root.clone(),
-            source_ref: source.path().display().to_string(),
+            source_ref: source_ref
+                .clone()
+                .unwrap_or_else(|| source.path().display().to_string()),
             content_sha256: inspection.content_sha256.clone(),
             enabled,
             updated_at: utc_now(),

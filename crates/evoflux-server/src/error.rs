@@ -19,6 +19,11 @@ pub struct ApiError {
     /// The request field at fault, when one is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// The diagnostics behind a refusal (an invalid file or package), each
+    /// with its code, severity and locator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub diagnostics: Option<serde_json::Value>,
 }
 
 impl ApiError {
@@ -28,7 +33,24 @@ impl ApiError {
             code: code.to_owned(),
             message: message.into(),
             field: None,
+            diagnostics: None,
         }
+    }
+
+    /// Attaches the diagnostics behind the refusal (none when empty).
+    pub fn diagnostics(mut self, diagnostics: &evoflux_core::Diagnostics) -> ApiError {
+        if !diagnostics.is_empty() {
+            self.diagnostics = Some(diagnostics.to_json());
+        }
+        self
+    }
+
+    pub fn forbidden(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, code, message)
+    }
+
+    pub fn unprocessable(code: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 
     pub fn field(mut self, field: &str) -> ApiError {

@@ -99,7 +99,8 @@ pub async fn serve(
         sessions: live::Sessions::new(Arc::new(app), processes, store.clone()),
         store,
         workspaces: options.workspaces.clone(),
-        mcp: tokio::sync::OnceCell::new(),
+        mcp: tokio::sync::Mutex::new(None),
+        reload: tokio::sync::Notify::new(),
     });
     let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
     let current = reload::CurrentRouter::new(router, graph.hash.to_string());
@@ -130,7 +131,7 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     state.sessions.stop_all().await;
-    if let Some(mcp) = state.mcp.get() {
+    if let Some(mcp) = state.mcp.lock().await.take() {
         mcp.shutdown().await;
     }
     served.map_err(ServerError::Serve)

@@ -3,9 +3,15 @@
 //! through a channel, never hold it. Its events go to an [`EventLog`]: a
 //! numbered, bounded log that SSE subscribers replay from (`Last-Event-ID`)
 //! and then follow, so a reconnect loses and duplicates nothing.
+//!
+//! When the sources change (a file under a watched root, or a change made
+//! through the API: a skill, its preferences, a plugin), each live
+//! session's next turn runs on a harness opened again from the store with
+//! the new graph, its skills and its MCP servers; a turn that is running
+//! finishes on the graph it started with.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use evoflux_core::ids::SessionId;
@@ -240,6 +246,9 @@ pub struct Sessions {
     live: Mutex<BTreeMap<SessionId, Arc<LiveSession>>>,
     /// Serializes opening, so one session is never opened twice.
     opening: tokio::sync::Mutex<()>,
+    /// Bumped whenever the sources change; a session whose harness was
+    /// opened at an older generation reopens before its next turn.
+    generation: Arc<AtomicU64>,
 }
 
 /// What opening a session returned besides the live handle.
@@ -263,7 +272,14 @@ impl Sessions {
             store,
             live: Mutex::new(BTreeMap::new()),
             opening: tokio::sync::Mutex::new(()),
+            generation: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The sources changed: every live session reopens on the new graph
+    /// before its next turn.
+    pub fn sources_changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     pub fn app(&self) -> &AppContext {
@@ -298,6 +314,7 @@ impl Sessions {
         }
         let log = Arc::new(EventLog::new());
         let approvals = Arc::new(HttpApprover::default());
+        let generation = self.generation.load(Ordering::SeqCst);
         let opened = SessionBuilder::new(&self.app, options)
             .events(Arc::new(LogSink(Arc::clone(&log))))
             .approver(Arc::clone(&approvals) as Arc<dyn Approver>)
@@ -320,7 +337,14 @@ impl Sessions {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(session.id, Arc::clone(&live));
-        tokio::spawn(run(harness, Arc::clone(&live), self.processes.clone(), rx));
+        let reopen = Reopen {
+            app: Arc::clone(&self.app),
+            store: self.store.clone(),
+            processes: self.processes.clone(),
+            generation: Arc::clone(&self.generation),
+            opened_at: generation,
+        };
+        tokio::spawn(run(harness, Arc::clone(&live), reopen, rx));
         Ok(Opened {
             live,
             session,
@@ -395,14 +419,70 @@ impl Sessions {
     }
 }
 
+/// What a live session's task needs to open its harness again on a new
+/// graph.
+struct Reopen {
+    app: Arc<AppContext>,
+    store: evoflux_store::Store,
+    processes: ProcessRuntime,
+    generation: Arc<AtomicU64>,
+    /// The generation the current harness was opened at.
+    opened_at: u64,
+}
+
+impl Reopen {
+    /// A harness on the current sources when they changed since the last
+    /// one was opened. On failure the session keeps its harness and its
+    /// log says why.
+    async fn refresh(&mut self, harness: &mut Harness, live: &LiveSession) {
+        let now = self.generation.load(Ordering::SeqCst);
+        if now == self.opened_at {
+            return;
+        }
+        self.opened_at = now;
+        let options = SessionOptions {
+            mode: None,
+            workspaces: Vec::new(),
+            lead: None,
+            model: None,
+            resume: Some(live.id),
+            limits: Default::default(),
+        };
+        let opened = SessionBuilder::new(&self.app, options)
+            .events(Arc::new(LogSink(Arc::clone(&live.log))))
+            .approver(Arc::clone(&live.approvals) as Arc<dyn Approver>)
+            .processes(self.processes.clone())
+            .store(self.store.clone())
+            .reuse_model(harness.model_client())
+            .open()
+            .await;
+        match opened {
+            Ok(opened) => {
+                let old = std::mem::replace(harness, opened.harness);
+                old.shutdown().await;
+                live.log.push(&json!({
+                    "type": "sources_applied",
+                    "session_id": live.id.to_string(),
+                }));
+            }
+            Err(e) => live.log.push(&json!({
+                "type": "graph_invalid",
+                "code": e.code(),
+                "message": format!("the changed sources cannot be applied; this session keeps its previous ones: {e}"),
+            })),
+        }
+    }
+}
+
 /// A live session's task: its turns, one at a time, until the server
 /// forgets it.
 async fn run(
     mut harness: Harness,
     live: Arc<LiveSession>,
-    processes: ProcessRuntime,
+    mut reopen: Reopen,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
+    let processes = reopen.processes.clone();
     let id = live.id;
     let log = Arc::clone(&live.log);
     // The task holds only a weak interest: when the registry drops the
@@ -413,6 +493,7 @@ async fn run(
         let Some(live) = weak.upgrade() else { break };
         match command {
             Command::Turn(input) => {
+                reopen.refresh(&mut harness, &live).await;
                 let cancelled = live.cancel.notified();
                 tokio::pin!(cancelled);
                 cancelled.as_mut().enable();

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::api::{agents, lists, sessions, skills, system};
+use crate::api::{agents, lists, mcp, plugins, sessions, skills, system};
 use crate::error::ApiError;
 
 #[derive(OpenApi)]
@@ -41,10 +41,32 @@ use crate::error::ApiError;
         agents::delete_coding,
         lists::skills,
         lists::skill_settings,
+        skills::create,
+        skills::show,
+        skills::replace,
         skills::update_prefs,
-        skills::reset_prefs,
+        skills::delete,
         lists::plugins,
-        lists::mcp_servers,
+        plugins::inspect,
+        plugins::install,
+        plugins::upload,
+        plugins::create,
+        plugins::pack,
+        plugins::tree,
+        plugins::file,
+        plugins::save_file,
+        plugins::create_entry,
+        plugins::delete_entry,
+        plugins::show,
+        plugins::uninstall,
+        plugins::update,
+        plugins::update_upload,
+        plugins::set_enabled,
+        plugins::credentials,
+        plugins::set_credentials,
+        plugins::clear_credentials,
+        mcp::list,
+        mcp::show,
     ),
     components(schemas(
         ApiError,
@@ -61,6 +83,22 @@ use crate::error::ApiError;
         agents::NewAgent,
         agents::AgentContent,
         skills::PrefsBody,
+        skills::PrefsResult,
+        skills::NewSkill,
+        skills::SkillEdit,
+        skills::FileBody,
+        skills::SkillDetail,
+        skills::Deleted,
+        plugins::InstallMode,
+        plugins::InstallBody,
+        plugins::ArchiveUpload,
+        plugins::UpdateBody,
+        plugins::CreateBody,
+        plugins::PackBody,
+        plugins::SaveBody,
+        plugins::NewEntry,
+        plugins::EnabledBody,
+        plugins::CredentialsBody,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))

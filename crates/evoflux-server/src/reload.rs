@@ -62,6 +62,17 @@ impl CurrentRouter {
 fn roots(state: &ServerState) -> Vec<(PathBuf, RecursiveMode)> {
     let app = state.sessions.app();
     let mut out = Vec::new();
+    // The plugin registry: `evoflux plugin` in another process installs,
+    // enables and removes plugins there.
+    out.push((
+        app.plugins()
+            .paths()
+            .registry_file()
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default(),
+        RecursiveMode::NonRecursive,
+    ));
     if let Ok(options) = app.root_options(&state.workspaces) {
         for dir in [options.admin_dir, options.user_config_dir]
             .into_iter()
@@ -79,32 +90,44 @@ fn roots(state: &ServerState) -> Vec<(PathBuf, RecursiveMode)> {
     out
 }
 
-/// Starts watching; the watcher lives as long as the returned value.
+/// Starts watching, and recompiling on [`ServerState::reload`]; the
+/// watcher lives as long as the returned value.
 pub fn watch(
     state: Arc<ServerState>,
     token: Token,
     current: Arc<CurrentRouter>,
 ) -> Option<notify::RecommendedWatcher> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let mut watcher =
-        match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if event.is_ok() {
-                let _ = tx.send(());
-            }
-        }) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!("live reload is off: cannot watch the sources: {e}");
-                return None;
-            }
-        };
-    for (dir, mode) in roots(&state) {
-        if let Err(e) = watcher.watch(&dir, mode) {
-            tracing::warn!("cannot watch {}: {e}", dir.display());
+    let watcher = match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            let _ = tx.send(());
         }
-    }
+    }) {
+        Ok(mut w) => {
+            for (dir, mode) in roots(&state) {
+                if let Err(e) = w.watch(&dir, mode) {
+                    tracing::warn!("cannot watch {}: {e}", dir.display());
+                }
+            }
+            Some(w)
+        }
+        Err(e) => {
+            tracing::warn!("live reload of files is off: cannot watch the sources: {e}");
+            None
+        }
+    };
     tokio::spawn(async move {
-        while rx.recv().await.is_some() {
+        let mut files = true;
+        loop {
+            // A change through the API counts as a changed source even when
+            // the graph's hash stays (a credential, a preference).
+            let api = tokio::select! {
+                event = rx.recv(), if files => match event {
+                    Some(()) => false,
+                    None => { files = false; continue; }
+                },
+                () = state.reload.notified() => true,
+            };
             tokio::time::sleep(SETTLE).await;
             while rx.try_recv().is_ok() {}
             let s = Arc::clone(&state);
@@ -136,6 +159,9 @@ pub fn watch(
             if !changed {
                 continue;
             }
+            if !api {
+                state.sessions.sources_changed();
+            }
             let router = crate::router::build(&graph.route_plan, Arc::clone(&state), token.clone());
             *current.router.write().unwrap_or_else(|p| p.into_inner()) = router;
             *current.hash.write().unwrap_or_else(|p| p.into_inner()) = hash.clone();
@@ -144,5 +170,5 @@ pub fn watch(
                 .broadcast(&json!({"type": "graph_reloaded", "graph_hash": hash}));
         }
     });
-    Some(watcher)
+    watcher
 }

@@ -19,7 +19,7 @@ use evoflux_graph::route_plan::{HostRoute, RoutePlan};
 use evoflux_harness::SessionOptions;
 use serde::Serialize;
 
-use crate::api::{agents, sessions, system};
+use crate::api::{agents, mcp, plugins, sessions, skills, system};
 use crate::auth::{Token, require_token};
 use crate::error::ApiError;
 use crate::state::ServerState;
@@ -107,11 +107,33 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::DeleteAgent
             | ApiEndpoint::DeleteCodingAgent
             | ApiEndpoint::Skills
+            | ApiEndpoint::ShowSkill
+            | ApiEndpoint::CreateSkill
+            | ApiEndpoint::ReplaceSkill
             | ApiEndpoint::UpdateSkillPrefs
-            | ApiEndpoint::ResetSkillPrefs
+            | ApiEndpoint::DeleteSkill
             | ApiEndpoint::SkillSettings
             | ApiEndpoint::Plugins
-            | ApiEndpoint::McpServers => false,
+            | ApiEndpoint::InspectPlugin
+            | ApiEndpoint::InstallPlugin
+            | ApiEndpoint::UploadPlugin
+            | ApiEndpoint::CreatePlugin
+            | ApiEndpoint::PackPlugin
+            | ApiEndpoint::PluginTree
+            | ApiEndpoint::PluginFile
+            | ApiEndpoint::SavePluginFile
+            | ApiEndpoint::CreatePluginEntry
+            | ApiEndpoint::DeletePluginEntry
+            | ApiEndpoint::ShowPlugin
+            | ApiEndpoint::UninstallPlugin
+            | ApiEndpoint::UpdatePlugin
+            | ApiEndpoint::UpdatePluginUpload
+            | ApiEndpoint::SetPluginEnabled
+            | ApiEndpoint::PluginCredentials
+            | ApiEndpoint::SetPluginCredentials
+            | ApiEndpoint::ClearPluginCredentials
+            | ApiEndpoint::McpServers
+            | ApiEndpoint::ShowMcpServer => false,
         },
         // The page shell holds no data; what it fetches needs the token.
         RouteAction::Home => true,
@@ -120,6 +142,18 @@ fn public(action: &RouteAction) -> bool {
 }
 
 type Handler = MethodRouter<Arc<ServerState>>;
+
+/// A skill bundle edit: 20 MiB of files, base64 and JSON around them.
+const BUNDLE_BODY: usize = 32 * 1024 * 1024;
+/// A package upload: the archive and the multipart framing.
+const UPLOAD_BODY: usize = plugins::MAX_UPLOAD_BYTES as usize + 1024 * 1024;
+/// One package file (1 MiB) as JSON, escapes included.
+const FILE_BODY: usize = 8 * 1024 * 1024;
+
+/// Raises axum's default 2 MB request limit for the routes that take more.
+fn body_limit(bytes: usize) -> axum::extract::DefaultBodyLimit {
+    axum::extract::DefaultBodyLimit::max(bytes)
+}
 
 /// The handler of one route's action.
 fn handler(method: Method, action: &RouteAction) -> Handler {
@@ -149,11 +183,35 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::DeleteAgent => on(f, agents::delete_work),
             ApiEndpoint::DeleteCodingAgent => on(f, agents::delete_coding),
             ApiEndpoint::Skills => on(f, crate::api::lists::skills),
-            ApiEndpoint::UpdateSkillPrefs => on(f, crate::api::skills::update_prefs),
-            ApiEndpoint::ResetSkillPrefs => on(f, crate::api::skills::reset_prefs),
+            ApiEndpoint::ShowSkill => on(f, skills::show),
+            ApiEndpoint::CreateSkill => on(f, skills::create).layer(body_limit(BUNDLE_BODY)),
+            ApiEndpoint::ReplaceSkill => on(f, skills::replace).layer(body_limit(BUNDLE_BODY)),
+            ApiEndpoint::UpdateSkillPrefs => on(f, skills::update_prefs),
+            ApiEndpoint::DeleteSkill => on(f, skills::delete),
             ApiEndpoint::SkillSettings => on(f, crate::api::lists::skill_settings),
             ApiEndpoint::Plugins => on(f, crate::api::lists::plugins),
-            ApiEndpoint::McpServers => on(f, crate::api::lists::mcp_servers),
+            ApiEndpoint::InspectPlugin => on(f, plugins::inspect),
+            ApiEndpoint::InstallPlugin => on(f, plugins::install),
+            ApiEndpoint::UploadPlugin => on(f, plugins::upload).layer(body_limit(UPLOAD_BODY)),
+            ApiEndpoint::CreatePlugin => on(f, plugins::create),
+            ApiEndpoint::PackPlugin => on(f, plugins::pack),
+            ApiEndpoint::PluginTree => on(f, plugins::tree),
+            ApiEndpoint::PluginFile => on(f, plugins::file),
+            ApiEndpoint::SavePluginFile => on(f, plugins::save_file).layer(body_limit(FILE_BODY)),
+            ApiEndpoint::CreatePluginEntry => on(f, plugins::create_entry),
+            ApiEndpoint::DeletePluginEntry => on(f, plugins::delete_entry),
+            ApiEndpoint::ShowPlugin => on(f, plugins::show),
+            ApiEndpoint::UninstallPlugin => on(f, plugins::uninstall),
+            ApiEndpoint::UpdatePlugin => on(f, plugins::update),
+            ApiEndpoint::UpdatePluginUpload => {
+                on(f, plugins::update_upload).layer(body_limit(UPLOAD_BODY))
+            }
+            ApiEndpoint::SetPluginEnabled => on(f, plugins::set_enabled),
+            ApiEndpoint::PluginCredentials => on(f, plugins::credentials),
+            ApiEndpoint::SetPluginCredentials => on(f, plugins::set_credentials),
+            ApiEndpoint::ClearPluginCredentials => on(f, plugins::clear_credentials),
+            ApiEndpoint::McpServers => on(f, mcp::list),
+            ApiEndpoint::ShowMcpServer => on(f, mcp::show),
         },
         RouteAction::Home => on(f, system::home),
         RouteAction::StartSession {

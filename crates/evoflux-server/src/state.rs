@@ -9,6 +9,10 @@ use crate::live::Sessions;
 /// The server's state.
 #[derive(Debug)]
 pub struct ServerState {
+    /// Wakes the reload loop: a change made through the API (a skill, a
+    /// plugin) compiles the graph again at once, without waiting for the
+    /// file watcher.
+    pub reload: tokio::sync::Notify,
     pub sessions: Sessions,
     /// The store every session lives in (one pool for the server).
     pub store: Store,
@@ -18,5 +22,23 @@ pub struct ServerState {
     /// The server's own view of the MCP servers (global and per plugin),
     /// started on the first `/api/mcp/servers` and stopped at shutdown;
     /// sessions run their own.
-    pub mcp: tokio::sync::OnceCell<evoflux_mcp::McpRuntime>,
+    pub mcp: tokio::sync::Mutex<Option<evoflux_mcp::McpRuntime>>,
+}
+
+impl ServerState {
+    /// A change through the API altered the sources (a skill bundle or its
+    /// preferences, a plugin's files, state or credentials): the server's
+    /// own MCP view is brought in line with the plugin registry, every
+    /// live session reopens on the new sources before its next turn, and
+    /// the router is rebuilt from the graph compiled again.
+    pub async fn sources_changed(&self) {
+        self.sessions.sources_changed();
+        if let Some(runtime) = self.mcp.lock().await.as_mut() {
+            let plugins = self.sessions.app().plugins();
+            for d in runtime.sync_plugins(&plugins).await {
+                tracing::warn!("{}: {}", d.code, d.message);
+            }
+        }
+        self.reload.notify_one();
+    }
 }

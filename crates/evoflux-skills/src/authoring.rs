@@ -15,8 +15,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use evoflux_core::Diagnostics;
 use evoflux_core::atomic::{AtomicOptions, write_atomic};
-use evoflux_core::{Diagnostic, Diagnostics};
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::SkillRecord;
@@ -173,8 +173,9 @@ fn io_err<'a>(
     }
 }
 
-/// Why a record's files may not be edited, if they may not.
-fn refusal(record: &SkillRecord) -> Option<&'static str> {
+/// Why a record's files may not be edited, if they may not: the one rule
+/// of every write here and of front ends that check before they act.
+pub fn edit_refusal(record: &SkillRecord) -> Option<&'static str> {
     if record.symlinked {
         return Some("its folder is a symlink; edit the files where it points");
     }
@@ -427,7 +428,7 @@ pub fn create_bundle(
 /// Replaces the files of the editable bundle of `record` (staged, checked,
 /// swapped).
 pub fn replace_bundle(record: &SkillRecord, edit: &BundleEdit) -> Result<(), AuthoringError> {
-    if let Some(reason) = refusal(record) {
+    if let Some(reason) = edit_refusal(record) {
         return Err(AuthoringError::NotEditable {
             name: record.name.clone(),
             reason,
@@ -461,7 +462,7 @@ pub fn replace_bundle(record: &SkillRecord, edit: &BundleEdit) -> Result<(), Aut
 /// bundle's overlay record first, so a skill created again later does not
 /// inherit its preferences.)
 pub fn delete_bundle(record: &SkillRecord) -> Result<(), AuthoringError> {
-    if let Some(reason) = refusal(record) {
+    if let Some(reason) = edit_refusal(record) {
         return Err(AuthoringError::NotEditable {
             name: record.name.clone(),
             reason,
@@ -484,7 +485,7 @@ pub fn bundle_files(record: &SkillRecord) -> BundleFiles {
     if let SkillSource::Bundled { .. } = record.origin.source {
         return out;
     }
-    let editable = refusal(record).is_none();
+    let editable = edit_refusal(record).is_none();
     let mut budget = MAX_BUNDLE_BYTES;
     let mut stack = vec![(record.bundle_dir.clone(), String::new())];
     while let Some((dir, prefix)) = stack.pop() {
@@ -548,11 +549,6 @@ pub fn bundle_files(record: &SkillRecord) -> BundleFiles {
     }
     out.files.sort_by(|a, b| a.path.cmp(&b.path));
     out
-}
-
-/// A diagnostic for a refusal, for front ends that report diagnostics.
-pub fn to_diagnostic(e: &AuthoringError) -> Diagnostic {
-    Diagnostic::error(e.code(), e.to_string())
 }
 
 #[cfg(test)]

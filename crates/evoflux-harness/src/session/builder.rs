@@ -543,6 +543,7 @@ pub struct SessionBuilder<'a> {
     network: NetworkAccess,
     can_request_input: bool,
     store: Option<Store>,
+    reuse_model: Option<super::ModelClient>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -556,7 +557,17 @@ impl<'a> SessionBuilder<'a> {
             network: NetworkAccess::PublicOnly,
             can_request_input: true,
             store: None,
+            reuse_model: None,
         }
+    }
+
+    /// The model client of the harness this session replaces (a session
+    /// reopened on changed sources): used again when the session resolves
+    /// to the same model, so its connections, and a scripted model's
+    /// place in its script, carry over.
+    pub fn reuse_model(mut self, client: super::ModelClient) -> Self {
+        self.reuse_model = Some(client);
+        self
     }
 
     /// The store to keep the session in (default: the data dir's, opened
@@ -592,7 +603,8 @@ impl<'a> SessionBuilder<'a> {
     }
 
     /// Opens the session: resolves everything, then creates or resumes it.
-    pub async fn open(self) -> Result<OpenedSession, SessionError> {
+    pub async fn open(mut self) -> Result<OpenedSession, SessionError> {
+        let reuse_model = self.reuse_model.take();
         let app = self.app;
         let opts = &self.options;
         let store = match self.store.clone() {
@@ -675,13 +687,18 @@ impl<'a> SessionBuilder<'a> {
             model_file: None,
             ..evoflux_model::ProviderOptions::default()
         };
-        let provider =
-            evoflux_model::resolve(&model_ref, &loaded.config, &app.cwd, &provider_options)
-                .map_err(|source| SessionError::Provider {
-                    model: model_ref.clone(),
-                    origin: model_origin,
-                    source,
-                })?;
+        let provider: Arc<dyn evoflux_model::Provider> =
+            match reuse_model.filter(|c| c.label == model_ref.to_string()) {
+                Some(client) => client.provider,
+                None => Arc::from(
+                    evoflux_model::resolve(&model_ref, &loaded.config, &app.cwd, &provider_options)
+                        .map_err(|source| SessionError::Provider {
+                            model: model_ref.clone(),
+                            origin: model_origin,
+                            source,
+                        })?,
+                ),
+            };
         let skill_inputs = SkillInputs::read(&app.dirs, &graph);
         let skills = skill_inputs.runtime(mode, provider.kind());
         // MCP servers: nothing starts here; the session starts the ones its
@@ -698,7 +715,6 @@ impl<'a> SessionBuilder<'a> {
             },
         )?;
         shown.extend(Diagnostics::from(mcp_diags).errors());
-        let provider: Arc<dyn evoflux_model::Provider> = Arc::from(provider);
         let mut member_diags = Diagnostics::new();
         let members = team_members(&directory, &team, &catalog, &mut member_diags);
         shown.extend(member_diags.errors());

@@ -306,7 +306,23 @@ pub struct Harness {
     unmet: Vec<UnmetContract>,
 }
 
+/// A session's model client: what it calls and under which label, for a
+/// harness that replaces this one ([`SessionBuilder::reuse_model`]).
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    pub label: String,
+    pub provider: Arc<dyn Provider>,
+}
+
 impl Harness {
+    /// The model client this session calls.
+    pub fn model_client(&self) -> ModelClient {
+        ModelClient {
+            label: self.session.model.clone().unwrap_or_default(),
+            provider: Arc::clone(&self.provider),
+        }
+    }
+
     /// Emits one event to the session's sink.
     pub(super) fn emit(&self, event: &Event) {
         self.recorder.events.emit(event);

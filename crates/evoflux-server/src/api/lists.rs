@@ -33,7 +33,7 @@ pub struct Listing {
     pub diagnostics: Value,
 }
 
-fn listing(
+pub(crate) fn listing(
     items: impl Serialize,
     diagnostics: &evoflux_core::Diagnostics,
 ) -> Result<Json<Listing>, ApiError> {
@@ -96,34 +96,4 @@ pub async fn plugins(State(state): State<Arc<ServerState>>) -> Result<Json<Listi
     let listed = state.sessions.app().plugins().list();
     let diags: evoflux_core::Diagnostics = listed.diagnostics.iter().cloned().collect();
     listing(&listed.plugins, &diags)
-}
-
-/// How long the first listing waits for the servers to settle.
-const MCP_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
-
-#[utoipa::path(get, path = "/api/mcp/servers", tag = "mcp",
-    responses((status = 200, description = "Every MCP server (global and per plugin) with its state, transport, tools and last error, as `evoflux mcp list` shows it; started on the first request", body = Listing)))]
-pub async fn mcp_servers(State(state): State<Arc<ServerState>>) -> Result<Json<Listing>, ApiError> {
-    let mut diags = evoflux_core::Diagnostics::new();
-    let runtime = state
-        .mcp
-        .get_or_try_init(|| async {
-            let app = state.sessions.app();
-            let graph = app.compile(&state.workspaces)?;
-            let (runtime, found) = evoflux_mcp::McpRuntime::new(
-                &graph,
-                Some(&app.plugins()),
-                evoflux_mcp::ManagerOptions {
-                    roots: state.workspaces.clone(),
-                    ..evoflux_mcp::ManagerOptions::default()
-                },
-            )
-            .map_err(|e| ApiError::internal(e.code(), e.to_string()))?;
-            diags.extend(found);
-            runtime.start_all();
-            runtime.settle(MCP_SETTLE).await;
-            Ok::<_, ApiError>(runtime)
-        })
-        .await?;
-    listing(runtime.listing(), &diags)
 }

@@ -2,6 +2,8 @@
 
 pub mod agents;
 pub mod lists;
+pub mod mcp;
+pub mod plugins;
 pub mod sessions;
 pub mod skills;
 pub mod system;
