@@ -117,6 +117,10 @@ pub enum ApiEndpoint {
     ReplaceCodingAgent,
     DeleteAgent,
     DeleteCodingAgent,
+    /// The agent editor's Form view of a file (no file is read or written).
+    ReadAgentForm,
+    /// A file with Form values written over it (nothing is saved).
+    WriteAgentForm,
     Skills,
     ShowSkill,
     CreateSkill,
@@ -162,8 +166,10 @@ pub enum RouteAction {
     },
     /// A framework API endpoint.
     Api { endpoint: ApiEndpoint },
-    /// The web UI.
+    /// The web UI's page.
     Home,
+    /// A file of the web UI (`/ui/:file`): its scripts and styles.
+    HomeAsset,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -274,6 +280,8 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Get, "/api/agents/coding/:name", E::ShowCodingAgent),
             r(M::Put, "/api/agents/coding/:name", E::ReplaceCodingAgent),
             r(M::Delete, "/api/agents/coding/:name", E::DeleteCodingAgent),
+            r(M::Post, "/api/agent-form/read", E::ReadAgentForm),
+            r(M::Post, "/api/agent-form/write", E::WriteAgentForm),
             r(M::Get, "/api/skills", E::Skills),
             r(M::Post, "/api/skills", E::CreateSkill),
             r(M::Get, "/api/skills/:name", E::ShowSkill),
@@ -326,16 +334,20 @@ pub fn framework_api() -> ChannelDefinition {
     }
 }
 
-/// The framework `home` channel: the web UI at `/`.
+/// The framework `home` channel: the web UI at `/` and its files.
 pub fn framework_home() -> ChannelDefinition {
-    let r = |method| RouteDecl {
+    let r = |method, path: &str, action| RouteDecl {
         method,
-        path: "/".to_owned(),
+        path: path.to_owned(),
         cors: None,
-        action: RouteAction::Home,
+        action,
     };
     ChannelDefinition {
-        routes: vec![r(Method::Get), r(Method::Head)],
+        routes: vec![
+            r(Method::Get, "/", RouteAction::Home),
+            r(Method::Head, "/", RouteAction::Home),
+            r(Method::Get, "/ui/:file", RouteAction::HomeAsset),
+        ],
     }
 }
 

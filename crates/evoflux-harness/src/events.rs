@@ -88,6 +88,11 @@ pub enum Event {
     },
     TurnStarted {
         session_id: String,
+        /// What the turn answers: the user's message, or the answer to the
+        /// agent's open question; absent when a turn continues. An event
+        /// stream read from its start is the whole conversation.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        input: Option<String>,
     },
     MessageDelta {
         text: String,

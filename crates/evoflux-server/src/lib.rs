@@ -15,6 +15,7 @@ mod openapi;
 mod reload;
 pub mod router;
 mod state;
+mod ui;
 
 use std::future::Future;
 use std::net::SocketAddr;

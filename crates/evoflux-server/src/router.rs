@@ -106,6 +106,8 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::ReplaceCodingAgent
             | ApiEndpoint::DeleteAgent
             | ApiEndpoint::DeleteCodingAgent
+            | ApiEndpoint::ReadAgentForm
+            | ApiEndpoint::WriteAgentForm
             | ApiEndpoint::Skills
             | ApiEndpoint::ShowSkill
             | ApiEndpoint::CreateSkill
@@ -136,7 +138,7 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::ShowMcpServer => false,
         },
         // The page shell holds no data; what it fetches needs the token.
-        RouteAction::Home => true,
+        RouteAction::Home | RouteAction::HomeAsset => true,
         RouteAction::StartSession { .. } => false,
     }
 }
@@ -182,6 +184,8 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::ReplaceCodingAgent => on(f, agents::replace_coding),
             ApiEndpoint::DeleteAgent => on(f, agents::delete_work),
             ApiEndpoint::DeleteCodingAgent => on(f, agents::delete_coding),
+            ApiEndpoint::ReadAgentForm => on(f, agents::read_form_view),
+            ApiEndpoint::WriteAgentForm => on(f, agents::write_form_view),
             ApiEndpoint::Skills => on(f, crate::api::lists::skills),
             ApiEndpoint::ShowSkill => on(f, skills::show),
             ApiEndpoint::CreateSkill => on(f, skills::create).layer(body_limit(BUNDLE_BODY)),
@@ -213,7 +217,8 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::McpServers => on(f, mcp::list),
             ApiEndpoint::ShowMcpServer => on(f, mcp::show),
         },
-        RouteAction::Home => on(f, system::home),
+        RouteAction::Home => on(f, crate::ui::page),
+        RouteAction::HomeAsset => on(f, crate::ui::asset),
         RouteAction::StartSession {
             agent,
             prompt,

@@ -65,6 +65,10 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
         }
     }
     let origin = token.origin.clone();
+    // The web UI's address with the token in its fragment (never sent to
+    // a server): shown only to a person at a terminal, never into a log.
+    let ui_link =
+        std::io::IsTerminal::is_terminal(&std::io::stdout()).then(|| token.secret().to_owned());
     let options = ServeOptions {
         addr: SocketAddr::new(args.host, args.port),
         workspaces,
@@ -91,6 +95,9 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
                 );
             } else {
                 println!("evoflux serve: listening on http://{addr} ({token_note})");
+                if let Some(secret) = &ui_link {
+                    println!("web UI: http://{addr}/#token={secret}");
+                }
             }
         },
         super::run::shutdown_signal(),

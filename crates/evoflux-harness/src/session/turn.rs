@@ -22,6 +22,7 @@ impl Harness {
     ) -> Result<TurnOutcome, HarnessError> {
         self.emit(&Event::TurnStarted {
             session_id: self.session.id.to_string(),
+            input: input.map(str::to_owned),
         });
         let result = self.turn_inner(input, options).await;
         match &result {

@@ -10,6 +10,8 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use evoflux_agents::team::form::unknown_entries;
+use evoflux_agents::team::{AgentForm, FormError, read_form, write_form};
 use evoflux_core::AppMode;
 use evoflux_harness::agent_files::{AgentChange, AgentDetail, AgentEditError};
 use serde::Deserialize;
@@ -223,4 +225,83 @@ pub async fn delete_coding(
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     delete(&state, qualified(AppMode::Coding, &name))
+}
+
+/// `POST /api/agent-form/read`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FormRead {
+    /// A whole agent file.
+    pub content: String,
+}
+
+/// The Form view of an agent file.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct FormView {
+    #[schema(value_type = Object)]
+    pub form: AgentForm,
+    /// The prompt below the front matter.
+    pub body: String,
+    /// Keys the Form view does not show; a Form save keeps them byte for
+    /// byte.
+    pub unknown_keys: Vec<String>,
+}
+
+/// `POST /api/agent-form/write`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FormWrite {
+    /// The file as it is (the Raw view's text).
+    pub content: String,
+    #[schema(value_type = Object)]
+    pub form: AgentForm,
+    /// The prompt; the file's own is kept when absent.
+    pub body: Option<String>,
+}
+
+/// The file a Form save produces.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct FormWritten {
+    pub content: String,
+}
+
+fn form_error(e: FormError) -> ApiError {
+    let code = match &e {
+        FormError::FrontMatter(_) => "agent/front-matter-invalid",
+        FormError::Unsupported(_) => "agent/form-unsupported",
+        FormError::Render(_) => "agent/form-render-failed",
+    };
+    ApiError::unprocessable(code, e.to_string()).field("content")
+}
+
+#[utoipa::path(post, path = "/api/agent-form/read", tag = "agents", request_body = FormRead,
+    responses(
+        (status = 200, description = "The Form view's values of an agent file (the editor's one reader), its prompt and the keys the Form keeps untouched", body = FormView),
+        (status = 422, description = "Front matter that the Form view cannot edit without losing text; use the Raw view", body = ApiError)
+    ))]
+pub async fn read_form_view(
+    body: Result<Json<FormRead>, JsonRejection>,
+) -> Result<Json<FormView>, ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    let (form, prompt) = read_form(&body.content).map_err(form_error)?;
+    let unknown_keys = unknown_entries(&body.content).map_err(form_error)?;
+    Ok(Json(FormView {
+        form,
+        body: prompt,
+        unknown_keys,
+    }))
+}
+
+#[utoipa::path(post, path = "/api/agent-form/write", tag = "agents", request_body = FormWrite,
+    responses(
+        (status = 200, description = "The file with the Form's values written over it: unknown keys, comments and unchanged values keep their exact text", body = FormWritten),
+        (status = 422, description = "Front matter that the Form view cannot edit without losing text", body = ApiError)
+    ))]
+pub async fn write_form_view(
+    body: Result<Json<FormWrite>, JsonRejection>,
+) -> Result<Json<FormWritten>, ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    let content =
+        write_form(&body.content, &body.form, body.body.as_deref()).map_err(form_error)?;
+    Ok(Json(FormWritten { content }))
 }

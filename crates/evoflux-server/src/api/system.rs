@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -54,14 +54,6 @@ pub async fn openapi() -> Response {
     )
         .into_response()
 }
-
-/// `GET /` and `HEAD /`: the home page. The web UI is not built yet; until
-/// it is, the page says what this server is and where its API is.
-pub async fn home() -> Html<&'static str> {
-    Html(HOME)
-}
-
-const HOME: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>evoflux</title></head>\n<body><h1>evoflux</h1><p>This is an <code>evoflux serve</code> HTTP API. The web UI is not part of this build yet.</p>\n<ul><li><a href=\"/openapi.json\">/openapi.json</a>: the API's OpenAPI document</li><li><a href=\"/api/health\">/api/health</a></li></ul>\n<p>Every <code>/api</code> route but health needs <code>Authorization: Bearer &lt;token&gt;</code>; <code>evoflux serve --print-token</code> shows the token.</p></body></html>\n";
 
 /// `GET /.well-known/evoflux/ready`: the process accepts requests.
 pub async fn readiness() -> StatusCode {

@@ -1,0 +1,136 @@
+//! The web UI: one page and a handful of first-party ES modules and a
+//! stylesheet, compiled into the binary (no Node.js to build or run, no
+//! CDN, no generated bundle in the repository). The UI is a client of the
+//! HTTP API and nothing else; the page and its files hold no data, so they
+//! are served without the token, which the page reads from the address's
+//! fragment (`/#token=…`, never sent to a server) or asks for.
+
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+
+/// One embedded file.
+struct Asset {
+    name: &'static str,
+    content_type: &'static str,
+    body: &'static str,
+}
+
+macro_rules! asset {
+    ($name:literal, $type:expr) => {
+        Asset {
+            name: $name,
+            content_type: $type,
+            body: include_str!(concat!("../web/", $name)),
+        }
+    };
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+
+static ASSETS: &[Asset] = &[
+    asset!("app.css", "text/css; charset=utf-8"),
+    asset!("api.js", JS),
+    asset!("app.js", JS),
+    asset!("chat.js", JS),
+    asset!("dom.js", JS),
+    asset!("markdown.js", JS),
+    asset!("plugins.js", JS),
+    asset!("provenance.js", JS),
+    asset!("settings.js", JS),
+];
+
+const PAGE: &str = include_str!("../web/index.html");
+
+/// What the page may load and run: only its own files, nothing inline,
+/// no other origin (model output rendered as Markdown cannot run script).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// A version tag for caching: the build's version and the file's length
+/// and a cheap checksum, so an upgrade never serves a stale file.
+fn etag(body: &str) -> String {
+    let sum = body.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!(
+        "\"{}-{:x}-{sum:016x}\"",
+        env!("CARGO_PKG_VERSION"),
+        body.len()
+    )
+}
+
+fn respond(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
+    let tag = etag(body);
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == tag);
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, content_type)], body).into_response()
+    };
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// `GET /` and `HEAD /`: the page.
+pub async fn page(headers: HeaderMap) -> Response {
+    respond(&headers, "text/html; charset=utf-8", PAGE)
+}
+
+/// `GET /ui/{file}`: one of the page's files.
+pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
+    match ASSETS.iter().find(|a| a.name == file) {
+        Some(a) => respond(&headers, a.content_type, a.body),
+        None => ApiError::not_found(
+            "server/asset-not-found",
+            format!("the web UI has no file `{file}`"),
+        )
+        .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_the_page_and_modules_name_is_embedded() {
+        let sources = std::iter::once(PAGE).chain(ASSETS.iter().map(|a| a.body));
+        for text in sources {
+            let named = text
+                .split("/ui/")
+                .skip(1)
+                .chain(text.split("from './").skip(1));
+            for part in named {
+                let name: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+                    .collect();
+                assert!(
+                    ASSETS.iter().any(|a| a.name == name),
+                    "`/ui/{name}` is not embedded"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,472 @@
+// Chat: a new session, and one session's conversation rendered from its
+// event stream (or its stored transcript), with tool cards, questions,
+// approvals, cancel, delegated children as nested activity, and a
+// composer that suggests `$name` and `/skill:` from the session's skills.
+
+import { api, get, follow, query, token } from './api.js';
+import { h, clear, field, toast, errorText } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+
+// ---- new session ---------------------------------------------------------
+
+export async function newSessionView(app) {
+  const main = app.main;
+  const mode = app.mode;
+  const [agents, info] = await Promise.all([
+    get(`/api/agents${query({ mode })}`).catch(() => null),
+    get('/api/info').catch(() => null),
+  ]);
+  const listing = ((agents && agents.items) || [])[0] || {};
+  const leads = listing.leads || [];
+  const served = ((info && info.repositories) || []).map((r) => r.path);
+  const lead = h('select', {}, leads.map((n) => h('option', { value: n, selected: n === listing.default_lead }, n)));
+  const workspaces = h('textarea', { rows: 2, placeholder: 'One folder per line' }, served.join('\n'));
+  const model = h('input', { type: 'text', placeholder: 'provider:model (the agent\'s own when empty)' });
+  const message = h('textarea', { rows: 4, placeholder: 'What should the agent do?' });
+  const problem = h('p', { class: 'error', role: 'alert' });
+  const form = h('form', {
+    class: 'card',
+    onsubmit: async (e) => {
+      e.preventDefault();
+      problem.textContent = '';
+      const body = { mode };
+      if (lead.value) body.lead = lead.value;
+      if (model.value.trim()) body.model = model.value.trim();
+      if (message.value.trim()) body.message = message.value.trim();
+      if (mode === 'coding') {
+        body.workspaces = workspaces.value.split('\n').map((s) => s.trim()).filter(Boolean);
+      }
+      try {
+        const created = await api('POST', '/api/sessions', body);
+        location.hash = `#/chat/${created.session_id}`;
+      } catch (err) {
+        problem.textContent = errorText(err);
+      }
+    },
+  },
+  h('h2', {}, `New ${mode === 'coding' ? 'Coding' : 'Work'} session`),
+  field('Lead', lead, leads.length ? null : 'No lead agent is available in this mode.'),
+  mode === 'coding' ? field('Workspaces', workspaces, 'Repositories the session works in.') : null,
+  field('Model', model),
+  field('Message', message),
+  problem,
+  h('button', { type: 'submit', class: 'primary' }, 'Start'));
+  main.append(h('h1', {}, 'Chat'), form);
+}
+
+// ---- one session ---------------------------------------------------------
+
+/// Renders events into a container; a delegated child gets its own.
+class Renderer {
+  constructor(container, session) {
+    this.container = container;
+    this.session = session;
+    this.assistant = null;
+    this.text = '';
+    this.tools = new Map();
+    this.children = new Map();
+    this.question = null;
+    this.frame = 0;
+  }
+
+  line(text, kind = 'status') {
+    this.container.append(h('p', { class: kind }, text));
+  }
+
+  user(text, answer) {
+    this.closeAssistant();
+    this.container.append(h('div', { class: 'msg user' },
+      h('div', { class: 'who' }, answer ? 'Your answer' : 'You'), text));
+  }
+
+  delta(text) {
+    if (!this.assistant) {
+      this.assistant = h('div', { class: 'msg assistant', 'aria-live': 'polite' },
+        h('div', { class: 'who' }, 'Assistant'), h('div', { class: 'body' }));
+      this.container.append(this.assistant);
+      this.text = '';
+    }
+    this.text += text;
+    this.sawText = true;
+    if (!this.frame) {
+      this.frame = requestAnimationFrame(() => {
+        this.frame = 0;
+        if (this.assistant) {
+          const body = this.assistant.querySelector('.body');
+          clear(body).append(renderMarkdown(this.text));
+        }
+      });
+    }
+  }
+
+  closeAssistant() {
+    if (this.assistant) {
+      const body = this.assistant.querySelector('.body');
+      clear(body).append(renderMarkdown(this.text));
+    }
+    this.assistant = null;
+    this.text = '';
+  }
+
+  tool(callId, name, args) {
+    this.closeAssistant();
+    const status = h('span', { class: 'badge' }, 'running');
+    const body = h('div', { class: 'body' },
+      h('div', { class: 'muted' }, 'Arguments'),
+      h('pre', {}, typeof args === 'string' ? args : JSON.stringify(args, null, 2)));
+    const card = h('details', { class: 'tool', dataset: { call: callId } },
+      h('summary', {}, h('strong', {}, name), ' ', status), body);
+    this.container.append(card);
+    this.tools.set(callId, { card, status, body });
+    return this.tools.get(callId);
+  }
+
+  toolEnded(callId, name, isError, content, metadata) {
+    const t = this.tools.get(callId) || this.tool(callId, name, {});
+    t.status.textContent = isError ? 'error' : 'done';
+    t.status.className = `badge ${isError ? 'err' : 'ok'}`;
+    if (isError) t.card.classList.add('error');
+    t.body.append(h('div', { class: 'muted' }, 'Result'), h('pre', { class: 'observation' }, content));
+    const artifact = metadata && ((metadata.command && metadata.command.artifact)
+      || (metadata.offload && metadata.offload.artifact));
+    if (artifact) {
+      const full = h('pre', { hidden: true });
+      t.body.append(h('button', {
+        type: 'button',
+        onclick: async () => {
+          try {
+            const r = await fetch(`/api/sessions/${this.session}/artifact${query({ path: artifact })}`,
+              { headers: { Authorization: `Bearer ${token()}` } });
+            full.textContent = await r.text();
+            full.hidden = false;
+          } catch (e) { toast(errorText(e), 'error'); }
+        },
+      }, 'Show the full output'), full);
+    }
+  }
+
+  approval(ev) {
+    const t = this.tools.get(ev.call_id) || this.tool(ev.call_id, ev.tool, {});
+    t.card.open = true;
+    const why = ev.outside_sandbox ? `Runs outside the sandbox: ${ev.outside_sandbox}`
+      : ev.control ? `Changes ${ev.control}` : 'This call needs your approval.';
+    const box = h('div', { class: 'prompt', role: 'group', 'aria-label': `Approve ${ev.tool}` }, h('p', {}, why));
+    const decide = async (decision) => {
+      try {
+        await api('POST', `/api/sessions/${this.session}/approvals/${encodeURIComponent(ev.call_id)}`, { decision });
+        box.replaceChildren(h('p', { class: 'muted' }, decision === 'deny' ? 'Denied.' : 'Approved.'));
+      } catch (e) { toast(errorText(e), 'error'); }
+    };
+    box.append(h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'primary', onclick: () => decide('approve') }, 'Approve'),
+      h('button', { type: 'button', onclick: () => decide('approve_for_session') }, 'Approve for this session'),
+      h('button', { type: 'button', class: 'danger', onclick: () => decide('deny') }, 'Deny')));
+    t.body.prepend(box);
+  }
+
+  ask(ev, onAnswer) {
+    this.closeAssistant();
+    const input = h('input', { type: 'text', 'aria-label': 'Your answer' });
+    const send = async (text) => {
+      if (!text) return;
+      try {
+        await api('POST', `/api/sessions/${this.session}/input`, { text });
+        box.replaceChildren(h('p', {}, h('strong', {}, ev.question), ' ', h('span', { class: 'muted' }, 'answered')));
+        if (onAnswer) onAnswer();
+      } catch (e) { toast(errorText(e), 'error'); }
+    };
+    const box = h('form', {
+      class: 'prompt question',
+      onsubmit: (e) => { e.preventDefault(); send(input.value.trim()); },
+    },
+    h('p', {}, h('strong', {}, ev.question)),
+    (ev.options || []).length ? h('div', { class: 'row' }, ev.options.map((o) =>
+      h('button', { type: 'button', onclick: () => send(o) }, o))) : null,
+    h('div', { class: 'row' }, input, h('button', { type: 'submit', class: 'primary' }, 'Answer')));
+    this.container.append(box);
+    this.question = box;
+    return input;
+  }
+
+  child(ev) {
+    this.closeAssistant();
+    const status = h('span', { class: 'badge' }, 'working');
+    const inner = h('div', { class: 'chat' });
+    const box = h('details', { class: 'child', open: true },
+      h('summary', {}, 'Delegated to ', h('strong', {}, ev.agent), ' ', status), inner);
+    this.container.append(box);
+    const r = new Renderer(inner, ev.child_session_id);
+    this.children.set(ev.call_id, { r, status, box });
+  }
+
+  // One event. Returns true when the turn finished.
+  event(type, ev, hooks = {}) {
+    switch (type) {
+      case 'session_started':
+        if (ev.resumed) this.line(`Resumed on ${ev.model}.`);
+        return false;
+      case 'turn_started':
+        this.sawText = false;
+        if (ev.input) this.user(ev.input, hooks.answering && hooks.answering());
+        if (hooks.busy) hooks.busy(true);
+        return false;
+      case 'message_delta':
+        this.delta(ev.text || '');
+        return false;
+      case 'tool_started':
+        this.tool(ev.call_id, ev.tool, ev.arguments);
+        return false;
+      case 'approval_requested':
+        this.approval(ev);
+        return false;
+      case 'tool_ended':
+        this.toolEnded(ev.call_id, ev.tool, ev.is_error, ev.content, ev.metadata);
+        return false;
+      case 'command_ended':
+        this.line(`Background command ${ev.is_error ? 'failed' : 'finished'}: ${ev.command}`);
+        return false;
+      case 'input_requested':
+        if (hooks.ask) hooks.ask(ev); else this.ask(ev);
+        return false;
+      case 'dispatch_started':
+        this.child(ev);
+        return false;
+      case 'child': {
+        const c = this.children.get(ev.call_id);
+        if (c && ev.event) c.r.event(ev.event.type, ev.event);
+        return false;
+      }
+      case 'dispatch_ended': {
+        const c = this.children.get(ev.call_id);
+        if (c) {
+          c.status.textContent = ev.is_error ? 'failed' : 'done';
+          c.status.className = `badge ${ev.is_error ? 'err' : 'ok'}`;
+          c.box.open = false;
+        }
+        return false;
+      }
+      case 'task_update':
+        this.line(ev.message);
+        return false;
+      case 'turn_completed':
+        if (ev.text && !this.assistant && !this.sawText) {
+          this.delta(ev.text);
+        }
+        this.closeAssistant();
+        if (ev.status && ev.status !== 'completed' && ev.status !== 'waiting_for_input') {
+          this.line(`The turn ended: ${ev.status.replace(/_/g, ' ')}.`);
+        }
+        if (hooks.busy) hooks.busy(false);
+        return true;
+      case 'turn_cancelled':
+        this.closeAssistant();
+        this.line('The turn was cancelled.');
+        if (hooks.busy) hooks.busy(false);
+        return true;
+      case 'error':
+        this.closeAssistant();
+        this.line(`${ev.message} (${ev.code})`, 'error');
+        return false;
+      case 'warning':
+        this.line(`${ev.message} (${ev.code})`);
+        return false;
+      case 'mcp_server':
+        if (ev.error) this.line(`MCP server ${ev.server}: ${ev.state} — ${ev.error}`);
+        return false;
+      case 'context_compacted':
+        this.line('Earlier messages were summarized to fit the context.');
+        return false;
+      case 'sources_applied':
+        this.line('Changed sources apply from this turn.');
+        return false;
+      case 'graph_invalid':
+        this.line(ev.message, 'error');
+        return false;
+      case 'session_stopped':
+        this.line('The session stopped.');
+        if (hooks.busy) hooks.busy(false);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // A stored transcript entry.
+  entry(message) {
+    if (message.role === 'user') {
+      const text = typeof message.content === 'string' ? message.content
+        : (message.content || []).map((p) => p.text || '').join('');
+      this.user(text);
+    } else if (message.role === 'assistant') {
+      const text = typeof message.content === 'string' ? message.content
+        : (message.content || []).map((p) => p.text || '').join('');
+      if (text) { this.delta(text); this.closeAssistant(); }
+      for (const call of message.tool_calls || []) this.tool(call.id, call.name, call.arguments);
+    } else if (message.role === 'tool') {
+      const t = this.tools.get(message.tool_call_id);
+      const content = typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
+      if (t) this.toolEnded(message.tool_call_id, '', !!message.is_error, content, null);
+    }
+  }
+}
+
+async function loadSkills(mode) {
+  try {
+    const listed = await get(`/api/skills${query({ mode })}`);
+    return (listed.items || []).filter((s) => s.valid && s.manual
+      && (s.effective_modes || []).includes(mode)).map((s) => ({ name: s.name, description: s.description }));
+  } catch {
+    return [];
+  }
+}
+
+// The composer's `$name` / `/skill:name` suggestions.
+function suggestions(textarea, skills) {
+  const list = h('ul', { class: 'suggest', role: 'listbox', id: 'skill-suggestions', hidden: true });
+  let items = [];
+  let active = 0;
+  const word = () => {
+    const upto = textarea.value.slice(0, textarea.selectionStart);
+    const m = upto.match(/(^|\s)(\$[\w-]*|\/skill:[\w-]*|\/sk[a-z]*)$/);
+    return m ? m[2] : null;
+  };
+  const close = () => { list.hidden = true; items = []; textarea.setAttribute('aria-expanded', 'false'); };
+  const pick = (i) => {
+    const w = word();
+    if (!w || !items[i]) return;
+    const prefix = w.startsWith('$') ? '$' : '/skill:';
+    const start = textarea.selectionStart - w.length;
+    textarea.value = `${textarea.value.slice(0, start)}${prefix}${items[i].name} ${textarea.value.slice(textarea.selectionStart)}`;
+    const at = start + prefix.length + items[i].name.length + 1;
+    textarea.setSelectionRange(at, at);
+    close();
+    textarea.focus();
+  };
+  const show = () => {
+    const w = word();
+    if (!w) { close(); return; }
+    const typed = w.startsWith('$') ? w.slice(1) : w.startsWith('/skill:') ? w.slice(7) : '';
+    items = skills().filter((s) => s.name.startsWith(typed)).slice(0, 20);
+    if (!items.length) { close(); return; }
+    active = Math.min(active, items.length - 1);
+    clear(list).append(...items.map((s, i) => h('li', {
+      role: 'option',
+      id: `sugg-${i}`,
+      'aria-selected': String(i === active),
+      onmousedown: (e) => { e.preventDefault(); pick(i); },
+    }, h('strong', {}, s.name), ' ', h('span', { class: 'muted' }, s.description))));
+    list.hidden = false;
+    textarea.setAttribute('aria-expanded', 'true');
+    textarea.setAttribute('aria-activedescendant', `sugg-${active}`);
+  };
+  textarea.setAttribute('role', 'combobox');
+  textarea.setAttribute('aria-controls', 'skill-suggestions');
+  textarea.setAttribute('aria-autocomplete', 'list');
+  textarea.setAttribute('aria-expanded', 'false');
+  textarea.addEventListener('input', () => { active = 0; show(); });
+  textarea.addEventListener('keydown', (e) => {
+    if (list.hidden) return;
+    if (e.key === 'ArrowDown') { e.preventDefault(); active = (active + 1) % items.length; show(); }
+    else if (e.key === 'ArrowUp') { e.preventDefault(); active = (active + items.length - 1) % items.length; show(); }
+    else if (e.key === 'Enter' || e.key === 'Tab') { e.preventDefault(); e.stopImmediatePropagation(); pick(active); }
+    else if (e.key === 'Escape') { e.preventDefault(); close(); }
+  });
+  textarea.addEventListener('blur', () => setTimeout(close, 100));
+  return list;
+}
+
+export async function chatView(app, id) {
+  const main = app.main;
+  const shown = await get(`/api/sessions/${id}`);
+  const session = shown.session;
+  const mode = session.workspace && session.workspace.mode ? session.workspace.mode : app.mode;
+  const status = h('span', { class: 'status', role: 'status' }, '');
+  const cancel = h('button', { type: 'button', class: 'danger', hidden: true }, 'Cancel turn');
+  const log = h('div', { class: 'chat', id: 'conversation' });
+  const textarea = h('textarea', { 'aria-label': 'Message', placeholder: 'Message the agent — $skill or /skill:name to pick a skill' });
+  let skills = [];
+  const list = suggestions(textarea, () => skills);
+  const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
+  const renderer = new Renderer(log, id);
+  let busy = false;
+  let answering = false;
+  const setBusy = (b) => {
+    busy = b;
+    status.textContent = b ? 'Working…' : '';
+    cancel.hidden = !b;
+  };
+  cancel.addEventListener('click', async () => {
+    try { await api('POST', `/api/sessions/${id}/cancel`); } catch (e) { toast(errorText(e), 'error'); }
+  });
+  const composer = h('form', {
+    class: 'composer',
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const text = textarea.value.trim();
+      if (!text) return;
+      try {
+        await api('POST', `/api/sessions/${id}/messages`, { text });
+        textarea.value = '';
+        ensureFollowing();
+      } catch (err) { toast(errorText(err), 'error'); }
+    },
+  }, list, textarea, h('div', { class: 'row' }, send, cancel, h('span', { class: 'spacer' }), status));
+  textarea.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && list.hidden) { e.preventDefault(); composer.requestSubmit(); }
+  });
+  main.append(
+    h('div', { class: 'row' },
+      h('h1', {}, `${session.lead || 'Session'}`),
+      h('span', { class: 'badge' }, mode === 'coding' ? 'Coding' : 'Work'),
+      h('span', { class: 'muted' }, session.model || '')),
+    log, composer);
+  loadSkills(mode).then((s) => { skills = s; });
+
+  const hooks = {
+    busy: setBusy,
+    answering: () => { const a = answering; answering = false; return a; },
+    ask: (ev) => {
+      const input = renderer.ask(ev, () => { answering = true; });
+      input.focus();
+    },
+  };
+  const controller = new AbortController();
+  app.teardown = () => controller.abort();
+  let following = false;
+  const ensureFollowing = () => {
+    if (following) return;
+    following = true;
+    follow(id, 0, (e) => {
+      if (e.type === 'session_started' && e.id === 1 && e.data && !e.data.resumed && !started) {
+        started = true;
+      }
+      if (!seenFirst) {
+        seenFirst = true;
+        // The log holds the whole session only when it starts with the
+        // session's own start; otherwise the stored transcript comes first.
+        if (!(e.type === 'session_started' && e.data && !e.data.resumed)) renderTranscript();
+      }
+      renderer.event(e.type, e.data || {}, hooks);
+      log.lastElementChild && log.lastElementChild.scrollIntoView({ block: 'end' });
+    }, controller.signal).catch((err) => toast(errorText(err), 'error')).finally(() => { following = false; });
+  };
+  let started = false;
+  let seenFirst = false;
+  let transcriptDone = false;
+  const renderTranscript = () => {
+    if (transcriptDone) return;
+    transcriptDone = true;
+    for (const entry of shown.transcript || []) renderer.entry(entry.message);
+    const open = (shown.pending_inputs || []).find((p) => p.answer === null);
+    if (open && open.request) hooks.ask({ call_id: open.tool_call_id, question: open.request.question, options: open.request.options });
+  };
+  const row = (await get('/api/sessions')).find((r) => r.session.id === id);
+  if (row && row.live) {
+    ensureFollowing();
+  } else {
+    renderTranscript();
+    seenFirst = true;
+  }
+  if (row && row.busy) setBusy(true);
+  textarea.focus();
+}

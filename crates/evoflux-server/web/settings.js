@@ -1,0 +1,369 @@
+// Settings: agents (list with validity and effective tools; an editor with
+// Form and Raw views — the Raw text is authoritative and the server's one
+// Form serializer keeps unknown keys), skills (the management list with
+// invalid winners, the bundle editor for editable bundles, a read-only view
+// otherwise, availability and runtime controls) and MCP servers.
+
+import { api, get, query } from './api.js';
+import { h, clear, field, dialog, toast, errorText } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+
+const TABS = [['agents', 'Agents'], ['skills', 'Skills'], ['mcp', 'MCP servers']];
+
+export async function settingsView(app, rest) {
+  const tab = rest[0] || 'agents';
+  app.main.append(h('h1', {}, 'Settings'),
+    h('nav', { class: 'tabs', 'aria-label': 'Settings sections' }, TABS.map(([id, label]) =>
+      h('a', { href: `#/settings/${id}`, 'aria-current': id === tab ? 'page' : false }, label))));
+  const body = h('div', {});
+  app.main.append(body);
+  if (tab === 'agents') await agentsTab(app, body, rest[1] && decodeURIComponent(rest.slice(1).join('/')));
+  else if (tab === 'skills') await skillsTab(app, body, rest[1] && decodeURIComponent(rest[1]));
+  else if (tab === 'mcp') await mcpTab(body);
+}
+
+// ---- agents --------------------------------------------------------------
+
+function agentPath(mode, name) {
+  return mode === 'coding' ? `/api/agents/coding/${encodeURIComponent(name)}` : `/api/agents/${encodeURIComponent(name)}`;
+}
+
+async function agentsTab(app, body, selected) {
+  const mode = app.mode;
+  const [listed, info] = await Promise.all([get(`/api/agents${query({ mode })}`), get('/api/info')]);
+  const listing = (listed.items || [])[0] || { agents: [] };
+  const table = h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Agent'), h('th', {}, 'Role'), h('th', {}, 'State'), h('th', {}, 'Effective tools'))),
+    h('tbody', {}, listing.agents.map((a) => h('tr', {},
+      h('td', {}, h('a', { href: `#/settings/agents/${encodeURIComponent(a.name)}` }, a.name), h('div', { class: 'muted' }, a.description)),
+      h('td', {}, a.role || ''),
+      h('td', {}, a.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
+      h('td', { class: 'muted small' }, ((a.effective && a.effective.tools) || []).join(' '))))));
+  const newAgent = h('button', {
+    type: 'button',
+    onclick: async () => {
+      const name = h('input', { type: 'text', placeholder: 'researcher' });
+      const choice = await dialog('New agent', field('Name', name, 'Lowercase letters, digits and hyphens.'),
+        [{ label: 'Cancel', value: null }, { label: 'Create', value: 'go', primary: true }]);
+      if (choice !== 'go' || !name.value.trim()) return;
+      const n = name.value.trim();
+      const content = `---\nname: ${n}\nrole: member\ndescription: Describe what ${n} does.\n---\n`;
+      try {
+        await api('POST', '/api/agents', { name: mode === 'coding' ? `coding/${n}` : n, content });
+        location.hash = `#/settings/agents/${encodeURIComponent(n)}`;
+      } catch (e) { toast(errorText(e), 'error'); }
+    },
+  }, 'New agent');
+  body.append(h('div', { class: 'split' }, h('div', {}, h('div', { class: 'row' }, h('h2', {}, mode === 'coding' ? 'Coding agents' : 'Work agents'), h('span', { class: 'spacer' }), newAgent), table),
+    selected ? await agentEditor(app, selected, info) : h('p', { class: 'muted' }, 'Choose an agent to edit it.')));
+}
+
+async function agentEditor(app, name, info) {
+  const mode = app.mode;
+  const detail = await get(agentPath(mode, name));
+  let raw = detail.content || '';
+  let view = 'form';
+  let formState = null;
+  const root = h('section', { class: 'card agent-editor', 'aria-label': `Edit ${name}` });
+  const problem = h('p', { class: 'error', role: 'alert' });
+  const panel = h('div', {});
+  const formTab = h('button', { type: 'button', role: 'tab', 'aria-selected': 'true' }, 'Form');
+  const rawTab = h('button', { type: 'button', role: 'tab', 'aria-selected': 'false' }, 'Raw');
+  const catalog = (info.tools.entries || []).filter((t) => (t.modes || []).includes(mode) && t.runnable !== false);
+  const effective = new Set((detail.effective && detail.effective.tools) || []);
+
+  // The Form's values are written back into the raw text by the server.
+  const syncFromForm = async () => {
+    if (!formState) return;
+    const r = await api('POST', '/api/agent-form/write', { content: raw, form: formState.form, body: formState.body });
+    raw = r.content;
+  };
+  const showRaw = async () => {
+    problem.textContent = '';
+    try { await syncFromForm(); } catch (e) { problem.textContent = errorText(e); return; }
+    view = 'raw';
+    formTab.setAttribute('aria-selected', 'false');
+    rawTab.setAttribute('aria-selected', 'true');
+    const area = h('textarea', { 'aria-label': 'Agent file', spellcheck: 'false', class: 'raw', rows: 18 }, raw);
+    area.addEventListener('input', () => { raw = area.value; formState = null; });
+    clear(panel).append(area);
+  };
+  const showForm = async () => {
+    problem.textContent = '';
+    let read;
+    try { read = await api('POST', '/api/agent-form/read', { content: raw }); } catch (e) { problem.textContent = errorText(e); return; }
+    view = 'form';
+    formTab.setAttribute('aria-selected', 'true');
+    rawTab.setAttribute('aria-selected', 'false');
+    formState = { form: read.form, body: read.body };
+    const f = formState.form;
+    const text = (key, label, hint) => {
+      const input = h('input', { type: 'text', value: f[key] ?? '' });
+      input.addEventListener('input', () => { f[key] = input.value === '' ? null : input.value; });
+      return field(label, input, hint);
+    };
+    const list = (key, label, hint) => {
+      const input = h('input', { type: 'text', value: (f[key] || []).join(', ') });
+      input.addEventListener('input', () => {
+        const items = input.value.split(',').map((s) => s.trim()).filter(Boolean);
+        f[key] = items.length ? items : null;
+      });
+      return field(label, input, hint);
+    };
+    const role = h('select', {}, ['lead', 'member'].map((r) => h('option', { value: r, selected: (f.role || 'member') === r }, r)));
+    role.addEventListener('change', () => { f.role = role.value; renderTools(); });
+    const prompt = h('textarea', { rows: 8 }, formState.body);
+    prompt.addEventListener('input', () => { formState.body = prompt.value; });
+    const tools = h('fieldset', { class: 'tools' });
+    const renderTools = () => {
+      const extras = new Set(f.tools || []);
+      const optOut = new Set(f.tools_opt_out || []);
+      const base = new Set([...effective].filter((t) => !extras.has(t)));
+      for (const t of optOut) base.add(t);
+      const member = (f.role || detail.effective?.role) === 'member';
+      clear(tools).append(h('legend', {}, 'Tools'),
+        h('p', { class: 'hint' }, 'Starts from the tools the agent has now. Default tools and instructions are versioned with evoflux; assigned skills are preloaded, the rest of the catalog stays on demand.'));
+      for (const t of catalog) {
+        if (member && t.lead_only) continue;
+        const on = (base.has(t.name) && !optOut.has(t.name)) || extras.has(t.name);
+        const box = h('input', { type: 'checkbox', checked: on, id: `tool-${t.name}` });
+        box.addEventListener('change', () => {
+          const ex = new Set(f.tools || []);
+          const oo = new Set(f.tools_opt_out || []);
+          if (box.checked) {
+            if (base.has(t.name)) oo.delete(t.name); else ex.add(t.name);
+          } else if (base.has(t.name)) oo.add(t.name); else ex.delete(t.name);
+          f.tools = ex.size ? [...ex] : null;
+          f.tools_opt_out = oo.size ? [...oo] : null;
+          renderTools();
+        });
+        tools.append(h('div', { class: 'tool-choice', title: t.description || '' }, box, h('label', { for: box.id }, t.name)));
+      }
+      tools.append(h('p', { class: 'hint' }, `Extra tools: ${(f.tools || []).join(', ') || 'none'} · Opted out: ${(f.tools_opt_out || []).join(', ') || 'none'}`));
+    };
+    renderTools();
+    clear(panel).append(
+      field('Role', role),
+      text('description', 'Description'),
+      text('model', 'Model', 'provider:model; the default model when empty.'),
+      (f.role || 'member') === 'member' ? text('lead', 'Lead', 'The lead this member belongs to; the default lead when empty.') : null,
+      list('skills', 'Skills', 'Preloaded skills, comma-separated.'),
+      list('mcp', 'MCP servers', 'Servers it may use, comma-separated (a plugin\'s as plugin/name).'),
+      tools,
+      field('Instructions', prompt),
+      read.unknown_keys.length ? h('p', { class: 'hint' }, `Kept as written: ${read.unknown_keys.join(', ')}`) : null);
+  };
+  formTab.addEventListener('click', () => { if (view !== 'form') showForm(); });
+  rawTab.addEventListener('click', () => { if (view !== 'raw') showRaw(); });
+  const save = h('button', {
+    type: 'button',
+    class: 'primary',
+    onclick: async () => {
+      problem.textContent = '';
+      try {
+        if (view === 'form') await syncFromForm();
+        if (detail.editable) {
+          await api('PUT', agentPath(mode, name), { content: raw });
+        } else {
+          await api('POST', '/api/agents', { name: mode === 'coding' ? `coding/${name}` : name, content: raw });
+        }
+        toast(`Saved ${name}.`);
+        app.rerender();
+      } catch (e) {
+        problem.textContent = errorText(e);
+      }
+    },
+  }, detail.editable ? 'Save' : 'Save as my agent');
+  const del = detail.editable ? h('button', {
+    type: 'button',
+    class: 'danger',
+    onclick: async () => {
+      const choice = await dialog(`Delete ${name}?`, h('p', {}, 'Its file is removed from your agents folder.'),
+        [{ label: 'Cancel', value: null }, { label: 'Delete', value: 'go', primary: true }]);
+      if (choice !== 'go') return;
+      try {
+        await api('DELETE', agentPath(mode, name));
+        location.hash = '#/settings/agents';
+      } catch (e) { problem.textContent = errorText(e); }
+    },
+  }, 'Delete') : null;
+  root.append(
+    h('div', { class: 'row' }, h('h2', {}, name), detail.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
+    detail.editable ? null : h('p', { class: 'hint' }, detail.path ? `Defined in ${detail.path}; saving writes your own copy.` : 'Built in; saving writes your own copy.'),
+    h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Editor view' }, formTab, rawTab),
+    panel, problem, h('div', { class: 'row' }, save, del));
+  if (!raw) {
+    // A builtin has no file: a user copy starts from what it compiles to.
+    const e = detail.effective || {};
+    raw = `---\nname: ${name}\nrole: ${e.role || 'member'}\ndescription: ${JSON.stringify(e.description || '')}\n---\n`;
+  }
+  await showForm();
+  return root;
+}
+
+// ---- skills --------------------------------------------------------------
+
+const MODE_CHOICES = [['work', 'Work'], ['coding', 'Coding'], ['both', 'Both']];
+
+async function skillsTab(app, body, selected) {
+  const mode = app.mode;
+  const listed = await get('/api/settings/skills');
+  const rows = listed.items || [];
+  const table = h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Skill'), h('th', {}, 'Source'), h('th', {}, 'Available in'), h('th', {}, 'State'))),
+    h('tbody', {}, rows.map((s) => h('tr', {},
+      h('td', {}, h('a', { href: `#/settings/skills/${encodeURIComponent(s.name)}` }, s.name), h('div', { class: 'muted' }, s.description)),
+      h('td', {}, s.source),
+      h('td', {}, (s.modes || []).join(', ') || 'none'),
+      h('td', {}, s.valid ? h('span', { class: 'badge ok' }, 'valid')
+        : h('span', { class: 'badge err', title: (s.diagnostics || []).join(', ') }, `invalid: ${(s.diagnostics || []).join(', ')}`))))));
+  const newSkill = h('button', {
+    type: 'button',
+    onclick: async () => {
+      const name = h('input', { type: 'text', placeholder: 'trip-notes' });
+      const description = h('input', { type: 'text' });
+      const choice = await dialog('New skill', h('div', {}, field('Name', name, 'Lowercase letters, digits and hyphens.'), field('Description', description, 'When should the agent use it?')),
+        [{ label: 'Cancel', value: null }, { label: 'Create', value: 'go', primary: true }]);
+      if (choice !== 'go') return;
+      const n = name.value.trim();
+      const content = `---\nname: ${n}\ndescription: ${description.value.trim() || `Use ${n}.`}\n---\nWrite the skill's instructions here.\n`;
+      try {
+        await api('POST', '/api/skills', { name: n, content });
+        location.hash = `#/settings/skills/${encodeURIComponent(n)}`;
+      } catch (e) { toast(errorText(e), 'error'); }
+    },
+  }, 'New skill');
+  body.append(h('div', { class: 'split' },
+    h('div', {}, h('div', { class: 'row' }, h('h2', {}, 'Skills'), h('span', { class: 'spacer' }), newSkill), table),
+    selected ? await skillDetail(app, selected, mode) : h('p', { class: 'muted' }, 'Choose a skill to see or edit it.')));
+}
+
+async function skillDetail(app, name, mode) {
+  const d = await get(`/api/skills/${encodeURIComponent(name)}`);
+  const root = h('section', { class: 'card skill-detail', 'aria-label': name });
+  const problem = h('p', { class: 'error', role: 'alert' });
+  const patch = async (change) => {
+    try {
+      await api('PATCH', `/api/skills/${encodeURIComponent(name)}`, { settings_id: d.settings_id, ...change });
+      toast('Preferences saved.');
+      app.rerender();
+    } catch (e) { toast(errorText(e), 'error'); }
+  };
+  const modes = d.modes || [];
+  const current = modes.length === 2 ? 'both' : modes[0] || 'both';
+  const availability = h('select', { disabled: !d.valid }, MODE_CHOICES.map(([v, l]) => h('option', { value: v, selected: v === current }, l)));
+  availability.addEventListener('change', () => patch({ modes: availability.value === 'both' ? ['work', 'coding'] : [availability.value] }));
+  const implicit = h('select', { disabled: !d.valid },
+    h('option', { value: 'true', selected: d.implicit }, 'Auto-discoverable'),
+    h('option', { value: 'false', selected: !d.implicit }, 'Hidden from catalog'));
+  implicit.addEventListener('change', () => patch({ allow_implicit_invocation: implicit.value === 'true' }));
+  const manual = h('select', { disabled: !d.valid },
+    h('option', { value: 'true', selected: d.manual }, 'Available'),
+    h('option', { value: 'false', selected: !d.manual }, 'Disabled'));
+  manual.addEventListener('change', () => patch({ user_invocable: manual.value === 'true' }));
+  const reset = h('button', {
+    type: 'button',
+    onclick: async () => {
+      try {
+        await api('DELETE', `/api/skills/${encodeURIComponent(name)}${query({ settings_id: d.settings_id })}`);
+        toast('Preferences reset to the bundle\'s defaults.');
+        app.rerender();
+      } catch (e) { toast(errorText(e), 'error'); }
+    },
+  }, 'Reset');
+  root.append(
+    h('div', { class: 'row' }, h('h2', {}, name), h('span', { class: 'badge' }, d.source),
+      d.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
+    d.valid ? null : h('div', { class: 'error' }, h('p', {}, 'This skill is invalid and is not offered:'),
+      h('ul', {}, (d.diagnostics_detail || []).map((x) => h('li', {}, `${x.message} (${x.code})`)))),
+    h('div', { class: 'row' },
+      field('Available in', availability),
+      field('Auto-discovery', implicit),
+      field('Manual invocation', manual),
+      reset),
+    d.shadowed_paths && d.shadowed_paths.length ? h('p', { class: 'hint' }, `Shadows: ${d.shadowed_paths.join(', ')}`) : null);
+  if (d.edit_refusal) {
+    root.append(h('p', { class: 'hint' }, `Read only: ${d.edit_refusal}.`), h('div', { class: 'card' }, renderMarkdown(d.content || '')));
+    return root;
+  }
+  // The bundle editor.
+  const skillMd = h('textarea', { 'aria-label': 'SKILL.md', rows: 14, spellcheck: 'false' }, d.content || '');
+  const files = (d.files || []).filter((f) => f.editable);
+  const edits = new Map();
+  const deleted = new Set();
+  const fileList = h('div', {});
+  const renderFiles = () => {
+    clear(fileList).append(h('h3', {}, 'Files'));
+    for (const f of files) {
+      if (deleted.has(f.path)) continue;
+      const binary = f.encoding === 'base64';
+      const area = h('textarea', { rows: 5, 'aria-label': f.path, disabled: binary || f.content === undefined }, binary ? '(binary file)' : f.content || '');
+      area.addEventListener('input', () => edits.set(f.path, area.value));
+      fileList.append(h('div', { class: 'field' }, h('div', { class: 'row' }, h('code', {}, f.path), h('span', { class: 'spacer' }),
+        h('button', { type: 'button', class: 'danger', onclick: () => { deleted.add(f.path); edits.delete(f.path); renderFiles(); } }, 'Delete')), area));
+    }
+    fileList.append(h('button', {
+      type: 'button',
+      onclick: async () => {
+        const path = h('input', { type: 'text', placeholder: 'references/notes.md' });
+        const choice = await dialog('New file', field('Path in the bundle', path),
+          [{ label: 'Cancel', value: null }, { label: 'Add', value: 'go', primary: true }]);
+        if (choice !== 'go' || !path.value.trim()) return;
+        files.push({ path: path.value.trim(), content: '', encoding: 'utf-8', editable: true });
+        edits.set(path.value.trim(), '');
+        renderFiles();
+      },
+    }, 'Add file'));
+  };
+  renderFiles();
+  const save = h('button', {
+    type: 'button',
+    class: 'primary',
+    onclick: async () => {
+      problem.textContent = '';
+      try {
+        await api('PUT', `/api/skills/${encodeURIComponent(name)}`, {
+          content: skillMd.value,
+          files: [...edits].map(([path, content]) => ({ path, content })),
+          deleted_files: [...deleted],
+        });
+        toast(`Saved ${name}.`);
+        app.rerender();
+      } catch (e) {
+        problem.textContent = errorText(e);
+        for (const x of e.diagnostics || []) problem.append(h('div', {}, `${x.message} (${x.code})`));
+      }
+    },
+  }, 'Save bundle');
+  const del = h('button', {
+    type: 'button',
+    class: 'danger',
+    onclick: async () => {
+      const choice = await dialog(`Delete ${name}?`, h('p', {}, 'The whole bundle folder is removed.'),
+        [{ label: 'Cancel', value: null }, { label: 'Delete', value: 'go', primary: true }]);
+      if (choice !== 'go') return;
+      try {
+        await api('DELETE', `/api/skills/${encodeURIComponent(name)}`);
+        location.hash = '#/settings/skills';
+      } catch (e) { toast(errorText(e), 'error'); }
+    },
+  }, 'Delete skill');
+  root.append(field('SKILL.md', skillMd), fileList, problem, h('div', { class: 'row' }, save, del));
+  return root;
+}
+
+// ---- MCP servers ---------------------------------------------------------
+
+async function mcpTab(body) {
+  const listed = await get('/api/mcp/servers');
+  const rows = listed.items || [];
+  if (!rows.length) {
+    body.append(h('p', { class: 'muted' }, 'No MCP servers: add them to mcp.json, or enable a plugin that has some.'));
+    return;
+  }
+  body.append(h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Server'), h('th', {}, 'State'), h('th', {}, 'Transport'), h('th', {}, 'Tools'), h('th', {}, 'Last error'))),
+    h('tbody', {}, rows.map((s) => h('tr', {},
+      h('td', {}, s.server, ' ', s.owner && s.owner.kind === 'plugin' ? h('span', { class: 'badge' }, 'plugin') : null),
+      h('td', {}, h('span', { class: `badge ${s.state === 'ready' ? 'ok' : s.last_error ? 'err' : ''}` }, s.state)),
+      h('td', {}, s.transport || ''),
+      h('td', {}, (s.tools || []).map((t) => t.name).join(', ')),
+      h('td', { class: 'error' }, s.last_error ? `${s.last_error.message} (${s.last_error.code})` : ''))))));
+}
