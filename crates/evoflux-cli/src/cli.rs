@@ -66,8 +66,8 @@ pub enum Command {
     Run(crate::commands::run::RunArgs),
     /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.
     Chat(crate::commands::run::ChatArgs),
-    /// Serve the HTTP API (sessions over SSE, info, agents, skills, plugins, /openapi.json)
-    /// on a loopback port; every route but health, /openapi.json and the home page needs the
+    /// Serve the web UI at / and the HTTP API (sessions over SSE, info, agents, skills,
+    /// plugins, MCP, /openapi.json) on a loopback port; every API route but health needs the
     /// bearer token.
     Serve(crate::commands::serve::ServeArgs),
     /// List, show and resume sessions.

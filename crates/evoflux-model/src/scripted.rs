@@ -134,6 +134,11 @@ pub struct Reply {
     /// Defaults to `tool_use` when there are tool calls, else `end_turn`.
     #[serde(default)]
     pub stop: Option<StopReason>,
+    /// Streams the text word by word with this many milliseconds between
+    /// words, as a slow model would (for front ends' tests of streaming);
+    /// at once when absent.
+    #[serde(default)]
+    pub word_delay_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -218,7 +223,8 @@ impl ScriptedProvider {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn play(&self, request: &Request) -> Result<Vec<StreamEvent>, ScriptError> {
+    /// The next turn's events, and the delay between its words.
+    fn play(&self, request: &Request) -> Result<(Vec<StreamEvent>, Option<u64>), ScriptError> {
         let mut next = self
             .next
             .lock()
@@ -237,7 +243,10 @@ impl ScriptedProvider {
             self.check(number, expect, request.messages.last())?;
         }
         *next += 1;
-        Ok(reply_events(number, &turn.reply, request))
+        Ok((
+            reply_events(number, &turn.reply, request),
+            turn.reply.word_delay_ms,
+        ))
     }
 
     fn check(
@@ -296,9 +305,26 @@ fn estimate_tokens(chars: usize) -> u64 {
 fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEvent> {
     let mut events = Vec::new();
     if !reply.text.is_empty() {
-        events.push(StreamEvent::TextDelta {
-            text: reply.text.clone(),
-        });
+        match reply.word_delay_ms {
+            // Word by word: each piece keeps the whitespace before it.
+            Some(_) => {
+                let mut start = 0;
+                for (i, c) in reply.text.char_indices() {
+                    if c.is_whitespace() && i > start && !reply.text[start..i].trim().is_empty() {
+                        events.push(StreamEvent::TextDelta {
+                            text: reply.text[start..i].to_owned(),
+                        });
+                        start = i;
+                    }
+                }
+                events.push(StreamEvent::TextDelta {
+                    text: reply.text[start..].to_owned(),
+                });
+            }
+            None => events.push(StreamEvent::TextDelta {
+                text: reply.text.clone(),
+            }),
+        }
     }
     let mut calls = Vec::new();
     let mut output_chars = reply.text.len();
@@ -374,11 +400,25 @@ impl Provider for ScriptedProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let items: Vec<Result<StreamEvent, ProviderError>> = match self.play(&request) {
-            Ok(events) => events.into_iter().map(Ok).collect(),
-            Err(e) => vec![Err(ProviderError::Script(e))],
-        };
-        Box::pin(futures_util::stream::iter(items))
+        let (items, delay): (Vec<Result<StreamEvent, ProviderError>>, Option<u64>) =
+            match self.play(&request) {
+                Ok((events, delay)) => (events.into_iter().map(Ok).collect(), delay),
+                Err(e) => (vec![Err(ProviderError::Script(e))], None),
+            };
+        match delay {
+            None => Box::pin(futures_util::stream::iter(items)),
+            Some(ms) => {
+                use futures_util::StreamExt as _;
+                Box::pin(
+                    futures_util::stream::iter(items).then(move |item| async move {
+                        if let Ok(StreamEvent::TextDelta { .. }) = &item {
+                            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                        }
+                        item
+                    }),
+                )
+            }
+        }
     }
 }
 

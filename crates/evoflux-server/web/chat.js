@@ -46,7 +46,7 @@ export async function newSessionView(app) {
   },
   h('h2', {}, `New ${mode === 'coding' ? 'Coding' : 'Work'} session`),
   field('Lead', lead, leads.length ? null : 'No lead agent is available in this mode.'),
-  mode === 'coding' ? field('Workspaces', workspaces, 'Repositories the session works in.') : null,
+  mode === 'coding' ? field('Workspaces', workspaces, 'Repositories the session works in.') : '',
   field('Model', model),
   field('Message', message),
   problem,
@@ -171,7 +171,6 @@ class Renderer {
       if (!text) return;
       try {
         await api('POST', `/api/sessions/${this.session}/input`, { text });
-        box.replaceChildren(h('p', {}, h('strong', {}, ev.question), ' ', h('span', { class: 'muted' }, 'answered')));
         if (onAnswer) onAnswer();
       } catch (e) { toast(errorText(e), 'error'); }
     };
@@ -181,7 +180,7 @@ class Renderer {
     },
     h('p', {}, h('strong', {}, ev.question)),
     (ev.options || []).length ? h('div', { class: 'row' }, ev.options.map((o) =>
-      h('button', { type: 'button', onclick: () => send(o) }, o))) : null,
+      h('button', { type: 'button', onclick: () => send(o) }, o))) : '',
     h('div', { class: 'row' }, input, h('button', { type: 'submit', class: 'primary' }, 'Answer')));
     this.container.append(box);
     this.question = box;
@@ -205,11 +204,19 @@ class Renderer {
       case 'session_started':
         if (ev.resumed) this.line(`Resumed on ${ev.model}.`);
         return false;
-      case 'turn_started':
+      case 'turn_started': {
         this.sawText = false;
-        if (ev.input) this.user(ev.input, hooks.answering && hooks.answering());
+        // Input while a question is open is its answer.
+        const open = this.question;
+        if (open && ev.input) {
+          const q = open.querySelector('strong');
+          open.replaceChildren(h('p', {}, h('strong', {}, q ? q.textContent : ''), ' ', h('span', { class: 'muted' }, 'answered')));
+          this.question = null;
+        }
+        if (ev.input) this.user(ev.input, !!open || (hooks.answering && hooks.answering()));
         if (hooks.busy) hooks.busy(true);
         return false;
+      }
       case 'message_delta':
         this.delta(ev.text || '');
         return false;
@@ -391,6 +398,7 @@ export async function chatView(app, id) {
   let busy = false;
   let answering = false;
   const setBusy = (b) => {
+    if (busy !== b) app.refreshSessions();
     busy = b;
     status.textContent = b ? 'Working…' : '';
     cancel.hidden = !b;

@@ -50,7 +50,7 @@ export function field(label, control, hint) {
   return h('div', { class: 'field' },
     h('label', { for: id }, label),
     control,
-    hint ? h('p', { class: 'hint' }, hint) : null);
+    hint ? h('p', { class: 'hint' }, hint) : '');
 }
 
 // A modal dialog with a title, a body and buttons; resolves with the

@@ -82,7 +82,7 @@ function trustBody(inspection) {
   const t = (inspection && inspection.trust) || {};
   const list = (title, items, show) => (items && items.length
     ? h('div', {}, h('h3', {}, title), h('ul', {}, items.map((i) => h('li', {}, show(i)))))
-    : null);
+    : '');
   const parts = [
     list('Commands it runs', t.executable_commands, (c) => h('code', {}, [c.executable, ...(c.args || [])].join(' '))),
     list('Remote hosts it contacts', t.remote_hosts, (r) => `${r.host} (${r.server})`),
@@ -135,7 +135,7 @@ function card(app, p, servers) {
         h('h3', {}, 'MCP runtime'),
         mine.length ? h('ul', {}, mine.map((s) => h('li', {}, h('strong', {}, s.name), ' ',
           h('span', { class: `badge ${s.state === 'ready' ? 'ok' : s.last_error ? 'err' : ''}` }, s.state),
-          s.last_error ? h('span', { class: 'error' }, ` ${s.last_error.message}`) : null)))
+          s.last_error ? h('span', { class: 'error' }, ` ${s.last_error.message}`) : '')))
           : h('p', { class: 'muted' }, inst.enabled ? 'No servers running.' : 'Off while the plugin is disabled.'));
     } catch (e) { components.textContent = errorText(e); }
   };
@@ -184,17 +184,17 @@ function card(app, p, servers) {
     : null;
   return h('section', { class: 'card plugin', 'aria-label': inst.name, dataset: { id: inst.id } },
     h('div', { class: 'row' },
-      h('h2', {}, inst.name), inst.version ? h('span', { class: 'muted' }, inst.version) : null,
-      inst.source_type === 'builtin' ? h('span', { class: 'badge' }, 'bundled') : null,
+      h('h2', {}, inst.name), inst.version ? h('span', { class: 'muted' }, inst.version) : '',
+      inst.source_type === 'builtin' ? h('span', { class: 'badge' }, 'bundled') : '',
       credBadge, h('span', { class: 'spacer' }),
       h('label', { class: 'row' }, toggle, inst.enabled ? 'Enabled' : 'Disabled')),
-    inst.description ? h('p', {}, inst.description) : null,
+    inst.description ? h('p', {}, inst.description) : '',
     details, actions);
 }
 
 async function credentialsDialog(app, inst, state) {
   const inputs = new Map();
-  const body = h('div', {}, state.error ? h('p', { class: 'error' }, state.error) : null);
+  const body = h('div', {}, state.error ? h('p', { class: 'error' }, state.error) : '');
   for (const f of state.fields || []) {
     let control;
     if (f.type === 'boolean') {

@@ -45,13 +45,13 @@ export async function provenanceView(app) {
     h('h2', {}, `Diagnostics (${diags.length})`),
     diags.length ? h('ul', {}, diags.map((d) => h('li', { class: d.severity === 'error' ? 'error' : '' },
       `${d.severity}: ${d.message} `, h('code', {}, d.code),
-      d.locator && (d.locator.file || d.locator.slot) ? h('span', { class: 'muted' }, ` — ${d.locator.file || d.locator.slot}`) : null)))
+      d.locator && (d.locator.file || d.locator.slot) ? h('span', { class: 'muted' }, ` — ${d.locator.file || d.locator.slot}`) : '')))
       : h('p', { class: 'muted' }, 'None.')));
   const badge = (text, kind = '') => h('span', { class: `badge ${kind}` }, text);
   main.append(
     section('Tools', info.tools && info.tools.entries, (t) => [
-      t.runnable === false ? badge('not runnable', 'warn') : null,
-      t.lead_only ? badge('lead only') : null,
+      t.runnable === false ? badge('not runnable', 'warn') : '',
+      t.lead_only ? badge('lead only') : '',
       (t.modes || []).join(', ')]),
     section('Skills', info.skills && info.skills.entries),
     section('Agents', info.agents && info.agents.entries),

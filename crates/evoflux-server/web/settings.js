@@ -34,7 +34,7 @@ async function agentsTab(app, body, selected) {
   const listing = (listed.items || [])[0] || { agents: [] };
   const table = h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Agent'), h('th', {}, 'Role'), h('th', {}, 'State'), h('th', {}, 'Effective tools'))),
     h('tbody', {}, listing.agents.map((a) => h('tr', {},
-      h('td', {}, h('a', { href: `#/settings/agents/${encodeURIComponent(a.name)}` }, a.name), h('div', { class: 'muted' }, a.description)),
+      h('td', {}, h('a', { href: `#/settings/agents/${encodeURIComponent(a.name)}` }, a.name), h('div', { class: 'muted clamp' }, a.description)),
       h('td', {}, a.role || ''),
       h('td', {}, a.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
       h('td', { class: 'muted small' }, ((a.effective && a.effective.tools) || []).join(' '))))));
@@ -145,12 +145,12 @@ async function agentEditor(app, name, info) {
       field('Role', role),
       text('description', 'Description'),
       text('model', 'Model', 'provider:model; the default model when empty.'),
-      (f.role || 'member') === 'member' ? text('lead', 'Lead', 'The lead this member belongs to; the default lead when empty.') : null,
+      (f.role || 'member') === 'member' ? text('lead', 'Lead', 'The lead this member belongs to; the default lead when empty.') : '',
       list('skills', 'Skills', 'Preloaded skills, comma-separated.'),
       list('mcp', 'MCP servers', 'Servers it may use, comma-separated (a plugin\'s as plugin/name).'),
       tools,
       field('Instructions', prompt),
-      read.unknown_keys.length ? h('p', { class: 'hint' }, `Kept as written: ${read.unknown_keys.join(', ')}`) : null);
+      read.unknown_keys.length ? h('p', { class: 'hint' }, `Kept as written: ${read.unknown_keys.join(', ')}`) : '');
   };
   formTab.addEventListener('click', () => { if (view !== 'form') showForm(); });
   rawTab.addEventListener('click', () => { if (view !== 'raw') showRaw(); });
@@ -210,7 +210,7 @@ async function skillsTab(app, body, selected) {
   const rows = listed.items || [];
   const table = h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Skill'), h('th', {}, 'Source'), h('th', {}, 'Available in'), h('th', {}, 'State'))),
     h('tbody', {}, rows.map((s) => h('tr', {},
-      h('td', {}, h('a', { href: `#/settings/skills/${encodeURIComponent(s.name)}` }, s.name), h('div', { class: 'muted' }, s.description)),
+      h('td', {}, h('a', { href: `#/settings/skills/${encodeURIComponent(s.name)}` }, s.name), h('div', { class: 'muted clamp' }, s.description)),
       h('td', {}, s.source),
       h('td', {}, (s.modes || []).join(', ') || 'none'),
       h('td', {}, s.valid ? h('span', { class: 'badge ok' }, 'valid')
@@ -279,7 +279,7 @@ async function skillDetail(app, name, mode) {
       field('Auto-discovery', implicit),
       field('Manual invocation', manual),
       reset),
-    d.shadowed_paths && d.shadowed_paths.length ? h('p', { class: 'hint' }, `Shadows: ${d.shadowed_paths.join(', ')}`) : null);
+    d.shadowed_paths && d.shadowed_paths.length ? h('p', { class: 'hint' }, `Shadows: ${d.shadowed_paths.join(', ')}`) : '');
   if (d.edit_refusal) {
     root.append(h('p', { class: 'hint' }, `Read only: ${d.edit_refusal}.`), h('div', { class: 'card' }, renderMarkdown(d.content || '')));
     return root;
@@ -361,7 +361,7 @@ async function mcpTab(body) {
   }
   body.append(h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Server'), h('th', {}, 'State'), h('th', {}, 'Transport'), h('th', {}, 'Tools'), h('th', {}, 'Last error'))),
     h('tbody', {}, rows.map((s) => h('tr', {},
-      h('td', {}, s.server, ' ', s.owner && s.owner.kind === 'plugin' ? h('span', { class: 'badge' }, 'plugin') : null),
+      h('td', {}, s.server, ' ', s.owner && s.owner.kind === 'plugin' ? h('span', { class: 'badge' }, 'plugin') : ''),
       h('td', {}, h('span', { class: `badge ${s.state === 'ready' ? 'ok' : s.last_error ? 'err' : ''}` }, s.state)),
       h('td', {}, s.transport || ''),
       h('td', {}, (s.tools || []).map((t) => t.name).join(', ')),

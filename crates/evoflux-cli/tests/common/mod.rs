@@ -9,6 +9,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+pub mod server;
+pub mod webdriver;
+
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
 }
