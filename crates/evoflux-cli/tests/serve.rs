@@ -936,22 +936,13 @@ async fn mcp_servers_are_listed_with_their_state_and_last_error() {
         .collect();
     assert_eq!(api_states, cli_states);
     // One server by its reference; an unknown one is a 404.
-    let (status, one) = json_of(server.get("/api/mcp/servers/old").send().await.unwrap()).await;
+    let (status, one) = server.call("GET", "/api/mcp/servers/old", None).await;
     assert_eq!((status, &one["state"]), (200, &json!("skipped")), "{one:#}");
-    let (status, body) = json_of(server.get("/api/mcp/servers/nope").send().await.unwrap()).await;
+    let (status, body) = server.call("GET", "/api/mcp/servers/nope", None).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (404, Some("mcp/server-not-found"))
     );
-}
-
-async fn json_of(response: reqwest::Response) -> (u16, Value) {
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -991,51 +982,41 @@ turns:
     let skill_md =
         "---\nname: trip-notes\ndescription: Notes for planning trips.\n---\nPack light.\n";
     // A path outside the bundle, and a name that is not portable, write nothing.
-    let (status, body) = json_of(
-        server
-            .post(
-                "/api/skills",
-                json!({"name": "trip-notes", "content": skill_md,
-                       "files": [{"path": "../escape.md", "content": "x"}]}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/skills",
+            Some(json!({"name": "trip-notes", "content": skill_md,
+                       "files": [{"path": "../escape.md", "content": "x"}]})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (400, Some("skill/edit-path-invalid"))
     );
-    let (status, body) = json_of(
-        server
-            .post(
-                "/api/skills",
-                json!({"name": "Trip Notes", "content": skill_md}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/skills",
+            Some(json!({"name": "Trip Notes", "content": skill_md})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (422, Some("skill/name-invalid"))
     );
     assert!(!s.config().join("skills/trip-notes").exists());
 
-    let (status, body) = json_of(
-        server
-            .post(
-                "/api/skills",
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/skills",
+            Some(
                 json!({"name": "trip-notes", "content": skill_md, "modes": ["work"],
                        "files": [{"path": "references/packing.md", "content": "Socks."}]}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+            ),
+        )
+        .await;
     assert_eq!(status, 201, "{body:#}");
     assert_eq!(body["editable"], true);
     assert_eq!(body["content"], skill_md);
@@ -1046,17 +1027,13 @@ turns:
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths, [".evoflux.json", "references/packing.md"]);
-    let (status, body) = json_of(
-        server
-            .post(
-                "/api/skills",
-                json!({"name": "trip-notes", "content": skill_md}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/skills",
+            Some(json!({"name": "trip-notes", "content": skill_md})),
+        )
+        .await;
     assert_eq!((status, body["code"].as_str()), (409, Some("skill/exists")));
 
     // The live session's next turn runs on the new sources.
@@ -1078,15 +1055,13 @@ turns:
 
     // An invalid replacement changes nothing; a valid one replaces the
     // bundle whole, and without `modes` leaves the sidecar alone.
-    let (status, body) = json_of(
-        server
-            .request("PUT", "/api/skills/trip-notes")
-            .json(&json!({"content": "no front matter"}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "PUT",
+            "/api/skills/trip-notes",
+            Some(json!({"content": "no front matter"})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (422, Some("skill/invalid"))
@@ -1103,17 +1078,9 @@ turns:
         skill_md
     );
     let v2 = skill_md.replace("Pack light.", "Pack lighter.");
-    let (status, body) = json_of(
-        server
-            .request("PUT", "/api/skills/trip-notes")
-            .json(&json!({"name": "trip-notes", "content": v2,
+    let (status, body) = server.call("PUT", "/api/skills/trip-notes", Some(json!({"name": "trip-notes", "content": v2,
                           "files": [{"path": "icon.bin", "content": "AJ+SlA==", "encoding": "base64"}],
-                          "deleted_files": ["references/packing.md"]}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+                          "deleted_files": ["references/packing.md"]}))).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(
         std::fs::read(dir.join("icon.bin")).unwrap(),
@@ -1141,36 +1108,24 @@ turns:
         .as_str()
         .unwrap()
         .to_owned();
-    let (status, body) = json_of(
-        server
-            .request("PUT", &format!("/api/skills/{builtin}"))
-            .json(&json!({"content": "---\nname: x\ndescription: y\n---\nz\n"}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "PUT",
+            &format!("/api/skills/{builtin}"),
+            Some(json!({"content": "---\nname: x\ndescription: y\n---\nz\n"})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (403, Some("skill/not-editable"))
     );
-    let (status, _) = json_of(
-        server
-            .request("DELETE", &format!("/api/skills/{builtin}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = server
+        .call("DELETE", &format!("/api/skills/{builtin}"), None)
+        .await;
     assert_eq!(status, 403);
-    let (status, shown) = json_of(
-        server
-            .get(&format!("/api/skills/{builtin}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, shown) = server
+        .call("GET", &format!("/api/skills/{builtin}"), None)
+        .await;
     assert_eq!(status, 200);
     assert!(
         shown["content"]
@@ -1197,14 +1152,7 @@ turns:
         .await
         .unwrap();
     assert_eq!(changed.status(), 200);
-    let (status, body) = json_of(
-        server
-            .request("DELETE", "/api/skills/trip-notes")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server.call("DELETE", "/api/skills/trip-notes", None).await;
     assert_eq!(
         (status, body["result"].as_str()),
         (200, Some("bundle-deleted")),
@@ -1213,7 +1161,7 @@ turns:
     assert!(!dir.exists());
     let prefs = std::fs::read_to_string(s.config().join("skill-settings.json")).unwrap_or_default();
     assert!(!prefs.contains(&settings_id), "{prefs}");
-    let (status, _) = json_of(server.get("/api/skills/trip-notes").send().await.unwrap()).await;
+    let (status, _) = server.call("GET", "/api/skills/trip-notes", None).await;
     assert_eq!(status, 404);
 }
 
@@ -1257,30 +1205,16 @@ async fn the_plugin_lifecycle_over_http_never_shows_a_secret() {
     let mut seen = String::new();
 
     // Create, then edit the package in the editor.
-    let (status, body) = json_of(
-        server
-            .post(
-                "/api/plugins/create",
-                json!({"destination": pkg, "name": "svc", "description": "A service.", "version": "1.0.0"}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server.call("POST", "/api/plugins/create", Some(json!({"destination": pkg, "name": "svc", "description": "A service.", "version": "1.0.0"}))).await;
     assert_eq!(status, 201, "{body:#}");
     let root = pkg.to_str().unwrap();
-    let (status, tree) = json_of(
-        server
-            .get(&format!(
-                "/api/plugins/workspace/tree?{}",
-                query(&[("root", root)])
-            ))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, tree) = server
+        .call(
+            "GET",
+            &format!("/api/plugins/workspace/tree?{}", query(&[("root", root)])),
+            None,
+        )
+        .await;
     assert_eq!(status, 200);
     assert!(
         tree["entries"]
@@ -1290,131 +1224,93 @@ async fn the_plugin_lifecycle_over_http_never_shows_a_secret() {
             .any(|e| e["path"] == "plugin.json"),
         "{tree:#}"
     );
-    let (_, file) = json_of(
-        server
-            .get(&format!(
+    let (_, file) = server
+        .call(
+            "GET",
+            &format!(
                 "/api/plugins/workspace/file?{}",
                 query(&[("root", root), ("path", "plugin.json")])
-            ))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+            ),
+            None,
+        )
+        .await;
     let mut manifest: Value = serde_json::from_str(file["content"].as_str().unwrap()).unwrap();
     manifest["extensions"] = json!({"org.evoelsewhere.evoflux.credentials": {"fields": [
         {"key": "endpoint", "label": "Service URL", "type": "url", "env": "SERVICE_URL", "required": true},
         {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_API_TOKEN", "required": true}
     ]}});
-    let (status, saved) = json_of(
-        server
-            .request("PUT", "/api/plugins/workspace/file")
-            .json(&json!({"root": root, "path": "plugin.json", "content": serde_json::to_string_pretty(&manifest).unwrap()}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, saved) = server.call("PUT", "/api/plugins/workspace/file", Some(json!({"root": root, "path": "plugin.json", "content": serde_json::to_string_pretty(&manifest).unwrap()}))).await;
     assert_eq!(status, 200, "{saved:#}");
     assert_eq!(saved["inspection"]["valid"], true, "{saved:#}");
-    let (status, body) = json_of(
-        server
-            .request("PUT", "/api/plugins/workspace/file")
-            .json(&json!({"root": root, "path": "../outside.txt", "content": "x"}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "PUT",
+            "/api/plugins/workspace/file",
+            Some(json!({"root": root, "path": "../outside.txt", "content": "x"})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (400, Some("plugin/workspace-path-invalid"))
     );
     assert!(!pkg.parent().unwrap().join("outside.txt").exists());
-    let (status, body) = json_of(
-        server
-            .request(
-                "DELETE",
-                &format!(
-                    "/api/plugins/workspace/entry?{}",
-                    query(&[("root", root), ("path", "plugin.json")])
-                ),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "DELETE",
+            &format!(
+                "/api/plugins/workspace/entry?{}",
+                query(&[("root", root), ("path", "plugin.json")])
+            ),
+            None,
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (409, Some("plugin/workspace-manifest-required"))
     );
-    let (status, _) = json_of(
-        server
-            .post(
-                "/api/plugins/workspace/entry",
-                json!({"root": root, "path": "notes", "kind": "directory"}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = server
+        .call(
+            "POST",
+            "/api/plugins/workspace/entry",
+            Some(json!({"root": root, "path": "notes", "kind": "directory"})),
+        )
+        .await;
     assert_eq!(status, 201);
-    let (status, _) = json_of(
-        server
-            .request(
-                "DELETE",
-                &format!(
-                    "/api/plugins/workspace/entry?{}",
-                    query(&[("root", root), ("path", "notes")])
-                ),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = server
+        .call(
+            "DELETE",
+            &format!(
+                "/api/plugins/workspace/entry?{}",
+                query(&[("root", root), ("path", "notes")])
+            ),
+            None,
+        )
+        .await;
     assert_eq!(status, 200);
 
     // Pack, then upload the archive.
     let out = s.tmp.path().join("work/svc.evoplugin");
-    let (status, packed) = json_of(
-        server
-            .post("/api/plugins/pack", json!({"path": pkg, "output": out}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, packed) = server
+        .call(
+            "POST",
+            "/api/plugins/pack",
+            Some(json!({"path": pkg, "output": out})),
+        )
+        .await;
     assert_eq!(status, 200, "{packed:#}");
     let archive = std::fs::read(&out).unwrap();
     let (bad_type, bad_body) = multipart("archive", "svc.txt", &archive);
-    let (status, body) = json_of(
-        server
-            .request("POST", "/api/plugins/upload")
-            .header("content-type", bad_type)
-            .body(bad_body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .upload("/api/plugins/upload", bad_type, bad_body)
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (422, Some("plugin/upload-not-an-archive"))
     );
     let (content_type, upload) = multipart("archive", "svc.evoplugin", &archive);
-    let (status, installed) = json_of(
-        server
-            .request("POST", "/api/plugins/upload")
-            .header("content-type", content_type.clone())
-            .body(upload.clone())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, installed) = server
+        .upload("/api/plugins/upload", content_type.clone(), upload.clone())
+        .await;
     assert_eq!(status, 201, "{installed:#}");
     assert_eq!(
         installed["installation"]["source_ref"],
@@ -1423,69 +1319,53 @@ async fn the_plugin_lifecycle_over_http_never_shows_a_secret() {
     assert_eq!(installed["installation"]["enabled"], false);
     assert_eq!(installed["capabilities"]["updatable"], true);
     let id = installed["installation"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = json_of(
-        server
-            .request("POST", "/api/plugins/upload")
-            .header("content-type", content_type.clone())
-            .body(upload.clone())
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .upload("/api/plugins/upload", content_type.clone(), upload.clone())
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (409, Some("plugin/already-installed"))
     );
     // Update from the same archive (nothing new to review).
-    let (status, updated) = json_of(
-        server
-            .request("POST", &format!("/api/plugins/{id}/update-upload"))
-            .header("content-type", content_type)
-            .body(upload)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, updated) = server
+        .upload(
+            &format!("/api/plugins/{id}/update-upload"),
+            content_type,
+            upload,
+        )
+        .await;
     assert_eq!(status, 200, "{updated:#}");
 
     // Enable, then credentials: the secret is stored and never shown.
-    let (status, enabled) = json_of(
-        server
-            .request("PATCH", &format!("/api/plugins/{id}/enabled"))
-            .json(&json!({"enabled": true}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, enabled) = server
+        .call(
+            "PATCH",
+            &format!("/api/plugins/{id}/enabled"),
+            Some(json!({"enabled": true})),
+        )
+        .await;
     assert_eq!(
         (status, &enabled["installation"]["enabled"]),
         (200, &json!(true))
     );
     let secret = "tok-0123-SECRET";
-    let (status, creds) = json_of(
-        server
-            .request("PUT", &format!("/api/plugins/{id}/credentials"))
-            .json(&json!({"values": {"endpoint": "https://svc.example/api", "token": secret}}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, creds) = server
+        .call(
+            "PUT",
+            &format!("/api/plugins/{id}/credentials"),
+            Some(json!({"values": {"endpoint": "https://svc.example/api", "token": secret}})),
+        )
+        .await;
     assert_eq!(status, 200, "{creds:#}");
     assert_eq!(creds["configured"], true);
     seen.push_str(&creds.to_string());
-    let (status, body) = json_of(
-        server
-            .request("PUT", &format!("/api/plugins/{id}/credentials"))
-            .json(&json!({"values": {"colour": "blue"}}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "PUT",
+            &format!("/api/plugins/{id}/credentials"),
+            Some(json!({"values": {"colour": "blue"}})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (422, Some("plugin/credential-unknown"))
@@ -1506,14 +1386,9 @@ async fn the_plugin_lifecycle_over_http_never_shows_a_secret() {
     )))
     .unwrap();
     assert!(stored.contains(secret));
-    let (_, cleared) = json_of(
-        server
-            .request("DELETE", &format!("/api/plugins/{id}/credentials"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, cleared) = server
+        .call("DELETE", &format!("/api/plugins/{id}/credentials"), None)
+        .await;
     assert_eq!(cleared["configured"], false, "{cleared:#}");
 
     // Bundled plugins: capabilities all false, every mutation refused.
@@ -1540,57 +1415,45 @@ async fn the_plugin_lifecycle_over_http_never_shows_a_secret() {
             .all(|v| v == false)
     );
     let bundled_id = bundled["installation"]["id"].as_str().unwrap();
-    let (status, body) = json_of(
-        server
-            .request("PATCH", &format!("/api/plugins/{bundled_id}/enabled"))
-            .json(&json!({"enabled": false}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "PATCH",
+            &format!("/api/plugins/{bundled_id}/enabled"),
+            Some(json!({"enabled": false})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (403, Some("plugin/builtin-immutable"))
     );
-    let (status, body) = json_of(
-        server
-            .post(
-                "/api/plugins/install",
-                json!({"path": bundled["installation"]["root"], "mode": "link"}),
-            )
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call(
+            "POST",
+            "/api/plugins/install",
+            Some(json!({"path": bundled["installation"]["root"], "mode": "link"})),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (409, Some("plugin/inside-bundled-tree"))
     );
 
     // Uninstall with its data.
-    let (status, gone) = json_of(
-        server
-            .request("DELETE", &format!("/api/plugins/{id}?remove_data=true"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, gone) = server
+        .call(
+            "DELETE",
+            &format!("/api/plugins/{id}?remove_data=true"),
+            None,
+        )
+        .await;
     assert_eq!(
         (status, &gone["removed_data"]),
         (200, &json!(true)),
         "{gone:#}"
     );
-    let (status, body) = json_of(
-        server
-            .get(&format!("/api/plugins/{id}"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = server
+        .call("GET", &format!("/api/plugins/{id}"), None)
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (404, Some("plugin/installation-not-found"))

@@ -9,7 +9,7 @@ mod common;
 
 use common::server::Server;
 use common::webdriver::Browser;
-use common::{Sandbox, script};
+use common::{Sandbox, script, write};
 use serde_json::{Value, json};
 
 /// Opens the UI with the server's token in the address's fragment.
@@ -106,11 +106,6 @@ turns:
         .await;
     assert_eq!(bold, "Lisbon");
     browser.screenshot("chat-after-reload").await;
-}
-
-fn write(path: &std::path::Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -76,6 +76,25 @@ impl Server {
             .bearer_auth(&self.token)
     }
 
+    /// Sends a request (with a JSON body, if given) and reads the answer:
+    /// its status and JSON (a string when it is not JSON).
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.request(method, path);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        answer(request.send().await.unwrap()).await
+    }
+
+    /// Posts a multipart body (`content_type` names its boundary).
+    pub async fn upload(&self, path: &str, content_type: String, body: Vec<u8>) -> (u16, Value) {
+        let request = self
+            .request("POST", path)
+            .header("content-type", content_type)
+            .body(body);
+        answer(request.send().await.unwrap()).await
+    }
+
     pub fn stop(&mut self) -> std::process::ExitStatus {
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -91,6 +110,15 @@ impl Drop for Server {
             let _ = self.child.wait();
         }
     }
+}
+
+async fn answer(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 /// One server-sent event.

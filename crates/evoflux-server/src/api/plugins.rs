@@ -120,6 +120,18 @@ fn manager(state: &ServerState) -> PluginManager {
     state.sessions.app().plugins()
 }
 
+/// Runs a plugin change off the async workers, answers with what it
+/// returned, and tells the server its sources changed.
+async fn change<T: serde::Serialize + Send + 'static>(
+    state: &ServerState,
+    f: impl FnOnce(&PluginManager) -> Result<T, PluginError> + Send + 'static,
+) -> Result<Value, ApiError> {
+    let plugins = manager(state);
+    let done = blocking(move || f(&plugins).map_err(plugin_error).and_then(to_json)).await?;
+    state.sources_changed().await;
+    Ok(done)
+}
+
 /// A path a client names: absolute, since the server's working folder
 /// means nothing to it.
 fn absolute(path: &str, field: &str) -> Result<PathBuf, ApiError> {
@@ -206,17 +218,11 @@ pub async fn install(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let Json(body) = body.map_err(body_error)?;
     let path = absolute(&body.path, "path")?;
-    let plugins = manager(&state);
-    let done = blocking(move || {
-        match body.mode {
-            InstallMode::Install => plugins.install(&path, body.enabled),
-            InstallMode::Link => plugins.link(&path, body.enabled),
-        }
-        .map_err(plugin_error)
-        .and_then(to_json)
+    let done = change(&state, move |plugins| match body.mode {
+        InstallMode::Install => plugins.install(&path, body.enabled),
+        InstallMode::Link => plugins.link(&path, body.enabled),
     })
     .await?;
-    state.sources_changed().await;
     Ok((StatusCode::CREATED, Json(done)))
 }
 
@@ -357,16 +363,11 @@ pub async fn upload(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let upload = receive(&state, multipart).await?;
-    let plugins = manager(&state);
     let enabled = q.enabled.unwrap_or(false);
-    let done = blocking(move || {
-        plugins
-            .install_upload(&upload.file, &upload.filename, enabled)
-            .map_err(plugin_error)
-            .and_then(to_json)
+    let done = change(&state, move |plugins| {
+        plugins.install_upload(&upload.file, &upload.filename, enabled)
     })
     .await?;
-    state.sources_changed().await;
     Ok((StatusCode::CREATED, Json(done)))
 }
 
@@ -395,15 +396,10 @@ pub async fn update(
     let Json(body) = body.map_err(body_error)?;
     let id = installation_id(&id)?;
     let path = absolute(&body.path, "path")?;
-    let plugins = manager(&state);
-    let done = blocking(move || {
-        plugins
-            .update(&id, &path, UpdateTrust::ReviewAgain)
-            .map_err(plugin_error)
-            .and_then(to_json)
+    let done = change(&state, move |plugins| {
+        plugins.update(&id, &path, UpdateTrust::ReviewAgain)
     })
     .await?;
-    state.sources_changed().await;
     Ok(Json(done))
 }
 
@@ -428,19 +424,15 @@ pub async fn update_upload(
     let plugins = manager(&state);
     plugins.get(&id).map_err(plugin_error)?;
     let upload = receive(&state, multipart).await?;
-    let done = blocking(move || {
-        plugins
-            .update_upload(
-                &id,
-                &upload.file,
-                &upload.filename,
-                UpdateTrust::ReviewAgain,
-            )
-            .map_err(plugin_error)
-            .and_then(to_json)
+    let done = change(&state, move |plugins| {
+        plugins.update_upload(
+            &id,
+            &upload.file,
+            &upload.filename,
+            UpdateTrust::ReviewAgain,
+        )
     })
     .await?;
-    state.sources_changed().await;
     Ok(Json(done))
 }
 
@@ -710,16 +702,8 @@ pub async fn uninstall(
     Query(q): Query<UninstallQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let id = installation_id(&id)?;
-    let plugins = manager(&state);
     let remove_data = q.remove_data.unwrap_or(false);
-    let done = blocking(move || {
-        plugins
-            .uninstall(&id, remove_data)
-            .map_err(plugin_error)
-            .and_then(to_json)
-    })
-    .await?;
-    state.sources_changed().await;
+    let done = change(&state, move |plugins| plugins.uninstall(&id, remove_data)).await?;
     Ok(Json(done))
 }
 
@@ -744,15 +728,10 @@ pub async fn set_enabled(
 ) -> Result<Json<Value>, ApiError> {
     let Json(body) = body.map_err(body_error)?;
     let id = installation_id(&id)?;
-    let plugins = manager(&state);
-    let done = blocking(move || {
-        plugins
-            .set_enabled(&id, body.enabled)
-            .map_err(plugin_error)
-            .and_then(to_json)
+    let done = change(&state, move |plugins| {
+        plugins.set_enabled(&id, body.enabled)
     })
     .await?;
-    state.sources_changed().await;
     Ok(Json(done))
 }
 
@@ -799,21 +778,16 @@ pub enum CredentialInput {
 async fn change_credentials(
     state: &ServerState,
     id: InstallationId,
-    changes: impl FnOnce(&PluginManager) -> Result<BTreeMap<String, CredentialChange>, ApiError>
+    changes: impl FnOnce(&PluginManager) -> Result<BTreeMap<String, CredentialChange>, PluginError>
     + Send
     + 'static,
 ) -> Result<Json<Value>, ApiError> {
-    let plugins = manager(state);
-    let done = blocking(move || {
-        let changes = changes(&plugins)?;
-        plugins
-            .change_credentials(&id, &changes)
-            .map_err(plugin_error)
-            .and_then(to_json)
+    change(state, move |plugins| {
+        let changes = changes(plugins)?;
+        plugins.change_credentials(&id, &changes)
     })
-    .await?;
-    state.sources_changed().await;
-    Ok(Json(done))
+    .await
+    .map(Json)
 }
 
 #[utoipa::path(put, path = "/api/plugins/{id}/credentials", operation_id = "plugin_set_credentials", tag = "plugins", request_body = CredentialsBody,
@@ -859,9 +833,7 @@ pub async fn clear_credentials(
     let id = installation_id(&id)?;
     let for_fields = id.clone();
     change_credentials(&state, id, move |plugins| {
-        let fields = plugins
-            .credential_fields(&for_fields)
-            .map_err(plugin_error)?;
+        let fields = plugins.credential_fields(&for_fields)?;
         Ok(fields
             .into_iter()
             .map(|f| (f.key, CredentialChange::Clear))
