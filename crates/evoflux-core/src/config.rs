@@ -94,6 +94,36 @@ pub struct ProviderConfig {
     /// it, so a project can ship its config next to its model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_path: Option<PathBuf>,
+    /// Time and size bounds of one model call (`[providers.<name>.limits]`).
+    #[serde(default, skip_serializing_if = "ProviderLimits::is_unset")]
+    pub limits: ProviderLimits,
+}
+
+/// The bounds of one model call of a remote provider; each one unset takes
+/// the provider crate's default. Seconds and MiB, as people write them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderLimits {
+    /// Establishing the connection (TCP and TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout_secs: Option<u64>,
+    /// From sending the request to the response's first byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_timeout_secs: Option<u64>,
+    /// Silence in the middle of a streamed reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_secs: Option<u64>,
+    /// The whole call, every retry included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_secs: Option<u64>,
+    /// The largest reply body accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_response_mib: Option<u64>,
+}
+
+impl ProviderLimits {
+    pub fn is_unset(&self) -> bool {
+        *self == ProviderLimits::default()
+    }
 }
 
 /// Whether a tool call needs the user's approval first (`approval` of a
@@ -273,6 +303,7 @@ impl HarnessConfig {
             api_key_env: key.map(str::to_owned),
             context_window: None,
             model_path: None,
+            limits: Default::default(),
         };
         let providers = BTreeMap::from([
             (

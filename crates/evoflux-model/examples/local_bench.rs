@@ -136,6 +136,7 @@ fn config(model: &std::path::Path) -> ProviderConfig {
         api_key_env: None,
         context_window: None,
         model_path: Some(model.to_path_buf()),
+        limits: Default::default(),
     }
 }
 

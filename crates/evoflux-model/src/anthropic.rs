@@ -38,6 +38,7 @@ pub struct AnthropicProvider {
     context_window: Option<u64>,
     client: reqwest::Client,
     options: ProviderOptions,
+    bounds: crate::bounds::CallBounds,
 }
 
 impl AnthropicProvider {
@@ -47,13 +48,17 @@ impl AnthropicProvider {
         config: &ProviderConfig,
         options: &ProviderOptions,
     ) -> Result<Self, SetupError> {
+        let bounds = options
+            .bounds
+            .unwrap_or_else(|| crate::bounds::CallBounds::from_limits(&config.limits));
         Ok(AnthropicProvider {
             name: name.to_owned(),
             url: http::join_url(&base_url, "v1/messages"),
             api_key_env: config.api_key_env.clone(),
             context_window: config.context_window,
-            client: http::http_client()?,
+            client: http::bounded_client(&bounds)?,
             options: options.clone(),
+            bounds,
         })
     }
 }
@@ -77,6 +82,7 @@ impl Provider for AnthropicProvider {
                 provider: self.name.clone(),
                 url: self.url.clone(),
                 api_key_env: self.api_key_env.clone(),
+                bounds: self.bounds,
             },
             headers: &[("anthropic-version", API_VERSION)],
             auth: |builder, key| builder.header("x-api-key", key),

@@ -44,6 +44,30 @@ pub enum ProviderError {
         url: String,
         detail: String,
     },
+    /// A bound of the call ran out ([`crate::bounds::CallBounds`]).
+    #[error("{provider}: {}; the limits are [providers.{provider}.limits] in config.toml", .phase.describe(*.after, url))]
+    Timeout {
+        provider: String,
+        url: String,
+        phase: TimeoutPhase,
+        after: Duration,
+    },
+    /// The reply grew past the largest one accepted; the call was stopped.
+    #[error(
+        "{provider}: the reply is larger than {} MiB and was stopped; raise max_response_mib in [providers.{provider}.limits] if this model really answers that much",
+        .limit / (1024 * 1024)
+    )]
+    ResponseTooLarge { provider: String, limit: u64 },
+    /// A successful answer that is not an event stream (an HTML page, a
+    /// JSON document): almost always a wrong `base_url`.
+    #[error(
+        "{provider}: the server answered {content_type}, not an event stream: is base_url right? It said: {excerpt}"
+    )]
+    NotEventStream {
+        provider: String,
+        content_type: String,
+        excerpt: String,
+    },
     /// The server rejected the request as invalid (4xx other than the above).
     #[error("{provider}: request rejected (HTTP {status}): {detail}")]
     BadRequest {
@@ -101,6 +125,9 @@ impl ProviderError {
             ProviderError::RateLimit { .. } => "model/rate-limited",
             ProviderError::ContextExceeded { .. } => "model/context-exceeded",
             ProviderError::Transport { .. } => "model/transport",
+            ProviderError::Timeout { phase, .. } => phase.code(),
+            ProviderError::ResponseTooLarge { .. } => "model/response-too-large",
+            ProviderError::NotEventStream { .. } => "model/not-an-event-stream",
             ProviderError::BadRequest { .. } => "model/bad-request",
             ProviderError::Server { .. } => "model/server",
             ProviderError::Protocol { .. } => "model/protocol",
@@ -115,6 +142,13 @@ impl ProviderError {
             ProviderError::RateLimit { .. }
             | ProviderError::Transport { .. }
             | ProviderError::Server { .. } => true,
+            // A silent server may answer the next attempt; the call's own
+            // deadline bounds them all.
+            ProviderError::Timeout { phase, .. } => match phase {
+                TimeoutPhase::Connect | TimeoutPhase::FirstByte | TimeoutPhase::Idle => true,
+                TimeoutPhase::Call => false,
+            },
+            ProviderError::ResponseTooLarge { .. } | ProviderError::NotEventStream { .. } => false,
             ProviderError::Auth { .. }
             | ProviderError::ContextExceeded { .. }
             | ProviderError::BadRequest { .. }
@@ -134,6 +168,50 @@ impl ProviderError {
 
     pub fn to_diagnostic(&self) -> Diagnostic {
         Diagnostic::error(self.code(), self.to_string())
+    }
+}
+
+/// Which bound of a model call ran out. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutPhase {
+    /// No connection (TCP and TLS) in time.
+    Connect,
+    /// Connected and sent, but no answer began.
+    FirstByte,
+    /// The reply began and then stalled.
+    Idle,
+    /// The whole call, retries included, took too long.
+    Call,
+}
+
+impl TimeoutPhase {
+    pub const fn code(self) -> &'static str {
+        match self {
+            TimeoutPhase::Connect => "model/connect-timeout",
+            TimeoutPhase::FirstByte => "model/first-byte-timeout",
+            TimeoutPhase::Idle => "model/stream-stalled",
+            TimeoutPhase::Call => "model/call-timeout",
+        }
+    }
+
+    fn describe(self, after: Duration, url: &str) -> String {
+        let secs = after.as_secs_f64();
+        match self {
+            TimeoutPhase::Connect => {
+                format!(
+                    "could not connect to {url} within {secs:.0} s; check that the server is running and base_url is right"
+                )
+            }
+            TimeoutPhase::FirstByte => format!(
+                "the server at {url} accepted the connection but sent nothing for {secs:.0} s"
+            ),
+            TimeoutPhase::Idle => format!(
+                "the reply from {url} stalled: no data for {secs:.0} s in the middle of the stream"
+            ),
+            TimeoutPhase::Call => {
+                format!("the model call to {url} took longer than its {secs:.0} s deadline")
+            }
+        }
     }
 }
 

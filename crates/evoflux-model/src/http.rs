@@ -11,7 +11,8 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 use sse_stream::{Sse, SseStream};
 
-use crate::error::{ProviderError, SetupError};
+use crate::bounds::CallBounds;
+use crate::error::{ProviderError, SetupError, TimeoutPhase};
 use crate::event::StreamEvent;
 use crate::provider::{EventStream, ProviderOptions, error_stream};
 use crate::retry::with_retries;
@@ -19,10 +20,6 @@ use crate::retry::with_retries;
 /// Redirects are rare for model APIs and a long chain means a misconfigured
 /// base URL; a few are followed so `http` → `https` upgrades still work.
 const MAX_REDIRECTS: usize = 5;
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// A model can think for a while before the first token, but a silent
-/// connection for five minutes is dead.
-const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// How much of an error body is kept for the message.
 const ERROR_BODY_LIMIT: usize = 16 * 1024;
 
@@ -30,11 +27,16 @@ const ERROR_BODY_LIMIT: usize = 16 * 1024;
 /// rustls crypto provider of its own, so the process's one provider is
 /// installed (once, by `evoflux_core::tls`) before the first client exists.
 pub fn http_client() -> Result<reqwest::Client, SetupError> {
+    bounded_client(&CallBounds::default())
+}
+
+/// A client that connects within `bounds.connect`. The other bounds are
+/// applied per call ([`stream_sse`]), where each can be named.
+pub(crate) fn bounded_client(bounds: &CallBounds) -> Result<reqwest::Client, SetupError> {
     evoflux_core::tls::install_crypto_provider();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
-        .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
+        .connect_timeout(bounds.connect)
         .build()
         .map_err(|e| SetupError::HttpClient {
             detail: error_chain(&e),
@@ -88,9 +90,34 @@ pub(crate) struct Endpoint {
     pub provider: String,
     pub url: String,
     pub api_key_env: Option<String>,
+    pub bounds: CallBounds,
 }
 
 impl Endpoint {
+    pub fn timeout(&self, phase: TimeoutPhase) -> ProviderError {
+        let after = match phase {
+            TimeoutPhase::Connect => self.bounds.connect,
+            TimeoutPhase::FirstByte => self.bounds.first_byte,
+            TimeoutPhase::Idle => self.bounds.idle,
+            TimeoutPhase::Call => self.bounds.call,
+        };
+        ProviderError::Timeout {
+            provider: self.provider.clone(),
+            url: self.url.clone(),
+            phase,
+            after,
+        }
+    }
+
+    /// A failed send: a connect timeout is named as one.
+    fn send_failed(&self, e: &reqwest::Error) -> ProviderError {
+        if e.is_connect() && e.is_timeout() {
+            self.timeout(TimeoutPhase::Connect)
+        } else {
+            self.transport(error_chain(e))
+        }
+    }
+
     pub fn transport(&self, detail: String) -> ProviderError {
         ProviderError::Transport {
             provider: self.provider.clone(),
@@ -298,7 +325,8 @@ where
     };
     let body = Arc::new(body());
     let client = client.clone();
-    with_retries(options.retry, options.sleeper.clone(), move || {
+    let bounded = endpoint.clone();
+    let attempts = with_retries(options.retry, options.sleeper.clone(), move || {
         let mut builder = client.post(&endpoint.url);
         for (name, value) in headers {
             builder = builder.header(*name, *value);
@@ -311,7 +339,85 @@ where
         }
         let decoder = decoder(endpoint.clone());
         Box::pin(open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
-    })
+    });
+    within_deadline(bounded, attempts)
+}
+
+/// Ends `stream` with [`TimeoutPhase::Call`] when the call's deadline
+/// (counted from the first poll, when the request is sent) passes.
+fn within_deadline(endpoint: Endpoint, stream: EventStream) -> EventStream {
+    struct State {
+        endpoint: Endpoint,
+        stream: EventStream,
+        deadline: Option<tokio::time::Instant>,
+        done: bool,
+    }
+    let state = State {
+        endpoint,
+        stream,
+        deadline: None,
+        done: false,
+    };
+    Box::pin(futures_util::stream::unfold(state, |mut s| async move {
+        if s.done {
+            return None;
+        }
+        let deadline = *s
+            .deadline
+            .get_or_insert_with(|| tokio::time::Instant::now() + s.endpoint.bounds.call);
+        match tokio::time::timeout_at(deadline, s.stream.next()).await {
+            Ok(Some(item)) => Some((item, s)),
+            Ok(None) => None,
+            Err(_) => {
+                s.done = true;
+                let e = s.endpoint.timeout(TimeoutPhase::Call);
+                Some((Err(e), s))
+            }
+        }
+    }))
+}
+
+/// Why the body of a reply stopped: a bound, or the connection.
+#[derive(Debug, thiserror::Error)]
+enum BodyStop {
+    #[error("no data within the idle timeout")]
+    Idle,
+    #[error("the reply passed its size limit")]
+    TooLarge,
+    #[error("{0}")]
+    Http(String),
+}
+
+/// The reply's bytes, each piece within the idle bound and all of them
+/// within the size bound.
+fn bounded_body(
+    response: reqwest::Response,
+    bounds: CallBounds,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, BodyStop>> + Send + Unpin {
+    let state = (response.bytes_stream(), 0u64, false);
+    Box::pin(futures_util::stream::unfold(
+        state,
+        move |(mut body, mut read, done)| async move {
+            if done {
+                return None;
+            }
+            match tokio::time::timeout(bounds.idle, body.next()).await {
+                Err(_) => Some((Err(BodyStop::Idle), (body, read, true))),
+                Ok(None) => None,
+                Ok(Some(Err(e))) => {
+                    Some((Err(BodyStop::Http(error_chain(&e))), (body, read, true)))
+                }
+                Ok(Some(Ok(chunk))) => {
+                    read = read.saturating_add(chunk.len() as u64);
+                    if read > bounds.max_response_bytes {
+                        Some((Err(BodyStop::TooLarge), (body, read, true)))
+                    } else {
+                        Some((Ok(chunk), (body, read, false)))
+                    }
+                }
+            }
+        },
+    ))
 }
 
 /// Sends `request` and returns the SSE body as a stream of our events, or
@@ -324,10 +430,10 @@ pub(crate) async fn open_sse<D>(
 where
     D: SseDecoder + Send + 'static,
 {
-    let response = request
-        .send()
-        .await
-        .map_err(|e| endpoint.transport(error_chain(&e)))?;
+    let response = match tokio::time::timeout(endpoint.bounds.first_byte, request.send()).await {
+        Err(_) => return Err(endpoint.timeout(TimeoutPhase::FirstByte)),
+        Ok(sent) => sent.map_err(|e| endpoint.send_failed(&e))?,
+    };
     let status = response.status();
     if !status.is_success() {
         let after = retry_after(response.headers());
@@ -336,7 +442,33 @@ where
         api.retry_after = after;
         return Err(api.classify(&endpoint));
     }
-    let sse = SseStream::from_bytes_stream(response.bytes_stream());
+    // A missing type is let through (some local servers send none); any
+    // other than an event stream is a wrong URL, not a broken stream.
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(ct) = content_type
+        && !ct
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+    {
+        let body = read_limited(response).await;
+        let said = ApiError::from_body(None, &body).message;
+        let excerpt: String = said.split_whitespace().collect::<Vec<_>>().join(" ");
+        let excerpt = match excerpt.char_indices().nth(200) {
+            Some((i, _)) => format!("{}…", &excerpt[..i]),
+            None => excerpt,
+        };
+        return Err(ProviderError::NotEventStream {
+            provider: endpoint.provider.clone(),
+            content_type: ct,
+            excerpt,
+        });
+    }
+    let sse = SseStream::from_bytes_stream(bounded_body(response, endpoint.bounds));
     Ok(decode(endpoint, sse, decoder))
 }
 
@@ -396,9 +528,15 @@ where
             }
             let step = match s.sse.next().await {
                 Some(Ok(sse)) => s.decoder.event(sse, &mut s.queue),
-                Some(Err(sse_stream::Error::Body(e))) => {
-                    Err(s.endpoint.transport(error_chain(e.as_ref())))
-                }
+                Some(Err(sse_stream::Error::Body(e))) => Err(match e.downcast_ref::<BodyStop>() {
+                    Some(BodyStop::Idle) => s.endpoint.timeout(TimeoutPhase::Idle),
+                    Some(BodyStop::TooLarge) => ProviderError::ResponseTooLarge {
+                        provider: s.endpoint.provider.clone(),
+                        limit: s.endpoint.bounds.max_response_bytes,
+                    },
+                    Some(BodyStop::Http(detail)) => s.endpoint.transport(detail.clone()),
+                    None => s.endpoint.transport(error_chain(e.as_ref())),
+                }),
                 Some(Err(e)) => Err(s.endpoint.protocol(format!("malformed SSE: {e}"))),
                 None => {
                     s.finished = true;
@@ -423,6 +561,7 @@ mod tests {
             provider: "openai".into(),
             url: "http://x/chat/completions".into(),
             api_key_env: Some("OPENAI_API_KEY".into()),
+            bounds: CallBounds::default(),
         }
     }
 

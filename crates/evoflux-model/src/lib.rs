@@ -16,6 +16,7 @@
 
 pub mod anthropic;
 mod assemble;
+pub mod bounds;
 pub mod error;
 pub mod event;
 mod http;
@@ -28,7 +29,10 @@ pub mod provider;
 pub mod retry;
 pub mod scripted;
 
-pub use error::{LocalError, MODEL_SETUP_HINT, ProviderError, ScriptError, SetupError};
+pub use bounds::CallBounds;
+pub use error::{
+    LocalError, MODEL_SETUP_HINT, ProviderError, ScriptError, SetupError, TimeoutPhase,
+};
 pub use event::{StopReason, StreamEvent, Usage};
 pub use http::http_client;
 pub use message::{Message, Request, ToolCall, ToolChoice, ToolDefinition};

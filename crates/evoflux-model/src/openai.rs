@@ -32,6 +32,7 @@ pub struct OpenAiProvider {
     context_window: Option<u64>,
     client: reqwest::Client,
     options: ProviderOptions,
+    bounds: crate::bounds::CallBounds,
 }
 
 impl OpenAiProvider {
@@ -41,13 +42,17 @@ impl OpenAiProvider {
         config: &ProviderConfig,
         options: &ProviderOptions,
     ) -> Result<Self, SetupError> {
+        let bounds = options
+            .bounds
+            .unwrap_or_else(|| crate::bounds::CallBounds::from_limits(&config.limits));
         Ok(OpenAiProvider {
             name: name.to_owned(),
             url: http::join_url(&base_url, "chat/completions"),
             api_key_env: config.api_key_env.clone(),
             context_window: config.context_window,
-            client: http::http_client()?,
+            client: http::bounded_client(&bounds)?,
             options: options.clone(),
+            bounds,
         })
     }
 
@@ -56,6 +61,7 @@ impl OpenAiProvider {
             provider: self.name.clone(),
             url: self.url.clone(),
             api_key_env: self.api_key_env.clone(),
+            bounds: self.bounds,
         }
     }
 }

@@ -103,6 +103,9 @@ pub struct ProviderOptions {
     /// Seed for providers that sample in-process (`local` with a
     /// temperature above zero); greedy decoding ignores it.
     pub seed: Option<u64>,
+    /// Bounds of every call, over what the provider's config sets (tests
+    /// of each failure use milliseconds).
+    pub bounds: Option<crate::bounds::CallBounds>,
 }
 
 impl ProviderOptions {

@@ -27,6 +27,7 @@ fn local_config(model_path: Option<PathBuf>) -> ProviderConfig {
         api_key_env: None,
         context_window: None,
         model_path,
+        limits: Default::default(),
     }
 }
 

@@ -173,6 +173,7 @@ pub async fn harness(kind: ProviderKind, replies: Vec<Reply>, key: Option<&str>)
         api_key_env: Some(KEY_VAR.to_owned()),
         context_window: Some(32_000),
         model_path: None,
+        limits: Default::default(),
     };
     let (sleeper, sleeps) = recording_sleeper();
     let options = ProviderOptions {
@@ -187,6 +188,7 @@ pub async fn harness(kind: ProviderKind, replies: Vec<Reply>, key: Option<&str>)
         model_file: None,
         cache_dir: None,
         seed: None,
+        bounds: None,
     };
     let provider = provider_for("fake", &config, &options).unwrap();
     Harness {

@@ -4,5 +4,6 @@
 
 mod anthropic;
 mod common;
+mod faults;
 mod openai;
 mod scripted;

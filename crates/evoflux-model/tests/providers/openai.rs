@@ -441,6 +441,7 @@ async fn unreachable_server_is_a_transport_error_after_retries() {
         api_key_env: None,
         context_window: None,
         model_path: None,
+        limits: Default::default(),
     };
     let (sleeper, sleeps) = crate::common::recording_sleeper();
     let options = evoflux_model::ProviderOptions {

@@ -168,6 +168,7 @@ async fn invalid_or_missing_scripts_are_setup_errors() {
         api_key_env: None,
         context_window: None,
         model_path: None,
+        limits: Default::default(),
     };
     let err = provider_for("scripted", &config, &ProviderOptions::default()).unwrap_err();
     assert_eq!(err.code(), "model/script-missing");
@@ -200,6 +201,7 @@ fn provider_for_matches_every_kind() {
         api_key_env: None,
         context_window: None,
         model_path: None,
+        limits: Default::default(),
     };
     let opts = ProviderOptions::default();
     let err = provider_for("local", &cfg(ProviderKind::Local, None), &opts).unwrap_err();
