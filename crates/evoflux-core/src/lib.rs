@@ -15,6 +15,7 @@ pub mod hash;
 pub mod ids;
 pub mod lock;
 pub mod mode;
+pub mod private;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod trust;

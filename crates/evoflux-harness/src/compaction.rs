@@ -155,12 +155,12 @@ impl CompactionRecord {
     }
 
     fn save(&self, artifacts_dir: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(artifacts_dir).map_err(|e| e.to_string())?;
+        evoflux_core::private::create_private_dir(artifacts_dir).map_err(|e| e.to_string())?;
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
         write_atomic(
             &artifacts_dir.join(RECORD_FILE),
             &bytes,
-            AtomicOptions::default(),
+            AtomicOptions::SECRET,
         )
         .map_err(|e| e.to_string())
     }

@@ -84,10 +84,10 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> Result<boo
     // file that is already there.
     let exists = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
     if !exists {
-        let written = std::fs::create_dir_all(dir)
+        let written = evoflux_core::private::create_private_dir(dir)
             .map_err(|e| e.to_string())
             .and_then(|()| {
-                write_atomic(&path, bytes, AtomicOptions::default()).map_err(|e| e.to_string())
+                write_atomic(&path, bytes, AtomicOptions::SECRET).map_err(|e| e.to_string())
             });
         if let Err(error) = written {
             return Err(OffloadFailed { path, error });

@@ -295,14 +295,14 @@ impl WorkspaceInstructionsHook {
         let persisted = Persisted {
             nested: state.nested.iter().map(|f| f.path.clone()).collect(),
         };
-        let write = std::fs::create_dir_all(ctx.artifacts_dir)
+        let write = evoflux_core::private::create_private_dir(ctx.artifacts_dir)
             .map_err(|e| e.to_string())
             .and_then(|()| serde_json::to_vec_pretty(&persisted).map_err(|e| e.to_string()))
             .and_then(|bytes| {
                 write_atomic(
                     &ctx.artifacts_dir.join(STATE_FILE),
                     &bytes,
-                    AtomicOptions::default(),
+                    AtomicOptions::SECRET,
                 )
                 .map_err(|e| e.to_string())
             });

@@ -969,7 +969,7 @@ impl PluginManager {
     }
 
     fn ensure_data_dir(&self, id: &InstallationId) {
-        let _ = fs::create_dir_all(self.paths.plugin_data_dir(id));
+        let _ = evoflux_core::private::create_private_dir(&self.paths.plugin_data_dir(id));
     }
 
     /// Cleans up after a process that was killed mid-mutation. Runs under

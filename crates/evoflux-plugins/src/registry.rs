@@ -178,7 +178,8 @@ impl Registry {
     /// only way to write.
     pub fn lock(&self) -> Result<RegistryGuard<'_>, PluginError> {
         if let Some(dir) = self.path.parent() {
-            fs::create_dir_all(dir).map_err(PluginError::io("create", dir))?;
+            evoflux_core::private::create_private_dir(dir)
+                .map_err(PluginError::io("create", dir))?;
         }
         let lock = FileLock::acquire(&self.path, self.lock_wait)?;
         let read = self.read_strict()?;

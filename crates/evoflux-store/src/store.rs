@@ -53,9 +53,11 @@ impl Store {
     /// reproducible session ids.
     pub async fn open_with_ids(data_dir: impl AsRef<Path>, ids: Ids) -> Result<Store, StoreError> {
         let data_dir = data_dir.as_ref().to_path_buf();
-        std::fs::create_dir_all(&data_dir).map_err(|source| StoreError::DataDir {
-            path: data_dir.clone(),
-            source,
+        evoflux_core::private::create_private_dir(&data_dir).map_err(|source| {
+            StoreError::DataDir {
+                path: data_dir.clone(),
+                source,
+            }
         })?;
         let path = data_dir.join(DB_FILE);
         // WAL lets readers in other processes see committed rows while one
@@ -80,7 +82,17 @@ impl Store {
         sqlx::migrate!("migrations/sqlite")
             .run(&pool)
             .await
-            .map_err(|source| StoreError::Migrate { path, source })?;
+            .map_err(|source| StoreError::Migrate {
+                path: path.clone(),
+                source,
+            })?;
+        // SQLite creates its files with the umask's mode; they hold every
+        // transcript, so they are the owner's alone.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.clone().into_os_string();
+            file.push(suffix);
+            let _ = evoflux_core::private::tighten(Path::new(&file));
+        }
         Ok(Store {
             pool,
             data_dir,
@@ -113,9 +125,11 @@ impl Store {
         let workspace = match new.workspace {
             WorkspaceRequest::Work => {
                 let folder = self.work_folder(id);
-                std::fs::create_dir_all(&folder).map_err(|source| StoreError::DataDir {
-                    path: folder.clone(),
-                    source,
+                evoflux_core::private::create_private_dir(&folder).map_err(|source| {
+                    StoreError::DataDir {
+                        path: folder.clone(),
+                        source,
+                    }
                 })?;
                 Workspace::Work { folder }
             }

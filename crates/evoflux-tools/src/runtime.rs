@@ -407,7 +407,7 @@ impl Inner {
         }
         self.make_room(session)?;
         let dir = self.config.artifacts_root.join(session.to_string());
-        std::fs::create_dir_all(&dir).map_err(|source| ToolError::Journal {
+        evoflux_core::private::create_private_dir(&dir).map_err(|source| ToolError::Journal {
             path: dir.clone(),
             source,
         })?;

@@ -167,7 +167,7 @@ impl CommandSandbox {
             return Ok(spec);
         }
         let bwrap = bwrap.program(parent_env)?;
-        std::fs::create_dir_all(tmp).map_err(|source| ToolError::Io {
+        evoflux_core::private::create_private_dir(tmp).map_err(|source| ToolError::Io {
             action: "create the sandbox's temporary directory",
             path: tmp.display().to_string(),
             source,

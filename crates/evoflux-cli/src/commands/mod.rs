@@ -23,7 +23,7 @@ use crate::output::{Exit, Output};
 
 /// Resolves the directories, or reports why not and yields the exit code.
 pub fn resolve_dirs(out: &Output) -> Result<Dirs, Exit> {
-    Dirs::from_env()
+    let dirs = Dirs::from_env()
         .inspect(|d| {
             tracing::debug!(
                 config = %d.config_dir().display(),
@@ -35,7 +35,43 @@ pub fn resolve_dirs(out: &Output) -> Result<Dirs, Exit> {
         .map_err(|e| {
             out.diagnostics(&Diagnostics::from(vec![e.to_diagnostic()]));
             Exit::Failure
-        })
+        })?;
+    private_dirs(out, &dirs);
+    Ok(dirs)
+}
+
+/// The data and cache folders hold transcripts, command output and
+/// credentials: they are created for their owner alone, and one that
+/// others can read is tightened, with a notice.
+fn private_dirs(out: &Output, dirs: &Dirs) {
+    let mut notices = Diagnostics::new();
+    for dir in [dirs.data_dir(), dirs.cache_dir()] {
+        let done = evoflux_core::private::create_private_dir(dir)
+            .and_then(|()| evoflux_core::private::tighten(dir));
+        match done {
+            Ok(None) => {}
+            Ok(Some(old)) => notices.push(
+                evoflux_core::Diagnostic::warning(
+                    "dirs/mode-tightened",
+                    format!(
+                        "{} was readable by others (mode {old:o}); it holds transcripts and credentials, so it is now 700",
+                        dir.display()
+                    ),
+                )
+                .with_file(dir),
+            ),
+            Err(e) => notices.push(
+                evoflux_core::Diagnostic::warning(
+                    "dirs/not-private",
+                    format!("cannot make {} private: {e}", dir.display()),
+                )
+                .with_file(dir),
+            ),
+        }
+    }
+    if !notices.is_empty() {
+        out.diagnostics(&notices);
+    }
 }
 
 /// The application context of this process: its directories, `$HOME`
