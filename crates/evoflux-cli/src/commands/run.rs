@@ -358,14 +358,27 @@ pub(crate) async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
+        use tokio::signal::unix::{SignalKind, signal};
+        // A closed terminal (SIGHUP) stops evoflux as SIGTERM does: its
+        // commands and servers are stopped, not left behind.
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(mut term), Ok(mut hup)) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                    _ = hup.recv() => {}
+                }
+            }
+            (Ok(mut term), Err(_)) => {
                 tokio::select! {
                     _ = ctrl_c => {}
                     _ = term.recv() => {}
                 }
             }
-            Err(_) => {
+            (Err(_), _) => {
                 let _ = ctrl_c.await;
             }
         }
