@@ -197,6 +197,10 @@ pub struct Diagnostics {
     items: Vec<Diagnostic>,
 }
 
+/// Most diagnostics [`Diagnostics::render_human`] prints one by one: a
+/// file with ten thousand unknown keys is summarized, not printed whole.
+pub const HUMAN_RENDER_LIMIT: usize = 50;
+
 impl Diagnostics {
     pub fn new() -> Self {
         Self::default()
@@ -257,12 +261,31 @@ impl Diagnostics {
         &self.items
     }
 
-    /// Every diagnostic rendered for humans, followed by a one-line summary
-    /// when there is anything to report.
+    /// The diagnostics rendered for humans — the first
+    /// [`HUMAN_RENDER_LIMIT`], errors before the rest, then how many more
+    /// there are by code — followed by a one-line summary when there is
+    /// anything to report. (`--json` output carries every one.)
     pub fn render_human(&self) -> String {
         let mut out = String::new();
-        for d in &self.items {
+        let mut shown: Vec<&Diagnostic> = self.items.iter().collect();
+        // Stable: errors first, each group in its original order.
+        shown.sort_by_key(|d| d.severity != Severity::Error);
+        let (head, rest) = shown.split_at(shown.len().min(HUMAN_RENDER_LIMIT));
+        for d in head {
             out.push_str(&d.render_human());
+        }
+        if !rest.is_empty() {
+            let mut by_code: std::collections::BTreeMap<&str, usize> = Default::default();
+            for d in rest {
+                *by_code.entry(&d.code).or_default() += 1;
+            }
+            let codes: Vec<String> = by_code.iter().map(|(c, n)| format!("{c} ×{n}")).collect();
+            let _ = writeln!(
+                out,
+                "… and {} more not shown ({}); --json lists every one",
+                rest.len(),
+                codes.join(", ")
+            );
         }
         if !self.items.is_empty() {
             out.push_str(&self.summary());
@@ -437,5 +460,33 @@ mod tests {
     #[test]
     fn severity_orders_by_gravity() {
         assert!(Severity::Error > Severity::Warning && Severity::Warning > Severity::Info);
+    }
+}
+
+#[cfg(test)]
+mod flood_tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_is_summarized_after_the_limit_with_errors_first() {
+        let mut d = Diagnostics::new();
+        for i in 0..10_000 {
+            d.push(Diagnostic::warning(
+                "config/unknown-key",
+                format!("key {i}"),
+            ));
+        }
+        d.push(Diagnostic::error("config/invalid", "the one that matters"));
+        let text = d.render_human();
+        assert!(text.starts_with("error[config/invalid]"), "{}", &text[..80]);
+        assert!(text.lines().count() < 200, "{} lines", text.lines().count());
+        assert!(
+            text.contains("… and 9951 more not shown (config/unknown-key ×9951)"),
+            "{text}"
+        );
+        assert!(
+            text.trim_end().ends_with("1 error, 10000 warnings"),
+            "{text}"
+        );
     }
 }

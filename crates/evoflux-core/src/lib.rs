@@ -16,6 +16,7 @@ pub mod ids;
 pub mod lock;
 pub mod mode;
 pub mod private;
+pub mod source;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod trust;

@@ -713,7 +713,7 @@ fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) 
 }
 
 fn read(path: &Path, diags: &mut Diagnostics) -> Option<(String, String)> {
-    match std::fs::read(path) {
+    match evoflux_core::source::read_source(path) {
         Ok(bytes) => {
             let sha = sha256_hex(&bytes).to_string();
             match String::from_utf8(bytes) {
@@ -728,10 +728,11 @@ fn read(path: &Path, diags: &mut Diagnostics) -> Option<(String, String)> {
             }
         }
         Err(e) => {
-            diags.push(
-                Diagnostic::error("compile/file-unreadable", format!("cannot read file: {e}"))
-                    .with_file(path),
-            );
+            let code = match e {
+                evoflux_core::source::SourceReadError::TooLarge => "compile/file-too-large",
+                evoflux_core::source::SourceReadError::Io(_) => "compile/file-unreadable",
+            };
+            diags.push(Diagnostic::error(code, e.to_string()).with_file(path));
             None
         }
     }

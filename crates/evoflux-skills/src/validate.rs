@@ -24,7 +24,7 @@ use yaml_serde::{Mapping, Value};
 use crate::name::BundleName;
 
 /// Largest SKILL.md read (512 KiB).
-pub const MAX_SKILL_FILE_BYTES: u64 = 512 * 1024;
+pub const MAX_SKILL_FILE_BYTES: u64 = evoflux_core::source::MAX_SOURCE_FILE_BYTES;
 /// Longest name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
 /// Longest description, in characters.
