@@ -9,12 +9,18 @@ pub const MAX_LINE_CHARS: usize = 2000;
 /// The line, or its first [`MAX_LINE_CHARS`] characters with a marker
 /// saying how long it really is.
 pub(crate) fn clip_line(line: &str) -> Cow<'_, str> {
+    clip_line_of(line, line.chars().count())
+}
+
+/// [`clip_line`] for a line of which only the start was kept: `total` is
+/// how many characters the whole line has.
+pub(crate) fn clip_line_of(line: &str, total: usize) -> Cow<'_, str> {
     match line.char_indices().nth(MAX_LINE_CHARS) {
-        None => Cow::Borrowed(line),
+        None if total <= MAX_LINE_CHARS => Cow::Borrowed(line),
+        None => Cow::Owned(format!("{line}… [line truncated: {total} characters]")),
         Some((cut, _)) => Cow::Owned(format!(
-            "{}… [line truncated: {} characters]",
-            &line[..cut],
-            line.chars().count()
+            "{}… [line truncated: {total} characters]",
+            &line[..cut]
         )),
     }
 }

@@ -96,17 +96,23 @@ pub(crate) fn run(ws: &Workspace, input: &GrepInput) -> Result<ToolOutput, ToolE
     let mut out = String::new();
     let mut matches = 0usize;
     let mut truncated = false;
+    // Files not searched, and why: a search that skipped them must say so,
+    // or "No matches" would be a lie.
+    let mut skipped: Vec<(String, &'static str)> = Vec::new();
     'files: for (path, rel) in walk::files(ws, &dir.path) {
         if !single_file && !include.is_match(&rel) {
             continue;
         }
         if !std::fs::metadata(&path).is_ok_and(|m| m.len() <= GREP_MAX_FILE_BYTES) {
+            skipped.push((ws.display(&path), "larger than 5 MiB"));
             continue;
         }
         let Ok(bytes) = std::fs::read(&path) else {
+            skipped.push((ws.display(&path), "unreadable"));
             continue;
         };
         if bytes.iter().take(8192).any(|b| *b == 0) {
+            // Binary files are not text to search; that is expected.
             continue;
         }
         let text = String::from_utf8_lossy(&bytes);
@@ -141,16 +147,34 @@ pub(crate) fn run(ws: &Workspace, input: &GrepInput) -> Result<ToolOutput, ToolE
         }
     }
     if matches == 0 {
-        return Ok(ToolOutput::ok(format!(
-            "No matches for `{}` in {}",
-            input.pattern, dir.display
-        )));
+        out = format!("No matches for `{}` in {}\n", input.pattern, dir.display);
     }
     if truncated {
         out.push_str(&format!(
             "[Truncated: showed the first {} matches; narrow the search or raise max_results]\n",
             input.max_results
         ));
+    }
+    if !skipped.is_empty() {
+        const LISTED: usize = 10;
+        let listed: Vec<String> = skipped
+            .iter()
+            .take(LISTED)
+            .map(|(p, why)| format!("{p} ({why})"))
+            .collect();
+        let more = skipped.len().saturating_sub(LISTED);
+        out.push_str(&format!(
+            "[Not searched: {}{}; read them in pages with `read`]\n",
+            listed.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if matches == 0 && skipped.is_empty() {
+        out.truncate(out.trim_end().len());
     }
     Ok(ToolOutput::ok(out))
 }

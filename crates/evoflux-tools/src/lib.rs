@@ -64,7 +64,7 @@ pub use process::{
     PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, PROCESS_MIN_WAIT_SECONDS,
     ProcessAction, ProcessRequest,
 };
-pub use read::{READ_MAX_BYTES, READ_MAX_OUTPUT_BYTES, ReadInput};
+pub use read::{READ_MAX_OUTPUT_BYTES, READ_SCAN_BYTES, ReadInput};
 pub use runtime::{
     ArgvCommand, DEFAULT_EXIT_DRAIN, DEFAULT_MAX_TIMEOUT, DEFAULT_TERMINATE_GRACE, ExitNotice,
     MAX_SESSION_PROCESSES, ProcessRuntime, RuntimeConfig,

@@ -2,21 +2,24 @@
 //! offset/limit and capped so one call cannot flood the context.
 
 use std::fs::File;
-use std::io::Read as _;
+use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
 
 use evoflux_graph::tool::limits::read as limits;
 
 use crate::args::Args;
-use crate::clip::clip_line;
+use crate::clip::clip_line_of;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::workspace::Workspace;
 
-/// Bytes read from disk at most; the rest of a larger file is reported
-/// as not shown.
-pub const READ_MAX_BYTES: u64 = 5 * 1024 * 1024;
+/// Bytes read past the shown window to count the file's remaining lines;
+/// beyond them the total is reported as "more than".
+pub const READ_SCAN_BYTES: u64 = 5 * 1024 * 1024;
+/// Bytes of one line kept (its display is clipped further); the rest of a
+/// longer line is read past, never held in memory.
+const MAX_LINE_BYTES: usize = 64 * 1024;
 /// Bytes of numbered text returned at most (about 20,000 characters of
 /// ASCII), so one call cannot flood the model's context.
 pub const READ_MAX_OUTPUT_BYTES: usize = 20_000;
@@ -62,52 +65,90 @@ pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolE
             },
         });
     }
-    let mut bytes = Vec::new();
-    File::open(&target.path)
-        .and_then(|f| f.take(READ_MAX_BYTES).read_to_end(&mut bytes))
-        .map_err(ToolError::io("read", shown))?;
-    if bytes.iter().take(8192).any(|b| *b == 0) {
+    let mut reader =
+        BufReader::new(File::open(&target.path).map_err(ToolError::io("read", shown))?);
+    let head = reader.fill_buf().map_err(ToolError::io("read", shown))?;
+    if head.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolError::Binary {
             path: shown.to_owned(),
         });
     }
-    let byte_capped = meta.len() > READ_MAX_BYTES;
-    let text = String::from_utf8_lossy(&bytes);
-    if text.is_empty() {
+    if head.is_empty() {
         return Ok(ToolOutput::ok(format!("({shown} is empty)")));
     }
-    let lines: Vec<&str> = text.lines().collect();
-    if input.offset > lines.len() {
-        return Err(ToolError::OffsetPastEnd {
-            path: shown.to_owned(),
-            offset: input.offset,
-            lines: lines.len(),
-        });
+    // Stream the file: skip to `offset`, show the window, then count what
+    // follows up to a scan budget, so any line of a file of any size can
+    // be reached and nothing is held but one line at a time.
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    type Line = Option<(u64, usize)>;
+    let next_line = |reader: &mut BufReader<File>, line: &mut Vec<u8>| -> Result<Line, ToolError> {
+        line.clear();
+        let (n, chars) = read_line_bounded(reader, line).map_err(ToolError::io("read", shown))?;
+        Ok((n > 0).then_some((n, chars)))
+    };
+    while number + 1 < input.offset {
+        if next_line(&mut reader, &mut line)?.is_none() {
+            return Err(ToolError::OffsetPastEnd {
+                path: shown.to_owned(),
+                offset: input.offset,
+                lines: number,
+            });
+        }
+        number += 1;
     }
-    let start = input.offset - 1;
-    let end = input.limit.map_or(lines.len(), |limit| {
-        start.saturating_add(limit).min(lines.len())
-    });
     let mut out = String::new();
-    let mut last = start;
-    let mut char_capped = false;
-    for (index, line) in lines[start..end].iter().enumerate() {
-        let numbered = format!("{:>5}| {}\n", start + index + 1, clip_line(line));
-        if out.len() + numbered.len() > READ_MAX_OUTPUT_BYTES && index > 0 {
-            char_capped = true;
+    let mut last = number;
+    let mut capped = false;
+    let limit = input.limit.unwrap_or(usize::MAX);
+    let mut shown_lines = 0usize;
+    while shown_lines < limit {
+        let Some((_, chars)) = next_line(&mut reader, &mut line)? else {
+            break;
+        };
+        number += 1;
+        let text = String::from_utf8_lossy(trim_eol(&line));
+        let numbered = format!("{:>5}| {}\n", number, clip_line_of(&text, chars));
+        if out.len() + numbered.len() > READ_MAX_OUTPUT_BYTES && shown_lines > 0 {
+            capped = true;
             break;
         }
         out.push_str(&numbered);
-        last = start + index + 1;
+        last = number;
+        shown_lines += 1;
     }
-    if char_capped || byte_capped || end < lines.len() {
-        let total = if byte_capped {
-            format!(
-                "more than {} lines (file larger than {READ_MAX_BYTES} bytes)",
-                lines.len()
-            )
+    if shown_lines == 0 {
+        return Err(ToolError::OffsetPastEnd {
+            path: shown.to_owned(),
+            offset: input.offset,
+            lines: number,
+        });
+    }
+    // What follows the window: counted within the scan budget.
+    let mut scanned = 0u64;
+    let mut more = 0usize;
+    let mut open_ended = false;
+    loop {
+        if scanned > READ_SCAN_BYTES {
+            open_ended = true;
+            break;
+        }
+        match next_line(&mut reader, &mut line)? {
+            Some((n, _)) => {
+                scanned += n;
+                more += 1;
+            }
+            None => break,
+        }
+    }
+    // `number` counts the lines consumed so far (one past the window when
+    // the character cap stopped it).
+    let total = number + more;
+    if capped || more > 0 || open_ended {
+        let total = if open_ended {
+            format!("more than {total} lines (the rest of the file was not counted)")
         } else {
-            format!("{} lines", lines.len())
+            format!("{total} lines")
         };
         out.push_str(&format!(
             "[Truncated: showed lines {}-{last} of {total}; continue with offset={}]\n",
@@ -116,4 +157,43 @@ pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolE
         ));
     }
     Ok(ToolOutput::ok(out))
+}
+
+/// One line into `line` (its end of line included), at most
+/// [`MAX_LINE_BYTES`] of it kept: the rest of a longer line is read past,
+/// never held. Returns the bytes consumed (0 at the end of the file) and
+/// the characters of the whole line, its end of line left out.
+fn read_line_bounded(
+    reader: &mut BufReader<File>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<(u64, usize)> {
+    let mut consumed = 0u64;
+    let mut chars = 0usize;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((consumed, chars));
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        // UTF-8 characters are the bytes that do not continue one.
+        chars += buf[..take]
+            .iter()
+            .filter(|b| (**b & 0xC0) != 0x80 && **b != b'\n' && **b != b'\r')
+            .count();
+        reader.consume(take);
+        consumed += take as u64;
+        if done {
+            return Ok((consumed, chars));
+        }
+    }
+}
+
+fn trim_eol(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
 }

@@ -665,21 +665,48 @@ fn parsers_match_the_framework_schemas() {
 }
 
 #[test]
-fn read_beyond_the_byte_cap_says_the_file_is_larger() {
+fn read_pages_through_a_file_of_any_size_and_says_what_it_did_not_count() {
     let (dir, ws) = setup();
-    let line = format!("{}\n", "y".repeat(99));
-    let count = usize::try_from(evoflux_tools::READ_MAX_BYTES).unwrap() / line.len() + 10;
-    put(dir.path(), "huge.txt", &line.repeat(count));
-    let text = ok(
+    let scan = usize::try_from(evoflux_tools::READ_SCAN_BYTES).unwrap();
+    // Three scan budgets of numbered lines.
+    let count = 3 * scan / 100;
+    let text: String = (1..=count).map(|i| format!("{i:0>99}\n")).collect();
+    put(dir.path(), "huge.txt", &text);
+    let early = ok(
         &ws,
         X::Read,
         json!({"path": "huge.txt", "offset": 52_000, "limit": 2}),
     );
-    assert!(text.starts_with("52000| y"), "{}", &text[..20]);
+    assert!(early.starts_with("52000| "), "{}", &early[..20]);
     assert!(
-        text.contains("(file larger than 5242880 bytes)"),
+        early.contains("more than"),
         "{}",
-        &text[text.len() - 120..]
+        &early[early.len() - 160..]
+    );
+    assert!(early.contains("continue with offset=52002"), "{early}");
+    // Far past any byte cap, the offset the notice suggests still works,
+    // and at the end the total is exact.
+    let near_end = count - 1;
+    let late = ok(
+        &ws,
+        X::Read,
+        json!({"path": "huge.txt", "offset": near_end, "limit": 1}),
+    );
+    assert!(
+        late.starts_with(&format!("{near_end:>5}| {near_end:0>99}")),
+        "{}",
+        &late[..40]
+    );
+    assert!(late.contains(&format!("of {count} lines")), "{late}");
+    let past = execute(
+        &ws,
+        X::Read,
+        &json!({"path": "huge.txt", "offset": count + 1}),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(past, ToolError::OffsetPastEnd { lines, .. } if lines == count),
+        "{past}"
     );
 }
 
@@ -757,4 +784,29 @@ fn the_agents_own_controls_are_read_only_to_write_and_edit() {
         json!({"path": "AGENTS.md.bak", "content": "x"}),
     );
     assert!(ok(&ws, X::Read, json!({"path": "AGENTS.md"})).contains("Keep it simple."));
+}
+
+#[test]
+fn grep_names_the_files_it_did_not_search() {
+    let (dir, ws) = setup();
+    put(dir.path(), "small.txt", "nothing here\n");
+    let big = "needle in a large file\n".repeat(6 * 1024 * 1024 / 23 + 1);
+    put(dir.path(), "big.log", &big);
+    let text = ok(&ws, X::Grep, json!({"pattern": "needle"}));
+    assert!(text.starts_with("No matches for `needle`"), "{text}");
+    assert!(
+        text.contains(
+            "[Not searched: big.log (larger than 5 MiB); read them in pages with `read`]"
+        ),
+        "{text}"
+    );
+    // Without skipped files the answer is as before.
+    assert_eq!(
+        ok(
+            &ws,
+            X::Grep,
+            json!({"pattern": "needle", "include": "*.txt"})
+        ),
+        "No matches for `needle` in ."
+    );
 }
