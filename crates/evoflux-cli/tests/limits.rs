@@ -51,3 +51,28 @@ fn ten_thousand_unknown_config_keys_are_summarized_not_printed_whole() {
         10_000
     );
 }
+
+#[test]
+fn a_request_far_past_the_context_window_is_refused_not_sent() {
+    let s = Sandbox::new();
+    s.user(
+        "config.toml",
+        "[providers.scripted]\nkind = \"scripted\"\ncontext_window = 2000\n",
+    );
+    // A script that would answer: reaching it would mean the request was sent.
+    let model = common::script(&s, "answer.yaml", "turns:\n  - reply: {text: sent}\n");
+    let huge = "word ".repeat(12_000);
+    let out = s.run(&["--json", "run", "--model", &model, &huge]);
+    assert!(!out.status.success());
+    let events = common::events(&out);
+    let codes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "error")
+        .filter_map(|e| e["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["model/request-exceeds-context"], "{events:#?}");
+    assert!(
+        !events.iter().any(|e| e["type"] == "message_delta"),
+        "the model was called"
+    );
+}

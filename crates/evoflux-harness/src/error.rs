@@ -39,6 +39,10 @@ pub enum HarnessError {
     Join(String),
     #[error("cannot set up the HTTP client: {0}")]
     Http(String),
+    #[error(
+        "the request is about {estimate} tokens, far past the model's context window of {window}, even after compaction: a message or tool result of the latest turns is too large; start a new session or send something shorter"
+    )]
+    RequestTooLarge { estimate: u64, window: u64 },
 }
 
 impl HarnessError {
@@ -55,6 +59,7 @@ impl HarnessError {
             HarnessError::NothingToContinue { .. } => "session/nothing-to-continue",
             HarnessError::Join(_) => "tool/task-failed",
             HarnessError::Http(_) => "harness/http-client",
+            HarnessError::RequestTooLarge { .. } => "model/request-exceeds-context",
         }
     }
 }

@@ -85,6 +85,20 @@ impl Harness {
                     dropped_skill_calls: c.dropped_skill_calls,
                 });
             }
+            // Never send what clearly cannot fit: compact once more, then
+            // refuse. (Tokens are estimated at 4 bytes, which over-counts
+            // some text, so only a request half again past the window is
+            // refused; the provider's own refusal covers the rest.)
+            if let Some(window) = self.provider.context_window() {
+                let estimate = crate::compaction::estimate_call_tokens(&call);
+                if estimate > window.saturating_mul(3) / 2 {
+                    if !context_exceeded {
+                        context_exceeded = true;
+                        continue;
+                    }
+                    return Err(HarnessError::RequestTooLarge { estimate, window });
+                }
+            }
             // A hook's activation may have turned tools on for this call.
             self.sync_skill_tools();
             let system: Vec<&str> = call
