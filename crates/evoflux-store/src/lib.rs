@@ -23,6 +23,6 @@ pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
-pub use store::{DB_FILE, Store};
+pub use store::{DB_FILE, Store, artifacts_root};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
 pub use usage::Usage;

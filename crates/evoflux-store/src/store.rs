@@ -38,6 +38,13 @@ const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, par
                                parent_call_id, created_at_ms, updated_at_ms";
 const PENDING_COLUMNS: &str = "id, tool_call_id, request, answer, created_at_ms, answered_at_ms";
 
+/// The folder under a data dir that holds each session's artifacts
+/// (command journals, offloaded results, records), by session id. The one
+/// statement of that layout: the runtime writes there, the store removes.
+pub fn artifacts_root(data_dir: &Path) -> PathBuf {
+    data_dir.join("artifacts")
+}
+
 impl Store {
     pub(crate) fn pool(&self) -> &SqlitePool {
         &self.pool
@@ -276,13 +283,63 @@ impl Store {
         }
         tx.commit().await?;
         for s in &doomed {
-            // A Work session's folder; nothing is left of the session.
-            let dir = self.data_dir.join("sessions").join(s.id.to_string());
-            if dir.is_dir() {
-                let _ = std::fs::remove_dir_all(dir);
+            // A Work session's folder and its command journals and other
+            // artifacts: nothing is left of the session.
+            for dir in [
+                self.data_dir.join("sessions").join(s.id.to_string()),
+                artifacts_root(&self.data_dir).join(s.id.to_string()),
+            ] {
+                if dir.is_dir() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
             }
         }
         Ok(doomed.into_iter().map(|s| s.id).collect())
+    }
+
+    /// Deletes every top-level session not changed for `max_age` (with its
+    /// children), then the artifact and session folders no session owns
+    /// (left by a crash, or by an evoflux that did not remove them).
+    /// Returns the sessions deleted and the orphan folders removed.
+    pub async fn prune(
+        &self,
+        max_age: std::time::Duration,
+    ) -> Result<(Vec<SessionId>, Vec<PathBuf>), StoreError> {
+        let cutoff =
+            now_ms().saturating_sub(i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX));
+        let mut deleted = Vec::new();
+        for s in self.list_sessions().await? {
+            if s.parent.is_none() && s.updated_at_ms < cutoff && !deleted.contains(&s.id) {
+                deleted.extend(self.delete_session(s.id).await?);
+            }
+        }
+        let live: std::collections::BTreeSet<String> = self
+            .list_sessions()
+            .await?
+            .into_iter()
+            .map(|s| s.id.to_string())
+            .collect();
+        let mut orphans = Vec::new();
+        for root in [
+            self.data_dir.join("sessions"),
+            artifacts_root(&self.data_dir),
+        ] {
+            let Ok(entries) = std::fs::read_dir(&root) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let is_session_folder = name.parse::<SessionId>().is_ok();
+                if is_session_folder
+                    && !live.contains(&name)
+                    && entry.path().is_dir()
+                    && std::fs::remove_dir_all(entry.path()).is_ok()
+                {
+                    orphans.push(entry.path());
+                }
+            }
+        }
+        Ok((deleted, orphans))
     }
 
     /// Every session, newest first.

@@ -87,6 +87,14 @@ pub enum SessionsCommand {
         #[arg(long, value_name = "PROVIDER:MODEL")]
         model: Option<String>,
     },
+    /// Delete a session with its children, transcripts, workspace folder and artifacts.
+    Delete { id: String },
+    /// Delete the sessions not changed for N days, and folders no session owns.
+    Prune {
+        /// Age in days (0: every session).
+        #[arg(long = "older-than-days", value_name = "DAYS")]
+        older_than_days: u64,
+    },
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -237,6 +245,50 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                         })
                         .collect()
                 });
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Delete { id } => {
+                let Ok(id) = id.parse::<SessionId>() else {
+                    out.failure(&anyhow::anyhow!(
+                        "`{id}` is not a session id; list sessions with `evoflux sessions list`"
+                    ));
+                    return Ok(Exit::Invalid);
+                };
+                let store = Store::open(dirs.data_dir()).await?;
+                let deleted = match store.delete_session(id).await {
+                    Ok(d) => d,
+                    Err(e @ StoreError::SessionNotFound(_)) => {
+                        out.failure(&anyhow::anyhow!(
+                            "{e} [{}]; list sessions with `evoflux sessions list`",
+                            e.code()
+                        ));
+                        return Ok(Exit::Invalid);
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let ids: Vec<String> = deleted.iter().map(ToString::to_string).collect();
+                out.result(&serde_json::json!({ "deleted": ids }), || {
+                    format!("deleted {}\n", ids.join(", "))
+                });
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Prune { older_than_days } => {
+                let store = Store::open(dirs.data_dir()).await?;
+                let age = std::time::Duration::from_secs(older_than_days.saturating_mul(86_400));
+                let (deleted, orphans) = store.prune(age).await?;
+                let ids: Vec<String> = deleted.iter().map(ToString::to_string).collect();
+                let folders: Vec<String> =
+                    orphans.iter().map(|p| p.display().to_string()).collect();
+                out.result(
+                    &serde_json::json!({ "deleted": ids, "orphan_folders_removed": folders }),
+                    || {
+                        format!(
+                            "deleted {} session(s) and {} folder(s) no session owned\n",
+                            ids.len(),
+                            folders.len()
+                        )
+                    },
+                );
                 Ok(Exit::Ok)
             }
             SessionsCommand::Show { id } => {

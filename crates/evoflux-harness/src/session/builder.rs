@@ -241,7 +241,7 @@ impl AppContext {
 
     /// Where command output and offloaded results go.
     pub fn artifacts_root(&self) -> PathBuf {
-        self.dirs.data_dir().join("artifacts")
+        evoflux_store::artifacts_root(self.dirs.data_dir())
     }
 }
 

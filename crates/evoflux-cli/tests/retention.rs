@@ -1,0 +1,61 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Nothing of a deleted session is left behind: its transcript, its Work
+//! folder and its command journals go with it; `sessions prune` deletes old
+//! sessions and the folders no session owns.
+
+mod common;
+
+use common::{Sandbox, script};
+
+fn session_with_a_journal(s: &Sandbox) -> String {
+    let model = script(
+        s,
+        "journal.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: shell, arguments: {command: \"echo kept\"}}\n  - reply: {text: done}\n",
+    );
+    let started = common::events(&s.run(&["--json", "run", "--model", &model, "go"]));
+    started
+        .iter()
+        .find(|e| e["type"] == "session_started")
+        .unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn deleting_a_session_removes_its_folder_and_its_artifacts() {
+    let s = Sandbox::new();
+    let id = session_with_a_journal(&s);
+    let data = s.home().join(".local/share/evoflux");
+    let artifacts = data.join("artifacts").join(&id);
+    assert!(artifacts.is_dir(), "the command left a journal");
+    let deleted = s.json(&["--json", "sessions", "delete", &id]);
+    assert_eq!(deleted["deleted"][0], id.as_str());
+    assert!(!artifacts.exists());
+    assert!(!data.join("sessions").join(&id).exists());
+    let again = s.run(&["sessions", "delete", &id]);
+    assert_eq!(again.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("store/session-not-found"));
+}
+
+#[test]
+fn prune_deletes_old_sessions_and_folders_no_session_owns() {
+    let s = Sandbox::new();
+    let kept = session_with_a_journal(&s);
+    let data = s.home().join(".local/share/evoflux");
+    // A folder a crashed evoflux left: a session id the store does not know.
+    let orphan = data
+        .join("artifacts")
+        .join("01a20000-0000-7000-8000-000000000000");
+    std::fs::create_dir_all(&orphan).unwrap();
+    let young = s.json(&["--json", "sessions", "prune", "--older-than-days", "30"]);
+    assert_eq!(young["deleted"].as_array().unwrap().len(), 0, "{young}");
+    assert_eq!(young["orphan_folders_removed"].as_array().unwrap().len(), 1);
+    assert!(!orphan.exists());
+    assert!(data.join("artifacts").join(&kept).is_dir());
+    let all = s.json(&["--json", "sessions", "prune", "--older-than-days", "0"]);
+    assert_eq!(all["deleted"][0], kept.as_str(), "{all}");
+    assert!(!data.join("artifacts").join(&kept).exists());
+}
