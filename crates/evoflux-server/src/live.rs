@@ -315,13 +315,16 @@ impl Sessions {
         let log = Arc::new(EventLog::new());
         let approvals = Arc::new(HttpApprover::default());
         let generation = self.generation.load(Ordering::SeqCst);
-        let opened = SessionBuilder::new(&self.app, options)
-            .events(Arc::new(LogSink(Arc::clone(&log))))
-            .approver(Arc::clone(&approvals) as Arc<dyn Approver>)
-            .processes(self.processes.clone())
-            .store(self.store.clone())
-            .open()
-            .await?;
+        let opened = builder(
+            &self.app,
+            options,
+            &log,
+            &approvals,
+            &self.processes,
+            &self.store,
+        )
+        .open()
+        .await?;
         let harness = opened.harness;
         let session = harness.session().clone();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -419,6 +422,24 @@ impl Sessions {
     }
 }
 
+/// How the server opens a session's harness, the first time and again on
+/// changed sources: its events to its log, its approvals over HTTP, the
+/// server's one process runtime and store.
+fn builder<'a>(
+    app: &'a AppContext,
+    options: SessionOptions,
+    log: &Arc<EventLog>,
+    approvals: &Arc<HttpApprover>,
+    processes: &ProcessRuntime,
+    store: &evoflux_store::Store,
+) -> SessionBuilder<'a> {
+    SessionBuilder::new(app, options)
+        .events(Arc::new(LogSink(Arc::clone(log))))
+        .approver(Arc::clone(approvals) as Arc<dyn Approver>)
+        .processes(processes.clone())
+        .store(store.clone())
+}
+
 /// What a live session's task needs to open its harness again on a new
 /// graph.
 struct Reopen {
@@ -448,14 +469,17 @@ impl Reopen {
             resume: Some(live.id),
             limits: Default::default(),
         };
-        let opened = SessionBuilder::new(&self.app, options)
-            .events(Arc::new(LogSink(Arc::clone(&live.log))))
-            .approver(Arc::clone(&live.approvals) as Arc<dyn Approver>)
-            .processes(self.processes.clone())
-            .store(self.store.clone())
-            .reuse_model(harness.model_client())
-            .open()
-            .await;
+        let opened = builder(
+            &self.app,
+            options,
+            &live.log,
+            &live.approvals,
+            &self.processes,
+            &self.store,
+        )
+        .reuse_model(harness.model_client())
+        .open()
+        .await;
         match opened {
             Ok(opened) => {
                 let old = std::mem::replace(harness, opened.harness);

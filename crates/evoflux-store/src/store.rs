@@ -308,15 +308,15 @@ impl Store {
         let cutoff =
             now_ms().saturating_sub(i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX));
         let mut deleted = Vec::new();
-        for s in self.list_sessions().await? {
+        let sessions = self.list_sessions().await?;
+        for s in &sessions {
             if s.parent.is_none() && s.updated_at_ms < cutoff && !deleted.contains(&s.id) {
                 deleted.extend(self.delete_session(s.id).await?);
             }
         }
-        let live: std::collections::BTreeSet<String> = self
-            .list_sessions()
-            .await?
-            .into_iter()
+        let live: std::collections::BTreeSet<String> = sessions
+            .iter()
+            .filter(|s| !deleted.contains(&s.id))
             .map(|s| s.id.to_string())
             .collect();
         let mut orphans = Vec::new();

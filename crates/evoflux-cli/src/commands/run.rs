@@ -248,21 +248,15 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 Ok(Exit::Ok)
             }
             SessionsCommand::Delete { id } => {
-                let Ok(id) = id.parse::<SessionId>() else {
-                    out.failure(&anyhow::anyhow!(
-                        "`{id}` is not a session id; list sessions with `evoflux sessions list`"
-                    ));
-                    return Ok(Exit::Invalid);
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
                 };
                 let store = Store::open(dirs.data_dir()).await?;
                 let deleted = match store.delete_session(id).await {
                     Ok(d) => d,
                     Err(e @ StoreError::SessionNotFound(_)) => {
-                        out.failure(&anyhow::anyhow!(
-                            "{e} [{}]; list sessions with `evoflux sessions list`",
-                            e.code()
-                        ));
-                        return Ok(Exit::Invalid);
+                        return Ok(session_not_found(out, &e));
                     }
                     Err(e) => return Err(e.into()),
                 };
@@ -292,21 +286,15 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 Ok(Exit::Ok)
             }
             SessionsCommand::Show { id } => {
-                let Ok(id) = id.parse::<SessionId>() else {
-                    out.failure(&anyhow::anyhow!(
-                        "`{id}` is not a session id; list sessions with `evoflux sessions list`"
-                    ));
-                    return Ok(Exit::Invalid);
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
                 };
                 let store = Store::open(dirs.data_dir()).await?;
                 let record = match SessionRecord::load(&store, id).await {
                     Ok(r) => r,
                     Err(e @ StoreError::SessionNotFound(_)) => {
-                        out.failure(&anyhow::anyhow!(
-                            "{e} [{}]; list sessions with `evoflux sessions list`",
-                            e.code()
-                        ));
-                        return Ok(Exit::Invalid);
+                        return Ok(session_not_found(out, &e));
                     }
                     Err(e) => return Err(e.into()),
                 };
@@ -608,6 +596,26 @@ async fn open(
     }
 }
 
+/// The session id a `sessions` subcommand names, or the exit that says it
+/// is not one.
+fn session_id_arg(out: &Output, id: &str) -> Result<SessionId, Exit> {
+    id.parse::<SessionId>().map_err(|_| {
+        out.failure(&anyhow::anyhow!(
+            "`{id}` is not a session id; {LIST_SESSIONS}"
+        ));
+        Exit::Invalid
+    })
+}
+
+/// A `sessions` subcommand named a session the store does not have.
+fn session_not_found(out: &Output, e: &StoreError) -> Exit {
+    out.failure(&anyhow::anyhow!("{e} [{}]; {LIST_SESSIONS}", e.code()));
+    Exit::Invalid
+}
+
+/// How to find a session's id.
+const LIST_SESSIONS: &str = "list sessions with `evoflux sessions list`";
+
 fn embedded_model_note(model: &evoflux_core::config::ModelRef) {
     eprintln!(
         "note: no model configured; using the embedded local model `{model}` (an offline demo model; see README for real models)"
@@ -625,7 +633,7 @@ fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
     let hint = match e {
         SessionError::Store(StoreError::SessionNotFound(_))
         | SessionError::Harness(HarnessError::Store(StoreError::SessionNotFound(_))) => {
-            Some("list sessions with `evoflux sessions list`".to_owned())
+            Some(LIST_SESSIONS.to_owned())
         }
         SessionError::Harness(HarnessError::LeadMismatch { persisted, .. }) => Some(format!(
             "resume it without --lead or with --lead {persisted}"

@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use utoipa::ToSchema;
 
+use crate::api::blocking;
 use crate::error::{ApiError, body_error};
 use crate::state::ServerState;
 
@@ -105,15 +106,6 @@ fn workspace_error(e: WorkspaceError) -> ApiError {
         WorkspaceError::TooLarge { .. } | WorkspaceError::Io { .. } => "content",
     };
     ApiError::new(status, e.code(), e.to_string()).field(field)
-}
-
-/// Runs a blocking plugin operation off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::internal("server/task-failed", e.to_string()))?
 }
 
 fn manager(state: &ServerState) -> PluginManager {

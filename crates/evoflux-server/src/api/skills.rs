@@ -23,6 +23,7 @@ use evoflux_skills::{ModeSet, PrefsPatch, SkillRecord};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::api::blocking;
 use crate::error::{ApiError, body_error};
 use crate::state::ServerState;
 
@@ -366,13 +367,10 @@ pub async fn create(
     )?;
     let skills_dir = state.sessions.app().dirs.config_dir().join("skills");
     let name = body.name;
-    let created = {
+    {
         let name = name.clone();
-        tokio::task::spawn_blocking(move || create_bundle(&skills_dir, &name, &edit))
-            .await
-            .map_err(|e| ApiError::internal("server/task-failed", e.to_string()))?
-    };
-    created.map_err(authoring_error)?;
+        blocking(move || create_bundle(&skills_dir, &name, &edit).map_err(authoring_error)).await?;
+    }
     state.sources_changed().await;
     let view = view(&state)?;
     Ok((StatusCode::CREATED, Json(detail(&view, &name, None)?)))
@@ -404,10 +402,7 @@ pub async fn replace(
     let edit = edit_of(body.content, body.modes, body.files, body.deleted_files)?;
     let view = view(&state)?;
     let record = winner(&view, &name)?.clone();
-    tokio::task::spawn_blocking(move || replace_bundle(&record, &edit))
-        .await
-        .map_err(|e| ApiError::internal("server/task-failed", e.to_string()))?
-        .map_err(authoring_error)?;
+    blocking(move || replace_bundle(&record, &edit).map_err(authoring_error)).await?;
     state.sources_changed().await;
     let view = self::view(&state)?;
     detail(&view, &name, None).map(Json)
@@ -462,10 +457,7 @@ pub async fn delete(
         .reset(&record.settings_id)
         .map_err(settings_error)?;
     let gone = record.name.clone();
-    tokio::task::spawn_blocking(move || delete_bundle(&record))
-        .await
-        .map_err(|e| ApiError::internal("server/task-failed", e.to_string()))?
-        .map_err(authoring_error)?;
+    blocking(move || delete_bundle(&record).map_err(authoring_error)).await?;
     state.sources_changed().await;
     Ok(Json(Deleted::BundleDeleted { name: gone }))
 }
