@@ -67,6 +67,7 @@ pub struct InfoSandbox {
     pub filesystem: FilesystemPolicy,
     pub network: NetworkPolicy,
     pub max_timeout_seconds: u64,
+    pub journal_cap_mib: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -363,6 +364,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                     filesystem: s.filesystem,
                     network: s.network,
                     max_timeout_seconds: s.max_timeout_seconds,
+                    journal_cap_mib: s.journal_cap_mib,
                 });
             }
             Definition::Tool(t) => {
@@ -520,8 +522,9 @@ pub fn render_human(info: &Info) -> String {
         };
         let _ = writeln!(
             out,
-            "sandbox  {fs}, network {net}, commands up to {}s  [{}]",
+            "sandbox  {fs}, network {net}, commands up to {}s, journals up to {} MiB  [{}]",
             s.max_timeout_seconds,
+            s.journal_cap_mib,
             origin(&s.source)
         );
     }

@@ -6,6 +6,7 @@
 //! network = "deny"
 //! denied_patterns = ["**/.env", "**/.env.*", "**/secrets/**"]
 //! max_timeout_seconds = 120
+//! journal_cap_mib = 256             # per command; head and tail kept past it
 //! env_allowlist = ["PATH", "LANG"]
 //! ```
 //!
@@ -62,6 +63,20 @@ pub struct SandboxPolicy {
     pub max_timeout_seconds: u64,
     /// Environment variables passed to commands; nothing else leaks in.
     pub env_allowlist: Vec<String>,
+    /// The most one command's journal keeps on disk, in MiB. Past it the
+    /// journal keeps the first and last halves and marks what it dropped.
+    #[serde(default = "default_journal_cap_mib")]
+    pub journal_cap_mib: u64,
+}
+
+/// The framework's journal cap: large enough for any build log a person
+/// would read, small enough that a runaway command cannot fill the disk.
+pub const DEFAULT_JOURNAL_CAP_MIB: u64 = 256;
+/// The largest cap a file may set (64 GiB).
+pub const MAX_JOURNAL_CAP_MIB: u64 = 64 * 1024;
+
+fn default_journal_cap_mib() -> u64 {
+    DEFAULT_JOURNAL_CAP_MIB
 }
 
 /// Patterns every policy starts from: the files that hold secrets.
@@ -81,7 +96,13 @@ impl SandboxPolicy {
             ]
             .map(str::to_owned)
             .to_vec(),
+            journal_cap_mib: DEFAULT_JOURNAL_CAP_MIB,
         }
+    }
+
+    /// The journal cap in bytes.
+    pub fn journal_cap_bytes(&self) -> u64 {
+        self.journal_cap_mib.saturating_mul(1024 * 1024)
     }
 
     /// Lays one file over the policy so far: a user or admin file sets what
@@ -108,6 +129,9 @@ impl SandboxPolicy {
                 if let Some(v) = file.env_allowlist {
                     self.env_allowlist = v;
                 }
+                if let Some(v) = file.journal_cap_mib {
+                    self.journal_cap_mib = v;
+                }
             }
             SandboxScope::Repository => {
                 if let Some(v) = file.filesystem {
@@ -129,6 +153,9 @@ impl SandboxPolicy {
                 }
                 if let Some(v) = file.env_allowlist {
                     self.env_allowlist.retain(|name| v.contains(name));
+                }
+                if let Some(v) = file.journal_cap_mib {
+                    self.journal_cap_mib = self.journal_cap_mib.min(v);
                 }
             }
         }
@@ -160,6 +187,7 @@ struct SandboxFile {
     denied_patterns: Option<Vec<String>>,
     max_timeout_seconds: Option<u64>,
     env_allowlist: Option<Vec<String>>,
+    journal_cap_mib: Option<u64>,
 }
 
 /// Parses one file of a layer. `trust` is `Some` for a repository's file.
@@ -184,6 +212,15 @@ pub fn parse(
             "compile/sandbox-invalid",
             "max_timeout_seconds",
             "max_timeout_seconds must be at least 1".into(),
+        );
+    }
+    if let Some(cap) = file.journal_cap_mib
+        && !(1..=MAX_JOURNAL_CAP_MIB).contains(&cap)
+    {
+        error(
+            "compile/sandbox-invalid",
+            "journal_cap_mib",
+            format!("journal_cap_mib = {cap} must be between 1 and {MAX_JOURNAL_CAP_MIB}"),
         );
     }
     for name in file.env_allowlist.iter().flatten() {
@@ -292,6 +329,16 @@ mod tests {
         policy.apply(repo.unwrap());
         assert_eq!(policy.filesystem, FilesystemPolicy::ReadOnly);
         assert_eq!(policy.max_timeout_seconds, 5);
+        // A repository can lower the journal cap, never raise it.
+        for (cap, expected) in [(4096, DEFAULT_JOURNAL_CAP_MIB), (8, 8)] {
+            let (repo, _) = layer(
+                serde_json::json!({"journal_cap_mib": cap}),
+                Some(Trust::Untrusted),
+            );
+            policy.apply(repo.unwrap());
+            assert_eq!(policy.journal_cap_mib, expected);
+        }
+        assert_eq!(policy.journal_cap_bytes(), 8 * 1024 * 1024);
     }
 
     #[test]
@@ -314,11 +361,11 @@ mod tests {
     fn bad_values_are_coded() {
         let (l, diags) = layer(
             serde_json::json!({"denied_patterns": ["a/[b"], "max_timeout_seconds": 0,
-                               "env_allowlist": ["no way"]}),
+                               "env_allowlist": ["no way"], "journal_cap_mib": 0}),
             None,
         );
         assert!(l.is_none());
-        assert_eq!(diags.codes().len(), 3);
+        assert_eq!(diags.codes().len(), 4);
         assert!(diags.iter().all(|d| d.code == "compile/sandbox-invalid"));
         let (_, diags) = layer(serde_json::json!({"filesystem": "open"}), None);
         assert!(diags.has_errors());

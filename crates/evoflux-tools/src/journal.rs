@@ -7,11 +7,19 @@
 //! so a command printing a gigabyte costs the same memory as one printing
 //! a line. Every observation takes the window and starts a new one at the
 //! current end: bytes are never shown twice, and none are lost, because
-//! the window always covers exactly `[start, total)` of the artifact.
+//! the window always covers exactly `[start, total)` of the output.
+//!
+//! The artifact itself is capped ([`Sink`]): past the cap it keeps the
+//! first half and a rolling last half, and when the command ends the two
+//! are joined by a marker line that says how many bytes were dropped, so
+//! a runaway command cannot fill the disk. Output offsets in observations
+//! count the command's output, which equals the artifact's offsets unless
+//! the cap was reached.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -34,8 +42,12 @@ pub(crate) struct Journal {
 
 #[derive(Debug)]
 struct JournalState {
-    /// Bytes read from the pipe (and written to the artifact) so far.
+    /// Bytes read from the pipe so far.
     total: u64,
+    /// Bytes of output the artifact no longer holds because of the cap.
+    dropped: u64,
+    /// Bytes of the marker line that took their place.
+    marker: u64,
     window: Window,
     /// Set when the artifact stopped accepting bytes (disk full...); the
     /// pipe is still drained so the command never blocks on a full pipe.
@@ -44,25 +56,29 @@ struct JournalState {
 
 impl Journal {
     /// Starts copying `pipe` into `file` (already created at `artifact`)
-    /// on a dedicated thread.
+    /// on a dedicated thread, keeping at most `cap` bytes on disk.
     pub(crate) fn start(
         artifact: PathBuf,
         file: File,
         pipe: std::io::PipeReader,
+        cap: u64,
     ) -> std::io::Result<Arc<Journal>> {
         let journal = Arc::new(Journal {
             artifact,
             state: Mutex::new(JournalState {
                 total: 0,
+                dropped: 0,
+                marker: 0,
                 window: Window::new(0),
                 write_error: None,
             }),
             eof: watch::Sender::new(false),
         });
         let reader = Arc::clone(&journal);
+        let sink = Sink::new(file, cap);
         std::thread::Builder::new()
             .name("evoflux-journal".into())
-            .spawn(move || reader.copy(file, pipe))?;
+            .spawn(move || reader.copy(sink, pipe))?;
         Ok(journal)
     }
 
@@ -70,9 +86,16 @@ impl Journal {
         &self.artifact
     }
 
-    /// Bytes journalled so far.
-    pub(crate) fn total(&self) -> u64 {
-        lock(&self.state).total
+    /// Bytes the artifact holds: everything journalled so far, or the
+    /// capped head, tail and marker.
+    pub(crate) fn artifact_bytes(&self) -> u64 {
+        let state = lock(&self.state);
+        state.total - state.dropped + state.marker
+    }
+
+    /// Output bytes the cap dropped from the artifact (0 below the cap).
+    pub(crate) fn dropped(&self) -> u64 {
+        lock(&self.state).dropped
     }
 
     /// Waits until the pipe is closed by every process that held it.
@@ -98,7 +121,7 @@ impl Journal {
         }
     }
 
-    fn copy(&self, mut file: File, mut pipe: std::io::PipeReader) {
+    fn copy(&self, mut sink: Sink, mut pipe: std::io::PipeReader) {
         let mut buf = vec![0u8; CHUNK];
         let mut writable = true;
         loop {
@@ -112,7 +135,7 @@ impl Journal {
             // The artifact is written before the bytes become observable,
             // so an observation never points past the end of the file.
             let failure = match writable {
-                true => file.write_all(chunk).err(),
+                true => sink.write(chunk).err(),
                 false => None,
             };
             let mut state = lock(&self.state);
@@ -121,11 +144,118 @@ impl Journal {
                 state.write_error = Some(e.to_string());
             }
             state.total += n as u64;
+            state.dropped = sink.dropped();
             state.window.push(chunk);
         }
-        let _ = file.flush();
+        if writable {
+            let finished = sink.finish();
+            let mut state = lock(&self.state);
+            match finished {
+                Ok(marker) => state.marker = marker,
+                Err(e) => state.write_error = Some(e.to_string()),
+            }
+        }
         self.eof.send_replace(true);
     }
+}
+
+/// The artifact file under its cap. Output byte `p` is stored at offset
+/// `p` while `p < head`, and past that in a ring of `tail` bytes at
+/// `head + (p - head) % tail`: below the cap the file is simply the
+/// output, and above it the ring holds the last `tail` bytes. `finish`
+/// puts the ring back in order behind a marker line.
+#[derive(Debug)]
+struct Sink {
+    file: File,
+    head: u64,
+    tail: u64,
+    written: u64,
+}
+
+impl Sink {
+    fn new(file: File, cap: u64) -> Sink {
+        let cap = cap.max(2);
+        Sink {
+            file,
+            head: cap / 2,
+            tail: cap - cap / 2,
+            written: 0,
+        }
+    }
+
+    fn cap(&self) -> u64 {
+        self.head + self.tail
+    }
+
+    /// Output bytes not in the file (before `finish` adds the marker).
+    fn dropped(&self) -> u64 {
+        self.written.saturating_sub(self.cap())
+    }
+
+    fn write(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
+        while !bytes.is_empty() {
+            let (offset, room) = match self.written < self.head {
+                true => (self.written, self.head - self.written),
+                false => {
+                    let at = (self.written - self.head) % self.tail;
+                    (self.head + at, self.tail - at)
+                }
+            };
+            let n = bytes.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+            self.file.write_all_at(&bytes[..n], offset)?;
+            self.written += n as u64;
+            bytes = &bytes[n..];
+        }
+        Ok(())
+    }
+
+    /// Orders a wrapped ring behind a marker line; returns the marker's
+    /// length (0 when nothing was dropped).
+    fn finish(&mut self) -> std::io::Result<u64> {
+        let dropped = self.dropped();
+        if dropped == 0 {
+            return self.file.flush().map(|()| 0);
+        }
+        let marker = format!(
+            "\n[evoflux: the journal cap of {} bytes was reached: {dropped} bytes of output \
+             were dropped here; the first {} and the last {} bytes are kept]\n",
+            self.cap(),
+            self.head,
+            self.tail
+        );
+        // The oldest kept byte sits where the next byte would go. The
+        // ordered tail (marker, older part, newer part) is first appended
+        // past the ring, then moved down over it: one chunk of memory
+        // whatever the cap, at the price of half the cap of disk for a
+        // moment.
+        let cap = self.cap();
+        let split = self.head + (self.written - self.head) % self.tail;
+        self.file.write_all_at(marker.as_bytes(), cap)?;
+        let mut buf = vec![0u8; CHUNK];
+        let mut to = cap + marker.len() as u64;
+        for (from, end) in [(split, cap), (self.head, split)] {
+            to = copy_range(&self.file, &mut buf, from, end, to)?;
+        }
+        copy_range(&self.file, &mut buf, cap, to, self.head)?;
+        self.file.set_len(self.head + (to - cap))?;
+        self.file.flush()?;
+        Ok(marker.len() as u64)
+    }
+}
+
+/// Copies `[from, end)` of `file` to `to` in chunks, front to back (so
+/// a destination inside the range must lie before `from`); returns where
+/// the copy ended.
+fn copy_range(file: &File, buf: &mut [u8], from: u64, end: u64, to: u64) -> std::io::Result<u64> {
+    let (mut from, mut to) = (from, to);
+    while from < end {
+        let n = (end - from).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], from)?;
+        file.write_all_at(&buf[..n], to)?;
+        from += n as u64;
+        to += n as u64;
+    }
+    Ok(to)
 }
 
 /// One observation's share of the output: the head and tail of the bytes
@@ -283,6 +413,76 @@ mod tests {
         rest.push(&"\u{20ac}".as_bytes()[2..]);
         let (next, _) = rest.split(true);
         assert_eq!(next.head, "\u{20ac}".as_bytes());
+    }
+
+    /// What a capped artifact must hold: everything below the cap, or the
+    /// first half, the marker and the last half.
+    fn expected_artifact(output: &[u8], cap: u64) -> Vec<u8> {
+        let cap = cap.max(2) as usize;
+        if output.len() <= cap {
+            return output.to_vec();
+        }
+        let (head, tail) = (cap / 2, cap - cap / 2);
+        let dropped = output.len() - cap;
+        let mut out = output[..head].to_vec();
+        out.extend_from_slice(
+            format!(
+                "\n[evoflux: the journal cap of {cap} bytes was reached: {dropped} bytes of output \
+                 were dropped here; the first {head} and the last {tail} bytes are kept]\n"
+            )
+            .as_bytes(),
+        );
+        out.extend_from_slice(&output[output.len() - tail..]);
+        out
+    }
+
+    fn sink_round_trip(output: &[u8], chunks: &[usize], cap: u64) -> (Vec<u8>, u64, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        let mut sink = Sink::new(file, cap);
+        let mut rest = output;
+        for &size in chunks.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let n = size.clamp(1, rest.len());
+            sink.write(&rest[..n]).unwrap();
+            rest = &rest[n..];
+        }
+        let dropped = sink.dropped();
+        let marker = sink.finish().unwrap();
+        (std::fs::read(&path).unwrap(), dropped, marker)
+    }
+
+    #[test]
+    fn the_cap_keeps_head_marker_and_tail_in_order() {
+        let output: Vec<u8> = (0..10_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let (file, dropped, marker) = sink_round_trip(&output, &[333, 1, 4096], 1000);
+        assert_eq!(dropped, 9_000);
+        assert_eq!(file, expected_artifact(&output, 1000));
+        assert_eq!(file.len() as u64, 1000 + marker);
+        // Below the cap the artifact is the output itself, marker-free.
+        let (file, dropped, marker) = sink_round_trip(&output[..1000], &[7], 1000);
+        assert_eq!((file, dropped, marker), (output[..1000].to_vec(), 0, 0));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn any_output_under_any_cap_is_kept_as_the_rule_says(
+            output in proptest::collection::vec(proptest::num::u8::ANY, 0..5000),
+            chunks in proptest::collection::vec(1usize..700, 1..8),
+            cap in 0u64..3000,
+        ) {
+            let (file, _, _) = sink_round_trip(&output, &chunks, cap);
+            proptest::prop_assert_eq!(file, expected_artifact(&output, cap));
+        }
     }
 
     #[test]

@@ -94,8 +94,17 @@ pub struct CommandMeta {
     pub output_bytes: u64,
     /// Of those, bytes shown in the text.
     pub shown_bytes: u64,
-    /// Of those, bytes left out of the text (still in the artifact).
+    /// Of those, bytes left out of the text (in the artifact, unless the
+    /// journal cap dropped them).
     pub omitted_bytes: u64,
+    /// Output bytes the journal cap dropped from the artifact's middle so
+    /// far (absent below the cap).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub journal_dropped_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Which text layout an observation uses.
@@ -122,6 +131,8 @@ pub(crate) struct Facts<'a> {
     pub artifact: &'a Path,
     /// Bytes in the artifact at this observation.
     pub artifact_bytes: u64,
+    /// Output bytes the journal cap dropped so far.
+    pub journal_dropped: u64,
 }
 
 /// Formats one observation into the model-visible text and its metadata.
@@ -156,11 +167,19 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
             text.push_str(view.or(&view.text, "(No new output)"));
         }
     }
-    if view.omitted > 0 {
+    if view.omitted > 0 || facts.journal_dropped > 0 {
         text.push_str(&format!(
             "\n\nFull output: {} ({} bytes)",
             facts.artifact.display(),
             facts.artifact_bytes
+        ));
+    }
+    if facts.journal_dropped > 0 {
+        text.push_str(&format!(
+            "\nThe output passed the journal cap (journal_cap_mib in sandbox.toml): {} bytes \
+             from its middle are not kept; the artifact holds the first and last parts \
+             joined by a marker line.",
+            facts.journal_dropped
         ));
     }
     if let Some(error) = &taken.write_error {
@@ -187,6 +206,7 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
         output_bytes: taken.len,
         shown_bytes: view.shown,
         omitted_bytes: view.omitted,
+        journal_dropped_bytes: facts.journal_dropped,
     };
     ToolOutput {
         text,
@@ -320,6 +340,7 @@ mod tests {
             duration: Duration::from_millis(1234),
             artifact: Path::new("/a/proc_0123456789.txt"),
             artifact_bytes: 5,
+            journal_dropped: 0,
         }
     }
 

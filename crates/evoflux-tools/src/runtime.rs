@@ -414,6 +414,10 @@ impl Inner {
         let sandbox = lock(&self.sessions)
             .get(&session)
             .and_then(|s| s.sandbox.clone());
+        let journal_cap = sandbox.as_ref().map_or(
+            evoflux_graph::sandbox::DEFAULT_JOURNAL_CAP_MIB * 1024 * 1024,
+            |s| s.journal_cap(),
+        );
         let confined;
         let spec = match sandbox {
             Some(sandbox) => {
@@ -427,7 +431,7 @@ impl Inner {
             }
             None => spec,
         };
-        let (tracked, child) = self.spawn_unique(session, &dir, spec)?;
+        let (tracked, child) = self.spawn_unique(session, &dir, spec, journal_cap)?;
         lock(&self.sessions)
             .entry(session)
             .or_default()
@@ -455,12 +459,13 @@ impl Inner {
         session: SessionId,
         dir: &std::path::Path,
         spec: &SpawnSpec,
+        journal_cap: u64,
     ) -> Result<(Arc<Tracked>, tokio::process::Child), ToolError> {
         let mut attempts = 0;
         loop {
             let id = self.next_id();
             let artifact = dir.join(format!("{id}.txt"));
-            match Tracked::spawn(self, session, id, artifact, spec) {
+            match Tracked::spawn(self, session, id, artifact, spec, journal_cap) {
                 Err(ToolError::Journal { source, .. })
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempts < 8 =>
                 {

@@ -141,6 +141,11 @@ impl CommandSandbox {
         &self.denied
     }
 
+    /// The most one command's journal keeps, in bytes.
+    pub(crate) fn journal_cap(&self) -> u64 {
+        self.policy.journal_cap_bytes()
+    }
+
     /// Whether commands run unconfined (the user chose full access and
     /// allows the network).
     fn unconfined(&self) -> bool {

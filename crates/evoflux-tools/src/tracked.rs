@@ -124,12 +124,15 @@ impl Tracked {
         id: String,
         artifact: PathBuf,
         spec: &SpawnSpec,
+        journal_cap: u64,
     ) -> Result<(Arc<Tracked>, Child), ToolError> {
         let journal_error = |source| ToolError::Journal {
             path: artifact.clone(),
             source,
         };
+        // Read too: past the journal cap the tail is put in order in place.
         let file = OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
@@ -137,7 +140,8 @@ impl Tracked {
             .map_err(journal_error)?;
         let (reader, writer) = std::io::pipe().map_err(journal_error)?;
         let writer_err = writer.try_clone().map_err(journal_error)?;
-        let journal = Journal::start(artifact.clone(), file, reader).map_err(journal_error)?;
+        let journal =
+            Journal::start(artifact.clone(), file, reader, journal_cap).map_err(journal_error)?;
         let spawn_error = |source| ToolError::SpawnFailed {
             program: spec.program.display().to_string(),
             source,
@@ -262,7 +266,8 @@ impl Tracked {
             signal,
             duration,
             artifact: self.journal.artifact(),
-            artifact_bytes: self.journal.total(),
+            artifact_bytes: self.journal.artifact_bytes(),
+            journal_dropped: self.journal.dropped(),
         };
         (format(form, &facts, &taken), ended)
     }

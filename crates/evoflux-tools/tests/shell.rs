@@ -877,3 +877,53 @@ async fn terminating_a_session_stops_its_sandboxed_commands() {
         "a sandboxed command outlived its session"
     );
 }
+
+#[tokio::test]
+async fn a_flood_past_the_journal_cap_keeps_head_marker_and_tail() {
+    use evoflux_graph::sandbox::{FilesystemPolicy, NetworkPolicy, SandboxPolicy};
+    use evoflux_tools::sandbox::{CommandSandbox, Confinement};
+    let f = fixture();
+    let mut policy = SandboxPolicy::framework_default();
+    // Unconfined, so the test needs no bubblewrap; the cap applies anyway.
+    policy.filesystem = FilesystemPolicy::FullAccess;
+    policy.network = NetworkPolicy::Allow;
+    policy.journal_cap_mib = 1;
+    let sandbox = CommandSandbox::new(
+        policy,
+        Confinement::Repositories,
+        vec![f.root.clone()],
+        Vec::new(),
+    )
+    .unwrap();
+    f.rt.confine(f.session, sandbox);
+    let out = f
+        .shell(json!({"command": "seq 1 2000000", "yield_time_ms": 30000}))
+        .await;
+    let expected: String = (1..=2_000_000).map(|i| format!("{i}\n")).collect();
+    let m = meta(&out);
+    assert_eq!(m.status, CommandStatus::Succeeded, "{}", out.text);
+    // Offsets and counts are of the output, not of the capped file.
+    assert_eq!(m.output_bytes, expected.len() as u64);
+    let cap = 1024 * 1024;
+    assert_eq!(m.journal_dropped_bytes, expected.len() as u64 - cap);
+    let artifact = fs::read_to_string(&m.artifact).unwrap();
+    let (head, rest) = artifact.split_at(cap as usize / 2);
+    assert_eq!(head, &expected[..cap as usize / 2]);
+    let marker_end = rest.find("bytes are kept]\n").unwrap() + "bytes are kept]\n".len();
+    assert!(
+        rest[..marker_end].contains(&format!("{} bytes of output", m.journal_dropped_bytes)),
+        "{}",
+        &rest[..marker_end]
+    );
+    assert_eq!(
+        &rest[marker_end..],
+        &expected[expected.len() - cap as usize / 2..]
+    );
+    // The observation says where the full output went and that the cap cut it.
+    assert!(out.text.contains("journal cap"), "{}", out.text);
+    assert!(out.text.contains(&format!(
+        "Full output: {} ({} bytes)",
+        m.artifact.display(),
+        artifact.len()
+    )));
+}
