@@ -59,3 +59,40 @@ fn prune_deletes_old_sessions_and_folders_no_session_owns() {
     assert_eq!(all["deleted"][0], kept.as_str(), "{all}");
     assert!(!data.join("artifacts").join(&kept).exists());
 }
+
+#[test]
+fn a_session_start_applies_retention_once_a_day_and_prune_reads_the_config() {
+    let s = Sandbox::new();
+    let data = s.home().join(".local/share/evoflux");
+    let orphan = data
+        .join("artifacts")
+        .join("01a20000-0000-7000-8000-000000000000");
+    std::fs::create_dir_all(&orphan).unwrap();
+    // The first start of the day prunes: the orphan folder goes.
+    let first = session_with_a_journal(&s);
+    assert!(!orphan.exists());
+    assert!(data.join("retention.stamp").is_file());
+    // Later starts that day leave the data dir alone.
+    std::fs::create_dir_all(&orphan).unwrap();
+    session_with_a_journal(&s);
+    assert!(orphan.is_dir());
+
+    // Without flags, prune applies [storage]; with none set it says so.
+    let out = s.run(&["sessions", "prune"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no retention is set"));
+    s.write(
+        s.config().join("config.toml"),
+        "[storage]\nmax_total_mib = 1\nmax_age_days = 0\n",
+    );
+    let bad = s.run(&["--json", "sessions", "prune"]);
+    assert_eq!(bad.status.code(), Some(3));
+    assert_eq!(common::stderr_codes(&bad), ["config/storage-invalid"]);
+    s.write(
+        s.config().join("config.toml"),
+        "[storage]\nmax_age_days = 365\n",
+    );
+    let kept = s.json(&["--json", "sessions", "prune"]);
+    assert_eq!(kept["deleted"].as_array().unwrap().len(), 0, "{kept}");
+    assert!(data.join("artifacts").join(&first).is_dir());
+}

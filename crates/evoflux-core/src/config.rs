@@ -220,6 +220,32 @@ pub struct HarnessConfig {
     /// (or the tool itself) says.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub approval_floor: BTreeMap<String, Approval>,
+    /// `[storage]`: how long sessions and their artifacts are kept.
+    #[serde(default, skip_serializing_if = "StorageConfig::is_unset")]
+    pub storage: StorageConfig,
+}
+
+/// `[storage]`: the retention policy of the data directory. Unset keys
+/// keep everything; only the user's and the admin's files may set it (a
+/// repository deciding what of yours is deleted would be wrong).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageConfig {
+    /// Sessions not changed for this many days are deleted with their
+    /// children, journals and artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_days: Option<u64>,
+    /// When the sessions' files (journals, artifacts, Work folders) pass
+    /// this many MiB, the least recently changed sessions are deleted until
+    /// they fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_mib: Option<u64>,
+}
+
+impl StorageConfig {
+    /// Whether no retention is configured (everything is kept).
+    pub fn is_unset(&self) -> bool {
+        self.max_age_days.is_none() && self.max_total_mib.is_none()
+    }
 }
 
 /// Where each part of the effective configuration came from.
@@ -277,6 +303,7 @@ pub struct ConfigLayer {
     model: Option<ModelSection>,
     providers: BTreeMap<String, ProviderConfig>,
     approval: BTreeMap<String, Approval>,
+    storage: Option<StorageConfig>,
 }
 
 /// The raw file: every section optional.
@@ -288,6 +315,8 @@ struct ConfigFile {
     providers: BTreeMap<String, ProviderConfig>,
     #[serde(default)]
     approval: BTreeMap<String, Approval>,
+    #[serde(default)]
+    storage: Option<StorageConfig>,
 }
 
 /// The default model evoflux runs when nothing is configured: the small
@@ -344,6 +373,7 @@ impl HarnessConfig {
             providers,
             approval: BTreeMap::new(),
             approval_floor: BTreeMap::new(),
+            storage: StorageConfig::default(),
         }
     }
 }
@@ -407,6 +437,12 @@ impl LoadedConfig {
             }
             ConfigOrigin::Embedded | ConfigOrigin::Admin | ConfigOrigin::User => {
                 self.config.approval.extend(layer.approval);
+                // Key by key, as the rest of the file layers.
+                if let Some(storage) = layer.storage {
+                    let current = &mut self.config.storage;
+                    current.max_age_days = storage.max_age_days.or(current.max_age_days);
+                    current.max_total_mib = storage.max_total_mib.or(current.max_total_mib);
+                }
             }
         }
         self.files.push(layer.source);
@@ -510,6 +546,9 @@ pub fn read_layer(
         }
         providers.insert(name, provider);
     }
+    if let Some(storage) = &file.storage {
+        check_storage(path, scope, storage, diags);
+    }
     let layer = ConfigLayer {
         source: ConfigSource {
             path: path.to_path_buf(),
@@ -518,8 +557,46 @@ pub fn read_layer(
         model: file.model,
         providers,
         approval: file.approval,
+        storage: file.storage,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))
+}
+
+/// `[storage]`: values of at least 1, and only in the user's or admin's
+/// file.
+fn check_storage(
+    path: &Path,
+    scope: ConfigScope,
+    storage: &StorageConfig,
+    diags: &mut Diagnostics,
+) {
+    if let ConfigScope::Project(_) = scope {
+        diags.push(
+            Diagnostic::error(
+                "config/project-storage",
+                "a repository's config cannot set [storage]: what of your sessions is kept \
+                 is yours to decide; set it in your own config.toml and remove it here",
+            )
+            .with_file(path)
+            .with_field("storage"),
+        );
+        return;
+    }
+    for (field, value) in [
+        ("storage.max_age_days", storage.max_age_days),
+        ("storage.max_total_mib", storage.max_total_mib),
+    ] {
+        if value == Some(0) {
+            diags.push(
+                Diagnostic::error(
+                    "config/storage-invalid",
+                    format!("{field} must be at least 1; leave it out to keep everything"),
+                )
+                .with_file(path)
+                .with_field(field),
+            );
+        }
+    }
 }
 
 /// What a repository's file may not say about providers.
@@ -1021,6 +1098,44 @@ api_key_env = "OPENAI_API_KEY"
             [ConfigOrigin::User, ConfigOrigin::Project]
         );
         assert!(Approval::Never < Approval::OnRequest && Approval::OnRequest < Approval::Always);
+    }
+
+    #[test]
+    fn storage_layers_key_by_key_and_is_refused_in_a_repository() {
+        let mut diags = Diagnostics::new();
+        let mut loaded = LoadedConfig::embedded();
+        assert!(loaded.config.storage.is_unset());
+        for (path, text) in [
+            (
+                "/etc/evoflux/config.toml",
+                "[storage]\nmax_age_days = 30\nmax_total_mib = 100\n",
+            ),
+            ("/u/config.toml", "[storage]\nmax_total_mib = 2048\n"),
+        ] {
+            let scope = match path.starts_with("/etc") {
+                true => ConfigScope::Admin,
+                false => ConfigScope::User,
+            };
+            loaded.apply(parse_layer(Path::new(path), text, scope, &mut diags).unwrap());
+        }
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(
+            loaded.config.storage,
+            StorageConfig {
+                max_age_days: Some(30),
+                max_total_mib: Some(2048)
+            }
+        );
+        let (project, diags) = layer(
+            "[storage]\nmax_age_days = 1\n",
+            ConfigScope::Project(Trust::Trusted),
+        );
+        assert!(project.is_none());
+        assert_eq!(diags.codes(), ["config/project-storage"]);
+        let (_, diags) = check("[storage]\nmax_age_days = 0\nkeep = 1\n");
+        let mut codes = diags.codes();
+        codes.sort();
+        assert_eq!(codes, ["config/storage-invalid", "config/unknown-key"]);
     }
 
     #[test]

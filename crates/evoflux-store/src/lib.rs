@@ -14,6 +14,7 @@
 mod error;
 mod grants;
 mod pending;
+mod retention;
 mod session;
 mod store;
 mod transcript;
@@ -22,6 +23,7 @@ mod usage;
 pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
+pub use retention::{PRUNE_INTERVAL, Pruned, Retention};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store, artifacts_root};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};

@@ -29,8 +29,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// connection pool.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pool: SqlitePool,
-    data_dir: PathBuf,
+    pub(crate) pool: SqlitePool,
+    pub(crate) data_dir: PathBuf,
     ids: Ids,
 }
 
@@ -295,51 +295,6 @@ impl Store {
             }
         }
         Ok(doomed.into_iter().map(|s| s.id).collect())
-    }
-
-    /// Deletes every top-level session not changed for `max_age` (with its
-    /// children), then the artifact and session folders no session owns
-    /// (left by a crash, or by an evoflux that did not remove them).
-    /// Returns the sessions deleted and the orphan folders removed.
-    pub async fn prune(
-        &self,
-        max_age: std::time::Duration,
-    ) -> Result<(Vec<SessionId>, Vec<PathBuf>), StoreError> {
-        let cutoff =
-            now_ms().saturating_sub(i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX));
-        let mut deleted = Vec::new();
-        let sessions = self.list_sessions().await?;
-        for s in &sessions {
-            if s.parent.is_none() && s.updated_at_ms < cutoff && !deleted.contains(&s.id) {
-                deleted.extend(self.delete_session(s.id).await?);
-            }
-        }
-        let live: std::collections::BTreeSet<String> = sessions
-            .iter()
-            .filter(|s| !deleted.contains(&s.id))
-            .map(|s| s.id.to_string())
-            .collect();
-        let mut orphans = Vec::new();
-        for root in [
-            self.data_dir.join("sessions"),
-            artifacts_root(&self.data_dir),
-        ] {
-            let Ok(entries) = std::fs::read_dir(&root) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let is_session_folder = name.parse::<SessionId>().is_ok();
-                if is_session_folder
-                    && !live.contains(&name)
-                    && entry.path().is_dir()
-                    && std::fs::remove_dir_all(entry.path()).is_ok()
-                {
-                    orphans.push(entry.path());
-                }
-            }
-        }
-        Ok((deleted, orphans))
     }
 
     /// Every session, newest first.

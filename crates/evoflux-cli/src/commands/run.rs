@@ -89,11 +89,14 @@ pub enum SessionsCommand {
     },
     /// Delete a session with its children, transcripts, workspace folder and artifacts.
     Delete { id: String },
-    /// Delete the sessions not changed for N days, and folders no session owns.
+    /// Delete sessions by age or total size (default: [storage] in config.toml), and folders no session owns.
     Prune {
-        /// Age in days (0: every session).
+        /// Delete sessions not changed for this many days (0: every session).
         #[arg(long = "older-than-days", value_name = "DAYS")]
-        older_than_days: u64,
+        older_than_days: Option<u64>,
+        /// Delete the least recently changed sessions until their files fit in this many MiB.
+        #[arg(long = "max-total-mib", value_name = "MIB")]
+        max_total_mib: Option<u64>,
     },
 }
 
@@ -266,21 +269,51 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 });
                 Ok(Exit::Ok)
             }
-            SessionsCommand::Prune { older_than_days } => {
+            SessionsCommand::Prune {
+                older_than_days,
+                max_total_mib,
+            } => {
+                // Given limits replace the configured policy as a whole.
+                let policy = match (older_than_days, max_total_mib) {
+                    (None, None) => match super::app_context(&dirs)?.storage() {
+                        Ok(storage) => evoflux_store::Retention::from(storage),
+                        Err(evoflux_harness::SessionError::Config { diagnostics }) => {
+                            out.diagnostics(&diagnostics);
+                            return Ok(Exit::Invalid);
+                        }
+                        Err(e) => return Err(e.into()),
+                    },
+                    (age, size) => evoflux_store::Retention {
+                        max_age: age.map(|d| std::time::Duration::from_secs(d.saturating_mul(86_400))),
+                        max_total_bytes: size.map(|m| m.saturating_mul(1024 * 1024)),
+                    },
+                };
                 let store = Store::open(dirs.data_dir()).await?;
-                let age = std::time::Duration::from_secs(older_than_days.saturating_mul(86_400));
-                let (deleted, orphans) = store.prune(age).await?;
-                let ids: Vec<String> = deleted.iter().map(ToString::to_string).collect();
+                let pruned = store.prune(&policy).await?;
+                let ids: Vec<String> = pruned.deleted.iter().map(ToString::to_string).collect();
                 let folders: Vec<String> =
-                    orphans.iter().map(|p| p.display().to_string()).collect();
+                    pruned.orphans.iter().map(|p| p.display().to_string()).collect();
+                let kept_all = policy == evoflux_store::Retention::default();
                 out.result(
-                    &serde_json::json!({ "deleted": ids, "orphan_folders_removed": folders }),
+                    &serde_json::json!({
+                        "deleted": ids,
+                        "orphan_folders_removed": folders,
+                        "bytes_freed": pruned.bytes_freed,
+                    }),
                     || {
-                        format!(
-                            "deleted {} session(s) and {} folder(s) no session owned\n",
+                        let mut text = format!(
+                            "deleted {} session(s) and {} folder(s) no session owned, {} bytes freed\n",
                             ids.len(),
-                            folders.len()
-                        )
+                            folders.len(),
+                            pruned.bytes_freed
+                        );
+                        if kept_all {
+                            text.push_str(
+                                "no retention is set: give --older-than-days or --max-total-mib, \
+                                 or set [storage] max_age_days / max_total_mib in config.toml\n",
+                            );
+                        }
+                        text
                     },
                 );
                 Ok(Exit::Ok)

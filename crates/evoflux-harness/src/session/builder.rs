@@ -226,6 +226,48 @@ impl AppContext {
             .collect()
     }
 
+    /// The retention policy of the data directory: `[storage]` of the
+    /// admin's and the user's config.toml, layered as every session's
+    /// config is (a repository has no say in it).
+    pub fn storage(&self) -> Result<evoflux_core::config::StorageConfig, SessionError> {
+        let mut diags = evoflux_core::Diagnostics::new();
+        let mut loaded = evoflux_core::config::LoadedConfig::embedded();
+        for (dir, scope) in [
+            (
+                self.dirs.admin_dir(),
+                evoflux_core::config::ConfigScope::Admin,
+            ),
+            (
+                self.dirs.config_dir(),
+                evoflux_core::config::ConfigScope::User,
+            ),
+        ] {
+            let path = dir.join("config.toml");
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    diags.push(
+                        evoflux_core::Diagnostic::error(
+                            "config/unreadable",
+                            format!("cannot read config: {e}"),
+                        )
+                        .with_file(&path),
+                    );
+                    continue;
+                }
+            };
+            if let Some(layer) = evoflux_core::config::parse_layer(&path, &text, scope, &mut diags)
+            {
+                loaded.apply(layer);
+            }
+        }
+        match diags.has_errors() {
+            true => Err(SessionError::Config { diagnostics: diags }),
+            false => Ok(loaded.config.storage),
+        }
+    }
+
     /// Records the user's trust in `repository` (a repository root).
     pub fn trust(&self, repository: &Path) -> Result<(), SessionError> {
         self.trust_list()?
@@ -675,6 +717,15 @@ impl<'a> SessionBuilder<'a> {
         };
         let policy = selected_sandbox(&graph)
             .map_err(|diagnostics| SessionError::Sandbox { diagnostics })?;
+        // Retention runs at most once a day, here, so the data dir keeps to
+        // `[storage]` without anyone pruning by hand; it never stops a
+        // session.
+        if let Err(e) = store
+            .prune_if_due(&evoflux_store::Retention::from(loaded.config.storage))
+            .await
+        {
+            tracing::warn!(error = %e, "automatic pruning of the data directory failed");
+        }
         let mut shown = diags.errors();
         shown.extend(unknown_approval_tools(&loaded, &catalog));
         let (model, model_origin) = choose_model(opts, resumed.as_ref(), &agent, &loaded);
