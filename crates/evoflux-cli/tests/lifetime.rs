@@ -113,3 +113,73 @@ fn a_command_that_escapes_its_session_is_gone_after_a_normal_end() {
         with_marker(marker).is_empty()
     });
 }
+
+/// Commands run unconfined: no PID namespace holds them.
+fn full_access(s: &Sandbox) {
+    s.write(
+        s.config().join("sandbox.toml"),
+        "filesystem = \"full-access\"\n",
+    );
+}
+
+#[test]
+fn an_unconfined_command_that_escapes_its_session_is_gone_after_a_normal_end() {
+    let s = Sandbox::new();
+    full_access(&s);
+    let marker = "987654";
+    let command = format!(
+        "setsid nohup sh -c 'echo started > started.txt; exec sleep {marker}' > /dev/null 2>&1 & sleep 0.3; cat started.txt"
+    );
+    let model = script(
+        &s,
+        "escape.yaml",
+        &format!(
+            "turns:\n  - reply:\n      tool_calls:\n        - {{name: shell, arguments: {{command: {}}}}}\n  - expect: {{tool_result: {{contains: started}}}}\n    reply: {{text: done}}\n",
+            serde_json::to_string(&command).unwrap()
+        ),
+    );
+    let out = s
+        .command(&["run", "--model", &model, "escape"])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("the escaped command is gone", || {
+        with_marker(marker).is_empty()
+    });
+}
+
+#[test]
+fn the_next_start_reaps_what_a_killed_evoflux_left_unconfined() {
+    let s = Sandbox::new();
+    full_access(&s);
+    let marker = "987655";
+    let mut child = sleeping_run(&s, marker);
+    eventually("the command started", || !with_marker(marker).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Nothing confined it, so it outlived the kill...
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!with_marker(marker).is_empty());
+    // ...until the next evoflux starts and finds its predecessor gone.
+    let model = script(&s, "hello.yaml", "turns:\n  - reply: {text: hello}\n");
+    let out = s.run(&["run", "--model", &model, "hi"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("the left command is reaped", || {
+        with_marker(marker).is_empty()
+    });
+    let runs = s.home().join(".local/share/evoflux/runs");
+    assert_eq!(
+        std::fs::read_dir(runs).unwrap().count(),
+        0,
+        "no record is left"
+    );
+}

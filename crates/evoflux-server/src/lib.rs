@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use evoflux_harness::{AppContext, SessionError};
 use evoflux_store::{Store, StoreError};
-use evoflux_tools::{ProcessRuntime, RuntimeConfig};
+use evoflux_tools::ProcessRuntime;
 
 pub use auth::{TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
 pub use error::ApiError;
@@ -95,7 +95,7 @@ pub async fn serve(
         });
     }
     let store = Store::open(app.dirs.data_dir()).await?;
-    let processes = ProcessRuntime::new(RuntimeConfig::new(app.artifacts_root()));
+    let processes = ProcessRuntime::new(app.runtime_config());
     let state = Arc::new(state::ServerState {
         sessions: live::Sessions::new(Arc::new(app), processes, store.clone()),
         store,

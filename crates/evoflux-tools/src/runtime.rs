@@ -22,6 +22,7 @@ use tokio::time::{Instant, sleep, timeout};
 
 use crate::error::ToolError;
 use crate::group::ProcessGroup;
+use crate::lineage::Lineage;
 use crate::output::ToolOutput;
 use crate::process::{ProcessAction, ProcessRequest};
 use crate::sandbox::{Bubblewrap, CommandSandbox};
@@ -68,6 +69,9 @@ pub struct RuntimeConfig {
     pub parent_env: Vec<(OsString, OsString)>,
     /// Source of the opaque process ids.
     pub ids: Ids,
+    /// Where live runtimes record themselves (`<data_dir>/runs`), so the
+    /// next one reaps what a killed one left; `None`: no record, no reaping.
+    pub runs_dir: Option<PathBuf>,
 }
 
 impl RuntimeConfig {
@@ -80,6 +84,7 @@ impl RuntimeConfig {
             exit_drain: DEFAULT_EXIT_DRAIN,
             parent_env: std::env::vars_os().collect(),
             ids: Ids::system(),
+            runs_dir: None,
         }
     }
 }
@@ -114,6 +119,10 @@ pub(crate) struct Inner {
     groups: Mutex<Vec<(SessionId, ProcessGroup)>>,
     /// The sandbox program, found once for every session's commands.
     bwrap: Bubblewrap,
+    /// The tag every command carries, to find the ones that escaped.
+    pub(crate) lineage: Lineage,
+    /// Whether any command started (nothing to sweep otherwise).
+    started_any: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -128,8 +137,17 @@ struct SessionState {
 }
 
 impl ProcessRuntime {
+    /// A runtime, first reaping what runtimes killed before it left
+    /// running (see `runs_dir`).
     pub fn new(config: RuntimeConfig) -> ProcessRuntime {
         let shell = user_shell(&config.parent_env);
+        let (lineage, reaped) = Lineage::start(config.runs_dir.as_deref(), Lineage::fresh_tag());
+        if reaped > 0 {
+            tracing::warn!(
+                reaped,
+                "stopped processes that a killed evoflux left running"
+            );
+        }
         ProcessRuntime {
             inner: Arc::new(Inner {
                 config,
@@ -138,6 +156,8 @@ impl ProcessRuntime {
                 sessions: Mutex::new(HashMap::new()),
                 groups: Mutex::new(Vec::new()),
                 bwrap: Bubblewrap::default(),
+                lineage,
+                started_any: AtomicBool::new(false),
             }),
         }
     }
@@ -431,6 +451,7 @@ impl Inner {
             }
             None => spec,
         };
+        self.started_any.store(true, Ordering::SeqCst);
         let (tracked, child) = self.spawn_unique(session, &dir, spec, journal_cap)?;
         lock(&self.sessions)
             .entry(session)
@@ -626,6 +647,11 @@ impl Inner {
         for g in &groups {
             g.kill();
         }
+        // What left its group (`setsid`, a double fork) still carries the
+        // lineage.
+        if self.started_any.load(Ordering::SeqCst) {
+            self.lineage.sweep(session);
+        }
         for t in &tracked {
             let _ = timeout(self.stop_bound(), t.finished()).await;
         }
@@ -639,6 +665,9 @@ impl Drop for Inner {
     fn drop(&mut self) {
         for (_, group) in lock(&self.groups).iter() {
             group.kill();
+        }
+        if self.started_any.load(Ordering::SeqCst) {
+            self.lineage.sweep(None);
         }
     }
 }

@@ -25,6 +25,7 @@ use tokio::time::{Instant, sleep_until, timeout};
 use crate::error::ToolError;
 use crate::group::ProcessGroup;
 use crate::journal::Journal;
+use crate::lineage::LINEAGE_VAR;
 use crate::observation::{CommandStatus, Facts, Form, format};
 use crate::output::ToolOutput;
 use crate::runtime::Inner;
@@ -156,6 +157,7 @@ impl Tracked {
                 .current_dir(&spec.cwd)
                 .env_clear()
                 .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .env(LINEAGE_VAR, runtime.lineage.value(session))
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(writer))
                 .stderr(Stdio::from(writer_err))

@@ -927,3 +927,47 @@ async fn a_flood_past_the_journal_cap_keeps_head_marker_and_tail() {
         artifact.len()
     )));
 }
+
+#[tokio::test]
+async fn ending_a_session_stops_what_left_its_group_and_only_that() {
+    let f = fixture();
+    let other = f.ids.session_id();
+    let escaped = format!("sleep 1001 # escaped-{}", std::process::id());
+    let neighbour = format!("sleep 1002 # neighbour-{}", std::process::id());
+    let out = f
+        .shell(json!({"command": format!("setsid sh -c '{escaped}' > /dev/null 2>&1 & sleep 0.2")}))
+        .await;
+    assert_eq!(meta(&out).status, CommandStatus::Succeeded, "{}", out.text);
+    let other_out = within(f.rt.shell(
+        other,
+        &f.ws,
+        &json!({"command": format!("setsid sh -c '{neighbour}' > /dev/null 2>&1 & sleep 0.2")}),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(meta(&other_out).status, CommandStatus::Succeeded);
+    assert!(running(&escaped) && running(&neighbour));
+    within(f.rt.terminate_session(f.session)).await;
+    for _ in 0..250 {
+        if !running(&escaped) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !running(&escaped),
+        "an escaped command outlived its session"
+    );
+    assert!(running(&neighbour), "another session's command was stopped");
+    within(f.rt.shutdown()).await;
+    for _ in 0..250 {
+        if !running(&neighbour) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        !running(&neighbour),
+        "an escaped command outlived the runtime"
+    );
+}

@@ -20,7 +20,7 @@ use evoflux_harness::{
     TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, Store, StoreError};
-use evoflux_tools::{ProcessRuntime, RuntimeConfig};
+use evoflux_tools::ProcessRuntime;
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -421,9 +421,9 @@ fn process_runtime(out: &Output) -> anyhow::Result<ProcessRuntime> {
         Ok(d) => d,
         Err(_) => anyhow::bail!("cannot resolve the data directory"),
     };
-    Ok(ProcessRuntime::new(RuntimeConfig::new(
-        dirs.data_dir().join("artifacts"),
-    )))
+    Ok(ProcessRuntime::new(
+        super::app_context(&dirs)?.runtime_config(),
+    ))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

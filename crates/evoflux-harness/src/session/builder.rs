@@ -285,6 +285,15 @@ impl AppContext {
     pub fn artifacts_root(&self) -> PathBuf {
         evoflux_store::artifacts_root(self.dirs.data_dir())
     }
+
+    /// The command runtime's setup for these directories: journals below
+    /// the artifacts root, and the runs folder through which a new runtime
+    /// stops what a killed one left running.
+    pub fn runtime_config(&self) -> evoflux_tools::RuntimeConfig {
+        let mut config = evoflux_tools::RuntimeConfig::new(self.artifacts_root());
+        config.runs_dir = Some(self.dirs.data_dir().join("runs"));
+        config
+    }
 }
 
 /// An untrusted repository and the sources it holds that wait for trust.
