@@ -5,10 +5,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use evoflux_core::atomic::{AtomicOptions, write_atomic};
 use serde_json::Value;
 
 use crate::args::Args;
+use crate::beneath::{Entry, Folder};
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::workspace::Workspace;
@@ -74,40 +74,26 @@ pub fn artifact_path(root: &Path, path: &str) -> Option<PathBuf> {
 pub(crate) fn run(ws: &Workspace, input: &ArtifactInput) -> Result<ToolOutput, ToolError> {
     let rel = relative(&input.path)?;
     let shown = format!("{ARTIFACTS_DIR}/{}", rel.display());
-    let dir = ws.roots()[0].join(ARTIFACTS_DIR);
-    let target = dir.join(&rel);
-    let parent = target.parent().unwrap_or(&dir);
-    std::fs::create_dir_all(parent)
+    let target = Path::new(ARTIFACTS_DIR).join(&rel);
+    let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+        return Err(ToolError::input("path", "names no file"));
+    };
+    // Every folder on the way is opened without following a link, so a
+    // link planted in the folder cannot carry the write elsewhere.
+    let folder = Folder::open(&ws.roots()[0], parent, true)
         .map_err(ToolError::io("create the parent directories of", &shown))?;
-    // A symlink inside the folder must not carry the write elsewhere.
-    let real_dir = dir
-        .canonicalize()
-        .map_err(ToolError::io("resolve", ARTIFACTS_DIR))?;
-    let real_parent = parent
-        .canonicalize()
-        .map_err(ToolError::io("resolve", &shown))?;
-    let inside_root = ws.contains(&real_dir);
-    if !inside_root || !real_parent.starts_with(&real_dir) {
-        return Err(ToolError::OutsideWorkspace {
-            path: shown,
-            roots: ws.roots()[0].display().to_string(),
-        });
-    }
-    if target.is_dir() {
+    let entry = folder.entry(name).map_err(ToolError::io("write", &shown))?;
+    if entry == Entry::Dir {
         return Err(ToolError::WrongKind {
             path: shown,
             expected: "a file",
             actual: "a directory",
         });
     }
-    let existed = target.exists();
-    write_atomic(&target, input.content.as_bytes(), AtomicOptions::default()).map_err(|e| {
-        ToolError::Io {
-            action: "write",
-            path: shown.clone(),
-            source: e.source,
-        }
-    })?;
+    let existed = entry != Entry::Missing;
+    folder
+        .replace(name, input.content.as_bytes())
+        .map_err(ToolError::io("write", &shown))?;
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(ToolOutput::ok(format!(
         "{verb} {shown} ({} bytes)",
@@ -161,7 +147,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dir.path().join(ARTIFACTS_DIR).join("out"))
             .unwrap();
         let e = run(&ws, &input("out/x.md")).unwrap_err();
-        assert_eq!(e.code(), "tool/outside-workspace");
+        assert_eq!(e.code(), "tool/link-on-path");
         assert!(!outside.path().join("x.md").exists());
         assert!(!dir.path().join("src").exists());
     }

@@ -37,6 +37,12 @@ pub enum ToolError {
     /// The path does not exist.
     #[error("`{path}` does not exist")]
     NotFound { path: String },
+
+    #[error(
+        "`{path}` leads through a link that was not there when the path was checked: \
+         nothing was read or written; check what changed the folder and try again"
+    )]
+    LinkOnPath { path: String },
     /// A file was expected but something else is there (or the reverse).
     #[error("`{path}` is {actual}, expected {expected}")]
     WrongKind {
@@ -126,6 +132,7 @@ impl ToolError {
             ToolError::ProtectedControl { .. } => "tool/protected-control",
             ToolError::InvalidRoot { .. } => "tool/root-invalid",
             ToolError::NotFound { .. } => "tool/not-found",
+            ToolError::LinkOnPath { .. } => "tool/link-on-path",
             ToolError::WrongKind { .. } => "tool/wrong-kind",
             ToolError::AlreadyExists { .. } => "tool/already-exists",
             ToolError::Binary { .. } => "tool/binary-file",
@@ -159,7 +166,12 @@ impl ToolError {
     pub(crate) fn io(action: &'static str, path: &str) -> impl FnOnce(std::io::Error) -> ToolError {
         let path = path.to_owned();
         move |source| {
-            if source.kind() == std::io::ErrorKind::NotFound {
+            let link = source
+                .get_ref()
+                .is_some_and(|e| e.is::<crate::beneath::LinkOnPath>());
+            if link {
+                ToolError::LinkOnPath { path }
+            } else if source.kind() == std::io::ErrorKind::NotFound {
                 ToolError::NotFound { path }
             } else {
                 ToolError::Io {

@@ -25,6 +25,7 @@
 
 mod args;
 mod artifact;
+mod beneath;
 mod clip;
 mod command_tool;
 mod env;

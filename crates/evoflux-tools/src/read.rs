@@ -9,6 +9,7 @@ use serde_json::Value;
 use evoflux_graph::tool::limits::read as limits;
 
 use crate::args::Args;
+use crate::beneath::Entry;
 use crate::clip::clip_line_of;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
@@ -53,20 +54,29 @@ impl ReadInput {
 pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolError> {
     let target = ws.resolve(&input.path)?;
     let shown = target.display.as_str();
-    let meta = std::fs::metadata(&target.path).map_err(ToolError::io("read", shown))?;
-    if !meta.is_file() {
+    let (folder, name) = ws.folder_of(&target, false)?;
+    let actual = match folder.entry(&name).map_err(ToolError::io("read", shown))? {
+        Entry::File { .. } => None,
+        Entry::Missing => {
+            return Err(ToolError::NotFound {
+                path: shown.to_owned(),
+            });
+        }
+        Entry::Dir => Some("a directory"),
+        Entry::Other => Some("not a regular file"),
+    };
+    if let Some(actual) = actual {
         return Err(ToolError::WrongKind {
             path: shown.to_owned(),
             expected: "a file",
-            actual: if meta.is_dir() {
-                "a directory"
-            } else {
-                "not a regular file"
-            },
+            actual,
         });
     }
-    let mut reader =
-        BufReader::new(File::open(&target.path).map_err(ToolError::io("read", shown))?);
+    let mut reader = BufReader::new(
+        folder
+            .open_file(&name)
+            .map_err(ToolError::io("read", shown))?,
+    );
     let head = reader.fill_buf().map_err(ToolError::io("read", shown))?;
     if head.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolError::Binary {

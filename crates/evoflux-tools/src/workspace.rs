@@ -5,6 +5,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::beneath::Folder;
 use crate::error::ToolError;
 use crate::sandbox::DeniedFiles;
 
@@ -127,12 +128,7 @@ impl Workspace {
             }),
             _ => Err(ToolError::OutsideWorkspace {
                 path: argument.to_owned(),
-                roots: self
-                    .roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                roots: self.roots_list(),
             }),
         }
     }
@@ -155,6 +151,52 @@ impl Workspace {
             }),
             None => Ok(resolved),
         }
+    }
+
+    /// The folder holding a resolved path, held open below its root
+    /// without following a link (see [`crate::beneath`]), and the file's
+    /// name in it; `create` makes missing folders on the way.
+    pub(crate) fn folder_of(
+        &self,
+        resolved: &Resolved,
+        create: bool,
+    ) -> Result<(Folder, std::ffi::OsString), ToolError> {
+        let shown = resolved.display.as_str();
+        let root = self.root_of(&resolved.path);
+        let relative =
+            root.and_then(|root| resolved.path.strip_prefix(root).ok().map(|rel| (root, rel)));
+        let (root, name, parent) = match relative {
+            Some((root, rel)) => match (rel.file_name(), rel.parent()) {
+                (Some(name), Some(parent)) => (root, name.to_owned(), parent),
+                _ => {
+                    return Err(ToolError::WrongKind {
+                        path: shown.to_owned(),
+                        expected: "a file",
+                        actual: "a directory",
+                    });
+                }
+            },
+            None => {
+                return Err(ToolError::OutsideWorkspace {
+                    path: shown.to_owned(),
+                    roots: self.roots_list(),
+                });
+            }
+        };
+        let action = match create {
+            true => "create the parent directories of",
+            false => "open",
+        };
+        let folder = Folder::open(root, parent, create).map_err(ToolError::io(action, shown))?;
+        Ok((folder, name))
+    }
+
+    fn roots_list(&self) -> String {
+        self.roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Whether `real` (already resolved) is inside a root.

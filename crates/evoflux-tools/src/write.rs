@@ -1,12 +1,10 @@
 //! `write` and `edit`: the two tools that change file contents. Both
 //! replace the file atomically so a crash never leaves half a file.
 
-use std::path::Path;
-
-use evoflux_core::atomic::{AtomicOptions, write_atomic};
 use serde_json::Value;
 
 use crate::args::Args;
+use crate::beneath::Entry;
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::workspace::Workspace;
@@ -70,38 +68,31 @@ impl EditInput {
     }
 }
 
-fn save(path: &Path, shown: &str, bytes: &[u8]) -> Result<(), ToolError> {
-    write_atomic(path, bytes, AtomicOptions::default()).map_err(|e| ToolError::Io {
-        action: "write",
-        path: shown.to_owned(),
-        source: e.source,
-    })
-}
-
 pub(crate) fn write(ws: &Workspace, input: &WriteInput) -> Result<ToolOutput, ToolError> {
     let target = ws.resolve_for_change(&input.path)?;
     let shown = target.display.as_str();
-    match std::fs::metadata(&target.path) {
-        Ok(meta) if meta.is_dir() => {
+    // Held open from here on: the file lands in this folder or nowhere.
+    let (folder, name) = ws.folder_of(&target, true)?;
+    let entry = folder.entry(&name).map_err(ToolError::io("write", shown))?;
+    match entry {
+        Entry::Dir => {
             return Err(ToolError::WrongKind {
                 path: shown.to_owned(),
                 expected: "a file",
                 actual: "a directory",
             });
         }
-        Ok(_) if !input.overwrite => {
+        Entry::File { .. } | Entry::Other if !input.overwrite => {
             return Err(ToolError::AlreadyExists {
                 path: shown.to_owned(),
             });
         }
-        Ok(_) | Err(_) => {}
+        Entry::File { .. } | Entry::Other | Entry::Missing => {}
     }
-    let existed = target.path.exists();
-    if let Some(parent) = target.path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(ToolError::io("create the parent directories of", shown))?;
-    }
-    save(&target.path, shown, input.content.as_bytes())?;
+    let existed = entry != Entry::Missing;
+    folder
+        .replace(&name, input.content.as_bytes())
+        .map_err(ToolError::io("write", shown))?;
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(ToolOutput::ok(format!(
         "{verb} {shown} ({} bytes)",
@@ -112,7 +103,12 @@ pub(crate) fn write(ws: &Workspace, input: &WriteInput) -> Result<ToolOutput, To
 pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, ToolError> {
     let target = ws.resolve_for_change(&input.path)?;
     let shown = target.display.as_str();
-    let bytes = std::fs::read(&target.path).map_err(ToolError::io("read", shown))?;
+    let (folder, name) = ws.folder_of(&target, false)?;
+    let mut bytes = Vec::new();
+    folder
+        .open_file(&name)
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
+        .map_err(ToolError::io("read", shown))?;
     if bytes.contains(&0) {
         return Err(ToolError::Binary {
             path: shown.to_owned(),
@@ -139,7 +135,9 @@ pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, Tool
         });
     }
     let updated = text.replace(input.old_string.as_str(), &input.new_string);
-    save(&target.path, shown, updated.as_bytes())?;
+    folder
+        .replace(&name, updated.as_bytes())
+        .map_err(ToolError::io("write", shown))?;
     let plural = if count == 1 { "" } else { "s" };
     Ok(ToolOutput::ok(format!(
         "Replaced {count} occurrence{plural} in {shown}"
