@@ -28,6 +28,8 @@ pub mod openai;
 pub mod provider;
 pub mod retry;
 pub mod scripted;
+#[cfg(test)]
+mod wire_fuzz;
 
 pub use bounds::CallBounds;
 pub use error::{
