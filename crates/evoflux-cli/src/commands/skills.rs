@@ -83,11 +83,13 @@ impl Switch {
 
 #[derive(Debug, Subcommand)]
 pub enum PrefsCommand {
+    /// Print a skill's effective preferences.
     Get {
         name: String,
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// Change some of a skill's preferences; the others stay.
     Set {
         name: String,
         /// Available in Work mode.
@@ -105,6 +107,7 @@ pub enum PrefsCommand {
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// Forget a skill's preferences, so its bundle defaults apply again.
     Reset {
         name: String,
         #[command(flatten)]
