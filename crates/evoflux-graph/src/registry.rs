@@ -71,7 +71,7 @@ impl BuiltinRegistry {
             BuiltinModule {
                 logical_path: "sandbox.toml".into(),
                 feature: "sandbox",
-                semantic_revision: Some("evoflux:default-sandbox:v1"),
+                semantic_revision: Some("evoflux:default-sandbox:v2"),
                 construct: |_| Some(Definition::Sandbox(SandboxPolicy::framework_default())),
             },
             BuiltinModule {

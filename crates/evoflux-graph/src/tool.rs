@@ -357,7 +357,7 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
             "Read a file with line numbers. Use offset/limit for large files.",
             object(
                 json!({
-                    "path": str_("File path."),
+                    "path": str_("File path, or an artifact a result named (artifact:NAME)."),
                     "offset": {"type": "integer", "minimum": read::MIN_OFFSET},
                     "limit": {"type": "integer", "minimum": read::MIN_LIMIT}
                 }),

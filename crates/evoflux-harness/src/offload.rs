@@ -99,8 +99,8 @@ pub fn offload(dir: &Path, call_id: &str, result: &mut ToolResult) -> Result<boo
     let t = tail(&content[h.len()..], PREVIEW_CHARS);
     let omitted = content.len() - h.len() - t.len();
     let view = format!(
-        "{OFFLOADED_HEADER}\nFile: {}\nSize: {lines} lines · {chars} chars\n\n{h}\n... {omitted} bytes omitted ...\n{t}",
-        path.display()
+        "{OFFLOADED_HEADER}\nFile: {} (read it with offset and limit)\nSize: {lines} lines · {chars} chars\n\n{h}\n... {omitted} bytes omitted ...\n{t}",
+        evoflux_tools::artifact_locator(&path)
     );
     let mut meta = result.metadata.take().unwrap_or_default();
     meta.offload = Some(Box::new(Offloaded {

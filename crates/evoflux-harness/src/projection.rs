@@ -47,7 +47,10 @@ pub fn receipt(tool: &str, content: &str, chars: usize, artifact: Option<&Path>)
         "[Earlier {tool} result compacted]\nOriginal size: {chars} chars\nStatus: {status}\n"
     );
     if let Some(a) = artifact {
-        text.push_str(&format!("Full output: {}\n", a.display()));
+        text.push_str(&format!(
+            "Full output: {}\n",
+            evoflux_tools::artifact_locator(a)
+        ));
     }
     let h = head(content, HEAD_CHARS);
     let t = tail(&content[h.len()..], TAIL_CHARS);
@@ -219,7 +222,7 @@ mod tests {
         assert_eq!(content("u1"), big);
         assert!(content("c1").starts_with("[Earlier grep result compacted]"));
         assert!(content("c1").contains("Re-run the tool"));
-        assert!(content("c2").contains("Full output: /art/proc_1.txt"));
+        assert!(content("c2").contains("Full output: artifact:proc_1.txt"));
         for i in 0..3 {
             assert_eq!(content(&format!("k{i}")), big);
         }

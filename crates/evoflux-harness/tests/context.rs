@@ -308,8 +308,14 @@ async fn an_offload_that_cannot_write_its_file_keeps_the_result_and_warns() {
 async fn offload_writes_the_artifact_once_with_exact_bytes() {
     let repo = Repo::new(&[("src/h.rs", handlers(900))]);
     let args = json!({"pattern": "handler_", "directory": "src", "max_results": 900});
+    // The model reads a window of the offloaded result by its locator.
+    let window = json!({"path": "artifact:g1.txt", "offset": 500, "limit": 1});
     let model = Model::new(
-        vec![call("g1", "grep", args.clone()), text("Found them.")],
+        vec![
+            call("g1", "grep", args.clone()),
+            call("r1", "read", window),
+            text("Found them."),
+        ],
         None,
         false,
     );
@@ -331,7 +337,14 @@ async fn offload_writes_the_artifact_once_with_exact_bytes() {
         .join("g1.txt");
     assert_eq!(std::fs::read_to_string(&artifact).unwrap(), full);
     let shown = tool_content(h.messages(), "g1");
-    assert!(shown.contains(&artifact.display().to_string()));
+    assert!(shown.contains("File: artifact:g1.txt"), "{shown}");
+    assert!(
+        !shown.contains(&repo.data().display().to_string()),
+        "{shown}"
+    );
+    let line = full.lines().nth(499).unwrap();
+    let read = tool_content(h.messages(), "r1");
+    assert!(read.contains(line), "{read}");
     assert!(shown.len() < 3_000, "{}", shown.len());
     // The metadata is stored beside the message, in the shell's shape.
     let store = Store::open(repo.data()).await.unwrap();

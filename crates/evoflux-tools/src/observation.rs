@@ -150,7 +150,7 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
                 facts.process_id,
                 facts.pid,
                 command,
-                facts.artifact.display()
+                crate::locator::artifact_locator(facts.artifact)
             ));
             if !view.text.is_empty() {
                 text.push_str("\nInitial output:\n");
@@ -170,7 +170,7 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
     if view.omitted > 0 || facts.journal_dropped > 0 {
         text.push_str(&format!(
             "\n\nFull output: {} ({} bytes)",
-            facts.artifact.display(),
+            crate::locator::artifact_locator(facts.artifact),
             facts.artifact_bytes
         ));
     }
@@ -395,7 +395,7 @@ mod tests {
         );
         assert!(
             out.text
-                .ends_with("Full output: /a/proc_0123456789.txt (5 bytes)")
+                .ends_with("Full output: artifact:proc_0123456789.txt (5 bytes)")
         );
     }
 

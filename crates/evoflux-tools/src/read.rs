@@ -52,9 +52,18 @@ impl ReadInput {
 }
 
 pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolError> {
-    let target = ws.resolve(&input.path)?;
-    let shown = target.display.as_str();
-    let (folder, name) = ws.folder_of(&target, false)?;
+    let (folder, name, shown) = match ws.artifact(&input.path) {
+        Some(artifact) => {
+            let (folder, name) = artifact?;
+            (folder, name, input.path.clone())
+        }
+        None => {
+            let target = ws.resolve(&input.path)?;
+            let (folder, name) = ws.folder_of(&target, false)?;
+            (folder, name, target.display)
+        }
+    };
+    let shown = shown.as_str();
     let actual = match folder.entry(&name).map_err(ToolError::io("read", shown))? {
         Entry::File { .. } => None,
         Entry::Missing => {

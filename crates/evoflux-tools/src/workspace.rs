@@ -19,6 +19,9 @@ pub struct Workspace {
     /// Whether `write` and `edit` may change the agent's own controls: only
     /// after the user allowed it.
     controls_writable: bool,
+    /// The session's artifacts folder, which `read` reaches through
+    /// `artifact:` locators (read-only; no other tool sees it).
+    artifacts: Option<PathBuf>,
 }
 
 /// A path argument that passed the workspace check.
@@ -73,6 +76,7 @@ impl Workspace {
             roots: canonical,
             denied: DeniedFiles::default(),
             controls_writable: false,
+            artifacts: None,
         })
     }
 
@@ -81,6 +85,32 @@ impl Workspace {
     pub fn allowing_controls(mut self) -> Workspace {
         self.controls_writable = true;
         self
+    }
+
+    /// The same workspace, with `dir` as the session's artifacts folder.
+    pub fn with_artifacts(mut self, dir: impl Into<PathBuf>) -> Workspace {
+        self.artifacts = Some(dir.into());
+        self
+    }
+
+    /// The artifact a locator names, held open in its folder, with the
+    /// name to show.
+    pub(crate) fn artifact(
+        &self,
+        argument: &str,
+    ) -> Option<Result<(Folder, std::ffi::OsString), ToolError>> {
+        let name = crate::locator::artifact_name(argument)?;
+        let not_found = || ToolError::NotFound {
+            path: argument.to_owned(),
+        };
+        let Some(dir) = &self.artifacts else {
+            return Some(Err(not_found()));
+        };
+        Some(
+            Folder::open(dir, Path::new(""), false)
+                .map(|folder| (folder, name.into()))
+                .map_err(|_| not_found()),
+        )
     }
 
     /// The same workspace, refusing the files `denied` matches.

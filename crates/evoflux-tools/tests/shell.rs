@@ -261,7 +261,7 @@ async fn megabytes_of_output_stay_bounded_and_the_artifact_is_exact() {
     assert!(out.text.contains("499999\n500000\n"));
     assert!(out.text.ends_with(&format!(
         "Full output: {} ({} bytes)",
-        m.artifact.display(),
+        evoflux_tools::artifact_locator(&m.artifact),
         expected.len()
     )));
     assert_eq!(fs::read_to_string(&m.artifact).unwrap(), expected);
@@ -923,7 +923,7 @@ async fn a_flood_past_the_journal_cap_keeps_head_marker_and_tail() {
     assert!(out.text.contains("journal cap"), "{}", out.text);
     assert!(out.text.contains(&format!(
         "Full output: {} ({} bytes)",
-        m.artifact.display(),
+        evoflux_tools::artifact_locator(&m.artifact),
         artifact.len()
     )));
 }
@@ -970,4 +970,40 @@ async fn ending_a_session_stops_what_left_its_group_and_only_that() {
         !running(&neighbour),
         "an escaped command outlived the runtime"
     );
+}
+
+#[tokio::test]
+async fn read_reaches_a_commands_full_output_by_its_locator() {
+    let f = fixture();
+    let out = f
+        .shell(json!({"command": "seq 1 100000", "yield_time_ms": 30000}))
+        .await;
+    let m = meta(&out);
+    let locator = evoflux_tools::artifact_locator(&m.artifact);
+    // The observation names the locator, never the data directory.
+    assert!(
+        out.text.contains(&format!("Full output: {locator} (")),
+        "{}",
+        out.text
+    );
+    assert!(
+        !out.text.contains(&m.artifact.display().to_string()),
+        "{}",
+        out.text
+    );
+    let ws = f.ws.clone().with_artifacts(m.artifact.parent().unwrap());
+    let input = json!({"path": locator, "offset": 50000, "limit": 2});
+    let read = evoflux_tools::execute(&ws, BuiltinExecutor::Read, &input).unwrap();
+    assert!(
+        read.text.contains("50000| 50000\n") || read.text.contains("50000"),
+        "{}",
+        read.text
+    );
+    assert!(read.text.contains("50001"), "{}", read.text);
+    // Without the session's artifacts folder, or for another name, nothing.
+    let missing = evoflux_tools::execute(&f.ws, BuiltinExecutor::Read, &input).unwrap_err();
+    assert_eq!(missing.code(), "tool/not-found");
+    let other = json!({"path": "artifact:proc_ffffffffff.txt"});
+    let missing = evoflux_tools::execute(&ws, BuiltinExecutor::Read, &other).unwrap_err();
+    assert_eq!(missing.code(), "tool/not-found");
 }

@@ -45,6 +45,11 @@ pub mod read {
     /// line (`limit`).
     pub const MIN_OFFSET: u64 = 1;
     pub const MIN_LIMIT: u64 = 1;
+    /// How a path names a file of the session's artifacts (a command's
+    /// full output, an offloaded result) rather than of the workspace:
+    /// `artifact:proc_0123456789.txt`. Observations name artifacts so,
+    /// never by their place in the data directory.
+    pub const ARTIFACT_SCHEME: &str = "artifact:";
 }
 
 /// `glob`.

@@ -88,8 +88,11 @@ impl Harness {
                 }
             }
         };
+        // Command journals and offloaded results land in the session's
+        // artifacts folder; `read` reaches them by their `artifact:` locator.
         let mut workspace = evoflux_tools::Workspace::new(session.workspace.roots())
-            .map_err(HarnessError::Workspace)?;
+            .map_err(HarnessError::Workspace)?
+            .with_artifacts(setup.artifacts_root.join(session.id.to_string()));
         if let Some(sandbox) = &setup.sandbox {
             let confinement = match session.mode() {
                 AppMode::Coding => Confinement::Repositories,
