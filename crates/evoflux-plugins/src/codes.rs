@@ -9,6 +9,9 @@ pub const PACKAGE_UNREADABLE: &str = "plugin/package-unreadable";
 /// Warning: a symbolic link resolves outside the plugin root (components
 /// reading through it fail on their own; developer links refuse it).
 pub const ESCAPING_SYMLINK: &str = "plugin/escaping-symlink";
+/// Warning: a copy (install from a folder, pack) left a link out: it
+/// escapes the root or names no file inside it.
+pub const LINK_LEFT_OUT: &str = "plugin/link-left-out";
 /// An entry that is neither a file, a folder nor a symlink (fifo, socket, device).
 pub const UNSUPPORTED_ENTRY: &str = "plugin/unsupported-entry";
 /// A path in the package is not valid UTF-8.

@@ -86,14 +86,6 @@ pub enum PluginError {
         found: String,
     },
     #[error(
-        "`{path}` is a symlink: installed plugins are copied and may not contain symlinks (link the folder instead)"
-    )]
-    SourceSymlink { path: String },
-    #[error(
-        "`{path}` is a symlink that resolves outside the plugin root; developer links may contain only symlinks inside the root"
-    )]
-    EscapingSymlink { path: String },
-    #[error(
         "the root `{}` of installation `{id}` is not under `{}`; refusing to touch it",
         root.display(),
         expected.display()
@@ -165,8 +157,6 @@ impl PluginError {
             PluginError::InsideBundledTree { .. } => "plugin/inside-bundled-tree",
             PluginError::LinkedNotUpdatable { .. } => "plugin/linked-not-updatable",
             PluginError::NameMismatch { .. } => "plugin/update-name-mismatch",
-            PluginError::SourceSymlink { .. } => "plugin/install-symlink",
-            PluginError::EscapingSymlink { .. } => "plugin/link-escaping-symlink",
             PluginError::RootNotManaged { .. } => "plugin/root-not-managed",
             PluginError::RegistryMalformed { .. } => "plugin/registry-malformed",
             PluginError::BuiltinPersisted(_) => "plugin/registry-builtin-record",
@@ -193,8 +183,6 @@ impl PluginError {
             PluginError::InvalidPackage { .. }
             | PluginError::InvalidId(_)
             | PluginError::InvalidName { .. }
-            | PluginError::SourceSymlink { .. }
-            | PluginError::EscapingSymlink { .. }
             | PluginError::NameMismatch { .. }
             | PluginError::UnknownCredential { .. }
             | PluginError::InvalidCredential { .. } => true,
@@ -204,7 +192,6 @@ impl PluginError {
             },
             PluginError::Pack(e) => match e {
                 PackError::Invalid { .. }
-                | PackError::Symlink { .. }
                 | PackError::IgnoreFile { .. }
                 | PackError::ManifestExcluded { .. } => true,
                 PackError::OutputExists(_)

@@ -64,5 +64,5 @@ pub use skills::{
     SkillsFolder, StrictSkillValidator, list_skill_dirs, loadable_skill_dirs,
 };
 pub use staging::{StageError, StagedPackage, stage_archive, stage_directory, staging_dir};
-pub use tree::{PackageLimits, PackageTree};
+pub use tree::{LeftOutLink, PackageLimits, PackageTree};
 pub use trust::{TrustChange, TrustReview};

@@ -29,7 +29,6 @@ use serde_json::json;
 
 use crate::archive::ExtractLimits;
 use crate::bundled::bundled_installations;
-use crate::codes;
 use crate::credentials::{
     CredentialChange, CredentialDeclaration, CredentialState, CredentialValues, apply_changes,
 };
@@ -41,7 +40,6 @@ use crate::pack::{PackOptions, PackReport, pack};
 use crate::paths::PluginPaths;
 use crate::registry::{KeptData, Registry, RegistryGuard};
 use crate::schema::{PLUGIN_SCHEMA_1_0_0, check_plugin_name};
-use crate::scope::Scope;
 use crate::skills::{StrictSkillValidator, loadable_skill_dirs};
 use crate::staging::{StagedPackage, stage_archive, stage_directory};
 
@@ -95,6 +93,9 @@ pub struct NewInstallation {
     /// installation has that installation's id and so its `PLUGIN_DATA`
     /// and credentials.
     pub reattached_data: bool,
+    /// Links of the source folder the installed copy left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<crate::tree::LeftOutLink>,
 }
 
 /// Which kept data folders to act on. Closed.
@@ -164,6 +165,9 @@ pub struct Updated {
     pub detail: PluginDetail,
     pub trust_change: crate::trust::TrustChange,
     pub review: UpdateReview,
+    /// Links of the source folder the installed copy left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<crate::tree::LeftOutLink>,
 }
 
 /// A new package scaffold.
@@ -504,15 +508,6 @@ impl PluginManager {
                         diagnostics: original.diagnostics,
                     });
                 }
-                if let Some(link) = original.tree.as_ref().and_then(|t| {
-                    t.entries
-                        .iter()
-                        .find(|e| matches!(e.kind, crate::tree::EntryKind::Link { .. }))
-                }) {
-                    return Err(PluginError::SourceSymlink {
-                        path: link.path.clone(),
-                    });
-                }
                 Ok(stage_directory(
                     dir,
                     &self.paths.cache_dir,
@@ -560,6 +555,7 @@ impl PluginManager {
         let mut guard = self.registry.lock()?;
         self.recover(&guard);
         let staged = self.stage(&source)?;
+        let left_out = staged.left_out().to_vec();
         let manifest = staged_manifest(&staged)?;
         let source_ref = source_ref.unwrap_or_else(|| source.path().display().to_string());
         refuse_taken_name(guard.installations(), &manifest.name)?;
@@ -597,12 +593,15 @@ impl PluginManager {
         Ok(NewInstallation {
             detail: self.detail_with(record, inspection),
             reattached_data,
+            left_out,
         })
     }
 
-    /// Registers a development folder in place (nothing is copied). Its
-    /// symlinks must resolve inside the folder. The name rule and the
-    /// reattaching of kept data are those of [`install`](Self::install).
+    /// Registers a development folder in place (nothing is copied). A link
+    /// that resolves outside the folder is reported (`plugin/escaping-symlink`)
+    /// and fails only the components that reach through it; the others
+    /// load. The name rule and the reattaching of kept data are those of
+    /// [`install`](Self::install).
     pub fn link(&self, path: &Path, enabled: bool) -> Result<NewInstallation, PluginError> {
         let root = match Source::classify(path)? {
             Source::Folder(dir) => dir,
@@ -615,18 +614,6 @@ impl PluginManager {
                 path: root,
                 diagnostics: inspection.diagnostics,
             });
-        }
-        if let Some(d) = inspection
-            .diagnostics_in(&Scope::Package)
-            .find(|d| d.code() == codes::ESCAPING_SYMLINK)
-        {
-            let path = d
-                .diagnostic
-                .locator
-                .file
-                .as_ref()
-                .map_or_else(|| d.diagnostic.message.clone(), |f| f.display().to_string());
-            return Err(PluginError::EscapingSymlink { path });
         }
         let Some(manifest) = inspection.manifest.clone() else {
             return Err(PluginError::InvalidPackage {
@@ -654,9 +641,12 @@ impl PluginManager {
         guard.commit_with_kept(all, kept)?;
         self.ensure_data_dir(&id);
         drop(guard);
+        // A link keeps its links in place: what escapes is reported in the
+        // inspection's diagnostics, nothing is left out.
         Ok(NewInstallation {
             detail: self.detail_with(record, inspection),
             reattached_data,
+            left_out: Vec::new(),
         })
     }
 
@@ -776,10 +766,12 @@ impl PluginManager {
             UpdateTrust::ReviewAgain if trust_change.is_empty() => (true, UpdateReview::NothingNew),
             UpdateTrust::ReviewAgain => (false, UpdateReview::Required),
         };
+        let left_out = staged.left_out().to_vec();
         let done = |detail: PluginDetail| Updated {
             detail,
             trust_change: trust_change.clone(),
             review,
+            left_out: left_out.clone(),
         };
         let home = self.paths.installation_dir(id);
         let new_root = home.join(version_segment(

@@ -72,6 +72,11 @@ pub enum ExcludedBy {
     Default,
     /// A line of `.evopluginignore`.
     IgnoreFile,
+    /// A symlink that resolves outside the plugin root (`pattern` holds
+    /// its target).
+    EscapingLink,
+    /// A symlink to a folder, or to nothing (`pattern` holds its target).
+    Link,
 }
 
 /// One entry left out of the archive.
@@ -82,7 +87,7 @@ pub struct ExcludedEntry {
     /// Whether it is a folder (left out with everything in it).
     pub folder: bool,
     pub by: ExcludedBy,
-    /// The pattern that matched, as written.
+    /// The pattern that matched, as written; for a link, its target.
     pub pattern: String,
 }
 
@@ -197,8 +202,6 @@ fn read_ignore_file(root: &Path) -> Result<Option<String>, PackError> {
 pub enum PackError {
     #[error("the package is not valid and cannot be packed")]
     Invalid { diagnostics: Vec<ScopedDiagnostic> },
-    #[error("the package contains symlinks (`{path}`); archives hold regular files only")]
-    Symlink { path: String },
     #[error("output `{0}` already exists")]
     OutputExists(PathBuf),
     #[error("output `{0}` must be outside the package")]
@@ -234,7 +237,6 @@ impl PackError {
     pub const fn code(&self) -> &'static str {
         match self {
             PackError::Invalid { .. } => "plugin/pack-invalid-package",
-            PackError::Symlink { .. } => "plugin/pack-symlink",
             PackError::OutputExists(_) => "plugin/pack-output-exists",
             PackError::OutputInsidePackage(_) => "plugin/pack-output-inside-package",
             PackError::OutputForbidden(..) => "plugin/pack-output-forbidden",
@@ -324,17 +326,22 @@ pub fn pack_inspected(
             diagnostics: inspection.diagnostics.clone(),
         });
     };
-    let selection = select(tree)?;
-    if let Some(link) = selection
-        .tree
-        .entries
-        .iter()
-        .find(|e| matches!(e.kind, EntryKind::Link { .. }))
-    {
-        return Err(PackError::Symlink {
-            path: link.path.clone(),
-        });
-    }
+    let mut selection = select(tree)?;
+    // An archive holds only files: a link inside the root to a file is
+    // packed as that file, and every other link is left out and listed.
+    let (packed, left_out) = selection.tree.materialized();
+    selection.tree = packed;
+    selection
+        .excluded
+        .extend(left_out.into_iter().map(|link| ExcludedEntry {
+            path: link.path,
+            folder: false,
+            by: match link.escapes_root {
+                true => ExcludedBy::EscapingLink,
+                false => ExcludedBy::Link,
+            },
+            pattern: link.target,
+        }));
     let packed_digest = selection.tree.digest().map_err(|e| match e {
         DigestError::Io { path, source } => PackError::Io {
             path: tree.root.join(path),

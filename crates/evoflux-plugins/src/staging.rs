@@ -17,7 +17,7 @@ use crate::archive::{ExtractError, ExtractLimits, extract_archive};
 use crate::inspect::{PluginInspection, inspect};
 use crate::scope::ScopedDiagnostic;
 use crate::skills::SkillValidator;
-use crate::tree::PackageTree;
+use crate::tree::{LeftOutLink, PackageTree};
 
 /// `{CACHE_DIR}/agent-plugins/staging`.
 pub fn staging_dir(cache_dir: &Path) -> PathBuf {
@@ -79,6 +79,9 @@ impl StageError {
 pub struct StagedPackage {
     temp: tempfile::TempDir,
     inspection: PluginInspection,
+    /// Links of a source folder the copy left out (see
+    /// [`crate::tree::LeftOutLink`]); an archive has none.
+    left_out: Vec<LeftOutLink>,
 }
 
 impl StagedPackage {
@@ -89,6 +92,11 @@ impl StagedPackage {
 
     pub fn inspection(&self) -> &PluginInspection {
         &self.inspection
+    }
+
+    /// The links the copy left out, each with its warning.
+    pub fn left_out(&self) -> &[LeftOutLink] {
+        &self.left_out
     }
 
     /// The digest recorded when the package was staged.
@@ -166,20 +174,27 @@ pub fn stage_archive(
     if inspection.tree.as_ref().is_some_and(|t| t.has_symlinks()) {
         return Err(StageError::Symlink);
     }
-    Ok(StagedPackage { temp, inspection })
+    Ok(StagedPackage {
+        temp,
+        inspection,
+        left_out: Vec::new(),
+    })
 }
 
 /// Copies a valid plugin folder into a fresh folder under [`staging_dir`]
 /// and checks that the copy has the digest of the source, so a package
 /// edited while it is copied is refused instead of installed half-old.
-/// Folders with symlinks are refused: installed copies hold only files.
+/// Installed copies hold only files: a link inside the root to a file is
+/// copied as that file, and other links are left out (and reported), so
+/// only the components that read through them are unavailable.
 pub fn stage_directory(
     source: &Path,
     cache_dir: &Path,
     validator: &dyn SkillValidator,
 ) -> Result<StagedPackage, StageError> {
     let original = inspect(source, validator);
-    let (true, Some(digest), Some(tree)) = (
+    // A digest exists only for a complete walk.
+    let (true, Some(_), Some(tree)) = (
         original.valid,
         original.content_sha256.as_ref(),
         original.tree.as_ref(),
@@ -188,9 +203,12 @@ pub fn stage_directory(
             diagnostics: original.diagnostics,
         });
     };
-    if tree.has_symlinks() {
-        return Err(StageError::Symlink);
-    }
+    let (plan, left_out) = tree.materialized();
+    // What the copy must hold, read through the links it turns into files.
+    let expected = match plan.digest() {
+        Ok(d) => d,
+        Err(_) => return Err(StageError::Changed),
+    };
     let staging = staging_dir(cache_dir);
     fs::create_dir_all(&staging).map_err(StageError::io(&staging))?;
     let temp = tempfile::Builder::new()
@@ -198,12 +216,16 @@ pub fn stage_directory(
         .tempdir_in(&staging)
         .map_err(StageError::io(&staging))?;
     let root = temp.path().join("package");
-    copy_files(tree, &root)?;
+    copy_files(&plan, &root)?;
     let inspection = inspect(&root, validator);
-    if inspection.content_sha256.as_ref() != Some(digest) {
+    if inspection.content_sha256.as_ref() != Some(&expected) {
         return Err(StageError::Changed);
     }
-    Ok(StagedPackage { temp, inspection })
+    Ok(StagedPackage {
+        temp,
+        inspection,
+        left_out,
+    })
 }
 
 /// Copies the regular files of `tree` to `dest` (created), with modes

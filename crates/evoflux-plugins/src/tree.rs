@@ -150,6 +150,78 @@ impl PackageTree {
     }
 }
 
+/// A link a copy of the package (an installed copy, an archive) leaves
+/// out: copies hold only files, so a link inside the root to a regular
+/// file is copied as that file, and every other link is left out, and
+/// said so. Only the components that reached through it fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftOutLink {
+    /// `/`-separated, relative to the package root.
+    pub path: String,
+    pub target: String,
+    /// Whether it resolves outside the plugin root (else it names a
+    /// folder, or nothing).
+    pub escapes_root: bool,
+}
+
+impl LeftOutLink {
+    /// The warning that reports it, scoped to the package.
+    pub fn diagnostic(&self, root: &Path) -> ScopedDiagnostic {
+        let why = match self.escapes_root {
+            true => "it resolves outside the plugin root",
+            false => "it does not name a file inside the plugin root",
+        };
+        ScopedDiagnostic::new(
+            Scope::Package,
+            Diagnostic::warning(
+                codes::LINK_LEFT_OUT,
+                format!(
+                    "symlink `{}` -> `{}` was left out of the copy: {why}; what reads through it is unavailable",
+                    self.path, self.target
+                ),
+            )
+            .with_file(root.join(&self.path)),
+        )
+    }
+}
+
+impl PackageTree {
+    /// The tree as a copy holds it (see [`LeftOutLink`]): each link that
+    /// stays inside the root and names a regular file becomes a file entry
+    /// (whose bytes, read through the link, are the target's), and the
+    /// other links are returned as left out.
+    pub fn materialized(&self) -> (PackageTree, Vec<LeftOutLink>) {
+        let mut entries = Vec::with_capacity(self.entries.len());
+        let mut left_out = Vec::new();
+        for entry in &self.entries {
+            let EntryKind::Link { target } = &entry.kind else {
+                entries.push(entry.clone());
+                continue;
+            };
+            let inside = stays_inside(&self.root, &entry.path);
+            match fs::metadata(self.root.join(&entry.path)) {
+                Ok(meta) if inside && meta.is_file() => entries.push(TreeEntry {
+                    path: entry.path.clone(),
+                    kind: EntryKind::File {
+                        executable: is_executable(&meta),
+                        size: meta.len(),
+                    },
+                }),
+                _ => left_out.push(LeftOutLink {
+                    path: entry.path.clone(),
+                    target: target.clone(),
+                    escapes_root: !inside,
+                }),
+            }
+        }
+        let tree = PackageTree {
+            root: self.root.clone(),
+            entries,
+        };
+        (tree, left_out)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DigestError {
     #[error("cannot read `{path}` while hashing the package: {source}")]

@@ -193,14 +193,39 @@ fn bad_archives_and_folders_leave_nothing_behind() {
 
 #[cfg(unix)]
 #[test]
-fn installed_copies_refuse_symlinks() {
+fn installed_copies_hold_files_only_and_name_the_links_they_left_out() {
     let env = Env::new();
     let f = plugin("linky", "1.0.0", "L");
     f.symlink("skills/audit/SKILL.md", "alias.md");
-    let err = env.manager.install(&f.root, false).unwrap_err();
-    assert_eq!(err.code(), "plugin/install-symlink");
-    assert!(err.to_string().contains("alias.md"));
-    assert!(env.installed_entries().is_empty());
+    f.symlink("skills", "skills-link");
+    let outside = f.dir.path().join("secret.txt");
+    fs::write(&outside, "s").unwrap();
+    f.symlink(&outside, "leak.txt");
+    let n = env.manager.install(&f.root, false).unwrap();
+    let root = &n.detail.installation.root;
+    // A link to a file inside the root is copied as that file.
+    let alias = fs::symlink_metadata(root.join("alias.md")).unwrap();
+    assert!(alias.is_file());
+    assert_eq!(
+        fs::read(root.join("alias.md")).unwrap(),
+        fs::read(f.root.join("skills/audit/SKILL.md")).unwrap()
+    );
+    // The others are left out and named; the skill still loads.
+    let left: Vec<(&str, bool)> = n
+        .left_out
+        .iter()
+        .map(|l| (l.path.as_str(), l.escapes_root))
+        .collect();
+    assert_eq!(left, [("leak.txt", true), ("skills-link", false)]);
+    assert!(!root.join("leak.txt").exists() && !root.join("skills-link").exists());
+    assert_eq!(n.detail.inspection.valid_skills().count(), 1);
+    assert!(
+        n.detail
+            .inspection
+            .tree
+            .as_ref()
+            .is_some_and(|t| !t.has_symlinks())
+    );
 }
 
 #[test]
@@ -326,9 +351,19 @@ fn links_use_the_folder_in_place() {
     let outside = g.dir.path().join("outside.txt");
     fs::write(&outside, "x").unwrap();
     g.symlink(&outside, "leak.txt");
-    let err = env.manager.link(&g.root, false).unwrap_err();
-    assert_eq!(err.code(), "plugin/link-escaping-symlink");
-    assert!(err.to_string().contains("leak.txt"), "{err}");
+    // A link out of the root is reported, never a refusal: the valid
+    // skill of the same package is linked and loads.
+    let linked = env.manager.link(&g.root, false).unwrap().detail;
+    let escaping: Vec<&str> = linked
+        .inspection
+        .diagnostics
+        .iter()
+        .filter(|d| d.code() == "plugin/escaping-symlink")
+        .map(|d| d.diagnostic.message.as_str())
+        .collect();
+    assert_eq!(escaping.len(), 1);
+    assert!(escaping[0].contains("leak.txt"), "{escaping:?}");
+    assert_eq!(linked.inspection.valid_skills().count(), 1);
 }
 
 #[test]

@@ -193,17 +193,46 @@ fn invalid_package_is_not_packed() {
 
 #[cfg(unix)]
 #[test]
-fn symlinks_are_not_packed() {
+fn archives_hold_files_only_and_name_the_links_they_left_out() {
     let f = Fixture::minimal();
     f.write("a.txt", "a");
+    f.write("docs/d.md", "d");
+    // Inside the root, to a file: packed as that file.
     f.symlink("a.txt", "b.txt");
-    let err = pack(
+    // To a folder, and out of the root: left out, and said so.
+    f.symlink("docs", "docs-link");
+    let outside = f.dir.path().join("secret.txt");
+    fs::write(&outside, "s").unwrap();
+    f.symlink(&outside, "leak.txt");
+    let r = pack(
         &f.root,
         &options(f.dir.path().join("x.evoplugin")),
         &StrictSkillValidator,
     )
-    .unwrap_err();
-    assert_eq!(err.code(), "plugin/pack-symlink");
+    .unwrap();
+    let mut zip = zip::ZipArchive::new(fs::File::open(&r.output).unwrap()).unwrap();
+    let mut b = String::new();
+    std::io::Read::read_to_string(&mut zip.by_name("b.txt").unwrap(), &mut b).unwrap();
+    assert_eq!(b, "a");
+    assert!(zip.by_name("leak.txt").is_err() && zip.by_name("docs-link").is_err());
+    let left: Vec<(&str, ExcludedBy)> =
+        r.excluded.iter().map(|e| (e.path.as_str(), e.by)).collect();
+    assert_eq!(
+        left,
+        [
+            ("docs-link", ExcludedBy::Link),
+            ("leak.txt", ExcludedBy::EscapingLink)
+        ]
+    );
+    // The archive stages with the digest pack reported.
+    let staged = stage_archive(
+        &r.output,
+        &f.dir.path().join("cache"),
+        &ExtractLimits::DEFAULT,
+        &StrictSkillValidator,
+    )
+    .unwrap();
+    assert_eq!(staged.digest(), Some(&r.content_sha256));
 }
 
 #[test]

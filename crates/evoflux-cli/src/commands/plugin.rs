@@ -15,9 +15,9 @@ use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
     CreateOptions, CredentialChange, CredentialState, CredentialValue, DataSelector, ExcludedBy,
-    InstallationId, KeptDataListing, Listing, NewInstallation, PackReport, PluginDetail,
-    PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnosticsExt, SourceType,
-    TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
+    InstallationId, KeptDataListing, LeftOutLink, Listing, NewInstallation, PackReport,
+    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnostic,
+    ScopedDiagnosticsExt, SourceType, TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
 };
 use serde_json::json;
 
@@ -454,9 +454,43 @@ fn report(out: &Output, e: &PluginError) -> Exit {
     }
 }
 
+/// What of a valid package is unavailable: every component a problem
+/// skips (an error in a skill's or server's scope, an escaping link), and
+/// the links a copy left out. The rest of the package loads.
+fn unavailable_parts(inspection: &PluginInspection, left_out: &[LeftOutLink], s: &mut String) {
+    let skipped: Vec<&ScopedDiagnostic> = inspection
+        .diagnostics
+        .iter()
+        .filter(|d| d.diagnostic.severity != evoflux_core::Severity::Info)
+        .collect();
+    if skipped.is_empty() && left_out.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "Unavailable parts (the rest of the package loads):");
+    for d in skipped {
+        let _ = writeln!(
+            s,
+            "  {} [{}] {}",
+            d.scope, d.diagnostic.code, d.diagnostic.message
+        );
+    }
+    for link in left_out {
+        let why = match link.escapes_root {
+            true => "it resolves outside the plugin root",
+            false => "it names no file inside the plugin root",
+        };
+        let _ = writeln!(
+            s,
+            "  package [plugin/link-left-out] symlink `{}` -> `{}` was left out of the copy: {why}",
+            link.path, link.target
+        );
+    }
+}
+
 fn print_new(out: &Output, n: &NewInstallation, verb: &str) {
     out.result(n, || {
         let mut s = detail_summary(&n.detail, verb);
+        unavailable_parts(&n.detail.inspection, &n.left_out, &mut s);
         if n.reattached_data {
             let _ = writeln!(
                 s,
@@ -523,6 +557,14 @@ fn render_pack(r: &PackReport) -> String {
                 match e.by {
                     ExcludedBy::Default => format!("secrets file, `{}`", e.pattern),
                     ExcludedBy::IgnoreFile => format!(".evopluginignore `{}`", e.pattern),
+                    ExcludedBy::EscapingLink => format!(
+                        "symlink to `{}`, outside the plugin root; what reads through it is unavailable",
+                        e.pattern
+                    ),
+                    ExcludedBy::Link => format!(
+                        "symlink to `{}`, not a file inside the plugin root; archives hold only files",
+                        e.pattern
+                    ),
                 }
             );
         }
@@ -540,6 +582,7 @@ fn print_updated(out: &Output, u: &Updated) {
             i.id,
             if i.enabled { "enabled" } else { "disabled" }
         );
+        unavailable_parts(&u.detail.inspection, &u.left_out, &mut s);
         if !u.trust_change.is_empty() {
             let _ = writeln!(s, "The new version adds to the trust review:");
             render_trust_change(&u.trust_change, &mut s);
