@@ -89,7 +89,9 @@ pub enum ExtractError {
     DuplicateInDirectory,
     #[error("entry `{name}` is a file and also the folder of other entries")]
     FileIsFolder { name: String },
-    #[error("entries `{first}` and `{second}` differ only in letter case")]
+    #[error(
+        "entries `{first}` and `{second}` name the same file on a case-insensitive or Unicode-normalizing file system (they differ only in letter case or normalization)"
+    )]
     CaseFoldDuplicate { first: String, second: String },
     #[error("entry `{name}` is a symlink; archives may hold only files and folders")]
     Symlink { name: String },
@@ -107,6 +109,10 @@ pub enum ExtractError {
     DestinationExists(PathBuf),
     #[error("invalid plugin archive: {0}")]
     Invalid(#[from] zip::result::ZipError),
+    #[error(
+        "the file is {format}, not a ZIP archive: a plugin archive (.evoplugin or .zip) is the plugin folder packed as a ZIP"
+    )]
+    NotZip { format: &'static str },
     /// Reading the archive or writing `path` failed; `path` is the file or
     /// folder the error concerns.
     #[error("cannot extract the archive: `{}`: {source}", path.display())]
@@ -133,6 +139,7 @@ impl ExtractError {
                 NameProblem::Traversal => "plugin/archive-path-traversal",
                 NameProblem::NotUtf8 => "plugin/archive-name-not-utf8",
             },
+            ExtractError::NotZip { .. } => "plugin/archive-not-zip",
             ExtractError::Duplicate { .. }
             | ExtractError::DuplicateInDirectory
             | ExtractError::FileIsFolder { .. } => "plugin/archive-duplicate-entry",
@@ -217,6 +224,10 @@ pub fn extract_archive(
             limit: limits.max_archive_bytes,
         });
     }
+    let mut file = file;
+    if let Some(format) = other_format(&mut file).map_err(ExtractError::io(archive))? {
+        return Err(ExtractError::NotZip { format });
+    }
     let mut zip = ZipArchive::new(io::BufReader::new(file))?;
     let plan = plan(&mut zip, limits)?;
     if fs::symlink_metadata(dest).is_ok() {
@@ -233,6 +244,56 @@ pub fn extract_archive(
             Err(e)
         }
     }
+}
+
+/// What a file that is not a ZIP is, by its magic bytes, when it is a
+/// format people mistake for one (a tarball, a compressed file); `None`
+/// for a ZIP or anything unrecognized (the ZIP reader then says what is
+/// wrong). The file is rewound.
+fn other_format(file: &mut fs::File) -> io::Result<Option<&'static str>> {
+    use std::io::{Read, Seek};
+    let mut head = [0u8; 512];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read(&mut head[n..])? {
+            0 => break,
+            read => n += read,
+        }
+    }
+    file.seek(io::SeekFrom::Start(0))?;
+    let head = &head[..n];
+    let format = if head.starts_with(b"PK") {
+        None
+    } else if head.starts_with(&[0x1f, 0x8b]) {
+        Some("a gzip file (a .tar.gz or .gz)")
+    } else if head.starts_with(b"BZh") {
+        Some("a bzip2 file")
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        Some("an xz file")
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some("a zstd file")
+    } else if head.starts_with(&[b'7', b'z', 0xbc, 0xaf, 0x27, 0x1c]) {
+        Some("a 7-Zip archive")
+    } else if head.starts_with(b"Rar!") {
+        Some("a RAR archive")
+    } else if head.get(257..262) == Some(b"ustar") {
+        Some("a tar archive")
+    } else {
+        None
+    };
+    Ok(format)
+}
+
+/// The name under which file systems that ignore letter case (macOS,
+/// Windows) or Unicode normalization (macOS) see `path`: NFC, then full
+/// case folding (`ß` and `SS` are one name), then NFC again. Full folding
+/// is lower(upper(lower(s))), which `str` offers; it agrees with Unicode's
+/// full case folding for the letters file names use.
+fn collision_key(path: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let nfc: String = path.nfc().collect();
+    let folded = nfc.to_lowercase().to_uppercase().to_lowercase();
+    folded.nfc().collect()
 }
 
 /// Checks every entry before anything is written.
@@ -276,7 +337,7 @@ fn plan<R: io::Read + io::Seek>(
         if seen.insert(path.clone(), name.clone()).is_some() {
             return Err(ExtractError::Duplicate { name });
         }
-        if let Some(first) = folded.insert(path.to_lowercase(), name.clone()) {
+        if let Some(first) = folded.insert(collision_key(&path), name.clone()) {
             return Err(ExtractError::CaseFoldDuplicate {
                 first,
                 second: name,

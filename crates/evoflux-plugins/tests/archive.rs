@@ -140,6 +140,16 @@ fn duplicates_are_refused() {
         &[("skills/a/SKILL.md", b"x"), ("skills/A/SKILL.md", b"y")],
         "plugin/archive-case-fold-duplicate",
     );
+    // One name on macOS: NFC and NFD spellings of `é`.
+    refused(
+        &[("caf\u{e9}.md", b"x"), ("cafe\u{301}.md", b"y")],
+        "plugin/archive-case-fold-duplicate",
+    );
+    // One name under full case folding: `ß` and `SS`.
+    refused(
+        &[("stra\u{df}e.md", b"x"), ("STRASSE.md", b"y")],
+        "plugin/archive-case-fold-duplicate",
+    );
     refused(
         &[("a", b"file"), ("a/b", b"under a file")],
         "plugin/archive-duplicate-entry",
@@ -213,6 +223,34 @@ fn size_limits_are_enforced() {
         ..ExtractLimits::DEFAULT
     };
     assert_refused(&c, &compressed, "plugin/archive-too-large");
+}
+
+#[test]
+fn a_tarball_or_gzip_is_refused_for_what_it_is() {
+    // A real tar, made by tar, renamed as a plugin archive.
+    let c = case();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("plugin.json"), MANIFEST).unwrap();
+    let tar = work.path().join("p.tar");
+    let made = std::process::Command::new("tar")
+        .arg("-cf")
+        .arg(&tar)
+        .arg("-C")
+        .arg(&src)
+        .arg("plugin.json")
+        .status()
+        .unwrap();
+    assert!(made.success());
+    fs::rename(&tar, &c.archive).unwrap();
+    assert_refused(&c, &ExtractLimits::DEFAULT, "plugin/archive-not-zip");
+    let err = extract_archive(&c.archive, &c.dest, &ExtractLimits::DEFAULT).unwrap_err();
+    assert!(err.to_string().contains("a tar archive"), "{err}");
+    fs::write(&c.archive, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0]).unwrap();
+    let err = extract_archive(&c.archive, &c.dest, &ExtractLimits::DEFAULT).unwrap_err();
+    assert_eq!(err.code(), "plugin/archive-not-zip");
+    assert!(err.to_string().contains("gzip"), "{err}");
 }
 
 #[test]
