@@ -234,3 +234,64 @@ fn a_packed_archive_leaves_the_escaping_links_out_and_installs() {
     );
     check(&s, &outside);
 }
+
+#[test]
+fn a_server_waits_for_its_required_credential_then_starts() {
+    let Some(server) = test_server() else { return };
+    let s = Sandbox::new();
+    let root = s.tmp.path().join("src/svc");
+    s.write(
+        root.join("plugin.json"),
+        &json!({
+            "$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json",
+            "name": "svc", "version": "1.0.0",
+            "extensions": {"org.evoelsewhere.evoflux.credentials": {"fields": [
+                {"key": "token", "label": "API token", "type": "secret",
+                 "env": "SERVICE_API_TOKEN", "required": true}
+            ]}}
+        })
+        .to_string(),
+    );
+    executable(
+        &s,
+        root.join("bin/server"),
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", server.display()),
+    );
+    s.write(
+        root.join("mcp.json"),
+        &json!({
+            "$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json",
+            "mcpServers": {"api": {"type": "stdio", "command": "./bin/server"}}
+        })
+        .to_string(),
+    );
+    let installed = ok(&s, &["plugin", "install", root.to_str().unwrap(), "--enabled", "--json"]);
+    let id = installed["installation"]["id"].as_str().unwrap().to_owned();
+    let state = |s: &Sandbox| -> Value {
+        let list = ok(s, &["mcp", "list", "--json"]);
+        list["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["server"] == "svc/api")
+            .cloned()
+            .unwrap()
+    };
+    let waiting = state(&s);
+    assert_eq!(waiting["state"], "needs-credentials", "{waiting}");
+    assert_eq!(waiting["last_error"]["code"], "mcp/needs-credentials");
+    assert!(waiting["last_error"]["message"].as_str().unwrap().contains("API token"));
+    let shown = ok(&s, &["plugin", "show", &id, "--json"]);
+    assert_eq!(shown["servers"][0]["readiness"], "needs-credentials", "{shown}");
+    let human = s.run(&["plugin", "show", &id]);
+    assert!(String::from_utf8_lossy(&human.stdout).contains("needs-credentials"));
+
+    ok(&s, &["plugin", "credentials", &id, "set", "token=tok-1", "--json"]);
+    assert_eq!(state(&s)["state"], "ready");
+    let shown = ok(&s, &["plugin", "show", &id, "--json"]);
+    assert_eq!(shown["servers"][0]["readiness"], "startable");
+    // The server got the credential in its environment.
+    let r = ok(&s, &["mcp", "call", "svc/api", "get_env", "--json"]);
+    let env: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(env["SERVICE_API_TOKEN"], "tok-1");
+}

@@ -21,5 +21,7 @@ pub const HEADER_RESERVED: &str = "mcp/header-reserved";
 pub const TOOL_NAME_ADJUSTED: &str = "mcp/tool-name-adjusted";
 /// A plugin's `mcp.json` is invalid at the top level: none of its servers run.
 pub const PLUGIN_MCP_DISABLED: &str = "mcp/plugin-mcp-disabled";
+/// A plugin's stdio server waits for the plugin's required credentials.
+pub const NEEDS_CREDENTIALS: &str = "mcp/needs-credentials";
 /// A plugin's credentials could not be read; its stdio servers start without them.
 pub const CREDENTIALS_UNAVAILABLE: &str = "mcp/credentials-unavailable";

@@ -133,6 +133,11 @@ pub enum Launch {
         code: &'static str,
         message: String,
     },
+    /// A valid stdio server of a plugin whose required credentials (these
+    /// labels) are not set: not started until they are.
+    NeedsCredentials {
+        missing: Vec<String>,
+    },
 }
 
 /// One server as the manager sees it.
@@ -251,6 +256,8 @@ pub struct PluginContext {
     /// The absolute `PLUGIN_DATA` folder (created before a stdio spawn).
     pub data_dir: PathBuf,
     pub credentials: BTreeMap<String, String>,
+    /// The labels of the plugin's required credentials without a value.
+    pub missing_credentials: Vec<String>,
 }
 
 impl fmt::Debug for PluginContext {
@@ -261,6 +268,7 @@ impl fmt::Debug for PluginContext {
             .field("root", &self.root)
             .field("data_dir", &self.data_dir)
             .field("credentials", &self.credentials.keys().collect::<Vec<_>>())
+            .field("missing_credentials", &self.missing_credentials)
             .finish()
     }
 }
@@ -299,6 +307,11 @@ fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefin
                 entry.name
             ),
         },
+        Some(McpServer::Stdio(_)) if entry.needs_credentials(&ctx.missing_credentials) => {
+            Launch::NeedsCredentials {
+                missing: ctx.missing_credentials.clone(),
+            }
+        }
         Some(McpServer::Stdio(s)) => {
             let root = ctx.root.to_string_lossy();
             let data = ctx.data_dir.to_string_lossy();
@@ -383,6 +396,16 @@ pub fn reserved_header_diagnostics(def: &ServerDefinition) -> Vec<Diagnostic> {
     out
 }
 
+/// Why a server waits: the missing credentials, by label.
+pub fn needs_credentials_message(def: &ServerDefinition, missing: &[String]) -> String {
+    format!(
+        "MCP server `{}` ({}) is not started until the plugin's required credentials are set: {}",
+        def.name,
+        def.owner.label(),
+        missing.join(", ")
+    )
+}
+
 /// The diagnostic for a server that is listed but not started.
 pub fn skipped_diagnostic(def: &ServerDefinition) -> Option<Diagnostic> {
     match &def.launch {
@@ -395,6 +418,10 @@ pub fn skipped_diagnostic(def: &ServerDefinition) -> Option<Diagnostic> {
             ),
         )),
         Launch::Invalid { code, message } => Some(Diagnostic::error(code, message.clone())),
+        Launch::NeedsCredentials { missing } => Some(Diagnostic::warning(
+            codes::NEEDS_CREDENTIALS,
+            needs_credentials_message(def, missing),
+        )),
         Launch::Stdio(_) | Launch::StreamableHttp(_) => None,
     }
 }
@@ -411,6 +438,7 @@ mod tests {
             root: PathBuf::from("/plugins/demo"),
             data_dir: PathBuf::from("/data/0123"),
             credentials: BTreeMap::from([("API_TOKEN".into(), "s3cret".into())]),
+            missing_credentials: Vec::new(),
         }
     }
 

@@ -77,6 +77,8 @@ pub enum ServerState {
     Stopped,
     /// Listed but never started (legacy `sse`).
     Skipped,
+    /// Not started until its plugin's required credentials are set.
+    NeedsCredentials,
 }
 
 impl ServerState {
@@ -87,6 +89,7 @@ impl ServerState {
             ServerState::Failed => "failed",
             ServerState::Stopped => "stopped",
             ServerState::Skipped => "skipped",
+            ServerState::NeedsCredentials => "needs-credentials",
         }
     }
 }
@@ -356,7 +359,8 @@ impl Slot {
             st.generation += 1;
             let was = st.state;
             match st.state {
-                ServerState::Skipped => {}
+                // Never started: its state says why, and stays.
+                ServerState::Skipped | ServerState::NeedsCredentials => {}
                 ServerState::Failed if st.connection.is_none() && self.is_invalid() => {}
                 ServerState::Starting
                 | ServerState::Ready
@@ -508,7 +512,9 @@ impl McpManager {
     fn spawn_start(&self, slot: Arc<Slot>) {
         let launch = slot.definition.launch.clone();
         match &launch {
-            Launch::Unsupported | Launch::Invalid { .. } => return,
+            Launch::Unsupported | Launch::Invalid { .. } | Launch::NeedsCredentials { .. } => {
+                return;
+            }
             Launch::Stdio(_) | Launch::StreamableHttp(_) => {}
         }
         if matches!(
@@ -690,6 +696,13 @@ fn new_slot(definition: ServerDefinition, notify: Notifier) -> Slot {
                 message: message.clone(),
             }),
         ),
+        Launch::NeedsCredentials { missing } => (
+            ServerState::NeedsCredentials,
+            Some(ServerError {
+                code: codes::NEEDS_CREDENTIALS.to_owned(),
+                message: crate::definition::needs_credentials_message(&definition, missing),
+            }),
+        ),
         Launch::Stdio(_) | Launch::StreamableHttp(_) => (ServerState::Stopped, None),
     };
     Slot {
@@ -712,7 +725,7 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
         let (conn, rx) = match &launch {
             Launch::Stdio(l) => Connection::stdio(l, &options.base_env, &options.roots).await?,
             Launch::StreamableHttp(l) => Connection::http(l, &options.roots).await?,
-            Launch::Unsupported | Launch::Invalid { .. } => {
+            Launch::Unsupported | Launch::Invalid { .. } | Launch::NeedsCredentials { .. } => {
                 return Err(StartFailure {
                     code: codes::SERVER_INVALID,
                     message: "not a startable server".to_owned(),

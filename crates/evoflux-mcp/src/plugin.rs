@@ -77,8 +77,8 @@ pub fn definitions_from_inspection(
         return (Vec::new(), diagnostics);
     };
     let paths = plugins.paths();
-    let credentials = match credentials_env(plugins, &id, inspection) {
-        Ok(env) => env,
+    let (credentials, missing_credentials) = match credentials_env(plugins, &id, inspection) {
+        Ok(found) => found,
         Err(message) => {
             diagnostics.push(Diagnostic::warning(
                 codes::CREDENTIALS_UNAVAILABLE,
@@ -87,7 +87,7 @@ pub fn definitions_from_inspection(
                     root.name
                 ),
             ));
-            BTreeMap::new()
+            (BTreeMap::new(), Vec::new())
         }
     };
     let data_dir = std::path::absolute(paths.plugin_data_dir(&id))
@@ -98,27 +98,29 @@ pub fn definitions_from_inspection(
         root: inspection.root.clone(),
         data_dir,
         credentials,
+        missing_credentials,
     };
     let definitions = plugin_definitions(&ctx, &inspection.mcp_servers);
     diagnostics.extend(definitions.iter().flat_map(reserved_header_diagnostics));
     (definitions, diagnostics)
 }
 
-/// The declared credential variables with their stored or default values.
+/// The declared credential variables with their stored or default values,
+/// and the labels of the required ones without a value.
 fn credentials_env(
     plugins: &PluginManager,
     id: &InstallationId,
     inspection: &PluginInspection,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<(BTreeMap<String, String>, Vec<String>), String> {
     let Some(manifest) = &inspection.manifest else {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), Vec::new()));
     };
     let Some(decl) = CredentialDeclaration::of(manifest).map_err(|e| e.to_string())? else {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), Vec::new()));
     };
     let values =
         CredentialValues::read(&plugins.paths().credentials_file(id)).map_err(|e| e.to_string())?;
-    Ok(values.environment(&decl))
+    Ok((values.environment(&decl), values.missing_required(&decl)))
 }
 
 /// A manager for one installation (not started).

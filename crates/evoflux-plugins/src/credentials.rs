@@ -251,6 +251,17 @@ impl CredentialValues {
     /// The variables to inject into the installation's stdio MCP
     /// processes: declared `env` name to value, for every field that has
     /// a stored or default value. Only the MCP runtime may call this.
+    /// The labels of the required fields without a stored or default
+    /// value: while any is missing the plugin's stdio servers are not
+    /// started (they would start without what they need).
+    pub fn missing_required(&self, decl: &CredentialDeclaration) -> Vec<String> {
+        decl.fields
+            .iter()
+            .filter(|f| f.required && self.effective(f).is_none())
+            .map(|f| f.label.clone())
+            .collect()
+    }
+
     pub fn environment(&self, decl: &CredentialDeclaration) -> BTreeMap<String, String> {
         decl.fields
             .iter()
@@ -298,6 +309,9 @@ pub struct CredentialState {
     pub configured: bool,
     pub fields: Vec<FieldState>,
     pub error: Option<String>,
+    /// The labels of the required fields without a value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 impl CredentialState {
@@ -308,6 +322,7 @@ impl CredentialState {
             configured: true,
             fields: Vec::new(),
             error: None,
+            missing: Vec::new(),
         }
     }
 
@@ -318,6 +333,7 @@ impl CredentialState {
             configured: false,
             fields: Vec::new(),
             error: Some(error.to_string()),
+            missing: Vec::new(),
         }
     }
 
@@ -343,11 +359,13 @@ impl CredentialState {
                 }
             })
             .collect();
+        let missing = values.missing_required(decl);
         CredentialState {
             supported: true,
-            configured: fields.iter().all(|f| !f.required || f.configured),
+            configured: missing.is_empty(),
             fields,
             error: None,
+            missing,
         }
     }
 }

@@ -50,7 +50,10 @@ pub use lifecycle::{
     PluginDetail, PluginManager, PluginSummary, Uninstalled, UpdateReview, UpdateTrust, Updated,
 };
 pub use manifest::{Author, ManifestOutcome, PluginManifest, validate_manifest};
-pub use mcp::{McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, validate_mcp};
+pub use mcp::{
+    McpConfig, McpOutcome, McpServer, McpServerEntry, McpTransport, Readiness, ServerReadiness,
+    validate_mcp,
+};
 pub use pack::{
     ExcludedBy, ExcludedEntry, PackError, PackOptions, PackReport, PackSelection,
     default_pack_output, pack,

@@ -65,6 +65,9 @@ pub struct PluginDetail {
     pub capabilities: Capabilities,
     pub credentials: CredentialState,
     pub inspection: PluginInspection,
+    /// Whether each MCP server would start (`needs-credentials` while a
+    /// required credential is missing).
+    pub servers: Vec<crate::mcp::ServerReadiness>,
 }
 
 /// Every installation: the user's (by name, then id), then the bundled ones.
@@ -344,9 +347,14 @@ impl PluginManager {
         installation: PluginInstallation,
         inspection: PluginInspection,
     ) -> PluginDetail {
+        let credentials = self.credential_state(&installation);
         PluginDetail {
             capabilities: installation.capabilities(),
-            credentials: self.credential_state(&installation),
+            servers: crate::mcp::ServerReadiness::of_all(
+                &inspection.mcp_servers,
+                &credentials.missing,
+            ),
+            credentials,
             installation,
             inspection,
         }

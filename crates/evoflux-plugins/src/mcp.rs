@@ -181,6 +181,55 @@ impl McpServerEntry {
             .as_ref()
             .is_some_and(|s| s.transport().is_started())
     }
+
+    /// Whether this server waits for the plugin's credentials: a stdio
+    /// server gets them in its environment, so it is not started while a
+    /// required one is missing (`missing`, from
+    /// [`crate::CredentialValues::missing_required`]).
+    pub fn needs_credentials(&self, missing: &[String]) -> bool {
+        !missing.is_empty() && matches!(self.server, Some(McpServer::Stdio(_)))
+    }
+}
+
+/// Whether one server of a plugin would be started, before anything runs:
+/// what `plugin show` and the API say next to the live state of `mcp list`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Readiness {
+    /// Valid; started when the plugin is enabled.
+    Startable,
+    /// Waits for a required credential of the plugin.
+    NeedsCredentials,
+    /// Valid, but of a transport evoflux does not run (`sse`).
+    NotStarted,
+    /// Invalid; the inspection says why.
+    Skipped,
+}
+
+/// One server of a plugin and its [`Readiness`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerReadiness {
+    pub name: String,
+    pub readiness: Readiness,
+}
+
+impl ServerReadiness {
+    /// The readiness of every entry, given the labels of the plugin's
+    /// missing required credentials.
+    pub fn of_all(entries: &[McpServerEntry], missing: &[String]) -> Vec<ServerReadiness> {
+        entries
+            .iter()
+            .map(|e| ServerReadiness {
+                name: e.name.clone(),
+                readiness: match (e.is_valid(), e.is_startable(), e.needs_credentials(missing)) {
+                    (false, _, _) => Readiness::Skipped,
+                    (true, false, _) => Readiness::NotStarted,
+                    (true, true, true) => Readiness::NeedsCredentials,
+                    (true, true, false) => Readiness::Startable,
+                },
+            })
+            .collect()
+    }
 }
 
 /// A document that passed top-level validation.

@@ -16,8 +16,9 @@ use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
     CreateOptions, CredentialChange, CredentialState, CredentialValue, DataSelector, ExcludedBy,
     InstallationId, KeptDataListing, LeftOutLink, Listing, NewInstallation, PackReport,
-    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, ScopedDiagnostic,
-    ScopedDiagnosticsExt, SourceType, TrustChange, TrustReview, UpdateReview, UpdateTrust, Updated,
+    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, Readiness,
+    ScopedDiagnostic, ScopedDiagnosticsExt, SourceType, TrustChange, TrustReview, UpdateReview,
+    UpdateTrust, Updated,
 };
 use serde_json::json;
 
@@ -808,6 +809,18 @@ fn render_detail(d: &PluginDetail) -> String {
     }
     for skill in d.inspection.valid_skills() {
         let _ = writeln!(s, "skill    {}", skill.dir);
+    }
+    for server in &d.servers {
+        let state = match server.readiness {
+            Readiness::Startable => "starts when enabled".to_owned(),
+            Readiness::NeedsCredentials => format!(
+                "needs-credentials: not started until {} set",
+                d.credentials.missing.join(", ")
+            ),
+            Readiness::NotStarted => "listed, never started (legacy sse)".to_owned(),
+            Readiness::Skipped => "skipped (see the diagnostics)".to_owned(),
+        };
+        let _ = writeln!(s, "mcp      {}  {state}", server.name);
     }
     render_trust(&d.inspection.trust, &mut s);
     if d.credentials.supported {
