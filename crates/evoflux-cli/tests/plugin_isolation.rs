@@ -151,6 +151,11 @@ fn a_linked_package_keeps_its_valid_parts_and_names_the_escaping_ones() {
     let Some(server) = test_server() else { return };
     let s = Sandbox::new();
     let (root, outside) = mixed(&s, &server);
+    // Only components are skipped: inspect exits 0 and says how many.
+    let inspected = s.run(&["plugin", "inspect", root.to_str().unwrap()]);
+    assert_eq!(inspected.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&inspected.stdout);
+    assert!(text.contains("valid, with 3 parts skipped"), "{text}");
     let linked = s.run(&["plugin", "link", root.to_str().unwrap(), "--enabled"]);
     assert!(
         linked.status.success(),
@@ -265,7 +270,16 @@ fn a_server_waits_for_its_required_credential_then_starts() {
         })
         .to_string(),
     );
-    let installed = ok(&s, &["plugin", "install", root.to_str().unwrap(), "--enabled", "--json"]);
+    let installed = ok(
+        &s,
+        &[
+            "plugin",
+            "install",
+            root.to_str().unwrap(),
+            "--enabled",
+            "--json",
+        ],
+    );
     let id = installed["installation"]["id"].as_str().unwrap().to_owned();
     let state = |s: &Sandbox| -> Value {
         let list = ok(s, &["mcp", "list", "--json"]);
@@ -280,13 +294,24 @@ fn a_server_waits_for_its_required_credential_then_starts() {
     let waiting = state(&s);
     assert_eq!(waiting["state"], "needs-credentials", "{waiting}");
     assert_eq!(waiting["last_error"]["code"], "mcp/needs-credentials");
-    assert!(waiting["last_error"]["message"].as_str().unwrap().contains("API token"));
+    assert!(
+        waiting["last_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("API token")
+    );
     let shown = ok(&s, &["plugin", "show", &id, "--json"]);
-    assert_eq!(shown["servers"][0]["readiness"], "needs-credentials", "{shown}");
+    assert_eq!(
+        shown["servers"][0]["readiness"], "needs-credentials",
+        "{shown}"
+    );
     let human = s.run(&["plugin", "show", &id]);
     assert!(String::from_utf8_lossy(&human.stdout).contains("needs-credentials"));
 
-    ok(&s, &["plugin", "credentials", &id, "set", "token=tok-1", "--json"]);
+    ok(
+        &s,
+        &["plugin", "credentials", &id, "set", "token=tok-1", "--json"],
+    );
     assert_eq!(state(&s)["state"], "ready");
     let shown = ok(&s, &["plugin", "show", &id, "--json"]);
     assert_eq!(shown["servers"][0]["readiness"], "startable");
@@ -294,4 +319,68 @@ fn a_server_waits_for_its_required_credential_then_starts() {
     let r = ok(&s, &["mcp", "call", "svc/api", "get_env", "--json"]);
     let env: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(env["SERVICE_API_TOKEN"], "tok-1");
+}
+
+#[test]
+fn mcp_commands_about_one_server_do_not_repeat_other_plugins_warnings() {
+    let Some(server) = test_server() else { return };
+    let s = Sandbox::new();
+    let good = s.tmp.path().join("src/good");
+    s.write(
+        good.join("plugin.json"),
+        &json!({"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "good"})
+            .to_string(),
+    );
+    executable(
+        &s,
+        good.join("bin/server"),
+        &format!("#!/bin/sh\nexec '{}' \"$@\"\n", server.display()),
+    );
+    s.write(
+        good.join("mcp.json"),
+        &json!({
+            "$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json",
+            "mcpServers": {"svc": {"type": "stdio", "command": "./bin/server"}}
+        })
+        .to_string(),
+    );
+    let broken = s.tmp.path().join("src/broken");
+    s.write(
+        broken.join("plugin.json"),
+        &json!({"$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json", "name": "broken"})
+            .to_string(),
+    );
+    s.write(broken.join("mcp.json"), "{\"mcpServers\": 7}");
+    for root in [&good, &broken] {
+        ok(
+            &s,
+            &[
+                "plugin",
+                "link",
+                root.to_str().unwrap(),
+                "--enabled",
+                "--json",
+            ],
+        );
+    }
+    let list = s.run(&["mcp", "list", "--json"]);
+    assert!(list.status.success());
+    assert!(
+        common::stderr_codes(&list)
+            .iter()
+            .any(|c| c.starts_with("plugin/") || c.starts_with("mcp/")),
+        "mcp list reports the broken plugin: {}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    let tools = s.run(&["mcp", "tools", "good/svc", "--json"]);
+    assert!(
+        tools.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tools.stderr)
+    );
+    assert!(
+        tools.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&tools.stderr)
+    );
 }

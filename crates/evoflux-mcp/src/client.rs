@@ -275,7 +275,58 @@ pub fn partition_headers(
 }
 
 fn init_message(e: &dyn std::fmt::Display) -> String {
-    format!("the MCP handshake failed: {e}")
+    format!(
+        "the MCP handshake failed: {}",
+        without_type_names(&e.to_string())
+    )
+}
+
+/// The SDK's transport errors name the Rust types they came through
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: …`),
+/// which tells a user nothing: every `path::Type<…>` token is dropped,
+/// with the brackets it leaves empty, and the rest is kept as it was.
+pub(crate) fn without_type_names(text: &str) -> String {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_token = is_ident(chars[i]) && (i == 0 || !is_ident(chars[i - 1]));
+        if !starts_token {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let (mut j, mut depth, mut path) = (i, 0usize, false);
+        while j < chars.len() {
+            match chars[j] {
+                c if is_ident(c) => j += 1,
+                ':' if chars.get(j + 1) == Some(&':') => {
+                    path = true;
+                    j += 2;
+                }
+                '<' => {
+                    depth += 1;
+                    j += 1;
+                }
+                '>' if depth > 0 => {
+                    depth -= 1;
+                    j += 1;
+                }
+                ',' | ' ' | '&' | '\'' if depth > 0 => j += 1,
+                _ => break,
+            }
+        }
+        if !(path && depth == 0) {
+            out.extend(&chars[i..j]);
+        }
+        i = j;
+    }
+    out.replace("[]", "")
+        .replace("()", "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Connection {
@@ -467,7 +518,7 @@ impl Connection {
             Ok(Err(e)) => {
                 return Err(McpError::Transport {
                     server: server.to_owned(),
-                    detail: e.to_string(),
+                    detail: without_type_names(&e.to_string()),
                 });
             }
             Ok(Ok(r)) => r,
@@ -491,5 +542,22 @@ impl Connection {
         if let Some(mut group) = group {
             group.reap().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_type_names;
+
+    #[test]
+    fn transport_errors_lose_their_rust_type_names() {
+        let sdk = "Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::Client>>] error: Client error: HTTP status client error (401 Unauthorized)";
+        assert_eq!(
+            without_type_names(sdk),
+            "Transport error: Client error: HTTP status client error (401 Unauthorized)"
+        );
+        // Everything else stays: URLs, addresses, plain words.
+        let plain = "connection refused at http://127.0.0.1:9/mcp ([::1]:9), retry: no";
+        assert_eq!(without_type_names(plain), plain);
     }
 }

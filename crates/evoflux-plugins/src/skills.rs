@@ -287,6 +287,8 @@ pub fn discover_skills(
                     )
                     .with_file(&path),
                 );
+                // Listed as skipped, so an inspection names it.
+                skills.push(skill);
                 continue;
             }
             Some(SkillDirProblem::ManifestMissing) => {

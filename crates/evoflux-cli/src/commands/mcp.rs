@@ -63,8 +63,21 @@ pub fn run(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
     runtime.block_on(run_async(out, command))
 }
 
+/// Whether an invocation reports the problems of every server's setup:
+/// `mcp list` does; `tools` and `call` are about one server and do not
+/// repeat warnings about unrelated plugins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    Every,
+    Quiet,
+}
+
 /// Every manager of this invocation, not started.
-fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<McpRuntime, Exit>> {
+fn load(
+    out: &Output,
+    sources: &SourceArgs,
+    report: Report,
+) -> anyhow::Result<Result<McpRuntime, Exit>> {
     let dirs = match resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -76,7 +89,10 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<McpRuntime,
     };
     let plugins = PluginManager::new(PluginPaths::from_dirs(&dirs));
     let (runtime, diagnostics) = McpRuntime::new(&graph, Some(&plugins), options)?;
-    out.diagnostics(&Diagnostics::from(diagnostics));
+    match report {
+        Report::Every => out.diagnostics(&Diagnostics::from(diagnostics)),
+        Report::Quiet => {}
+    }
     Ok(Ok(runtime))
 }
 
@@ -98,7 +114,7 @@ fn find<'a>(runtime: &'a McpRuntime, server: &str) -> Option<(&'a McpManager, St
 async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
     match command {
         McpCommand::List { wait, sources } => {
-            let runtime = match load(out, sources)? {
+            let runtime = match load(out, sources, Report::Every)? {
                 Ok(r) => r,
                 Err(exit) => return Ok(exit),
             };
@@ -116,7 +132,7 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             wait,
             sources,
         } => {
-            let runtime = match load(out, sources)? {
+            let runtime = match load(out, sources, Report::Quiet)? {
                 Ok(r) => r,
                 Err(exit) => return Ok(exit),
             };
@@ -151,7 +167,7 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             if !args.is_object() {
                 bail!("--args must be a JSON object");
             }
-            let runtime = match load(out, sources)? {
+            let runtime = match load(out, sources, Report::Quiet)? {
                 Ok(r) => r,
                 Err(exit) => return Ok(exit),
             };

@@ -752,11 +752,23 @@ fn render_trust(trust: &TrustReview, s: &mut String) {
 }
 
 fn render_inspection(i: &PluginInspection) -> String {
-    let mut s = format!(
-        "{} — {}\n",
-        i.root.display(),
-        if i.valid { "valid" } else { "INVALID" }
-    );
+    // The package is valid when only components are skipped: say how many,
+    // so a 0 exit with warnings is not read as "all fine".
+    let skipped = i.skills.iter().filter(|k| !k.valid).count()
+        + i.mcp_servers.iter().filter(|m| !m.is_valid()).count()
+        + usize::from(i.mcp_status == evoflux_plugins::McpStatus::Disabled);
+    let verdict = match (i.valid, skipped) {
+        (false, _) => "INVALID: the package itself is refused".to_owned(),
+        (true, 0) => "valid".to_owned(),
+        (true, n) => format!(
+            "valid, with {n} part{} skipped (listed below); the rest loads",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    let mut s = format!("{} — {verdict}\n", i.root.display());
+    if i.mcp_status == evoflux_plugins::McpStatus::Disabled {
+        s.push_str("  mcp.json is invalid at the top level: none of its servers run\n");
+    }
     if let Some(m) = &i.manifest {
         let _ = writeln!(
             s,
