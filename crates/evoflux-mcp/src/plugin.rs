@@ -102,6 +102,14 @@ pub fn definitions_from_inspection(
     };
     let definitions = plugin_definitions(&ctx, &inspection.mcp_servers);
     diagnostics.extend(definitions.iter().flat_map(reserved_header_diagnostics));
+    // The inspection reports invalid servers; a server that waits for
+    // credentials is valid, so it is said here.
+    diagnostics.extend(
+        definitions
+            .iter()
+            .filter(|d| matches!(d.launch, crate::definition::Launch::NeedsCredentials { .. }))
+            .filter_map(crate::definition::skipped_diagnostic),
+    );
     (definitions, diagnostics)
 }
 

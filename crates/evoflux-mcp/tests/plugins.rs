@@ -345,3 +345,53 @@ async fn sync_follows_the_registry_without_a_restart() {
     assert_eq!(pid(&runtime).await, before);
     runtime.shutdown().await;
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_waiting_for_a_required_credential_starts_once_it_is_set_without_a_restart() {
+    let env = Env::new();
+    let root = plugin_dir(&env.base, "src/demo", "demo", demo_mcp());
+    // The same plugin, with its token required.
+    write(
+        &root.join("plugin.json"),
+        &json!({
+            "$schema": PLUGIN_SCHEMA_1_0_0,
+            "name": "demo",
+            "version": "1.0.0",
+            "extensions": {"org.evoelsewhere.evoflux.credentials": {"fields": [
+                {"key": "token", "label": "API token", "type": "secret",
+                 "env": "SERVICE_API_TOKEN", "required": true}
+            ]}}
+        })
+        .to_string(),
+    );
+    let id = env
+        .plugins
+        .link(&root, true)
+        .unwrap()
+        .detail
+        .installation
+        .id;
+    let graph = evoflux_graph::compile(&[], &[]).unwrap();
+    let (mut runtime, diagnostics) =
+        McpRuntime::new(&graph, Some(&env.plugins), env.options()).unwrap();
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d.code == codes::NEEDS_CREDENTIALS),
+        "{diagnostics:?}"
+    );
+    runtime.start_all();
+    let m = runtime.plugin(id.as_str()).unwrap().clone();
+    settle(&m).await;
+    let svc = m.status("svc").unwrap();
+    assert_eq!(svc.state, ServerState::NeedsCredentials, "{svc:?}");
+    assert!(svc.last_error.unwrap().message.contains("API token"));
+
+    set_token(&env, &id, "now");
+    runtime.sync_plugins(&env.plugins).await;
+    let m = runtime.plugin(id.as_str()).unwrap().clone();
+    settle(&m).await;
+    assert_eq!(m.status("svc").unwrap().state, ServerState::Ready);
+    runtime.shutdown().await;
+}
