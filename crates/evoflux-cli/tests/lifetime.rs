@@ -83,16 +83,15 @@ fn sighup_of_evoflux_takes_its_command_with_it() {
     eventually("the command is gone", || with_marker(marker).is_empty());
 }
 
-#[test]
-fn a_command_that_escapes_its_session_is_gone_after_a_normal_end() {
-    let s = Sandbox::new();
-    let marker = "987653";
-    // The escaped process proves it runs by writing a file, then sleeps.
+/// Runs a command that leaves its session with `setsid nohup` (and proves
+/// it ran by writing a file), and checks that it is gone once evoflux
+/// ended normally.
+fn escaped_command_is_gone_after_a_normal_end(s: &Sandbox, marker: &str) {
     let command = format!(
         "setsid nohup sh -c 'echo started > started.txt; exec sleep {marker}' > /dev/null 2>&1 & sleep 0.3; cat started.txt"
     );
     let model = script(
-        &s,
+        s,
         "escape.yaml",
         &format!(
             "turns:\n  - reply:\n      tool_calls:\n        - {{name: shell, arguments: {{command: {}}}}}\n  - expect: {{tool_result: {{contains: started}}}}\n    reply: {{text: done}}\n",
@@ -112,6 +111,11 @@ fn a_command_that_escapes_its_session_is_gone_after_a_normal_end() {
     eventually("the escaped command is gone", || {
         with_marker(marker).is_empty()
     });
+}
+
+#[test]
+fn a_command_that_escapes_its_session_is_gone_after_a_normal_end() {
+    escaped_command_is_gone_after_a_normal_end(&Sandbox::new(), "987653");
 }
 
 /// Commands run unconfined: no PID namespace holds them.
@@ -126,31 +130,7 @@ fn full_access(s: &Sandbox) {
 fn an_unconfined_command_that_escapes_its_session_is_gone_after_a_normal_end() {
     let s = Sandbox::new();
     full_access(&s);
-    let marker = "987654";
-    let command = format!(
-        "setsid nohup sh -c 'echo started > started.txt; exec sleep {marker}' > /dev/null 2>&1 & sleep 0.3; cat started.txt"
-    );
-    let model = script(
-        &s,
-        "escape.yaml",
-        &format!(
-            "turns:\n  - reply:\n      tool_calls:\n        - {{name: shell, arguments: {{command: {}}}}}\n  - expect: {{tool_result: {{contains: started}}}}\n    reply: {{text: done}}\n",
-            serde_json::to_string(&command).unwrap()
-        ),
-    );
-    let out = s
-        .command(&["run", "--model", &model, "escape"])
-        .env("PATH", std::env::var("PATH").unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eventually("the escaped command is gone", || {
-        with_marker(marker).is_empty()
-    });
+    escaped_command_is_gone_after_a_normal_end(&s, "987654");
 }
 
 #[test]

@@ -7,29 +7,9 @@
 mod common;
 
 use std::io::BufRead;
-use std::path::PathBuf;
 
 use common::{Sandbox, json};
 use serde_json::{Value, json};
-
-/// The test server binary, built beside `evoflux` when the workspace's
-/// tests are built (`cargo nextest run --workspace`). `None`, with a note,
-/// when only this package was built.
-fn test_server() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_BIN_EXE_evoflux")).with_file_name(format!(
-        "evoflux-mcp-testserver{}",
-        std::env::consts::EXE_SUFFIX
-    ));
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!(
-            "note: {} is not built (build the workspace tests, or `cargo build -p evoflux-mcp --features test-server`); skipping",
-            path.display()
-        );
-        None
-    }
-}
 
 /// The repository's own `mcp.json`, in a repository its owner trusts (an
 /// untrusted repository's servers never start).
@@ -49,7 +29,9 @@ fn server<'a>(list: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn list_reports_state_tools_and_errors_of_every_server() {
-    let Some(bin) = test_server() else { return };
+    let Some(bin) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     project_mcp(
         &s,
@@ -92,7 +74,9 @@ fn list_reports_state_tools_and_errors_of_every_server() {
 
 #[test]
 fn tools_and_call_over_stdio_with_an_isolated_environment() {
-    let Some(bin) = test_server() else { return };
+    let Some(bin) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     project_mcp(
         &s,
@@ -158,7 +142,9 @@ fn tools_and_call_over_stdio_with_an_isolated_environment() {
 
 #[test]
 fn streamable_http_sends_configured_headers_literally() {
-    let Some(bin) = test_server() else { return };
+    let Some(bin) = common::mcp_test_server() else {
+        return;
+    };
     let mut child = std::process::Command::new(&bin)
         .arg("http")
         .stdin(std::process::Stdio::piped())
@@ -196,7 +182,9 @@ fn streamable_http_sends_configured_headers_literally() {
 #[test]
 fn plugin_servers_are_listed_and_called_under_their_plugin() {
     use std::os::unix::fs::PermissionsExt;
-    let Some(bin) = test_server() else { return };
+    let Some(bin) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     let root = s.tmp.path().join("plugins/demo");
     s.write(

@@ -15,18 +15,6 @@ use std::path::{Path, PathBuf};
 use common::{Sandbox, json};
 use serde_json::{Value, json};
 
-fn test_server() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_BIN_EXE_evoflux")).with_file_name(format!(
-        "evoflux-mcp-testserver{}",
-        std::env::consts::EXE_SUFFIX
-    ));
-    if path.is_file() {
-        return Some(path);
-    }
-    eprintln!("note: {} is not built; skipping", path.display());
-    None
-}
-
 fn executable(s: &Sandbox, path: PathBuf, text: &str) {
     s.write(&path, text);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -148,7 +136,9 @@ fn check(s: &Sandbox, outside: &Path) {
 
 #[test]
 fn a_linked_package_keeps_its_valid_parts_and_names_the_escaping_ones() {
-    let Some(server) = test_server() else { return };
+    let Some(server) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     let (root, outside) = mixed(&s, &server);
     // Only components are skipped: inspect exits 0 and says how many.
@@ -171,7 +161,9 @@ fn a_linked_package_keeps_its_valid_parts_and_names_the_escaping_ones() {
 
 #[test]
 fn an_installed_copy_keeps_its_valid_parts_and_names_the_links_it_left_out() {
-    let Some(server) = test_server() else { return };
+    let Some(server) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     let (root, outside) = mixed(&s, &server);
     let installed = ok(
@@ -197,7 +189,9 @@ fn an_installed_copy_keeps_its_valid_parts_and_names_the_links_it_left_out() {
 
 #[test]
 fn a_packed_archive_leaves_the_escaping_links_out_and_installs() {
-    let Some(server) = test_server() else { return };
+    let Some(server) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     let (root, outside) = mixed(&s, &server);
     let archive = s.tmp.path().join("mixed.evoplugin");
@@ -242,7 +236,9 @@ fn a_packed_archive_leaves_the_escaping_links_out_and_installs() {
 
 #[test]
 fn a_server_waits_for_its_required_credential_then_starts() {
-    let Some(server) = test_server() else { return };
+    let Some(server) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     let root = s.tmp.path().join("src/svc");
     s.write(
@@ -323,7 +319,9 @@ fn a_server_waits_for_its_required_credential_then_starts() {
 
 #[test]
 fn mcp_commands_about_one_server_do_not_repeat_other_plugins_warnings() {
-    let Some(server) = test_server() else { return };
+    let Some(server) = common::mcp_test_server() else {
+        return;
+    };
     let s = Sandbox::new();
     let good = s.tmp.path().join("src/good");
     s.write(

@@ -220,3 +220,21 @@ pub fn chat(s: &Sandbox, model: &str, stdin: &str) -> Output {
     );
     out
 }
+
+/// The MCP test server binary (`evoflux-mcp-testserver`), built beside
+/// `evoflux` when the workspace's tests are built (`cargo nextest run
+/// --workspace`). `None`, with a note, when only this package was built.
+pub fn mcp_test_server() -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_BIN_EXE_evoflux")).with_file_name(format!(
+        "evoflux-mcp-testserver{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    if path.is_file() {
+        return Some(path);
+    }
+    eprintln!(
+        "note: {} is not built (build the workspace tests, or `cargo build -p evoflux-mcp --features test-server`); skipping",
+        path.display()
+    );
+    None
+}
