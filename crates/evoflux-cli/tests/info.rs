@@ -314,3 +314,33 @@ fn graph_bench_reports_json() {
     assert!(v["median_ms"].as_f64().unwrap() >= v["min_ms"].as_f64().unwrap());
     let _ = Path::new("");
 }
+
+#[test]
+fn info_names_the_instruction_file_that_serves_each_repository() {
+    let env = Env::new();
+    let claude = env.write(env.repo().join("CLAUDE.md"), "Rules for Claude Code.\n");
+    let v = json(&env.run(&["info", "--json"]));
+    assert_schema_valid(&v);
+    let files = &v["repositories"][0]["instructions"];
+    assert_eq!(
+        files,
+        &serde_json::json!([claude.canonicalize().unwrap()]),
+        "{v:#}"
+    );
+    // AGENTS.md wins in its directory; [compat] instructions = false reads only it.
+    let agents = env.write(env.repo().join("AGENTS.md"), "Rules for every agent.\n");
+    let v = json(&env.run(&["info", "--json"]));
+    assert_eq!(
+        v["repositories"][0]["instructions"],
+        serde_json::json!([agents.canonicalize().unwrap()])
+    );
+    std::fs::remove_file(&agents).unwrap();
+    env.write(
+        env.config().join("config.toml"),
+        "[compat]\ninstructions = false\n",
+    );
+    let v = json(&env.run(&["info", "--json"]));
+    assert_eq!(v["repositories"][0]["instructions"], serde_json::json!([]));
+    let human = String::from_utf8_lossy(&env.run(&["info"]).stdout).into_owned();
+    assert!(!human.contains("CLAUDE.md"), "{human}");
+}

@@ -223,6 +223,43 @@ pub struct HarnessConfig {
     /// `[storage]`: how long sessions and their artifacts are kept.
     #[serde(default, skip_serializing_if = "StorageConfig::is_unset")]
     pub storage: StorageConfig,
+    /// `[compat]`: which other harnesses' files evoflux reads.
+    #[serde(default, skip_serializing_if = "CompatConfig::is_default")]
+    pub compat: CompatConfig,
+}
+
+/// `[compat]`: the files of other harnesses evoflux reads, only ever to
+/// read them (it never writes them). Both on by default, so a setup made
+/// for Claude Code, codex or an editor works here as it is. Only the
+/// user's and the admin's files may set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompatConfig {
+    /// `CLAUDE.md` and `GEMINI.md` serve a directory that has no
+    /// `AGENTS.md`.
+    #[serde(default = "yes")]
+    pub instructions: bool,
+    /// MCP servers from Claude Code, codex, VS Code and Cursor configs.
+    #[serde(default = "yes")]
+    pub mcp: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for CompatConfig {
+    fn default() -> Self {
+        CompatConfig {
+            instructions: true,
+            mcp: true,
+        }
+    }
+}
+
+impl CompatConfig {
+    pub fn is_default(&self) -> bool {
+        *self == CompatConfig::default()
+    }
 }
 
 /// `[storage]`: the retention policy of the data directory. Unset keys
@@ -304,6 +341,14 @@ pub struct ConfigLayer {
     providers: BTreeMap<String, ProviderConfig>,
     approval: BTreeMap<String, Approval>,
     storage: Option<StorageConfig>,
+    compat: Option<CompatFile>,
+}
+
+/// `[compat]` as a file writes it: each key optional, layered key by key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+struct CompatFile {
+    instructions: Option<bool>,
+    mcp: Option<bool>,
 }
 
 /// The raw file: every section optional.
@@ -317,6 +362,8 @@ struct ConfigFile {
     approval: BTreeMap<String, Approval>,
     #[serde(default)]
     storage: Option<StorageConfig>,
+    #[serde(default)]
+    compat: Option<CompatFile>,
 }
 
 /// The default model evoflux runs when nothing is configured: the small
@@ -374,6 +421,7 @@ impl HarnessConfig {
             approval: BTreeMap::new(),
             approval_floor: BTreeMap::new(),
             storage: StorageConfig::default(),
+            compat: CompatConfig::default(),
         }
     }
 }
@@ -442,6 +490,11 @@ impl LoadedConfig {
                     let current = &mut self.config.storage;
                     current.max_age_days = storage.max_age_days.or(current.max_age_days);
                     current.max_total_mib = storage.max_total_mib.or(current.max_total_mib);
+                }
+                if let Some(compat) = layer.compat {
+                    let current = &mut self.config.compat;
+                    current.instructions = compat.instructions.unwrap_or(current.instructions);
+                    current.mcp = compat.mcp.unwrap_or(current.mcp);
                 }
             }
         }
@@ -549,6 +602,17 @@ pub fn read_layer(
     if let Some(storage) = &file.storage {
         check_storage(path, scope, storage, diags);
     }
+    if let (Some(_), ConfigScope::Project(_)) = (&file.compat, scope) {
+        diags.push(
+            Diagnostic::error(
+                "config/project-compat",
+                "a repository's config cannot set [compat]: which of your other tools' files \
+                 evoflux reads is yours to decide; set it in your own config.toml",
+            )
+            .with_file(path)
+            .with_field("compat"),
+        );
+    }
     let layer = ConfigLayer {
         source: ConfigSource {
             path: path.to_path_buf(),
@@ -558,6 +622,7 @@ pub fn read_layer(
         providers,
         approval: file.approval,
         storage: file.storage,
+        compat: file.compat,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))
 }
@@ -1136,6 +1201,23 @@ api_key_env = "OPENAI_API_KEY"
         let mut codes = diags.codes();
         codes.sort();
         assert_eq!(codes, ["config/storage-invalid", "config/unknown-key"]);
+    }
+
+    #[test]
+    fn compat_reads_other_harnesses_by_default_and_is_the_owners_to_change() {
+        let (loaded, diags) = check("");
+        assert!(diags.is_empty());
+        assert_eq!(loaded.unwrap().config.compat, CompatConfig::default());
+        let (loaded, diags) = check("[compat]\ninstructions = false\n");
+        assert!(diags.is_empty(), "{diags:?}");
+        let compat = loaded.unwrap().config.compat;
+        assert!(!compat.instructions && compat.mcp);
+        let (project, diags) = layer(
+            "[compat]\nmcp = false\n",
+            ConfigScope::Project(Trust::Trusted),
+        );
+        assert!(project.is_none());
+        assert_eq!(diags.codes(), ["config/project-compat"]);
     }
 
     #[test]

@@ -240,6 +240,9 @@ pub enum InfoOrigin {
 pub struct InfoRepository {
     pub path: std::path::PathBuf,
     pub trust: evoflux_core::trust::TrustState,
+    /// The instruction files that serve its directories, top first
+    /// (`AGENTS.md`, or another harness's file where it has none).
+    pub instructions: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -541,6 +544,9 @@ pub fn render_human(info: &Info) -> String {
             ),
         };
         let _ = writeln!(out, "repository  {}  {state}", r.path.display());
+        for file in &r.instructions {
+            let _ = writeln!(out, "  instructions  {}", file.display());
+        }
     }
     for t in &info.teams {
         let members: Vec<&str> = t.members.iter().map(|m| m.name.as_str()).collect();

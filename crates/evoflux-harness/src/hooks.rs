@@ -469,6 +469,8 @@ pub struct PipelineOptions {
     /// The lead's rendered roster ([`crate::team_roster::render`]); `None`
     /// (a member, a child) adds no roster section.
     pub roster: Option<String>,
+    /// Which files instruct a Coding workspace's directories.
+    pub instructions: crate::workspace_instructions::InstructionFiles,
 }
 
 impl PipelineOptions {
@@ -478,6 +480,7 @@ impl PipelineOptions {
             on_compacted: None,
             skills: None,
             roster: None,
+            instructions: Default::default(),
         }
     }
 }
@@ -493,7 +496,9 @@ pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookE
             p.add(
                 HookStage::Workspace,
                 crate::workspace_instructions::OWNER,
-                crate::workspace_instructions::WorkspaceInstructionsHook::new(),
+                crate::workspace_instructions::WorkspaceInstructionsHook::reading(
+                    options.instructions,
+                ),
             )?;
         }
     }

@@ -73,9 +73,48 @@ impl InstructionFile {
     }
 }
 
-/// The instruction file of one directory: the override when present.
-pub fn instruction_file_in(dir: &Path) -> Option<PathBuf> {
-    [OVERRIDE_FILE, STANDARD_FILE]
+/// Read in a directory without `AGENTS.md`, in this order, when other
+/// harnesses' instruction files are read (`[compat] instructions`).
+pub const COMPAT_FILES: [&str; 2] = ["CLAUDE.md", "GEMINI.md"];
+
+/// Which files instruct a directory. Closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InstructionFiles {
+    /// `AGENTS.override.md`, else `AGENTS.md`.
+    Agents,
+    /// As [`InstructionFiles::Agents`], else `CLAUDE.md`, else `GEMINI.md`.
+    #[default]
+    AgentsThenCompat,
+}
+
+impl InstructionFiles {
+    /// The choice `[compat] instructions` makes.
+    pub fn from_compat(read_compat: bool) -> InstructionFiles {
+        match read_compat {
+            true => InstructionFiles::AgentsThenCompat,
+            false => InstructionFiles::Agents,
+        }
+    }
+
+    fn names(self) -> &'static [&'static str] {
+        match self {
+            InstructionFiles::Agents => &[OVERRIDE_FILE, STANDARD_FILE],
+            InstructionFiles::AgentsThenCompat => &[
+                OVERRIDE_FILE,
+                STANDARD_FILE,
+                COMPAT_FILES[0],
+                COMPAT_FILES[1],
+            ],
+        }
+    }
+}
+
+/// The instruction file of one directory: the first of `files` present,
+/// so the override wins and another harness's file serves only a
+/// directory without `AGENTS.md`.
+pub fn instruction_file_in(dir: &Path, files: InstructionFiles) -> Option<PathBuf> {
+    files
+        .names()
         .iter()
         .map(|name| dir.join(name))
         .find(|p| p.is_file())
@@ -169,7 +208,7 @@ struct RootContext {
     unreadable: Vec<(PathBuf, String)>,
 }
 
-fn root_context(roots: &[PathBuf]) -> RootContext {
+fn root_context(roots: &[PathBuf], names: InstructionFiles) -> RootContext {
     // Always listed (this owner is the one place repositories are named);
     // language signals only help to tell several apart.
     let several = roots.len() >= 2;
@@ -206,7 +245,7 @@ fn root_context(roots: &[PathBuf]) -> RootContext {
     let mut unreadable = Vec::new();
     for root in roots {
         for dir in root_chain(root) {
-            let Some(path) = instruction_file_in(&dir) else {
+            let Some(path) = instruction_file_in(&dir, names) else {
                 continue;
             };
             if !seen.insert(path.clone()) {
@@ -247,11 +286,20 @@ struct State {
 #[derive(Debug, Default)]
 pub struct WorkspaceInstructionsHook {
     state: Mutex<State>,
+    files: InstructionFiles,
 }
 
 impl WorkspaceInstructionsHook {
     pub fn new() -> WorkspaceInstructionsHook {
         WorkspaceInstructionsHook::default()
+    }
+
+    /// The same owner, reading `files` in each directory.
+    pub fn reading(files: InstructionFiles) -> WorkspaceInstructionsHook {
+        WorkspaceInstructionsHook {
+            files,
+            ..WorkspaceInstructionsHook::default()
+        }
     }
 
     fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
@@ -263,9 +311,9 @@ impl WorkspaceInstructionsHook {
 
     /// Loads the root context and the nested files a previous process of
     /// this session applied, once.
-    fn ensure_loaded(state: &mut State, ctx: &HookContext<'_>) {
+    fn ensure_loaded(state: &mut State, ctx: &HookContext<'_>, files: InstructionFiles) {
         if state.roots.is_none() {
-            let rc = root_context(ctx.session.workspace.roots());
+            let rc = root_context(ctx.session.workspace.roots(), files);
             for (path, e) in &rc.unreadable {
                 unreadable_warning(ctx, path, e);
             }
@@ -335,7 +383,12 @@ impl WorkspaceInstructionsHook {
 
     /// Instruction files strictly below the target's root, down to the
     /// target's directory, not applied yet.
-    fn new_nested(state: &State, ctx: &HookContext<'_>, argument: &str) -> Vec<PathBuf> {
+    fn new_nested(
+        state: &State,
+        ctx: &HookContext<'_>,
+        argument: &str,
+        files: InstructionFiles,
+    ) -> Vec<PathBuf> {
         let Ok(resolved) = ctx.workspace.resolve(argument) else {
             return Vec::new();
         };
@@ -365,7 +418,7 @@ impl WorkspaceInstructionsHook {
         below.reverse();
         below
             .into_iter()
-            .filter_map(instruction_file_in)
+            .filter_map(|d| instruction_file_in(d, files))
             .filter(|p| !state.applied.contains(p))
             .collect()
     }
@@ -403,7 +456,7 @@ impl Hook for WorkspaceInstructionsHook {
             AppMode::Work => {}
             AppMode::Coding => {
                 let text = self.with_state(|s| {
-                    Self::ensure_loaded(s, ctx);
+                    Self::ensure_loaded(s, ctx, self.files);
                     Self::section(s)
                 });
                 if !text.is_empty() {
@@ -429,10 +482,10 @@ impl Hook for WorkspaceInstructionsHook {
             return ToolGate::Proceed;
         }
         self.with_state(|s| {
-            Self::ensure_loaded(s, ctx);
+            Self::ensure_loaded(s, ctx, self.files);
             let mut loaded = Vec::new();
             for argument in arguments {
-                for path in Self::new_nested(s, ctx, argument) {
+                for path in Self::new_nested(s, ctx, argument, self.files) {
                     if !s.applied.insert(path.clone()) {
                         continue;
                     }
@@ -498,13 +551,42 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(STANDARD_FILE), "standard").unwrap();
         assert_eq!(
-            instruction_file_in(dir.path()),
+            instruction_file_in(dir.path(), InstructionFiles::default()),
             Some(dir.path().join(STANDARD_FILE))
         );
         std::fs::write(dir.path().join(OVERRIDE_FILE), "override").unwrap();
         assert_eq!(
-            instruction_file_in(dir.path()),
+            instruction_file_in(dir.path(), InstructionFiles::default()),
             Some(dir.path().join(OVERRIDE_FILE))
+        );
+    }
+
+    #[test]
+    fn another_harness_file_serves_only_a_directory_without_agents_md() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("GEMINI.md"), "gemini").unwrap();
+        let with = InstructionFiles::AgentsThenCompat;
+        assert_eq!(
+            instruction_file_in(dir.path(), with),
+            Some(dir.path().join("GEMINI.md"))
+        );
+        std::fs::write(dir.path().join("CLAUDE.md"), "claude").unwrap();
+        assert_eq!(
+            instruction_file_in(dir.path(), with),
+            Some(dir.path().join("CLAUDE.md"))
+        );
+        assert_eq!(
+            instruction_file_in(dir.path(), InstructionFiles::Agents),
+            None
+        );
+        std::fs::write(dir.path().join(STANDARD_FILE), "agents").unwrap();
+        assert_eq!(
+            instruction_file_in(dir.path(), with),
+            Some(dir.path().join(STANDARD_FILE))
+        );
+        assert_eq!(
+            InstructionFiles::from_compat(false),
+            InstructionFiles::Agents
         );
     }
 

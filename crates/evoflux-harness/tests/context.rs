@@ -63,6 +63,39 @@ async fn open(repo: &Repo, mode: AppMode, model: Arc<Model>, request: SessionReq
 // ---- workspace instructions ------------------------------------------------
 
 #[tokio::test]
+async fn claude_md_serves_a_directory_without_agents_md_and_only_then() {
+    let repo = Repo::new(&[]);
+    let top = repo.tmp.path().join("top");
+    std::fs::create_dir_all(top.join(".git")).unwrap();
+    std::fs::write(
+        top.join("CLAUDE.md"),
+        "CLAUDE-TOP: squash before merging.\n",
+    )
+    .unwrap();
+    let app = top.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(app.join("AGENTS.md"), "AGENTS-APP: run make check.\n").unwrap();
+    std::fs::write(app.join("CLAUDE.md"), "CLAUDE-APP: must not appear.\n").unwrap();
+    let app = app.canonicalize().unwrap();
+    let model = Model::new(vec![text("Noted.")], Some(32_000), true);
+    let mut h = open(
+        &repo,
+        AppMode::Coding,
+        model.clone(),
+        SessionRequest::New {
+            workspace: WorkspaceRequest::Coding(vec![app]),
+            graph_hash: None,
+        },
+    )
+    .await;
+    h.turn(Some("Hi."), TurnOptions::default()).await.unwrap();
+    let system = system_text(&model.agent_requests()[0]);
+    assert_eq!(system.matches("CLAUDE-TOP").count(), 1, "{system}");
+    assert_eq!(system.matches("AGENTS-APP").count(), 1, "{system}");
+    assert!(!system.contains("CLAUDE-APP"), "{system}");
+}
+
+#[tokio::test]
 async fn multi_repo_prompts_contain_every_root_instruction_once() {
     let repo = Repo::new(&[]);
     // Two repositories inside one monorepo: its top file is shared.

@@ -166,10 +166,24 @@ impl AppContext {
         mode: Option<AppMode>,
     ) -> Result<evoflux_graph::info::Info, SessionError> {
         let mut projection = evoflux_graph::info::project(graph, mode);
+        let files = crate::workspace_instructions::InstructionFiles::from_compat(
+            selected_config(graph)
+                .0
+                .is_none_or(|loaded| loaded.config.compat.instructions),
+        );
         projection.repositories = self
             .trust_states(workspaces)?
             .into_iter()
-            .map(|(path, trust)| evoflux_graph::info::InfoRepository { path, trust })
+            .map(|(path, trust)| evoflux_graph::info::InfoRepository {
+                instructions: crate::workspace_instructions::root_chain(&path)
+                    .iter()
+                    .filter_map(|dir| {
+                        crate::workspace_instructions::instruction_file_in(dir, files)
+                    })
+                    .collect(),
+                path,
+                trust,
+            })
             .collect();
         projection.teams = self.teams(graph);
         Ok(projection)
@@ -829,6 +843,9 @@ impl<'a> SessionBuilder<'a> {
                         .collect::<Vec<_>>(),
                 ))
                 .filter(|r| !r.is_empty() && dispatches),
+                instructions: crate::workspace_instructions::InstructionFiles::from_compat(
+                    loaded.config.compat.instructions,
+                ),
                 ..PipelineOptions::new(mode)
             })?,
             clock: Arc::new(SystemClock),
@@ -981,6 +998,9 @@ impl super::ChildFactory for BuilderChildren {
         let pipeline = standard_pipeline(PipelineOptions {
             on_compacted: Some(skills.compaction_listener()),
             skills: Some(skills.clone()),
+            instructions: crate::workspace_instructions::InstructionFiles::from_compat(
+                self.config.compat.instructions,
+            ),
             ..PipelineOptions::new(mode)
         })?;
         Ok((pipeline, Some(skills)))
