@@ -141,7 +141,7 @@ fn tools_and_call_over_stdio_with_an_isolated_environment() {
 }
 
 #[test]
-fn streamable_http_sends_configured_headers_literally() {
+fn an_http_entry_sends_its_headers_with_references_from_the_environment() {
     let Some(bin) = common::mcp_test_server() else {
         return;
     };
@@ -159,20 +159,49 @@ fn streamable_http_sends_configured_headers_literally() {
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
     let s = Sandbox::new();
+    // Claude Code's `"type": "http"`, and a token taken from the
+    // environment rather than written in the file.
     project_mcp(
         &s,
         json!({"remote": {
-            "type": "streamable-http",
+            "type": "http",
             "url": url,
-            "headers": {"X-Api-Key": "${PLUGIN_DATA} $HOME"}
+            "headers": {"Authorization": "Bearer ${TEST_MCP_TOKEN}", "X-Literal": "$HOME ${x y}"}
         }}),
     );
-    let r = s.json(&["mcp", "call", "remote", "headers", "--json"]);
+    let token = "tok-env-7c1e";
+    let run = |args: &[&str]| {
+        let out = s
+            .command(args)
+            .env("TEST_MCP_TOKEN", token)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let all = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (json(&out), all)
+    };
+    let (r, _) = run(&["mcp", "call", "remote", "headers", "--json"]);
     let headers: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(headers["x-api-key"], "${PLUGIN_DATA} $HOME");
-    let list = s.json(&["mcp", "list", "--json"]);
+    assert_eq!(headers["authorization"], format!("Bearer {token}"));
+    assert_eq!(headers["x-literal"], "$HOME ${x y}");
+    let (list, printed) = run(&["mcp", "list", "--json"]);
     assert_eq!(server(&list, "remote")["transport"], "streamable-http");
     assert_eq!(server(&list, "remote")["state"], "ready");
+    let (_, info) = run(&["info", "--json"]);
+    for shown in [printed, info] {
+        assert!(!shown.contains(token), "the token was shown: {shown}");
+    }
+    // Without the variable the server fails alone, naming it.
+    let list = s.json(&["mcp", "list", "--json"]);
+    assert_eq!(
+        server(&list, "remote")["last_error"]["code"],
+        "mcp/env-unset"
+    );
     // Closing its stdin stops the server.
     drop(child.stdin.take());
     child.wait().unwrap();

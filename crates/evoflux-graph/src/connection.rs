@@ -74,6 +74,26 @@ pub fn entries(path: &Path, text: &str) -> Result<Vec<(String, Value)>, Diagnost
     }
 }
 
+/// The `type` other harnesses write, in evoflux's words: Claude Code's
+/// and VS Code's `"http"` is Streamable HTTP, and an entry without a type
+/// is stdio when it has a `command` and Streamable HTTP when it has a
+/// `url` (Claude Code's and Cursor's default). Agent Plugins packages keep
+/// their own strict rules; this is for the user's and projects' files.
+fn with_known_type(mut value: Value) -> Value {
+    if let Value::Object(entry) = &mut value {
+        let known = match entry.get("type") {
+            Some(Value::String(t)) if t == "http" => Some("streamable-http"),
+            None if entry.contains_key("command") => Some("stdio"),
+            None if entry.contains_key("url") => Some("streamable-http"),
+            Some(_) | None => None,
+        };
+        if let Some(t) = known {
+            entry.insert("type".to_owned(), Value::from(t));
+        }
+    }
+    value
+}
+
 /// Checks one winning entry.
 pub fn parse(
     path: &Path,
@@ -87,7 +107,7 @@ pub fn parse(
             .with_file(path)
             .with_field(field(f))
     };
-    let def: ConnectionDefinition = match serde_json::from_value(value) {
+    let def: ConnectionDefinition = match serde_json::from_value(with_known_type(value)) {
         Ok(d) => d,
         Err(e) => {
             diags.push(err(
@@ -280,7 +300,7 @@ mod tests {
     fn invalid_entries() {
         for v in [
             json!({"type": "stdio"}),
-            json!({"type": "http", "url": "https://x"}),
+            json!({"type": "websocket", "url": "https://x"}),
             json!({"type": "stdio", "command": "npx", "url": "https://x"}),
             json!({"type": "stdio", "command": "npx -y server"}),
             json!({"type": "streamable-http", "url": "http://example.com/mcp"}),
@@ -293,6 +313,23 @@ mod tests {
                 codes.contains(&"compile/connection-invalid".to_owned()),
                 "{v}: {codes:?}"
             );
+        }
+    }
+
+    #[test]
+    fn other_harnesses_types_are_read_in_evoflux_words() {
+        for (v, expected) in [
+            (
+                json!({"type": "http", "url": "https://x/mcp"}),
+                "streamable-http",
+            ),
+            (json!({"url": "https://x/mcp"}), "streamable-http"),
+            (json!({"command": "npx", "args": ["-y", "srv"]}), "stdio"),
+        ] {
+            let (def, codes) = check(v.clone());
+            assert!(codes.is_empty(), "{v}: {codes:?}");
+            let shown = serde_json::to_value(def.unwrap()).unwrap();
+            assert_eq!(shown["type"], expected, "{v}");
         }
     }
 

@@ -44,6 +44,7 @@ fn definition(name: &str, program: PathBuf, args: Vec<String>) -> ServerDefiniti
             env: BTreeMap::new(),
             cwd: None,
             create_dirs: Vec::new(),
+            references: Default::default(),
         }),
     }
 }

@@ -21,6 +21,9 @@ pub const HEADER_RESERVED: &str = "mcp/header-reserved";
 pub const TOOL_NAME_ADJUSTED: &str = "mcp/tool-name-adjusted";
 /// A plugin's `mcp.json` is invalid at the top level: none of its servers run.
 pub const PLUGIN_MCP_DISABLED: &str = "mcp/plugin-mcp-disabled";
+/// A `${VAR}` reference of the user's entry names a variable that is not
+/// set and has no default.
+pub const ENV_UNSET: &str = "mcp/env-unset";
 /// A plugin's stdio server waits for the plugin's required credentials.
 pub const NEEDS_CREDENTIALS: &str = "mcp/needs-credentials";
 /// A plugin's credentials could not be read; its stdio servers start without them.

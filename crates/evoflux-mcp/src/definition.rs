@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::codes;
 use crate::environment::expand_placeholders;
+use crate::references::{References, Unset};
 
 /// The transports of a declaration. Closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -100,6 +101,22 @@ pub struct StdioLaunch {
     pub cwd: Option<PathBuf>,
     /// Folders created before spawning (a plugin's `PLUGIN_DATA`).
     pub create_dirs: Vec<PathBuf>,
+    /// Whether `env` values may hold `${VAR}` references.
+    pub references: References,
+}
+
+impl StdioLaunch {
+    /// The launch with its references expanded from `env` (itself when
+    /// it holds none).
+    pub fn with_references(&self, env: &BTreeMap<String, String>) -> Result<StdioLaunch, Unset> {
+        match self.references {
+            References::Literal => Ok(self.clone()),
+            References::FromEnvironment => Ok(StdioLaunch {
+                env: crate::references::expand_values(&self.env, env)?,
+                ..self.clone()
+            }),
+        }
+    }
 }
 
 impl fmt::Debug for StdioLaunch {
@@ -119,6 +136,21 @@ impl fmt::Debug for StdioLaunch {
 pub struct HttpLaunch {
     pub url: String,
     pub headers: BTreeMap<String, String>,
+    /// Whether header values may hold `${VAR}` references.
+    pub references: References,
+}
+
+impl HttpLaunch {
+    /// The launch with its references expanded from `env`.
+    pub fn with_references(&self, env: &BTreeMap<String, String>) -> Result<HttpLaunch, Unset> {
+        match self.references {
+            References::Literal => Ok(self.clone()),
+            References::FromEnvironment => Ok(HttpLaunch {
+                headers: crate::references::expand_values(&self.headers, env)?,
+                ..self.clone()
+            }),
+        }
+    }
 }
 
 /// How to reach a server, or why it is not started. Closed.
@@ -224,6 +256,7 @@ pub fn from_connection(
                     env: env.clone(),
                     cwd: cwd.as_deref().map(resolve),
                     create_dirs: Vec::new(),
+                    references: References::FromEnvironment,
                 }),
             )
         }
@@ -232,6 +265,7 @@ pub fn from_connection(
             Launch::StreamableHttp(HttpLaunch {
                 url: url.clone(),
                 headers: headers.clone(),
+                references: References::FromEnvironment,
             }),
         ),
         ConnectionDefinition::Sse { .. } => (TransportKind::Sse, Launch::Unsupported),
@@ -347,11 +381,13 @@ fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefin
                 env,
                 cwd: Some(cwd),
                 create_dirs: vec![ctx.data_dir.clone()],
+                references: References::Literal,
             })
         }
         Some(McpServer::StreamableHttp(r)) => Launch::StreamableHttp(HttpLaunch {
             url: r.url.clone(),
             headers: r.headers.clone(),
+            references: References::Literal,
         }),
         Some(McpServer::Sse(_)) => Launch::Unsupported,
     };

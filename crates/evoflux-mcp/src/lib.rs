@@ -24,6 +24,7 @@ pub mod error;
 pub mod manager;
 pub mod naming;
 pub mod plugin;
+pub mod references;
 pub mod runtime;
 #[cfg(feature = "test-server")]
 #[doc(hidden)]

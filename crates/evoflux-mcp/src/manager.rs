@@ -51,6 +51,10 @@ pub struct ManagerOptions {
     /// variables by default; see [`crate::environment`]).
     pub base_env: BTreeMap<String, String>,
     pub startup_timeout: Duration,
+    /// Where `${VAR}` references of the user's own entries take their
+    /// values (evoflux's whole environment by default; see
+    /// [`crate::references`]). Never passed to a server as such.
+    pub reference_env: BTreeMap<String, String>,
 }
 
 impl Default for ManagerOptions {
@@ -59,6 +63,7 @@ impl Default for ManagerOptions {
             roots: Vec::new(),
             base_env: process_base_environment(),
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            reference_env: std::env::vars().collect(),
         }
     }
 }
@@ -722,9 +727,19 @@ fn new_slot(definition: ServerDefinition, notify: Notifier) -> Slot {
 /// stale meanwhile.
 async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: ManagerOptions) {
     let connect = async {
+        let unset = |e: crate::references::Unset| StartFailure {
+            code: codes::ENV_UNSET,
+            message: e.to_string(),
+        };
         let (conn, rx) = match &launch {
-            Launch::Stdio(l) => Connection::stdio(l, &options.base_env, &options.roots).await?,
-            Launch::StreamableHttp(l) => Connection::http(l, &options.roots).await?,
+            Launch::Stdio(l) => {
+                let l = l.with_references(&options.reference_env).map_err(unset)?;
+                Connection::stdio(&l, &options.base_env, &options.roots).await?
+            }
+            Launch::StreamableHttp(l) => {
+                let l = l.with_references(&options.reference_env).map_err(unset)?;
+                Connection::http(&l, &options.roots).await?
+            }
             Launch::Unsupported | Launch::Invalid { .. } | Launch::NeedsCredentials { .. } => {
                 return Err(StartFailure {
                     code: codes::SERVER_INVALID,

@@ -281,6 +281,7 @@ async fn one_bad_server_does_not_affect_the_good_one() {
             env: BTreeMap::new(),
             cwd: None,
             create_dirs: Vec::new(),
+            references: Default::default(),
         }),
         ..stdio("crashing", &[])
     };
@@ -328,6 +329,7 @@ async fn a_slow_server_never_blocks_and_times_out() {
             env: BTreeMap::new(),
             cwd: None,
             create_dirs: Vec::new(),
+            references: Default::default(),
         }),
         ..stdio("slow", &[])
     };
@@ -621,4 +623,50 @@ async fn qualified_names_are_unique_across_managers_and_reserved_names() {
     }
     global.stop_all().await;
     plugin.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_entries_take_references_from_the_environment_at_start() {
+    let server = serve_http(TestServerOptions::default(), 0).await.unwrap();
+    let from_env = |name: &str, value: &str| {
+        let mut def = http(name, &server.url(), &[("Authorization", value)]);
+        if let Launch::StreamableHttp(l) = &mut def.launch {
+            l.references = evoflux_mcp::references::References::FromEnvironment;
+        }
+        def
+    };
+    let options = ManagerOptions {
+        reference_env: BTreeMap::from([("GITHUB_TOKEN".to_owned(), "tok-from-env".to_owned())]),
+        ..ManagerOptions::default()
+    };
+    let m = manager_with(
+        vec![
+            from_env("set", "Bearer ${GITHUB_TOKEN}"),
+            from_env("defaulted", "Bearer ${OTHER_TOKEN:-anonymous}"),
+            from_env("unset", "Bearer ${MISSING_TOKEN}"),
+        ],
+        options,
+    );
+    m.start_all();
+    settle(&m).await;
+    for (server, sent) in [
+        ("set", "Bearer tok-from-env"),
+        ("defaulted", "Bearer anonymous"),
+    ] {
+        let r = m
+            .call_server_tool(server, "headers", json!({}), CALL)
+            .await
+            .unwrap();
+        let headers: BTreeMap<String, String> = serde_json::from_str(&text(&r)).unwrap();
+        assert_eq!(headers["authorization"], sent);
+    }
+    // An unset variable without a default fails that server alone, by name.
+    let unset = m.status("unset").unwrap();
+    assert_eq!(unset.state, ServerState::Failed);
+    let error = unset.last_error.unwrap();
+    assert_eq!(error.code, "mcp/env-unset");
+    assert!(error.message.contains("MISSING_TOKEN"), "{}", error.message);
+    // The value is substituted into the launch only, never shown.
+    let shown = format!("{:?}", m.statuses());
+    assert!(!shown.contains("tok-from-env"), "{shown}");
 }

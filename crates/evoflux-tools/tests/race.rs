@@ -29,6 +29,11 @@ fn swapper(root: &Path, outside: &Path, stop: Arc<AtomicBool>) -> std::thread::J
                 let _ = fs::remove_file(&dir);
             }
             let _ = fs::rename(&held, &dir);
+            // Leave the folder in place for a moment too, so that writes
+            // also land in it however busy the machine is.
+            for _ in 0..20 {
+                std::thread::yield_now();
+            }
         }
         swaps
     })

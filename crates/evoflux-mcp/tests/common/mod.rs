@@ -37,6 +37,7 @@ pub fn stdio_with(name: &str, args: &[&str], env: BTreeMap<String, String>) -> S
             env,
             cwd: None,
             create_dirs: Vec::new(),
+            references: Default::default(),
         }),
     }
 }
@@ -52,6 +53,7 @@ pub fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> ServerDefinition
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            references: Default::default(),
         }),
     }
 }

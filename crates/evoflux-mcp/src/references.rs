@@ -1,0 +1,99 @@
+//! Environment references in the user's own MCP entries: `${VAR}` and
+//! `${VAR:-default}` in `env` values and header values take their value
+//! from evoflux's environment when the server starts, so a token lives in
+//! the environment and never in a file (`Authorization: Bearer
+//! ${GITHUB_TOKEN}`). The value is substituted into the launch only; the
+//! definition, listings and inspection keep the reference.
+//!
+//! Plugin entries never expand references (a package must not read the
+//! user's environment), and `$VAR` without braces is text.
+
+use std::collections::BTreeMap;
+
+/// Whether a launch's values may hold environment references. Closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum References {
+    /// The values are sent as written (plugin servers).
+    #[default]
+    Literal,
+    /// `${VAR}` and `${VAR:-default}` take evoflux's environment (the
+    /// user's and admin's `mcp.json`, a trusted repository's).
+    FromEnvironment,
+}
+
+/// A reference to a variable that is not set and has no default.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`${{{name}}}` is not set in evoflux's environment; set it, or give a default as `${{{name}:-value}}`"
+)]
+pub struct Unset {
+    pub name: String,
+}
+
+/// Expands the references of `text` from `env`.
+pub fn expand(text: &str, env: &BTreeMap<String, String>) -> Result<String, Unset> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return Ok(out);
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        if !evoflux_graph::connection::is_env_name(name) {
+            // Not a reference: kept as written.
+            out.push_str(&rest[at..at + 2 + end + 1]);
+        } else {
+            match (env.get(name), default) {
+                (Some(value), _) => out.push_str(value),
+                (None, Some(default)) => out.push_str(default),
+                (None, None) => {
+                    return Err(Unset {
+                        name: name.to_owned(),
+                    });
+                }
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// [`expand`] over every value of a map.
+pub fn expand_values(
+    values: &BTreeMap<String, String>,
+    env: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, Unset> {
+    values
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), expand(v, env)?)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_take_the_environment_or_their_default() {
+        let env = BTreeMap::from([("TOKEN".to_owned(), "t0k".to_owned())]);
+        assert_eq!(expand("Bearer ${TOKEN}", &env).unwrap(), "Bearer t0k");
+        assert_eq!(
+            expand("${MISSING:-fallback}/x", &env).unwrap(),
+            "fallback/x"
+        );
+        assert_eq!(expand("${MISSING:-}", &env).unwrap(), "");
+        assert_eq!(
+            expand("$TOKEN ${not a name} ${", &env).unwrap(),
+            "$TOKEN ${not a name} ${"
+        );
+        assert_eq!(expand("${MISSING}", &env).unwrap_err().name, "MISSING");
+    }
+}
