@@ -229,18 +229,15 @@ pub struct HarnessConfig {
 }
 
 /// `[compat]`: the files of other harnesses evoflux reads, only ever to
-/// read them (it never writes them). Both on by default, so a setup made
-/// for Claude Code, codex or an editor works here as it is. Only the
-/// user's and the admin's files may set it.
+/// read them (it never writes them). On by default, so a setup made for
+/// Claude Code or Gemini works here as it is. Only the user's and the
+/// admin's files may set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompatConfig {
     /// `CLAUDE.md` and `GEMINI.md` serve a directory that has no
     /// `AGENTS.md`.
     #[serde(default = "yes")]
     pub instructions: bool,
-    /// MCP servers from Claude Code, codex, VS Code and Cursor configs.
-    #[serde(default = "yes")]
-    pub mcp: bool,
 }
 
 fn yes() -> bool {
@@ -249,10 +246,7 @@ fn yes() -> bool {
 
 impl Default for CompatConfig {
     fn default() -> Self {
-        CompatConfig {
-            instructions: true,
-            mcp: true,
-        }
+        CompatConfig { instructions: true }
     }
 }
 
@@ -348,7 +342,6 @@ pub struct ConfigLayer {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 struct CompatFile {
     instructions: Option<bool>,
-    mcp: Option<bool>,
 }
 
 /// The raw file: every section optional.
@@ -494,7 +487,6 @@ impl LoadedConfig {
                 if let Some(compat) = layer.compat {
                     let current = &mut self.config.compat;
                     current.instructions = compat.instructions.unwrap_or(current.instructions);
-                    current.mcp = compat.mcp.unwrap_or(current.mcp);
                 }
             }
         }
@@ -1211,9 +1203,9 @@ api_key_env = "OPENAI_API_KEY"
         let (loaded, diags) = check("[compat]\ninstructions = false\n");
         assert!(diags.is_empty(), "{diags:?}");
         let compat = loaded.unwrap().config.compat;
-        assert!(!compat.instructions && compat.mcp);
+        assert!(!compat.instructions);
         let (project, diags) = layer(
-            "[compat]\nmcp = false\n",
+            "[compat]\ninstructions = false\n",
             ConfigScope::Project(Trust::Trusted),
         );
         assert!(project.is_none());
