@@ -66,13 +66,18 @@ impl Store {
     pub async fn prune(&self, policy: &Retention) -> Result<Pruned, StoreError> {
         let sessions = self.list_sessions().await?;
         let mut pruned = Pruned::default();
-        let mut trees = self.trees(&sessions);
+        let mut trees = trees(&sessions);
         // Oldest first, so both rules delete what was left alone longest.
         trees.sort_by_key(|t| t.updated_at_ms);
         let now = now_ms();
         let age_ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-        let mut total: u64 = trees.iter().map(|t| t.bytes).sum();
-        for tree in &trees {
+        // Folder sizes are walked only when the size rule needs them all;
+        // otherwise only the trees deleted are measured, for the report.
+        let sizes: Option<Vec<u64>> = policy
+            .max_total_bytes
+            .map(|_| trees.iter().map(|t| self.tree_bytes(t)).collect());
+        let mut total: u64 = sizes.iter().flatten().sum();
+        for (i, tree) in trees.iter().enumerate() {
             let too_old = policy
                 .max_age
                 .is_some_and(|age| tree.updated_at_ms < now.saturating_sub(age_ms(age)));
@@ -81,14 +86,18 @@ impl Store {
             if !(too_old || too_big) {
                 continue;
             }
+            let bytes = match &sizes {
+                Some(sizes) => sizes[i],
+                None => self.tree_bytes(tree),
+            };
             match self.delete_session(tree.root).await {
                 Ok(ids) => pruned.deleted.extend(ids),
                 // Another evoflux pruned it first.
                 Err(StoreError::SessionNotFound(_)) => {}
                 Err(e) => return Err(e),
             }
-            total = total.saturating_sub(tree.bytes);
-            pruned.bytes_freed += tree.bytes;
+            total = total.saturating_sub(bytes);
+            pruned.bytes_freed += bytes;
         }
         let live: BTreeSet<String> = sessions
             .iter()
@@ -145,45 +154,53 @@ impl Store {
         ]
     }
 
-    /// Each top-level session with its children: when it last changed
-    /// (the latest of the tree) and the bytes its folders hold.
-    fn trees(&self, sessions: &[Session]) -> Vec<Tree> {
-        let parent: BTreeMap<SessionId, SessionId> = sessions
+    /// Bytes the folders of a tree's sessions hold.
+    fn tree_bytes(&self, tree: &Tree) -> u64 {
+        let roots = self.session_folder_roots();
+        tree.members
             .iter()
-            .filter_map(|s| s.parent.as_ref().map(|p| (s.id, p.session_id)))
-            .collect();
-        let root_of = |mut id: SessionId| {
-            // Bounded by the number of sessions, so a cycle cannot hang.
-            for _ in 0..=sessions.len() {
-                match parent.get(&id) {
-                    Some(p) => id = *p,
-                    None => break,
-                }
-            }
-            id
-        };
-        let mut trees: BTreeMap<SessionId, Tree> = BTreeMap::new();
-        for s in sessions {
-            let root = root_of(s.id);
-            let tree = trees.entry(root).or_insert(Tree {
-                root,
-                updated_at_ms: i64::MIN,
-                bytes: 0,
-            });
-            tree.updated_at_ms = tree.updated_at_ms.max(s.updated_at_ms);
-            for dir in self.session_folder_roots() {
-                tree.bytes += folder_bytes(&dir.join(s.id.to_string()));
+            .flat_map(|id| roots.iter().map(move |dir| dir.join(id.to_string())))
+            .map(|dir| folder_bytes(&dir))
+            .sum()
+    }
+}
+
+/// Each top-level session with its children, and when the tree last
+/// changed (the latest of its sessions).
+fn trees(sessions: &[Session]) -> Vec<Tree> {
+    let parent: BTreeMap<SessionId, SessionId> = sessions
+        .iter()
+        .filter_map(|s| s.parent.as_ref().map(|p| (s.id, p.session_id)))
+        .collect();
+    let root_of = |mut id: SessionId| {
+        // Bounded by the number of sessions, so a cycle cannot hang.
+        for _ in 0..=sessions.len() {
+            match parent.get(&id) {
+                Some(p) => id = *p,
+                None => break,
             }
         }
-        trees.into_values().collect()
+        id
+    };
+    let mut trees: BTreeMap<SessionId, Tree> = BTreeMap::new();
+    for s in sessions {
+        let root = root_of(s.id);
+        let tree = trees.entry(root).or_insert(Tree {
+            root,
+            updated_at_ms: i64::MIN,
+            members: Vec::new(),
+        });
+        tree.updated_at_ms = tree.updated_at_ms.max(s.updated_at_ms);
+        tree.members.push(s.id);
     }
+    trees.into_values().collect()
 }
 
 #[derive(Debug)]
 struct Tree {
     root: SessionId,
     updated_at_ms: i64,
-    bytes: u64,
+    members: Vec<SessionId>,
 }
 
 /// Bytes of the files below `dir`, links not followed; 0 when it is
