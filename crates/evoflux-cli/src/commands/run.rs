@@ -283,10 +283,13 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                         }
                         Err(e) => return Err(e.into()),
                     },
-                    (age, size) => evoflux_store::Retention {
-                        max_age: age.map(|d| std::time::Duration::from_secs(d.saturating_mul(86_400))),
-                        max_total_bytes: size.map(|m| m.saturating_mul(1024 * 1024)),
-                    },
+                    // The flags say what [storage] would; one conversion.
+                    (age, size) => evoflux_store::Retention::from(
+                        evoflux_core::config::StorageConfig {
+                            max_age_days: *age,
+                            max_total_mib: *size,
+                        },
+                    ),
                 };
                 let store = Store::open(dirs.data_dir()).await?;
                 let pruned = store.prune(&policy).await?;
