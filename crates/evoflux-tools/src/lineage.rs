@@ -33,38 +33,25 @@ pub(crate) struct Lineage {
 }
 
 impl Lineage {
-    /// Registers a runtime tagged `tag` in `runs_dir` (none: no record,
-    /// nothing reaped) after reaping what dead runtimes left there.
-    /// Returns how many processes were reaped.
-    pub(crate) fn start(runs_dir: Option<&Path>, tag: String) -> (Lineage, usize) {
+    /// Registers a new runtime in `runs_dir` (none: no record, nothing
+    /// reaped) after reaping what dead runtimes left there. Returns how
+    /// many processes were reaped.
+    pub(crate) fn start(runs_dir: Option<&Path>) -> (Lineage, usize) {
+        let tag = fresh_tag();
         let Some(dir) = runs_dir else {
             return (Lineage { tag, record: None }, 0);
         };
         let reaped = reap_dead(dir);
         let record = dir.join(&tag);
+        // A plain write, not an atomic one: every run starts a runtime, and
+        // a record lost to a machine crash has nothing left to reap. A torn
+        // record does not parse and so counts as dead, like a missing one.
         let written = Identity::of(std::process::id()).is_some_and(|me| {
             evoflux_core::private::create_private_dir(dir).is_ok()
-                && evoflux_core::atomic::write_atomic(
-                    &record,
-                    me.to_record().as_bytes(),
-                    evoflux_core::atomic::AtomicOptions::SECRET,
-                )
-                .is_ok()
+                && write_private(&record, me.to_record().as_bytes()).is_ok()
         });
         let record = written.then_some(record);
         (Lineage { tag, record }, reaped)
-    }
-
-    /// A tag no other runtime has, on this machine, now or before: this
-    /// process's pid, the time and a counter (not the session ids' source,
-    /// which tests make sequential and so the same in every process).
-    pub(crate) fn fresh_tag() -> String {
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        format!("{:08x}{nanos:x}{n:x}", std::process::id())
     }
 
     /// The variable a command of `session` carries.
@@ -89,6 +76,31 @@ impl Drop for Lineage {
             let _ = std::fs::remove_file(record);
         }
     }
+}
+
+/// A tag no other runtime has, on this machine, now or before: this
+/// process's pid, the time and a counter (not the session ids' source,
+/// which tests make sequential and so the same in every process).
+fn fresh_tag() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:08x}{nanos:x}{n:x}", std::process::id())
+}
+
+/// Writes `bytes` to a new owner-only file at `path`.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(evoflux_core::private::PRIVATE_FILE)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// A process by pid and start time (clock ticks since boot), so a reused
@@ -253,7 +265,8 @@ mod tests {
             .env(LINEAGE_VAR, "00000000cafe/other")
             .spawn()
             .unwrap();
-        let (lineage, reaped) = Lineage::start(Some(dir.path()), "00000000feed".into());
+        let (lineage, reaped) = Lineage::start(Some(dir.path()));
+        let own = lineage.tag.clone();
         assert_eq!(reaped, 1);
         assert!(
             orphan.wait().unwrap().code().is_none(),
@@ -264,9 +277,9 @@ mod tests {
             "not of the dead runtime"
         );
         assert!(!dir.path().join(tag).exists());
-        assert!(dir.path().join("00000000feed").is_file());
+        assert!(dir.path().join(&own).is_file());
         drop(lineage);
-        assert!(!dir.path().join("00000000feed").exists());
+        assert!(!dir.path().join(&own).exists());
         bystander.kill().unwrap();
         bystander.wait().unwrap();
     }

@@ -141,7 +141,7 @@ impl ProcessRuntime {
     /// running (see `runs_dir`).
     pub fn new(config: RuntimeConfig) -> ProcessRuntime {
         let shell = user_shell(&config.parent_env);
-        let (lineage, reaped) = Lineage::start(config.runs_dir.as_deref(), Lineage::fresh_tag());
+        let (lineage, reaped) = Lineage::start(config.runs_dir.as_deref());
         if reaped > 0 {
             tracing::warn!(
                 reaped,
@@ -434,10 +434,11 @@ impl Inner {
         let sandbox = lock(&self.sessions)
             .get(&session)
             .and_then(|s| s.sandbox.clone());
-        let journal_cap = sandbox.as_ref().map_or(
-            evoflux_graph::sandbox::DEFAULT_JOURNAL_CAP_MIB * 1024 * 1024,
-            |s| s.journal_cap(),
-        );
+        let journal_cap = sandbox
+            .as_ref()
+            .map_or(evoflux_graph::sandbox::DEFAULT_JOURNAL_CAP_BYTES, |s| {
+                s.journal_cap()
+            });
         let confined;
         let spec = match sandbox {
             Some(sandbox) => {
