@@ -165,8 +165,9 @@ pub struct LeftOutLink {
 }
 
 impl LeftOutLink {
-    /// The warning that reports it, scoped to the package.
-    pub fn diagnostic(&self, root: &Path) -> ScopedDiagnostic {
+    /// The warning that reports it, scoped to the package; its locator is
+    /// the link's path in the package.
+    pub fn diagnostic(&self) -> ScopedDiagnostic {
         let why = match self.escapes_root {
             true => "it resolves outside the plugin root",
             false => "it does not name a file inside the plugin root",
@@ -180,7 +181,7 @@ impl LeftOutLink {
                     self.path, self.target
                 ),
             )
-            .with_file(root.join(&self.path)),
+            .with_field(self.path.clone()),
         )
     }
 }

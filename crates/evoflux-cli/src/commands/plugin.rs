@@ -459,31 +459,22 @@ fn report(out: &Output, e: &PluginError) -> Exit {
 /// skips (an error in a skill's or server's scope, an escaping link), and
 /// the links a copy left out. The rest of the package loads.
 fn unavailable_parts(inspection: &PluginInspection, left_out: &[LeftOutLink], s: &mut String) {
-    let skipped: Vec<&ScopedDiagnostic> = inspection
+    let left_out: Vec<ScopedDiagnostic> = left_out.iter().map(LeftOutLink::diagnostic).collect();
+    let parts: Vec<&ScopedDiagnostic> = inspection
         .diagnostics
         .iter()
         .filter(|d| d.diagnostic.severity != evoflux_core::Severity::Info)
+        .chain(&left_out)
         .collect();
-    if skipped.is_empty() && left_out.is_empty() {
+    if parts.is_empty() {
         return;
     }
     let _ = writeln!(s, "Unavailable parts (the rest of the package loads):");
-    for d in skipped {
+    for d in parts {
         let _ = writeln!(
             s,
             "  {} [{}] {}",
             d.scope, d.diagnostic.code, d.diagnostic.message
-        );
-    }
-    for link in left_out {
-        let why = match link.escapes_root {
-            true => "it resolves outside the plugin root",
-            false => "it names no file inside the plugin root",
-        };
-        let _ = writeln!(
-            s,
-            "  package [plugin/link-left-out] symlink `{}` -> `{}` was left out of the copy: {why}",
-            link.path, link.target
         );
     }
 }
