@@ -75,6 +75,14 @@ pub const DEFAULT_JOURNAL_CAP_MIB: u64 = 256;
 /// The largest cap a file may set (64 GiB).
 pub const MAX_JOURNAL_CAP_MIB: u64 = 64 * 1024;
 
+/// The framework's journal cap in bytes, for commands run outside any
+/// session sandbox.
+pub const DEFAULT_JOURNAL_CAP_BYTES: u64 = mib_to_bytes(DEFAULT_JOURNAL_CAP_MIB);
+
+const fn mib_to_bytes(mib: u64) -> u64 {
+    mib.saturating_mul(1024 * 1024)
+}
+
 fn default_journal_cap_mib() -> u64 {
     DEFAULT_JOURNAL_CAP_MIB
 }
@@ -102,7 +110,7 @@ impl SandboxPolicy {
 
     /// The journal cap in bytes.
     pub fn journal_cap_bytes(&self) -> u64 {
-        self.journal_cap_mib.saturating_mul(1024 * 1024)
+        mib_to_bytes(self.journal_cap_mib)
     }
 
     /// Lays one file over the policy so far: a user or admin file sets what
