@@ -423,15 +423,54 @@ impl HarnessConfig {
 /// Returns the effective configuration when there are no errors; all
 /// problems found are pushed into `diags` together.
 pub fn load(path: &Path, diags: &mut Diagnostics) -> Option<LoadedConfig> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text, diags),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(LoadedConfig::embedded()),
-        Err(e) => {
-            diags.push(
-                Diagnostic::error("config/unreadable", format!("cannot read config: {e}"))
-                    .with_file(path),
-            );
-            None
+    match read_config_file(path, diags) {
+        Ok(Some(text)) => parse(path, &text, diags),
+        Ok(None) => Some(LoadedConfig::embedded()),
+        Err(()) => None,
+    }
+}
+
+/// The embedded defaults with each existing file of `files` laid over
+/// them in order, as the compile lays the owner's layers (for what is read
+/// before any compile, such as `[storage]`). Problems are pushed to
+/// `diags`; a file with errors is left out.
+pub fn load_layers(files: &[(PathBuf, ConfigScope)], diags: &mut Diagnostics) -> LoadedConfig {
+    let mut loaded = LoadedConfig::embedded();
+    for (path, scope) in files {
+        if let Ok(Some(text)) = read_config_file(path, diags)
+            && let Some(layer) = parse_layer(path, &text, *scope, diags)
+        {
+            loaded.apply(layer);
+        }
+    }
+    loaded
+}
+
+/// A config file's text through the one source reader (and its size cap);
+/// `Ok(None)` when it does not exist, `Err` after pushing why it cannot be
+/// read.
+fn read_config_file(path: &Path, diags: &mut Diagnostics) -> Result<Option<String>, ()> {
+    use crate::source::{SourceReadError, read_source};
+    let unreadable =
+        |message: String| Diagnostic::error("config/unreadable", message).with_file(path);
+    match read_source(path) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => Ok(Some(text)),
+            Err(_) => {
+                diags.push(unreadable(
+                    "cannot read config: it is not valid UTF-8".into(),
+                ));
+                Err(())
+            }
+        },
+        Err(SourceReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e @ SourceReadError::TooLarge) => {
+            diags.push(Diagnostic::error("compile/file-too-large", e.to_string()).with_file(path));
+            Err(())
+        }
+        Err(SourceReadError::Io(e)) => {
+            diags.push(unreadable(format!("cannot read config: {e}")));
+            Err(())
         }
     }
 }

@@ -244,38 +244,21 @@ impl AppContext {
     /// admin's and the user's config.toml, layered as every session's
     /// config is (a repository has no say in it).
     pub fn storage(&self) -> Result<evoflux_core::config::StorageConfig, SessionError> {
+        use evoflux_core::config::ConfigScope;
         let mut diags = evoflux_core::Diagnostics::new();
-        let mut loaded = evoflux_core::config::LoadedConfig::embedded();
-        for (dir, scope) in [
-            (
-                self.dirs.admin_dir(),
-                evoflux_core::config::ConfigScope::Admin,
-            ),
-            (
-                self.dirs.config_dir(),
-                evoflux_core::config::ConfigScope::User,
-            ),
-        ] {
-            let path = dir.join("config.toml");
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    diags.push(
-                        evoflux_core::Diagnostic::error(
-                            "config/unreadable",
-                            format!("cannot read config: {e}"),
-                        )
-                        .with_file(&path),
-                    );
-                    continue;
-                }
-            };
-            if let Some(layer) = evoflux_core::config::parse_layer(&path, &text, scope, &mut diags)
-            {
-                loaded.apply(layer);
-            }
-        }
+        let loaded = evoflux_core::config::load_layers(
+            &[
+                (
+                    self.dirs.admin_dir().join("config.toml"),
+                    ConfigScope::Admin,
+                ),
+                (
+                    self.dirs.config_dir().join("config.toml"),
+                    ConfigScope::User,
+                ),
+            ],
+            &mut diags,
+        );
         match diags.has_errors() {
             true => Err(SessionError::Config { diagnostics: diags }),
             false => Ok(loaded.config.storage),
