@@ -55,6 +55,7 @@ impl Fixture {
             workspaces: vec![self.project.clone()],
             trusted: vec![self.project.clone()],
             plugins: Vec::new(),
+            foreign_mcp: Vec::new(),
         })
         .unwrap()
     }

@@ -111,6 +111,7 @@ fn agents_cli_effective_config_equals_library() {
             workspaces: vec![std::fs::canonicalize(env.repo()).unwrap()],
             trusted: vec![std::fs::canonicalize(env.repo()).unwrap()],
             plugins: Vec::new(),
+            foreign_mcp: Vec::new(),
         }),
     )
     .unwrap();

@@ -230,14 +230,56 @@ pub struct HarnessConfig {
 
 /// `[compat]`: the files of other harnesses evoflux reads, only ever to
 /// read them (it never writes them). On by default, so a setup made for
-/// Claude Code or Gemini works here as it is. Only the user's and the
-/// admin's files may set it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Claude Code, codex or an editor works here as it is. Only the user's
+/// and the admin's files may set it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompatConfig {
     /// `CLAUDE.md` and `GEMINI.md` serve a directory that has no
     /// `AGENTS.md`.
     #[serde(default = "yes")]
     pub instructions: bool,
+    /// Whose MCP server files join the user and project layers besides
+    /// evoflux's own `mcp.json` (`mcp = []` reads none).
+    #[serde(default = "ForeignMcp::all")]
+    pub mcp: Vec<ForeignMcp>,
+}
+
+/// Another harness whose MCP server configuration evoflux can read.
+/// Closed: each has one adapter in the graph crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForeignMcp {
+    /// A repository's `.mcp.json`, and `~/.claude.json` (the user's
+    /// servers and those Claude Code keeps for one project).
+    ClaudeCode,
+    /// `[mcp_servers]` of `~/.codex/config.toml`.
+    Codex,
+    /// A repository's `.vscode/mcp.json`.
+    Vscode,
+    /// A repository's `.cursor/mcp.json` and `~/.cursor/mcp.json`.
+    Cursor,
+}
+
+impl ForeignMcp {
+    pub const ALL: [ForeignMcp; 4] = [
+        ForeignMcp::ClaudeCode,
+        ForeignMcp::Codex,
+        ForeignMcp::Vscode,
+        ForeignMcp::Cursor,
+    ];
+
+    fn all() -> Vec<ForeignMcp> {
+        Self::ALL.to_vec()
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ForeignMcp::ClaudeCode => "claude-code",
+            ForeignMcp::Codex => "codex",
+            ForeignMcp::Vscode => "vscode",
+            ForeignMcp::Cursor => "cursor",
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -246,7 +288,10 @@ fn yes() -> bool {
 
 impl Default for CompatConfig {
     fn default() -> Self {
-        CompatConfig { instructions: true }
+        CompatConfig {
+            instructions: true,
+            mcp: ForeignMcp::all(),
+        }
     }
 }
 
@@ -339,9 +384,10 @@ pub struct ConfigLayer {
 }
 
 /// `[compat]` as a file writes it: each key optional, layered key by key.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 struct CompatFile {
     instructions: Option<bool>,
+    mcp: Option<Vec<ForeignMcp>>,
 }
 
 /// The raw file: every section optional.
@@ -464,7 +510,7 @@ fn read_config_file(path: &Path, diags: &mut Diagnostics) -> Result<Option<Strin
             }
         },
         Err(SourceReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e @ SourceReadError::TooLarge) => {
+        Err(e @ SourceReadError::TooLarge { .. }) => {
             diags.push(Diagnostic::error("compile/file-too-large", e.to_string()).with_file(path));
             Err(())
         }
@@ -526,6 +572,9 @@ impl LoadedConfig {
                 if let Some(compat) = layer.compat {
                     let current = &mut self.config.compat;
                     current.instructions = compat.instructions.unwrap_or(current.instructions);
+                    if let Some(mcp) = compat.mcp {
+                        current.mcp = mcp;
+                    }
                 }
             }
         }
@@ -1243,6 +1292,15 @@ api_key_env = "OPENAI_API_KEY"
         assert!(diags.is_empty(), "{diags:?}");
         let compat = loaded.unwrap().config.compat;
         assert!(!compat.instructions);
+        assert_eq!(compat.mcp, ForeignMcp::ALL);
+        let (loaded, diags) = check("[compat]\nmcp = [\"codex\"]\n");
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(loaded.unwrap().config.compat.mcp, [ForeignMcp::Codex]);
+        let (_, diags) = check("[compat]\nmcp = [\"zed\"]\n");
+        assert!(
+            diags.has_errors(),
+            "an unknown harness is named, not ignored"
+        );
         let (project, diags) = layer(
             "[compat]\ninstructions = false\n",
             ConfigScope::Project(Trust::Trusted),

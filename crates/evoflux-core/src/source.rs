@@ -16,9 +16,9 @@ pub const MAX_SOURCE_FILE_BYTES: u64 = 512 * 1024;
 pub enum SourceReadError {
     #[error(
         "the file is larger than {} KiB: move long material into files it links to",
-        MAX_SOURCE_FILE_BYTES / 1024
+        limit / 1024
     )]
-    TooLarge,
+    TooLarge { limit: u64 },
     #[error("cannot read file: {0}")]
     Io(#[from] io::Error),
 }
@@ -26,12 +26,19 @@ pub enum SourceReadError {
 /// Reads at most [`MAX_SOURCE_FILE_BYTES`] of `path` (never more, so a huge
 /// file costs nothing).
 pub fn read_source(path: &Path) -> Result<Vec<u8>, SourceReadError> {
+    read_source_up_to(path, MAX_SOURCE_FILE_BYTES)
+}
+
+/// [`read_source`] with another bound, for a file evoflux reads but does
+/// not own and whose owner makes it larger (Claude Code's `~/.claude.json`
+/// also keeps its history).
+pub fn read_source_up_to(path: &Path, limit: u64) -> Result<Vec<u8>, SourceReadError> {
     let mut bytes = Vec::new();
     File::open(path)?
-        .take(MAX_SOURCE_FILE_BYTES + 1)
+        .take(limit.saturating_add(1))
         .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_SOURCE_FILE_BYTES {
-        return Err(SourceReadError::TooLarge);
+    if bytes.len() as u64 > limit {
+        return Err(SourceReadError::TooLarge { limit });
     }
     Ok(bytes)
 }

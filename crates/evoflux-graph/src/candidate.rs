@@ -53,6 +53,16 @@ pub enum AppFolder {
     Claude,
     /// `.opencode/skills`, `~/.config/opencode/skills`.
     Opencode,
+    /// codex's `~/.codex/config.toml` (its MCP servers).
+    Codex,
+    /// VS Code's `.vscode/mcp.json`.
+    Vscode,
+    /// Cursor's `.cursor/mcp.json` and `~/.cursor/mcp.json`.
+    Cursor,
+}
+
+fn is_evoflux_format(format: &crate::mcp_format::McpFormat) -> bool {
+    *format == crate::mcp_format::McpFormat::Evoflux
 }
 
 /// Who owns a source.
@@ -80,8 +90,15 @@ pub enum Backing {
     Builtin { registry: String, module: String },
     /// A file holding exactly this definition.
     File { path: PathBuf, format: FileFormat },
-    /// One named entry of a file that holds several (an `mcp.json` server).
-    FileEntry { path: PathBuf, entry: String },
+    /// One named entry of a file that holds several (an `mcp.json`
+    /// server), read as `format` (evoflux's own, or another harness's).
+    FileEntry {
+        path: PathBuf,
+        /// The entry's name as the file writes it.
+        entry: String,
+        #[serde(default, skip_serializing_if = "is_evoflux_format")]
+        format: crate::mcp_format::McpFormat,
+    },
 }
 
 /// One candidate for one slot.

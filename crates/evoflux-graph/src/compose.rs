@@ -30,7 +30,7 @@ use crate::candidate::{Backing, Candidate, Owner, SourceDescriptor, SourceId};
 use crate::channel::{self, ChannelDefinition};
 use crate::connection::{self, ConnectionDefinition};
 use crate::declarative::{is_disable_sentinel, parse_value};
-use crate::layer::Layer;
+use crate::layer::{Form, Layer};
 use crate::policy::CompositionPolicy;
 use crate::registry::BuiltinRegistry;
 use crate::sandbox::{self, SandboxPolicy};
@@ -329,7 +329,22 @@ fn compose_slot(
             c.file()
                 .map_or_else(|| c.source_id.to_string(), |f| f.display().to_string())
         };
-        if policy.duplicates_are_errors() {
+        if a.form == Form::Derived {
+            // Other harnesses' files often repeat one server (a setup
+            // copied from Claude Code to Cursor): the first in discovery
+            // order is used, and nothing fails.
+            diags.push(locate(
+                Diagnostic::info(
+                    "compile/derived-duplicate",
+                    format!(
+                        "`{slot}` is in `{}` and in `{}`; the first is used",
+                        where_(a),
+                        where_(b)
+                    ),
+                ),
+                b,
+            ));
+        } else if policy.duplicates_are_errors() {
             diags.push(locate(
                 Diagnostic::error(
                     "compile/duplicate-candidate",
@@ -359,9 +374,9 @@ fn compose_slot(
         }
     }
     if policy.duplicates_are_errors()
-        && group
-            .windows(2)
-            .any(|p| p[0].layer == p[1].layer && p[0].form == p[1].form)
+        && group.windows(2).any(|p| {
+            p[0].layer == p[1].layer && p[0].form == p[1].form && p[0].form == Form::Direct
+        })
     {
         // Nothing is loaded for a slot whose winner is ambiguous.
         return;
@@ -586,6 +601,15 @@ fn apply_policy(
 ) {
     let errors = local.has_errors();
     let located = local.into_iter().map(|d| locate(d, winner));
+    if winner.form == Form::Derived {
+        // Derived from another harness's file: a problem there is that
+        // tool's, so it is a warning and the slot is left out.
+        diags.extend(located.map(|mut d| {
+            d.severity = d.severity.min(Severity::Warning);
+            d
+        }));
+        return;
+    }
     match policy {
         CompositionPolicy::Strict
         | CompositionPolicy::Layered
@@ -671,15 +695,19 @@ fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) 
                 None => Loaded::Invalid,
             }
         }
-        Backing::FileEntry { path, entry } => {
-            let Some((text, _)) = read(path, diags) else {
+        Backing::FileEntry {
+            path,
+            entry,
+            format,
+        } => {
+            let Some((text, _)) = read_up_to(path, format.max_bytes(), diags) else {
                 return Loaded::Invalid;
             };
-            let value = match connection::entries(path, &text) {
+            let value = match crate::mcp_format::file_entries(format, path, &text) {
                 Ok(entries) => entries
                     .into_iter()
-                    .find(|(n, _)| n == entry)
-                    .map(|(_, v)| v),
+                    .find(|e| e.name == *entry && e.format == *format)
+                    .map(|e| e.value),
                 Err(d) => {
                     diags.push(d);
                     return Loaded::Invalid;
@@ -701,9 +729,10 @@ fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) 
                 sha256,
                 entry: Some(entry.clone()),
             };
-            if is_disable_sentinel(&value) {
+            if *format == crate::mcp_format::McpFormat::Evoflux && is_disable_sentinel(&value) {
                 return Loaded::Disable;
             }
+            let value = crate::mcp_format::adapt(format, path, entry, value, diags);
             match connection::parse(path, entry, value, diags) {
                 Some(def) => Loaded::Definition(Box::new((Definition::Connection(def), binding))),
                 None => Loaded::Invalid,
@@ -713,7 +742,11 @@ fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) 
 }
 
 fn read(path: &Path, diags: &mut Diagnostics) -> Option<(String, String)> {
-    match evoflux_core::source::read_source(path) {
+    read_up_to(path, evoflux_core::source::MAX_SOURCE_FILE_BYTES, diags)
+}
+
+fn read_up_to(path: &Path, limit: u64, diags: &mut Diagnostics) -> Option<(String, String)> {
+    match evoflux_core::source::read_source_up_to(path, limit) {
         Ok(bytes) => {
             let sha = sha256_hex(&bytes).to_string();
             match String::from_utf8(bytes) {
@@ -729,7 +762,7 @@ fn read(path: &Path, diags: &mut Diagnostics) -> Option<(String, String)> {
         }
         Err(e) => {
             let code = match e {
-                evoflux_core::source::SourceReadError::TooLarge => "compile/file-too-large",
+                evoflux_core::source::SourceReadError::TooLarge { .. } => "compile/file-too-large",
                 evoflux_core::source::SourceReadError::Io(_) => "compile/file-unreadable",
             };
             diags.push(Diagnostic::error(code, e.to_string()).with_file(path));

@@ -1,19 +1,22 @@
 //! Discovery: roots become candidates.
 //!
-//! Discovery reads directory listings and nothing else (except `mcp.json`,
-//! one file that declares several slots, whose entry names it must know).
+//! Discovery reads directory listings and nothing else (except `mcp.json`
+//! and the MCP server files of other harnesses: one file declares several
+//! slots, whose entry names it must know).
 //! It never parses a definition: that is done for winners only, after
 //! composition.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use evoflux_core::config::ForeignMcp;
 use evoflux_core::trust::Trust;
 use evoflux_core::{Diagnostic, Diagnostics};
 
 use crate::candidate::{AppFolder, AppRoot, Backing, Candidate, Owner, SourceId};
 use crate::connection;
 use crate::layer::{Form, Layer};
+use crate::mcp_format::{self, McpFormat};
 use crate::registry::BuiltinRegistry;
 use crate::slot::{self, FileFormat, PathClass, Slot, SlotKind};
 
@@ -27,6 +30,13 @@ pub enum RootShape {
     /// Exactly these skill bundles, listed by their owner (a plugin's
     /// `skills/`): the folder itself is not scanned.
     Listed(Vec<ListedSkill>),
+    /// One MCP server file of another harness in `dir` (Claude Code's
+    /// `.mcp.json`, codex's `config.toml`, …), of which the entries of
+    /// `scopes` join the layer as derived candidates.
+    McpFile {
+        file: PathBuf,
+        scopes: Vec<McpFormat>,
+    },
 }
 
 /// One root to discover.
@@ -59,6 +69,9 @@ pub struct RootOptions {
     /// Plugins contribute skills only to the graph; their MCP servers run
     /// in the plugin runtime.
     pub plugins: Vec<PluginRoot>,
+    /// Whose MCP server files are read besides evoflux's own (`[compat]
+    /// mcp` of the owner's config; none unless the caller says).
+    pub foreign_mcp: Vec<evoflux_core::config::ForeignMcp>,
 }
 
 /// One enabled plugin whose `skills/` folder joins the composition.
@@ -179,6 +192,67 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             });
         }
     }
+    let reads = |h: ForeignMcp| opts.foreign_mcp.contains(&h);
+    let chains: Vec<Vec<PathBuf>> = opts
+        .workspaces
+        .iter()
+        .map(|ws| dirs_to_git_root(ws))
+        .collect();
+    if let Some(home) = &opts.home {
+        let mut user_file = |rel: &str, folder, scopes: Vec<McpFormat>| {
+            let file = home.join(rel);
+            roots.push(Root {
+                layer: Layer::User,
+                owner: app(AppRoot::User, folder, &file),
+                dir: file
+                    .parent()
+                    .map_or_else(|| home.clone(), Path::to_path_buf),
+                shape: RootShape::McpFile { file, scopes },
+                label: format!("~/{rel}"),
+                trust: Trust::Trusted,
+            });
+        };
+        if reads(ForeignMcp::ClaudeCode) {
+            // The servers Claude Code keeps for the workspace's directories
+            // come before its user-wide ones, as they do in Claude Code.
+            let mut scopes: Vec<McpFormat> = Vec::new();
+            for chain in &chains {
+                for dir in chain {
+                    let project = McpFormat::ClaudeLocal {
+                        project: dir.display().to_string(),
+                    };
+                    if !scopes.contains(&project) {
+                        scopes.push(project);
+                    }
+                }
+            }
+            scopes.push(McpFormat::ClaudeUser);
+            user_file(".claude.json", AppFolder::Claude, scopes);
+        }
+        if reads(ForeignMcp::Codex) {
+            user_file(
+                ".codex/config.toml",
+                AppFolder::Codex,
+                vec![McpFormat::Codex],
+            );
+        }
+        if reads(ForeignMcp::Cursor) {
+            user_file(
+                ".cursor/mcp.json",
+                AppFolder::Cursor,
+                vec![McpFormat::CursorUser],
+            );
+        }
+    }
+    let project_files = [
+        (".mcp.json", AppFolder::Claude, McpFormat::ClaudeProject),
+        (".vscode/mcp.json", AppFolder::Vscode, McpFormat::Vscode),
+        (
+            ".cursor/mcp.json",
+            AppFolder::Cursor,
+            McpFormat::CursorProject,
+        ),
+    ];
     let mut seen = std::collections::BTreeSet::new();
     for ws in &opts.workspaces {
         let chain = dirs_to_git_root(ws);
@@ -218,6 +292,22 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             for (sub, folder) in PROJECT_SKILL_ROOTS {
                 push(sub, folder, RootShape::Skills);
             }
+            for (rel, folder, format) in &project_files {
+                let file = dir.join(rel);
+                if format.harness().is_some_and(reads) && seen.insert(file.clone()) {
+                    roots.push(Root {
+                        layer: Layer::Project,
+                        owner: app(AppRoot::Project, *folder, &file),
+                        dir: file.parent().map_or_else(|| dir.clone(), Path::to_path_buf),
+                        shape: RootShape::McpFile {
+                            file,
+                            scopes: vec![format.clone()],
+                        },
+                        label: format!("{base}/{rel}"),
+                        trust,
+                    });
+                }
+            }
         }
     }
     roots
@@ -236,13 +326,26 @@ struct Sink<'a> {
 
 impl Sink<'_> {
     fn push(&mut self, root: &Root, slot: Slot, logical_path: String, backing: Backing) {
+        let source_id = SourceId(format!("{}:{}:{}", root.layer, root.label, logical_path));
+        self.push_as(root, slot, logical_path, backing, Form::Direct, source_id);
+    }
+
+    fn push_as(
+        &mut self,
+        root: &Root,
+        slot: Slot,
+        logical_path: String,
+        backing: Backing,
+        form: Form,
+        source_id: SourceId,
+    ) {
         let order = u32::try_from(self.out.len()).unwrap_or(u32::MAX);
         self.out.push(Candidate {
-            source_id: SourceId(format!("{}:{}:{}", root.layer, root.label, logical_path)),
+            source_id,
             slot,
             logical_path,
             layer: root.layer,
-            form: Form::Direct,
+            form,
             owner: root.owner.clone(),
             backing,
             order,
@@ -301,6 +404,7 @@ pub fn discover(
             RootShape::Full => discover_full(root, &mut sink),
             RootShape::Skills => discover_skill_root(root, &root.dir, "skills", &mut sink),
             RootShape::Listed(skills) => discover_listed(root, skills, "skills", &mut sink),
+            RootShape::McpFile { file, scopes } => discover_mcp_file(root, file, scopes, &mut sink),
         }
     }
     out
@@ -529,7 +633,109 @@ fn discover_mcp(root: &Root, path: &Path, sink: &mut Sink<'_>) {
             Backing::FileEntry {
                 path: path.to_path_buf(),
                 entry: name,
+                format: McpFormat::Evoflux,
             },
+        );
+    }
+}
+
+/// The entries of another harness's MCP server file that `scopes` name,
+/// as derived candidates: evoflux's own `mcp.json` in the same layer wins
+/// over them. A missing file is nothing to report; a broken one is a
+/// warning (it belongs to another tool), and so is a name evoflux cannot
+/// use. A name evoflux writes differently (`brave_search`) takes
+/// evoflux's form, and says so.
+fn discover_mcp_file(root: &Root, file: &Path, scopes: &[McpFormat], sink: &mut Sink<'_>) {
+    let Some(first) = scopes.first() else { return };
+    let text = match evoflux_core::source::read_source_up_to(file, first.max_bytes()) {
+        Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => {
+                sink.diags.push(
+                    Diagnostic::warning(
+                        "discover/foreign-mcp-invalid",
+                        "this MCP server file of another tool is not read: it is not UTF-8",
+                    )
+                    .with_file(file),
+                );
+                return;
+            }
+        },
+        Err(evoflux_core::source::SourceReadError::Io(e))
+            if e.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return;
+        }
+        Err(e) => {
+            sink.diags.push(
+                Diagnostic::warning(
+                    "discover/foreign-mcp-invalid",
+                    format!("this MCP server file of another tool is not read: {e}"),
+                )
+                .with_file(file),
+            );
+            return;
+        }
+    };
+    let entries = match mcp_format::file_entries(first, file, &text) {
+        Ok(entries) => entries,
+        Err(d) => {
+            sink.diags.push(d);
+            return;
+        }
+    };
+    for entry in entries.into_iter().filter(|e| scopes.contains(&e.format)) {
+        let field = entry.format.field(&entry.name);
+        let name = if slot::is_valid_connection_name(&entry.name) {
+            entry.name.clone()
+        } else if let Some(name) = mcp_format::connection_name(&entry.name) {
+            sink.diags.push(
+                Diagnostic::info(
+                    "discover/foreign-name-renamed",
+                    format!(
+                        "server `{}` is `{name}` in evoflux, whose server names are lowercase \
+                         with `-`",
+                        entry.name
+                    ),
+                )
+                .with_file(file)
+                .with_field(field),
+            );
+            name
+        } else {
+            sink.diags.push(
+                Diagnostic::warning(
+                    "discover/foreign-name-invalid",
+                    format!(
+                        "server `{}` is not read: evoflux's server names start with a letter \
+                         and use lowercase letters, digits and `-`; define it in evoflux's \
+                         mcp.json under such a name",
+                        entry.name
+                    ),
+                )
+                .with_file(file)
+                .with_field(field),
+            );
+            continue;
+        };
+        let logical_path = format!("mcp.json#{name}");
+        let source_id = SourceId(format!(
+            "{}:{}{}:{logical_path}",
+            root.layer,
+            root.label,
+            entry.format.scope_label()
+        ));
+        sink.push_as(
+            root,
+            Slot::new(SlotKind::Connection, name),
+            logical_path,
+            Backing::FileEntry {
+                path: file.to_path_buf(),
+                entry: entry.name,
+                format: entry.format,
+            },
+            Form::Derived,
+            source_id,
         );
     }
 }

@@ -15,6 +15,7 @@ pub mod discover;
 pub mod graph;
 pub mod info;
 pub mod layer;
+pub mod mcp_format;
 pub mod policy;
 pub mod registry;
 pub mod route_plan;

@@ -57,6 +57,7 @@ impl Fixture {
             workspaces: vec![self.repo.clone()],
             trusted: vec![self.repo.clone()],
             plugins: Vec::new(),
+            foreign_mcp: Vec::new(),
         }
     }
 
@@ -613,6 +614,7 @@ fn tree(base: &Path) -> RootOptions {
         trusted: vec![repo.clone()],
         workspaces: vec![repo],
         plugins: Vec::new(),
+        foreign_mcp: Vec::new(),
     }
 }
 
@@ -660,6 +662,7 @@ fn tree_without_rewrite(base: &Path) -> RootOptions {
         workspaces: vec![base.join("repo")],
         trusted: vec![base.join("repo")],
         plugins: Vec::new(),
+        foreign_mcp: Vec::new(),
     }
 }
 

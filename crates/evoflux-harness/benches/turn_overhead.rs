@@ -78,6 +78,7 @@ async fn bench() {
         trusted: vec![repo.clone()],
         workspaces: vec![repo.clone()],
         plugins: vec![],
+        foreign_mcp: Vec::new(),
     };
     let graph =
         evoflux_graph::compile(&[BuiltinRegistry::framework()], &standard_roots(&opts)).unwrap();

@@ -857,6 +857,7 @@ async fn work_cannot_load_a_coding_only_bundled_skill_but_loads_its_own() {
         workspaces: vec![base.repo()],
         trusted: vec![base.repo()],
         plugins: vec![],
+        foreign_mcp: Vec::new(),
     };
     let graph = evoflux_graph::compile(
         &[

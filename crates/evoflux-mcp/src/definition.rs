@@ -101,7 +101,7 @@ pub struct StdioLaunch {
     pub cwd: Option<PathBuf>,
     /// Folders created before spawning (a plugin's `PLUGIN_DATA`).
     pub create_dirs: Vec<PathBuf>,
-    /// Whether `env` values may hold `${VAR}` references.
+    /// Whether `args` and `env` values may hold `${VAR}` references.
     pub references: References,
 }
 
@@ -112,6 +112,11 @@ impl StdioLaunch {
         match self.references {
             References::Literal => Ok(self.clone()),
             References::FromEnvironment => Ok(StdioLaunch {
+                args: self
+                    .args
+                    .iter()
+                    .map(|a| crate::references::expand(a, env))
+                    .collect::<Result<_, _>>()?,
                 env: crate::references::expand_values(&self.env, env)?,
                 ..self.clone()
             }),
@@ -626,5 +631,41 @@ mod tests {
         // Placeholders are a plugin feature: global args stay literal.
         assert_eq!(l.args, ["${PLUGIN_ROOT}"]);
         assert_eq!(def.naming_key(), "local");
+    }
+}
+
+#[cfg(test)]
+mod reference_tests {
+    use super::*;
+
+    fn launch(references: References) -> StdioLaunch {
+        StdioLaunch {
+            program: PathBuf::from("srv"),
+            args: vec!["--root=${ROOT}".into(), "${MODE:-fast}".into()],
+            env: BTreeMap::from([("KEY".into(), "${KEY}".into())]),
+            cwd: None,
+            create_dirs: Vec::new(),
+            references,
+        }
+    }
+
+    #[test]
+    fn args_and_env_take_references_as_claude_code_expands_them() {
+        let env = BTreeMap::from([
+            ("ROOT".to_owned(), "/data".to_owned()),
+            ("KEY".to_owned(), "k-1".to_owned()),
+        ]);
+        let expanded = launch(References::FromEnvironment)
+            .with_references(&env)
+            .unwrap();
+        assert_eq!(expanded.args, ["--root=/data", "fast"]);
+        assert_eq!(expanded.env["KEY"], "k-1");
+        // A plugin's launch is sent as written.
+        let literal = launch(References::Literal).with_references(&env).unwrap();
+        assert_eq!(literal.args, ["--root=${ROOT}", "${MODE:-fast}"]);
+        let unset = launch(References::FromEnvironment)
+            .with_references(&BTreeMap::new())
+            .unwrap_err();
+        assert_eq!(unset.name, "ROOT");
     }
 }

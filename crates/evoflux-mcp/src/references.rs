@@ -1,5 +1,6 @@
 //! Environment references in the user's own MCP entries: `${VAR}` and
-//! `${VAR:-default}` in `env` values and header values take their value
+//! `${VAR:-default}` in `args`, `env` values and header values (where
+//! Claude Code expands them too) take their value
 //! from evoflux's environment when the server starts, so a token lives in
 //! the environment and never in a file (`Authorization: Bearer
 //! ${GITHUB_TOKEN}`). The value is substituted into the launch only; the

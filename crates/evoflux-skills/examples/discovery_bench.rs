@@ -58,6 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         trusted: vec![repo.clone()],
         workspaces: vec![repo],
         plugins: Vec::new(),
+        foreign_mcp: Vec::new(),
     };
     let registries = [
         BuiltinRegistry::framework(),

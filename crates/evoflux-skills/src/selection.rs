@@ -59,21 +59,27 @@ enum Located<'a> {
     },
 }
 
-fn compat(folder: AppFolder) -> CompatDir {
+/// The skill folder of an application owner; `None` for the folders
+/// that only ever hold MCP servers (codex, VS Code, Cursor).
+fn compat(folder: AppFolder) -> Option<CompatDir> {
     match folder {
-        AppFolder::Evoflux => CompatDir::Evoflux,
-        AppFolder::Agents => CompatDir::Agents,
-        AppFolder::Claude => CompatDir::Claude,
-        AppFolder::Opencode => CompatDir::Opencode,
+        AppFolder::Evoflux => Some(CompatDir::Evoflux),
+        AppFolder::Agents => Some(CompatDir::Agents),
+        AppFolder::Claude => Some(CompatDir::Claude),
+        AppFolder::Opencode => Some(CompatDir::Opencode),
+        AppFolder::Codex | AppFolder::Vscode | AppFolder::Cursor => None,
     }
 }
 
 fn source_of(owner: &Owner) -> SkillSource {
     match owner {
-        Owner::Application { root, folder, .. } => match root {
-            AppRoot::Project => SkillSource::Project(compat(*folder)),
-            AppRoot::User => SkillSource::User(compat(*folder)),
-            AppRoot::Admin => SkillSource::Admin,
+        Owner::Application { root, folder, .. } => match (root, compat(*folder)) {
+            (AppRoot::Project, Some(dir)) => SkillSource::Project(dir),
+            (AppRoot::User, Some(dir)) => SkillSource::User(dir),
+            (AppRoot::Admin, _) => SkillSource::Admin,
+            // Discovery never finds a skill in these folders; loaded like
+            // a custom root if a graph said so.
+            (AppRoot::Project | AppRoot::User, None) => SkillSource::Custom,
         },
         Owner::Plugin { installation, .. } => SkillSource::Plugin {
             installation_id: installation.clone(),

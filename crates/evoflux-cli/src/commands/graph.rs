@@ -123,6 +123,7 @@ fn synthetic_tree(base: &Path, candidates: usize) -> anyhow::Result<RootOptions>
         trusted: vec![repo.clone()],
         workspaces: vec![repo],
         plugins: Vec::new(),
+        foreign_mcp: Vec::new(),
     })
 }
 

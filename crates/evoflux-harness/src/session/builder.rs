@@ -15,7 +15,8 @@ use evoflux_agents::team::{
 };
 use evoflux_agents::worker::recipe::RecipeSource;
 use evoflux_core::config::{
-    self as core_config, ConfigOrigin, LoadedConfig, ModelRef, ParseModelRefError, ProviderKind,
+    self as core_config, ConfigOrigin, ForeignMcp, LoadedConfig, ModelRef, ParseModelRefError,
+    ProviderKind,
 };
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
@@ -82,6 +83,12 @@ impl AppContext {
             // Enabled installed, linked and bundled plugins; problems with
             // the registry are reported by the plugin commands.
             plugins: self.plugins().enabled_plugin_roots().0,
+            // Which harnesses' MCP files join is the owner's say, so it is
+            // read before the compile; a broken config file is reported
+            // by the compile itself, which then reads the defaults.
+            foreign_mcp: self
+                .owner_config()
+                .map_or_else(|_| ForeignMcp::ALL.to_vec(), |c| c.compat.mcp),
         })
     }
 
@@ -244,6 +251,13 @@ impl AppContext {
     /// admin's and the user's config.toml, layered as every session's
     /// config is (a repository has no say in it).
     pub fn storage(&self) -> Result<evoflux_core::config::StorageConfig, SessionError> {
+        self.owner_config().map(|c| c.storage)
+    }
+
+    /// The admin's and the user's `config.toml` over the embedded
+    /// defaults: the settings read before any compile, which a repository
+    /// has no say in (`[storage]`, `[compat]`).
+    fn owner_config(&self) -> Result<evoflux_core::config::HarnessConfig, SessionError> {
         use evoflux_core::config::ConfigScope;
         let mut diags = evoflux_core::Diagnostics::new();
         let loaded = evoflux_core::config::load_layers(
@@ -261,7 +275,7 @@ impl AppContext {
         );
         match diags.has_errors() {
             true => Err(SessionError::Config { diagnostics: diags }),
-            false => Ok(loaded.config.storage),
+            false => Ok(loaded.config),
         }
     }
 

@@ -144,6 +144,7 @@ impl World {
             workspaces: vec![repo.canonicalize().unwrap()],
             trusted: vec![repo.canonicalize().unwrap()],
             plugins: vec![],
+            foreign_mcp: Vec::new(),
         };
         let graph = evoflux_graph::compile(&[BuiltinRegistry::framework()], &standard_roots(&opts))
             .unwrap();

@@ -191,6 +191,7 @@ impl Repo {
             workspaces: vec![repo.canonicalize().unwrap()],
             trusted: vec![repo.canonicalize().unwrap()],
             plugins: vec![],
+            foreign_mcp: Vec::new(),
         };
         let graph = evoflux_graph::compile(&[BuiltinRegistry::framework()], &standard_roots(&opts))
             .unwrap();
