@@ -30,6 +30,7 @@ use crate::candidate::{Backing, Candidate, Owner, SourceDescriptor, SourceId};
 use crate::channel::{self, ChannelDefinition};
 use crate::connection::{self, ConnectionDefinition};
 use crate::declarative::{is_disable_sentinel, parse_value};
+use crate::discover::{Discovered, EntryValues};
 use crate::layer::{Form, Layer};
 use crate::policy::CompositionPolicy;
 use crate::registry::BuiltinRegistry;
@@ -178,6 +179,7 @@ enum Loaded {
 #[derive(Debug)]
 pub struct ConfigPhase<'a> {
     registries: &'a [BuiltinRegistry],
+    entries: EntryValues,
     groups: BTreeMap<Slot, Vec<Candidate>>,
     composed: Composed,
 }
@@ -186,6 +188,7 @@ pub struct ConfigPhase<'a> {
 #[derive(Debug)]
 pub struct RestPhase<'a> {
     registries: &'a [BuiltinRegistry],
+    entries: EntryValues,
     groups: BTreeMap<Slot, Vec<Candidate>>,
     composed: Composed,
     config: HarnessConfig,
@@ -195,9 +198,13 @@ impl<'a> ConfigPhase<'a> {
     /// Groups candidates by slot, rejecting repeated source ids.
     pub fn new(
         registries: &'a [BuiltinRegistry],
-        candidates: Vec<Candidate>,
+        discovered: Discovered,
         diags: &mut Diagnostics,
     ) -> Self {
+        let Discovered {
+            candidates,
+            entries,
+        } = discovered;
         let mut groups: BTreeMap<Slot, Vec<Candidate>> = BTreeMap::new();
         let mut ids = std::collections::HashSet::new();
         let mut withheld = Vec::new();
@@ -242,6 +249,7 @@ impl<'a> ConfigPhase<'a> {
             }));
         ConfigPhase {
             registries,
+            entries,
             groups,
             composed,
         }
@@ -255,6 +263,7 @@ impl<'a> ConfigPhase<'a> {
         let mut config = None;
         compose_slot(
             self.registries,
+            &self.entries,
             &Slot::config(),
             group,
             &mut self.composed,
@@ -269,6 +278,7 @@ impl<'a> ConfigPhase<'a> {
         }
         RestPhase {
             registries: self.registries,
+            entries: self.entries,
             groups: self.groups,
             composed: self.composed,
             config: config.unwrap_or_else(HarnessConfig::embedded),
@@ -285,7 +295,14 @@ impl RestPhase<'_> {
     pub fn compose(mut self, diags: &mut Diagnostics) -> Composed {
         let groups = std::mem::take(&mut self.groups);
         for (slot, group) in groups {
-            compose_slot(self.registries, &slot, group, &mut self.composed, diags);
+            compose_slot(
+                self.registries,
+                &self.entries,
+                &slot,
+                group,
+                &mut self.composed,
+                diags,
+            );
         }
         self.composed
     }
@@ -310,6 +327,7 @@ fn locate(d: Diagnostic, c: &Candidate) -> Diagnostic {
 
 fn compose_slot(
     registries: &[BuiltinRegistry],
+    entries: &EntryValues,
     slot: &Slot,
     mut group: Vec<Candidate>,
     composed: &mut Composed,
@@ -382,13 +400,13 @@ fn compose_slot(
         return;
     }
     if policy == CompositionPolicy::Layered {
-        compose_layered(registries, slot, group, composed, diags);
+        compose_layered(registries, entries, slot, group, composed, diags);
         return;
     }
     let mut losers = group.split_off(1);
     let Some(winner) = group.pop() else { return };
     let mut local = Diagnostics::new();
-    let loaded = load(registries, &winner, &mut local);
+    let loaded = load(registries, entries, &winner, &mut local);
     let local_errors = local.has_errors();
     apply_policy(policy, &winner, local, diags);
     let winner_id = winner.source_id.clone();
@@ -447,6 +465,7 @@ fn compose_slot(
 /// Any invalid file fails the slot (never a silent fallback).
 fn compose_layered(
     registries: &[BuiltinRegistry],
+    entries: &EntryValues,
     slot: &Slot,
     mut group: Vec<Candidate>,
     composed: &mut Composed,
@@ -458,7 +477,13 @@ fn compose_layered(
     let mut ok = true;
     for c in &group {
         let mut local = Diagnostics::new();
-        let loaded = load_layer(registries, c, merged.as_mut().map(|m| &mut m.0), &mut local);
+        let loaded = load_layer(
+            registries,
+            entries,
+            c,
+            merged.as_mut().map(|m| &mut m.0),
+            &mut local,
+        );
         ok &= !local.has_errors();
         diags.extend(local.into_iter().map(|d| locate(d, c)));
         match loaded {
@@ -518,13 +543,14 @@ enum LayerLoad {
 
 fn load_layer(
     registries: &[BuiltinRegistry],
+    entries: &EntryValues,
     c: &Candidate,
     so_far: Option<&mut Definition>,
     diags: &mut Diagnostics,
 ) -> Option<LayerLoad> {
     let (path, format) = match &c.backing {
         Backing::Builtin { .. } => {
-            return match load(registries, c, diags) {
+            return match load(registries, entries, c, diags) {
                 Loaded::Definition(b) => Some(LayerLoad::Base(b)),
                 Loaded::Disable | Loaded::Invalid => None,
             };
@@ -646,7 +672,12 @@ fn apply_policy(
     }
 }
 
-fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) -> Loaded {
+fn load(
+    registries: &[BuiltinRegistry],
+    entries: &EntryValues,
+    c: &Candidate,
+    diags: &mut Diagnostics,
+) -> Loaded {
     match &c.backing {
         Backing::Builtin { registry, module } => {
             let Some(reg) = registries.iter().find(|r| &r.id == registry) else {
@@ -700,23 +731,11 @@ fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) 
             entry,
             format,
         } => {
-            let Some((text, _)) = read_up_to(path, format.max_bytes(), diags) else {
-                return Loaded::Invalid;
-            };
-            let value = match crate::mcp_format::file_entries(format, path, &text) {
-                Ok(entries) => entries
-                    .into_iter()
-                    .find(|e| e.name == *entry && e.format == *format)
-                    .map(|e| e.value),
-                Err(d) => {
-                    diags.push(d);
-                    return Loaded::Invalid;
-                }
-            };
-            let Some(value) = value else {
+            // Read once, at discovery, which had to know the entry names.
+            let Some(value) = entries.get(&c.source_id).cloned() else {
                 diags.push(Diagnostic::error(
                     "compile/file-unreadable",
-                    format!("entry `{entry}` vanished from the file while compiling"),
+                    format!("entry `{entry}` was not read from the file"),
                 ));
                 return Loaded::Invalid;
             };
@@ -742,11 +761,7 @@ fn load(registries: &[BuiltinRegistry], c: &Candidate, diags: &mut Diagnostics) 
 }
 
 fn read(path: &Path, diags: &mut Diagnostics) -> Option<(String, String)> {
-    read_up_to(path, evoflux_core::source::MAX_SOURCE_FILE_BYTES, diags)
-}
-
-fn read_up_to(path: &Path, limit: u64, diags: &mut Diagnostics) -> Option<(String, String)> {
-    match evoflux_core::source::read_source_up_to(path, limit) {
+    match evoflux_core::source::read_source(path) {
         Ok(bytes) => {
             let sha = sha256_hex(&bytes).to_string();
             match String::from_utf8(bytes) {

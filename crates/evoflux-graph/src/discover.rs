@@ -317,10 +317,19 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
 #[derive(Debug, Default)]
 pub struct Discovered {
     pub candidates: Vec<Candidate>,
+    /// The entries of files that hold several slots (`mcp.json` and other
+    /// harnesses' server files), by candidate: discovery has to read them
+    /// to know the names, so each file is read and parsed once, and only
+    /// a winner's entry is checked.
+    pub entries: EntryValues,
 }
+
+/// The raw entry of each file-entry candidate.
+pub type EntryValues = BTreeMap<SourceId, serde_json::Value>;
 
 struct Sink<'a> {
     out: &'a mut Vec<Candidate>,
+    entries: &'a mut EntryValues,
     diags: &'a mut Diagnostics,
 }
 
@@ -359,8 +368,9 @@ pub fn discover(
     registries: &[BuiltinRegistry],
     roots: &[Root],
     diags: &mut Diagnostics,
-) -> Vec<Candidate> {
+) -> Discovered {
     let mut out = Vec::new();
+    let mut entries = EntryValues::new();
     for registry in registries {
         for module in &registry.modules {
             let Some(slot) = slot_of_logical_path(&module.logical_path) else {
@@ -394,6 +404,7 @@ pub fn discover(
     }
     let mut sink = Sink {
         out: &mut out,
+        entries: &mut entries,
         diags,
     };
     for root in roots {
@@ -407,7 +418,10 @@ pub fn discover(
             RootShape::McpFile { file, scopes } => discover_mcp_file(root, file, scopes, &mut sink),
         }
     }
-    out
+    Discovered {
+        candidates: out,
+        entries,
+    }
 }
 
 /// The canonical slot of a logical path, including `mcp.json#<entry>`.
@@ -611,7 +625,7 @@ fn discover_mcp(root: &Root, path: &Path, sink: &mut Sink<'_>) {
             return;
         }
     };
-    for (name, _) in entries {
+    for (name, value) in entries {
         if !slot::is_valid_connection_name(&name) {
             sink.diags.push(
                 Diagnostic::error(
@@ -626,15 +640,20 @@ fn discover_mcp(root: &Root, path: &Path, sink: &mut Sink<'_>) {
             );
             continue;
         }
-        sink.push(
+        let logical_path = format!("mcp.json#{name}");
+        let source_id = SourceId(format!("{}:{}:{logical_path}", root.layer, root.label));
+        sink.entries.insert(source_id.clone(), value);
+        sink.push_as(
             root,
             Slot::new(SlotKind::Connection, name.clone()),
-            format!("mcp.json#{name}"),
+            logical_path,
             Backing::FileEntry {
                 path: path.to_path_buf(),
                 entry: name,
                 format: McpFormat::Evoflux,
             },
+            Form::Direct,
+            source_id,
         );
     }
 }
@@ -725,6 +744,7 @@ fn discover_mcp_file(root: &Root, file: &Path, scopes: &[McpFormat], sink: &mut 
             root.label,
             entry.format.scope_label()
         ));
+        sink.entries.insert(source_id.clone(), entry.value);
         sink.push_as(
             root,
             Slot::new(SlotKind::Connection, name),
