@@ -81,3 +81,9 @@ pub const MCP_HEADER_INVALID: &str = "plugin/mcp-header-invalid";
 pub const MCP_HEADER_DUPLICATE: &str = "plugin/mcp-header-duplicate";
 /// Warning: a valid `sse` entry, reported and never started.
 pub const MCP_TRANSPORT_UNSUPPORTED: &str = "plugin/mcp-transport-unsupported";
+
+// import of a Claude Code plugin
+/// Warning: a part of a Claude Code plugin has no portable form and was
+/// left out of the imported package (commands, agents, hooks, a server
+/// that needs the user's environment, an unknown key).
+pub const IMPORT_LEFT_OUT: &str = "plugin/import-left-out";

@@ -109,6 +109,8 @@ pub enum PluginError {
     #[error(transparent)]
     Stage(#[from] StageError),
     #[error(transparent)]
+    Import(#[from] crate::claude_import::ImportError),
+    #[error(transparent)]
     Pack(#[from] PackError),
     #[error("`{}` already exists; choose a new destination", .0.display())]
     DestinationExists(PathBuf),
@@ -162,6 +164,7 @@ impl PluginError {
             PluginError::BuiltinPersisted(_) => "plugin/registry-builtin-record",
             PluginError::Lock(_) => "plugin/registry-locked",
             PluginError::Stage(e) => e.code(),
+            PluginError::Import(e) => e.code(),
             PluginError::Pack(e) => e.code(),
             PluginError::DestinationExists(_) => "plugin/create-destination-exists",
             PluginError::InvalidName { .. } => "plugin/create-name-invalid",
@@ -189,6 +192,14 @@ impl PluginError {
             PluginError::Stage(e) => match e {
                 StageError::Extract(_) | StageError::Invalid { .. } | StageError::Symlink => true,
                 StageError::Changed | StageError::Io { .. } => false,
+            },
+            PluginError::Import(e) => match e {
+                crate::claude_import::ImportError::NotClaudePlugin(_)
+                | crate::claude_import::ImportError::ManifestInvalid { .. }
+                | crate::claude_import::ImportError::NameInvalid { .. }
+                | crate::claude_import::ImportError::Unwalkable(_) => true,
+                crate::claude_import::ImportError::DestinationExists(_)
+                | crate::claude_import::ImportError::Io { .. } => false,
             },
             PluginError::Pack(e) => match e {
                 PackError::Invalid { .. }

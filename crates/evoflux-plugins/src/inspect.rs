@@ -58,6 +58,11 @@ pub struct PluginInspection {
     /// The walked tree, for pack and install.
     #[serde(skip)]
     pub tree: Option<PackageTree>,
+    /// When the folder is a Claude Code plugin: the inspection is of the
+    /// package its import makes, and this says what the import carried
+    /// over and left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<crate::claude_import::ImportReport>,
 }
 
 impl PluginInspection {
@@ -108,6 +113,7 @@ pub fn inspect_with(
         extension_namespaces: Vec::new(),
         content_sha256: None,
         tree: None,
+        imported: None,
     };
     let canonical = match root.canonicalize() {
         Ok(c) if c.is_dir() => c,

@@ -17,6 +17,7 @@
 
 pub mod archive;
 pub mod bundled;
+pub mod claude_import;
 pub mod codes;
 pub mod credentials;
 pub mod error;
@@ -39,6 +40,7 @@ pub mod workspace;
 
 pub use archive::{ExtractError, ExtractLimits, ExtractReport, extract_archive};
 pub use bundled::{BUNDLED, bundled_installations};
+pub use claude_import::{ImportError, ImportReport};
 pub use credentials::{CredentialChange, CredentialState, CredentialValue, CredentialValues};
 pub use error::{BuiltinOperation, PluginError};
 pub use inspect::{McpStatus, PluginInspection, inspect, inspect_with};

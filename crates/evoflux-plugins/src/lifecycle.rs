@@ -29,6 +29,7 @@ use serde_json::json;
 
 use crate::archive::ExtractLimits;
 use crate::bundled::bundled_installations;
+use crate::claude_import::{self, ImportReport, is_claude_plugin};
 use crate::credentials::{
     CredentialChange, CredentialDeclaration, CredentialState, CredentialValues, apply_changes,
 };
@@ -40,8 +41,9 @@ use crate::pack::{PackOptions, PackReport, pack};
 use crate::paths::PluginPaths;
 use crate::registry::{KeptData, Registry, RegistryGuard};
 use crate::schema::{PLUGIN_SCHEMA_1_0_0, check_plugin_name};
+use crate::scope::{Scope, ScopedDiagnostic};
 use crate::skills::{StrictSkillValidator, loadable_skill_dirs};
-use crate::staging::{StagedPackage, stage_archive, stage_directory};
+use crate::staging::{StagedPackage, stage_archive, stage_directory, staging_dir};
 
 /// Prefix of a tree moved aside while an update replaces it.
 const UPDATE_BACKUP_PREFIX: &str = ".update-backup-";
@@ -99,6 +101,10 @@ pub struct NewInstallation {
     /// Links of the source folder the installed copy left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<crate::tree::LeftOutLink>,
+    /// When the source was a Claude Code plugin: what its import carried
+    /// over and what it left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportReport>,
 }
 
 /// Which kept data folders to act on. Closed.
@@ -171,6 +177,10 @@ pub struct Updated {
     /// Links of the source folder the installed copy left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<crate::tree::LeftOutLink>,
+    /// When the source was a Claude Code plugin: what its import carried
+    /// over and what it left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportReport>,
 }
 
 /// A new package scaffold.
@@ -207,6 +217,14 @@ impl Source {
             Source::Folder(p) | Source::Archive(p) => p,
         }
     }
+}
+
+/// A Claude Code plugin imported into the staging folder.
+struct Imported {
+    /// Removes the import when dropped.
+    _temp: tempfile::TempDir,
+    package: PathBuf,
+    report: ImportReport,
 }
 
 /// The lifecycle over one data dir and cache dir.
@@ -304,9 +322,30 @@ impl PluginManager {
 
     // ---- reading -------------------------------------------------------
 
-    /// Statically inspects a plugin folder.
+    /// Statically inspects a plugin folder. A Claude Code plugin is
+    /// inspected as the package its import makes, with the import's
+    /// report; nothing is written outside the cache.
     pub fn inspect(&self, path: &Path) -> PluginInspection {
-        inspect(path, &self.validator)
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if !is_claude_plugin(&canonical) {
+            return inspect(path, &self.validator);
+        }
+        match self.import_to_temp(&canonical) {
+            Ok(imported) => {
+                let mut inspection = inspect(&imported.package, &self.validator);
+                inspection.root = canonical;
+                inspection.imported = Some(imported.report);
+                inspection
+            }
+            Err(e) => {
+                let mut inspection = inspect(path, &self.validator);
+                inspection.diagnostics.push(ScopedDiagnostic::new(
+                    Scope::Manifest,
+                    Diagnostic::error(e.code(), e.to_string()).with_file(&canonical),
+                ));
+                inspection
+            }
+        }
     }
 
     /// Every installation, user ones first. Never fails: problems are
@@ -506,8 +545,13 @@ impl PluginManager {
 
     // ---- lifecycle -----------------------------------------------------
 
-    fn stage(&self, source: &Source) -> Result<StagedPackage, PluginError> {
+    fn stage(&self, source: &Source) -> Result<(StagedPackage, Option<ImportReport>), PluginError> {
         match source {
+            Source::Folder(dir) if is_claude_plugin(dir) => {
+                let imported = self.import_to_temp(dir)?;
+                let (staged, _) = self.stage(&Source::Folder(imported.package.clone()))?;
+                Ok((staged, Some(imported.report)))
+            }
             Source::Folder(dir) => {
                 let original = inspect(dir, &self.validator);
                 if !original.valid {
@@ -516,19 +560,53 @@ impl PluginManager {
                         diagnostics: original.diagnostics,
                     });
                 }
-                Ok(stage_directory(
-                    dir,
-                    &self.paths.cache_dir,
-                    &self.validator,
-                )?)
+                Ok((
+                    stage_directory(dir, &self.paths.cache_dir, &self.validator)?,
+                    None,
+                ))
             }
-            Source::Archive(file) => Ok(stage_archive(
-                file,
-                &self.paths.cache_dir,
-                &ExtractLimits::DEFAULT,
-                &self.validator,
-            )?),
+            Source::Archive(file) => Ok((
+                stage_archive(
+                    file,
+                    &self.paths.cache_dir,
+                    &ExtractLimits::DEFAULT,
+                    &self.validator,
+                )?,
+                None,
+            )),
         }
+    }
+
+    /// A Claude Code plugin imported into a temporary package in the
+    /// staging folder, removed when the result is dropped.
+    fn import_to_temp(&self, dir: &Path) -> Result<Imported, PluginError> {
+        let staging = staging_dir(&self.paths.cache_dir);
+        fs::create_dir_all(&staging).map_err(PluginError::io("create", &staging))?;
+        let temp = tempfile::Builder::new()
+            .prefix("import-")
+            .tempdir_in(&staging)
+            .map_err(PluginError::io("create a folder in", &staging))?;
+        let package = temp.path().join("package");
+        let report = claude_import::import(dir, &package)?;
+        Ok(Imported {
+            _temp: temp,
+            package,
+            report,
+        })
+    }
+
+    /// Writes the Claude Code plugin at `source` as an Agent Plugins
+    /// package in the new folder `dest`, and inspects the result.
+    pub fn import_claude(
+        &self,
+        source: &Path,
+        dest: &Path,
+    ) -> Result<(ImportReport, PluginInspection), PluginError> {
+        let source = source
+            .canonicalize()
+            .map_err(|_| PluginError::SourceMissing(source.to_path_buf()))?;
+        let report = claude_import::import(&source, dest)?;
+        Ok((report, inspect(dest, &self.validator)))
     }
 
     /// Installs a copy of a plugin folder or `.evoplugin`/`.zip` archive.
@@ -562,7 +640,7 @@ impl PluginManager {
         self.refuse_bundled_tree(source.path())?;
         let mut guard = self.registry.lock()?;
         self.recover(&guard);
-        let staged = self.stage(&source)?;
+        let (staged, imported) = self.stage(&source)?;
         let left_out = staged.left_out().to_vec();
         let manifest = staged_manifest(&staged)?;
         let source_ref = source_ref.unwrap_or_else(|| source.path().display().to_string());
@@ -602,6 +680,7 @@ impl PluginManager {
             detail: self.detail_with(record, inspection),
             reattached_data,
             left_out,
+            imported,
         })
     }
 
@@ -655,6 +734,7 @@ impl PluginManager {
             detail: self.detail_with(record, inspection),
             reattached_data,
             left_out: Vec::new(),
+            imported: None,
         })
     }
 
@@ -758,7 +838,7 @@ impl PluginManager {
         }
         let old_root = self.owned_root(&record)?;
         let reviewed = inspect(&old_root, &self.validator).trust;
-        let staged = self.stage(&source)?;
+        let (staged, imported) = self.stage(&source)?;
         let manifest = staged_manifest(&staged)?;
         if manifest.name != record.name {
             return Err(PluginError::NameMismatch {
@@ -780,6 +860,7 @@ impl PluginManager {
             trust_change: trust_change.clone(),
             review,
             left_out: left_out.clone(),
+            imported: imported.clone(),
         };
         let home = self.paths.installation_dir(id);
         let new_root = home.join(version_segment(

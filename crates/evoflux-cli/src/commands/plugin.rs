@@ -43,6 +43,16 @@ pub enum PluginCommand {
     /// Validate a plugin folder and show its skills, MCP servers and trust
     /// review, without installing or running anything. Exit 3 when invalid.
     Inspect { path: PathBuf },
+    /// Write a Claude Code plugin (.claude-plugin/plugin.json, skills/,
+    /// .mcp.json) as an Agent Plugins package in a new folder, naming what
+    /// has no portable form (commands, agents, hooks). Nothing is run.
+    /// `inspect` and `install` also take a Claude Code plugin directly.
+    Import {
+        /// The Claude Code plugin folder.
+        path: PathBuf,
+        /// The new package folder (must not exist).
+        dest: PathBuf,
+    },
     /// Register a development folder in place (not copied).
     Link {
         path: PathBuf,
@@ -203,6 +213,27 @@ fn dispatch(
         PluginCommand::Inspect { path } => {
             let inspection = manager.inspect(path);
             out.result(&inspection, || render_inspection(&inspection));
+            Ok(if inspection.valid {
+                Exit::Ok
+            } else {
+                Exit::Invalid
+            })
+        }
+        PluginCommand::Import { path, dest } => {
+            let (report, inspection) = manager.import_claude(path, dest)?;
+            out.result(
+                &json!({"path": dest, "import": report, "inspection": inspection}),
+                || {
+                    let mut s = format!(
+                        "Imported Claude Code plugin `{}` into {}\n",
+                        report.name,
+                        dest.display()
+                    );
+                    render_import(&report, &mut s);
+                    s.push_str(&render_inspection(&inspection));
+                    s
+                },
+            );
             Ok(if inspection.valid {
                 Exit::Ok
             } else {
@@ -482,6 +513,9 @@ fn unavailable_parts(inspection: &PluginInspection, left_out: &[LeftOutLink], s:
 fn print_new(out: &Output, n: &NewInstallation, verb: &str) {
     out.result(n, || {
         let mut s = detail_summary(&n.detail, verb);
+        if let Some(report) = &n.imported {
+            render_import(report, &mut s);
+        }
         unavailable_parts(&n.detail.inspection, &n.left_out, &mut s);
         if n.reattached_data {
             let _ = writeln!(
@@ -574,6 +608,9 @@ fn print_updated(out: &Output, u: &Updated) {
             i.id,
             if i.enabled { "enabled" } else { "disabled" }
         );
+        if let Some(report) = &u.imported {
+            render_import(report, &mut s);
+        }
         unavailable_parts(&u.detail.inspection, &u.left_out, &mut s);
         if !u.trust_change.is_empty() {
             let _ = writeln!(s, "The new version adds to the trust review:");
@@ -742,6 +779,32 @@ fn render_trust(trust: &TrustReview, s: &mut String) {
     lines.render("  ", s);
 }
 
+/// What the import of a Claude Code plugin carried over and left out.
+fn render_import(report: &evoflux_plugins::ImportReport, s: &mut String) {
+    let _ = writeln!(
+        s,
+        "Claude Code plugin {}, read as an Agent Plugins package: {} skill{}, {} MCP server{}",
+        report.source.display(),
+        report.skills.len(),
+        if report.skills.len() == 1 { "" } else { "s" },
+        report.servers.len(),
+        if report.servers.len() == 1 { "" } else { "s" },
+    );
+    if !report.credentials.is_empty() {
+        let _ = writeln!(
+            s,
+            "  asks for {} in its credentials form (they were environment variables)",
+            report.credentials.join(", ")
+        );
+    }
+    if !report.left_out.is_empty() {
+        s.push_str("  not carried over:\n");
+        for d in &report.left_out {
+            let _ = writeln!(s, "  - {}", d.message);
+        }
+    }
+}
+
 fn render_inspection(i: &PluginInspection) -> String {
     // The package is valid when only components are skipped: say how many,
     // so a 0 exit with warnings is not read as "all fine".
@@ -757,6 +820,9 @@ fn render_inspection(i: &PluginInspection) -> String {
         ),
     };
     let mut s = format!("{} — {verdict}\n", i.root.display());
+    if let Some(report) = &i.imported {
+        render_import(report, &mut s);
+    }
     if i.mcp_status == evoflux_plugins::McpStatus::Disabled {
         s.push_str("  mcp.json is invalid at the top level: none of its servers run\n");
     }
