@@ -37,6 +37,10 @@ pub enum Command {
     /// Show what evoflux would run: every active capability with its source and owner,
     /// tool handling, routes, shadowed and disabled sources, diagnostics. Exit 3 on errors.
     Info(InfoArgs),
+    /// Check this setup and say what to fix: data dir, sources, keys (by name), the model
+    /// (a minimal request), MCP servers, skills, agents, the sandbox, other tools' files.
+    /// Exit 3 when something needs fixing.
+    Doctor(crate::commands::doctor::DoctorArgs),
     /// Agent Skills: list, show, validate, catalog, preferences.
     Skills {
         #[command(subcommand)]

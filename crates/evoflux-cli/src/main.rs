@@ -64,6 +64,7 @@ fn main() -> ExitCode {
             ConfigCommand::Check { sources } => commands::config::check(&out, sources),
         },
         Command::Info(args) => commands::info::run(&out, args),
+        Command::Doctor(args) => commands::doctor::run(&out, args),
         Command::Trust(args) => commands::trust::run(&out, args),
         Command::Model { command } => commands::model::run(&out, command),
         Command::Skills { command } => commands::skills::run(&out, command),

@@ -378,6 +378,13 @@ fn gitignore(root: &Path) -> ignore::gitignore::Gitignore {
 
 /// Finds `bwrap` on `path` and checks, once, that it can create the
 /// namespaces the sandbox needs here (a container may forbid them).
+/// Whether commands can be confined here: the `bwrap` found on `path` (a
+/// `PATH` value) when it can create a sandbox, else what to do about it.
+/// Runs the same probe a session's first confined command runs.
+pub fn probe_bubblewrap(path: Option<&OsStr>) -> Result<PathBuf, String> {
+    find_bwrap(path)
+}
+
 fn find_bwrap(path: Option<&OsStr>) -> Result<PathBuf, String> {
     const HOW: &str = "commands run in a sandbox through bubblewrap: install the `bubblewrap` \
                        package (Debian and Ubuntu: apt install bubblewrap), or set filesystem = \

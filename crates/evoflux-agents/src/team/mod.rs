@@ -107,6 +107,17 @@ pub enum TeamError {
     },
 }
 
+impl TeamError {
+    /// The stable code of this error.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            TeamError::NoLead { .. } => "team/no-lead",
+            TeamError::NotALead { .. } => "team/not-a-lead",
+            TeamError::OtherMode { .. } => "team/other-mode",
+        }
+    }
+}
+
 fn builtin_entry(p: &Profile) -> AgentEntry {
     let mut diags = Diagnostics::new();
     let raw = parse_agent(

@@ -1,6 +1,7 @@
 pub mod agents;
 pub mod config;
 pub mod credential_input;
+pub mod doctor;
 pub mod graph;
 pub mod info;
 pub mod mcp;

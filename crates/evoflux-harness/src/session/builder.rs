@@ -199,13 +199,29 @@ impl AppContext {
     /// Each mode's default team in `graph`: its lead, the members and the
     /// workers the lead's `agent` tool reaches, as a session would bind them.
     pub fn teams(&self, graph: &CompiledGraph) -> Vec<evoflux_graph::info::InfoTeam> {
+        self.checked_teams(graph).0
+    }
+
+    /// [`teams`](Self::teams) with what is wrong with them: the problems
+    /// of the agents, members and workers they load, and a mode without a
+    /// lead (`team/…` codes).
+    pub fn checked_teams(
+        &self,
+        graph: &CompiledGraph,
+    ) -> (Vec<evoflux_graph::info::InfoTeam>, Diagnostics) {
         let catalog = ToolCatalog::from_graph(graph);
         let mut diags = Diagnostics::new();
-        [AppMode::Work, AppMode::Coding]
+        let teams = [AppMode::Work, AppMode::Coding]
             .into_iter()
             .filter_map(|mode| {
                 let directory = load_agents(graph, mode, &mut diags);
-                let team = directory.team(None).ok()?;
+                let team = match directory.team(None) {
+                    Ok(team) => team,
+                    Err(e) => {
+                        diags.push(Diagnostic::error(e.code(), e.to_string()));
+                        return None;
+                    }
+                };
                 let members = team_members(&directory, &team, &catalog, &mut diags);
                 let workers = dispatchable_workers(graph, &catalog, mode, &mut diags);
                 let lead_node = format!("{mode}/{}", team.lead);
@@ -244,7 +260,8 @@ impl AppContext {
                     node_id: lead_node.clone(),
                 })
             })
-            .collect()
+            .collect();
+        (teams, diags)
     }
 
     /// The retention policy of the data directory: `[storage]` of the
