@@ -334,6 +334,21 @@ fn an_untrusted_repository_s_files_wait_for_trust_and_broken_files_only_warn() {
     );
 }
 
+fn all_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.filter_map(Result::ok) {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(all_files(&p));
+            } else if p.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn a_codex_bearer_token_reaches_the_server_from_the_environment_only() {
     let Some(bin) = common::mcp_test_server() else {
@@ -393,6 +408,37 @@ fn a_codex_bearer_token_reaches_the_server_from_the_environment_only() {
             .unwrap()
             .contains("`tool_timeout_sec`")
     );
+
+    // A session whose lead uses the server stores no trace of the token:
+    // not in the session store, its events or any artifact.
+    s.user("agents/evoflux.md", "---\nrole: lead\nmcp: [remote]\n---\n");
+    let model = common::script(
+        &s,
+        "remote.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: mcp__remote__echo, arguments: {message: hi}}\n  - expect: {tool_result: \"Echo: hi\"}\n    reply: {text: done}\n",
+    );
+    let out = s
+        .command(&["--json", "run", "--model", &model, "echo"])
+        .env("REMOTE_TOKEN", token)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(token));
+    let mut files = 0;
+    for file in all_files(&s.home()) {
+        files += 1;
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+            "the token is in {}",
+            file.display()
+        );
+    }
+    assert!(files > 0, "the session left its store");
     drop(child.stdin.take());
     child.wait().unwrap();
 }
