@@ -15,6 +15,7 @@ pub mod hash;
 pub mod ids;
 pub mod lock;
 pub mod mode;
+pub mod placeholder;
 pub mod private;
 pub mod source;
 #[cfg(feature = "tls")]

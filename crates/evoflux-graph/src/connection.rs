@@ -36,12 +36,7 @@ pub enum ConnectionDefinition {
     },
 }
 
-pub fn is_env_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-}
+pub use evoflux_core::placeholder::is_env_name;
 
 /// Reads the entry names of an `mcp.json` (the file is read at discovery
 /// because one file holds several slots; entries are parsed only when they

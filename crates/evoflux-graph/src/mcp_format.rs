@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::config::ForeignMcp;
+use evoflux_core::placeholder::{Piece, env_reference, pieces};
 use evoflux_core::{Diagnostic, Diagnostics};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -565,16 +566,14 @@ fn substitute(
     unresolved: &mut std::collections::BTreeSet<String>,
 ) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[at..]);
-            return out;
+    for piece in pieces(text) {
+        let (inner, written) = match piece {
+            Piece::Text(t) => {
+                out.push_str(t);
+                continue;
+            }
+            Piece::Braced { inner, written } => (inner, written),
         };
-        let inner = &after[..end];
-        let written = &rest[at..at + 3 + end];
         let replaced = match inner {
             "workspaceFolder" => folders.workspace.map(|f| f.display().to_string()),
             "workspaceFolderBasename" => folders
@@ -583,7 +582,7 @@ fn substitute(
                 .map(|n| n.to_string_lossy().into_owned()),
             "userHome" => folders.home.map(|f| f.display().to_string()),
             "pathSeparator" | "/" => Some("/".to_owned()),
-            _ if is_reference(inner) => Some(written.to_owned()),
+            _ if env_reference(inner).is_some() => Some(written.to_owned()),
             _ => inner
                 .strip_prefix("env:")
                 .filter(|var| connection::is_env_name(var))
@@ -596,30 +595,15 @@ fn substitute(
                 out.push_str(written);
             }
         }
-        rest = &after[end + 1..];
     }
-    out.push_str(rest);
     out
 }
 
-/// `VAR` or `VAR:-default`: evoflux's own reference syntax.
-fn is_reference(inner: &str) -> bool {
-    connection::is_env_name(inner.split_once(":-").map_or(inner, |(n, _)| n))
-}
-
 fn has_env_reference(text: &str) -> bool {
-    let mut rest = text;
-    while let Some(at) = rest.find("${") {
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            return false;
-        };
-        if is_reference(&after[..end]) {
-            return true;
-        }
-        rest = &after[end + 1..];
-    }
-    false
+    pieces(text).any(|p| match p {
+        Piece::Braced { inner, .. } => env_reference(inner).is_some(),
+        Piece::Text(_) => false,
+    })
 }
 
 /// The folders the editors' variables name, where a file's place shows

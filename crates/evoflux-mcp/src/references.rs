@@ -33,37 +33,26 @@ pub struct Unset {
 
 /// Expands the references of `text` from `env`.
 pub fn expand(text: &str, env: &BTreeMap<String, String>) -> Result<String, Unset> {
+    use evoflux_core::placeholder::{EnvReference, Piece, env_reference, pieces};
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[at..]);
-            return Ok(out);
-        };
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (inner, None),
-        };
-        if !evoflux_graph::connection::is_env_name(name) {
-            // Not a reference: kept as written.
-            out.push_str(&rest[at..at + 2 + end + 1]);
-        } else {
-            match (env.get(name), default) {
-                (Some(value), _) => out.push_str(value),
-                (None, Some(default)) => out.push_str(default),
-                (None, None) => {
-                    return Err(Unset {
-                        name: name.to_owned(),
-                    });
-                }
-            }
+    for piece in pieces(text) {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Braced { inner, written } => match env_reference(inner) {
+                // Not a reference: kept as written.
+                None => out.push_str(written),
+                Some(EnvReference { name, default }) => match (env.get(name), default) {
+                    (Some(value), _) => out.push_str(value),
+                    (None, Some(default)) => out.push_str(default),
+                    (None, None) => {
+                        return Err(Unset {
+                            name: name.to_owned(),
+                        });
+                    }
+                },
+            },
         }
-        rest = &after[end + 1..];
     }
-    out.push_str(rest);
     Ok(out)
 }
 

@@ -15,6 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
+use evoflux_core::placeholder::{Piece, env_reference, pieces};
 use evoflux_graph::mcp_format::{McpFormat, file_entries};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -389,13 +390,13 @@ fn plugin_placeholders(text: &str) -> String {
 
 /// The one `${VAR}` or `${VAR:-default}` that is the whole of `text`.
 fn whole_reference(text: &str) -> Option<(String, Option<String>)> {
-    let inner = text.strip_prefix("${")?.strip_suffix('}')?;
-    let (name, default) = match inner.split_once(":-") {
-        Some((n, d)) => (n, Some(d.to_owned())),
-        None => (inner, None),
+    let mut all = pieces(text);
+    let (Some(Piece::Braced { inner, .. }), None) = (all.next(), all.next()) else {
+        return None;
     };
-    (evoflux_graph::connection::is_env_name(name) && name != "PLUGIN_ROOT" && name != "PLUGIN_DATA")
-        .then(|| (name.to_owned(), default))
+    let r = env_reference(inner)?;
+    (r.name != "PLUGIN_ROOT" && r.name != "PLUGIN_DATA")
+        .then(|| (r.name.to_owned(), r.default.map(str::to_owned)))
 }
 
 /// A value with a user's variable in it that a package cannot take:
@@ -403,38 +404,22 @@ fn whole_reference(text: &str) -> Option<(String, Option<String>)> {
 /// the first variable without one.
 fn without_references(text: &str) -> Result<(String, bool), String> {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
     let mut replaced = false;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[at..]);
-            rest = "";
-            break;
-        };
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((n, d)) => (n, Some(d)),
-            None => (inner, None),
-        };
-        if name == "PLUGIN_ROOT"
-            || name == "PLUGIN_DATA"
-            || !evoflux_graph::connection::is_env_name(name)
-        {
-            out.push_str(&rest[at..at + 3 + end]);
-        } else {
-            match default {
-                Some(d) => {
-                    out.push_str(d);
-                    replaced = true;
-                }
-                None => return Err(name.to_owned()),
-            }
+    for piece in pieces(text) {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Braced { inner, written } => match env_reference(inner) {
+                Some(r) if r.name != "PLUGIN_ROOT" && r.name != "PLUGIN_DATA" => match r.default {
+                    Some(d) => {
+                        out.push_str(d);
+                        replaced = true;
+                    }
+                    None => return Err(r.name.to_owned()),
+                },
+                Some(_) | None => out.push_str(written),
+            },
         }
-        rest = &after[end + 1..];
     }
-    out.push_str(rest);
     Ok((out, replaced))
 }
 
