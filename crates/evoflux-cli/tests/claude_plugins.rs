@@ -86,17 +86,6 @@ fn claude_plugin(s: &Sandbox, name: &str) -> PathBuf {
     root
 }
 
-fn ok(s: &Sandbox, args: &[&str]) -> Value {
-    let out = s.run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
-}
-
 /// Where each left-out part points: its file name or field.
 fn left_out(report: &Value) -> Vec<String> {
     report["left_out"]
@@ -124,7 +113,7 @@ fn left_out(report: &Value) -> Vec<String> {
 fn inspect_reads_a_claude_code_plugin_as_the_package_its_import_makes() {
     let s = Sandbox::new();
     let root = claude_plugin(&s, "review-kit");
-    let i = ok(&s, &["plugin", "inspect", root.to_str().unwrap(), "--json"]);
+    let i = s.json(&["plugin", "inspect", root.to_str().unwrap(), "--json"]);
     assert_eq!(i["valid"], true, "{i}");
     assert_eq!(i["manifest"]["name"], "review-kit");
     assert_eq!(i["manifest"]["version"], "1.2.0");
@@ -175,16 +164,13 @@ fn import_writes_a_portable_package_that_inspects_valid() {
     let s = Sandbox::new();
     let root = claude_plugin(&s, "review-kit");
     let dest = s.tmp.path().join("review-kit-package");
-    let r = ok(
-        &s,
-        &[
-            "plugin",
-            "import",
-            root.to_str().unwrap(),
-            dest.to_str().unwrap(),
-            "--json",
-        ],
-    );
+    let r = s.json(&[
+        "plugin",
+        "import",
+        root.to_str().unwrap(),
+        dest.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(r["inspection"]["valid"], true, "{r}");
     for kept in [
         "plugin.json",
@@ -229,7 +215,7 @@ fn import_writes_a_portable_package_that_inspects_valid() {
         assert_eq!(mode & 0o111, 0o111, "the server stays executable");
     }
     // The written package is an ordinary one now.
-    let again = ok(&s, &["plugin", "inspect", dest.to_str().unwrap(), "--json"]);
+    let again = s.json(&["plugin", "inspect", dest.to_str().unwrap(), "--json"]);
     assert_eq!(again["valid"], true);
     assert!(again.get("imported").is_none());
     // Importing over an existing folder is refused, naming it.
@@ -253,23 +239,20 @@ fn import_writes_a_portable_package_that_inspects_valid() {
 fn install_takes_a_claude_code_plugin_and_its_skill_loads() {
     let s = Sandbox::new();
     let root = claude_plugin(&s, "review-kit");
-    let n = ok(
-        &s,
-        &[
-            "plugin",
-            "install",
-            root.to_str().unwrap(),
-            "--enabled",
-            "--json",
-        ],
-    );
+    let n = s.json(&[
+        "plugin",
+        "install",
+        root.to_str().unwrap(),
+        "--enabled",
+        "--json",
+    ]);
     assert_eq!(n["installation"]["name"], "review-kit");
     assert_eq!(n["imported"]["skills"], json!(["code-review"]));
     assert_eq!(
         n["installation"]["source_ref"],
         root.canonicalize().unwrap().display().to_string()
     );
-    let info = ok(&s, &["info", "--json"]);
+    let info = s.json(&["info", "--json"]);
     let skill = info["skills"]["entries"]
         .as_array()
         .unwrap()

@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::io::BufRead;
-
 use common::{Sandbox, json};
 use serde_json::{Value, json};
 
@@ -142,21 +140,9 @@ fn tools_and_call_over_stdio_with_an_isolated_environment() {
 
 #[test]
 fn an_http_entry_sends_its_headers_with_references_from_the_environment() {
-    let Some(bin) = common::mcp_test_server() else {
+    let Some((mut child, url)) = common::mcp_http_test_server() else {
         return;
     };
-    let mut child = std::process::Command::new(&bin)
-        .arg("http")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first.trim().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
     let s = Sandbox::new();
     // Claude Code's `"type": "http"`, and a token taken from the

@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::io::BufRead;
-
 use common::Sandbox;
 use serde_json::{Value, json};
 
@@ -351,20 +349,9 @@ fn all_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn a_codex_bearer_token_reaches_the_server_from_the_environment_only() {
-    let Some(bin) = common::mcp_test_server() else {
+    let Some((mut child, url)) = common::mcp_http_test_server() else {
         return;
     };
-    let mut child = std::process::Command::new(&bin)
-        .arg("http")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first.trim().to_owned();
     let s = Sandbox::new();
     s.write(
         s.home().join(".codex/config.toml"),

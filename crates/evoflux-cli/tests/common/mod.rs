@@ -238,3 +238,23 @@ pub fn mcp_test_server() -> Option<PathBuf> {
     );
     None
 }
+
+/// The MCP test server over Streamable HTTP on a loopback port, and its
+/// URL; it stops when its stdin closes (drop the child's stdin, then wait).
+pub fn mcp_http_test_server() -> Option<(std::process::Child, String)> {
+    use std::io::BufRead;
+    let bin = mcp_test_server()?;
+    let mut child = Command::new(&bin)
+        .arg("http")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first.trim().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    Some((child, url))
+}
