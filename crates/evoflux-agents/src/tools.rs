@@ -28,6 +28,7 @@ impl ToolCatalog {
             | Definition::Sandbox(_)
             | Definition::Channel(_)
             | Definition::Connection(_)
+            | Definition::Schedule(_)
             | Definition::Document { .. } => None,
         }))
     }

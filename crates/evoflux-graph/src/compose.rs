@@ -35,6 +35,7 @@ use crate::layer::{Form, Layer};
 use crate::policy::CompositionPolicy;
 use crate::registry::BuiltinRegistry;
 use crate::sandbox::{self, SandboxPolicy};
+use crate::schedule::{self, ScheduleDefinition};
 use crate::slot::{FileFormat, Slot, SlotKind};
 use crate::tool::{self, ToolDefinition};
 
@@ -48,6 +49,7 @@ pub enum Definition {
     Tool(ToolDefinition),
     Channel(ChannelDefinition),
     Connection(ConnectionDefinition),
+    Schedule(ScheduleDefinition),
     /// A selected Markdown or YAML source (skill, agent, worker, fleet,
     /// schedule, fleet commands) whose domain crate normalizes it.
     Document {
@@ -606,6 +608,7 @@ fn load_layer(
         Definition::Tool(_)
         | Definition::Channel(_)
         | Definition::Connection(_)
+        | Definition::Schedule(_)
         | Definition::Document { .. } => {
             diags.push(Diagnostic::error(
                 "compile/registry-missing",
@@ -824,7 +827,24 @@ fn load_file(
             }
             channel::parse(path, v, diags).map(|ch| Some(Definition::Channel(ch)))
         }
-        SlotKind::Schedule | SlotKind::FleetCommands => {
+        SlotKind::Schedule => {
+            let v = declarative(diags)?;
+            if is_disable_sentinel(&v) {
+                return Some(None);
+            }
+            // A repository's schedule works in the directory its
+            // `.evoflux` belongs to; the user's names its own.
+            let home = match &c.owner {
+                Owner::Application {
+                    root: crate::candidate::AppRoot::Project,
+                    path,
+                    ..
+                } => path.parent(),
+                Owner::Application { .. } | Owner::Framework { .. } | Owner::Plugin { .. } => None,
+            };
+            schedule::parse(path, home, v, diags).map(|s| Some(Definition::Schedule(s)))
+        }
+        SlotKind::FleetCommands => {
             let v = declarative(diags)?;
             if is_disable_sentinel(&v) {
                 return Some(None);

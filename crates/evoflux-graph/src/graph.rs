@@ -413,10 +413,10 @@ fn definition_fits(slot: &Slot, def: &Definition) -> bool {
         (SlotKind::Config, Definition::Config(_))
         | (SlotKind::Sandbox, Definition::Sandbox(_))
         | (SlotKind::Channel, Definition::Channel(_))
-        | (SlotKind::Connection, Definition::Connection(_)) => true,
+        | (SlotKind::Connection, Definition::Connection(_))
+        | (SlotKind::Schedule, Definition::Schedule(_)) => true,
         (
-            SlotKind::Schedule
-            | SlotKind::Skill
+            SlotKind::Skill
             | SlotKind::WorkAgent
             | SlotKind::CodingAgent
             | SlotKind::Worker

@@ -113,6 +113,16 @@ pub struct InfoNamed {
     pub source: InfoSource,
 }
 
+/// A schedule: when it fires, in which mode, whether it is on.
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoSchedule {
+    pub name: String,
+    pub trigger: crate::schedule::Trigger,
+    pub mode: AppMode,
+    pub enabled: bool,
+    pub source: InfoSource,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct InfoConnection {
     pub name: String,
@@ -171,7 +181,7 @@ pub struct Info {
     pub agents: InfoList<InfoNamed>,
     pub workers: InfoList<InfoNamed>,
     pub fleets: InfoList<InfoNamed>,
-    pub schedules: InfoList<InfoNamed>,
+    pub schedules: InfoList<InfoSchedule>,
     pub routes: InfoRoutes,
     pub composition: Vec<InfoCompositionEntry>,
     /// The session's repositories and whether each is trusted; filled by
@@ -410,6 +420,13 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 },
                 source: src,
             }),
+            Definition::Schedule(s) => schedules.push(InfoSchedule {
+                name: node.slot.name.clone(),
+                trigger: s.trigger.clone(),
+                mode: s.mode,
+                enabled: s.enabled,
+                source: src,
+            }),
             Definition::Document { .. } => match node.slot.kind {
                 SlotKind::Skill => skills.push(named(src)),
                 SlotKind::WorkAgent if in_mode(mode, &[AppMode::Work]) => agents.push(named(src)),
@@ -421,13 +438,14 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 }
                 SlotKind::Worker => workers.push(named(src)),
                 SlotKind::Fleet | SlotKind::FleetCommands => fleets.push(named(src)),
-                SlotKind::Schedule => schedules.push(named(src)),
+
                 SlotKind::WorkAgent
                 | SlotKind::CodingAgent
                 | SlotKind::Config
                 | SlotKind::Sandbox
                 | SlotKind::Tool
                 | SlotKind::Channel
+                | SlotKind::Schedule
                 | SlotKind::Connection => {}
             },
         }
@@ -609,13 +627,33 @@ pub fn render_human(info: &Info) -> String {
         ("agents", &info.agents),
         ("workers", &info.workers),
         ("fleets", &info.fleets),
-        ("schedules", &info.schedules),
     ] {
         if list.total > 0 {
             let _ = writeln!(out, "\n{title} ({})", list.total);
             for e in &list.entries {
                 let _ = writeln!(out, "  {:<24} [{}]", e.name, origin(&e.source));
             }
+        }
+    }
+    if info.schedules.total > 0 {
+        let _ = writeln!(out, "\nschedules ({})", info.schedules.total);
+        for s in &info.schedules.entries {
+            let when = match &s.trigger {
+                crate::schedule::Trigger::Cron {
+                    expression,
+                    timezone,
+                } => format!("cron {expression} {timezone}"),
+                crate::schedule::Trigger::Every { seconds } => format!("every {seconds}s"),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<24} {:<30} {}{} [{}]",
+                s.name,
+                when,
+                s.mode,
+                if s.enabled { "" } else { " (disabled)" },
+                origin(&s.source)
+            );
         }
     }
     if info.connections.total > 0 {

@@ -21,6 +21,7 @@ pub mod registry;
 pub mod route_plan;
 pub mod runnable;
 pub mod sandbox;
+pub mod schedule;
 pub mod skill_root;
 pub mod slot;
 pub mod tool;

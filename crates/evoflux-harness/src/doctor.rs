@@ -275,7 +275,10 @@ fn sources(graph: &CompiledGraph) -> CheckResult {
         // Skill problems are the skills check's, foreign files the other
         // harnesses check's.
         let slot = d.locator.slot.as_deref().unwrap_or_default();
-        if slot.starts_with("skills/") || d.code.starts_with("discover/foreign-") {
+        if slot.starts_with("skills/")
+            || d.code.starts_with("discover/foreign-")
+            || d.code == "compile/connection-not-carried"
+        {
             continue;
         }
         if d.severity != Severity::Info {
