@@ -74,6 +74,12 @@ pub enum Command {
     /// plugins, MCP, /openapi.json) on a loopback port; every API route but health needs the
     /// bearer token.
     Serve(crate::commands::serve::ServeArgs),
+    /// Schedules: list them with their next and last run, show one, run one now, its history.
+    /// `evoflux serve` fires them.
+    Schedule {
+        #[command(subcommand)]
+        command: crate::commands::schedule::ScheduleCommand,
+    },
     /// List, show and resume sessions.
     Sessions {
         #[command(subcommand)]

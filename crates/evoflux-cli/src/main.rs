@@ -84,6 +84,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&out, args),
         Command::Chat(args) => commands::run::chat(&out, args),
         Command::Sessions { command } => commands::run::sessions(&out, command),
+        Command::Schedule { command } => commands::schedule::run(&out, command),
         Command::Serve(args) => commands::serve::run(&out, args),
     };
     match result {

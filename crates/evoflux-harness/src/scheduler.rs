@@ -481,3 +481,63 @@ impl Scheduler {
         }
     }
 }
+
+/// One schedule as the front ends list it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScheduleRow {
+    pub name: String,
+    #[serde(flatten)]
+    pub schedule: ScheduleDefinition,
+    /// The file that defines it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<std::path::PathBuf>,
+    /// When it fires next (RFC 3339), once a scheduler has seen it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_run_at: Option<String>,
+    /// Its newest run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<ScheduleRun>,
+}
+
+/// Every schedule of `graph` with its stored next run and newest run.
+pub async fn rows(store: &Store, graph: &CompiledGraph) -> Result<Vec<ScheduleRow>, StoreError> {
+    let mut out = Vec::new();
+    for node in graph
+        .nodes
+        .iter()
+        .filter(|n| n.slot.kind == SlotKind::Schedule)
+    {
+        let Definition::Schedule(schedule) = &node.definition else {
+            continue;
+        };
+        let name = node.slot.name.clone();
+        let key = serde_json::to_string(&schedule.trigger).unwrap_or_default();
+        let next_run_at = store
+            .schedule_state(&name)
+            .await?
+            .filter(|s| s.trigger_key == key && schedule.enabled)
+            .and_then(|s| s.next_run_at_ms)
+            .and_then(DateTime::<Utc>::from_timestamp_millis)
+            .map(|t| t.to_rfc3339());
+        let last_run = store.schedule_runs(&name, 1).await?.into_iter().next();
+        let file = graph
+            .binding(&node.source_id)
+            .and_then(|b| match &b.binding {
+                evoflux_graph::Binding::File { path, .. } => Some(path.clone()),
+                evoflux_graph::Binding::Builtin { .. } => None,
+            });
+        out.push(ScheduleRow {
+            name,
+            schedule: schedule.clone(),
+            file,
+            next_run_at,
+            last_run,
+        });
+    }
+    Ok(out)
+}
+
+/// Unix milliseconds as RFC 3339 (UTC), for listings.
+pub fn rfc3339(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms).map_or_else(|| ms.to_string(), |t| t.to_rfc3339())
+}

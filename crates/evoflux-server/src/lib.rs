@@ -14,6 +14,7 @@ pub mod live;
 mod openapi;
 mod reload;
 pub mod router;
+mod schedules;
 mod state;
 mod ui;
 
@@ -97,7 +98,7 @@ pub async fn serve(
     let store = Store::open(app.dirs.data_dir()).await?;
     let processes = ProcessRuntime::new(app.runtime_config());
     let state = Arc::new(state::ServerState {
-        sessions: live::Sessions::new(Arc::new(app), processes, store.clone()),
+        sessions: live::Sessions::new(Arc::new(app), processes.clone(), store.clone()),
         store,
         workspaces: options.workspaces.clone(),
         mcp: tokio::sync::Mutex::new(None),
@@ -110,6 +111,7 @@ pub async fn serve(
         options.token.clone(),
         Arc::clone(&current),
     );
+    let scheduler = schedules::start(Arc::clone(&state), processes);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| ServerError::Bind {
@@ -131,6 +133,7 @@ pub async fn serve(
     let served = axum::serve(listener, current.service())
         .with_graceful_shutdown(shutdown)
         .await;
+    scheduler.abort();
     state.sessions.stop_all().await;
     if let Some(mcp) = state.mcp.lock().await.take() {
         mcp.shutdown().await;

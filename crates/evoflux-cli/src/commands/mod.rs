@@ -9,6 +9,7 @@ pub mod model;
 pub mod paths;
 pub mod plugin;
 pub mod run;
+pub mod schedule;
 pub mod serve;
 pub mod skills;
 pub mod trust;

@@ -419,7 +419,7 @@ async fn one_turn(
 }
 
 /// The command runtime of this process; artifacts go below the data dir.
-fn process_runtime(out: &Output) -> anyhow::Result<ProcessRuntime> {
+pub(crate) fn process_runtime(out: &Output) -> anyhow::Result<ProcessRuntime> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(_) => anyhow::bail!("cannot resolve the data directory"),

@@ -1,0 +1,200 @@
+//! `evoflux schedule`: the compiled schedules with their next run and
+//! history, and a run on demand. `evoflux serve` runs the scheduler that
+//! fires them; these commands read its durable state.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::bail;
+use clap::Subcommand;
+use evoflux_graph::schedule::Trigger;
+use evoflux_harness::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
+use evoflux_store::{RunStatus, ScheduleRun, Store};
+use serde_json::json;
+
+use crate::cli::SourceArgs;
+use crate::output::{Exit, Output};
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Every schedule with its trigger, mode, next run and last run.
+    List {
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// One schedule with its recent runs.
+    Show {
+        name: String,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Run a schedule's task now, in a new session, and wait for it; exit
+    /// 1 when it fails. A disabled schedule runs too.
+    RunNow {
+        name: String,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// A schedule's runs, newest first: fired, skipped, missed, failed.
+    History {
+        name: String,
+        /// How many runs to show.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+}
+
+pub fn run(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Exit> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run_async(out, command))
+}
+
+async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Exit> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(exit),
+    };
+    let app = super::app_context(&dirs)?;
+    let sources = match command {
+        ScheduleCommand::List { sources }
+        | ScheduleCommand::Show { sources, .. }
+        | ScheduleCommand::RunNow { sources, .. }
+        | ScheduleCommand::History { sources, .. } => sources,
+    };
+    let graph = app.compile(&sources.workspaces)?;
+    let store = Store::open(dirs.data_dir()).await?;
+    let rows = scheduler::rows(&store, &graph).await?;
+    let find = |name: &str| -> anyhow::Result<ScheduleRow> {
+        match rows.iter().find(|r| r.name == name) {
+            Some(r) => Ok(r.clone()),
+            None => bail!("no schedule is named `{name}` (see `evoflux schedule list`)"),
+        }
+    };
+    match command {
+        ScheduleCommand::List { .. } => {
+            out.diagnostics(&graph.diagnostics.errors());
+            out.result(&json!({ "schedules": rows }), || render_list(&rows));
+            Ok(if graph.has_errors() {
+                Exit::Invalid
+            } else {
+                Exit::Ok
+            })
+        }
+        ScheduleCommand::Show { name, .. } => {
+            let row = find(name)?;
+            let runs = store.schedule_runs(name, 10).await?;
+            out.result(&json!({ "schedule": row, "runs": runs }), || {
+                let mut s = render_list(std::slice::from_ref(&row));
+                if let Some(file) = &row.file {
+                    let _ = writeln!(s, "defined in {}", file.display());
+                }
+                let _ = writeln!(s, "prompt: {}", row.schedule.prompt);
+                s.push_str(&render_runs(&runs));
+                s
+            });
+            Ok(Exit::Ok)
+        }
+        ScheduleCommand::History { name, limit, .. } => {
+            find(name)?;
+            let runs = store.schedule_runs(name, *limit).await?;
+            out.result(&json!({ "name": name, "runs": runs }), || {
+                render_runs(&runs)
+            });
+            Ok(Exit::Ok)
+        }
+        ScheduleCommand::RunNow { name, .. } => {
+            let row = find(name)?;
+            let runner = EngineRunner {
+                app: app.clone(),
+                store: store.clone(),
+                processes: Some(super::run::process_runtime(out)?),
+            };
+            let s = Scheduler::new(store.clone(), Arc::new(SystemNow), Arc::new(runner));
+            let run = s.run_now(name, &row.schedule).await?;
+            out.result(&json!({ "run": run }), || {
+                render_runs(std::slice::from_ref(&run))
+            });
+            Ok(if run.status == RunStatus::Done {
+                Exit::Ok
+            } else {
+                Exit::Failure
+            })
+        }
+    }
+}
+
+fn trigger(t: &Trigger) -> String {
+    match t {
+        Trigger::Cron {
+            expression,
+            timezone,
+        } => format!("cron {expression} ({timezone})"),
+        Trigger::Every { seconds } => format!("every {seconds}s"),
+    }
+}
+
+fn render_list(rows: &[ScheduleRow]) -> String {
+    if rows.is_empty() {
+        return "No schedules (add schedules/<name>.toml to your config or a repository's \
+                .evoflux).\n"
+            .to_owned();
+    }
+    let mut s = String::new();
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<20} {:<32} {:<7} {:<9} next {:<26} last {}",
+            r.name,
+            trigger(&r.schedule.trigger),
+            r.schedule.mode,
+            if r.schedule.enabled {
+                "enabled"
+            } else {
+                "disabled"
+            },
+            r.next_run_at.as_deref().unwrap_or("-"),
+            r.last_run
+                .as_ref()
+                .map_or("-".to_owned(), |l| status(l.status).to_owned()),
+        );
+    }
+    s
+}
+
+fn status(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Queued => "queued",
+        RunStatus::Running => "running",
+        RunStatus::Done => "done",
+        RunStatus::Failed => "failed",
+        RunStatus::Skipped => "skipped",
+        RunStatus::Missed => "missed",
+        RunStatus::Interrupted => "interrupted",
+    }
+}
+
+fn render_runs(runs: &[ScheduleRun]) -> String {
+    let mut s = String::new();
+    for r in runs {
+        let when = scheduler::rfc3339(r.occurrence_at_ms);
+        let _ = writeln!(
+            s,
+            "  {when}  {:<11} {:<9} {}{}",
+            status(r.status),
+            match r.trigger {
+                evoflux_store::RunTrigger::Scheduled => "scheduled",
+                evoflux_store::RunTrigger::Manual => "manual",
+            },
+            r.session_id.as_deref().unwrap_or(""),
+            r.detail
+                .as_deref()
+                .map(|d| format!("  {d}"))
+                .unwrap_or_default()
+        );
+    }
+    s
+}

@@ -1,0 +1,147 @@
+//! `schedules/<name>.toml` through the real binary: compiled and listed
+//! with their provenance, refused with a code naming the file and field,
+//! withheld in an untrusted repository, and run on demand as a session
+//! whose run the history keeps.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Sandbox, json};
+use serde_json::Value;
+
+fn schedule<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["schedules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no schedule {name} in {list}"))
+}
+
+#[test]
+fn schedules_are_listed_with_their_trigger_and_source() {
+    let s = Sandbox::new();
+    s.user(
+        "schedules/digest.toml",
+        "cron = \"0 9 * * 1-5\"\ntimezone = \"Europe/Berlin\"\nprompt = \"Write the digest\"\n",
+    );
+    s.project(
+        "schedules/tests.toml",
+        "every = \"30m\"\nprompt = \"Run the tests\"\nmode = \"coding\"\noverlap = \"queue\"\n",
+    );
+    s.trust();
+    let list = s.json(&["schedule", "list", "--json"]);
+    let digest = schedule(&list, "digest");
+    assert_eq!(digest["trigger"]["kind"], "cron");
+    assert_eq!(digest["trigger"]["timezone"], "Europe/Berlin");
+    assert_eq!(digest["mode"], "work");
+    assert!(
+        digest["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("schedules/digest.toml")
+    );
+    assert!(
+        digest.get("next_run_at").is_none(),
+        "no scheduler has seen it yet"
+    );
+    let tests = schedule(&list, "tests");
+    assert_eq!(
+        tests["trigger"],
+        serde_json::json!({"kind": "every", "seconds": 1800})
+    );
+    assert_eq!(tests["overlap"], "queue");
+    assert_eq!(
+        tests["workspace"],
+        s.repo().canonicalize().unwrap().display().to_string(),
+        "a repository's Coding schedule works in that repository"
+    );
+    let info = s.json(&["info", "--json"]);
+    let names: Vec<&str> = info["schedules"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["digest", "tests"]);
+    assert_eq!(
+        info["schedules"]["entries"][1]["source"]["layer"],
+        "project"
+    );
+}
+
+#[test]
+fn a_broken_schedule_names_its_file_and_field_and_an_untrusted_one_waits() {
+    let s = Sandbox::new();
+    let file = s.user(
+        "schedules/bad.toml",
+        "cron = \"0 25 * * *\"\nprompt = \"p\"\n",
+    );
+    let out = s.run(&["info", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let info = json(&out);
+    let d = info["diagnostics"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "schedule/cron-invalid")
+        .unwrap_or_else(|| panic!("{info}"));
+    assert_eq!(d["locator"]["field"], "cron");
+    assert_eq!(d["locator"]["file"], file.display().to_string());
+    std::fs::remove_file(&file).unwrap();
+    s.project("schedules/nightly.toml", "every = \"1d\"\nprompt = \"p\"\n");
+    let info = s.json(&["info", "--json"]);
+    let waiting: Vec<&str> = info["awaiting_trust"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["slot"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, ["schedules/nightly"]);
+    assert_eq!(info["schedules"]["total"], 0);
+}
+
+#[test]
+fn run_now_runs_the_task_as_a_session_and_history_keeps_it() {
+    let s = Sandbox::new();
+    let model = common::script(
+        &s,
+        "digest.yaml",
+        "turns:\n  - reply: {text: digest written}\n",
+    );
+    s.user(
+        "schedules/digest.toml",
+        &format!(
+            "every = \"1h\"\nprompt = \"Write the digest\"\nmodel = \"{model}\"\nenabled = false\n"
+        ),
+    );
+    let r = s.json(&["schedule", "run-now", "digest", "--json"]);
+    let run = &r["run"];
+    assert_eq!(run["status"], "done", "{r}");
+    assert_eq!(run["trigger"], "manual");
+    let session = run["session_id"].as_str().unwrap().to_owned();
+    let sessions = s.json(&["sessions", "list", "--json"]);
+    assert!(
+        sessions.to_string().contains(&session),
+        "the run's session is a session like any other: {sessions}"
+    );
+    let history = s.json(&["schedule", "history", "digest", "--json"]);
+    assert_eq!(history["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(history["runs"][0]["session_id"], session.as_str());
+    let show = s.json(&["schedule", "show", "digest", "--json"]);
+    assert_eq!(show["schedule"]["last_run"]["status"], "done");
+    // A task that fails is recorded failed, and the exit says so.
+    let broken = common::script(&s, "broken.yaml", "turns: []\n");
+    s.user(
+        "schedules/broken.toml",
+        &format!("every = \"1h\"\nprompt = \"p\"\nmodel = \"{broken}\"\n"),
+    );
+    let out = s.run(&["schedule", "run-now", "broken", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["run"]["status"], "failed");
+    // An unknown name is refused, naming it.
+    let out = s.run(&["schedule", "run-now", "nosuch"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
+}

@@ -1,0 +1,63 @@
+//! The scheduler inside `evoflux serve`: every tick compiles the sources
+//! the server serves and fires the schedules that are due, each as a new
+//! session in the server's store (see `evoflux_harness::scheduler`, which
+//! keeps the state durable, so a restart neither fires an occurrence twice
+//! nor loses one).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use evoflux_harness::scheduler::{EngineRunner, Scheduler, SystemNow, TickEvent};
+use evoflux_tools::ProcessRuntime;
+
+use crate::state::ServerState;
+
+/// How often the server looks for due schedules. An occurrence fires at
+/// most this late; the finest trigger is a minute.
+pub const TICK: Duration = Duration::from_secs(15);
+
+/// Starts the loop; it ends when the returned handle is aborted.
+pub fn start(state: Arc<ServerState>, processes: ProcessRuntime) -> tokio::task::JoinHandle<()> {
+    let runner = EngineRunner {
+        app: state.sessions.app().clone(),
+        store: state.store.clone(),
+        processes: Some(processes),
+    };
+    let scheduler = Scheduler::new(state.store.clone(), Arc::new(SystemNow), Arc::new(runner));
+    tokio::spawn(async move {
+        match scheduler.recover().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!("{n} scheduled runs were cut short by the last stop"),
+            Err(e) => tracing::warn!(error = %e, "cannot read the scheduler's state"),
+        }
+        let mut interval = tokio::time::interval(TICK);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            interval.tick().await;
+            let graph = match state.sessions.app().compile(&state.workspaces) {
+                Ok(g) if !g.has_errors() => g,
+                // The reload loop reports a graph with errors; schedules
+                // wait for one that compiles.
+                Ok(_) | Err(_) => continue,
+            };
+            match scheduler.tick(&graph).await {
+                Ok(events) => {
+                    for e in events {
+                        match e {
+                            TickEvent::Armed { name, next } => {
+                                tracing::info!(schedule = %name, next = %next, "schedule armed");
+                            }
+                            TickEvent::Started { name, run } => {
+                                tracing::info!(schedule = %name, run, "scheduled run started");
+                            }
+                            TickEvent::Recorded { name, run, status } => {
+                                tracing::info!(schedule = %name, run, ?status, "occurrence recorded");
+                            }
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "the scheduler cannot reach the store"),
+            }
+        }
+    })
+}
