@@ -145,3 +145,45 @@ fn run_now_runs_the_task_as_a_session_and_history_keeps_it() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("nosuch"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_lists_schedules_and_runs_one_on_demand() {
+    let s = Sandbox::new();
+    let model = common::script(&s, "api.yaml", "turns:\n  - reply: {text: done}\n");
+    s.user(
+        "schedules/report.toml",
+        &format!("every = \"1h\"\nprompt = \"Write the report\"\nmodel = \"{model}\"\n"),
+    );
+    let server = common::server::Server::start(&s, &[]);
+    let (status, list) = server.call("GET", "/api/scheduler", None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(list["items"][0]["name"], "report");
+    let (status, _) = server.call("GET", "/api/scheduler/nosuch", None).await;
+    assert_eq!(status, 404);
+    let (status, started) = server.call("POST", "/api/scheduler/report/run", None).await;
+    assert_eq!(status, 202, "{started}");
+    assert_eq!(started["run"]["status"], "running");
+    // The run ends on its own; the history says how.
+    let mut done = Value::Null;
+    for _ in 0..100 {
+        let (_, history) = server
+            .call("GET", "/api/scheduler/report/history?limit=5", None)
+            .await;
+        if history["runs"][0]["status"] != "running" {
+            done = history["runs"][0].clone();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["trigger"], "manual");
+    let session = done["session_id"].as_str().unwrap();
+    let (status, _) = server
+        .call("GET", &format!("/api/sessions/{session}"), None)
+        .await;
+    assert_eq!(status, 200, "the run's session is served like any other");
+    let (status, _) = server
+        .call("GET", "/api/scheduler/report/history?limit=0", None)
+        .await;
+    assert_eq!(status, 400);
+}

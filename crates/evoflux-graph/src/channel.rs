@@ -151,6 +151,12 @@ pub enum ApiEndpoint {
     ClearPluginCredentials,
     McpServers,
     ShowMcpServer,
+    /// The schedules with their next and last run.
+    Schedules,
+    ShowSchedule,
+    ScheduleHistory,
+    /// Starts a schedule's task now.
+    RunSchedule,
 }
 
 /// What a route does.
@@ -330,6 +336,10 @@ pub fn framework_api() -> ChannelDefinition {
             ),
             r(M::Get, "/api/mcp/servers", E::McpServers),
             r(M::Get, "/api/mcp/servers/:name", E::ShowMcpServer),
+            r(M::Get, "/api/scheduler", E::Schedules),
+            r(M::Get, "/api/scheduler/:name", E::ShowSchedule),
+            r(M::Get, "/api/scheduler/:name/history", E::ScheduleHistory),
+            r(M::Post, "/api/scheduler/:name/run", E::RunSchedule),
         ],
     }
 }

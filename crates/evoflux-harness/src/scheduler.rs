@@ -439,9 +439,28 @@ impl Scheduler {
         name: &str,
         schedule: &ScheduleDefinition,
     ) -> Result<ScheduleRun, StoreError> {
+        let run = self.claim_manual(name).await?;
+        self.execute(name, schedule, run).await;
+        self.run_record(name, run).await
+    }
+
+    /// Starts `name` now in the background and returns its run, running;
+    /// the history shows how it ends.
+    pub async fn start_now(
+        &self,
+        name: &str,
+        schedule: &ScheduleDefinition,
+    ) -> Result<ScheduleRun, StoreError> {
+        let run = self.claim_manual(name).await?;
+        let record = self.run_record(name, run).await?;
+        self.spawn(name, schedule, run);
+        Ok(record)
+    }
+
+    async fn claim_manual(&self, name: &str) -> Result<i64, StoreError> {
         let at = self.now.now().timestamp_millis();
         let mut offset = 0;
-        let run = loop {
+        loop {
             let claim = Claim {
                 name,
                 occurrence_at_ms: at + offset,
@@ -450,12 +469,14 @@ impl Scheduler {
                 detail: None,
             };
             if let Some(run) = self.store.claim_occurrence(&claim, None).await? {
-                break run;
+                return Ok(run);
             }
             // Two manual runs in one millisecond: the next one is later.
             offset += 1;
-        };
-        self.execute(name, schedule, run).await;
+        }
+    }
+
+    async fn run_record(&self, name: &str, run: i64) -> Result<ScheduleRun, StoreError> {
         let runs = self.store.schedule_runs(name, 1000).await?;
         runs.into_iter()
             .find(|r| r.id == run)

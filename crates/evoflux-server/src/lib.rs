@@ -97,7 +97,9 @@ pub async fn serve(
     }
     let store = Store::open(app.dirs.data_dir()).await?;
     let processes = ProcessRuntime::new(app.runtime_config());
+    let scheduler = schedules::scheduler(&app, &store, processes.clone());
     let state = Arc::new(state::ServerState {
+        scheduler,
         sessions: live::Sessions::new(Arc::new(app), processes.clone(), store.clone()),
         store,
         workspaces: options.workspaces.clone(),
@@ -111,7 +113,7 @@ pub async fn serve(
         options.token.clone(),
         Arc::clone(&current),
     );
-    let scheduler = schedules::start(Arc::clone(&state), processes);
+    let scheduler = schedules::start(Arc::clone(&state));
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| ServerError::Bind {

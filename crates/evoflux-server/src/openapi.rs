@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::api::{agents, lists, mcp, plugins, sessions, skills, system};
+use crate::api::{agents, lists, mcp, plugins, scheduler, sessions, skills, system};
 use crate::error::ApiError;
 
 #[derive(OpenApi)]
@@ -69,6 +69,10 @@ use crate::error::ApiError;
         plugins::clear_credentials,
         mcp::list,
         mcp::show,
+        scheduler::list,
+        scheduler::show,
+        scheduler::history,
+        scheduler::run,
     ),
     components(schemas(
         ApiError,

@@ -19,7 +19,7 @@ use evoflux_graph::route_plan::{HostRoute, RoutePlan};
 use evoflux_harness::SessionOptions;
 use serde::Serialize;
 
-use crate::api::{agents, mcp, plugins, sessions, skills, system};
+use crate::api::{agents, mcp, plugins, scheduler, sessions, skills, system};
 use crate::auth::{Token, require_token};
 use crate::error::ApiError;
 use crate::state::ServerState;
@@ -135,7 +135,11 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::SetPluginCredentials
             | ApiEndpoint::ClearPluginCredentials
             | ApiEndpoint::McpServers
-            | ApiEndpoint::ShowMcpServer => false,
+            | ApiEndpoint::ShowMcpServer
+            | ApiEndpoint::Schedules
+            | ApiEndpoint::ShowSchedule
+            | ApiEndpoint::ScheduleHistory
+            | ApiEndpoint::RunSchedule => false,
         },
         // The page shell holds no data; what it fetches needs the token.
         RouteAction::Home | RouteAction::HomeAsset => true,
@@ -216,6 +220,10 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
             ApiEndpoint::ClearPluginCredentials => on(f, plugins::clear_credentials),
             ApiEndpoint::McpServers => on(f, mcp::list),
             ApiEndpoint::ShowMcpServer => on(f, mcp::show),
+            ApiEndpoint::Schedules => on(f, scheduler::list),
+            ApiEndpoint::ShowSchedule => on(f, scheduler::show),
+            ApiEndpoint::ScheduleHistory => on(f, scheduler::history),
+            ApiEndpoint::RunSchedule => on(f, scheduler::run),
         },
         RouteAction::Home => on(f, crate::ui::page),
         RouteAction::HomeAsset => on(f, crate::ui::asset),

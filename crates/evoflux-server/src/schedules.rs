@@ -16,14 +16,23 @@ use crate::state::ServerState;
 /// most this late; the finest trigger is a minute.
 pub const TICK: Duration = Duration::from_secs(15);
 
-/// Starts the loop; it ends when the returned handle is aborted.
-pub fn start(state: Arc<ServerState>, processes: ProcessRuntime) -> tokio::task::JoinHandle<()> {
+/// The server's scheduler: runs go through the engine, in `store`.
+pub fn scheduler(
+    app: &evoflux_harness::AppContext,
+    store: &evoflux_store::Store,
+    processes: ProcessRuntime,
+) -> Scheduler {
     let runner = EngineRunner {
-        app: state.sessions.app().clone(),
-        store: state.store.clone(),
+        app: app.clone(),
+        store: store.clone(),
         processes: Some(processes),
     };
-    let scheduler = Scheduler::new(state.store.clone(), Arc::new(SystemNow), Arc::new(runner));
+    Scheduler::new(store.clone(), Arc::new(SystemNow), Arc::new(runner))
+}
+
+/// Starts the loop; it ends when the returned handle is aborted.
+pub fn start(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> {
+    let scheduler = state.scheduler.clone();
     tokio::spawn(async move {
         match scheduler.recover().await {
             Ok(0) => {}

@@ -23,6 +23,9 @@ pub struct ServerState {
     /// started on the first `/api/mcp/servers` and stopped at shutdown;
     /// sessions run their own.
     pub mcp: tokio::sync::Mutex<Option<evoflux_mcp::McpRuntime>>,
+    /// Fires the schedules (its loop runs beside the server) and starts
+    /// runs asked for through the API.
+    pub scheduler: evoflux_harness::scheduler::Scheduler,
 }
 
 impl ServerState {

@@ -4,6 +4,7 @@ pub mod agents;
 pub mod lists;
 pub mod mcp;
 pub mod plugins;
+pub mod scheduler;
 pub mod sessions;
 pub mod skills;
 pub mod system;
