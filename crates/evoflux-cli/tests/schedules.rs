@@ -187,3 +187,36 @@ async fn the_server_lists_schedules_and_runs_one_on_demand() {
         .await;
     assert_eq!(status, 400);
 }
+
+#[test]
+fn schedule_task_creates_a_schedule_the_user_allowed_and_sees() {
+    let s = Sandbox::new();
+    let script = "turns:\n  - reply:\n      tool_calls:\n        - {name: schedule_task, arguments: {action: create, name: standup, every: 1d, prompt: Post the standup}}\n  - reply: {text: scheduled}\n";
+    // Nobody is there to approve: the call is denied and nothing is written.
+    let model = common::script(&s, "denied.yaml", script);
+    let out = common::run(&s, &["--json", "run", "--model", &model, "schedule it"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ended = common::of_type(&common::events(&out), "tool_ended")[0].clone();
+    assert_eq!(ended["tool"], "schedule_task");
+    assert_eq!(ended["is_error"], true, "{ended}");
+    assert!(!s.config().join("schedules/standup.toml").exists());
+    // The user allows it in config.toml: it becomes one of their schedules.
+    s.user("config.toml", "[approval]\nschedule_task = \"never\"\n");
+    let model = common::script(&s, "allowed.yaml", script);
+    let out = common::run(&s, &["--json", "run", "--model", &model, "schedule it"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ended = common::of_type(&common::events(&out), "tool_ended")[0].clone();
+    assert_eq!(ended["is_error"], false, "{ended}");
+    let list = s.json(&["schedule", "list", "--json"]);
+    let standup = schedule(&list, "standup");
+    assert_eq!(standup["trigger"]["seconds"], 86_400);
+    assert_eq!(standup["prompt"], "Post the standup");
+}

@@ -644,6 +644,7 @@ pub fn render_human(info: &Info) -> String {
                     timezone,
                 } => format!("cron {expression} {timezone}"),
                 crate::schedule::Trigger::Every { seconds } => format!("every {seconds}s"),
+                crate::schedule::Trigger::At { at } => format!("at {at}"),
             };
             let _ = writeln!(
                 out,

@@ -67,7 +67,8 @@ impl ToolDefinition {
                     | BuiltinExecutor::WebFetch
                     | BuiltinExecutor::Skill
                     | BuiltinExecutor::Verify
-                    | BuiltinExecutor::Artifact => None,
+                    | BuiltinExecutor::Artifact
+                    | BuiltinExecutor::ScheduleTask => None,
                 }
             }
             (Handling::None, Some(crate::tool::ToolExecutor::Command(_)) | None)

@@ -40,6 +40,8 @@ pub enum Trigger {
     },
     /// Every so many seconds.
     Every { seconds: u64 },
+    /// Once, at this instant (RFC 3339).
+    At { at: String },
 }
 
 impl Trigger {
@@ -61,6 +63,10 @@ impl Trigger {
                 let step = chrono::Duration::seconds(i64::try_from(*seconds).ok()?);
                 after.checked_add_signed(step)
             }
+            Trigger::At { at } => DateTime::parse_from_rfc3339(at)
+                .ok()
+                .map(|t| t.with_timezone(&Utc))
+                .filter(|t| *t > after),
         }
     }
 }
@@ -107,10 +113,11 @@ pub struct ScheduleDefinition {
     pub enabled: bool,
 }
 
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 12] = [
     "cron",
     "timezone",
     "every",
+    "at",
     "prompt",
     "mode",
     "workspace",
@@ -173,26 +180,54 @@ pub fn parse(
     };
     let cron = text(diags, "cron");
     let every = text(diags, "every");
+    let at = text(diags, "at");
     let timezone = text(diags, "timezone");
-    let trigger = match (cron, every) {
-        (Some(_), Some(_)) => {
+    let given = [cron.is_some(), every.is_some(), at.is_some()]
+        .iter()
+        .filter(|g| **g)
+        .count();
+    let trigger = match (cron, every, at) {
+        _ if given > 1 => {
             diags.push(err(
                 "schedule/trigger-ambiguous",
                 "every",
-                "give `cron` or `every`, not both".into(),
+                "give one of `cron`, `every` and `at`".into(),
             ));
             None
         }
-        (None, None) => {
+        (None, None, None) => {
             diags.push(err(
                 "schedule/trigger-missing",
                 "cron",
-                "a schedule needs `cron` (such as \"0 9 * * 1-5\") or `every` (such as \"15m\")"
+                "a schedule needs `cron` (such as \"0 9 * * 1-5\"), `every` (such as \"15m\") \
+                 or `at` (such as \"2026-12-03T09:00:00Z\")"
                     .into(),
             ));
             None
         }
-        (Some(expression), None) => {
+        (None, None, Some(at)) => {
+            if timezone.is_some() {
+                diags.push(err(
+                    "schedule/timezone-without-cron",
+                    "timezone",
+                    "`timezone` applies to `cron` only; `at` carries its own offset".into(),
+                ));
+            }
+            match DateTime::parse_from_rfc3339(&at) {
+                Ok(_) => Some(Trigger::At { at }),
+                Err(e) => {
+                    diags.push(err(
+                        "schedule/at-invalid",
+                        "at",
+                        format!(
+                            "`{at}` is not an RFC 3339 time such as 2026-12-03T09:00:00+01:00: {e}"
+                        ),
+                    ));
+                    None
+                }
+            }
+        }
+        (Some(expression), _, _) => {
             let timezone = timezone.unwrap_or_else(|| "UTC".to_owned());
             let mut ok = true;
             if expression.split_whitespace().count() != 5 {
@@ -229,7 +264,7 @@ pub fn parse(
                 timezone,
             })
         }
-        (None, Some(every)) => {
+        (None, Some(every), _) => {
             if timezone.is_some() {
                 diags.push(err(
                     "schedule/timezone-without-cron",
@@ -523,6 +558,14 @@ mod tests {
                 "schedule/unknown-field",
             ),
             (json!(["not", "a", "table"]), "schedule/not-a-table"),
+            (
+                json!({"at": "tomorrow", "prompt": "p"}),
+                "schedule/at-invalid",
+            ),
+            (
+                json!({"at": "2026-12-03T09:00:00Z", "every": "1h", "prompt": "p"}),
+                "schedule/trigger-ambiguous",
+            ),
         ] {
             let (s, codes) = check(v.clone());
             assert!(s.is_none(), "{v}");
@@ -560,6 +603,18 @@ mod tests {
         assert_eq!(
             every.next_after(t).unwrap().to_rfc3339(),
             "2026-03-27T08:31:30+00:00"
+        );
+        let once = Trigger::At {
+            at: "2026-03-27T10:00:00+01:00".into(),
+        };
+        assert_eq!(
+            once.next_after(t).unwrap().to_rfc3339(),
+            "2026-03-27T09:00:00+00:00"
+        );
+        assert_eq!(
+            once.next_after(once.next_after(t).unwrap()),
+            None,
+            "once only"
         );
         assert_eq!(parse_interval("2h"), Some(7200));
         assert_eq!(parse_interval("1d"), Some(86_400));

@@ -139,6 +139,8 @@ pub enum BuiltinExecutor {
     Verify,
     /// Writes a file under the workspace's `.evoflux/artifacts/`.
     Artifact,
+    /// Creates, lists and cancels the user's schedules that sessions made.
+    ScheduleTask,
 }
 
 /// Whether a call needs the user's approval; one type with `config.toml`'s
@@ -294,6 +296,7 @@ pub const FRAMEWORK_TOOLS: &[&str] = &[
     "task_update",
     "task_cancel",
     "web_search",
+    "schedule_task",
 ];
 
 /// Builds the framework definition of one tool. Called only for a
@@ -523,6 +526,29 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                         "content": {"type": "string"}
                     }),
                     &["path", "content"],
+                ),
+            )
+        },
+        "schedule_task" => Spec {
+            lead_only: true,
+            availability: &[Availability::RootSession],
+            ..Spec::ordinary(
+                X::ScheduleTask,
+                A::Execute,
+                "Schedule a task for later, once (`at`) or repeatedly (`cron` with a `timezone`, or `every`), as a new session with `prompt`; list the schedules you made; cancel one. The user approves each call; `evoflux schedule list` shows them.",
+                object(
+                    json!({
+                        "action": {"type": "string", "enum": ["create", "list", "cancel"]},
+                        "name": str_("The schedule's name: letters, digits, `.`, `_` and `-` (create, cancel)."),
+                        "prompt": str_("What the scheduled session should do (create)."),
+                        "at": str_("One run at this RFC 3339 time, such as 2026-12-03T09:00:00+01:00."),
+                        "cron": str_("Five cron fields, such as `0 9 * * 1-5`."),
+                        "timezone": str_("The cron's IANA time zone (default UTC)."),
+                        "every": str_("An interval such as `30m`, `2h`, `1d` (at least one minute)."),
+                        "mode": {"type": "string", "enum": ["work", "coding"]},
+                        "workspace": str_("Coding: the absolute path of the repository to work in.")
+                    }),
+                    &["action"],
                 ),
             )
         },

@@ -154,6 +154,7 @@ async fn bench() {
         sandbox: None,
         team: None,
         checks: None,
+        schedules_dir: None,
     };
     let mut h = Harness::open(
         setup,

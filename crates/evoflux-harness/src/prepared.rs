@@ -121,6 +121,8 @@ pub struct SessionCapabilities {
     pub network: bool,
     /// Check commands are registered for `verify` to run.
     pub checks: bool,
+    /// The user's schedules folder is known (`schedule_task`).
+    pub schedules: bool,
     pub provider: ProviderKind,
 }
 
@@ -145,6 +147,9 @@ fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option
         | BuiltinExecutor::Grep
         | BuiltinExecutor::Todo
         | BuiltinExecutor::Artifact => None,
+        BuiltinExecutor::ScheduleTask => {
+            (!caps.schedules).then_some("this session has no user schedules folder to write")
+        }
         BuiltinExecutor::Verify if !caps.processes => {
             Some("no process runtime is attached to this session")
         }
@@ -242,6 +247,10 @@ impl PreparedTools {
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
+                // Work that runs later, unattended, is the user's to allow.
+                PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::ScheduleTask)) => {
+                    Approval::Always
+                }
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Mcp { .. })
                 | PreparedKind::RequestInput(_)
                 | PreparedKind::Dispatch(_) => Approval::Never,
@@ -490,6 +499,7 @@ mod tests {
             skills: false,
             network: true,
             checks: true,
+            schedules: true,
             provider: ProviderKind::Scripted,
         }
     }

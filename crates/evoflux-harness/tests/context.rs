@@ -640,6 +640,7 @@ impl Direct {
             skills: true,
             network: false,
             checks: false,
+            schedules: false,
             provider: evoflux_core::config::ProviderKind::Scripted,
         };
         let names: Vec<String> = ["read", "grep", "skill"].map(String::from).to_vec();

@@ -108,6 +108,7 @@ pub fn execute(
         | BuiltinExecutor::WebFetch
         | BuiltinExecutor::Skill
         | BuiltinExecutor::CodeContext
-        | BuiltinExecutor::Verify => Err(ToolError::NotImplemented { executor }),
+        | BuiltinExecutor::Verify
+        | BuiltinExecutor::ScheduleTask => Err(ToolError::NotImplemented { executor }),
     }
 }

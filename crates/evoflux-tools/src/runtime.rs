@@ -194,7 +194,8 @@ impl ProcessRuntime {
                 | BuiltinExecutor::Skill
                 | BuiltinExecutor::CodeContext
                 | BuiltinExecutor::Verify
-                | BuiltinExecutor::Artifact => crate::execute(ws, *executor, input),
+                | BuiltinExecutor::Artifact
+                | BuiltinExecutor::ScheduleTask => crate::execute(ws, *executor, input),
             },
             ToolExecutor::Command(tool) => self.run_command_tool(session, ws, tool, input).await,
         }

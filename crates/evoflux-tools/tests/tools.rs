@@ -560,13 +560,18 @@ fn workspace_needs_an_existing_directory() {
 fn implemented_here(x: X) -> bool {
     match x {
         X::Read | X::Write | X::Edit | X::Ls | X::Glob | X::Grep | X::Artifact => true,
-        X::Shell | X::Process | X::Todo | X::WebFetch | X::Skill | X::CodeContext | X::Verify => {
-            false
-        }
+        X::Shell
+        | X::Process
+        | X::Todo
+        | X::WebFetch
+        | X::Skill
+        | X::CodeContext
+        | X::Verify
+        | X::ScheduleTask => false,
     }
 }
 
-const ALL: [X; 14] = [
+const ALL: [X; 15] = [
     X::Shell,
     X::Process,
     X::Read,
@@ -581,6 +586,7 @@ const ALL: [X; 14] = [
     X::CodeContext,
     X::Verify,
     X::Artifact,
+    X::ScheduleTask,
 ];
 
 #[test]

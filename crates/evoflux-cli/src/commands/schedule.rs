@@ -134,6 +134,7 @@ fn trigger(t: &Trigger) -> String {
             timezone,
         } => format!("cron {expression} ({timezone})"),
         Trigger::Every { seconds } => format!("every {seconds}s"),
+        Trigger::At { at } => format!("once at {at}"),
     }
 }
 

@@ -883,6 +883,8 @@ impl<'a> SessionBuilder<'a> {
             }),
             team: Some(team_setup),
             checks,
+            // Only a root session schedules; its tasks are the user's.
+            schedules_dir: Some(app.dirs.config_dir().join("schedules")),
         };
         let request = match &resumed {
             Some(s) => SessionRequest::Resume {

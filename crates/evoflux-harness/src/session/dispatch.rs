@@ -210,6 +210,7 @@ impl Harness {
             sandbox: self.sandbox.clone(),
             team: None,
             checks: self.checks.clone(),
+            schedules_dir: None,
         };
         // Tool compatibility after narrowing: a worker whose required tools
         // this child would not be offered is refused before it opens, with

@@ -89,7 +89,8 @@ impl Harness {
                 | BuiltinExecutor::Todo
                 | BuiltinExecutor::WebFetch
                 | BuiltinExecutor::Skill
-                | BuiltinExecutor::CodeContext => None,
+                | BuiltinExecutor::CodeContext
+                | BuiltinExecutor::ScheduleTask => None,
             };
             match (path, is_error) {
                 (Some(p), false) => written.push(p),

@@ -123,6 +123,9 @@ pub struct RunSetup {
     /// The repository's registered check commands (`fleets/commands.yaml`),
     /// which `verify` runs; `None` leaves `verify` out of the session.
     pub checks: Option<Arc<evoflux_fleet::CommandRegistry>>,
+    /// The user's schedules folder (`<config>/schedules`) `schedule_task`
+    /// writes; `None` leaves the tool out of the session.
+    pub schedules_dir: Option<PathBuf>,
 }
 
 /// What a session needs to run its agent's dispatches as child sessions.
@@ -294,6 +297,8 @@ pub struct Harness {
     sandbox: Option<SandboxSetup>,
     /// The registered check commands `verify` runs, for it and its children.
     checks: Option<Arc<evoflux_fleet::CommandRegistry>>,
+    /// The user's schedules folder `schedule_task` writes to.
+    schedules_dir: Option<PathBuf>,
     mcp_call_timeout: Duration,
     /// The user's "always" answers that apply to this session (its own and
     /// its workspace's).

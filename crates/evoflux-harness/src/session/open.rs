@@ -217,6 +217,7 @@ impl Harness {
             tasks: Default::default(),
             sandbox: setup.sandbox.clone(),
             checks: setup.checks.clone(),
+            schedules_dir: setup.schedules_dir.clone(),
             mcp_call_timeout: setup.mcp_call_timeout,
             grants,
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
@@ -301,6 +302,7 @@ pub(super) fn capabilities(
         skills: setup.skills.is_some(),
         network: setup.network != NetworkAccess::Off,
         checks: setup.checks.as_ref().is_some_and(|c| !c.is_empty()),
+        schedules: setup.schedules_dir.is_some(),
         provider: setup.provider.kind(),
     }
 }

@@ -291,6 +291,12 @@ impl Harness {
                 }
             }
             BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
+            BuiltinExecutor::ScheduleTask => Ok(match &self.schedules_dir {
+                Some(dir) => {
+                    crate::schedule_task::apply(dir, &self.session.id.to_string(), &call.arguments)
+                }
+                None => ToolResult::error("this session cannot schedule tasks"),
+            }),
             BuiltinExecutor::WebFetch => Ok(match &self.web {
                 Some(web) => command_result(web.run(&call.arguments).await),
                 None => ToolResult::error("network tools are turned off for this session"),

@@ -212,6 +212,7 @@ impl World {
             sandbox: None,
             team: None,
             checks: None,
+            schedules_dir: None,
         }
     }
 }

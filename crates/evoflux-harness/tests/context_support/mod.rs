@@ -250,6 +250,7 @@ impl Repo {
             sandbox: None,
             team: None,
             checks: None,
+            schedules_dir: None,
         }
     }
 
