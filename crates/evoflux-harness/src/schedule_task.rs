@@ -17,11 +17,12 @@ use crate::events::ToolResult;
 pub const MARKER: &str = "# Made by schedule_task";
 
 /// Applies one call in the user's schedules folder `dir`; `session` names
-/// the session that asked, for the marker.
-pub fn apply(dir: &Path, session: &str, args: &Value) -> ToolResult {
+/// the session that asked, for the marker, and `repository` is its
+/// repository, where a Coding task works unless it names another.
+pub fn apply(dir: &Path, session: &str, repository: Option<&Path>, args: &Value) -> ToolResult {
     let text = |k: &str| args.get(k).and_then(Value::as_str);
     match text("action") {
-        Some("create") => create(dir, session, args),
+        Some("create") => create(dir, session, repository, args),
         Some("list") => list(dir),
         Some("cancel") => match text("name") {
             Some(name) => cancel(dir, name),
@@ -31,7 +32,7 @@ pub fn apply(dir: &Path, session: &str, args: &Value) -> ToolResult {
     }
 }
 
-fn create(dir: &Path, session: &str, args: &Value) -> ToolResult {
+fn create(dir: &Path, session: &str, repository: Option<&Path>, args: &Value) -> ToolResult {
     let Some(name) = args.get("name").and_then(Value::as_str) else {
         return ToolResult::error("`create` needs a `name` for the schedule");
     };
@@ -59,6 +60,12 @@ fn create(dir: &Path, session: &str, args: &Value) -> ToolResult {
         if let Some(v) = args.get(key).filter(|v| !v.is_null()) {
             fields.insert(key.to_owned(), v.clone());
         }
+    }
+    if fields.get("mode").and_then(Value::as_str) == Some("coding")
+        && !fields.contains_key("workspace")
+        && let Some(repo) = repository
+    {
+        fields.insert("workspace".into(), Value::from(repo.display().to_string()));
     }
     // The one parser decides, with the words the user's files get.
     let mut diags = Diagnostics::new();
@@ -151,6 +158,7 @@ mod tests {
         let made = apply(
             &dir,
             "s1",
+            None,
             &json!({"action": "create", "name": "standup", "every": "1d", "prompt": "Post the standup"}),
         );
         assert!(!made.is_error, "{}", made.content);
@@ -168,6 +176,7 @@ mod tests {
         let bad = apply(
             &dir,
             "s1",
+            None,
             &json!({"action": "create", "name": "bad", "cron": "nope", "prompt": "p"}),
         );
         assert!(
@@ -177,7 +186,7 @@ mod tests {
         );
         assert!(!dir.join("bad.toml").exists());
         std::fs::write(dir.join("mine.toml"), "every = \"1h\"\nprompt = \"p\"\n").unwrap();
-        let listed = apply(&dir, "s1", &json!({"action": "list"}));
+        let listed = apply(&dir, "s1", None, &json!({"action": "list"}));
         assert!(
             listed.content.contains("mine (the user's own)"),
             "{}",
@@ -188,20 +197,41 @@ mod tests {
             "{}",
             listed.content
         );
-        let refused = apply(&dir, "s1", &json!({"action": "cancel", "name": "mine"}));
+        let refused = apply(
+            &dir,
+            "s1",
+            None,
+            &json!({"action": "cancel", "name": "mine"}),
+        );
         assert!(refused.is_error);
         assert!(
             dir.join("mine.toml").exists(),
             "the user's schedule is kept"
         );
-        let cancelled = apply(&dir, "s1", &json!({"action": "cancel", "name": "standup"}));
+        let cancelled = apply(
+            &dir,
+            "s1",
+            None,
+            &json!({"action": "cancel", "name": "standup"}),
+        );
         assert!(!cancelled.is_error);
         assert!(!dir.join("standup.toml").exists());
         let again = apply(
             &dir,
             "s1",
+            None,
             &json!({"action": "create", "name": "mine", "every": "1h", "prompt": "p"}),
         );
         assert!(again.is_error, "an existing name is not overwritten");
+        // A Coding task works in the session's repository unless it names one.
+        let coding = apply(
+            &dir,
+            "s1",
+            Some(Path::new("/work/repo")),
+            &json!({"action": "create", "name": "tests", "every": "1h", "prompt": "p", "mode": "coding"}),
+        );
+        assert!(!coding.is_error, "{}", coding.content);
+        let text = std::fs::read_to_string(dir.join("tests.toml")).unwrap();
+        assert!(text.contains("workspace = \"/work/repo\""), "{text}");
     }
 }

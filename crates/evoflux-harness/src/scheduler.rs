@@ -233,13 +233,27 @@ impl Scheduler {
         let next = match state {
             Some(ScheduleState {
                 trigger_key,
-                next_run_at_ms: Some(next),
-            }) if trigger_key == key => DateTime::<Utc>::from_timestamp_millis(next),
+                next_run_at_ms,
+            }) if trigger_key == key => match next_run_at_ms {
+                Some(next) => DateTime::<Utc>::from_timestamp_millis(next),
+                // No occurrence is left (a one-off that ran).
+                None => return Ok(()),
+            },
             Some(_) | None => None,
         };
         let Some(next) = next else {
-            // New or changed: it starts from now.
-            let next = schedule.trigger.next_after(now);
+            // New or changed: it starts from now. A one-off keeps its time
+            // even when that has just passed (written less than a tick
+            // before it), so it still runs once.
+            let next = match &schedule.trigger {
+                evoflux_graph::schedule::Trigger::At { at } => DateTime::parse_from_rfc3339(at)
+                    .ok()
+                    .map(|t| t.with_timezone(&Utc)),
+                evoflux_graph::schedule::Trigger::Cron { .. }
+                | evoflux_graph::schedule::Trigger::Every { .. } => {
+                    schedule.trigger.next_after(now)
+                }
+            };
             self.store
                 .set_schedule_state(
                     name,

@@ -289,3 +289,23 @@ async fn missed_skip_runs_none_of_what_passed_and_failures_are_recorded() {
         (RunTrigger::Manual, RunStatus::Done)
     );
 }
+
+#[tokio::test]
+async fn a_one_off_runs_once_even_when_first_seen_just_after_its_time() {
+    let t = tempfile::tempdir().unwrap();
+    let store = Store::open(t.path().join("data")).await.unwrap();
+    let g = graph(
+        t.path(),
+        &[("once", "at = \"2026-12-01T10:00:00Z\"\nprompt = \"p\"\n")],
+    );
+    let clock = Arc::new(ManualNow::new(at("2026-12-01T10:00:05Z")));
+    let r = runner(None);
+    let s = Scheduler::new(store.clone(), clock.clone(), r.clone());
+    s.tick(&g).await.unwrap();
+    assert_eq!(started(&s.tick(&g).await.unwrap()), 1);
+    s.drain().await;
+    clock.set(at("2026-12-02T10:00:00Z"));
+    assert!(s.tick(&g).await.unwrap().is_empty(), "once only");
+    assert!(s.tick(&g).await.unwrap().is_empty());
+    assert_eq!(r.runs.load(Ordering::SeqCst), 1);
+}

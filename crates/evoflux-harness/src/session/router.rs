@@ -292,9 +292,19 @@ impl Harness {
             }
             BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
             BuiltinExecutor::ScheduleTask => Ok(match &self.schedules_dir {
-                Some(dir) => {
-                    crate::schedule_task::apply(dir, &self.session.id.to_string(), &call.arguments)
-                }
+                Some(dir) => crate::schedule_task::apply(
+                    dir,
+                    &self.session.id.to_string(),
+                    match self.session.mode() {
+                        evoflux_core::AppMode::Coding => self
+                            .workspace
+                            .roots()
+                            .first()
+                            .map(std::path::PathBuf::as_path),
+                        evoflux_core::AppMode::Work => None,
+                    },
+                    &call.arguments,
+                ),
                 None => ToolResult::error("this session cannot schedule tasks"),
             }),
             BuiltinExecutor::WebFetch => Ok(match &self.web {
