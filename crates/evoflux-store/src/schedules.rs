@@ -19,7 +19,7 @@ pub enum RunTrigger {
 }
 
 impl RunTrigger {
-    const fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             RunTrigger::Scheduled => "scheduled",
             RunTrigger::Manual => "manual",
@@ -58,7 +58,7 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    const fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             RunStatus::Queued => "queued",
             RunStatus::Running => "running",
@@ -67,6 +67,18 @@ impl RunStatus {
             RunStatus::Skipped => "skipped",
             RunStatus::Missed => "missed",
             RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the run has ended (it gets a finish time).
+    pub const fn is_final(self) -> bool {
+        match self {
+            RunStatus::Queued | RunStatus::Running => false,
+            RunStatus::Done
+            | RunStatus::Failed
+            | RunStatus::Skipped
+            | RunStatus::Missed
+            | RunStatus::Interrupted => true,
         }
     }
 
@@ -195,14 +207,7 @@ impl Store {
         .bind(claim.status.as_str())
         .bind(claim.detail.as_deref())
         .bind(now_ms())
-        .bind(match claim.status {
-            RunStatus::Queued | RunStatus::Running => None,
-            RunStatus::Done
-            | RunStatus::Failed
-            | RunStatus::Skipped
-            | RunStatus::Missed
-            | RunStatus::Interrupted => Some(now_ms()),
-        })
+        .bind(claim.status.is_final().then(now_ms))
         .execute(&mut *tx)
         .await?;
         if inserted.rows_affected() == 0 {
@@ -236,14 +241,7 @@ impl Store {
         session: Option<SessionId>,
         detail: Option<&str>,
     ) -> Result<(), StoreError> {
-        let finished = match status {
-            RunStatus::Queued | RunStatus::Running => None,
-            RunStatus::Done
-            | RunStatus::Failed
-            | RunStatus::Skipped
-            | RunStatus::Missed
-            | RunStatus::Interrupted => Some(now_ms()),
-        };
+        let finished = status.is_final().then(now_ms);
         sqlx::query(
             "UPDATE schedule_runs SET status = ?, session_id = COALESCE(?, session_id), \
              detail = COALESCE(?, detail), finished_at_ms = ? WHERE id = ?",

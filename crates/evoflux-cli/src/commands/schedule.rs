@@ -160,22 +160,10 @@ fn render_list(rows: &[ScheduleRow]) -> String {
             r.next_run_at.as_deref().unwrap_or("-"),
             r.last_run
                 .as_ref()
-                .map_or("-".to_owned(), |l| status(l.status).to_owned()),
+                .map_or("-".to_owned(), |l| l.status.as_str().to_owned()),
         );
     }
     s
-}
-
-fn status(s: RunStatus) -> &'static str {
-    match s {
-        RunStatus::Queued => "queued",
-        RunStatus::Running => "running",
-        RunStatus::Done => "done",
-        RunStatus::Failed => "failed",
-        RunStatus::Skipped => "skipped",
-        RunStatus::Missed => "missed",
-        RunStatus::Interrupted => "interrupted",
-    }
 }
 
 fn render_runs(runs: &[ScheduleRun]) -> String {
@@ -185,11 +173,8 @@ fn render_runs(runs: &[ScheduleRun]) -> String {
         let _ = writeln!(
             s,
             "  {when}  {:<11} {:<9} {}{}",
-            status(r.status),
-            match r.trigger {
-                evoflux_store::RunTrigger::Scheduled => "scheduled",
-                evoflux_store::RunTrigger::Manual => "manual",
-            },
+            r.status.as_str(),
+            r.trigger.as_str(),
             r.session_id.as_deref().unwrap_or(""),
             r.detail
                 .as_deref()
