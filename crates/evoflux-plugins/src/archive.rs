@@ -433,24 +433,12 @@ fn write_plan<R: io::Read + io::Seek>(
         out.flush().map_err(ExtractError::io(&target))?;
         expanded += written;
         files += 1;
-        set_mode(&target, p.executable).map_err(ExtractError::io(&target))?;
+        crate::tree::set_file_mode(&target, p.executable).map_err(ExtractError::io(&target))?;
     }
     Ok(ExtractReport {
         files,
         expanded_bytes: expanded,
     })
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, executable: bool) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if executable { 0o755 } else { 0o644 };
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
-    Ok(())
 }
 
 #[cfg(test)]

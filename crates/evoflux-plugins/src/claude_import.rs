@@ -696,7 +696,7 @@ fn write_package(
         }
         let source = plan.root.join(from);
         fs::copy(&source, &target).map_err(ImportError::io(&source))?;
-        set_executable(&target, *executable).map_err(ImportError::io(&target))?;
+        crate::tree::set_file_mode(&target, *executable).map_err(ImportError::io(&target))?;
     }
     let write_json = |name: &str, value: &Value| -> Result<(), ImportError> {
         let path = dest.join(name);
@@ -708,18 +708,6 @@ fn write_package(
     if let Some(mcp) = mcp {
         write_json("mcp.json", mcp)?;
     }
-    Ok(())
-}
-
-#[cfg(unix)]
-fn set_executable(path: &Path, executable: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if executable { 0o755 } else { 0o644 };
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-fn set_executable(_path: &Path, _executable: bool) -> std::io::Result<()> {
     Ok(())
 }
 

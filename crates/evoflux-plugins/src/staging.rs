@@ -243,19 +243,7 @@ fn copy_files(tree: &PackageTree, dest: &Path) -> Result<(), StageError> {
             Ok(_) => StageError::io(&to)(e),
             Err(_) => StageError::io(&from)(e),
         })?;
-        set_mode(&to, executable).map_err(StageError::io(&to))?;
+        crate::tree::set_file_mode(&to, executable).map_err(StageError::io(&to))?;
     }
-    Ok(())
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, executable: bool) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if executable { 0o755 } else { 0o644 };
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_path: &Path, _executable: bool) -> io::Result<()> {
     Ok(())
 }
