@@ -638,14 +638,7 @@ pub fn render_human(info: &Info) -> String {
     if info.schedules.total > 0 {
         let _ = writeln!(out, "\nschedules ({})", info.schedules.total);
         for s in &info.schedules.entries {
-            let when = match &s.trigger {
-                crate::schedule::Trigger::Cron {
-                    expression,
-                    timezone,
-                } => format!("cron {expression} {timezone}"),
-                crate::schedule::Trigger::Every { seconds } => format!("every {seconds}s"),
-                crate::schedule::Trigger::At { at } => format!("at {at}"),
-            };
+            let when = s.trigger.to_string();
             let _ = writeln!(
                 out,
                 "  {:<24} {:<30} {}{} [{}]",

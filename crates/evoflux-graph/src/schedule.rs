@@ -71,6 +71,21 @@ impl Trigger {
     }
 }
 
+/// How listings word a trigger: `cron 0 9 * * 1-5 (Europe/Berlin)`,
+/// `every 900s`, `once at 2026-12-03T09:00:00Z`.
+impl std::fmt::Display for Trigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Trigger::Cron {
+                expression,
+                timezone,
+            } => write!(f, "cron {expression} ({timezone})"),
+            Trigger::Every { seconds } => write!(f, "every {seconds}s"),
+            Trigger::At { at } => write!(f, "once at {at}"),
+        }
+    }
+}
+
 /// What happens to an occurrence while the previous run still works.
 /// Closed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -174,14 +174,16 @@ impl std::fmt::Debug for Scheduler {
     }
 }
 
-/// The schedules of a graph, by name.
-pub fn schedules(graph: &CompiledGraph) -> Vec<(String, ScheduleDefinition)> {
+/// The schedule nodes of a graph with their definitions, in slot order.
+fn schedule_nodes(
+    graph: &CompiledGraph,
+) -> impl Iterator<Item = (&evoflux_graph::Node, &ScheduleDefinition)> {
     graph
         .nodes
         .iter()
         .filter(|n| n.slot.kind == SlotKind::Schedule)
         .filter_map(|n| match &n.definition {
-            Definition::Schedule(s) => Some((n.slot.name.clone(), s.clone())),
+            Definition::Schedule(s) => Some((n, s)),
             Definition::Config(_)
             | Definition::Sandbox(_)
             | Definition::Tool(_)
@@ -189,7 +191,19 @@ pub fn schedules(graph: &CompiledGraph) -> Vec<(String, ScheduleDefinition)> {
             | Definition::Connection(_)
             | Definition::Document { .. } => None,
         })
+}
+
+/// The schedules of a graph, by name.
+pub fn schedules(graph: &CompiledGraph) -> Vec<(String, ScheduleDefinition)> {
+    schedule_nodes(graph)
+        .map(|(n, s)| (n.slot.name.clone(), s.clone()))
         .collect()
+}
+
+/// What a stored next run was computed from: a changed trigger makes the
+/// stored one stale.
+fn trigger_key(schedule: &ScheduleDefinition) -> String {
+    serde_json::to_string(&schedule.trigger).unwrap_or_default()
 }
 
 impl Scheduler {
@@ -228,7 +242,7 @@ impl Scheduler {
             return self.store.clear_schedule_state(name).await;
         }
         let now = self.now.now();
-        let key = serde_json::to_string(&schedule.trigger).unwrap_or_default();
+        let key = trigger_key(schedule);
         let state = self.store.schedule_state(name).await?;
         let next = match state {
             Some(ScheduleState {
@@ -537,16 +551,9 @@ pub struct ScheduleRow {
 /// Every schedule of `graph` with its stored next run and newest run.
 pub async fn rows(store: &Store, graph: &CompiledGraph) -> Result<Vec<ScheduleRow>, StoreError> {
     let mut out = Vec::new();
-    for node in graph
-        .nodes
-        .iter()
-        .filter(|n| n.slot.kind == SlotKind::Schedule)
-    {
-        let Definition::Schedule(schedule) = &node.definition else {
-            continue;
-        };
+    for (node, schedule) in schedule_nodes(graph) {
         let name = node.slot.name.clone();
-        let key = serde_json::to_string(&schedule.trigger).unwrap_or_default();
+        let key = trigger_key(schedule);
         let next_run_at = store
             .schedule_state(&name)
             .await?

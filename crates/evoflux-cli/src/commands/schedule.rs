@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Subcommand;
-use evoflux_graph::schedule::Trigger;
 use evoflux_harness::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
 use evoflux_store::{RunStatus, ScheduleRun, Store};
 use serde_json::json;
@@ -127,17 +126,6 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
     }
 }
 
-fn trigger(t: &Trigger) -> String {
-    match t {
-        Trigger::Cron {
-            expression,
-            timezone,
-        } => format!("cron {expression} ({timezone})"),
-        Trigger::Every { seconds } => format!("every {seconds}s"),
-        Trigger::At { at } => format!("once at {at}"),
-    }
-}
-
 fn render_list(rows: &[ScheduleRow]) -> String {
     if rows.is_empty() {
         return "No schedules (add schedules/<name>.toml to your config or a repository's \
@@ -150,7 +138,7 @@ fn render_list(rows: &[ScheduleRow]) -> String {
             s,
             "{:<20} {:<32} {:<7} {:<9} next {:<26} last {}",
             r.name,
-            trigger(&r.schedule.trigger),
+            r.schedule.trigger.to_string(),
             r.schedule.mode,
             if r.schedule.enabled {
                 "enabled"
