@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use evoflux_core::config::{ConfigOrigin, ModelRef, ProviderKind};
+use evoflux_core::config::{ConfigOrigin, LoadedConfig, ModelRef, ProviderKind};
 use evoflux_core::{Diagnostic, Diagnostics, Severity};
 use evoflux_graph::CompiledGraph;
 use evoflux_graph::candidate::{AppFolder, Owner};
@@ -172,9 +172,11 @@ pub async fn doctor(app: &AppContext, options: &DoctorOptions) -> DoctorReport {
         }
         Ok(graph) => {
             checks.push(sources(&graph));
-            let models = models_to_check(&graph, options);
-            checks.push(keys(&graph, &models, &env));
-            checks.push(model(app, &graph, &models, &env, options.model_timeout).await);
+            // The selected config, read once for the checks that need it.
+            let config = selected_config(&graph).0;
+            let models = models_to_check(config.as_ref(), options);
+            checks.push(keys(config.as_ref(), &models, &env));
+            checks.push(model(app, config.as_ref(), &models, &env, options.model_timeout).await);
             checks.push(mcp(app, &graph, options, &env).await);
             checks.push(skills(app, &graph));
             checks.push(agents(app, &graph));
@@ -290,19 +292,22 @@ fn sources(graph: &CompiledGraph) -> CheckResult {
 
 /// The models a session would use: the one asked for, else the config's
 /// default.
-fn models_to_check(graph: &CompiledGraph, options: &DoctorOptions) -> Vec<String> {
+fn models_to_check(config: Option<&LoadedConfig>, options: &DoctorOptions) -> Vec<String> {
     match &options.model {
         Some(m) => vec![m.clone()],
-        None => selected_config(graph)
-            .0
+        None => config
             .map(|loaded| vec![loaded.config.model.default.to_string()])
             .unwrap_or_default(),
     }
 }
 
-fn keys(graph: &CompiledGraph, models: &[String], env: &BTreeMap<String, String>) -> CheckResult {
+fn keys(
+    config: Option<&LoadedConfig>,
+    models: &[String],
+    env: &BTreeMap<String, String>,
+) -> CheckResult {
     let mut c = CheckResult::new(Check::Keys, "no provider reads a key");
-    let Some(loaded) = selected_config(graph).0 else {
+    let Some(loaded) = config else {
         return CheckResult::skipped(Check::Keys, "config.toml has errors");
     };
     let in_use: Vec<String> = models
@@ -345,12 +350,12 @@ fn keys(graph: &CompiledGraph, models: &[String], env: &BTreeMap<String, String>
 
 async fn model(
     app: &AppContext,
-    graph: &CompiledGraph,
+    config: Option<&LoadedConfig>,
     models: &[String],
     env: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> CheckResult {
-    let Some(loaded) = selected_config(graph).0 else {
+    let Some(loaded) = config else {
         return CheckResult::skipped(Check::Model, "config.toml has errors");
     };
     let mut c = CheckResult::new(Check::Model, models.join(", "));
@@ -685,8 +690,8 @@ fn other_harnesses(
         c.details
             .push(format!("{}: {}", path.display(), slots.join(", ")));
     }
-    if let Ok(info) = app.info(graph, &options.workspaces, None) {
-        for repo in &info.repositories {
+    if let Ok(repositories) = app.repositories(graph, &options.workspaces) {
+        for repo in &repositories {
             for file in &repo.instructions {
                 let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
                 if name.as_deref() != Some("AGENTS.md") {

@@ -173,12 +173,24 @@ impl AppContext {
         mode: Option<AppMode>,
     ) -> Result<evoflux_graph::info::Info, SessionError> {
         let mut projection = evoflux_graph::info::project(graph, mode);
+        projection.repositories = self.repositories(graph, workspaces)?;
+        projection.teams = self.teams(graph);
+        Ok(projection)
+    }
+
+    /// The session's repositories with their trust and the instruction
+    /// files that serve them (`AGENTS.md`, or another harness's file).
+    pub fn repositories(
+        &self,
+        graph: &CompiledGraph,
+        workspaces: &[PathBuf],
+    ) -> Result<Vec<evoflux_graph::info::InfoRepository>, SessionError> {
         let files = crate::workspace_instructions::InstructionFiles::from_compat(
             selected_config(graph)
                 .0
                 .is_none_or(|loaded| loaded.config.compat.instructions),
         );
-        projection.repositories = self
+        Ok(self
             .trust_states(workspaces)?
             .into_iter()
             .map(|(path, trust)| evoflux_graph::info::InfoRepository {
@@ -191,9 +203,7 @@ impl AppContext {
                 path,
                 trust,
             })
-            .collect();
-        projection.teams = self.teams(graph);
-        Ok(projection)
+            .collect())
     }
 
     /// Each mode's default team in `graph`: its lead, the members and the
