@@ -339,6 +339,44 @@ impl Sink<'_> {
         self.push_as(root, slot, logical_path, backing, Form::Direct, source_id);
     }
 
+    /// One server entry of an MCP file as the `connections/<name>`
+    /// candidate, its raw value kept for the winner. Another harness's
+    /// entry is derived, so evoflux's own file wins in the same layer.
+    fn push_entry(
+        &mut self,
+        root: &Root,
+        name: String,
+        file: &Path,
+        entry: String,
+        format: McpFormat,
+        value: serde_json::Value,
+    ) {
+        let logical_path = format!("mcp.json#{name}");
+        let source_id = SourceId(format!(
+            "{}:{}{}:{logical_path}",
+            root.layer,
+            root.label,
+            format.scope_label()
+        ));
+        let form = match format.harness() {
+            None => Form::Direct,
+            Some(_) => Form::Derived,
+        };
+        self.entries.insert(source_id.clone(), value);
+        self.push_as(
+            root,
+            Slot::new(SlotKind::Connection, name),
+            logical_path,
+            Backing::FileEntry {
+                path: file.to_path_buf(),
+                entry,
+                format,
+            },
+            form,
+            source_id,
+        );
+    }
+
     fn push_as(
         &mut self,
         root: &Root,
@@ -640,21 +678,7 @@ fn discover_mcp(root: &Root, path: &Path, sink: &mut Sink<'_>) {
             );
             continue;
         }
-        let logical_path = format!("mcp.json#{name}");
-        let source_id = SourceId(format!("{}:{}:{logical_path}", root.layer, root.label));
-        sink.entries.insert(source_id.clone(), value);
-        sink.push_as(
-            root,
-            Slot::new(SlotKind::Connection, name.clone()),
-            logical_path,
-            Backing::FileEntry {
-                path: path.to_path_buf(),
-                entry: name,
-                format: McpFormat::Evoflux,
-            },
-            Form::Direct,
-            source_id,
-        );
+        sink.push_entry(root, name.clone(), path, name, McpFormat::Evoflux, value);
     }
 }
 
@@ -737,25 +761,6 @@ fn discover_mcp_file(root: &Root, file: &Path, scopes: &[McpFormat], sink: &mut 
             );
             continue;
         };
-        let logical_path = format!("mcp.json#{name}");
-        let source_id = SourceId(format!(
-            "{}:{}{}:{logical_path}",
-            root.layer,
-            root.label,
-            entry.format.scope_label()
-        ));
-        sink.entries.insert(source_id.clone(), entry.value);
-        sink.push_as(
-            root,
-            Slot::new(SlotKind::Connection, name),
-            logical_path,
-            Backing::FileEntry {
-                path: file.to_path_buf(),
-                entry: entry.name,
-                format: entry.format,
-            },
-            Form::Derived,
-            source_id,
-        );
+        sink.push_entry(root, name, file, entry.name, entry.format, entry.value);
     }
 }
