@@ -41,7 +41,7 @@ fn info_on_embedded_defaults() {
     assert_eq!(v["config"]["default_model"], "local:smollm2-135m-instruct");
     assert_eq!(v["config"]["source"]["owner"]["kind"], "framework");
     assert_eq!(v["config"]["source"]["binding"]["kind"], "builtin");
-    assert_eq!(v["tools"]["total"], 20);
+    assert_eq!(v["tools"]["total"], 21);
     let ask = v["tools"]["entries"]
         .as_array()
         .unwrap()

@@ -68,7 +68,8 @@ impl ToolDefinition {
                     | BuiltinExecutor::Skill
                     | BuiltinExecutor::Verify
                     | BuiltinExecutor::Artifact
-                    | BuiltinExecutor::ScheduleTask => None,
+                    | BuiltinExecutor::ScheduleTask
+                    | BuiltinExecutor::ConnectionSearch => None,
                 }
             }
             (Handling::None, Some(crate::tool::ToolExecutor::Command(_)) | None)

@@ -141,6 +141,9 @@ pub enum BuiltinExecutor {
     Artifact,
     /// Creates, lists and cancels the user's schedules that sessions made.
     ScheduleTask,
+    /// Searches the granted MCP tools held back from the model's tool list
+    /// and activates the ones the model picks.
+    ConnectionSearch,
 }
 
 /// Whether a call needs the user's approval; one type with `config.toml`'s
@@ -297,6 +300,7 @@ pub const FRAMEWORK_TOOLS: &[&str] = &[
     "task_cancel",
     "web_search",
     "schedule_task",
+    "connection_search",
 ];
 
 /// Builds the framework definition of one tool. Called only for a
@@ -552,6 +556,22 @@ pub fn framework_tool(name: &str) -> Option<ToolDefinition> {
                 ),
             )
         },
+        // The harness offers it only while granted MCP tools are held back
+        // (too many to send up front); the server list is bound per session.
+        "connection_search" => Spec::ordinary(
+            X::ConnectionSearch,
+            A::Read,
+            "Find tools of the connected MCP servers that are not in your tool list yet, by keywords (`query`), then turn on the exact ones you need (`activate`, their names); activated tools are callable from your next step.",
+            object(
+                json!({
+                    "query": {"type": "string", "minLength": 1, "maxLength": 500, "description": "Keywords matched against tool names and descriptions."},
+                    "server": str_("Search only this server's tools."),
+                    "activate": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": limits::connection_search::MAX_ACTIVATE, "description": "Names of tools from search results to turn on."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": limits::connection_search::MAX_RESULTS, "description": format!("Most results to return (default {}).", limits::connection_search::DEFAULT_RESULTS)}
+                }),
+                &[],
+            ),
+        ),
         "ask_user" => Spec {
             lead_only: true,
             ..Spec::native(

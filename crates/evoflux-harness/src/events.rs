@@ -200,6 +200,11 @@ pub enum Event {
     TaskUpdate {
         message: String,
     },
+    /// `connection_search` turned on MCP tools that were held back: they
+    /// are in the model's tool list from the next model call on.
+    ToolsActivated {
+        tools: Vec<String>,
+    },
     /// An event of the child session the dispatch `call_id` opened.
     Child {
         call_id: String,

@@ -15,6 +15,7 @@ pub mod approval;
 pub mod bounded;
 pub mod clock;
 pub mod compaction;
+pub mod connection_search;
 pub mod doctor;
 pub mod error;
 pub mod events;

@@ -146,7 +146,8 @@ fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option
         | BuiltinExecutor::Glob
         | BuiltinExecutor::Grep
         | BuiltinExecutor::Todo
-        | BuiltinExecutor::Artifact => None,
+        | BuiltinExecutor::Artifact
+        | BuiltinExecutor::ConnectionSearch => None,
         BuiltinExecutor::ScheduleTask => {
             (!caps.schedules).then_some("this session has no user schedules folder to write")
         }
@@ -468,6 +469,14 @@ impl PreparedTools {
     /// activation un-defers a tool its contract needs).
     pub fn get_mut(&mut self, name: &str) -> Option<&mut PreparedTool> {
         self.tools.iter_mut().find(|t| t.definition.name == name)
+    }
+
+    /// The first tool `matches` picks, to change its offering.
+    pub fn find_mut(
+        &mut self,
+        matches: impl Fn(&PreparedTool) -> bool,
+    ) -> Option<&mut PreparedTool> {
+        self.tools.iter_mut().find(|t| matches(t))
     }
 
     /// Removes and returns the tool named `name`.

@@ -280,6 +280,9 @@ class Renderer {
       case 'mcp_server':
         if (ev.error) this.line(`MCP server ${ev.server}: ${ev.state} — ${ev.error}`);
         return false;
+      case 'tools_activated':
+        this.line(`Tools turned on: ${(ev.tools || []).join(', ')}`);
+        return false;
       case 'context_compacted':
         this.line('Earlier messages were summarized to fit the context.');
         return false;

@@ -11,6 +11,7 @@
 //! [`Store::resume`] refuses a request that names other values instead of
 //! migrating the session as a side effect.
 
+mod connection_tools;
 mod error;
 mod grants;
 mod pending;
@@ -21,6 +22,7 @@ mod store;
 mod transcript;
 mod usage;
 
+pub use connection_tools::ConnectionTool;
 pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};

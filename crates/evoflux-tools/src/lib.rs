@@ -109,6 +109,7 @@ pub fn execute(
         | BuiltinExecutor::Skill
         | BuiltinExecutor::CodeContext
         | BuiltinExecutor::Verify
-        | BuiltinExecutor::ScheduleTask => Err(ToolError::NotImplemented { executor }),
+        | BuiltinExecutor::ScheduleTask
+        | BuiltinExecutor::ConnectionSearch => Err(ToolError::NotImplemented { executor }),
     }
 }

@@ -195,7 +195,8 @@ impl ProcessRuntime {
                 | BuiltinExecutor::CodeContext
                 | BuiltinExecutor::Verify
                 | BuiltinExecutor::Artifact
-                | BuiltinExecutor::ScheduleTask => crate::execute(ws, *executor, input),
+                | BuiltinExecutor::ScheduleTask
+                | BuiltinExecutor::ConnectionSearch => crate::execute(ws, *executor, input),
             },
             ToolExecutor::Command(tool) => self.run_command_tool(session, ws, tool, input).await,
         }

@@ -567,11 +567,12 @@ fn implemented_here(x: X) -> bool {
         | X::Skill
         | X::CodeContext
         | X::Verify
-        | X::ScheduleTask => false,
+        | X::ScheduleTask
+        | X::ConnectionSearch => false,
     }
 }
 
-const ALL: [X; 15] = [
+const ALL: [X; 16] = [
     X::Shell,
     X::Process,
     X::Read,
@@ -587,6 +588,7 @@ const ALL: [X; 15] = [
     X::Verify,
     X::Artifact,
     X::ScheduleTask,
+    X::ConnectionSearch,
 ];
 
 #[test]

@@ -927,6 +927,10 @@ impl EventSink for HumanEvents {
                 eprintln!("  {mark} {agent} answered");
             }
             Event::TaskCancelled { agent, .. } => eprintln!("  ✗ {agent} cancelled"),
+            Event::ToolsActivated { tools } => {
+                self.end_text();
+                eprintln!("  + tools turned on: {}", tools.join(", "));
+            }
             Event::TaskUpdate { message } => eprintln!("  ⋯ {}", clip(message, 200)),
             // A child's activity, indented under the call that opened it;
             // its words go to stderr so stdout stays the lead's answer.

@@ -76,3 +76,21 @@ pub mod web_fetch {
     /// The output formats, in the order the schema lists them.
     pub const FORMATS: &[&str] = &["markdown", "text", "html"];
 }
+
+/// `connection_search` and the deferral of MCP tools it serves.
+pub mod connection_search {
+    /// Granted MCP tools are held back from the model's tool list when
+    /// there are more than this many of them…
+    pub const DEFER_OVER_TOOLS: usize = 40;
+    /// …or their definitions (names, descriptions, schemas as JSON) take
+    /// more than this many bytes: about 8k tokens of every request.
+    pub const DEFER_OVER_BYTES: usize = 32 * 1024;
+    /// Results of one search when the call gives no `limit`.
+    pub const DEFAULT_RESULTS: u64 = 10;
+    pub const MAX_RESULTS: u64 = 25;
+    /// Tools one call may activate.
+    pub const MAX_ACTIVATE: u64 = 20;
+    /// A result's description is cut to this many characters; the full
+    /// one arrives with the tool's definition once activated.
+    pub const DESCRIPTION_CHARS: usize = 200;
+}

@@ -90,7 +90,8 @@ impl Harness {
                 | BuiltinExecutor::WebFetch
                 | BuiltinExecutor::Skill
                 | BuiltinExecutor::CodeContext
-                | BuiltinExecutor::ScheduleTask => None,
+                | BuiltinExecutor::ScheduleTask
+                | BuiltinExecutor::ConnectionSearch => None,
             };
             match (path, is_error) {
                 (Some(p), false) => written.push(p),

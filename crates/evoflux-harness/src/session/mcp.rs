@@ -4,10 +4,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use evoflux_mcp::{McpRuntime, ServerOwner, ServerState, ToolSet};
+use evoflux_graph::tool::BuiltinExecutor;
+use evoflux_mcp::{McpRuntime, McpToolDescriptor, ServerOwner, ServerState, ToolSet};
+use evoflux_model::ToolCall;
+use evoflux_store::ConnectionTool;
+use serde_json::{Value, json};
 
 use super::Harness;
-use crate::events::Event;
+use crate::connection_search::{self as search, SearchCall};
+use crate::error::HarnessError;
+use crate::events::{Event, ToolResult};
+use crate::prepared::{Executor, PreparedKind};
 
 /// The session's view of the application's MCP servers.
 #[derive(Debug)]
@@ -20,18 +27,47 @@ pub(crate) struct SessionMcp {
     pub(crate) installations: BTreeSet<String>,
     /// Last reported state and error per MCP server, to report changes once.
     pub(crate) states: BTreeMap<(String, String), (ServerState, Option<String>)>,
+    /// The tools `connection_search` activated, as the store records them.
+    pub(crate) activated: BTreeSet<ConnectionTool>,
+    /// Granted MCP tools held back from the model's tool list now (too
+    /// many to send, not activated), by model-visible name. Empty while
+    /// the granted tools fit the budget or the session has no
+    /// `connection_search`.
+    pub(crate) held_back: BTreeSet<String>,
+    /// The servers `connection_search`'s description lists, to rebind it
+    /// only when they change.
+    bound_servers: Vec<(String, usize)>,
+    /// `connection_search`'s compiled description, before binding.
+    search_description: Option<String>,
 }
 
 impl SessionMcp {
-    pub(crate) fn new(runtime: Option<McpRuntime>, call_timeout: Duration) -> SessionMcp {
+    pub(crate) fn new(
+        runtime: Option<McpRuntime>,
+        call_timeout: Duration,
+        activated: Vec<ConnectionTool>,
+    ) -> SessionMcp {
         SessionMcp {
             runtime,
             call_timeout,
             tools: ToolSet::default(),
             installations: BTreeSet::new(),
             states: BTreeMap::new(),
+            activated: activated.into_iter().collect(),
+            held_back: BTreeSet::new(),
+            bound_servers: Vec::new(),
+            search_description: None,
         }
     }
+}
+
+/// Whether a prepared tool is the session's `connection_search` (by its
+/// executor, never its name).
+fn is_search(kind: &PreparedKind) -> bool {
+    matches!(
+        kind,
+        PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::ConnectionSearch))
+    )
 }
 
 impl Harness {
@@ -135,9 +171,166 @@ impl Harness {
         self.tools
             .set_mcp(set.tools().iter().filter(|d| granted(&d.owner, &d.server)));
         self.mcp.tools = set;
+        self.hold_back_mcp();
         for e in changes {
             self.emit(&e);
         }
+    }
+
+    /// The granted MCP tools of the current set.
+    fn granted_mcp(&self) -> Vec<&McpToolDescriptor> {
+        let (named, installations) = (&self.agent.mcp, &self.mcp.installations);
+        self.mcp
+            .tools
+            .tools()
+            .iter()
+            .filter(|d| granted(named, installations, &d.owner, &d.server))
+            .collect()
+    }
+
+    /// Decides which granted MCP tools the model does not see: none while
+    /// they fit the budget (or the session has no `connection_search`),
+    /// else every one not activated. Binds `connection_search`'s
+    /// description to the servers it reaches.
+    fn hold_back_mcp(&mut self) {
+        let has_search = self.tools.iter().any(|t| is_search(&t.kind));
+        let granted = self.granted_mcp();
+        let held: BTreeSet<String> = match has_search && search::over_budget(&granted) {
+            true => granted
+                .iter()
+                .filter(|d| !self.mcp.activated.contains(&search::identity(d)))
+                .map(|d| d.qualified_name.clone())
+                .collect(),
+            false => BTreeSet::new(),
+        };
+        let mut servers: BTreeMap<String, usize> = BTreeMap::new();
+        for d in &granted {
+            *servers.entry(d.server.clone()).or_default() += 1;
+        }
+        let servers: Vec<(String, usize)> = servers.into_iter().collect();
+        self.mcp.held_back = held;
+        if servers == self.mcp.bound_servers {
+            return;
+        }
+        let Some(tool) = self.tools.find_mut(|t| is_search(&t.kind)) else {
+            return;
+        };
+        let base = self
+            .mcp
+            .search_description
+            .get_or_insert_with(|| tool.definition.description.clone());
+        tool.definition.description = search::bound_description(base, &servers);
+        self.mcp.bound_servers = servers;
+    }
+
+    /// What a call of a held-back tool gets: how to turn it on.
+    pub(super) fn held_back_call(&self, name: &str) -> String {
+        let search = self
+            .tools
+            .iter()
+            .find(|t| is_search(&t.kind))
+            .map_or("connection_search", |t| t.definition.name.as_str());
+        format!(
+            "`{name}` is a tool of a connected MCP server that is not turned on yet; call \
+             {search} with {{\"activate\": [\"{name}\"]}} first, then call it."
+        )
+    }
+
+    /// Runs a `connection_search` call: activates the named tools, then
+    /// searches; either part may be left out.
+    pub(super) async fn connection_search(
+        &mut self,
+        call: &ToolCall,
+    ) -> Result<ToolResult, HarnessError> {
+        let request = match SearchCall::parse(&call.arguments) {
+            Ok(r) => r,
+            Err(e) => return Ok(ToolResult::error(e)),
+        };
+        let mut out = serde_json::Map::new();
+        if !request.activate.is_empty() {
+            let granted = self.granted_mcp();
+            let mut chosen: Vec<&McpToolDescriptor> = Vec::new();
+            let mut unknown: Vec<String> = Vec::new();
+            for name in &request.activate {
+                match granted.iter().find(|d| &d.qualified_name == name) {
+                    Some(d) => chosen.push(d),
+                    None => unknown.push(name.clone()),
+                }
+            }
+            if !unknown.is_empty() {
+                let suggestions: Vec<String> = unknown
+                    .iter()
+                    .flat_map(|n| search::search(&granted, n, 3))
+                    .map(|d| d.qualified_name.clone())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                let mut message = format!(
+                    "no connected tool is named {}; nothing was activated. Use names exactly as \
+                     connection_search returns them",
+                    unknown
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                if !suggestions.is_empty() {
+                    message.push_str(&format!(" (close: {})", suggestions.join(", ")));
+                }
+                return Ok(ToolResult::error(format!("{message}.")));
+            }
+            let new: Vec<(ConnectionTool, String)> = chosen
+                .iter()
+                .map(|d| (search::identity(d), d.qualified_name.clone()))
+                .filter(|(key, _)| !self.mcp.activated.contains(key))
+                .collect();
+            let names: Vec<String> = chosen.iter().map(|d| d.qualified_name.clone()).collect();
+            if !new.is_empty() {
+                let keys: Vec<ConnectionTool> = new.iter().map(|(k, _)| k.clone()).collect();
+                self.recorder
+                    .store
+                    .activate_connection_tools(self.session.id, &keys)
+                    .await?;
+                self.mcp.activated.extend(keys);
+                self.hold_back_mcp();
+                self.emit(&Event::ToolsActivated {
+                    tools: new.into_iter().map(|(_, n)| n).collect(),
+                });
+            }
+            out.insert("activated".into(), json!(names));
+            out.insert(
+                "note".into(),
+                Value::from("activated tools are callable from your next step"),
+            );
+        }
+        if let Some(query) = &request.query {
+            let granted = self.granted_mcp();
+            let scope: Vec<&McpToolDescriptor> = match &request.server {
+                Some(server) => granted
+                    .iter()
+                    .copied()
+                    .filter(|d| &d.server == server)
+                    .collect(),
+                None => granted.clone(),
+            };
+            if let Some(server) = &request.server
+                && scope.is_empty()
+            {
+                let mut servers: Vec<&str> = granted.iter().map(|d| d.server.as_str()).collect();
+                servers.dedup();
+                return Ok(ToolResult::error(format!(
+                    "no connected server is named `{server}`; the servers are: {}",
+                    servers.join(", ")
+                )));
+            }
+            let matches: Vec<Value> = search::search(&scope, query, request.limit())
+                .into_iter()
+                .map(|d| search::result_entry(d, !self.mcp.held_back.contains(&d.qualified_name)))
+                .collect();
+            out.insert("matches".into(), Value::Array(matches));
+            out.insert("searched".into(), Value::from(scope.len()));
+        }
+        Ok(ToolResult::ok(Value::Object(out).to_string()))
     }
 
     /// A call named a tool nobody offers while a granted MCP server is

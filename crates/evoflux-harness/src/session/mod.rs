@@ -346,8 +346,23 @@ impl Harness {
     }
 
     /// Whether the model sees `tool` now: deferred tools only once
-    /// something activated them (`process` after a command yielded).
+    /// something activated them (`process` after a command yielded); MCP
+    /// tools unless they are held back for `connection_search`, which is
+    /// offered only while some are.
     pub(super) fn offered(&self, tool: &crate::prepared::PreparedTool) -> bool {
+        use crate::prepared::{Executor, PreparedKind};
+        use evoflux_graph::tool::BuiltinExecutor;
+        match &tool.kind {
+            PreparedKind::Ordinary(Executor::Mcp { qualified_name }) => {
+                return !self.mcp.held_back.contains(qualified_name);
+            }
+            PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::ConnectionSearch)) => {
+                return !self.mcp.held_back.is_empty();
+            }
+            PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
+            | PreparedKind::RequestInput(_)
+            | PreparedKind::Dispatch(_) => {}
+        }
         !tool.deferred
             || self
                 .commands

@@ -147,6 +147,9 @@ impl Harness {
             None => tools.drop_dispatch("this session cannot open child sessions"),
         }
         let entries = setup.store.transcript(session.id).await?;
+        // The one durable record of the tools `connection_search`
+        // activated; a new session has none.
+        let activated = setup.store.connection_tools(session.id).await?;
         let grants = setup
             .store
             .approval_grants(session.id, &session.workspace)
@@ -208,7 +211,7 @@ impl Harness {
                 result_metadata: Arc::new(result_metadata),
             },
             commands: SessionCommands::new(setup.processes, session_id),
-            mcp: SessionMcp::new(setup.mcp, setup.mcp_call_timeout),
+            mcp: SessionMcp::new(setup.mcp, setup.mcp_call_timeout, activated),
             todo,
             web,
             skills: setup.skills,

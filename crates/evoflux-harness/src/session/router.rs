@@ -38,6 +38,11 @@ impl Harness {
                 self.refresh_mcp();
             }
         }
+        if self.mcp.held_back.contains(&call.name) {
+            return Ok(CallOutcome::Result(ToolResult::error(
+                self.held_back_call(&call.name),
+            )));
+        }
         let Some(tool) = self.tools.get(&call.name).filter(|t| self.offered(t)) else {
             let available: Vec<&str> = self
                 .tools
@@ -291,6 +296,7 @@ impl Harness {
                 }
             }
             BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
+            BuiltinExecutor::ConnectionSearch => self.connection_search(call).await,
             BuiltinExecutor::ScheduleTask => Ok(match &self.schedules_dir {
                 Some(dir) => crate::schedule_task::apply(
                     dir,
