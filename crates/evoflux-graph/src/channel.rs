@@ -163,13 +163,11 @@ pub enum ApiEndpoint {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RouteAction {
-    /// Start a session with `agent`, the prompt rendered from `prompt`
-    /// (a template over the request).
-    StartSession {
-        agent: String,
-        prompt: String,
-        mode: AppMode,
-    },
+    /// Give a session running `agent` a task: the prompt rendered from
+    /// `prompt` (a template over the request), in a new session or, with a
+    /// `session` key, the session earlier requests with the same key
+    /// opened.
+    StartSession(Box<ChannelTask>),
     /// A framework API endpoint.
     Api { endpoint: ApiEndpoint },
     /// The web UI's page.
@@ -193,11 +191,189 @@ pub struct ChannelDefinition {
     pub routes: Vec<RouteDecl>,
 }
 
+/// What a user channel's route does with a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelTask {
+    pub agent: String,
+    pub prompt: Template,
+    pub mode: AppMode,
+    /// Who may call the route.
+    pub auth: ChannelAuth,
+    /// What the caller gets back.
+    pub answer: Answer,
+    /// Requests whose key renders the same continue one session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Template>,
+}
+
+/// Who may call a user channel's route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ChannelAuth {
+    /// The server's own bearer token, as for the API (the default).
+    ServerToken,
+    /// Anyone who can reach the server; say so explicitly.
+    None,
+    /// `Authorization: Bearer <token>`, the token being the value of the
+    /// environment variable `token_env` when the request arrives.
+    Bearer { token_env: String },
+    /// A signature of the raw body (GitHub's `X-Hub-Signature-256`, and
+    /// the like): `header` carries `prefix` and the lower-case hex
+    /// HMAC-SHA256 of the body under the value of `secret_env`.
+    HmacSha256 {
+        secret_env: String,
+        header: String,
+        #[serde(default)]
+        prefix: String,
+    },
+}
+
+/// What the caller of a user channel's route gets back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Answer {
+    /// `202 Accepted` at once, with the session id and its events URL.
+    Session,
+    /// The turn's answer (`200`), waiting at most `wait_secs`; a turn that
+    /// takes longer is answered as `Session` and goes on.
+    Sync { wait_secs: u64 },
+}
+
+/// The longest a synchronous answer may wait, and the default.
+pub const MAX_SYNC_WAIT_SECS: u64 = 600;
+pub const DEFAULT_SYNC_WAIT_SECS: u64 = 120;
+
+/// A prompt or key template over a request: `{{body}}`, `{{body.a.b}}`
+/// (a field of a JSON body), `{{method}}`, `{{path}}`, `{{query}}` and
+/// `{{param.NAME}}` (a path parameter of the route). Parsed when the
+/// channel compiles, so an unknown placeholder is a compile error, never
+/// an empty string at run time. Serialized as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    source: String,
+    parts: Vec<TemplatePart>,
+}
+
+/// One piece of a [`Template`]. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplatePart {
+    Text(String),
+    Body,
+    /// A field of the JSON body, by its path of keys (array indexes as
+    /// digits).
+    BodyField(Vec<String>),
+    Method,
+    Path,
+    Query,
+    Param(String),
+}
+
+impl Template {
+    /// Parses `source`; `params` are the route's path parameters. The
+    /// error names the placeholder.
+    pub fn parse(source: &str, params: &[&str]) -> Result<Template, String> {
+        let mut parts = Vec::new();
+        let mut rest = source;
+        while let Some(start) = rest.find("{{") {
+            if start > 0 {
+                parts.push(TemplatePart::Text(rest[..start].to_owned()));
+            }
+            let after = &rest[start + 2..];
+            let Some(end) = after.find("}}") else {
+                return Err(format!(
+                    "`{{{{` at `{}` is never closed with `}}}}`",
+                    &rest[start..].chars().take(20).collect::<String>()
+                ));
+            };
+            let name = after[..end].trim();
+            let part = match name {
+                "body" => TemplatePart::Body,
+                "method" => TemplatePart::Method,
+                "path" => TemplatePart::Path,
+                "query" => TemplatePart::Query,
+                other => match (other.strip_prefix("body."), other.strip_prefix("param.")) {
+                    (Some(field), _) if field.split('.').all(|k| !k.is_empty()) => {
+                        TemplatePart::BodyField(field.split('.').map(str::to_owned).collect())
+                    }
+                    (_, Some(p)) if params.contains(&p) => TemplatePart::Param(p.to_owned()),
+                    (_, Some(p)) => {
+                        return Err(format!(
+                            "`{{{{param.{p}}}}}` names no parameter of the route's path (it has: {})",
+                            if params.is_empty() {
+                                "none".to_owned()
+                            } else {
+                                params.join(", ")
+                            }
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "`{{{{{other}}}}}` is not body, body.<field>, method, path, query or param.<name>"
+                        ));
+                    }
+                },
+            };
+            parts.push(part);
+            rest = &after[end + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(TemplatePart::Text(rest.to_owned()));
+        }
+        Ok(Template {
+            source: source.to_owned(),
+            parts,
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn parts(&self) -> &[TemplatePart] {
+        &self.parts
+    }
+}
+
+impl Serialize for Template {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.source)
+    }
+}
+
+impl<'de> Deserialize<'de> for Template {
+    /// Reads a template back as written; its parameters are not known
+    /// here, so any `param.` name is taken.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let source = String::deserialize(d)?;
+        let params: Vec<&str> = template_params(&source);
+        Template::parse(&source, &params).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The `param.` names a template uses.
+fn template_params(source: &str) -> Vec<&str> {
+    source
+        .split("{{")
+        .skip(1)
+        .filter_map(|s| s.split("}}").next())
+        .filter_map(|s| s.trim().strip_prefix("param."))
+        .collect()
+}
+
+/// The parameters of a route path (`/hooks/:repo/:issue` → repo, issue).
+pub fn path_params(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter_map(|s| s.strip_prefix(':'))
+        .collect()
+}
+
 /// The file shape of a user channel.
 #[derive(Debug, Deserialize)]
 struct ChannelFile {
     #[serde(default)]
     cors: Option<CorsSetting>,
+    #[serde(default)]
+    auth: Option<ChannelAuth>,
     #[serde(default)]
     route: Vec<RouteFile>,
 }
@@ -208,10 +384,25 @@ struct RouteFile {
     path: String,
     #[serde(default)]
     cors: Option<CorsSetting>,
+    #[serde(default)]
+    auth: Option<ChannelAuth>,
     agent: String,
     prompt: String,
     #[serde(default)]
     mode: Option<AppMode>,
+    #[serde(default)]
+    answer: Option<AnswerKind>,
+    #[serde(default)]
+    wait_secs: Option<u64>,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum AnswerKind {
+    Session,
+    Sync,
 }
 
 pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<ChannelDefinition> {
@@ -228,24 +419,109 @@ pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<Chann
         return None;
     }
     let channel_cors = file.cors.and_then(CorsSetting::normalize);
-    let routes = file
-        .route
-        .into_iter()
-        .map(|r| RouteDecl {
+    let channel_auth = file.auth.unwrap_or(ChannelAuth::ServerToken);
+    let mut routes = Vec::new();
+    let mut ok = true;
+    for (i, r) in file.route.into_iter().enumerate() {
+        let field = |name: &str| format!("route[{i}].{name}");
+        let mut error = |code: &'static str, name: &str, message: String| {
+            diags.push(
+                Diagnostic::error(code, message)
+                    .with_file(path)
+                    .with_field(field(name)),
+            );
+        };
+        let params = path_params(&r.path);
+        let prompt = Template::parse(&r.prompt, &params)
+            .map_err(|e| error("channel/placeholder-invalid", "prompt", e));
+        let session = r
+            .session
+            .as_deref()
+            .map(|s| Template::parse(s, &params))
+            .transpose()
+            .map_err(|e| error("channel/placeholder-invalid", "session", e));
+        let answer = match (r.answer, r.wait_secs) {
+            (None | Some(AnswerKind::Session), None) => Ok(Answer::Session),
+            (None | Some(AnswerKind::Session), Some(_)) => {
+                error(
+                    "channel/wait-without-sync",
+                    "wait_secs",
+                    "`wait_secs` applies only to `answer = \"sync\"`: remove it or answer synchronously"
+                        .to_owned(),
+                );
+                Err(())
+            }
+            (Some(AnswerKind::Sync), wait) => match wait.unwrap_or(DEFAULT_SYNC_WAIT_SECS) {
+                w @ 1..=MAX_SYNC_WAIT_SECS => Ok(Answer::Sync { wait_secs: w }),
+                w => {
+                    error(
+                        "channel/wait-out-of-range",
+                        "wait_secs",
+                        format!("`wait_secs = {w}` must be between 1 and {MAX_SYNC_WAIT_SECS}"),
+                    );
+                    Err(())
+                }
+            },
+        };
+        let auth = r.auth.unwrap_or_else(|| channel_auth.clone());
+        let auth = check_auth(&auth)
+            .map(|()| auth)
+            .map_err(|e| error("channel/auth-invalid", "auth", e));
+        let (Ok(prompt), Ok(session), Ok(answer), Ok(auth)) = (prompt, session, answer, auth)
+        else {
+            ok = false;
+            continue;
+        };
+        routes.push(RouteDecl {
             method: r.method,
             path: r.path,
             cors: match r.cors {
                 Some(setting) => setting.normalize(),
                 None => channel_cors.clone(),
             },
-            action: RouteAction::StartSession {
+            action: RouteAction::StartSession(Box::new(ChannelTask {
                 agent: r.agent,
-                prompt: r.prompt,
+                prompt,
                 mode: r.mode.unwrap_or(AppMode::Work),
-            },
-        })
-        .collect();
-    Some(ChannelDefinition { routes })
+                auth,
+                answer,
+                session,
+            })),
+        });
+    }
+    ok.then_some(ChannelDefinition { routes })
+}
+
+/// An environment variable name and a header name must be plain names.
+fn check_auth(auth: &ChannelAuth) -> Result<(), String> {
+    let env_name = |n: &str| {
+        !n.is_empty()
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+    };
+    match auth {
+        ChannelAuth::ServerToken | ChannelAuth::None => Ok(()),
+        ChannelAuth::Bearer { token_env } if env_name(token_env) => Ok(()),
+        ChannelAuth::HmacSha256 {
+            secret_env, header, ..
+        } if env_name(secret_env)
+            && !header.is_empty()
+            && header
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+        {
+            Ok(())
+        }
+        ChannelAuth::Bearer { token_env: name }
+        | ChannelAuth::HmacSha256 {
+            secret_env: name, ..
+        } if !env_name(name) => Err(format!(
+            "`{name}` is not an environment variable name (letters, digits and `_`)"
+        )),
+        ChannelAuth::Bearer { .. } | ChannelAuth::HmacSha256 { .. } => {
+            Err("the signature header must be a header name such as X-Hub-Signature-256".to_owned())
+        }
+    }
 }
 
 /// The framework `api` channel: the whole HTTP API surface.
@@ -382,12 +658,121 @@ mod tests {
         assert!(c.routes[1].cors.is_none());
         assert_eq!(
             c.routes[1].action,
-            RouteAction::StartSession {
+            RouteAction::StartSession(Box::new(ChannelTask {
                 agent: "triage".into(),
-                prompt: "status".into(),
-                mode: AppMode::Coding
+                prompt: Template::parse("status", &[]).unwrap(),
+                mode: AppMode::Coding,
+                auth: ChannelAuth::ServerToken,
+                answer: Answer::Session,
+                session: None,
+            }))
+        );
+    }
+
+    #[test]
+    fn auth_answer_and_session_keys_parse_with_route_overrides() {
+        let mut d = Diagnostics::new();
+        let v = json!({
+            "auth": {"hmac-sha256": {"secret_env": "GH_SECRET", "header": "X-Hub-Signature-256", "prefix": "sha256="}},
+            "route": [
+                {"method": "POST", "path": "/hooks/:repo", "agent": "triage",
+                 "prompt": "{{param.repo}}: {{body.issue.title}}", "session": "{{body.issue.number}}"},
+                {"method": "POST", "path": "/ask", "agent": "triage", "prompt": "{{body}}",
+                 "auth": "none", "answer": "sync", "wait_secs": 30},
+                {"method": "POST", "path": "/bearer", "agent": "triage", "prompt": "{{body}}",
+                 "auth": {"bearer": {"token_env": "HOOK_TOKEN"}}, "answer": "sync"}
+            ]
+        });
+        let c = parse(Path::new("c.toml"), v, &mut d).unwrap();
+        assert!(d.is_empty(), "{d:?}");
+        let task = |i: usize| match &c.routes[i].action {
+            RouteAction::StartSession(task) => task.as_ref().clone(),
+            other => panic!("{other:?}"),
+        };
+        let t = task(0);
+        assert!(matches!(&t.auth, ChannelAuth::HmacSha256 { prefix, .. } if prefix == "sha256="));
+        assert_eq!(
+            t.prompt.parts()[2],
+            TemplatePart::BodyField(vec!["issue".into(), "title".into()])
+        );
+        assert_eq!(
+            t.session.as_ref().unwrap().source(),
+            "{{body.issue.number}}"
+        );
+        let t = task(1);
+        assert_eq!(
+            (t.auth, t.answer),
+            (ChannelAuth::None, Answer::Sync { wait_secs: 30 })
+        );
+        assert_eq!(
+            task(2).answer,
+            Answer::Sync {
+                wait_secs: DEFAULT_SYNC_WAIT_SECS
             }
         );
+        // As written, through info and back.
+        let back: RouteAction =
+            serde_json::from_value(serde_json::to_value(&c.routes[0].action).unwrap()).unwrap();
+        assert_eq!(back, c.routes[0].action);
+    }
+
+    #[test]
+    fn every_route_mistake_is_reported_with_its_field() {
+        let cases = [
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "{{secret}}"}),
+                "channel/placeholder-invalid",
+                "route[0].prompt",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "{{param.id}}"}),
+                "channel/placeholder-invalid",
+                "route[0].prompt",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "{{body"}),
+                "channel/placeholder-invalid",
+                "route[0].prompt",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "x", "session": "{{body.}}"}),
+                "channel/placeholder-invalid",
+                "route[0].session",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "x", "wait_secs": 5}),
+                "channel/wait-without-sync",
+                "route[0].wait_secs",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "x", "answer": "sync", "wait_secs": 0}),
+                "channel/wait-out-of-range",
+                "route[0].wait_secs",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "x", "auth": {"bearer": {"token_env": "A-B"}}}),
+                "channel/auth-invalid",
+                "route[0].auth",
+            ),
+            (
+                json!({"method": "POST", "path": "/a", "agent": "t", "prompt": "x", "auth": {"hmac-sha256": {"secret_env": "S", "header": "X Sig"}}}),
+                "channel/auth-invalid",
+                "route[0].auth",
+            ),
+        ];
+        for (route, code, field) in cases {
+            let mut d = Diagnostics::new();
+            assert!(parse(Path::new("c.toml"), json!({"route": [route]}), &mut d).is_none());
+            let hit = d
+                .iter()
+                .find(|x| x.code == code)
+                .unwrap_or_else(|| panic!("{code}: {d:?}"));
+            assert_eq!(hit.locator.field.as_deref(), Some(field), "{code}");
+        }
+        let mut d = Diagnostics::new();
+        let v = json!({"route": [{"method": "POST", "path": "/a", "agent": "t", "prompt": "x", "answer": "later"}]});
+        assert!(parse(Path::new("c.toml"), v, &mut d).is_none());
+        assert!(d.has_code("compile/definition-invalid"));
     }
 
     #[test]

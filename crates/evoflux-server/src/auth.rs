@@ -131,9 +131,14 @@ impl Token {
     /// Whether `presented` is the token, in time independent of where the
     /// first difference is.
     pub fn matches(&self, presented: &str) -> bool {
-        let (a, b) = (self.secret.as_bytes(), presented.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        same_secret(self.secret.as_bytes(), presented.as_bytes())
     }
+}
+
+/// Whether two secrets are equal, in time independent of where the first
+/// difference is (the length is not hidden).
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Middleware: the request must carry the bearer token.

@@ -9,6 +9,7 @@
 
 mod api;
 pub mod auth;
+mod channels;
 mod error;
 pub mod live;
 mod openapi;
@@ -31,6 +32,7 @@ pub use auth::{TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
 pub use error::ApiError;
 pub use openapi::document as openapi_document;
 pub use router::{MountedRoute, mounted};
+pub use schedules::TICK as SCHEDULE_TICK;
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -40,6 +42,32 @@ pub struct ServeOptions {
     /// and the graph is compiled with their project sources.
     pub workspaces: Vec<PathBuf>,
     pub token: Token,
+    /// The environment the server runs in: channel routes read the secrets
+    /// their auth names here, never from the process.
+    pub environment: std::collections::BTreeMap<String, String>,
+    /// The scheduler's clock and how often it looks for due schedules
+    /// ([`ServeOptions::new`] sets the real clock and [`SCHEDULE_TICK`]).
+    pub schedule_clock: Arc<dyn evoflux_harness::scheduler::Now>,
+    pub schedule_tick: std::time::Duration,
+}
+
+impl ServeOptions {
+    /// Options with the real scheduler clock and tick.
+    pub fn new(
+        addr: SocketAddr,
+        workspaces: Vec<PathBuf>,
+        token: Token,
+        environment: std::collections::BTreeMap<String, String>,
+    ) -> ServeOptions {
+        ServeOptions {
+            addr,
+            workspaces,
+            token,
+            environment,
+            schedule_clock: Arc::new(evoflux_harness::scheduler::SystemNow),
+            schedule_tick: schedules::TICK,
+        }
+    }
 }
 
 /// Why the server cannot start.
@@ -97,7 +125,12 @@ pub async fn serve(
     }
     let store = Store::open(app.dirs.data_dir()).await?;
     let processes = ProcessRuntime::new(app.runtime_config());
-    let scheduler = schedules::scheduler(&app, &store, processes.clone());
+    let scheduler = schedules::scheduler(
+        &app,
+        &store,
+        processes.clone(),
+        Arc::clone(&options.schedule_clock),
+    );
     let state = Arc::new(state::ServerState {
         scheduler,
         sessions: live::Sessions::new(Arc::new(app), processes.clone(), store.clone()),
@@ -105,6 +138,7 @@ pub async fn serve(
         workspaces: options.workspaces.clone(),
         mcp: tokio::sync::Mutex::new(None),
         reload: tokio::sync::Notify::new(),
+        environment: options.environment.clone(),
     });
     let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
     let current = reload::CurrentRouter::new(router, graph.hash.to_string());
@@ -113,7 +147,7 @@ pub async fn serve(
         options.token.clone(),
         Arc::clone(&current),
     );
-    let scheduler = schedules::start(Arc::clone(&state));
+    let scheduler = schedules::start(Arc::clone(&state), options.schedule_tick);
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| ServerError::Bind {

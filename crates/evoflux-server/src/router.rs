@@ -10,17 +10,17 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, any, on};
 use evoflux_graph::channel::{ApiEndpoint, Cors, CorsList, Method, RouteAction};
 use evoflux_graph::route_plan::{HostRoute, RoutePlan};
-use evoflux_harness::SessionOptions;
 use serde::Serialize;
 
 use crate::api::{agents, mcp, plugins, scheduler, sessions, skills, system};
 use crate::auth::{Token, require_token};
+use crate::channels::{ChannelRoute, RequestView};
 use crate::error::ApiError;
 use crate::state::ServerState;
 
@@ -143,7 +143,9 @@ fn public(action: &RouteAction) -> bool {
         },
         // The page shell holds no data; what it fetches needs the token.
         RouteAction::Home | RouteAction::HomeAsset => true,
-        RouteAction::StartSession { .. } => false,
+        // The server token is checked by the token layer; any other auth
+        // by the route's handler.
+        RouteAction::StartSession(task) => !ChannelRoute::uses_server_token(&task.auth),
     }
 }
 
@@ -161,8 +163,8 @@ fn body_limit(bytes: usize) -> axum::extract::DefaultBodyLimit {
     axum::extract::DefaultBodyLimit::max(bytes)
 }
 
-/// The handler of one route's action.
-fn handler(method: Method, action: &RouteAction) -> Handler {
+/// The handler of one route's action; `path` as the plan writes it.
+fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
     let f = filter(method);
     match action {
         RouteAction::Api { endpoint } => match endpoint {
@@ -227,25 +229,29 @@ fn handler(method: Method, action: &RouteAction) -> Handler {
         },
         RouteAction::Home => on(f, crate::ui::page),
         RouteAction::HomeAsset => on(f, crate::ui::asset),
-        RouteAction::StartSession {
-            agent,
-            prompt,
-            mode,
-        } => {
-            let start = StartSession {
-                agent: agent.clone(),
-                prompt: prompt.clone(),
-                mode: *mode,
-            };
+        RouteAction::StartSession(task) => {
+            let route = Arc::new(ChannelRoute {
+                route: format!("{} {path}", method.as_str()),
+                task: task.as_ref().clone(),
+            });
             on(
                 f,
-                move |state: State<Arc<ServerState>>,
-                      params: Path<BTreeMap<String, String>>,
-                      query: RawQuery,
-                      request: HttpRequestParts,
+                move |State(state): State<Arc<ServerState>>,
+                      Path(params): Path<BTreeMap<String, String>>,
+                      RawQuery(query): RawQuery,
+                      parts: axum::http::request::Parts,
                       body: Bytes| {
-                    let start = start.clone();
-                    async move { start.run(state, params, query, request, body).await }
+                    let route = Arc::clone(&route);
+                    async move {
+                        let view = RequestView {
+                            method: &parts.method,
+                            path: parts.uri.path(),
+                            query: query.as_deref().unwrap_or(""),
+                            params: &params,
+                            body: &body,
+                        };
+                        route.run(state, &parts.headers, view).await
+                    }
                 },
             )
         }
@@ -270,7 +276,7 @@ pub fn build(plan: &RoutePlan, state: Arc<ServerState>, token: Token) -> Router 
         });
     };
     for r in &plan.effective {
-        let mut h = handler(r.method, &r.action);
+        let mut h = handler(r.method, &r.path, &r.action);
         if let Some(cors) = &r.cors {
             let cors = cors.clone();
             h = h.layer(middleware::from_fn(move |req: Request, next: Next| {
@@ -413,119 +419,6 @@ async fn with_cors_headers(cors: &Cors, request: Request, next: Next) -> Respons
     response
 }
 
-/// The parts of a request a prompt template may use.
-type HttpRequestParts = axum::http::request::Parts;
-
-/// A user channel route: each request starts a session with the route's
-/// agent, its first message the prompt rendered over the request.
-#[derive(Debug, Clone)]
-struct StartSession {
-    agent: String,
-    prompt: String,
-    mode: evoflux_core::AppMode,
-}
-
-impl StartSession {
-    async fn run(
-        &self,
-        State(state): State<Arc<ServerState>>,
-        Path(params): Path<BTreeMap<String, String>>,
-        RawQuery(query): RawQuery,
-        parts: HttpRequestParts,
-        body: Bytes,
-    ) -> Response {
-        let body = String::from_utf8_lossy(&body);
-        let prompt = match render_prompt(
-            &self.prompt,
-            &parts.method,
-            parts.uri.path(),
-            query.as_deref().unwrap_or(""),
-            &params,
-            &body,
-        ) {
-            Ok(p) => p,
-            Err(e) => return e.into_response(),
-        };
-        let opened = state
-            .sessions
-            .open(SessionOptions {
-                mode: Some(self.mode),
-                workspaces: match self.mode {
-                    evoflux_core::AppMode::Coding => {
-                        state.workspaces.iter().take(1).cloned().collect()
-                    }
-                    evoflux_core::AppMode::Work => Vec::new(),
-                },
-                lead: Some(self.agent.clone()),
-                model: None,
-                resume: None,
-                limits: Default::default(),
-            })
-            .await;
-        let opened = match opened {
-            Ok(o) => o,
-            Err(e) => return e.into_response(),
-        };
-        if let Err(e) = opened.live.start_turn(Some(prompt)) {
-            return e.into_response();
-        }
-        (
-            StatusCode::ACCEPTED,
-            axum::Json(serde_json::json!({
-                "session_id": opened.session.id.to_string(),
-                "events": format!("/api/sessions/{}/events", opened.session.id),
-            })),
-        )
-            .into_response()
-    }
-}
-
-/// Renders a channel's prompt: `{{body}}`, `{{method}}`, `{{path}}`,
-/// `{{query}}` and `{{param.NAME}}` (a path parameter). Any other
-/// placeholder is an error, never silently empty.
-fn render_prompt(
-    template: &str,
-    method: &HttpMethod,
-    path: &str,
-    query: &str,
-    params: &BTreeMap<String, String>,
-    body: &str,
-) -> Result<String, ApiError> {
-    let mut out = String::with_capacity(template.len() + body.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let name = after[..end].trim();
-        let value = match name {
-            "body" => body,
-            "method" => method.as_str(),
-            "path" => path,
-            "query" => query,
-            other => match other.strip_prefix("param.").and_then(|p| params.get(p)) {
-                Some(v) => v.as_str(),
-                None => {
-                    return Err(ApiError::internal(
-                        "server/prompt-placeholder-unknown",
-                        format!(
-                            "the channel's prompt uses `{{{{{other}}}}}`, which is not body, \
-                             method, path, query or param.<name> of this route"
-                        ),
-                    ));
-                }
-            },
-        };
-        out.push_str(value);
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,22 +430,5 @@ mod tests {
             "/api/sessions/{id}/events"
         );
         assert_eq!(axum_path("/"), "/");
-    }
-
-    #[test]
-    fn prompts_render_known_placeholders_only() {
-        let params = BTreeMap::from([("repo".to_owned(), "evoflux".to_owned())]);
-        let got = render_prompt(
-            "{{method}} {{path}} {{param.repo}}: {{ body }}",
-            &HttpMethod::POST,
-            "/hooks/evoflux",
-            "",
-            &params,
-            "{\"action\":\"opened\"}",
-        )
-        .unwrap();
-        assert_eq!(got, "POST /hooks/evoflux evoflux: {\"action\":\"opened\"}");
-        let e = render_prompt("{{secret}}", &HttpMethod::GET, "/", "", &params, "").unwrap_err();
-        assert_eq!(e.code, "server/prompt-placeholder-unknown");
     }
 }

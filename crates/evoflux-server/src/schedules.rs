@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use evoflux_harness::scheduler::{EngineRunner, Scheduler, SystemNow, TickEvent};
+use evoflux_harness::scheduler::{EngineRunner, Now, Scheduler, TickEvent};
 use evoflux_tools::ProcessRuntime;
 
 use crate::state::ServerState;
@@ -21,17 +21,18 @@ pub fn scheduler(
     app: &evoflux_harness::AppContext,
     store: &evoflux_store::Store,
     processes: ProcessRuntime,
+    now: Arc<dyn Now>,
 ) -> Scheduler {
     let runner = EngineRunner {
         app: app.clone(),
         store: store.clone(),
         processes: Some(processes),
     };
-    Scheduler::new(store.clone(), Arc::new(SystemNow), Arc::new(runner))
+    Scheduler::new(store.clone(), now, Arc::new(runner))
 }
 
 /// Starts the loop; it ends when the returned handle is aborted.
-pub fn start(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> {
+pub fn start(state: Arc<ServerState>, tick: Duration) -> tokio::task::JoinHandle<()> {
     let scheduler = state.scheduler.clone();
     tokio::spawn(async move {
         match scheduler.recover().await {
@@ -39,7 +40,7 @@ pub fn start(state: Arc<ServerState>) -> tokio::task::JoinHandle<()> {
             Ok(n) => tracing::warn!("{n} scheduled runs were cut short by the last stop"),
             Err(e) => tracing::warn!(error = %e, "cannot read the scheduler's state"),
         }
-        let mut interval = tokio::time::interval(TICK);
+        let mut interval = tokio::time::interval(tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;

@@ -1,5 +1,6 @@
 //! What every handler shares.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use evoflux_store::Store;
@@ -26,6 +27,9 @@ pub struct ServerState {
     /// Fires the schedules (its loop runs beside the server) and starts
     /// runs asked for through the API.
     pub scheduler: evoflux_harness::scheduler::Scheduler,
+    /// The environment `evoflux serve` runs in, where channel routes read
+    /// the secrets their auth names.
+    pub environment: BTreeMap<String, String>,
 }
 
 impl ServerState {

@@ -11,6 +11,7 @@
 //! [`Store::resume`] refuses a request that names other values instead of
 //! migrating the session as a side effect.
 
+mod channel_threads;
 mod connection_tools;
 mod error;
 mod grants;

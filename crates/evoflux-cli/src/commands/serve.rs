@@ -69,11 +69,12 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
     // a server): shown only to a person at a terminal, never into a log.
     let ui_link =
         std::io::IsTerminal::is_terminal(&std::io::stdout()).then(|| token.secret().to_owned());
-    let options = ServeOptions {
-        addr: SocketAddr::new(args.host, args.port),
+    let options = ServeOptions::new(
+        SocketAddr::new(args.host, args.port),
         workspaces,
         token,
-    };
+        std::env::vars().collect(),
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -19,6 +19,11 @@ pub struct Server {
 
 impl Server {
     pub fn start(s: &Sandbox, extra: &[&str]) -> Server {
+        Server::start_with_env(s, extra, &[])
+    }
+
+    /// Starts the server with `env` set in its environment too.
+    pub fn start_with_env(s: &Sandbox, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let repo = s.repo();
         let mut args = vec![
             "serve",
@@ -31,6 +36,7 @@ impl Server {
         let mut child = s
             .command(&args)
             .env("PATH", std::env::var("PATH").unwrap())
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
