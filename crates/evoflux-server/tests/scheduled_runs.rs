@@ -1,0 +1,195 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The scheduler inside the real server, on a loopback port, with a clock
+//! the test moves: a schedule that runs every minute fires once per
+//! minute as a session through the engine (the scripted model answers),
+//! its history is served over `/api/scheduler`, and a restarted server
+//! neither fires an occurrence again nor loses the next one.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use evoflux_core::dirs::Dirs;
+use evoflux_harness::AppContext;
+use evoflux_harness::scheduler::ManualNow;
+use evoflux_server::{ServeOptions, Token, serve};
+use serde_json::Value;
+
+struct Running {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+fn app(tmp: &Path) -> AppContext {
+    let home = tmp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let admin = tmp.join("admin");
+    let dirs = Dirs::resolve(|name| match name {
+        "HOME" => Some(OsString::from(&home)),
+        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
+        _ => None,
+    })
+    .unwrap();
+    let cwd = tmp.join("repo");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    AppContext {
+        dirs,
+        home: Some(home),
+        cwd,
+    }
+}
+
+async fn start(app: &AppContext, now: Arc<ManualNow>) -> Running {
+    let token = Token::resolve(Some("test-token".into()), app.dirs.data_dir()).unwrap();
+    let mut options = ServeOptions::new(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        vec![app.cwd.canonicalize().unwrap()],
+        token,
+        Default::default(),
+    );
+    options.schedule_clock = now;
+    options.schedule_tick = Duration::from_millis(50);
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let app = app.clone();
+    let task = tokio::spawn(async move {
+        serve(
+            app,
+            options,
+            move |addr| {
+                let _ = addr_tx.send(addr);
+            },
+            async move {
+                let _ = stop_rx.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    let addr = addr_rx.await.unwrap();
+    Running {
+        url: format!("http://{addr}"),
+        stop: Some(stop_tx),
+        task,
+    }
+}
+
+async fn get(server: &Running, path: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("{}{path}", server.url))
+        .bearer_auth("test-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The history once it has `n` runs that ended (waiting for the ticks).
+async fn runs_when(server: &Running, n: usize) -> Vec<Value> {
+    for _ in 0..200 {
+        let history = get(server, "/api/scheduler/minutely/history").await;
+        let runs = history["runs"].as_array().cloned().unwrap_or_default();
+        let ended = runs.iter().filter(|r| r["finished_at_ms"].is_i64()).count();
+        if ended >= n {
+            return runs;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no {n} finished runs");
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let config = app.dirs.config_dir().to_path_buf();
+    std::fs::create_dir_all(config.join("schedules")).unwrap();
+    let script = tmp.path().join("model.yaml");
+    std::fs::write(
+        &script,
+        "turns:\n  - expect: {user: \"Write the minute's note\"}\n    reply: {text: noted}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("[model]\ndefault = \"scripted:{}\"\n", script.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("schedules/minutely.toml"),
+        "every = \"1m\"\nprompt = \"Write the minute's note\"\n",
+    )
+    .unwrap();
+
+    let now = Arc::new(ManualNow::new(at("2026-12-02T09:00:00Z")));
+    let server = start(&app, Arc::clone(&now)).await;
+    // Armed at the first tick: due a minute after it was first seen.
+    let mut armed = Value::Null;
+    for _ in 0..200 {
+        armed = get(&server, "/api/scheduler/minutely").await;
+        if armed["schedule"]["next_run_at"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        armed["schedule"]["next_run_at"], "2026-12-02T09:01:00+00:00",
+        "{armed}"
+    );
+    assert!(armed["runs"].as_array().unwrap().is_empty());
+
+    now.set(at("2026-12-02T09:01:05Z"));
+    let runs = runs_when(&server, 1).await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "done", "{runs:?}");
+    assert_eq!(runs[0]["trigger"], "scheduled");
+    // The run is a session of the server's store, answered by the model.
+    let session = runs[0]["session_id"].as_str().unwrap().to_owned();
+    let shown = get(&server, &format!("/api/sessions/{session}")).await;
+    assert_eq!(shown["session"]["id"], session.as_str(), "{shown}");
+    // Ticks at the same minute fire nothing more.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(runs_when(&server, 1).await.len(), 1);
+
+    now.set(at("2026-12-02T09:02:01Z"));
+    let runs = runs_when(&server, 2).await;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    server.stop().await;
+
+    // Restarted at the same time: nothing fires twice; the next minute
+    // still does.
+    let server = start(&app, Arc::clone(&now)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(runs_when(&server, 2).await.len(), 2);
+    now.set(at("2026-12-02T09:03:00Z"));
+    let runs = runs_when(&server, 3).await;
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let occurrences: Vec<i64> = runs
+        .iter()
+        .map(|r| r["occurrence_at_ms"].as_i64().unwrap())
+        .collect();
+    let minute = |m: &str| at(&format!("2026-12-02T09:{m}:00Z")).timestamp_millis();
+    assert_eq!(occurrences, [minute("03"), minute("02"), minute("01")]);
+    server.stop().await;
+}
