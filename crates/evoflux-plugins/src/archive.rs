@@ -107,7 +107,7 @@ pub enum ExtractError {
     },
     #[error("the destination `{0}` already exists")]
     DestinationExists(PathBuf),
-    #[error("invalid plugin archive: {0}")]
+    #[error("not a valid ZIP archive: {0}")]
     Invalid(#[from] zip::result::ZipError),
     #[error(
         "the file is {format}, not a ZIP archive: a plugin archive (.evoplugin or .zip) is the plugin folder packed as a ZIP"
@@ -203,11 +203,17 @@ pub fn check_entry_name(name: &str) -> Result<(Vec<&str>, bool), NameProblem> {
 const S_IFMT: u32 = 0o170_000;
 const S_IFLNK: u32 = 0o120_000;
 
-struct Planned {
-    index: usize,
-    path: String,
-    is_dir: bool,
-    executable: bool,
+/// An entry that passed every check of [`check_entries`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedEntry {
+    /// Its index in the archive.
+    pub index: usize,
+    /// Its name, `/`-separated, without a trailing slash.
+    pub path: String,
+    pub is_dir: bool,
+    pub executable: bool,
+    /// The expanded size it declares (readers still count real bytes).
+    pub size: u64,
 }
 
 /// Extracts `archive` into `dest`, which must not exist yet (its parent is
@@ -229,7 +235,7 @@ pub fn extract_archive(
         return Err(ExtractError::NotZip { format });
     }
     let mut zip = ZipArchive::new(io::BufReader::new(file))?;
-    let plan = plan(&mut zip, limits)?;
+    let plan = check_entries(&mut zip, limits)?;
     if fs::symlink_metadata(dest).is_ok() {
         return Err(ExtractError::DestinationExists(dest.to_path_buf()));
     }
@@ -296,11 +302,13 @@ fn collision_key(path: &str) -> String {
     folded.nfc().collect()
 }
 
-/// Checks every entry before anything is written.
-fn plan<R: io::Read + io::Seek>(
+/// Checks every entry of an opened archive against the rules above, before
+/// anything is read or written. The one check of every ZIP the host opens:
+/// plugin packages, and the Office documents the viewer renders.
+pub fn check_entries<R: io::Read + io::Seek>(
     zip: &mut ZipArchive<R>,
     limits: &ExtractLimits,
-) -> Result<Vec<Planned>, ExtractError> {
+) -> Result<Vec<CheckedEntry>, ExtractError> {
     if zip.len() > limits.max_entries {
         return Err(ExtractError::TooManyEntries {
             limit: limits.max_entries,
@@ -360,11 +368,12 @@ fn plan<R: io::Read + io::Seek>(
                 compressed,
             });
         }
-        plan.push(Planned {
+        plan.push(CheckedEntry {
             index,
             path,
             is_dir: is_dir || entry.is_dir(),
             executable: mode.is_some_and(|m| m & 0o111 != 0),
+            size,
         });
     }
     // A file entry that is also the parent of another entry cannot be laid
@@ -390,7 +399,7 @@ fn plan<R: io::Read + io::Seek>(
 
 fn write_plan<R: io::Read + io::Seek>(
     zip: &mut ZipArchive<R>,
-    plan: &[Planned],
+    plan: &[CheckedEntry],
     dest: &Path,
     limits: &ExtractLimits,
 ) -> Result<ExtractReport, ExtractError> {

@@ -38,7 +38,9 @@ pub mod tree;
 pub mod trust;
 pub mod workspace;
 
-pub use archive::{ExtractError, ExtractLimits, ExtractReport, extract_archive};
+pub use archive::{
+    CheckedEntry, ExtractError, ExtractLimits, ExtractReport, check_entries, extract_archive,
+};
 pub use bundled::{BUNDLED, bundled_installations};
 pub use claude_import::{ImportError, ImportReport};
 pub use credentials::{CredentialChange, CredentialState, CredentialValue, CredentialValues};

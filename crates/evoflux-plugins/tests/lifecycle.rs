@@ -168,7 +168,7 @@ fn bad_archives_and_folders_leave_nothing_behind() {
     fs::write(&junk, b"not a zip").unwrap();
     let err = env.manager.install(&junk, false).unwrap_err();
     assert_eq!(err.code(), "plugin/archive-invalid");
-    assert!(err.to_string().contains("invalid plugin archive"), "{err}");
+    assert!(err.to_string().contains("not a valid ZIP archive"), "{err}");
 
     let bad = Fixture::empty();
     bad.manifest(json!({"$schema": PLUGIN_SCHEMA_1_0_0, "name": "Bad Name"}));
