@@ -472,8 +472,19 @@ async fn the_router_serves_exactly_the_route_plan() {
             (r["method"].as_str().unwrap().to_owned(), path)
         })
         .collect();
-    let mut a = documented.clone();
+    // Besides the plan's API routes, the document viewer's host routes,
+    // which no channel can claim.
     let mut b = planned.clone();
+    for path in ["/api/viewer/document", "/api/viewer/files"] {
+        b.push(("GET".to_owned(), path.to_owned()));
+        let (status, body) = probe(&server, "GET", path).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (400, Some("viewer/query-invalid")),
+            "{path}: {body}"
+        );
+    }
+    let mut a = documented.clone();
     a.sort();
     b.sort();
     assert_eq!(a, b);

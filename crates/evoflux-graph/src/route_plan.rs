@@ -117,13 +117,21 @@ pub enum HostRoute {
     ScheduleTrigger,
     /// Fleet run continuations.
     FleetContinuation,
+    /// The document viewer's listing of a session's workspace files: a
+    /// product surface of the host, which no channel, tool or plugin
+    /// reaches.
+    ViewerFiles,
+    /// The document viewer's rendering of one workspace document.
+    ViewerDocument,
 }
 
 impl HostRoute {
-    pub const ALL: [HostRoute; 3] = [
+    pub const ALL: [HostRoute; 5] = [
         HostRoute::Readiness,
         HostRoute::ScheduleTrigger,
         HostRoute::FleetContinuation,
+        HostRoute::ViewerFiles,
+        HostRoute::ViewerDocument,
     ];
 
     /// The reserved method (`None` = every method) and path.
@@ -132,6 +140,8 @@ impl HostRoute {
             HostRoute::Readiness => (Some(Method::Get), "/.well-known/evoflux/ready"),
             HostRoute::ScheduleTrigger => (None, "/internal/schedules/:name"),
             HostRoute::FleetContinuation => (None, "/internal/fleets/:run/continue"),
+            HostRoute::ViewerFiles => (Some(Method::Get), "/api/viewer/files"),
+            HostRoute::ViewerDocument => (Some(Method::Get), "/api/viewer/document"),
         }
     }
 }
@@ -466,6 +476,8 @@ mod tests {
             (Method::Get, "/.well-known/evoflux/ready"),
             (Method::Post, "/internal/schedules/nightly"),
             (Method::Delete, "/internal/fleets/:id/continue"),
+            (Method::Get, "/api/viewer/document"),
+            (Method::Get, "/api/viewer/:what"),
         ] {
             let (_, diags) = run(vec![("a", vec![route(m, p, None)])]);
             assert_eq!(diags.codes(), ["compile/reserved-route-collision"], "{p}");

@@ -131,6 +131,12 @@ pub async fn serve(
         processes.clone(),
         Arc::clone(&options.schedule_clock),
     );
+    let viewer = evoflux_viewer::Viewer::new(
+        evoflux_viewer::ViewLimits::DEFAULT,
+        Some(evoflux_viewer::Cache::new(
+            app.dirs.cache_dir().join("viewer"),
+        )),
+    );
     let state = Arc::new(state::ServerState {
         scheduler,
         sessions: live::Sessions::new(Arc::new(app), processes.clone(), store.clone()),
@@ -139,6 +145,8 @@ pub async fn serve(
         mcp: tokio::sync::Mutex::new(None),
         reload: tokio::sync::Notify::new(),
         environment: options.environment.clone(),
+        viewer,
+        viewer_slots: tokio::sync::Semaphore::new(2),
     });
     let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
     let current = reload::CurrentRouter::new(router, graph.hash.to_string());

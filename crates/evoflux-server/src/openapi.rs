@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::api::{agents, lists, mcp, plugins, scheduler, sessions, skills, system};
+use crate::api::{agents, lists, mcp, plugins, scheduler, sessions, skills, system, viewer};
 use crate::error::ApiError;
 
 #[derive(OpenApi)]
@@ -73,6 +73,8 @@ use crate::error::ApiError;
         scheduler::show,
         scheduler::history,
         scheduler::run,
+        viewer::files,
+        viewer::document,
     ),
     components(schemas(
         ApiError,
@@ -109,6 +111,8 @@ use crate::error::ApiError;
         plugins::NewEntry,
         plugins::EnabledBody,
         plugins::CredentialsBody,
+        viewer::FileListing,
+        viewer::FileEntry,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))

@@ -18,7 +18,7 @@ use evoflux_graph::channel::{ApiEndpoint, Cors, CorsList, Method, RouteAction};
 use evoflux_graph::route_plan::{HostRoute, RoutePlan};
 use serde::Serialize;
 
-use crate::api::{agents, mcp, plugins, scheduler, sessions, skills, system};
+use crate::api::{agents, mcp, plugins, scheduler, sessions, skills, system, viewer};
 use crate::auth::{Token, require_token};
 use crate::channels::{ChannelRoute, RequestView};
 use crate::error::ApiError;
@@ -310,10 +310,17 @@ pub fn build(plan: &RoutePlan, state: Arc<ServerState>, token: Token) -> Router 
         let h: Handler = match host {
             HostRoute::Readiness => on(filter(method.unwrap_or(Method::Get)), system::readiness),
             HostRoute::ScheduleTrigger | HostRoute::FleetContinuation => any(system::reserved),
+            HostRoute::ViewerFiles => on(filter(method.unwrap_or(Method::Get)), viewer::files),
+            HostRoute::ViewerDocument => {
+                on(filter(method.unwrap_or(Method::Get)), viewer::document)
+            }
         };
         let is_public = match host {
             HostRoute::Readiness => true,
-            HostRoute::ScheduleTrigger | HostRoute::FleetContinuation => false,
+            HostRoute::ScheduleTrigger
+            | HostRoute::FleetContinuation
+            | HostRoute::ViewerFiles
+            | HostRoute::ViewerDocument => false,
         };
         add(axum_path(path), is_public, h);
     }

@@ -30,6 +30,10 @@ pub struct ServerState {
     /// The environment `evoflux serve` runs in, where channel routes read
     /// the secrets their auth names.
     pub environment: BTreeMap<String, String>,
+    /// The document viewer (its cache under the cache dir) and the slots
+    /// that bound how many documents render at once.
+    pub viewer: evoflux_viewer::Viewer,
+    pub viewer_slots: tokio::sync::Semaphore,
 }
 
 impl ServerState {

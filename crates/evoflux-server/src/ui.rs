@@ -40,6 +40,7 @@ static ASSETS: &[Asset] = &[
     asset!("plugins.js", JS),
     asset!("provenance.js", JS),
     asset!("settings.js", JS),
+    asset!("viewer.js", JS),
 ];
 
 const PAGE: &str = include_str!("../web/index.html");

@@ -7,6 +7,7 @@ import { chatView, newSessionView } from './chat.js';
 import { pluginsView } from './plugins.js';
 import { settingsView } from './settings.js';
 import { provenanceView } from './provenance.js';
+import { filesView, viewerView } from './viewer.js';
 
 const MODE_KEY = 'evoflux.mode';
 
@@ -82,7 +83,7 @@ function tokenGate(problem) {
 
 export async function route() {
   if (app.teardown) { app.teardown(); app.teardown = null; }
-  const hash = location.hash || '#/chat';
+  const hash = (location.hash || '#/chat').split('?')[0];
   const [, section, ...rest] = hash.split('/');
   markNav(section);
   clear(app.main);
@@ -100,6 +101,12 @@ export async function route() {
         break;
       case 'provenance':
         await provenanceView(app);
+        break;
+      case 'files':
+        await filesView(app, rest);
+        break;
+      case 'viewer':
+        await viewerView(app, rest);
         break;
       default:
         location.hash = '#/chat';

@@ -6,6 +6,7 @@
 import { api, get, follow, query, token } from './api.js';
 import { h, clear, field, toast, errorText } from './dom.js';
 import { renderMarkdown } from './markdown.js';
+import { documentLink, filesHref } from './viewer.js';
 
 // ---- new session ---------------------------------------------------------
 
@@ -58,9 +59,11 @@ export async function newSessionView(app) {
 
 /// Renders events into a container; a delegated child gets its own.
 class Renderer {
-  constructor(container, session) {
+  // `info`: the session record, for links into its workspace's documents.
+  constructor(container, session, info) {
     this.container = container;
     this.session = session;
+    this.info = info;
     this.assistant = null;
     this.text = '';
     this.tools = new Map();
@@ -114,6 +117,10 @@ class Renderer {
     const body = h('div', { class: 'body' },
       h('div', { class: 'muted' }, 'Arguments'),
       h('pre', {}, typeof args === 'string' ? args : JSON.stringify(args, null, 2)));
+    let parsed = args;
+    if (typeof args === 'string') { try { parsed = JSON.parse(args); } catch { parsed = null; } }
+    const link = this.info && parsed && documentLink(this.info, parsed.path);
+    if (link) body.append(h('a', { href: link, class: 'doc-link' }, 'Open in the viewer'));
     const card = h('details', { class: 'tool', dataset: { call: callId } },
       h('summary', {}, h('strong', {}, name), ' ', status), body);
     this.container.append(card);
@@ -397,7 +404,7 @@ export async function chatView(app, id) {
   let skills = [];
   const list = suggestions(textarea, () => skills);
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
-  const renderer = new Renderer(log, id);
+  const renderer = new Renderer(log, id, session);
   let busy = false;
   let answering = false;
   const setBusy = (b) => {
@@ -429,7 +436,9 @@ export async function chatView(app, id) {
     h('div', { class: 'row' },
       h('h1', {}, `${session.lead || 'Session'}`),
       h('span', { class: 'badge' }, mode === 'coding' ? 'Coding' : 'Work'),
-      h('span', { class: 'muted' }, session.model || '')),
+      h('span', { class: 'muted' }, session.model || ''),
+      h('span', { class: 'spacer' }),
+      h('a', { href: filesHref(id, 0, '') }, 'Files')),
     log, composer);
   loadSkills(mode).then((s) => { skills = s; });
 

@@ -11,8 +11,9 @@
 //! slides, pages), each overrun refused or truncated with a [`Notice`].
 //!
 //! The HTML it returns is inert markup built by escaping every piece of
-//! document text; the web UI shows it in a sandboxed frame whose policy
-//! allows no scripts and no requests but `data:` images.
+//! document text, with no inline style or script and no address but
+//! `data:` pictures; the web UI keeps only the elements and attributes it
+//! expects, under a page policy that runs no inline script.
 
 mod budget;
 pub mod cache;
@@ -138,6 +139,7 @@ pub fn render(
 /// A document opened from a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Opened {
+    #[serde(flatten)]
     pub rendered: Rendered,
     /// The file's size and SHA-256 (the cache key's content part).
     pub bytes: u64,

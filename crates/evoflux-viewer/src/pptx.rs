@@ -2,7 +2,10 @@
 //! text, pictures inside the package and tables, placed where the slide
 //! (or, for a placeholder, its layout or master) puts them, as fractions of
 //! the slide size; grouped shapes through their group's transform. Layout
-//! is approximated: no themes, fonts, fills or animations.
+//! is approximated: no themes, fonts, fills or animations. Positions are
+//! data (`data-ratio="W H"` on a slide, `data-box="left top width height"`
+//! in percent on a shape), which the reader applies, so the markup needs
+//! no inline style.
 
 use std::collections::HashMap;
 
@@ -328,10 +331,8 @@ impl Slide<'_, '_> {
             part,
         } = self;
         let mut reader = xml::reader(text);
-        let ratio = format!("{} / {}", size.0.round(), size.1.round());
-        out.raw(&format!(
-            "<div class=\"slide\" style=\"aspect-ratio: {ratio}\">"
-        ));
+        let ratio = format!("{} {}", size.0.round(), size.1.round());
+        out.raw(&format!("<div class=\"slide\" data-ratio=\"{ratio}\">"));
         let mut flow = Html::new(out.remaining());
         let mut shapes: Vec<Shape> = Vec::new();
         let mut groups: Vec<Group> = vec![Group::default()];
@@ -509,7 +510,7 @@ impl Slide<'_, '_> {
                             Some(r) => {
                                 let pct = |v: f64, of: f64| (v / of * 100.0).clamp(-100.0, 200.0);
                                 out.raw(&format!(
-                                    "<div class=\"{class}\" style=\"left:{:.2}%;top:{:.2}%;width:{:.2}%;height:{:.2}%\">",
+                                    "<div class=\"{class}\" data-box=\"{:.2} {:.2} {:.2} {:.2}\">",
                                     pct(r.x, size.0),
                                     pct(r.y, size.1),
                                     pct(r.w, size.0),

@@ -135,12 +135,12 @@ fn real_documents_render_what_they_hold_and_come_back_from_the_cache() {
     assert_eq!(labels, ["Slide 1", "Slide 2", "Slide 3"]);
     let first = &pptx.rendered.parts[0].html;
     assert!(
-        first.starts_with("<div class=\"slide\" style=\"aspect-ratio: "),
+        first.starts_with("<div class=\"slide\" data-ratio=\"9144000 6858000\">"),
         "{first}"
     );
     // The title sits where the layout puts it, as a fraction of the slide.
     assert!(
-        first.contains("<div class=\"shape title\" style=\"left:"),
+        first.contains("<div class=\"shape title\" data-box=\""),
         "{first}"
     );
     assert!(first.contains("Viewer deck") && first.contains("A subtitle line"));

@@ -8,6 +8,7 @@ pub mod scheduler;
 pub mod sessions;
 pub mod skills;
 pub mod system;
+pub mod viewer;
 
 use crate::error::ApiError;
 
