@@ -627,8 +627,12 @@ async fn the_openapi_document_validates_and_the_live_server_passes_schemathesis(
     // response matches the document.
     let url = server.url.clone();
     let auth = format!("Authorization: Bearer {}", server.token);
+    // schemathesis keeps a cache in `.schemathesis/` under its working
+    // directory: the sandbox's, never the source tree.
+    let cwd = s.tmp.path().to_path_buf();
     let checked = tokio::task::spawn_blocking(move || {
         std::process::Command::new(&python)
+            .current_dir(&cwd)
             .args(["-m", "schemathesis.cli", "run"])
             .arg(&file)
             .args(["--url", &url, "-H", &auth])
