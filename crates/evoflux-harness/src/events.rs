@@ -97,6 +97,12 @@ pub enum Event {
     MessageDelta {
         text: String,
     },
+    /// The user cancelled the running turn: the commands it started were
+    /// stopped and the turn was dropped where it stood; the next turn
+    /// closes its open calls.
+    TurnCancelled {
+        session_id: String,
+    },
     ToolStarted {
         call_id: String,
         tool: String,

@@ -47,6 +47,6 @@ pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standar
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
-    SessionRecord, SessionRequest, TeamSetup, TrustQuestion, TurnOptions, TurnOutcome,
+    SessionRecord, SessionRequest, TeamSetup, TrustQuestion, TurnEnd, TurnOptions, TurnOutcome,
     UnmetContract, selected_config, selected_sandbox,
 };

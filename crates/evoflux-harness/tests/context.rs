@@ -526,6 +526,63 @@ async fn repeated_reads_get_receipts_and_a_change_invalidates_them() {
 // ---- compaction ----------------------------------------------------------------
 
 #[tokio::test]
+async fn a_compaction_the_user_asks_for_runs_at_the_next_model_call_only() {
+    let repo = Repo::new(&[("src/h.rs", handlers(40))]);
+    let mut replies = Vec::new();
+    for i in 0..5 {
+        replies.push(call(
+            &format!("g{i}"),
+            "grep",
+            json!({"pattern": format!("handler_{i}"), "directory": "src"}),
+        ));
+    }
+    replies.push(text("Grepped."));
+    replies.push(text("Compacted and answered."));
+    replies.push(text("Still compact."));
+    let model = Model::new(replies, Some(64_000), true);
+    let events = Arc::new(evoflux_harness::CollectEvents::default());
+    let mut setup = repo
+        .setup(
+            AppMode::Coding,
+            model.clone(),
+            pipeline(AppMode::Coding),
+            false,
+        )
+        .await;
+    setup.events = events.clone();
+    let mut h = Harness::open(setup, repo.coding()).await.unwrap();
+    h.turn(Some("Grep the handlers."), TurnOptions::default())
+        .await
+        .unwrap();
+    // Far below the threshold: nothing was compacted on its own.
+    assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 0);
+    h.request_compaction();
+    let out = h
+        .turn(Some("And now?"), TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Compacted and answered.");
+    assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let sent = model.last_agent_request();
+    let Message::User { content } = &sent.messages[1] else {
+        panic!("{:?}", sent.messages[1]);
+    };
+    assert!(content.starts_with(COMPACTED_HEADER), "{content}");
+    assert_pairs_intact(&sent.messages);
+    // The request is used up: the next turn does not summarize again.
+    h.turn(Some("Once more."), TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let compacted = events
+        .take()
+        .into_iter()
+        .filter(|e| matches!(e, evoflux_harness::Event::ContextCompacted { .. }))
+        .count();
+    assert_eq!(compacted, 1);
+}
+
+#[tokio::test]
 async fn context_exceeded_triggers_compaction_and_one_retry() {
     let repo = Repo::new(&[("src/h.rs", handlers(40))]);
     let mut replies = Vec::new();

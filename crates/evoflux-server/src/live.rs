@@ -506,9 +506,6 @@ async fn run(
     mut reopen: Reopen,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
-    let processes = reopen.processes.clone();
-    let id = live.id;
-    let log = Arc::clone(&live.log);
     // The task holds only a weak interest: when the registry drops the
     // session, the sender goes and this loop ends.
     let weak = Arc::downgrade(&live);
@@ -521,20 +518,13 @@ async fn run(
                 let cancelled = live.cancel.notified();
                 tokio::pin!(cancelled);
                 cancelled.as_mut().enable();
-                let turn = harness.turn(input.as_deref(), TurnOptions::default());
-                tokio::pin!(turn);
-                tokio::select! {
-                    biased;
-                    () = &mut cancelled => {
-                        // What the turn started stops first, while the
-                        // turn still waits on it; then the turn's future is
-                        // dropped, as a kill would stop it (the next turn
-                        // closes its open calls).
-                        processes.terminate_session(id).await;
-                        live.approvals.deny_all();
-                        log.push(&json!({"type": "turn_cancelled", "session_id": id.to_string()}));
-                    }
-                    _ = &mut turn => {}
+                // The harness stops the turn's commands and emits
+                // turn_cancelled; what waits for a decision here is denied.
+                let ended = harness
+                    .turn_or_cancel(input.as_deref(), TurnOptions::default(), cancelled)
+                    .await;
+                if matches!(ended, Ok(evoflux_harness::TurnEnd::Cancelled)) {
+                    live.approvals.deny_all();
                 }
                 live.busy.store(false, Ordering::SeqCst);
             }

@@ -240,6 +240,14 @@ pub struct PendingQuestion {
     pub options: Vec<String>,
 }
 
+/// A turn run with [`Harness::turn_or_cancel`]: it ran to its end, or the
+/// user cancelled it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    Completed(TurnOutcome),
+    Cancelled,
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
@@ -309,6 +317,9 @@ pub struct Harness {
     turn_input: Option<String>,
     /// Dispatches of the current turn that missed their contracts.
     unmet: Vec<UnmetContract>,
+    /// The user asked to compact: the next model call compacts whatever
+    /// the threshold says.
+    compact_next: bool,
 }
 
 /// A session's model client: what it calls and under which label, for a
@@ -335,6 +346,46 @@ impl Harness {
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// The tools the model sees now, each with its description, in the
+    /// order they are offered.
+    pub fn offered_tools(&self) -> Vec<(&str, &str)> {
+        self.tools
+            .iter()
+            .filter(|t| self.offered(t))
+            .map(|t| {
+                (
+                    t.definition.name.as_str(),
+                    t.definition.description.as_str(),
+                )
+            })
+            .collect()
+    }
+
+    /// The skills the user may invoke in this session (`$name`,
+    /// `/skill:name`): valid, available in its mode and user-invocable,
+    /// each with its description.
+    pub fn invocable_skills(&self) -> Vec<(&str, &str)> {
+        self.skills.as_deref().map_or_else(Vec::new, |rt| {
+            rt.records()
+                .into_iter()
+                .filter(|r| r.prefs.user_invocable)
+                .map(|r| (r.name.as_str(), r.description.as_str()))
+                .collect()
+        })
+    }
+
+    /// Compacts the conversation at the next model call, as the
+    /// compaction owner does when the context is exceeded (older turns
+    /// summarized, recent ones and skill activations kept).
+    pub fn request_compaction(&mut self) {
+        self.compact_next = true;
+    }
+
+    /// The session's token usage so far (its model calls, all turns).
+    pub async fn usage(&self) -> Result<evoflux_store::Usage, HarnessError> {
+        Ok(self.recorder.store.usage(self.session.id).await?)
     }
 
     /// Stops what the session started (its MCP servers). Command processes

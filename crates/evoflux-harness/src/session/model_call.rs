@@ -72,7 +72,8 @@ impl Harness {
                 self.provider.clone(),
             );
             call.result_metadata = self.recorder.result_metadata.clone();
-            call.context_exceeded = context_exceeded;
+            // A compaction the user asked for forces the first call's.
+            call.context_exceeded = context_exceeded || std::mem::take(&mut self.compact_next);
             call.turn_input = self.turn_input.take();
             let ctx = self.ctx();
             self.pipeline.before_model(&ctx, &mut call).await?;

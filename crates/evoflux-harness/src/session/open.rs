@@ -226,6 +226,7 @@ impl Harness {
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
             turn_input: None,
             unmet: Vec::new(),
+            compact_next: false,
             session,
         };
         if let Some(from) = switched_from {
@@ -242,10 +243,9 @@ impl Harness {
             model: setup.model_label,
             resumed,
             tools: harness
-                .tools
-                .iter()
-                .filter(|t| harness.offered(t))
-                .map(|t| t.definition.name.clone())
+                .offered_tools()
+                .into_iter()
+                .map(|(name, _)| name.to_owned())
                 .collect(),
             unavailable_tools: harness.tools.unavailable.clone(),
         });

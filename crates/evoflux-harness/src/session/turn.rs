@@ -5,7 +5,7 @@ use evoflux_model::{Message, ToolCall};
 use serde_json::{Value, json};
 
 use super::router::CallOutcome;
-use super::{Harness, PendingQuestion, TurnOptions, TurnOutcome};
+use super::{Harness, PendingQuestion, TurnEnd, TurnOptions, TurnOutcome};
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult, TurnStatus};
 use crate::prepared::PreparedKind;
@@ -37,6 +37,45 @@ impl Harness {
             }),
         }
         result
+    }
+
+    /// Runs one turn unless `cancel` resolves first. Cancelling stops the
+    /// session's commands while the turn still waits on them, then drops
+    /// the turn where it stood (as a kill would stop it: the next turn
+    /// closes the calls it left open) and emits `turn_cancelled`. Every
+    /// front end cancels through this one path.
+    pub async fn turn_or_cancel(
+        &mut self,
+        input: Option<&str>,
+        options: TurnOptions,
+        cancel: impl std::future::Future<Output = ()>,
+    ) -> Result<TurnEnd, HarnessError> {
+        let processes = self.commands.processes.clone();
+        let id = self.session.id;
+        let ended = {
+            let turn = self.turn(input, options);
+            tokio::pin!(turn);
+            tokio::pin!(cancel);
+            tokio::select! {
+                biased;
+                () = &mut cancel => {
+                    if let Some(processes) = &processes {
+                        processes.terminate_session(id).await;
+                    }
+                    None
+                }
+                result = &mut turn => Some(result),
+            }
+        };
+        match ended {
+            Some(result) => result.map(TurnEnd::Completed),
+            None => {
+                self.emit(&Event::TurnCancelled {
+                    session_id: id.to_string(),
+                });
+                Ok(TurnEnd::Cancelled)
+            }
+        }
     }
 
     pub(super) async fn turn_inner(
