@@ -69,7 +69,7 @@ pub enum Command {
     /// Run one task non-interactively and exit: 0 done, 1 failed (or a worker result missed its contract), 4 waiting for an answer.
     Run(crate::commands::run::RunArgs),
     /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.
-    Chat(crate::commands::run::ChatArgs),
+    Chat(crate::commands::chat::ChatArgs),
     /// Serve the web UI at / and the HTTP API (sessions over SSE, info, agents, skills,
     /// plugins, MCP, /openapi.json) on a loopback port; every API route but health needs the
     /// bearer token.

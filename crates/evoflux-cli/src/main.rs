@@ -82,7 +82,7 @@ fn main() -> ExitCode {
         Command::Agents { command } => commands::agents::run(&out, command),
         Command::Workers { command } => commands::workers::run(&out, command),
         Command::Run(args) => commands::run::run(&out, args),
-        Command::Chat(args) => commands::run::chat(&out, args),
+        Command::Chat(args) => commands::chat::chat(&out, args),
         Command::Sessions { command } => commands::run::sessions(&out, command),
         Command::Schedule { command } => commands::schedule::run(&out, command),
         Command::Serve(args) => commands::serve::run(&out, args),

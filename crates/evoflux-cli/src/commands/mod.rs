@@ -1,4 +1,5 @@
 pub mod agents;
+pub mod chat;
 pub mod config;
 pub mod credential_input;
 pub mod doctor;

@@ -1,5 +1,5 @@
-//! `evoflux run`, `evoflux chat` and `evoflux sessions`: the agent loop
-//! from the command line.
+//! `evoflux run` and `evoflux sessions`: the agent loop from the command
+//! line (`evoflux chat` is in [`super::chat`]).
 //!
 //! The commands only assemble a [`RunSetup`] — graph, lead, model, store —
 //! and render the harness's event stream; the loop itself lives in
@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
-use evoflux_core::{AppMode, Diagnostics};
 use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
@@ -62,12 +62,6 @@ pub struct RunArgs {
     pub task: String,
 }
 
-#[derive(Debug, Args)]
-pub struct ChatArgs {
-    #[command(flatten)]
-    pub session: SessionArgs,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
     /// List sessions, newest first.
@@ -100,7 +94,7 @@ pub enum SessionsCommand {
     },
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -138,81 +132,6 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             },
         )
         .await)
-    })
-}
-
-pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
-    let rt = runtime()?;
-    rt.block_on(async {
-        let events = event_sink(out);
-        let processes = process_runtime(out)?;
-        if args.session.session.is_none()
-            && let Err(exit) = ask_trust(out, &args.session).await?
-        {
-            return Ok(exit);
-        }
-        let mut harness =
-            match open(out, &args.session, events, Arc::new(AskApprover), &processes).await? {
-                Ok(h) => h,
-                Err(exit) => return Ok(exit),
-            };
-        let plugins = match super::resolve_dirs(out) {
-            Ok(dirs) => evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
-                &dirs,
-            )),
-            Err(exit) => return Ok(exit),
-        };
-        if let Some(q) = harness.pending_question().await? {
-            eprintln!("The agent asked: {}", q.question);
-        }
-        eprintln!(
-            "Type a message; `!command` runs a shell command; an empty line or Ctrl-D ends the chat."
-        );
-        loop {
-            eprint!("> ");
-            let _ = std::io::stderr().flush();
-            let Some(line) = read_line().await? else {
-                break;
-            };
-            let line = line.trim_end_matches(['\n', '\r']).to_owned();
-            if line.trim().is_empty() {
-                break;
-            }
-            // Plugins enabled, disabled or edited since the last turn.
-            out.diagnostics(&Diagnostics::from(harness.sync_plugins(&plugins).await).errors());
-            if let Some(command) = line.strip_prefix('!') {
-                let result = harness.user_command(command).await?;
-                println!("{}", result.content);
-                continue;
-            }
-            let turn = harness.turn(Some(&line), TurnOptions::default());
-            let outcome = tokio::select! {
-                outcome = turn => outcome,
-                () = shutdown_signal() => {
-                    eprintln!("interrupted");
-                    break;
-                }
-            };
-            match outcome {
-                Ok(_) => {}
-                // The event stream already showed the error; the session
-                // stays usable for the next message.
-                Err(HarnessError::Provider(_)) => {}
-                Err(e) => {
-                    harness.shutdown().await;
-        processes.shutdown().await;
-                    return Err(e.into());
-                }
-            }
-        }
-        harness.shutdown().await;
-        processes.shutdown().await;
-        eprintln!(
-            "session {} saved; continue it with `evoflux chat --session {}`",
-            harness.session().id,
-            harness.session().id
-        );
-        Ok(Exit::Ok)
     })
 }
 
@@ -429,40 +348,39 @@ pub(crate) fn process_runtime(out: &Output) -> anyhow::Result<ProcessRuntime> {
     ))
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
+/// Resolves on Ctrl-C, SIGTERM or SIGHUP.
 pub(crate) async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate_signal() => {}
+    }
+}
+
+/// Resolves on SIGTERM or SIGHUP: a closed terminal stops evoflux as
+/// SIGTERM does, its commands and servers stopped, not left behind. Never
+/// resolves where there are no such signals.
+pub(crate) async fn terminate_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        // A closed terminal (SIGHUP) stops evoflux as SIGTERM does: its
-        // commands and servers are stopped, not left behind.
         match (
             signal(SignalKind::terminate()),
             signal(SignalKind::hangup()),
         ) {
             (Ok(mut term), Ok(mut hup)) => {
                 tokio::select! {
-                    _ = ctrl_c => {}
                     _ = term.recv() => {}
                     _ = hup.recv() => {}
                 }
             }
             (Ok(mut term), Err(_)) => {
-                tokio::select! {
-                    _ = ctrl_c => {}
-                    _ = term.recv() => {}
-                }
+                let _ = term.recv().await;
             }
-            (Err(_), _) => {
-                let _ = ctrl_c.await;
-            }
+            (Err(_), _) => std::future::pending::<()>().await,
         }
     }
     #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+    std::future::pending::<()>().await;
 }
 
 fn read_schema(path: &Path) -> anyhow::Result<serde_json::Value> {
@@ -548,7 +466,10 @@ fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessE
 /// the exit code.
 /// On the first chat in an untrusted repository that holds command tools,
 /// MCP servers, channels or schedules: asks whether to trust it.
-async fn ask_trust(out: &Output, args: &SessionArgs) -> anyhow::Result<Result<(), Exit>> {
+pub(crate) async fn ask_trust(
+    out: &Output,
+    args: &SessionArgs,
+) -> anyhow::Result<Result<(), Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -574,7 +495,7 @@ async fn ask_trust(out: &Output, args: &SessionArgs) -> anyhow::Result<Result<()
     Ok(Ok(()))
 }
 
-async fn open(
+pub(crate) async fn open(
     out: &Output,
     args: &SessionArgs,
     events: Arc<dyn EventSink>,
@@ -710,7 +631,7 @@ fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
     }
 }
 
-async fn read_line() -> anyhow::Result<Option<String>> {
+pub(crate) async fn read_line() -> anyhow::Result<Option<String>> {
     tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         match std::io::stdin().lock().read_line(&mut line) {
@@ -722,9 +643,10 @@ async fn read_line() -> anyhow::Result<Option<String>> {
     .await?
 }
 
-/// Asks on the terminal before a tool that needs approval runs.
+/// Asks on stdin before a tool that needs approval runs (`evoflux chat`
+/// reading a pipe).
 #[derive(Debug)]
-struct AskApprover;
+pub(crate) struct AskApprover;
 
 impl Approver for AskApprover {
     fn approve<'a>(
@@ -732,54 +654,61 @@ impl Approver for AskApprover {
         request: &'a ApprovalRequest,
     ) -> evoflux_harness::approval::ApprovalFuture<'a> {
         Box::pin(async move {
-            let what = clip(&request.arguments.to_string(), 200);
-            let options = match request.subject.remember() {
-                Remember::Never => "[y]es, this once / [N]o",
-                Remember::Session => "[y]es / [s] always this session / [N]o",
-                Remember::SessionOrWorkspace => {
-                    "[y]es / [s] always this session / [w] always in this workspace / [N]o"
-                }
-            };
-            match &request.subject {
-                ApprovalSubject::Call => {
-                    eprint!("approve `{}` with {what}?\n{options} ", request.tool);
-                }
-                ApprovalSubject::OutsideSandbox { justification } => eprint!(
-                    "run `{}` OUTSIDE the sandbox with {what}?\n  the agent says: {justification}\n{options} ",
-                    request.tool
-                ),
-                ApprovalSubject::Control { path, control } => eprint!(
-                    "let `{}` change `{path}`, {control} (it takes effect from the next session)?\n{options} ",
-                    request.tool
-                ),
-            }
+            eprint!("{} ", approval_question(request));
             let _ = std::io::stderr().flush();
-            let remember = request.subject.remember();
             match read_line().await {
-                Ok(Some(answer)) => match (answer.trim(), remember) {
-                    ("y" | "Y" | "yes", _) => ApprovalDecision::Approved,
-                    ("s" | "S", Remember::Session | Remember::SessionOrWorkspace) => {
-                        ApprovalDecision::ApprovedForSession
-                    }
-                    ("w" | "W", Remember::SessionOrWorkspace) => {
-                        ApprovalDecision::ApprovedForWorkspace
-                    }
-                    _ => denied(request),
-                },
+                Ok(Some(answer)) => approval_answer(request, &answer),
                 _ => denied(request),
             }
         })
     }
 }
 
-fn denied(request: &ApprovalRequest) -> ApprovalDecision {
+/// The question a terminal asks before `request` runs, with the answers it
+/// accepts (those its subject may remember).
+pub(crate) fn approval_question(request: &ApprovalRequest) -> String {
+    let what = clip(&request.arguments.to_string(), 200);
+    let options = match request.subject.remember() {
+        Remember::Never => "[y]es, this once / [N]o",
+        Remember::Session => "[y]es / [s] always this session / [N]o",
+        Remember::SessionOrWorkspace => {
+            "[y]es / [s] always this session / [w] always in this workspace / [N]o"
+        }
+    };
+    match &request.subject {
+        ApprovalSubject::Call => format!("approve `{}` with {what}?\n{options}", request.tool),
+        ApprovalSubject::OutsideSandbox { justification } => format!(
+            "run `{}` OUTSIDE the sandbox with {what}?\n  the agent says: {justification}\n{options}",
+            request.tool
+        ),
+        ApprovalSubject::Control { path, control } => format!(
+            "let `{}` change `{path}`, {control} (it takes effect from the next session)?\n{options}",
+            request.tool
+        ),
+    }
+}
+
+/// The decision a typed answer to [`approval_question`] means; anything
+/// else denies.
+pub(crate) fn approval_answer(request: &ApprovalRequest, answer: &str) -> ApprovalDecision {
+    match (answer.trim(), request.subject.remember()) {
+        ("y" | "Y" | "yes", _) => ApprovalDecision::Approved,
+        ("s" | "S", Remember::Session | Remember::SessionOrWorkspace) => {
+            ApprovalDecision::ApprovedForSession
+        }
+        ("w" | "W", Remember::SessionOrWorkspace) => ApprovalDecision::ApprovedForWorkspace,
+        _ => denied(request),
+    }
+}
+
+pub(crate) fn denied(request: &ApprovalRequest) -> ApprovalDecision {
     ApprovalDecision::Denied {
         reason: format!("The user denied `{}`.", request.tool),
     }
 }
 
 /// Where a session's events go: JSON lines with `--json`, text otherwise.
-fn event_sink(out: &Output) -> Arc<dyn EventSink> {
+pub(crate) fn event_sink(out: &Output) -> Arc<dyn EventSink> {
     if out.json {
         Arc::new(JsonLines)
     } else {
@@ -804,7 +733,7 @@ impl EventSink for JsonLines {
 /// Text for people: the agent's words on stdout as they stream, activity
 /// on stderr.
 #[derive(Debug, Default)]
-struct HumanEvents {
+pub(crate) struct HumanEvents {
     mid_line: std::sync::atomic::AtomicBool,
 }
 
@@ -834,6 +763,10 @@ impl EventSink for HumanEvents {
                 if *resumed { "resuming" } else { "new" }
             ),
             Event::TurnStarted { .. } => {}
+            Event::TurnCancelled { .. } => {
+                self.end_text();
+                eprintln!("  turn cancelled; the commands it started were stopped");
+            }
             Event::MessageDelta { text } => {
                 let mut stdout = std::io::stdout().lock();
                 let _ = stdout.write_all(text.as_bytes());
@@ -962,7 +895,7 @@ impl EventSink for HumanEvents {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();
     }

@@ -1,0 +1,680 @@
+//! `evoflux chat`: the terminal UI over the harness's session engine.
+//!
+//! At a terminal: a line editor with history per workspace, bracketed
+//! paste and completion ([`editor`]); the agent's words as streaming
+//! Markdown and numbered tool lines ([`view`]); slash commands
+//! ([`slash`]); Ctrl-C cancels the running turn through the harness's one
+//! cancellation path and returns to the prompt. With a pipe on stdin (or
+//! `--json`) it stays a line-per-message reader for scripts. The session
+//! logic is the harness's; this module only reads keys and draws.
+
+mod complete;
+mod editor;
+mod markdown;
+mod slash;
+mod view;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use evoflux_core::AppMode;
+use evoflux_core::dirs::Dirs;
+use evoflux_harness::{
+    ApprovalRequest, Approver, Harness, HarnessError, TurnEnd, TurnOptions, TurnStatus,
+};
+use evoflux_store::Store;
+use evoflux_tools::ProcessRuntime;
+use tokio::sync::Notify;
+
+use super::run::{
+    AskApprover, SessionArgs, approval_answer, approval_question, ask_trust, clip, denied,
+    event_sink, open, process_runtime, read_line, runtime, shutdown_signal, terminate_signal,
+};
+use crate::output::{Exit, Output};
+use complete::Completions;
+use editor::{LineEditor, Read, ReadKind};
+use markdown::Style;
+use slash::{Input, SlashCommand};
+use view::ChatView;
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// Entries of a resumed conversation shown before the prompt.
+const REPLAY_ENTRIES: usize = 30;
+
+pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
+    use std::io::IsTerminal as _;
+    if out.json || !std::io::stdin().is_terminal() {
+        return lines(out, args);
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let dirs = match super::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(exit) => return Ok(exit),
+        };
+        if args.session.session.is_none()
+            && let Err(exit) = ask_trust(out, &args.session).await?
+        {
+            return Ok(exit);
+        }
+        let style = Style::detect();
+        let editor = LineEditor::start()?;
+        let cancel = Arc::new(Notify::new());
+        let mut chat = Chat {
+            out,
+            dirs,
+            args: args.session.clone(),
+            next: Next::default(),
+            view: Arc::new(ChatView::new(style)),
+            approver: Arc::new(TerminalApprover {
+                editor: editor.clone(),
+                cancel: Arc::clone(&cancel),
+            }),
+            editor,
+            processes: process_runtime(out)?,
+            cancel,
+        };
+        let mut harness = match chat.open(&chat.args.clone()).await? {
+            Ok(h) => h,
+            Err(exit) => return Ok(exit),
+        };
+        let resumed = chat.args.session.is_some();
+        chat.opened(&harness, resumed).await;
+        eprintln!(
+            "{}",
+            style.paint(
+                "2",
+                "/help lists commands · Alt-Enter inserts a newline · Ctrl-C cancels a turn · Ctrl-D exits"
+            )
+        );
+        let exit = chat.run(&mut harness).await;
+        harness.shutdown().await;
+        chat.processes.shutdown().await;
+        eprintln!(
+            "session {} saved; continue it with `evoflux chat --session {}`",
+            harness.session().id,
+            harness.session().id
+        );
+        exit
+    })
+}
+
+/// What `/mode` and `/lead` chose for the next new session.
+#[derive(Debug, Default)]
+struct Next {
+    mode: Option<AppMode>,
+    lead: Option<String>,
+}
+
+/// What a command asks of the loop.
+enum Flow {
+    Continue,
+    Exit,
+}
+
+struct Chat<'a> {
+    out: &'a Output,
+    dirs: Dirs,
+    /// The arguments the current session was opened with (its id set).
+    args: SessionArgs,
+    next: Next,
+    view: Arc<ChatView>,
+    approver: Arc<TerminalApprover>,
+    editor: LineEditor,
+    processes: ProcessRuntime,
+    /// Cancels the running turn (Ctrl-C at an approval prompt).
+    cancel: Arc<Notify>,
+}
+
+impl Chat<'_> {
+    async fn open(&self, args: &SessionArgs) -> anyhow::Result<Result<Harness, Exit>> {
+        open(
+            self.out,
+            args,
+            self.view.clone(),
+            self.approver.clone(),
+            &self.processes,
+        )
+        .await
+    }
+
+    /// After a session opened: history, completion and `/show` follow it; a
+    /// resumed one replays its conversation.
+    async fn opened(&mut self, harness: &Harness, replay: bool) {
+        let session = harness.session();
+        self.args.session = Some(session.id.to_string());
+        self.editor.history(history_file(&self.dirs, harness));
+        self.editor.set_completions(Completions {
+            skills: harness
+                .invocable_skills()
+                .into_iter()
+                .map(|(name, _)| name.to_owned())
+                .collect(),
+            root: session.workspace.roots().first().cloned(),
+        });
+        self.view.load(harness.messages());
+        if replay {
+            self.view.replay(harness.messages(), Some(REPLAY_ENTRIES));
+        }
+        if let Ok(Some(q)) = harness.pending_question().await {
+            eprintln!("The agent asked: {}", q.question);
+        }
+    }
+
+    async fn run(&mut self, harness: &mut Harness) -> anyhow::Result<Exit> {
+        let plugins = evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
+            &self.dirs,
+        ));
+        let mut interrupted = false;
+        loop {
+            let read = tokio::select! {
+                read = self.editor.read("› ", ReadKind::Message) => read,
+                () = terminate_signal() => break,
+            };
+            let line = match read {
+                Read::Eof => break,
+                Read::Interrupted if interrupted => break,
+                Read::Interrupted => {
+                    interrupted = true;
+                    eprintln!(
+                        "{}",
+                        self.view
+                            .style()
+                            .paint("2", "(Ctrl-C again or Ctrl-D exits)")
+                    );
+                    continue;
+                }
+                Read::Line(line) => line,
+            };
+            interrupted = false;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let input = match slash::parse(&line) {
+                Ok(input) => input,
+                Err(e) => {
+                    eprintln!("{e}");
+                    continue;
+                }
+            };
+            match input {
+                Input::Command(command) => match self.command(harness, command).await? {
+                    Flow::Continue => {}
+                    Flow::Exit => break,
+                },
+                Input::Message(message) => {
+                    // Plugins enabled, disabled or edited since the last turn.
+                    self.out.diagnostics(
+                        &evoflux_core::Diagnostics::from(harness.sync_plugins(&plugins).await)
+                            .errors(),
+                    );
+                    if let Some(command) = message.strip_prefix('!') {
+                        let result = harness.user_command(command).await?;
+                        println!("{}", result.content);
+                        continue;
+                    }
+                    match self.turn(harness, &message).await? {
+                        Flow::Continue => {}
+                        Flow::Exit => break,
+                    }
+                }
+            }
+        }
+        Ok(Exit::Ok)
+    }
+
+    /// One turn, cancelled by Ctrl-C (or a cancelled approval prompt);
+    /// SIGTERM or SIGHUP ends the chat.
+    async fn turn(&mut self, harness: &mut Harness, message: &str) -> anyhow::Result<Flow> {
+        let quit = std::cell::Cell::new(false);
+        let cancel = Arc::clone(&self.cancel);
+        let stop = async {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = cancel.notified() => {}
+                () = terminate_signal() => quit.set(true),
+            }
+        };
+        let ended = harness
+            .turn_or_cancel(Some(message), TurnOptions::default(), stop)
+            .await;
+        match ended {
+            Ok(TurnEnd::Completed(outcome)) => {
+                match outcome.status {
+                    TurnStatus::LimitReached => {
+                        eprintln!("the turn reached its model-call limit; send a message to go on")
+                    }
+                    TurnStatus::OutputMissing => {
+                        eprintln!("the model did not produce a valid final_output");
+                    }
+                    TurnStatus::Completed | TurnStatus::WaitingForInput => {}
+                }
+                for u in &outcome.unmet_contracts {
+                    eprintln!(
+                        "error[dispatch/result-contract-exhausted]: the result of `{}` (session {}) missed its contract",
+                        u.agent, u.child_session_id
+                    );
+                }
+                self.status(harness).await;
+            }
+            Ok(TurnEnd::Cancelled) => {
+                if quit.get() {
+                    return Ok(Flow::Exit);
+                }
+                eprintln!(
+                    "{}",
+                    self.view
+                        .style()
+                        .paint("33", "turn cancelled; its commands were stopped")
+                );
+            }
+            // The event stream showed the error; the session stays usable.
+            Err(HarnessError::Provider(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// The status line after a turn: session, mode, lead, model, tokens.
+    async fn status(&self, harness: &Harness) {
+        let s = harness.session();
+        let id = s.id.to_string();
+        let tokens = match harness.usage().await {
+            Ok(u) => format!(
+                "{} in / {} out tokens · {} calls",
+                u.input_tokens, u.output_tokens, u.requests
+            ),
+            Err(_) => "usage unknown".to_owned(),
+        };
+        let line = format!(
+            "{} · {} · {} · {} · {tokens}",
+            &id[id.len().saturating_sub(8)..],
+            s.mode(),
+            s.lead.as_deref().unwrap_or("-"),
+            s.model.as_deref().unwrap_or("-"),
+        );
+        eprintln!("{}", self.view.style().paint("2", &line));
+    }
+
+    async fn command(
+        &mut self,
+        harness: &mut Harness,
+        command: SlashCommand,
+    ) -> anyhow::Result<Flow> {
+        let style = self.view.style();
+        match command {
+            SlashCommand::Help => eprint!("{}", slash::help()),
+            SlashCommand::Exit => return Ok(Flow::Exit),
+            SlashCommand::New => {
+                let args = SessionArgs {
+                    mode: self.next.mode.or(self.args.mode),
+                    lead: self.next.lead.clone().or_else(|| self.args.lead.clone()),
+                    session: None,
+                    ..self.args.clone()
+                };
+                self.switch(harness, args, false).await?;
+            }
+            SlashCommand::Sessions => self.sessions(harness).await?,
+            SlashCommand::Resume(id) => {
+                let args = SessionArgs {
+                    mode: None,
+                    lead: None,
+                    model: None,
+                    session: Some(id),
+                    sources: crate::cli::SourceArgs {
+                        workspaces: Vec::new(),
+                    },
+                    ..self.args.clone()
+                };
+                self.switch(harness, args, true).await?;
+            }
+            SlashCommand::Model(model) => {
+                let args = SessionArgs {
+                    model: Some(model),
+                    mode: None,
+                    lead: None,
+                    sources: crate::cli::SourceArgs {
+                        workspaces: Vec::new(),
+                    },
+                    ..self.args.clone()
+                };
+                self.switch(harness, args, false).await?;
+            }
+            SlashCommand::Mode(mode) => {
+                self.next.mode = Some(mode);
+                self.fresh_or_next(harness, &format!("{mode} mode")).await?;
+            }
+            SlashCommand::Lead(lead) => {
+                self.next.lead = Some(lead.clone());
+                self.fresh_or_next(harness, &format!("lead {lead}")).await?;
+            }
+            SlashCommand::Skills => {
+                let skills = harness.invocable_skills();
+                if skills.is_empty() {
+                    eprintln!("no skills can be invoked in this session");
+                }
+                for (name, description) in skills {
+                    eprintln!("  ${name:<24} {}", clip(description, 100));
+                }
+            }
+            SlashCommand::Tools => {
+                for (name, description) in harness.offered_tools() {
+                    let first = description.lines().next().unwrap_or_default();
+                    eprintln!("  {name:<28} {}", clip(first, 100));
+                }
+            }
+            SlashCommand::Cost => match harness.usage().await {
+                Ok(u) => eprintln!(
+                    "{} model calls · {} input tokens ({} read from the provider's cache, {} written to it) · {} output tokens",
+                    u.requests,
+                    u.input_tokens,
+                    u.cache_read_tokens,
+                    u.cache_write_tokens,
+                    u.output_tokens
+                ),
+                Err(e) => eprintln!("cannot read this session's usage: {e}"),
+            },
+            SlashCommand::Compact => {
+                harness.request_compaction();
+                eprintln!(
+                    "older turns are summarized at the next model call (recent turns and loaded skills are kept)"
+                );
+            }
+            SlashCommand::Diff => diff(harness, style),
+            SlashCommand::Show(n) => match self.view.observation(n) {
+                Some((n, o)) => {
+                    eprintln!(
+                        "{}",
+                        style.paint(
+                            "1",
+                            &format!(
+                                "#{n} {}{}",
+                                o.tool,
+                                if o.is_error { " (failed)" } else { "" }
+                            )
+                        )
+                    );
+                    println!("{}", o.content);
+                }
+                None => eprintln!(
+                    "{}",
+                    match n {
+                        Some(_) => "no tool call has that number; tool lines end with `/show N`",
+                        None => "no tool has run in this session yet",
+                    }
+                ),
+            },
+            SlashCommand::History => self.view.replay(harness.messages(), None),
+        }
+        let _ = std::io::stdout().flush();
+        Ok(Flow::Continue)
+    }
+
+    /// `/mode` and `/lead`: a session that holds no message yet is replaced
+    /// by one with the new choice (and removed); otherwise the choice waits
+    /// for `/new`, since a persisted session's mode and lead are fixed.
+    async fn fresh_or_next(&mut self, harness: &mut Harness, what: &str) -> anyhow::Result<()> {
+        let empty = !harness
+            .messages()
+            .iter()
+            .any(|m| matches!(m, evoflux_model::Message::User { .. }));
+        if !empty {
+            eprintln!("this session's mode and lead are fixed; /new starts a session with {what}");
+            return Ok(());
+        }
+        let old = harness.session().id;
+        let args = SessionArgs {
+            mode: self.next.mode.or(self.args.mode),
+            lead: self.next.lead.clone().or_else(|| self.args.lead.clone()),
+            session: None,
+            ..self.args.clone()
+        };
+        if self.switch(harness, args, false).await? {
+            let store = Store::open(self.dirs.data_dir()).await?;
+            let _ = store.delete_session(old).await;
+        }
+        Ok(())
+    }
+
+    /// Opens the session `args` name in place of the current one; on
+    /// failure the current one stays. `true` when it switched.
+    async fn switch(
+        &mut self,
+        harness: &mut Harness,
+        args: SessionArgs,
+        replay: bool,
+    ) -> anyhow::Result<bool> {
+        let old = harness.session().id;
+        match self.open(&args).await? {
+            Ok(new) => {
+                harness.shutdown().await;
+                if new.session().id != old {
+                    self.processes.terminate_session(old).await;
+                }
+                *harness = new;
+                self.args = args;
+                self.opened(harness, replay).await;
+                Ok(true)
+            }
+            Err(_) => {
+                eprintln!("still in session {old}");
+                Ok(false)
+            }
+        }
+    }
+
+    async fn sessions(&self, harness: &Harness) -> anyhow::Result<()> {
+        let store = Store::open(self.dirs.data_dir()).await?;
+        let list = store.list_sessions().await?;
+        if list.is_empty() {
+            eprintln!("no sessions yet");
+        }
+        for s in list.iter().take(20) {
+            let mark = if s.id == harness.session().id {
+                "*"
+            } else {
+                " "
+            };
+            eprintln!(
+                "{mark} {}  {:<6}  {:<12}  {}",
+                s.id,
+                s.mode().as_str(),
+                s.lead.as_deref().unwrap_or("-"),
+                s.workspace
+                    .roots()
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if list.len() > 20 {
+            eprintln!("  … {} more: evoflux sessions list", list.len() - 20);
+        }
+        eprintln!("/resume ID continues one");
+        Ok(())
+    }
+}
+
+/// The history file of a session's workspace: one for Work mode (each
+/// session has its own folder), one per set of repositories in Coding.
+fn history_file(dirs: &Dirs, harness: &Harness) -> PathBuf {
+    let session = harness.session();
+    let key = match session.mode() {
+        AppMode::Work => "work".to_owned(),
+        AppMode::Coding => {
+            let roots: Vec<String> = session
+                .workspace
+                .roots()
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect();
+            let hash = evoflux_core::hash::sha256_hex(roots.join("\n").as_bytes());
+            format!("coding-{}", &hash.as_str()[..16])
+        }
+    };
+    dirs.data_dir()
+        .join("chat-history")
+        .join(format!("{key}.txt"))
+}
+
+/// `/diff`: each repository's changed files and working-tree diff.
+fn diff(harness: &Harness, style: Style) {
+    let session = harness.session();
+    if session.mode() != AppMode::Coding {
+        eprintln!("/diff is for Coding sessions: a Work session's folder is not a repository");
+        return;
+    }
+    let color = match style {
+        Style::Ansi => "--color=always",
+        Style::Plain => "--color=never",
+    };
+    for root in session.workspace.roots() {
+        eprintln!("{}", style.paint("1", &root.display().to_string()));
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["--no-pager", "-c", "core.pager=cat"])
+                .args(args)
+                .output()
+        };
+        match git(&["status", "--short"]) {
+            Ok(o) if o.status.success() => {
+                let status = String::from_utf8_lossy(&o.stdout);
+                if status.trim().is_empty() {
+                    eprintln!("  no changes");
+                    continue;
+                }
+                print!("{status}");
+            }
+            Ok(o) => {
+                eprintln!(
+                    "  not a git repository: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+                continue;
+            }
+            Err(e) => {
+                eprintln!("  cannot run git: {e}");
+                return;
+            }
+        }
+        if let Ok(o) = git(&["diff", color, "HEAD"]).or_else(|_| git(&["diff", color])) {
+            print!("{}", String::from_utf8_lossy(&o.stdout));
+        }
+    }
+}
+
+/// Approvals asked at the chat's prompt. Ctrl-C there denies the call and
+/// cancels the turn.
+#[derive(Debug)]
+struct TerminalApprover {
+    editor: LineEditor,
+    cancel: Arc<Notify>,
+}
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> evoflux_harness::approval::ApprovalFuture<'a> {
+        Box::pin(async move {
+            eprintln!("{}", approval_question(request));
+            match self.editor.read("approve? ", ReadKind::Answer).await {
+                Read::Line(answer) => approval_answer(request, &answer),
+                Read::Interrupted => {
+                    self.cancel.notify_waiters();
+                    denied(request)
+                }
+                Read::Eof => denied(request),
+            }
+        })
+    }
+}
+
+/// `evoflux chat` reading a pipe: one message per line, approvals answered
+/// by the next line, an empty line or the end of input ends the chat.
+fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let events = event_sink(out);
+        let processes = process_runtime(out)?;
+        if args.session.session.is_none()
+            && let Err(exit) = ask_trust(out, &args.session).await?
+        {
+            return Ok(exit);
+        }
+        let mut harness =
+            match open(out, &args.session, events, Arc::new(AskApprover), &processes).await? {
+                Ok(h) => h,
+                Err(exit) => return Ok(exit),
+            };
+        let plugins = match super::resolve_dirs(out) {
+            Ok(dirs) => evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
+                &dirs,
+            )),
+            Err(exit) => return Ok(exit),
+        };
+        if let Some(q) = harness.pending_question().await? {
+            eprintln!("The agent asked: {}", q.question);
+        }
+        eprintln!(
+            "Type a message; `!command` runs a shell command; an empty line or Ctrl-D ends the chat."
+        );
+        loop {
+            eprint!("> ");
+            let _ = std::io::stderr().flush();
+            let Some(line) = read_line().await? else {
+                break;
+            };
+            let line = line.trim_end_matches(['\n', '\r']).to_owned();
+            if line.trim().is_empty() {
+                break;
+            }
+            // Plugins enabled, disabled or edited since the last turn.
+            out.diagnostics(
+                &evoflux_core::Diagnostics::from(harness.sync_plugins(&plugins).await).errors(),
+            );
+            if let Some(command) = line.strip_prefix('!') {
+                let result = harness.user_command(command).await?;
+                println!("{}", result.content);
+                continue;
+            }
+            let turn = harness.turn(Some(&line), TurnOptions::default());
+            let outcome = tokio::select! {
+                outcome = turn => outcome,
+                () = shutdown_signal() => {
+                    eprintln!("interrupted");
+                    break;
+                }
+            };
+            match outcome {
+                Ok(_) => {}
+                // The event stream already showed the error; the session
+                // stays usable for the next message.
+                Err(HarnessError::Provider(_)) => {}
+                Err(e) => {
+                    harness.shutdown().await;
+                    processes.shutdown().await;
+                    return Err(e.into());
+                }
+            }
+        }
+        harness.shutdown().await;
+        processes.shutdown().await;
+        eprintln!(
+            "session {} saved; continue it with `evoflux chat --session {}`",
+            harness.session().id,
+            harness.session().id
+        );
+        Ok(Exit::Ok)
+    })
+}
