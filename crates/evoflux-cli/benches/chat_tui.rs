@@ -11,6 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 use rexpect::session::PtySession;
@@ -19,6 +20,21 @@ const TOKENS: usize = 10_000;
 const KEYSTROKES: usize = 200;
 
 fn spawn(home: &std::path::Path, repo: &std::path::Path, model: &str) -> PtySession {
+    rexpect::session::spawn_command(command(home, repo, model), Some(120_000)).unwrap()
+}
+
+/// Reads the terminal until `needle` has arrived.
+fn read_until(tty: &mut std::fs::File, needle: &[u8]) {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !seen.windows(needle.len()).any(|w| w == needle) {
+        let n = tty.read(&mut buf).unwrap();
+        assert!(n > 0, "the chat closed its terminal");
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn command(home: &std::path::Path, repo: &std::path::Path, model: &str) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_evoflux"));
     c.env_clear()
         .env("HOME", home)
@@ -27,7 +43,7 @@ fn spawn(home: &std::path::Path, repo: &std::path::Path, model: &str) -> PtySess
         .env("TERM", "xterm-256color")
         .current_dir(repo)
         .args(["chat", "--mode", "coding", "--model", model]);
-    rexpect::session::spawn_command(c, Some(120_000)).unwrap()
+    c
 }
 
 fn raw(s: &str) -> String {
@@ -43,6 +59,22 @@ fn cpu_seconds(pid: i32) -> f64 {
     let utime: f64 = fields[11].parse().unwrap();
     let stime: f64 = fields[12].parse().unwrap();
     (utime + stime) / 100.0
+}
+
+/// The process whose command line holds `needle` (the chat's unique
+/// script path).
+fn pid_of(needle: &str) -> i32 {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .find_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(needle)
+                .then_some(pid)
+        })
+        .expect("the chat process")
 }
 
 /// The words of a long Markdown reply: headings, lists, bold, code.
@@ -77,7 +109,7 @@ fn streamed_cpu(reply: &str) -> (f64, Duration) {
     std::fs::write(&script, yaml).unwrap();
     let mut p = spawn(&home, &repo, &format!("scripted:{}", script.display()));
     p.exp_string(&raw("› ")).unwrap();
-    let pid = p.process().child_pid.as_raw();
+    let pid = pid_of(&script.display().to_string());
     let before = cpu_seconds(pid);
     let t = Instant::now();
     p.send("go\r").unwrap();
@@ -93,7 +125,8 @@ fn streamed_cpu(reply: &str) -> (f64, Duration) {
 }
 
 fn main() {
-    // Keystroke to echo at the prompt.
+    // Keystroke to echo at the prompt, reading the terminal directly (no
+    // reader thread between the key and its echo).
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let repo = tmp.path().join("repo");
@@ -101,19 +134,25 @@ fn main() {
     std::fs::create_dir_all(&home).unwrap();
     let script = tmp.path().join("none.yaml");
     std::fs::write(&script, "turns: []\n").unwrap();
-    let mut p = spawn(&home, &repo, &format!("scripted:{}", script.display()));
-    p.exp_string(&raw("› ")).unwrap();
+    let process = rexpect::process::PtyProcess::new(command(
+        &home,
+        &repo,
+        &format!("scripted:{}", script.display()),
+    ))
+    .unwrap();
+    let mut tty = process.get_file_handle().unwrap();
+    read_until(&mut tty, "› ".as_bytes());
     let mut echo: Vec<Duration> = Vec::with_capacity(KEYSTROKES);
     for i in 0..KEYSTROKES {
-        let c = char::from(b'a' + (i % 26) as u8);
+        let c = b'a' + (i % 26) as u8;
         let t = Instant::now();
-        p.send(&c.to_string()).unwrap();
-        p.flush().unwrap();
-        p.exp_char(c).unwrap();
+        tty.write_all(&[c]).unwrap();
+        tty.flush().unwrap();
+        read_until(&mut tty, &[c]);
         echo.push(t.elapsed());
     }
-    p.send("\x15\x04").unwrap();
-    let _ = p.exp_eof();
+    tty.write_all(b"\x15\x04").unwrap();
+    let _ = process.wait();
     echo.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
