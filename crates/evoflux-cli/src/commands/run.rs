@@ -150,22 +150,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     if list.is_empty() {
                         return "no sessions yet; start one with `evoflux run \"task\"`\n".into();
                     }
-                    list.iter()
-                        .map(|s| {
-                            format!(
-                                "{}  {:<6}  {:<10}  {}\n",
-                                s.id,
-                                s.mode().as_str(),
-                                s.lead.as_deref().unwrap_or("-"),
-                                s.workspace
-                                    .roots()
-                                    .iter()
-                                    .map(|r| r.display().to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        })
-                        .collect()
+                    list.iter().map(|s| format!("{}\n", session_row(s))).collect()
                 });
                 Ok(Exit::Ok)
             }
@@ -307,6 +292,22 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
             }
         }
     })
+}
+
+/// One session as a listing shows it: id, mode, lead, workspace roots.
+pub(crate) fn session_row(s: &Session) -> String {
+    format!(
+        "{}  {:<6}  {:<10}  {}",
+        s.id,
+        s.mode().as_str(),
+        s.lead.as_deref().unwrap_or("-"),
+        s.workspace
+            .roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// Runs one non-interactive turn until it ends or Ctrl-C/SIGTERM arrives,

@@ -30,7 +30,8 @@ use tokio::sync::Notify;
 
 use super::run::{
     AskApprover, SessionArgs, approval_answer, approval_question, ask_trust, clip, denied,
-    event_sink, open, process_runtime, read_line, runtime, shutdown_signal, terminate_signal,
+    event_sink, open, process_runtime, read_line, runtime, session_row, shutdown_signal,
+    terminate_signal,
 };
 use crate::output::{Exit, Output};
 use complete::Completions;
@@ -482,18 +483,7 @@ impl Chat<'_> {
             } else {
                 " "
             };
-            eprintln!(
-                "{mark} {}  {:<6}  {:<12}  {}",
-                s.id,
-                s.mode().as_str(),
-                s.lead.as_deref().unwrap_or("-"),
-                s.workspace
-                    .roots()
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            eprintln!("{mark} {}", session_row(s));
         }
         if list.len() > 20 {
             eprintln!("  … {} more: evoflux sessions list", list.len() - 20);
