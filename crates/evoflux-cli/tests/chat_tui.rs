@@ -371,3 +371,113 @@ fn ctrl_c_at_an_approval_denies_the_call_and_cancels_the_turn_not_the_chat() {
     prompt(&mut p);
     finish(p);
 }
+
+/// The current session's row of `/sessions`: id, mode, lead, roots.
+fn current_row(p: &mut PtySession) -> String {
+    send(p, &format!("/sessions{ENTER}"));
+    let listed = without_sgr(&prompt(p));
+    listed
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("* "))
+        .unwrap_or_else(|| panic!("no current session in {listed:?}"))
+        .trim()
+        .to_owned()
+}
+
+/// The full id of the current session.
+fn current_session(p: &mut PtySession) -> String {
+    current_row(p)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn new_resume_and_model_switch_from_the_prompt() {
+    let s = Sandbox::new();
+    // Every session opens the script anew: one reply, whatever was asked.
+    let model = script(&s, "hello.yaml", "turns:\n  - reply: {text: Hello.}\n");
+    let other = script(&s, "other.yaml", "turns:\n  - reply: {text: Switched.}\n");
+    let mut p = chat_tty(&s, &["--mode", "coding", "--model", &model], &[]);
+    prompt(&mut p);
+    send(&mut p, &format!("first session{ENTER}"));
+    expect(&mut p, "Hello.");
+    prompt(&mut p);
+    let first = current_session(&mut p);
+    send(&mut p, &format!("/new{ENTER}"));
+    expect(&mut p, "new session");
+    prompt(&mut p);
+    // A new session like the current one: Coding, on the same repository.
+    let row = current_row(&mut p);
+    assert!(row.contains("coding"), "{row}");
+    assert!(
+        row.ends_with(s.repo().file_name().unwrap().to_str().unwrap()),
+        "{row}"
+    );
+    let second = current_session(&mut p);
+    assert_ne!(first, second);
+    send(&mut p, &format!("second session{ENTER}"));
+    expect(&mut p, "Hello.");
+    prompt(&mut p);
+    // Back to the first: its conversation is replayed.
+    send(&mut p, &format!("/resume {first}{ENTER}"));
+    let replayed = prompt(&mut p);
+    assert!(replayed.contains("first session"), "{replayed}");
+    assert!(!replayed.contains("second session"), "{replayed}");
+    assert_eq!(current_session(&mut p), first);
+    // A model switch is recorded and used from the next message.
+    send(&mut p, &format!("/model {other}{ENTER}"));
+    expect(&mut p, "model switched");
+    prompt(&mut p);
+    send(&mut p, &format!("again{ENTER}"));
+    expect(&mut p, "Switched.");
+    prompt(&mut p);
+    // A session that cannot be opened leaves the current one in place.
+    send(&mut p, &format!("/resume not-a-session{ENTER}"));
+    expect(&mut p, "still in session");
+    prompt(&mut p);
+    assert_eq!(current_session(&mut p), first);
+    finish(p);
+}
+
+#[test]
+fn diff_shows_the_working_tree_of_the_session_s_repository() {
+    let s = Sandbox::new();
+    let repo = s.repo();
+    std::fs::remove_dir_all(repo.join(".git")).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("notes.txt"), "old line\n").unwrap();
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-qm", "init"]);
+    std::fs::write(repo.join("notes.txt"), "new line\n").unwrap();
+    let model = script(&s, "none.yaml", "turns: []\n");
+    let mut p = chat_tty(
+        &s,
+        &["--mode", "coding", "--model", &model],
+        &[("NO_COLOR", "1")],
+    );
+    prompt(&mut p);
+    send(&mut p, &format!("/diff{ENTER}"));
+    let diff = prompt(&mut p);
+    assert!(diff.contains("M notes.txt"), "{diff}");
+    assert!(
+        diff.contains("-old line") && diff.contains("+new line"),
+        "{diff}"
+    );
+    finish(p);
+}

@@ -72,6 +72,10 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             out,
             dirs,
             args: args.session.clone(),
+            base: SessionArgs {
+                session: None,
+                ..args.session.clone()
+            },
             next: Next::default(),
             view: Arc::new(ChatView::new(style)),
             approver: Arc::new(TerminalApprover {
@@ -125,6 +129,8 @@ struct Chat<'a> {
     dirs: Dirs,
     /// The arguments the current session was opened with (its id set).
     args: SessionArgs,
+    /// The command line's arguments, what a new session starts from.
+    base: SessionArgs,
     next: Next,
     view: Arc<ChatView>,
     approver: Arc<TerminalApprover>,
@@ -314,12 +320,7 @@ impl Chat<'_> {
             SlashCommand::Help => eprint!("{}", slash::help()),
             SlashCommand::Exit => return Ok(Flow::Exit),
             SlashCommand::New => {
-                let args = SessionArgs {
-                    mode: self.next.mode.or(self.args.mode),
-                    lead: self.next.lead.clone().or_else(|| self.args.lead.clone()),
-                    session: None,
-                    ..self.args.clone()
-                };
+                let args = self.new_session_args(harness);
                 self.switch(harness, args, false).await?;
             }
             SlashCommand::Sessions => self.sessions(harness).await?,
@@ -431,17 +432,32 @@ impl Chat<'_> {
             return Ok(());
         }
         let old = harness.session().id;
-        let args = SessionArgs {
-            mode: self.next.mode.or(self.args.mode),
-            lead: self.next.lead.clone().or_else(|| self.args.lead.clone()),
-            session: None,
-            ..self.args.clone()
-        };
+        let args = self.new_session_args(harness);
         if self.switch(harness, args, false).await? {
             let store = Store::open(self.dirs.data_dir()).await?;
             let _ = store.delete_session(old).await;
         }
         Ok(())
+    }
+
+    /// What `/new` opens: the mode and lead `/mode` and `/lead` chose, else
+    /// the current session's mode and the command line's lead; a Coding
+    /// session keeps the current repositories.
+    fn new_session_args(&self, harness: &Harness) -> SessionArgs {
+        let current = harness.session();
+        let mode = self.next.mode.unwrap_or(current.mode());
+        let workspaces = match (mode, current.mode()) {
+            (AppMode::Work, _) => Vec::new(),
+            (AppMode::Coding, AppMode::Coding) => current.workspace.roots().to_vec(),
+            (AppMode::Coding, AppMode::Work) => self.base.sources.workspaces.clone(),
+        };
+        SessionArgs {
+            mode: Some(mode),
+            lead: self.next.lead.clone().or_else(|| self.base.lead.clone()),
+            session: None,
+            sources: crate::cli::SourceArgs { workspaces },
+            ..self.base.clone()
+        }
     }
 
     /// Opens the session `args` name in place of the current one; on

@@ -111,7 +111,7 @@ impl ChatView {
             }
             match entry {
                 Entry::User(text) => {
-                    println!("{} {text}", self.style.paint("1;32", "you ›"));
+                    println!("{} {text}", self.style.paint("1;32", "you:"));
                 }
                 Entry::Assistant(text) => {
                     let mut md = MarkdownStream::new(self.style);
