@@ -17,9 +17,12 @@
 //!   process, with each session's [`web_fetch::NetworkAccess`] policy.
 //!
 //! `todo` and `skill` act on session state (the task list, the loaded
-//! skills) and `verify` runs a command of the session's registry on the
-//! [`ProcessRuntime`] ([`ProcessRuntime::run_argv`]), so the harness
-//! executes them; `code_context` is not built (never offered). For those
+//! skills), `verify` runs a command of the session's registry on the
+//! [`ProcessRuntime`] ([`ProcessRuntime::run_argv`]), `schedule_task`
+//! writes the user's schedules through the approval policy and
+//! `connection_search` searches and activates the session's held-back MCP
+//! tools, so the harness executes them; `code_context` is not built (never
+//! offered). For those
 //! [`execute`] answers [`ToolError::NotImplemented`]: the caller's wiring
 //! error, never a result a model sees.
 

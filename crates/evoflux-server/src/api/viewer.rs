@@ -149,9 +149,15 @@ fn confine(root: &Path, relative: &str, field: &str) -> Result<PathBuf, ApiError
     }
 }
 
+/// The root as the confined paths spell it (symlinks resolved), found
+/// once per request rather than once per entry.
+fn canonical(root: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
+/// `path` relative to `root` (both canonical), with `/` separators.
 fn relative_to(root: &Path, path: &Path) -> String {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    path.strip_prefix(&root)
+    path.strip_prefix(root)
         .unwrap_or(path)
         .components()
         .map(|c| c.as_os_str().to_string_lossy())
@@ -181,7 +187,7 @@ pub async fn files(
                 .map_or_else(|| r.display().to_string(), |n| n.to_string_lossy().into())
         })
         .collect();
-    let root_for_paths = root.clone();
+    let root_for_paths = canonical(&root);
     let (entries, truncated) = crate::api::blocking(move || {
         let read = std::fs::read_dir(&dir).map_err(|e| {
             ApiError::bad_request(
@@ -294,7 +300,7 @@ pub async fn document(
         crate::api::blocking(move || viewer.open(&path, request).map_err(|e| view_error(&e)))
             .await?;
     Ok(Json(DocumentView {
-        path: relative_to(&root, &real),
+        path: relative_to(&canonical(&root), &real),
         name: real
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -71,7 +71,6 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
         let mut chat = Chat {
             out,
             dirs,
-            args: args.session.clone(),
             base: SessionArgs {
                 session: None,
                 ..args.session.clone()
@@ -86,12 +85,11 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             processes: process_runtime(out)?,
             cancel,
         };
-        let mut harness = match chat.open(&chat.args.clone()).await? {
+        let mut harness = match chat.open(&args.session).await? {
             Ok(h) => h,
             Err(exit) => return Ok(exit),
         };
-        let resumed = chat.args.session.is_some();
-        chat.opened(&harness, resumed).await;
+        chat.opened(&harness, args.session.session.is_some()).await;
         eprintln!(
             "{}",
             style.paint(
@@ -127,9 +125,8 @@ enum Flow {
 struct Chat<'a> {
     out: &'a Output,
     dirs: Dirs,
-    /// The arguments the current session was opened with (its id set).
-    args: SessionArgs,
-    /// The command line's arguments, what a new session starts from.
+    /// The command line's arguments (without a session), what a new or
+    /// reopened session starts from.
     base: SessionArgs,
     next: Next,
     view: Arc<ChatView>,
@@ -156,7 +153,6 @@ impl Chat<'_> {
     /// resumed one replays its conversation.
     async fn opened(&mut self, harness: &Harness, replay: bool) {
         let session = harness.session();
-        self.args.session = Some(session.id.to_string());
         self.editor.history(history_file(&self.dirs, harness));
         self.editor.set_completions(Completions {
             skills: harness
@@ -271,17 +267,9 @@ impl Chat<'_> {
                 }
                 self.status(harness).await;
             }
-            Ok(TurnEnd::Cancelled) => {
-                if quit.get() {
-                    return Ok(Flow::Exit);
-                }
-                eprintln!(
-                    "{}",
-                    self.view
-                        .style()
-                        .paint("33", "turn cancelled; its commands were stopped")
-                );
-            }
+            // The view showed the turn_cancelled event.
+            Ok(TurnEnd::Cancelled) if quit.get() => return Ok(Flow::Exit),
+            Ok(TurnEnd::Cancelled) => {}
             // The event stream showed the error; the session stays usable.
             Err(HarnessError::Provider(_)) => {}
             Err(e) => return Err(e.into()),
@@ -325,28 +313,11 @@ impl Chat<'_> {
             }
             SlashCommand::Sessions => self.sessions(harness).await?,
             SlashCommand::Resume(id) => {
-                let args = SessionArgs {
-                    mode: None,
-                    lead: None,
-                    model: None,
-                    session: Some(id),
-                    sources: crate::cli::SourceArgs {
-                        workspaces: Vec::new(),
-                    },
-                    ..self.args.clone()
-                };
+                let args = self.reopen_args(id, None);
                 self.switch(harness, args, true).await?;
             }
             SlashCommand::Model(model) => {
-                let args = SessionArgs {
-                    model: Some(model),
-                    mode: None,
-                    lead: None,
-                    sources: crate::cli::SourceArgs {
-                        workspaces: Vec::new(),
-                    },
-                    ..self.args.clone()
-                };
+                let args = self.reopen_args(harness.session().id.to_string(), Some(model));
                 self.switch(harness, args, false).await?;
             }
             SlashCommand::Mode(mode) => {
@@ -460,6 +431,21 @@ impl Chat<'_> {
         }
     }
 
+    /// What reopens the persisted session `id` (its mode, lead and
+    /// workspace are its own), switching it to `model` when given.
+    fn reopen_args(&self, id: String, model: Option<String>) -> SessionArgs {
+        SessionArgs {
+            mode: None,
+            lead: None,
+            model,
+            session: Some(id),
+            sources: crate::cli::SourceArgs {
+                workspaces: Vec::new(),
+            },
+            ..self.base.clone()
+        }
+    }
+
     /// Opens the session `args` name in place of the current one; on
     /// failure the current one stays. `true` when it switched.
     async fn switch(
@@ -476,7 +462,6 @@ impl Chat<'_> {
                     self.processes.terminate_session(old).await;
                 }
                 *harness = new;
-                self.args = args;
                 self.opened(harness, replay).await;
                 Ok(true)
             }

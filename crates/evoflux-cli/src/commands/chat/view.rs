@@ -225,8 +225,10 @@ impl EventSink for ChatView {
                 eprintln!("{}", self.tool_line(n, &o));
                 self.spinner.start("thinking");
             }
-            Event::TurnCompleted { .. } | Event::TurnCancelled { .. } => {
+            Event::TurnCompleted { .. } => self.end_text(&mut state),
+            Event::TurnCancelled { .. } => {
                 self.end_text(&mut state);
+                self.plain.emit(event);
             }
             Event::SessionStarted { .. }
             | Event::ApprovalRequested { .. }
