@@ -207,21 +207,58 @@ pub fn repository_root(dir: &Path) -> PathBuf {
 /// its git config (a worktree's `.git` file is followed), without running
 /// git.
 pub fn git_remote(repo: &Path) -> Option<String> {
+    let (_, common) = git_dirs(repo)?;
+    let config = std::fs::read_to_string(common.join("config")).ok()?;
+    origin_url(&config)
+}
+
+/// The repository's own git dir (where `HEAD` is) and its common dir
+/// (config and refs; the same unless `repo` is a linked worktree).
+fn git_dirs(repo: &Path) -> Option<(PathBuf, PathBuf)> {
     let dot_git = repo.join(".git");
-    let git_dir = if dot_git.is_file() {
+    if dot_git.is_file() {
         let text = std::fs::read_to_string(&dot_git).ok()?;
         let target = text.trim().strip_prefix("gitdir:")?.trim();
         let dir = repo.join(target);
-        // A linked worktree keeps the shared config in its common dir.
-        match std::fs::read_to_string(dir.join("commondir")) {
+        let common = match std::fs::read_to_string(dir.join("commondir")) {
             Ok(common) => dir.join(common.trim()),
-            Err(_) => dir,
-        }
+            Err(_) => dir.clone(),
+        };
+        Some((dir, common))
+    } else if dot_git.is_dir() {
+        Some((dot_git.clone(), dot_git))
     } else {
-        dot_git
+        None
+    }
+}
+
+/// The commit `HEAD` of the repository at `repo` points to (a detached
+/// head, a loose ref or a packed one), read from its files without running
+/// git; `None` outside a repository or before its first commit.
+pub fn git_head(repo: &Path) -> Option<String> {
+    let (dir, common) = git_dirs(repo)?;
+    let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
+    let head = head.trim();
+    let Some(name) = head.strip_prefix("ref:").map(str::trim) else {
+        return is_object_id(head).then(|| head.to_owned());
     };
-    let config = std::fs::read_to_string(git_dir.join("config")).ok()?;
-    origin_url(&config)
+    for base in [&dir, &common] {
+        if let Ok(id) = std::fs::read_to_string(base.join(name)) {
+            let id = id.trim();
+            if is_object_id(id) {
+                return Some(id.to_owned());
+            }
+        }
+    }
+    let packed = std::fs::read_to_string(common.join("packed-refs")).ok()?;
+    packed.lines().find_map(|line| {
+        let (id, r) = line.split_once(' ')?;
+        (r.trim() == name && is_object_id(id)).then(|| id.to_owned())
+    })
+}
+
+fn is_object_id(s: &str) -> bool {
+    matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `remote "origin"`'s `url` in git config text.

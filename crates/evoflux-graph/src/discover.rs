@@ -114,6 +114,13 @@ const USER_SKILL_ROOTS: [(&str, AppFolder); 3] = [
     (".config/opencode/skills", AppFolder::Opencode),
 ];
 
+/// The folders of a project that hold its sources (`.evoflux/` and the
+/// project skill roots), relative to a directory between the workspace and
+/// its git root.
+pub fn project_source_dirs() -> impl Iterator<Item = &'static str> {
+    std::iter::once(".evoflux").chain(PROJECT_SKILL_ROOTS.iter().map(|(sub, _)| *sub))
+}
+
 /// Limits that keep a pathological tree from stalling discovery.
 const MAX_DEPTH: usize = 8;
 const MAX_FILES_PER_ROOT: usize = 20_000;

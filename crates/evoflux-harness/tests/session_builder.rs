@@ -30,6 +30,7 @@ fn app(tmp: &Path) -> AppContext {
         dirs,
         home: Some(home),
         cwd,
+        trusted_checkouts: Vec::new(),
     }
 }
 

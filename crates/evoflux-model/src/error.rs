@@ -225,8 +225,13 @@ pub enum ScriptError {
     Diverged {
         script: PathBuf,
         turn: usize,
+        /// What part of the request left the script.
+        part: crate::scripted::ScriptPart,
         expected: String,
         actual: String,
+        /// The whole of that part as sent (placeholders substituted), for a
+        /// diff against the script's recorded text.
+        actual_text: Option<String>,
     },
     #[error(
         "script {}: ran out after {turns} turn(s); the conversation asked for turn {}",

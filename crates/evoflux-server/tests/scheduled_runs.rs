@@ -50,6 +50,7 @@ fn app(tmp: &Path) -> AppContext {
         dirs,
         home: Some(home),
         cwd,
+        trusted_checkouts: Vec::new(),
     }
 }
 

@@ -281,6 +281,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        crate::model_requests::drop_unused_parts(&mut tx).await?;
         tx.commit().await?;
         for s in &doomed {
             // A Work session's folder and its command journals and other
@@ -570,7 +571,7 @@ fn roots_json(roots: &[PathBuf]) -> Result<String, StoreError> {
     serde_json::to_string(roots).map_err(|e| StoreError::corrupt("workspace", e))
 }
 
-fn to_u64(what: &'static str, v: i64) -> Result<u64, StoreError> {
+pub(crate) fn to_u64(what: &'static str, v: i64) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|e| StoreError::corrupt(what, e))
 }
 

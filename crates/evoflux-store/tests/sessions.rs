@@ -490,3 +490,67 @@ async fn approval_grants_reach_their_session_or_their_workspace() {
     // The next session in the workspace keeps only the workspace grant.
     assert_eq!(of(&second).await, [write]);
 }
+
+#[tokio::test]
+async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let a = store.create_session(work()).await.unwrap();
+    let b = store.create_session(work()).await.unwrap();
+    let parts = |input: &str| evoflux_store::RequestParts {
+        day: "2026-12-02".into(),
+        system: vec![evoflux_store::SystemPart {
+            owner: "agent-prompt".into(),
+            text: "You are a lead.".into(),
+        }],
+        tools: Vec::new(),
+        input: vec![Message::user(input)],
+        turn_input: Some(input.into()),
+    };
+    store
+        .record_model_request(a.id, &parts("one"), 2)
+        .await
+        .unwrap();
+    store
+        .record_model_request(b.id, &parts("two"), 2)
+        .await
+        .unwrap();
+    store
+        .record_model_request(a.id, &parts("three"), 4)
+        .await
+        .unwrap();
+    // The system prompt and the empty tool list are stored once.
+    let count = |table: &str| {
+        let path = dir.path().join(DB_FILE);
+        let table = table.to_owned();
+        async move {
+            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+                .await
+                .unwrap();
+            let n: i64 =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            pool.close().await;
+            n
+        }
+    };
+    assert_eq!(count("request_parts").await, 5);
+    let both = store.model_requests(&[b.id, a.id]).await.unwrap();
+    let inputs: Vec<_> = both
+        .iter()
+        .map(|r| r.parts.turn_input.clone().unwrap())
+        .collect();
+    assert_eq!(
+        inputs,
+        ["one", "two", "three"],
+        "the order the calls were made"
+    );
+    assert_eq!(both[2].reply_seq, 4);
+    assert_eq!(both[0].parts, parts("one"));
+    store.delete_session(a.id).await.unwrap();
+    assert_eq!(store.model_requests(&[a.id]).await.unwrap(), Vec::new());
+    // Only the parts `b` still uses are left: its input, system and tools.
+    assert_eq!(count("request_parts").await, 3);
+}

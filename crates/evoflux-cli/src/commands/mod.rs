@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod model;
 pub mod paths;
 pub mod plugin;
+pub mod replay;
 pub mod run;
 pub mod schedule;
 pub mod serve;
@@ -86,6 +87,7 @@ pub fn app_context(dirs: &Dirs) -> anyhow::Result<AppContext> {
             .filter(|h| !h.is_empty())
             .map(std::path::PathBuf::from),
         cwd: std::env::current_dir()?,
+        trusted_checkouts: Vec::new(),
     })
 }
 

@@ -83,6 +83,24 @@ pub enum SessionsCommand {
     },
     /// Delete a session with its children, transcripts, workspace folder and artifacts.
     Delete { id: String },
+    /// Write a session (with its children) as a scripted-provider script that `sessions replay` plays back.
+    Export {
+        id: String,
+        /// The script file to write (YAML).
+        #[arg(long = "as-script", value_name = "FILE")]
+        as_script: PathBuf,
+    },
+    /// Replay an exported script against this build in a fresh workspace and report the first divergence (exit 0 when it matches; never calls a real model).
+    Replay {
+        /// A script written by `sessions export`.
+        file: PathBuf,
+        /// Run in DIR instead of a fresh checkout of the recorded commit (repeat for each repository; the replay's tool calls run there).
+        #[arg(long = "workspace", value_name = "DIR")]
+        workspaces: Vec<PathBuf>,
+        /// Keep the replay's scratch directory (checkouts and store) and print where it is.
+        #[arg(long)]
+        keep: bool,
+    },
     /// Delete sessions by age or total size (default: [storage] in config.toml), and folders no session owns.
     Prune {
         /// Delete sessions not changed for this many days (0: every session).
@@ -154,6 +172,18 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 });
                 Ok(Exit::Ok)
             }
+            SessionsCommand::Export { id, as_script } => {
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
+                };
+                super::replay::export(out, &dirs, id, as_script).await
+            }
+            SessionsCommand::Replay {
+                file,
+                workspaces,
+                keep,
+            } => super::replay::replay(out, &dirs, file, workspaces, *keep).await,
             SessionsCommand::Delete { id } => {
                 let id = match session_id_arg(out, id) {
                     Ok(id) => id,

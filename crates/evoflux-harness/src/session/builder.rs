@@ -47,6 +47,9 @@ pub struct AppContext {
     pub dirs: Dirs,
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
+    /// Repositories trusted for this process only, never written to the
+    /// trust list: a replay's checkout of a repository the user trusts.
+    pub trusted_checkouts: Vec<PathBuf>,
 }
 
 impl AppContext {
@@ -72,7 +75,9 @@ impl AppContext {
         let trusted = workspaces
             .iter()
             .map(|ws| repository_root(ws))
-            .filter(|repo| trust.state(repo).trust() == Trust::Trusted)
+            .filter(|repo| {
+                trust.state(repo).trust() == Trust::Trusted || self.trusted_checkouts.contains(repo)
+            })
             .collect();
         Ok(RootOptions {
             admin_dir: Some(self.dirs.admin_dir().to_path_buf()),
@@ -633,6 +638,7 @@ pub struct SessionBuilder<'a> {
     can_request_input: bool,
     store: Option<Store>,
     reuse_model: Option<super::ModelClient>,
+    clock: Option<Arc<dyn crate::clock::Clock>>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -647,7 +653,15 @@ impl<'a> SessionBuilder<'a> {
             can_request_input: true,
             store: None,
             reuse_model: None,
+            clock: None,
         }
+    }
+
+    /// The clock the session's prompts take the date from (default: the
+    /// system's); a replay stops it at the recorded date.
+    pub fn clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Self {
+        self.clock = Some(clock);
+        self
     }
 
     /// The model client of the harness this session replaces (a session
@@ -872,7 +886,7 @@ impl<'a> SessionBuilder<'a> {
                 ),
                 ..PipelineOptions::new(mode)
             })?,
-            clock: Arc::new(SystemClock),
+            clock: self.clock.clone().unwrap_or_else(|| Arc::new(SystemClock)),
             events: self.events,
             approver: self.approver,
             limits: Limits {

@@ -57,6 +57,8 @@ impl Harness {
         // with `context_exceeded` set, so the compaction owner compacts
         // before the one retry.
         let mut context_exceeded = false;
+        let mut sent;
+        let mut turn_input = None;
         let (mut stream, stats) = loop {
             let mut call = ModelCall::new(
                 Request {
@@ -75,6 +77,9 @@ impl Harness {
             // A compaction the user asked for forces the first call's.
             call.context_exceeded = context_exceeded || std::mem::take(&mut self.compact_next);
             call.turn_input = self.turn_input.take();
+            if call.turn_input.is_some() {
+                turn_input.clone_from(&call.turn_input);
+            }
             let ctx = self.ctx();
             self.pipeline.before_model(&ctx, &mut call).await?;
             let durable = std::mem::take(&mut call.durable);
@@ -109,6 +114,24 @@ impl Harness {
                 .filter(|t| !t.is_empty())
                 .collect();
             let mut request = call.request;
+            // What this call is given beyond the transcript, recorded once
+            // the reply is in: the session can then be exported as a
+            // script and replayed (`crate::replay`).
+            sent = evoflux_store::RequestParts {
+                day: self.clock.today(),
+                system: call
+                    .system
+                    .iter()
+                    .filter(|s| !s.text.is_empty())
+                    .map(|s| evoflux_store::SystemPart {
+                        owner: s.owner.to_owned(),
+                        text: s.text.clone(),
+                    })
+                    .collect(),
+                tools: request.tools.clone(),
+                input: evoflux_model::scripted::trailing_input(&request.messages).to_vec(),
+                turn_input: turn_input.clone(),
+            };
             if !system.is_empty() {
                 request
                     .messages
@@ -165,7 +188,14 @@ impl Harness {
             stop,
         };
         self.pipeline.after_model(&self.ctx(), &completion);
-        self.recorder.append(message, None).await?;
+        let reply_seq = self.recorder.append(message, None).await?;
+        {
+            let parts = &sent;
+            self.recorder
+                .store
+                .record_model_request(self.session.id, parts, reply_seq)
+                .await?;
+        }
         let u = usage.unwrap_or_default();
         self.recorder
             .store

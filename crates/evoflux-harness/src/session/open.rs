@@ -41,6 +41,12 @@ impl Harness {
                         parent: None,
                     })
                     .await?;
+                // The commits its repositories are at, for a replay that
+                // checks the same state out again.
+                let heads = crate::replay::git_heads(s.workspace.roots());
+                if !heads.is_empty() {
+                    setup.store.set_session_commits(s.id, &heads).await?;
+                }
                 (s, false, None)
             }
             SessionRequest::Child {

@@ -83,23 +83,23 @@ impl Recorder {
         &mut self,
         message: Message,
         metadata: Option<&ResultMetadata>,
-    ) -> Result<(), HarnessError> {
-        match metadata {
+    ) -> Result<u64, HarnessError> {
+        let entry = match metadata {
             Some(meta) => {
-                self.store
+                let entry = self
+                    .store
                     .append_with_artifact(self.session_id, &message, &meta.to_stored())
                     .await?;
                 if let Message::Tool { tool_call_id, .. } = &message {
                     Arc::make_mut(&mut self.result_metadata)
                         .insert(tool_call_id.clone(), meta.clone());
                 }
+                entry
             }
-            None => {
-                self.store.append_message(self.session_id, &message).await?;
-            }
-        }
+            None => self.store.append_message(self.session_id, &message).await?,
+        };
         self.messages.push(message);
-        Ok(())
+        Ok(entry.seq)
     }
 
     /// Persists a tool result (with its metadata beside it) and emits the

@@ -583,6 +583,11 @@ impl Approver for TerminalApprover {
                 Read::Line(answer) => approval_answer(request, &answer),
                 Read::Interrupted => {
                     self.cancel.notify_waiters();
+                    // Let the turn's cancellation (checked first) see the
+                    // notice before the denied call's turn goes on: a next
+                    // model call that answers without yielding would
+                    // otherwise finish the turn first.
+                    tokio::task::yield_now().await;
                     denied(request)
                 }
                 Read::Eof => denied(request),

@@ -1,0 +1,333 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Record, export, replay through the real binary: a scripted session is
+//! exported as a script and replayed green in a fresh checkout; changing a
+//! skill's body or a tool's description makes the replay report the
+//! divergence at the right step with a diff naming where it is; a
+//! credential value in a tool result never reaches the script.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{Sandbox, run, run_ok, script, session_id};
+use serde_json::Value;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The sandbox's repository as a real git repository with one commit.
+fn git_repo(s: &Sandbox) {
+    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
+    git(&s.repo(), &["init", "-q"]);
+    git(&s.repo(), &["add", "-A"]);
+    git(&s.repo(), &["commit", "-q", "-m", "recorded state"]);
+}
+
+const SKILL: &str = "---\nname: build-fixer\ndescription: Fix failing cargo builds.\n---\n# Build fixer\n\n## Steps\n\nFIXER-BODY: run cargo check first.\n";
+
+const TOOL: &str = r#"description = "Count the words of a file."
+argv = ["wc", "-w", "{{path}}"]
+input_schema = { type = "object", properties = { path = { type = "string" } }, required = ["path"] }
+"#;
+
+fn report(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn a_recorded_session_replays_green_and_a_changed_skill_or_tool_is_reported_with_a_diff() {
+    let s = Sandbox::new();
+    s.project("skills/build-fixer/SKILL.md", SKILL);
+    s.project("tools/count_words.toml", TOOL);
+    s.write(s.repo().join("notes.txt"), "one two three\n");
+    git_repo(&s);
+    s.trust();
+    let model = script(
+        &s,
+        "record.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: skill, arguments: {action: load, skill_name: build-fixer}}
+  - reply:
+      tool_calls:
+        - {name: read, arguments: {path: notes.txt}}
+  - reply:
+      tool_calls:
+        - {name: count_words, arguments: {path: notes.txt}}
+  - reply: {text: "Three words."}
+"#,
+    );
+    let ev = run_ok(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &model,
+            "count the words",
+        ],
+    );
+    let id = session_id(&ev);
+    // A second turn of the same session, answered by another script.
+    let more = script(
+        &s,
+        "more.yaml",
+        "turns:\n  - reply: {text: \"Still three.\"}\n",
+    );
+    run_ok(
+        &s,
+        &[
+            "--json", "sessions", "resume", &id, "and now?", "--model", &more,
+        ],
+    );
+
+    let file = s.tmp.path().join("session.yaml");
+    let file = file.to_str().unwrap();
+    let exported = s.json(&["--json", "sessions", "export", &id, "--as-script", file]);
+    assert_eq!(exported["steps"], 5);
+    let text = std::fs::read_to_string(file).unwrap();
+    // Paths are placeholders, and the recorded commit is there.
+    assert!(
+        !text.contains(s.repo().to_str().unwrap()) || text.contains("path:"),
+        "{text}"
+    );
+    assert!(text.contains("${workspace}"), "{text}");
+    assert!(text.contains("commit: "), "{text}");
+
+    // Replayed as recorded: exit 0, every step matched, two turns.
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    let r = report(&out);
+    assert!(out.status.success(), "{r}");
+    assert_eq!(r["divergence"], Value::Null);
+    assert_eq!(r["matched"], 5);
+    assert_eq!(r["turns"], 2);
+    // In a fresh checkout, not the user's repository.
+    let ws = r["workspaces"][0].as_str().unwrap();
+    assert_ne!(Path::new(ws), s.repo().canonicalize().unwrap());
+
+    // The skill's body changes in the working tree (uncommitted): its
+    // activation result, the second step's new message, diverges.
+    s.project(
+        "skills/build-fixer/SKILL.md",
+        &SKILL.replace("cargo check first", "cargo clippy first"),
+    );
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = &report(&out)["divergence"];
+    assert_eq!(d["step"], 2, "{d}");
+    assert_eq!(d["part"], serde_json::json!({"input": {"index": 0}}));
+    assert_eq!(d["session"], "lead");
+    let diff = d["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-FIXER-BODY: run cargo check first."),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+FIXER-BODY: run cargo clippy first."),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("<skill_content name=\"build-fixer\""),
+        "{diff}"
+    );
+    // The human report says the same.
+    let out = run(&s, &["sessions", "replay", file]);
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        human.contains("replay diverged at step 2 of 5 (lead): new message 1"),
+        "{human}"
+    );
+
+    // Back to the recorded skill; now a tool's description changes: the
+    // first request's tool list diverges and the diff names the tool.
+    s.project("skills/build-fixer/SKILL.md", SKILL);
+    s.project(
+        "tools/count_words.toml",
+        &TOOL.replace(
+            "Count the words of a file.",
+            "Count words, lines and bytes.",
+        ),
+    );
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    assert_eq!(out.status.code(), Some(1));
+    let d = &report(&out)["divergence"];
+    assert_eq!(d["step"], 1, "{d}");
+    assert_eq!(d["part"], "tool_list");
+    let diff = d["diff"].as_str().unwrap();
+    assert!(diff.contains("tool count_words"), "{diff}");
+    assert!(diff.contains("-  | Count the words of a file."), "{diff}");
+    assert!(
+        diff.contains("+  | Count words, lines and bytes."),
+        "{diff}"
+    );
+}
+
+#[test]
+fn a_team_session_exports_its_children_and_replays_in_a_fresh_work_folder() {
+    let s = Sandbox::new();
+    s.project(
+        "agents/mine.md",
+        "---\nrole: member\ndescription: Mine.\n---\nMine.\n",
+    );
+    let lead = script(
+        &s,
+        "lead.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: write, arguments: {path: plan.md, content: "step one\n"}}
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: mine, message: "do it"}}
+  - expect: {user: {contains: "do it"}}
+    reply:
+      tool_calls:
+        - {name: read, arguments: {path: plan.md}}
+  - reply: {text: "mine did step one"}
+  - expect: {tool_result: {contains: "mine did step one"}}
+    reply: {text: "done"}
+"#,
+    );
+    let ev = run_ok(&s, &["--json", "run", "--model", &lead, "go"]);
+    let id = session_id(&ev);
+    let file = s.tmp.path().join("team.yaml");
+    let file = file.to_str().unwrap();
+    let exported = s.json(&["--json", "sessions", "export", &id, "--as-script", file]);
+    assert_eq!(exported["steps"], 5);
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains("session: child1 (mine)"), "{text}");
+    let turns = &text[text.find("\nturns:").unwrap()..];
+    assert!(
+        !turns.contains(&id),
+        "the session id is a placeholder: {turns}"
+    );
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    let r = report(&out);
+    assert!(
+        out.status.success(),
+        "{r}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["matched"], 5);
+}
+
+#[test]
+fn export_redacts_a_credential_value_that_appeared_in_a_tool_result() {
+    let s = Sandbox::new();
+    let secret = "sk-test-0123456789abcdef";
+    s.write(s.repo().join("leak.txt"), &format!("token={secret}\n"));
+    let model = script(
+        &s,
+        "leak.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: read, arguments: {path: leak.txt}}
+  - reply: {text: "read it"}
+"#,
+    );
+    let out = s
+        .command(&[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            &model,
+            "read the file",
+        ])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("EXAMPLE_API_KEY", secret)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = session_id(&common::events(&out));
+    let file = s.tmp.path().join("leak-export.yaml");
+    let out = s
+        .command(&[
+            "--json",
+            "sessions",
+            "export",
+            &id,
+            "--as-script",
+            file.to_str().unwrap(),
+        ])
+        .env("EXAMPLE_API_KEY", secret)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&out);
+    assert_eq!(r["redacted"][0]["name"], "EXAMPLE_API_KEY", "{r}");
+    assert_eq!(r["redacted"][0]["step"], 2);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(secret), "{text}");
+    assert!(text.contains("[redacted: EXAMPLE_API_KEY]"), "{text}");
+}
+
+#[test]
+fn bad_inputs_are_refused_with_codes() {
+    let s = Sandbox::new();
+    // A hand-written script is not an export.
+    let plain = s.write(
+        s.tmp.path().join("plain.yaml"),
+        "turns:\n  - reply: {text: hi}\n",
+    );
+    let out = run(&s, &["sessions", "replay", plain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[replay/not-exported]"));
+    // An unknown session.
+    let out = run(
+        &s,
+        &[
+            "sessions",
+            "export",
+            "01900000-0000-7000-8000-000000000000",
+            "--as-script",
+            "x.yaml",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("session-not-found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

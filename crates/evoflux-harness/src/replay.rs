@@ -1,0 +1,1136 @@
+//! Record, export, replay: any session becomes a deterministic regression
+//! test.
+//!
+//! Every model call records what it was given beyond the transcript (the
+//! system prompt by section, the tool list, the new messages; see
+//! `evoflux_store::RequestParts`). [`export`] turns a session (its
+//! children included, in the order the provider saw their calls) into a
+//! scripted-provider script: each reply as recorded, each request's parts
+//! as `expect` checks by content hash, the recorded texts beside them so a
+//! divergence can be shown as a diff. Paths and ids that differ from run to
+//! run are written as placeholders (`${workspace}`, `${data}`,
+//! `${session}`, `${child1}`…), and values of credentials are redacted.
+//!
+//! [`replay`] plays such a script against the current build in a fresh
+//! workspace (a checkout of the recorded commit, with the project's
+//! sources taken from the working tree, or a directory the caller names),
+//! with the clock stopped at the recorded date, and reports the first
+//! divergence: which step, which part, and a diff whose hunks name the
+//! system section, tool or heading they fall in. A replay never calls a
+//! real model: the only provider it builds is the scripted one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use evoflux_core::AppMode;
+use evoflux_core::ids::SessionId;
+use evoflux_model::scripted::{
+    Bindings, Digest, Expect, LastMessage, Reply, Script, ScriptPart, ScriptedCall,
+    ScriptedProvider, TextMatch, Turn, map_strings, sha256, tools_text,
+};
+use evoflux_model::{Message, ProviderError, ScriptError};
+use evoflux_store::{RecordedRequest, Session, Store, StoreError};
+use serde::{Deserialize, Serialize};
+
+use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
+use crate::clock::FixedClock;
+use crate::error::HarnessError;
+use crate::events::{Event, EventSink};
+use crate::session::{
+    AppContext, ModelClient, SessionBuilder, SessionError, SessionOptions, TurnOptions,
+};
+
+/// The format of [`Recording`]; a replay refuses other values.
+pub const RECORDING_FORMAT: u32 = 1;
+/// A user message longer than this is checked by hash, not written out.
+pub const USER_INLINE_BYTES: usize = 4096;
+/// A tool result longer than this is checked by hash with an excerpt.
+pub const TOOL_RESULT_INLINE_BYTES: usize = 512;
+/// Characters of an excerpt beside a hash.
+pub const EXCERPT_CHARS: usize = 160;
+/// Recorded texts up to this size are kept in the script for diffs.
+pub const TEXT_KEPT_BYTES: usize = 64 * 1024;
+/// Environment values shorter than this are never treated as secrets (too
+/// likely to occur by chance).
+pub const SECRET_MIN_CHARS: usize = 8;
+
+/// What an exported script says about where it came from (the script's
+/// `recorded:` section).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recording {
+    pub format: u32,
+    pub session: String,
+    pub mode: AppMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The date the session's prompts carried; a replay's clock stops there.
+    pub date: String,
+    /// The session's roots (Coding repositories, or the Work folder).
+    pub roots: Vec<RecordedRoot>,
+    /// The user's text of each turn of the lead, in order.
+    pub prompts: Vec<String>,
+    /// Where each system section starts, by the system text's hash.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sections: BTreeMap<String, Vec<SectionStart>>,
+    /// Credentials found and replaced by `[redacted: NAME]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<Redaction>,
+}
+
+/// A root of the recorded session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedRoot {
+    pub placeholder: String,
+    pub path: PathBuf,
+    /// The commit the repository was at when the session opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// The first line (1-based) of one system section in the joined prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SectionStart {
+    pub owner: String,
+    pub line: usize,
+}
+
+/// One credential value replaced in an export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redaction {
+    /// The step (1-based model call) it was found in.
+    pub step: usize,
+    /// The variable or credential it came from.
+    pub name: String,
+    /// Where: `system`, `tools`, `input`, `reply`, `prompt`.
+    pub part: String,
+}
+
+/// Values that must never be written into a script: credentials and the
+/// values of key variables, by the name they came from.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    values: Vec<(String, String)>,
+}
+
+impl Secrets {
+    /// The values of `named` variables (the providers' `api_key_env`, a
+    /// server's secrets) and of every variable whose name says it holds a
+    /// key (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`), from `vars`.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+        named: &[String],
+    ) -> Secrets {
+        let mut values: Vec<(String, String)> = vars
+            .into_iter()
+            .filter(|(name, value)| {
+                value.chars().count() >= SECRET_MIN_CHARS
+                    && (named.contains(name) || key_like(name))
+            })
+            .collect();
+        // Longest first, so a value containing another is replaced whole.
+        values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+        values.dedup_by(|a, b| a.1 == b.1);
+        Secrets { values }
+    }
+
+    /// `text` with every secret replaced by `[redacted: NAME]`, and the
+    /// names replaced.
+    pub fn redact(&self, text: &str) -> (String, Vec<String>) {
+        let mut out = text.to_owned();
+        let mut names = Vec::new();
+        for (name, value) in &self.values {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), &format!("[redacted: {name}]"));
+                names.push(name.clone());
+            }
+        }
+        (out, names)
+    }
+}
+
+/// The secrets of `app`'s environment: every provider's `api_key_env` the
+/// config names (whatever the variable is called) and every key-like
+/// variable of `vars`.
+pub fn secrets(app: &AppContext, vars: impl IntoIterator<Item = (String, String)>) -> Secrets {
+    let named: Vec<String> = app
+        .compile(&[])
+        .ok()
+        .and_then(|graph| crate::session::selected_config(&graph).0)
+        .map(|loaded| {
+            loaded
+                .config
+                .providers
+                .values()
+                .filter_map(|p| p.api_key_env.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    Secrets::from_vars(vars, &named)
+}
+
+fn key_like(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["_KEY", "_TOKEN", "_SECRET"]
+        .iter()
+        .any(|s| upper.ends_with(s))
+        || upper.contains("PASSWORD")
+        || upper.contains("API_KEY")
+}
+
+/// Why an export or a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(
+        "session {session} has no recorded model requests: it was recorded by an older evoflux, or never called a model; only sessions recorded by this version can be exported"
+    )]
+    NothingRecorded { session: SessionId },
+    #[error(
+        "{}: not a script exported by `evoflux sessions export` (it has no valid `recorded:` section: {detail})",
+        .path.display()
+    )]
+    NotExported { path: PathBuf, detail: String },
+    #[error(
+        "the recorded session worked in {} but recorded no git commit for it; pass the directory to replay in",
+        .root.display()
+    )]
+    NoWorkspace { root: PathBuf },
+    #[error("cannot check out commit {commit} of {}: {detail}", .repository.display())]
+    Checkout {
+        repository: PathBuf,
+        commit: String,
+        detail: String,
+    },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the transcript of session {session} has no model reply at entry {seq}")]
+    MissingReply { session: SessionId, seq: u64 },
+    #[error("cannot write the script: {0}")]
+    Write(String),
+    #[error(transparent)]
+    Setup(#[from] evoflux_model::SetupError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+}
+
+impl ReplayError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReplayError::NothingRecorded { .. } => "replay/nothing-recorded",
+            ReplayError::NotExported { .. } => "replay/not-exported",
+            ReplayError::NoWorkspace { .. } => "replay/no-workspace",
+            ReplayError::Checkout { .. } => "replay/checkout-failed",
+            ReplayError::Io { .. } => "replay/io",
+            ReplayError::MissingReply { .. } => "replay/missing-reply",
+            ReplayError::Write(_) => "replay/write-failed",
+            ReplayError::Setup(e) => e.code(),
+            ReplayError::Store(e) => e.code(),
+            ReplayError::Session(e) => e.code(),
+            ReplayError::Harness(e) => e.code(),
+        }
+    }
+}
+
+/// An exported script and what the export did.
+#[derive(Debug)]
+pub struct Export {
+    pub script: Script,
+    pub recording: Recording,
+}
+
+impl Export {
+    /// The script as YAML, with a header saying what it is.
+    pub fn to_yaml(&self) -> Result<String, ReplayError> {
+        let body =
+            yaml_serde::to_string(&self.script).map_err(|e| ReplayError::Write(e.to_string()))?;
+        Ok(format!(
+            "# evoflux session {} exported as a scripted-provider script.\n\
+             # Replay it with `evoflux sessions replay FILE`: every reply below is played\n\
+             # back and every request is checked against what was recorded.\n{body}",
+            self.recording.session
+        ))
+    }
+
+    pub fn steps(&self) -> usize {
+        self.script.turns.len()
+    }
+}
+
+/// The placeholders of a session tree: its roots, the data dir, the lead's
+/// id and its children's ids in the order they were opened.
+fn recorded_bindings(data_dir: &Path, tree: &[Session]) -> (Bindings, Vec<RecordedRoot>) {
+    let bindings = Bindings::default();
+    let mut roots = Vec::new();
+    if let Some(lead) = tree.first() {
+        for (i, root) in lead.workspace.roots().iter().enumerate() {
+            let placeholder = root_placeholder(i);
+            bindings.bind(placeholder.clone(), root.to_string_lossy());
+            roots.push(RecordedRoot {
+                placeholder,
+                path: root.clone(),
+                commit: None,
+            });
+        }
+        bindings.bind("${session}", lead.id.to_string());
+    }
+    for (i, child) in children_in_order(tree).iter().enumerate() {
+        bindings.bind(format!("${{child{}}}", i + 1), child.id.to_string());
+    }
+    bindings.bind("${data}", data_dir.to_string_lossy());
+    (bindings, roots)
+}
+
+fn root_placeholder(i: usize) -> String {
+    match i {
+        0 => "${workspace}".to_owned(),
+        n => format!("${{workspace{}}}", n + 1),
+    }
+}
+
+/// The children of a tree (the lead excluded) in the order they opened.
+fn children_in_order(tree: &[Session]) -> Vec<&Session> {
+    let mut children: Vec<&Session> = tree.iter().skip(1).collect();
+    children.sort_by_key(|s| (s.created_at_ms, s.id.to_string()));
+    children
+}
+
+/// Writes a session (and its children) as a scripted-provider script.
+pub async fn export(
+    store: &Store,
+    id: SessionId,
+    secrets: &Secrets,
+) -> Result<Export, ReplayError> {
+    let tree = store.session_tree(id).await?;
+    let ids: Vec<SessionId> = tree.iter().map(|s| s.id).collect();
+    let requests = store.model_requests(&ids).await?;
+    if requests.is_empty() {
+        return Err(ReplayError::NothingRecorded { session: id });
+    }
+    let (bindings, mut roots) = recorded_bindings(store.data_dir(), &tree);
+    let commits = store.session_commits(id).await?;
+    for root in &mut roots {
+        root.commit = commits
+            .iter()
+            .find(|(r, _)| *r == root.path)
+            .map(|(_, c)| c.clone());
+    }
+    let mut transcripts = BTreeMap::new();
+    for s in &tree {
+        transcripts.insert(s.id, store.transcript(s.id).await?);
+    }
+    let labels: BTreeMap<SessionId, String> = std::iter::once((id, "lead".to_owned()))
+        .chain(children_in_order(&tree).iter().enumerate().map(|(i, s)| {
+            (
+                s.id,
+                format!("child{} ({})", i + 1, s.lead.as_deref().unwrap_or("agent")),
+            )
+        }))
+        .collect();
+    let lead = &tree[0];
+    let mut writer = Writer {
+        bindings: &bindings,
+        secrets,
+        texts: BTreeMap::new(),
+        sections: BTreeMap::new(),
+        redacted: Vec::new(),
+        step: 0,
+    };
+    let mut turns = Vec::new();
+    let mut prompts = Vec::new();
+    for request in &requests {
+        writer.step += 1;
+        if request.session_id == id
+            && let Some(text) = &request.parts.turn_input
+        {
+            prompts.push(writer.clean(text, "prompt"));
+        }
+        let reply = transcripts
+            .get(&request.session_id)
+            .and_then(|t| t.iter().find(|e| e.seq == request.reply_seq))
+            .map(|e| &e.message);
+        let Some(Message::Assistant {
+            content,
+            tool_calls,
+        }) = reply
+        else {
+            return Err(ReplayError::MissingReply {
+                session: request.session_id,
+                seq: request.reply_seq,
+            });
+        };
+        turns.push(Turn {
+            session: labels.get(&request.session_id).cloned(),
+            expect: Some(writer.expect(request)),
+            reply: Reply {
+                text: writer.clean(content, "reply"),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| ScriptedCall {
+                        id: Some(c.id.clone()),
+                        name: c.name.clone(),
+                        arguments: Some(map_strings(&c.arguments, &|s| {
+                            writer.secrets.redact(&writer.bindings.to_script(s)).0
+                        })),
+                        raw_arguments: None,
+                    })
+                    .collect(),
+                ..Reply::default()
+            },
+        });
+        // Argument values were redacted above without a note; note them.
+        for c in tool_calls {
+            let (_, names) = secrets.redact(&c.arguments.to_string());
+            writer.note(names, "reply");
+        }
+    }
+    let recording = Recording {
+        format: RECORDING_FORMAT,
+        session: id.to_string(),
+        mode: lead.mode(),
+        lead: lead.lead.clone(),
+        model: lead.model.clone(),
+        date: requests
+            .first()
+            .map(|r| r.parts.day.clone())
+            .unwrap_or_default(),
+        roots,
+        prompts,
+        sections: writer.sections,
+        redacted: writer.redacted,
+    };
+    let script = Script {
+        context_window: None,
+        recorded: Some(
+            serde_json::to_value(&recording).map_err(|e| ReplayError::Write(e.to_string()))?,
+        ),
+        texts: writer.texts,
+        turns,
+    };
+    Ok(Export { script, recording })
+}
+
+/// Writes the parts of requests: placeholders in, secrets out, texts kept.
+struct Writer<'a> {
+    bindings: &'a Bindings,
+    secrets: &'a Secrets,
+    texts: BTreeMap<String, String>,
+    sections: BTreeMap<String, Vec<SectionStart>>,
+    redacted: Vec<Redaction>,
+    step: usize,
+}
+
+impl Writer<'_> {
+    fn note(&mut self, names: Vec<String>, part: &str) {
+        for name in names {
+            let r = Redaction {
+                step: self.step,
+                name,
+                part: part.to_owned(),
+            };
+            if !self.redacted.contains(&r) {
+                self.redacted.push(r);
+            }
+        }
+    }
+
+    /// A text as the script writes it.
+    fn clean(&mut self, text: &str, part: &str) -> String {
+        let (out, names) = self.secrets.redact(&self.bindings.to_script(text));
+        self.note(names, part);
+        out
+    }
+
+    /// The hash of a part as sent (placeholders in), its text kept.
+    fn keep(&mut self, text: &str, part: &str) -> (String, bool) {
+        let normalized = self.bindings.to_script(text);
+        let sha = sha256(&normalized);
+        let (kept, names) = self.secrets.redact(&normalized);
+        let redacted = !names.is_empty();
+        self.note(names, part);
+        if kept.len() <= TEXT_KEPT_BYTES {
+            self.texts.insert(sha.clone(), kept);
+        }
+        (sha, redacted)
+    }
+
+    fn expect(&mut self, request: &RecordedRequest) -> Expect {
+        let parts = &request.parts;
+        let mut system = String::new();
+        let mut starts = Vec::new();
+        for (i, part) in parts.system.iter().enumerate() {
+            if i > 0 {
+                system.push_str("\n\n");
+            }
+            starts.push(SectionStart {
+                owner: part.owner.clone(),
+                line: system.matches('\n').count() + 1,
+            });
+            system.push_str(&part.text);
+        }
+        let (system_sha, _) = self.keep(&system, "system");
+        self.sections.insert(system_sha.clone(), starts);
+        let (tools_sha, _) = self.keep(&tools_text(&parts.tools), "tools");
+        let input = parts
+            .input
+            .iter()
+            .map(|m| match m {
+                Message::User { content } => Some(LastMessage::User(
+                    self.text_match(content, USER_INLINE_BYTES),
+                )),
+                Message::Tool { content, .. } => Some(LastMessage::ToolResult(
+                    self.text_match(content, TOOL_RESULT_INLINE_BYTES),
+                )),
+                // Not in a request's tail as the loop builds it; a tail
+                // that has one is not checked message by message.
+                Message::System { .. } | Message::Assistant { .. } => None,
+            })
+            .collect::<Option<Vec<_>>>();
+        Expect {
+            last: None,
+            system: Some(system_sha),
+            tools: Some(tools_sha),
+            input,
+        }
+    }
+
+    fn text_match(&mut self, text: &str, inline: usize) -> TextMatch {
+        let normalized = self.bindings.to_script(text);
+        let (clean, names) = self.secrets.redact(&normalized);
+        if names.is_empty() && normalized.len() <= inline {
+            return TextMatch::Exact(normalized);
+        }
+        self.note(names, "input");
+        let sha = sha256(&normalized);
+        if clean.len() <= TEXT_KEPT_BYTES {
+            self.texts.insert(sha.clone(), clean.clone());
+        }
+        TextMatch::Digest(Digest {
+            sha256: sha,
+            excerpt: Some(clean.chars().take(EXCERPT_CHARS).collect()),
+        })
+    }
+}
+
+/// How to replay.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// Directories to replay in instead of fresh checkouts, one per
+    /// recorded root in order (a Work session: a folder whose files are
+    /// copied into the replay's session folder).
+    pub workspaces: Vec<PathBuf>,
+    /// Keep the scratch directory (checkouts, the replay's store) and say
+    /// where it is.
+    pub keep: bool,
+}
+
+/// Which part of the run left the recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DivergedPart {
+    /// The user message or tool result named by `expect.user/tool_result`.
+    LastMessage,
+    SystemPrompt,
+    ToolList,
+    /// A message given to the model since its previous reply (0-based).
+    Input {
+        index: usize,
+    },
+    /// This build made a model call the recording did not have.
+    ExtraCall,
+    /// This build stopped before making every recorded call.
+    MissingCalls {
+        made: usize,
+    },
+}
+
+/// The first place a replay left the recording.
+#[derive(Debug, Clone, Serialize)]
+pub struct Divergence {
+    /// The model call (1-based, across the team) it happened at.
+    pub step: usize,
+    /// Which session made it (`lead`, `child1 (agent)`).
+    pub session: Option<String>,
+    pub part: DivergedPart,
+    pub expected: String,
+    pub actual: String,
+    /// A unified diff of the recorded text against this build's, with each
+    /// hunk naming the system section, tool or heading it falls in.
+    pub diff: Option<String>,
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayReport {
+    pub session: String,
+    /// Model calls recorded.
+    pub steps: usize,
+    /// Model calls this build made that matched.
+    pub matched: usize,
+    pub turns: usize,
+    pub divergence: Option<Divergence>,
+    /// The directories the replay ran in.
+    pub workspaces: Vec<PathBuf>,
+    /// The scratch directory, when kept.
+    pub kept: Option<PathBuf>,
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+impl ReplayReport {
+    pub fn matched_all(&self) -> bool {
+        self.divergence.is_none()
+    }
+}
+
+/// Approves every call: the recorded replies are the calls the recorded
+/// session ran. (A call its user denied replays as approved and shows as a
+/// divergence at the next step.)
+#[derive(Debug)]
+struct ReplayApprover;
+
+impl Approver for ReplayApprover {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async { ApprovalDecision::Approved })
+    }
+}
+
+/// Binds each child's id to its placeholder as the child opens.
+#[derive(Debug)]
+struct ReplayEvents {
+    bindings: Arc<Bindings>,
+    children: AtomicUsize,
+}
+
+impl EventSink for ReplayEvents {
+    fn emit(&self, event: &Event) {
+        let mut event = event;
+        while let Event::Child { event: inner, .. } = event {
+            event = inner;
+        }
+        if let Event::DispatchStarted {
+            child_session_id, ..
+        } = event
+        {
+            let n = self.children.fetch_add(1, Ordering::SeqCst) + 1;
+            self.bindings
+                .bind(format!("${{child{n}}}"), child_session_id.clone());
+        }
+    }
+}
+
+/// Reads an exported script and its recording.
+pub fn load(path: &Path) -> Result<(Script, Recording), ReplayError> {
+    let script = Script::load(path)?;
+    let not_exported = |detail: String| ReplayError::NotExported {
+        path: path.to_owned(),
+        detail,
+    };
+    let value = script
+        .recorded
+        .clone()
+        .ok_or_else(|| not_exported("missing".to_owned()))?;
+    let recording: Recording =
+        serde_json::from_value(value).map_err(|e| not_exported(e.to_string()))?;
+    if recording.format != RECORDING_FORMAT {
+        return Err(not_exported(format!(
+            "format {} (this evoflux reads {RECORDING_FORMAT})",
+            recording.format
+        )));
+    }
+    Ok((script, recording))
+}
+
+/// Replays the script at `path` against this build.
+pub async fn replay(
+    app: &AppContext,
+    path: &Path,
+    options: &ReplayOptions,
+) -> Result<ReplayReport, ReplayError> {
+    let started = Instant::now();
+    let (script, recording) = load(path)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("evoflux-replay-")
+        .tempdir()
+        .map_err(|source| ReplayError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let scratch_dir = canonical(scratch.path())?;
+    let data_dir = scratch_dir.join("data");
+    let store = Store::open(&data_dir).await?;
+    let bindings = Arc::new(Bindings::default());
+    bindings.bind("${data}", data_dir.to_string_lossy());
+    let mut app = app.clone();
+    let mut roots = Vec::new();
+    match recording.mode {
+        AppMode::Coding => {
+            let trust = app.trust_list()?;
+            for (i, root) in recording.roots.iter().enumerate() {
+                let dir = match (options.workspaces.get(i), &root.commit) {
+                    (Some(dir), _) => canonical(&app.cwd.join(dir))?,
+                    (None, Some(commit)) => {
+                        let dest = scratch_dir.join(format!("repo{}", i + 1)).join(
+                            root.path
+                                .file_name()
+                                .unwrap_or_else(|| "repository".as_ref()),
+                        );
+                        checkout(&root.path, commit, &dest)?;
+                        overlay_sources(&root.path, &dest)?;
+                        if trust.state(&root.path).trust() == evoflux_core::trust::Trust::Trusted {
+                            app.trusted_checkouts.push(dest.clone());
+                        }
+                        dest
+                    }
+                    (None, None) => {
+                        return Err(ReplayError::NoWorkspace {
+                            root: root.path.clone(),
+                        });
+                    }
+                };
+                bindings.bind(root.placeholder.clone(), dir.to_string_lossy());
+                roots.push(dir);
+            }
+        }
+        AppMode::Work => {}
+    }
+    let steps = script.turns.len();
+    let label = format!("scripted:{}", path.display());
+    let provider = Arc::new(
+        ScriptedProvider::new("scripted", path, script.clone(), None)
+            .with_bindings(Arc::clone(&bindings)),
+    );
+    // Commands journal into the scratch store's artifacts, not the user's.
+    let processes = evoflux_tools::ProcessRuntime::new(evoflux_tools::RuntimeConfig::new(
+        evoflux_store::artifacts_root(&data_dir),
+    ));
+    let opened = SessionBuilder::new(
+        &app,
+        SessionOptions {
+            mode: Some(recording.mode),
+            workspaces: roots.clone(),
+            lead: recording.lead.clone(),
+            model: Some(label.clone()),
+            ..SessionOptions::default()
+        },
+    )
+    .store(store.clone())
+    .clock(Arc::new(FixedClock(recording.date.clone())))
+    .events(Arc::new(ReplayEvents {
+        bindings: Arc::clone(&bindings),
+        children: AtomicUsize::new(0),
+    }))
+    .approver(Arc::new(ReplayApprover))
+    .processes(processes.clone())
+    .reuse_model(ModelClient {
+        label,
+        provider: provider.clone(),
+    })
+    .open()
+    .await?;
+    let mut harness = opened.harness;
+    let session = harness.session().clone();
+    bindings.bind("${session}", session.id.to_string());
+    if recording.mode == AppMode::Work {
+        let folder = session
+            .workspace
+            .roots()
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(from) = options.workspaces.first() {
+            copy_dir(&app.cwd.join(from), &folder)?;
+        }
+        bindings.bind("${workspace}", folder.to_string_lossy());
+        roots.push(folder);
+    }
+    let mut divergence = None;
+    let mut turns = 0;
+    for prompt in &recording.prompts {
+        turns += 1;
+        let prompt = bindings.from_script(prompt);
+        match harness.turn(Some(&prompt), TurnOptions::default()).await {
+            Ok(_) => {}
+            Err(HarnessError::Provider(ProviderError::Script(e))) => {
+                divergence = Some(diverged(&script, &recording, e));
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let made = provider.turns_played();
+    if divergence.is_none() && made < steps {
+        divergence = Some(Divergence {
+            step: made + 1,
+            session: script.turns.get(made).and_then(|t| t.session.clone()),
+            part: DivergedPart::MissingCalls { made },
+            expected: format!("{steps} model call(s), as recorded"),
+            actual: format!("this build stopped after {made}"),
+            diff: None,
+        });
+    }
+    harness.shutdown().await;
+    processes.shutdown().await;
+    store.close().await;
+    let kept = options.keep.then(|| scratch.keep());
+    Ok(ReplayReport {
+        session: recording.session.clone(),
+        steps,
+        matched: match &divergence {
+            Some(d) => d.step.saturating_sub(1),
+            None => steps,
+        },
+        turns,
+        divergence,
+        workspaces: roots,
+        kept,
+        elapsed: started.elapsed(),
+    })
+}
+
+fn diverged(script: &Script, recording: &Recording, e: ScriptError) -> Divergence {
+    match e {
+        ScriptError::Exhausted { turns, .. } => Divergence {
+            step: turns + 1,
+            session: None,
+            part: DivergedPart::ExtraCall,
+            expected: format!("{turns} model call(s), as recorded"),
+            actual: format!("this build made a model call number {}", turns + 1),
+            diff: None,
+        },
+        ScriptError::Diverged {
+            turn,
+            part,
+            expected,
+            actual,
+            actual_text,
+            ..
+        } => {
+            let recorded = script.turns.get(turn.saturating_sub(1));
+            let expect = recorded.and_then(|t| t.expect.as_ref());
+            let (part, recorded_text, sections) = match part {
+                ScriptPart::System => {
+                    let sha = expect.and_then(|e| e.system.clone()).unwrap_or_default();
+                    (
+                        DivergedPart::SystemPrompt,
+                        script.texts.get(&sha).cloned(),
+                        recording.sections.get(&sha).cloned().unwrap_or_default(),
+                    )
+                }
+                ScriptPart::Tools => {
+                    let sha = expect.and_then(|e| e.tools.clone()).unwrap_or_default();
+                    (
+                        DivergedPart::ToolList,
+                        script.texts.get(&sha).cloned(),
+                        Vec::new(),
+                    )
+                }
+                ScriptPart::Input(index) => {
+                    let check = expect
+                        .and_then(|e| e.input.as_ref())
+                        .and_then(|i| i.get(index));
+                    (
+                        DivergedPart::Input { index },
+                        check.and_then(|c| recorded_text(script, c)),
+                        Vec::new(),
+                    )
+                }
+                ScriptPart::LastMessage => (
+                    DivergedPart::LastMessage,
+                    expect
+                        .and_then(|e| e.last.as_ref())
+                        .and_then(|c| recorded_text(script, c)),
+                    Vec::new(),
+                ),
+            };
+            let diff = match (recorded_text, actual_text) {
+                (Some(old), Some(new)) => Some(unified_diff(&old, &new, &sections)),
+                _ => None,
+            };
+            Divergence {
+                step: turn,
+                session: recorded.and_then(|t| t.session.clone()),
+                part,
+                expected,
+                actual,
+                diff,
+            }
+        }
+    }
+}
+
+fn recorded_text(script: &Script, check: &LastMessage) -> Option<String> {
+    let m = match check {
+        LastMessage::User(m) | LastMessage::ToolResult(m) => m,
+    };
+    match m {
+        TextMatch::Exact(s) => Some(s.clone()),
+        TextMatch::Contains(_) => None,
+        TextMatch::Digest(d) => script.texts.get(&d.sha256).cloned(),
+    }
+}
+
+/// Lines of context around each change.
+const DIFF_CONTEXT: usize = 3;
+
+/// A unified diff of `old` (recorded) against `new` (this build), each
+/// hunk headed by where it falls: the system section (from `sections`),
+/// the tool (`tool NAME` lines of a tool list) and the nearest heading.
+pub fn unified_diff(old: &str, new: &str, sections: &[SectionStart]) -> String {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let old_lines: Vec<&str> = old.lines().collect();
+    let mut out = String::from("--- recorded\n+++ this build\n");
+    for group in diff.grouped_ops(DIFF_CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old_start = first.old_range().start;
+        let old_len = last.old_range().end - old_start;
+        let new_start = first.new_range().start;
+        let new_len = last.new_range().end - new_start;
+        // Where the first change is: the line it replaces or follows.
+        let changed = group
+            .iter()
+            .find(|op| !matches!(op.tag(), similar::DiffTag::Equal))
+            .map_or(old_start, |op| op.old_range().start);
+        out.push_str(&format!(
+            "@@ -{},{old_len} +{},{new_len} @@{}\n",
+            old_start + 1,
+            new_start + 1,
+            hunk_place(&old_lines, changed, sections)
+        ));
+        for op in &group {
+            for change in diff.iter_changes(op) {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Equal => ' ',
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                };
+                out.push(sign);
+                out.push_str(change.value().trim_end_matches('\n'));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// ` section OWNER · HEADING` for the (0-based) line `at` of `lines`.
+fn hunk_place(lines: &[&str], at: usize, sections: &[SectionStart]) -> String {
+    let mut place = Vec::new();
+    if let Some(s) = sections.iter().rev().find(|s| s.line <= at + 1) {
+        place.push(format!("section {}", s.owner));
+    }
+    let upto = (at + 1).min(lines.len());
+    let before = lines[..upto].iter().rev();
+    if let Some(tool) = before.clone().find_map(|l| l.strip_prefix("tool ")) {
+        place.push(format!("tool {tool}"));
+    }
+    if let Some(heading) = before
+        .clone()
+        .find(|l| l.starts_with('#') || (l.starts_with('<') && !l.starts_with("</")))
+    {
+        place.push(heading.trim().to_owned());
+    }
+    if place.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", place.join(" · "))
+    }
+}
+
+fn canonical(path: &Path) -> Result<PathBuf, ReplayError> {
+    std::fs::canonicalize(path).map_err(|source| ReplayError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// A clone of `repository` at `commit` in `dest`, sharing its objects.
+fn checkout(repository: &Path, commit: &str, dest: &Path) -> Result<(), ReplayError> {
+    let failed = |detail: String| ReplayError::Checkout {
+        repository: repository.to_owned(),
+        commit: commit.to_owned(),
+        detail,
+    };
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| ReplayError::Io {
+            path: parent.to_owned(),
+            source,
+        })?;
+    }
+    let run = |args: &[&std::ffi::OsStr]| -> Result<(), ReplayError> {
+        let out = Command::new("git")
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()
+            .map_err(|e| failed(format!("cannot run git: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(failed(
+                String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            ))
+        }
+    };
+    run(&[
+        "clone".as_ref(),
+        "--quiet".as_ref(),
+        "--shared".as_ref(),
+        "--no-checkout".as_ref(),
+        repository.as_os_str(),
+        dest.as_os_str(),
+    ])?;
+    run(&[
+        "-C".as_ref(),
+        dest.as_os_str(),
+        "checkout".as_ref(),
+        "--quiet".as_ref(),
+        "--detach".as_ref(),
+        commit.as_ref(),
+    ])
+}
+
+/// Takes the project's sources (`.evoflux/` and the skill roots) from the
+/// live repository into the checkout: a replay runs the current agents,
+/// skills and config against the recorded repository state.
+fn overlay_sources(live: &Path, checkout: &Path) -> Result<(), ReplayError> {
+    for sub in evoflux_graph::discover::project_source_dirs() {
+        let from = live.join(sub);
+        let to = checkout.join(sub);
+        if to.exists() {
+            std::fs::remove_dir_all(&to).map_err(|source| ReplayError::Io {
+                path: to.clone(),
+                source,
+            })?;
+        }
+        if from.is_dir() {
+            copy_dir(&from, &to)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the tree `from` into `to` (created), files and folders only.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), ReplayError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ReplayError::Io { path, source }
+    };
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for entry in std::fs::read_dir(from).map_err(io(from))? {
+        let entry = entry.map_err(io(from))?;
+        let kind = entry.file_type().map_err(io(&entry.path()))?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target).map_err(io(&entry.path()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The commit each root that is a git repository is at.
+pub fn git_heads(roots: &[PathBuf]) -> Vec<(PathBuf, String)> {
+    roots
+        .iter()
+        .filter_map(|r| evoflux_core::trust::git_head(r).map(|c| (r.clone(), c)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_by_name_longest_first() {
+        let s = Secrets::from_vars(
+            [
+                ("OPENAI_API_KEY".to_owned(), "sk-live-1234567890".to_owned()),
+                ("HOME".to_owned(), "/home/someone".to_owned()),
+                ("SHORT_TOKEN".to_owned(), "abc".to_owned()),
+                ("MY_VAR".to_owned(), "value-of-my-var".to_owned()),
+            ],
+            &["MY_VAR".to_owned()],
+        );
+        let (out, names) =
+            s.redact("key sk-live-1234567890 in /home/someone, value-of-my-var, abc");
+        assert_eq!(
+            out,
+            "key [redacted: OPENAI_API_KEY] in /home/someone, [redacted: MY_VAR], abc"
+        );
+        assert_eq!(names, ["OPENAI_API_KEY", "MY_VAR"]);
+    }
+
+    #[test]
+    fn hunks_name_the_section_and_heading() {
+        let old = "You are a lead.\n\n# Skills\n- alpha: does a\n- beta: does b\n\nToday is x.";
+        let new = "You are a lead.\n\n# Skills\n- alpha: does A now\n- beta: does b\n\nToday is x.";
+        let sections = [
+            SectionStart {
+                owner: "agent-prompt".into(),
+                line: 1,
+            },
+            SectionStart {
+                owner: "skill-catalog".into(),
+                line: 3,
+            },
+        ];
+        let d = unified_diff(old, new, &sections);
+        assert!(
+            d.contains("@@ -1,7 +1,7 @@ section skill-catalog · # Skills"),
+            "{d}"
+        );
+        assert!(d.contains("-- alpha: does a\n+- alpha: does A now"), "{d}");
+    }
+
+    #[test]
+    fn tool_hunks_name_the_tool() {
+        let old = "tool read\n  | Reads a file.\n  parameters: {}\ntool write\n  | Writes a file.\n  parameters: {}\n";
+        let new = "tool read\n  | Reads a file.\n  parameters: {}\ntool write\n  | Writes or replaces a file.\n  parameters: {}\n";
+        let d = unified_diff(old, new, &[]);
+        assert!(d.contains("tool write"), "{d}");
+        assert!(d.contains("+  | Writes or replaces a file."), "{d}");
+    }
+
+    #[test]
+    fn git_head_reads_loose_and_packed_refs() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        std::fs::create_dir_all(git.join("refs/heads")).unwrap();
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let id = "0123456789abcdef0123456789abcdef01234567";
+        std::fs::write(
+            git.join("packed-refs"),
+            format!("# pack-refs with: peeled\n{id} refs/heads/main\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            evoflux_core::trust::git_head(dir.path()).as_deref(),
+            Some(id)
+        );
+        let loose = "89abcdef0123456789abcdef0123456789abcdef";
+        std::fs::write(git.join("refs/heads/main"), format!("{loose}\n")).unwrap();
+        assert_eq!(
+            evoflux_core::trust::git_head(dir.path()).as_deref(),
+            Some(loose)
+        );
+        assert_eq!(git_heads(&[dir.path().join("nope")]), Vec::new());
+    }
+}

@@ -1,0 +1,201 @@
+//! What each model call was given: the system prompt by section, the tool
+//! list and the messages since the previous reply, as sent. The transcript
+//! keeps what was said; this keeps what only the request carried, so a
+//! session can be exported as a script and replayed (the harness's
+//! `replay` module reads it back).
+//!
+//! Parts are stored once by content hash: a session's system prompt and
+//! tool list are byte-stable between calls, so a long session adds a row
+//! per call and a handful of parts.
+
+use evoflux_core::hash::sha256_hex;
+use evoflux_core::ids::SessionId;
+use evoflux_model::{Message, ToolDefinition};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use crate::error::StoreError;
+use crate::store::{Store, now_ms, to_u64};
+
+/// One section of a system prompt and the hook that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemPart {
+    pub owner: String,
+    pub text: String,
+}
+
+/// What one model call was given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestParts {
+    /// The date the session's clock put in the prompt (`YYYY-MM-DD`).
+    pub day: String,
+    pub system: Vec<SystemPart>,
+    pub tools: Vec<ToolDefinition>,
+    /// The messages after the last assistant message, as sent (tool results
+    /// already projected, a user message as the model saw it).
+    pub input: Vec<Message>,
+    /// The user's text when the call is the first of a turn.
+    pub turn_input: Option<String>,
+}
+
+/// A recorded call: its parts, its place in the global order of calls and
+/// the transcript entry of its reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// Increases across every session of the store, so the calls of a team
+    /// (a lead and its children) sort into the order they were made.
+    pub order: u64,
+    pub session_id: SessionId,
+    pub parts: RequestParts,
+    pub reply_seq: u64,
+}
+
+impl Store {
+    /// Records what a model call of `session` was given and the transcript
+    /// entry its reply became.
+    pub async fn record_model_request(
+        &self,
+        session: SessionId,
+        parts: &RequestParts,
+        reply_seq: u64,
+    ) -> Result<(), StoreError> {
+        let bodies = [
+            json(&parts.system, "request system")?,
+            json(&parts.tools, "request tools")?,
+            json(&parts.input, "request input")?,
+        ];
+        let hashes: Vec<String> = bodies
+            .iter()
+            .map(|b| sha256_hex(b.as_bytes()).to_string())
+            .collect();
+        let mut tx = self.pool.begin().await?;
+        for (hash, body) in hashes.iter().zip(&bodies) {
+            sqlx::query("INSERT OR IGNORE INTO request_parts (sha256, body) VALUES (?, ?)")
+                .bind(hash)
+                .bind(body)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query(
+            "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
+             input_sha256, turn_input, reply_seq, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(session.to_string())
+        .bind(&parts.day)
+        .bind(&hashes[0])
+        .bind(&hashes[1])
+        .bind(&hashes[2])
+        .bind(&parts.turn_input)
+        .bind(i64::try_from(reply_seq).unwrap_or(i64::MAX))
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The recorded calls of `sessions`, in the order they were made.
+    pub async fn model_requests(
+        &self,
+        sessions: &[SessionId],
+    ) -> Result<Vec<RecordedRequest>, StoreError> {
+        let mut out = Vec::new();
+        for session in sessions {
+            let rows = sqlx::query(
+                "SELECT r.id, r.day, s.body AS system, t.body AS tools, i.body AS input, \
+                 r.turn_input, r.reply_seq FROM model_requests r \
+                 JOIN request_parts s ON s.sha256 = r.system_sha256 \
+                 JOIN request_parts t ON t.sha256 = r.tools_sha256 \
+                 JOIN request_parts i ON i.sha256 = r.input_sha256 \
+                 WHERE r.session_id = ? ORDER BY r.id",
+            )
+            .bind(session.to_string())
+            .fetch_all(&self.pool)
+            .await?;
+            for row in rows {
+                let system: String = row.try_get("system")?;
+                let tools: String = row.try_get("tools")?;
+                let input: String = row.try_get("input")?;
+                out.push(RecordedRequest {
+                    order: to_u64("model request id", row.try_get("id")?)?,
+                    session_id: *session,
+                    parts: RequestParts {
+                        day: row.try_get("day")?,
+                        system: parse(&system, "request system")?,
+                        tools: parse(&tools, "request tools")?,
+                        input: parse(&input, "request input")?,
+                        turn_input: row.try_get("turn_input")?,
+                    },
+                    reply_seq: to_u64("model request reply", row.try_get("reply_seq")?)?,
+                });
+            }
+        }
+        out.sort_by_key(|r| r.order);
+        Ok(out)
+    }
+
+    /// Records the git commit each repository root of `session` was at.
+    pub async fn set_session_commits(
+        &self,
+        session: SessionId,
+        commits: &[(std::path::PathBuf, String)],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for (root, commit) in commits {
+            sqlx::query(
+                "INSERT OR REPLACE INTO session_commits (session_id, root, git_commit) \
+                 VALUES (?, ?, ?)",
+            )
+            .bind(session.to_string())
+            .bind(root.to_string_lossy().as_ref())
+            .bind(commit)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The commits [`Store::set_session_commits`] recorded, by root.
+    pub async fn session_commits(
+        &self,
+        session: SessionId,
+    ) -> Result<Vec<(std::path::PathBuf, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT root, git_commit FROM session_commits WHERE session_id = ? ORDER BY root",
+        )
+        .bind(session.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let root: String = r.try_get("root")?;
+                Ok((root.into(), r.try_get("git_commit")?))
+            })
+            .collect()
+    }
+}
+
+/// Removes the parts no recorded call refers to any more (after sessions
+/// were deleted).
+pub(crate) async fn drop_unused_parts(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "DELETE FROM request_parts WHERE sha256 NOT IN ( \
+         SELECT system_sha256 FROM model_requests UNION \
+         SELECT tools_sha256 FROM model_requests UNION \
+         SELECT input_sha256 FROM model_requests)",
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+fn json<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::corrupt(what, e))
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(text: &str, what: &'static str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::corrupt(what, e))
+}
