@@ -29,6 +29,7 @@ impl ToolCatalog {
             | Definition::Channel(_)
             | Definition::Connection(_)
             | Definition::Schedule(_)
+            | Definition::Eval(_)
             | Definition::Document { .. } => None,
         }))
     }

@@ -80,11 +80,14 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::schedule::ScheduleCommand,
     },
-    /// List, show and resume sessions.
+    /// List, show, resume and delete sessions; export one as a script and replay it.
     Sessions {
         #[command(subcommand)]
         command: crate::commands::run::SessionsCommand,
     },
+    /// Run evals: `evals/<name>.yaml` tasks as real sessions in scratch workspaces, and the
+    /// bundled skills' activation evals; a pass-rate table and a JSON report (exit 1 when a run failed).
+    Eval(crate::commands::eval::EvalArgs),
     /// MCP servers: list them with their state, list a server's tools, call a tool.
     Mcp {
         #[command(subcommand)]

@@ -85,6 +85,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => commands::chat::chat(&out, args),
         Command::Sessions { command } => commands::run::sessions(&out, command),
         Command::Schedule { command } => commands::schedule::run(&out, command),
+        Command::Eval(args) => commands::eval::run(&out, args),
         Command::Serve(args) => commands::serve::run(&out, args),
     };
     match result {

@@ -50,6 +50,7 @@ pub enum Definition {
     Channel(ChannelDefinition),
     Connection(ConnectionDefinition),
     Schedule(ScheduleDefinition),
+    Eval(crate::eval::EvalDefinition),
     /// A selected Markdown or YAML source (skill, agent, worker, fleet,
     /// schedule, fleet commands) whose domain crate normalizes it.
     Document {
@@ -609,6 +610,7 @@ fn load_layer(
         | Definition::Channel(_)
         | Definition::Connection(_)
         | Definition::Schedule(_)
+        | Definition::Eval(_)
         | Definition::Document { .. } => {
             diags.push(Diagnostic::error(
                 "compile/registry-missing",
@@ -843,6 +845,13 @@ fn load_file(
                 Owner::Application { .. } | Owner::Framework { .. } | Owner::Plugin { .. } => None,
             };
             schedule::parse(path, home, v, diags).map(|s| Some(Definition::Schedule(s)))
+        }
+        SlotKind::Eval => {
+            let v = declarative(diags)?;
+            if is_disable_sentinel(&v) {
+                return Some(None);
+            }
+            crate::eval::parse(path, v, diags).map(|e| Some(Definition::Eval(e)))
         }
         SlotKind::FleetCommands => {
             let v = declarative(diags)?;

@@ -414,7 +414,8 @@ fn definition_fits(slot: &Slot, def: &Definition) -> bool {
         | (SlotKind::Sandbox, Definition::Sandbox(_))
         | (SlotKind::Channel, Definition::Channel(_))
         | (SlotKind::Connection, Definition::Connection(_))
-        | (SlotKind::Schedule, Definition::Schedule(_)) => true,
+        | (SlotKind::Schedule, Definition::Schedule(_))
+        | (SlotKind::Eval, Definition::Eval(_)) => true,
         (
             SlotKind::Skill
             | SlotKind::WorkAgent

@@ -182,6 +182,7 @@ pub struct Info {
     pub workers: InfoList<InfoNamed>,
     pub fleets: InfoList<InfoNamed>,
     pub schedules: InfoList<InfoSchedule>,
+    pub evals: InfoList<InfoNamed>,
     pub routes: InfoRoutes,
     pub composition: Vec<InfoCompositionEntry>,
     /// The session's repositories and whether each is trusted; filled by
@@ -295,6 +296,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
         workers: InfoList::new(Vec::new()),
         fleets: InfoList::new(Vec::new()),
         schedules: InfoList::new(Vec::new()),
+        evals: InfoList::new(Vec::new()),
         routes: InfoRoutes {
             total: graph.route_plan.effective.len(),
             effective: graph
@@ -353,6 +355,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
     };
     let mut tools = Vec::new();
     let mut connections = Vec::new();
+    let mut evals = Vec::new();
     let (mut skills, mut agents, mut workers, mut fleets, mut schedules) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for node in &graph.nodes {
@@ -427,6 +430,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 enabled: s.enabled,
                 source: src,
             }),
+            Definition::Eval(_) => evals.push(named(src)),
             Definition::Document { .. } => match node.slot.kind {
                 SlotKind::Skill => skills.push(named(src)),
                 SlotKind::WorkAgent if in_mode(mode, &[AppMode::Work]) => agents.push(named(src)),
@@ -446,6 +450,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 | SlotKind::Tool
                 | SlotKind::Channel
                 | SlotKind::Schedule
+                | SlotKind::Eval
                 | SlotKind::Connection => {}
             },
         }
@@ -457,6 +462,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
     info.workers = InfoList::new(workers);
     info.fleets = InfoList::new(fleets);
     info.schedules = InfoList::new(schedules);
+    info.evals = InfoList::new(evals);
     info
 }
 
@@ -472,6 +478,7 @@ pub fn check_invariants(info: &serde_json::Value) -> Vec<String> {
         "workers",
         "fleets",
         "schedules",
+        "evals",
     ] {
         let entries = info[family]["entries"]
             .as_array()
@@ -627,6 +634,7 @@ pub fn render_human(info: &Info) -> String {
         ("agents", &info.agents),
         ("workers", &info.workers),
         ("fleets", &info.fleets),
+        ("evals", &info.evals),
     ] {
         if list.total > 0 {
             let _ = writeln!(out, "\n{title} ({})", list.total);

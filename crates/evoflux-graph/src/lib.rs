@@ -12,6 +12,7 @@ pub mod compose;
 pub mod connection;
 pub mod declarative;
 pub mod discover;
+pub mod eval;
 pub mod graph;
 pub mod info;
 pub mod layer;

@@ -41,10 +41,12 @@ pub enum SlotKind {
     Fleet,
     /// `fleets/commands.yaml`.
     FleetCommands,
+    /// `evals/<name>.yaml`: a task and what its outcome must show.
+    Eval,
 }
 
 impl SlotKind {
-    pub const ALL: [SlotKind; 12] = [
+    pub const ALL: [SlotKind; 13] = [
         SlotKind::Config,
         SlotKind::Sandbox,
         SlotKind::Tool,
@@ -57,6 +59,7 @@ impl SlotKind {
         SlotKind::Worker,
         SlotKind::Fleet,
         SlotKind::FleetCommands,
+        SlotKind::Eval,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -73,6 +76,7 @@ impl SlotKind {
             SlotKind::Worker => "worker",
             SlotKind::Fleet => "fleet",
             SlotKind::FleetCommands => "fleet-commands",
+            SlotKind::Eval => "eval",
         }
     }
 
@@ -80,9 +84,11 @@ impl SlotKind {
     pub const fn policy(self) -> CompositionPolicy {
         match self {
             SlotKind::Config | SlotKind::Sandbox => CompositionPolicy::Layered,
-            SlotKind::Tool | SlotKind::Channel | SlotKind::Connection | SlotKind::Schedule => {
-                CompositionPolicy::Strict
-            }
+            SlotKind::Tool
+            | SlotKind::Channel
+            | SlotKind::Connection
+            | SlotKind::Schedule
+            | SlotKind::Eval => CompositionPolicy::Strict,
             SlotKind::Skill => CompositionPolicy::Skills,
             SlotKind::WorkAgent | SlotKind::CodingAgent => CompositionPolicy::TeamAgents,
             SlotKind::Worker => CompositionPolicy::Workers,
@@ -102,7 +108,9 @@ impl SlotKind {
             | SlotKind::Channel
             | SlotKind::Connection
             | SlotKind::Schedule
-            | SlotKind::FleetCommands => true,
+            | SlotKind::FleetCommands
+            // An eval runs a model and tools when `evoflux eval` runs it.
+            | SlotKind::Eval => true,
             SlotKind::Config
             | SlotKind::Sandbox
             | SlotKind::Skill
@@ -169,6 +177,7 @@ impl fmt::Display for Slot {
             SlotKind::CodingAgent => write!(f, "agents/coding/{}", self.name),
             SlotKind::Worker => write!(f, "workers/{}", self.name),
             SlotKind::Fleet => write!(f, "fleets/{}", self.name),
+            SlotKind::Eval => write!(f, "evals/{}", self.name),
         }
     }
 }
@@ -344,6 +353,23 @@ pub fn classify(rel: &str) -> PathClass {
             ),
             None => PathClass::Unsupported,
         },
+        ["evals", file] => match stem_ext(file).and_then(|(s, e)| {
+            let format = match e {
+                "yaml" | "yml" => FileFormat::Yaml,
+                other => declarative_format(other)?,
+            };
+            Some((s, format))
+        }) {
+            Some((name, format)) if is_valid_document_name(name) => PathClass::Slot {
+                slot: Slot::new(SlotKind::Eval, name),
+                format,
+            },
+            Some((name, _)) => invalid(
+                "discover/eval-name-invalid",
+                format!("eval name `{name}` must use only letters, digits, `.`, `_` and `-`"),
+            ),
+            None => PathClass::Unsupported,
+        },
         // A bundle directly under `skills/`, or a legacy nested one
         // (`skills/parent/child/SKILL.md` is the slot `skills/parent/child`).
         ["skills", bundle @ .., "SKILL.md"] if !bundle.is_empty() => PathClass::Slot {
@@ -425,6 +451,8 @@ mod tests {
         assert_eq!(slot_of("fleets/release.md"), "fleets/release");
         assert_eq!(slot_of("fleets/commands.yaml"), "fleets/commands");
         assert_eq!(slot_of("schedules/nightly.toml"), "schedules/nightly");
+        assert_eq!(slot_of("evals/greets.yaml"), "evals/greets");
+        assert_eq!(slot_of("evals/greets.yml"), "evals/greets");
         assert_eq!(slot_of("config.toml"), "config");
         assert_eq!(slot_of("sandbox.toml"), "sandbox");
         assert_eq!(classify("mcp.json"), PathClass::McpServers);

@@ -18,6 +18,7 @@ pub mod compaction;
 pub mod connection_search;
 pub mod doctor;
 pub mod error;
+pub mod evals;
 pub mod events;
 pub mod hooks;
 pub mod metadata;

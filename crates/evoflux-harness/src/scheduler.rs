@@ -189,6 +189,7 @@ fn schedule_nodes(
             | Definition::Tool(_)
             | Definition::Channel(_)
             | Definition::Connection(_)
+            | Definition::Eval(_)
             | Definition::Document { .. } => None,
         })
 }

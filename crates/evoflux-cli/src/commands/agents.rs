@@ -283,7 +283,8 @@ fn agent_slot_kind(slot: &str) -> Option<SlotKind> {
             | SlotKind::Skill
             | SlotKind::Worker
             | SlotKind::Fleet
-            | SlotKind::FleetCommands => None,
+            | SlotKind::FleetCommands
+            | SlotKind::Eval => None,
         },
         PathClass::McpServers
         | PathClass::SkillResource

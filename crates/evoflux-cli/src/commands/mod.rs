@@ -3,6 +3,7 @@ pub mod chat;
 pub mod config;
 pub mod credential_input;
 pub mod doctor;
+pub mod eval;
 pub mod graph;
 pub mod info;
 pub mod mcp;

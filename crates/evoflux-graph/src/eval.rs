@@ -1,0 +1,228 @@
+//! Evals: `evals/<name>.yaml` (or `.yml`, `.json`, `.toml`), a task and
+//! what its outcome must show. The harness's eval runner runs them
+//! (`evoflux eval`); this module only checks the file, strictly, with a
+//! `eval/*` diagnostic naming the file and field of every mistake.
+//!
+//! ```yaml
+//! prompt: Add a CHANGELOG entry for the fix
+//! mode: coding                 # default work
+//! lead: evoflux                # optional: the mode's default lead
+//! model: scripted:fix.yaml     # optional; relative to this file; --model wins
+//! output_schema: {type: object, required: [summary]}   # optional
+//! expect:
+//!   tools_called: [edit]
+//!   tools_not_called: [shell]
+//!   kinds_not_called: [network]      # tool action classes
+//!   files_changed: ["CHANGELOG.md"]  # each glob matches a changed file
+//!   files_unchanged: ["src/**"]      # no changed file matches
+//!   text_contains: [CHANGELOG]
+//!   text_not_contains: [TODO]
+//!   contract: met                    # dispatched workers met their contracts
+//!   max_model_calls: 8
+//!   max_tokens: 20000
+//! ```
+
+use std::path::Path;
+
+use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tool::ActionClass;
+
+/// A checked eval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalDefinition {
+    pub prompt: String,
+    #[serde(default)]
+    pub mode: EvalMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<String>,
+    /// `provider:model`; a `scripted:` path is relative to the eval's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The JSON Schema the turn's `final_output` must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default)]
+    pub expect: EvalExpect,
+}
+
+/// The mode an eval runs in (the written form of [`AppMode`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EvalMode {
+    #[default]
+    Work,
+    Coding,
+}
+
+impl From<EvalMode> for AppMode {
+    fn from(m: EvalMode) -> AppMode {
+        match m {
+            EvalMode::Work => AppMode::Work,
+            EvalMode::Coding => AppMode::Coding,
+        }
+    }
+}
+
+/// What a run's outcome must show. Every assertion given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalExpect {
+    /// Tools (by model-visible name) called at least once, by any session
+    /// of the run's team.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_called: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_not_called: Vec<String>,
+    /// Tools called by their action class (`read`, `write`, `execute`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds_called: Vec<ActionClass>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds_not_called: Vec<ActionClass>,
+    /// Globs over workspace-relative paths: each matches a changed file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_changed: Vec<String>,
+    /// Globs no changed file may match.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_unchanged: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_contains: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_not_contains: Vec<String>,
+    /// Whether the workers the run dispatched met their result contracts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<ContractExpect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_calls: Option<u64>,
+    /// Input plus output tokens over the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// The result-contract outcome an eval expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContractExpect {
+    /// Every dispatched worker's result met its contract.
+    Met,
+    /// At least one still missed it after the repair rounds.
+    Unmet,
+}
+
+/// Checks one eval file's value.
+pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<EvalDefinition> {
+    let def: EvalDefinition = match serde_json::from_value(value) {
+        Ok(d) => d,
+        Err(e) => {
+            let message = e.to_string();
+            let field = message
+                .split('`')
+                .nth(1)
+                .filter(|_| {
+                    message.starts_with("unknown field") || message.starts_with("missing field")
+                })
+                .map(str::to_owned);
+            let code = if message.starts_with("unknown field") {
+                "eval/unknown-field"
+            } else if message.starts_with("missing field") {
+                "eval/field-missing"
+            } else {
+                "eval/field-invalid"
+            };
+            let d = Diagnostic::error(code, format!("eval: {message}")).with_file(path);
+            diags.push(match field {
+                Some(f) => d.with_field(f),
+                None => d,
+            });
+            return None;
+        }
+    };
+    let before = diags.count(evoflux_core::Severity::Error);
+    let err = |code: &'static str, field: &str, message: String| {
+        Diagnostic::error(code, message)
+            .with_file(path)
+            .with_field(field)
+    };
+    if def.prompt.trim().is_empty() {
+        diags.push(err(
+            "eval/prompt-empty",
+            "prompt",
+            "`prompt` is the task the eval gives; it must not be empty".into(),
+        ));
+    }
+    for (field, globs) in [
+        ("expect.files_changed", &def.expect.files_changed),
+        ("expect.files_unchanged", &def.expect.files_unchanged),
+    ] {
+        for g in globs {
+            if let Err(e) = globset::Glob::new(g) {
+                diags.push(err(
+                    "eval/glob-invalid",
+                    field,
+                    format!("`{g}` is not a valid glob: {e}"),
+                ));
+            }
+        }
+    }
+    if let Some(schema) = &def.output_schema
+        && let Err(e) = jsonschema::meta::validate(schema)
+    {
+        diags.push(err(
+            "eval/schema-invalid",
+            "output_schema",
+            format!("`output_schema` is not a valid JSON Schema: {e}"),
+        ));
+    }
+    (diags.count(evoflux_core::Severity::Error) == before).then_some(def)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(v: Value) -> (Option<EvalDefinition>, Vec<String>) {
+        let mut d = Diagnostics::new();
+        let def = parse(Path::new("evals/x.yaml"), v, &mut d);
+        (def, d.codes().into_iter().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn a_full_eval_parses() {
+        let (def, codes) = check(json!({
+            "prompt": "do it",
+            "mode": "coding",
+            "expect": {"tools_called": ["read"], "kinds_not_called": ["network"],
+                       "files_changed": ["src/**/*.rs"], "contract": "met", "max_tokens": 10}
+        }));
+        assert!(codes.is_empty(), "{codes:?}");
+        let def = def.unwrap();
+        assert_eq!(def.mode, EvalMode::Coding);
+        assert_eq!(def.expect.kinds_not_called, [ActionClass::Network]);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        assert_eq!(
+            check(json!({"prompt": "x", "colour": 1})).1,
+            ["eval/unknown-field"]
+        );
+        assert_eq!(check(json!({"mode": "work"})).1, ["eval/field-missing"]);
+        assert_eq!(check(json!({"prompt": " "})).1, ["eval/prompt-empty"]);
+        assert_eq!(
+            check(json!({"prompt": "x", "expect": {"files_changed": ["a[b"]}})).1,
+            ["eval/glob-invalid"]
+        );
+        assert_eq!(
+            check(json!({"prompt": "x", "expect": {"kinds_called": ["teleport"]}})).1,
+            ["eval/field-invalid"]
+        );
+        assert_eq!(
+            check(json!({"prompt": "x", "output_schema": {"type": 5}})).1,
+            ["eval/schema-invalid"]
+        );
+    }
+}
