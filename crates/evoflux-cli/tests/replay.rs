@@ -331,3 +331,101 @@ fn bad_inputs_are_refused_with_codes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_turn_that_had_to_end_in_a_structured_result_replays_with_its_schema() {
+    let s = Sandbox::new();
+    let schema = s.write(
+        s.tmp.path().join("schema.json"),
+        r#"{"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}"#,
+    );
+    let model = script(
+        &s,
+        "structured.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: final_output, arguments: {answer: \"42\"}}\n",
+    );
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--model",
+            &model,
+            "--output-schema",
+            schema.to_str().unwrap(),
+            "answer",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = session_id(&common::events(&out));
+    let file = s.tmp.path().join("structured-export.yaml");
+    let file = file.to_str().unwrap();
+    s.json(&["--json", "sessions", "export", &id, "--as-script", file]);
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    let r = report(&out);
+    assert!(out.status.success(), "{r}");
+    assert_eq!(r["matched"], 1);
+}
+
+#[test]
+fn export_redacts_a_plugin_credential() {
+    let s = Sandbox::new();
+    let root = s.tmp.path().join("svc");
+    s.write(
+        root.join("plugin.json"),
+        &serde_json::json!({
+            "$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json",
+            "name": "svc",
+            "extensions": {"org.evoelsewhere.evoflux.credentials": {"fields": [
+                {"key": "token", "label": "API token", "type": "secret", "env": "SERVICE_CREDENTIAL", "required": true}
+            ]}}
+        })
+        .to_string(),
+    );
+    let installed = s.json(&["--json", "plugin", "install", root.to_str().unwrap()]);
+    let id = installed["installation"]["id"].as_str().unwrap().to_owned();
+    let secret = "tok-0123-plugin-SECRET";
+    s.json(&[
+        "--json",
+        "plugin",
+        "credentials",
+        &id,
+        "set",
+        &format!("token={secret}"),
+    ]);
+    s.write(
+        s.repo().join("pasted.txt"),
+        &format!("the token is {secret}\n"),
+    );
+    let model = script(
+        &s,
+        "paste.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: read, arguments: {path: pasted.txt}}\n  - reply: {text: seen}\n",
+    );
+    let ev = run_ok(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "look",
+        ],
+    );
+    let id = session_id(&ev);
+    let file = s.tmp.path().join("paste-export.yaml");
+    let r = s.json(&[
+        "--json",
+        "sessions",
+        "export",
+        &id,
+        "--as-script",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        r["redacted"][0]["name"], "plugin svc credential token",
+        "{r}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(secret), "{text}");
+}

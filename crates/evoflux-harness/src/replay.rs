@@ -74,14 +74,24 @@ pub struct Recording {
     pub date: String,
     /// The session's roots (Coding repositories, or the Work folder).
     pub roots: Vec<RecordedRoot>,
-    /// The user's text of each turn of the lead, in order.
-    pub prompts: Vec<String>,
+    /// Each turn of the lead, in order.
+    pub prompts: Vec<RecordedPrompt>,
     /// Where each system section starts, by the system text's hash.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sections: BTreeMap<String, Vec<SectionStart>>,
     /// Credentials found and replaced by `[redacted: NAME]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<Redaction>,
+}
+
+/// One turn of the lead: the user's text and the schema its result had
+/// to match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedPrompt {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// A root of the recorded session.
@@ -159,10 +169,25 @@ impl Secrets {
 }
 
 /// The secrets of `app`'s environment: every provider's `api_key_env` the
-/// config names (whatever the variable is called) and every key-like
-/// variable of `vars`.
+/// config names (whatever the variable is called), every key-like
+/// variable of `vars`, and the stored credentials of every installed
+/// plugin (enabled or not: a session may have run while it was).
 pub fn secrets(app: &AppContext, vars: impl IntoIterator<Item = (String, String)>) -> Secrets {
-    let named: Vec<String> = app
+    let plugins = app.plugins();
+    let mut stored = Vec::new();
+    for p in plugins.list().plugins {
+        let file = plugins.paths().credentials_file(&p.installation.id);
+        if let Ok(values) = evoflux_plugins::credentials::CredentialValues::read(&file) {
+            for (key, text) in values.texts() {
+                stored.push((
+                    format!("plugin {} credential {key}", p.installation.name),
+                    text.to_owned(),
+                ));
+            }
+        }
+    }
+    let mut named: Vec<String> = stored.iter().map(|(n, _)| n.clone()).collect();
+    let from_config: Vec<String> = app
         .compile(&[])
         .ok()
         .and_then(|graph| crate::session::selected_config(&graph).0)
@@ -175,7 +200,8 @@ pub fn secrets(app: &AppContext, vars: impl IntoIterator<Item = (String, String)
                 .collect()
         })
         .unwrap_or_default();
-    Secrets::from_vars(vars, &named)
+    named.extend(from_config);
+    Secrets::from_vars(vars.into_iter().chain(stored), &named)
 }
 
 fn key_like(name: &str) -> bool {
@@ -358,7 +384,10 @@ pub async fn export(
         if request.session_id == id
             && let Some(text) = &request.parts.turn_input
         {
-            prompts.push(writer.clean(text, "prompt"));
+            prompts.push(RecordedPrompt {
+                text: writer.clean(text, "prompt"),
+                output_schema: request.parts.turn_output_schema.clone(),
+            });
         }
         let reply = transcripts
             .get(&request.session_id)
@@ -763,8 +792,11 @@ pub async fn replay(
     let mut turns = 0;
     for prompt in &recording.prompts {
         turns += 1;
-        let prompt = bindings.from_script(prompt);
-        match harness.turn(Some(&prompt), TurnOptions::default()).await {
+        let text = bindings.from_script(&prompt.text);
+        let options = TurnOptions {
+            output_schema: prompt.output_schema.clone(),
+        };
+        match harness.turn(Some(&text), options).await {
             Ok(_) => {}
             Err(HarnessError::Provider(ProviderError::Script(e))) => {
                 divergence = Some(diverged(&script, &recording, e));

@@ -226,6 +226,18 @@ impl CredentialValues {
         Ok(CredentialValues(map))
     }
 
+    /// Every stored text value by its key: what must never leave the
+    /// machine in a session export.
+    pub fn texts(&self) -> Vec<(&str, &str)> {
+        self.0
+            .iter()
+            .filter_map(|(k, v)| match v {
+                CredentialValue::Text(t) => Some((k.as_str(), t.as_str())),
+                CredentialValue::Bool(_) => None,
+            })
+            .collect()
+    }
+
     /// Writes atomically with mode 0600 (the folder is created 0700).
     pub fn write(&self, file: &Path) -> Result<(), PluginError> {
         if let Some(dir) = file.parent() {

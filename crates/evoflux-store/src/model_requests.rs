@@ -36,6 +36,9 @@ pub struct RequestParts {
     pub input: Vec<Message>,
     /// The user's text when the call is the first of a turn.
     pub turn_input: Option<String>,
+    /// The schema that turn's result had to match, on its first call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_output_schema: Option<serde_json::Value>,
 }
 
 /// A recorded call: its parts, its place in the global order of calls and
@@ -78,7 +81,8 @@ impl Store {
         }
         sqlx::query(
             "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
-             input_sha256, turn_input, reply_seq, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(session.to_string())
         .bind(&parts.day)
@@ -86,6 +90,13 @@ impl Store {
         .bind(&hashes[1])
         .bind(&hashes[2])
         .bind(&parts.turn_input)
+        .bind(
+            parts
+                .turn_output_schema
+                .as_ref()
+                .map(|s| json(s, "request output schema"))
+                .transpose()?,
+        )
         .bind(i64::try_from(reply_seq).unwrap_or(i64::MAX))
         .bind(now_ms())
         .execute(&mut *tx)
@@ -103,7 +114,7 @@ impl Store {
         for session in sessions {
             let rows = sqlx::query(
                 "SELECT r.id, r.day, s.body AS system, t.body AS tools, i.body AS input, \
-                 r.turn_input, r.reply_seq FROM model_requests r \
+                 r.turn_input, r.turn_output_schema, r.reply_seq FROM model_requests r \
                  JOIN request_parts s ON s.sha256 = r.system_sha256 \
                  JOIN request_parts t ON t.sha256 = r.tools_sha256 \
                  JOIN request_parts i ON i.sha256 = r.input_sha256 \
@@ -116,6 +127,7 @@ impl Store {
                 let system: String = row.try_get("system")?;
                 let tools: String = row.try_get("tools")?;
                 let input: String = row.try_get("input")?;
+                let schema: Option<String> = row.try_get("turn_output_schema")?;
                 out.push(RecordedRequest {
                     order: to_u64("model request id", row.try_get("id")?)?,
                     session_id: *session,
@@ -125,6 +137,9 @@ impl Store {
                         tools: parse(&tools, "request tools")?,
                         input: parse(&input, "request input")?,
                         turn_input: row.try_get("turn_input")?,
+                        turn_output_schema: schema
+                            .map(|s| parse(&s, "request output schema"))
+                            .transpose()?,
                     },
                     reply_seq: to_u64("model request reply", row.try_get("reply_seq")?)?,
                 });

@@ -506,6 +506,7 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
         tools: Vec::new(),
         input: vec![Message::user(input)],
         turn_input: Some(input.into()),
+        turn_output_schema: None,
     };
     store
         .record_model_request(a.id, &parts("one"), 2)

@@ -130,6 +130,10 @@ impl Harness {
                     .collect(),
                 tools: request.tools.clone(),
                 input: evoflux_model::scripted::trailing_input(&request.messages).to_vec(),
+                turn_output_schema: turn_input
+                    .as_ref()
+                    .and(terminal)
+                    .map(|t| t.schema().clone()),
                 turn_input: turn_input.clone(),
             };
             if !system.is_empty() {

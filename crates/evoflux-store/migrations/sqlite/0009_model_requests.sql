@@ -25,6 +25,8 @@ CREATE TABLE model_requests (
     -- The user's text when this call is the first of a turn: what a replay
     -- types in again.
     turn_input    TEXT,
+    -- The JSON Schema that turn's result had to match (`final_output`).
+    turn_output_schema TEXT,
     -- The transcript entry of the reply.
     reply_seq     INTEGER NOT NULL,
     created_at_ms INTEGER NOT NULL
