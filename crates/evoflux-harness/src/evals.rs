@@ -375,7 +375,7 @@ async fn run_task_inner(
         let copy = scratch_dir
             .join("workspace")
             .join(repo.file_name().unwrap_or_else(|| "repository".as_ref()));
-        copy_tree(&repo, &copy)?;
+        crate::tree_copy::copy_tree(&repo, &copy).map_err(|e| e.to_string())?;
         let trusted = app
             .trust_list()
             .map_err(|e| e.to_string())?
@@ -653,7 +653,7 @@ fn snapshot(root: &Path) -> BTreeMap<String, String> {
     if !root.is_dir() {
         return out;
     }
-    for entry in walk(root).flatten() {
+    for entry in crate::tree_copy::walk(root).flatten() {
         let path = entry.path();
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
@@ -674,15 +674,6 @@ fn snapshot(root: &Path) -> BTreeMap<String, String> {
     out
 }
 
-fn walk(root: &Path) -> ignore::Walk {
-    ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .git_ignore(true)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build()
-}
-
 /// Files added, changed or removed between two snapshots.
 fn changed_files(
     before: &BTreeMap<String, String>,
@@ -693,29 +684,6 @@ fn changed_files(
         .filter(|k| before.get(*k) != after.get(*k))
         .cloned()
         .collect()
-}
-
-/// Copies the repository at `from` to `to`, leaving out what git ignores
-/// and `.git` itself.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    for entry in walk(from).flatten() {
-        let path = entry.path();
-        let Ok(rel) = path.strip_prefix(from) else {
-            continue;
-        };
-        let target = to.join(rel);
-        let kind = entry.file_type();
-        if kind.is_some_and(|t| t.is_dir()) {
-            std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
-        } else if kind.is_some_and(|t| t.is_file()) {
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("{}: {e}", parent.display()))?;
-            }
-            std::fs::copy(path, &target).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
-    }
-    Ok(())
 }
 
 /// How one eval's pass rate moved between two reports.

@@ -38,6 +38,7 @@ pub mod team_roster;
 pub mod terminal;
 pub mod todo;
 pub mod tool_paths;
+pub mod tree_copy;
 pub mod workspace_instructions;
 
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};

@@ -1058,24 +1058,12 @@ fn overlay_sources(live: &Path, checkout: &Path) -> Result<(), ReplayError> {
     Ok(())
 }
 
-/// Copies the tree `from` into `to` (created), files and folders only.
+/// [`crate::tree_copy::copy_tree`], failing as a replay does.
 fn copy_dir(from: &Path, to: &Path) -> Result<(), ReplayError> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| ReplayError::Io { path, source }
-    };
-    std::fs::create_dir_all(to).map_err(io(to))?;
-    for entry in std::fs::read_dir(from).map_err(io(from))? {
-        let entry = entry.map_err(io(from))?;
-        let kind = entry.file_type().map_err(io(&entry.path()))?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target).map_err(io(&entry.path()))?;
-        }
-    }
-    Ok(())
+    crate::tree_copy::copy_tree(from, to).map_err(|e| ReplayError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }
 
 /// The commit each root that is a git repository is at.
