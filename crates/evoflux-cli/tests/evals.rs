@@ -224,3 +224,19 @@ fn info_lists_evals_with_their_source() {
     );
     assert_eq!(info["evals"]["entries"][0]["source"]["layer"], "project");
 }
+
+#[test]
+fn evals_of_an_untrusted_repository_are_not_skipped_silently() {
+    let s = Sandbox::new();
+    s.project(
+        "evals/greets.yaml",
+        "prompt: Say hello\nexpect:\n  text_contains: [hello]\n",
+    );
+    let out = run(&s, &["eval"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("[eval/awaiting-trust]") && err.contains("greets"),
+        "{err}"
+    );
+}

@@ -429,3 +429,62 @@ fn export_redacts_a_plugin_credential() {
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains(secret), "{text}");
 }
+
+#[test]
+fn a_script_naming_a_url_a_bad_commit_or_placeholder_is_refused() {
+    let s = Sandbox::new();
+    s.write(s.repo().join("a.txt"), "a\n");
+    git_repo(&s);
+    let model = script(&s, "one.yaml", "turns:\n  - reply: {text: ok}\n");
+    let ev = run_ok(
+        &s,
+        &["--json", "run", "--mode", "coding", "--model", &model, "hi"],
+    );
+    let id = session_id(&ev);
+    let file = s.tmp.path().join("one-export.yaml");
+    s.json(&[
+        "--json",
+        "sessions",
+        "export",
+        &id,
+        "--as-script",
+        file.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let repo = s.repo().canonicalize().unwrap();
+    let repo = repo.to_str().unwrap();
+    let commit_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("commit: "))
+        .unwrap();
+    for (name, edited) in [
+        (
+            "url",
+            text.replace(&format!("path: {repo}"), "path: https://example.com/x.git"),
+        ),
+        (
+            "commit",
+            text.replace(commit_line, "    commit: --upload-pack=touch"),
+        ),
+        (
+            "placeholder",
+            text.replace("placeholder: ${workspace}", "placeholder: ''"),
+        ),
+    ] {
+        assert_ne!(edited, text, "{name}");
+        let f = s.tmp.path().join(format!("{name}.yaml"));
+        std::fs::write(&f, edited).unwrap();
+        let out = run(&s, &["sessions", "replay", f.to_str().unwrap()]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("[replay/not-exported]"),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

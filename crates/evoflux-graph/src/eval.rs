@@ -112,40 +112,84 @@ pub enum ContractExpect {
     Unmet,
 }
 
+const FIELDS: [&str; 6] = ["prompt", "mode", "lead", "model", "output_schema", "expect"];
+const EXPECT_FIELDS: [&str; 11] = [
+    "tools_called",
+    "tools_not_called",
+    "kinds_called",
+    "kinds_not_called",
+    "files_changed",
+    "files_unchanged",
+    "text_contains",
+    "text_not_contains",
+    "contract",
+    "max_model_calls",
+    "max_tokens",
+];
+
 /// Checks one eval file's value.
 pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<EvalDefinition> {
-    let def: EvalDefinition = match serde_json::from_value(value) {
-        Ok(d) => d,
-        Err(e) => {
-            let message = e.to_string();
-            let field = message
-                .split('`')
-                .nth(1)
-                .filter(|_| {
-                    message.starts_with("unknown field") || message.starts_with("missing field")
-                })
-                .map(str::to_owned);
-            let code = if message.starts_with("unknown field") {
-                "eval/unknown-field"
-            } else if message.starts_with("missing field") {
-                "eval/field-missing"
-            } else {
-                "eval/field-invalid"
-            };
-            let d = Diagnostic::error(code, format!("eval: {message}")).with_file(path);
-            diags.push(match field {
-                Some(f) => d.with_field(f),
-                None => d,
-            });
-            return None;
-        }
-    };
-    let before = diags.count(evoflux_core::Severity::Error);
     let err = |code: &'static str, field: &str, message: String| {
         Diagnostic::error(code, message)
             .with_file(path)
             .with_field(field)
     };
+    let Value::Object(map) = &value else {
+        diags.push(
+            Diagnostic::error(
+                "eval/not-a-table",
+                "an eval is a table of fields (prompt, mode, model, expect, …)",
+            )
+            .with_file(path),
+        );
+        return None;
+    };
+    let mut shape_ok = true;
+    for key in map.keys().filter(|k| !FIELDS.contains(&k.as_str())) {
+        shape_ok = false;
+        diags.push(err(
+            "eval/unknown-field",
+            key,
+            format!("unknown field `{key}`; an eval has {}", FIELDS.join(", ")),
+        ));
+    }
+    if let Some(Value::Object(expect)) = map.get("expect") {
+        for key in expect
+            .keys()
+            .filter(|k| !EXPECT_FIELDS.contains(&k.as_str()))
+        {
+            shape_ok = false;
+            diags.push(err(
+                "eval/unknown-field",
+                &format!("expect.{key}"),
+                format!(
+                    "unknown field `expect.{key}`; `expect` has {}",
+                    EXPECT_FIELDS.join(", ")
+                ),
+            ));
+        }
+    }
+    if !map.contains_key("prompt") {
+        shape_ok = false;
+        diags.push(err(
+            "eval/field-missing",
+            "prompt",
+            "an eval needs `prompt`: the task it gives".into(),
+        ));
+    }
+    if !shape_ok {
+        return None;
+    }
+    let def: EvalDefinition = match serde_json::from_value(value) {
+        Ok(d) => d,
+        Err(e) => {
+            diags.push(
+                Diagnostic::error("eval/field-invalid", format!("eval: {e}")).with_file(path),
+            );
+            return None;
+        }
+    };
+    let before = diags.count(evoflux_core::Severity::Error);
     if def.prompt.trim().is_empty() {
         diags.push(err(
             "eval/prompt-empty",

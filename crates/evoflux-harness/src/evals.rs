@@ -73,6 +73,34 @@ pub fn task_evals(graph: &CompiledGraph) -> Vec<TaskEval> {
         .collect()
 }
 
+/// The evals of untrusted repositories, which wait for trust (they run a
+/// model and tools), by name.
+pub fn awaiting_trust(graph: &CompiledGraph) -> Vec<String> {
+    let mut names: Vec<String> = graph
+        .composition
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            evoflux_graph::compose::CompositionEntry::AwaitingTrust { source } => {
+                match evoflux_graph::slot::classify(&source.logical_path) {
+                    evoflux_graph::slot::PathClass::Slot { slot, .. }
+                        if slot.kind == SlotKind::Eval =>
+                    {
+                        Some(slot.name)
+                    }
+                    _ => None,
+                }
+            }
+            evoflux_graph::compose::CompositionEntry::Shadowed { .. }
+            | evoflux_graph::compose::CompositionEntry::Disabled { .. }
+            | evoflux_graph::compose::CompositionEntry::Layered { .. } => None,
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// The names of the bundled skills' activation evals.
 pub fn activation_names() -> Vec<String> {
     evoflux_skills::bundled::bundled()
@@ -183,6 +211,11 @@ pub enum EvalError {
         missing: Vec<String>,
         known: Vec<String>,
     },
+    #[error(
+        "the evals {} belong to a repository you have not trusted, and an eval runs a model and tools; run `evoflux trust` to run them",
+        .names.join(", ")
+    )]
+    AwaitingTrust { names: Vec<String> },
     #[error("{}: not an eval report of this evoflux ({detail})", .path.display())]
     Report { path: PathBuf, detail: String },
 }
@@ -191,6 +224,7 @@ impl EvalError {
     pub fn code(&self) -> &'static str {
         match self {
             EvalError::Unknown { .. } => "eval/unknown",
+            EvalError::AwaitingTrust { .. } => "eval/awaiting-trust",
             EvalError::Report { .. } => "eval/report-invalid",
         }
     }
@@ -205,6 +239,14 @@ pub async fn run(
     names: &[String],
     options: &RunOptions,
 ) -> Result<EvalReport, EvalError> {
+    // Never a green run that skipped evals waiting for trust.
+    let waiting: Vec<String> = awaiting_trust(graph)
+        .into_iter()
+        .filter(|n| names.is_empty() || names.contains(n))
+        .collect();
+    if !waiting.is_empty() {
+        return Err(EvalError::AwaitingTrust { names: waiting });
+    }
     let tasks = task_evals(graph);
     let activations = activation_names();
     let known: Vec<String> = tasks
@@ -375,7 +417,11 @@ async fn run_task_inner(
         let copy = scratch_dir
             .join("workspace")
             .join(repo.file_name().unwrap_or_else(|| "repository".as_ref()));
-        crate::tree_copy::copy_tree(&repo, &copy).map_err(|e| e.to_string())?;
+        let (from, to) = (repo.clone(), copy.clone());
+        tokio::task::spawn_blocking(move || crate::tree_copy::copy_tree(&from, &to))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
         let trusted = app
             .trust_list()
             .map_err(|e| e.to_string())?
@@ -387,10 +433,12 @@ async fn run_task_inner(
         }
         workspaces.push(copy);
     }
-    // A relative `scripted:` path starts at the eval's file.
-    if let Some(dir) = task.file.as_deref().and_then(Path::parent) {
-        app.cwd = dir.to_path_buf();
-    }
+    // The eval's own model's relative path starts at its file; one given
+    // on the command line, where the command runs.
+    let model_dir = match (&options.model, task.file.as_deref().and_then(Path::parent)) {
+        (None, Some(dir)) => dir.to_path_buf(),
+        (Some(_), _) | (None, None) => app.cwd.clone(),
+    };
     let processes = evoflux_tools::ProcessRuntime::new(evoflux_tools::RuntimeConfig::new(
         evoflux_store::artifacts_root(&data_dir),
     ));
@@ -407,6 +455,7 @@ async fn run_task_inner(
     .store(store.clone())
     .approver(Arc::new(NonInteractive))
     .processes(processes.clone())
+    .model_dir(model_dir)
     .open()
     .await
     .map_err(|e: SessionError| format!("{e} [{}]", e.code()))?;
@@ -418,7 +467,7 @@ async fn run_task_inner(
         .first()
         .cloned()
         .unwrap_or_default();
-    let before = snapshot(&root);
+    let before = snapshot_blocking(root.clone()).await;
     let turn = harness
         .turn(
             Some(&def.prompt),
@@ -430,7 +479,7 @@ async fn run_task_inner(
     let id = harness.session().id;
     harness.shutdown().await;
     processes.shutdown().await;
-    let after = snapshot(&root);
+    let after = snapshot_blocking(root.clone()).await;
     let seen = Seen::read(&store, id).await.map_err(|e| e.to_string())?;
     store.close().await;
     let mut failures = Vec::new();
@@ -528,10 +577,10 @@ async fn run_task_inner(
     }
     let changed = changed_files(&before, &after);
     for pattern in &x.files_changed {
-        let Ok(glob) = globset::Glob::new(pattern).map(|g| g.compile_matcher()) else {
+        let Ok(glob) = evoflux_tools::PathGlob::new("expect.files_changed", pattern) else {
             continue;
         };
-        if !changed.iter().any(|f| glob.is_match(f)) {
+        if !changed.iter().any(|f| glob.is_match(Path::new(f))) {
             fail(
                 "eval/files-not-changed",
                 format!(
@@ -542,12 +591,12 @@ async fn run_task_inner(
         }
     }
     for pattern in &x.files_unchanged {
-        let Ok(glob) = globset::Glob::new(pattern).map(|g| g.compile_matcher()) else {
+        let Ok(glob) = evoflux_tools::PathGlob::new("expect.files_unchanged", pattern) else {
             continue;
         };
         let hit: Vec<String> = changed
             .iter()
-            .filter(|f| glob.is_match(f))
+            .filter(|f| glob.is_match(Path::new(f)))
             .cloned()
             .collect();
         if !hit.is_empty() {
@@ -640,6 +689,14 @@ impl Seen {
         }
         Ok(seen)
     }
+}
+
+/// [`snapshot`] off the runtime's threads, so runs in parallel do not
+/// wait on each other's file reads.
+async fn snapshot_blocking(root: PathBuf) -> BTreeMap<String, String> {
+    tokio::task::spawn_blocking(move || snapshot(&root))
+        .await
+        .unwrap_or_default()
 }
 
 /// Largest file hashed for the changed-files check (bigger ones compare

@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
+use evoflux_graph::Definition;
+use evoflux_graph::connection::ConnectionDefinition;
 use evoflux_model::scripted::{
     Bindings, Digest, Expect, LastMessage, Reply, Script, ScriptPart, ScriptedCall,
     ScriptedProvider, TextMatch, Turn, map_strings, sha256, tools_text,
@@ -36,7 +38,7 @@ use evoflux_model::{Message, ProviderError, ScriptError};
 use evoflux_store::{RecordedRequest, Session, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
-use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver};
+use crate::approval::NonInteractive;
 use crate::clock::FixedClock;
 use crate::error::HarnessError;
 use crate::events::{Event, EventSink};
@@ -142,9 +144,12 @@ impl Secrets {
     ) -> Secrets {
         let mut values: Vec<(String, String)> = vars
             .into_iter()
+            // A value the config or a credential store names is a secret
+            // whatever its length; a key-like variable from a length up.
             .filter(|(name, value)| {
-                value.chars().count() >= SECRET_MIN_CHARS
-                    && (named.contains(name) || key_like(name))
+                !value.is_empty()
+                    && (named.contains(name)
+                        || (key_like(name) && value.chars().count() >= SECRET_MIN_CHARS))
             })
             .collect();
         // Longest first, so a value containing another is replaced whole.
@@ -186,31 +191,60 @@ pub fn secrets(app: &AppContext, vars: impl IntoIterator<Item = (String, String)
             }
         }
     }
-    let mut named: Vec<String> = stored.iter().map(|(n, _)| n.clone()).collect();
-    let from_config: Vec<String> = app
-        .compile(&[])
-        .ok()
-        .and_then(|graph| crate::session::selected_config(&graph).0)
-        .map(|loaded| {
-            loaded
-                .config
-                .providers
-                .values()
-                .filter_map(|p| p.api_key_env.clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    named.extend(from_config);
+    let mut named: Vec<String> = Vec::new();
+    match app.compile(&[]) {
+        Ok(graph) => {
+            if let Some(loaded) = crate::session::selected_config(&graph).0 {
+                named.extend(
+                    loaded
+                        .config
+                        .providers
+                        .values()
+                        .filter_map(|p| p.api_key_env.clone()),
+                );
+            }
+            // Literal credentials written into MCP server definitions:
+            // auth-like headers and key-like environment values.
+            for node in &graph.nodes {
+                let (kind, values) = match &node.definition {
+                    Definition::Connection(ConnectionDefinition::Stdio { env, .. }) => ("env", env),
+                    Definition::Connection(
+                        ConnectionDefinition::StreamableHttp { headers, .. }
+                        | ConnectionDefinition::Sse { headers, .. },
+                    ) => ("header", headers),
+                    Definition::Config(_)
+                    | Definition::Sandbox(_)
+                    | Definition::Tool(_)
+                    | Definition::Channel(_)
+                    | Definition::Schedule(_)
+                    | Definition::Eval(_)
+                    | Definition::Document { .. } => continue,
+                };
+                for (key, value) in values {
+                    let auth = key.eq_ignore_ascii_case("authorization") || key_like(key);
+                    if auth && !value.contains("${") {
+                        stored.push((
+                            format!("connection {} {kind} {key}", node.slot.name),
+                            value.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot read the config for the export's secrets"),
+    }
+    named.extend(stored.iter().map(|(n, _)| n.clone()));
     Secrets::from_vars(vars.into_iter().chain(stored), &named)
 }
 
 fn key_like(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["_KEY", "_TOKEN", "_SECRET"]
+    let upper = name.to_ascii_uppercase().replace('-', "_");
+    ["_KEY", "_TOKEN", "_SECRET", "APIKEY"]
         .iter()
         .any(|s| upper.ends_with(s))
-        || upper.contains("PASSWORD")
-        || upper.contains("API_KEY")
+        || ["PASSWORD", "API_KEY", "SECRET"]
+            .iter()
+            .any(|s| upper.contains(s))
 }
 
 /// Why an export or a replay could not run.
@@ -566,6 +600,8 @@ pub struct ReplayOptions {
     /// Keep the scratch directory (checkouts, the replay's store) and say
     /// where it is.
     pub keep: bool,
+    /// Redacted from what the report shows of this build's requests.
+    pub secrets: Secrets,
 }
 
 /// Which part of the run left the recording.
@@ -586,6 +622,8 @@ pub enum DivergedPart {
     MissingCalls {
         made: usize,
     },
+    /// A turn failed in this build (the error is the `actual`).
+    TurnFailed,
 }
 
 /// The first place a replay left the recording.
@@ -627,18 +665,6 @@ impl ReplayReport {
     }
 }
 
-/// Approves every call: the recorded replies are the calls the recorded
-/// session ran. (A call its user denied replays as approved and shows as a
-/// divergence at the next step.)
-#[derive(Debug)]
-struct ReplayApprover;
-
-impl Approver for ReplayApprover {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
-        Box::pin(async { ApprovalDecision::Approved })
-    }
-}
-
 /// Binds each child's id to its placeholder as the child opens.
 #[derive(Debug)]
 struct ReplayEvents {
@@ -661,6 +687,36 @@ impl EventSink for ReplayEvents {
                 .bind(format!("${{child{n}}}"), child_session_id.clone());
         }
     }
+}
+
+/// A root as a script may name it: an absolute path, a commit id, a
+/// `${workspace…}` placeholder. A script can come from anyone, and these
+/// reach `git` and every text of the replay.
+fn check_root(script: &Path, i: usize, root: &RecordedRoot) -> Result<(), ReplayError> {
+    let bad = |detail: String| ReplayError::NotExported {
+        path: script.to_owned(),
+        detail,
+    };
+    if root.placeholder != root_placeholder(i) {
+        return Err(bad(format!(
+            "root {} has the placeholder `{}`; an export writes `{}`",
+            i + 1,
+            root.placeholder,
+            root_placeholder(i)
+        )));
+    }
+    if let Some(commit) = &root.commit
+        && !(matches!(commit.len(), 40 | 64) && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(bad(format!("`{commit}` is not a git commit id")));
+    }
+    if !root.path.is_absolute() {
+        return Err(bad(format!(
+            "root `{}` is not an absolute path",
+            root.path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Reads an exported script and its recording.
@@ -711,6 +767,7 @@ pub async fn replay(
         AppMode::Coding => {
             let trust = app.trust_list()?;
             for (i, root) in recording.roots.iter().enumerate() {
+                check_root(path, i, root)?;
                 let dir = match (options.workspaces.get(i), &root.commit) {
                     (Some(dir), _) => canonical(&app.cwd.join(dir))?,
                     (None, Some(commit)) => {
@@ -764,7 +821,10 @@ pub async fn replay(
         bindings: Arc::clone(&bindings),
         children: AtomicUsize::new(0),
     }))
-    .approver(Arc::new(ReplayApprover))
+    // A script may come from anyone: nothing it asks for is approved, as
+    // in `evoflux run`. A call the recorded user approved is denied here
+    // and shows as a divergence at the next step.
+    .approver(Arc::new(NonInteractive))
     .processes(processes.clone())
     .reuse_model(ModelClient {
         label,
@@ -802,7 +862,17 @@ pub async fn replay(
                 divergence = Some(diverged(&script, &recording, e));
                 break;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                divergence = Some(Divergence {
+                    step: provider.turns_played() + 1,
+                    session: None,
+                    part: DivergedPart::TurnFailed,
+                    expected: "the turn to run as recorded".to_owned(),
+                    actual: format!("{e} [{}]", e.code()),
+                    diff: None,
+                });
+                break;
+            }
         }
     }
     let made = provider.turns_played();
@@ -815,6 +885,12 @@ pub async fn replay(
             actual: format!("this build stopped after {made}"),
             diff: None,
         });
+    }
+    if let Some(d) = &mut divergence {
+        let clean = |s: &str| options.secrets.redact(s).0;
+        d.expected = clean(&d.expected);
+        d.actual = clean(&d.actual);
+        d.diff = d.diff.as_deref().map(clean);
     }
     harness.shutdown().await;
     processes.shutdown().await;
@@ -1020,11 +1096,15 @@ fn checkout(repository: &Path, commit: &str, dest: &Path) -> Result<(), ReplayEr
             ))
         }
     };
+    if !repository.is_dir() {
+        return Err(failed("the repository is not a directory here".to_owned()));
+    }
     run(&[
         "clone".as_ref(),
         "--quiet".as_ref(),
         "--shared".as_ref(),
         "--no-checkout".as_ref(),
+        "--".as_ref(),
         repository.as_os_str(),
         dest.as_os_str(),
     ])?;
@@ -1070,7 +1150,10 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), ReplayError> {
 pub fn git_heads(roots: &[PathBuf]) -> Vec<(PathBuf, String)> {
     roots
         .iter()
-        .filter_map(|r| evoflux_core::trust::git_head(r).map(|c| (r.clone(), c)))
+        .filter_map(|r| {
+            evoflux_core::trust::git_head(&evoflux_core::trust::repository_root(r))
+                .map(|c| (r.clone(), c))
+        })
         .collect()
 }
 
@@ -1151,6 +1234,14 @@ mod tests {
             evoflux_core::trust::git_head(dir.path()).as_deref(),
             Some(loose)
         );
-        assert_eq!(git_heads(&[dir.path().join("nope")]), Vec::new());
+        // A folder inside the repository is recorded at the repository's
+        // commit; one outside any repository, not at all.
+        let sub = dir.path().join("sub");
+        assert_eq!(
+            git_heads(std::slice::from_ref(&sub)),
+            [(sub, loose.to_owned())]
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(git_heads(&[elsewhere.path().to_path_buf()]), Vec::new());
     }
 }

@@ -321,14 +321,14 @@ impl Bindings {
     /// Binds `placeholder` to `value` (an empty value binds nothing).
     pub fn bind(&self, placeholder: impl Into<String>, value: impl Into<String>) {
         let value = value.into();
-        if value.is_empty() {
+        let placeholder = placeholder.into();
+        if value.is_empty() || placeholder.is_empty() {
             return;
         }
         let mut pairs = self
             .pairs
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let placeholder = placeholder.into();
         pairs.retain(|(p, _)| *p != placeholder);
         pairs.push((placeholder, value));
         pairs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));

@@ -90,7 +90,7 @@ impl Store {
                 Some(sizes) => sizes[i],
                 None => self.tree_bytes(tree),
             };
-            match self.delete_session(tree.root).await {
+            match self.delete_tree(tree.root, false).await {
                 Ok(ids) => pruned.deleted.extend(ids),
                 // Another evoflux pruned it first.
                 Err(StoreError::SessionNotFound(_)) => {}
@@ -98,6 +98,11 @@ impl Store {
             }
             total = total.saturating_sub(bytes);
             pruned.bytes_freed += bytes;
+        }
+        if !pruned.deleted.is_empty() {
+            let mut tx = self.pool.begin().await?;
+            crate::model_requests::drop_unused_parts(&mut tx).await?;
+            tx.commit().await?;
         }
         let live: BTreeSet<String> = sessions
             .iter()

@@ -267,6 +267,17 @@ impl Store {
     /// (a Work session's workspace). Returns
     /// the ids deleted, the session's own first.
     pub async fn delete_session(&self, id: SessionId) -> Result<Vec<SessionId>, StoreError> {
+        self.delete_tree(id, true).await
+    }
+
+    /// [`Store::delete_session`]; `collect_parts` drops the recorded
+    /// request parts no call uses any more (pruning does it once, after
+    /// every tree).
+    pub(crate) async fn delete_tree(
+        &self,
+        id: SessionId,
+        collect_parts: bool,
+    ) -> Result<Vec<SessionId>, StoreError> {
         let doomed = self.session_tree(id).await?;
         let mut tx = self.pool.begin().await?;
         for s in &doomed {
@@ -281,7 +292,9 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        crate::model_requests::drop_unused_parts(&mut tx).await?;
+        if collect_parts {
+            crate::model_requests::drop_unused_parts(&mut tx).await?;
+        }
         tx.commit().await?;
         for s in &doomed {
             // A Work session's folder and its command journals and other

@@ -46,13 +46,13 @@ impl GlobInput {
 /// path relative to the searched directory, `*` staying within one
 /// component.
 #[derive(Debug, Clone)]
-pub(crate) struct PathGlob {
+pub struct PathGlob {
     matcher: GlobMatcher,
     by_name: bool,
 }
 
 impl PathGlob {
-    pub(crate) fn new(field: &str, pattern: &str) -> Result<PathGlob, ToolError> {
+    pub fn new(field: &str, pattern: &str) -> Result<PathGlob, ToolError> {
         let glob = GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
@@ -63,7 +63,7 @@ impl PathGlob {
         })
     }
 
-    pub(crate) fn is_match(&self, rel: &std::path::Path) -> bool {
+    pub fn is_match(&self, rel: &std::path::Path) -> bool {
         if self.by_name {
             rel.file_name()
                 .is_some_and(|name| self.matcher.is_match(name))

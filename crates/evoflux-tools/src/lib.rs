@@ -61,7 +61,7 @@ pub use artifact::{ARTIFACTS_DIR, ArtifactInput, artifact_path};
 pub use clip::MAX_LINE_CHARS;
 pub use env::ALLOWED_ENV;
 pub use error::ToolError;
-pub use glob::{GLOB_DEFAULT_MAX, GlobInput};
+pub use glob::{GLOB_DEFAULT_MAX, GlobInput, PathGlob};
 pub use grep::{GREP_DEFAULT_MAX, GREP_MAX_FILE_BYTES, GREP_MAX_PATTERN, GrepInput};
 pub use lineage::LINEAGE_VAR;
 pub use locator::{ARTIFACT_SCHEME, artifact_locator};

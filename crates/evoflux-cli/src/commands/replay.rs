@@ -27,7 +27,7 @@ pub(crate) async fn export(
 ) -> anyhow::Result<Exit> {
     let app = super::app_context(dirs)?;
     let store = Store::open(dirs.data_dir()).await?;
-    let secrets = replay::secrets(&app, std::env::vars());
+    let secrets = replay::secrets(&app, utf8_vars());
     let exported = match replay::export(&store, id, &secrets).await {
         Ok(e) => e,
         Err(ReplayError::Store(e @ StoreError::SessionNotFound(_))) => {
@@ -73,6 +73,14 @@ pub(crate) async fn export(
     Ok(Exit::Ok)
 }
 
+/// The environment's variables that are text (`std::env::vars` panics on
+/// any other).
+fn utf8_vars() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
 pub(crate) async fn replay(
     out: &Output,
     dirs: &Dirs,
@@ -84,6 +92,7 @@ pub(crate) async fn replay(
     let options = ReplayOptions {
         workspaces: workspaces.to_vec(),
         keep,
+        secrets: replay::secrets(&app, utf8_vars()),
     };
     let report = match replay::replay(&app, file, &options).await {
         Ok(r) => r,
@@ -126,6 +135,7 @@ fn human(r: &ReplayReport) -> String {
                 DivergedPart::Input { index } => format!("new message {}", index + 1),
                 DivergedPart::ExtraCall => "an extra model call".to_owned(),
                 DivergedPart::MissingCalls { .. } => "fewer model calls".to_owned(),
+                DivergedPart::TurnFailed => "a failed turn".to_owned(),
             };
             let mut s = format!(
                 "replay diverged at step {} of {}{}: {part}\n  recorded: {}\n  this build: {}\n",

@@ -639,6 +639,7 @@ pub struct SessionBuilder<'a> {
     store: Option<Store>,
     reuse_model: Option<super::ModelClient>,
     clock: Option<Arc<dyn crate::clock::Clock>>,
+    model_dir: Option<PathBuf>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -654,7 +655,16 @@ impl<'a> SessionBuilder<'a> {
             store: None,
             reuse_model: None,
             clock: None,
+            model_dir: None,
         }
+    }
+
+    /// Where a model's relative path (a `scripted:` script) starts
+    /// (default: the start directory); an eval's own model starts at its
+    /// file.
+    pub fn model_dir(mut self, dir: PathBuf) -> Self {
+        self.model_dir = Some(dir);
+        self
     }
 
     /// The clock the session's prompts take the date from (default: the
@@ -803,12 +813,17 @@ impl<'a> SessionBuilder<'a> {
             match reuse_model.filter(|c| c.label == model_ref.to_string()) {
                 Some(client) => client.provider,
                 None => Arc::from(
-                    evoflux_model::resolve(&model_ref, &loaded.config, &app.cwd, &provider_options)
-                        .map_err(|source| SessionError::Provider {
-                            model: model_ref.clone(),
-                            origin: model_origin,
-                            source,
-                        })?,
+                    evoflux_model::resolve(
+                        &model_ref,
+                        &loaded.config,
+                        self.model_dir.as_deref().unwrap_or(&app.cwd),
+                        &provider_options,
+                    )
+                    .map_err(|source| SessionError::Provider {
+                        model: model_ref.clone(),
+                        origin: model_origin,
+                        source,
+                    })?,
                 ),
             };
         let skill_inputs = SkillInputs::read(&app.dirs, &graph);
@@ -839,7 +854,7 @@ impl<'a> SessionBuilder<'a> {
             network: self.network,
             children: Arc::new(BuilderChildren {
                 config: loaded.config.clone(),
-                cwd: app.cwd.clone(),
+                cwd: self.model_dir.clone().unwrap_or_else(|| app.cwd.clone()),
                 provider_options: provider_options.clone(),
                 parent: super::ChildModel {
                     provider: Arc::clone(&provider),

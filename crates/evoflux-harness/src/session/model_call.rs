@@ -195,10 +195,16 @@ impl Harness {
         let reply_seq = self.recorder.append(message, None).await?;
         {
             let parts = &sent;
-            self.recorder
+            // What the request carried is for export and replay; failing to
+            // keep it must not fail the turn whose reply is already stored.
+            if let Err(e) = self
+                .recorder
                 .store
                 .record_model_request(self.session.id, parts, reply_seq)
-                .await?;
+                .await
+            {
+                tracing::warn!(error = %e, "cannot record the model request for replay");
+            }
         }
         let u = usage.unwrap_or_default();
         self.recorder
