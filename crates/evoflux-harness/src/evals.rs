@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::NonInteractive;
 use crate::events::TurnStatus;
+use crate::scratch::Scratch;
 use crate::session::{AppContext, SessionBuilder, SessionError, SessionOptions, TurnOptions};
 
 /// The format of [`EvalReport`]; `--compare` refuses others.
@@ -403,18 +404,15 @@ async fn run_task_inner(
 ) -> Result<RunOutcome, String> {
     let def = &task.definition;
     let mode = AppMode::from(def.mode);
-    let scratch = tempfile::Builder::new()
-        .prefix("evoflux-eval-")
-        .tempdir()
-        .map_err(|e| format!("cannot make a scratch directory: {e}"))?;
-    let scratch_dir = std::fs::canonicalize(scratch.path()).map_err(|e| e.to_string())?;
-    let data_dir = scratch_dir.join("data");
-    let store = Store::open(&data_dir).await.map_err(|e| e.to_string())?;
+    let scratch = Scratch::open("evoflux-eval-")
+        .await
+        .map_err(|e| e.to_string())?;
     let mut app = app.clone();
     let mut workspaces = Vec::new();
     if mode == AppMode::Coding {
         let repo = evoflux_core::trust::repository_root(&app.cwd);
-        let copy = scratch_dir
+        let copy = scratch
+            .root
             .join("workspace")
             .join(repo.file_name().unwrap_or_else(|| "repository".as_ref()));
         let (from, to) = (repo.clone(), copy.clone());
@@ -422,15 +420,7 @@ async fn run_task_inner(
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
-        let trusted = app
-            .trust_list()
-            .map_err(|e| e.to_string())?
-            .state(&repo)
-            .trust()
-            == evoflux_core::trust::Trust::Trusted;
-        if trusted {
-            app.trusted_checkouts.push(copy.clone());
-        }
+        app.inherit_trust(&repo, &copy).map_err(|e| e.to_string())?;
         workspaces.push(copy);
     }
     // The eval's own model's relative path starts at its file; one given
@@ -439,9 +429,6 @@ async fn run_task_inner(
         (None, Some(dir)) => dir.to_path_buf(),
         (Some(_), _) | (None, None) => app.cwd.clone(),
     };
-    let processes = evoflux_tools::ProcessRuntime::new(evoflux_tools::RuntimeConfig::new(
-        evoflux_store::artifacts_root(&data_dir),
-    ));
     let opened = SessionBuilder::new(
         &app,
         SessionOptions {
@@ -452,9 +439,9 @@ async fn run_task_inner(
             ..SessionOptions::default()
         },
     )
-    .store(store.clone())
+    .store(scratch.store.clone())
     .approver(Arc::new(NonInteractive))
-    .processes(processes.clone())
+    .processes(scratch.processes.clone())
     .model_dir(model_dir)
     .open()
     .await
@@ -478,10 +465,10 @@ async fn run_task_inner(
         .await;
     let id = harness.session().id;
     harness.shutdown().await;
-    processes.shutdown().await;
     let after = snapshot_blocking(root.clone()).await;
-    let seen = Seen::read(&store, id).await.map_err(|e| e.to_string())?;
-    store.close().await;
+    let seen = Seen::read(&scratch.store, id).await;
+    scratch.close(false).await;
+    let seen = seen.map_err(|e| e.to_string())?;
     let mut failures = Vec::new();
     let mut fail = |code: &str, message: String| {
         failures.push(Failure {

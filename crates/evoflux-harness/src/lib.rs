@@ -31,6 +31,7 @@ pub mod safe_command;
 pub mod schedule_task;
 pub mod scheduler;
 mod schema_errors;
+pub mod scratch;
 pub mod session;
 pub mod skills;
 pub mod skills_view;

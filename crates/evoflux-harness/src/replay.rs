@@ -42,6 +42,7 @@ use crate::approval::NonInteractive;
 use crate::clock::FixedClock;
 use crate::error::HarnessError;
 use crate::events::{Event, EventSink};
+use crate::scratch::Scratch;
 use crate::session::{
     AppContext, ModelClient, SessionBuilder, SessionError, SessionOptions, TurnOptions,
 };
@@ -280,6 +281,8 @@ pub enum ReplayError {
     #[error("cannot write the script: {0}")]
     Write(String),
     #[error(transparent)]
+    Scratch(#[from] crate::scratch::ScratchError),
+    #[error(transparent)]
     Setup(#[from] evoflux_model::SetupError),
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -299,6 +302,8 @@ impl ReplayError {
             ReplayError::Io { .. } => "replay/io",
             ReplayError::MissingReply { .. } => "replay/missing-reply",
             ReplayError::Write(_) => "replay/write-failed",
+            ReplayError::Scratch(crate::scratch::ScratchError::Io { .. }) => "replay/io",
+            ReplayError::Scratch(crate::scratch::ScratchError::Store(e)) => e.code(),
             ReplayError::Setup(e) => e.code(),
             ReplayError::Store(e) => e.code(),
             ReplayError::Session(e) => e.code(),
@@ -332,24 +337,31 @@ impl Export {
     }
 }
 
-/// The placeholders of a session tree: its roots, the data dir, the lead's
-/// id and its children's ids in the order they were opened.
-fn recorded_bindings(data_dir: &Path, tree: &[Session]) -> (Bindings, Vec<RecordedRoot>) {
+/// The placeholders of a session tree: the lead's roots (with the commits
+/// recorded for them), the data dir, the lead's id and its children's ids
+/// in the order they were opened.
+fn recorded_bindings(
+    data_dir: &Path,
+    lead: &Session,
+    children: &[&Session],
+    commits: &[(PathBuf, String)],
+) -> (Bindings, Vec<RecordedRoot>) {
     let bindings = Bindings::default();
     let mut roots = Vec::new();
-    if let Some(lead) = tree.first() {
-        for (i, root) in lead.workspace.roots().iter().enumerate() {
-            let placeholder = root_placeholder(i);
-            bindings.bind(placeholder.clone(), root.to_string_lossy());
-            roots.push(RecordedRoot {
-                placeholder,
-                path: root.clone(),
-                commit: None,
-            });
-        }
-        bindings.bind("${session}", lead.id.to_string());
+    for (i, root) in lead.workspace.roots().iter().enumerate() {
+        let placeholder = root_placeholder(i);
+        bindings.bind(placeholder.clone(), root.to_string_lossy());
+        roots.push(RecordedRoot {
+            placeholder,
+            path: root.clone(),
+            commit: commits
+                .iter()
+                .find(|(r, _)| r == root)
+                .map(|(_, c)| c.clone()),
+        });
     }
-    for (i, child) in children_in_order(tree).iter().enumerate() {
+    bindings.bind("${session}", lead.id.to_string());
+    for (i, child) in children.iter().enumerate() {
         bindings.bind(format!("${{child{}}}", i + 1), child.id.to_string());
     }
     bindings.bind("${data}", data_dir.to_string_lossy());
@@ -382,27 +394,22 @@ pub async fn export(
     if requests.is_empty() {
         return Err(ReplayError::NothingRecorded { session: id });
     }
-    let (bindings, mut roots) = recorded_bindings(store.data_dir(), &tree);
+    let lead = &tree[0];
+    let children = children_in_order(&tree);
     let commits = store.session_commits(id).await?;
-    for root in &mut roots {
-        root.commit = commits
-            .iter()
-            .find(|(r, _)| *r == root.path)
-            .map(|(_, c)| c.clone());
-    }
+    let (bindings, roots) = recorded_bindings(store.data_dir(), lead, &children, &commits);
     let mut transcripts = BTreeMap::new();
     for s in &tree {
         transcripts.insert(s.id, store.transcript(s.id).await?);
     }
     let labels: BTreeMap<SessionId, String> = std::iter::once((id, "lead".to_owned()))
-        .chain(children_in_order(&tree).iter().enumerate().map(|(i, s)| {
+        .chain(children.iter().enumerate().map(|(i, s)| {
             (
                 s.id,
                 format!("child{} ({})", i + 1, s.lead.as_deref().unwrap_or("agent")),
             )
         }))
         .collect();
-    let lead = &tree[0];
     let mut writer = Writer {
         bindings: &bindings,
         secrets,
@@ -447,20 +454,13 @@ pub async fn export(
                     .map(|c| ScriptedCall {
                         id: Some(c.id.clone()),
                         name: c.name.clone(),
-                        arguments: Some(map_strings(&c.arguments, &|s| {
-                            writer.secrets.redact(&writer.bindings.to_script(s)).0
-                        })),
+                        arguments: Some(writer.clean_value(&c.arguments, "reply")),
                         raw_arguments: None,
                     })
                     .collect(),
                 ..Reply::default()
             },
         });
-        // Argument values were redacted above without a note; note them.
-        for c in tool_calls {
-            let (_, names) = secrets.redact(&c.arguments.to_string());
-            writer.note(names, "reply");
-        }
     }
     let recording = Recording {
         format: RECORDING_FORMAT,
@@ -519,17 +519,33 @@ impl Writer<'_> {
         out
     }
 
+    /// [`Writer::clean`] over every string of a JSON value.
+    fn clean_value(&mut self, value: &serde_json::Value, part: &str) -> serde_json::Value {
+        let names = std::cell::RefCell::new(Vec::new());
+        let out = map_strings(value, &|s| {
+            let (out, found) = self.secrets.redact(&self.bindings.to_script(s));
+            names.borrow_mut().extend(found);
+            out
+        });
+        self.note(names.into_inner(), part);
+        out
+    }
+
     /// The hash of a part as sent (placeholders in), its text kept.
-    fn keep(&mut self, text: &str, part: &str) -> (String, bool) {
-        let normalized = self.bindings.to_script(text);
-        let sha = sha256(&normalized);
-        let (kept, names) = self.secrets.redact(&normalized);
-        let redacted = !names.is_empty();
+    fn keep(&mut self, text: &str, part: &str) -> String {
+        self.digest(&self.bindings.to_script(text), part).0
+    }
+
+    /// The hash of a text with its placeholders in, and the text as the
+    /// script keeps it (redacted; under `texts` when not too long).
+    fn digest(&mut self, normalized: &str, part: &str) -> (String, String) {
+        let sha = sha256(normalized);
+        let (clean, names) = self.secrets.redact(normalized);
         self.note(names, part);
-        if kept.len() <= TEXT_KEPT_BYTES {
-            self.texts.insert(sha.clone(), kept);
+        if clean.len() <= TEXT_KEPT_BYTES {
+            self.texts.insert(sha.clone(), clean.clone());
         }
-        (sha, redacted)
+        (sha, clean)
     }
 
     fn expect(&mut self, request: &RecordedRequest) -> Expect {
@@ -546,9 +562,9 @@ impl Writer<'_> {
             });
             system.push_str(&part.text);
         }
-        let (system_sha, _) = self.keep(&system, "system");
+        let system_sha = self.keep(&system, "system");
         self.sections.insert(system_sha.clone(), starts);
-        let (tools_sha, _) = self.keep(&tools_text(&parts.tools), "tools");
+        let tools_sha = self.keep(&tools_text(&parts.tools), "tools");
         let input = parts
             .input
             .iter()
@@ -572,17 +588,13 @@ impl Writer<'_> {
         }
     }
 
+    /// A short text without secrets as it is; any other by its digest.
     fn text_match(&mut self, text: &str, inline: usize) -> TextMatch {
         let normalized = self.bindings.to_script(text);
-        let (clean, names) = self.secrets.redact(&normalized);
-        if names.is_empty() && normalized.len() <= inline {
+        if normalized.len() <= inline && self.secrets.redact(&normalized).1.is_empty() {
             return TextMatch::Exact(normalized);
         }
-        self.note(names, "input");
-        let sha = sha256(&normalized);
-        if clean.len() <= TEXT_KEPT_BYTES {
-            self.texts.insert(sha.clone(), clean.clone());
-        }
+        let (sha, clean) = self.digest(&normalized, "input");
         TextMatch::Digest(Digest {
             sha256: sha,
             excerpt: Some(clean.chars().take(EXCERPT_CHARS).collect()),
@@ -749,38 +761,26 @@ pub async fn replay(
 ) -> Result<ReplayReport, ReplayError> {
     let started = Instant::now();
     let (script, recording) = load(path)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("evoflux-replay-")
-        .tempdir()
-        .map_err(|source| ReplayError::Io {
-            path: std::env::temp_dir(),
-            source,
-        })?;
-    let scratch_dir = canonical(scratch.path())?;
-    let data_dir = scratch_dir.join("data");
-    let store = Store::open(&data_dir).await?;
+    let scratch = Scratch::open("evoflux-replay-").await?;
     let bindings = Arc::new(Bindings::default());
-    bindings.bind("${data}", data_dir.to_string_lossy());
+    bindings.bind("${data}", scratch.data_dir.to_string_lossy());
     let mut app = app.clone();
     let mut roots = Vec::new();
     match recording.mode {
         AppMode::Coding => {
-            let trust = app.trust_list()?;
             for (i, root) in recording.roots.iter().enumerate() {
                 check_root(path, i, root)?;
                 let dir = match (options.workspaces.get(i), &root.commit) {
                     (Some(dir), _) => canonical(&app.cwd.join(dir))?,
                     (None, Some(commit)) => {
-                        let dest = scratch_dir.join(format!("repo{}", i + 1)).join(
+                        let dest = scratch.root.join(format!("repo{}", i + 1)).join(
                             root.path
                                 .file_name()
                                 .unwrap_or_else(|| "repository".as_ref()),
                         );
                         checkout(&root.path, commit, &dest)?;
                         overlay_sources(&root.path, &dest)?;
-                        if trust.state(&root.path).trust() == evoflux_core::trust::Trust::Trusted {
-                            app.trusted_checkouts.push(dest.clone());
-                        }
+                        app.inherit_trust(&root.path, &dest)?;
                         dest
                     }
                     (None, None) => {
@@ -801,10 +801,6 @@ pub async fn replay(
         ScriptedProvider::new("scripted", path, script.clone(), None)
             .with_bindings(Arc::clone(&bindings)),
     );
-    // Commands journal into the scratch store's artifacts, not the user's.
-    let processes = evoflux_tools::ProcessRuntime::new(evoflux_tools::RuntimeConfig::new(
-        evoflux_store::artifacts_root(&data_dir),
-    ));
     let opened = SessionBuilder::new(
         &app,
         SessionOptions {
@@ -815,7 +811,7 @@ pub async fn replay(
             ..SessionOptions::default()
         },
     )
-    .store(store.clone())
+    .store(scratch.store.clone())
     .clock(Arc::new(FixedClock(recording.date.clone())))
     .events(Arc::new(ReplayEvents {
         bindings: Arc::clone(&bindings),
@@ -825,7 +821,7 @@ pub async fn replay(
     // in `evoflux run`. A call the recorded user approved is denied here
     // and shows as a divergence at the next step.
     .approver(Arc::new(NonInteractive))
-    .processes(processes.clone())
+    .processes(scratch.processes.clone())
     .reuse_model(ModelClient {
         label,
         provider: provider.clone(),
@@ -893,9 +889,7 @@ pub async fn replay(
         d.diff = d.diff.as_deref().map(clean);
     }
     harness.shutdown().await;
-    processes.shutdown().await;
-    store.close().await;
-    let kept = options.keep.then(|| scratch.keep());
+    let kept = scratch.close(options.keep).await;
     Ok(ReplayReport {
         session: recording.session.clone(),
         steps,

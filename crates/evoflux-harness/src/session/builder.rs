@@ -108,6 +108,17 @@ impl AppContext {
         .map_err(|e| SessionError::Compile(Box::new(e)))
     }
 
+    /// Trusts `copy` for this process when the user trusts `original`: a
+    /// replay's checkout or an eval's copy of a repository is as trusted
+    /// as the repository it was made from, and nothing is written to the
+    /// trust list.
+    pub fn inherit_trust(&mut self, original: &Path, copy: &Path) -> Result<(), SessionError> {
+        if self.trust_list()?.state(original).trust() == Trust::Trusted {
+            self.trusted_checkouts.push(copy.to_path_buf());
+        }
+        Ok(())
+    }
+
     /// The user's repository trust decisions.
     pub fn trust_list(&self) -> Result<TrustList, SessionError> {
         TrustList::load(&TrustList::path_in(self.dirs.data_dir())).map_err(SessionError::Trust)
