@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod child_env;
+pub mod code_operation;
 pub mod config;
 pub mod diagnostic;
 pub mod dirs;

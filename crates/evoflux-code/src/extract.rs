@@ -1,0 +1,647 @@
+//! One file's facts from its syntax tree: the language's query
+//! ([`crate::lang`]) finds definitions, references and `impl` scopes; then
+//! each definition gets its container (the type, trait, class or module it
+//! is a member of) and each reference the innermost definition around it.
+//!
+//! Both are decided by span containment in one sweep over nodes sorted by
+//! position, so a file with thousands of definitions costs no more than
+//! sorting them.
+
+use std::collections::{HashMap, HashSet};
+
+use streaming_iterator::StreamingIterator;
+use tree_sitter::{Node, Parser, QueryCursor};
+
+use crate::facts::{DefKind, Definition, FileFacts, RefKind, Reference, Span};
+use crate::lang::Language;
+
+/// Why a file could not be read into facts.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("the {language} grammar could not be loaded: {message}")]
+    Grammar { language: Language, message: String },
+    #[error("the {language} query does not compile: {message}")]
+    Query { language: Language, message: String },
+    #[error("the {language} parser gave up on the file")]
+    Parse { language: Language },
+}
+
+/// What a capture of the query stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Name,
+    Qualifier,
+    Implementor,
+    Container,
+    Def(DefKind),
+    Ref(RefKind),
+    ImplScope,
+    /// A capture this crate's queries do not use.
+    Other,
+}
+
+fn role(capture: &str) -> Role {
+    match capture {
+        "name" => Role::Name,
+        "qual" => Role::Qualifier,
+        "implementor" => Role::Implementor,
+        "container" => Role::Container,
+        "def.function" => Role::Def(DefKind::Function),
+        "def.method" => Role::Def(DefKind::Method),
+        "def.type" => Role::Def(DefKind::Type),
+        "def.class" => Role::Def(DefKind::Class),
+        "def.interface" => Role::Def(DefKind::Interface),
+        "def.constant" => Role::Def(DefKind::Constant),
+        "def.module" => Role::Def(DefKind::Module),
+        "def.macro" => Role::Def(DefKind::Macro),
+        "ref.call" => Role::Ref(RefKind::Call),
+        "ref.type" => Role::Ref(RefKind::Type),
+        "ref.implementation" => Role::Ref(RefKind::Implementation),
+        "ref.import" => Role::Ref(RefKind::Import),
+        "scope.impl" => Role::ImplScope,
+        _ => Role::Other,
+    }
+}
+
+/// An `impl` block: not a definition, but what its functions are members
+/// of.
+struct ImplScope {
+    span: Span,
+    implementor: String,
+    implements: Option<String>,
+}
+
+/// Reads one file's facts.
+pub fn extract(language: Language, source: &[u8]) -> Result<FileFacts, ExtractError> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&language.grammar())
+        .map_err(|e| ExtractError::Grammar {
+            language,
+            message: e.to_string(),
+        })?;
+    let tree = parser
+        .parse(source, None)
+        .ok_or(ExtractError::Parse { language })?;
+    let query = language
+        .query()
+        .map_err(|message| ExtractError::Query { language, message })?;
+    let roles: Vec<Role> = query.capture_names().iter().map(|c| role(c)).collect();
+
+    let mut defs: Vec<Definition> = Vec::new();
+    let mut refs: Vec<Reference> = Vec::new();
+    let mut scopes: Vec<ImplScope> = Vec::new();
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(query, tree.root_node(), source);
+    while let Some(m) = matches.next() {
+        let mut main: Option<(Role, Node<'_>)> = None;
+        let (mut name, mut qual, mut implementor, mut container) = (None, None, None, None);
+        for c in m.captures() {
+            let r = roles.get(c.index as usize).copied().unwrap_or(Role::Other);
+            match r {
+                Role::Name => name = Some(c.node),
+                Role::Qualifier => qual = Some(c.node),
+                Role::Implementor => implementor = Some(c.node),
+                Role::Container => container = Some(c.node),
+                Role::Def(_) | Role::Ref(_) | Role::ImplScope => main = Some((r, c.node)),
+                Role::Other => {}
+            }
+        }
+        let Some((r, node)) = main else { continue };
+        match r {
+            Role::ImplScope => {
+                let Some(implementor) = implementor.and_then(|n| type_name(n, source)) else {
+                    continue;
+                };
+                scopes.push(ImplScope {
+                    span: Span::of(node),
+                    implementor,
+                    implements: node
+                        .child_by_field_name("trait")
+                        .and_then(|t| type_name(t, source)),
+                });
+            }
+            Role::Def(kind) => {
+                let Some(n) = name else { continue };
+                let Some(text) = identifier(n, source, language) else {
+                    continue;
+                };
+                defs.push(Definition {
+                    name: text,
+                    kind,
+                    container: container.and_then(|c| type_name(c, source)),
+                    implements: None,
+                    span: Span::of(node),
+                    name_span: Span::of(n),
+                });
+            }
+            Role::Ref(kind) => {
+                let Some(n) = name else { continue };
+                let Some(text) = identifier(n, source, language) else {
+                    continue;
+                };
+                let qualifier = match kind {
+                    RefKind::Implementation => implementor.and_then(|i| type_name(i, source)),
+                    RefKind::Call | RefKind::Type | RefKind::Import => {
+                        qual.and_then(|q| qualifier(q, source))
+                    }
+                };
+                let path_qualified = kind == RefKind::Call
+                    && qual.and_then(|q| q.parent()).is_some_and(|p| {
+                        matches!(p.kind(), "scoped_identifier" | "scoped_type_identifier")
+                    });
+                refs.push(Reference {
+                    name: text,
+                    kind,
+                    qualifier,
+                    path_qualified,
+                    span: Span::of(n),
+                    enclosing: None,
+                });
+            }
+            Role::Name | Role::Qualifier | Role::Implementor | Role::Container | Role::Other => {}
+        }
+    }
+
+    let defs = dedupe_definitions(defs);
+    let refs = dedupe_references(refs, &defs);
+    let defs = assign_containers(defs, &scopes);
+    let refs = assign_enclosing(refs, &defs);
+    Ok(FileFacts {
+        language,
+        definitions: defs,
+        references: refs,
+        has_errors: tree.root_node().has_error(),
+    })
+}
+
+fn text<'a>(node: Node<'_>, source: &'a [u8]) -> Option<&'a str> {
+    std::str::from_utf8(source.get(node.byte_range())?).ok()
+}
+
+/// The name a node is known by: the identifier itself, or — for a Go
+/// import path — its last segment (`"net/http"` → `http`).
+fn identifier(node: Node<'_>, source: &[u8], language: Language) -> Option<String> {
+    let t = text(node, source)?;
+    let t = match (language, node.kind()) {
+        (Language::Go, "interpreted_string_literal") => {
+            t.trim_matches('"').rsplit('/').next().unwrap_or_default()
+        }
+        _ => t,
+    };
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+/// A type's plain name: `Config` for `Config`, `Config<T>`, `&Config`,
+/// `crate::cfg::Config` and `*Config`.
+fn type_name(node: Node<'_>, source: &[u8]) -> Option<String> {
+    match node.kind() {
+        "generic_type" | "reference_type" | "pointer_type" => node
+            .child_by_field_name("type")
+            .or_else(|| node.named_child(0))
+            .and_then(|n| type_name(n, source)),
+        "scoped_type_identifier" | "scoped_identifier" => node
+            .child_by_field_name("name")
+            .and_then(|n| type_name(n, source)),
+        "attribute" => node
+            .child_by_field_name("attribute")
+            .and_then(|n| type_name(n, source)),
+        _ => {
+            let t = text(node, source)?;
+            let plain = t
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+            (plain && !t.is_empty()).then(|| t.to_owned())
+        }
+    }
+}
+
+/// What a call is made on, as a name: the last segment of a path or a
+/// field chain, `self`/`this` as written (resolved later). Anything more
+/// complex (a call's result, an index) has no name.
+fn qualifier(node: Node<'_>, source: &[u8]) -> Option<String> {
+    match node.kind() {
+        "scoped_identifier" | "scoped_type_identifier" => node
+            .child_by_field_name("name")
+            .and_then(|n| qualifier(n, source)),
+        "field_expression" => node
+            .child_by_field_name("field")
+            .and_then(|n| qualifier(n, source)),
+        "member_expression" => node
+            .child_by_field_name("property")
+            .and_then(|n| qualifier(n, source)),
+        "attribute" => node
+            .child_by_field_name("attribute")
+            .and_then(|n| qualifier(n, source)),
+        "selector_expression" => node
+            .child_by_field_name("field")
+            .and_then(|n| qualifier(n, source)),
+        "generic_type" => node
+            .child_by_field_name("type")
+            .and_then(|n| qualifier(n, source)),
+        "identifier"
+        | "type_identifier"
+        | "field_identifier"
+        | "property_identifier"
+        | "self"
+        | "this"
+        | "super"
+        | "package_identifier" => text(node, source).map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// One definition per name node: where two patterns captured the same
+/// identifier, the more specific kind wins.
+fn dedupe_definitions(defs: Vec<Definition>) -> Vec<Definition> {
+    let mut by_name: HashMap<u32, Definition> = HashMap::with_capacity(defs.len());
+    for d in defs {
+        match by_name.get(&d.name_span.start_byte) {
+            Some(existing) if existing.kind.precedence() <= d.kind.precedence() => {}
+            Some(_) | None => {
+                by_name.insert(d.name_span.start_byte, d);
+            }
+        }
+    }
+    let mut out: Vec<Definition> = by_name.into_values().collect();
+    out.sort_by_key(|d| (d.span.start_byte, std::cmp::Reverse(d.span.end_byte)));
+    out
+}
+
+/// One reference per identifier and kind; a type use at a definition's own
+/// name, or at an identifier another kind already claims (the trait of an
+/// `impl`), is not a use.
+fn dedupe_references(refs: Vec<Reference>, defs: &[Definition]) -> Vec<Reference> {
+    let def_names: HashSet<u32> = defs.iter().map(|d| d.name_span.start_byte).collect();
+    let claimed: HashSet<u32> = refs
+        .iter()
+        .filter(|r| r.kind != RefKind::Type)
+        .map(|r| r.span.start_byte)
+        .collect();
+    let mut seen: HashSet<(u32, RefKind)> = HashSet::with_capacity(refs.len());
+    let mut out: Vec<Reference> = refs
+        .into_iter()
+        .filter(|r| {
+            let start = r.span.start_byte;
+            let shadowed =
+                r.kind == RefKind::Type && (def_names.contains(&start) || claimed.contains(&start));
+            !shadowed && seen.insert((start, r.kind))
+        })
+        .collect();
+    out.sort_by_key(|r| (r.span.start_byte, r.kind));
+    out
+}
+
+/// For each item, the index of the innermost container whose span holds
+/// it (a node never holds itself). `containers` are sorted by start, then
+/// by length descending; the spans come from one tree, so they nest or are
+/// disjoint.
+fn innermost(containers: &[Span], items: &[Span]) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| (items[i].start_byte, std::cmp::Reverse(items[i].end_byte)));
+    let mut out = vec![None; items.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next = 0;
+    for i in order {
+        let it = items[i];
+        while let Some(c) = containers.get(next) {
+            let opens_before = c.start_byte < it.start_byte
+                || (c.start_byte == it.start_byte && c.end_byte > it.end_byte);
+            if !opens_before {
+                break;
+            }
+            while stack
+                .last()
+                .is_some_and(|&t| containers[t].end_byte < c.end_byte)
+            {
+                stack.pop();
+            }
+            stack.push(next);
+            next += 1;
+        }
+        while stack
+            .last()
+            .is_some_and(|&t| containers[t].end_byte < it.end_byte)
+        {
+            stack.pop();
+        }
+        out[i] = stack.last().copied();
+    }
+    out
+}
+
+/// Names each definition's container: the innermost type, trait, class,
+/// module or `impl` around it. A function inside another function is local
+/// and has none. A function whose container is a type is a method.
+fn assign_containers(mut defs: Vec<Definition>, scopes: &[ImplScope]) -> Vec<Definition> {
+    /// A candidate container: a definition (by index) or an `impl` scope.
+    #[derive(Clone, Copy)]
+    enum Holder {
+        Def(usize),
+        Scope(usize),
+    }
+    let mut holders: Vec<(Span, Holder)> = defs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.span, Holder::Def(i)))
+        .chain(
+            scopes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.span, Holder::Scope(i))),
+        )
+        .collect();
+    holders.sort_by_key(|(s, _)| (s.start_byte, std::cmp::Reverse(s.end_byte)));
+    let spans: Vec<Span> = holders.iter().map(|(s, _)| *s).collect();
+    let items: Vec<Span> = defs.iter().map(|d| d.span).collect();
+    let found = innermost(&spans, &items);
+    let mut updates: Vec<(usize, Option<String>, Option<String>, bool)> = Vec::new();
+    for (i, h) in found.into_iter().enumerate() {
+        let Some(h) = h else { continue };
+        match holders[h].1 {
+            Holder::Def(j) => {
+                let holder = &defs[j];
+                if holder.kind.contains_members() {
+                    let typed = holder.kind != DefKind::Module;
+                    updates.push((i, Some(holder.name.clone()), None, typed));
+                }
+            }
+            Holder::Scope(s) => {
+                let scope = &scopes[s];
+                updates.push((
+                    i,
+                    Some(scope.implementor.clone()),
+                    scope.implements.clone(),
+                    true,
+                ));
+            }
+        }
+    }
+    for (i, container, implements, typed) in updates {
+        let d = &mut defs[i];
+        if d.container.is_none() {
+            d.container = container;
+        }
+        d.implements = implements;
+        if typed && d.kind == DefKind::Function {
+            d.kind = DefKind::Method;
+        }
+    }
+    defs
+}
+
+/// Each reference's innermost enclosing definition; a call on `self`,
+/// `Self`, `this` or `cls` is qualified by that definition's container.
+fn assign_enclosing(mut refs: Vec<Reference>, defs: &[Definition]) -> Vec<Reference> {
+    let spans: Vec<Span> = defs.iter().map(|d| d.span).collect();
+    let items: Vec<Span> = refs.iter().map(|r| r.span).collect();
+    let found = innermost(&spans, &items);
+    for (r, d) in refs.iter_mut().zip(found) {
+        r.enclosing = d.and_then(|d| u32::try_from(d).ok());
+        let is_self = matches!(
+            r.qualifier.as_deref(),
+            Some("self" | "Self" | "this" | "cls")
+        );
+        if is_self {
+            r.qualifier = d.and_then(|d| defs[d].container.clone());
+        }
+    }
+    refs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(lang: Language, src: &str) -> FileFacts {
+        match extract(lang, src.as_bytes()) {
+            Ok(f) => f,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn defs(f: &FileFacts) -> Vec<String> {
+        f.definitions
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} {}{} {}-{}",
+                    d.kind.as_str(),
+                    d.qualified(f.language),
+                    d.implements
+                        .as_ref()
+                        .map(|t| format!(" (impl {t})"))
+                        .unwrap_or_default(),
+                    d.span.start_line,
+                    d.span.end_line
+                )
+            })
+            .collect()
+    }
+
+    fn refs(f: &FileFacts, kind: RefKind) -> Vec<String> {
+        f.references
+            .iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| {
+                let within = r
+                    .enclosing
+                    .map(|i| f.definitions[i as usize].name.clone())
+                    .unwrap_or_else(|| "-".into());
+                match &r.qualifier {
+                    Some(q) => format!("{q}.{}@{} in {within}", r.name, r.span.start_line),
+                    None => format!("{}@{} in {within}", r.name, r.span.start_line),
+                }
+            })
+            .collect()
+    }
+
+    const RUST_SRC: &str = r#"use crate::util::helper;
+pub const LIMIT: usize = 3;
+pub struct Config { path: String }
+pub trait Load { fn load(&self) -> Config; }
+impl Config {
+    pub fn new(path: &str) -> Config {
+        let c = Config { path: path.to_owned() };
+        c.check();
+        c
+    }
+    fn check(&self) { self.validate(); helper(); }
+    fn validate(&self) {}
+}
+impl Load for Config {
+    fn load(&self) -> Config { Config::new("x") }
+}
+mod inner {
+    pub fn nested() { fn local() {} local(); println!("hi"); }
+}
+"#;
+
+    #[test]
+    fn rust_definitions_have_containers_and_kinds() {
+        let f = facts(Language::Rust, RUST_SRC);
+        assert_eq!(
+            defs(&f),
+            [
+                "constant LIMIT 2-2",
+                "type Config 3-3",
+                "interface Load 4-4",
+                "method Load::load 4-4",
+                "method Config::new 6-10",
+                "method Config::check 11-11",
+                "method Config::validate 12-12",
+                "method Config::load (impl Load) 15-15",
+                "module inner 17-19",
+                "function inner::nested 18-18",
+                "function local 18-18",
+            ]
+        );
+        assert!(!f.has_errors);
+    }
+
+    #[test]
+    fn rust_calls_know_their_receiver_and_caller() {
+        let f = facts(Language::Rust, RUST_SRC);
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            [
+                "path.to_owned@7 in new",
+                "c.check@8 in new",
+                "Config.validate@11 in check",
+                "helper@11 in check",
+                "Config.new@15 in load",
+                "local@18 in nested",
+                "println@18 in nested",
+            ]
+        );
+        assert_eq!(refs(&f, RefKind::Import), ["helper@1 in -"]);
+        assert_eq!(refs(&f, RefKind::Implementation), ["Config.Load@14 in -"]);
+        let types = refs(&f, RefKind::Type);
+        assert!(types.contains(&"Config@6 in new".to_owned()), "{types:?}");
+        assert!(
+            !types
+                .iter()
+                .any(|t| t.starts_with("Config@3") || t.starts_with("Load@14")),
+            "a definition's own name and an impl's trait are not type uses: {types:?}"
+        );
+    }
+
+    #[test]
+    fn python_classes_methods_and_bases() {
+        let src = "from app.store import Store, open_db\nLIMIT = 5\n\nclass Repo(Store):\n    def get(self, k):\n        return self.fetch(k)\n\n    def fetch(self, k):\n        return open_db().read(k)\n\ndef main():\n    Repo().get(1)\n";
+        let f = facts(Language::Python, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "constant LIMIT 2-2",
+                "class Repo 4-9",
+                "method Repo.get 5-6",
+                "method Repo.fetch 8-9",
+                "function main 11-12",
+            ]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            [
+                "Repo.fetch@6 in get",
+                "open_db@9 in fetch",
+                "read@9 in fetch",
+                "Repo@12 in main",
+                "get@12 in main",
+            ]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Import),
+            ["Store@1 in -", "open_db@1 in -"]
+        );
+        assert_eq!(refs(&f, RefKind::Implementation), ["Repo.Store@4 in Repo"]);
+    }
+
+    #[test]
+    fn typescript_interfaces_and_implements() {
+        let src = "import { log } from './log';\nexport interface Shape { area(): number; }\nexport class Circle implements Shape {\n  area(): number { return helper(this.r); }\n  grow() { this.area(); }\n}\nexport const helper = (r: number) => r * r;\nexport const PI = 3.14;\nfunction main(s: Shape) { new Circle(); log(s.area()); }\n";
+        let f = facts(Language::TypeScript, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "interface Shape 2-2",
+                "method Shape.area 2-2",
+                "class Circle 3-6",
+                "method Circle.area 4-4",
+                "method Circle.grow 5-5",
+                "function helper 7-7",
+                "constant PI 8-8",
+                "function main 9-9",
+            ]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Implementation),
+            ["Circle.Shape@3 in Circle"]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            [
+                "helper@4 in area",
+                "Circle.area@5 in grow",
+                "Circle@9 in main",
+                "log@9 in main",
+                "s.area@9 in main",
+            ]
+        );
+        assert_eq!(refs(&f, RefKind::Import), ["log@1 in -"]);
+    }
+
+    #[test]
+    fn javascript_classes_and_extends() {
+        let src = "class Base { run() {} }\nclass Job extends Base {\n  run() { super.run(); this.#step(); }\n  #step() {}\n}\nfunction start() { new Job().run(); }\n";
+        let f = facts(Language::JavaScript, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "class Base 1-1",
+                "method Base.run 1-1",
+                "class Job 2-5",
+                "method Job.run 3-3",
+                "method Job.#step 4-4",
+                "function start 6-6",
+            ]
+        );
+        assert_eq!(refs(&f, RefKind::Implementation), ["Job.Base@2 in Job"]);
+        let calls = refs(&f, RefKind::Call);
+        assert!(
+            calls.contains(&"Job.#step@3 in run".to_owned()),
+            "{calls:?}"
+        );
+        assert!(calls.contains(&"Job@6 in start".to_owned()), "{calls:?}");
+    }
+
+    #[test]
+    fn go_methods_take_their_receiver_type() {
+        let src = "package store\n\nimport \"net/http\"\n\nconst Max = 3\n\ntype Reader interface {\n\tRead(k string) string\n}\n\ntype Disk struct{}\n\nfunc (d *Disk) Read(k string) string { return d.open(k) }\n\nfunc (d Disk) open(k string) string { return http.CanonicalHeaderKey(k) }\n\nfunc New() *Disk { return &Disk{} }\n";
+        let f = facts(Language::Go, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "constant Max 5-5",
+                "interface Reader 7-9",
+                "method Reader.Read 8-8",
+                "type Disk 11-11",
+                "method Disk.Read 13-13",
+                "method Disk.open 15-15",
+                "function New 17-17",
+            ]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            ["d.open@13 in Read", "http.CanonicalHeaderKey@15 in open"]
+        );
+        assert_eq!(refs(&f, RefKind::Import), ["http@3 in -"]);
+    }
+
+    #[test]
+    fn broken_syntax_is_read_as_far_as_it_goes() {
+        let f = facts(Language::Rust, "fn ok() {}\nfn broken( {\n");
+        assert!(f.has_errors);
+        assert!(f.definitions.iter().any(|d| d.name == "ok"));
+    }
+}

@@ -1,0 +1,1032 @@
+//! The eight operations over the indexes of a session's repositories.
+//!
+//! Everything here is by exact name. A symbol resolves to the definitions
+//! of that name (narrowed by its qualifier and the path hint); when several
+//! remain they are all listed and the ambiguity is stated, never guessed.
+//! Calls are matched by name and receiver: `Config::new()` and `cfg.new()`
+//! are calls of a method `new`, and the first only of `Config`'s; a call
+//! on a receiver whose type is unknown is listed for every method of that
+//! name, which the Limitations section says.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use evoflux_core::code_operation::CodeOperation;
+
+use crate::CodeError;
+use crate::answer::{Answer, Entry, Related, Relation, RepoSummary, Source};
+use crate::facts::{DefKind, Definition, RefKind, Reference};
+use crate::index::{IndexedFile, MAX_FILE_BYTES};
+use crate::request::{Request, SymbolPath};
+use crate::service::Repo;
+
+/// Lines of a definition's source shown.
+pub const MAX_SOURCE_LINES: u32 = 80;
+/// Definitions whose source is shown.
+pub const MAX_SOURCES: usize = 5;
+/// Entries of an outline.
+pub const MAX_OUTLINE: usize = 500;
+/// Candidates offered for an unknown symbol.
+pub const MAX_CANDIDATES: usize = 10;
+/// Callers and callees shown by `neighborhood` (each).
+const NEIGHBORS: usize = 8;
+
+/// A definition of some repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct DefId {
+    repo: usize,
+    file: u32,
+    def: u32,
+}
+
+/// A reference of some repository.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct RefId {
+    repo: usize,
+    file: u32,
+    reference: u32,
+}
+
+pub(crate) struct Nav<'a> {
+    all: &'a [Repo],
+    /// The repositories the request looks in.
+    selected: Vec<usize>,
+    /// Whether the session has several roots (paths are then absolute).
+    several: bool,
+}
+
+/// The module a file is: its stem, or its folder for `mod.rs`,
+/// `__init__.py`, `index.*`; Go's package is its folder.
+fn module_of(path: &str) -> &str {
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or(path);
+    let stem = file.split('.').next().unwrap_or(file);
+    let folder = parts.next();
+    let by_folder =
+        matches!(stem, "mod" | "__init__" | "index" | "lib" | "main") || file.ends_with(".go");
+    match folder {
+        Some(dir) if by_folder => dir,
+        _ => stem,
+    }
+}
+
+/// The words of an identifier: `load_config` → load, config;
+/// `loadConfig` → load, config.
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c == '_' || c == '$' || c == '#' {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+impl<'a> Nav<'a> {
+    pub(crate) fn new(all: &'a [Repo], selected: Vec<usize>, several: bool) -> Nav<'a> {
+        Nav {
+            all,
+            selected,
+            several,
+        }
+    }
+
+    fn file(&self, repo: usize, file: u32) -> &'a IndexedFile {
+        &self.all[repo].index.files[file as usize]
+    }
+
+    fn def(&self, id: DefId) -> &'a Definition {
+        &self.file(id.repo, id.file).facts.definitions[id.def as usize]
+    }
+
+    fn reference(&self, id: RefId) -> &'a Reference {
+        &self.file(id.repo, id.file).facts.references[id.reference as usize]
+    }
+
+    fn qualified(&self, id: DefId) -> String {
+        self.def(id)
+            .qualified(self.file(id.repo, id.file).facts.language)
+    }
+
+    fn display_path(&self, repo: usize, rel: &str) -> String {
+        if self.several {
+            self.all[repo].root.join(rel).display().to_string()
+        } else {
+            rel.to_owned()
+        }
+    }
+
+    fn entry(&self, id: DefId) -> Entry {
+        let f = self.file(id.repo, id.file);
+        let d = self.def(id);
+        Entry {
+            kind: d.kind.as_str().to_owned(),
+            symbol: self.qualified(id),
+            repository: self.all[id.repo].name.clone(),
+            path: self.display_path(id.repo, &f.path),
+            start_line: d.span.start_line,
+            end_line: d.span.end_line,
+            revision: f.revision.clone(),
+        }
+    }
+
+    fn enclosing(&self, id: RefId) -> Option<DefId> {
+        self.reference(id).enclosing.map(|def| DefId {
+            repo: id.repo,
+            file: id.file,
+            def,
+        })
+    }
+
+    fn ref_entry(&self, id: RefId) -> Entry {
+        let f = self.file(id.repo, id.file);
+        let r = self.reference(id);
+        Entry {
+            kind: r.kind.as_str().to_owned(),
+            symbol: self
+                .enclosing(id)
+                .map(|d| self.qualified(d))
+                .unwrap_or_default(),
+            repository: self.all[id.repo].name.clone(),
+            path: self.display_path(id.repo, &f.path),
+            start_line: r.span.start_line,
+            end_line: r.span.start_line,
+            revision: f.revision.clone(),
+        }
+    }
+
+    /// Every definition named `name` in the selected repositories.
+    fn defs_named(&self, name: &str) -> Vec<DefId> {
+        self.selected
+            .iter()
+            .flat_map(|&repo| {
+                self.all[repo]
+                    .lookup
+                    .defs
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .map(move |&(file, def)| DefId { repo, file, def })
+            })
+            .collect()
+    }
+
+    /// Every reference named `name` in the selected repositories.
+    fn refs_named(&self, name: &str) -> Vec<RefId> {
+        self.selected
+            .iter()
+            .flat_map(|&repo| {
+                self.all[repo]
+                    .lookup
+                    .refs
+                    .get(name)
+                    .into_iter()
+                    .flatten()
+                    .map(move |&(file, reference)| RefId {
+                        repo,
+                        file,
+                        reference,
+                    })
+            })
+            .collect()
+    }
+
+    /// Whether `name` is a type, trait, class or module somewhere.
+    fn is_holder(&self, name: &str) -> bool {
+        self.selected
+            .iter()
+            .any(|&r| self.all[r].lookup.holders.contains(name))
+    }
+
+    /// Whether the definition is known as `qualifier` (its container, the
+    /// trait it implements, or its file's module).
+    fn answers_to(&self, id: DefId, qualifier: &str) -> bool {
+        let d = self.def(id);
+        d.container.as_deref() == Some(qualifier)
+            || d.implements.as_deref() == Some(qualifier)
+            || module_of(&self.file(id.repo, id.file).path) == qualifier
+    }
+
+    /// Normalizes a path hint to repository-relative form for `repo`.
+    fn relative(&self, repo: usize, path: &str) -> String {
+        let p = std::path::Path::new(path);
+        let rel = p
+            .strip_prefix(&self.all[repo].root)
+            .map_or_else(|_| path.to_owned(), |r| r.to_string_lossy().into_owned());
+        rel.trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_owned()
+    }
+
+    fn in_path(&self, repo: usize, file: &str, hint: &str) -> bool {
+        let hint = self.relative(repo, hint);
+        hint.is_empty() || hint == "." || file == hint || file.starts_with(&format!("{hint}/"))
+    }
+
+    /// The definitions a symbol names.
+    fn resolve(&self, symbol: &SymbolPath, path: Option<&str>) -> Vec<DefId> {
+        let mut ids: Vec<DefId> = self
+            .defs_named(symbol.name())
+            .into_iter()
+            .filter(|&id| symbol.qualifier().is_none_or(|q| self.answers_to(id, q)))
+            .filter(|&id| {
+                path.is_none_or(|p| self.in_path(id.repo, &self.file(id.repo, id.file).path, p))
+            })
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    fn scope(&self) -> String {
+        let names: Vec<&str> = self
+            .selected
+            .iter()
+            .map(|&r| self.all[r].name.as_str())
+            .collect();
+        match names.as_slice() {
+            [one] => format!("repository `{one}`"),
+            many => format!("repositories {}", many.join(", ")),
+        }
+    }
+
+    /// Close names for a symbol that resolved to nothing: the qualified
+    /// spellings of its name when only the qualifier was wrong, else names
+    /// within a small edit distance.
+    fn candidates(&self, symbol: &SymbolPath) -> Vec<String> {
+        let named = self.defs_named(symbol.name());
+        if !named.is_empty() {
+            let set: BTreeSet<String> = named.iter().map(|&id| self.qualified(id)).collect();
+            return set.into_iter().take(MAX_CANDIDATES).collect();
+        }
+        let want = symbol.name();
+        let lower = want.to_lowercase();
+        let max = if want.chars().count() >= 5 { 2 } else { 1 };
+        let mut scored: BTreeSet<(usize, String)> = BTreeSet::new();
+        for &r in &self.selected {
+            for name in self.all[r].lookup.defs.keys() {
+                let d = if name.to_lowercase() == lower {
+                    0
+                } else {
+                    strsim::levenshtein(name, want)
+                };
+                if d <= max {
+                    scored.insert((d, name.clone()));
+                }
+            }
+        }
+        scored
+            .into_iter()
+            .map(|(_, n)| n)
+            .take(MAX_CANDIDATES)
+            .collect()
+    }
+
+    /// Known names among the words of something that is not a symbol: a
+    /// definition whose name is one of the words, or whose own words
+    /// include one. Names only; nothing is searched.
+    pub(crate) fn prose_candidates(&self, prose: &str) -> Vec<String> {
+        let given: HashSet<String> = prose
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect();
+        let mut out: BTreeSet<String> = BTreeSet::new();
+        for &r in &self.selected {
+            for name in self.all[r].lookup.defs.keys() {
+                if given.contains(&name.to_lowercase())
+                    || words(name)
+                        .iter()
+                        .any(|w| w.chars().count() >= 3 && given.contains(w))
+                {
+                    out.insert(name.clone());
+                }
+            }
+        }
+        out.into_iter().take(MAX_CANDIDATES).collect()
+    }
+
+    /// Whether a reference is a call of the definition.
+    fn calls(&self, target: DefId, r: &Reference) -> bool {
+        if r.kind != RefKind::Call || r.name != self.def(target).name {
+            return false;
+        }
+        let d = self.def(target);
+        match r.qualifier.as_deref() {
+            None => d.container.is_none() || d.kind != DefKind::Method,
+            Some(q) if self.answers_to(target, q) => true,
+            Some(q) if r.path_qualified || self.is_holder(q) => false,
+            Some(_) => d.container.is_some(),
+        }
+    }
+
+    /// The calls of `target`, grouped by the definition they are in
+    /// (`None`: at the top level of a file).
+    fn callers(&self, target: DefId) -> Vec<(Option<DefId>, RefId, Vec<u32>)> {
+        /// Calls grouped by (repository, file, enclosing definition).
+        type Site = (usize, u32, Option<u32>);
+        let mut groups: BTreeMap<Site, (RefId, Vec<u32>)> = BTreeMap::new();
+        for id in self.refs_named(&self.def(target).name) {
+            let r = self.reference(id);
+            if !self.calls(target, r) {
+                continue;
+            }
+            let g = groups
+                .entry((id.repo, id.file, r.enclosing))
+                .or_insert_with(|| (id, Vec::new()));
+            g.1.push(r.span.start_line);
+        }
+        groups
+            .into_iter()
+            .map(|((repo, file, enc), (first, lines))| {
+                (enc.map(|def| DefId { repo, file, def }), first, lines)
+            })
+            .collect()
+    }
+
+    /// What `target` calls: each callee name (with its receiver), the lines,
+    /// and the definitions it resolves to.
+    fn callees(&self, target: DefId) -> Vec<(String, Vec<u32>, Vec<DefId>)> {
+        let d = self.def(target);
+        let f = self.file(target.repo, target.file);
+        let mut order: Vec<(String, Option<String>, bool)> = Vec::new();
+        let mut lines: BTreeMap<(String, Option<String>, bool), Vec<u32>> = BTreeMap::new();
+        for r in &f.facts.references {
+            if r.kind != RefKind::Call || !d.span.contains(&r.span) {
+                continue;
+            }
+            let key = (r.name.clone(), r.qualifier.clone(), r.path_qualified);
+            let seen = lines.entry(key.clone()).or_default();
+            if seen.is_empty() {
+                order.push(key);
+            }
+            seen.push(r.span.start_line);
+        }
+        order
+            .into_iter()
+            .map(|key| {
+                let (name, qualifier, by_path) = &key;
+                let defs: Vec<DefId> = self
+                    .defs_named(name)
+                    .into_iter()
+                    .filter(|&id| {
+                        let c = self.def(id);
+                        c.kind.callable()
+                            && match qualifier.as_deref() {
+                                None => c.container.is_none() || c.kind != DefKind::Method,
+                                Some(q) if *by_path || self.is_holder(q) => self.answers_to(id, q),
+                                Some(_) => c.container.is_some(),
+                            }
+                    })
+                    .collect();
+                let shown = match qualifier {
+                    Some(q) => format!("{q}.{name}"),
+                    None => name.clone(),
+                };
+                (shown, lines.remove(&key).unwrap_or_default(), defs)
+            })
+            .collect()
+    }
+
+    /// The types that implement a trait, interface or base class `name`,
+    /// with where: explicit implementations, and for Go interfaces every
+    /// type whose methods include all of the interface's.
+    fn implementors(&self, target: DefId) -> Vec<(String, Option<RefId>, Vec<DefId>)> {
+        let d = self.def(target);
+        let mut out: Vec<(String, Option<RefId>, Vec<DefId>)> = Vec::new();
+        for id in self.refs_named(&d.name) {
+            let r = self.reference(id);
+            if r.kind != RefKind::Implementation {
+                continue;
+            }
+            let Some(implementor) = r.qualifier.clone() else {
+                continue;
+            };
+            let defs = self.type_defs(&implementor, id.repo);
+            out.push((implementor, Some(id), defs));
+        }
+        let go = self.file(target.repo, target.file).facts.language == crate::Language::Go;
+        if go && d.kind == DefKind::Interface {
+            let f = self.file(target.repo, target.file);
+            let wanted: BTreeSet<&str> = f
+                .facts
+                .definitions
+                .iter()
+                .filter(|m| m.kind == DefKind::Method && m.container.as_deref() == Some(&d.name))
+                .map(|m| m.name.as_str())
+                .collect();
+            if !wanted.is_empty() {
+                let mut have: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+                for g in &self.all[target.repo].index.files {
+                    if g.facts.language != crate::Language::Go {
+                        continue;
+                    }
+                    for m in &g.facts.definitions {
+                        if let (DefKind::Method, Some(c)) = (m.kind, m.container.as_deref())
+                            && c != d.name
+                        {
+                            have.entry(c).or_default().insert(m.name.as_str());
+                        }
+                    }
+                }
+                for (ty, methods) in have {
+                    if wanted.is_subset(&methods) && !out.iter().any(|(n, _, _)| n == ty) {
+                        out.push((ty.to_owned(), None, self.type_defs(ty, target.repo)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The type definitions named `name`, those of `repo` first.
+    fn type_defs(&self, name: &str, repo: usize) -> Vec<DefId> {
+        let mut ids: Vec<DefId> = self
+            .defs_named(name)
+            .into_iter()
+            .filter(|&id| {
+                self.def(id).kind.contains_members() && self.def(id).kind != DefKind::Module
+            })
+            .collect();
+        ids.sort_by_key(|id| (id.repo != repo, *id));
+        ids
+    }
+
+    fn source(&self, id: DefId) -> Option<Source> {
+        let f = self.file(id.repo, id.file);
+        let d = self.def(id);
+        let text = std::fs::read(self.all[id.repo].root.join(&f.path)).ok()?;
+        let text = String::from_utf8_lossy(&text);
+        let shown = d.span.lines().min(MAX_SOURCE_LINES);
+        let body: String = text
+            .lines()
+            .skip(d.span.start_line.saturating_sub(1) as usize)
+            .take(shown as usize)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        Some(Source {
+            entry: self.entry(id),
+            language: f.facts.language.fence().to_owned(),
+            text: body,
+            omitted_lines: d.span.lines() - shown,
+        })
+    }
+
+    fn summaries(&self) -> Vec<RepoSummary> {
+        self.selected
+            .iter()
+            .map(|&r| {
+                let repo = &self.all[r];
+                RepoSummary {
+                    name: repo.name.clone(),
+                    root: repo.root.display().to_string(),
+                    commit: repo.commit.clone(),
+                    files: repo.index.files.len(),
+                }
+            })
+            .collect()
+    }
+
+    /// What every answer states about what the index did not see.
+    fn index_limitations(&self, touched: &BTreeSet<(usize, u32)>) -> Vec<String> {
+        let mut out = Vec::new();
+        for &r in &self.selected {
+            let repo = &self.all[r];
+            let s = &repo.index.skipped;
+            if !s.too_large.is_empty() {
+                out.push(format!(
+                    "{}: {} source file(s) over {} KiB were not indexed: {}",
+                    repo.name,
+                    s.too_large.len(),
+                    MAX_FILE_BYTES / 1024,
+                    s.too_large
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            if s.over_count > 0 {
+                out.push(format!(
+                    "{}: {} source file(s) beyond the file limit were not indexed",
+                    repo.name, s.over_count
+                ));
+            }
+            for (path, why) in s.failed.iter().take(5) {
+                out.push(format!("{}: {path} could not be indexed: {why}", repo.name));
+            }
+            if let Some(e) = &repo.persist_error {
+                out.push(format!(
+                    "{}: {e}; the index is rebuilt next session",
+                    repo.name
+                ));
+            }
+        }
+        for &(repo, file) in touched {
+            let f = self.file(repo, file);
+            if f.facts.has_errors {
+                out.push(format!(
+                    "{} has syntax errors: its facts are what the parser recovered",
+                    self.display_path(repo, &f.path)
+                ));
+            }
+        }
+        out
+    }
+
+    /// Runs the request's operation.
+    pub(crate) fn run(&self, request: &Request) -> Result<Answer, CodeError> {
+        if request.operation == CodeOperation::Outline {
+            return self.outline(request);
+        }
+        let Some(symbol) = &request.symbol else {
+            return Err(CodeError::MissingSymbol {
+                operation: request.operation,
+            });
+        };
+        let matches = self.resolve(symbol, request.path.as_deref());
+        if matches.is_empty() {
+            return Err(CodeError::UnknownSymbol {
+                symbol: match &request.path {
+                    Some(p) => format!("{} (in {p})", symbol.text),
+                    None => symbol.text.clone(),
+                },
+                scope: self.scope(),
+                candidates: self.candidates(symbol),
+            });
+        }
+        let mut answer = Answer {
+            operation: request.operation,
+            subject: symbol.text.clone(),
+            repositories: self.summaries(),
+            matches: Vec::new(),
+            definitions: Vec::new(),
+            relationships: Vec::new(),
+            limitations: Vec::new(),
+        };
+        let mut touched: BTreeSet<(usize, u32)> = BTreeSet::new();
+        if matches.len() > request.limit {
+            answer.limitations.push(format!(
+                "showing {} of {} definitions of `{}`; narrow with `path` or `repository`",
+                request.limit,
+                matches.len(),
+                symbol.text
+            ));
+        }
+        let matches: Vec<DefId> = matches.into_iter().take(request.limit).collect();
+        if matches.len() > 1 {
+            let qualified: BTreeSet<String> = matches.iter().map(|&m| self.qualified(m)).collect();
+            answer.limitations.push(format!(
+                "`{}` is ambiguous: {} definitions match ({}); each is answered — qualify the symbol or give `path` to pick one",
+                symbol.text,
+                matches.len(),
+                qualified.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for &m in &matches {
+            answer.matches.push(self.entry(m));
+            touched.insert((m.repo, m.file));
+        }
+        let mut related: Vec<Related> = Vec::new();
+        let by_name = matches!(
+            request.operation,
+            CodeOperation::Callers
+                | CodeOperation::References
+                | CodeOperation::Impact
+                | CodeOperation::Neighborhood
+                | CodeOperation::Callees
+        );
+        match request.operation {
+            CodeOperation::Definition => {
+                for &m in matches.iter().take(MAX_SOURCES) {
+                    answer.definitions.extend(self.source(m));
+                    self.container_of(m, &mut related);
+                }
+                if matches.len() > MAX_SOURCES {
+                    answer.limitations.push(format!(
+                        "the source of the first {MAX_SOURCES} definitions is shown; read the others at the lines listed"
+                    ));
+                }
+            }
+            CodeOperation::Callers => {
+                for &m in &matches {
+                    self.push_callers(m, None, &mut related, &mut touched);
+                }
+            }
+            CodeOperation::Callees => {
+                for &m in &matches {
+                    self.push_callees(m, usize::MAX, &mut related);
+                }
+            }
+            CodeOperation::References => {
+                for &m in &matches {
+                    self.push_references(m, &mut related, &mut touched);
+                }
+            }
+            CodeOperation::Implementations => {
+                for &m in &matches {
+                    self.push_implementations(m, &mut related, &mut answer.limitations);
+                }
+            }
+            CodeOperation::Impact => {
+                for &m in &matches {
+                    self.push_impact(m, request.depth, &mut related, &mut touched);
+                }
+            }
+            CodeOperation::Neighborhood => {
+                for &m in &matches {
+                    self.container_of(m, &mut related);
+                    self.push_siblings(m, &mut related);
+                    let before = related.len();
+                    self.push_callers(m, None, &mut related, &mut touched);
+                    let callers = related.len() - before;
+                    if callers > NEIGHBORS {
+                        related.truncate(before + NEIGHBORS);
+                        answer.limitations.push(format!(
+                            "{} has {callers} callers; {NEIGHBORS} are shown (ask `callers` for all)",
+                            self.qualified(m)
+                        ));
+                    }
+                    self.push_callees(m, NEIGHBORS, &mut related);
+                }
+            }
+            CodeOperation::Outline => {}
+        }
+        if related.len() > request.limit {
+            answer.limitations.push(format!(
+                "showing {} of {} relationships; raise `limit` (up to {}) or narrow with `path`",
+                request.limit,
+                related.len(),
+                crate::request::MAX_LIMIT
+            ));
+            related.truncate(request.limit);
+        }
+        if related.is_empty() && request.operation != CodeOperation::Definition {
+            answer.limitations.push(format!(
+                "no {} of `{}` found in the index",
+                match request.operation {
+                    CodeOperation::Callers | CodeOperation::Impact => "callers",
+                    CodeOperation::Callees => "calls",
+                    CodeOperation::References => "references",
+                    CodeOperation::Implementations => "implementations",
+                    CodeOperation::Neighborhood => "neighbors",
+                    CodeOperation::Definition | CodeOperation::Outline => "results",
+                },
+                symbol.text
+            ));
+        }
+        answer.relationships = related;
+        if by_name {
+            answer.limitations.push(
+                "calls are matched by name and receiver, not by type: a call on a receiver of unknown type is listed for every method of that name, and calls through aliases, function values or dynamic dispatch are not seen".to_owned(),
+            );
+        }
+        answer.limitations.extend(self.index_limitations(&touched));
+        Ok(answer)
+    }
+
+    fn container_of(&self, m: DefId, related: &mut Vec<Related>) {
+        let d = self.def(m);
+        let Some(c) = d.container.as_deref() else {
+            return;
+        };
+        let mut holders = self.type_defs(c, m.repo);
+        holders.sort_by_key(|h| (h.repo != m.repo || h.file != m.file, *h));
+        for h in holders.into_iter().take(3) {
+            related.push(Related {
+                relation: Relation::Container,
+                of: self.qualified(m),
+                name: c.to_owned(),
+                entry: Some(self.entry(h)),
+                lines: Vec::new(),
+                depth: None,
+            });
+        }
+    }
+
+    fn push_siblings(&self, m: DefId, related: &mut Vec<Related>) {
+        let d = self.def(m);
+        let f = self.file(m.repo, m.file);
+        for (i, s) in f.facts.definitions.iter().enumerate() {
+            let id = DefId {
+                repo: m.repo,
+                file: m.file,
+                def: u32::try_from(i).unwrap_or(u32::MAX),
+            };
+            if id != m
+                && s.container == d.container
+                && !d.span.contains(&s.span)
+                && !s.span.contains(&d.span)
+            {
+                related.push(Related {
+                    relation: Relation::Sibling,
+                    of: self.qualified(m),
+                    name: s.name.clone(),
+                    entry: Some(self.entry(id)),
+                    lines: Vec::new(),
+                    depth: None,
+                });
+            }
+        }
+    }
+
+    fn push_callers(
+        &self,
+        m: DefId,
+        depth: Option<u8>,
+        related: &mut Vec<Related>,
+        touched: &mut BTreeSet<(usize, u32)>,
+    ) -> Vec<DefId> {
+        let mut next = Vec::new();
+        for (caller, first, lines) in self.callers(m) {
+            touched.insert((first.repo, first.file));
+            let entry = match caller {
+                Some(c) => {
+                    next.push(c);
+                    self.entry(c)
+                }
+                None => Entry {
+                    kind: "top level".to_owned(),
+                    symbol: String::new(),
+                    ..self.ref_entry(first)
+                },
+            };
+            related.push(Related {
+                relation: Relation::Caller,
+                of: self.qualified(m),
+                name: entry.symbol.clone(),
+                entry: Some(entry),
+                lines,
+                depth,
+            });
+        }
+        next
+    }
+
+    fn push_impact(
+        &self,
+        m: DefId,
+        max_depth: u8,
+        related: &mut Vec<Related>,
+        touched: &mut BTreeSet<(usize, u32)>,
+    ) {
+        let mut seen: HashSet<DefId> = HashSet::from([m]);
+        let mut frontier = vec![m];
+        for depth in 1..=max_depth {
+            let mut next = Vec::new();
+            for f in frontier {
+                let mut found = Vec::new();
+                for c in self.push_callers(f, Some(depth), &mut found, touched) {
+                    if seen.insert(c) {
+                        next.push(c);
+                    }
+                }
+                // A caller reached twice (two paths) is listed once, at the
+                // depth it was first reached.
+                for r in found {
+                    let dup = related
+                        .iter()
+                        .any(|e| e.entry == r.entry && e.depth <= r.depth);
+                    if !dup {
+                        related.push(r);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+    }
+
+    fn push_callees(&self, m: DefId, max: usize, related: &mut Vec<Related>) {
+        for (name, lines, defs) in self.callees(m).into_iter().take(max) {
+            if defs.is_empty() {
+                related.push(Related {
+                    relation: Relation::ExternalCallee,
+                    of: self.qualified(m),
+                    name,
+                    entry: None,
+                    lines,
+                    depth: None,
+                });
+                continue;
+            }
+            for d in defs {
+                related.push(Related {
+                    relation: Relation::Callee,
+                    of: self.qualified(m),
+                    name: name.clone(),
+                    entry: Some(self.entry(d)),
+                    lines: lines.clone(),
+                    depth: None,
+                });
+            }
+        }
+    }
+
+    fn push_references(
+        &self,
+        m: DefId,
+        related: &mut Vec<Related>,
+        touched: &mut BTreeSet<(usize, u32)>,
+    ) {
+        let d = self.def(m);
+        for id in self.refs_named(&d.name) {
+            let r = self.reference(id);
+            let counts = match r.kind {
+                RefKind::Call => self.calls(m, r),
+                RefKind::Type | RefKind::Implementation => d.kind.contains_members(),
+                RefKind::Import => true,
+            };
+            if !counts {
+                continue;
+            }
+            touched.insert((id.repo, id.file));
+            related.push(Related {
+                relation: Relation::Reference,
+                of: self.qualified(m),
+                name: r.name.clone(),
+                entry: Some(self.ref_entry(id)),
+                lines: Vec::new(),
+                depth: None,
+            });
+        }
+    }
+
+    fn push_implementations(
+        &self,
+        m: DefId,
+        related: &mut Vec<Related>,
+        limitations: &mut Vec<String>,
+    ) {
+        let d = self.def(m);
+        match d.kind {
+            DefKind::Interface | DefKind::Class | DefKind::Type => {
+                for (implementor, site, defs) in self.implementors(m) {
+                    let entry = match (defs.first(), site) {
+                        (Some(&t), _) => Some(self.entry(t)),
+                        (None, Some(s)) => Some(self.ref_entry(s)),
+                        (None, None) => None,
+                    };
+                    related.push(Related {
+                        relation: Relation::Implementation,
+                        of: self.qualified(m),
+                        name: implementor,
+                        entry,
+                        lines: site
+                            .map(|s| vec![self.reference(s).span.start_line])
+                            .unwrap_or_default(),
+                        depth: None,
+                    });
+                }
+            }
+            DefKind::Method => {
+                let Some(owner) = d.container.as_deref() else {
+                    return;
+                };
+                let owners: Vec<DefId> = self
+                    .type_defs(owner, m.repo)
+                    .into_iter()
+                    .filter(|&o| {
+                        matches!(
+                            self.def(o).kind,
+                            DefKind::Interface | DefKind::Class | DefKind::Type
+                        )
+                    })
+                    .collect();
+                let mut implementors: BTreeSet<String> = BTreeSet::new();
+                for o in owners {
+                    for (name, _, _) in self.implementors(o) {
+                        implementors.insert(name);
+                    }
+                }
+                for id in self.defs_named(&d.name) {
+                    if id == m {
+                        continue;
+                    }
+                    let other = self.def(id);
+                    let implements = other.implements.as_deref() == Some(owner)
+                        || other
+                            .container
+                            .as_deref()
+                            .is_some_and(|c| implementors.contains(c));
+                    if other.kind == DefKind::Method && implements {
+                        related.push(Related {
+                            relation: Relation::Implementation,
+                            of: self.qualified(m),
+                            name: self.qualified(id),
+                            entry: Some(self.entry(id)),
+                            lines: Vec::new(),
+                            depth: None,
+                        });
+                    }
+                }
+            }
+            DefKind::Function | DefKind::Constant | DefKind::Module | DefKind::Macro => {
+                limitations.push(format!(
+                    "`{}` is a {}: only traits, interfaces, classes, types and their methods have implementations",
+                    self.qualified(m),
+                    d.kind.as_str()
+                ));
+            }
+        }
+    }
+
+    fn outline(&self, request: &Request) -> Result<Answer, CodeError> {
+        let path = request.path.as_deref().unwrap_or_default();
+        let found = self.selected.iter().find_map(|&r| {
+            let rel = self.relative(r, path);
+            self.all[r]
+                .index
+                .files
+                .binary_search_by(|f| f.path.as_str().cmp(&rel))
+                .ok()
+                .map(|i| (r, u32::try_from(i).unwrap_or(u32::MAX)))
+        });
+        let Some((repo, file)) = found else {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            let candidates: Vec<String> = self
+                .selected
+                .iter()
+                .flat_map(|&r| {
+                    self.all[r]
+                        .index
+                        .files
+                        .iter()
+                        .filter(|f| f.path.rsplit('/').next() == Some(base))
+                        .map(move |f| self.display_path(r, &f.path))
+                })
+                .take(MAX_CANDIDATES)
+                .collect();
+            return Err(CodeError::UnknownFile {
+                path: path.to_owned(),
+                candidates,
+            });
+        };
+        let f = self.file(repo, file);
+        let mut matches: Vec<Entry> = (0..f.facts.definitions.len())
+            .map(|i| {
+                self.entry(DefId {
+                    repo,
+                    file,
+                    def: u32::try_from(i).unwrap_or(u32::MAX),
+                })
+            })
+            .collect();
+        let mut limitations = Vec::new();
+        if matches.len() > MAX_OUTLINE {
+            limitations.push(format!(
+                "showing the first {MAX_OUTLINE} of {} definitions",
+                matches.len()
+            ));
+            matches.truncate(MAX_OUTLINE);
+        }
+        limitations.extend(self.index_limitations(&BTreeSet::from([(repo, file)])));
+        Ok(Answer {
+            operation: CodeOperation::Outline,
+            subject: self.display_path(repo, &f.path),
+            repositories: self.summaries(),
+            matches,
+            definitions: Vec::new(),
+            relationships: Vec::new(),
+            limitations,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_are_file_stems_or_folders() {
+        assert_eq!(module_of("src/config.rs"), "config");
+        assert_eq!(module_of("src/net/mod.rs"), "net");
+        assert_eq!(module_of("app/store/__init__.py"), "store");
+        assert_eq!(module_of("pkg/store/disk.go"), "store");
+        assert_eq!(module_of("web/index.ts"), "web");
+        assert_eq!(module_of("main.py"), "main");
+    }
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(words("load_config"), ["load", "config"]);
+        assert_eq!(words("loadConfig"), ["load", "config"]);
+        assert_eq!(words("HTTPServer"), ["httpserver"]);
+        assert_eq!(words("Config"), ["config"]);
+    }
+}
