@@ -85,6 +85,10 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::run::SessionsCommand,
     },
+    /// Navigate code by one exact symbol: definition, references, callers, callees,
+    /// implementations, impact, neighborhood, or a file's outline — the `code_context` tool,
+    /// for people and scripts. `code-context index` builds or refreshes the index.
+    CodeContext(crate::commands::code_context::CodeContextArgs),
     /// Run evals: `evals/<name>.yaml` tasks as real sessions in scratch workspaces, and the
     /// bundled skills' activation evals; a pass-rate table and a JSON report (exit 1 when a run failed).
     Eval(crate::commands::eval::EvalArgs),

@@ -296,26 +296,41 @@ impl<'a> Nav<'a> {
 
     /// Known names among the words of something that is not a symbol: a
     /// definition whose name is one of the words, or whose own words
-    /// include one. Names only; nothing is searched.
+    /// include some, best covered first. Names only; nothing is searched.
     pub(crate) fn prose_candidates(&self, prose: &str) -> Vec<String> {
+        const COMMON: [&str; 24] = [
+            "the", "and", "for", "with", "where", "what", "when", "how", "why", "which", "this",
+            "that", "from", "into", "are", "was", "does", "did", "not", "all", "any", "who", "its",
+            "can",
+        ];
         let given: HashSet<String> = prose
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|w| w.chars().count() >= 3)
             .map(str::to_lowercase)
+            .filter(|w| w.chars().count() >= 3 && !COMMON.contains(&w.as_str()))
             .collect();
-        let mut out: BTreeSet<String> = BTreeSet::new();
+        // (words left uncovered, name length, name): best covered first.
+        let mut scored: BTreeSet<(usize, usize, String)> = BTreeSet::new();
         for &r in &self.selected {
             for name in self.all[r].lookup.defs.keys() {
-                if given.contains(&name.to_lowercase())
-                    || words(name)
-                        .iter()
-                        .any(|w| w.chars().count() >= 3 && given.contains(w))
-                {
-                    out.insert(name.clone());
+                let ws = words(name);
+                let hits = ws.iter().filter(|w| given.contains(*w)).count();
+                if given.contains(&name.to_lowercase()) {
+                    scored.insert((0, name.len(), name.clone()));
+                } else if hits > 0 {
+                    scored.insert((ws.len() - hits, name.len(), name.clone()));
                 }
             }
         }
-        out.into_iter().take(MAX_CANDIDATES).collect()
+        let mut out: Vec<String> = Vec::new();
+        for (_, _, name) in scored {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+            if out.len() == MAX_CANDIDATES {
+                break;
+            }
+        }
+        out
     }
 
     /// Whether a reference is a call of the definition.

@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use crate::CodeError;
 
-/// Longest symbol accepted.
-pub const MAX_SYMBOL_CHARS: usize = 200;
+pub use evoflux_core::code_operation::{MAX_SYMBOL_CHARS, SYMBOL_PATTERN};
 /// Default and largest number of entries per section.
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
@@ -26,9 +25,6 @@ pub const FIELDS: [&str; 6] = [
     "depth",
     "limit",
 ];
-
-/// The JSON Schema pattern of a symbol: identifiers joined by `::` or `.`.
-pub const SYMBOL_PATTERN: &str = r"^[A-Za-z_$#][A-Za-z0-9_$]*((::|\.)[A-Za-z_$#][A-Za-z0-9_$]*)*$";
 
 /// An exact symbol: `name`, `Type::method`, `module.func`, `a::b::C::m`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,24 +52,13 @@ impl SymbolPath {
     /// Parses an exact symbol; `None` for anything that is not one (prose,
     /// punctuation, empty segments).
     pub fn parse(text: &str) -> Option<SymbolPath> {
-        if text.is_empty() || text.chars().count() > MAX_SYMBOL_CHARS {
-            return None;
-        }
-        let segments: Vec<String> = text
-            .split("::")
-            .flat_map(|s| s.split('.'))
-            .map(str::to_owned)
-            .collect();
-        let ident = |s: &str| {
-            let mut chars = s.chars();
-            chars
-                .next()
-                .is_some_and(|c| c.is_alphabetic() || matches!(c, '_' | '$' | '#'))
-                && chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '$'))
-        };
-        segments.iter().all(|s| ident(s)).then(|| SymbolPath {
+        evoflux_core::code_operation::is_symbol(text).then(|| SymbolPath {
             text: text.to_owned(),
-            segments,
+            segments: text
+                .split("::")
+                .flat_map(|s| s.split('.'))
+                .map(str::to_owned)
+                .collect(),
         })
     }
 }
@@ -208,6 +193,23 @@ mod tests {
             "",
         ] {
             assert_eq!(SymbolPath::parse(bad), None, "{bad}");
+        }
+        // The schema's pattern and this parser agree.
+        let pattern = regex::Regex::new(SYMBOL_PATTERN).unwrap_or_else(|e| panic!("{e}"));
+        for s in [
+            "Config::new",
+            "store.Open",
+            "#step",
+            "_x",
+            "a::b.c",
+            "where is it",
+            "a::",
+            "a..b",
+            "load_config()",
+            "x-y",
+            "$el",
+        ] {
+            assert_eq!(pattern.is_match(s), SymbolPath::parse(s).is_some(), "{s}");
         }
     }
 

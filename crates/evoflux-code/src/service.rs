@@ -176,7 +176,9 @@ impl CodeContext {
                         .and_then(|f| repo.index.save(f).err())
                         .map(|e| e.to_string());
                 }
-                repo.commit = evoflux_core::trust::git_head(&repo.root);
+                repo.commit = evoflux_core::trust::git_head(&evoflux_core::trust::repository_root(
+                    &repo.root,
+                ));
                 (repo.name.clone(), report)
             })
             .collect()

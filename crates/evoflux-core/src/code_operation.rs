@@ -5,6 +5,28 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The shape of a symbol `code_context` takes: identifiers joined by `::`
+/// or `.` (`load_config`, `Config::new`, `store.Open`, `#field`), as a
+/// JSON Schema pattern. The executor checks the same shape itself.
+pub const SYMBOL_PATTERN: &str = r"^[A-Za-z_$#][A-Za-z0-9_$]*((::|\.)[A-Za-z_$#][A-Za-z0-9_$]*)*$";
+/// Longest symbol accepted.
+pub const MAX_SYMBOL_CHARS: usize = 200;
+
+/// Whether `text` is a symbol of [`SYMBOL_PATTERN`]'s shape: the rule the
+/// executor and the skill-eval validator check, in one place.
+pub fn is_symbol(text: &str) -> bool {
+    let segment = |seg: &str| {
+        let mut chars = seg.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '$' | '#'))
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'))
+    };
+    !text.is_empty()
+        && text.chars().count() <= MAX_SYMBOL_CHARS
+        && text.split("::").flat_map(|s| s.split('.')).all(segment)
+}
+
 /// One operation on one exact symbol (or, for `outline`, one file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

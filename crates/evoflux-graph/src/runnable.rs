@@ -6,18 +6,17 @@
 //! says so, read by the runtime (such a tool is never offered to a model)
 //! and by every inspection output (such a tool is marked, not listed as a
 //! plain tool). It depends only on the definition: a tool replaced by a
-//! command tool runs whatever its framework behavior was.
+//! command tool runs whatever its framework behavior was. Every builtin
+//! executor is compiled in; what remains are provider tools.
 
 use serde::Serialize;
 
-use crate::tool::{BuiltinExecutor, DispatchAction, Handling, ProviderTool, ToolDefinition};
+use crate::tool::{DispatchAction, Handling, ProviderTool, ToolDefinition};
 
 /// Why this build cannot run a tool, whatever the session. Closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NotInBuild {
-    /// The `code_context` executor (code navigation) is not compiled in.
-    CodeContextExecutor,
     /// The tool is executed by a model provider; no provider adapter
     /// executes one yet.
     ProviderTool,
@@ -27,7 +26,6 @@ impl NotInBuild {
     /// The stable code, `tool/<kebab-name>`.
     pub const fn code(self) -> &'static str {
         match self {
-            NotInBuild::CodeContextExecutor => "tool/code-context-not-built",
             NotInBuild::ProviderTool => "tool/provider-tool-not-built",
         }
     }
@@ -35,7 +33,6 @@ impl NotInBuild {
     /// The reason in words, for a person or a model.
     pub const fn message(self) -> &'static str {
         match self {
-            NotInBuild::CodeContextExecutor => "code navigation is not built yet",
             NotInBuild::ProviderTool => "no model provider adapter executes provider tools yet",
         }
     }
@@ -52,28 +49,7 @@ impl ToolDefinition {
     /// conditions such as a process runtime are decided per session).
     pub fn not_in_build(&self) -> Option<NotInBuild> {
         match (&self.behavior.handling, &self.executor) {
-            (Handling::None, Some(crate::tool::ToolExecutor::Builtin { executor })) => {
-                match executor {
-                    BuiltinExecutor::CodeContext => Some(NotInBuild::CodeContextExecutor),
-                    BuiltinExecutor::Shell
-                    | BuiltinExecutor::Process
-                    | BuiltinExecutor::Read
-                    | BuiltinExecutor::Write
-                    | BuiltinExecutor::Edit
-                    | BuiltinExecutor::Ls
-                    | BuiltinExecutor::Glob
-                    | BuiltinExecutor::Grep
-                    | BuiltinExecutor::Todo
-                    | BuiltinExecutor::WebFetch
-                    | BuiltinExecutor::Skill
-                    | BuiltinExecutor::Verify
-                    | BuiltinExecutor::Artifact
-                    | BuiltinExecutor::ScheduleTask
-                    | BuiltinExecutor::ConnectionSearch => None,
-                }
-            }
-            (Handling::None, Some(crate::tool::ToolExecutor::Command(_)) | None)
-            | (Handling::RequestInput { .. }, _) => None,
+            (Handling::None, _) | (Handling::RequestInput { .. }, _) => None,
             (Handling::Dispatch { action }, _) => match action {
                 DispatchAction::SelfAgent
                 | DispatchAction::TaskUpdate
@@ -97,28 +73,6 @@ mod tests {
             .filter_map(|n| framework_tool(n))
             .filter_map(|t| t.not_in_build().map(|g| format!("{} {}", t.name, g.code())))
             .collect();
-        assert_eq!(
-            gaps,
-            [
-                "code_context tool/code-context-not-built",
-                "web_search tool/provider-tool-not-built",
-            ]
-        );
-    }
-
-    #[test]
-    fn a_command_tool_in_the_slot_runs() {
-        let Some(mut t) = framework_tool("code_context") else {
-            panic!("code_context is a framework tool");
-        };
-        t.executor = Some(crate::tool::ToolExecutor::Command(
-            crate::tool::CommandTool {
-                argv: vec!["ctags".into()],
-                timeout_ms: 1000,
-                env: Vec::new(),
-                approval: crate::tool::Approval::Never,
-            },
-        ));
-        assert_eq!(t.not_in_build(), None);
+        assert_eq!(gaps, ["web_search tool/provider-tool-not-built"]);
     }
 }

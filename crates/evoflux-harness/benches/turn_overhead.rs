@@ -155,6 +155,7 @@ async fn bench() {
         team: None,
         checks: None,
         schedules_dir: None,
+        code_cache: None,
     };
     let mut h = Harness::open(
         setup,

@@ -165,8 +165,8 @@ fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option
         BuiltinExecutor::Skill => {
             (!caps.skills).then_some("no skill runtime is attached to this session")
         }
-        // Not in this build at all: `ToolDefinition::not_in_build` reports
-        // it before any session condition is looked at.
+        // Every Coding session has its repositories to navigate; the
+        // index persists when the session knows a cache dir.
         BuiltinExecutor::CodeContext => None,
     }
 }
@@ -585,13 +585,7 @@ mod tests {
             Some(PreparedKind::Dispatch(vec![DispatchTarget::TaskCancel]))
         );
         let skipped: Vec<&str> = tools.unavailable.iter().map(|u| u.tool.as_str()).collect();
-        for t in [
-            "task_update",
-            "web_search",
-            "shell",
-            "process",
-            "code_context",
-        ] {
+        for t in ["task_update", "web_search", "shell", "process"] {
             assert!(
                 skipped.contains(&t),
                 "{t} should be unavailable: {skipped:?}"
@@ -623,18 +617,16 @@ mod tests {
             t.definition.behavior.handling,
             Handling::ProviderTool { .. }
         )));
-        for (tool, gap) in [
-            ("web_search", NotInBuild::ProviderTool),
-            ("code_context", NotInBuild::CodeContextExecutor),
-        ] {
-            let u = tools.unavailable.iter().find(|u| u.tool == tool);
-            assert_eq!(
-                u.map(|u| u.reason.as_str()),
-                Some(format!("not in this build: {gap}").as_str()),
-                "{tool}"
-            );
-        }
+        let u = tools.unavailable.iter().find(|u| u.tool == "web_search");
+        assert_eq!(
+            u.map(|u| u.reason.as_str()),
+            Some(format!("not in this build: {}", NotInBuild::ProviderTool).as_str())
+        );
         assert!(tools.get("shell").is_some());
+        assert!(
+            tools.get("code_context").is_some(),
+            "code navigation is built"
+        );
     }
 
     #[test]

@@ -47,51 +47,10 @@ const CASE_KEYS: [&str; 7] = [
     "forbidden_behaviors",
 ];
 
-/// The structural operation a Coding workflow is expected to run next: the
-/// actions of the `code_context` tool that take an exact symbol or pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CodeOperation {
-    Search,
-    Grep,
-    Definition,
-    Callers,
-    Callees,
-    References,
-    Impact,
-    Neighborhood,
-}
-
-impl CodeOperation {
-    pub const ALL: [CodeOperation; 8] = [
-        CodeOperation::Search,
-        CodeOperation::Grep,
-        CodeOperation::Definition,
-        CodeOperation::Callers,
-        CodeOperation::Callees,
-        CodeOperation::References,
-        CodeOperation::Impact,
-        CodeOperation::Neighborhood,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CodeOperation::Search => "search",
-            CodeOperation::Grep => "grep",
-            CodeOperation::Definition => "definition",
-            CodeOperation::Callers => "callers",
-            CodeOperation::Callees => "callees",
-            CodeOperation::References => "references",
-            CodeOperation::Impact => "impact",
-            CodeOperation::Neighborhood => "neighborhood",
-        }
-    }
-
-    /// The operation spelled exactly `s` (lowercase, as on the wire).
-    pub fn parse(s: &str) -> Option<CodeOperation> {
-        CodeOperation::ALL.into_iter().find(|op| op.as_str() == s)
-    }
-}
+/// The structural operation a Coding workflow is expected to run next:
+/// one of the `code_context` tool's operations (the one list, in
+/// evoflux-core).
+pub use evoflux_core::code_operation::CodeOperation;
 
 /// One well-formed case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -426,6 +385,7 @@ fn check_case(
         &err,
         diags,
     );
+    check_code_context_steps(&expected_trajectory, expected_operation, &err, diags);
     let forbidden_behaviors = string_list(
         case.get("forbidden_behaviors"),
         "skill/evals-forbidden-invalid",
@@ -481,6 +441,66 @@ fn check_case(
         expected_trajectory,
         forbidden_behaviors,
     })
+}
+
+/// A trajectory step that runs `code_context` is written
+/// `code_context <operation> <symbol>` and must be a call the tool would
+/// take: a known operation and one exact symbol (or, for `outline`, one
+/// path) — never a description. The first such step is the case's
+/// `expected_operation` when both are given.
+fn check_code_context_steps(
+    steps: &[String],
+    expected: Option<CodeOperation>,
+    err: &impl Fn(&'static str, &str, String) -> Diagnostic,
+    diags: &mut Diagnostics,
+) {
+    let mut first: Option<CodeOperation> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let mut words = step.split_whitespace();
+        if words.next() != Some("code_context") {
+            continue;
+        }
+        let field = format!("expected_trajectory[{i}]");
+        let op = words.next();
+        let target: Vec<&str> = words.collect();
+        let Some(op) = op.and_then(CodeOperation::parse) else {
+            diags.push(err(
+                "skill/evals-operation-unknown",
+                &field,
+                format!(
+                    "`{step}`: write `code_context <operation> <symbol>` with one of {}",
+                    CodeOperation::ALL.map(CodeOperation::as_str).join(", ")
+                ),
+            ));
+            continue;
+        };
+        let exact = match target.as_slice() {
+            [one] => op.takes_file() || evoflux_core::code_operation::is_symbol(one),
+            _ => false,
+        };
+        if !exact {
+            diags.push(err(
+                "skill/evals-trajectory-invalid",
+                &field,
+                format!(
+                    "`{step}`: code_context takes one exact {} after the operation, never a description",
+                    if op.takes_file() { "path" } else { "symbol" }
+                ),
+            ));
+        }
+        first.get_or_insert(op);
+    }
+    if let (Some(expected), Some(first)) = (expected, first)
+        && expected != first
+    {
+        diags.push(err(
+            "skill/evals-operation-mismatch",
+            "expected_operation",
+            format!(
+                "`expected_operation` is `{expected}` but the trajectory's first code_context step runs `{first}`"
+            ),
+        ));
+    }
 }
 
 fn request_text(
@@ -798,5 +818,55 @@ mod tests {
         }
         assert_eq!(CodeOperation::parse("Callers"), None);
         assert!(codes(r#"[{"query":"q","should_trigger":true,"expected_operation":"callers"},{"query":"r","should_trigger":false}]"#).is_empty());
+        // The operations of the old free-text schema are gone.
+        assert_eq!(
+            codes(
+                r#"[{"query":"q","should_trigger":true,"expected_operation":"grep"},{"query":"r","should_trigger":false}]"#
+            ),
+            ["skill/evals-operation-unknown"]
+        );
+    }
+
+    fn with_trajectory(op: Option<&str>, steps: &[&str]) -> Vec<String> {
+        let mut case = serde_json::json!({
+            "query": "q",
+            "should_trigger": true,
+            "expected_trajectory": steps,
+        });
+        if let (Some(op), Some(o)) = (op, case.as_object_mut()) {
+            o.insert("expected_operation".into(), op.into());
+        }
+        codes(&serde_json::json!([case, {"query": "r", "should_trigger": false}]).to_string())
+    }
+
+    #[test]
+    fn code_context_steps_are_calls_the_tool_would_take() {
+        assert!(
+            with_trajectory(
+                Some("definition"),
+                &[
+                    "code_context definition OrderService.submit",
+                    "code_context callers OrderService.submit",
+                    "read the returned files"
+                ]
+            )
+            .is_empty()
+        );
+        assert!(with_trajectory(None, &["code_context outline src/order service.rs"]).len() == 1);
+        assert!(with_trajectory(None, &["code_context outline src/orders.rs"]).is_empty());
+        assert_eq!(
+            with_trajectory(None, &["code_context definition where the order is saved"]),
+            ["skill/evals-trajectory-invalid"]
+        );
+        assert_eq!(
+            with_trajectory(None, &["code_context search orders"]),
+            ["skill/evals-operation-unknown"]
+        );
+        assert_eq!(
+            with_trajectory(Some("callers"), &["code_context definition submit"]),
+            ["skill/evals-operation-mismatch"]
+        );
+        // Steps that do not run code_context are free text.
+        assert!(with_trajectory(None, &["grep for the literal error message"]).is_empty());
     }
 }

@@ -21,8 +21,9 @@
 //! [`ProcessRuntime`] ([`ProcessRuntime::run_argv`]), `schedule_task`
 //! writes the user's schedules through the approval policy and
 //! `connection_search` searches and activates the session's held-back MCP
-//! tools, so the harness executes them; `code_context` is not built (never
-//! offered). For those
+//! tools, so the harness executes them; `code_context` keeps its index
+//! across a session's calls ([`CodeNavigator`], over evoflux-code). For
+//! those
 //! [`execute`] answers [`ToolError::NotImplemented`]: the caller's wiring
 //! error, never a result a model sees.
 
@@ -30,6 +31,7 @@ mod args;
 mod artifact;
 mod beneath;
 mod clip;
+mod code_context;
 mod command_tool;
 mod env;
 mod error;
@@ -59,6 +61,7 @@ use serde_json::Value;
 
 pub use artifact::{ARTIFACTS_DIR, ArtifactInput, artifact_path};
 pub use clip::MAX_LINE_CHARS;
+pub use code_context::CodeNavigator;
 pub use env::ALLOWED_ENV;
 pub use error::ToolError;
 pub use glob::{GLOB_DEFAULT_MAX, GlobInput, PathGlob};

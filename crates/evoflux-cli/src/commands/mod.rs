@@ -1,5 +1,6 @@
 pub mod agents;
 pub mod chat;
+pub mod code_context;
 pub mod config;
 pub mod credential_input;
 pub mod doctor;

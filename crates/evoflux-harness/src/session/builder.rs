@@ -935,6 +935,7 @@ impl<'a> SessionBuilder<'a> {
             checks,
             // Only a root session schedules; its tasks are the user's.
             schedules_dir: Some(app.dirs.config_dir().join("schedules")),
+            code_cache: Some(app.dirs.cache_dir().to_path_buf()),
         };
         let request = match &resumed {
             Some(s) => SessionRequest::Resume {

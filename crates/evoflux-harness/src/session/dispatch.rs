@@ -211,6 +211,7 @@ impl Harness {
             team: None,
             checks: self.checks.clone(),
             schedules_dir: None,
+            code_cache: self.code_cache.clone(),
         };
         // Tool compatibility after narrowing: a worker whose required tools
         // this child would not be offered is refused before it opens, with

@@ -126,6 +126,9 @@ pub struct RunSetup {
     /// The user's schedules folder (`<config>/schedules`) `schedule_task`
     /// writes; `None` leaves the tool out of the session.
     pub schedules_dir: Option<PathBuf>,
+    /// The cache dir under which `code_context` persists its indexes
+    /// (`<cache>/code-index/`); `None` keeps them in memory only.
+    pub code_cache: Option<PathBuf>,
 }
 
 /// What a session needs to run its agent's dispatches as child sessions.
@@ -307,6 +310,10 @@ pub struct Harness {
     checks: Option<Arc<evoflux_fleet::CommandRegistry>>,
     /// The user's schedules folder `schedule_task` writes to.
     schedules_dir: Option<PathBuf>,
+    /// `code_context`'s navigator (Coding sessions), and where its
+    /// indexes persist, for the session's children.
+    code: Option<evoflux_tools::CodeNavigator>,
+    code_cache: Option<PathBuf>,
     mcp_call_timeout: Duration,
     /// The user's "always" answers that apply to this session (its own and
     /// its workspace's).

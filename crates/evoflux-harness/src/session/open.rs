@@ -198,6 +198,13 @@ impl Harness {
                 Some(WebFetch::new(access).map_err(HarnessError::Http)?)
             }
         };
+        let code = match session.mode() {
+            evoflux_core::AppMode::Coding => Some(evoflux_tools::CodeNavigator::new(
+                &workspace,
+                setup.code_cache.as_deref(),
+            )),
+            evoflux_core::AppMode::Work => None,
+        };
         let mut harness = Harness {
             provider: setup.provider,
             model: setup.model,
@@ -227,6 +234,8 @@ impl Harness {
             sandbox: setup.sandbox.clone(),
             checks: setup.checks.clone(),
             schedules_dir: setup.schedules_dir.clone(),
+            code,
+            code_cache: setup.code_cache.clone(),
             mcp_call_timeout: setup.mcp_call_timeout,
             grants,
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),

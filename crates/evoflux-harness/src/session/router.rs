@@ -357,10 +357,19 @@ impl Harness {
                 Ok(result)
             }
             BuiltinExecutor::Verify => Ok(self.run_check(call).await),
-            BuiltinExecutor::CodeContext => Ok(ToolResult::error(format!(
-                "`{}` is not available in this session.",
-                call.name
-            ))),
+            BuiltinExecutor::CodeContext => {
+                let Some(nav) = self.code.clone() else {
+                    return Ok(ToolResult::error(format!(
+                        "`{}` navigates the repositories of a Coding session; this session has none.",
+                        call.name
+                    )));
+                };
+                let args = call.arguments.clone();
+                let out = tokio::task::spawn_blocking(move || nav.run(&args))
+                    .await
+                    .map_err(|e| HarnessError::Join(e.to_string()))?;
+                Ok(file_result(out))
+            }
         }
     }
 

@@ -213,6 +213,7 @@ impl World {
             team: None,
             checks: None,
             schedules_dir: None,
+            code_cache: None,
         }
     }
 }

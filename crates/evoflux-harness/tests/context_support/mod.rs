@@ -251,6 +251,7 @@ impl Repo {
             team: None,
             checks: None,
             schedules_dir: None,
+            code_cache: None,
         }
     }
 
