@@ -63,8 +63,8 @@ fn info_on_embedded_defaults() {
 #[test]
 fn info_marks_the_tools_this_build_cannot_run() {
     let env = Env::new();
-    // A command tool in code_context's slot runs: the mark follows the
-    // selected definition, not the name.
+    // A command tool may take code_context's slot: what is marked follows
+    // the selected definition, not the name.
     env.project("tools/code_context.toml", TOOL);
     env.trust();
     let v = json(&env.run(&["info", "--json"]));

@@ -141,7 +141,11 @@ pub fn extract(language: Language, source: &[u8]) -> Result<FileFacts, ExtractEr
                     continue;
                 };
                 let qualifier = match kind {
-                    RefKind::Implementation => implementor.and_then(|i| type_name(i, source)),
+                    // A blanket `impl<T: Trait> Other for T` is for no
+                    // type in particular: it has no implementor to name.
+                    RefKind::Implementation => implementor
+                        .and_then(|i| type_name(i, source))
+                        .filter(|t| !generic_parameters(node, source).contains(t)),
                     RefKind::Call | RefKind::Type | RefKind::Import => {
                         qual.and_then(|q| qualifier(q, source))
                     }
@@ -214,6 +218,26 @@ fn type_name(node: Node<'_>, source: &[u8]) -> Option<String> {
             (plain && !t.is_empty()).then(|| t.to_owned())
         }
     }
+}
+
+/// The names of an item's generic type parameters (`T` and `U` of
+/// `impl<T: Read, U> …`).
+fn generic_parameters(node: Node<'_>, source: &[u8]) -> Vec<String> {
+    let Some(params) = node.child_by_field_name("type_parameters") else {
+        return Vec::new();
+    };
+    let mut cursor = params.walk();
+    params
+        .named_children(&mut cursor)
+        .filter_map(|p| match p.kind() {
+            "type_identifier" => text(p, source).map(str::to_owned),
+            _ => p
+                .child_by_field_name("name")
+                .or_else(|| p.child_by_field_name("left"))
+                .and_then(|n| text(n, source))
+                .map(str::to_owned),
+        })
+        .collect()
 }
 
 /// What a call is made on, as a name: the last segment of a path or a
@@ -636,6 +660,16 @@ mod inner {
             ["d.open@13 in Read", "http.CanonicalHeaderKey@15 in open"]
         );
         assert_eq!(refs(&f, RefKind::Import), ["http@3 in -"]);
+    }
+
+    #[test]
+    fn a_blanket_implementation_names_no_implementor() {
+        let src = "impl<T: Read + ?Sized> Read for &mut T {}\nimpl<T> Read for Box<T> {}\n";
+        let f = facts(Language::Rust, src);
+        assert_eq!(
+            refs(&f, RefKind::Implementation),
+            ["Read@1 in -", "Box.Read@2 in -"]
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ mod service;
 pub use answer::{Answer, Entry, MAX_OUTPUT_CHARS, Related, Relation, RepoSummary, Source};
 pub use error::CodeError;
 pub use evoflux_core::code_operation::CodeOperation;
+pub use facts::{DefKind, Definition, FileFacts, RefKind, Reference, Span};
 pub use index::{Limits, MAX_FILE_BYTES, MAX_FILES, RefreshReport, RepoIndex};
 pub use lang::Language;
 pub use request::{DEFAULT_DEPTH, DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT, SYMBOL_PATTERN};

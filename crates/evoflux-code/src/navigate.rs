@@ -426,11 +426,13 @@ impl<'a> Nav<'a> {
             if r.kind != RefKind::Implementation {
                 continue;
             }
-            let Some(implementor) = r.qualifier.clone() else {
-                continue;
-            };
-            let defs = self.type_defs(&implementor, id.repo);
-            out.push((implementor, Some(id), defs));
+            match r.qualifier.clone() {
+                Some(implementor) => {
+                    let defs = self.type_defs(&implementor, id.repo);
+                    out.push((implementor, Some(id), defs));
+                }
+                None => out.push(("(blanket implementation)".to_owned(), Some(id), Vec::new())),
+            }
         }
         let go = self.file(target.repo, target.file).facts.language == crate::Language::Go;
         if go && d.kind == DefKind::Interface {
@@ -894,7 +896,12 @@ impl<'a> Nav<'a> {
                 for (implementor, site, defs) in self.implementors(m) {
                     let entry = match (defs.first(), site) {
                         (Some(&t), _) => Some(self.entry(t)),
-                        (None, Some(s)) => Some(self.ref_entry(s)),
+                        // A type the index does not define (`Box<T>`, a
+                        // blanket impl): the `impl` itself is the place.
+                        (None, Some(s)) => Some(Entry {
+                            symbol: implementor.clone(),
+                            ..self.ref_entry(s)
+                        }),
                         (None, None) => None,
                     };
                     related.push(Related {
