@@ -440,6 +440,10 @@ fn typescript_and_javascript_implements_and_extends() {
                 "import { Shape, Circle } from './shape';\n\nexport function total(shapes: Shape[]): number {\n  return shapes.reduce((n, s) => n + s.area(), 0);\n}\n\nexport const App = () => total([new Circle(2)]);\n",
             ),
             (
+                "src/parse.ts",
+                "export function parse(x: string): number;\nexport function parse(x: number): number;\nexport function parse(x: any): number { return Number(x); }\n",
+            ),
+            (
                 "legacy/jobs.js",
                 "class Base { run() {} }\nclass Job extends Base {\n  run() { this.step(); }\n  step() {}\n}\nfunction start() { new Job().run(); }\n",
             ),
@@ -466,6 +470,24 @@ fn typescript_and_javascript_implements_and_extends() {
     assert_eq!(related(&a, Relation::Caller), ["Circle.area src/shape.ts"]);
     let a = ask(&mut cc, json!({"operation": "callers", "symbol": "total"}));
     assert_eq!(related(&a, Relation::Caller), ["App src/main.tsx"]);
+    // Overloads are each a definition; the ambiguity is stated.
+    let a = ask(
+        &mut cc,
+        json!({"operation": "definition", "symbol": "parse"}),
+    );
+    assert_eq!(
+        matches(&a),
+        [
+            "function parse src/parse.ts:1",
+            "function parse src/parse.ts:2",
+            "function parse src/parse.ts:3",
+        ]
+    );
+    assert!(
+        a.limitations
+            .iter()
+            .any(|l| l.contains("is ambiguous: 3 definitions"))
+    );
     let a = ask(
         &mut cc,
         json!({"operation": "implementations", "symbol": "Base"}),
