@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::UNIX_EPOCH;
 
-use ignore::WalkBuilder;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -272,13 +271,7 @@ fn index_file(f: Found, prev: Option<IndexedFile>) -> Outcome {
 /// The source files under `root` in path order.
 fn walk(root: &Path, visible: &(dyn Fn(&Path) -> bool + Sync)) -> Vec<Found> {
     let mut out = Vec::new();
-    let walker = WalkBuilder::new(root)
-        .standard_filters(true)
-        .hidden(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        .require_git(false)
-        .follow_links(false)
-        .build();
+    let walker = evoflux_core::walk::project_walker(root).build();
     for entry in walker.filter_map(Result::ok) {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;

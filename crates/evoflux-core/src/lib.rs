@@ -22,6 +22,7 @@ pub mod source;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod trust;
+pub mod walk;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Locator, Severity};
 pub use mode::AppMode;

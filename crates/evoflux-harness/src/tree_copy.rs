@@ -16,12 +16,7 @@ pub struct CopyError {
 
 /// The files and folders under `root`, git's ignore rules applied.
 pub fn walk(root: &Path) -> ignore::Walk {
-    ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .git_ignore(true)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build()
+    evoflux_core::walk::project_walker(root).build()
 }
 
 /// Copies the tree `from` into `to` (created), files and folders only.

@@ -7,8 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use ignore::WalkBuilder;
-
 use crate::workspace::Workspace;
 
 /// Regular files under `dir` in path order, with their path relative to
@@ -16,13 +14,7 @@ use crate::workspace::Workspace;
 pub(crate) fn files(ws: &Workspace, dir: &Path) -> impl Iterator<Item = (PathBuf, PathBuf)> {
     let root = dir.to_path_buf();
     let ws = ws.clone();
-    WalkBuilder::new(dir)
-        .standard_filters(true)
-        .hidden(false)
-        .filter_entry(|entry| entry.file_name() != ".git")
-        // Honour .gitignore even when the workspace is not (yet) a git repository.
-        .require_git(false)
-        .follow_links(false)
+    evoflux_core::walk::project_walker(dir)
         .sort_by_file_name(|a, b| a.cmp(b))
         .build()
         .filter_map(Result::ok)
