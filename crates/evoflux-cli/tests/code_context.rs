@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Sandbox, events, of_type, run, script};
+use common::{Sandbox, events, of_type, run, script, session_id};
 use serde_json::Value;
 
 /// Two methods named `new`: only one is the one the task is about.
@@ -43,8 +43,8 @@ turns:
   - expect: {tool_result: {contains: "'query' was unexpected"}}
     reply:
       tool_calls:
-        - {name: code_context, arguments: {operation: definition, symbol: where are retries configured}}
-  - expect: {tool_result: {contains: does not match}}
+        - {name: code_context, arguments: {operation: definition, symbol: where is the Config built}}
+  - expect: {tool_result: {contains: "does not match"}}
     reply:
       tool_calls:
         - {name: code_context, arguments: {operation: definition, symbol: "Config::new"}}
@@ -87,6 +87,22 @@ turns:
     assert!(config.contains("retries: 3"), "{config}");
     let server = std::fs::read_to_string(s.repo().join("src/server.rs")).unwrap();
     assert!(!server.contains("retries"), "the other `new` is untouched");
+    // The schema refused the prose symbol, and the service's refusal with
+    // the index's names came with it.
+    let shown = s.json(&["--json", "sessions", "show", &session_id(&ev)]);
+    let results: Vec<&str> = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "tool")
+        .filter_map(|e| e["message"]["content"].as_str())
+        .collect();
+    assert!(results[1].contains("does not match"), "{}", results[1]);
+    assert!(
+        results[1].contains("[code/not-a-symbol]") && results[1].contains("`Config`"),
+        "{}",
+        results[1]
+    );
 }
 
 fn cli(s: &Sandbox, args: &[&str]) -> std::process::Output {
@@ -160,7 +176,7 @@ fn the_command_answers_from_an_index_it_keeps_up_to_date() {
     assert_eq!(prose.status.code(), Some(3));
     let err = String::from_utf8_lossy(&prose.stderr);
     assert!(err.contains("[code/not-a-symbol]"), "{err}");
-    assert!(err.contains("`load_config`"), "candidates are names: {err}");
+    assert!(err.contains("`Config`"), "candidates are names: {err}");
 
     let bad_op = cli(&s, &["code-context", "Config", "--op", "search"]);
     assert_eq!(

@@ -77,6 +77,14 @@ pub enum CodeError {
         path: String,
         candidates: Vec<String>,
     },
+    #[error(
+        "`{path}` is in several repositories of this session: give one of {} (or `repository`)",
+        list(candidates)
+    )]
+    AmbiguousFile {
+        path: String,
+        candidates: Vec<String>,
+    },
     #[error("the code index at {} could not be saved: {message}", path.display())]
     Persist { path: PathBuf, message: String },
 }
@@ -95,6 +103,7 @@ impl CodeError {
             CodeError::UnknownSymbol { .. } => "code/unknown-symbol",
             CodeError::UnknownRepository { .. } => "code/unknown-repository",
             CodeError::UnknownFile { .. } => "code/unknown-file",
+            CodeError::AmbiguousFile { .. } => "code/ambiguous-file",
             CodeError::Persist { .. } => "code/persist-failed",
         }
     }

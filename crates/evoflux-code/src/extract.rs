@@ -137,7 +137,15 @@ pub fn extract(language: Language, source: &[u8]) -> Result<FileFacts, ExtractEr
             }
             Role::Ref(kind) => {
                 let Some(n) = name else { continue };
-                let Some(text) = identifier(n, source, language) else {
+                // A trait or interface is known by its plain name:
+                // `From` of `From<T>`, `Store` of `crate::store::Store`.
+                let text = match kind {
+                    RefKind::Implementation => type_name(n, source),
+                    RefKind::Call | RefKind::Type | RefKind::Import => {
+                        identifier(n, source, language)
+                    }
+                };
+                let Some(text) = text else {
                     continue;
                 };
                 let qualifier = match kind {
@@ -202,9 +210,10 @@ fn type_name(node: Node<'_>, source: &[u8]) -> Option<String> {
     match node.kind() {
         "generic_type" | "reference_type" | "pointer_type" => node
             .child_by_field_name("type")
+            .or_else(|| node.child_by_field_name("name"))
             .or_else(|| node.named_child(0))
             .and_then(|n| type_name(n, source)),
-        "scoped_type_identifier" | "scoped_identifier" => node
+        "scoped_type_identifier" | "scoped_identifier" | "nested_type_identifier" => node
             .child_by_field_name("name")
             .and_then(|n| type_name(n, source)),
         "attribute" => node
@@ -420,6 +429,21 @@ fn assign_enclosing(mut refs: Vec<Reference>, defs: &[Definition]) -> Vec<Refere
     let spans: Vec<Span> = defs.iter().map(|d| d.span).collect();
     let items: Vec<Span> = refs.iter().map(|r| r.span).collect();
     let found = innermost(&spans, &items);
+    // Each definition's enclosing definition, to find the type `self`
+    // means from inside a closure or a class field.
+    let parents = innermost(&spans, &spans);
+    let owner = |mut d: usize| -> Option<String> {
+        loop {
+            let def = &defs[d];
+            if def.kind.contains_members() && def.kind != DefKind::Module {
+                return Some(def.name.clone());
+            }
+            if let Some(c) = &def.container {
+                return Some(c.clone());
+            }
+            d = parents[d]?;
+        }
+    };
     for (r, d) in refs.iter_mut().zip(found) {
         r.enclosing = d.and_then(|d| u32::try_from(d).ok());
         let is_self = matches!(
@@ -427,7 +451,7 @@ fn assign_enclosing(mut refs: Vec<Reference>, defs: &[Definition]) -> Vec<Refere
             Some("self" | "Self" | "this" | "cls")
         );
         if is_self {
-            r.qualifier = d.and_then(|d| defs[d].container.clone());
+            r.qualifier = d.and_then(owner);
         }
     }
     refs
@@ -660,6 +684,32 @@ mod inner {
             ["d.open@13 in Read", "http.CanonicalHeaderKey@15 in open"]
         );
         assert_eq!(refs(&f, RefKind::Import), ["http@3 in -"]);
+    }
+
+    #[test]
+    fn generic_and_path_traits_are_known_by_their_name() {
+        let src = "impl From<u8> for Code {}\nimpl crate::store::Store for Disk {}\n";
+        let f = facts(Language::Rust, src);
+        assert_eq!(
+            refs(&f, RefKind::Implementation),
+            ["Code.From@1 in -", "Disk.Store@2 in -"]
+        );
+    }
+
+    #[test]
+    fn self_inside_a_closure_or_a_class_field_is_the_enclosing_type() {
+        let py = "class Repo:\n    def get(self):\n        def inner():\n            return self.load()\n        return inner()\n";
+        let f = facts(Language::Python, py);
+        assert!(refs(&f, RefKind::Call).contains(&"Repo.load@4 in inner".to_owned()));
+        let ts = "class Form {\n  handler = () => this.validate();\n  validate() {}\n}\n";
+        let f = facts(Language::TypeScript, ts);
+        assert!(
+            refs(&f, RefKind::Call)
+                .iter()
+                .any(|c| c.starts_with("Form.validate@2")),
+            "{:?}",
+            refs(&f, RefKind::Call)
+        );
     }
 
     #[test]

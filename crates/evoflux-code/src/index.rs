@@ -23,7 +23,11 @@ use crate::lang::Language;
 
 /// Bumped whenever the persisted shape or the extraction changes, so an
 /// index written by another version is rebuilt rather than misread.
-pub const INDEX_FORMAT: u32 = 1;
+pub const INDEX_FORMAT: u32 = 2;
+/// A file modified this close before the last refresh began may have
+/// changed again within the same timestamp tick: it is hashed again rather
+/// than trusted by its stat (as git treats "racily clean" files).
+const RACY_WINDOW_NS: i128 = 2_000_000_000;
 /// Largest file indexed (1 MiB): bigger sources are generated or vendored.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// Most files indexed per repository.
@@ -76,6 +80,8 @@ pub struct RepoIndex {
     /// Sorted by path.
     pub files: Vec<IndexedFile>,
     pub skipped: Skipped,
+    /// When the last refresh began (ns since the epoch).
+    refreshed_at_ns: i128,
 }
 
 impl Default for RepoIndex {
@@ -84,6 +90,7 @@ impl Default for RepoIndex {
             format: INDEX_FORMAT,
             files: Vec::new(),
             skipped: Skipped::default(),
+            refreshed_at_ns: 0,
         }
     }
 }
@@ -165,6 +172,8 @@ impl RepoIndex {
         visible: &(dyn Fn(&Path) -> bool + Sync),
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> RefreshReport {
+        let started = now_ns();
+        let racy_from = self.refreshed_at_ns - RACY_WINDOW_NS;
         let mut found = walk(root, visible);
         let mut skipped = Skipped::default();
         if found.len() > limits.max_files {
@@ -175,6 +184,7 @@ impl RepoIndex {
             .into_iter()
             .map(|f| (f.path.clone(), f))
             .collect();
+        let before: std::collections::BTreeSet<String> = old.keys().cloned().collect();
 
         let mut kept: Vec<IndexedFile> = Vec::with_capacity(found.len());
         let mut work: Vec<(Found, Option<IndexedFile>)> = Vec::new();
@@ -185,12 +195,17 @@ impl RepoIndex {
                 continue;
             }
             match old.remove(&f.rel) {
-                Some(prev) if prev.size == f.size && prev.mtime_ns == f.mtime_ns => kept.push(prev),
+                Some(prev)
+                    if prev.size == f.size
+                        && prev.mtime_ns == f.mtime_ns
+                        && prev.mtime_ns < racy_from =>
+                {
+                    kept.push(prev)
+                }
                 prev => work.push((f, prev)),
             }
         }
-        let mut removed: Vec<String> = old.into_keys().collect();
-        removed.sort();
+        drop(old);
 
         let total = work.len();
         let done = AtomicUsize::new(0);
@@ -205,7 +220,6 @@ impl RepoIndex {
 
         let mut report = RefreshReport {
             reused: kept.len(),
-            removed,
             ..RefreshReport::default()
         };
         for o in outcomes {
@@ -223,6 +237,16 @@ impl RepoIndex {
         }
         report.parsed.sort();
         kept.sort_by(|a, b| a.path.cmp(&b.path));
+        // Whatever left the index — deleted, grown past the size limit,
+        // beyond the count, unreadable — is removed: the positions of the
+        // files that remain have moved.
+        let after: std::collections::BTreeSet<&str> =
+            kept.iter().map(|f| f.path.as_str()).collect();
+        report.removed = before
+            .into_iter()
+            .filter(|p| !after.contains(p.as_str()))
+            .collect();
+        self.refreshed_at_ns = started;
         self.files = kept;
         self.skipped = skipped;
         report
@@ -240,6 +264,12 @@ impl RepoIndex {
     pub fn definition_count(&self) -> usize {
         self.files.iter().map(|f| f.facts.definitions.len()).sum()
     }
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
 }
 
 fn index_file(f: Found, prev: Option<IndexedFile>) -> Outcome {
@@ -359,6 +389,53 @@ mod tests {
         let gone = refresh(&mut index, root, Limits::default());
         assert_eq!(gone.removed, ["src/a.rs"]);
         assert!(index.file("src/a.rs").is_none());
+    }
+
+    #[test]
+    fn a_file_that_grows_past_the_limit_leaves_the_index_as_removed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        write(root, "a.rs", "fn a() {}\n");
+        write(root, "b.rs", "fn b() {}\n");
+        let limits = Limits {
+            max_file_bytes: 100,
+            max_files: 10,
+        };
+        let mut index = RepoIndex::default();
+        refresh(&mut index, root, limits);
+        write(root, "a.rs", &"// grown\n".repeat(20));
+        let r = refresh(&mut index, root, limits);
+        assert_eq!(r.removed, ["a.rs"]);
+        assert!(r.changed());
+        assert_eq!(index.skipped.too_large, ["a.rs"]);
+    }
+
+    #[test]
+    fn a_same_size_edit_in_the_same_tick_is_seen() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        write(root, "a.rs", "fn a() {}\n");
+        let mut index = RepoIndex::default();
+        refresh(&mut index, root, Limits::default());
+        let mtime = std::fs::metadata(root.join("a.rs"))
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|e| panic!("{e}"));
+        write(root, "a.rs", "fn b() {}\n");
+        // Same size, and the modification time put back as it was.
+        std::fs::File::options()
+            .write(true)
+            .open(root.join("a.rs"))
+            .and_then(|f| f.set_modified(mtime))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r = refresh(&mut index, root, Limits::default());
+        assert_eq!(r.parsed, ["a.rs"]);
+        let names: Vec<&str> = index.files[0]
+            .facts
+            .definitions
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        assert_eq!(names, ["b"]);
     }
 
     #[test]

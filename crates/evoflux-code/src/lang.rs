@@ -214,7 +214,7 @@ const TYPESCRIPT_ONLY: &str = r#"
 (function_signature name: (identifier) @name) @def.function
 
 (class_declaration name: (type_identifier) @implementor
-  (class_heritage (implements_clause (type_identifier) @name))) @ref.implementation
+  (class_heritage (implements_clause [(type_identifier) (generic_type) (nested_type_identifier)] @name))) @ref.implementation
 (class_declaration name: (type_identifier) @implementor
   (class_heritage (extends_clause value: (identifier) @name))) @ref.implementation
 (abstract_class_declaration name: (type_identifier) @implementor

@@ -54,15 +54,22 @@ pub(crate) struct Nav<'a> {
     several: bool,
 }
 
-/// The module a file is: its stem, or its folder for `mod.rs`,
-/// `__init__.py`, `index.*`; Go's package is its folder.
-fn module_of(path: &str) -> &str {
+/// The module a file is: its stem, or its folder for the files that stand
+/// for their folder in its language (Rust `mod.rs`/`lib.rs`/`main.rs`,
+/// Python `__init__.py`, JavaScript and TypeScript `index.*`); a Go file's
+/// package is its folder.
+fn module_of(path: &str, language: crate::Language) -> &str {
+    use crate::Language as L;
     let mut parts = path.rsplit('/');
     let file = parts.next().unwrap_or(path);
     let stem = file.split('.').next().unwrap_or(file);
     let folder = parts.next();
-    let by_folder =
-        matches!(stem, "mod" | "__init__" | "index" | "lib" | "main") || file.ends_with(".go");
+    let by_folder = match language {
+        L::Rust => matches!(stem, "mod" | "lib" | "main"),
+        L::Python => stem == "__init__",
+        L::JavaScript | L::TypeScript | L::Tsx => stem == "index",
+        L::Go => true,
+    };
     match folder {
         Some(dir) if by_folder => dir,
         _ => stem,
@@ -215,9 +222,10 @@ impl<'a> Nav<'a> {
     /// trait it implements, or its file's module).
     fn answers_to(&self, id: DefId, qualifier: &str) -> bool {
         let d = self.def(id);
-        d.container.as_deref() == Some(qualifier)
-            || d.implements.as_deref() == Some(qualifier)
-            || module_of(&self.file(id.repo, id.file).path) == qualifier
+        d.container.as_deref() == Some(qualifier) || d.implements.as_deref() == Some(qualifier) || {
+            let f = self.file(id.repo, id.file);
+            module_of(&f.path, f.facts.language) == qualifier
+        }
     }
 
     /// Normalizes a path hint to repository-relative form for `repo`.
@@ -295,8 +303,8 @@ impl<'a> Nav<'a> {
     }
 
     /// Known names among the words of something that is not a symbol: a
-    /// definition whose name is one of the words, or whose own words
-    /// include some, best covered first. Names only; nothing is searched.
+    /// definition whose name is one of the words, or whose words all are.
+    /// Names only; nothing is searched.
     pub(crate) fn prose_candidates(&self, prose: &str) -> Vec<String> {
         const COMMON: [&str; 24] = [
             "the", "and", "for", "with", "where", "what", "when", "how", "why", "which", "this",
@@ -308,16 +316,17 @@ impl<'a> Nav<'a> {
             .map(str::to_lowercase)
             .filter(|w| w.chars().count() >= 3 && !COMMON.contains(&w.as_str()))
             .collect();
-        // (words left uncovered, name length, name): best covered first.
+        // (0 for a word, 1 for a joined name; length; name).
         let mut scored: BTreeSet<(usize, usize, String)> = BTreeSet::new();
         for &r in &self.selected {
             for name in self.all[r].lookup.defs.keys() {
+                // The name is one of the words, or all of its words are
+                // (`load config` → `load_config`): exact, never partial.
                 let ws = words(name);
-                let hits = ws.iter().filter(|w| given.contains(*w)).count();
                 if given.contains(&name.to_lowercase()) {
                     scored.insert((0, name.len(), name.clone()));
-                } else if hits > 0 {
-                    scored.insert((ws.len() - hits, name.len(), name.clone()));
+                } else if ws.len() > 1 && ws.iter().all(|w| given.contains(w)) {
+                    scored.insert((1, name.len(), name.clone()));
                 }
             }
         }
@@ -335,14 +344,19 @@ impl<'a> Nav<'a> {
 
     /// Whether a reference is a call of the definition.
     fn calls(&self, target: DefId, r: &Reference) -> bool {
-        if r.kind != RefKind::Call || r.name != self.def(target).name {
-            return false;
-        }
+        r.kind == RefKind::Call
+            && r.name == self.def(target).name
+            && self.call_reaches(target, r.qualifier.as_deref(), r.path_qualified)
+    }
+
+    /// The one rule of what a call of the definition's name, made on
+    /// `qualifier`, can reach — for callers and callees alike.
+    fn call_reaches(&self, target: DefId, qualifier: Option<&str>, path_qualified: bool) -> bool {
         let d = self.def(target);
-        match r.qualifier.as_deref() {
+        match qualifier {
             None => d.container.is_none() || d.kind != DefKind::Method,
             Some(q) if self.answers_to(target, q) => true,
-            Some(q) if r.path_qualified || self.is_holder(q) => false,
+            Some(q) if path_qualified || self.is_holder(q) => false,
             Some(_) => d.container.is_some(),
         }
     }
@@ -397,13 +411,8 @@ impl<'a> Nav<'a> {
                     .defs_named(name)
                     .into_iter()
                     .filter(|&id| {
-                        let c = self.def(id);
-                        c.kind.callable()
-                            && match qualifier.as_deref() {
-                                None => c.container.is_none() || c.kind != DefKind::Method,
-                                Some(q) if *by_path || self.is_holder(q) => self.answers_to(id, q),
-                                Some(_) => c.container.is_some(),
-                            }
+                        self.def(id).kind.callable()
+                            && self.call_reaches(id, qualifier.as_deref(), *by_path)
                     })
                     .collect();
                 let shown = match qualifier {
@@ -445,23 +454,47 @@ impl<'a> Nav<'a> {
                 .map(|m| m.name.as_str())
                 .collect();
             if !wanted.is_empty() {
-                let mut have: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-                for g in &self.all[target.repo].index.files {
-                    if g.facts.language != crate::Language::Go {
-                        continue;
-                    }
-                    for m in &g.facts.definitions {
-                        if let (DefKind::Method, Some(c)) = (m.kind, m.container.as_deref())
-                            && c != d.name
-                        {
-                            have.entry(c).or_default().insert(m.name.as_str());
+                // Method sets by (repository, package folder, type); an
+                // interface's own method list is not a method set.
+                type Key<'k> = (usize, &'k str, &'k str);
+                let mut have: BTreeMap<Key<'_>, BTreeSet<&str>> = BTreeMap::new();
+                let mut interfaces: HashSet<Key<'_>> = HashSet::new();
+                for &repo in &self.selected {
+                    for g in &self.all[repo].index.files {
+                        if g.facts.language != crate::Language::Go {
+                            continue;
+                        }
+                        let folder = g.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+                        for m in &g.facts.definitions {
+                            if m.kind == DefKind::Interface {
+                                interfaces.insert((repo, folder, m.name.as_str()));
+                            }
+                            if let (DefKind::Method, Some(c)) = (m.kind, m.container.as_deref()) {
+                                have.entry((repo, folder, c))
+                                    .or_default()
+                                    .insert(m.name.as_str());
+                            }
                         }
                     }
                 }
-                for (ty, methods) in have {
-                    if wanted.is_subset(&methods) && !out.iter().any(|(n, _, _)| n == ty) {
-                        out.push((ty.to_owned(), None, self.type_defs(ty, target.repo)));
+                for (key @ (repo, folder, ty), methods) in have {
+                    if interfaces.contains(&key) || !wanted.is_subset(&methods) {
+                        continue;
                     }
+                    let defs: Vec<DefId> = self
+                        .type_defs(ty, repo)
+                        .into_iter()
+                        .filter(|t| {
+                            t.repo == repo
+                                && self
+                                    .file(t.repo, t.file)
+                                    .path
+                                    .rsplit_once('/')
+                                    .map_or("", |(d, _)| d)
+                                    == folder
+                        })
+                        .collect();
+                    out.push((ty.to_owned(), None, defs));
                 }
             }
         }
@@ -531,7 +564,7 @@ impl<'a> Nav<'a> {
                     s.too_large
                         .iter()
                         .take(5)
-                        .cloned()
+                        .map(|p| self.display_path(r, p))
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
@@ -543,7 +576,11 @@ impl<'a> Nav<'a> {
                 ));
             }
             for (path, why) in s.failed.iter().take(5) {
-                out.push(format!("{}: {path} could not be indexed: {why}", repo.name));
+                out.push(format!(
+                    "{}: {} could not be indexed: {why}",
+                    repo.name,
+                    self.display_path(r, path)
+                ));
             }
             if let Some(e) = &repo.persist_error {
                 out.push(format!(
@@ -666,7 +703,6 @@ impl<'a> Nav<'a> {
             CodeOperation::Neighborhood => {
                 for &m in &matches {
                     self.container_of(m, &mut related);
-                    self.push_siblings(m, &mut related);
                     let before = related.len();
                     self.push_callers(m, None, &mut related, &mut touched);
                     let callers = related.len() - before;
@@ -678,6 +714,16 @@ impl<'a> Nav<'a> {
                         ));
                     }
                     self.push_callees(m, NEIGHBORS, &mut related);
+                    let before = related.len();
+                    self.push_siblings(m, &mut related);
+                    let siblings = related.len() - before;
+                    if siblings > NEIGHBORS {
+                        related.truncate(before + NEIGHBORS);
+                        answer.limitations.push(format!(
+                            "{} has {siblings} siblings; {NEIGHBORS} are shown (ask `outline` of its file for all)",
+                            self.qualified(m)
+                        ));
+                    }
                 }
             }
             CodeOperation::Outline => {}
@@ -706,6 +752,11 @@ impl<'a> Nav<'a> {
             ));
         }
         answer.relationships = related;
+        if request.operation == CodeOperation::Implementations {
+            answer.limitations.push(
+                "implementations are matched by the trait, interface or base class's name: a type implementing another item of the same name (from a dependency) is listed too".to_owned(),
+            );
+        }
         if by_name {
             answer.limitations.push(
                 "calls are matched by name and receiver, not by type: a call on a receiver of unknown type is listed for every method of that name, and calls through aliases, function values or dynamic dispatch are not seen".to_owned(),
@@ -737,6 +788,15 @@ impl<'a> Nav<'a> {
     fn push_siblings(&self, m: DefId, related: &mut Vec<Related>) {
         let d = self.def(m);
         let f = self.file(m.repo, m.file);
+        // A function's local definitions are nobody's siblings.
+        let local = |s: &Definition| {
+            f.facts.definitions.iter().any(|o| {
+                o.kind.callable()
+                    && !o.kind.contains_members()
+                    && o.span != s.span
+                    && o.span.contains(&s.span)
+            })
+        };
         for (i, s) in f.facts.definitions.iter().enumerate() {
             let id = DefId {
                 repo: m.repo,
@@ -747,6 +807,7 @@ impl<'a> Nav<'a> {
                 && s.container == d.container
                 && !d.span.contains(&s.span)
                 && !s.span.contains(&d.span)
+                && !local(s)
             {
                 related.push(Related {
                     relation: Relation::Sibling,
@@ -970,16 +1031,29 @@ impl<'a> Nav<'a> {
 
     fn outline(&self, request: &Request) -> Result<Answer, CodeError> {
         let path = request.path.as_deref().unwrap_or_default();
-        let found = self.selected.iter().find_map(|&r| {
-            let rel = self.relative(r, path);
-            self.all[r]
-                .index
-                .files
-                .binary_search_by(|f| f.path.as_str().cmp(&rel))
-                .ok()
-                .map(|i| (r, u32::try_from(i).unwrap_or(u32::MAX)))
-        });
-        let Some((repo, file)) = found else {
+        let found: Vec<(usize, u32)> = self
+            .selected
+            .iter()
+            .filter_map(|&r| {
+                let rel = self.relative(r, path);
+                self.all[r]
+                    .index
+                    .files
+                    .binary_search_by(|f| f.path.as_str().cmp(&rel))
+                    .ok()
+                    .map(|i| (r, u32::try_from(i).unwrap_or(u32::MAX)))
+            })
+            .collect();
+        if found.len() > 1 {
+            return Err(CodeError::AmbiguousFile {
+                path: path.to_owned(),
+                candidates: found
+                    .iter()
+                    .map(|&(r, f)| self.display_path(r, &self.file(r, f).path))
+                    .collect(),
+            });
+        }
+        let Some(&(repo, file)) = found.first() else {
             let base = path.rsplit('/').next().unwrap_or(path);
             let candidates: Vec<String> = self
                 .selected
@@ -1036,12 +1110,14 @@ mod tests {
 
     #[test]
     fn modules_are_file_stems_or_folders() {
-        assert_eq!(module_of("src/config.rs"), "config");
-        assert_eq!(module_of("src/net/mod.rs"), "net");
-        assert_eq!(module_of("app/store/__init__.py"), "store");
-        assert_eq!(module_of("pkg/store/disk.go"), "store");
-        assert_eq!(module_of("web/index.ts"), "web");
-        assert_eq!(module_of("main.py"), "main");
+        use crate::Language as L;
+        assert_eq!(module_of("src/config.rs", L::Rust), "config");
+        assert_eq!(module_of("src/net/mod.rs", L::Rust), "net");
+        assert_eq!(module_of("app/store/__init__.py", L::Python), "store");
+        assert_eq!(module_of("app/main.py", L::Python), "main");
+        assert_eq!(module_of("pkg/store/disk.go", L::Go), "store");
+        assert_eq!(module_of("web/index.ts", L::TypeScript), "web");
+        assert_eq!(module_of("web/main.ts", L::TypeScript), "main");
     }
 
     #[test]

@@ -349,10 +349,19 @@ fn prose_and_unknown_symbols_are_refused_with_candidate_names() {
     assert_eq!(e.code(), "code/not-a-symbol");
     match &e {
         CodeError::NotASymbol { candidates, .. } => {
-            assert_eq!(candidates, &["Config", "config", "load_config"]);
+            assert_eq!(candidates, &["Config", "config"]);
         }
         other => panic!("{other}"),
     }
+    // A name whose words are all in the prose is offered; partial overlap is not.
+    let e = refused(
+        &mut cc,
+        json!({"operation": "callers", "symbol": "who calls load config"}),
+    );
+    assert!(
+        matches!(&e, CodeError::NotASymbol { candidates, .. } if candidates == &["Config", "config", "load_config"]),
+        "{e}"
+    );
     let e = refused(
         &mut cc,
         json!({"operation": "definition", "symbol": "Confg"}),
@@ -532,6 +541,13 @@ fn go_interfaces_are_implemented_structurally() {
         json!({"operation": "callers", "symbol": "store.NewDisk"}),
     );
     assert_eq!(related(&a, Relation::Caller), ["main main.go"]);
+    // Callees follow the same rule: the package-qualified call resolves.
+    let a = ask(&mut cc, json!({"operation": "callees", "symbol": "main"}));
+    let callees = related(&a, Relation::Callee);
+    assert!(
+        callees.contains(&"NewDisk store/store.go".to_owned()),
+        "{callees:?}"
+    );
     let a = ask(
         &mut cc,
         json!({"operation": "callers", "symbol": "Disk.path"}),
@@ -588,6 +604,17 @@ fn several_repositories_are_searched_and_named() {
         json!({"operation": "definition", "symbol": "boot", "repository": "nope"}),
     );
     assert_eq!(e.code(), "code/unknown-repository");
+
+    // A relative path both repositories have is ambiguous, not guessed.
+    std::fs::write(app.join("setup.py"), "def setup():\n    pass\n").unwrap();
+    std::fs::write(lib.join("setup.py"), "def setup():\n    pass\n").unwrap();
+    let e = refused(&mut cc, json!({"operation": "outline", "path": "setup.py"}));
+    assert_eq!(e.code(), "code/ambiguous-file");
+    let a = ask(
+        &mut cc,
+        json!({"operation": "outline", "path": "setup.py", "repository": "configlib"}),
+    );
+    assert_eq!(a.matches[0].repository, "configlib");
 }
 
 #[test]

@@ -443,8 +443,9 @@ fn check_case(
     })
 }
 
-/// A trajectory step that runs `code_context` is written
-/// `code_context <operation> <symbol>` and must be a call the tool would
+/// A trajectory step that runs `code_context` says so as
+/// `code_context <operation> <symbol>` (anything before it is free text)
+/// and must be a call the tool would
 /// take: a known operation and one exact symbol (or, for `outline`, one
 /// path) — never a description. The first such step is the case's
 /// `expected_operation` when both are given.
@@ -456,8 +457,9 @@ fn check_code_context_steps(
 ) {
     let mut first: Option<CodeOperation> = None;
     for (i, step) in steps.iter().enumerate() {
-        let mut words = step.split_whitespace();
-        if words.next() != Some("code_context") {
+        // Wherever a step mentions the tool, what follows is the call.
+        let mut words = step.split_whitespace().skip_while(|w| *w != "code_context");
+        if words.next().is_none() {
             continue;
         }
         let field = format!("expected_trajectory[{i}]");
@@ -866,7 +868,15 @@ mod tests {
             with_trajectory(Some("callers"), &["code_context definition submit"]),
             ["skill/evals-operation-mismatch"]
         );
-        // Steps that do not run code_context are free text.
+        // Steps that do not run code_context are free text; one that does
+        // names the call wherever it says so.
         assert!(with_trajectory(None, &["grep for the literal error message"]).is_empty());
+        assert!(
+            with_trajectory(None, &["read the file, then code_context callers parse"]).is_empty()
+        );
+        assert_eq!(
+            with_trajectory(None, &["read it, then code_context callers on its name"]),
+            ["skill/evals-trajectory-invalid"]
+        );
     }
 }

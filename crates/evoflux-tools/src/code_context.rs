@@ -1,10 +1,11 @@
 //! `code_context`: exact-symbol navigation over the session's repositories,
 //! on the index of evoflux-code.
 //!
-//! One navigator per session, shared by its calls (and by the sessions it
-//! dispatches in the same workspace): the index is loaded from the cache
-//! on the first call, refreshed before every answer, and never sees a file
-//! the workspace hides (the sandbox's denied files).
+//! One navigator per session, shared by its calls; the sessions it
+//! dispatches build their own from the same cache file. The index is
+//! loaded from the cache on the first call (built there when it is not),
+//! refreshed before every answer, and never sees a file the workspace
+//! hides (the sandbox's denied files).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

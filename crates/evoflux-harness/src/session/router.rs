@@ -57,7 +57,16 @@ impl Harness {
             ))));
         };
         if let Err(e) = tool.check_arguments(&call.arguments) {
-            return Ok(CallOutcome::Result(ToolResult::error(e)));
+            let is_code_context = tool.kind
+                == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::CodeContext));
+            let hint = match is_code_context {
+                true => self.code_context_hint(&call.arguments).await?,
+                false => None,
+            };
+            return Ok(CallOutcome::Result(ToolResult::error(match hint {
+                Some(h) => format!("{e}\n{h}"),
+                None => e,
+            })));
         }
         match self
             .pipeline
@@ -371,6 +380,27 @@ impl Harness {
                 Ok(file_result(out))
             }
         }
+    }
+
+    /// For a `code_context` call the schema refused because its symbol is
+    /// prose: the service's own refusal, with the index's names among its
+    /// words, so the model can retry with one of them.
+    async fn code_context_hint(&self, arguments: &Value) -> Result<Option<String>, HarnessError> {
+        let Some(nav) = self.code.clone() else {
+            return Ok(None);
+        };
+        let Some(symbol) = arguments
+            .get("symbol")
+            .and_then(Value::as_str)
+            .filter(|s| !evoflux_core::code_operation::is_symbol(s))
+        else {
+            return Ok(None);
+        };
+        let args = serde_json::json!({"operation": "definition", "symbol": symbol});
+        let out = tokio::task::spawn_blocking(move || nav.run(&args))
+            .await
+            .map_err(|e| HarnessError::Join(e.to_string()))?;
+        Ok(out.is_error.then_some(out.text))
     }
 
     /// Makes the tools skill activations turned on part of the session and
