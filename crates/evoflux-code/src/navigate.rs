@@ -517,7 +517,13 @@ impl<'a> Nav<'a> {
     fn source(&self, id: DefId) -> Option<Source> {
         let f = self.file(id.repo, id.file);
         let d = self.def(id);
-        let text = std::fs::read(self.all[id.repo].root.join(&f.path)).ok()?;
+        // Read only a regular file: one replaced by a link since the
+        // refresh is not followed out of the root.
+        let path = self.all[id.repo].root.join(&f.path);
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        let text = std::fs::read(&path).ok()?;
         let text = String::from_utf8_lossy(&text);
         let shown = d.span.lines().min(MAX_SOURCE_LINES);
         let body: String = text
