@@ -92,6 +92,39 @@ impl Provider for AnthropicProvider {
     }
 }
 
+/// Prompt caching: a breakpoint caches everything before it (tools, then
+/// system, then messages). The tools and the system prompt are byte-stable
+/// within a session, so one breakpoint ends each; one ends the newest
+/// message, so the next call reads the whole conversation from the cache,
+/// and one ends the user message before it, which the newest breakpoint
+/// wrote on the previous call — a hit even when more than the API's 20
+/// blocks of lookback came since. Four is the API's limit.
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Marks the last block of the newest message and of the user message
+/// before it.
+fn mark_conversation(messages: &mut [Value]) {
+    let users: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["role"] == "user")
+        .map(|(i, _)| i)
+        .collect();
+    let newest = messages.len().checked_sub(1);
+    let previous_user = users.iter().rev().copied().find(|&i| Some(i) != newest);
+    for i in [newest, previous_user].into_iter().flatten() {
+        if let Some(block) = messages[i]["content"]
+            .as_array_mut()
+            .and_then(|c| c.last_mut())
+        {
+            block["cache_control"] = ephemeral();
+        }
+    }
+}
+
 /// The JSON body of a streaming Messages request.
 pub fn request_body(request: &Request) -> Value {
     let mut system: Vec<&str> = Vec::new();
@@ -153,16 +186,26 @@ pub fn request_body(request: &Request) -> Value {
         "messages": messages,
     });
     if !system.is_empty() {
-        body["system"] = json!(system.join("\n\n"));
+        body["system"] = json!([{
+            "type": "text",
+            "text": system.join("\n\n"),
+            "cache_control": ephemeral(),
+        }]);
+    }
+    if let Some(messages) = body["messages"].as_array_mut() {
+        mark_conversation(messages);
     }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| {
                 json!({"name": t.name, "description": t.description, "input_schema": t.parameters})
             })
             .collect();
+        if let Some(last) = tools.last_mut() {
+            last["cache_control"] = ephemeral();
+        }
         body["tools"] = Value::Array(tools);
         match request.tool_choice {
             ToolChoice::Auto => {}
@@ -228,6 +271,9 @@ impl MessagesDecoder {
         }
         if let Some(read) = cache_read {
             self.usage.cached_input_tokens = read;
+        }
+        if let Some(write) = cache_write {
+            self.usage.cache_write_input_tokens = write;
         }
         if let Some(out) = n("output_tokens") {
             self.usage.output_tokens = out;
@@ -390,6 +436,71 @@ mod tests {
     use super::*;
     use crate::message::ToolCall;
 
+    fn breakpoints(body: &Value) -> usize {
+        fn count(v: &Value) -> usize {
+            match v {
+                Value::Object(o) => {
+                    usize::from(o.contains_key("cache_control"))
+                        + o.values().map(count).sum::<usize>()
+                }
+                Value::Array(a) => a.iter().map(count).sum(),
+                _ => 0,
+            }
+        }
+        count(body)
+    }
+
+    #[test]
+    fn a_long_session_stays_within_the_breakpoint_limit_and_its_prefix_is_stable() {
+        let tools = vec![
+            crate::message::ToolDefinition {
+                name: "read".into(),
+                description: "read".into(),
+                parameters: json!({"type": "object"}),
+            },
+            crate::message::ToolDefinition {
+                name: "ls".into(),
+                description: "list".into(),
+                parameters: json!({"type": "object"}),
+            },
+        ];
+        let mut messages = vec![Message::system("sys"), Message::user("go")];
+        let mut previous: Option<Value> = None;
+        for i in 0..30 {
+            messages.push(Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall {
+                    id: format!("t{i}"),
+                    name: "read".into(),
+                    arguments: json!({"i": i}),
+                }],
+            });
+            messages.push(Message::tool_result(format!("t{i}"), "x".repeat(100)));
+            let body = request_body(&Request::new("m", messages.clone()).with_tools(tools.clone()));
+            assert!(breakpoints(&body) <= MAX_CACHE_BREAKPOINTS, "call {i}");
+            // The tools and system prompt, breakpoints included, are the
+            // same bytes on every call: the cached prefix never churns.
+            if let Some(p) = &previous {
+                assert_eq!(p["tools"], body["tools"]);
+                assert_eq!(p["system"], body["system"]);
+            }
+            previous = Some(body);
+        }
+        let last = previous.unwrap_or_default();
+        let msgs = last["messages"].as_array().cloned().unwrap_or_default();
+        let marked: Vec<usize> = msgs
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| breakpoints(m) > 0)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            marked,
+            [msgs.len() - 3, msgs.len() - 1],
+            "the previous user message and the newest"
+        );
+    }
+
     #[test]
     fn body_merges_roles_and_lifts_system() {
         let req = Request::new(
@@ -422,7 +533,10 @@ mod tests {
             ],
         );
         let b = request_body(&req);
-        assert_eq!(b["system"], json!("a\n\nb"));
+        assert_eq!(
+            b["system"],
+            json!([{"type": "text", "text": "a\n\nb", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(b["max_tokens"], json!(DEFAULT_MAX_TOKENS));
         let msgs = b["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
@@ -431,7 +545,8 @@ mod tests {
             msgs[2]["content"],
             json!([
                 {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
-                {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true,
+                 "cache_control": {"type": "ephemeral"}},
             ])
         );
         assert_eq!(msgs[1]["content"][1]["type"], json!("tool_use"));
@@ -445,6 +560,10 @@ mod tests {
         ]);
         assert!(request_body(&required).get("tool_choice").is_none());
         required.tool_choice = ToolChoice::Required;
+        assert_eq!(
+            request_body(&required)["tools"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
         assert_eq!(
             request_body(&required)["tool_choice"],
             json!({"type": "any"})

@@ -56,6 +56,10 @@ pub struct Usage {
     /// `input_tokens`), when the server says.
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Input tokens written to the provider's prompt cache by this call
+    /// (part of `input_tokens`; Anthropic prices them apart).
+    #[serde(default)]
+    pub cache_write_input_tokens: u64,
 }
 
 /// Why generation stopped, normalized across providers.

@@ -282,6 +282,7 @@ impl ChatDecoder {
                 input_tokens: n("/prompt_tokens"),
                 output_tokens: n("/completion_tokens"),
                 cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+                cache_write_input_tokens: 0,
             });
         }
         Ok(())

@@ -851,6 +851,7 @@ fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEven
             input_tokens: estimate_tokens(input_chars),
             output_tokens: estimate_tokens(output_chars),
             cached_input_tokens: 0,
+            cache_write_input_tokens: 0,
         }
     });
     events.push(StreamEvent::Usage { usage });

@@ -216,7 +216,7 @@ impl Harness {
                     input_tokens: u.input_tokens,
                     output_tokens: u.output_tokens,
                     cache_read_tokens: u.cached_input_tokens,
-                    cache_write_tokens: 0,
+                    cache_write_tokens: u.cache_write_input_tokens,
                     projected_results: stats.projected_results,
                     projection_saved_chars: stats.projection_saved_chars,
                 },

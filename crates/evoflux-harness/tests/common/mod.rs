@@ -108,6 +108,7 @@ impl Provider for Recorder {
                 input_tokens: 100,
                 output_tokens: 10,
                 cached_input_tokens: 0,
+                cache_write_input_tokens: 0,
             },
         }));
         events.push(Ok(StreamEvent::Stop { reason: stop }));

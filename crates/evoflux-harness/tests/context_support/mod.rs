@@ -114,6 +114,7 @@ fn events(text: String, calls: Vec<ToolCall>) -> EventStream {
             input_tokens: 100,
             output_tokens: 10,
             cached_input_tokens: 0,
+            cache_write_input_tokens: 0,
         },
     }));
     ev.push(Ok(StreamEvent::Stop { reason: stop }));

@@ -219,6 +219,7 @@ impl LocalProvider {
                 input_tokens: stats.prompt_tokens as u64,
                 output_tokens: stats.generated_tokens as u64,
                 cached_input_tokens: stats.reused_tokens as u64,
+                cache_write_input_tokens: 0,
             },
         });
         events.push(StreamEvent::Stop { reason: stop });

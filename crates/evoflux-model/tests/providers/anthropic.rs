@@ -15,7 +15,7 @@ fn message_start(input: u64, cache_read: u64) -> String {
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
             "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": input, "cache_read_input_tokens": cache_read,
-                      "cache_creation_input_tokens": 0, "output_tokens": 1},
+                      "cache_creation_input_tokens": 3, "output_tokens": 1},
         },
     }))
 }
@@ -104,9 +104,10 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
             StreamEvent::TextDelta { text: "lo".into() },
             StreamEvent::Usage {
                 usage: Usage {
-                    input_tokens: 25,
+                    input_tokens: 28,
                     output_tokens: 7,
                     cached_input_tokens: 5,
+                    cache_write_input_tokens: 3,
                 }
             },
             StreamEvent::Stop {
@@ -129,22 +130,28 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
             "model": "claude-test",
             "max_tokens": 256,
             "stream": true,
-            "system": "You are terse.",
+            // Breakpoints end the tools, the system prompt, the user
+            // message before the newest, and the newest message.
+            "system": [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}],
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "List files"}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "List files", "cache_control": {"type": "ephemeral"}},
+                ]},
                 {"role": "assistant", "content": [
                     {"type": "text", "text": "Looking."},
                     {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "."}},
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1",
-                     "content": "permission denied", "is_error": true},
+                     "content": "permission denied", "is_error": true,
+                     "cache_control": {"type": "ephemeral"}},
                 ]},
             ],
             "tools": [{
                 "name": "ls",
                 "description": "List a directory.",
                 "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+                "cache_control": {"type": "ephemeral"},
             }],
         })
     );

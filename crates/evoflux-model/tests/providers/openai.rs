@@ -99,6 +99,7 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
                     input_tokens: 12,
                     output_tokens: 2,
                     cached_input_tokens: 4,
+                    cache_write_input_tokens: 0,
                 }
             },
             StreamEvent::Stop {
@@ -214,6 +215,7 @@ async fn assembles_tool_calls_from_split_interleaved_deltas() {
                     input_tokens: 30,
                     output_tokens: 9,
                     cached_input_tokens: 0,
+                    cache_write_input_tokens: 0,
                 }
             },
             StreamEvent::Stop {

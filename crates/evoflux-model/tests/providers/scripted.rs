@@ -93,7 +93,8 @@ async fn replays_the_script_turn_by_turn() {
         Some(Usage {
             input_tokens: 120,
             output_tokens: 8,
-            cached_input_tokens: 0
+            cached_input_tokens: 0,
+            cache_write_input_tokens: 0,
         })
     );
 }
