@@ -23,7 +23,7 @@ pub struct RepoSummary {
 }
 
 /// A place in a repository.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Entry {
     /// `function`, `method`, … for definitions; `call`, `import`, … for uses.
     pub kind: String,

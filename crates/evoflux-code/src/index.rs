@@ -260,7 +260,7 @@ impl RepoIndex {
             .and_then(|i| self.files.get(i))
     }
 
-    /// Lines of source indexed (for reports and benchmarks).
+    /// Definitions indexed (for reports and benchmarks).
     pub fn definition_count(&self) -> usize {
         self.files.iter().map(|f| f.facts.definitions.len()).sum()
     }

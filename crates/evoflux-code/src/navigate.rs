@@ -543,15 +543,7 @@ impl<'a> Nav<'a> {
     fn summaries(&self) -> Vec<RepoSummary> {
         self.selected
             .iter()
-            .map(|&r| {
-                let repo = &self.all[r];
-                RepoSummary {
-                    name: repo.name.clone(),
-                    root: repo.root.display().to_string(),
-                    commit: repo.commit.clone(),
-                    files: repo.index.files.len(),
-                }
-            })
+            .map(|&r| self.all[r].summary())
             .collect()
     }
 
@@ -868,6 +860,10 @@ impl<'a> Nav<'a> {
         touched: &mut BTreeSet<(usize, u32)>,
     ) {
         let mut seen: HashSet<DefId> = HashSet::from([m]);
+        // A caller reached twice (two paths, or from an earlier match) is
+        // listed once, at the depth it was first reached (the search goes
+        // depth by depth).
+        let mut listed: HashSet<Entry> = related.iter().filter_map(|r| r.entry.clone()).collect();
         let mut frontier = vec![m];
         for depth in 1..=max_depth {
             let mut next = Vec::new();
@@ -878,16 +874,11 @@ impl<'a> Nav<'a> {
                         next.push(c);
                     }
                 }
-                // A caller reached twice (two paths) is listed once, at the
-                // depth it was first reached.
-                for r in found {
-                    let dup = related
-                        .iter()
-                        .any(|e| e.entry == r.entry && e.depth <= r.depth);
-                    if !dup {
-                        related.push(r);
-                    }
-                }
+                related.extend(
+                    found
+                        .into_iter()
+                        .filter(|r| r.entry.clone().is_none_or(|e| listed.insert(e))),
+                );
             }
             if next.is_empty() {
                 break;

@@ -67,6 +67,56 @@ pub(crate) struct Repo {
     pub persist_error: Option<String>,
 }
 
+impl Repo {
+    /// The repository as an answer lists it.
+    pub(crate) fn summary(&self) -> RepoSummary {
+        RepoSummary {
+            name: self.name.clone(),
+            root: self.root.display().to_string(),
+            commit: self.commit.clone(),
+            files: self.index.files.len(),
+        }
+    }
+
+    /// Brings the index up to date (loading it from the cache the first
+    /// time) and saves it when it changed.
+    fn refresh(
+        &mut self,
+        limits: Limits,
+        visible: &Visibility,
+        progress: &(dyn Fn(&str, usize, usize) + Sync),
+    ) -> RefreshReport {
+        let first = !self.loaded;
+        if first {
+            self.index = self
+                .cache_file
+                .as_deref()
+                .and_then(RepoIndex::load)
+                .unwrap_or_default();
+            self.loaded = true;
+        }
+        let name = self.name.clone();
+        let report = self
+            .index
+            .refresh(&self.root, limits, &**visible, &|done, total| {
+                progress(&name, done, total);
+            });
+        if first || report.changed() {
+            self.lookup = Lookup::build(&self.index);
+        }
+        if report.changed() {
+            self.persist_error = self
+                .cache_file
+                .as_deref()
+                .and_then(|f| self.index.save(f).err())
+                .map(|e| e.to_string());
+        }
+        self.commit =
+            evoflux_core::trust::git_head(&evoflux_core::trust::repository_root(&self.root));
+        report
+    }
+}
+
 /// The service.
 pub struct CodeContext {
     repos: Vec<Repo>,
@@ -146,55 +196,16 @@ impl CodeContext {
         &mut self,
         progress: &(dyn Fn(&str, usize, usize) + Sync),
     ) -> Vec<(String, RefreshReport)> {
-        let limits = self.limits;
-        let visible = self.visible.clone();
+        let (limits, visible) = (self.limits, self.visible.clone());
         self.repos
             .iter_mut()
-            .map(|repo| {
-                let first = !repo.loaded;
-                if first {
-                    repo.index = repo
-                        .cache_file
-                        .as_deref()
-                        .and_then(RepoIndex::load)
-                        .unwrap_or_default();
-                    repo.loaded = true;
-                }
-                let name = repo.name.clone();
-                let report = repo
-                    .index
-                    .refresh(&repo.root, limits, &*visible, &|done, total| {
-                        progress(&name, done, total);
-                    });
-                if first || report.changed() {
-                    repo.lookup = Lookup::build(&repo.index);
-                }
-                if report.changed() {
-                    repo.persist_error = repo
-                        .cache_file
-                        .as_deref()
-                        .and_then(|f| repo.index.save(f).err())
-                        .map(|e| e.to_string());
-                }
-                repo.commit = evoflux_core::trust::git_head(&evoflux_core::trust::repository_root(
-                    &repo.root,
-                ));
-                (repo.name.clone(), report)
-            })
+            .map(|repo| (repo.name.clone(), repo.refresh(limits, &visible, progress)))
             .collect()
     }
 
     /// The repositories as an answer lists them.
     pub fn repositories(&self) -> Vec<RepoSummary> {
-        self.repos
-            .iter()
-            .map(|r| RepoSummary {
-                name: r.name.clone(),
-                root: r.root.display().to_string(),
-                commit: r.commit.clone(),
-                files: r.index.files.len(),
-            })
-            .collect()
+        self.repos.iter().map(Repo::summary).collect()
     }
 
     /// Definitions indexed across the repositories.
@@ -207,7 +218,11 @@ impl CodeContext {
     pub fn answer(&mut self, input: &Value) -> Result<Answer, CodeError> {
         let (request, symbol) = Request::parse(input)?;
         let repos = self.selected(request.repository.as_deref())?;
-        self.refresh(&|_, _, _| {});
+        // Only the repositories the request looks in.
+        let (limits, visible) = (self.limits, self.visible.clone());
+        for &r in &repos {
+            self.repos[r].refresh(limits, &visible, &|_, _, _| {});
+        }
         let nav = Nav::new(&self.repos, repos, self.repos.len() > 1);
         if let Some(SymbolArg::Prose(given)) = symbol {
             return Err(CodeError::NotASymbol {
