@@ -8,12 +8,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
+use common::fake_model::FakeModel;
 use common::server::{Server, read_events};
 use common::webdriver::Browser;
 use common::{Sandbox, script};
@@ -246,70 +244,6 @@ async fn the_viewer_lists_renders_and_stays_inside_the_session_workspace() {
     assert!(openapi["paths"]["/api/viewer/files"]["get"].is_object());
 }
 
-/// An OpenAI-compatible endpoint that records every request body and
-/// answers each with a streamed "ok".
-struct FakeModel {
-    url: String,
-    bodies: Arc<Mutex<Vec<String>>>,
-}
-
-impl FakeModel {
-    fn start() -> FakeModel {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&bodies);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let mut reader = BufReader::new(stream);
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
-                let mut body = vec![0u8; length];
-                reader.read_exact(&mut body).unwrap();
-                seen.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&body).into_owned());
-                let chunk = |delta: Value, finish: Value| {
-                    format!(
-                        "data: {}\n\n",
-                        json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-                    )
-                };
-                let sse = [
-                    chunk(json!({"role": "assistant", "content": "ok"}), Value::Null),
-                    chunk(json!({}), json!("stop")),
-                    "data: [DONE]\n\n".to_owned(),
-                ]
-                .concat();
-                let mut stream = reader.into_inner();
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{sse}",
-                    sse.len()
-                );
-            }
-        });
-        FakeModel { url, bodies }
-    }
-
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.bodies.lock().unwrap())
-    }
-}
-
 async fn turn(server: &Server, id: &str, text: &str, after: Option<u64>) -> u64 {
     let r = server
         .post(
@@ -370,9 +304,13 @@ async fn opening_documents_changes_nothing_a_model_is_sent() {
     let (viewed, viewed_transcript) = requests(true).await;
     // Per message: the skill resolver's request and the turn's.
     assert_eq!(plain.len(), 4, "{plain:#?}");
-    // Byte for byte: the session that opened four documents sent exactly
-    // what the one that did not sent, and kept the same transcript.
-    assert_eq!(viewed, plain);
+    // Byte for byte but for each session's own prompt-cache key: the
+    // session that opened four documents sent exactly what the one that
+    // did not sent, and kept the same transcript.
+    let (viewed_keys, viewed_bodies) = FakeModel::without_cache_keys(&viewed);
+    let (plain_keys, plain_bodies) = FakeModel::without_cache_keys(&plain);
+    assert_eq!(viewed_bodies, plain_bodies);
+    assert_ne!(viewed_keys, plain_keys);
     assert_eq!(
         viewed_transcript.to_string().len(),
         plain_transcript.to_string().len()

@@ -36,6 +36,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::price::{Price, PriceEntry, PriceTable, Usd};
 use crate::trust::Trust;
 
 /// The wire protocol or engine behind a provider.
@@ -226,6 +227,42 @@ pub struct HarnessConfig {
     /// `[compat]`: which other harnesses' files evoflux reads.
     #[serde(default, skip_serializing_if = "CompatConfig::is_default")]
     pub compat: CompatConfig,
+    /// `[prices]`: what models cost, over the built-in table (see
+    /// [`crate::price::PriceTable::lookup`] for the keys).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prices: BTreeMap<String, Price>,
+    /// `[limits]`: what one session may spend.
+    #[serde(default, skip_serializing_if = "LimitsConfig::is_unset")]
+    pub limits: LimitsConfig,
+}
+
+impl HarnessConfig {
+    /// The prices sessions are costed with.
+    pub fn price_table(&self) -> PriceTable {
+        PriceTable::new(self.prices.clone())
+    }
+}
+
+/// `[limits]`: bounds of a whole session, children included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitsConfig {
+    /// A session stops before a model call once it (with the sessions it
+    /// dispatched) has cost this much. A repository's file can only lower
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<Usd>,
+}
+
+impl LimitsConfig {
+    pub fn is_unset(&self) -> bool {
+        self.max_cost_usd.is_none()
+    }
+}
+
+/// `[limits]` as a file writes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+struct LimitsFile {
+    max_cost_usd: Option<f64>,
 }
 
 /// `[compat]`: the files of other harnesses evoflux reads, only ever to
@@ -381,6 +418,8 @@ pub struct ConfigLayer {
     approval: BTreeMap<String, Approval>,
     storage: Option<StorageConfig>,
     compat: Option<CompatFile>,
+    prices: BTreeMap<String, Price>,
+    limits: LimitsConfig,
 }
 
 /// `[compat]` as a file writes it: each key optional, layered key by key.
@@ -403,6 +442,10 @@ struct ConfigFile {
     storage: Option<StorageConfig>,
     #[serde(default)]
     compat: Option<CompatFile>,
+    #[serde(default)]
+    prices: BTreeMap<String, PriceEntry>,
+    #[serde(default)]
+    limits: LimitsFile,
 }
 
 /// The default model evoflux runs when nothing is configured: the small
@@ -461,6 +504,8 @@ impl HarnessConfig {
             approval_floor: BTreeMap::new(),
             storage: StorageConfig::default(),
             compat: CompatConfig::default(),
+            prices: BTreeMap::new(),
+            limits: LimitsConfig::default(),
         }
     }
 }
@@ -560,9 +605,19 @@ impl LoadedConfig {
                     let floor = self.config.approval_floor.entry(tool).or_insert(policy);
                     *floor = (*floor).max(policy);
                 }
+                // A repository may lower what a session may spend, never
+                // raise it.
+                if let Some(mine) = layer.limits.max_cost_usd {
+                    let current = &mut self.config.limits.max_cost_usd;
+                    *current = Some(current.map_or(mine, |c| c.min(mine)));
+                }
             }
             ConfigOrigin::Embedded | ConfigOrigin::Admin | ConfigOrigin::User => {
                 self.config.approval.extend(layer.approval);
+                self.config.prices.extend(layer.prices);
+                if let Some(max) = layer.limits.max_cost_usd {
+                    self.config.limits.max_cost_usd = Some(max);
+                }
                 // Key by key, as the rest of the file layers.
                 if let Some(storage) = layer.storage {
                     let current = &mut self.config.storage;
@@ -693,6 +748,8 @@ pub fn read_layer(
             .with_field("compat"),
         );
     }
+    let prices = check_prices(path, scope, &file.prices, diags);
+    let limits = check_limits(path, file.limits, diags);
     let layer = ConfigLayer {
         source: ConfigSource {
             path: path.to_path_buf(),
@@ -703,8 +760,89 @@ pub fn read_layer(
         approval: file.approval,
         storage: file.storage,
         compat: file.compat,
+        prices,
+        limits,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))
+}
+
+/// `[prices]`: keys a lookup can match and valid amounts, and only in the
+/// user's or admin's file (what a repository says your calls cost would
+/// be its word about your bill).
+fn check_prices(
+    path: &Path,
+    scope: ConfigScope,
+    entries: &BTreeMap<String, PriceEntry>,
+    diags: &mut Diagnostics,
+) -> BTreeMap<String, Price> {
+    if let (ConfigScope::Project(_), false) = (scope, entries.is_empty()) {
+        diags.push(
+            Diagnostic::error(
+                "config/project-prices",
+                "a repository's config cannot set [prices]: what your model calls cost is \
+                 yours to say; set it in your own config.toml and remove it here",
+            )
+            .with_file(path)
+            .with_field("prices"),
+        );
+        return BTreeMap::new();
+    }
+    let mut prices = BTreeMap::new();
+    for (key, entry) in entries {
+        if !crate::price::is_price_key(key) {
+            diags.push(
+                Diagnostic::error(
+                    "config/price-key-invalid",
+                    format!(
+                        "`{key}` is not a price key: write `provider:model`, `provider:*` \
+                         or a model name"
+                    ),
+                )
+                .with_file(path)
+                .with_field(format!("prices.{key}")),
+            );
+            continue;
+        }
+        match entry.price() {
+            Ok(price) => {
+                prices.insert(key.clone(), price);
+            }
+            Err(field) => diags.push(
+                Diagnostic::error(
+                    "config/price-invalid",
+                    format!(
+                        "prices.\"{key}\".{field} must be a price in US dollars per million \
+                         tokens, zero or more"
+                    ),
+                )
+                .with_file(path)
+                .with_field(format!("prices.{key}.{field}")),
+            ),
+        }
+    }
+    prices
+}
+
+/// `[limits]`: a spending limit above zero.
+fn check_limits(path: &Path, file: LimitsFile, diags: &mut Diagnostics) -> LimitsConfig {
+    let max_cost_usd = file.max_cost_usd.and_then(|dollars| {
+        let amount = Usd::from_dollars(dollars).filter(|a| *a > Usd::ZERO);
+        if amount.is_none() {
+            diags.push(
+                Diagnostic::error(
+                    "config/limit-invalid",
+                    format!(
+                        "limits.max_cost_usd must be an amount of US dollars above zero, not \
+                         {dollars}; leave it out for no limit"
+                    ),
+                )
+                .with_file(path)
+                .with_field("limits.max_cost_usd"),
+            );
+        }
+        amount
+    });
+    LimitsConfig { max_cost_usd }
 }
 
 /// `[storage]`: values of at least 1, and only in the user's or admin's
@@ -1307,6 +1445,80 @@ api_key_env = "OPENAI_API_KEY"
         );
         assert!(project.is_none());
         assert_eq!(diags.codes(), ["config/project-compat"]);
+    }
+
+    #[test]
+    fn prices_are_the_owners_and_a_repository_only_lowers_the_spending_limit() {
+        let (loaded, diags) = check(
+            r#"
+[prices."azure:gpt-4o"]
+input = 2.0
+output = 8.0
+cached_input = 0.5
+
+[prices."ollama:*"]
+input = 0
+output = 0
+
+[limits]
+max_cost_usd = 5
+"#,
+        );
+        assert!(diags.is_empty(), "{}", diags.render_human());
+        let mut loaded = loaded.unwrap();
+        let azure = loaded.config.prices["azure:gpt-4o"];
+        assert_eq!(
+            (
+                azure.input,
+                azure.cached_input,
+                azure.cache_write_input,
+                azure.output
+            ),
+            (2_000_000, 500_000, 2_000_000, 8_000_000)
+        );
+        assert_eq!(loaded.config.limits.max_cost_usd, Usd::from_dollars(5.0));
+        // A repository may lower the limit, not raise it.
+        for (text, expect) in [("2.5", 2.5), ("50", 2.5)] {
+            let (l, diags) = layer(
+                &format!("[limits]\nmax_cost_usd = {text}\n"),
+                ConfigScope::Project(Trust::Trusted),
+            );
+            assert!(diags.is_empty(), "{diags:?}");
+            loaded.apply(l.unwrap());
+            assert_eq!(loaded.config.limits.max_cost_usd, Usd::from_dollars(expect));
+        }
+        let (project, diags) = layer(
+            "[prices.\"gpt-4o\"]\ninput = 0\noutput = 0\n",
+            ConfigScope::Project(Trust::Trusted),
+        );
+        assert!(project.is_none());
+        assert_eq!(diags.codes(), ["config/project-prices"]);
+        let (_, diags) = check(
+            "[prices.\"a b\"]\ninput = 1\noutput = 1\n[prices.x]\ninput = -1\noutput = 1\nper = 2\n[limits]\nmax_cost_usd = 0\n",
+        );
+        let mut codes = diags.codes();
+        codes.sort();
+        assert_eq!(
+            codes,
+            [
+                "config/limit-invalid",
+                "config/price-invalid",
+                "config/price-key-invalid",
+                "config/unknown-key"
+            ]
+        );
+        let field = |code: &str| {
+            diags
+                .as_slice()
+                .iter()
+                .find(|d| d.code == code)
+                .and_then(|d| d.locator.field.clone())
+        };
+        assert_eq!(
+            field("config/price-invalid").as_deref(),
+            Some("prices.x.input")
+        );
+        assert_eq!(field("config/unknown-key").as_deref(), Some("prices.x.per"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod ids;
 pub mod lock;
 pub mod mode;
 pub mod placeholder;
+pub mod price;
 pub mod private;
 pub mod source;
 #[cfg(feature = "tls")]

@@ -135,6 +135,7 @@ async fn bench() {
         provider: Arc::new(Instant_),
         model: "bench".into(),
         model_label: "bench:bench".into(),
+        price: None,
         agent,
         catalog,
         // Every owner a CLI Coding session has (skills aside).

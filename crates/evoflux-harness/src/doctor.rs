@@ -412,6 +412,7 @@ async fn model(
             max_tokens: Some(1),
             temperature: Some(0.0),
             tool_choice: evoflux_model::ToolChoice::Auto,
+            cache_key: None,
         };
         let started = Instant::now();
         let answer =

@@ -485,6 +485,9 @@ async fn run_task_inner(
                     "eval/limit-reached",
                     "the turn reached its model-call limit".into(),
                 ),
+                TurnStatus::CostLimitReached => {
+                    fail("eval/cost-limit-reached", outcome.text.clone())
+                }
                 TurnStatus::OutputMissing => fail(
                     "eval/output-missing",
                     "the model did not produce a final_output that matches output_schema".into(),

@@ -54,6 +54,9 @@ pub enum TurnStatus {
     WaitingForInput,
     /// A limit on model calls stopped the turn.
     LimitReached,
+    /// `[limits] max_cost_usd`: the session, with the sessions it
+    /// dispatched, has cost its limit, so no further model call starts.
+    CostLimitReached,
     /// The turn needed a structured result and never produced a valid one.
     OutputMissing,
 }
@@ -64,6 +67,7 @@ impl TurnStatus {
             TurnStatus::Completed => "completed",
             TurnStatus::WaitingForInput => "waiting_for_input",
             TurnStatus::LimitReached => "limit_reached",
+            TurnStatus::CostLimitReached => "cost_limit_reached",
             TurnStatus::OutputMissing => "output_missing",
         }
     }
@@ -172,6 +176,18 @@ pub enum Event {
         text: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         output: Option<Value>,
+        /// What this turn used and cost, the sessions it dispatched
+        /// included.
+        usage: evoflux_store::Usage,
+        /// The session's running total, its children included.
+        session_usage: evoflux_store::Usage,
+    },
+    /// One model call's tokens, split as providers price them, and its
+    /// cost (`unpriced_requests` is 1 when the model has no known price).
+    ModelCallCompleted {
+        model: String,
+        purpose: crate::hooks::CallPurpose,
+        usage: evoflux_store::Usage,
     },
     Error {
         code: String,

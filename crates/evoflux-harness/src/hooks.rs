@@ -143,6 +143,19 @@ pub struct ModelCall {
     /// activation pairs); the loop persists them, in order, before the
     /// call is sent. Add them with [`ModelCall::append_durable`].
     pub durable: Vec<DurableMessage>,
+    /// Model calls hooks made for this call (the skill resolver's), whose
+    /// tokens the session pays for like its own.
+    pub side_calls: Vec<(CallPurpose, evoflux_model::Usage)>,
+}
+
+/// Why a model call was made: the turn's own call, or a pre-model stage's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    /// A call of the agent's turn.
+    Turn,
+    /// The implicit skill resolver's decision before a turn's first call.
+    SkillResolution,
 }
 
 /// A message a hook adds to the conversation for good: persisted like any
@@ -165,6 +178,7 @@ impl ModelCall {
             compacted: None,
             turn_input: None,
             durable: Vec::new(),
+            side_calls: Vec::new(),
         }
     }
 

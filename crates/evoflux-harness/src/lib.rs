@@ -51,6 +51,6 @@ pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standar
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
-    SessionRecord, SessionRequest, TeamSetup, TrustQuestion, TurnEnd, TurnOptions, TurnOutcome,
-    UnmetContract, selected_config, selected_sandbox,
+    SessionRecord, SessionRequest, SessionSummary, TeamSetup, TrustQuestion, TurnEnd, TurnOptions,
+    TurnOutcome, UnmetContract, selected_config, selected_sandbox,
 };

@@ -104,6 +104,12 @@ pub struct Request {
     /// Whether the model may answer in text or must call one of `tools`.
     #[serde(default, skip_serializing_if = "ToolChoice::is_auto")]
     pub tool_choice: ToolChoice,
+    /// Routes this call to the provider's prompt cache of earlier calls
+    /// with the same key (OpenAI's `prompt_cache_key`): the harness sends
+    /// its session id, so one session's calls share a cache however many
+    /// sessions run at once. Providers without such a field ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }
 
 /// Whether a model call may end in text.
@@ -134,6 +140,7 @@ impl Request {
             max_tokens: None,
             temperature: None,
             tool_choice: ToolChoice::Auto,
+            cache_key: None,
         }
     }
 
@@ -146,6 +153,12 @@ impl Request {
     #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    #[must_use]
+    pub fn with_cache_key(mut self, key: impl Into<String>) -> Self {
+        self.cache_key = Some(key.into());
         self
     }
 

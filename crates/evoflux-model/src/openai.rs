@@ -126,6 +126,10 @@ pub fn request_body(request: &Request) -> Value {
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
     }
+    // Compatible servers that know no prompt cache ignore the field.
+    if let Some(key) = &request.cache_key {
+        body["prompt_cache_key"] = json!(key);
+    }
     body
 }
 
@@ -362,6 +366,12 @@ mod tests {
         );
         assert_eq!(b["tools"][0]["function"]["name"], json!("ls"));
         assert!(b.get("tool_choice").is_none());
+        assert!(b.get("prompt_cache_key").is_none());
+        let keyed = req.clone().with_cache_key("0192-session");
+        assert_eq!(
+            request_body(&keyed)["prompt_cache_key"],
+            json!("0192-session")
+        );
         let mut required = req.clone();
         required.tool_choice = ToolChoice::Required;
         assert_eq!(request_body(&required)["tool_choice"], json!("required"));

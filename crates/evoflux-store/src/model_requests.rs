@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use crate::error::StoreError;
-use crate::store::{Store, now_ms, to_u64};
+use crate::store::{Store, now_ms, to_i64, to_u64};
 
 /// One section of a system prompt and the hook that wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +51,9 @@ pub struct RecordedRequest {
     pub session_id: SessionId,
     pub parts: RequestParts,
     pub reply_seq: u64,
+    /// The call's own tokens and cost (`requests` is 1); `None` for calls
+    /// recorded before usage was kept per call.
+    pub usage: Option<crate::Usage>,
 }
 
 impl Store {
@@ -61,6 +64,7 @@ impl Store {
         session: SessionId,
         parts: &RequestParts,
         reply_seq: u64,
+        usage: &crate::Usage,
     ) -> Result<(), StoreError> {
         let bodies = [
             json(&parts.system, "request system")?,
@@ -81,8 +85,9 @@ impl Store {
         }
         sqlx::query(
             "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
-             input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms, \
+             input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost_picousd) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(session.to_string())
         .bind(&parts.day)
@@ -99,6 +104,15 @@ impl Store {
         )
         .bind(i64::try_from(reply_seq).unwrap_or(i64::MAX))
         .bind(now_ms())
+        .bind(to_i64(usage.input_tokens)?)
+        .bind(to_i64(usage.cache_read_tokens)?)
+        .bind(to_i64(usage.cache_write_tokens)?)
+        .bind(to_i64(usage.output_tokens)?)
+        .bind(
+            (usage.unpriced_requests == 0)
+                .then(|| to_i64(usage.cost_usd.picos()))
+                .transpose()?,
+        )
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -114,7 +128,9 @@ impl Store {
         for session in sessions {
             let rows = sqlx::query(
                 "SELECT r.id, r.day, s.body AS system, t.body AS tools, i.body AS input, \
-                 r.turn_input, r.turn_output_schema, r.reply_seq FROM model_requests r \
+                 r.turn_input, r.turn_output_schema, r.reply_seq, r.input_tokens, \
+                 r.cached_input_tokens, r.cache_write_tokens, r.output_tokens, r.cost_picousd \
+                 FROM model_requests r \
                  JOIN request_parts s ON s.sha256 = r.system_sha256 \
                  JOIN request_parts t ON t.sha256 = r.tools_sha256 \
                  JOIN request_parts i ON i.sha256 = r.input_sha256 \
@@ -142,10 +158,28 @@ impl Store {
                             .transpose()?,
                     },
                     reply_seq: to_u64("model request reply", row.try_get("reply_seq")?)?,
+                    usage: call_usage(&row)?,
                 });
             }
         }
         out.sort_by_key(|r| r.order);
+        Ok(out)
+    }
+
+    /// The per-call usage of every recorded call of `session`, in order
+    /// (calls recorded before usage was kept per call are left out).
+    pub async fn call_usages(&self, session: SessionId) -> Result<Vec<crate::Usage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, \
+             cost_picousd FROM model_requests WHERE session_id = ? ORDER BY id",
+        )
+        .bind(session.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Vec::new();
+        for row in &rows {
+            out.extend(call_usage(row)?);
+        }
         Ok(out)
     }
 
@@ -213,4 +247,28 @@ fn json<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreErro
 
 fn parse<T: for<'de> Deserialize<'de>>(text: &str, what: &'static str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::corrupt(what, e))
+}
+
+/// One call's usage from its `model_requests` row; `None` for a row from
+/// before usage was kept per call.
+fn call_usage(row: &sqlx::sqlite::SqliteRow) -> Result<Option<crate::Usage>, StoreError> {
+    let get = |col: &str| -> Result<Option<u64>, StoreError> {
+        row.try_get::<Option<i64>, _>(col)?
+            .map(|v| to_u64("model request usage", v))
+            .transpose()
+    };
+    let Some(input_tokens) = get("input_tokens")? else {
+        return Ok(None);
+    };
+    let cost = get("cost_picousd")?;
+    Ok(Some(crate::Usage {
+        requests: 1,
+        input_tokens,
+        cache_read_tokens: get("cached_input_tokens")?.unwrap_or(0),
+        cache_write_tokens: get("cache_write_tokens")?.unwrap_or(0),
+        output_tokens: get("output_tokens")?.unwrap_or(0),
+        cost_usd: evoflux_core::price::Usd::from_picos(cost.unwrap_or(0)),
+        unpriced_requests: u64::from(cost.is_none()),
+        ..crate::Usage::default()
+    }))
 }

@@ -507,8 +507,8 @@ impl Store {
         let row = sqlx::query(
             "INSERT INTO usage_totals
                 (session_id, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                 projected_results, projection_saved_chars)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                 projected_results, projection_saved_chars, cost_picousd, unpriced_requests)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (session_id) DO UPDATE SET
                 requests = requests + excluded.requests,
                 input_tokens = input_tokens + excluded.input_tokens,
@@ -516,9 +516,11 @@ impl Store {
                 cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
                 cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
                 projected_results = projected_results + excluded.projected_results,
-                projection_saved_chars = projection_saved_chars + excluded.projection_saved_chars
+                projection_saved_chars = projection_saved_chars + excluded.projection_saved_chars,
+                cost_picousd = cost_picousd + excluded.cost_picousd,
+                unpriced_requests = unpriced_requests + excluded.unpriced_requests
              RETURNING requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                projected_results, projection_saved_chars",
+                projected_results, projection_saved_chars, cost_picousd, unpriced_requests",
         )
         .bind(id.to_string())
         .bind(to_i64(usage.requests)?)
@@ -528,6 +530,8 @@ impl Store {
         .bind(to_i64(usage.cache_write_tokens)?)
         .bind(to_i64(usage.projected_results)?)
         .bind(to_i64(usage.projection_saved_chars)?)
+        .bind(to_i64(usage.cost_usd.picos())?)
+        .bind(to_i64(usage.unpriced_requests)?)
         .fetch_one(&mut *tx)
         .await?;
         let total = usage_from_row(&row)?;
@@ -540,7 +544,7 @@ impl Store {
         self.load(id).await?;
         let row = sqlx::query(
             "SELECT requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                projected_results, projection_saved_chars
+                projected_results, projection_saved_chars, cost_picousd, unpriced_requests
              FROM usage_totals WHERE session_id = ?",
         )
         .bind(id.to_string())
@@ -550,6 +554,56 @@ impl Store {
             .map(usage_from_row)
             .transpose()
             .map(Option::unwrap_or_default)
+    }
+
+    /// Every session's own usage total, by id (sessions that made no
+    /// model call are absent).
+    pub async fn all_usage(
+        &self,
+    ) -> Result<std::collections::HashMap<SessionId, Usage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT session_id, requests, input_tokens, output_tokens, cache_read_tokens,
+                cache_write_tokens, projected_results, projection_saved_chars, cost_picousd,
+                unpriced_requests
+             FROM usage_totals",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = row.try_get("session_id")?;
+            let id = SessionId::from_str(&id).map_err(|_| StoreError::Corrupt {
+                what: "usage session id",
+                detail: id.clone(),
+            })?;
+            out.insert(id, usage_from_row(row)?);
+        }
+        Ok(out)
+    }
+
+    /// The usage of `id` and every session its dispatches opened, at any
+    /// depth: what a session cost with its team.
+    pub async fn tree_usage(&self, id: SessionId) -> Result<Usage, StoreError> {
+        self.load(id).await?;
+        let row = sqlx::query(
+            "WITH RECURSIVE tree (id) AS (
+                SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
+             )
+             SELECT COALESCE(SUM(requests), 0) AS requests,
+                COALESCE(SUM(input_tokens), 0) AS input_tokens,
+                COALESCE(SUM(output_tokens), 0) AS output_tokens,
+                COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
+                COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
+                COALESCE(SUM(projected_results), 0) AS projected_results,
+                COALESCE(SUM(projection_saved_chars), 0) AS projection_saved_chars,
+                COALESCE(SUM(cost_picousd), 0) AS cost_picousd,
+                COALESCE(SUM(unpriced_requests), 0) AS unpriced_requests
+             FROM usage_totals u JOIN tree t ON u.session_id = t.id",
+        )
+        .bind(id.to_string())
+        .fetch_one(&self.pool)
+        .await?;
+        usage_from_row(&row)
     }
 }
 
@@ -588,7 +642,7 @@ pub(crate) fn to_u64(what: &'static str, v: i64) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|e| StoreError::corrupt(what, e))
 }
 
-fn to_i64(v: u64) -> Result<i64, StoreError> {
+pub(crate) fn to_i64(v: u64) -> Result<i64, StoreError> {
     i64::try_from(v).map_err(|e| StoreError::corrupt("usage", e))
 }
 
@@ -649,5 +703,7 @@ fn usage_from_row(row: &SqliteRow) -> Result<Usage, StoreError> {
         cache_write_tokens: get("cache_write_tokens")?,
         projected_results: get("projected_results")?,
         projection_saved_chars: get("projection_saved_chars")?,
+        cost_usd: evoflux_core::price::Usd::from_picos(get("cost_picousd")?),
+        unpriced_requests: get("unpriced_requests")?,
     })
 }

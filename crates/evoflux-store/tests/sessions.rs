@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use evoflux_core::AppMode;
 use evoflux_core::ids::{Ids, SessionId};
+use evoflux_core::price::Usd;
 use evoflux_store::{
     DB_FILE, Message, NewSession, PendingRequest, Store, StoreError, ToolCall, Usage, Workspace,
     WorkspaceRequest,
@@ -307,6 +308,12 @@ async fn usage_accumulates() {
         cache_write_tokens: 7,
         projected_results: 2,
         projection_saved_chars: 900,
+        cost_usd: Usd::from_picos(3),
+        unpriced_requests: 0,
+    };
+    let one = Usage {
+        cost_usd: Usd::from_picos(1_000_000_000_007),
+        ..one
     };
     store.add_usage(s.id, one).await.unwrap();
     let total = store.add_usage(s.id, two).await.unwrap();
@@ -318,9 +325,57 @@ async fn usage_accumulates() {
         cache_write_tokens: 7,
         projected_results: 2,
         projection_saved_chars: 900,
+        cost_usd: Usd::from_picos(1_000_000_000_010),
+        unpriced_requests: 0,
     };
     assert_eq!(total, want);
     assert_eq!(store.usage(s.id).await.unwrap(), want);
+    assert_eq!(want.cost_label(), "$1.0000");
+}
+
+#[tokio::test]
+async fn a_tree_s_usage_adds_up_every_child_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).await.unwrap();
+    let lead = store.create_session(work()).await.unwrap();
+    let child = |call: &str| NewSession {
+        parent: Some(evoflux_store::SessionParent {
+            session_id: lead.id,
+            call_id: call.into(),
+        }),
+        ..work()
+    };
+    let a = store.create_session(child("c1")).await.unwrap();
+    let b = store.create_session(child("c2")).await.unwrap();
+    let other = store.create_session(work()).await.unwrap();
+    let call = |picos: u64, unpriced: u64| Usage {
+        requests: 1,
+        input_tokens: 10,
+        output_tokens: 1,
+        cost_usd: Usd::from_picos(picos),
+        unpriced_requests: unpriced,
+        ..Usage::default()
+    };
+    store.add_usage(lead.id, call(5, 0)).await.unwrap();
+    store.add_usage(a.id, call(7, 0)).await.unwrap();
+    store.add_usage(b.id, call(0, 1)).await.unwrap();
+    store.add_usage(other.id, call(1_000, 0)).await.unwrap();
+    let tree = store.tree_usage(lead.id).await.unwrap();
+    assert_eq!(
+        (
+            tree.requests,
+            tree.input_tokens,
+            tree.cost_usd.picos(),
+            tree.unpriced_requests
+        ),
+        (3, 30, 12, 1)
+    );
+    assert!(tree.cost_label().starts_with("≥ "));
+    assert_eq!(store.tree_usage(a.id).await.unwrap().cost_usd.picos(), 7);
+    assert_eq!(
+        store.tree_usage(b.id).await.unwrap().cost_label(),
+        "unpriced"
+    );
 }
 
 #[tokio::test]
@@ -508,18 +563,32 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
         turn_input: Some(input.into()),
         turn_output_schema: None,
     };
+    let priced = Usage {
+        requests: 1,
+        input_tokens: 120,
+        cache_read_tokens: 100,
+        output_tokens: 9,
+        cost_usd: Usd::from_picos(42),
+        ..Usage::default()
+    };
+    let unpriced = Usage {
+        cost_usd: Usd::ZERO,
+        unpriced_requests: 1,
+        ..priced
+    };
     store
-        .record_model_request(a.id, &parts("one"), 2)
+        .record_model_request(a.id, &parts("one"), 2, &priced)
         .await
         .unwrap();
     store
-        .record_model_request(b.id, &parts("two"), 2)
+        .record_model_request(b.id, &parts("two"), 2, &priced)
         .await
         .unwrap();
     store
-        .record_model_request(a.id, &parts("three"), 4)
+        .record_model_request(a.id, &parts("three"), 4, &unpriced)
         .await
         .unwrap();
+    assert_eq!(store.call_usages(a.id).await.unwrap(), [priced, unpriced]);
     // The system prompt and the empty tool list are stored once.
     let count = |table: &str| {
         let path = dir.path().join(DB_FILE);
@@ -549,6 +618,7 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
         "the order the calls were made"
     );
     assert_eq!(both[2].reply_seq, 4);
+    assert_eq!(both[2].usage, Some(unpriced));
     assert_eq!(both[0].parts, parts("one"));
     store.delete_session(a.id).await.unwrap();
     assert_eq!(store.model_requests(&[a.id]).await.unwrap(), Vec::new());

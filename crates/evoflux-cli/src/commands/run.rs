@@ -17,7 +17,7 @@ use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
     ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, SessionRecord,
-    TurnOptions, TurnOutcome, TurnStatus,
+    SessionSummary, TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, Store, StoreError};
 use evoflux_tools::ProcessRuntime;
@@ -163,7 +163,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
         match command {
             SessionsCommand::List => {
                 let store = Store::open(dirs.data_dir()).await?;
-                let list = store.list_sessions().await?;
+                let list = SessionSummary::list(&store).await?;
                 out.result(&list, || {
                     if list.is_empty() {
                         return "no sessions yet; start one with `evoflux run \"task\"`\n".into();
@@ -283,6 +283,13 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                             child.id
                         ));
                     }
+                    text.push_str(&format!("usage: {}\n", usage_line(&record.usage)));
+                    if !record.children.is_empty() {
+                        text.push_str(&format!(
+                            "with its children: {}\n",
+                            usage_line(&record.usage_with_children)
+                        ));
+                    }
                     text
                 });
                 Ok(Exit::Ok)
@@ -324,13 +331,35 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
     })
 }
 
-/// One session as a listing shows it: id, mode, lead, workspace roots.
-pub(crate) fn session_row(s: &Session) -> String {
+/// Model calls, tokens as providers price them, and cost, on one line.
+pub(crate) fn usage_line(u: &evoflux_store::Usage) -> String {
     format!(
-        "{}  {:<6}  {:<10}  {}",
+        "{} model calls · {} input tokens ({} read from the provider's cache, {} written to it) \
+         · {} output tokens · cost {}{}",
+        u.requests,
+        u.input_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.output_tokens,
+        u.cost_label(),
+        match u.unpriced_requests {
+            0 => String::new(),
+            n =>
+                format!(" ({n} calls on a model with no known price: set [prices] in config.toml)"),
+        }
+    )
+}
+
+/// One session as a listing shows it: id, mode, lead, what it cost with
+/// its children, workspace roots.
+pub(crate) fn session_row(summary: &SessionSummary) -> String {
+    let s = &summary.session;
+    format!(
+        "{}  {:<6}  {:<10}  {:>10}  {}",
         s.id,
         s.mode().as_str(),
         s.lead.as_deref().unwrap_or("-"),
+        summary.usage_with_children.cost_label(),
         s.workspace
             .roots()
             .iter()
@@ -475,6 +504,12 @@ fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessE
                         "error: the turn reached its model-call limit; continue with `evoflux sessions resume {}`",
                         session.id
                     );
+                }
+                Exit::Failure
+            }
+            TurnStatus::CostLimitReached => {
+                if !out.json {
+                    eprintln!("error[limits/max-cost-reached]: {}", o.text);
                 }
                 Exit::Failure
             }
@@ -871,6 +906,8 @@ impl EventSink for HumanEvents {
                 }
             }
             Event::TurnCompleted { .. } => self.end_text(),
+            // Usage is for `--json` readers and `sessions show`.
+            Event::ModelCallCompleted { .. } => {}
             Event::Error { code, message } => {
                 self.end_text();
                 eprintln!("error[{code}]: {message}");

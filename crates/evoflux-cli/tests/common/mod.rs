@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+pub mod fake_model;
 pub mod server;
 pub mod webdriver;
 

@@ -837,6 +837,7 @@ impl<'a> SessionBuilder<'a> {
                     })?,
                 ),
             };
+        let price = price_of(&loaded.config, &model_ref, provider.kind());
         let skill_inputs = SkillInputs::read(&app.dirs, &graph);
         let skills = skill_inputs.runtime(mode, provider.kind());
         // MCP servers: nothing starts here; the session starts the ones its
@@ -871,6 +872,7 @@ impl<'a> SessionBuilder<'a> {
                     provider: Arc::clone(&provider),
                     model: model_ref.model.clone(),
                     label: model_ref.to_string(),
+                    price,
                 },
                 skills: skill_inputs.clone(),
             }),
@@ -891,6 +893,7 @@ impl<'a> SessionBuilder<'a> {
             provider,
             model: model_ref.model.clone(),
             model_label: model_ref.to_string(),
+            price,
             agent,
             catalog,
             pipeline: standard_pipeline(PipelineOptions {
@@ -917,6 +920,7 @@ impl<'a> SessionBuilder<'a> {
             approver: self.approver,
             limits: Limits {
                 model_calls_per_turn: opts.limits.model_calls_per_turn.max(1),
+                max_cost: opts.limits.max_cost.or(loaded.config.limits.max_cost_usd),
                 ..opts.limits
             },
             can_request_input: self.can_request_input,
@@ -1050,10 +1054,12 @@ impl super::ChildFactory for BuilderChildren {
         let provider =
             evoflux_model::resolve(&model_ref, &self.config, &self.cwd, &self.provider_options)
                 .map_err(|e| e.to_string())?;
+        let price = price_of(&self.config, &model_ref, provider.kind());
         Ok(super::ChildModel {
             provider: Arc::from(provider),
             model: model_ref.model.clone(),
             label: model_ref.to_string(),
+            price,
         })
     }
 
@@ -1072,6 +1078,18 @@ impl super::ChildFactory for BuilderChildren {
         })?;
         Ok((pipeline, Some(skills)))
     }
+}
+
+/// What `model` costs by the configured and built-in prices.
+fn price_of(
+    config: &core_config::HarnessConfig,
+    model: &ModelRef,
+    kind: evoflux_core::config::ProviderKind,
+) -> Option<evoflux_core::price::Price> {
+    config
+        .price_table()
+        .lookup(&model.provider, kind, &model.model)
+        .map(|(price, _)| price)
 }
 
 /// The explicit model, else the resumed session's, else the agent's, else

@@ -178,6 +178,7 @@ impl Harness {
             provider: model.provider,
             model: model.model,
             model_label: model.label,
+            price: model.price,
             agent,
             catalog: team.catalog.clone(),
             pipeline,
@@ -448,6 +449,9 @@ async fn run_child(
                      last: {}",
                     o.text
                 )),
+                TurnStatus::CostLimitReached => {
+                    ToolResult::error(format!("`{name}` stopped: {}", o.text))
+                }
                 TurnStatus::OutputMissing | TurnStatus::WaitingForInput => {
                     ToolResult::error(format!(
                         "`{name}` ended without an answer; what it said last: {}",

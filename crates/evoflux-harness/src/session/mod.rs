@@ -23,7 +23,7 @@ pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
     TrustQuestion, selected_config, selected_sandbox,
 };
-pub use record::SessionRecord;
+pub use record::{SessionRecord, SessionSummary};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -62,6 +62,9 @@ pub struct Limits {
     /// Background tasks one session runs at once (the fan-out of a
     /// dispatch); a child never dispatches further, so depth is one.
     pub background_tasks: usize,
+    /// `[limits] max_cost_usd`: no model call starts once the session,
+    /// with every session it dispatched, has cost this much.
+    pub max_cost: Option<evoflux_core::price::Usd>,
 }
 
 impl Default for Limits {
@@ -71,6 +74,7 @@ impl Default for Limits {
             tool_calls_per_turn: 200,
             output_reminders: 2,
             background_tasks: 16,
+            max_cost: None,
         }
     }
 }
@@ -84,6 +88,9 @@ pub struct RunSetup {
     pub model: String,
     /// `provider:model`, for events and messages.
     pub model_label: String,
+    /// What the model's tokens cost; `None` when its price is unknown (its
+    /// calls are counted as unpriced, never as free).
+    pub price: Option<evoflux_core::price::Price>,
     pub agent: EffectiveAgentConfig,
     pub catalog: ToolCatalog,
     pub pipeline: HookPipeline,
@@ -177,6 +184,7 @@ pub struct ChildModel {
     pub provider: Arc<dyn Provider>,
     pub model: String,
     pub label: String,
+    pub price: Option<evoflux_core::price::Price>,
 }
 
 /// Builds the per-session parts of a child: its model and its pipeline
@@ -282,6 +290,13 @@ pub struct UnmetContract {
 pub struct Harness {
     provider: Arc<dyn Provider>,
     model: String,
+    price: Option<evoflux_core::price::Price>,
+    /// The session whose tree `[limits] max_cost_usd` bounds: this one, or
+    /// the lead session that dispatched it.
+    root: SessionId,
+    /// The session's usage (with its children) when the current turn
+    /// started: `turn_completed` reports what the turn added.
+    turn_start_usage: evoflux_store::Usage,
     agent: EffectiveAgentConfig,
     pipeline: HookPipeline,
     clock: Arc<dyn Clock>,
@@ -390,9 +405,10 @@ impl Harness {
         self.compact_next = true;
     }
 
-    /// The session's token usage so far (its model calls, all turns).
+    /// The session's usage so far, all turns, with every session its
+    /// dispatches opened: tokens, model calls and cost.
     pub async fn usage(&self) -> Result<evoflux_store::Usage, HarnessError> {
-        Ok(self.recorder.store.usage(self.session.id).await?)
+        Ok(self.recorder.store.tree_usage(self.session.id).await?)
     }
 
     /// Stops what the session started (its MCP servers). Command processes

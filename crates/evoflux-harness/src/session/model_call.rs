@@ -70,6 +70,7 @@ impl Harness {
                     },
                     ..Request::new(self.model.clone(), self.recorder.messages.clone())
                         .with_tools(tools.clone())
+                        .with_cache_key(self.session.id.to_string())
                 },
                 self.provider.clone(),
             );
@@ -84,6 +85,18 @@ impl Harness {
             self.pipeline.before_model(&ctx, &mut call).await?;
             let durable = std::mem::take(&mut call.durable);
             self.recorder.persist_durable(durable).await?;
+            for (purpose, usage) in std::mem::take(&mut call.side_calls) {
+                let usage = self.call_usage(usage, &crate::hooks::ContextStats::default());
+                self.recorder
+                    .store
+                    .add_usage(self.session.id, usage)
+                    .await?;
+                self.emit(&Event::ModelCallCompleted {
+                    model: self.model.clone(),
+                    purpose,
+                    usage,
+                });
+            }
             if let Some(c) = call.compacted.take() {
                 self.emit(&Event::ContextCompacted {
                     reason: serde_json::to_value(c.reason).unwrap_or(Value::Null),
@@ -193,35 +206,55 @@ impl Harness {
         };
         self.pipeline.after_model(&self.ctx(), &completion);
         let reply_seq = self.recorder.append(message, None).await?;
+        let call_usage = self.call_usage(usage.unwrap_or_default(), &stats);
+        // What the request carried is for export and replay; failing to
+        // keep it must not fail the turn whose reply is already stored.
+        if let Err(e) = self
+            .recorder
+            .store
+            .record_model_request(self.session.id, &sent, reply_seq, &call_usage)
+            .await
         {
-            let parts = &sent;
-            // What the request carried is for export and replay; failing to
-            // keep it must not fail the turn whose reply is already stored.
-            if let Err(e) = self
-                .recorder
-                .store
-                .record_model_request(self.session.id, parts, reply_seq)
-                .await
-            {
-                tracing::warn!(error = %e, "cannot record the model request for replay");
-            }
+            tracing::warn!(error = %e, "cannot record the model request for replay");
         }
-        let u = usage.unwrap_or_default();
         self.recorder
             .store
-            .add_usage(
-                self.session.id,
-                evoflux_store::Usage {
-                    requests: 1,
-                    input_tokens: u.input_tokens,
-                    output_tokens: u.output_tokens,
-                    cache_read_tokens: u.cached_input_tokens,
-                    cache_write_tokens: u.cache_write_input_tokens,
-                    projected_results: stats.projected_results,
-                    projection_saved_chars: stats.projection_saved_chars,
-                },
-            )
+            .add_usage(self.session.id, call_usage)
             .await?;
+        self.emit(&Event::ModelCallCompleted {
+            model: self.model.clone(),
+            purpose: crate::hooks::CallPurpose::Turn,
+            usage: call_usage,
+        });
         Ok(answer)
+    }
+
+    /// One call's usage as the store keeps it: its tokens and what they
+    /// cost at the session model's price.
+    fn call_usage(
+        &self,
+        u: evoflux_model::Usage,
+        stats: &crate::hooks::ContextStats,
+    ) -> evoflux_store::Usage {
+        let tokens = evoflux_store::Usage {
+            requests: 1,
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cache_read_tokens: u.cached_input_tokens,
+            cache_write_tokens: u.cache_write_input_tokens,
+            projected_results: stats.projected_results,
+            projection_saved_chars: stats.projection_saved_chars,
+            ..evoflux_store::Usage::default()
+        };
+        match &self.price {
+            Some(price) => evoflux_store::Usage {
+                cost_usd: price.cost(&tokens.tokens()),
+                ..tokens
+            },
+            None => evoflux_store::Usage {
+                unpriced_requests: 1,
+                ..tokens
+            },
+        }
     }
 }

@@ -205,9 +205,17 @@ impl Harness {
             )),
             evoflux_core::AppMode::Work => None,
         };
+        // A child's cost counts against the session the user started.
+        let mut root = session.id;
+        while let Some(parent) = setup.store.load(root).await?.parent {
+            root = parent.session_id;
+        }
         let mut harness = Harness {
             provider: setup.provider,
             model: setup.model,
+            price: setup.price,
+            root,
+            turn_start_usage: evoflux_store::Usage::default(),
             agent: setup.agent,
             pipeline: setup.pipeline,
             clock: setup.clock,

@@ -24,13 +24,19 @@ impl Harness {
             session_id: self.session.id.to_string(),
             input: input.map(str::to_owned),
         });
+        self.turn_start_usage = self.usage().await?;
         let result = self.turn_inner(input, options).await;
         match &result {
-            Ok(outcome) => self.emit(&Event::TurnCompleted {
-                status: outcome.status,
-                text: outcome.text.clone(),
-                output: outcome.output.clone(),
-            }),
+            Ok(outcome) => {
+                let session_usage = self.usage().await?;
+                self.emit(&Event::TurnCompleted {
+                    status: outcome.status,
+                    text: outcome.text.clone(),
+                    output: outcome.output.clone(),
+                    usage: session_usage.since(&self.turn_start_usage),
+                    session_usage,
+                })
+            }
             Err(e) => self.emit(&Event::Error {
                 code: e.code().to_owned(),
                 message: e.to_string(),
@@ -141,6 +147,31 @@ impl Harness {
         self.run_model_loop(terminal).await
     }
 
+    /// The turn's end when `[limits] max_cost_usd` is reached: the session
+    /// the user started, with every session it dispatched, has cost the
+    /// limit, so no further model call starts.
+    async fn cost_limit_reached(&self) -> Result<Option<TurnOutcome>, HarnessError> {
+        let Some(limit) = self.limits.max_cost else {
+            return Ok(None);
+        };
+        let spent = self.recorder.store.tree_usage(self.root).await?;
+        if spent.cost_usd < limit {
+            return Ok(None);
+        }
+        Ok(Some(TurnOutcome {
+            status: TurnStatus::CostLimitReached,
+            text: format!(
+                "This session has cost {} with the sessions it dispatched, which reaches its \
+                 limit of {limit} ([limits] max_cost_usd in config.toml); no further model call \
+                 was made. Raise the limit to go on.",
+                spent.cost_label()
+            ),
+            output: None,
+            question: None,
+            unmet_contracts: Vec::new(),
+        }))
+    }
+
     pub(super) fn waiting(&self, question: PendingQuestion) -> TurnOutcome {
         self.emit(&Event::InputRequested {
             call_id: question.call_id.clone(),
@@ -221,6 +252,9 @@ impl Harness {
         let mut last_text = String::new();
         for _ in 0..self.limits.model_calls_per_turn {
             self.deliver_exit_notices(false).await?;
+            if let Some(stop) = self.cost_limit_reached().await? {
+                return Ok(stop);
+            }
             self.refresh_mcp();
             let mut answer = self.call_model(terminal.as_ref()).await?;
             let calls = std::mem::take(&mut answer.calls);

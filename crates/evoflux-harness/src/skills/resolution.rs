@@ -81,9 +81,11 @@ impl Hook for SkillResolutionHook {
                         StreamEvent::ToolCallDelta { .. }
                         | StreamEvent::ToolCall { .. }
                         | StreamEvent::InvalidToolCall { .. }
-                        | StreamEvent::Usage { .. }
                         | StreamEvent::Stop { .. },
                     ) => {}
+                    Ok(StreamEvent::Usage { usage }) => call
+                        .side_calls
+                        .push((crate::hooks::CallPurpose::SkillResolution, usage)),
                     Err(e) => {
                         failure = Some(e.to_string());
                         break;

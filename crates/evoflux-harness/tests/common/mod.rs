@@ -195,6 +195,7 @@ impl World {
             provider,
             model: "test-model".into(),
             model_label: "recorder:test-model".into(),
+            price: None,
             agent: self.lead(mode),
             catalog: ToolCatalog::from_graph(&self.graph),
             pipeline: base_pipeline().unwrap(),

@@ -233,6 +233,7 @@ impl Repo {
             provider: model,
             model: "test-model".into(),
             model_label: "model:test-model".into(),
+            price: None,
             agent: self.lead(mode),
             catalog: ToolCatalog::from_graph(&self.graph),
             pipeline,

@@ -254,6 +254,9 @@ impl Chat<'_> {
                     TurnStatus::LimitReached => {
                         eprintln!("the turn reached its model-call limit; send a message to go on")
                     }
+                    TurnStatus::CostLimitReached => {
+                        eprintln!("error[limits/max-cost-reached]: {}", outcome.text)
+                    }
                     TurnStatus::OutputMissing => {
                         eprintln!("the model did not produce a valid final_output");
                     }
@@ -283,8 +286,11 @@ impl Chat<'_> {
         let id = s.id.to_string();
         let tokens = match harness.usage().await {
             Ok(u) => format!(
-                "{} in / {} out tokens · {} calls",
-                u.input_tokens, u.output_tokens, u.requests
+                "{} in / {} out tokens · {} calls · {}",
+                u.input_tokens,
+                u.output_tokens,
+                u.requests,
+                u.cost_label()
             ),
             Err(_) => "usage unknown".to_owned(),
         };
@@ -344,14 +350,7 @@ impl Chat<'_> {
                 }
             }
             SlashCommand::Cost => match harness.usage().await {
-                Ok(u) => eprintln!(
-                    "{} model calls · {} input tokens ({} read from the provider's cache, {} written to it) · {} output tokens",
-                    u.requests,
-                    u.input_tokens,
-                    u.cache_read_tokens,
-                    u.cache_write_tokens,
-                    u.output_tokens
-                ),
+                Ok(u) => eprintln!("{}", super::run::usage_line(&u)),
                 Err(e) => eprintln!("cannot read this session's usage: {e}"),
             },
             SlashCommand::Compact => {
@@ -474,12 +473,12 @@ impl Chat<'_> {
 
     async fn sessions(&self, harness: &Harness) -> anyhow::Result<()> {
         let store = Store::open(self.dirs.data_dir()).await?;
-        let list = store.list_sessions().await?;
+        let list = evoflux_harness::SessionSummary::list(&store).await?;
         if list.is_empty() {
             eprintln!("no sessions yet");
         }
         for s in list.iter().take(20) {
-            let mark = if s.id == harness.session().id {
+            let mark = if s.session.id == harness.session().id {
                 "*"
             } else {
                 " "

@@ -226,6 +226,8 @@ impl EventSink for ChatView {
                 self.spinner.start("thinking");
             }
             Event::TurnCompleted { .. } => self.end_text(&mut state),
+            // The status line after the turn shows tokens and cost.
+            Event::ModelCallCompleted { .. } => {}
             Event::TurnCancelled { .. } => {
                 self.end_text(&mut state);
                 self.plain.emit(event);
