@@ -107,7 +107,7 @@ turns:
     let dollars = format!("${:.4}", total as f64 / 1e12);
     let text = String::from_utf8_lossy(&s.run(&["sessions", "show", &id]).stdout).into_owned();
     assert!(
-        text.contains(&format!("1900 read from the provider's cache"))
+        text.contains("1900 read from the provider's cache")
             && text.contains(&format!("cost {dollars}")),
         "{text}"
     );
