@@ -121,22 +121,28 @@ pub struct Price {
 
 impl Price {
     /// A price from dollars per million tokens (the built-in table's and
-    /// the config file's unit). `None` when one is not a valid amount.
+    /// the config file's unit), or the name of the first field (as a
+    /// config file writes it) that is not a valid amount.
     pub fn per_million(
         input: f64,
         cached_input: f64,
         cache_write: f64,
         output: f64,
-    ) -> Option<Price> {
+    ) -> Result<Price, &'static str> {
         // Dollars per million tokens, divided by a million, are dollars
         // per token; held as picodollars.
-        let per_token =
-            |usd_per_million: f64| Usd::from_dollars(usd_per_million / 1e6).map(Usd::picos);
-        Some(Price {
-            input: per_token(input)?,
-            cached_input: per_token(cached_input)?,
-            cache_write_input: per_token(cache_write)?,
-            output: per_token(output)?,
+        let per_token = |field: &'static str, usd_per_million: f64| {
+            Usd::from_dollars(usd_per_million / 1e6)
+                .map(Usd::picos)
+                .ok_or(field)
+        };
+        let input = per_token("input", input)?;
+        let output = per_token("output", output)?;
+        Ok(Price {
+            input,
+            cached_input: per_token("cached_input", cached_input)?,
+            cache_write_input: per_token("cache_write", cache_write)?,
+            output,
         })
     }
 
@@ -191,13 +197,12 @@ impl PriceEntry {
     /// The exact price, or the name of the field that is not a valid
     /// amount.
     pub fn price(&self) -> Result<Price, &'static str> {
-        let check =
-            |field: &'static str, v: f64| Usd::from_dollars(v / 1e6).map(|_| v).ok_or(field);
-        let input = check("input", self.input)?;
-        let output = check("output", self.output)?;
-        let cached = check("cached_input", self.cached_input.unwrap_or(input))?;
-        let write = check("cache_write", self.cache_write.unwrap_or(input))?;
-        Price::per_million(input, cached, write, output).ok_or("input")
+        Price::per_million(
+            self.input,
+            self.cached_input.unwrap_or(self.input),
+            self.cache_write.unwrap_or(self.input),
+            self.output,
+        )
     }
 }
 
@@ -284,9 +289,10 @@ impl PriceTable {
             ProviderKind::Openai | ProviderKind::Anthropic => built_in(model)
                 .or_else(|| snapshot_of(model).and_then(built_in))
                 .map(|p| (p, PriceSource::BuiltIn)),
-            ProviderKind::Local => {
-                Some((Price::per_million(0.0, 0.0, 0.0, 0.0)?, PriceSource::Local))
-            }
+            ProviderKind::Local => Some((
+                Price::per_million(0.0, 0.0, 0.0, 0.0).ok()?,
+                PriceSource::Local,
+            )),
             ProviderKind::Scripted => None,
         }
     }
@@ -296,7 +302,7 @@ fn built_in(model: &str) -> Option<Price> {
     BUILT_IN
         .iter()
         .find(|(name, ..)| *name == model)
-        .and_then(|&(_, i, c, w, o)| Price::per_million(i, c, w, o))
+        .and_then(|&(_, i, c, w, o)| Price::per_million(i, c, w, o).ok())
 }
 
 /// The model a dated snapshot name stands for: `gpt-4o-2024-08-06` →

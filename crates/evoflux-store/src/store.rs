@@ -36,6 +36,10 @@ pub struct Store {
 
 const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, parent_id, \
                                parent_call_id, created_at_ms, updated_at_ms";
+/// The counts of a `usage_totals` row, as [`usage_from_row`] reads them.
+const USAGE_COLUMNS: &str = "requests, input_tokens, output_tokens, cache_read_tokens, \
+                             cache_write_tokens, projected_results, projection_saved_chars, \
+                             cost_picousd, unpriced_requests";
 const PENDING_COLUMNS: &str = "id, tool_call_id, request, answer, created_at_ms, answered_at_ms";
 
 /// The folder under a data dir that holds each session's artifacts
@@ -504,10 +508,8 @@ impl Store {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         touch(&mut tx, id, now).await?;
-        let row = sqlx::query(
-            "INSERT INTO usage_totals
-                (session_id, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                 projected_results, projection_saved_chars, cost_picousd, unpriced_requests)
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO usage_totals (session_id, {USAGE_COLUMNS})
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (session_id) DO UPDATE SET
                 requests = requests + excluded.requests,
@@ -519,9 +521,8 @@ impl Store {
                 projection_saved_chars = projection_saved_chars + excluded.projection_saved_chars,
                 cost_picousd = cost_picousd + excluded.cost_picousd,
                 unpriced_requests = unpriced_requests + excluded.unpriced_requests
-             RETURNING requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                projected_results, projection_saved_chars, cost_picousd, unpriced_requests",
-        )
+             RETURNING {USAGE_COLUMNS}"
+        )))
         .bind(id.to_string())
         .bind(to_i64(usage.requests)?)
         .bind(to_i64(usage.input_tokens)?)
@@ -542,11 +543,9 @@ impl Store {
     /// The session's usage total (zero before the first call).
     pub async fn usage(&self, id: SessionId) -> Result<Usage, StoreError> {
         self.load(id).await?;
-        let row = sqlx::query(
-            "SELECT requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                projected_results, projection_saved_chars, cost_picousd, unpriced_requests
-             FROM usage_totals WHERE session_id = ?",
-        )
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {USAGE_COLUMNS} FROM usage_totals WHERE session_id = ?"
+        )))
         .bind(id.to_string())
         .fetch_optional(&self.pool)
         .await?;
@@ -561,12 +560,9 @@ impl Store {
     pub async fn all_usage(
         &self,
     ) -> Result<std::collections::HashMap<SessionId, Usage>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT session_id, requests, input_tokens, output_tokens, cache_read_tokens,
-                cache_write_tokens, projected_results, projection_saved_chars, cost_picousd,
-                unpriced_requests
-             FROM usage_totals",
-        )
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT session_id, {USAGE_COLUMNS} FROM usage_totals"
+        )))
         .fetch_all(&self.pool)
         .await?;
         let mut out = std::collections::HashMap::with_capacity(rows.len());

@@ -45,45 +45,27 @@ impl Usage {
 
     /// `self` and `other` added up.
     pub fn plus(&self, other: &Usage) -> Usage {
-        Usage {
-            requests: self.requests + other.requests,
-            input_tokens: self.input_tokens + other.input_tokens,
-            output_tokens: self.output_tokens + other.output_tokens,
-            cache_read_tokens: self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens: self.cache_write_tokens + other.cache_write_tokens,
-            projected_results: self.projected_results + other.projected_results,
-            projection_saved_chars: self.projection_saved_chars + other.projection_saved_chars,
-            cost_usd: self.cost_usd.saturating_add(other.cost_usd),
-            unpriced_requests: self.unpriced_requests + other.unpriced_requests,
-        }
+        self.zip(other, u64::saturating_add)
     }
 
     /// What was used since `earlier`, a total this one grew from.
     pub fn since(&self, earlier: &Usage) -> Usage {
+        self.zip(earlier, u64::saturating_sub)
+    }
+
+    /// `f` applied to each count of `self` and `other`, the cost's
+    /// picodollars included.
+    fn zip(&self, other: &Usage, f: impl Fn(u64, u64) -> u64) -> Usage {
         Usage {
-            requests: self.requests.saturating_sub(earlier.requests),
-            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
-            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
-            cache_read_tokens: self
-                .cache_read_tokens
-                .saturating_sub(earlier.cache_read_tokens),
-            cache_write_tokens: self
-                .cache_write_tokens
-                .saturating_sub(earlier.cache_write_tokens),
-            projected_results: self
-                .projected_results
-                .saturating_sub(earlier.projected_results),
-            projection_saved_chars: self
-                .projection_saved_chars
-                .saturating_sub(earlier.projection_saved_chars),
-            cost_usd: evoflux_core::price::Usd::from_picos(
-                self.cost_usd
-                    .picos()
-                    .saturating_sub(earlier.cost_usd.picos()),
-            ),
-            unpriced_requests: self
-                .unpriced_requests
-                .saturating_sub(earlier.unpriced_requests),
+            requests: f(self.requests, other.requests),
+            input_tokens: f(self.input_tokens, other.input_tokens),
+            output_tokens: f(self.output_tokens, other.output_tokens),
+            cache_read_tokens: f(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens: f(self.cache_write_tokens, other.cache_write_tokens),
+            projected_results: f(self.projected_results, other.projected_results),
+            projection_saved_chars: f(self.projection_saved_chars, other.projection_saved_chars),
+            cost_usd: Usd::from_picos(f(self.cost_usd.picos(), other.cost_usd.picos())),
+            unpriced_requests: f(self.unpriced_requests, other.unpriced_requests),
         }
     }
 

@@ -207,8 +207,10 @@ impl Harness {
         };
         // A child's cost counts against the session the user started.
         let mut root = session.id;
-        while let Some(parent) = setup.store.load(root).await?.parent {
-            root = parent.session_id;
+        let mut parent = session.parent.clone();
+        while let Some(p) = parent {
+            root = p.session_id;
+            parent = setup.store.load(root).await?.parent;
         }
         let mut harness = Harness {
             provider: setup.provider,
