@@ -234,6 +234,9 @@ pub struct HarnessConfig {
     /// `[limits]`: what one session may spend.
     #[serde(default, skip_serializing_if = "LimitsConfig::is_unset")]
     pub limits: LimitsConfig,
+    /// `[skills]`: how a turn's implicit skill resolution runs.
+    #[serde(default, skip_serializing_if = "SkillsConfig::is_unset")]
+    pub skills: SkillsConfig,
 }
 
 impl HarnessConfig {
@@ -256,6 +259,51 @@ pub struct LimitsConfig {
 impl LimitsConfig {
     pub fn is_unset(&self) -> bool {
         self.max_cost_usd.is_none()
+    }
+}
+
+/// `[skills]`: the implicit skill resolver, a pre-model stage that asks a
+/// model whether the user's message calls for one of the skills.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsConfig {
+    /// Unset: `speculative` when the resolver's model is a remote one,
+    /// `off` for the embedded and scripted providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver: Option<ResolverMode>,
+    /// The model that decides, as `provider:model` (a small fast one
+    /// saves most of the resolver's cost and wait); unset, the session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver_model: Option<ModelRef>,
+}
+
+impl SkillsConfig {
+    pub fn is_unset(&self) -> bool {
+        *self == SkillsConfig::default()
+    }
+}
+
+/// When the implicit skill resolver runs, relative to the turn's first
+/// model call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolverMode {
+    /// Never: the catalog in the system prompt is the only way to a skill.
+    Off,
+    /// Before the first call, which waits for the decision.
+    On,
+    /// At the same time as the first call, whose reply is held back until
+    /// the decision; a selected skill discards it and the call is made
+    /// again with the skill loaded.
+    Speculative,
+}
+
+impl ResolverMode {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ResolverMode::Off => "off",
+            ResolverMode::On => "on",
+            ResolverMode::Speculative => "speculative",
+        }
     }
 }
 
@@ -406,6 +454,9 @@ pub struct LoadedConfig {
     pub files: Vec<ConfigSource>,
     pub config: HarnessConfig,
     pub model_origin: ConfigOrigin,
+    /// The layer that set `[skills] resolver_model`, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver_model_origin: Option<ConfigOrigin>,
     pub provider_origins: BTreeMap<String, ConfigOrigin>,
 }
 
@@ -420,6 +471,7 @@ pub struct ConfigLayer {
     compat: Option<CompatFile>,
     prices: BTreeMap<String, Price>,
     limits: LimitsConfig,
+    skills: Option<SkillsConfig>,
 }
 
 /// `[compat]` as a file writes it: each key optional, layered key by key.
@@ -446,6 +498,8 @@ struct ConfigFile {
     prices: BTreeMap<String, PriceEntry>,
     #[serde(default)]
     limits: LimitsFile,
+    #[serde(default)]
+    skills: Option<SkillsConfig>,
 }
 
 /// The default model evoflux runs when nothing is configured: the small
@@ -506,6 +560,7 @@ impl HarnessConfig {
             compat: CompatConfig::default(),
             prices: BTreeMap::new(),
             limits: LimitsConfig::default(),
+            skills: SkillsConfig::default(),
         }
     }
 }
@@ -577,6 +632,7 @@ impl LoadedConfig {
                 .map(|k| (k.clone(), ConfigOrigin::Embedded))
                 .collect(),
             model_origin: ConfigOrigin::Embedded,
+            resolver_model_origin: None,
             config,
         }
     }
@@ -598,6 +654,16 @@ impl LoadedConfig {
         for (name, provider) in layer.providers {
             self.provider_origins.insert(name.clone(), origin);
             self.config.providers.insert(name, provider);
+        }
+        // Key by key: a repository may turn the resolver off for its
+        // skills or pick which of the configured models decides.
+        if let Some(skills) = layer.skills {
+            let current = &mut self.config.skills;
+            current.resolver = skills.resolver.or(current.resolver);
+            if let Some(model) = skills.resolver_model {
+                current.resolver_model = Some(model);
+                self.resolver_model_origin = Some(origin);
+            }
         }
         match origin {
             ConfigOrigin::Project => {
@@ -637,34 +703,44 @@ impl LoadedConfig {
     }
 
     /// Checks what only the merged result can show: that the default model
-    /// names a defined provider. `false` when an error was pushed.
+    /// and the skill resolver's model name defined providers. `false` when
+    /// an error was pushed.
     pub fn check(&self, diags: &mut Diagnostics) -> bool {
-        let default = &self.config.model.default;
-        if self.config.providers.contains_key(&default.provider) {
-            return true;
+        let mut refs = vec![(
+            "model.default",
+            &self.config.model.default,
+            self.model_origin,
+        )];
+        if let (Some(model), Some(origin)) = (
+            &self.config.skills.resolver_model,
+            self.resolver_model_origin,
+        ) {
+            refs.push(("skills.resolver_model", model, origin));
         }
-        let known: Vec<&str> = self.config.providers.keys().map(String::as_str).collect();
-        let mut d = Diagnostic::error(
-            "config/provider-unknown",
-            format!(
-                "model.default `{default}` names provider `{}`, which is not defined: add \
-                 [providers.{}] or use one of {}",
-                default.provider,
-                default.provider,
-                known.join(", ")
-            ),
-        )
-        .with_field("model.default");
-        if let Some(file) = self
-            .files
-            .iter()
-            .rev()
-            .find(|f| f.origin == self.model_origin)
-        {
-            d = d.with_file(&file.path);
+        let mut ok = true;
+        for (field, model, origin) in refs {
+            if self.config.providers.contains_key(&model.provider) {
+                continue;
+            }
+            ok = false;
+            let known: Vec<&str> = self.config.providers.keys().map(String::as_str).collect();
+            let mut d = Diagnostic::error(
+                "config/provider-unknown",
+                format!(
+                    "{field} `{model}` names provider `{}`, which is not defined: add \
+                     [providers.{}] or use one of {}",
+                    model.provider,
+                    model.provider,
+                    known.join(", ")
+                ),
+            )
+            .with_field(field);
+            if let Some(file) = self.files.iter().rev().find(|f| f.origin == origin) {
+                d = d.with_file(&file.path);
+            }
+            diags.push(d);
         }
-        diags.push(d);
-        false
+        ok
     }
 }
 
@@ -762,6 +838,7 @@ pub fn read_layer(
         compat: file.compat,
         prices,
         limits,
+        skills: file.skills,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))
 }
@@ -1519,6 +1596,41 @@ max_cost_usd = 5
             Some("prices.x.input")
         );
         assert_eq!(field("config/unknown-key").as_deref(), Some("prices.x.per"));
+    }
+
+    #[test]
+    fn skills_resolver_layers_key_by_key_and_its_model_must_name_a_provider() {
+        let (loaded, diags) =
+            check("[skills]\nresolver = \"on\"\nresolver_model = \"openai:gpt-4o-mini\"\n");
+        assert!(diags.is_empty(), "{}", diags.render_human());
+        let mut loaded = loaded.unwrap();
+        assert_eq!(loaded.config.skills.resolver, Some(ResolverMode::On));
+        // A repository's layer changes the mode and keeps the model.
+        let (l, diags) = layer(
+            "[skills]\nresolver = \"off\"\n",
+            ConfigScope::Project(Trust::Untrusted),
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        loaded.apply(l.unwrap());
+        assert_eq!(loaded.config.skills.resolver, Some(ResolverMode::Off));
+        assert_eq!(
+            loaded
+                .config
+                .skills
+                .resolver_model
+                .as_ref()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("openai:gpt-4o-mini")
+        );
+
+        let (_, diags) = check("[skills]\nresolver_model = \"nowhere:small\"\n");
+        assert_eq!(diags.codes(), ["config/provider-unknown"]);
+        let d = &diags.as_slice()[0];
+        assert_eq!(d.locator.field.as_deref(), Some("skills.resolver_model"));
+        assert!(d.locator.file.is_some());
+        let (_, diags) = check("[skills]\nresolver = \"sometimes\"\n");
+        assert_eq!(diags.codes(), ["config/toml-invalid"]);
     }
 
     #[test]

@@ -145,7 +145,23 @@ pub struct ModelCall {
     pub durable: Vec<DurableMessage>,
     /// Model calls hooks made for this call (the skill resolver's), whose
     /// tokens the session pays for like its own.
-    pub side_calls: Vec<(CallPurpose, evoflux_model::Usage)>,
+    pub side_calls: Vec<SideCall>,
+    /// The speculative skill resolver's decision, still under way while
+    /// this call is sent: the loop holds the reply back until it settles.
+    pub pending_resolution: Option<crate::skills::resolution::PendingResolution>,
+    /// A decision a held attempt of this call was discarded for: the
+    /// resolver stage applies it instead of asking again.
+    pub decided_resolution: Option<evoflux_skills::resolver::Resolution>,
+}
+
+/// A model call a pre-model stage made, counted with the session's usage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideCall {
+    pub purpose: CallPurpose,
+    pub usage: evoflux_model::Usage,
+    /// The model that answered when it is not the session's, with its
+    /// price (`None` when unknown).
+    pub other_model: Option<(String, Option<evoflux_core::price::Price>)>,
 }
 
 /// Why a model call was made: the turn's own call, or a pre-model stage's.
@@ -179,6 +195,8 @@ impl ModelCall {
             turn_input: None,
             durable: Vec::new(),
             side_calls: Vec::new(),
+            pending_resolution: None,
+            decided_resolution: None,
         }
     }
 

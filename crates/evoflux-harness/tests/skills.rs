@@ -132,6 +132,8 @@ struct Opened {
 }
 
 struct Options<'a> {
+    /// Instead of the recorder (which still counts as the test's provider).
+    provider: Option<Arc<dyn Provider>>,
     assigned: &'a [&'a str],
     resolver: ResolverPolicy,
     opt_out: &'a [&'a str],
@@ -142,8 +144,9 @@ struct Options<'a> {
 impl Default for Options<'_> {
     fn default() -> Self {
         Options {
+            provider: None,
             assigned: &[],
-            resolver: ResolverPolicy::Off,
+            resolver: ResolverPolicy::off(),
             opt_out: &[],
             session: None,
             mode: AppMode::Coding,
@@ -155,7 +158,9 @@ async fn open(world: &World, provider: &Arc<Recorder>, options: Options<'_>) -> 
     let mode = options.mode;
     let events = Arc::new(CollectEvents::default());
     let mut setup = world.setup(mode, provider.clone(), events.clone()).await;
-    setup.provider = Arc::new(Wide(provider.clone()));
+    setup.provider = options
+        .provider
+        .unwrap_or_else(|| Arc::new(Wide(provider.clone())));
     setup.agent.skills = options.assigned.iter().map(|s| (*s).to_owned()).collect();
     setup
         .agent
@@ -335,7 +340,7 @@ async fn manual_only_skills_stay_out_of_implicit_resolution_but_load_by_dollar_n
         &world,
         &provider,
         Options {
-            resolver: ResolverPolicy::ActiveProvider,
+            resolver: ResolverPolicy::on(),
             ..Options::default()
         },
     )
@@ -390,7 +395,7 @@ async fn explicit_activation_lands_right_after_the_user_message() {
         &world,
         &provider,
         Options {
-            resolver: ResolverPolicy::ActiveProvider,
+            resolver: ResolverPolicy::on(),
             ..Options::default()
         },
     )
@@ -571,7 +576,7 @@ async fn resolver_failure_falls_back_to_the_catalog_and_sees_only_request_mode_a
         &world,
         &provider,
         Options {
-            resolver: ResolverPolicy::ActiveProvider,
+            resolver: ResolverPolicy::on(),
             ..Options::default()
         },
     )
@@ -639,7 +644,7 @@ async fn a_confident_resolver_decision_injects_a_resolved_pair() {
         &world,
         &provider,
         Options {
-            resolver: ResolverPolicy::ActiveProvider,
+            resolver: ResolverPolicy::on(),
             ..Options::default()
         },
     )
@@ -783,7 +788,7 @@ async fn prose_is_never_turned_into_a_repository_query() {
         &world,
         &provider,
         Options {
-            resolver: ResolverPolicy::ActiveProvider,
+            resolver: ResolverPolicy::on(),
             ..Options::default()
         },
     )
@@ -902,4 +907,229 @@ async fn work_cannot_load_a_coding_only_bundled_skill_but_loads_its_own() {
     let catalog = catalog_section(&provider.requests()[0]);
     assert!(catalog.contains("- research:"));
     assert!(!catalog.contains("- debugging:"));
+}
+
+/// A provider for speculative resolution. The resolver's answer waits until
+/// the turn's main request has been sent (up to 5 s, then it answers and
+/// notes that it was not), so a resolver that holds the main call up is
+/// caught without hanging. Main calls answer from a queue; one marked
+/// `stall` sends its text and then nothing, until it is dropped.
+#[derive(Debug)]
+struct Gated {
+    verdict: String,
+    main: std::sync::Mutex<std::collections::VecDeque<(&'static str, bool)>>,
+    main_sent: tokio::sync::watch::Sender<bool>,
+    requests: std::sync::Mutex<Vec<Request>>,
+    /// Whether the main request was on the wire before the resolver answered.
+    overlapped: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the stalled reply was dropped (its request cancelled).
+    stalled_dropped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Gated {
+    fn new(verdict: &str, main: &[(&'static str, bool)]) -> Arc<Gated> {
+        Arc::new(Gated {
+            verdict: verdict.to_owned(),
+            main: std::sync::Mutex::new(main.iter().copied().collect()),
+            main_sent: tokio::sync::watch::channel(false).0,
+            requests: std::sync::Mutex::default(),
+            overlapped: Arc::default(),
+            stalled_dropped: Arc::default(),
+        })
+    }
+}
+
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Provider for Gated {
+    fn name(&self) -> &str {
+        "gated"
+    }
+    fn kind(&self) -> evoflux_core::config::ProviderKind {
+        evoflux_core::config::ProviderKind::Openai
+    }
+    fn context_window(&self) -> Option<u64> {
+        Some(128_000)
+    }
+    fn stream(&self, request: Request) -> EventStream {
+        use evoflux_model::StreamEvent;
+        use futures_util::StreamExt;
+        let resolver = request.tools.is_empty()
+            && request.messages.first() == Some(&Message::system(RESOLVER_SYSTEM_PROMPT));
+        self.requests.lock().unwrap().push(request);
+        let usage = Ok(StreamEvent::Usage {
+            usage: evoflux_model::Usage {
+                input_tokens: 100,
+                output_tokens: 10,
+                cached_input_tokens: 0,
+                cache_write_input_tokens: 0,
+            },
+        });
+        if resolver {
+            let mut sent = self.main_sent.subscribe();
+            let overlapped = self.overlapped.clone();
+            let verdict = self.verdict.clone();
+            return Box::pin(
+                futures_util::stream::once(async move {
+                    let waited = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        sent.wait_for(|s| *s),
+                    )
+                    .await;
+                    overlapped.store(
+                        matches!(waited, Ok(Ok(_))),
+                        std::sync::atomic::Ordering::SeqCst,
+                    );
+                })
+                .flat_map(move |()| {
+                    futures_util::stream::iter([
+                        Ok(StreamEvent::TextDelta {
+                            text: verdict.clone(),
+                        }),
+                        usage.clone(),
+                        Ok(StreamEvent::Done),
+                    ])
+                }),
+            );
+        }
+        let (text, stall) = self
+            .main
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("more main calls than the test scripted");
+        let main_sent = self.main_sent.clone();
+        let first = futures_util::stream::once(async move {
+            main_sent.send_replace(true);
+            Ok(StreamEvent::TextDelta { text: text.into() })
+        });
+        if stall {
+            let flag = DropFlag(self.stalled_dropped.clone());
+            return Box::pin(first.chain(futures_util::stream::pending()).map(move |e| {
+                let _ = &flag;
+                e
+            }));
+        }
+        Box::pin(first.chain(futures_util::stream::iter([
+            usage,
+            Ok(StreamEvent::Stop {
+                reason: evoflux_model::StopReason::EndTurn,
+            }),
+            Ok(StreamEvent::Done),
+        ])))
+    }
+}
+
+fn deltas(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::MessageDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn speculative_no_skill_sends_the_main_call_before_the_resolver_answers() {
+    let world = world_with(&[]);
+    let gated = Gated::new(
+        r#"{"skill_name": null, "confidence": 0.1, "reason": "chat"}"#,
+        &[("hello there", false)],
+    );
+    let mut o = open(
+        &world,
+        &Recorder::new(vec![]),
+        Options {
+            provider: Some(gated.clone()),
+            resolver: ResolverPolicy::speculative(),
+            ..Options::default()
+        },
+    )
+    .await;
+    let out = o
+        .harness
+        .turn(Some("say hello"), TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(out.status, TurnStatus::Completed);
+    assert_eq!(out.text, "hello there");
+    assert!(
+        gated.overlapped.load(std::sync::atomic::Ordering::SeqCst),
+        "the main request waited for the resolver"
+    );
+    let requests = gated.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "one resolver call, one main call");
+    assert!(!all_text(&requests[1]).contains("ALPHA-BODY-MARKER"));
+    assert_eq!(
+        o.runtime.last_resolution().unwrap().status,
+        ResolutionStatus::None
+    );
+    // The held reply reached the user once, and both calls were counted.
+    assert_eq!(deltas(&o.events.take()), "hello there");
+    let usage = o.harness.usage().await.unwrap();
+    assert_eq!(usage.requests, 2);
+}
+
+#[tokio::test]
+async fn speculative_selection_discards_the_held_reply_without_a_trace() {
+    let world = world_with(&[]);
+    let gated = Gated::new(
+        r#"{"skill_name": "alpha", "confidence": 0.93, "reason": "build failure"}"#,
+        &[("DISCARDED-REPLY", true), ("fixing it with alpha", false)],
+    );
+    let mut o = open(
+        &world,
+        &Recorder::new(vec![]),
+        Options {
+            provider: Some(gated.clone()),
+            resolver: ResolverPolicy::speculative(),
+            ..Options::default()
+        },
+    )
+    .await;
+    let out = o
+        .harness
+        .turn(Some("cargo build fails on main"), TurnOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "fixing it with alpha");
+    assert!(gated.overlapped.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(
+        gated
+            .stalled_dropped
+            .load(std::sync::atomic::Ordering::SeqCst),
+        "the held call was not cancelled"
+    );
+    let requests = gated.requests.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        3,
+        "resolver, held call, call with the skill"
+    );
+    assert!(!all_text(&requests[1]).contains("ALPHA-BODY-MARKER"));
+    let again = &requests[2];
+    assert!(all_text(again).contains("ALPHA-BODY-MARKER"));
+    let Message::Assistant { tool_calls, .. } = &again.messages[2] else {
+        panic!("{:?}", again.messages[2]);
+    };
+    assert!(tool_calls[0].id.starts_with("resolved_"));
+    // What the user saw and what the session keeps hold no trace of it.
+    let seen = o.events.take();
+    assert_eq!(deltas(&seen), "fixing it with alpha");
+    let events = serde_json::to_string(&seen).unwrap();
+    assert!(!events.contains("DISCARDED-REPLY"));
+    let kept = serde_json::to_string(o.harness.messages()).unwrap();
+    assert!(!kept.contains("DISCARDED-REPLY"));
+    assert!(kept.contains("ALPHA-BODY-MARKER"));
+    assert_eq!(
+        o.runtime.last_resolution().unwrap().status,
+        ResolutionStatus::Selected
+    );
 }

@@ -463,6 +463,8 @@ pub enum ModelOrigin {
     Config,
     /// No model anywhere: the embedded default.
     Embedded,
+    /// `[skills] resolver_model` in config.toml.
+    SkillResolver,
 }
 
 impl ModelOrigin {
@@ -473,6 +475,7 @@ impl ModelOrigin {
             ModelOrigin::Agent => "the agent's model",
             ModelOrigin::Config => "config.toml",
             ModelOrigin::Embedded => "embedded default",
+            ModelOrigin::SkillResolver => "[skills] resolver_model in config.toml",
         }
     }
 }
@@ -839,7 +842,13 @@ impl<'a> SessionBuilder<'a> {
             };
         let price = price_of(&loaded.config, &model_ref, provider.kind());
         let skill_inputs = SkillInputs::read(&app.dirs, &graph);
-        let skills = skill_inputs.runtime(mode, provider.kind());
+        let resolver = resolver_policy(
+            &loaded,
+            provider.kind(),
+            self.model_dir.as_deref().unwrap_or(&app.cwd),
+            &provider_options,
+        )?;
+        let skills = skill_inputs.runtime(mode, resolver.clone());
         // MCP servers: nothing starts here; the session starts the ones its
         // agent is granted, in the background.
         let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
@@ -875,6 +884,7 @@ impl<'a> SessionBuilder<'a> {
                     price,
                 },
                 skills: skill_inputs.clone(),
+                resolver,
             }),
         };
         // Only an agent with a dispatch tool gets the roster.
@@ -1038,6 +1048,8 @@ struct BuilderChildren {
     provider_options: evoflux_model::ProviderOptions,
     parent: super::ChildModel,
     skills: SkillInputs,
+    /// The lead's: a child's skills are resolved the same way.
+    resolver: ResolverPolicy,
 }
 
 impl super::ChildFactory for BuilderChildren {
@@ -1067,7 +1079,7 @@ impl super::ChildFactory for BuilderChildren {
         &self,
         mode: AppMode,
     ) -> Result<(crate::hooks::HookPipeline, Option<Arc<SkillRuntime>>), HookError> {
-        let skills = self.skills.runtime(mode, self.parent.provider.kind());
+        let skills = self.skills.runtime(mode, self.resolver.clone());
         let pipeline = standard_pipeline(PipelineOptions {
             on_compacted: Some(skills.compaction_listener()),
             skills: Some(skills.clone()),
@@ -1078,6 +1090,45 @@ impl super::ChildFactory for BuilderChildren {
         })?;
         Ok((pipeline, Some(skills)))
     }
+}
+
+/// The session's implicit skill resolver, from `[skills]`. Unset, it is
+/// speculative when the model that decides is a remote one, and off for a
+/// scripted provider (its script is the main conversation, with no answers
+/// to spare for a side call) and the embedded local demo model (too small
+/// for a reliable decision).
+fn resolver_policy(
+    loaded: &core_config::LoadedConfig,
+    session: ProviderKind,
+    model_dir: &Path,
+    provider_options: &evoflux_model::ProviderOptions,
+) -> Result<ResolverPolicy, SessionError> {
+    let skills = &loaded.config.skills;
+    let model = match &skills.resolver_model {
+        Some(model_ref) => {
+            let provider: Arc<dyn evoflux_model::Provider> = Arc::from(
+                evoflux_model::resolve(model_ref, &loaded.config, model_dir, provider_options)
+                    .map_err(|source| SessionError::Provider {
+                        model: model_ref.clone(),
+                        origin: ModelOrigin::SkillResolver,
+                        source,
+                    })?,
+            );
+            Some(crate::skills::ResolverModel {
+                price: price_of(&loaded.config, model_ref, provider.kind()),
+                provider,
+                model: model_ref.model.clone(),
+            })
+        }
+        None => None,
+    };
+    let decider = model.as_ref().map_or(session, |m| m.provider.kind());
+    let mode = skills.resolver.unwrap_or(if decider.is_remote() {
+        core_config::ResolverMode::Speculative
+    } else {
+        core_config::ResolverMode::Off
+    });
+    Ok(ResolverPolicy { mode, model })
 }
 
 /// What `model` costs by the configured and built-in prices.
@@ -1170,15 +1221,8 @@ impl SkillInputs {
         }
     }
 
-    /// The runtime of one session. The implicit resolver asks the
-    /// session's provider, except a scripted one (its script is the main
-    /// conversation, with no answers to spare for a side call) and the
-    /// embedded local demo model (too small for a reliable decision).
-    fn runtime(&self, mode: AppMode, provider: ProviderKind) -> Arc<SkillRuntime> {
-        let resolver = match provider {
-            ProviderKind::Openai | ProviderKind::Anthropic => ResolverPolicy::ActiveProvider,
-            ProviderKind::Local | ProviderKind::Scripted => ResolverPolicy::Off,
-        };
+    /// The runtime of one session.
+    fn runtime(&self, mode: AppMode, resolver: ResolverPolicy) -> Arc<SkillRuntime> {
         Arc::new(SkillRuntime::new(
             &self.slots,
             mode,

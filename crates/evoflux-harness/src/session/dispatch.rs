@@ -132,6 +132,8 @@ impl Harness {
                 self.tasks.len()
             )));
         }
+        // From here a child may run, recording its own calls.
+        self.usage.dispatching();
         // Admission: a worker that cannot do what the task asks is refused
         // before anything runs, with the remedy; a doubtful fit is flagged.
         let mut flag = None;

@@ -11,6 +11,7 @@ mod builder;
 mod commands;
 mod dispatch;
 mod evidence;
+mod ledger;
 mod mcp;
 mod model_call;
 mod open;
@@ -294,9 +295,9 @@ pub struct Harness {
     /// The session whose tree `[limits] max_cost_usd` bounds: this one, or
     /// the lead session that dispatched it.
     root: SessionId,
-    /// The session's usage (with its children) when the current turn
-    /// started: `turn_completed` reports what the turn added.
-    turn_start_usage: evoflux_store::Usage,
+    /// The session's usage with its children, read from the store only
+    /// when memory cannot know it.
+    usage: ledger::UsageLedger,
     agent: EffectiveAgentConfig,
     pipeline: HookPipeline,
     clock: Arc<dyn Clock>,

@@ -59,6 +59,9 @@ impl Harness {
         let mut context_exceeded = false;
         let mut sent;
         let mut turn_input = None;
+        // The speculative resolver's decision to load a skill, for the
+        // attempt after the one it discarded.
+        let mut decided = None;
         let (mut stream, stats) = loop {
             let mut call = ModelCall::new(
                 Request {
@@ -78,6 +81,7 @@ impl Harness {
             // A compaction the user asked for forces the first call's.
             call.context_exceeded = context_exceeded || std::mem::take(&mut self.compact_next);
             call.turn_input = self.turn_input.take();
+            call.decided_resolution = decided.take();
             if call.turn_input.is_some() {
                 turn_input.clone_from(&call.turn_input);
             }
@@ -85,18 +89,8 @@ impl Harness {
             self.pipeline.before_model(&ctx, &mut call).await?;
             let durable = std::mem::take(&mut call.durable);
             self.recorder.persist_durable(durable).await?;
-            for (purpose, usage) in std::mem::take(&mut call.side_calls) {
-                let usage = self.call_usage(usage, &crate::hooks::ContextStats::default());
-                self.recorder
-                    .store
-                    .add_usage(self.session.id, usage)
-                    .await?;
-                self.emit(&Event::ModelCallCompleted {
-                    model: self.model.clone(),
-                    purpose,
-                    usage,
-                });
-            }
+            self.record_side_calls(std::mem::take(&mut call.side_calls))
+                .await?;
             if let Some(c) = call.compacted.take() {
                 self.emit(&Event::ContextCompacted {
                     reason: serde_json::to_value(c.reason).unwrap_or(Value::Null),
@@ -126,6 +120,7 @@ impl Harness {
                 .map(|s| s.text.as_str())
                 .filter(|t| !t.is_empty())
                 .collect();
+            let pending = call.pending_resolution.take();
             let mut request = call.request;
             // What this call is given beyond the transcript, recorded once
             // the reply is in: the session can then be exported as a
@@ -155,6 +150,21 @@ impl Harness {
                     .insert(0, Message::system(system.join("\n\n")));
             }
             let mut stream = self.provider.stream(request);
+            if let Some(pending) = pending {
+                use crate::skills::resolution::{Held, hold};
+                match hold(stream, pending).await {
+                    Held::Release(verdict, held) => {
+                        self.record_side_calls(verdict.side_calls).await?;
+                        stream = held;
+                    }
+                    Held::Discard(verdict) => {
+                        self.record_side_calls(verdict.side_calls).await?;
+                        decided = Some(verdict.resolution);
+                        self.turn_input.clone_from(&turn_input);
+                        continue;
+                    }
+                }
+            }
             let first = stream.next().await;
             match first {
                 Some(Err(evoflux_model::ProviderError::ContextExceeded { .. }))
@@ -206,7 +216,7 @@ impl Harness {
         };
         self.pipeline.after_model(&self.ctx(), &completion);
         let reply_seq = self.recorder.append(message, None).await?;
-        let call_usage = self.call_usage(usage.unwrap_or_default(), &stats);
+        let call_usage = self.call_usage(usage.unwrap_or_default(), &stats, self.price.as_ref());
         // What the request carried is for export and replay; failing to
         // keep it must not fail the turn whose reply is already stored.
         if let Err(e) = self
@@ -221,6 +231,7 @@ impl Harness {
             .store
             .add_usage(self.session.id, call_usage)
             .await?;
+        self.usage.recorded(&call_usage);
         self.emit(&Event::ModelCallCompleted {
             model: self.model.clone(),
             purpose: crate::hooks::CallPurpose::Turn,
@@ -229,12 +240,43 @@ impl Harness {
         Ok(answer)
     }
 
+    /// Counts calls a pre-model stage made (the skill resolver's) with the
+    /// session's usage, each at its own model's price.
+    async fn record_side_calls(
+        &mut self,
+        calls: Vec<crate::hooks::SideCall>,
+    ) -> Result<(), HarnessError> {
+        for call in calls {
+            let (model, price) = match call.other_model {
+                Some((model, price)) => (model, price),
+                None => (self.model.clone(), self.price),
+            };
+            let usage = self.call_usage(
+                call.usage,
+                &crate::hooks::ContextStats::default(),
+                price.as_ref(),
+            );
+            self.recorder
+                .store
+                .add_usage(self.session.id, usage)
+                .await?;
+            self.usage.recorded(&usage);
+            self.emit(&Event::ModelCallCompleted {
+                model,
+                purpose: call.purpose,
+                usage,
+            });
+        }
+        Ok(())
+    }
+
     /// One call's usage as the store keeps it: its tokens and what they
-    /// cost at the session model's price.
+    /// cost at `price`.
     fn call_usage(
         &self,
         u: evoflux_model::Usage,
         stats: &crate::hooks::ContextStats,
+        price: Option<&evoflux_core::price::Price>,
     ) -> evoflux_store::Usage {
         let tokens = evoflux_store::Usage {
             requests: 1,
@@ -246,7 +288,7 @@ impl Harness {
             projection_saved_chars: stats.projection_saved_chars,
             ..evoflux_store::Usage::default()
         };
-        match &self.price {
+        match price {
             Some(price) => evoflux_store::Usage {
                 cost_usd: price.cost(&tokens.tokens()),
                 ..tokens

@@ -217,7 +217,7 @@ impl Harness {
             model: setup.model,
             price: setup.price,
             root,
-            turn_start_usage: evoflux_store::Usage::default(),
+            usage: super::ledger::UsageLedger::default(),
             agent: setup.agent,
             pipeline: setup.pipeline,
             clock: setup.clock,

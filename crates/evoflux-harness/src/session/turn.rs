@@ -24,16 +24,21 @@ impl Harness {
             session_id: self.session.id.to_string(),
             input: input.map(str::to_owned),
         });
-        self.turn_start_usage = self.usage().await?;
+        self.usage
+            .start_turn(&self.recorder.store, self.session.id)
+            .await?;
         let result = self.turn_inner(input, options).await;
         match &result {
             Ok(outcome) => {
-                let session_usage = self.usage().await?;
+                let (usage, session_usage) = self
+                    .usage
+                    .end_turn(&self.recorder.store, self.session.id)
+                    .await?;
                 self.emit(&Event::TurnCompleted {
                     status: outcome.status,
                     text: outcome.text.clone(),
                     output: outcome.output.clone(),
-                    usage: session_usage.since(&self.turn_start_usage),
+                    usage,
                     session_usage,
                 })
             }
@@ -150,11 +155,18 @@ impl Harness {
     /// The turn's end when `[limits] max_cost_usd` is reached: the session
     /// the user started, with every session it dispatched, has cost the
     /// limit, so no further model call starts.
-    async fn cost_limit_reached(&self) -> Result<Option<TurnOutcome>, HarnessError> {
+    async fn cost_limit_reached(&mut self) -> Result<Option<TurnOutcome>, HarnessError> {
         let Some(limit) = self.limits.max_cost else {
             return Ok(None);
         };
-        let spent = self.recorder.store.tree_usage(self.root).await?;
+        // A child's limit is its lead's tree, which siblings spend too.
+        let spent = if self.root == self.session.id {
+            self.usage
+                .tree(&self.recorder.store, self.session.id)
+                .await?
+        } else {
+            self.recorder.store.tree_usage(self.root).await?
+        };
         if spent.cost_usd < limit {
             return Ok(None);
         }

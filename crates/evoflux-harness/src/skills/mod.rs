@@ -36,11 +36,12 @@ pub mod resolution;
 pub mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::tools::is_skill_loader;
 use evoflux_core::AppMode;
+pub use evoflux_core::config::ResolverMode;
 use evoflux_core::hash::sha256_hex;
 use evoflux_model::{Message, ToolCall};
 use evoflux_skills::activation::{Activation, ActivationError, activate};
@@ -67,15 +68,49 @@ pub use crate::metadata::ResultMetadata;
 
 pub const ACTIVATION_METADATA_KEY: &str = "skill_activation";
 
-/// Whether the implicit resolver may ask the session's provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResolverPolicy {
-    /// Ask the active runtime provider once per user turn.
-    ActiveProvider,
-    /// Never ask (e.g. a scripted provider, whose script is the main
-    /// conversation and has no answers to spare for a side call).
-    Off,
+/// How the session's implicit resolver runs (`[skills] resolver`) and
+/// which model decides (`[skills] resolver_model`; `None` is the
+/// session's own).
+#[derive(Debug, Clone)]
+pub struct ResolverPolicy {
+    pub mode: ResolverMode,
+    pub model: Option<ResolverModel>,
+}
+
+/// A model other than the session's that makes the resolver's decision.
+#[derive(Debug, Clone)]
+pub struct ResolverModel {
+    pub provider: Arc<dyn evoflux_model::Provider>,
+    pub model: String,
+    /// What its tokens cost; `None` when unknown.
+    pub price: Option<evoflux_core::price::Price>,
+}
+
+impl ResolverPolicy {
+    /// Never asks (a scripted provider's script is the main conversation
+    /// and has no answers to spare for a side call).
+    pub fn off() -> Self {
+        ResolverPolicy {
+            mode: ResolverMode::Off,
+            model: None,
+        }
+    }
+
+    /// Asks the session's provider before the turn's first call.
+    pub fn on() -> Self {
+        ResolverPolicy {
+            mode: ResolverMode::On,
+            model: None,
+        }
+    }
+
+    /// Asks the session's provider while the turn's first call is sent.
+    pub fn speculative() -> Self {
+        ResolverPolicy {
+            mode: ResolverMode::Speculative,
+            model: None,
+        }
+    }
 }
 
 /// Who activated a skill; the prefix of a synthetic pair's call id.
@@ -263,8 +298,8 @@ impl SkillRuntime {
         self.mode
     }
 
-    pub fn resolver_policy(&self) -> ResolverPolicy {
-        self.resolver
+    pub fn resolver_policy(&self) -> &ResolverPolicy {
+        &self.resolver
     }
 
     /// The runtime projection (valid and available in the mode).

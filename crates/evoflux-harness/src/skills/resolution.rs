@@ -9,17 +9,28 @@
 //! contract and injected as a `resolved_` pair. Every failure (provider
 //! error, unparseable answer, unknown name, low confidence) is recorded
 //! and non-fatal: the catalog still lists the skills.
+//!
+//! `[skills] resolver` decides when: `on` waits for the decision before the
+//! turn's first call; `speculative` sends that call at the same time and
+//! leaves a [`PendingResolution`] on it, which the loop settles with
+//! [`hold`]: "no skill" (the common case) releases the held reply, costing
+//! no wait; a skill to load discards the reply unseen, and the call is
+//! assembled again with the decision in [`ModelCall::decided_resolution`],
+//! so the model answers with the skill loaded, as if it had waited.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
-use evoflux_model::{Message, Request, StreamEvent};
+use evoflux_core::config::ResolverMode;
+use evoflux_model::{EventStream, Message, Provider, Request, StreamEvent};
 use evoflux_skills::resolver::{
     RESOLVER_SYSTEM_PROMPT, Resolution, ResolverRequest, evaluate_response,
 };
 use futures_util::StreamExt;
 
-use super::{ActivationSource, ResolverPolicy, SkillRuntime};
-use crate::hooks::{Hook, HookContext, HookFuture, ModelCall};
+use super::{ActivationSource, SkillRuntime};
+use crate::hooks::{CallPurpose, Hook, HookContext, HookFuture, ModelCall, SideCall};
 
 /// The owner name of the resolver registration.
 pub const OWNER: &str = "skill-resolution";
@@ -47,6 +58,128 @@ pub fn resolver_request(model: &str, input: &ResolverRequest) -> Request {
     )
 }
 
+/// What the resolver decided, with the calls it made.
+#[derive(Debug)]
+pub struct Verdict {
+    pub resolution: Resolution,
+    pub side_calls: Vec<SideCall>,
+    /// The decision loads a skill, so a reply made without it is void.
+    pub activates: bool,
+}
+
+/// A speculative decision still under way. (In a mutex only so the call
+/// that carries it can be shared with hooks; nothing locks it twice.)
+pub struct PendingResolution(std::sync::Mutex<Pin<Box<dyn Future<Output = Verdict> + Send>>>);
+
+impl std::fmt::Debug for PendingResolution {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingResolution")
+    }
+}
+
+/// How a held reply ended.
+pub(crate) enum Held {
+    /// The decision needs nothing: the reply as the provider sent it.
+    Release(Verdict, EventStream),
+    /// The decision loads a skill: the reply is dropped unseen (and its
+    /// request cancelled) and the call is made again.
+    Discard(Verdict),
+}
+
+/// Reads `stream` into a buffer while `pending` decides, so the main
+/// request is on the wire during the resolver's round trip.
+pub(crate) async fn hold(mut stream: EventStream, pending: PendingResolution) -> Held {
+    let mut held = Vec::new();
+    let mut ended = false;
+    let mut pending = pending
+        .0
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let verdict = loop {
+        tokio::select! {
+            biased;
+            verdict = &mut pending => break verdict,
+            event = stream.next(), if !ended => match event {
+                Some(event) => held.push(event),
+                None => ended = true,
+            },
+        }
+    };
+    if verdict.activates {
+        return Held::Discard(verdict);
+    }
+    let held = futures_util::stream::iter(held);
+    let rest: EventStream = if ended {
+        Box::pin(held)
+    } else {
+        Box::pin(held.chain(stream))
+    };
+    Held::Release(verdict, rest)
+}
+
+/// Asks `provider` once and evaluates its answer; every failure is a
+/// recorded resolution, never an error. The request is made here, before
+/// the future is first polled, so it goes out ahead of the turn's call.
+fn ask(
+    provider: &dyn Provider,
+    model: &str,
+    other_model: Option<(String, Option<evoflux_core::price::Price>)>,
+    input: ResolverRequest,
+) -> impl Future<Output = (Resolution, Vec<SideCall>)> + Send + 'static {
+    let mut stream = provider.stream(resolver_request(model, &input));
+    async move {
+        let mut answer = String::new();
+        let mut failure = None;
+        let mut side_calls = Vec::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(StreamEvent::TextDelta { text }) => answer.push_str(&text),
+                Ok(StreamEvent::Done) => break,
+                Ok(
+                    StreamEvent::ToolCallDelta { .. }
+                    | StreamEvent::ToolCall { .. }
+                    | StreamEvent::InvalidToolCall { .. }
+                    | StreamEvent::Stop { .. },
+                ) => {}
+                Ok(StreamEvent::Usage { usage }) => side_calls.push(SideCall {
+                    purpose: CallPurpose::SkillResolution,
+                    usage,
+                    other_model: other_model.clone(),
+                }),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let resolution = match failure {
+            Some(why) => Resolution::error(why),
+            None => evaluate_response(&input, &answer),
+        };
+        (resolution, side_calls)
+    }
+}
+
+/// Whether `resolution` loads a skill this session has not loaded.
+fn activates(rt: &SkillRuntime, resolution: &Resolution) -> bool {
+    resolution
+        .selected
+        .as_deref()
+        .is_some_and(|name| rt.record(name).is_some() && !rt.is_loaded(name))
+}
+
+/// Loads what `resolution` selected into `call` and records the decision.
+fn apply(rt: &SkillRuntime, call: &mut ModelCall, mut resolution: Resolution) {
+    if let Some(name) = resolution.selected.clone()
+        && let Some(record) = rt.record(&name)
+        && !rt.is_loaded(&name)
+        && let Some(Err(e)) = rt.inject(call, record, ActivationSource::Resolved)
+    {
+        resolution.detail = Some(format!("{e} [{}]", e.code()));
+    }
+    rt.set_last_resolution(resolution);
+}
+
 impl Hook for SkillResolutionHook {
     fn before_model<'a>(
         &'a self,
@@ -58,9 +191,14 @@ impl Hook for SkillResolutionHook {
             let Some(input) = call.turn_input.clone() else {
                 return Ok(());
             };
-            match rt.resolver_policy() {
-                ResolverPolicy::ActiveProvider => {}
-                ResolverPolicy::Off => return Ok(()),
+            if let Some(decided) = call.decided_resolution.take() {
+                apply(rt, call, decided);
+                return Ok(());
+            }
+            let policy = rt.resolver_policy();
+            match policy.mode {
+                ResolverMode::Off => return Ok(()),
+                ResolverMode::On | ResolverMode::Speculative => {}
             }
             if rt.explicit_this_turn() {
                 return Ok(());
@@ -70,40 +208,40 @@ impl Hook for SkillResolutionHook {
                 rt.set_last_resolution(Resolution::empty());
                 return Ok(());
             };
-            let mut stream = call.provider.stream(resolver_request(ctx.model, &request));
-            let mut answer = String::new();
-            let mut failure = None;
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(StreamEvent::TextDelta { text }) => answer.push_str(&text),
-                    Ok(StreamEvent::Done) => break,
-                    Ok(
-                        StreamEvent::ToolCallDelta { .. }
-                        | StreamEvent::ToolCall { .. }
-                        | StreamEvent::InvalidToolCall { .. }
-                        | StreamEvent::Stop { .. },
-                    ) => {}
-                    Ok(StreamEvent::Usage { usage }) => call
-                        .side_calls
-                        .push((crate::hooks::CallPurpose::SkillResolution, usage)),
-                    Err(e) => {
-                        failure = Some(e.to_string());
-                        break;
-                    }
+            let asked = match &policy.model {
+                Some(m) => ask(
+                    m.provider.as_ref(),
+                    &m.model,
+                    Some((m.model.clone(), m.price)),
+                    request,
+                ),
+                None => ask(call.provider.as_ref(), ctx.model, None, request),
+            };
+            match policy.mode {
+                ResolverMode::Off => {}
+                ResolverMode::On => {
+                    let (resolution, side_calls) = asked.await;
+                    call.side_calls.extend(side_calls);
+                    apply(rt, call, resolution);
+                }
+                ResolverMode::Speculative => {
+                    let rt = Arc::clone(&self.runtime);
+                    call.pending_resolution = Some(PendingResolution(std::sync::Mutex::new(
+                        Box::pin(async move {
+                            let (resolution, side_calls) = asked.await;
+                            let activates = activates(&rt, &resolution);
+                            if !activates {
+                                rt.set_last_resolution(resolution.clone());
+                            }
+                            Verdict {
+                                resolution,
+                                side_calls,
+                                activates,
+                            }
+                        }),
+                    )));
                 }
             }
-            let mut resolution = match failure {
-                Some(why) => Resolution::error(why),
-                None => evaluate_response(&request, &answer),
-            };
-            if let Some(name) = resolution.selected.clone()
-                && let Some(record) = rt.record(&name)
-                && !rt.is_loaded(&name)
-                && let Some(Err(e)) = rt.inject(call, record, ActivationSource::Resolved)
-            {
-                resolution.detail = Some(format!("{e} [{}]", e.code()));
-            }
-            rt.set_last_resolution(resolution);
             Ok(())
         })
     }
