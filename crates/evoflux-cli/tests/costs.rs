@@ -240,3 +240,78 @@ fn one_session_s_openai_calls_share_one_prompt_cache_key_and_an_unlisted_model_i
         .collect();
     assert_eq!(purposes, ["skill_resolution", "turn"]);
 }
+
+#[test]
+fn a_resolver_model_decides_at_its_own_price_and_resolver_off_makes_no_side_call() {
+    let fake = FakeModel::start();
+    let s = Sandbox::new();
+    let providers = format!(
+        "[providers.fake]\nkind = \"openai\"\nbase_url = \"{url}\"\n\
+         [providers.fast]\nkind = \"openai\"\nbase_url = \"{url}\"\n\
+         [prices.\"fake:m\"]\ninput = 2.0\noutput = 8.0\n\
+         [prices.\"fast:tiny\"]\ninput = 0.1\noutput = 0.4\n",
+        url = fake.url
+    );
+    s.user(
+        "config.toml",
+        &format!("{providers}[skills]\nresolver_model = \"fast:tiny\"\n"),
+    );
+    let ev = run_ok(&s, &["--json", "run", "--model", "fake:m", "hello"]);
+    let bodies: Vec<Value> = fake
+        .take()
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
+    let mut models: Vec<&str> = bodies
+        .iter()
+        .map(|b| b["model"].as_str().unwrap())
+        .collect();
+    models.sort_unstable();
+    assert_eq!(models, ["m", "tiny"]);
+    // The fake's usage per call: 100 in (80 cached, priced as input here), 1 out.
+    let calls: Vec<(String, String, u64)> = of_type(&ev, "model_call_completed")
+        .iter()
+        .map(|e| {
+            (
+                e["purpose"].as_str().unwrap().to_owned(),
+                e["model"].as_str().unwrap().to_owned(),
+                picos(&e["usage"]["cost_usd"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                "skill_resolution".into(),
+                "tiny".into(),
+                100 * 100_000 + 400_000
+            ),
+            ("turn".into(), "m".into(), 100 * 2_000_000 + 8_000_000),
+        ]
+    );
+    let done = of_type(&ev, "turn_completed");
+    assert_eq!(
+        picos(&done[0]["usage"]["cost_usd"]),
+        100 * 100_000 + 400_000 + 100 * 2_000_000 + 8_000_000
+    );
+
+    s.user(
+        "config.toml",
+        &format!("{providers}[skills]\nresolver = \"off\"\n"),
+    );
+    let ev = run_ok(&s, &["--json", "run", "--model", "fake:m", "hello"]);
+    assert_eq!(fake.take().len(), 1, "no resolver call");
+    assert_eq!(of_type(&ev, "model_call_completed").len(), 1);
+
+    // A resolver model on no defined provider is refused with its field.
+    s.user(
+        "config.toml",
+        &format!("{providers}[skills]\nresolver_model = \"nowhere:x\"\n"),
+    );
+    let out = run(&s, &["--json", "run", "--model", "fake:m", "hello"]);
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("config/provider-unknown"), "{stderr}");
+    assert!(stderr.contains("skills.resolver_model"), "{stderr}");
+}

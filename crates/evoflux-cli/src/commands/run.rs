@@ -688,7 +688,8 @@ fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
                 ModelOrigin::Session
                 | ModelOrigin::Agent
                 | ModelOrigin::Config
-                | ModelOrigin::Embedded => origin.as_str(),
+                | ModelOrigin::Embedded
+                | ModelOrigin::SkillResolver => origin.as_str(),
             };
             out.failure(&anyhow::anyhow!("model `{model}` ({origin}): {source}"));
         }
