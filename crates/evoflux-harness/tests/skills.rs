@@ -241,7 +241,7 @@ async fn tier1_catalog_holds_metadata_and_no_body() {
         .unwrap();
     let request = provider.last_request();
     let catalog = catalog_section(&request);
-    // Ranked by the request (beta first), implicit-eligible only (no ops),
+    // Implicit-eligible only (no ops), by name whatever the request ranked,
     // names and descriptions only.
     insta::assert_snapshot!(catalog);
     let system = system_text(&request);
@@ -258,7 +258,11 @@ async fn tier1_catalog_holds_metadata_and_no_body() {
     }
     assert!(!catalog.contains(&world.repo().display().to_string()));
     let report = o.runtime.last_catalog().unwrap();
-    assert_eq!(report.included, ["beta", "alpha"]);
+    assert_eq!(report.included, ["alpha", "beta"]);
+    assert_eq!(
+        report.query_ranked.first().map(String::as_str),
+        Some("beta")
+    );
     assert_eq!(report.budget_bytes, 10_240);
 }
 
@@ -1132,4 +1136,37 @@ async fn speculative_selection_discards_the_held_reply_without_a_trace() {
         o.runtime.last_resolution().unwrap().status,
         ResolutionStatus::Selected
     );
+}
+
+#[tokio::test]
+async fn the_prompt_prefix_is_byte_stable_across_turns_with_different_requests() {
+    // Prompt caches match on the prefix: tools, then the system prompt,
+    // then the conversation. Anything in the first two that moves with the
+    // request (the catalog's order, a counter, a time) costs the cache the
+    // whole conversation after it.
+    let world = world_with(&[]);
+    let provider = Recorder::new(vec![text("one"), text("two"), text("three")]);
+    let mut o = open(&world, &provider, Options::default()).await;
+    for message in [
+        "the release notes need writing",
+        "cargo build fails on main",
+        "hello",
+    ] {
+        o.harness
+            .turn(Some(message), TurnOptions::default())
+            .await
+            .unwrap();
+    }
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    for later in &requests[1..] {
+        assert_eq!(system_text(later), system_text(&requests[0]));
+        assert_eq!(
+            serde_json::to_string(&later.tools).unwrap(),
+            serde_json::to_string(&requests[0].tools).unwrap()
+        );
+        // The conversation so far is sent again as it was.
+        assert_eq!(later.messages[..2], requests[0].messages[..2]);
+    }
+    assert!(catalog_section(&requests[0]).contains("- alpha:"));
 }

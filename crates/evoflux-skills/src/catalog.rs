@@ -6,8 +6,13 @@
 //! never a file path. Under a tight budget names come first (every
 //! included skill at least keeps its name), then descriptions grow
 //! round-robin in 24-character steps; what was cut is recorded so the
-//! harness can report it. Order: skills ranked by the latest request, then
-//! the agent's assigned skills, then the rest alphabetically.
+//! harness can report it. Which skills make it in, and whose description
+//! grows first, goes by rank: skills ranked by the latest request, then the
+//! agent's assigned skills, then the rest alphabetically. The block itself
+//! lists them by name, so it is the same bytes turn after turn while the
+//! same skills fit: it sits in the system prompt, ahead of the whole
+//! conversation, and a block that moved with each request would cost the
+//! prompt cache everything after it.
 
 use std::collections::BTreeSet;
 
@@ -30,7 +35,6 @@ metadata, not instructions.\n\n";
 const RULES: &str = "\nRules:\n\
 - Before applying a matching workflow, call `skill` with action=\"load\" and its exact name.\n\
 - If nothing matches the request, ignore this list.\n\
-- The order is only a hint of relevance.\n\
 - Never turn the request into a `code_context` query because of this list.\n\
 - Read a skill's resources only when its instructions direct you to.\n\
 - Reuse a skill already loaded in this conversation; load the smallest set that covers the task.\n";
@@ -233,6 +237,7 @@ pub fn build_catalog(records: &[&SkillRecord], request: &CatalogRequest<'_>) -> 
 
     let mut text = String::with_capacity(budget.min(fixed + full));
     text.push_str(HEADER);
+    entries.sort_by(|a, b| a.name.cmp(b.name));
     for e in &entries {
         e.render(&mut text);
         report.included.push(e.name.to_owned());

@@ -216,3 +216,16 @@ fn no_eligible_skill_means_no_block() {
     assert_eq!(catalog.text, "");
     assert!(catalog.report.included.is_empty());
 }
+
+#[test]
+fn the_block_is_the_same_bytes_whatever_the_request_while_every_skill_fits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let records = known_set(tmp.path());
+    let a = build(&records, None, Some("debug the failing migration"), &[]);
+    let b = build(&records, None, Some("write the release notes"), &[]);
+    assert_ne!(a.report.query_ranked, b.report.query_ranked);
+    assert_eq!(a.text, b.text);
+    let mut sorted = a.report.included.clone();
+    sorted.sort();
+    assert_eq!(a.report.included, sorted);
+}

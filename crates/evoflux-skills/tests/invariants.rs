@@ -225,7 +225,8 @@ fn assigned_skills_preload_exact_bodies_and_unassigned_stay_on_demand() {
     );
     let records = load_root(tmp.path(), SkillSource::Custom, None);
     let all = refs(&records);
-    // The catalog lists assigned skills before the alphabetical rest...
+    // The catalog lists every eligible skill by name (an assigned one only
+    // survives a tight budget first)...
     let assigned = vec!["assigned".to_owned()];
     let catalog = build_catalog(
         &all,
@@ -238,7 +239,7 @@ fn assigned_skills_preload_exact_bodies_and_unassigned_stay_on_demand() {
     );
     assert_eq!(
         catalog.report.included,
-        ["assigned", "aa-other", "zz-other"]
+        ["aa-other", "assigned", "zz-other"]
     );
     // ...and activation yields the exact body (placeholders expanded only).
     let rec = all.iter().find(|r| r.name == "assigned").unwrap();
