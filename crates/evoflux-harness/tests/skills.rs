@@ -1030,6 +1030,19 @@ impl Provider for Gated {
     }
 }
 
+async fn open_speculative(world: &World, gated: &Arc<Gated>) -> Opened {
+    open(
+        world,
+        &Recorder::new(vec![]),
+        Options {
+            provider: Some(gated.clone()),
+            resolver: ResolverPolicy::speculative(),
+            ..Options::default()
+        },
+    )
+    .await
+}
+
 fn deltas(events: &[Event]) -> String {
     events
         .iter()
@@ -1047,16 +1060,7 @@ async fn speculative_no_skill_sends_the_main_call_before_the_resolver_answers() 
         r#"{"skill_name": null, "confidence": 0.1, "reason": "chat"}"#,
         &[("hello there", false)],
     );
-    let mut o = open(
-        &world,
-        &Recorder::new(vec![]),
-        Options {
-            provider: Some(gated.clone()),
-            resolver: ResolverPolicy::speculative(),
-            ..Options::default()
-        },
-    )
-    .await;
+    let mut o = open_speculative(&world, &gated).await;
     let out = o
         .harness
         .turn(Some("say hello"), TurnOptions::default())
@@ -1088,16 +1092,7 @@ async fn speculative_selection_discards_the_held_reply_without_a_trace() {
         r#"{"skill_name": "alpha", "confidence": 0.93, "reason": "build failure"}"#,
         &[("DISCARDED-REPLY", true), ("fixing it with alpha", false)],
     );
-    let mut o = open(
-        &world,
-        &Recorder::new(vec![]),
-        Options {
-            provider: Some(gated.clone()),
-            resolver: ResolverPolicy::speculative(),
-            ..Options::default()
-        },
-    )
-    .await;
+    let mut o = open_speculative(&world, &gated).await;
     let out = o
         .harness
         .turn(Some("cargo build fails on main"), TurnOptions::default())
