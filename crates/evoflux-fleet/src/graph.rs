@@ -142,11 +142,8 @@ pub fn validate_fleet_graph(contract: &FleetContract) -> Diagnostics {
     }
 
     // 6. Commit sources exist, author a message, and are waited for.
-    let ancestors = if on_cycle.is_empty() {
-        Some(ancestor_sets(&edges))
-    } else {
-        None
-    };
+    // Ancestry is only meaningful on an acyclic graph.
+    let acyclic = on_cycle.is_empty();
     for step in &contract.steps {
         let FleetStep::Code(code) = step else {
             continue;
@@ -176,11 +173,7 @@ pub fn validate_fleet_graph(contract: &FleetContract) -> Diagnostics {
                     | FleetStep::Gate(_)
                     | FleetStep::Plan(_),
                 ) => {
-                    let waits = ancestors
-                        .as_ref()
-                        .and_then(|a| a.get(code.id.as_str()))
-                        .is_some_and(|set| set.contains(source.as_str()));
-                    if ancestors.is_some() && !waits {
+                    if acyclic && !depends_on(&edges, &code.id, source) {
                         err(
                             codes::COMMIT_SOURCE_NOT_DEPENDENCY,
                             step_field(&code.id, "commitFrom"),
@@ -216,70 +209,74 @@ fn declared_edges<'a>(
 
 /// The steps Kahn's algorithm cannot settle, minus those that are only
 /// downstream of a cycle: what is left lies on a cycle (or between two).
+/// Linear in steps and edges.
 fn cycle_members(edges: &BTreeMap<&str, BTreeSet<&str>>) -> BTreeSet<String> {
-    let mut remaining: BTreeSet<&str> = edges.keys().copied().collect();
-    loop {
-        let ready: Vec<&str> = remaining
-            .iter()
-            .copied()
-            .filter(|id| edges[id].iter().all(|d| !remaining.contains(d)))
-            .collect();
-        if ready.is_empty() {
-            break;
-        }
-        for id in ready {
-            remaining.remove(id);
+    // Kahn: a step settles once everything it depends on has.
+    let mut waiting: HashMap<&str, usize> = edges.iter().map(|(id, d)| (*id, d.len())).collect();
+    let mut dependents: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (id, deps) in edges {
+        for dep in deps {
+            dependents.entry(dep).or_default().push(id);
         }
     }
-    // Peel steps nothing left depends on: they wait on a cycle but are
-    // not part of one.
-    loop {
-        let depended: HashSet<&str> = remaining
-            .iter()
-            .flat_map(|id| edges[id].iter().copied())
-            .filter(|d| remaining.contains(d))
-            .collect();
-        let leaves: Vec<&str> = remaining
-            .iter()
-            .copied()
-            .filter(|id| !depended.contains(id))
-            .collect();
-        if leaves.is_empty() {
-            break;
+    let mut ready: Vec<&str> = waiting
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut remaining: HashSet<&str> = edges.keys().copied().collect();
+    while let Some(id) = ready.pop() {
+        remaining.remove(id);
+        for dependent in dependents.get(id).into_iter().flatten() {
+            if let Some(n) = waiting.get_mut(dependent) {
+                *n -= 1;
+                if *n == 0 {
+                    ready.push(dependent);
+                }
+            }
         }
-        for id in leaves {
-            remaining.remove(id);
+    }
+    // Peel, the same way in reverse, the steps no unsettled step depends
+    // on: they wait on a cycle but are not part of one.
+    let mut needed_by: HashMap<&str, usize> = remaining.iter().map(|id| (*id, 0)).collect();
+    for id in &remaining {
+        for dep in &edges[id] {
+            if let Some(n) = needed_by.get_mut(dep) {
+                *n += 1;
+            }
+        }
+    }
+    let mut leaves: Vec<&str> = needed_by
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    while let Some(id) = leaves.pop() {
+        remaining.remove(id);
+        for dep in &edges[id] {
+            if let Some(n) = needed_by.get_mut(dep) {
+                *n -= 1;
+                if *n == 0 {
+                    leaves.push(dep);
+                }
+            }
         }
     }
     remaining.into_iter().map(str::to_owned).collect()
 }
 
-/// The transitive dependency closure of every declared step (acyclic
-/// graphs only).
-fn ancestor_sets<'a>(
-    edges: &BTreeMap<&'a str, BTreeSet<&'a str>>,
-) -> HashMap<&'a str, BTreeSet<&'a str>> {
-    let mut closure: HashMap<&str, BTreeSet<&str>> = HashMap::new();
-    fn resolve<'a>(
-        id: &'a str,
-        edges: &BTreeMap<&'a str, BTreeSet<&'a str>>,
-        closure: &mut HashMap<&'a str, BTreeSet<&'a str>>,
-    ) -> BTreeSet<&'a str> {
-        if let Some(done) = closure.get(id) {
-            return done.clone();
+/// Whether `ancestor` is reachable from `id` along dependency edges (the
+/// graph is acyclic here, but the walk would terminate anyway).
+fn depends_on(edges: &BTreeMap<&str, BTreeSet<&str>>, id: &str, ancestor: &str) -> bool {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut stack: Vec<&str> = edges.get(id).into_iter().flatten().copied().collect();
+    while let Some(next) = stack.pop() {
+        if next == ancestor {
+            return true;
         }
-        let mut out = BTreeSet::new();
-        if let Some(deps) = edges.get(id) {
-            for dep in deps {
-                out.insert(*dep);
-                out.extend(resolve(dep, edges, closure));
-            }
+        if seen.insert(next) {
+            stack.extend(edges.get(next).into_iter().flatten().copied());
         }
-        closure.insert(id, out.clone());
-        out
     }
-    for id in edges.keys() {
-        resolve(id, edges, &mut closure);
-    }
-    closure
+    false
 }

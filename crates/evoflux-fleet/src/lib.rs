@@ -10,6 +10,8 @@
 //!   ([`parse_fleet_contract`]), newer keys refused by name, a closed set
 //!   of step kinds.
 //! * [`graph`]: [`validate_fleet_graph`], one diagnostic per problem.
+//! * [`bind`]: a contract's command ids checked against the registry
+//!   (missing registry, unknown command, argument slots, gate `{{path}}`).
 //! * [`boundary`] and [`writes`]: the write-boundary grammar
 //!   (normalization, [`write_boundary_covers`]) and the v4 rules per
 //!   position.
@@ -17,8 +19,7 @@
 //! * [`plan`]: [`compile_fleet_plan`], loops unrolled into a deterministic,
 //!   content-hashed DAG.
 //!
-//! What comes next (issue 19): binding code steps against the registry at
-//! discovery, discovery of fleets through the source graph's composer and
+//! What comes next (issue 19): discovery of fleets through the source graph's composer and
 //! the `evoflux fleet` commands, and the executor: agent steps dispatched
 //! through a trait the harness implements, code steps on the process
 //! runtime, enforcement of write boundaries against git (status and diff
@@ -26,6 +27,7 @@
 //! a worktree per parallel step merged back in plan order, receipts per
 //! node, durable resumable runs and the `budgetUsd` stop.
 
+pub mod bind;
 pub mod boundary;
 pub mod commands;
 pub mod contract;
@@ -34,6 +36,7 @@ pub mod plan;
 pub mod render;
 pub mod writes;
 
+pub use bind::{bind_fleet_commands, fleet_command_ids};
 pub use boundary::{
     BoundaryEntryError, BoundaryError, WRITE_BOUNDARY_MAX_ENTRIES, WriteBoundary,
     describe_write_boundary, normalize_write_boundary, normalize_write_boundary_entry,

@@ -323,30 +323,41 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// Declared steps in Kahn waves, declaration order within a wave. The
-    /// graph was validated, so every step settles.
+    /// Declared steps in Kahn waves, declaration order within a wave;
+    /// linear in steps and edges. The graph was validated, so every step
+    /// settles.
     fn order(&self) -> Vec<&'a FleetStep> {
-        let mut settled: HashSet<&str> = HashSet::new();
-        let mut out = Vec::with_capacity(self.contract.steps.len());
-        while out.len() < self.contract.steps.len() {
-            let wave: Vec<&FleetStep> = self
-                .contract
-                .steps
+        let steps = &self.contract.steps;
+        let index: HashMap<&str, usize> =
+            steps.iter().enumerate().map(|(i, s)| (s.id(), i)).collect();
+        let mut waiting: Vec<usize> = vec![0; steps.len()];
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); steps.len()];
+        for (i, step) in steps.iter().enumerate() {
+            let deps: HashSet<usize> = step
+                .dependencies()
                 .iter()
-                .filter(|s| !settled.contains(s.id()))
-                .filter(|s| {
-                    s.dependencies()
-                        .iter()
-                        .all(|d| settled.contains(d.as_str()))
-                })
+                .filter_map(|d| index.get(d.as_str()).copied())
                 .collect();
-            if wave.is_empty() {
-                break;
+            waiting[i] = deps.len();
+            for d in deps {
+                dependents[d].push(i);
             }
-            for s in &wave {
-                settled.insert(s.id());
+        }
+        let mut wave: Vec<usize> = (0..steps.len()).filter(|i| waiting[*i] == 0).collect();
+        let mut out = Vec::with_capacity(steps.len());
+        while !wave.is_empty() {
+            let mut next = Vec::new();
+            for &i in &wave {
+                out.push(&steps[i]);
+                for &d in &dependents[i] {
+                    waiting[d] -= 1;
+                    if waiting[d] == 0 {
+                        next.push(d);
+                    }
+                }
             }
-            out.extend(wave);
+            next.sort_unstable();
+            wave = next;
         }
         out
     }
