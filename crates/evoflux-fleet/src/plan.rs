@@ -245,19 +245,13 @@ pub fn compile_fleet_plan(
             diagnostics,
         });
     }
-    let task = match render_fleet_prompt(&contract.body, vars) {
-        Ok(task) => task,
-        Err(_) => {
-            return Err(RenderError {
-                names: missing_variables(contract, vars),
-            }
-            .into());
-        }
-    };
+    // Every missing name at once, the prompt's and the args', before any
+    // node exists.
     let missing = missing_variables(contract, vars);
     if !missing.is_empty() {
         return Err(RenderError { names: missing }.into());
     }
+    let task = render_fleet_prompt(&contract.body, vars)?;
 
     let c = Compiler::new(contract, vars);
     let mut nodes = Vec::new();

@@ -107,10 +107,6 @@ fn field(at: &str, key: &str) -> String {
     }
 }
 
-fn key_str(k: &Value) -> Option<&str> {
-    k.as_str()
-}
-
 impl Reader<'_> {
     fn err(&mut self, code: &'static str, field: &str, message: impl Into<String>) {
         let d = Diagnostic::error(code, message).with_file(self.path);
@@ -122,18 +118,16 @@ impl Reader<'_> {
     }
 
     /// Refuses a key newer than the declared version, by name.
-    fn requires(&mut self, m: &Mapping, at: &str, key: &str, since: FleetVersion, why: &str) {
-        if self.version < since && m.contains_key(key) {
-            self.err(
-                "fleet/key-requires-version",
-                &field(at, key),
-                format!(
-                    "'{key}' requires contract version {since}; this contract declares version \
-                     {}, {why}",
-                    self.version
-                ),
-            );
-        }
+    fn newer_key(&mut self, at: &str, key: &str, since: FleetVersion, why: &str) {
+        self.err(
+            "fleet/key-requires-version",
+            &field(at, key),
+            format!(
+                "'{key}' requires contract version {since}; this contract declares version {}, \
+                 {why}",
+                self.version
+            ),
+        );
     }
 
     /// The version gates of one step-like mapping (a step, a check, a
@@ -168,7 +162,7 @@ impl Reader<'_> {
                 continue;
             }
             if self.version < since && m.contains_key(key) {
-                self.requires(m, at, key, since, why);
+                self.newer_key(at, key, since, why);
                 reported.push(key);
             }
         }
@@ -177,7 +171,7 @@ impl Reader<'_> {
 
     fn unknown_keys(&mut self, m: &Mapping, at: &str, allowed: &[&str], reported: &[&str]) {
         for k in m.keys() {
-            let Some(name) = key_str(k) else {
+            let Some(name) = k.as_str() else {
                 self.err("fleet/field-invalid", at, "keys must be strings".to_owned());
                 continue;
             };
@@ -443,8 +437,7 @@ impl Reader<'_> {
     fn contract(&mut self, top: &Mapping, body: &str) -> Option<FleetContract> {
         let mut reported = Vec::new();
         if self.version < FLEET_DYNAMIC_STEP_VERSION && top.contains_key("writers") {
-            self.requires(
-                top,
+            self.newer_key(
                 "",
                 "writers",
                 FLEET_DYNAMIC_STEP_VERSION,
