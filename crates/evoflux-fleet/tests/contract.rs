@@ -481,3 +481,21 @@ steps:
             .all(|d| d.locator.file.as_deref() == Some(std::path::Path::new(common::FILE)))
     );
 }
+
+#[test]
+fn graph_problems_are_reported_beside_refused_keys() {
+    let yaml = "\
+version: 3
+name: x
+maxWorkers: 1
+onFailure: stop
+steps:
+  - {id: build, agent: coder, scope: workspace, writes: [src/], dependencies: [ghost]}
+  - {id: test, kind: code, command: test, scope: workspace, dependencies: [test]}
+";
+    let d = refused(&doc(yaml));
+    expect_one(&d, "fleet/key-requires-version", "steps.build.writes");
+    expect_one(&d, "fleet/unknown-dependency", "steps.build.dependencies");
+    expect_one(&d, "fleet/self-dependency", "steps.test.dependencies");
+    assert_eq!(d.len(), 3, "{}", d.render_human());
+}

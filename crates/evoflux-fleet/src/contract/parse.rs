@@ -5,8 +5,8 @@
 //! all of them are reported together. The order is the order a reader
 //! needs: version first (it picks the schema), then keys newer than the
 //! version (refused by name, before any "unknown key" could hide them),
-//! then the schema, then, only for a structurally sound contract, the
-//! graph and the write boundaries.
+//! then the schema, then, whenever every step could be read, the graph and
+//! the write boundaries.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -78,15 +78,16 @@ pub fn parse_fleet_contract(
         diags: Diagnostics::new(),
     };
     let contract = r.contract(top, doc.body);
-    let structural = r.diags.has_errors();
+    let mut refused = r.diags.has_errors();
     diags.extend(r.diags);
-    if structural {
-        return None;
-    }
+    // `None`: a step or a field could not be read at all, so there is no
+    // graph to check. Otherwise the graph and the boundaries are checked
+    // even when something else was refused (an unknown key, a key newer
+    // than the version), so every problem is reported in one pass.
     let contract = contract?;
     let graph = validate_fleet_graph(&contract);
     let boundaries = validate_write_boundaries(&contract);
-    let refused = graph.has_errors() || boundaries.has_errors();
+    refused |= graph.has_errors() || boundaries.has_errors();
     diags.extend(graph);
     diags.extend(boundaries);
     (!refused).then_some(contract)
