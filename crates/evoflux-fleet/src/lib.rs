@@ -1,12 +1,59 @@
-//! Fleets. Today this crate holds the fleet command registry
-//! (`fleets/commands.yaml`): the repository's registered commands, which
-//! the `verify` tool runs for verification workers and which fleet code
-//! steps will run. A command never comes from model text: the registry
-//! fixes its argv, and a caller can only fill declared argument slots.
+//! Fleets: versioned, write-bounded workflow contracts.
+//!
+//! What this crate holds now is the pure foundation, with no processes, no
+//! git and no I/O beyond the text it is handed:
+//!
+//! * [`commands`]: the command registry (`fleets/commands.yaml`) that the
+//!   `verify` tool runs and fleet code steps will run: argv only, argument
+//!   slots, a closed environment.
+//! * [`contract`]: `fleets/<name>.md` parsed strictly for versions 1 to 5
+//!   ([`parse_fleet_contract`]), newer keys refused by name, a closed set
+//!   of step kinds.
+//! * [`graph`]: [`validate_fleet_graph`], one diagnostic per problem.
+//! * [`bind`]: a contract's command ids checked against the registry
+//!   (missing registry, unknown command, argument slots, gate `{{path}}`).
+//! * [`boundary`] and [`writes`]: the write-boundary grammar
+//!   (normalization, [`write_boundary_covers`]) and the v4 rules per
+//!   position.
+//! * [`render`]: strict `{{var}}` prompt rendering.
+//! * [`plan`]: [`compile_fleet_plan`], loops unrolled into a deterministic,
+//!   content-hashed DAG.
+//!
+//! What comes next (issue 19): discovery of fleets through the source graph's composer and
+//! the `evoflux fleet` commands, and the executor: agent steps dispatched
+//! through a trait the harness implements, code steps on the process
+//! runtime, enforcement of write boundaries against git (status and diff
+//! against each step's base, rollback of changes outside the boundary),
+//! a worktree per parallel step merged back in plan order, receipts per
+//! node, durable resumable runs and the `budgetUsd` stop.
 
+pub mod bind;
+pub mod boundary;
 pub mod commands;
+pub mod contract;
+pub mod graph;
+pub mod plan;
+pub mod render;
+pub mod writes;
 
+pub use bind::{bind_fleet_commands, fleet_command_ids};
+pub use boundary::{
+    BoundaryEntryError, BoundaryError, WRITE_BOUNDARY_MAX_ENTRIES, WriteBoundary,
+    describe_write_boundary, normalize_write_boundary, normalize_write_boundary_entry,
+    write_boundary_covers,
+};
 pub use commands::{
     ArgumentSlot, CommandError, CommandRegistry, FLEET_COMMAND_BASE_ENV, FleetCommand,
     RegistryError,
 };
+pub use contract::{
+    FLEET_DYNAMIC_STEP_VERSION, FLEET_LOOP_MAX_ATTEMPTS, FLEET_WRITE_BOUNDARY_VERSION,
+    FleetContract, FleetStep, FleetVersion, LoopCheck, OnFailure, Route, Scope, StepKind,
+    parse_fleet_contract,
+};
+pub use graph::validate_fleet_graph;
+pub use plan::{
+    ExecutionPlan, NodeRole, NodeWork, PlanError, PlanLoop, PlanNode, compile_fleet_plan,
+};
+pub use render::{RenderError, render_fleet_prompt, template_variables};
+pub use writes::{StepBoundary, fleet_step_boundaries, validate_write_boundaries};

@@ -1,0 +1,182 @@
+//! Binding a contract's command ids against the repository's registry
+//! (`fleets/commands.yaml`), without running anything.
+//!
+//! Kept apart from [`crate::parse_fleet_contract`] so contract text can be
+//! validated without a registry at hand. A missing registry is a distinct
+//! answer from an empty one: a contract with code steps in a repository
+//! that declares no registry is *not set up yet* (one diagnostic naming
+//! every id it needs), while a registry that lacks an id makes the
+//! contract *invalid* (one diagnostic per step).
+
+use std::collections::BTreeSet;
+
+use evoflux_core::{Diagnostic, Diagnostics};
+
+use crate::commands::{CommandRegistry, FleetCommand, REMEDY};
+use crate::contract::{FleetContract, FleetStep, LoopCheck};
+use crate::render::whole_token_placeholder;
+
+/// The diagnostic codes of registry binding.
+pub mod codes {
+    /// Code steps exist and the repository declares no registry.
+    pub const REGISTRY_MISSING: &str = "fleet/commands-registry-missing";
+    /// A step names a command the registry does not declare.
+    pub const COMMAND_UNKNOWN: &str = "fleet/step-command-unknown";
+    /// A step's `args` do not fit the command's `argumentSlots`.
+    pub const COMMAND_ARGUMENTS: &str = "fleet/step-command-arguments";
+    /// A gate's `run` command has no whole-token `{{path}}` to receive the
+    /// gate file.
+    pub const GATE_COMMAND_PATH: &str = "fleet/gate-command-path";
+}
+
+/// One use of a registered command: where, which, with what.
+struct Use<'a> {
+    /// The field naming the command (`steps.test.command`).
+    field: String,
+    /// The step (or `<loop>.check`) that uses it.
+    position: String,
+    command: &'a str,
+    args: &'a [String],
+    gate: bool,
+}
+
+fn uses(contract: &FleetContract) -> Vec<Use<'_>> {
+    let mut out = Vec::new();
+    for step in &contract.steps {
+        match step {
+            FleetStep::Code(s) => out.push(Use {
+                field: format!("steps.{}.command", s.id),
+                position: s.id.clone(),
+                command: &s.work.command,
+                args: &s.work.args,
+                gate: false,
+            }),
+            FleetStep::Loop(l) => match &l.check {
+                LoopCheck::Code(c) => out.push(Use {
+                    field: format!("steps.{}.check.command", l.id),
+                    position: format!("{}.check", l.id),
+                    command: &c.command,
+                    args: &c.args,
+                    gate: false,
+                }),
+                LoopCheck::Agent(_) | LoopCheck::Gate { .. } => {}
+            },
+            FleetStep::Gate(g) => out.push(Use {
+                field: format!("steps.{}.run", g.id),
+                position: g.id.clone(),
+                command: &g.run,
+                args: &[],
+                gate: true,
+            }),
+            FleetStep::Agent(_) | FleetStep::Plan(_) => {}
+        }
+    }
+    out
+}
+
+/// The command ids a contract runs, sorted, each once.
+pub fn fleet_command_ids(contract: &FleetContract) -> Vec<String> {
+    let ids: BTreeSet<&str> = uses(contract).iter().map(|u| u.command).collect();
+    ids.into_iter().map(str::to_owned).collect()
+}
+
+/// Checks every command a contract runs against `registry` (`None`: the
+/// repository declares none). Empty when every command binds.
+pub fn bind_fleet_commands(
+    contract: &FleetContract,
+    registry: Option<&CommandRegistry>,
+) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    let all = uses(contract);
+    if all.is_empty() {
+        return diags;
+    }
+    let err = |code: &'static str, field: &str, message: String| {
+        Diagnostic::error(code, message)
+            .with_file(&contract.path)
+            .with_field(field.to_owned())
+    };
+    let Some(registry) = registry else {
+        diags.push(err(
+            codes::REGISTRY_MISSING,
+            &all[0].field,
+            format!(
+                "code steps require a command registry at fleets/commands.yaml declaring {}; {REMEDY}",
+                fleet_command_ids(contract).join(", ")
+            ),
+        ));
+        return diags;
+    };
+    for u in &all {
+        let Some(command) = registry.get(u.command) else {
+            let registered: Vec<&str> = registry.iter().map(|c| c.id.as_str()).collect();
+            diags.push(err(
+                codes::COMMAND_UNKNOWN,
+                &u.field,
+                format!(
+                    "step '{}' names unknown command '{}' (registered: {})",
+                    u.position,
+                    u.command,
+                    if registered.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        registered.join(", ")
+                    }
+                ),
+            ));
+            continue;
+        };
+        if let Some(problem) = argument_problem(command, u.args) {
+            diags.push(err(
+                codes::COMMAND_ARGUMENTS,
+                &u.field.replace(".command", ".args"),
+                format!("step '{}': {problem}", u.position),
+            ));
+        }
+        if u.gate && !command.placeholders().any(|p| p == "path") {
+            diags.push(err(
+                codes::GATE_COMMAND_PATH,
+                &u.field,
+                format!(
+                    "gate '{}' runs command '{}', whose argv has no whole-token {{{{path}}}} to \
+                     receive the gate file",
+                    u.position, u.command
+                ),
+            ));
+        }
+    }
+    diags
+}
+
+/// Why `args` cannot fill `command`'s declared slots, checked the way a
+/// run will check them, except that a whole-token `{{var}}` stands for a
+/// value supplied at plan time.
+fn argument_problem(command: &FleetCommand, args: &[String]) -> Option<String> {
+    let slots = &command.argument_slots;
+    if args.len() != slots.len() {
+        return Some(format!(
+            "command '{}' declares {} argument slots, the step passes {}; the operator declares \
+             argumentSlots in fleets/commands.yaml and a contract can only fill them",
+            command.id,
+            slots.len(),
+            args.len()
+        ));
+    }
+    for (slot, value) in slots.iter().zip(args) {
+        if whole_token_placeholder(value).is_some() {
+            continue;
+        }
+        let ok = !value.is_empty()
+            && value.chars().count() <= slot.max_length
+            && !value.contains('\0')
+            && !value.starts_with('-');
+        if !ok {
+            return Some(format!(
+                "argument '{}' must be nonempty data of at most {} characters, without NUL or a \
+                 leading dash; fixed flags belong in argv",
+                slot.name, slot.max_length
+            ));
+        }
+    }
+    None
+}

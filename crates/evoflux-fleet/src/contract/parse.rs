@@ -1,0 +1,932 @@
+//! `parse_fleet_contract`: the strict reader of `fleets/<name>.md`.
+//!
+//! Every problem becomes one diagnostic naming the file and the field
+//! (`steps.<id>.<key>`; `steps.<index>` when a step has no usable id), and
+//! all of them are reported together. The order is the order a reader
+//! needs: version first (it picks the schema), then keys newer than the
+//! version (refused by name, before any "unknown key" could hide them),
+//! then the schema, then, whenever every step could be read, the graph and
+//! the write boundaries.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use evoflux_core::{Diagnostic, Diagnostics};
+use yaml_serde::{Mapping, Value};
+
+use super::{
+    AgentStep, AgentWork, CODE_STEP_MAX_ARG_CHARS, CODE_STEP_MAX_ARGS, CodeStep, CodeWork,
+    DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_LOOP_MAX_ATTEMPTS,
+    FLEET_WRITE_BOUNDARY_VERSION, FleetContract, FleetStep, FleetVersion, GateStep, LoopCheck,
+    LoopStep, OnFailure, PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind,
+};
+use crate::boundary::{
+    BoundaryError, WriteBoundary, normalize_write_boundary, normalize_write_boundary_entry,
+};
+use crate::graph::validate_fleet_graph;
+use crate::render::whole_token_placeholder;
+use crate::writes::validate_write_boundaries;
+
+/// The first version with `commitFrom`.
+const COMMIT_STEP_VERSION: FleetVersion = FleetVersion::V3;
+
+/// Parses and validates one fleet contract read from `path`. Every problem
+/// is pushed to `diags`; `None` means the contract is refused as a whole.
+pub fn parse_fleet_contract(
+    path: &Path,
+    text: &str,
+    diags: &mut Diagnostics,
+) -> Option<FleetContract> {
+    let doc = match evoflux_core::frontmatter::parse_file(path, text) {
+        Ok(d) => d,
+        Err(d) => {
+            diags.push(d);
+            return None;
+        }
+    };
+    if !doc.has_front_matter {
+        diags.push(
+            Diagnostic::error(
+                "fleet/frontmatter-missing",
+                "a fleet contract starts with YAML front matter between `---` lines",
+            )
+            .with_file(path),
+        );
+        return None;
+    }
+    let top = &doc.mapping;
+    let version = match top.get("version") {
+        Some(Value::Number(n)) => n.as_u64().and_then(FleetVersion::from_number),
+        _ => None,
+    };
+    let Some(version) = version else {
+        diags.push(
+            Diagnostic::error(
+                "fleet/version-unsupported",
+                "version must be 1 (agent steps), 2 (adds code steps), 3 (adds bounded loops \
+                 and commit steps), 4 (adds enforced write boundaries) or 5 (adds gate and plan \
+                 steps, target/profile routing and writers)",
+            )
+            .with_file(path)
+            .with_field("version"),
+        );
+        return None;
+    };
+    let mut r = Reader {
+        path,
+        version,
+        diags: Diagnostics::new(),
+    };
+    let contract = r.contract(top, doc.body);
+    let mut refused = r.diags.has_errors();
+    diags.extend(r.diags);
+    // `None`: a step or a field could not be read at all, so there is no
+    // graph to check. Otherwise the graph and the boundaries are checked
+    // even when something else was refused (an unknown key, a key newer
+    // than the version), so every problem is reported in one pass.
+    let contract = contract?;
+    let graph = validate_fleet_graph(&contract);
+    let boundaries = validate_write_boundaries(&contract);
+    refused |= graph.has_errors() || boundaries.has_errors();
+    diags.extend(graph);
+    diags.extend(boundaries);
+    (!refused).then_some(contract)
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+    version: FleetVersion,
+    diags: Diagnostics,
+}
+
+/// `at.key`, or `key` at the top level.
+fn field(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
+impl Reader<'_> {
+    fn err(&mut self, code: &'static str, field: &str, message: impl Into<String>) {
+        let d = Diagnostic::error(code, message).with_file(self.path);
+        self.diags.push(if field.is_empty() {
+            d
+        } else {
+            d.with_field(field.to_owned())
+        });
+    }
+
+    /// Refuses a key newer than the declared version, by name.
+    fn newer_key(&mut self, at: &str, key: &str, since: FleetVersion, why: &str) {
+        self.err(
+            "fleet/key-requires-version",
+            &field(at, key),
+            format!(
+                "'{key}' requires contract version {since}; this contract declares version {}, \
+                 {why}",
+                self.version
+            ),
+        );
+    }
+
+    /// The version gates of one step-like mapping (a step, a check, a
+    /// repair). Returns the keys they reported, so the unknown-key check
+    /// does not report them twice.
+    fn gates(&mut self, m: &Mapping, at: &str, step_level: bool) -> Vec<&'static str> {
+        let mut reported = Vec::new();
+        let gated: [(&'static str, FleetVersion, &str); 4] = [
+            (
+                "writes",
+                FLEET_WRITE_BOUNDARY_VERSION,
+                "where the declaration would not be enforced",
+            ),
+            (
+                "target",
+                FLEET_DYNAMIC_STEP_VERSION,
+                "where per-step routing does not exist",
+            ),
+            (
+                "profile",
+                FLEET_DYNAMIC_STEP_VERSION,
+                "where per-step routing does not exist",
+            ),
+            (
+                "commitFrom",
+                COMMIT_STEP_VERSION,
+                "where commit steps do not exist",
+            ),
+        ];
+        for (key, since, why) in gated {
+            if key == "commitFrom" && !step_level {
+                continue;
+            }
+            if self.version < since && m.contains_key(key) {
+                self.newer_key(at, key, since, why);
+                reported.push(key);
+            }
+        }
+        reported
+    }
+
+    fn unknown_keys(&mut self, m: &Mapping, at: &str, allowed: &[&str], reported: &[&str]) {
+        for k in m.keys() {
+            let Some(name) = k.as_str() else {
+                self.err("fleet/field-invalid", at, "keys must be strings".to_owned());
+                continue;
+            };
+            if !allowed.contains(&name) && !reported.contains(&name) {
+                self.err(
+                    "fleet/key-unknown",
+                    &field(at, name),
+                    format!(
+                        "unknown key '{name}' (allowed at version {}: {})",
+                        self.version,
+                        allowed.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+
+    fn missing(&mut self, at: &str, key: &str) {
+        self.err(
+            "fleet/key-missing",
+            &field(at, key),
+            format!("'{key}' is required"),
+        );
+    }
+
+    fn invalid(&mut self, at: &str, key: &str, message: impl Into<String>) {
+        self.err("fleet/field-invalid", &field(at, key), message);
+    }
+
+    fn string(&mut self, m: &Mapping, at: &str, key: &str) -> Option<String> {
+        match m.get(key) {
+            None => {
+                self.missing(at, key);
+                None
+            }
+            Some(v) => self.string_value(v, at, key),
+        }
+    }
+
+    fn string_value(&mut self, v: &Value, at: &str, key: &str) -> Option<String> {
+        match v {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            _ => {
+                self.invalid(at, key, format!("'{key}' must be a non-empty string"));
+                None
+            }
+        }
+    }
+
+    fn opt_string(&mut self, m: &Mapping, at: &str, key: &str) -> Option<Option<String>> {
+        match m.get(key) {
+            None => Some(None),
+            Some(v) => self.string_value(v, at, key).map(Some),
+        }
+    }
+
+    fn string_list(&mut self, v: &Value, at: &str, key: &str) -> Option<Vec<String>> {
+        let Value::Sequence(items) = v else {
+            self.invalid(at, key, format!("'{key}' must be a list of strings"));
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+                _ => {
+                    self.invalid(at, key, format!("'{key}[{i}]' must be a non-empty string"));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn dependencies(&mut self, m: &Mapping, at: &str) -> Option<Vec<String>> {
+        match m.get("dependencies") {
+            None => {
+                self.missing(at, "dependencies");
+                None
+            }
+            Some(v) => self.string_list(v, at, "dependencies"),
+        }
+    }
+
+    fn scope(&mut self, m: &Mapping, at: &str) -> Option<Scope> {
+        match m.get("scope") {
+            None => {
+                self.missing(at, "scope");
+                None
+            }
+            Some(v) => {
+                let scope = v.as_str().and_then(Scope::parse);
+                if scope.is_none() {
+                    self.invalid(at, "scope", "'scope' must be 'readonly' or 'workspace'");
+                }
+                scope
+            }
+        }
+    }
+
+    fn integer(&mut self, m: &Mapping, at: &str, key: &str, min: u64, max: u64) -> Option<u32> {
+        let Some(v) = m.get(key) else {
+            self.missing(at, key);
+            return None;
+        };
+        match v.as_u64().filter(|n| (min..=max).contains(n)) {
+            Some(n) => u32::try_from(n).ok(),
+            None => {
+                let range = if max == u64::from(u32::MAX) {
+                    format!("at least {min}")
+                } else {
+                    format!("from {min} to {max}")
+                };
+                self.invalid(at, key, format!("'{key}' must be an integer {range}"));
+                None
+            }
+        }
+    }
+
+    /// `writes`: absent is `None` (the position declares nothing), present
+    /// is the normalized allowlist (possibly empty; the boundary rules
+    /// decide whether that is allowed). Below v4 the key was refused by the
+    /// version gate and reads as absent.
+    fn writes(&mut self, m: &Mapping, at: &str) -> Option<Option<WriteBoundary>> {
+        if !self.version.enforces_write_boundaries() {
+            return Some(None);
+        }
+        let Some(v) = m.get("writes") else {
+            return Some(None);
+        };
+        let entries = self.string_list_any(v, at, "writes")?;
+        match normalize_write_boundary(&entries) {
+            Ok(b) => Some(Some(b)),
+            Err(e @ BoundaryError::TooMany(_)) => {
+                self.err("fleet/writes-too-many", &field(at, "writes"), e.to_string());
+                None
+            }
+            Err(e @ BoundaryError::Entry { .. }) => {
+                self.err("fleet/writes-invalid", &field(at, "writes"), e.to_string());
+                None
+            }
+        }
+    }
+
+    /// A list of strings, empty ones allowed (the boundary grammar names
+    /// them precisely).
+    fn string_list_any(&mut self, v: &Value, at: &str, key: &str) -> Option<Vec<String>> {
+        let Value::Sequence(items) = v else {
+            self.invalid(at, key, format!("'{key}' must be a list of strings"));
+            return None;
+        };
+        let out: Option<Vec<String>> = items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned))
+            .collect();
+        if out.is_none() {
+            self.invalid(at, key, format!("every '{key}' entry must be a string"));
+        }
+        out
+    }
+
+    /// `target` xor `profile` (v5); below v5 both were refused by the gate.
+    fn route(&mut self, m: &Mapping, at: &str, position: &str) -> Option<Option<Route>> {
+        if self.version < FLEET_DYNAMIC_STEP_VERSION {
+            return Some(None);
+        }
+        let target = self.opt_string(m, at, "target")?;
+        let profile = self.opt_string(m, at, "profile")?;
+        match (target, profile) {
+            (Some(_), Some(_)) => {
+                self.err(
+                    "fleet/route-conflict",
+                    &field(at, "profile"),
+                    format!("step '{position}' may declare target or profile, never both"),
+                );
+                None
+            }
+            (Some(t), None) => Some(Some(Route::Target(t))),
+            (None, Some(p)) => Some(Some(Route::Profile(p))),
+            (None, None) => Some(None),
+        }
+    }
+
+    fn args(&mut self, m: &Mapping, at: &str) -> Option<Vec<String>> {
+        let Some(v) = m.get("args") else {
+            return Some(Vec::new());
+        };
+        let args = self.string_list_any(v, at, "args")?;
+        if args.len() > CODE_STEP_MAX_ARGS {
+            self.err(
+                "fleet/args-invalid",
+                &field(at, "args"),
+                format!("at most {CODE_STEP_MAX_ARGS} arguments are allowed"),
+            );
+            return None;
+        }
+        let mut ok = true;
+        for (i, a) in args.iter().enumerate() {
+            let problem = if a.contains('\0') || a.chars().count() > CODE_STEP_MAX_ARG_CHARS {
+                Some(format!(
+                    "args[{i}]: invalid NUL or oversized argument (at most \
+                     {CODE_STEP_MAX_ARG_CHARS} characters)"
+                ))
+            } else if a.contains("{{") && whole_token_placeholder(a).is_none() {
+                Some(format!(
+                    "args[{i}] '{a}': placeholders must occupy a whole argument"
+                ))
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                self.err("fleet/args-invalid", &field(at, "args"), p);
+                ok = false;
+            }
+        }
+        ok.then_some(args)
+    }
+
+    fn agent_work(
+        &mut self,
+        m: &Mapping,
+        at: &str,
+        position: &str,
+        agent: Option<String>,
+    ) -> Option<AgentWork> {
+        let scope = self.scope(m, at);
+        let writes = self.writes(m, at);
+        let route = self.route(m, at, position);
+        Some(AgentWork {
+            agent: agent?,
+            scope: scope?,
+            writes: writes?,
+            route: route?,
+        })
+    }
+
+    fn code_work(&mut self, m: &Mapping, at: &str) -> Option<CodeWork> {
+        let command = self.string(m, at, "command");
+        let args = self.args(m, at);
+        let scope = self.scope(m, at);
+        let writes = self.writes(m, at);
+        Some(CodeWork {
+            command: command?,
+            args: args?,
+            scope: scope?,
+            writes: writes?,
+        })
+    }
+
+    /// Keys of each position at this version.
+    fn allowed(&self, base: &[&'static str], writes: bool, route: bool) -> Vec<&'static str> {
+        let mut out = base.to_vec();
+        if writes && self.version.enforces_write_boundaries() {
+            out.push("writes");
+        }
+        if route && self.version >= FLEET_DYNAMIC_STEP_VERSION {
+            out.extend(["target", "profile"]);
+        }
+        out
+    }
+
+    fn contract(&mut self, top: &Mapping, body: &str) -> Option<FleetContract> {
+        let mut reported = Vec::new();
+        if self.version < FLEET_DYNAMIC_STEP_VERSION && top.contains_key("writers") {
+            self.newer_key(
+                "",
+                "writers",
+                FLEET_DYNAMIC_STEP_VERSION,
+                "where the single-writer token does not exist",
+            );
+            reported.push("writers");
+        }
+        let mut allowed = vec![
+            "version",
+            "name",
+            "description",
+            "steps",
+            "maxWorkers",
+            "budgetUsd",
+            "onFailure",
+        ];
+        if self.version >= FLEET_DYNAMIC_STEP_VERSION {
+            allowed.push("writers");
+        }
+        self.unknown_keys(top, "", &allowed, &reported);
+
+        let name = self.string(top, "", "name");
+        let description = match top.get("description") {
+            None => Some(String::new()),
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => {
+                self.invalid("", "description", "'description' must be a string");
+                None
+            }
+        };
+        let max_workers = self.integer(top, "", "maxWorkers", 1, u64::from(u32::MAX));
+        let budget_usd = match top.get("budgetUsd") {
+            None => Some(None),
+            Some(v) => match v.as_f64().filter(|b| b.is_finite() && *b > 0.0) {
+                Some(b) => Some(Some(b)),
+                None => {
+                    self.invalid("", "budgetUsd", "budgetUsd must be a positive number");
+                    None
+                }
+            },
+        };
+        let on_failure = match top.get("onFailure") {
+            None => {
+                self.missing("", "onFailure");
+                None
+            }
+            Some(v) => {
+                let o = v.as_str().and_then(OnFailure::parse);
+                if o.is_none() {
+                    self.invalid("", "onFailure", "'onFailure' must be 'stop' or 'continue'");
+                }
+                o
+            }
+        };
+        let single_writer = match top.get("writers") {
+            _ if self.version < FLEET_DYNAMIC_STEP_VERSION => Some(false),
+            None => Some(false),
+            Some(v) if v.as_u64() == Some(1) => Some(true),
+            Some(_) => {
+                self.invalid("", "writers", "'writers' must be 1 when present");
+                None
+            }
+        };
+        let steps = match top.get("steps") {
+            None => {
+                self.missing("", "steps");
+                None
+            }
+            Some(Value::Sequence(items)) if items.is_empty() => {
+                self.invalid("", "steps", "'steps' must declare at least one step");
+                None
+            }
+            Some(Value::Sequence(items)) => {
+                let parsed: Vec<Option<FleetStep>> = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| self.step(i, v))
+                    .collect();
+                parsed.into_iter().collect::<Option<Vec<_>>>()
+            }
+            Some(_) => {
+                self.invalid("", "steps", "'steps' must be a list of steps");
+                None
+            }
+        };
+        let body = body.trim();
+        if body.is_empty() {
+            self.err(
+                "fleet/body-empty",
+                "",
+                "prompt body is empty: the text after the front matter is every agent step's task",
+            );
+        }
+        Some(FleetContract {
+            version: self.version,
+            name: name?,
+            description: description?,
+            steps: steps?,
+            max_workers: max_workers?,
+            budget_usd: budget_usd?,
+            on_failure: on_failure?,
+            single_writer: single_writer?,
+            body: body.to_owned(),
+            path: self.path.to_path_buf(),
+        })
+    }
+
+    fn step(&mut self, i: usize, v: &Value) -> Option<FleetStep> {
+        let Some(m) = v.as_mapping() else {
+            self.invalid("steps", &i.to_string(), "each step must be a mapping");
+            return None;
+        };
+        let at = match m.get("id") {
+            Some(Value::String(id)) if !id.trim().is_empty() => format!("steps.{id}"),
+            _ => format!("steps.{i}"),
+        };
+        let kind = match m.get("kind") {
+            None => StepKind::Agent,
+            Some(Value::String(s)) => match StepKind::parse(s) {
+                Some(k) => k,
+                None => {
+                    self.err(
+                        "fleet/kind-unknown",
+                        &field(&at, "kind"),
+                        format!(
+                            "unknown step kind '{s}' (known: agent, code, loop, gate, plan); a \
+                             reader that does not understand a kind refuses the whole contract \
+                             rather than run a partial DAG"
+                        ),
+                    );
+                    return None;
+                }
+            },
+            Some(_) => {
+                self.invalid(&at, "kind", "'kind' must be a string");
+                return None;
+            }
+        };
+        if kind.since() > self.version {
+            self.err(
+                "fleet/kind-requires-version",
+                &field(&at, "kind"),
+                format!(
+                    "kind '{}' requires contract version {}; this contract declares version {}",
+                    kind.as_str(),
+                    kind.since(),
+                    self.version
+                ),
+            );
+            return None;
+        }
+        let mut reported = self.gates(m, &at, true);
+        let id = self.string(m, &at, "id");
+        match kind {
+            StepKind::Agent => {
+                let allowed = self.allowed(
+                    &["kind", "id", "agent", "scope", "dependencies"],
+                    true,
+                    true,
+                );
+                self.unknown_keys(m, &at, &allowed, &reported);
+                let agent = self.string(m, &at, "agent");
+                let deps = self.dependencies(m, &at);
+                let position = id.clone().unwrap_or_default();
+                let work = self.agent_work(m, &at, &position, agent);
+                Some(FleetStep::Agent(AgentStep {
+                    id: id?,
+                    dependencies: deps?,
+                    work: work?,
+                }))
+            }
+            StepKind::Code => {
+                let mut base = vec!["kind", "id", "command", "args", "scope", "dependencies"];
+                if self.version >= COMMIT_STEP_VERSION {
+                    base.push("commitFrom");
+                }
+                let allowed = self.allowed(&base, true, false);
+                self.unknown_keys(m, &at, &allowed, &reported);
+                let deps = self.dependencies(m, &at);
+                let work = self.code_work(m, &at);
+                let commit_from = match m.get("commitFrom") {
+                    _ if self.version < COMMIT_STEP_VERSION => Some(None),
+                    None => Some(None),
+                    Some(v) => match self.string_list(v, &at, "commitFrom") {
+                        Some(list) if list.is_empty() => {
+                            self.invalid(
+                                &at,
+                                "commitFrom",
+                                "'commitFrom' must name at least one source",
+                            );
+                            None
+                        }
+                        Some(list) => Some(Some(list)),
+                        None => None,
+                    },
+                };
+                Some(FleetStep::Code(CodeStep {
+                    id: id?,
+                    dependencies: deps?,
+                    work: work?,
+                    commit_from: commit_from?,
+                }))
+            }
+            StepKind::Loop => {
+                self.unknown_keys(
+                    m,
+                    &at,
+                    &[
+                        "kind",
+                        "id",
+                        "maxAttempts",
+                        "dependencies",
+                        "check",
+                        "repair",
+                    ],
+                    &reported,
+                );
+                let max_attempts = match m.get("maxAttempts") {
+                    None => {
+                        self.missing(&at, "maxAttempts");
+                        None
+                    }
+                    Some(v) => match v
+                        .as_u64()
+                        .filter(|n| (1..=u64::from(FLEET_LOOP_MAX_ATTEMPTS)).contains(n))
+                    {
+                        Some(n) => u32::try_from(n).ok(),
+                        None => {
+                            self.err(
+                                "fleet/loop-attempts-invalid",
+                                &field(&at, "maxAttempts"),
+                                format!(
+                                    "'maxAttempts' must be an integer from 1 to \
+                                     {FLEET_LOOP_MAX_ATTEMPTS}: the bound counts verifications, \
+                                     and a loop that needs more is not converging"
+                                ),
+                            );
+                            None
+                        }
+                    },
+                };
+                let deps = self.dependencies(m, &at);
+                let loop_id = id.clone().unwrap_or_default();
+                let check = self.loop_check(m, &at, &loop_id);
+                let repair = self.loop_repair(m, &at, &loop_id);
+                Some(FleetStep::Loop(LoopStep {
+                    id: id?,
+                    max_attempts: max_attempts?,
+                    dependencies: deps?,
+                    check: check?,
+                    repair: repair?,
+                }))
+            }
+            StepKind::Gate => {
+                if m.contains_key("writes") {
+                    self.err(
+                        "fleet/gate-writes",
+                        &field(&at, "writes"),
+                        format!(
+                            "gate step '{}' must not declare 'writes'; its write boundary is \
+                             derived from 'path'",
+                            id.as_deref().unwrap_or("?")
+                        ),
+                    );
+                    reported.push("writes");
+                }
+                let allowed = self.allowed(
+                    &[
+                        "kind",
+                        "id",
+                        "agent",
+                        "path",
+                        "run",
+                        "scope",
+                        "dependencies",
+                    ],
+                    false,
+                    true,
+                );
+                self.unknown_keys(m, &at, &allowed, &reported);
+                let agent = self.string(m, &at, "agent");
+                let path = self.string(m, &at, "path");
+                let run = self.string(m, &at, "run");
+                let deps = self.dependencies(m, &at);
+                if let Some(s) = m.get("scope")
+                    && s.as_str() != Some("workspace")
+                {
+                    self.invalid(&at, "scope", "a gate's 'scope' can only be 'workspace'");
+                }
+                let gate_id = id.clone().unwrap_or_default();
+                let route = self.route(m, &at, &gate_id);
+                let path = path.and_then(|p| self.gate_path(&at, &gate_id, p));
+                Some(FleetStep::Gate(GateStep {
+                    id: id?,
+                    agent: agent?,
+                    path: path?,
+                    run: run?,
+                    dependencies: deps?,
+                    route: route?,
+                }))
+            }
+            StepKind::Plan => {
+                let allowed = self.allowed(
+                    &[
+                        "kind",
+                        "id",
+                        "agent",
+                        "roster",
+                        "maxTasks",
+                        "proposals",
+                        "scope",
+                        "dependencies",
+                    ],
+                    true,
+                    true,
+                );
+                self.unknown_keys(m, &at, &allowed, &reported);
+                let agent = self
+                    .opt_string(m, &at, "agent")
+                    .map(|a| a.unwrap_or_else(|| DEFAULT_PLAN_AGENT.to_owned()));
+                let roster = self.roster(m, &at, id.as_deref().unwrap_or("?"));
+                let max_tasks = self.integer(m, &at, "maxTasks", 1, u64::from(PLAN_MAX_TASKS));
+                let proposals = match m.get("proposals") {
+                    None => Some(false),
+                    Some(Value::Bool(b)) => Some(*b),
+                    Some(_) => {
+                        self.invalid(&at, "proposals", "'proposals' must be true or false");
+                        None
+                    }
+                };
+                let deps = self.dependencies(m, &at);
+                let position = id.clone().unwrap_or_default();
+                let work = self.agent_work(m, &at, &position, agent);
+                Some(FleetStep::Plan(PlanStep {
+                    id: id?,
+                    roster: roster?,
+                    max_tasks: max_tasks?,
+                    proposals: proposals?,
+                    dependencies: deps?,
+                    work: work?,
+                }))
+            }
+        }
+    }
+
+    fn roster(&mut self, m: &Mapping, at: &str, id: &str) -> Option<Vec<String>> {
+        let Some(v) = m.get("roster") else {
+            self.missing(at, "roster");
+            return None;
+        };
+        let roster = self.string_list(v, at, "roster")?;
+        if roster.is_empty() || roster.len() > PLAN_ROSTER_MAX {
+            self.invalid(
+                at,
+                "roster",
+                format!("'roster' must name 1 to {PLAN_ROSTER_MAX} agents"),
+            );
+            return None;
+        }
+        let unique: BTreeSet<&String> = roster.iter().collect();
+        if unique.len() != roster.len() {
+            self.err(
+                "fleet/roster-duplicate",
+                &field(at, "roster"),
+                format!("plan step '{id}' roster contains duplicate agents"),
+            );
+            return None;
+        }
+        Some(roster)
+    }
+
+    /// A gate's path is its whole write boundary: exactly one file, already
+    /// written the way normalization would write it.
+    fn gate_path(&mut self, at: &str, id: &str, path: String) -> Option<String> {
+        match normalize_write_boundary_entry(&path) {
+            Err(e) => {
+                self.err(
+                    "fleet/gate-path-invalid",
+                    &field(at, "path"),
+                    format!("gate '{id}' path is invalid: {e}"),
+                );
+                None
+            }
+            Ok(n) if n != path || n.ends_with('/') => {
+                self.err(
+                    "fleet/gate-path-invalid",
+                    &field(at, "path"),
+                    format!(
+                        "gate '{id}' path must be one normalized, repository-relative file \
+                         (normalized: '{n}')"
+                    ),
+                );
+                None
+            }
+            Ok(n) => Some(n),
+        }
+    }
+
+    fn loop_check(&mut self, m: &Mapping, at: &str, loop_id: &str) -> Option<LoopCheck> {
+        let Some(v) = m.get("check") else {
+            self.missing(at, "check");
+            return None;
+        };
+        let at = field(at, "check");
+        let Some(c) = v.as_mapping() else {
+            self.err("fleet/field-invalid", &at, "'check' must be a mapping");
+            return None;
+        };
+        let position = super::loop_check_position(loop_id);
+        let kind = match c.get("kind").and_then(Value::as_str) {
+            Some("code") => StepKind::Code,
+            Some("agent") => StepKind::Agent,
+            Some("gate") => StepKind::Gate,
+            Some(other) => {
+                self.err(
+                    "fleet/kind-unknown",
+                    &field(&at, "kind"),
+                    format!(
+                        "unknown loop check kind '{other}' (known: code, agent, gate); a reader \
+                         that does not understand a kind refuses the whole contract"
+                    ),
+                );
+                return None;
+            }
+            None => {
+                self.err(
+                    "fleet/key-missing",
+                    &field(&at, "kind"),
+                    "a loop check declares its 'kind': code, agent or (v5) gate",
+                );
+                return None;
+            }
+        };
+        if kind == StepKind::Gate && self.version < FLEET_DYNAMIC_STEP_VERSION {
+            self.err(
+                "fleet/kind-requires-version",
+                &field(&at, "kind"),
+                format!(
+                    "kind 'gate' requires contract version 5; this contract declares version {}",
+                    self.version
+                ),
+            );
+            return None;
+        }
+        let reported = self.gates(c, &at, false);
+        match kind {
+            StepKind::Code => {
+                let allowed = self.allowed(&["kind", "command", "args", "scope"], true, false);
+                self.unknown_keys(c, &at, &allowed, &reported);
+                self.code_work(c, &at).map(LoopCheck::Code)
+            }
+            StepKind::Gate => {
+                self.unknown_keys(c, &at, &["kind", "gate"], &reported);
+                self.string(c, &at, "gate")
+                    .map(|gate| LoopCheck::Gate { gate })
+            }
+            StepKind::Agent | StepKind::Loop | StepKind::Plan => {
+                let allowed = self.allowed(&["kind", "agent", "scope"], true, true);
+                self.unknown_keys(c, &at, &allowed, &reported);
+                let agent = self.string(c, &at, "agent");
+                self.agent_work(c, &at, &position, agent)
+                    .map(LoopCheck::Agent)
+            }
+        }
+    }
+
+    fn loop_repair(&mut self, m: &Mapping, at: &str, loop_id: &str) -> Option<AgentWork> {
+        let Some(v) = m.get("repair") else {
+            self.missing(at, "repair");
+            return None;
+        };
+        let at = field(at, "repair");
+        let Some(c) = v.as_mapping() else {
+            self.err("fleet/field-invalid", &at, "'repair' must be a mapping");
+            return None;
+        };
+        match c.get("kind") {
+            None => {}
+            Some(k) if k.as_str() == Some("agent") => {}
+            Some(_) => {
+                self.invalid(&at, "kind", "a loop repair is always an agent: a deterministic repair would just be a check");
+                return None;
+            }
+        }
+        let reported = self.gates(c, &at, false);
+        let allowed = self.allowed(&["kind", "agent", "scope"], true, true);
+        self.unknown_keys(c, &at, &allowed, &reported);
+        let agent = self.string(c, &at, "agent");
+        self.agent_work(c, &at, &super::loop_repair_position(loop_id), agent)
+    }
+}

@@ -1,0 +1,96 @@
+//! Binding command ids against `fleets/commands.yaml`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{V1, V3, V5, doc, valid};
+use evoflux_fleet::bind::codes;
+use evoflux_fleet::{CommandRegistry, bind_fleet_commands, fleet_command_ids};
+
+fn registry(yaml: &str) -> CommandRegistry {
+    match CommandRegistry::parse(Path::new("fleets/commands.yaml"), yaml) {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn a_contract_without_code_steps_needs_no_registry() {
+    assert!(bind_fleet_commands(&valid(&doc(V1)), None).is_empty());
+}
+
+#[test]
+fn a_missing_registry_names_every_command_once() {
+    let c = valid(&doc(V3));
+    assert_eq!(fleet_command_ids(&c), ["commit", "test"]);
+    let d = bind_fleet_commands(&c, None);
+    assert_eq!(d.codes(), [codes::REGISTRY_MISSING]);
+    let msg = &d.as_slice()[0].message;
+    assert!(msg.contains("declaring commit, test"), "{msg}");
+}
+
+#[test]
+fn unknown_commands_are_named_per_step() {
+    let c = valid(&doc(V3));
+    let d = bind_fleet_commands(
+        &c,
+        Some(&registry(
+            "version: 1\ncommands:\n  lint:\n    argv: [ruff]\n",
+        )),
+    );
+    assert_eq!(d.codes(), [codes::COMMAND_UNKNOWN, codes::COMMAND_UNKNOWN]);
+    let first = &d.as_slice()[0];
+    assert_eq!(
+        first.locator.field.as_deref(),
+        Some("steps.suite.check.command")
+    );
+    assert_eq!(
+        first.message,
+        "step 'suite.check' names unknown command 'test' (registered: lint)"
+    );
+    let ok = registry(
+        "version: 1\ncommands:\n  test:\n    argv: [cargo, test]\n  commit:\n    argv: [git, commit, -m, '{{commitMessage}}']\n",
+    );
+    assert!(bind_fleet_commands(&c, Some(&ok)).is_empty());
+}
+
+#[test]
+fn args_fill_declared_slots_only() {
+    let yaml = V3.replace(
+        "check: {kind: code, command: test, scope: workspace}",
+        "check: {kind: code, command: test, args: ['{{filter}}', extra], scope: workspace}",
+    );
+    let c = valid(&doc(&yaml));
+    let reg = registry(
+        "version: 1\ncommands:\n  test:\n    argv: [cargo, test]\n    argumentSlots: [{name: filter, maxLength: 64}]\n  commit:\n    argv: [git, commit]\n",
+    );
+    let d = bind_fleet_commands(&c, Some(&reg));
+    assert_eq!(d.codes(), [codes::COMMAND_ARGUMENTS]);
+    assert_eq!(
+        d.as_slice()[0].locator.field.as_deref(),
+        Some("steps.suite.check.args")
+    );
+
+    let flag = valid(&doc(&V3.replace(
+        "check: {kind: code, command: test, scope: workspace}",
+        "check: {kind: code, command: test, args: ['--all'], scope: workspace}",
+    )));
+    let d = bind_fleet_commands(&flag, Some(&reg));
+    assert_eq!(d.codes(), [codes::COMMAND_ARGUMENTS]);
+    assert!(d.as_slice()[0].message.contains("leading dash"));
+}
+
+#[test]
+fn a_gate_command_receives_the_path() {
+    let c = valid(&doc(V5));
+    let without = registry("version: 1\ncommands:\n  acceptance:\n    argv: [node, tests/a.mjs]\n");
+    let d = bind_fleet_commands(&c, Some(&without));
+    assert_eq!(d.codes(), [codes::GATE_COMMAND_PATH]);
+    assert_eq!(
+        d.as_slice()[0].locator.field.as_deref(),
+        Some("steps.acceptance.run")
+    );
+    let with = registry("version: 1\ncommands:\n  acceptance:\n    argv: [node, '{{path}}']\n");
+    assert!(bind_fleet_commands(&c, Some(&with)).is_empty());
+}
