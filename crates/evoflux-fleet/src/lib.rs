@@ -18,9 +18,10 @@
 //! * [`render`]: strict `{{var}}` prompt rendering.
 //! * [`plan`]: [`compile_fleet_plan`], loops unrolled into a deterministic,
 //!   content-hashed DAG.
+//! * [`catalog`]: the fleets of a compiled source graph and the builtin
+//!   ones, each checked once ([`load_fleets`]).
 //!
-//! What comes next (issue 19): discovery of fleets through the source graph's composer and
-//! the `evoflux fleet` commands, and the executor: agent steps dispatched
+//! What comes next (issue 19): the executor: agent steps dispatched
 //! through a trait the harness implements, code steps on the process
 //! runtime, enforcement of write boundaries against git (status and diff
 //! against each step's base, rollback of changes outside the boundary),
@@ -29,6 +30,7 @@
 
 pub mod bind;
 pub mod boundary;
+pub mod catalog;
 pub mod commands;
 pub mod contract;
 pub mod graph;
@@ -42,6 +44,7 @@ pub use boundary::{
     describe_write_boundary, normalize_write_boundary, normalize_write_boundary_entry,
     write_boundary_covers,
 };
+pub use catalog::{CatalogFleet, FleetCatalog, FleetOrigin, RegistryState, load_fleets};
 pub use commands::{
     ArgumentSlot, CommandError, CommandRegistry, FLEET_COMMAND_BASE_ENV, FleetCommand,
     RegistryError,

@@ -397,25 +397,12 @@ pub fn selected_checks(
     graph: &CompiledGraph,
     diags: &mut Diagnostics,
 ) -> Option<Arc<evoflux_fleet::CommandRegistry>> {
-    let node = graph
-        .nodes
-        .iter()
-        .find(|n| n.slot.kind == evoflux_graph::SlotKind::FleetCommands)?;
-    let path = match &graph.binding(&node.source_id)?.binding {
-        evoflux_graph::Binding::File { path, .. } => path.clone(),
-        // No framework registry exists: commands are the repository's own.
-        evoflux_graph::Binding::Builtin { .. } => return None,
-    };
-    let parsed = std::fs::read_to_string(&path)
-        .map_err(|e| evoflux_fleet::RegistryError::Yaml {
-            path: path.clone(),
-            reason: format!("cannot read: {e}"),
-        })
-        .and_then(|text| evoflux_fleet::CommandRegistry::parse(&path, &text));
-    match parsed {
-        Ok(r) => Some(Arc::new(r)),
-        Err(e) => {
-            diags.push(e.to_diagnostic());
+    use evoflux_fleet::RegistryState;
+    match evoflux_fleet::catalog::command_registry(graph) {
+        RegistryState::Loaded(r) => Some(Arc::new(r)),
+        RegistryState::Missing => None,
+        RegistryState::Invalid(d) => {
+            diags.push(d);
             None
         }
     }
