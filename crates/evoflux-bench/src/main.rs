@@ -128,7 +128,28 @@ async fn main() -> Result<()> {
             results.push(run::measure(&harness, *scenario, wire, &settings).await?);
         }
     }
-    let others = run::other_harnesses(args.npm_prefix.as_deref());
+    let mut others = run::other_harnesses(args.npm_prefix.as_deref());
+    for other in &mut others {
+        let Some(path) = &other.path else { continue };
+        let harness = match other.name.as_str() {
+            "codex" => Harness::Codex(PathBuf::from(path)),
+            "claude" => Harness::Claude(PathBuf::from(path)),
+            _ => continue,
+        };
+        // The resolver scenarios measure evoflux's own pre-model stage.
+        for scenario in scenarios
+            .iter()
+            .filter(|s| !matches!(s, Scenario::Resolver(_)))
+        {
+            for &wire in wires.iter().filter(|&&w| harness.speaks(w)) {
+                if !args.json {
+                    eprintln!("{} {} on {wire} ...", harness.name(), scenario.name());
+                }
+                results.push(run::measure(&harness, *scenario, wire, &settings).await?);
+                other.measured = true;
+            }
+        }
+    }
     let report = run::Report {
         harness: harness.name().to_owned(),
         binary: evoflux.display().to_string(),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use evoflux_bench::Wire;
-use evoflux_bench::scenario::Script;
+use evoflux_bench::scenario::{Dialect, Script};
 use evoflux_bench::server::{FakeServer, Record, ServerOptions};
 use serde::Serialize;
 use tokio::io::AsyncReadExt;
@@ -67,10 +67,17 @@ impl Scenario {
         }
     }
 
-    fn script(&self) -> Script {
+    fn script(&self, dialect: Dialect, repo: &Path) -> Script {
+        let path = |f: &str| match dialect {
+            Dialect::Claude => repo.join(f).display().to_string(),
+            Dialect::Evoflux | Dialect::Codex => f.to_owned(),
+        };
         match self {
-            Scenario::ThreeStep => Script::three_step("notes.txt"),
-            Scenario::ThirtyStep => Script::reads(&thirty_files()),
+            Scenario::ThreeStep => Script::three_step(dialect, &path("notes.txt")),
+            Scenario::ThirtyStep => {
+                let files: Vec<String> = thirty_files().iter().map(|f| path(f)).collect();
+                Script::reads(dialect, &files)
+            }
             Scenario::Resolver(_) => Script::answer("Paris."),
         }
     }
@@ -151,14 +158,52 @@ fn file_text(n: usize) -> String {
 #[derive(Debug, Clone)]
 pub enum Harness {
     Evoflux(PathBuf),
+    /// OpenAI's codex CLI (`codex exec`), on the Responses wire only.
+    Codex(PathBuf),
+    /// Claude Code (`claude -p`), on the Anthropic wire only.
+    Claude(PathBuf),
 }
 
 impl Harness {
     pub fn name(&self) -> &'static str {
         match self {
             Harness::Evoflux(_) => "evoflux",
+            Harness::Codex(_) => "codex",
+            Harness::Claude(_) => "claude-code",
         }
     }
+
+    pub fn binary(&self) -> &Path {
+        match self {
+            Harness::Evoflux(p) | Harness::Codex(p) | Harness::Claude(p) => p,
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Harness::Evoflux(_) => Dialect::Evoflux,
+            Harness::Codex(_) => Dialect::Codex,
+            Harness::Claude(_) => Dialect::Claude,
+        }
+    }
+
+    /// The wires this harness can be pointed at.
+    pub fn speaks(&self, wire: Wire) -> bool {
+        match self {
+            Harness::Evoflux(_) => true,
+            Harness::Codex(_) => wire == Wire::Responses,
+            Harness::Claude(_) => wire == Wire::Anthropic,
+        }
+    }
+}
+
+/// codex's config.toml: a custom provider on the fake's Responses
+/// endpoint, so nothing goes to OpenAI.
+fn codex_config(server: &FakeServer) -> String {
+    format!(
+        "model = \"gpt-5\"\nmodel_provider = \"bench\"\napproval_policy = \"never\"\n\n[model_providers.bench]\nname = \"bench\"\nbase_url = \"{}\"\nenv_key = \"BENCH_KEY\"\nwire_api = \"responses\"\n",
+        server.openai_base_url()
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -219,7 +264,11 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
 impl Figures {
     fn of(run: &RunOutcome) -> Figures {
         let ok: Vec<&Record> = run.records.iter().filter(|r| r.error.is_none()).collect();
-        let main: Vec<&Record> = ok.iter().copied().filter(|r| !r.resolver).collect();
+        let main: Vec<&Record> = ok
+            .iter()
+            .copied()
+            .filter(|r| !r.resolver && !r.side)
+            .collect();
         let after_first = main.get(1..).unwrap_or_default();
         let since = |r: &Record| ms(r.at.saturating_duration_since(run.spawned));
         let sum = |rs: &[&Record], f: fn(&Record) -> u64| rs.iter().map(|r| f(r)).sum::<u64>();
@@ -376,35 +425,76 @@ async fn run_once(
     wire: Wire,
     server: &FakeServer,
     settings: &Settings,
+    tmp: &Path,
     with_skills_section: bool,
 ) -> Result<RunOutcome> {
-    let tmp = tempfile::tempdir().context("a scratch directory")?;
-    let home = tmp.path().join("home");
-    let repo = tmp.path().join("repo");
-    let config_dir = home.join(".config/evoflux");
-    std::fs::create_dir_all(&config_dir)?;
-    scenario.prepare(&repo)?;
-    let Harness::Evoflux(bin) = harness;
-    std::fs::write(
-        config_dir.join("config.toml"),
-        evoflux_config(server, wire, scenario, with_skills_section),
-    )?;
-    let mut cmd = tokio::process::Command::new(bin);
-    cmd.env_clear()
-        .env("HOME", &home)
-        .env("EVOFLUX_ADMIN_DIR", tmp.path().join("admin"))
+    let home = tmp.join("home");
+    let repo = tmp.join("repo");
+    std::fs::create_dir_all(&home)?;
+    let mut cmd = match harness {
+        Harness::Evoflux(bin) => {
+            let config_dir = home.join(".config/evoflux");
+            std::fs::create_dir_all(&config_dir)?;
+            std::fs::write(
+                config_dir.join("config.toml"),
+                evoflux_config(server, wire, scenario, with_skills_section),
+            )?;
+            let mut cmd = tokio::process::Command::new(bin);
+            cmd.env_clear()
+                .env("EVOFLUX_ADMIN_DIR", tmp.join("admin"))
+                .args([
+                    "--json",
+                    "run",
+                    "--mode",
+                    "coding",
+                    "--model",
+                    model_for(wire),
+                    scenario.task(),
+                ]);
+            cmd
+        }
+        Harness::Codex(bin) => {
+            let codex_home = home.join(".codex");
+            std::fs::create_dir_all(&codex_home)?;
+            std::fs::write(codex_home.join("config.toml"), codex_config(server))?;
+            let mut cmd = tokio::process::Command::new(bin);
+            cmd.env_clear().env("CODEX_HOME", &codex_home).args([
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                scenario.task(),
+            ]);
+            cmd
+        }
+        Harness::Claude(bin) => {
+            let mut cmd = tokio::process::Command::new(bin);
+            cmd.env_clear()
+                .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
+                .env("ANTHROPIC_API_KEY", "bench-key")
+                // No update checks, telemetry or error reports: only model
+                // calls leave the process.
+                .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+                .env("DISABLE_AUTOUPDATER", "1")
+                .args([
+                    "-p",
+                    // Not --dangerously-skip-permissions, which refuses
+                    // to run as root; the scenarios need these two.
+                    "--allowedTools",
+                    "Bash,Read",
+                    "--output-format",
+                    "json",
+                    "--model",
+                    "claude-sonnet-4-5",
+                    scenario.task(),
+                ]);
+            cmd
+        }
+    };
+    cmd.env("HOME", &home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("BENCH_KEY", "bench-key")
         .current_dir(&repo)
-        .args([
-            "--json",
-            "run",
-            "--mode",
-            "coding",
-            "--model",
-            model_for(wire),
-            scenario.task(),
-        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -412,7 +502,7 @@ async fn run_once(
     let spawned = Instant::now();
     let mut child = cmd
         .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
+        .with_context(|| format!("starting {}", harness.binary().display()))?;
     let pid = child.id();
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
@@ -488,7 +578,7 @@ pub async fn measure(
             .as_ref()
             .map(|d| d.join(format!("{}-{}-{wire}", harness.name(), scenario.name()))),
     };
-    let server = FakeServer::start(scenario.script(), options)
+    let server = FakeServer::start(Script { steps: Vec::new() }, options)
         .await
         .context("starting the fake model server")?;
     let mut runs = Vec::new();
@@ -498,13 +588,20 @@ pub async fn measure(
     // "speculative".
     let mut with_skills_section = true;
     while runs.len() < settings.runs {
-        server.reset(scenario.script());
+        let tmp = tempfile::tempdir().context("a scratch directory")?;
+        let repo = tmp.path().join("repo");
+        scenario.prepare(&repo)?;
+        // Some harnesses' read tools take absolute paths only.
+        let script = scenario.script(harness.dialect(), &repo.canonicalize()?);
+        let expected = script.steps.len();
+        server.reset(script);
         let outcome = run_once(
             harness,
             scenario,
             wire,
             &server,
             settings,
+            tmp.path(),
             with_skills_section,
         )
         .await?;
@@ -556,8 +653,11 @@ pub async fn measure(
                 refused.len()
             ));
         }
-        let expected = scenario.script().steps.len();
-        let main_calls = outcome.records.iter().filter(|r| !r.resolver).count();
+        let main_calls = outcome
+            .records
+            .iter()
+            .filter(|r| !r.resolver && !r.side)
+            .count();
         if main_calls != expected {
             notes.push(format!(
                 "{main_calls} main calls where the script has {expected} steps"
@@ -647,17 +747,18 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} ({}), {} run(s) per row, medians; resolver answers after {} ms\n",
+            "{} ({}), {} run(s) per row, medians; the resolver is answered after {} ms\n",
             self.harness, self.binary, self.runs, self.resolver_delay_ms
         );
-        s.push_str("| scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | peak RSS MiB |\n");
-        s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | peak RSS MiB |\n");
+        s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in &self.results {
             match &r.median {
                 Some(m) => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                        r.harness,
                         r.scenario,
                         r.wire,
                         m.calls,
@@ -674,8 +775,8 @@ impl Report {
                 None => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | not measured | | | | | | | | |",
-                        r.scenario, r.wire
+                        "| {} | {} | {} | not measured | | | | | | | | |",
+                        r.harness, r.scenario, r.wire
                     );
                 }
             }
@@ -724,7 +825,7 @@ impl Report {
             .flat_map(|r| {
                 r.notes
                     .iter()
-                    .map(move |n| format!("- {} on {}: {n}", r.scenario, r.wire))
+                    .map(move |n| format!("- {} {} on {}: {n}", r.harness, r.scenario, r.wire))
             })
             .collect();
         if !notes.is_empty() {
@@ -738,7 +839,11 @@ impl Report {
             let _ = match (&o.path, o.measured) {
                 (None, _) => writeln!(s, "{}: not found (PATH, --npm-prefix)", o.name),
                 (Some(p), false) => {
-                    writeln!(s, "{}: found at {p}, not measured by this version", o.name)
+                    writeln!(
+                        s,
+                        "{}: found at {p}, not run (no selected wire it speaks, or the runner cannot drive it yet)",
+                        o.name
+                    )
                 }
                 (Some(p), true) => writeln!(s, "{}: measured ({p})", o.name),
             };

@@ -35,6 +35,41 @@ impl Reply {
     }
 }
 
+/// The tool names and arguments a harness offers for the two actions the
+/// scenarios need, so each harness is asked for the same work in its own
+/// tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// evoflux's `shell` and `read` (crates/evoflux-graph's framework
+    /// tools).
+    Evoflux,
+    /// codex's `exec_command`; it has no read tool, so reading is `cat`.
+    Codex,
+    /// Claude Code's `Bash` and `Read` (which takes an absolute path).
+    Claude,
+}
+
+impl Dialect {
+    pub fn shell(self, command: &str, why: &str) -> Reply {
+        match self {
+            Dialect::Evoflux => {
+                Reply::call("shell", json!({"command": command, "description": why}))
+            }
+            Dialect::Codex => Reply::call("exec_command", json!({ "cmd": command })),
+            Dialect::Claude => Reply::call("Bash", json!({"command": command, "description": why})),
+        }
+    }
+
+    pub fn read(self, path: &str) -> Reply {
+        match self {
+            Dialect::Evoflux => Reply::call("read", json!({ "path": path })),
+            Dialect::Codex => Reply::call("exec_command", json!({ "cmd": format!("cat {path}") })),
+            Dialect::Claude => Reply::call("Read", json!({ "file_path": path })),
+        }
+    }
+}
+
 /// A scripted conversation: the reply at step 0 (no model turn yet), 1, …
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Script {
@@ -59,25 +94,19 @@ impl Script {
     }
 
     /// Shell, read, answer.
-    pub fn three_step(file: &str) -> Script {
+    pub fn three_step(dialect: Dialect, file: &str) -> Script {
         Script {
             steps: vec![
-                Reply::call(
-                    "shell",
-                    json!({"command": "ls -la", "description": "list the workspace"}),
-                ),
-                Reply::call("read", json!({ "path": file })),
+                dialect.shell("ls -la", "list the workspace"),
+                dialect.read(file),
                 Reply::Text(format!("{file} holds the project notes.")),
             ],
         }
     }
 
     /// One read per file, then an answer.
-    pub fn reads(files: &[String]) -> Script {
-        let mut steps: Vec<Reply> = files
-            .iter()
-            .map(|f| Reply::call("read", json!({ "path": f })))
-            .collect();
+    pub fn reads(dialect: Dialect, files: &[String]) -> Script {
+        let mut steps: Vec<Reply> = files.iter().map(|f| dialect.read(f)).collect();
         steps.push(Reply::Text(format!("Read {} files.", files.len())));
         Script { steps }
     }
@@ -119,7 +148,7 @@ mod tests {
 
     #[test]
     fn the_step_comes_from_the_conversation_not_from_arrival_order() {
-        let script = Script::three_step("notes.txt");
+        let script = Script::three_step(Dialect::Evoflux, "notes.txt");
         // Ask for step 2 first, then step 0 twice (a retry): each gets its
         // own reply.
         assert_eq!(
@@ -139,6 +168,11 @@ mod tests {
         assert_eq!(calls[0].name, "read");
         assert_eq!(calls[0].arguments["path"], "notes.txt");
         assert_eq!(script.reply(&chat_at(7)), Reply::Text(BEYOND_SCRIPT.into()));
+        let codex = Script::three_step(Dialect::Codex, "notes.txt");
+        assert_eq!(
+            codex.reply(&chat_at(1)),
+            Reply::call("exec_command", json!({"cmd": "cat notes.txt"}))
+        );
     }
 
     #[test]

@@ -57,6 +57,13 @@ pub struct Record {
     pub cache_write_tokens: u64,
     /// The skill resolver's call (answered after the resolver delay).
     pub resolver: bool,
+    /// A call without tools that is not the resolver (a title, a summary):
+    /// answered with plain text, since no tool can be called, and not
+    /// counted as a step of the scenario.
+    pub side: bool,
+    /// Asked for a stream (`"stream": true`); otherwise answered with one
+    /// JSON body.
+    pub streamed: bool,
     /// The script step it was answered as.
     pub step: usize,
     /// Why it was refused, when it was.
@@ -160,7 +167,11 @@ struct Decision {
     usage: CacheUsage,
     delay: Duration,
     id: String,
+    streamed: bool,
 }
+
+/// The answer to a call without tools that is not the resolver.
+pub const SIDE_ANSWER: &str = "Benchmark session";
 
 fn decide(inner: &Shared, wire: Wire, body: &Bytes) -> Result<(Decision, String), String> {
     let at = Instant::now();
@@ -185,6 +196,8 @@ fn decide(inner: &Shared, wire: Wire, body: &Bytes) -> Result<(Decision, String)
                 cached_tokens: 0,
                 cache_write_tokens: 0,
                 resolver: false,
+                side: false,
+                streamed: false,
                 step: 0,
                 error: Some(why.clone()),
             });
@@ -196,12 +209,16 @@ fn decide(inner: &Shared, wire: Wire, body: &Bytes) -> Result<(Decision, String)
         Wire::Anthropic => inner.cache.anthropic(&prompt),
     };
     let resolver = prompt.is_resolver();
+    let side = !resolver && prompt.tool_count == 0;
+    let streamed = value.get("stream").and_then(Value::as_bool) == Some(true);
     let step = Script::step_of(&prompt);
     let (reply, delay) = if resolver {
         (
             Reply::Text(resolver_no_skill()),
             inner.options.resolver_delay,
         )
+    } else if side {
+        (Reply::Text(SIDE_ANSWER.to_owned()), Duration::ZERO)
     } else {
         (inner.script.reply(&prompt), Duration::ZERO)
     };
@@ -215,6 +232,8 @@ fn decide(inner: &Shared, wire: Wire, body: &Bytes) -> Result<(Decision, String)
         cached_tokens: usage.cached,
         cache_write_tokens: usage.written,
         resolver,
+        side,
+        streamed,
         step,
         error: None,
     });
@@ -229,6 +248,7 @@ fn decide(inner: &Shared, wire: Wire, body: &Bytes) -> Result<(Decision, String)
             usage,
             delay,
             id,
+            streamed,
         },
         model,
     ))
@@ -251,6 +271,9 @@ async fn answer(State(inner): State<Shared>, wire: Wire, body: Bytes) -> Respons
         written: d.usage.written,
         output: sse::output_tokens(&d.reply),
     };
+    if !d.streamed {
+        return axum::Json(sse::complete(wire, &d.reply, &model, &d.id, usage)).into_response();
+    }
     let frames = sse::stream(wire, &d.reply, &model, &d.id, usage);
     let body = Body::from_stream(futures_util::stream::iter(
         frames

@@ -326,6 +326,77 @@ pub fn stream(
     }
 }
 
+/// The same answer as one JSON body, for a request without
+/// `"stream": true`.
+pub fn complete(wire: crate::Wire, reply: &Reply, model: &str, id: &str, usage: Usage) -> Value {
+    match wire {
+        crate::Wire::Chat => {
+            let (message, finish) = match reply {
+                Reply::Text(t) => (
+                    json!({"role": "assistant", "content": t, "refusal": null}),
+                    "stop",
+                ),
+                Reply::ToolCalls(calls) => {
+                    let calls: Vec<Value> = calls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            json!({"id": format!("call_{id}_{i}"), "type": "function",
+                                "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+                        })
+                        .collect();
+                    (
+                        json!({"role": "assistant", "content": null, "tool_calls": calls, "refusal": null}),
+                        "tool_calls",
+                    )
+                }
+            };
+            json!({
+                "id": format!("chatcmpl-{id}"), "object": "chat.completion", "created": 0, "model": model,
+                "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+                "usage": {"prompt_tokens": usage.input, "completion_tokens": usage.output,
+                    "total_tokens": usage.input + usage.output,
+                    "prompt_tokens_details": {"cached_tokens": usage.cached}},
+            })
+        }
+        crate::Wire::Responses => {
+            // The last event's response is the whole answer.
+            let frames = responses(reply, model, id, usage);
+            frames
+                .last()
+                .and_then(|f| f.split_once("data: "))
+                .and_then(|(_, d)| serde_json::from_str::<Value>(d.trim()).ok())
+                .map(|v| v["response"].clone())
+                .unwrap_or(Value::Null)
+        }
+        crate::Wire::Anthropic => {
+            let (content, stop) = match reply {
+                Reply::Text(t) => (json!([{"type": "text", "text": t}]), "end_turn"),
+                Reply::ToolCalls(calls) => (
+                    Value::Array(
+                        calls
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| {
+                                json!({"type": "tool_use", "id": format!("toolu_{id}_{i}"),
+                                    "name": c.name, "input": c.arguments})
+                            })
+                            .collect(),
+                    ),
+                    "tool_use",
+                ),
+            };
+            json!({
+                "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": model,
+                "content": content, "stop_reason": stop, "stop_sequence": null,
+                "usage": {"input_tokens": usage.input.saturating_sub(usage.cached + usage.written),
+                    "cache_creation_input_tokens": usage.written,
+                    "cache_read_input_tokens": usage.cached, "output_tokens": usage.output},
+            })
+        }
+    }
+}
+
 /// A client's reading of a stream, for the tests: each wire decoded the
 /// way its API documents, checking the event shapes on the way.
 #[cfg(test)]
