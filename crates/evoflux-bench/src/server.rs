@@ -484,4 +484,40 @@ mod tests {
         );
         assert!(records[3].error.is_some());
     }
+
+    #[tokio::test]
+    async fn a_call_without_tools_or_stream_gets_one_plain_json_answer() {
+        let server = FakeServer::start(script(), ServerOptions::default())
+            .await
+            .unwrap();
+        let title = json!({
+            "model": "claude", "max_tokens": 32,
+            "system": "Write a five-word title for this conversation.",
+            "messages": [{"role": "user", "content": "read a.txt"}],
+        });
+        let (status, body) = post(server.addr, "/v1/messages", &title.to_string()).await;
+        assert!(status.contains("200"), "{status}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["type"], "message");
+        assert_eq!(v["content"][0]["text"], SIDE_ANSWER);
+        assert_eq!(v["stop_reason"], "end_turn");
+        let chat = json!({
+            "model": "gpt-4o", "stream": false,
+            "tools": [{"type": "function", "function": {"name": "read", "parameters": {}}}],
+            "messages": [{"role": "user", "content": "read a.txt"}],
+        });
+        let (_, body) = post(server.addr, "/v1/chat/completions", &chat.to_string()).await;
+        let v: Value = serde_json::from_str(&body).unwrap();
+        let call = &v["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "read");
+        assert_eq!(call["arguments"], "{\"path\":\"a.txt\"}");
+        let records = server.records();
+        assert_eq!(
+            records
+                .iter()
+                .map(|r| (r.side, r.streamed))
+                .collect::<Vec<_>>(),
+            [(true, false), (false, false)]
+        );
+    }
 }
