@@ -57,6 +57,10 @@ struct Args {
     /// How long the fake server takes to answer the skill resolver.
     #[arg(long, default_value_t = 300)]
     resolver_delay_ms: u64,
+    /// How long the fake server takes to answer every other call
+    /// (default 0: an instant model).
+    #[arg(long, default_value_t = 0)]
+    main_delay_ms: u64,
     /// Give up on one run after this long.
     #[arg(long, default_value_t = 300)]
     timeout_secs: u64,
@@ -115,6 +119,7 @@ async fn main() -> Result<()> {
     let settings = run::Settings {
         runs: args.runs.max(1),
         resolver_delay: Duration::from_millis(args.resolver_delay_ms),
+        main_delay: Duration::from_millis(args.main_delay_ms),
         timeout: Duration::from_secs(args.timeout_secs),
         dump_dir: args.dump.clone(),
     };
@@ -155,6 +160,7 @@ async fn main() -> Result<()> {
         binary: evoflux.display().to_string(),
         runs: settings.runs,
         resolver_delay_ms: args.resolver_delay_ms,
+        main_delay_ms: args.main_delay_ms,
         results,
         other_harnesses: others,
     };

@@ -210,6 +210,7 @@ fn codex_config(server: &FakeServer) -> String {
 pub struct Settings {
     pub runs: usize,
     pub resolver_delay: Duration,
+    pub main_delay: Duration,
     pub timeout: Duration,
     pub dump_dir: Option<PathBuf>,
 }
@@ -573,6 +574,7 @@ pub async fn measure(
 ) -> Result<ScenarioResult> {
     let options = ServerOptions {
         resolver_delay: settings.resolver_delay,
+        main_delay: settings.main_delay,
         dump_dir: settings
             .dump_dir
             .as_ref()
@@ -726,6 +728,7 @@ pub struct Report {
     pub binary: String,
     pub runs: usize,
     pub resolver_delay_ms: u64,
+    pub main_delay_ms: u64,
     pub results: Vec<ScenarioResult>,
     pub other_harnesses: Vec<OtherHarness>,
 }
@@ -747,8 +750,8 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} ({}), {} run(s) per row, medians; the resolver is answered after {} ms\n",
-            self.harness, self.binary, self.runs, self.resolver_delay_ms
+            "{} ({}), {} run(s) per row, medians; the resolver is answered after {} ms, other calls after {} ms\n",
+            self.harness, self.binary, self.runs, self.resolver_delay_ms, self.main_delay_ms
         );
         s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | peak RSS MiB |\n");
         s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");

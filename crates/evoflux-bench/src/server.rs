@@ -30,6 +30,10 @@ pub struct ServerOptions {
     /// trip and some tokens for it, and that wait is what speculative
     /// resolution hides.
     pub resolver_delay: Duration,
+    /// How long every other call waits before its answer (default none:
+    /// an instant model, so what is measured is the harness). Set it to
+    /// see how a harness overlaps its resolver with the main call.
+    pub main_delay: Duration,
     /// Where to write every request body (`0001-chat.json`, …), to see
     /// what a harness sends.
     pub dump_dir: Option<PathBuf>,
@@ -39,6 +43,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             resolver_delay: Duration::from_millis(300),
+            main_delay: Duration::ZERO,
             dump_dir: None,
         }
     }
@@ -220,7 +225,7 @@ fn decide(inner: &Shared, wire: Wire, body: &Bytes) -> Result<(Decision, String)
     } else if side {
         (Reply::Text(SIDE_ANSWER.to_owned()), Duration::ZERO)
     } else {
-        (inner.script.reply(&prompt), Duration::ZERO)
+        (inner.script.reply(&prompt), inner.options.main_delay)
     };
     inner.answered += 1;
     let id = format!("bench{:04}", inner.answered);
@@ -409,6 +414,7 @@ mod tests {
     async fn the_resolver_is_answered_no_skill_after_its_delay() {
         let options = ServerOptions {
             resolver_delay: Duration::from_millis(150),
+            main_delay: Duration::ZERO,
             dump_dir: None,
         };
         let server = FakeServer::start(script(), options).await.unwrap();
