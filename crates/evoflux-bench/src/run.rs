@@ -235,8 +235,13 @@ pub struct Figures {
     /// Wall time divided by model requests: the fake answers at once, so
     /// this is what the harness spends per call (startup included).
     pub ms_per_call: f64,
-    /// Mean time between consecutive main-call requests: per-step harness
-    /// time without process start and exit.
+    /// Calls without tools that are not the resolver (titles, summaries).
+    pub side_calls: usize,
+    /// Mean time between consecutive main-call requests from the second
+    /// on: per-step harness time (running the tool, building and sending
+    /// the next request) without process start and exit, and without the
+    /// first answer, which a harness with a skill resolver holds back
+    /// until the resolver has answered.
     pub step_gap_ms: Option<f64>,
     pub first_request_bytes: usize,
     pub total_bytes: usize,
@@ -252,6 +257,11 @@ pub struct Figures {
     pub first_main_request_ms: Option<f64>,
     /// From spawning the process to the resolver's request.
     pub resolver_request_ms: Option<f64>,
+    /// The first main-call request's arrival minus the resolver request's,
+    /// within one run: what the resolver adds before the main call starts,
+    /// free of the process start-up's noise (negative when the main call
+    /// was sent first).
+    pub main_after_resolver_ms: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -273,16 +283,25 @@ impl Figures {
         let after_first = main.get(1..).unwrap_or_default();
         let since = |r: &Record| ms(r.at.saturating_duration_since(run.spawned));
         let sum = |rs: &[&Record], f: fn(&Record) -> u64| rs.iter().map(|r| f(r)).sum::<u64>();
-        let step_gap_ms = match (main.first(), main.last()) {
-            (Some(a), Some(b)) if main.len() > 1 => {
-                Some(ms(b.at.saturating_duration_since(a.at)) / (main.len() - 1) as f64)
+        let step_gap_ms = match (main.get(1), main.last()) {
+            (Some(a), Some(b)) if main.len() > 2 => {
+                Some(ms(b.at.saturating_duration_since(a.at)) / (main.len() - 2) as f64)
             }
             _ => None,
         };
+        let resolver = ok.iter().find(|r| r.resolver);
+        let main_after_resolver_ms = main.first().zip(resolver).map(|(m, r)| {
+            if m.at >= r.at {
+                ms(m.at.duration_since(r.at))
+            } else {
+                -ms(r.at.duration_since(m.at))
+            }
+        });
         Figures {
             wall_ms: ms(run.wall),
             calls: run.records.len(),
-            resolver_calls: ok.len() - main.len(),
+            resolver_calls: ok.iter().filter(|r| r.resolver).count(),
+            side_calls: ok.iter().filter(|r| r.side).count(),
             ms_per_call: ms(run.wall) / run.records.len().max(1) as f64,
             step_gap_ms,
             first_request_bytes: main.first().map(|r| r.bytes).unwrap_or(0),
@@ -297,7 +316,8 @@ impl Figures {
             cache_hit_overall: ratio(sum(&ok, |r| r.cached_tokens), sum(&ok, |r| r.input_tokens)),
             peak_rss_mib: run.peak_rss_kib.map(|k| k as f64 / 1024.0),
             first_main_request_ms: main.first().map(|r| since(r)),
-            resolver_request_ms: ok.iter().find(|r| r.resolver).map(|r| since(r)),
+            resolver_request_ms: resolver.map(|r| since(r)),
+            main_after_resolver_ms,
         }
     }
 }
@@ -344,6 +364,7 @@ fn medians(runs: &[Figures]) -> Option<Figures> {
         wall_ms: f(|r| r.wall_ms),
         calls: f(|r| r.calls as f64) as usize,
         resolver_calls: f(|r| r.resolver_calls as f64) as usize,
+        side_calls: f(|r| r.side_calls as f64) as usize,
         ms_per_call: f(|r| r.ms_per_call),
         step_gap_ms: o(|r| r.step_gap_ms),
         first_request_bytes: f(|r| r.first_request_bytes as f64) as usize,
@@ -356,6 +377,7 @@ fn medians(runs: &[Figures]) -> Option<Figures> {
         peak_rss_mib: o(|r| r.peak_rss_mib),
         first_main_request_ms: o(|r| r.first_main_request_ms),
         resolver_request_ms: o(|r| r.resolver_request_ms),
+        main_after_resolver_ms: o(|r| r.main_after_resolver_ms),
     })
 }
 
@@ -790,9 +812,9 @@ impl Report {
             .filter(|r| r.scenario.starts_with("resolver-"))
             .collect();
         if !resolver.is_empty() {
-            s.push_str("\nTime from process start to the first main-call request (ms), by resolver setting:\n\n");
-            s.push_str("| wire | off | on | speculative | on − off | speculative − off | resolver calls off/on/speculative |\n");
-            s.push_str("|---|---:|---:|---:|---:|---:|---|\n");
+            s.push_str("\nThe first main-call request by resolver setting: ms from process start, and ms after the resolver's request in the same run:\n\n");
+            s.push_str("| wire | off | on | speculative | on − off | speculative − off | main after resolver, on | main after resolver, speculative | resolver calls off/on/speculative |\n");
+            s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
             let mut wires: Vec<Wire> = resolver.iter().map(|r| r.wire).collect();
             wires.sort();
             wires.dedup();
@@ -808,14 +830,17 @@ impl Report {
                     get(mode).map_or("–".to_owned(), |m| m.resolver_calls.to_string())
                 };
                 let diff = |a: Option<f64>, b: Option<f64>| num(a.zip(b).map(|(a, b)| a - b), 1);
+                let after = |mode: &str| num(get(mode).and_then(|m| m.main_after_resolver_ms), 1);
                 let _ = writeln!(
                     s,
-                    "| {wire} | {} | {} | {} | {} | {} | {}/{}/{} |",
+                    "| {wire} | {} | {} | {} | {} | {} | {} | {} | {}/{}/{} |",
                     num(first("off"), 1),
                     num(first("on"), 1),
                     num(first("speculative"), 1),
                     diff(first("on"), first("off")),
                     diff(first("speculative"), first("off")),
+                    after("on"),
+                    after("speculative"),
                     calls("off"),
                     calls("on"),
                     calls("speculative"),
