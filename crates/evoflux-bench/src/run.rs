@@ -879,3 +879,109 @@ impl Report {
         s
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn record(start: Instant, at_ms: u64, input: u64, cached: u64, resolver: bool) -> Record {
+        Record {
+            wire: Wire::Chat,
+            at: start + Duration::from_millis(at_ms),
+            bytes: input as usize * 4,
+            input_tokens: input,
+            cached_tokens: cached,
+            cache_write_tokens: 0,
+            resolver,
+            side: false,
+            streamed: true,
+            step: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn figures_of_a_run_with_a_speculative_resolver() {
+        let t = Instant::now();
+        let run = RunOutcome {
+            wall: Duration::from_millis(1000),
+            peak_rss_kib: Some(51_200),
+            spawned: t,
+            failure: None,
+            records: vec![
+                record(t, 100, 800, 0, true),
+                record(t, 101, 4000, 0, false),
+                record(t, 500, 5000, 3968, false),
+                record(t, 520, 6000, 4992, false),
+                record(t, 540, 7000, 5888, false),
+            ],
+        };
+        let f = Figures::of(&run);
+        assert_eq!((f.calls, f.resolver_calls, f.side_calls), (5, 1, 0));
+        assert_eq!(f.wall_ms, 1000.0);
+        assert_eq!(f.ms_per_call, 200.0);
+        // From the second main call (500 ms) to the last (540 ms), two gaps.
+        assert_eq!(f.step_gap_ms, Some(20.0));
+        assert_eq!(f.first_request_bytes, 16_000);
+        assert_eq!(f.total_bytes, 4 * (800 + 4000 + 5000 + 6000 + 7000));
+        let after_first = (3968 + 4992 + 5888) as f64 / (5000 + 6000 + 7000) as f64;
+        assert_eq!(f.cache_hit_after_first, Some(after_first));
+        let overall = (3968 + 4992 + 5888) as f64 / (800 + 4000 + 5000 + 6000 + 7000) as f64;
+        assert_eq!(f.cache_hit_overall, Some(overall));
+        assert_eq!(f.peak_rss_mib, Some(50.0));
+        assert_eq!(f.first_main_request_ms, Some(101.0));
+        assert_eq!(f.resolver_request_ms, Some(100.0));
+        assert_eq!(f.main_after_resolver_ms, Some(1.0));
+    }
+
+    #[test]
+    fn medians_are_taken_field_by_field() {
+        let f = |wall: f64, rss: Option<f64>| Figures {
+            wall_ms: wall,
+            peak_rss_mib: rss,
+            calls: 3,
+            ..Figures::default()
+        };
+        let m = medians(&[f(300.0, Some(40.0)), f(100.0, None), f(200.0, Some(60.0))]).unwrap();
+        assert_eq!(m.wall_ms, 200.0);
+        assert_eq!(m.peak_rss_mib, Some(50.0));
+        assert_eq!(m.calls, 3);
+        assert!(medians(&[]).is_none());
+    }
+
+    #[test]
+    fn the_thirty_files_are_fourteen_thousand_distinct_bytes() {
+        let a = file_text(1);
+        assert_eq!(a.len(), FILE_BYTES);
+        assert!(a.lines().all(|l| l.len() == 69));
+        assert_ne!(a, file_text(2));
+        assert_eq!(thirty_files().len(), THIRTY);
+    }
+
+    #[test]
+    fn the_evoflux_config_points_the_provider_at_the_fake() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let server = FakeServer::start(Script { steps: vec![] }, ServerOptions::default())
+                .await
+                .unwrap();
+            let c = evoflux_config(
+                &server,
+                Wire::Responses,
+                Scenario::Resolver(ResolverMode::Speculative),
+                true,
+            );
+            assert!(c.contains(&format!("base_url = \"http://{}/v1\"", server.addr)));
+            assert!(c.contains("kind = \"openai\"") && c.contains("wire_api = \"responses\""));
+            assert!(c.contains("[skills]\nresolver = \"speculative\""));
+            let a = evoflux_config(&server, Wire::Anthropic, Scenario::ThreeStep, true);
+            assert!(a.contains("kind = \"anthropic\""));
+            assert!(a.contains(&format!("base_url = \"http://{}\"", server.addr)));
+            assert!(!a.contains("[skills]") && !a.contains("wire_api"));
+        });
+    }
+}
