@@ -139,6 +139,7 @@ async fn main() -> Result<()> {
         let harness = match other.name.as_str() {
             "codex" => Harness::Codex(PathBuf::from(path)),
             "claude" => Harness::Claude(PathBuf::from(path)),
+            "opencode" => Harness::Opencode(PathBuf::from(path)),
             _ => continue,
         };
         // The resolver scenarios measure evoflux's own pre-model stage.

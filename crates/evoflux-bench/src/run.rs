@@ -69,7 +69,7 @@ impl Scenario {
 
     fn script(&self, dialect: Dialect, repo: &Path) -> Script {
         let path = |f: &str| match dialect {
-            Dialect::Claude => repo.join(f).display().to_string(),
+            Dialect::Claude | Dialect::Opencode => repo.join(f).display().to_string(),
             Dialect::Evoflux | Dialect::Codex => f.to_owned(),
         };
         match self {
@@ -162,6 +162,9 @@ pub enum Harness {
     Codex(PathBuf),
     /// Claude Code (`claude -p`), on the Anthropic wire only.
     Claude(PathBuf),
+    /// opencode (`opencode run`), through its built-in `anthropic`
+    /// provider with the base URL pointed at the fake.
+    Opencode(PathBuf),
 }
 
 impl Harness {
@@ -170,12 +173,15 @@ impl Harness {
             Harness::Evoflux(_) => "evoflux",
             Harness::Codex(_) => "codex",
             Harness::Claude(_) => "claude-code",
+            Harness::Opencode(_) => "opencode",
         }
     }
 
     pub fn binary(&self) -> &Path {
         match self {
-            Harness::Evoflux(p) | Harness::Codex(p) | Harness::Claude(p) => p,
+            Harness::Evoflux(p) | Harness::Codex(p) | Harness::Claude(p) | Harness::Opencode(p) => {
+                p
+            }
         }
     }
 
@@ -184,6 +190,7 @@ impl Harness {
             Harness::Evoflux(_) => Dialect::Evoflux,
             Harness::Codex(_) => Dialect::Codex,
             Harness::Claude(_) => Dialect::Claude,
+            Harness::Opencode(_) => Dialect::Opencode,
         }
     }
 
@@ -192,9 +199,23 @@ impl Harness {
         match self {
             Harness::Evoflux(_) => true,
             Harness::Codex(_) => wire == Wire::Responses,
-            Harness::Claude(_) => wire == Wire::Anthropic,
+            Harness::Claude(_) | Harness::Opencode(_) => wire == Wire::Anthropic,
         }
     }
+}
+
+/// opencode's config: its built-in Anthropic provider on the fake.
+fn opencode_config(server: &FakeServer) -> String {
+    serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": false,
+        "share": "disabled",
+        "provider": {"anthropic": {"options": {
+            "baseURL": format!("{}/v1", server.anthropic_base_url()),
+            "apiKey": "bench-key",
+        }}},
+    })
+    .to_string()
 }
 
 /// codex's config.toml: a custom provider on the fake's Responses
@@ -513,6 +534,26 @@ async fn run_once(
                 ]);
             cmd
         }
+        Harness::Opencode(bin) => {
+            let config = home.join(".config/opencode");
+            std::fs::create_dir_all(&config)?;
+            std::fs::write(config.join("opencode.json"), opencode_config(server))?;
+            let mut cmd = tokio::process::Command::new(bin);
+            cmd.env_clear()
+                .env("ANTHROPIC_API_KEY", "bench-key")
+                .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+                .env("OPENCODE_DISABLE_SHARE", "1")
+                .args([
+                    "run",
+                    "--format",
+                    "json",
+                    "--auto",
+                    "--model",
+                    "anthropic/claude-sonnet-4-5",
+                    scenario.task(),
+                ]);
+            cmd
+        }
     };
     cmd.env("HOME", &home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -775,14 +816,14 @@ impl Report {
             "{} ({}), {} run(s) per row, medians; the resolver is answered after {} ms, other calls after {} ms\n",
             self.harness, self.binary, self.runs, self.resolver_delay_ms, self.main_delay_ms
         );
-        s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | peak RSS MiB |\n");
-        s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | uncached k tokens | cache-write k tokens | peak RSS MiB |\n");
+        s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in &self.results {
             match &r.median {
                 Some(m) => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} |",
                         r.harness,
                         r.scenario,
                         r.wire,
@@ -794,13 +835,18 @@ impl Report {
                         kb(m.total_bytes),
                         pct(m.cache_hit_after_first),
                         pct(m.cache_hit_overall),
+                        m.input_tokens
+                            .saturating_sub(m.cached_tokens + m.cache_write_tokens)
+                            as f64
+                            / 1000.0,
+                        m.cache_write_tokens as f64 / 1000.0,
                         num(m.peak_rss_mib, 1),
                     );
                 }
                 None => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | not measured | | | | | | | | |",
+                        "| {} | {} | {} | not measured | | | | | | | | | | |",
                         r.harness, r.scenario, r.wire
                     );
                 }

@@ -48,6 +48,8 @@ pub enum Dialect {
     Codex,
     /// Claude Code's `Bash` and `Read` (which takes an absolute path).
     Claude,
+    /// opencode's `bash` and `read` (`filePath`, absolute).
+    Opencode,
 }
 
 impl Dialect {
@@ -58,6 +60,9 @@ impl Dialect {
             }
             Dialect::Codex => Reply::call("exec_command", json!({ "cmd": command })),
             Dialect::Claude => Reply::call("Bash", json!({"command": command, "description": why})),
+            Dialect::Opencode => {
+                Reply::call("bash", json!({"command": command, "description": why}))
+            }
         }
     }
 
@@ -66,6 +71,7 @@ impl Dialect {
             Dialect::Evoflux => Reply::call("read", json!({ "path": path })),
             Dialect::Codex => Reply::call("exec_command", json!({ "cmd": format!("cat {path}") })),
             Dialect::Claude => Reply::call("Read", json!({ "file_path": path })),
+            Dialect::Opencode => Reply::call("read", json!({ "filePath": path })),
         }
     }
 }
