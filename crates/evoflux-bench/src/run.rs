@@ -774,7 +774,11 @@ pub fn other_harnesses(npm_prefix: Option<&Path>) -> Vec<OtherHarness> {
     ["codex", "claude", "opencode"]
         .iter()
         .map(|name| {
-            let path = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
+            let path = dirs
+                .iter()
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+                .map(|p| native_binary(name, p));
             OtherHarness {
                 name: (*name).to_owned(),
                 path: path.map(|p| p.display().to_string()),
@@ -782,6 +786,38 @@ pub fn other_harnesses(npm_prefix: Option<&Path>) -> Vec<OtherHarness> {
             }
         })
         .collect()
+}
+
+/// The native program behind an npm launcher script. codex's npm
+/// package starts its Rust binary from a Node script, which on Node
+/// older than 22.15 stays alive as the parent: measured through it, the
+/// wall time would include Node's start-up and the peak RSS would be
+/// Node's, not codex's. Anything else is returned as it is.
+fn native_binary(name: &str, found: PathBuf) -> PathBuf {
+    let is_script = std::fs::read(&found).is_ok_and(|bytes| bytes.starts_with(b"#!"));
+    if name != "codex" || !is_script {
+        return found;
+    }
+    // <prefix>/lib/node_modules/@openai/codex/bin/codex.js, with the
+    // platform package under its node_modules.
+    let Ok(script) = found.canonicalize() else {
+        return found;
+    };
+    let Some(package) = script.parent().and_then(Path::parent) else {
+        return found;
+    };
+    let platforms = package.join("node_modules/@openai");
+    let candidates = std::fs::read_dir(&platforms)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("vendor"))
+        .flat_map(|vendor| std::fs::read_dir(vendor).into_iter().flatten().flatten())
+        .map(|triple| triple.path().join("bin/codex"));
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or(found)
 }
 
 /// Everything one invocation measured.
