@@ -294,4 +294,46 @@ mod tests {
         let u = cache.anthropic(&anthropic("short", json!([user("hi", true)])));
         assert_eq!((u.cached, u.written), (0, 0));
     }
+
+    #[test]
+    fn anthropic_looks_back_at_most_twenty_blocks_from_a_breakpoint() {
+        let system = text(8_000, 's');
+        let first = json!([user(&text(4_000, 'a'), true)]);
+        // The same conversation, `extra` short blocks longer, marked only
+        // at its end and not after the system prompt.
+        let later = |extra: usize| {
+            let mut blocks = vec![json!({"type": "text", "text": text(4_000, 'a')})];
+            for i in 0..extra {
+                let mut b = json!({"type": "text", "text": format!("note {i}")});
+                if i + 1 == extra {
+                    b["cache_control"] = json!({"type": "ephemeral"});
+                }
+                blocks.push(b);
+            }
+            Prompt::parse(
+                Wire::Anthropic,
+                &json!({
+                    "system": [{"type": "text", "text": system}],
+                    "messages": [{"role": "user", "content": blocks}],
+                }),
+            )
+            .unwrap()
+        };
+        let written = |cache: &mut PrefixCache| {
+            let p = anthropic(&system, first.clone());
+            cache.anthropic(&p);
+            p.canonical().len() as u64 / 4
+        };
+        // 19 blocks later: the written prefix ends 19 boundaries before
+        // the breakpoint, inside the window of 20 (the breakpoint's own
+        // and 19 before it).
+        let mut near = PrefixCache::default();
+        let whole = written(&mut near);
+        assert_eq!(near.anthropic(&later(19)).cached, whole);
+        // 20 blocks later it is out of reach, and so is the system
+        // prompt's prefix: nothing is read.
+        let mut far = PrefixCache::default();
+        written(&mut far);
+        assert_eq!(far.anthropic(&later(20)).cached, 0);
+    }
 }
