@@ -57,8 +57,8 @@ struct Args {
     /// How long the fake server takes to answer the skill resolver.
     #[arg(long, default_value_t = 300)]
     resolver_delay_ms: u64,
-    /// How long the fake server takes to answer every other call
-    /// (default 0: an instant model).
+    /// How long the fake server takes to answer every other call; 0 is
+    /// an instant model.
     #[arg(long, default_value_t = 0)]
     main_delay_ms: u64,
     /// Give up on one run after this long.

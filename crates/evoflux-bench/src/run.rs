@@ -849,7 +849,7 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} ({}), {} run(s) per row, medians; the resolver is answered after {} ms, other calls after {} ms\n",
+            "{}: {}; {} run(s) per row, medians; the fake answers the resolver after {} ms, other calls after {} ms\n",
             self.harness, self.binary, self.runs, self.resolver_delay_ms, self.main_delay_ms
         );
         s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | uncached k tokens | cache-write k tokens | peak RSS MiB |\n");
