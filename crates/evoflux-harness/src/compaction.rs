@@ -590,7 +590,7 @@ impl CompactionHook {
             let mut projected = view.clone();
             projection::project(
                 &mut projected,
-                projection::keep_recent_batches(ctx.mode()),
+                projection::Exact::tightest(ctx.mode()),
                 presentation,
                 &call.result_metadata,
             );

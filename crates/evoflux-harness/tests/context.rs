@@ -402,11 +402,20 @@ async fn offload_writes_the_artifact_once_with_exact_bytes() {
     assert_eq!(files, 1);
 }
 
-#[tokio::test]
-async fn projection_changes_only_the_provider_request() {
+/// A turn of `greps` grep calls against a model with `window` tokens;
+/// returns the harness, the session's last request and the session id.
+async fn grep_turn(
+    greps: usize,
+    window: u64,
+) -> (
+    Repo,
+    Harness,
+    evoflux_model::Request,
+    evoflux_core::ids::SessionId,
+) {
     let repo = Repo::new(&[("src/h.rs", handlers(60))]);
     let mut replies = Vec::new();
-    for i in 0..6 {
+    for i in 0..greps {
         replies.push(call(
             &format!("g{i}"),
             "grep",
@@ -414,14 +423,21 @@ async fn projection_changes_only_the_provider_request() {
         ));
     }
     replies.push(text("Done."));
-    let model = Model::new(replies, Some(64_000), true);
+    let model = Model::new(replies, Some(window), true);
     let mut h = open(&repo, AppMode::Coding, model.clone(), repo.coding()).await;
     let session = h.session().id;
     h.turn(Some("Grep."), TurnOptions::default()).await.unwrap();
     let last = model.last_agent_request();
-    // Coding keeps the 3 most recent batches exact; older big ones are
-    // receipts in the request only.
-    for i in 0..3 {
+    (repo, h, last, session)
+}
+
+#[tokio::test]
+async fn projection_changes_only_the_provider_request() {
+    // Coding keeps the 3 most recent batches exact; older big ones become
+    // receipts in the request only, PROJECTION_STEP_BATCHES at a time.
+    let step = evoflux_harness::projection::PROJECTION_STEP_BATCHES;
+    let (repo, h, last, session) = grep_turn(3 + step + 2, 256_000).await;
+    for i in 0..step {
         let id = format!("g{i}");
         let sent = tool_content(&last.messages, &id);
         let kept = tool_content(h.messages(), &id);
@@ -433,7 +449,8 @@ async fn projection_changes_only_the_provider_request() {
         assert!(sent.contains("Re-run the tool"));
         assert!(sent.len() < kept.len());
     }
-    for i in 3..6 {
+    // Past the step and the recent batches: exact, until the next step.
+    for i in step..step + 5 {
         let id = format!("g{i}");
         assert_eq!(
             tool_content(&last.messages, &id),
@@ -456,8 +473,39 @@ async fn projection_changes_only_the_provider_request() {
         }
     }
     let usage = store.usage(session).await.unwrap();
-    assert!(usage.projected_results >= 3, "{usage:?}");
+    assert!(usage.projected_results >= step as u64, "{usage:?}");
     assert!(usage.projection_saved_chars > 0);
+}
+
+#[tokio::test]
+async fn a_request_that_fills_half_the_window_projects_all_but_the_recent_batches() {
+    // Six batches against a roomy window stay exact: far from a step.
+    let (_repo, h, roomy, _) = grep_turn(6, 1_000_000).await;
+    for i in 0..6 {
+        let id = format!("g{i}");
+        assert_eq!(
+            tool_content(&roomy.messages, &id),
+            tool_content(h.messages(), &id)
+        );
+    }
+    // Against a window that request fills to about 60% (under the
+    // compaction threshold), the room matters more than the cache.
+    let tokens = request_bytes(&roomy) as u64 / 4;
+    let (_repo, h, last, _) = grep_turn(6, tokens * 10 / 6).await;
+    for i in 0..3 {
+        let sent = tool_content(&last.messages, &format!("g{i}"));
+        assert!(
+            sent.starts_with("[Earlier grep result compacted]"),
+            "{sent}"
+        );
+    }
+    for i in 3..6 {
+        let id = format!("g{i}");
+        assert_eq!(
+            tool_content(&last.messages, &id),
+            tool_content(h.messages(), &id)
+        );
+    }
 }
 
 #[tokio::test]
@@ -779,7 +827,9 @@ async fn projection_never_touches_skill_results() {
         json!({"skill_name": "review"}),
         &skill_body,
     ));
-    for i in 0..5 {
+    // A step of batches before the three recent ones: the skill's and
+    // fifteen greps are old enough to project.
+    for i in 0..19 {
         messages.extend(pair(
             &format!("g{i}"),
             "grep",
@@ -800,7 +850,7 @@ async fn projection_never_touches_skill_results() {
         .await;
     assert_eq!(tool_content(&call.request.messages, "s1"), skill_body);
     assert!(tool_content(&call.request.messages, "g0").starts_with("[Earlier grep result"));
-    assert_eq!(call.stats.projected_results, 2);
+    assert_eq!(call.stats.projected_results, 15);
     // The caller's messages are untouched (the request holds a copy).
     assert_eq!(tool_content(&messages, "g0"), "g".repeat(3_000));
 }
