@@ -66,6 +66,11 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::workers::WorkersCommand,
     },
+    /// Fleet contracts: list, show, validate, and compile a plan (running plans is not built yet).
+    Fleet {
+        #[command(subcommand)]
+        command: crate::commands::fleet::FleetCommand,
+    },
     /// Run one task non-interactively and exit: 0 done, 1 failed (or a worker result missed its contract), 4 waiting for an answer.
     Run(crate::commands::run::RunArgs),
     /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.

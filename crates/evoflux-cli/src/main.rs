@@ -81,6 +81,7 @@ fn main() -> ExitCode {
         Command::Mcp { command } => commands::mcp::run(&out, command),
         Command::Agents { command } => commands::agents::run(&out, command),
         Command::Workers { command } => commands::workers::run(&out, command),
+        Command::Fleet { command } => commands::fleet::run(&out, command),
         Command::Run(args) => commands::run::run(&out, args),
         Command::Chat(args) => commands::chat::chat(&out, args),
         Command::Sessions { command } => commands::run::sessions(&out, command),

@@ -68,6 +68,16 @@ pub enum NodeRole {
     Repair,
 }
 
+impl NodeRole {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NodeRole::Step => "step",
+            NodeRole::Check => "check",
+            NodeRole::Repair => "repair",
+        }
+    }
+}
+
 /// What a node runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(

@@ -17,7 +17,7 @@ use evoflux_core::Diagnostic;
 /// Variables a template needs and the caller did not supply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "fleet prompt: unresolved template variables: {} (pass --var name=value)",
+    "fleet prompt: unresolved template variables: {}; give each a value for the run",
     names.join(", ")
 )]
 pub struct RenderError {

@@ -35,7 +35,7 @@ fn every_missing_name_is_listed_once_in_order() {
     let Err(e) = err else { unreachable!() };
     assert_eq!(
         e.to_string(),
-        "fleet prompt: unresolved template variables: zeta, alpha, beta (pass --var name=value)"
+        "fleet prompt: unresolved template variables: zeta, alpha, beta; give each a value for the run"
     );
     assert_eq!(
         e.to_diagnostic(std::path::Path::new("fleets/x.md")).code,

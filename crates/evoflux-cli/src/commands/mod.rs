@@ -5,6 +5,7 @@ pub mod config;
 pub mod credential_input;
 pub mod doctor;
 pub mod eval;
+pub mod fleet;
 pub mod graph;
 pub mod info;
 pub mod mcp;

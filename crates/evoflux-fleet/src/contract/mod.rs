@@ -204,6 +204,13 @@ impl OnFailure {
             _ => None,
         }
     }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Stop => "stop",
+            OnFailure::Continue => "continue",
+        }
+    }
 }
 
 /// A v5 step's route: a named target, or a profile; never both.
