@@ -11,12 +11,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use evoflux_core::{Diagnostic, Diagnostics};
 
-use crate::contract::{FleetContract, FleetStep, LoopCheck, loop_check_id, loop_repair_id};
+use crate::contract::{
+    FleetContract, FleetStep, LoopCheck, loop_attempts_allowed, loop_attempts_message,
+    loop_check_id, loop_repair_id,
+};
 
 /// The diagnostic codes of graph validation, one per kind of problem.
 pub mod codes {
     /// Two steps declare the same id.
     pub const DUPLICATE_ID: &str = "fleet/duplicate-id";
+    /// A loop's `maxAttempts` is outside 1..=`FLEET_LOOP_MAX_ATTEMPTS`.
+    pub const LOOP_ATTEMPTS_INVALID: &str = "fleet/loop-attempts-invalid";
     /// A declared id equals one a loop generates (`<loop>.check.<n>`,
     /// `<loop>.repair.<n>`).
     pub const ID_COLLISION: &str = "fleet/id-collision";
@@ -77,9 +82,19 @@ pub fn validate_fleet_graph(contract: &FleetContract) -> Diagnostics {
         }
     }
 
-    // 2. Generated loop ids do not collide with declared ones.
+    // 2. Loops are bounded (the parser refuses an unbounded one; a contract
+    // built by hand is checked here, before anything is unrolled), and the
+    // ids they generate do not collide with declared ones.
     for step in &contract.steps {
         let FleetStep::Loop(l) = step else { continue };
+        if !loop_attempts_allowed(u64::from(l.max_attempts)) {
+            err(
+                codes::LOOP_ATTEMPTS_INVALID,
+                step_field(&l.id, "maxAttempts"),
+                loop_attempts_message(),
+            );
+            continue;
+        }
         for generated in loop_generated_ids(&l.id, l.max_attempts) {
             if by_id.contains_key(generated.as_str()) {
                 err(

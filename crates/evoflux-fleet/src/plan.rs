@@ -28,12 +28,12 @@ use crate::boundary::WriteBoundary;
 use crate::contract::{
     AgentWork, CodeWork, FleetContract, FleetStep, FleetVersion, LoopCheck, OnFailure, Route,
     Scope, loop_check_id, loop_check_position, loop_repair_id, loop_repair_position,
+    validate_fleet_contract,
 };
-use crate::graph::validate_fleet_graph;
 use crate::render::{
     RenderError, render_fleet_prompt, template_variables, whole_token_placeholder,
 };
-use crate::writes::{fleet_step_write_boundary, validate_write_boundaries};
+use crate::writes::fleet_step_write_boundary;
 
 /// The shape of [`ExecutionPlan`]; bumped when its meaning changes, so an
 /// old run record is never resumed against a differently shaped plan.
@@ -237,8 +237,7 @@ pub fn compile_fleet_plan(
     contract: &FleetContract,
     vars: &BTreeMap<String, String>,
 ) -> Result<ExecutionPlan, PlanError> {
-    let mut diagnostics = validate_fleet_graph(contract);
-    diagnostics.extend(validate_write_boundaries(contract));
+    let diagnostics = validate_fleet_contract(contract);
     if diagnostics.has_errors() {
         return Err(PlanError::Invalid {
             path: contract.path.clone(),

@@ -216,6 +216,31 @@ fn an_invalid_hand_built_contract_is_not_compiled() {
 }
 
 #[test]
+fn a_hand_built_loop_outside_the_bound_is_not_unrolled() {
+    // The parser refuses these; a contract built or edited in code must not
+    // unroll into more verifications than the spec allows, or into none.
+    for attempts in [0, FLEET_LOOP_MAX_ATTEMPTS + 1, u32::MAX] {
+        let mut c = valid(&doc(V3));
+        let Some(FleetStep::Loop(l)) = c.steps.get_mut(1) else {
+            panic!("suite is the second step")
+        };
+        l.max_attempts = attempts;
+        match compile_fleet_plan(&c, &vars(&[("target", "x")])) {
+            Err(PlanError::Invalid { diagnostics, .. }) => {
+                assert_eq!(
+                    diagnostics.codes(),
+                    ["fleet/loop-attempts-invalid"],
+                    "{attempts}"
+                );
+                let d = &diagnostics.as_slice()[0];
+                assert_eq!(d.locator.field.as_deref(), Some("steps.suite.maxAttempts"));
+            }
+            other => panic!("{attempts}: expected invalid, got {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn compiled_v3_plan() {
     insta::assert_json_snapshot!(compile(&valid(&doc(V3))));
 }

@@ -40,6 +40,18 @@ use crate::boundary::WriteBoundary;
 
 pub use parse::parse_fleet_contract;
 
+/// Every check that holds for a contract value however it was made: the
+/// graph ([`validate_fleet_graph`](crate::graph::validate_fleet_graph),
+/// loop bounds included) and the write boundaries
+/// ([`validate_write_boundaries`](crate::writes::validate_write_boundaries)).
+/// The parser runs it on what it read and plan compilation on what it is
+/// handed, so the two cannot drift apart.
+pub fn validate_fleet_contract(contract: &FleetContract) -> evoflux_core::Diagnostics {
+    let mut diags = crate::graph::validate_fleet_graph(contract);
+    diags.extend(crate::writes::validate_write_boundaries(contract));
+    diags
+}
+
 /// The version at which `writes` boundaries are declared and enforced.
 pub const FLEET_WRITE_BOUNDARY_VERSION: FleetVersion = FleetVersion::V4;
 /// The version that adds gate and plan steps, `target`/`profile` and
@@ -51,6 +63,23 @@ pub const FLEET_DYNAMIC_STEP_VERSION: FleetVersion = FleetVersion::V5;
 /// is not converging. Do not raise it without changing the repair loop's
 /// cost model.
 pub const FLEET_LOOP_MAX_ATTEMPTS: u32 = 5;
+
+/// Whether a loop may declare `maxAttempts: n`: at least one verification,
+/// at most [`FLEET_LOOP_MAX_ATTEMPTS`]. The one statement of the bound, read
+/// by the parser and again by graph validation, so a contract built or
+/// edited by hand cannot unroll into more nodes than the spec allows (or
+/// into none).
+pub const fn loop_attempts_allowed(n: u64) -> bool {
+    n >= 1 && n <= FLEET_LOOP_MAX_ATTEMPTS as u64
+}
+
+/// What is wrong with a `maxAttempts` outside [`loop_attempts_allowed`].
+pub fn loop_attempts_message() -> String {
+    format!(
+        "'maxAttempts' must be an integer from 1 to {FLEET_LOOP_MAX_ATTEMPTS}: the bound counts \
+         verifications, and a loop that needs more is not converging"
+    )
+}
 
 /// A plan step's roster holds 1..=16 distinct agents.
 pub const PLAN_ROSTER_MAX: usize = 16;

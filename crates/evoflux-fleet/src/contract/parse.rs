@@ -16,16 +16,16 @@ use yaml_serde::{Mapping, Value};
 
 use super::{
     AgentStep, AgentWork, CODE_STEP_MAX_ARG_CHARS, CODE_STEP_MAX_ARGS, CodeStep, CodeWork,
-    DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_LOOP_MAX_ATTEMPTS,
-    FLEET_WRITE_BOUNDARY_VERSION, FleetContract, FleetStep, FleetVersion, GateStep, LoopCheck,
-    LoopStep, OnFailure, PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind,
+    DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_WRITE_BOUNDARY_VERSION, FleetContract,
+    FleetStep, FleetVersion, GateStep, LoopCheck, LoopStep, OnFailure, PLAN_MAX_TASKS,
+    PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind, loop_attempts_allowed,
+    loop_attempts_message, validate_fleet_contract,
 };
 use crate::boundary::{
     BoundaryError, WriteBoundary, normalize_write_boundary, normalize_write_boundary_entry,
 };
-use crate::graph::validate_fleet_graph;
+use crate::graph::codes as graph_codes;
 use crate::render::whole_token_placeholder;
-use crate::writes::validate_write_boundaries;
 
 /// The first version with `commitFrom`.
 const COMMIT_STEP_VERSION: FleetVersion = FleetVersion::V3;
@@ -85,11 +85,9 @@ pub fn parse_fleet_contract(
     // even when something else was refused (an unknown key, a key newer
     // than the version), so every problem is reported in one pass.
     let contract = contract?;
-    let graph = validate_fleet_graph(&contract);
-    let boundaries = validate_write_boundaries(&contract);
-    refused |= graph.has_errors() || boundaries.has_errors();
-    diags.extend(graph);
-    diags.extend(boundaries);
+    let checked = validate_fleet_contract(&contract);
+    refused |= checked.has_errors();
+    diags.extend(checked);
     (!refused).then_some(contract)
 }
 
@@ -661,20 +659,13 @@ impl Reader<'_> {
                         self.missing(&at, "maxAttempts");
                         None
                     }
-                    Some(v) => match v
-                        .as_u64()
-                        .filter(|n| (1..=u64::from(FLEET_LOOP_MAX_ATTEMPTS)).contains(n))
-                    {
+                    Some(v) => match v.as_u64().filter(|n| loop_attempts_allowed(*n)) {
                         Some(n) => u32::try_from(n).ok(),
                         None => {
                             self.err(
-                                "fleet/loop-attempts-invalid",
+                                graph_codes::LOOP_ATTEMPTS_INVALID,
                                 &field(&at, "maxAttempts"),
-                                format!(
-                                    "'maxAttempts' must be an integer from 1 to \
-                                     {FLEET_LOOP_MAX_ATTEMPTS}: the bound counts verifications, \
-                                     and a loop that needs more is not converging"
-                                ),
+                                loop_attempts_message(),
                             );
                             None
                         }
