@@ -87,10 +87,12 @@ pub const PLAN_ROSTER_MAX: usize = 16;
 pub const PLAN_MAX_TASKS: u32 = 16;
 /// The agent of a plan step that names none.
 pub const DEFAULT_PLAN_AGENT: &str = "architect";
-/// A code step passes at most this many `args`.
-pub const CODE_STEP_MAX_ARGS: usize = 64;
-/// The longest code-step argument, in characters.
-pub const CODE_STEP_MAX_ARG_CHARS: usize = 8_192;
+/// A code step passes at most this many `args`: one per argument slot, so
+/// no more than a command can declare.
+pub const CODE_STEP_MAX_ARGS: usize = crate::commands::MAX_ARGUMENT_SLOTS;
+/// The longest code-step argument, in characters: the longest value any
+/// slot can accept.
+pub const CODE_STEP_MAX_ARG_CHARS: usize = crate::commands::MAX_SLOT_LENGTH;
 
 /// The contract schema version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
