@@ -33,7 +33,7 @@ use crate::contract::{
 use crate::render::{
     RenderError, render_fleet_prompt, template_variables, whole_token_placeholder,
 };
-use crate::writes::fleet_step_write_boundary;
+use crate::writes::{fleet_step_write_boundary, gate_write_boundary};
 
 /// The shape of [`ExecutionPlan`]; bumped when its meaning changes, so an
 /// old run record is never resumed against a differently shaped plan.
@@ -420,11 +420,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn gate_writes(&self, path: &str) -> Option<WriteBoundary> {
-        if self.contract.version.enforces_write_boundaries() {
-            crate::boundary::normalize_write_boundary(&[path]).ok()
-        } else {
-            None
-        }
+        gate_write_boundary(self.contract.version, path)
     }
 
     fn agent_work(a: &AgentWork) -> NodeWork {
