@@ -116,74 +116,51 @@ impl Reader<'_> {
         });
     }
 
-    /// Refuses a key newer than the declared version, by name.
-    fn newer_key(&mut self, at: &str, key: &str, since: FleetVersion, why: &str) {
-        self.err(
-            "fleet/key-requires-version",
-            &field(at, key),
-            format!(
-                "'{key}' requires contract version {since}; this contract declares version {}, \
-                 {why}",
-                self.version
-            ),
-        );
-    }
-
-    /// The version gates of one step-like mapping (a step, a check, a
-    /// repair). Returns the keys they reported, so the unknown-key check
-    /// does not report them twice.
-    fn gates(&mut self, m: &Mapping, at: &str, step_level: bool) -> Vec<&'static str> {
-        let mut reported = Vec::new();
-        let gated: [(&'static str, FleetVersion, &str); 4] = [
-            (
-                "writes",
-                FLEET_WRITE_BOUNDARY_VERSION,
-                "where the declaration would not be enforced",
-            ),
-            (
-                "target",
-                FLEET_DYNAMIC_STEP_VERSION,
-                "where per-step routing does not exist",
-            ),
-            (
-                "profile",
-                FLEET_DYNAMIC_STEP_VERSION,
-                "where per-step routing does not exist",
-            ),
-            (
-                "commitFrom",
-                COMMIT_STEP_VERSION,
-                "where commit steps do not exist",
-            ),
-        ];
-        for (key, since, why) in gated {
-            if key == "commitFrom" && !step_level {
-                continue;
-            }
-            if self.version < since && m.contains_key(key) {
-                self.newer_key(at, key, since, why);
-                reported.push(key);
-            }
-        }
-        reported
-    }
-
-    fn unknown_keys(&mut self, m: &Mapping, at: &str, allowed: &[&str], reported: &[&str]) {
+    /// Checks every key of `m` against what `position` has at this
+    /// version: a key the position gains in a later version is refused by
+    /// name (the author wrote something an older reader would ignore), any
+    /// other unknown key as unknown. `reported` keys were refused already,
+    /// with a message of their own.
+    fn keys(&mut self, m: &Mapping, at: &str, position: Position, reported: &[&str]) {
+        let table = position.keys();
         for k in m.keys() {
             let Some(name) = k.as_str() else {
                 self.err("fleet/field-invalid", at, "keys must be strings".to_owned());
                 continue;
             };
-            if !allowed.contains(&name) && !reported.contains(&name) {
-                self.err(
-                    "fleet/key-unknown",
-                    &field(at, name),
-                    format!(
-                        "unknown key '{name}' (allowed at version {}: {})",
-                        self.version,
-                        allowed.join(", ")
-                    ),
-                );
+            if reported.contains(&name) {
+                continue;
+            }
+            match table.iter().find(|(key, _)| *key == name) {
+                Some((_, since)) if *since <= self.version => {}
+                Some((_, since)) => {
+                    let why = newer_key_reason(name);
+                    self.err(
+                        "fleet/key-requires-version",
+                        &field(at, name),
+                        format!(
+                            "'{name}' requires contract version {since}; this contract declares \
+                             version {}, {why}",
+                            self.version
+                        ),
+                    );
+                }
+                None => {
+                    let allowed: Vec<&str> = table
+                        .iter()
+                        .filter(|(_, since)| *since <= self.version)
+                        .map(|(key, _)| *key)
+                        .collect();
+                    self.err(
+                        "fleet/key-unknown",
+                        &field(at, name),
+                        format!(
+                            "unknown key '{name}' (allowed at version {}: {})",
+                            self.version,
+                            allowed.join(", ")
+                        ),
+                    );
+                }
             }
         }
     }
@@ -421,42 +398,8 @@ impl Reader<'_> {
         })
     }
 
-    /// Keys of each position at this version.
-    fn allowed(&self, base: &[&'static str], writes: bool, route: bool) -> Vec<&'static str> {
-        let mut out = base.to_vec();
-        if writes && self.version.enforces_write_boundaries() {
-            out.push("writes");
-        }
-        if route && self.version >= FLEET_DYNAMIC_STEP_VERSION {
-            out.extend(["target", "profile"]);
-        }
-        out
-    }
-
     fn contract(&mut self, top: &Mapping, body: &str) -> Option<FleetContract> {
-        let mut reported = Vec::new();
-        if self.version < FLEET_DYNAMIC_STEP_VERSION && top.contains_key("writers") {
-            self.newer_key(
-                "",
-                "writers",
-                FLEET_DYNAMIC_STEP_VERSION,
-                "where the single-writer token does not exist",
-            );
-            reported.push("writers");
-        }
-        let mut allowed = vec![
-            "version",
-            "name",
-            "description",
-            "steps",
-            "maxWorkers",
-            "budgetUsd",
-            "onFailure",
-        ];
-        if self.version >= FLEET_DYNAMIC_STEP_VERSION {
-            allowed.push("writers");
-        }
-        self.unknown_keys(top, "", &allowed, &reported);
+        self.keys(top, "", Position::Top, &[]);
 
         let name = self.string(top, "", "name");
         let description = match top.get("description") {
@@ -588,16 +531,10 @@ impl Reader<'_> {
             );
             return None;
         }
-        let mut reported = self.gates(m, &at, true);
         let id = self.string(m, &at, "id");
         match kind {
             StepKind::Agent => {
-                let allowed = self.allowed(
-                    &["kind", "id", "agent", "scope", "dependencies"],
-                    true,
-                    true,
-                );
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::AgentStep, &[]);
                 let agent = self.string(m, &at, "agent");
                 let deps = self.dependencies(m, &at);
                 let position = id.clone().unwrap_or_default();
@@ -609,12 +546,7 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Code => {
-                let mut base = vec!["kind", "id", "command", "args", "scope", "dependencies"];
-                if self.version >= COMMIT_STEP_VERSION {
-                    base.push("commitFrom");
-                }
-                let allowed = self.allowed(&base, true, false);
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::CodeStep, &[]);
                 let deps = self.dependencies(m, &at);
                 let work = self.code_work(m, &at);
                 let commit_from = match m.get("commitFrom") {
@@ -641,19 +573,7 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Loop => {
-                self.unknown_keys(
-                    m,
-                    &at,
-                    &[
-                        "kind",
-                        "id",
-                        "maxAttempts",
-                        "dependencies",
-                        "check",
-                        "repair",
-                    ],
-                    &reported,
-                );
+                self.keys(m, &at, Position::LoopStep, &[]);
                 let max_attempts = match m.get("maxAttempts") {
                     None => {
                         self.missing(&at, "maxAttempts");
@@ -684,6 +604,7 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Gate => {
+                let mut reported = Vec::new();
                 if m.contains_key("writes") {
                     self.err(
                         "fleet/gate-writes",
@@ -696,20 +617,7 @@ impl Reader<'_> {
                     );
                     reported.push("writes");
                 }
-                let allowed = self.allowed(
-                    &[
-                        "kind",
-                        "id",
-                        "agent",
-                        "path",
-                        "run",
-                        "scope",
-                        "dependencies",
-                    ],
-                    false,
-                    true,
-                );
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::GateStep, &reported);
                 let agent = self.string(m, &at, "agent");
                 let path = self.string(m, &at, "path");
                 let run = self.string(m, &at, "run");
@@ -732,21 +640,7 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Plan => {
-                let allowed = self.allowed(
-                    &[
-                        "kind",
-                        "id",
-                        "agent",
-                        "roster",
-                        "maxTasks",
-                        "proposals",
-                        "scope",
-                        "dependencies",
-                    ],
-                    true,
-                    true,
-                );
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::PlanStep, &[]);
                 let agent = self
                     .opt_string(m, &at, "agent")
                     .map(|a| a.unwrap_or_else(|| DEFAULT_PLAN_AGENT.to_owned()));
@@ -874,21 +768,18 @@ impl Reader<'_> {
             );
             return None;
         }
-        let reported = self.gates(c, &at, false);
         match kind {
             StepKind::Code => {
-                let allowed = self.allowed(&["kind", "command", "args", "scope"], true, false);
-                self.unknown_keys(c, &at, &allowed, &reported);
+                self.keys(c, &at, Position::CodeCheck, &[]);
                 self.code_work(c, &at).map(LoopCheck::Code)
             }
             StepKind::Gate => {
-                self.unknown_keys(c, &at, &["kind", "gate"], &reported);
+                self.keys(c, &at, Position::GateCheck, &[]);
                 self.string(c, &at, "gate")
                     .map(|gate| LoopCheck::Gate { gate })
             }
             StepKind::Agent | StepKind::Loop | StepKind::Plan => {
-                let allowed = self.allowed(&["kind", "agent", "scope"], true, true);
-                self.unknown_keys(c, &at, &allowed, &reported);
+                self.keys(c, &at, Position::AgentCheck, &[]);
                 let agent = self.string(c, &at, "agent");
                 self.agent_work(c, &at, &position, agent)
                     .map(LoopCheck::Agent)
@@ -914,10 +805,127 @@ impl Reader<'_> {
                 return None;
             }
         }
-        let reported = self.gates(c, &at, false);
-        let allowed = self.allowed(&["kind", "agent", "scope"], true, true);
-        self.unknown_keys(c, &at, &allowed, &reported);
+        self.keys(c, &at, Position::Repair, &[]);
         let agent = self.string(c, &at, "agent");
         self.agent_work(c, &at, &super::loop_repair_position(loop_id), agent)
+    }
+}
+
+/// The kinds of mapping a contract holds, each with its own keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Position {
+    Top,
+    AgentStep,
+    CodeStep,
+    LoopStep,
+    GateStep,
+    PlanStep,
+    CodeCheck,
+    AgentCheck,
+    GateCheck,
+    Repair,
+}
+
+impl Position {
+    /// Every key the position has in some version, with the first version
+    /// that has it: the one statement of the schema's keys, from which both
+    /// "unknown key" and "requires version N" are answered. A position that
+    /// only exists from some version (a code step from v2) lists its keys
+    /// from then; its kind was already checked against the version.
+    fn keys(self) -> &'static [(&'static str, FleetVersion)] {
+        use FleetVersion::{V1, V2, V3, V5};
+        match self {
+            Position::Top => &[
+                ("version", V1),
+                ("name", V1),
+                ("description", V1),
+                ("steps", V1),
+                ("maxWorkers", V1),
+                ("budgetUsd", V1),
+                ("onFailure", V1),
+                ("writers", FLEET_DYNAMIC_STEP_VERSION),
+            ],
+            Position::AgentStep => &[
+                ("kind", V1),
+                ("id", V1),
+                ("agent", V1),
+                ("scope", V1),
+                ("dependencies", V1),
+                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
+                ("target", FLEET_DYNAMIC_STEP_VERSION),
+                ("profile", FLEET_DYNAMIC_STEP_VERSION),
+            ],
+            Position::CodeStep => &[
+                ("kind", V2),
+                ("id", V2),
+                ("command", V2),
+                ("args", V2),
+                ("scope", V2),
+                ("dependencies", V2),
+                ("commitFrom", COMMIT_STEP_VERSION),
+                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
+            ],
+            Position::LoopStep => &[
+                ("kind", V3),
+                ("id", V3),
+                ("maxAttempts", V3),
+                ("dependencies", V3),
+                ("check", V3),
+                ("repair", V3),
+            ],
+            // `writes` is refused on a gate with a message of its own.
+            Position::GateStep => &[
+                ("kind", V5),
+                ("id", V5),
+                ("agent", V5),
+                ("path", V5),
+                ("run", V5),
+                ("scope", V5),
+                ("dependencies", V5),
+                ("target", V5),
+                ("profile", V5),
+            ],
+            Position::PlanStep => &[
+                ("kind", V5),
+                ("id", V5),
+                ("agent", V5),
+                ("roster", V5),
+                ("maxTasks", V5),
+                ("proposals", V5),
+                ("scope", V5),
+                ("dependencies", V5),
+                ("writes", V5),
+                ("target", V5),
+                ("profile", V5),
+            ],
+            Position::CodeCheck => &[
+                ("kind", V3),
+                ("command", V3),
+                ("args", V3),
+                ("scope", V3),
+                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
+            ],
+            Position::AgentCheck | Position::Repair => &[
+                ("kind", V3),
+                ("agent", V3),
+                ("scope", V3),
+                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
+                ("target", FLEET_DYNAMIC_STEP_VERSION),
+                ("profile", FLEET_DYNAMIC_STEP_VERSION),
+            ],
+            Position::GateCheck => &[("kind", V5), ("gate", V5)],
+        }
+    }
+}
+
+/// Why a key newer than the contract's version is refused rather than
+/// ignored: what an older reader would have silently dropped.
+fn newer_key_reason(key: &str) -> &'static str {
+    match key {
+        "writes" => "where the declaration would not be enforced",
+        "target" | "profile" => "where per-step routing does not exist",
+        "commitFrom" => "where commit steps do not exist",
+        "writers" => "where the single-writer token does not exist",
+        _ => "where the key does not exist",
     }
 }
