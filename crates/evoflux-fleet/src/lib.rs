@@ -50,8 +50,8 @@ pub use commands::{
 };
 pub use contract::{
     FLEET_DYNAMIC_STEP_VERSION, FLEET_LOOP_MAX_ATTEMPTS, FLEET_WRITE_BOUNDARY_VERSION,
-    FleetContract, FleetStep, FleetVersion, LoopCheck, OnFailure, Route, Scope, StepKind,
-    parse_fleet_contract, validate_fleet_contract,
+    FleetContract, FleetStep, FleetVersion, LoopCheck, LoopCheckKind, OnFailure, Route, Scope,
+    StepKind, parse_fleet_contract, validate_fleet_contract,
 };
 pub use graph::validate_fleet_graph;
 pub use plan::{

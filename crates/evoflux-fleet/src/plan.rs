@@ -26,9 +26,9 @@ use serde::Serialize;
 
 use crate::boundary::WriteBoundary;
 use crate::contract::{
-    AgentWork, CodeWork, FleetContract, FleetStep, FleetVersion, LoopCheck, OnFailure, Route,
-    Scope, loop_check_id, loop_check_position, loop_repair_id, loop_repair_position,
-    validate_fleet_contract,
+    AgentWork, CodeWork, FleetContract, FleetStep, FleetVersion, LoopCheck, LoopCheckKind,
+    OnFailure, Route, Scope, loop_check_id, loop_check_position, loop_repair_id,
+    loop_repair_position, validate_fleet_contract,
 };
 use crate::render::{
     RenderError, render_fleet_prompt, template_variables, whole_token_placeholder,
@@ -143,15 +143,6 @@ pub struct PlanNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writes: Option<WriteBoundary>,
     pub work: NodeWork,
-}
-
-/// What the check of a loop is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoopCheckKind {
-    Code,
-    Agent,
-    Gate,
 }
 
 /// A loop's unrolled nodes.
@@ -487,15 +478,13 @@ impl<'a> Compiler<'a> {
                 self.writes(s.work.scope, s.work.writes.as_ref()),
             )),
             FleetStep::Loop(l) => {
-                let (check_kind, check_scope, check_writes, check_work) = match &l.check {
+                let (check_scope, check_writes, check_work) = match &l.check {
                     LoopCheck::Code(c) => (
-                        LoopCheckKind::Code,
                         c.scope,
                         self.writes(c.scope, c.writes.as_ref()),
                         self.code_work(c, true, Vec::new()),
                     ),
                     LoopCheck::Agent(a) => (
-                        LoopCheckKind::Agent,
                         a.scope,
                         self.writes(a.scope, a.writes.as_ref()),
                         Self::agent_work(a),
@@ -512,7 +501,6 @@ impl<'a> Compiler<'a> {
                             | None => (String::new(), String::new()),
                         };
                         (
-                            LoopCheckKind::Gate,
                             Scope::Workspace,
                             self.gate_writes(&path),
                             NodeWork::GateCheck {
@@ -563,7 +551,7 @@ impl<'a> Compiler<'a> {
                 }
                 loops.push(PlanLoop {
                     id: l.id.clone(),
-                    check_kind,
+                    check_kind: l.check.kind(),
                     max_attempts: l.max_attempts,
                     check_ids,
                     repair_ids,

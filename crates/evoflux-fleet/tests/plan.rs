@@ -5,9 +5,10 @@ mod common;
 
 use common::{V3, V4, V5, doc, valid, vars};
 use evoflux_fleet::contract::FleetStep;
-use evoflux_fleet::plan::{LoopCheckKind, NodeRole, NodeWork, PLAN_FORMAT_VERSION};
+use evoflux_fleet::plan::{NodeRole, NodeWork, PLAN_FORMAT_VERSION};
 use evoflux_fleet::{
-    ExecutionPlan, FLEET_LOOP_MAX_ATTEMPTS, FleetContract, PlanError, compile_fleet_plan,
+    ExecutionPlan, FLEET_LOOP_MAX_ATTEMPTS, FleetContract, LoopCheckKind, PlanError,
+    compile_fleet_plan,
 };
 
 fn compile(c: &FleetContract) -> ExecutionPlan {

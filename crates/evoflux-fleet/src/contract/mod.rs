@@ -293,6 +293,43 @@ pub struct CodeStep {
     pub commit_from: Option<Vec<String>>,
 }
 
+/// What a loop's check is, a closed set of its own: a loop is never checked
+/// by a loop or a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopCheckKind {
+    Code,
+    Agent,
+    Gate,
+}
+
+impl LoopCheckKind {
+    pub fn parse(s: &str) -> Option<LoopCheckKind> {
+        match s {
+            "code" => Some(LoopCheckKind::Code),
+            "agent" => Some(LoopCheckKind::Agent),
+            "gate" => Some(LoopCheckKind::Gate),
+            _ => None,
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LoopCheckKind::Code => "code",
+            LoopCheckKind::Agent => "agent",
+            LoopCheckKind::Gate => "gate",
+        }
+    }
+
+    /// The first version whose loops may be checked this way.
+    pub const fn since(self) -> FleetVersion {
+        match self {
+            LoopCheckKind::Code | LoopCheckKind::Agent => FleetVersion::V3,
+            LoopCheckKind::Gate => FLEET_DYNAMIC_STEP_VERSION,
+        }
+    }
+}
+
 /// The verification half of a loop: the question that decides whether the
 /// loop continues.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -358,6 +395,16 @@ pub enum FleetStep {
     Loop(LoopStep),
     Gate(GateStep),
     Plan(PlanStep),
+}
+
+impl LoopCheck {
+    pub fn kind(&self) -> LoopCheckKind {
+        match self {
+            LoopCheck::Code(_) => LoopCheckKind::Code,
+            LoopCheck::Agent(_) => LoopCheckKind::Agent,
+            LoopCheck::Gate { .. } => LoopCheckKind::Gate,
+        }
+    }
 }
 
 impl FleetStep {

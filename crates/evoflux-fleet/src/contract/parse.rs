@@ -17,8 +17,8 @@ use yaml_serde::{Mapping, Value};
 use super::{
     AgentStep, AgentWork, CODE_STEP_MAX_ARG_CHARS, CODE_STEP_MAX_ARGS, CodeStep, CodeWork,
     DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_WRITE_BOUNDARY_VERSION, FleetContract,
-    FleetStep, FleetVersion, GateStep, LoopCheck, LoopStep, OnFailure, PLAN_MAX_TASKS,
-    PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind, loop_attempts_allowed,
+    FleetStep, FleetVersion, GateStep, LoopCheck, LoopCheckKind, LoopStep, OnFailure,
+    PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind, loop_attempts_allowed,
     loop_attempts_message, validate_fleet_contract,
 };
 use crate::boundary::{
@@ -734,20 +734,20 @@ impl Reader<'_> {
         };
         let position = super::loop_check_position(loop_id);
         let kind = match c.get("kind").and_then(Value::as_str) {
-            Some("code") => StepKind::Code,
-            Some("agent") => StepKind::Agent,
-            Some("gate") => StepKind::Gate,
-            Some(other) => {
-                self.err(
-                    "fleet/kind-unknown",
-                    &field(&at, "kind"),
-                    format!(
-                        "unknown loop check kind '{other}' (known: code, agent, gate); a reader \
-                         that does not understand a kind refuses the whole contract"
-                    ),
-                );
-                return None;
-            }
+            Some(s) => match LoopCheckKind::parse(s) {
+                Some(k) => k,
+                None => {
+                    self.err(
+                        "fleet/kind-unknown",
+                        &field(&at, "kind"),
+                        format!(
+                            "unknown loop check kind '{s}' (known: code, agent, gate); a reader \
+                             that does not understand a kind refuses the whole contract"
+                        ),
+                    );
+                    return None;
+                }
+            },
             None => {
                 self.err(
                     "fleet/key-missing",
@@ -757,28 +757,30 @@ impl Reader<'_> {
                 return None;
             }
         };
-        if kind == StepKind::Gate && self.version < FLEET_DYNAMIC_STEP_VERSION {
+        if kind.since() > self.version {
             self.err(
                 "fleet/kind-requires-version",
                 &field(&at, "kind"),
                 format!(
-                    "kind 'gate' requires contract version 5; this contract declares version {}",
+                    "kind '{}' requires contract version {}; this contract declares version {}",
+                    kind.as_str(),
+                    kind.since(),
                     self.version
                 ),
             );
             return None;
         }
         match kind {
-            StepKind::Code => {
+            LoopCheckKind::Code => {
                 self.keys(c, &at, Position::CodeCheck, &[]);
                 self.code_work(c, &at).map(LoopCheck::Code)
             }
-            StepKind::Gate => {
+            LoopCheckKind::Gate => {
                 self.keys(c, &at, Position::GateCheck, &[]);
                 self.string(c, &at, "gate")
                     .map(|gate| LoopCheck::Gate { gate })
             }
-            StepKind::Agent | StepKind::Loop | StepKind::Plan => {
+            LoopCheckKind::Agent => {
                 self.keys(c, &at, Position::AgentCheck, &[]);
                 let agent = self.string(c, &at, "agent");
                 self.agent_work(c, &at, &position, agent)
