@@ -87,11 +87,19 @@ impl ArgumentSlot {
     /// a contract can pass data but never a flag the operator did not put
     /// in `argv`.
     pub fn accepts(&self, value: &str) -> bool {
-        !value.is_empty()
-            && value.chars().count() <= self.max_length
-            && !value.contains('\0')
-            && !value.starts_with('-')
+        argument_value_ok(value, self.max_length)
     }
+}
+
+/// Whether `value` is acceptable data for one appended argument of at most
+/// `max_chars` characters: non-empty, no NUL, no leading dash. The rule
+/// every slot applies; plan compilation applies it with the largest slot
+/// length to a `--var` value before the value reaches the plan.
+pub fn argument_value_ok(value: &str, max_chars: usize) -> bool {
+    !value.is_empty()
+        && value.chars().count() <= max_chars
+        && !value.contains('\0')
+        && !value.starts_with('-')
 }
 
 /// Why `fleets/commands.yaml` cannot be used.

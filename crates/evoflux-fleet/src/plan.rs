@@ -25,10 +25,11 @@ use evoflux_core::hash::{ContentHash, HashError, content_hash};
 use serde::Serialize;
 
 use crate::boundary::WriteBoundary;
+use crate::commands::argument_value_ok;
 use crate::contract::{
-    AgentWork, CodeWork, FleetContract, FleetStep, FleetVersion, LoopCheck, LoopCheckKind,
-    OnFailure, Route, Scope, loop_check_id, loop_check_position, loop_repair_id,
-    loop_repair_position, validate_fleet_contract,
+    AgentWork, CODE_STEP_MAX_ARG_CHARS, CodeWork, FleetContract, FleetStep, FleetVersion,
+    LoopCheck, LoopCheckKind, OnFailure, Route, Scope, loop_check_id, loop_check_position,
+    loop_repair_id, loop_repair_position, validate_fleet_contract,
 };
 use crate::render::{
     RenderError, render_fleet_prompt, template_variables, whole_token_placeholder,
@@ -52,6 +53,18 @@ pub enum PlanError {
     /// Variables the prompt or a code step's `args` need are missing.
     #[error(transparent)]
     Unresolved(#[from] RenderError),
+    /// A `--var` value bound into a code step's argument is not data a
+    /// command may receive.
+    #[error(
+        "code step '{position}' args[{index}]: the value of --var {name} must be nonempty data \
+         of at most {CODE_STEP_MAX_ARG_CHARS} characters, without NUL or a leading dash"
+    )]
+    Argument {
+        /// The step id or `<loop>.check`.
+        position: String,
+        index: usize,
+        name: String,
+    },
     #[error("plan hash: {0}")]
     Hash(#[from] HashError),
 }
@@ -241,6 +254,22 @@ pub fn compile_fleet_plan(
     if !missing.is_empty() {
         return Err(RenderError { names: missing }.into());
     }
+    // A bound value is held to the argument rules now, so a bad --var fails
+    // the plan instead of the run, after earlier nodes were dispatched.
+    for (position, args) in code_args(contract) {
+        for (index, arg) in args.iter().enumerate() {
+            if let Some(name) = whole_token_placeholder(arg)
+                && let Some(value) = vars.get(name)
+                && !argument_value_ok(value, CODE_STEP_MAX_ARG_CHARS)
+            {
+                return Err(PlanError::Argument {
+                    position,
+                    index,
+                    name: name.to_owned(),
+                });
+            }
+        }
+    }
     let task = render_fleet_prompt(&contract.body, vars)?;
 
     let c = Compiler::new(contract, vars);
@@ -273,19 +302,28 @@ pub fn missing_variables(contract: &FleetContract, vars: &BTreeMap<String, Strin
         .into_iter()
         .filter(|n| !vars.contains_key(n))
         .collect();
-    for step in &contract.steps {
-        let args: &[String] = match step {
-            FleetStep::Code(s) => &s.work.args,
-            FleetStep::Loop(l) => match &l.check {
-                LoopCheck::Code(c) => &c.args,
-                LoopCheck::Agent(_) | LoopCheck::Gate { .. } => &[],
-            },
-            FleetStep::Agent(_) | FleetStep::Gate(_) | FleetStep::Plan(_) => &[],
-        };
+    for (_, args) in code_args(contract) {
         for name in args.iter().filter_map(|a| whole_token_placeholder(a)) {
             if !vars.contains_key(name) && !out.iter().any(|n| n == name) {
                 out.push(name.to_owned());
             }
+        }
+    }
+    out
+}
+
+/// The `args` of every position that runs a command with arguments (code
+/// steps and code-checked loops), with the position's name.
+fn code_args(contract: &FleetContract) -> Vec<(String, &[String])> {
+    let mut out = Vec::new();
+    for step in &contract.steps {
+        match step {
+            FleetStep::Code(s) => out.push((s.id.clone(), s.work.args.as_slice())),
+            FleetStep::Loop(l) => match &l.check {
+                LoopCheck::Code(c) => out.push((loop_check_position(&l.id), c.args.as_slice())),
+                LoopCheck::Agent(_) | LoopCheck::Gate { .. } => {}
+            },
+            FleetStep::Agent(_) | FleetStep::Gate(_) | FleetStep::Plan(_) => {}
         }
     }
     out

@@ -203,6 +203,31 @@ fn missing_variables_fail_before_anything_runs() {
 }
 
 #[test]
+fn a_bound_argument_must_be_data() {
+    let c = valid(&doc(&V3.replace(
+        "check: {kind: code, command: test, scope: workspace}",
+        "check: {kind: code, command: test, args: [unit, '{{suite_filter}}'], scope: workspace}",
+    )));
+    let long = "x".repeat(8_193);
+    for bad in ["--all", "", "a\0b", long.as_str()] {
+        match compile_fleet_plan(&c, &vars(&[("target", "t"), ("suite_filter", bad)])) {
+            Err(PlanError::Argument {
+                position,
+                index,
+                name,
+            }) => {
+                assert_eq!(
+                    (position.as_str(), index, name.as_str()),
+                    ("suite.check", 1, "suite_filter")
+                );
+            }
+            other => panic!("{bad:?}: expected a refused argument, got {other:?}"),
+        }
+    }
+    assert!(compile_fleet_plan(&c, &vars(&[("target", "t"), ("suite_filter", "a-b")])).is_ok());
+}
+
+#[test]
 fn an_invalid_hand_built_contract_is_not_compiled() {
     let mut c = valid(&doc(V3));
     if let Some(FleetStep::Agent(a)) = c.steps.get_mut(0) {
