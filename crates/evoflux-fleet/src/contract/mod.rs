@@ -38,6 +38,43 @@ use serde::{Serialize, Serializer};
 
 use crate::boundary::WriteBoundary;
 
+/// The diagnostic codes of reading a contract, one per kind of problem
+/// (graph, boundary and binding codes live beside their checks).
+pub mod codes {
+    /// The file has no YAML front matter.
+    pub const FRONTMATTER_MISSING: &str = "fleet/frontmatter-missing";
+    /// `version` is missing or not 1 to 5: nothing else can be read without it.
+    pub const VERSION_UNSUPPORTED: &str = "fleet/version-unsupported";
+    /// A key the position only has from a later version, refused by name.
+    pub const KEY_REQUIRES_VERSION: &str = "fleet/key-requires-version";
+    /// A key the position has at no version.
+    pub const KEY_UNKNOWN: &str = "fleet/key-unknown";
+    /// A required key is absent.
+    pub const KEY_MISSING: &str = "fleet/key-missing";
+    /// A value of the wrong type or outside its range.
+    pub const FIELD_INVALID: &str = "fleet/field-invalid";
+    /// A step or loop-check kind no version has: the whole contract is refused.
+    pub const KIND_UNKNOWN: &str = "fleet/kind-unknown";
+    /// A kind newer than the declared version.
+    pub const KIND_REQUIRES_VERSION: &str = "fleet/kind-requires-version";
+    /// A `writes` entry the boundary grammar refuses.
+    pub const WRITES_INVALID: &str = "fleet/writes-invalid";
+    /// More `writes` entries than `WRITE_BOUNDARY_MAX_ENTRIES`.
+    pub const WRITES_TOO_MANY: &str = "fleet/writes-too-many";
+    /// `target` and `profile` on one position.
+    pub const ROUTE_CONFLICT: &str = "fleet/route-conflict";
+    /// A code step's `args`: too many, NUL or oversized, or a placeholder inside a token.
+    pub const ARGS_INVALID: &str = "fleet/args-invalid";
+    /// A gate declares `writes` (its boundary is its `path`).
+    pub const GATE_WRITES: &str = "fleet/gate-writes";
+    /// A gate `path` that is not one normalized, repository-relative file.
+    pub const GATE_PATH_INVALID: &str = "fleet/gate-path-invalid";
+    /// A plan step's roster names an agent twice.
+    pub const ROSTER_DUPLICATE: &str = "fleet/roster-duplicate";
+    /// No prompt after the front matter.
+    pub const BODY_EMPTY: &str = "fleet/body-empty";
+}
+
 pub use parse::parse_fleet_contract;
 
 /// Every check that holds for a contract value however it was made: the

@@ -18,8 +18,8 @@ use super::{
     AgentStep, AgentWork, CODE_STEP_MAX_ARG_CHARS, CODE_STEP_MAX_ARGS, CodeStep, CodeWork,
     DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_WRITE_BOUNDARY_VERSION, FleetContract,
     FleetStep, FleetVersion, GateStep, LoopCheck, LoopCheckKind, LoopStep, OnFailure,
-    PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind, loop_attempts_allowed,
-    loop_attempts_message, validate_fleet_contract,
+    PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind, codes,
+    loop_attempts_allowed, loop_attempts_message, validate_fleet_contract,
 };
 use crate::boundary::{
     BoundaryError, WriteBoundary, normalize_write_boundary, normalize_write_boundary_entry,
@@ -47,7 +47,7 @@ pub fn parse_fleet_contract(
     if !doc.has_front_matter {
         diags.push(
             Diagnostic::error(
-                "fleet/frontmatter-missing",
+                codes::FRONTMATTER_MISSING,
                 "a fleet contract starts with YAML front matter between `---` lines",
             )
             .with_file(path),
@@ -62,7 +62,7 @@ pub fn parse_fleet_contract(
     let Some(version) = version else {
         diags.push(
             Diagnostic::error(
-                "fleet/version-unsupported",
+                codes::VERSION_UNSUPPORTED,
                 "version must be 1 (agent steps), 2 (adds code steps), 3 (adds bounded loops \
                  and commit steps), 4 (adds enforced write boundaries) or 5 (adds gate and plan \
                  steps, target/profile routing and writers)",
@@ -125,7 +125,7 @@ impl Reader<'_> {
         let table = position.keys();
         for k in m.keys() {
             let Some(name) = k.as_str() else {
-                self.err("fleet/field-invalid", at, "keys must be strings".to_owned());
+                self.err(codes::FIELD_INVALID, at, "keys must be strings".to_owned());
                 continue;
             };
             if reported.contains(&name) {
@@ -136,7 +136,7 @@ impl Reader<'_> {
                 Some((_, since)) => {
                     let why = newer_key_reason(name);
                     self.err(
-                        "fleet/key-requires-version",
+                        codes::KEY_REQUIRES_VERSION,
                         &field(at, name),
                         format!(
                             "'{name}' requires contract version {since}; this contract declares \
@@ -152,7 +152,7 @@ impl Reader<'_> {
                         .map(|(key, _)| *key)
                         .collect();
                     self.err(
-                        "fleet/key-unknown",
+                        codes::KEY_UNKNOWN,
                         &field(at, name),
                         format!(
                             "unknown key '{name}' (allowed at version {}: {})",
@@ -167,14 +167,14 @@ impl Reader<'_> {
 
     fn missing(&mut self, at: &str, key: &str) {
         self.err(
-            "fleet/key-missing",
+            codes::KEY_MISSING,
             &field(at, key),
             format!("'{key}' is required"),
         );
     }
 
     fn invalid(&mut self, at: &str, key: &str, message: impl Into<String>) {
-        self.err("fleet/field-invalid", &field(at, key), message);
+        self.err(codes::FIELD_INVALID, &field(at, key), message);
     }
 
     fn string(&mut self, m: &Mapping, at: &str, key: &str) -> Option<String> {
@@ -283,11 +283,11 @@ impl Reader<'_> {
         match normalize_write_boundary(&entries) {
             Ok(b) => Some(Some(b)),
             Err(e @ BoundaryError::TooMany(_)) => {
-                self.err("fleet/writes-too-many", &field(at, "writes"), e.to_string());
+                self.err(codes::WRITES_TOO_MANY, &field(at, "writes"), e.to_string());
                 None
             }
             Err(e @ BoundaryError::Entry { .. }) => {
-                self.err("fleet/writes-invalid", &field(at, "writes"), e.to_string());
+                self.err(codes::WRITES_INVALID, &field(at, "writes"), e.to_string());
                 None
             }
         }
@@ -320,7 +320,7 @@ impl Reader<'_> {
         match (target, profile) {
             (Some(_), Some(_)) => {
                 self.err(
-                    "fleet/route-conflict",
+                    codes::ROUTE_CONFLICT,
                     &field(at, "profile"),
                     format!("step '{position}' may declare target or profile, never both"),
                 );
@@ -339,7 +339,7 @@ impl Reader<'_> {
         let args = self.string_list_any(v, at, "args")?;
         if args.len() > CODE_STEP_MAX_ARGS {
             self.err(
-                "fleet/args-invalid",
+                codes::ARGS_INVALID,
                 &field(at, "args"),
                 format!("at most {CODE_STEP_MAX_ARGS} arguments are allowed"),
             );
@@ -360,7 +360,7 @@ impl Reader<'_> {
                 None
             };
             if let Some(p) = problem {
-                self.err("fleet/args-invalid", &field(at, "args"), p);
+                self.err(codes::ARGS_INVALID, &field(at, "args"), p);
                 ok = false;
             }
         }
@@ -468,7 +468,7 @@ impl Reader<'_> {
         let body = body.trim();
         if body.is_empty() {
             self.err(
-                "fleet/body-empty",
+                codes::BODY_EMPTY,
                 "",
                 "prompt body is empty: the text after the front matter is every agent step's task",
             );
@@ -502,7 +502,7 @@ impl Reader<'_> {
                 Some(k) => k,
                 None => {
                     self.err(
-                        "fleet/kind-unknown",
+                        codes::KIND_UNKNOWN,
                         &field(&at, "kind"),
                         format!(
                             "unknown step kind '{s}' (known: agent, code, loop, gate, plan); a \
@@ -520,7 +520,7 @@ impl Reader<'_> {
         };
         if kind.since() > self.version {
             self.err(
-                "fleet/kind-requires-version",
+                codes::KIND_REQUIRES_VERSION,
                 &field(&at, "kind"),
                 format!(
                     "kind '{}' requires contract version {}; this contract declares version {}",
@@ -607,7 +607,7 @@ impl Reader<'_> {
                 let mut reported = Vec::new();
                 if m.contains_key("writes") {
                     self.err(
-                        "fleet/gate-writes",
+                        codes::GATE_WRITES,
                         &field(&at, "writes"),
                         format!(
                             "gate step '{}' must not declare 'writes'; its write boundary is \
@@ -686,7 +686,7 @@ impl Reader<'_> {
         let unique: BTreeSet<&String> = roster.iter().collect();
         if unique.len() != roster.len() {
             self.err(
-                "fleet/roster-duplicate",
+                codes::ROSTER_DUPLICATE,
                 &field(at, "roster"),
                 format!("plan step '{id}' roster contains duplicate agents"),
             );
@@ -701,7 +701,7 @@ impl Reader<'_> {
         match normalize_write_boundary_entry(&path) {
             Err(e) => {
                 self.err(
-                    "fleet/gate-path-invalid",
+                    codes::GATE_PATH_INVALID,
                     &field(at, "path"),
                     format!("gate '{id}' path is invalid: {e}"),
                 );
@@ -709,7 +709,7 @@ impl Reader<'_> {
             }
             Ok(n) if n != path || n.ends_with('/') => {
                 self.err(
-                    "fleet/gate-path-invalid",
+                    codes::GATE_PATH_INVALID,
                     &field(at, "path"),
                     format!(
                         "gate '{id}' path must be one normalized, repository-relative file \
@@ -729,7 +729,7 @@ impl Reader<'_> {
         };
         let at = field(at, "check");
         let Some(c) = v.as_mapping() else {
-            self.err("fleet/field-invalid", &at, "'check' must be a mapping");
+            self.err(codes::FIELD_INVALID, &at, "'check' must be a mapping");
             return None;
         };
         let position = super::loop_check_position(loop_id);
@@ -738,7 +738,7 @@ impl Reader<'_> {
                 Some(k) => k,
                 None => {
                     self.err(
-                        "fleet/kind-unknown",
+                        codes::KIND_UNKNOWN,
                         &field(&at, "kind"),
                         format!(
                             "unknown loop check kind '{s}' (known: code, agent, gate); a reader \
@@ -750,7 +750,7 @@ impl Reader<'_> {
             },
             None => {
                 self.err(
-                    "fleet/key-missing",
+                    codes::KEY_MISSING,
                     &field(&at, "kind"),
                     "a loop check declares its 'kind': code, agent or (v5) gate",
                 );
@@ -759,7 +759,7 @@ impl Reader<'_> {
         };
         if kind.since() > self.version {
             self.err(
-                "fleet/kind-requires-version",
+                codes::KIND_REQUIRES_VERSION,
                 &field(&at, "kind"),
                 format!(
                     "kind '{}' requires contract version {}; this contract declares version {}",
@@ -796,7 +796,7 @@ impl Reader<'_> {
         };
         let at = field(at, "repair");
         let Some(c) = v.as_mapping() else {
-            self.err("fleet/field-invalid", &at, "'repair' must be a mapping");
+            self.err(codes::FIELD_INVALID, &at, "'repair' must be a mapping");
             return None;
         };
         match c.get("kind") {
