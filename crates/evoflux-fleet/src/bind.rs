@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use evoflux_core::{Diagnostic, Diagnostics};
 
-use crate::commands::{CommandRegistry, REMEDY};
+use crate::commands::{CommandRegistry, REMEDY, list};
 use crate::contract::{FleetContract, FleetStep, LoopCheck, loop_check_position};
 use crate::render::whole_token_placeholder;
 
@@ -115,7 +115,7 @@ pub fn bind_fleet_commands(
     };
     for u in &all {
         let Some(command) = registry.get(u.command) else {
-            let registered: Vec<&str> = registry.iter().map(|c| c.id.as_str()).collect();
+            let registered: Vec<String> = registry.iter().map(|c| c.id.clone()).collect();
             diags.push(err(
                 codes::COMMAND_UNKNOWN,
                 &u.field,
@@ -123,11 +123,7 @@ pub fn bind_fleet_commands(
                     "step '{}' names unknown command '{}' (registered: {})",
                     u.position,
                     u.command,
-                    if registered.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        registered.join(", ")
-                    }
+                    list(&registered)
                 ),
             ));
             continue;

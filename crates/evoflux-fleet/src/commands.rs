@@ -177,7 +177,8 @@ impl CommandError {
     }
 }
 
-fn list(ids: &[String]) -> String {
+/// Ids as a message lists them: joined by `, `, or `none`.
+pub(crate) fn list(ids: &[String]) -> String {
     if ids.is_empty() {
         "none".to_owned()
     } else {

@@ -234,19 +234,28 @@ impl Reader<'_> {
     }
 
     fn scope(&mut self, m: &Mapping, at: &str) -> Option<Scope> {
-        match m.get("scope") {
-            None => {
-                self.missing(at, "scope");
-                None
-            }
-            Some(v) => {
-                let scope = v.as_str().and_then(Scope::parse);
-                if scope.is_none() {
-                    self.invalid(at, "scope", "'scope' must be 'readonly' or 'workspace'");
-                }
-                scope
-            }
+        self.word(m, at, "scope", Scope::parse, "'readonly' or 'workspace'")
+    }
+
+    /// A required key whose value is one word of a closed set, read into
+    /// its enum by `parse`.
+    fn word<T>(
+        &mut self,
+        m: &Mapping,
+        at: &str,
+        key: &str,
+        parse: fn(&str) -> Option<T>,
+        expected: &str,
+    ) -> Option<T> {
+        let Some(v) = m.get(key) else {
+            self.missing(at, key);
+            return None;
+        };
+        let word = v.as_str().and_then(parse);
+        if word.is_none() {
+            self.invalid(at, key, format!("'{key}' must be {expected}"));
         }
+        word
     }
 
     fn integer(&mut self, m: &Mapping, at: &str, key: &str, min: u64, max: u64) -> Option<u32> {
@@ -421,19 +430,13 @@ impl Reader<'_> {
                 }
             },
         };
-        let on_failure = match top.get("onFailure") {
-            None => {
-                self.missing("", "onFailure");
-                None
-            }
-            Some(v) => {
-                let o = v.as_str().and_then(OnFailure::parse);
-                if o.is_none() {
-                    self.invalid("", "onFailure", "'onFailure' must be 'stop' or 'continue'");
-                }
-                o
-            }
-        };
+        let on_failure = self.word(
+            top,
+            "",
+            "onFailure",
+            OnFailure::parse,
+            "'stop' or 'continue'",
+        );
         let single_writer = match top.get("writers") {
             _ if self.version < FLEET_DYNAMIC_STEP_VERSION => Some(false),
             None => Some(false),
