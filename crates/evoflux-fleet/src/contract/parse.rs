@@ -165,6 +165,24 @@ impl Reader<'_> {
         }
     }
 
+    /// Whether a kind first available `since` exists at this version;
+    /// refuses it by name when not.
+    fn kind_exists(&mut self, at: &str, kind: &str, since: FleetVersion) -> bool {
+        if since <= self.version {
+            return true;
+        }
+        self.err(
+            codes::KIND_REQUIRES_VERSION,
+            &field(at, "kind"),
+            format!(
+                "kind '{kind}' requires contract version {since}; this contract declares \
+                 version {}",
+                self.version
+            ),
+        );
+        false
+    }
+
     fn missing(&mut self, at: &str, key: &str) {
         self.err(
             codes::KEY_MISSING,
@@ -521,17 +539,7 @@ impl Reader<'_> {
                 return None;
             }
         };
-        if kind.since() > self.version {
-            self.err(
-                codes::KIND_REQUIRES_VERSION,
-                &field(&at, "kind"),
-                format!(
-                    "kind '{}' requires contract version {}; this contract declares version {}",
-                    kind.as_str(),
-                    kind.since(),
-                    self.version
-                ),
-            );
+        if !self.kind_exists(&at, kind.as_str(), kind.since()) {
             return None;
         }
         let id = self.string(m, &at, "id");
@@ -760,17 +768,7 @@ impl Reader<'_> {
                 return None;
             }
         };
-        if kind.since() > self.version {
-            self.err(
-                codes::KIND_REQUIRES_VERSION,
-                &field(&at, "kind"),
-                format!(
-                    "kind '{}' requires contract version {}; this contract declares version {}",
-                    kind.as_str(),
-                    kind.since(),
-                    self.version
-                ),
-            );
+        if !self.kind_exists(&at, kind.as_str(), kind.since()) {
             return None;
         }
         match kind {
