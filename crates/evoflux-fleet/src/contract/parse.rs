@@ -132,9 +132,9 @@ impl Reader<'_> {
                 continue;
             }
             match table.iter().find(|(key, _)| *key == name) {
-                Some((_, since)) if *since <= self.version => {}
+                Some((_, since)) if since.version <= self.version => {}
                 Some((_, since)) => {
-                    let why = newer_key_reason(name);
+                    let (since, why) = (since.version, since.before);
                     self.err(
                         codes::KEY_REQUIRES_VERSION,
                         &field(at, name),
@@ -148,7 +148,7 @@ impl Reader<'_> {
                 None => {
                     let allowed: Vec<&str> = table
                         .iter()
-                        .filter(|(_, since)| *since <= self.version)
+                        .filter(|(_, since)| since.version <= self.version)
                         .map(|(key, _)| *key)
                         .collect();
                     self.err(
@@ -835,8 +835,11 @@ impl Position {
     /// "unknown key" and "requires version N" are answered. A position that
     /// only exists from some version (a code step from v2) lists its keys
     /// from then; its kind was already checked against the version.
-    fn keys(self) -> &'static [(&'static str, FleetVersion)] {
-        use FleetVersion::{V1, V2, V3, V5};
+    fn keys(self) -> &'static [(&'static str, Since)] {
+        const V1: Since = Since::with_position(FleetVersion::V1);
+        const V2: Since = Since::with_position(FleetVersion::V2);
+        const V3: Since = Since::with_position(FleetVersion::V3);
+        const V5: Since = Since::with_position(FleetVersion::V5);
         match self {
             Position::Top => &[
                 ("version", V1),
@@ -846,7 +849,7 @@ impl Position {
                 ("maxWorkers", V1),
                 ("budgetUsd", V1),
                 ("onFailure", V1),
-                ("writers", FLEET_DYNAMIC_STEP_VERSION),
+                ("writers", WRITERS),
             ],
             Position::AgentStep => &[
                 ("kind", V1),
@@ -854,9 +857,9 @@ impl Position {
                 ("agent", V1),
                 ("scope", V1),
                 ("dependencies", V1),
-                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
-                ("target", FLEET_DYNAMIC_STEP_VERSION),
-                ("profile", FLEET_DYNAMIC_STEP_VERSION),
+                ("writes", WRITES),
+                ("target", ROUTE),
+                ("profile", ROUTE),
             ],
             Position::CodeStep => &[
                 ("kind", V2),
@@ -865,8 +868,8 @@ impl Position {
                 ("args", V2),
                 ("scope", V2),
                 ("dependencies", V2),
-                ("commitFrom", COMMIT_STEP_VERSION),
-                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
+                ("commitFrom", COMMIT_FROM),
+                ("writes", WRITES),
             ],
             Position::LoopStep => &[
                 ("kind", V3),
@@ -906,29 +909,54 @@ impl Position {
                 ("command", V3),
                 ("args", V3),
                 ("scope", V3),
-                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
+                ("writes", WRITES),
             ],
             Position::AgentCheck | Position::Repair => &[
                 ("kind", V3),
                 ("agent", V3),
                 ("scope", V3),
-                ("writes", FLEET_WRITE_BOUNDARY_VERSION),
-                ("target", FLEET_DYNAMIC_STEP_VERSION),
-                ("profile", FLEET_DYNAMIC_STEP_VERSION),
+                ("writes", WRITES),
+                ("target", ROUTE),
+                ("profile", ROUTE),
             ],
             Position::GateCheck => &[("kind", V5), ("gate", V5)],
         }
     }
 }
 
-/// Why a key newer than the contract's version is refused rather than
-/// ignored: what an older reader would have silently dropped.
-fn newer_key_reason(key: &str) -> &'static str {
-    match key {
-        "writes" => "where the declaration would not be enforced",
-        "target" | "profile" => "where per-step routing does not exist",
-        "commitFrom" => "where commit steps do not exist",
-        "writers" => "where the single-writer token does not exist",
-        _ => "where the key does not exist",
+/// The first version that has a key, and what a reader of an older version
+/// would have done with it: why the key is refused by name there rather
+/// than ignored.
+#[derive(Debug, Clone, Copy)]
+struct Since {
+    version: FleetVersion,
+    before: &'static str,
+}
+
+impl Since {
+    /// A key as old as its position: it is never newer than the contract,
+    /// because a kind newer than the contract is refused first.
+    const fn with_position(version: FleetVersion) -> Since {
+        Since {
+            version,
+            before: "where the position does not exist",
+        }
     }
 }
+
+const WRITES: Since = Since {
+    version: FLEET_WRITE_BOUNDARY_VERSION,
+    before: "where the declaration would not be enforced",
+};
+const ROUTE: Since = Since {
+    version: FLEET_DYNAMIC_STEP_VERSION,
+    before: "where per-step routing does not exist",
+};
+const COMMIT_FROM: Since = Since {
+    version: COMMIT_STEP_VERSION,
+    before: "where commit steps do not exist",
+};
+const WRITERS: Since = Since {
+    version: FLEET_DYNAMIC_STEP_VERSION,
+    before: "where the single-writer token does not exist",
+};
