@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 
 use evoflux_core::{Diagnostic, Diagnostics};
 
-use crate::commands::{CommandRegistry, FleetCommand, REMEDY};
-use crate::contract::{FleetContract, FleetStep, LoopCheck};
+use crate::commands::{CommandRegistry, REMEDY, list};
+use crate::contract::{FleetContract, FleetStep, LoopCheck, loop_check_position};
 use crate::render::whole_token_placeholder;
 
 /// The diagnostic codes of registry binding.
@@ -33,6 +33,9 @@ pub mod codes {
 struct Use<'a> {
     /// The field naming the command (`steps.test.command`).
     field: String,
+    /// The field holding its arguments (`steps.test.args`); a gate passes
+    /// none, so its `run`.
+    args_field: String,
     /// The step (or `<loop>.check`) that uses it.
     position: String,
     command: &'a str,
@@ -46,6 +49,7 @@ fn uses(contract: &FleetContract) -> Vec<Use<'_>> {
         match step {
             FleetStep::Code(s) => out.push(Use {
                 field: format!("steps.{}.command", s.id),
+                args_field: format!("steps.{}.args", s.id),
                 position: s.id.clone(),
                 command: &s.work.command,
                 args: &s.work.args,
@@ -54,7 +58,8 @@ fn uses(contract: &FleetContract) -> Vec<Use<'_>> {
             FleetStep::Loop(l) => match &l.check {
                 LoopCheck::Code(c) => out.push(Use {
                     field: format!("steps.{}.check.command", l.id),
-                    position: format!("{}.check", l.id),
+                    args_field: format!("steps.{}.check.args", l.id),
+                    position: loop_check_position(&l.id),
                     command: &c.command,
                     args: &c.args,
                     gate: false,
@@ -63,6 +68,7 @@ fn uses(contract: &FleetContract) -> Vec<Use<'_>> {
             },
             FleetStep::Gate(g) => out.push(Use {
                 field: format!("steps.{}.run", g.id),
+                args_field: format!("steps.{}.run", g.id),
                 position: g.id.clone(),
                 command: &g.run,
                 args: &[],
@@ -109,7 +115,7 @@ pub fn bind_fleet_commands(
     };
     for u in &all {
         let Some(command) = registry.get(u.command) else {
-            let registered: Vec<&str> = registry.iter().map(|c| c.id.as_str()).collect();
+            let registered: Vec<String> = registry.iter().map(|c| c.id.clone()).collect();
             diags.push(err(
                 codes::COMMAND_UNKNOWN,
                 &u.field,
@@ -117,20 +123,18 @@ pub fn bind_fleet_commands(
                     "step '{}' names unknown command '{}' (registered: {})",
                     u.position,
                     u.command,
-                    if registered.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        registered.join(", ")
-                    }
+                    list(&registered)
                 ),
             ));
             continue;
         };
-        if let Some(problem) = argument_problem(command, u.args) {
+        // A whole-token `{{var}}` is filled from `--var` when the plan is
+        // compiled; the run's `FleetCommand::bind` judges the bound value.
+        if let Err(e) = command.check_arguments(u.args, |a| whole_token_placeholder(a).is_some()) {
             diags.push(err(
                 codes::COMMAND_ARGUMENTS,
-                &u.field.replace(".command", ".args"),
-                format!("step '{}': {problem}", u.position),
+                &u.args_field,
+                format!("step '{}': {e}", u.position),
             ));
         }
         if u.gate && !command.placeholders().any(|p| p == "path") {
@@ -146,37 +150,4 @@ pub fn bind_fleet_commands(
         }
     }
     diags
-}
-
-/// Why `args` cannot fill `command`'s declared slots, checked the way a
-/// run will check them, except that a whole-token `{{var}}` stands for a
-/// value supplied at plan time.
-fn argument_problem(command: &FleetCommand, args: &[String]) -> Option<String> {
-    let slots = &command.argument_slots;
-    if args.len() != slots.len() {
-        return Some(format!(
-            "command '{}' declares {} argument slots, the step passes {}; the operator declares \
-             argumentSlots in fleets/commands.yaml and a contract can only fill them",
-            command.id,
-            slots.len(),
-            args.len()
-        ));
-    }
-    for (slot, value) in slots.iter().zip(args) {
-        if whole_token_placeholder(value).is_some() {
-            continue;
-        }
-        let ok = !value.is_empty()
-            && value.chars().count() <= slot.max_length
-            && !value.contains('\0')
-            && !value.starts_with('-');
-        if !ok {
-            return Some(format!(
-                "argument '{}' must be nonempty data of at most {} characters, without NUL or a \
-                 leading dash; fixed flags belong in argv",
-                slot.name, slot.max_length
-            ));
-        }
-    }
-    None
 }

@@ -44,10 +44,26 @@ pub const WRITE_BOUNDARY_MAX_ENTRIES: usize = 32;
 /// Characters that make an entry look like a glob.
 const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '{', '}'];
 
-/// A normalized allowlist: valid entries, de-duplicated, sorted.
+/// A normalized allowlist: valid entries, de-duplicated, sorted. Read back
+/// (from a stored plan) through [`normalize_write_boundary`], so no value
+/// of this type ever holds an entry the grammar refuses.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(into = "Vec<String>", try_from = "Vec<String>")]
 pub struct WriteBoundary(Vec<String>);
+
+impl TryFrom<Vec<String>> for WriteBoundary {
+    type Error = BoundaryError;
+
+    fn try_from(entries: Vec<String>) -> Result<WriteBoundary, BoundaryError> {
+        normalize_write_boundary(&entries)
+    }
+}
+
+impl From<WriteBoundary> for Vec<String> {
+    fn from(boundary: WriteBoundary) -> Vec<String> {
+        boundary.0
+    }
+}
 
 /// Why one entry is not a valid boundary entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

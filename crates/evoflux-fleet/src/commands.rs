@@ -81,6 +81,27 @@ pub struct ArgumentSlot {
     pub max_length: usize,
 }
 
+impl ArgumentSlot {
+    /// Whether `value` may fill this slot: non-empty data of at most
+    /// `max_length` characters, without NUL and without a leading dash, so
+    /// a contract can pass data but never a flag the operator did not put
+    /// in `argv`.
+    pub fn accepts(&self, value: &str) -> bool {
+        argument_value_ok(value, self.max_length)
+    }
+}
+
+/// Whether `value` is acceptable data for one appended argument of at most
+/// `max_chars` characters: non-empty, no NUL, no leading dash. The rule
+/// every slot applies; plan compilation applies it with the largest slot
+/// length to a `--var` value before the value reaches the plan.
+pub fn argument_value_ok(value: &str, max_chars: usize) -> bool {
+    !value.is_empty()
+        && value.chars().count() <= max_chars
+        && !value.contains('\0')
+        && !value.starts_with('-')
+}
+
 /// Why `fleets/commands.yaml` cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
@@ -156,7 +177,8 @@ impl CommandError {
     }
 }
 
-fn list(ids: &[String]) -> String {
+/// Ids as a message lists them: joined by `, `, or `none`.
+pub(crate) fn list(ids: &[String]) -> String {
     if ids.is_empty() {
         "none".to_owned()
     } else {
@@ -245,13 +267,7 @@ impl FleetCommand {
         vars: &BTreeMap<String, String>,
         args: &[String],
     ) -> Result<Vec<String>, CommandError> {
-        if args.len() != self.argument_slots.len() {
-            return Err(CommandError::ArgumentCount {
-                id: self.id.clone(),
-                expected: self.argument_slots.len(),
-                got: args.len(),
-            });
-        }
+        self.check_arguments(args, |_| false)?;
         let mut out = Vec::with_capacity(self.argv.len() + args.len());
         for token in &self.argv {
             match placeholder(token) {
@@ -267,21 +283,38 @@ impl FleetCommand {
                 },
             }
         }
+        out.extend(args.iter().cloned());
+        Ok(out)
+    }
+
+    /// Whether `args` fill the declared slots exactly: one value per slot,
+    /// each one [`ArgumentSlot::accepts`]. A value for which `deferred`
+    /// answers true stands for one supplied later (a contract's whole-token
+    /// `{{var}}`, checked when the run binds it) and is not judged now.
+    /// The one statement of the slot rules: a contract is validated with
+    /// it and a run binds with it.
+    pub fn check_arguments(
+        &self,
+        args: &[String],
+        deferred: impl Fn(&str) -> bool,
+    ) -> Result<(), CommandError> {
+        if args.len() != self.argument_slots.len() {
+            return Err(CommandError::ArgumentCount {
+                id: self.id.clone(),
+                expected: self.argument_slots.len(),
+                got: args.len(),
+            });
+        }
         for (slot, value) in self.argument_slots.iter().zip(args) {
-            let ok = !value.is_empty()
-                && value.chars().count() <= slot.max_length
-                && !value.contains('\0')
-                && !value.starts_with('-');
-            if !ok {
+            if !deferred(value) && !slot.accepts(value) {
                 return Err(CommandError::ArgumentInvalid {
                     id: self.id.clone(),
                     slot: slot.name.clone(),
                     max: slot.max_length,
                 });
             }
-            out.push(value.clone());
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The command's whole environment, from the parent's: the base

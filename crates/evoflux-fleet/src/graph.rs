@@ -11,12 +11,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use evoflux_core::{Diagnostic, Diagnostics};
 
-use crate::contract::{FleetContract, FleetStep, LoopCheck, loop_check_id, loop_repair_id};
+use crate::contract::{
+    FleetContract, FleetStep, LoopCheck, loop_attempts_allowed, loop_attempts_message,
+    loop_check_id, loop_repair_id,
+};
 
 /// The diagnostic codes of graph validation, one per kind of problem.
 pub mod codes {
     /// Two steps declare the same id.
     pub const DUPLICATE_ID: &str = "fleet/duplicate-id";
+    /// A loop's `maxAttempts` is outside 1..=`FLEET_LOOP_MAX_ATTEMPTS`.
+    pub const LOOP_ATTEMPTS_INVALID: &str = "fleet/loop-attempts-invalid";
     /// A declared id equals one a loop generates (`<loop>.check.<n>`,
     /// `<loop>.repair.<n>`).
     pub const ID_COLLISION: &str = "fleet/id-collision";
@@ -77,9 +82,19 @@ pub fn validate_fleet_graph(contract: &FleetContract) -> Diagnostics {
         }
     }
 
-    // 2. Generated loop ids do not collide with declared ones.
+    // 2. Loops are bounded (the parser refuses an unbounded one; a contract
+    // built by hand is checked here, before anything is unrolled), and the
+    // ids they generate do not collide with declared ones.
     for step in &contract.steps {
         let FleetStep::Loop(l) = step else { continue };
+        if !loop_attempts_allowed(u64::from(l.max_attempts)) {
+            err(
+                codes::LOOP_ATTEMPTS_INVALID,
+                step_field(&l.id, "maxAttempts"),
+                loop_attempts_message(),
+            );
+            continue;
+        }
         for generated in loop_generated_ids(&l.id, l.max_attempts) {
             if by_id.contains_key(generated.as_str()) {
                 err(
@@ -127,9 +142,11 @@ pub fn validate_fleet_graph(contract: &FleetContract) -> Diagnostics {
     // 5. Kahn over declared steps. Edges already reported (to itself, to
     // nothing) are left out so one mistake is one diagnostic.
     let edges = declared_edges(&by_id);
-    let on_cycle = cycle_members(&edges);
-    if let Some(first) = on_cycle.iter().next() {
-        let ids: Vec<&str> = on_cycle.iter().map(String::as_str).collect();
+    let cycles = cycles(&edges);
+    for cycle in &cycles {
+        let ids: Vec<&str> = cycle.iter().map(String::as_str).collect();
+        // A cycle has at least two members: self edges are not in `edges`.
+        let first = ids.first().copied().unwrap_or_default();
         err(
             codes::DEPENDENCY_CYCLE,
             step_field(first, "dependencies"),
@@ -143,7 +160,7 @@ pub fn validate_fleet_graph(contract: &FleetContract) -> Diagnostics {
 
     // 6. Commit sources exist, author a message, and are waited for.
     // Ancestry is only meaningful on an acyclic graph.
-    let acyclic = on_cycle.is_empty();
+    let acyclic = cycles.is_empty();
     for step in &contract.steps {
         let FleetStep::Code(code) = step else {
             continue;
@@ -207,10 +224,13 @@ fn declared_edges<'a>(
     edges
 }
 
-/// The steps Kahn's algorithm cannot settle, minus those that are only
-/// downstream of a cycle: what is left lies on a cycle (or between two).
-/// Linear in steps and edges.
-fn cycle_members(edges: &BTreeMap<&str, BTreeSet<&str>>) -> BTreeSet<String> {
+/// The cycles among declared steps, each as its sorted members, in order of
+/// their first member. Kahn's algorithm finds the steps that cannot settle;
+/// among those, the strongly connected components of more than one step
+/// are the cycles, so a step that only waits on a cycle (or sits between
+/// two) is not named as part of one, and two separate cycles are two
+/// problems. Linear in steps and edges.
+fn cycles(edges: &BTreeMap<&str, BTreeSet<&str>>) -> Vec<BTreeSet<String>> {
     // Kahn: a step settles once everything it depends on has.
     let mut waiting: HashMap<&str, usize> = edges.iter().map(|(id, d)| (*id, d.len())).collect();
     let mut dependents: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -224,7 +244,7 @@ fn cycle_members(edges: &BTreeMap<&str, BTreeSet<&str>>) -> BTreeSet<String> {
         .filter(|(_, n)| **n == 0)
         .map(|(id, _)| *id)
         .collect();
-    let mut remaining: HashSet<&str> = edges.keys().copied().collect();
+    let mut remaining: BTreeSet<&str> = edges.keys().copied().collect();
     while let Some(id) = ready.pop() {
         remaining.remove(id);
         for dependent in dependents.get(id).into_iter().flatten() {
@@ -236,33 +256,61 @@ fn cycle_members(edges: &BTreeMap<&str, BTreeSet<&str>>) -> BTreeSet<String> {
             }
         }
     }
-    // Peel, the same way in reverse, the steps no unsettled step depends
-    // on: they wait on a cycle but are not part of one.
-    let mut needed_by: HashMap<&str, usize> = remaining.iter().map(|id| (*id, 0)).collect();
-    for id in &remaining {
-        for dep in &edges[id] {
-            if let Some(n) = needed_by.get_mut(dep) {
-                *n += 1;
-            }
+    // Kosaraju over what is left: finish order along dependency edges,
+    // then components along the reversed edges in reverse finish order.
+    let deps_of = |id: &str| -> Vec<&str> {
+        edges
+            .get(id)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|d| remaining.contains(d))
+            .collect()
+    };
+    let mut finished: Vec<&str> = Vec::with_capacity(remaining.len());
+    let mut seen: HashSet<&str> = HashSet::new();
+    for &root in &remaining {
+        if !seen.insert(root) {
+            continue;
         }
-    }
-    let mut leaves: Vec<&str> = needed_by
-        .iter()
-        .filter(|(_, n)| **n == 0)
-        .map(|(id, _)| *id)
-        .collect();
-    while let Some(id) = leaves.pop() {
-        remaining.remove(id);
-        for dep in &edges[id] {
-            if let Some(n) = needed_by.get_mut(dep) {
-                *n -= 1;
-                if *n == 0 {
-                    leaves.push(dep);
+        let mut stack: Vec<(&str, Vec<&str>)> = vec![(root, deps_of(root))];
+        while let Some((id, next)) = stack.last_mut() {
+            match next.pop() {
+                Some(dep) => {
+                    if seen.insert(dep) {
+                        let deps = deps_of(dep);
+                        stack.push((dep, deps));
+                    }
+                }
+                None => {
+                    finished.push(*id);
+                    stack.pop();
                 }
             }
         }
     }
-    remaining.into_iter().map(str::to_owned).collect()
+    let mut assigned: HashSet<&str> = HashSet::new();
+    let mut out = Vec::new();
+    for &root in finished.iter().rev() {
+        if !assigned.insert(root) {
+            continue;
+        }
+        let mut component = BTreeSet::new();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            component.insert(id.to_owned());
+            for dependent in dependents.get(id).into_iter().flatten() {
+                if remaining.contains(dependent) && assigned.insert(dependent) {
+                    stack.push(dependent);
+                }
+            }
+        }
+        if component.len() > 1 {
+            out.push(component);
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Whether `ancestor` is reachable from `id` along dependency edges (the

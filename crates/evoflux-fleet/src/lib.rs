@@ -9,7 +9,9 @@
 //! * [`contract`]: `fleets/<name>.md` parsed strictly for versions 1 to 5
 //!   ([`parse_fleet_contract`]), newer keys refused by name, a closed set
 //!   of step kinds.
-//! * [`graph`]: [`validate_fleet_graph`], one diagnostic per problem.
+//! * [`graph`]: [`validate_fleet_graph`], one diagnostic per problem,
+//!   loop bounds included; [`validate_fleet_contract`] runs it with the
+//!   boundary rules, for the parser and for plan compilation alike.
 //! * [`bind`]: a contract's command ids checked against the registry
 //!   (missing registry, unknown command, argument slots, gate `{{path}}`).
 //! * [`boundary`] and [`writes`]: the write-boundary grammar
@@ -51,8 +53,8 @@ pub use commands::{
 };
 pub use contract::{
     FLEET_DYNAMIC_STEP_VERSION, FLEET_LOOP_MAX_ATTEMPTS, FLEET_WRITE_BOUNDARY_VERSION,
-    FleetContract, FleetStep, FleetVersion, LoopCheck, OnFailure, Route, Scope, StepKind,
-    parse_fleet_contract,
+    FleetContract, FleetStep, FleetVersion, LoopCheck, LoopCheckKind, OnFailure, Route, Scope,
+    StepKind, parse_fleet_contract, validate_fleet_contract,
 };
 pub use graph::validate_fleet_graph;
 pub use plan::{

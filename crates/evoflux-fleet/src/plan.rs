@@ -25,15 +25,16 @@ use evoflux_core::hash::{ContentHash, HashError, content_hash};
 use serde::Serialize;
 
 use crate::boundary::WriteBoundary;
+use crate::commands::argument_value_ok;
 use crate::contract::{
-    AgentWork, CodeWork, FleetContract, FleetStep, FleetVersion, LoopCheck, OnFailure, Route,
-    Scope, loop_check_id, loop_check_position, loop_repair_id, loop_repair_position,
+    AgentWork, CODE_STEP_MAX_ARG_CHARS, CodeWork, FleetContract, FleetStep, FleetVersion,
+    LoopCheck, LoopCheckKind, OnFailure, Route, Scope, loop_check_id, loop_check_position,
+    loop_repair_id, loop_repair_position, validate_fleet_contract,
 };
-use crate::graph::validate_fleet_graph;
 use crate::render::{
     RenderError, render_fleet_prompt, template_variables, whole_token_placeholder,
 };
-use crate::writes::{fleet_step_write_boundary, validate_write_boundaries};
+use crate::writes::{fleet_step_write_boundary, gate_write_boundary};
 
 /// The shape of [`ExecutionPlan`]; bumped when its meaning changes, so an
 /// old run record is never resumed against a differently shaped plan.
@@ -52,6 +53,18 @@ pub enum PlanError {
     /// Variables the prompt or a code step's `args` need are missing.
     #[error(transparent)]
     Unresolved(#[from] RenderError),
+    /// A `--var` value bound into a code step's argument is not data a
+    /// command may receive.
+    #[error(
+        "code step '{position}' args[{index}]: the value of --var {name} must be nonempty data \
+         of at most {CODE_STEP_MAX_ARG_CHARS} characters, without NUL or a leading dash"
+    )]
+    Argument {
+        /// The step id or `<loop>.check`.
+        position: String,
+        index: usize,
+        name: String,
+    },
     #[error("plan hash: {0}")]
     Hash(#[from] HashError),
 }
@@ -155,15 +168,6 @@ pub struct PlanNode {
     pub work: NodeWork,
 }
 
-/// What the check of a loop is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoopCheckKind {
-    Code,
-    Agent,
-    Gate,
-}
-
 /// A loop's unrolled nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -247,8 +251,7 @@ pub fn compile_fleet_plan(
     contract: &FleetContract,
     vars: &BTreeMap<String, String>,
 ) -> Result<ExecutionPlan, PlanError> {
-    let mut diagnostics = validate_fleet_graph(contract);
-    diagnostics.extend(validate_write_boundaries(contract));
+    let diagnostics = validate_fleet_contract(contract);
     if diagnostics.has_errors() {
         return Err(PlanError::Invalid {
             path: contract.path.clone(),
@@ -260,6 +263,22 @@ pub fn compile_fleet_plan(
     let missing = missing_variables(contract, vars);
     if !missing.is_empty() {
         return Err(RenderError { names: missing }.into());
+    }
+    // A bound value is held to the argument rules now, so a bad --var fails
+    // the plan instead of the run, after earlier nodes were dispatched.
+    for (position, args) in code_args(contract) {
+        for (index, arg) in args.iter().enumerate() {
+            if let Some(name) = whole_token_placeholder(arg)
+                && let Some(value) = vars.get(name)
+                && !argument_value_ok(value, CODE_STEP_MAX_ARG_CHARS)
+            {
+                return Err(PlanError::Argument {
+                    position,
+                    index,
+                    name: name.to_owned(),
+                });
+            }
+        }
     }
     let task = render_fleet_prompt(&contract.body, vars)?;
 
@@ -293,19 +312,28 @@ pub fn missing_variables(contract: &FleetContract, vars: &BTreeMap<String, Strin
         .into_iter()
         .filter(|n| !vars.contains_key(n))
         .collect();
-    for step in &contract.steps {
-        let args: &[String] = match step {
-            FleetStep::Code(s) => &s.work.args,
-            FleetStep::Loop(l) => match &l.check {
-                LoopCheck::Code(c) => &c.args,
-                LoopCheck::Agent(_) | LoopCheck::Gate { .. } => &[],
-            },
-            FleetStep::Agent(_) | FleetStep::Gate(_) | FleetStep::Plan(_) => &[],
-        };
+    for (_, args) in code_args(contract) {
         for name in args.iter().filter_map(|a| whole_token_placeholder(a)) {
             if !vars.contains_key(name) && !out.iter().any(|n| n == name) {
                 out.push(name.to_owned());
             }
+        }
+    }
+    out
+}
+
+/// The `args` of every position that runs a command with arguments (code
+/// steps and code-checked loops), with the position's name.
+fn code_args(contract: &FleetContract) -> Vec<(String, &[String])> {
+    let mut out = Vec::new();
+    for step in &contract.steps {
+        match step {
+            FleetStep::Code(s) => out.push((s.id.clone(), s.work.args.as_slice())),
+            FleetStep::Loop(l) => match &l.check {
+                LoopCheck::Code(c) => out.push((loop_check_position(&l.id), c.args.as_slice())),
+                LoopCheck::Agent(_) | LoopCheck::Gate { .. } => {}
+            },
+            FleetStep::Agent(_) | FleetStep::Gate(_) | FleetStep::Plan(_) => {}
         }
     }
     out
@@ -431,11 +459,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn gate_writes(&self, path: &str) -> Option<WriteBoundary> {
-        if self.contract.version.enforces_write_boundaries() {
-            crate::boundary::normalize_write_boundary(&[path]).ok()
-        } else {
-            None
-        }
+        gate_write_boundary(self.contract.version, path)
     }
 
     fn agent_work(a: &AgentWork) -> NodeWork {
@@ -502,15 +526,13 @@ impl<'a> Compiler<'a> {
                 self.writes(s.work.scope, s.work.writes.as_ref()),
             )),
             FleetStep::Loop(l) => {
-                let (check_kind, check_scope, check_writes, check_work) = match &l.check {
+                let (check_scope, check_writes, check_work) = match &l.check {
                     LoopCheck::Code(c) => (
-                        LoopCheckKind::Code,
                         c.scope,
                         self.writes(c.scope, c.writes.as_ref()),
                         self.code_work(c, true, Vec::new()),
                     ),
                     LoopCheck::Agent(a) => (
-                        LoopCheckKind::Agent,
                         a.scope,
                         self.writes(a.scope, a.writes.as_ref()),
                         Self::agent_work(a),
@@ -527,7 +549,6 @@ impl<'a> Compiler<'a> {
                             | None => (String::new(), String::new()),
                         };
                         (
-                            LoopCheckKind::Gate,
                             Scope::Workspace,
                             self.gate_writes(&path),
                             NodeWork::GateCheck {
@@ -578,7 +599,7 @@ impl<'a> Compiler<'a> {
                 }
                 loops.push(PlanLoop {
                     id: l.id.clone(),
-                    check_kind,
+                    check_kind: l.check.kind(),
                     max_attempts: l.max_attempts,
                     check_ids,
                     repair_ids,

@@ -11,7 +11,7 @@
 use evoflux_core::{Diagnostic, Diagnostics};
 use serde::Serialize;
 
-use crate::boundary::WriteBoundary;
+use crate::boundary::{WriteBoundary, normalize_write_boundary};
 use crate::contract::{
     FLEET_WRITE_BOUNDARY_VERSION, FleetContract, FleetStep, FleetVersion, LoopCheck, Scope,
     loop_check_position, loop_repair_position,
@@ -53,61 +53,55 @@ pub fn fleet_step_write_boundary(
     }
 }
 
-/// A gate's boundary: exactly its file.
-fn gate_boundary(version: FleetVersion, path: &str) -> Option<WriteBoundary> {
+/// A gate's boundary: exactly its file (`None` below v4, as for every
+/// position). The parser only admits a gate path that is one normalized
+/// entry; a hand-built one that is not fails closed, to the empty
+/// allowlist, rather than to no claim at all.
+pub(crate) fn gate_write_boundary(version: FleetVersion, path: &str) -> Option<WriteBoundary> {
     if version < FLEET_WRITE_BOUNDARY_VERSION {
         return None;
     }
-    crate::boundary::normalize_write_boundary(&[path]).ok()
+    Some(normalize_write_boundary(&[path]).unwrap_or_default())
+}
+
+/// Where a position's boundary comes from.
+enum Source<'a> {
+    /// What the author wrote: a scope and, maybe, `writes`.
+    Declared {
+        scope: Scope,
+        writes: Option<&'a WriteBoundary>,
+    },
+    /// A gate's `path` (a gate step, or a loop check that re-runs one).
+    Gate { path: &'a str },
 }
 
 /// Every position a contract runs, in declaration order, both halves of
-/// every loop included.
-pub fn fleet_step_boundaries(contract: &FleetContract) -> Vec<StepBoundary> {
-    let v = contract.version;
+/// every loop included: the one walk that [`fleet_step_boundaries`] and
+/// [`validate_write_boundaries`] share. A gate-checked loop whose gate is
+/// not declared has no check position (the graph reports the gate).
+fn positions(contract: &FleetContract) -> Vec<(String, Source<'_>)> {
+    fn declared(scope: Scope, writes: Option<&WriteBoundary>) -> Source<'_> {
+        Source::Declared { scope, writes }
+    }
     let mut out = Vec::new();
-    let mut add = |position: String, scope: Scope, writes: Option<WriteBoundary>| {
-        out.push(StepBoundary {
-            position,
-            scope,
-            writes,
-        });
-    };
     for step in &contract.steps {
         match step {
-            FleetStep::Agent(s) => add(
-                s.id.clone(),
-                s.work.scope,
-                fleet_step_write_boundary(v, s.work.scope, s.work.writes.as_ref()),
-            ),
-            FleetStep::Plan(s) => add(
-                s.id.clone(),
-                s.work.scope,
-                fleet_step_write_boundary(v, s.work.scope, s.work.writes.as_ref()),
-            ),
-            FleetStep::Code(s) => add(
-                s.id.clone(),
-                s.work.scope,
-                fleet_step_write_boundary(v, s.work.scope, s.work.writes.as_ref()),
-            ),
-            FleetStep::Gate(s) => add(s.id.clone(), Scope::Workspace, gate_boundary(v, &s.path)),
+            FleetStep::Agent(s) => {
+                out.push((s.id.clone(), declared(s.work.scope, s.work.writes.as_ref())));
+            }
+            FleetStep::Plan(s) => {
+                out.push((s.id.clone(), declared(s.work.scope, s.work.writes.as_ref())));
+            }
+            FleetStep::Code(s) => {
+                out.push((s.id.clone(), declared(s.work.scope, s.work.writes.as_ref())));
+            }
+            FleetStep::Gate(s) => out.push((s.id.clone(), Source::Gate { path: &s.path })),
             FleetStep::Loop(l) => {
                 let check = loop_check_position(&l.id);
                 match &l.check {
-                    LoopCheck::Code(c) => add(
-                        check,
-                        c.scope,
-                        fleet_step_write_boundary(v, c.scope, c.writes.as_ref()),
-                    ),
-                    LoopCheck::Agent(a) => add(
-                        check,
-                        a.scope,
-                        fleet_step_write_boundary(v, a.scope, a.writes.as_ref()),
-                    ),
+                    LoopCheck::Code(c) => out.push((check, declared(c.scope, c.writes.as_ref()))),
+                    LoopCheck::Agent(a) => out.push((check, declared(a.scope, a.writes.as_ref()))),
                     LoopCheck::Gate { gate } => {
-                        // A gate-checked loop re-runs the gate against its
-                        // file; an unknown gate is a graph error, reported
-                        // there.
                         let path = contract.steps.iter().find_map(|s| match s {
                             FleetStep::Gate(g) if g.id == *gate => Some(g.path.as_str()),
                             FleetStep::Gate(_)
@@ -117,50 +111,41 @@ pub fn fleet_step_boundaries(contract: &FleetContract) -> Vec<StepBoundary> {
                             | FleetStep::Plan(_) => None,
                         });
                         if let Some(path) = path {
-                            add(check, Scope::Workspace, gate_boundary(v, path));
+                            out.push((check, Source::Gate { path }));
                         }
                     }
                 }
-                add(
+                out.push((
                     loop_repair_position(&l.id),
-                    l.repair.scope,
-                    fleet_step_write_boundary(v, l.repair.scope, l.repair.writes.as_ref()),
-                );
+                    declared(l.repair.scope, l.repair.writes.as_ref()),
+                ));
             }
         }
     }
     out
 }
 
-/// The positions a contract author declared, with their raw `writes`
-/// (gates and gate-checked loop checks derive theirs, so are not here).
-fn declared_positions(contract: &FleetContract) -> Vec<(String, Scope, Option<&WriteBoundary>)> {
-    let mut out = Vec::new();
-    for step in &contract.steps {
-        match step {
-            FleetStep::Agent(s) => out.push((s.id.clone(), s.work.scope, s.work.writes.as_ref())),
-            FleetStep::Plan(s) => out.push((s.id.clone(), s.work.scope, s.work.writes.as_ref())),
-            FleetStep::Code(s) => out.push((s.id.clone(), s.work.scope, s.work.writes.as_ref())),
-            FleetStep::Gate(_) => {}
-            FleetStep::Loop(l) => {
-                match &l.check {
-                    LoopCheck::Code(c) => {
-                        out.push((loop_check_position(&l.id), c.scope, c.writes.as_ref()));
-                    }
-                    LoopCheck::Agent(a) => {
-                        out.push((loop_check_position(&l.id), a.scope, a.writes.as_ref()));
-                    }
-                    LoopCheck::Gate { .. } => {}
-                }
-                out.push((
-                    loop_repair_position(&l.id),
-                    l.repair.scope,
-                    l.repair.writes.as_ref(),
-                ));
-            }
-        }
-    }
-    out
+/// Every position a contract runs, in declaration order, both halves of
+/// every loop included, with the boundary it runs under. A gate, and a
+/// loop check that re-runs one, are `workspace` positions bounded by the
+/// gate's file.
+pub fn fleet_step_boundaries(contract: &FleetContract) -> Vec<StepBoundary> {
+    let v = contract.version;
+    positions(contract)
+        .into_iter()
+        .map(|(position, source)| match source {
+            Source::Declared { scope, writes } => StepBoundary {
+                position,
+                scope,
+                writes: fleet_step_write_boundary(v, scope, writes),
+            },
+            Source::Gate { path } => StepBoundary {
+                position,
+                scope: Scope::Workspace,
+                writes: gate_write_boundary(v, path),
+            },
+        })
+        .collect()
 }
 
 /// The field of a position's `writes`: `steps.<id>.writes`, or
@@ -176,7 +161,11 @@ pub fn validate_write_boundaries(contract: &FleetContract) -> Diagnostics {
     if !contract.version.enforces_write_boundaries() {
         return diags;
     }
-    for (position, scope, writes) in declared_positions(contract) {
+    for (position, source) in positions(contract) {
+        // A gate's boundary is derived from its path, never declared.
+        let Source::Declared { scope, writes } = source else {
+            continue;
+        };
         match (scope, writes) {
             (Scope::Workspace, Some(w)) if !w.is_empty() => {}
             (Scope::Workspace, _) => diags.push(

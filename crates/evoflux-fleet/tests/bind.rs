@@ -82,6 +82,30 @@ fn args_fill_declared_slots_only() {
 }
 
 #[test]
+fn the_args_field_is_named_whatever_the_step_id() {
+    // A step id may contain `.command`; the locator is built, not edited.
+    let yaml = V3
+        .replace("id: commit,", "id: run.command,")
+        .replace("command: commit,", "command: commit, args: [one],");
+    let c = valid(&doc(&yaml));
+    let reg = registry(
+        "version: 1\ncommands:\n  test:\n    argv: [cargo, test]\n  commit:\n    argv: [git, commit]\n",
+    );
+    let d = bind_fleet_commands(&c, Some(&reg));
+    assert_eq!(d.codes(), [codes::COMMAND_ARGUMENTS]);
+    let only = &d.as_slice()[0];
+    assert_eq!(
+        only.locator.field.as_deref(),
+        Some("steps.run.command.args")
+    );
+    assert_eq!(
+        only.message,
+        "step 'run.command': fleet command 'commit': expected 0 declared argument slots, got 1; \
+         the operator must declare argumentSlots in fleets/commands.yaml"
+    );
+}
+
+#[test]
 fn a_gate_command_receives_the_path() {
     let c = valid(&doc(V5));
     let without = registry("version: 1\ncommands:\n  acceptance:\n    argv: [node, tests/a.mjs]\n");

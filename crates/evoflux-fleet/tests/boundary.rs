@@ -1,9 +1,13 @@
-//! Write boundaries: the grammar, normalization, `covers` and `overlaps`.
+//! Write boundaries: the grammar, normalization, `covers` and `overlaps`,
+//! and the boundary of every position a contract runs.
 
+mod common;
+
+use common::{V3, V4, V5, doc, valid};
 use evoflux_fleet::{
-    BoundaryEntryError, BoundaryError, WRITE_BOUNDARY_MAX_ENTRIES, WriteBoundary,
-    describe_write_boundary, normalize_write_boundary, normalize_write_boundary_entry,
-    write_boundary_covers,
+    BoundaryEntryError, BoundaryError, Scope, WRITE_BOUNDARY_MAX_ENTRIES, WriteBoundary,
+    describe_write_boundary, fleet_step_boundaries, normalize_write_boundary,
+    normalize_write_boundary_entry, write_boundary_covers,
 };
 use proptest::prelude::*;
 
@@ -140,6 +144,65 @@ fn overlaps() {
         !b(&["src"]).overlaps(&b(&["src/"])),
         "a file and a directory of the same name"
     );
+}
+
+/// `(position, scope, rendered boundary or "none")` of every position.
+fn positions(text: &str) -> Vec<(String, Scope, String)> {
+    fleet_step_boundaries(&valid(&doc(text)))
+        .into_iter()
+        .map(|b| {
+            let writes = b.writes.map_or("none".to_owned(), |w| w.to_string());
+            (b.position, b.scope, writes)
+        })
+        .collect()
+}
+
+fn row(position: &str, scope: Scope, writes: &str) -> (String, Scope, String) {
+    (position.to_owned(), scope, writes.to_owned())
+}
+
+#[test]
+fn every_position_and_both_loop_halves_have_a_boundary() {
+    use Scope::{Readonly, Workspace};
+    // Below v4 there is no claim at all.
+    assert_eq!(
+        positions(V3),
+        [
+            row("build", Workspace, "none"),
+            row("suite.check", Workspace, "none"),
+            row("suite.repair", Workspace, "none"),
+            row("commit", Workspace, "none"),
+        ]
+    );
+    // From v4 readonly is the empty allowlist, not an absence.
+    assert_eq!(
+        positions(V4),
+        [
+            row("build", Workspace, "src/"),
+            row("suite.check", Readonly, "(nothing: readonly)"),
+            row("suite.repair", Workspace, "src/"),
+            row("docs", Workspace, "README.md, docs/"),
+        ]
+    );
+    // A gate, and a loop check that re-runs it, are workspace positions
+    // bounded by the gate's file.
+    assert_eq!(
+        positions(V5),
+        [
+            row("acceptance", Workspace, "tests/acceptance.mjs"),
+            row("architect", Workspace, "src/, tests/"),
+            row("repair.check", Workspace, "tests/acceptance.mjs"),
+            row("repair.repair", Workspace, "src/"),
+        ]
+    );
+}
+
+#[test]
+fn a_boundary_read_back_is_normalized_or_refused() {
+    let read: Result<WriteBoundary, _> = yaml_serde::from_str("[b/, ' a', a]");
+    assert_eq!(read.ok(), Some(b(&["a", "b/"])));
+    let refused: Result<WriteBoundary, _> = yaml_serde::from_str("[src/, /etc/passwd]");
+    assert!(refused.is_err(), "an absolute entry cannot be read back");
 }
 
 fn entry() -> impl Strategy<Value = String> {

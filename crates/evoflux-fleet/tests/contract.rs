@@ -209,6 +209,37 @@ fn older_kinds_and_keys_need_their_versions() {
 }
 
 #[test]
+fn a_key_no_version_gives_that_position_is_unknown_not_newer() {
+    // commitFrom belongs to code steps: on an agent step it is unknown at
+    // every version, so "requires version 3" would send the author to an
+    // upgrade that does not help.
+    let agent_commit = V2.replace(
+        "{id: build, agent: coder, scope: workspace, dependencies: []}",
+        "{id: build, agent: coder, scope: workspace, commitFrom: [x], dependencies: []}",
+    );
+    let d = refused(&doc(&agent_commit));
+    expect_one(&d, "fleet/key-unknown", "steps.build.commitFrom");
+    assert!(!d.has_code("fleet/key-requires-version"));
+
+    // Code steps are never routed; loops declare no boundary of their own.
+    let code_target = V4.replace(
+        "check: {kind: code, command: test, scope: readonly}",
+        "check: {kind: code, command: test, scope: readonly, target: fast}",
+    );
+    let d = refused(&doc(&code_target));
+    expect_one(&d, "fleet/key-unknown", "steps.suite.check.target");
+    assert!(!d.has_code("fleet/key-requires-version"));
+
+    let loop_writes = V3.replace(
+        "    maxAttempts: 3\n",
+        "    maxAttempts: 3\n    writes: [src/]\n",
+    );
+    let d = refused(&doc(&loop_writes));
+    expect_one(&d, "fleet/key-unknown", "steps.suite.writes");
+    assert!(!d.has_code("fleet/key-requires-version"));
+}
+
+#[test]
 fn a_readonly_step_with_writes_is_refused() {
     let yaml = V4.replace(
         "check: {kind: code, command: test, scope: readonly}",

@@ -95,6 +95,34 @@ fn cycles_name_only_their_members() {
 }
 
 #[test]
+fn two_cycles_are_two_problems_and_a_step_between_them_is_neither() {
+    // a <-> b, then mid waits on a, and c <-> d waits on mid.
+    let d = refused(&contract(
+        "  - {id: a, agent: coder, scope: readonly, dependencies: [b]}\n  - {id: b, agent: coder, scope: readonly, dependencies: [a]}\n  - {id: mid, agent: coder, scope: readonly, dependencies: [a]}\n  - {id: c, agent: coder, scope: readonly, dependencies: [d, mid]}\n  - {id: d, agent: coder, scope: readonly, dependencies: [c]}\n",
+    ));
+    let found: Vec<(Option<&str>, &str)> = d
+        .iter()
+        .map(|d| {
+            assert_eq!(d.code, codes::DEPENDENCY_CYCLE);
+            (d.locator.field.as_deref(), d.message.as_str())
+        })
+        .collect();
+    assert_eq!(found.len(), 2, "{}", d.render_human());
+    assert_eq!(found[0].0, Some("steps.a.dependencies"));
+    assert!(
+        found[0].1.starts_with("dependency cycle among steps a, b;"),
+        "{}",
+        found[0].1
+    );
+    assert_eq!(found[1].0, Some("steps.c.dependencies"));
+    assert!(
+        found[1].1.starts_with("dependency cycle among steps c, d;"),
+        "{}",
+        found[1].1
+    );
+}
+
+#[test]
 fn commit_sources() {
     let unknown = V3.replace("commitFrom: [suite, build]", "commitFrom: [ghost]");
     let d = refused(&doc(&unknown));

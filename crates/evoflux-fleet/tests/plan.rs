@@ -5,9 +5,10 @@ mod common;
 
 use common::{V3, V4, V5, doc, valid, vars};
 use evoflux_fleet::contract::FleetStep;
-use evoflux_fleet::plan::{LoopCheckKind, NodeRole, NodeWork, PLAN_FORMAT_VERSION};
+use evoflux_fleet::plan::{NodeRole, NodeWork, PLAN_FORMAT_VERSION};
 use evoflux_fleet::{
-    ExecutionPlan, FLEET_LOOP_MAX_ATTEMPTS, FleetContract, PlanError, compile_fleet_plan,
+    ExecutionPlan, FLEET_LOOP_MAX_ATTEMPTS, FleetContract, LoopCheckKind, PlanError,
+    compile_fleet_plan,
 };
 
 fn compile(c: &FleetContract) -> ExecutionPlan {
@@ -202,6 +203,31 @@ fn missing_variables_fail_before_anything_runs() {
 }
 
 #[test]
+fn a_bound_argument_must_be_data() {
+    let c = valid(&doc(&V3.replace(
+        "check: {kind: code, command: test, scope: workspace}",
+        "check: {kind: code, command: test, args: [unit, '{{suite_filter}}'], scope: workspace}",
+    )));
+    let long = "x".repeat(8_193);
+    for bad in ["--all", "", "a\0b", long.as_str()] {
+        match compile_fleet_plan(&c, &vars(&[("target", "t"), ("suite_filter", bad)])) {
+            Err(PlanError::Argument {
+                position,
+                index,
+                name,
+            }) => {
+                assert_eq!(
+                    (position.as_str(), index, name.as_str()),
+                    ("suite.check", 1, "suite_filter")
+                );
+            }
+            other => panic!("{bad:?}: expected a refused argument, got {other:?}"),
+        }
+    }
+    assert!(compile_fleet_plan(&c, &vars(&[("target", "t"), ("suite_filter", "a-b")])).is_ok());
+}
+
+#[test]
 fn an_invalid_hand_built_contract_is_not_compiled() {
     let mut c = valid(&doc(V3));
     if let Some(FleetStep::Agent(a)) = c.steps.get_mut(0) {
@@ -212,6 +238,31 @@ fn an_invalid_hand_built_contract_is_not_compiled() {
             assert_eq!(diagnostics.codes(), ["fleet/unknown-dependency"]);
         }
         other => panic!("expected invalid, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_hand_built_loop_outside_the_bound_is_not_unrolled() {
+    // The parser refuses these; a contract built or edited in code must not
+    // unroll into more verifications than the spec allows, or into none.
+    for attempts in [0, FLEET_LOOP_MAX_ATTEMPTS + 1, u32::MAX] {
+        let mut c = valid(&doc(V3));
+        let Some(FleetStep::Loop(l)) = c.steps.get_mut(1) else {
+            panic!("suite is the second step")
+        };
+        l.max_attempts = attempts;
+        match compile_fleet_plan(&c, &vars(&[("target", "x")])) {
+            Err(PlanError::Invalid { diagnostics, .. }) => {
+                assert_eq!(
+                    diagnostics.codes(),
+                    ["fleet/loop-attempts-invalid"],
+                    "{attempts}"
+                );
+                let d = &diagnostics.as_slice()[0];
+                assert_eq!(d.locator.field.as_deref(), Some("steps.suite.maxAttempts"));
+            }
+            other => panic!("{attempts}: expected invalid, got {other:?}"),
+        }
     }
 }
 

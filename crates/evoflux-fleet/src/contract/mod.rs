@@ -38,7 +38,56 @@ use serde::{Serialize, Serializer};
 
 use crate::boundary::WriteBoundary;
 
+/// The diagnostic codes of reading a contract, one per kind of problem
+/// (graph, boundary and binding codes live beside their checks).
+pub mod codes {
+    /// The file has no YAML front matter.
+    pub const FRONTMATTER_MISSING: &str = "fleet/frontmatter-missing";
+    /// `version` is missing or not 1 to 5: nothing else can be read without it.
+    pub const VERSION_UNSUPPORTED: &str = "fleet/version-unsupported";
+    /// A key the position only has from a later version, refused by name.
+    pub const KEY_REQUIRES_VERSION: &str = "fleet/key-requires-version";
+    /// A key the position has at no version.
+    pub const KEY_UNKNOWN: &str = "fleet/key-unknown";
+    /// A required key is absent.
+    pub const KEY_MISSING: &str = "fleet/key-missing";
+    /// A value of the wrong type or outside its range.
+    pub const FIELD_INVALID: &str = "fleet/field-invalid";
+    /// A step or loop-check kind no version has: the whole contract is refused.
+    pub const KIND_UNKNOWN: &str = "fleet/kind-unknown";
+    /// A kind newer than the declared version.
+    pub const KIND_REQUIRES_VERSION: &str = "fleet/kind-requires-version";
+    /// A `writes` entry the boundary grammar refuses.
+    pub const WRITES_INVALID: &str = "fleet/writes-invalid";
+    /// More `writes` entries than `WRITE_BOUNDARY_MAX_ENTRIES`.
+    pub const WRITES_TOO_MANY: &str = "fleet/writes-too-many";
+    /// `target` and `profile` on one position.
+    pub const ROUTE_CONFLICT: &str = "fleet/route-conflict";
+    /// A code step's `args`: too many, NUL or oversized, or a placeholder inside a token.
+    pub const ARGS_INVALID: &str = "fleet/args-invalid";
+    /// A gate declares `writes` (its boundary is its `path`).
+    pub const GATE_WRITES: &str = "fleet/gate-writes";
+    /// A gate `path` that is not one normalized, repository-relative file.
+    pub const GATE_PATH_INVALID: &str = "fleet/gate-path-invalid";
+    /// A plan step's roster names an agent twice.
+    pub const ROSTER_DUPLICATE: &str = "fleet/roster-duplicate";
+    /// No prompt after the front matter.
+    pub const BODY_EMPTY: &str = "fleet/body-empty";
+}
+
 pub use parse::parse_fleet_contract;
+
+/// Every check that holds for a contract value however it was made: the
+/// graph ([`validate_fleet_graph`](crate::graph::validate_fleet_graph),
+/// loop bounds included) and the write boundaries
+/// ([`validate_write_boundaries`](crate::writes::validate_write_boundaries)).
+/// The parser runs it on what it read and plan compilation on what it is
+/// handed, so the two cannot drift apart.
+pub fn validate_fleet_contract(contract: &FleetContract) -> evoflux_core::Diagnostics {
+    let mut diags = crate::graph::validate_fleet_graph(contract);
+    diags.extend(crate::writes::validate_write_boundaries(contract));
+    diags
+}
 
 /// The version at which `writes` boundaries are declared and enforced.
 pub const FLEET_WRITE_BOUNDARY_VERSION: FleetVersion = FleetVersion::V4;
@@ -52,16 +101,35 @@ pub const FLEET_DYNAMIC_STEP_VERSION: FleetVersion = FleetVersion::V5;
 /// cost model.
 pub const FLEET_LOOP_MAX_ATTEMPTS: u32 = 5;
 
+/// Whether a loop may declare `maxAttempts: n`: at least one verification,
+/// at most [`FLEET_LOOP_MAX_ATTEMPTS`]. The one statement of the bound, read
+/// by the parser and again by graph validation, so a contract built or
+/// edited by hand cannot unroll into more nodes than the spec allows (or
+/// into none).
+pub const fn loop_attempts_allowed(n: u64) -> bool {
+    n >= 1 && n <= FLEET_LOOP_MAX_ATTEMPTS as u64
+}
+
+/// What is wrong with a `maxAttempts` outside [`loop_attempts_allowed`].
+pub fn loop_attempts_message() -> String {
+    format!(
+        "'maxAttempts' must be an integer from 1 to {FLEET_LOOP_MAX_ATTEMPTS}: the bound counts \
+         verifications, and a loop that needs more is not converging"
+    )
+}
+
 /// A plan step's roster holds 1..=16 distinct agents.
 pub const PLAN_ROSTER_MAX: usize = 16;
 /// A plan step proposes 1..=16 tasks.
 pub const PLAN_MAX_TASKS: u32 = 16;
 /// The agent of a plan step that names none.
 pub const DEFAULT_PLAN_AGENT: &str = "architect";
-/// A code step passes at most this many `args`.
-pub const CODE_STEP_MAX_ARGS: usize = 64;
-/// The longest code-step argument, in characters.
-pub const CODE_STEP_MAX_ARG_CHARS: usize = 8_192;
+/// A code step passes at most this many `args`: one per argument slot, so
+/// no more than a command can declare.
+pub const CODE_STEP_MAX_ARGS: usize = crate::commands::MAX_ARGUMENT_SLOTS;
+/// The longest code-step argument, in characters: the longest value any
+/// slot can accept.
+pub const CODE_STEP_MAX_ARG_CHARS: usize = crate::commands::MAX_SLOT_LENGTH;
 
 /// The contract schema version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -269,6 +337,43 @@ pub struct CodeStep {
     pub commit_from: Option<Vec<String>>,
 }
 
+/// What a loop's check is, a closed set of its own: a loop is never checked
+/// by a loop or a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopCheckKind {
+    Code,
+    Agent,
+    Gate,
+}
+
+impl LoopCheckKind {
+    pub fn parse(s: &str) -> Option<LoopCheckKind> {
+        match s {
+            "code" => Some(LoopCheckKind::Code),
+            "agent" => Some(LoopCheckKind::Agent),
+            "gate" => Some(LoopCheckKind::Gate),
+            _ => None,
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LoopCheckKind::Code => "code",
+            LoopCheckKind::Agent => "agent",
+            LoopCheckKind::Gate => "gate",
+        }
+    }
+
+    /// The first version whose loops may be checked this way.
+    pub const fn since(self) -> FleetVersion {
+        match self {
+            LoopCheckKind::Code | LoopCheckKind::Agent => FleetVersion::V3,
+            LoopCheckKind::Gate => FLEET_DYNAMIC_STEP_VERSION,
+        }
+    }
+}
+
 /// The verification half of a loop: the question that decides whether the
 /// loop continues.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -334,6 +439,16 @@ pub enum FleetStep {
     Loop(LoopStep),
     Gate(GateStep),
     Plan(PlanStep),
+}
+
+impl LoopCheck {
+    pub fn kind(&self) -> LoopCheckKind {
+        match self {
+            LoopCheck::Code(_) => LoopCheckKind::Code,
+            LoopCheck::Agent(_) => LoopCheckKind::Agent,
+            LoopCheck::Gate { .. } => LoopCheckKind::Gate,
+        }
+    }
 }
 
 impl FleetStep {

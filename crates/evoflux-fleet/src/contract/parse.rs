@@ -16,16 +16,16 @@ use yaml_serde::{Mapping, Value};
 
 use super::{
     AgentStep, AgentWork, CODE_STEP_MAX_ARG_CHARS, CODE_STEP_MAX_ARGS, CodeStep, CodeWork,
-    DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_LOOP_MAX_ATTEMPTS,
-    FLEET_WRITE_BOUNDARY_VERSION, FleetContract, FleetStep, FleetVersion, GateStep, LoopCheck,
-    LoopStep, OnFailure, PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind,
+    DEFAULT_PLAN_AGENT, FLEET_DYNAMIC_STEP_VERSION, FLEET_WRITE_BOUNDARY_VERSION, FleetContract,
+    FleetStep, FleetVersion, GateStep, LoopCheck, LoopCheckKind, LoopStep, OnFailure,
+    PLAN_MAX_TASKS, PLAN_ROSTER_MAX, PlanStep, Route, Scope, StepKind, codes,
+    loop_attempts_allowed, loop_attempts_message, validate_fleet_contract,
 };
 use crate::boundary::{
     BoundaryError, WriteBoundary, normalize_write_boundary, normalize_write_boundary_entry,
 };
-use crate::graph::validate_fleet_graph;
+use crate::graph::codes as graph_codes;
 use crate::render::whole_token_placeholder;
-use crate::writes::validate_write_boundaries;
 
 /// The first version with `commitFrom`.
 const COMMIT_STEP_VERSION: FleetVersion = FleetVersion::V3;
@@ -47,7 +47,7 @@ pub fn parse_fleet_contract(
     if !doc.has_front_matter {
         diags.push(
             Diagnostic::error(
-                "fleet/frontmatter-missing",
+                codes::FRONTMATTER_MISSING,
                 "a fleet contract starts with YAML front matter between `---` lines",
             )
             .with_file(path),
@@ -62,7 +62,7 @@ pub fn parse_fleet_contract(
     let Some(version) = version else {
         diags.push(
             Diagnostic::error(
-                "fleet/version-unsupported",
+                codes::VERSION_UNSUPPORTED,
                 "version must be 1 (agent steps), 2 (adds code steps), 3 (adds bounded loops \
                  and commit steps), 4 (adds enforced write boundaries) or 5 (adds gate and plan \
                  steps, target/profile routing and writers)",
@@ -85,11 +85,9 @@ pub fn parse_fleet_contract(
     // even when something else was refused (an unknown key, a key newer
     // than the version), so every problem is reported in one pass.
     let contract = contract?;
-    let graph = validate_fleet_graph(&contract);
-    let boundaries = validate_write_boundaries(&contract);
-    refused |= graph.has_errors() || boundaries.has_errors();
-    diags.extend(graph);
-    diags.extend(boundaries);
+    let checked = validate_fleet_contract(&contract);
+    refused |= checked.has_errors();
+    diags.extend(checked);
     (!refused).then_some(contract)
 }
 
@@ -118,88 +116,83 @@ impl Reader<'_> {
         });
     }
 
-    /// Refuses a key newer than the declared version, by name.
-    fn newer_key(&mut self, at: &str, key: &str, since: FleetVersion, why: &str) {
+    /// Checks every key of `m` against what `position` has at this
+    /// version: a key the position gains in a later version is refused by
+    /// name (the author wrote something an older reader would ignore), any
+    /// other unknown key as unknown. `reported` keys were refused already,
+    /// with a message of their own.
+    fn keys(&mut self, m: &Mapping, at: &str, position: Position, reported: &[&str]) {
+        let table = position.keys();
+        for k in m.keys() {
+            let Some(name) = k.as_str() else {
+                self.err(codes::FIELD_INVALID, at, "keys must be strings".to_owned());
+                continue;
+            };
+            if reported.contains(&name) {
+                continue;
+            }
+            match table.iter().find(|(key, _)| *key == name) {
+                Some((_, since)) if since.version <= self.version => {}
+                Some((_, since)) => {
+                    let (since, why) = (since.version, since.before);
+                    self.err(
+                        codes::KEY_REQUIRES_VERSION,
+                        &field(at, name),
+                        format!(
+                            "'{name}' requires contract version {since}; this contract declares \
+                             version {}, {why}",
+                            self.version
+                        ),
+                    );
+                }
+                None => {
+                    let allowed: Vec<&str> = table
+                        .iter()
+                        .filter(|(_, since)| since.version <= self.version)
+                        .map(|(key, _)| *key)
+                        .collect();
+                    self.err(
+                        codes::KEY_UNKNOWN,
+                        &field(at, name),
+                        format!(
+                            "unknown key '{name}' (allowed at version {}: {})",
+                            self.version,
+                            allowed.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether a kind first available `since` exists at this version;
+    /// refuses it by name when not.
+    fn kind_exists(&mut self, at: &str, kind: &str, since: FleetVersion) -> bool {
+        if since <= self.version {
+            return true;
+        }
         self.err(
-            "fleet/key-requires-version",
-            &field(at, key),
+            codes::KIND_REQUIRES_VERSION,
+            &field(at, "kind"),
             format!(
-                "'{key}' requires contract version {since}; this contract declares version {}, \
-                 {why}",
+                "kind '{kind}' requires contract version {since}; this contract declares \
+                 version {}",
                 self.version
             ),
         );
-    }
-
-    /// The version gates of one step-like mapping (a step, a check, a
-    /// repair). Returns the keys they reported, so the unknown-key check
-    /// does not report them twice.
-    fn gates(&mut self, m: &Mapping, at: &str, step_level: bool) -> Vec<&'static str> {
-        let mut reported = Vec::new();
-        let gated: [(&'static str, FleetVersion, &str); 4] = [
-            (
-                "writes",
-                FLEET_WRITE_BOUNDARY_VERSION,
-                "where the declaration would not be enforced",
-            ),
-            (
-                "target",
-                FLEET_DYNAMIC_STEP_VERSION,
-                "where per-step routing does not exist",
-            ),
-            (
-                "profile",
-                FLEET_DYNAMIC_STEP_VERSION,
-                "where per-step routing does not exist",
-            ),
-            (
-                "commitFrom",
-                COMMIT_STEP_VERSION,
-                "where commit steps do not exist",
-            ),
-        ];
-        for (key, since, why) in gated {
-            if key == "commitFrom" && !step_level {
-                continue;
-            }
-            if self.version < since && m.contains_key(key) {
-                self.newer_key(at, key, since, why);
-                reported.push(key);
-            }
-        }
-        reported
-    }
-
-    fn unknown_keys(&mut self, m: &Mapping, at: &str, allowed: &[&str], reported: &[&str]) {
-        for k in m.keys() {
-            let Some(name) = k.as_str() else {
-                self.err("fleet/field-invalid", at, "keys must be strings".to_owned());
-                continue;
-            };
-            if !allowed.contains(&name) && !reported.contains(&name) {
-                self.err(
-                    "fleet/key-unknown",
-                    &field(at, name),
-                    format!(
-                        "unknown key '{name}' (allowed at version {}: {})",
-                        self.version,
-                        allowed.join(", ")
-                    ),
-                );
-            }
-        }
+        false
     }
 
     fn missing(&mut self, at: &str, key: &str) {
         self.err(
-            "fleet/key-missing",
+            codes::KEY_MISSING,
             &field(at, key),
             format!("'{key}' is required"),
         );
     }
 
     fn invalid(&mut self, at: &str, key: &str, message: impl Into<String>) {
-        self.err("fleet/field-invalid", &field(at, key), message);
+        self.err(codes::FIELD_INVALID, &field(at, key), message);
     }
 
     fn string(&mut self, m: &Mapping, at: &str, key: &str) -> Option<String> {
@@ -259,19 +252,28 @@ impl Reader<'_> {
     }
 
     fn scope(&mut self, m: &Mapping, at: &str) -> Option<Scope> {
-        match m.get("scope") {
-            None => {
-                self.missing(at, "scope");
-                None
-            }
-            Some(v) => {
-                let scope = v.as_str().and_then(Scope::parse);
-                if scope.is_none() {
-                    self.invalid(at, "scope", "'scope' must be 'readonly' or 'workspace'");
-                }
-                scope
-            }
+        self.word(m, at, "scope", Scope::parse, "'readonly' or 'workspace'")
+    }
+
+    /// A required key whose value is one word of a closed set, read into
+    /// its enum by `parse`.
+    fn word<T>(
+        &mut self,
+        m: &Mapping,
+        at: &str,
+        key: &str,
+        parse: fn(&str) -> Option<T>,
+        expected: &str,
+    ) -> Option<T> {
+        let Some(v) = m.get(key) else {
+            self.missing(at, key);
+            return None;
+        };
+        let word = v.as_str().and_then(parse);
+        if word.is_none() {
+            self.invalid(at, key, format!("'{key}' must be {expected}"));
         }
+        word
     }
 
     fn integer(&mut self, m: &Mapping, at: &str, key: &str, min: u64, max: u64) -> Option<u32> {
@@ -308,11 +310,11 @@ impl Reader<'_> {
         match normalize_write_boundary(&entries) {
             Ok(b) => Some(Some(b)),
             Err(e @ BoundaryError::TooMany(_)) => {
-                self.err("fleet/writes-too-many", &field(at, "writes"), e.to_string());
+                self.err(codes::WRITES_TOO_MANY, &field(at, "writes"), e.to_string());
                 None
             }
             Err(e @ BoundaryError::Entry { .. }) => {
-                self.err("fleet/writes-invalid", &field(at, "writes"), e.to_string());
+                self.err(codes::WRITES_INVALID, &field(at, "writes"), e.to_string());
                 None
             }
         }
@@ -345,7 +347,7 @@ impl Reader<'_> {
         match (target, profile) {
             (Some(_), Some(_)) => {
                 self.err(
-                    "fleet/route-conflict",
+                    codes::ROUTE_CONFLICT,
                     &field(at, "profile"),
                     format!("step '{position}' may declare target or profile, never both"),
                 );
@@ -364,7 +366,7 @@ impl Reader<'_> {
         let args = self.string_list_any(v, at, "args")?;
         if args.len() > CODE_STEP_MAX_ARGS {
             self.err(
-                "fleet/args-invalid",
+                codes::ARGS_INVALID,
                 &field(at, "args"),
                 format!("at most {CODE_STEP_MAX_ARGS} arguments are allowed"),
             );
@@ -385,7 +387,7 @@ impl Reader<'_> {
                 None
             };
             if let Some(p) = problem {
-                self.err("fleet/args-invalid", &field(at, "args"), p);
+                self.err(codes::ARGS_INVALID, &field(at, "args"), p);
                 ok = false;
             }
         }
@@ -423,42 +425,8 @@ impl Reader<'_> {
         })
     }
 
-    /// Keys of each position at this version.
-    fn allowed(&self, base: &[&'static str], writes: bool, route: bool) -> Vec<&'static str> {
-        let mut out = base.to_vec();
-        if writes && self.version.enforces_write_boundaries() {
-            out.push("writes");
-        }
-        if route && self.version >= FLEET_DYNAMIC_STEP_VERSION {
-            out.extend(["target", "profile"]);
-        }
-        out
-    }
-
     fn contract(&mut self, top: &Mapping, body: &str) -> Option<FleetContract> {
-        let mut reported = Vec::new();
-        if self.version < FLEET_DYNAMIC_STEP_VERSION && top.contains_key("writers") {
-            self.newer_key(
-                "",
-                "writers",
-                FLEET_DYNAMIC_STEP_VERSION,
-                "where the single-writer token does not exist",
-            );
-            reported.push("writers");
-        }
-        let mut allowed = vec![
-            "version",
-            "name",
-            "description",
-            "steps",
-            "maxWorkers",
-            "budgetUsd",
-            "onFailure",
-        ];
-        if self.version >= FLEET_DYNAMIC_STEP_VERSION {
-            allowed.push("writers");
-        }
-        self.unknown_keys(top, "", &allowed, &reported);
+        self.keys(top, "", Position::Top, &[]);
 
         let name = self.string(top, "", "name");
         let description = match top.get("description") {
@@ -480,19 +448,13 @@ impl Reader<'_> {
                 }
             },
         };
-        let on_failure = match top.get("onFailure") {
-            None => {
-                self.missing("", "onFailure");
-                None
-            }
-            Some(v) => {
-                let o = v.as_str().and_then(OnFailure::parse);
-                if o.is_none() {
-                    self.invalid("", "onFailure", "'onFailure' must be 'stop' or 'continue'");
-                }
-                o
-            }
-        };
+        let on_failure = self.word(
+            top,
+            "",
+            "onFailure",
+            OnFailure::parse,
+            "'stop' or 'continue'",
+        );
         let single_writer = match top.get("writers") {
             _ if self.version < FLEET_DYNAMIC_STEP_VERSION => Some(false),
             None => Some(false),
@@ -527,7 +489,7 @@ impl Reader<'_> {
         let body = body.trim();
         if body.is_empty() {
             self.err(
-                "fleet/body-empty",
+                codes::BODY_EMPTY,
                 "",
                 "prompt body is empty: the text after the front matter is every agent step's task",
             );
@@ -561,7 +523,7 @@ impl Reader<'_> {
                 Some(k) => k,
                 None => {
                     self.err(
-                        "fleet/kind-unknown",
+                        codes::KIND_UNKNOWN,
                         &field(&at, "kind"),
                         format!(
                             "unknown step kind '{s}' (known: agent, code, loop, gate, plan); a \
@@ -577,29 +539,13 @@ impl Reader<'_> {
                 return None;
             }
         };
-        if kind.since() > self.version {
-            self.err(
-                "fleet/kind-requires-version",
-                &field(&at, "kind"),
-                format!(
-                    "kind '{}' requires contract version {}; this contract declares version {}",
-                    kind.as_str(),
-                    kind.since(),
-                    self.version
-                ),
-            );
+        if !self.kind_exists(&at, kind.as_str(), kind.since()) {
             return None;
         }
-        let mut reported = self.gates(m, &at, true);
         let id = self.string(m, &at, "id");
         match kind {
             StepKind::Agent => {
-                let allowed = self.allowed(
-                    &["kind", "id", "agent", "scope", "dependencies"],
-                    true,
-                    true,
-                );
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::AgentStep, &[]);
                 let agent = self.string(m, &at, "agent");
                 let deps = self.dependencies(m, &at);
                 let position = id.clone().unwrap_or_default();
@@ -611,12 +557,7 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Code => {
-                let mut base = vec!["kind", "id", "command", "args", "scope", "dependencies"];
-                if self.version >= COMMIT_STEP_VERSION {
-                    base.push("commitFrom");
-                }
-                let allowed = self.allowed(&base, true, false);
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::CodeStep, &[]);
                 let deps = self.dependencies(m, &at);
                 let work = self.code_work(m, &at);
                 let commit_from = match m.get("commitFrom") {
@@ -643,38 +584,19 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Loop => {
-                self.unknown_keys(
-                    m,
-                    &at,
-                    &[
-                        "kind",
-                        "id",
-                        "maxAttempts",
-                        "dependencies",
-                        "check",
-                        "repair",
-                    ],
-                    &reported,
-                );
+                self.keys(m, &at, Position::LoopStep, &[]);
                 let max_attempts = match m.get("maxAttempts") {
                     None => {
                         self.missing(&at, "maxAttempts");
                         None
                     }
-                    Some(v) => match v
-                        .as_u64()
-                        .filter(|n| (1..=u64::from(FLEET_LOOP_MAX_ATTEMPTS)).contains(n))
-                    {
+                    Some(v) => match v.as_u64().filter(|n| loop_attempts_allowed(*n)) {
                         Some(n) => u32::try_from(n).ok(),
                         None => {
                             self.err(
-                                "fleet/loop-attempts-invalid",
+                                graph_codes::LOOP_ATTEMPTS_INVALID,
                                 &field(&at, "maxAttempts"),
-                                format!(
-                                    "'maxAttempts' must be an integer from 1 to \
-                                     {FLEET_LOOP_MAX_ATTEMPTS}: the bound counts verifications, \
-                                     and a loop that needs more is not converging"
-                                ),
+                                loop_attempts_message(),
                             );
                             None
                         }
@@ -693,9 +615,10 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Gate => {
+                let mut reported = Vec::new();
                 if m.contains_key("writes") {
                     self.err(
-                        "fleet/gate-writes",
+                        codes::GATE_WRITES,
                         &field(&at, "writes"),
                         format!(
                             "gate step '{}' must not declare 'writes'; its write boundary is \
@@ -705,20 +628,7 @@ impl Reader<'_> {
                     );
                     reported.push("writes");
                 }
-                let allowed = self.allowed(
-                    &[
-                        "kind",
-                        "id",
-                        "agent",
-                        "path",
-                        "run",
-                        "scope",
-                        "dependencies",
-                    ],
-                    false,
-                    true,
-                );
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::GateStep, &reported);
                 let agent = self.string(m, &at, "agent");
                 let path = self.string(m, &at, "path");
                 let run = self.string(m, &at, "run");
@@ -741,21 +651,7 @@ impl Reader<'_> {
                 }))
             }
             StepKind::Plan => {
-                let allowed = self.allowed(
-                    &[
-                        "kind",
-                        "id",
-                        "agent",
-                        "roster",
-                        "maxTasks",
-                        "proposals",
-                        "scope",
-                        "dependencies",
-                    ],
-                    true,
-                    true,
-                );
-                self.unknown_keys(m, &at, &allowed, &reported);
+                self.keys(m, &at, Position::PlanStep, &[]);
                 let agent = self
                     .opt_string(m, &at, "agent")
                     .map(|a| a.unwrap_or_else(|| DEFAULT_PLAN_AGENT.to_owned()));
@@ -801,7 +697,7 @@ impl Reader<'_> {
         let unique: BTreeSet<&String> = roster.iter().collect();
         if unique.len() != roster.len() {
             self.err(
-                "fleet/roster-duplicate",
+                codes::ROSTER_DUPLICATE,
                 &field(at, "roster"),
                 format!("plan step '{id}' roster contains duplicate agents"),
             );
@@ -816,7 +712,7 @@ impl Reader<'_> {
         match normalize_write_boundary_entry(&path) {
             Err(e) => {
                 self.err(
-                    "fleet/gate-path-invalid",
+                    codes::GATE_PATH_INVALID,
                     &field(at, "path"),
                     format!("gate '{id}' path is invalid: {e}"),
                 );
@@ -824,7 +720,7 @@ impl Reader<'_> {
             }
             Ok(n) if n != path || n.ends_with('/') => {
                 self.err(
-                    "fleet/gate-path-invalid",
+                    codes::GATE_PATH_INVALID,
                     &field(at, "path"),
                     format!(
                         "gate '{id}' path must be one normalized, repository-relative file \
@@ -844,60 +740,49 @@ impl Reader<'_> {
         };
         let at = field(at, "check");
         let Some(c) = v.as_mapping() else {
-            self.err("fleet/field-invalid", &at, "'check' must be a mapping");
+            self.err(codes::FIELD_INVALID, &at, "'check' must be a mapping");
             return None;
         };
         let position = super::loop_check_position(loop_id);
         let kind = match c.get("kind").and_then(Value::as_str) {
-            Some("code") => StepKind::Code,
-            Some("agent") => StepKind::Agent,
-            Some("gate") => StepKind::Gate,
-            Some(other) => {
-                self.err(
-                    "fleet/kind-unknown",
-                    &field(&at, "kind"),
-                    format!(
-                        "unknown loop check kind '{other}' (known: code, agent, gate); a reader \
-                         that does not understand a kind refuses the whole contract"
-                    ),
-                );
-                return None;
-            }
+            Some(s) => match LoopCheckKind::parse(s) {
+                Some(k) => k,
+                None => {
+                    self.err(
+                        codes::KIND_UNKNOWN,
+                        &field(&at, "kind"),
+                        format!(
+                            "unknown loop check kind '{s}' (known: code, agent, gate); a reader \
+                             that does not understand a kind refuses the whole contract"
+                        ),
+                    );
+                    return None;
+                }
+            },
             None => {
                 self.err(
-                    "fleet/key-missing",
+                    codes::KEY_MISSING,
                     &field(&at, "kind"),
                     "a loop check declares its 'kind': code, agent or (v5) gate",
                 );
                 return None;
             }
         };
-        if kind == StepKind::Gate && self.version < FLEET_DYNAMIC_STEP_VERSION {
-            self.err(
-                "fleet/kind-requires-version",
-                &field(&at, "kind"),
-                format!(
-                    "kind 'gate' requires contract version 5; this contract declares version {}",
-                    self.version
-                ),
-            );
+        if !self.kind_exists(&at, kind.as_str(), kind.since()) {
             return None;
         }
-        let reported = self.gates(c, &at, false);
         match kind {
-            StepKind::Code => {
-                let allowed = self.allowed(&["kind", "command", "args", "scope"], true, false);
-                self.unknown_keys(c, &at, &allowed, &reported);
+            LoopCheckKind::Code => {
+                self.keys(c, &at, Position::CodeCheck, &[]);
                 self.code_work(c, &at).map(LoopCheck::Code)
             }
-            StepKind::Gate => {
-                self.unknown_keys(c, &at, &["kind", "gate"], &reported);
+            LoopCheckKind::Gate => {
+                self.keys(c, &at, Position::GateCheck, &[]);
                 self.string(c, &at, "gate")
                     .map(|gate| LoopCheck::Gate { gate })
             }
-            StepKind::Agent | StepKind::Loop | StepKind::Plan => {
-                let allowed = self.allowed(&["kind", "agent", "scope"], true, true);
-                self.unknown_keys(c, &at, &allowed, &reported);
+            LoopCheckKind::Agent => {
+                self.keys(c, &at, Position::AgentCheck, &[]);
                 let agent = self.string(c, &at, "agent");
                 self.agent_work(c, &at, &position, agent)
                     .map(LoopCheck::Agent)
@@ -912,7 +797,7 @@ impl Reader<'_> {
         };
         let at = field(at, "repair");
         let Some(c) = v.as_mapping() else {
-            self.err("fleet/field-invalid", &at, "'repair' must be a mapping");
+            self.err(codes::FIELD_INVALID, &at, "'repair' must be a mapping");
             return None;
         };
         match c.get("kind") {
@@ -923,10 +808,155 @@ impl Reader<'_> {
                 return None;
             }
         }
-        let reported = self.gates(c, &at, false);
-        let allowed = self.allowed(&["kind", "agent", "scope"], true, true);
-        self.unknown_keys(c, &at, &allowed, &reported);
+        self.keys(c, &at, Position::Repair, &[]);
         let agent = self.string(c, &at, "agent");
         self.agent_work(c, &at, &super::loop_repair_position(loop_id), agent)
     }
 }
+
+/// The kinds of mapping a contract holds, each with its own keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Position {
+    Top,
+    AgentStep,
+    CodeStep,
+    LoopStep,
+    GateStep,
+    PlanStep,
+    CodeCheck,
+    AgentCheck,
+    GateCheck,
+    Repair,
+}
+
+impl Position {
+    /// Every key the position has in some version, with the first version
+    /// that has it: the one statement of the schema's keys, from which both
+    /// "unknown key" and "requires version N" are answered. A position that
+    /// only exists from some version (a code step from v2) lists its keys
+    /// from then; its kind was already checked against the version.
+    fn keys(self) -> &'static [(&'static str, Since)] {
+        const V1: Since = Since::with_position(FleetVersion::V1);
+        const V2: Since = Since::with_position(FleetVersion::V2);
+        const V3: Since = Since::with_position(FleetVersion::V3);
+        const V5: Since = Since::with_position(FleetVersion::V5);
+        match self {
+            Position::Top => &[
+                ("version", V1),
+                ("name", V1),
+                ("description", V1),
+                ("steps", V1),
+                ("maxWorkers", V1),
+                ("budgetUsd", V1),
+                ("onFailure", V1),
+                ("writers", WRITERS),
+            ],
+            Position::AgentStep => &[
+                ("kind", V1),
+                ("id", V1),
+                ("agent", V1),
+                ("scope", V1),
+                ("dependencies", V1),
+                ("writes", WRITES),
+                ("target", ROUTE),
+                ("profile", ROUTE),
+            ],
+            Position::CodeStep => &[
+                ("kind", V2),
+                ("id", V2),
+                ("command", V2),
+                ("args", V2),
+                ("scope", V2),
+                ("dependencies", V2),
+                ("commitFrom", COMMIT_FROM),
+                ("writes", WRITES),
+            ],
+            Position::LoopStep => &[
+                ("kind", V3),
+                ("id", V3),
+                ("maxAttempts", V3),
+                ("dependencies", V3),
+                ("check", V3),
+                ("repair", V3),
+            ],
+            // `writes` is refused on a gate with a message of its own.
+            Position::GateStep => &[
+                ("kind", V5),
+                ("id", V5),
+                ("agent", V5),
+                ("path", V5),
+                ("run", V5),
+                ("scope", V5),
+                ("dependencies", V5),
+                ("target", V5),
+                ("profile", V5),
+            ],
+            Position::PlanStep => &[
+                ("kind", V5),
+                ("id", V5),
+                ("agent", V5),
+                ("roster", V5),
+                ("maxTasks", V5),
+                ("proposals", V5),
+                ("scope", V5),
+                ("dependencies", V5),
+                ("writes", V5),
+                ("target", V5),
+                ("profile", V5),
+            ],
+            Position::CodeCheck => &[
+                ("kind", V3),
+                ("command", V3),
+                ("args", V3),
+                ("scope", V3),
+                ("writes", WRITES),
+            ],
+            Position::AgentCheck | Position::Repair => &[
+                ("kind", V3),
+                ("agent", V3),
+                ("scope", V3),
+                ("writes", WRITES),
+                ("target", ROUTE),
+                ("profile", ROUTE),
+            ],
+            Position::GateCheck => &[("kind", V5), ("gate", V5)],
+        }
+    }
+}
+
+/// The first version that has a key, and what a reader of an older version
+/// would have done with it: why the key is refused by name there rather
+/// than ignored.
+#[derive(Debug, Clone, Copy)]
+struct Since {
+    version: FleetVersion,
+    before: &'static str,
+}
+
+impl Since {
+    /// A key as old as its position: it is never newer than the contract,
+    /// because a kind newer than the contract is refused first.
+    const fn with_position(version: FleetVersion) -> Since {
+        Since {
+            version,
+            before: "where the position does not exist",
+        }
+    }
+}
+
+const WRITES: Since = Since {
+    version: FLEET_WRITE_BOUNDARY_VERSION,
+    before: "where the declaration would not be enforced",
+};
+const ROUTE: Since = Since {
+    version: FLEET_DYNAMIC_STEP_VERSION,
+    before: "where per-step routing does not exist",
+};
+const COMMIT_FROM: Since = Since {
+    version: COMMIT_STEP_VERSION,
+    before: "where commit steps do not exist",
+};
+const WRITERS: Since = Since {
+    version: FLEET_DYNAMIC_STEP_VERSION,
+    before: "where the single-writer token does not exist",
+};
