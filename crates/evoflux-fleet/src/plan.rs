@@ -56,8 +56,8 @@ pub enum PlanError {
     /// A `--var` value bound into a code step's argument is not data a
     /// command may receive.
     #[error(
-        "code step '{position}' args[{index}]: the value of --var {name} must be nonempty data \
-         of at most {CODE_STEP_MAX_ARG_CHARS} characters, without NUL or a leading dash"
+        "code step '{position}' args[{index}]: the value of variable `{name}` must be nonempty \
+         data of at most {CODE_STEP_MAX_ARG_CHARS} characters, without NUL or a leading dash"
     )]
     Argument {
         /// The step id or `<loop>.check`.
@@ -67,6 +67,11 @@ pub enum PlanError {
     },
     #[error("plan hash: {0}")]
     Hash(#[from] HashError),
+}
+
+impl PlanError {
+    /// The code of an argument value a code step cannot take.
+    pub const ARGUMENT_CODE: &'static str = "fleet/argument-invalid";
 }
 
 /// What part of its step a node is.

@@ -253,28 +253,7 @@ fn plan(out: &Output, catalog: &FleetCatalog, name: &str, vars: &[(String, Strin
     let vars: BTreeMap<String, String> = vars.iter().cloned().collect();
     let plan = match compile_fleet_plan(c, &vars) {
         Ok(p) => p,
-        Err(PlanError::Unresolved(e)) => {
-            let mut d = e.to_diagnostic(&c.path);
-            d.message = format!(
-                "{}: pass {}",
-                d.message,
-                e.names
-                    .iter()
-                    .map(|n| format!("--var {n}=…"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-            out.diagnostics(&Diagnostics::from(vec![d]));
-            return Exit::Invalid;
-        }
-        Err(PlanError::Invalid { diagnostics, .. }) => {
-            out.diagnostics(&diagnostics);
-            return Exit::Invalid;
-        }
-        Err(e @ PlanError::Hash(_)) => {
-            out.failure(&anyhow::anyhow!("{e}"));
-            return Exit::Failure;
-        }
+        Err(e) => return plan_error(out, &c.path, &e),
     };
     out.result(&plan, || {
         let mut text = format!(
@@ -300,4 +279,31 @@ fn plan(out: &Output, catalog: &FleetCatalog, name: &str, vars: &[(String, Strin
         text
     });
     Exit::Ok
+}
+
+/// Why a plan could not be compiled, as diagnostics (exit 3), or a failure.
+fn plan_error(out: &Output, path: &std::path::Path, e: &PlanError) -> Exit {
+    let d = match e {
+        PlanError::Invalid { diagnostics, .. } => {
+            out.diagnostics(diagnostics);
+            return Exit::Invalid;
+        }
+        PlanError::Unresolved(r) => {
+            let mut d = r.to_diagnostic(path);
+            let flags: Vec<String> = r.names.iter().map(|n| format!("--var {n}=…")).collect();
+            d.message = format!("{}: pass {}", d.message, flags.join(" "));
+            d
+        }
+        PlanError::Argument {
+            position, index, ..
+        } => Diagnostic::error(PlanError::ARGUMENT_CODE, e.to_string())
+            .with_file(path)
+            .with_field(format!("steps.{position}.args[{index}]")),
+        PlanError::Hash(_) => {
+            out.failure(&anyhow::anyhow!("{e}"));
+            return Exit::Failure;
+        }
+    };
+    out.diagnostics(&Diagnostics::from(vec![d]));
+    Exit::Invalid
 }
