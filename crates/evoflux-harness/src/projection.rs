@@ -159,6 +159,7 @@ mod tests {
     fn batch(id: &str, tool: &str, result: &str) -> Vec<Message> {
         vec![
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: id.into(),

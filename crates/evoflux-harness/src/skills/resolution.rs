@@ -81,6 +81,7 @@ impl Hook for SkillResolutionHook {
                         StreamEvent::ToolCallDelta { .. }
                         | StreamEvent::ToolCall { .. }
                         | StreamEvent::InvalidToolCall { .. }
+                        | StreamEvent::ProviderItem { .. }
                         | StreamEvent::Stop { .. },
                     ) => {}
                     Ok(StreamEvent::Usage { usage }) => call
