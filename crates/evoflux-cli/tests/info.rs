@@ -61,7 +61,7 @@ fn info_on_embedded_defaults() {
 }
 
 #[test]
-fn info_marks_the_tools_this_build_cannot_run() {
+fn info_marks_the_tools_that_need_something_of_the_session() {
     let env = Env::new();
     // A command tool may take code_context's slot: what is marked follows
     // the selected definition, not the name.
@@ -71,10 +71,17 @@ fn info_marks_the_tools_this_build_cannot_run() {
     assert_schema_valid(&v);
     let tools = v["tools"]["entries"].as_array().unwrap();
     let tool = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
+    // web_search is built, and runs only where the session's provider
+    // searches the web: info says which providers do.
     let search = tool("web_search");
-    assert_eq!(search["runnable"], false);
-    assert_eq!(search["unavailable_code"], "tool/provider-tool-not-built");
-    assert!(search["unavailable_reason"].is_string());
+    assert_eq!(search["runnable"], true);
+    assert!(search.get("unavailable_code").is_none());
+    assert!(
+        search["needs_provider"]
+            .as_str()
+            .is_some_and(|n| n.contains("anthropic") && n.contains("wire_api = \"responses\"")),
+        "{search}"
+    );
     for name in [
         "read",
         "shell",
@@ -86,6 +93,7 @@ fn info_marks_the_tools_this_build_cannot_run() {
     ] {
         assert_eq!(tool(name)["runnable"], true, "{name}");
         assert!(tool(name).get("unavailable_code").is_none(), "{name}");
+        assert!(tool(name).get("needs_provider").is_none(), "{name}");
     }
     let text = String::from_utf8_lossy(&env.run(&["info"]).stdout).into_owned();
     let line = |name: &str| {
@@ -95,9 +103,10 @@ fn info_marks_the_tools_this_build_cannot_run() {
             .to_owned()
     };
     assert!(
-        line("web_search").contains("(not in this build: "),
+        line("web_search").contains("(needs a provider that searches the web: "),
         "{text}"
     );
+    assert!(!line("web_search").contains("not in this build"), "{text}");
     assert!(!line("agent").contains("not in this build"), "{text}");
     assert!(
         !line("code_context").contains("not in this build"),

@@ -78,6 +78,40 @@ impl fmt::Display for ProviderKind {
     }
 }
 
+/// Which OpenAI wire protocol a `kind = "openai"` provider speaks. Closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireApi {
+    /// `POST /chat/completions`: the default, because every compatible
+    /// local server (Ollama, vLLM, llama.cpp) speaks it.
+    #[default]
+    ChatCompletions,
+    /// `POST /responses`: OpenAI's Responses API, with reasoning items
+    /// carried between turns and the provider-run `web_search` tool.
+    Responses,
+}
+
+/// How hard a reasoning model thinks before answering. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl ReasoningEffort {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Minimal => "minimal",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+}
+
 /// One `[providers.<name>]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderConfig {
@@ -98,6 +132,14 @@ pub struct ProviderConfig {
     /// Time and size bounds of one model call (`[providers.<name>.limits]`).
     #[serde(default, skip_serializing_if = "ProviderLimits::is_unset")]
     pub limits: ProviderLimits,
+    /// The OpenAI wire protocol (kind `openai` only); Chat Completions
+    /// when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_api: Option<WireApi>,
+    /// The reasoning effort every call asks for (the Responses wire only;
+    /// the model's own default when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// The bounds of one model call of a remote provider; each one unset takes
@@ -516,6 +558,8 @@ impl HarnessConfig {
             context_window: None,
             model_path: None,
             limits: Default::default(),
+            wire_api: None,
+            reasoning_effort: None,
         };
         let providers = BTreeMap::from([
             (
@@ -1117,6 +1161,37 @@ fn check_provider(path: &Path, name: &str, p: &ProviderConfig, diags: &mut Diagn
         }
         (ProviderKind::Local, _) | (_, None) => {}
     }
+    let responses = p.kind == ProviderKind::Openai && p.wire_api == Some(WireApi::Responses);
+    match (p.kind, p.wire_api) {
+        (ProviderKind::Openai, _) | (_, None) => {}
+        (ProviderKind::Anthropic | ProviderKind::Local | ProviderKind::Scripted, Some(_)) => {
+            diags.push(
+                Diagnostic::error(
+                    "config/wire-api-invalid",
+                    format!(
+                        "wire_api applies only to providers of kind `openai`; provider `{name}` \
+                         is of kind `{}`: remove it",
+                        p.kind
+                    ),
+                )
+                .with_file(path)
+                .with_field(field("wire_api")),
+            );
+        }
+    }
+    if p.reasoning_effort.is_some() && !responses {
+        diags.push(
+            Diagnostic::error(
+                "config/reasoning-effort-unsupported",
+                format!(
+                    "reasoning_effort is sent only by the Responses wire; provider `{name}` needs \
+                     kind = \"openai\" and wire_api = \"responses\", or remove it"
+                ),
+            )
+            .with_file(path)
+            .with_field(field("reasoning_effort")),
+        );
+    }
     if p.context_window == Some(0) {
         diags.push(
             Diagnostic::error(
@@ -1191,6 +1266,54 @@ context_window = 32768
             loaded.config.providers["ollama"].context_window,
             Some(32768)
         );
+    }
+
+    #[test]
+    fn wire_api_selects_responses_only_for_openai() {
+        let (loaded, diags) = check(
+            r#"
+[providers.oai]
+kind = "openai"
+base_url = "https://api.openai.com/v1"
+wire_api = "responses"
+reasoning_effort = "low"
+"#,
+        );
+        assert!(diags.is_empty(), "{}", diags.render_human());
+        let p = &loaded.unwrap().config.providers["oai"];
+        assert_eq!(p.wire_api, Some(WireApi::Responses));
+        assert_eq!(p.reasoning_effort, Some(ReasoningEffort::Low));
+        let (_, diags) = check(
+            "[providers.chat]\nkind = \"openai\"\nbase_url = \"http://h/v1\"\n\
+             wire_api = \"chat_completions\"\n",
+        );
+        assert!(diags.is_empty(), "{}", diags.render_human());
+
+        let (loaded, diags) = check(
+            r#"
+[providers.claude]
+kind = "anthropic"
+base_url = "https://api.anthropic.com"
+wire_api = "responses"
+reasoning_effort = "high"
+"#,
+        );
+        assert!(loaded.is_none());
+        assert_eq!(
+            diags.codes(),
+            [
+                "config/wire-api-invalid",
+                "config/reasoning-effort-unsupported"
+            ]
+        );
+        assert_eq!(
+            diags.as_slice()[0].locator.field.as_deref(),
+            Some("providers.claude.wire_api")
+        );
+        let (_, diags) = check(
+            "[providers.x]\nkind = \"openai\"\nbase_url = \"http://h\"\nwire_api = \"grpc\"\n",
+        );
+        assert_eq!(diags.codes(), ["config/toml-invalid"]);
     }
 
     #[test]

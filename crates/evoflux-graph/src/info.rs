@@ -104,6 +104,10 @@ pub struct InfoTool {
     pub unavailable_code: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable_reason: Option<&'static str>,
+    /// A provider tool runs only in sessions whose provider has it: which
+    /// ones, in words ([`ToolDefinition::needs_provider`](crate::tool::ToolDefinition::needs_provider)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs_provider: Option<&'static str>,
     pub source: InfoSource,
 }
 
@@ -410,6 +414,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                     runnable: gap.is_none(),
                     unavailable_code: gap.map(NotInBuild::code),
                     unavailable_reason: gap.map(NotInBuild::message),
+                    needs_provider: t.needs_provider(),
                     source: src,
                 });
             }
@@ -626,6 +631,9 @@ pub fn render_human(info: &Info) -> String {
         let _ = write!(out, "  {:<14} {:<26} [{}]", t.name, how, origin(&t.source));
         if let Some(why) = t.unavailable_reason {
             let _ = write!(out, "  (not in this build: {why})");
+        }
+        if let Some(needs) = t.needs_provider {
+            let _ = write!(out, "  (needs {needs})");
         }
         out.push('\n');
     }

@@ -7,34 +7,32 @@
 //! and by every inspection output (such a tool is marked, not listed as a
 //! plain tool). It depends only on the definition: a tool replaced by a
 //! command tool runs whatever its framework behavior was. Every builtin
-//! executor is compiled in; what remains are provider tools.
+//! executor is compiled in, and provider tools are materialized by the
+//! provider wires that have them, so today nothing is missing; a provider
+//! tool still depends on the session's provider, which
+//! [`ToolDefinition::needs_provider`] names for inspection outputs.
 
 use serde::Serialize;
 
 use crate::tool::{DispatchAction, Handling, ProviderTool, ToolDefinition};
 
-/// Why this build cannot run a tool, whatever the session. Closed.
+/// Why this build cannot run a tool, whatever the session. Closed, and
+/// empty while every behavior a definition can declare is built: a future
+/// executor left out by a cargo feature gets its variant here, and every
+/// inspection output already reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum NotInBuild {
-    /// The tool is executed by a model provider; no provider adapter
-    /// executes one yet.
-    ProviderTool,
-}
+pub enum NotInBuild {}
 
 impl NotInBuild {
     /// The stable code, `tool/<kebab-name>`.
     pub const fn code(self) -> &'static str {
-        match self {
-            NotInBuild::ProviderTool => "tool/provider-tool-not-built",
-        }
+        match self {}
     }
 
     /// The reason in words, for a person or a model.
     pub const fn message(self) -> &'static str {
-        match self {
-            NotInBuild::ProviderTool => "no model provider adapter executes provider tools yet",
-        }
+        match self {}
     }
 }
 
@@ -55,9 +53,20 @@ impl ToolDefinition {
                 | DispatchAction::TaskUpdate
                 | DispatchAction::TaskCancel => None,
             },
+            // Materialized by the wires that have it; a session whose
+            // provider does not leaves it out (see `needs_provider`).
             (Handling::ProviderTool { provider }, _) => match provider {
-                ProviderTool::WebSearch => Some(NotInBuild::ProviderTool),
+                ProviderTool::WebSearch => None,
             },
+        }
+    }
+
+    /// What a provider tool needs of the session's provider, in words;
+    /// `None` for every tool the harness runs itself.
+    pub fn needs_provider(&self) -> Option<&'static str> {
+        match &self.behavior.handling {
+            Handling::None | Handling::RequestInput { .. } | Handling::Dispatch { .. } => None,
+            Handling::ProviderTool { provider } => Some(provider.needs()),
         }
     }
 }
@@ -73,6 +82,13 @@ mod tests {
             .filter_map(|n| framework_tool(n))
             .filter_map(|t| t.not_in_build().map(|g| format!("{} {}", t.name, g.code())))
             .collect();
-        assert_eq!(gaps, ["web_search tool/provider-tool-not-built"]);
+        assert!(gaps.is_empty(), "{gaps:?}");
+        let needs: Vec<String> = FRAMEWORK_TOOLS
+            .iter()
+            .filter_map(|n| framework_tool(n))
+            .filter(|t| t.needs_provider().is_some())
+            .map(|t| t.name.clone())
+            .collect();
+        assert_eq!(needs, ["web_search"]);
     }
 }

@@ -46,6 +46,18 @@ pub enum ProviderTool {
     WebSearch,
 }
 
+impl ProviderTool {
+    /// Which providers run the tool, for people reading `info`.
+    pub const fn needs(self) -> &'static str {
+        match self {
+            ProviderTool::WebSearch => {
+                "a provider that searches the web: kind anthropic, or kind openai with \
+                 wire_api = \"responses\""
+            }
+        }
+    }
+}
+
 /// How the harness handles a call. `None` means the tool's executor runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

@@ -112,6 +112,7 @@ async fn bench() {
         for m in [
             Message::user(format!("step {i}: {body}")),
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: id.clone(),

@@ -189,8 +189,15 @@ fn message_bytes(m: &Message) -> usize {
         Message::Assistant {
             content,
             tool_calls,
+            provider_items,
         } => {
-            content.len()
+            // Reasoning and server-tool items are sent too; their JSON is
+            // close enough to their size on the wire.
+            provider_items
+                .iter()
+                .map(|i| serde_json::to_string(i).map_or(0, |s| s.len()))
+                .sum::<usize>()
+                + content.len()
                 + tool_calls
                     .iter()
                     .map(|c| c.name.len() + c.id.len() + c.arguments.to_string().len())
@@ -396,6 +403,7 @@ fn render_for_summary(previous: Option<&str>, messages: &[&Message], budget: usi
             Message::Assistant {
                 content,
                 tool_calls,
+                provider_items: _,
             } => {
                 let mut t = String::from("[assistant]");
                 if !content.is_empty() {
@@ -484,6 +492,7 @@ async fn summarize(
             StreamEvent::ToolCallDelta { .. }
             | StreamEvent::ToolCall { .. }
             | StreamEvent::InvalidToolCall { .. }
+            | StreamEvent::ProviderItem { .. }
             | StreamEvent::Usage { .. }
             | StreamEvent::Stop { .. } => {}
         }
@@ -805,6 +814,7 @@ mod tests {
     fn group(id: &str, tool: &str, result: &str) -> Vec<Message> {
         vec![
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: id.into(),

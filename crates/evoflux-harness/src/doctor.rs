@@ -413,6 +413,8 @@ async fn model(
             temperature: Some(0.0),
             tool_choice: evoflux_model::ToolChoice::Auto,
             cache_key: None,
+            provider_tools: Vec::new(),
+            reasoning_effort: None,
         };
         let started = Instant::now();
         let answer =

@@ -101,6 +101,18 @@ pub enum Event {
     MessageDelta {
         text: String,
     },
+    /// The provider searched the web for the answer being streamed (its
+    /// own `web_search` tool, not one the harness runs): what it searched
+    /// and what it found. The search is kept on the answer in the
+    /// transcript.
+    WebSearch {
+        search: evoflux_model::WebSearch,
+    },
+    /// The answer being streamed cites this page; kept on the answer in
+    /// the transcript.
+    Citation {
+        citation: evoflux_model::Citation,
+    },
     /// The user cancelled the running turn: the commands it started were
     /// stopped and the turn was dropped where it stood; the next turn
     /// closes its open calls.
@@ -256,6 +268,9 @@ pub enum ContractOutcome {
 pub struct UnavailableTool {
     pub tool: String,
     pub reason: String,
+    /// A stable `area/kebab-name` code, for reasons a client may act on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'static str>,
 }
 
 /// Where events go. Implementations must not block for long: the loop

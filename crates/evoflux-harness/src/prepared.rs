@@ -13,7 +13,7 @@ use evoflux_core::AppMode;
 use evoflux_core::config::ProviderKind;
 use evoflux_graph::tool::{
     ActionClass, Approval, Availability, BuiltinExecutor, CommandTool, DispatchAction, Handling,
-    InputRequest, Presentation, ToolBehavior, ToolDefinition, ToolExecutor,
+    InputRequest, Presentation, ProviderTool, ToolBehavior, ToolDefinition, ToolExecutor,
 };
 use evoflux_mcp::McpToolDescriptor;
 use serde_json::Value;
@@ -31,10 +31,14 @@ pub enum PreparedKind {
     /// targets this tool can reach, from the team the session runs
     /// (`PreparedTools::bind_team`), never from the tool's name.
     Dispatch(Vec<DispatchTarget>),
-    // Provider tools and background-task controls get their kinds when
-    // this build can run them; until then `ToolDefinition::not_in_build`
-    // keeps them out.
+    /// Run by the model provider itself (`web_search`): materialized in
+    /// the request next to the model call, never called as a function, so
+    /// the loop has nothing to execute.
+    Provider(ProviderTool),
 }
+
+/// Why a provider tool is left out: the session's provider has none.
+pub const PROVIDER_LACKS_WEB_SEARCH: &str = "tool/provider-lacks-web-search";
 
 /// Where a dispatch goes. Closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +81,30 @@ pub struct PreparedTool {
 }
 
 impl PreparedTool {
+    /// The function definition the model is given; `None` for a
+    /// provider tool, which the request carries apart
+    /// ([`PreparedTool::provider_tool`]).
+    pub fn function_definition(&self) -> Option<evoflux_model::ToolDefinition> {
+        match &self.kind {
+            PreparedKind::Provider(_) => None,
+            PreparedKind::Ordinary(_)
+            | PreparedKind::RequestInput(_)
+            | PreparedKind::Dispatch(_) => Some(self.model_definition()),
+        }
+    }
+
+    /// The provider tool this is, as the model crate names it.
+    pub fn provider_tool(&self) -> Option<evoflux_model::ProviderToolKind> {
+        match &self.kind {
+            PreparedKind::Provider(ProviderTool::WebSearch) => {
+                Some(evoflux_model::ProviderToolKind::WebSearch)
+            }
+            PreparedKind::Ordinary(_)
+            | PreparedKind::RequestInput(_)
+            | PreparedKind::Dispatch(_) => None,
+        }
+    }
+
     /// The model-visible definition.
     pub fn model_definition(&self) -> evoflux_model::ToolDefinition {
         evoflux_model::ToolDefinition {
@@ -124,6 +152,9 @@ pub struct SessionCapabilities {
     /// The user's schedules folder is known (`schedule_task`).
     pub schedules: bool,
     pub provider: ProviderKind,
+    /// The session's provider runs a web search of its own
+    /// ([`evoflux_model::Provider::provider_tools`]).
+    pub provider_web_search: bool,
 }
 
 impl SessionCapabilities {
@@ -243,8 +274,26 @@ impl PreparedTools {
                         PreparedKind::Dispatch(vec![DispatchTarget::TaskCancel])
                     }
                 },
-                // Refused above by `not_in_build`: nothing here runs them.
-                (Handling::ProviderTool { .. }, _) => continue,
+                (Handling::ProviderTool { provider }, _) => match provider {
+                    ProviderTool::WebSearch if !caps.provider_web_search => {
+                        out.skip_with_code(
+                            name,
+                            PROVIDER_LACKS_WEB_SEARCH,
+                            &format!(
+                                "the session's provider ({}) has no web search; it needs {}",
+                                caps.provider,
+                                provider.needs()
+                            ),
+                        );
+                        continue;
+                    }
+                    // The provider fetches pages on the session's behalf.
+                    ProviderTool::WebSearch if !caps.network => {
+                        out.skip(name, "network tools are turned off for this session");
+                        continue;
+                    }
+                    ProviderTool::WebSearch => PreparedKind::Provider(*provider),
+                },
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
@@ -254,7 +303,8 @@ impl PreparedTools {
                 }
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Mcp { .. })
                 | PreparedKind::RequestInput(_)
-                | PreparedKind::Dispatch(_) => Approval::Never,
+                | PreparedKind::Dispatch(_)
+                | PreparedKind::Provider(_) => Approval::Never,
             };
             let deferred = matches!(
                 kind,
@@ -282,7 +332,8 @@ impl PreparedTools {
                 PreparedKind::Ordinary(Executor::Mcp { .. }) => previous.push(t),
                 PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
                 | PreparedKind::RequestInput(_)
-                | PreparedKind::Dispatch(_) => kept.push(t),
+                | PreparedKind::Dispatch(_)
+                | PreparedKind::Provider(_) => kept.push(t),
             }
         }
         self.tools = kept;
@@ -431,7 +482,9 @@ impl PreparedTools {
                         DispatchTarget::SelfAgentCall | DispatchTarget::TaskCancel
                     )
                 }),
-                PreparedKind::Ordinary(_) | PreparedKind::RequestInput(_) => false,
+                PreparedKind::Ordinary(_)
+                | PreparedKind::RequestInput(_)
+                | PreparedKind::Provider(_) => false,
             });
         self.tools = kept;
         for t in dropped {
@@ -453,7 +506,29 @@ impl PreparedTools {
         self.unavailable.push(UnavailableTool {
             tool: tool.to_owned(),
             reason: reason.to_owned(),
+            code: None,
         });
+    }
+
+    fn skip_with_code(&mut self, tool: &str, code: &'static str, reason: &str) {
+        self.unavailable.push(UnavailableTool {
+            tool: tool.to_owned(),
+            reason: reason.to_owned(),
+            code: Some(code),
+        });
+    }
+
+    /// The provider tools to materialize in a model call, of those
+    /// `offered`.
+    pub fn provider_tools(
+        &self,
+        offered: impl Fn(&PreparedTool) -> bool,
+    ) -> Vec<evoflux_model::ProviderToolKind> {
+        self.tools
+            .iter()
+            .filter(|t| offered(t))
+            .filter_map(PreparedTool::provider_tool)
+            .collect()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &PreparedTool> {
@@ -497,7 +572,6 @@ impl PreparedTools {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evoflux_graph::runnable::NotInBuild;
 
     fn caps() -> SessionCapabilities {
         SessionCapabilities {
@@ -510,6 +584,7 @@ mod tests {
             checks: true,
             schedules: true,
             provider: ProviderKind::Scripted,
+            provider_web_search: false,
         }
     }
 
@@ -574,8 +649,8 @@ mod tests {
         );
         // `agent` dispatches (to itself until a team is bound) and
         // `task_cancel` stops tasks in a root session; `task_update` is for
-        // task children; no provider executes web_search; shell needs a
-        // process runtime.
+        // task children; the scripted provider has no web search; shell
+        // needs a process runtime.
         assert_eq!(
             kind("agent"),
             Some(PreparedKind::Dispatch(vec![DispatchTarget::SelfAgentCall]))
@@ -595,11 +670,11 @@ mod tests {
     }
 
     #[test]
-    fn what_this_build_cannot_run_is_unavailable_with_its_reason() {
+    fn what_the_session_cannot_run_is_unavailable_with_its_reason() {
         let catalog = ToolCatalog::framework();
         // A delegated task child reports with `task_update` and cannot
-        // dispatch; even with every capability it gets no provider tool:
-        // the reason is the build.
+        // dispatch; even with every other capability it gets no provider
+        // tool: the reason is its provider.
         let c = SessionCapabilities {
             root_session: false,
             delegated_task_child: true,
@@ -618,15 +693,66 @@ mod tests {
             Handling::ProviderTool { .. }
         )));
         let u = tools.unavailable.iter().find(|u| u.tool == "web_search");
-        assert_eq!(
-            u.map(|u| u.reason.as_str()),
-            Some(format!("not in this build: {}", NotInBuild::ProviderTool).as_str())
+        assert_eq!(u.and_then(|u| u.code), Some(PROVIDER_LACKS_WEB_SEARCH));
+        assert!(
+            u.is_some_and(|u| u.reason.contains("has no web search")),
+            "{u:?}"
         );
         assert!(tools.get("shell").is_some());
         assert!(
             tools.get("code_context").is_some(),
             "code navigation is built"
         );
+    }
+
+    #[test]
+    fn web_search_is_a_provider_tool_where_the_provider_has_one() {
+        let catalog = ToolCatalog::framework();
+        let names = vec!["web_search".to_owned(), "read".to_owned()];
+        let with = SessionCapabilities {
+            provider: ProviderKind::Anthropic,
+            provider_web_search: true,
+            ..caps()
+        };
+        let tools = PreparedTools::prepare(&catalog, &names, AppMode::Work, &with);
+        let search = tools.get("web_search").unwrap();
+        assert_eq!(
+            search.kind,
+            PreparedKind::Provider(evoflux_graph::tool::ProviderTool::WebSearch)
+        );
+        assert!(tools.unavailable.is_empty(), "{:?}", tools.unavailable);
+        // Materialized by the provider, never offered as a function.
+        assert!(search.function_definition().is_none());
+        assert!(tools.get("read").unwrap().function_definition().is_some());
+        assert_eq!(
+            tools.provider_tools(|_| true),
+            [evoflux_model::ProviderToolKind::WebSearch]
+        );
+
+        let without = SessionCapabilities {
+            provider: ProviderKind::Openai,
+            ..caps()
+        };
+        let tools = PreparedTools::prepare(&catalog, &names, AppMode::Work, &without);
+        assert!(tools.get("web_search").is_none());
+        assert!(tools.provider_tools(|_| true).is_empty());
+        assert_eq!(tools.unavailable[0].code, Some(PROVIDER_LACKS_WEB_SEARCH));
+        assert!(
+            tools.unavailable[0]
+                .reason
+                .contains("(openai) has no web search"),
+            "{:?}",
+            tools.unavailable
+        );
+
+        // The provider fetches pages for the session: no network, no search.
+        let offline = SessionCapabilities {
+            network: false,
+            ..with
+        };
+        let tools = PreparedTools::prepare(&catalog, &names, AppMode::Work, &offline);
+        assert!(tools.get("web_search").is_none());
+        assert_eq!(tools.unavailable[0].code, None);
     }
 
     #[test]

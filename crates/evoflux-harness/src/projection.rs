@@ -216,6 +216,7 @@ mod tests {
     fn batch(id: &str, tool: &str, result: &str) -> Vec<Message> {
         vec![
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: id.into(),
@@ -298,14 +299,14 @@ mod step_tests {
         let big = "r".repeat(5_000);
         let mut m = vec![Message::user("go")];
         for i in 0..batches {
-            m.push(Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall {
+            m.push(Message::tool_calls(
+                "",
+                vec![ToolCall {
                     id: format!("c{i}"),
                     name: "grep".into(),
                     arguments: json!({}),
                 }],
-            });
+            ));
             m.push(Message::tool_result(format!("c{i}"), big.clone()));
         }
         m

@@ -434,9 +434,13 @@ pub async fn export(
             .get(&request.session_id)
             .and_then(|t| t.iter().find(|e| e.seq == request.reply_seq))
             .map(|e| &e.message);
+        // Provider items (encrypted reasoning, server-tool blocks, search
+        // records) are not exported: they are the recording provider's
+        // own, and a scripted replay has no such provider to give them to.
         let Some(Message::Assistant {
             content,
             tool_calls,
+            provider_items: _,
         }) = reply
         else {
             return Err(ReplayError::MissingReply {
@@ -483,6 +487,7 @@ pub async fn export(
             serde_json::to_value(&recording).map_err(|e| ReplayError::Write(e.to_string()))?,
         ),
         texts: writer.texts,
+        provider_tools: Vec::new(),
         turns,
     };
     Ok(Export { script, recording })

@@ -339,6 +339,7 @@ async fn interrupted_calls_are_closed_on_the_next_turn() {
         .append_message(
             session.id,
             &Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![evoflux_model::ToolCall {
                     id: "k1".into(),

@@ -747,6 +747,7 @@ impl Direct {
             checks: false,
             schedules: false,
             provider: evoflux_core::config::ProviderKind::Scripted,
+            provider_web_search: false,
         };
         let names: Vec<String> = ["read", "grep", "skill"].map(String::from).to_vec();
         let tools = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &caps);
@@ -802,6 +803,7 @@ impl Direct {
 fn pair(id: &str, tool: &str, args: serde_json::Value, result: &str) -> Vec<Message> {
     vec![
         Message::Assistant {
+            provider_items: Vec::new(),
             content: String::new(),
             tool_calls: vec![ToolCall {
                 id: id.into(),

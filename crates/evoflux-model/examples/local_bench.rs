@@ -131,6 +131,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn config(model: &std::path::Path) -> ProviderConfig {
     ProviderConfig {
+        wire_api: None,
+        reasoning_effort: None,
         kind: ProviderKind::Local,
         base_url: None,
         api_key_env: None,

@@ -10,8 +10,15 @@
 //! (`text` or `tool_use`), `content_block_delta` (`text_delta`,
 //! `input_json_delta`), `content_block_stop`, `message_delta` (stop reason
 //! and output usage), `message_stop`, plus `ping` and `error`.
+//!
+//! Web search is the server's own tool (`web_search_20250305`), offered
+//! when the request asks for it: its `server_tool_use` and
+//! `web_search_tool_result` blocks become [`ProviderItem`]s kept verbatim
+//! on the assistant message and sent back in its turn, as the API wants,
+//! and the search and the text's `citations_delta`s are shown as a
+//! [`WebSearch`] and [`Citation`]s.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use evoflux_core::config::{ProviderConfig, ProviderKind};
 use serde_json::{Value, json};
@@ -21,13 +28,22 @@ use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{self, ApiError, Endpoint, SseDecoder, SseRequest};
-use crate::message::{Message, Request, ToolChoice};
+use crate::message::{
+    Citation, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch, WebSource,
+};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// The API version this module speaks.
 pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is mandatory for Anthropic; used when the request has none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// The server web-search tool's version this module speaks.
+pub const WEB_SEARCH_TOOL: &str = "web_search_20250305";
+/// Searches one answer may run: enough to compare a few sources, few
+/// enough that one question cannot run up the search bill.
+pub const WEB_SEARCH_MAX_USES: u32 = 5;
+/// What the Messages API runs on its own side.
+const PROVIDER_TOOLS: &[ProviderToolKind] = &[ProviderToolKind::WebSearch];
 
 /// An Anthropic Messages provider.
 #[derive(Debug)]
@@ -74,6 +90,10 @@ impl Provider for AnthropicProvider {
 
     fn context_window(&self) -> Option<u64> {
         self.context_window
+    }
+
+    fn provider_tools(&self) -> &[ProviderToolKind] {
+        PROVIDER_TOOLS
     }
 
     fn stream(&self, request: Request) -> EventStream {
@@ -139,8 +159,19 @@ pub fn request_body(request: &Request) -> Value {
             Message::Assistant {
                 content,
                 tool_calls,
+                provider_items,
             } => {
-                let mut blocks = Vec::new();
+                // Server-tool blocks go back verbatim, before the text
+                // they informed.
+                let mut blocks: Vec<Value> = provider_items
+                    .iter()
+                    .filter_map(|item| match item {
+                        ProviderItem::AnthropicBlock { block } => Some(block.clone()),
+                        ProviderItem::Reasoning { .. }
+                        | ProviderItem::WebSearch(_)
+                        | ProviderItem::Citation(_) => None,
+                    })
+                    .collect();
                 if !content.is_empty() {
                     blocks.push(json!({"type": "text", "text": content}));
                 }
@@ -195,7 +226,7 @@ pub fn request_body(request: &Request) -> Value {
     if let Some(messages) = body["messages"].as_array_mut() {
         mark_conversation(messages);
     }
-    if !request.tools.is_empty() {
+    if !request.tools.is_empty() || !request.provider_tools.is_empty() {
         let mut tools: Vec<Value> = request
             .tools
             .iter()
@@ -203,6 +234,15 @@ pub fn request_body(request: &Request) -> Value {
                 json!({"name": t.name, "description": t.description, "input_schema": t.parameters})
             })
             .collect();
+        for kind in &request.provider_tools {
+            match kind {
+                ProviderToolKind::WebSearch => tools.push(json!({
+                    "type": WEB_SEARCH_TOOL,
+                    "name": "web_search",
+                    "max_uses": WEB_SEARCH_MAX_USES,
+                })),
+            }
+        }
         if let Some(last) = tools.last_mut() {
             last["cache_control"] = ephemeral();
         }
@@ -218,6 +258,17 @@ pub fn request_body(request: &Request) -> Value {
     body
 }
 
+/// A `web_search_result_location` citation, or `None` for kinds that
+/// cite no web page.
+fn citation(c: &Value) -> Option<Citation> {
+    let s = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
+    Some(Citation {
+        url: s("url")?,
+        title: s("title"),
+        cited_text: s("cited_text"),
+    })
+}
+
 /// Decodes Messages stream events.
 #[derive(Debug)]
 pub(crate) struct MessagesDecoder {
@@ -225,6 +276,12 @@ pub(crate) struct MessagesDecoder {
     calls: ToolCallAssembler,
     /// Content-block indexes that are `tool_use` blocks.
     tool_blocks: BTreeSet<u32>,
+    /// Open `server_tool_use` blocks by index: the block as started and
+    /// its input text so far.
+    server_blocks: BTreeMap<u32, (Value, String)>,
+    /// Queries of finished `server_tool_use` blocks, by their id, for the
+    /// result block that answers them.
+    queries: BTreeMap<String, String>,
     any_calls: bool,
     usage: Usage,
     saw_usage: bool,
@@ -238,6 +295,8 @@ impl MessagesDecoder {
             endpoint,
             calls: ToolCallAssembler::default(),
             tool_blocks: BTreeSet::new(),
+            server_blocks: BTreeMap::new(),
+            queries: BTreeMap::new(),
             any_calls: false,
             usage: Usage::default(),
             saw_usage: false,
@@ -279,6 +338,72 @@ impl MessagesDecoder {
             self.usage.output_tokens = out;
             self.saw_usage = true;
         }
+    }
+
+    /// A finished `server_tool_use` block: kept verbatim (its input
+    /// parsed) for the next request, and its query remembered for the
+    /// result. Input that is not JSON stays empty: the block is the
+    /// server's, and the result block says what happened.
+    fn server_block_done(
+        &mut self,
+        mut block: Value,
+        input: &str,
+        out: &mut VecDeque<StreamEvent>,
+    ) {
+        if !input.trim().is_empty()
+            && let Ok(parsed) = serde_json::from_str::<Value>(input)
+        {
+            block["input"] = parsed;
+        }
+        if let (Some(id), Some(query)) = (
+            block.get("id").and_then(Value::as_str),
+            block.pointer("/input/query").and_then(Value::as_str),
+        ) {
+            self.queries.insert(id.to_owned(), query.to_owned());
+        }
+        out.push_back(StreamEvent::ProviderItem {
+            item: ProviderItem::AnthropicBlock { block },
+        });
+    }
+
+    /// A `web_search_tool_result` block (it arrives whole): kept verbatim
+    /// for the next request, and shown as the search it answers.
+    fn search_result(&mut self, block: &Value, out: &mut VecDeque<StreamEvent>) {
+        let id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let content = block.get("content");
+        let sources = content
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let url = r.get("url").and_then(Value::as_str)?;
+                Some(WebSource {
+                    url: url.to_owned(),
+                    title: r.get("title").and_then(Value::as_str).map(str::to_owned),
+                })
+            })
+            .collect();
+        let error = content
+            .and_then(|c| c.get("error_code"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        out.push_back(StreamEvent::ProviderItem {
+            item: ProviderItem::AnthropicBlock {
+                block: block.clone(),
+            },
+        });
+        out.push_back(StreamEvent::ProviderItem {
+            item: ProviderItem::WebSearch(WebSearch {
+                query: self.queries.get(&id).cloned(),
+                id,
+                sources,
+                error,
+            }),
+        });
     }
 
     fn index(&self, v: &Value) -> Result<u32, ProviderError> {
@@ -327,6 +452,11 @@ impl SseDecoder for MessagesDecoder {
                             });
                         }
                     }
+                    Some("server_tool_use") => {
+                        self.server_blocks
+                            .insert(index, (block.clone(), String::new()));
+                    }
+                    Some("web_search_tool_result") => self.search_result(block, out),
                     Some("tool_use") => {
                         let id = block.get("id").and_then(Value::as_str);
                         let name = block.get("name").and_then(Value::as_str);
@@ -340,7 +470,8 @@ impl SseDecoder for MessagesDecoder {
                             arguments: String::new(),
                         });
                     }
-                    // Thinking and server-side tool blocks are not ours.
+                    // Thinking blocks (never asked for) and block types
+                    // added after this was written.
                     _ => {}
                 }
             }
@@ -356,6 +487,22 @@ impl SseDecoder for MessagesDecoder {
                         if !text.is_empty() {
                             out.push_back(StreamEvent::TextDelta {
                                 text: text.to_owned(),
+                            });
+                        }
+                    }
+                    Some("input_json_delta") if self.server_blocks.contains_key(&index) => {
+                        let part = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        if let Some((_, input)) = self.server_blocks.get_mut(&index) {
+                            input.push_str(part);
+                        }
+                    }
+                    Some("citations_delta") => {
+                        if let Some(citation) = delta.get("citation").and_then(citation) {
+                            out.push_back(StreamEvent::ProviderItem {
+                                item: ProviderItem::Citation(citation),
                             });
                         }
                     }
@@ -382,6 +529,9 @@ impl SseDecoder for MessagesDecoder {
             }
             "content_block_stop" => {
                 let index = self.index(&v)?;
+                if let Some((block, input)) = self.server_blocks.remove(&index) {
+                    self.server_block_done(block, &input, out);
+                }
                 if self.tool_blocks.remove(&index)
                     && let Some(call) = self.calls.finish(index)
                 {
@@ -468,6 +618,7 @@ mod tests {
         let mut previous: Option<Value> = None;
         for i in 0..30 {
             messages.push(Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: format!("t{i}"),
@@ -510,6 +661,7 @@ mod tests {
                 Message::system("b"),
                 Message::user("hi"),
                 Message::Assistant {
+                    provider_items: Vec::new(),
                     content: "let me look".into(),
                     tool_calls: vec![
                         ToolCall {

@@ -51,6 +51,11 @@ impl ToolCallAssembler {
         self.calls.remove(&index).map(|p| complete(index, p))
     }
 
+    /// Whether no call is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
     /// Completes every buffered call in index order.
     pub fn finish_all(&mut self) -> Vec<Result<StreamEvent, String>> {
         std::mem::take(&mut self.calls)

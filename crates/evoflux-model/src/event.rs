@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::ToolCall;
+use crate::message::{ProviderItem, ToolCall};
 
 /// One streamed event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +39,10 @@ pub enum StreamEvent {
         /// Why it does not parse.
         error: String,
     },
+    /// Something the provider produced besides text and function calls
+    /// (a reasoning item, a server-tool block, a web search it ran, a
+    /// citation): it belongs to the assistant message, in stream order.
+    ProviderItem { item: ProviderItem },
     /// Token counts for the whole call.
     Usage { usage: Usage },
     /// Why the model stopped.

@@ -5,6 +5,8 @@
 //!
 //! - [`openai`]: Chat Completions over SSE, for OpenAI and any compatible
 //!   server (Ollama, vLLM, llama.cpp, LM Studio);
+//! - [`responses`]: the OpenAI Responses API over SSE (`kind = "openai"`
+//!   with `wire_api = "responses"`);
 //! - [`anthropic`]: the Messages API over SSE;
 //! - [`scripted`]: replays a YAML script deterministically;
 //! - `local` (cargo feature `local`, on by default): a GGUF model run
@@ -26,6 +28,7 @@ pub mod local_models;
 pub mod message;
 pub mod openai;
 pub mod provider;
+pub mod responses;
 pub mod retry;
 pub mod scripted;
 #[cfg(test)]
@@ -37,7 +40,10 @@ pub use error::{
 };
 pub use event::{StopReason, StreamEvent, Usage};
 pub use http::http_client;
-pub use message::{Message, Request, ToolCall, ToolChoice, ToolDefinition};
+pub use message::{
+    Citation, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request, ToolCall,
+    ToolChoice, ToolDefinition, WebSearch, WebSource,
+};
 pub use provider::{
     Completion, EnvLookup, EventStream, Provider, ProviderOptions, collect, provider_for, resolve,
 };

@@ -23,6 +23,13 @@ pub enum Message {
         content: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// What the provider produced besides text and calls: items its
+        /// wire needs back verbatim in later requests (reasoning, server
+        /// tool blocks) and records of provider-run tools for the user.
+        /// Empty for most answers, and absent from stored transcripts
+        /// written before it existed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        provider_items: Vec<ProviderItem>,
     },
     /// The result of one tool call, answering the call with the same id.
     Tool {
@@ -51,6 +58,16 @@ impl Message {
         Message::Assistant {
             content: content.into(),
             tool_calls: Vec::new(),
+            provider_items: Vec::new(),
+        }
+    }
+
+    /// An assistant turn that calls tools (and carries no provider items).
+    pub fn tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message::Assistant {
+            content: content.into(),
+            tool_calls,
+            provider_items: Vec::new(),
         }
     }
 
@@ -77,6 +94,85 @@ pub struct ToolCall {
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
+
+/// Something a provider produced besides text and function calls. Closed:
+/// each kind says which wire reads it back, and every other wire ignores
+/// it, so a transcript can move between providers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ProviderItem {
+    /// A reasoning item of the OpenAI Responses API. With `store: false`
+    /// the server keeps nothing, so the next request must carry the item
+    /// (its `encrypted_content`) back before the calls it led to.
+    Reasoning {
+        /// The server's item id; kept for the record, never sent back
+        /// (an id refers to server state that `store: false` never made).
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        /// The reasoning summary texts, when the server gave any.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+    },
+    /// An Anthropic server-tool content block (`server_tool_use`,
+    /// `web_search_tool_result`), exactly as streamed: the Messages API
+    /// wants it back verbatim in the assistant turn that produced it.
+    AnthropicBlock { block: Value },
+    /// A web search the provider ran, for the user: what it searched and
+    /// what it found. No wire reads it back.
+    WebSearch(WebSearch),
+    /// A web page the answer cites. No wire reads it back.
+    Citation(Citation),
+}
+
+/// A web search run by the provider.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSearch {
+    /// The provider's id for the search call.
+    pub id: String,
+    /// The query, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The pages found, in the provider's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<WebSource>,
+    /// Why the search failed, when it did (the provider's error code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One page a web search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSource {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// A page the answer cites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Citation {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The cited passage, when the provider quotes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited_text: Option<String>,
+}
+
+/// A tool a provider runs on its own side, materialized by each wire that
+/// has it. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderToolKind {
+    /// Searching the web (Anthropic's server web-search tool, the
+    /// Responses API's `web_search`).
+    WebSearch,
+}
+
+/// How hard a reasoning model thinks before answering (the Responses
+/// API's `reasoning.effort`). Providers without the notion ignore it.
+pub use evoflux_core::config::ReasoningEffort;
 
 /// A tool the model may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +206,15 @@ pub struct Request {
     /// sessions run at once. Providers without such a field ignore it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
+    /// Tools the provider runs itself, offered beside `tools`. A wire
+    /// without such a tool never gets one: the harness asks only for what
+    /// [`crate::Provider::provider_tools`] lists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_tools: Vec<ProviderToolKind>,
+    /// The reasoning effort to ask for; when unset, the provider's
+    /// configured one (if any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// Whether a model call may end in text.
@@ -141,7 +246,15 @@ impl Request {
             temperature: None,
             tool_choice: ToolChoice::Auto,
             cache_key: None,
+            provider_tools: Vec::new(),
+            reasoning_effort: None,
         }
+    }
+
+    #[must_use]
+    pub fn with_provider_tools(mut self, tools: Vec<ProviderToolKind>) -> Self {
+        self.provider_tools = tools;
+        self
     }
 
     #[must_use]
@@ -183,6 +296,7 @@ mod tests {
                 name: "read".into(),
                 arguments: json!({"path": "a"}),
             }],
+            provider_items: Vec::new(),
         };
         let v = serde_json::to_value(&m).unwrap();
         assert_eq!(

@@ -126,6 +126,9 @@ pub fn request_body(request: &Request) -> Value {
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
     }
+    // `request.provider_tools` is not rendered: Chat Completions has no
+    // provider-run tools, and this provider lists none, so the harness
+    // never asks for one.
     // Compatible servers that know no prompt cache ignore the field.
     if let Some(key) = &request.cache_key {
         body["prompt_cache_key"] = json!(key);
@@ -137,9 +140,11 @@ fn message_json(m: &Message) -> Value {
     match m {
         Message::System { content } => json!({"role": "system", "content": content}),
         Message::User { content } => json!({"role": "user", "content": content}),
+        // Chat Completions has no reasoning or server-tool items to carry.
         Message::Assistant {
             content,
             tool_calls,
+            provider_items: _,
         } => {
             let mut v = json!({
                 "role": "assistant",
@@ -334,6 +339,7 @@ mod tests {
                 Message::system("be brief"),
                 Message::user("hi"),
                 Message::Assistant {
+                    provider_items: Vec::new(),
                     content: String::new(),
                     tool_calls: vec![ToolCall {
                         id: "c1".into(),

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use evoflux_core::config::{HarnessConfig, ModelRef, ProviderConfig, ProviderKind};
+use evoflux_core::config::{HarnessConfig, ModelRef, ProviderConfig, ProviderKind, WireApi};
 use futures_util::{Stream, StreamExt};
 
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::message::{Message, Request, ToolCall};
+use crate::message::{Message, ProviderItem, ProviderToolKind, Request, ToolCall};
 use crate::retry::{RetryPolicy, Sleeper};
-use crate::{anthropic, openai, scripted};
+use crate::{anthropic, openai, responses, scripted};
 
 /// The events of one model call. Boxed so [`Provider`] stays object safe.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
@@ -32,6 +32,11 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// The context window in tokens, from config or the provider's own
     /// metadata, when known.
     fn context_window(&self) -> Option<u64>;
+    /// The tools this provider runs on its own side: a request may ask
+    /// for these in [`Request::provider_tools`], and no others.
+    fn provider_tools(&self) -> &[ProviderToolKind] {
+        &[]
+    }
     fn stream(&self, request: Request) -> EventStream;
 }
 
@@ -131,12 +136,20 @@ pub fn provider_for(
             })
     };
     match config.kind {
-        ProviderKind::Openai => Ok(Box::new(openai::OpenAiProvider::new(
-            name,
-            base_url()?,
-            config,
-            options,
-        )?)),
+        ProviderKind::Openai => match config.wire_api.unwrap_or_default() {
+            WireApi::ChatCompletions => Ok(Box::new(openai::OpenAiProvider::new(
+                name,
+                base_url()?,
+                config,
+                options,
+            )?)),
+            WireApi::Responses => Ok(Box::new(responses::ResponsesProvider::new(
+                name,
+                base_url()?,
+                config,
+                options,
+            )?)),
+        },
         ProviderKind::Anthropic => Ok(Box::new(anthropic::AnthropicProvider::new(
             name,
             base_url()?,
@@ -247,6 +260,7 @@ pub struct Completion {
 pub async fn collect(mut stream: EventStream) -> Result<Completion, ProviderError> {
     let mut text = String::new();
     let mut calls: Vec<ToolCall> = Vec::new();
+    let mut provider_items: Vec<ProviderItem> = Vec::new();
     let mut usage = None;
     let mut stop = None;
     while let Some(event) = stream.next().await {
@@ -258,6 +272,7 @@ pub async fn collect(mut stream: EventStream) -> Result<Completion, ProviderErro
             StreamEvent::ToolCall { call } | StreamEvent::InvalidToolCall { call, .. } => {
                 calls.push(call)
             }
+            StreamEvent::ProviderItem { item } => provider_items.push(item),
             StreamEvent::Usage { usage: u } => usage = Some(u),
             StreamEvent::Stop { reason } => stop = Some(reason),
         }
@@ -270,6 +285,7 @@ pub async fn collect(mut stream: EventStream) -> Result<Completion, ProviderErro
         message: Message::Assistant {
             content: text,
             tool_calls: calls,
+            provider_items,
         },
         usage,
         stop,

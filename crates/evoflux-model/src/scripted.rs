@@ -43,7 +43,7 @@ use serde_json::Value;
 
 use crate::error::{ProviderError, ScriptError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::message::{Message, Request};
+use crate::message::{Message, ProviderItem, ProviderToolKind, Request};
 use crate::provider::{EventStream, Provider};
 
 /// A whole script file.
@@ -61,6 +61,11 @@ pub struct Script {
     /// results) that `expect` refers to, so a divergence shows a diff.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub texts: BTreeMap<String, String>,
+    /// The provider-run tools this script's provider claims to have
+    /// (`[web_search]`), so a test can drive a session whose provider
+    /// searches the web; the replies say what the searches found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_tools: Vec<ProviderToolKind>,
     pub turns: Vec<Turn>,
 }
 
@@ -446,6 +451,10 @@ pub struct Reply {
     /// at once when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub word_delay_ms: Option<u64>,
+    /// What the provider produced besides text and calls (web searches,
+    /// citations), streamed before the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_items: Vec<ProviderItem>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -781,7 +790,11 @@ fn estimate_tokens(chars: usize) -> u64 {
 }
 
 fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEvent> {
-    let mut events = Vec::new();
+    let mut events: Vec<StreamEvent> = reply
+        .provider_items
+        .iter()
+        .map(|item| StreamEvent::ProviderItem { item: item.clone() })
+        .collect();
     if !reply.text.is_empty() {
         match reply.word_delay_ms {
             // Word by word: each piece keeps the whitespace before it.
@@ -838,6 +851,7 @@ fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEven
                 Message::Assistant {
                     content,
                     tool_calls,
+                    provider_items: _,
                 } => {
                     content.len()
                         + tool_calls
@@ -876,6 +890,10 @@ impl Provider for ScriptedProvider {
 
     fn context_window(&self) -> Option<u64> {
         self.context_window
+    }
+
+    fn provider_tools(&self) -> &[ProviderToolKind] {
+        &self.script.provider_tools
     }
 
     fn stream(&self, request: Request) -> EventStream {

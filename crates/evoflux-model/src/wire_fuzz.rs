@@ -91,16 +91,23 @@ fn anthropic_event() -> impl Strategy<Value = (String, String)> {
         name,
         0u32..3,
         small_text(),
-        prop_oneof![Just("text_delta"), Just("input_json_delta"), Just("x")],
+        prop_oneof![
+            Just("text_delta"),
+            Just("input_json_delta"),
+            Just("citations_delta"),
+            Just("x")
+        ],
         any::<u16>(),
     )
         .prop_map(|(name, index, text, kind, n)| {
             let data = match name {
                 "message_start" => json!({"type": name, "message": {"usage": {"input_tokens": n}}}),
                 "content_block_start" => json!({"type": name, "index": index,
-                    "content_block": {"type": "tool_use", "id": text, "name": text}}),
+                    "content_block": {"type": kind_of_block(n), "id": text, "name": text,
+                        "tool_use_id": text, "content": [{"url": text, "title": text}]}}),
                 "content_block_delta" => json!({"type": name, "index": index,
-                    "delta": {"type": kind, "text": text, "partial_json": text}}),
+                    "delta": {"type": kind, "text": text, "partial_json": text,
+                        "citation": {"url": text, "cited_text": text}}}),
                 "message_delta" => json!({"type": name, "delta": {"stop_reason": text},
                     "usage": {"output_tokens": n}}),
                 "error" => {
@@ -110,6 +117,55 @@ fn anthropic_event() -> impl Strategy<Value = (String, String)> {
             };
             (name.to_owned(), data.to_string())
         })
+}
+
+fn kind_of_block(n: u16) -> &'static str {
+    match n % 4 {
+        0 => "tool_use",
+        1 => "server_tool_use",
+        2 => "web_search_tool_result",
+        _ => "text",
+    }
+}
+
+/// A Responses API event, with any field missing or mistyped.
+fn responses_event() -> impl Strategy<Value = (String, String)> {
+    let name = prop_oneof![
+        Just("response.created"),
+        Just("response.output_text.delta"),
+        Just("response.output_item.added"),
+        Just("response.function_call_arguments.delta"),
+        Just("response.output_item.done"),
+        Just("response.completed"),
+        Just("response.incomplete"),
+        Just("response.failed"),
+        Just("error"),
+        Just("unknown"),
+    ];
+    let item = prop_oneof![
+        Just("function_call"),
+        Just("reasoning"),
+        Just("web_search_call"),
+        Just("message"),
+        Just("x")
+    ];
+    (name, item, 0u32..3, small_text(), any::<u16>()).prop_map(|(name, item, index, text, n)| {
+        let data = json!({
+            "type": name,
+            "output_index": index,
+            "delta": text,
+            "item": {"type": item, "id": text, "call_id": text, "name": text, "arguments": text,
+                     "encrypted_content": text, "summary": [{"text": text}],
+                     "action": {"query": text, "sources": [{"url": text}]},
+                     "content": [{"annotations": [{"type": "url_citation", "url": text}]}]},
+            "response": {"usage": {"input_tokens": n, "output_tokens": n},
+                         "incomplete_details": {"reason": text},
+                         "error": {"code": text, "message": text}},
+            "code": text,
+            "message": text,
+        });
+        (name.to_owned(), data.to_string())
+    })
 }
 
 /// One SSE event as bytes: well formed, truncated, or junk.
@@ -213,6 +269,16 @@ proptest! {
     ) {
         let ep = endpoint("anthropic");
         let out = run(ep.clone(), crate::anthropic::MessagesDecoder::new(ep), body(events, splits));
+        check(&out)?;
+    }
+
+    #[test]
+    fn responses_streams_of_any_shape_end_cleanly(
+        events in prop::collection::vec(sse_event(responses_event().prop_map(|(n, d)| (Some(n), d))), 0..12),
+        splits in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let ep = endpoint("openai");
+        let out = run(ep.clone(), crate::responses::ResponsesDecoder::new(ep), body(events, splits));
         check(&out)?;
     }
 

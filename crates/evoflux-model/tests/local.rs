@@ -22,6 +22,8 @@ use toktrie::TokenizerEnv;
 
 fn local_config(model_path: Option<PathBuf>) -> ProviderConfig {
     ProviderConfig {
+        wire_api: None,
+        reasoning_effort: None,
         kind: ProviderKind::Local,
         base_url: None,
         api_key_env: None,
@@ -377,6 +379,7 @@ async fn an_offered_tool_yields_a_schema_valid_call() {
     let messages = vec![
         Message::user("What is the weather in Oslo?"),
         Message::Assistant {
+            provider_items: Vec::new(),
             content: String::new(),
             tool_calls: vec![evoflux_model::ToolCall {
                 id: "call_0".into(),
@@ -429,6 +432,7 @@ async fn an_offered_tool_yields_a_schema_valid_call() {
         vec![
             Message::user("What is the weather in Oslo?"),
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![evoflux_model::ToolCall {
                     id: "call_0".into(),
@@ -440,6 +444,7 @@ async fn an_offered_tool_yields_a_schema_valid_call() {
             Message::assistant("It is 4 C and cloudy in Oslo."),
             Message::user("What is the weather in Paris?"),
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![call.clone()],
             },

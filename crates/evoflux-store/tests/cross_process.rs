@@ -29,6 +29,7 @@ fn message(n: u64) -> Message {
             content: format!("message {n}"),
         },
         2 => Message::Assistant {
+            provider_items: Vec::new(),
             content: format!("message {n}"),
             tool_calls: vec![ToolCall {
                 id: format!("call_{n}"),

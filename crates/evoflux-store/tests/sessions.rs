@@ -37,6 +37,7 @@ fn sample_messages() -> Vec<Message> {
             content: "grep for TODO".into(),
         },
         Message::Assistant {
+            provider_items: Vec::new(),
             content: String::new(),
             tool_calls: vec![ToolCall {
                 id: "call_1".into(),
@@ -50,6 +51,7 @@ fn sample_messages() -> Vec<Message> {
             is_error: false,
         },
         Message::Assistant {
+            provider_items: Vec::new(),
             content: "One TODO in src/a.rs.".into(),
             tool_calls: vec![],
         },

@@ -797,11 +797,34 @@ impl EventSink for JsonLines {
     }
 }
 
+/// One line for a web search the provider ran.
+fn web_search_line(search: &evoflux_model::WebSearch) -> String {
+    let query = search
+        .query
+        .as_deref()
+        .map_or_else(String::new, |q| format!(" \"{}\"", clip(q, 120)));
+    match &search.error {
+        Some(e) => format!("⌕ web search{query} failed: {e}"),
+        None => format!("⌕ web search{query}: {} results", search.sources.len()),
+    }
+}
+
+/// One cited page: its title, when known, and its address.
+fn citation_line(c: &evoflux_model::Citation) -> String {
+    match &c.title {
+        Some(t) => format!("{} <{}>", clip(t, 120), c.url),
+        None => format!("<{}>", c.url),
+    }
+}
+
 /// Text for people: the agent's words on stdout as they stream, activity
 /// on stderr.
 #[derive(Debug, Default)]
 pub(crate) struct HumanEvents {
     mid_line: std::sync::atomic::AtomicBool,
+    /// Pages the answer being streamed cites, listed once it is complete
+    /// (citations arrive in the middle of the text).
+    citations: std::sync::Mutex<Vec<evoflux_model::Citation>>,
 }
 
 impl HumanEvents {
@@ -906,7 +929,28 @@ impl EventSink for HumanEvents {
                     println!("? {question} [{}]", options.join(" / "));
                 }
             }
-            Event::TurnCompleted { .. } => self.end_text(),
+            Event::WebSearch { search } => {
+                self.end_text();
+                eprintln!("  {}", web_search_line(search));
+            }
+            Event::Citation { citation } => {
+                if let Ok(mut list) = self.citations.lock()
+                    && !list.iter().any(|c| c.url == citation.url)
+                {
+                    list.push(citation.clone());
+                }
+            }
+            Event::TurnCompleted { .. } => {
+                self.end_text();
+                let cited = self
+                    .citations
+                    .lock()
+                    .map(|mut l| std::mem::take(&mut *l))
+                    .unwrap_or_default();
+                for (i, c) in cited.iter().enumerate() {
+                    eprintln!("  [{}] {}", i + 1, citation_line(c));
+                }
+            }
             // Usage is for `--json` readers and `sessions show`.
             Event::ModelCallCompleted { .. } => {}
             Event::Error { code, message } => {
@@ -998,9 +1042,28 @@ fn render_transcript(
             Message::Assistant {
                 content,
                 tool_calls,
+                provider_items,
             } => {
+                // What the provider searched comes before the answer it
+                // informed; the pages it cites after.
+                for item in provider_items {
+                    if let evoflux_model::ProviderItem::WebSearch(search) = item {
+                        out.push_str(&format!("{}\n", web_search_line(search)));
+                    }
+                }
                 if !content.is_empty() {
                     out.push_str(&format!("\nassistant: {content}\n"));
+                }
+                let mut cited: Vec<&evoflux_model::Citation> = Vec::new();
+                for item in provider_items {
+                    if let evoflux_model::ProviderItem::Citation(c) = item
+                        && !cited.iter().any(|d| d.url == c.url)
+                    {
+                        cited.push(c);
+                    }
+                }
+                for (i, c) in cited.iter().enumerate() {
+                    out.push_str(&format!("  [{}] {}\n", i + 1, citation_line(c)));
                 }
                 for c in tool_calls {
                     out.push_str(&format!(

@@ -436,7 +436,8 @@ impl Harness {
             }
             PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
             | PreparedKind::RequestInput(_)
-            | PreparedKind::Dispatch(_) => {}
+            | PreparedKind::Dispatch(_)
+            | PreparedKind::Provider(_) => {}
         }
         !tool.deferred
             || self

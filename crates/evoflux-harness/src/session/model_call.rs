@@ -1,7 +1,7 @@
 //! One model call: the request assembled through the hook pipeline, the
 //! provider's stream read, the answer and its usage recorded.
 
-use evoflux_model::{Message, Request, StreamEvent, ToolCall, ToolChoice};
+use evoflux_model::{Message, ProviderItem, Request, StreamEvent, ToolCall, ToolChoice};
 use futures_util::StreamExt;
 use serde_json::Value;
 
@@ -48,8 +48,9 @@ impl Harness {
             .iter()
             .filter(|t| self.offered(t))
             .filter(|t| terminal.is_none() || t.definition.name != FINAL_OUTPUT)
-            .map(|t| t.model_definition())
+            .filter_map(|t| t.function_definition())
             .collect();
+        let provider_tools = self.tools.provider_tools(|t| self.offered(t));
         if let Some(t) = terminal {
             tools.push(t.tool_definition());
         }
@@ -73,6 +74,7 @@ impl Harness {
                     },
                     ..Request::new(self.model.clone(), self.recorder.messages.clone())
                         .with_tools(tools.clone())
+                        .with_provider_tools(provider_tools.clone())
                         .with_cache_key(self.session.id.to_string())
                 },
                 self.provider.clone(),
@@ -176,6 +178,7 @@ impl Harness {
             }
         };
         let mut answer = ModelAnswer::default();
+        let mut provider_items = Vec::new();
         let mut usage = None;
         let mut stop = evoflux_model::StopReason::EndTurn;
         while let Some(event) = stream.next().await {
@@ -200,6 +203,18 @@ impl Harness {
                     });
                     answer.calls.push(call);
                 }
+                StreamEvent::ProviderItem { item } => {
+                    match &item {
+                        ProviderItem::WebSearch(search) => self.emit(&Event::WebSearch {
+                            search: search.clone(),
+                        }),
+                        ProviderItem::Citation(citation) => self.emit(&Event::Citation {
+                            citation: citation.clone(),
+                        }),
+                        ProviderItem::Reasoning { .. } | ProviderItem::AnthropicBlock { .. } => {}
+                    }
+                    provider_items.push(item);
+                }
                 StreamEvent::Usage { usage: u } => usage = Some(u),
                 StreamEvent::Stop { reason } => stop = reason,
                 StreamEvent::Done => break,
@@ -208,6 +223,7 @@ impl Harness {
         let message = Message::Assistant {
             content: answer.text.clone(),
             tool_calls: answer.calls.clone(),
+            provider_items,
         };
         let completion = evoflux_model::Completion {
             message: message.clone(),

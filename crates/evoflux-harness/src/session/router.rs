@@ -143,6 +143,13 @@ impl Harness {
             PreparedKind::Dispatch(targets) => {
                 Ok(CallOutcome::Result(self.dispatch(call, &targets).await?))
             }
+            // Not offered as a function, so only a confused model calls
+            // it this way; the provider runs it when the model asks it.
+            PreparedKind::Provider(_) => Ok(CallOutcome::Result(ToolResult::error(format!(
+                "`{}` is run by the model provider, not called as a function: ask for it the \
+                 provider's way",
+                call.name
+            )))),
             PreparedKind::RequestInput(InputRequest::Question) => {
                 let request = PendingRequest {
                     output_schema: terminal.map(|t| t.schema().clone()),

@@ -640,6 +640,7 @@ impl SkillRuntime {
         call.append_durable(DurableMessage {
             message: Message::Assistant {
                 content: String::new(),
+                provider_items: Vec::new(),
                 tool_calls: vec![ToolCall {
                     id: id.clone(),
                     name: tool_name,

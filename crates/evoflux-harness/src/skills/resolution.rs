@@ -139,6 +139,7 @@ fn ask(
                     StreamEvent::ToolCallDelta { .. }
                     | StreamEvent::ToolCall { .. }
                     | StreamEvent::InvalidToolCall { .. }
+                    | StreamEvent::ProviderItem { .. }
                     | StreamEvent::Stop { .. },
                 ) => {}
                 Ok(StreamEvent::Usage { usage }) => side_calls.push(SideCall {

@@ -144,6 +144,7 @@ pub fn render(messages: &[Message], tools: &[ToolDefinition]) -> Vec<Part> {
             Message::Assistant {
                 content,
                 tool_calls,
+                provider_items: _,
             } => {
                 for ToolCall { id, name, .. } in tool_calls {
                     call_names.insert(id.as_str(), name.as_str());
@@ -256,6 +257,7 @@ mod tests {
         let msgs = [
             Message::user("Weather in Paris?"),
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![call],
             },

@@ -75,6 +75,7 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
             Message::system("You are terse."),
             Message::user("List files"),
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: "Looking.".into(),
                 tool_calls: vec![ToolCall {
                     id: "toolu_1".into(),
@@ -249,6 +250,7 @@ async fn assembles_tool_use_from_input_json_deltas() {
     assert_eq!(
         done.message,
         Message::Assistant {
+            provider_items: Vec::new(),
             content: "Reading.".into(),
             tool_calls: calls,
         }
@@ -364,4 +366,128 @@ async fn json_delta_for_a_text_block_is_protocol() {
     .await;
     let err = failure(h.provider.stream(simple_request())).await;
     assert_eq!(err.code(), "model/protocol");
+}
+
+#[tokio::test]
+async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim() {
+    let result = json!({
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [
+            {"type": "web_search_result", "url": "https://blog.rust-lang.org/2025/02/20/Rust-1.85.0/",
+             "title": "Announcing Rust 1.85.0", "encrypted_content": "EqgfCioIARgB", "page_age": "February 20, 2025"},
+            {"type": "web_search_result", "url": "https://doc.rust-lang.org/edition-guide/",
+             "title": "The Edition Guide", "encrypted_content": "EqgfCioIARgC"},
+        ],
+    });
+    let citation = json!({
+        "type": "web_search_result_location",
+        "url": "https://blog.rust-lang.org/2025/02/20/Rust-1.85.0/",
+        "title": "Announcing Rust 1.85.0",
+        "encrypted_index": "Eo8BCioIAhgB",
+        "cited_text": "Rust 1.85.0 stabilizes the 2024 edition.",
+    });
+    let body = [
+        message_start(40, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        block_delta(0, json!({"type": "text_delta", "text": "Let me check. "})),
+        block_stop(0),
+        block_start(
+            1,
+            json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}),
+        ),
+        block_delta(1, json!({"type": "input_json_delta", "partial_json": "{\"query\": \"rust 2024"})),
+        block_delta(1, json!({"type": "input_json_delta", "partial_json": " edition\"}"})),
+        block_stop(1),
+        block_start(2, result.clone()),
+        block_stop(2),
+        block_start(3, json!({"type": "text", "text": "", "citations": []})),
+        block_delta(3, json!({"type": "citations_delta", "citation": citation})),
+        block_delta(3, json!({"type": "text_delta", "text": "It shipped in 1.85."})),
+        block_stop(3),
+        message_end("end_turn", 30),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 13), Reply::sse(&hello_stream(), 64)],
+        Some("k"),
+    )
+    .await;
+    assert_eq!(
+        h.provider.provider_tools(),
+        [evoflux_model::ProviderToolKind::WebSearch]
+    );
+    let ask = |messages: Vec<Message>| {
+        Request::new("claude-test", messages)
+            .with_provider_tools(vec![evoflux_model::ProviderToolKind::WebSearch])
+    };
+    let done = collect(h.provider.stream(ask(vec![Message::user("When?")])))
+        .await
+        .unwrap();
+    let Message::Assistant {
+        content,
+        provider_items,
+        ..
+    } = &done.message
+    else {
+        panic!("not an assistant message");
+    };
+    assert_eq!(content, "Let me check. It shipped in 1.85.");
+    let server_use = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                            "input": {"query": "rust 2024 edition"}});
+    assert_eq!(
+        provider_items,
+        &[
+            evoflux_model::ProviderItem::AnthropicBlock {
+                block: server_use.clone()
+            },
+            evoflux_model::ProviderItem::AnthropicBlock {
+                block: result.clone()
+            },
+            evoflux_model::ProviderItem::WebSearch(evoflux_model::WebSearch {
+                id: "srvtoolu_1".into(),
+                query: Some("rust 2024 edition".into()),
+                sources: vec![
+                    evoflux_model::WebSource {
+                        url: "https://blog.rust-lang.org/2025/02/20/Rust-1.85.0/".into(),
+                        title: Some("Announcing Rust 1.85.0".into()),
+                    },
+                    evoflux_model::WebSource {
+                        url: "https://doc.rust-lang.org/edition-guide/".into(),
+                        title: Some("The Edition Guide".into()),
+                    },
+                ],
+                error: None,
+            }),
+            evoflux_model::ProviderItem::Citation(evoflux_model::Citation {
+                url: "https://blog.rust-lang.org/2025/02/20/Rust-1.85.0/".into(),
+                title: Some("Announcing Rust 1.85.0".into()),
+                cited_text: Some("Rust 1.85.0 stabilizes the 2024 edition.".into()),
+            }),
+        ]
+    );
+
+    // The next request gives the server blocks back verbatim, before the
+    // text, and offers the search tool again.
+    let next = vec![
+        Message::user("When?"),
+        done.message.clone(),
+        Message::user("Thanks."),
+    ];
+    let _ = collect(h.provider.stream(ask(next))).await.unwrap();
+    let sent = &h.server.requests()[1].body;
+    assert_eq!(
+        sent["messages"][1]["content"],
+        json!([
+            server_use,
+            result,
+            {"type": "text", "text": "Let me check. It shipped in 1.85."},
+        ])
+    );
+    assert_eq!(
+        sent["tools"],
+        json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 5,
+                "cache_control": {"type": "ephemeral"}}])
+    );
 }

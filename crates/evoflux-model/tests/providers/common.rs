@@ -12,7 +12,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
-use evoflux_core::config::{ProviderConfig, ProviderKind};
+use evoflux_core::config::{ProviderConfig, ProviderKind, WireApi};
 use evoflux_model::{
     EnvLookup, EventStream, Provider, ProviderOptions, RetryPolicy, Sleeper, StreamEvent,
     provider_for,
@@ -162,12 +162,24 @@ pub struct Harness {
 /// A provider of `kind` pointed at a fresh fake server, with the key in a
 /// fake environment (when `key` is set) and instant retries.
 pub async fn harness(kind: ProviderKind, replies: Vec<Reply>, key: Option<&str>) -> Harness {
+    harness_with(kind, None, replies, key).await
+}
+
+/// [`harness`] with an OpenAI wire protocol chosen (`wire_api`).
+pub async fn harness_with(
+    kind: ProviderKind,
+    wire_api: Option<WireApi>,
+    replies: Vec<Reply>,
+    key: Option<&str>,
+) -> Harness {
     let server = FakeServer::start(replies).await;
     let base_url = match kind {
         ProviderKind::Openai => format!("{}/v1", server.base),
         _ => server.base.clone(),
     };
     let config = ProviderConfig {
+        wire_api,
+        reasoning_effort: None,
         kind,
         base_url: Some(base_url),
         api_key_env: Some(KEY_VAR.to_owned()),

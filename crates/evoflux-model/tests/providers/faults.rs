@@ -95,6 +95,8 @@ async fn call(
     bounds: CallBounds,
 ) -> Vec<Result<StreamEvent, ProviderError>> {
     let config = ProviderConfig {
+        wire_api: None,
+        reasoning_effort: None,
         kind: ProviderKind::Openai,
         base_url: Some(format!("{}/{kind}/v1", s.base)),
         api_key_env: None,

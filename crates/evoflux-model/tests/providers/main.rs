@@ -6,4 +6,5 @@ mod anthropic;
 mod common;
 mod faults;
 mod openai;
+mod responses;
 mod scripted;

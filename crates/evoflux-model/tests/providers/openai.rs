@@ -74,6 +74,7 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
             Message::system("Be brief."),
             Message::user("Read a.txt"),
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: "call_0".into(),
@@ -438,6 +439,8 @@ async fn unreachable_server_is_a_transport_error_after_retries() {
         l.local_addr().unwrap().port()
     };
     let config = evoflux_core::config::ProviderConfig {
+        wire_api: None,
+        reasoning_effort: None,
         kind: ProviderKind::Openai,
         base_url: Some(format!("http://127.0.0.1:{port}/v1")),
         api_key_env: None,

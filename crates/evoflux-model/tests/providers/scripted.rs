@@ -79,6 +79,7 @@ async fn replays_the_script_turn_by_turn() {
     );
 
     messages.push(Message::Assistant {
+        provider_items: Vec::new(),
         content: "Let me look.".into(),
         tool_calls: vec![call],
     });
@@ -164,6 +165,8 @@ async fn running_out_of_turns_fails_loudly() {
 async fn invalid_or_missing_scripts_are_setup_errors() {
     let dir = tempfile::tempdir().unwrap();
     let config = ProviderConfig {
+        wire_api: None,
+        reasoning_effort: None,
         kind: ProviderKind::Scripted,
         base_url: None,
         api_key_env: None,
@@ -197,6 +200,8 @@ async fn invalid_or_missing_scripts_are_setup_errors() {
 #[test]
 fn provider_for_matches_every_kind() {
     let cfg = |kind, base_url: Option<&str>| ProviderConfig {
+        wire_api: None,
+        reasoning_effort: None,
         kind,
         base_url: base_url.map(str::to_owned),
         api_key_env: None,

@@ -225,7 +225,11 @@ impl EventSink for ChatView {
                 eprintln!("{}", self.tool_line(n, &o));
                 self.spinner.start("thinking");
             }
-            Event::TurnCompleted { .. } => self.end_text(&mut state),
+            Event::TurnCompleted { .. } => {
+                self.end_text(&mut state);
+                // The plain view lists the pages the answer cited.
+                self.plain.emit(event);
+            }
             // The status line after the turn shows tokens and cost.
             Event::ModelCallCompleted { .. } => {}
             Event::TurnCancelled { .. } => {
@@ -233,6 +237,8 @@ impl EventSink for ChatView {
                 self.plain.emit(event);
             }
             Event::SessionStarted { .. }
+            | Event::WebSearch { .. }
+            | Event::Citation { .. }
             | Event::ApprovalRequested { .. }
             | Event::CommandEnded { .. }
             | Event::ContextCompacted { .. }
@@ -274,6 +280,7 @@ fn conversation(messages: &[Message]) -> Vec<Entry> {
             Message::System { .. } => {}
             Message::User { content } => out.push(Entry::User(content.clone())),
             Message::Assistant {
+                provider_items: _,
                 content,
                 tool_calls,
             } => {
@@ -380,6 +387,7 @@ mod tests {
                 content: "list".into(),
             },
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: String::new(),
                 tool_calls: vec![ToolCall {
                     id: "c1".into(),
@@ -393,6 +401,7 @@ mod tests {
                 is_error: false,
             },
             Message::Assistant {
+                provider_items: Vec::new(),
                 content: "Two files.".into(),
                 tool_calls: vec![],
             },
