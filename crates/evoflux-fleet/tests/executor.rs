@@ -130,6 +130,8 @@ struct FakeAgent {
     /// Inputs each node received.
     inputs: Mutex<HashMap<String, Vec<String>>>,
     delay: Duration,
+    /// Workers running now, and the most at once.
+    concurrency: Mutex<(usize, usize)>,
 }
 
 impl FakeAgent {
@@ -159,9 +161,15 @@ impl AgentRunner for FakeAgent {
                 request.node.id.clone(),
                 request.inputs.iter().map(|i| i.output.clone()).collect(),
             );
+            {
+                let mut c = self.concurrency.lock().unwrap();
+                c.0 += 1;
+                c.1 = c.1.max(c.0);
+            }
             if !self.delay.is_zero() {
                 tokio::time::sleep(self.delay).await;
             }
+            self.concurrency.lock().unwrap().0 -= 1;
             let script = self
                 .scripts
                 .get(&request.node.id)
@@ -401,6 +409,8 @@ async fn parallel_steps_work_in_worktrees_and_merge() {
         .await
         .unwrap();
     assert_eq!(report.status, RunStatus::Succeeded, "{report:#?}");
+    // They really ran side by side.
+    assert_eq!(agent.concurrency.lock().unwrap().1, 2);
     for id in ["code", "docs"] {
         let r = report.receipt(id).unwrap();
         assert_eq!(r.outcome, NodeOutcome::Succeeded);
@@ -1103,4 +1113,141 @@ async fn a_killed_run_resumes_without_rerunning_completed_nodes() {
     assert_eq!(report.status, RunStatus::Succeeded);
     // c's receipt covers both attempts' work: its base is the first one.
     assert_eq!(report.receipt("c").unwrap().files_changed, ["c.txt"]);
+}
+
+// ------------------------------------------------------------------ v5
+
+const GATED: &str = "---
+version: 5
+name: gated
+maxWorkers: 1
+onFailure: continue
+steps:
+  - {id: acceptance, kind: gate, agent: tester, path: tests/acceptance.sh, run: acceptance, dependencies: []}
+  - id: fix
+    kind: loop
+    maxAttempts: 2
+    dependencies: [acceptance]
+    check: {kind: gate, gate: acceptance}
+    repair: {kind: agent, agent: coder, scope: workspace, writes: [src/]}
+---
+Make the acceptance test pass.
+";
+
+fn gate_registry() -> CommandRegistry {
+    CommandRegistry::parse(
+        Path::new("fleets/commands.yaml"),
+        "version: 1\ncommands:\n  acceptance:\n    argv: [sh, \"{{path}}\"]\n",
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_red_gate_is_admitted_and_its_loop_runs_until_green() {
+    let repo = Repo::new();
+    let agent = Arc::new(FakeAgent::with(&[
+        (
+            "acceptance",
+            writes(&[("tests/acceptance.sh", "test -f src/done.txt\n")]),
+        ),
+        ("fix.repair.1", writes(&[("src/done.txt", "done\n")])),
+    ]));
+    let report = executor(plan(GATED), &agent, repo.config())
+        .with_registry(gate_registry())
+        .run("r1")
+        .await
+        .unwrap();
+    let gate = report.receipt("acceptance").unwrap();
+    assert_eq!(gate.outcome, NodeOutcome::Succeeded, "{gate:#?}");
+    assert_eq!(
+        gate.command.as_deref(),
+        Some(&["sh".to_owned(), "tests/acceptance.sh".to_owned()][..])
+    );
+    assert_eq!(gate.files_changed, ["tests/acceptance.sh"]);
+    assert_eq!(outcome(&report, "fix.check.1"), &NodeOutcome::CheckFailed);
+    assert_eq!(outcome(&report, "fix.check.2"), &NodeOutcome::Succeeded);
+    assert_eq!(report.status, RunStatus::Succeeded);
+}
+
+#[tokio::test]
+async fn a_gate_that_passes_at_once_does_not_discriminate() {
+    let repo = Repo::new();
+    let agent = Arc::new(FakeAgent::with(&[(
+        "acceptance",
+        writes(&[("tests/acceptance.sh", "exit 0\n")]),
+    )]));
+    let report = executor(plan(GATED), &agent, repo.config())
+        .with_registry(gate_registry())
+        .run("r1")
+        .await
+        .unwrap();
+    assert_eq!(
+        failure(&report, "acceptance"),
+        FailureReason::GateNotDiscriminating
+    );
+    assert_eq!(skip(&report, "fix.check.1"), SkipReason::DependencyBlocked);
+}
+
+#[tokio::test]
+async fn writers_one_serializes_writers_even_with_free_workers() {
+    let repo = Repo::new();
+    let text = "---
+version: 5
+name: one-writer
+writers: 1
+maxWorkers: 3
+onFailure: continue
+steps:
+  - {id: code, agent: coder, scope: workspace, writes: [src/], dependencies: []}
+  - {id: docs, agent: documenter, scope: workspace, writes: [docs/], dependencies: []}
+---
+Work.
+";
+    let agent = Arc::new(FakeAgent {
+        scripts: [
+            ("code".to_owned(), writes(&[("src/c.rs", "c\n")])),
+            ("docs".to_owned(), writes(&[("docs/d.md", "d\n")])),
+        ]
+        .into_iter()
+        .collect(),
+        delay: Duration::from_millis(100),
+        ..FakeAgent::default()
+    });
+    let report = executor(plan(text), &agent, repo.config())
+        .run("r1")
+        .await
+        .unwrap();
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(agent.concurrency.lock().unwrap().1, 1);
+    assert_eq!(repo.read("src/c.rs").as_deref(), Some("c\n"));
+    assert_eq!(repo.read("docs/d.md").as_deref(), Some("d\n"));
+}
+
+#[tokio::test]
+async fn the_process_runner_kills_a_command_past_its_timeout() {
+    use evoflux_fleet::run::{CommandRequest, CommandRunner};
+    let tmp = tempfile::tempdir().unwrap();
+    let request = CommandRequest {
+        run_id: "r".to_owned(),
+        node: "n".to_owned(),
+        command: "slow".to_owned(),
+        argv: vec!["sleep".to_owned(), "5".to_owned()],
+        cwd: tmp.path().to_path_buf(),
+        env: vec![(OsString::from("PATH"), std::env::var_os("PATH").unwrap())],
+        timeout: Duration::from_millis(200),
+    };
+    let started = std::time::Instant::now();
+    let out = ProcessCommandRunner.run_command(&request).await.unwrap();
+    assert!(out.timed_out);
+    assert!(!out.passed());
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let missing = CommandRequest {
+        argv: vec!["no-such-program-evoflux".to_owned()],
+        ..request
+    };
+    let err = ProcessCommandRunner
+        .run_command(&missing)
+        .await
+        .unwrap_err();
+    assert_eq!(err.program, "no-such-program-evoflux");
 }

@@ -337,6 +337,27 @@ impl Executor {
     }
 }
 
+/// Why a node could not be started.
+#[derive(Debug)]
+enum Prepare {
+    /// Its checkout could not be set up: the node fails.
+    Workspace(GitError),
+    /// The start could not be made durable: the run stops.
+    Journal(JournalError),
+}
+
+impl From<GitError> for Prepare {
+    fn from(e: GitError) -> Prepare {
+        Prepare::Workspace(e)
+    }
+}
+
+/// Whether the node may write (for `writers: 1`): a workspace node whose
+/// boundary, if declared, is not empty.
+fn is_writer(node: &PlanNode) -> bool {
+    node.scope == Scope::Workspace && node.writes.as_ref().is_none_or(|w| !w.is_empty())
+}
+
 /// Whether git observes the node: it may touch the workspace, or it has a
 /// boundary to be held to (a v4 read-only node must change nothing).
 fn needs_git(node: &PlanNode) -> bool {
@@ -381,6 +402,11 @@ struct RunState<'e> {
     worktrees: BTreeMap<usize, Mode>,
     running_worktrees: BTreeSet<usize>,
     pending_merge: BTreeMap<usize, JobResult>,
+    /// Writers running now, for `writers: 1`.
+    running_writers: usize,
+    /// Every node before this index has settled: scans start here, so a
+    /// long plan is not rescanned from the top after every node.
+    first_open: usize,
 }
 
 impl<'e> RunState<'e> {
@@ -427,6 +453,8 @@ impl<'e> RunState<'e> {
             worktrees: BTreeMap::new(),
             running_worktrees: BTreeSet::new(),
             pending_merge: BTreeMap::new(),
+            running_writers: 0,
+            first_open: 0,
         }
     }
 
@@ -543,6 +571,9 @@ impl<'e> RunState<'e> {
         {
             self.halt = Some(SkipReason::Stopped);
         }
+        if matches!(self.states[i], State::Running) && is_writer(&self.ex.plan.nodes[i]) {
+            self.running_writers = self.running_writers.saturating_sub(1);
+        }
         self.states[i] = State::Done(Box::new(receipt));
         if resolved && let Some(&li) = self.loop_of.get(&i) {
             let l = &self.ex.plan.loops[li];
@@ -568,7 +599,10 @@ impl<'e> RunState<'e> {
     /// Skips every pending node a settled dependency blocks. Plan order is
     /// topological, so one pass reaches the fixpoint.
     async fn skip_blocked(&mut self) -> Result<(), ExecutorError> {
-        for i in 0..self.states.len() {
+        while self.first_open < self.states.len() && self.done(self.first_open).is_some() {
+            self.first_open += 1;
+        }
+        for i in self.first_open..self.states.len() {
             if !matches!(self.states[i], State::Pending) {
                 continue;
             }
@@ -596,7 +630,7 @@ impl<'e> RunState<'e> {
         loop {
             self.skip_blocked().await?;
             if self.halt.is_none() {
-                for i in 0..self.states.len() {
+                for i in self.first_open..self.states.len() {
                     if set.len() >= max {
                         break;
                     }
@@ -609,20 +643,37 @@ impl<'e> RunState<'e> {
                         self.halt = Some(SkipReason::BudgetExhausted);
                         break;
                     }
+                    if self.ex.plan.single_writer
+                        && is_writer(&self.ex.plan.nodes[i])
+                        && self.running_writers > 0
+                    {
+                        // `writers: 1`: the next writer waits its turn;
+                        // a later reader may still start.
+                        continue;
+                    }
                     match self.prepare(i, max).await {
                         Ok(job) => {
                             self.states[i] = State::Running;
+                            if is_writer(&job.node) {
+                                self.running_writers += 1;
+                            }
                             let handle = set.spawn(run_job(job));
                             task_node.insert(handle.id(), i);
                         }
-                        Err(message) => {
+                        Err(Prepare::Journal(e)) => return Err(e.into()),
+                        Err(Prepare::Workspace(e)) => {
+                            if let Some(Mode::Worktree { dir, .. }) = self.worktrees.remove(&i) {
+                                self.main.remove_worktree(&dir).await;
+                            }
+                            self.running_worktrees.remove(&i);
                             let mut r =
                                 NodeReceipt::skipped(&self.ex.plan.nodes[i], SkipReason::Stopped);
                             r.outcome = NodeOutcome::Failed {
                                 reason: FailureReason::Workspace,
-                                message,
+                                message: format!("cannot prepare its checkout: {e}"),
                             };
                             self.settle(i, r).await?;
+                            self.merge_ready().await?;
                         }
                     }
                 }
@@ -667,7 +718,7 @@ impl<'e> RunState<'e> {
 
     /// Chooses the node's workdir, takes its base, binds its command and
     /// journals its start. An error here is a workspace failure of the node.
-    async fn prepare(&mut self, i: usize, max: usize) -> Result<Job, String> {
+    async fn prepare(&mut self, i: usize, max: usize) -> Result<Job, Prepare> {
         let ex = self.ex;
         let node = ex.plan.nodes[i].clone();
         let mode = if !needs_git(&node) {
@@ -675,12 +726,12 @@ impl<'e> RunState<'e> {
         } else if max == 1 {
             let base = match self.resume_base.remove(&i) {
                 Some(b) => b,
-                None => self.main.snapshot().await.map_err(|e| e.to_string())?,
+                None => self.main.snapshot().await?,
             };
             Mode::Main { base }
         } else {
-            let base = self.main.snapshot().await.map_err(|e| e.to_string())?;
-            let head = self.main.head().await.map_err(|e| e.to_string())?;
+            let base = self.main.snapshot().await?;
+            let head = self.main.head().await?;
             let commit = self
                 .main
                 .commit_tree(
@@ -688,21 +739,22 @@ impl<'e> RunState<'e> {
                     head.as_deref(),
                     &format!("evoflux fleet run {}: base of {}", self.run_id, node.id),
                 )
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let dir = ex
                 .config
                 .state_dir
                 .join("worktrees")
                 .join(&self.run_id)
                 .join(format!("{i}"));
-            self.main
-                .add_worktree(&dir, &commit)
-                .await
-                .map_err(|e| e.to_string())?;
-            let mode = Mode::Worktree { dir, commit, base };
+            let mode = Mode::Worktree {
+                dir: dir.clone(),
+                commit: commit.clone(),
+                base,
+            };
+            // Registered first, so a failure below is cleaned up.
             self.worktrees.insert(i, mode.clone());
             self.running_worktrees.insert(i);
+            self.main.add_worktree(&dir, &commit).await?;
             mode
         };
         let workdir = match &mode {
@@ -713,8 +765,7 @@ impl<'e> RunState<'e> {
             Mode::Main { base } => Some(base.clone()),
             Mode::Plain | Mode::Worktree { .. } => None,
         };
-        if let Err(e) = ex
-            .journal
+        ex.journal
             .append(
                 &self.run_id,
                 &JournalEntry::Started {
@@ -723,9 +774,7 @@ impl<'e> RunState<'e> {
                 },
             )
             .await
-        {
-            return Err(e.to_string());
-        }
+            .map_err(Prepare::Journal)?;
         let inputs = self.deps[i]
             .iter()
             .filter_map(|&d| self.done(d))

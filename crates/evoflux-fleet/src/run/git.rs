@@ -19,6 +19,10 @@
 //! from that tree, so the operator's index is untouched again); a path the
 //! node created is deleted, with directories it leaves empty.
 //!
+//! The private index is seeded from the checkout's own index for its stat
+//! cache, so entries marked `assume-unchanged` or `skip-worktree` there
+//! (sparse checkouts) are not re-read and a change to them is not seen.
+//!
 //! Ignored files (`.gitignore`) are invisible to snapshots: a node that
 //! writes only ignored paths is not seen. That is the price of not walking
 //! build outputs; a boundary entry naming an ignored path can never be
@@ -130,6 +134,13 @@ impl Git {
             .stderr(Stdio::piped())
             // A git that asks a question would hang the run.
             .env("GIT_TERMINAL_PROMPT", "0")
+            // Inherited from a hook or a wrapper, these would point git at
+            // another repository or index than `-C` names.
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_COMMON_DIR")
+            .env_remove("GIT_OBJECT_DIRECTORY")
             .kill_on_drop(true);
         for (k, v) in env {
             cmd.env(k, v);
@@ -208,13 +219,31 @@ impl Git {
     }
 
     /// The working tree as a tree object (see the module documentation).
+    ///
+    /// The private index starts as a copy of the checkout's own index when
+    /// there is one: its stat cache lets `git add -A` re-read only the
+    /// files whose metadata changed, instead of hashing the whole tree.
+    /// What the operator staged does not leak into the snapshot: `add -A`
+    /// makes every entry match the working tree.
     pub async fn snapshot(&self) -> Result<Oid, GitError> {
         let index = self.private_index()?;
         let env = [("GIT_INDEX_FILE", index.0.as_os_str())];
-        match self.head().await? {
-            Some(head) => self.run_env(&["read-tree", &head], &env).await?,
-            None => self.run_env(&["read-tree", "--empty"], &env).await?,
+        let seeded = match self
+            .run(&["rev-parse", "--path-format=absolute", "--git-path", "index"])
+            .await
+        {
+            Ok(out) => {
+                let own = PathBuf::from(String::from_utf8_lossy(&out).trim());
+                seed_index(own, index.0.clone()).await
+            }
+            Err(_) => false,
         };
+        if !seeded {
+            match self.head().await? {
+                Some(head) => self.run_env(&["read-tree", &head], &env).await?,
+                None => self.run_env(&["read-tree", "--empty"], &env).await?,
+            };
+        }
         self.run_env(&["add", "-A", "--", "."], &env).await?;
         let out = self.run_env(&["write-tree"], &env).await?;
         Self::oid(&["write-tree"], &out)
@@ -389,6 +418,23 @@ impl Git {
         paths.dedup();
         Ok(MergeOutcome::Conflict(paths))
     }
+}
+
+/// Copies the checkout's index to `to`, keeping its modification time:
+/// git's racy-clean check compares entries against the index file's mtime,
+/// and a copy stamped "now" would trust entries written in the same instant
+/// as the original. `false` when there is no index to copy.
+async fn seed_index(from: PathBuf, to: PathBuf) -> bool {
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let modified = std::fs::metadata(&from)?.modified()?;
+        std::fs::copy(&from, &to)?;
+        std::fs::File::options()
+            .write(true)
+            .open(&to)?
+            .set_modified(modified)
+    })
+    .await
+    .is_ok_and(|r| r.is_ok())
 }
 
 /// A private index file, deleted when dropped.
