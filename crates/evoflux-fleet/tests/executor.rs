@@ -1251,3 +1251,41 @@ async fn the_process_runner_kills_a_command_past_its_timeout() {
         .unwrap_err();
     assert_eq!(err.program, "no-such-program-evoflux");
 }
+
+#[tokio::test]
+async fn a_red_code_step_crosses_its_edge_under_continue_and_halts_under_stop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = || {
+        CommandRegistry::parse(
+            Path::new("fleets/commands.yaml"),
+            "version: 1\ncommands:\n  red:\n    argv: [sh, -c, \"echo 3 failing; exit 1\"]\n",
+        )
+        .unwrap()
+    };
+    let text = |on_failure: &str| {
+        format!(
+            "---\nversion: 2\nname: red\nmaxWorkers: 1\nonFailure: {on_failure}\nsteps:\n  - {{id: suite, kind: code, command: red, scope: readonly, dependencies: []}}\n  - {{id: triage, agent: scout, scope: readonly, dependencies: [suite]}}\n---\nGo.\n"
+        )
+    };
+    let agent = Arc::new(FakeAgent::default());
+    let config = ExecutorConfig::new(tmp.path(), tmp.path().join("s"));
+    let report = executor(plan(&text("continue")), &agent, config.clone())
+        .with_registry(registry())
+        .run("r1")
+        .await
+        .unwrap();
+    assert_eq!(failure(&report, "suite"), FailureReason::CommandFailed);
+    assert_eq!(outcome(&report, "triage"), &NodeOutcome::Succeeded);
+    assert_eq!(agent.inputs.lock().unwrap()["triage"], ["3 failing\n"]);
+    assert_eq!(report.status, RunStatus::Failed);
+
+    let agent = Arc::new(FakeAgent::default());
+    let report = executor(plan(&text("stop")), &agent, config)
+        .with_registry(registry())
+        .run("r2")
+        .await
+        .unwrap();
+    assert_eq!(skip(&report, "triage"), SkipReason::DependencyBlocked);
+    assert!(agent.calls().is_empty());
+    assert_eq!(report.status, RunStatus::Stopped);
+}

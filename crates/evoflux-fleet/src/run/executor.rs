@@ -3,7 +3,9 @@
 //! # Scheduling
 //!
 //! A node is ready when every dependency has settled and permits it
-//! ([`NodeOutcome::permits_dependents`]). Ready nodes start in plan order,
+//! ([`NodeOutcome::permits_dependents`]; under `onFailure: continue` a code
+//! step that ran and went red also hands its output on). Ready nodes start
+//! in plan order,
 //! at most `maxWorkers` at once. A node whose dependency failed (or was
 //! skipped for anything but its loop resolving) is skipped as
 //! `dependency-blocked`. After a failure, `onFailure: stop` starts nothing
@@ -608,7 +610,7 @@ impl<'e> RunState<'e> {
             }
             let blocked = self.deps[i].iter().any(|&d| {
                 self.done(d)
-                    .is_some_and(|r| !r.outcome.permits_dependents())
+                    .is_some_and(|r| !r.outcome.permits_dependents() && !self.crosses(d, r))
             });
             if blocked {
                 let r = NodeReceipt::skipped(&self.ex.plan.nodes[i], SkipReason::DependencyBlocked);
@@ -616,6 +618,29 @@ impl<'e> RunState<'e> {
             }
         }
         Ok(())
+    }
+
+    /// Whether a failed dependency still hands its output forward: under
+    /// `onFailure: continue` a code step that ran and went red (exit code
+    /// or timeout) is evidence for what follows (a red suite is what a
+    /// later step works from), as in the reference executor. Anything else
+    /// that failed blocks.
+    fn crosses(&self, dep: usize, receipt: &NodeReceipt) -> bool {
+        self.ex.plan.on_failure == OnFailure::Continue
+            && matches!(
+                self.ex.plan.nodes[dep].work,
+                NodeWork::Code {
+                    verification: false,
+                    ..
+                }
+            )
+            && matches!(
+                receipt.outcome,
+                NodeOutcome::Failed {
+                    reason: FailureReason::CommandFailed | FailureReason::CommandTimeout,
+                    ..
+                }
+            )
     }
 
     fn ready(&self, i: usize) -> bool {
