@@ -401,8 +401,9 @@ async fn parallel_steps_work_in_worktrees_and_merge() {
             ]),
         ),
     ]);
-    // Long enough that both run at once.
-    agent.delay = Duration::from_millis(150);
+    // Long enough that both run at once even when creating the second
+    // worktree is slow.
+    agent.delay = Duration::from_millis(600);
     let agent = Arc::new(agent);
     let report = executor(plan(PARALLEL), &agent, repo.config())
         .run("r1")
@@ -1288,4 +1289,56 @@ async fn a_red_code_step_crosses_its_edge_under_continue_and_halts_under_stop() 
     assert_eq!(skip(&report, "triage"), SkipReason::DependencyBlocked);
     assert!(agent.calls().is_empty());
     assert_eq!(report.status, RunStatus::Stopped);
+}
+
+#[tokio::test]
+async fn a_killed_parallel_run_resumes_in_fresh_worktrees() {
+    let repo = Repo::new();
+    let journal = Arc::new(FileJournal::new(repo.state.join("runs")));
+    let scripts = [
+        ("code", writes(&[("src/c.rs", "c\n")])),
+        ("docs", writes(&[("docs/d.md", "half\n")])),
+    ];
+    let first = Arc::new(FakeAgent::with(&scripts));
+    let ex = Executor::new(
+        plan(PARALLEL),
+        Arc::new(HangAfterWrites {
+            inner: Arc::clone(&first),
+            hang_node: "docs".to_owned(),
+        }) as Arc<dyn AgentRunner>,
+        Arc::new(ProcessCommandRunner),
+        Arc::clone(&journal) as Arc<dyn RunJournal>,
+        repo.config(),
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1500), ex.run("p"))
+            .await
+            .is_err()
+    );
+    drop(ex);
+    // code merged; docs' worktree is left behind, its work unmerged.
+    assert_eq!(repo.read("src/c.rs").as_deref(), Some("c\n"));
+    assert!(repo.read("docs/d.md").is_none());
+    assert_eq!(git(&repo.root, &["worktree", "list"]).lines().count(), 2);
+
+    let second = Arc::new(FakeAgent::with(&[(
+        "docs",
+        writes(&[("docs/d.md", "whole\n")]),
+    )]));
+    let report = Executor::new(
+        plan(PARALLEL),
+        Arc::clone(&second) as Arc<dyn AgentRunner>,
+        Arc::new(ProcessCommandRunner),
+        Arc::clone(&journal) as Arc<dyn RunJournal>,
+        repo.config(),
+    )
+    .run("p")
+    .await
+    .unwrap();
+    assert_eq!(second.calls(), ["docs", "review"]);
+    assert_eq!(report.resumed, ["code"]);
+    assert_eq!(report.interrupted, ["docs"]);
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(repo.read("docs/d.md").as_deref(), Some("whole\n"));
+    assert_eq!(git(&repo.root, &["worktree", "list"]).lines().count(), 1);
 }

@@ -334,6 +334,7 @@ impl Executor {
 
         let mut run = RunState::new(self, run_id, main);
         run.restore().await?;
+        run.clear_stale_worktrees().await;
         run.drive().await?;
         Ok(run.report())
     }
@@ -529,6 +530,23 @@ impl<'e> RunState<'e> {
             }
         }
         Ok(())
+    }
+
+    /// Removes the worktrees an earlier, killed attempt of this run left
+    /// behind (their work was never merged, so it is not the run's).
+    async fn clear_stale_worktrees(&self) {
+        let dir = self
+            .ex
+            .config
+            .state_dir
+            .join("worktrees")
+            .join(&self.run_id);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            self.main.remove_worktree(&entry.path()).await;
+        }
     }
 
     fn done(&self, i: usize) -> Option<&NodeReceipt> {
