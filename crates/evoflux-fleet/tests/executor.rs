@@ -448,7 +448,7 @@ async fn a_merge_conflict_fails_the_later_step_with_the_paths() {
             writes(&[("README.md", "from docs\n"), ("docs/d.md", "d\n")]),
         ),
     ]);
-    agent.delay = Duration::from_millis(150);
+    agent.delay = Duration::from_millis(600);
     let agent = Arc::new(agent);
     let report = executor(plan(PARALLEL), &agent, repo.config())
         .run("r1")

@@ -53,6 +53,19 @@
 //! successful one's: only boundary violations are rolled back, the same in
 //! both modes.
 //!
+//! # Gates, plans, commits
+//!
+//! A v5 gate author is an agent node followed by the gate's command on the
+//! fresh gate file: red admits the gate, green fails the node
+//! (`fleet/gate-not-discriminating`); a gate-checked loop runs the command
+//! as its check. A commit step's `{{commitMessage}}` is the first
+//! `commitFrom` candidate that authored one, else
+//! `evoflux fleet <contract>: <step>`. Not done here yet: a v5 plan node
+//! runs its architect as an agent node, but the delegation plan it answers
+//! is not validated or spliced into the run; a passed verification is not
+//! re-run when a later step changes the workspace (the reference's
+//! staleness revalidation).
+//!
 //! # Durability
 //!
 //! Every start and every settled receipt is appended to the

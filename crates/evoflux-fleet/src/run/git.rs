@@ -28,6 +28,9 @@
 //! build outputs; a boundary entry naming an ignored path can never be
 //! enforced.
 
+//!
+//! Needs git 2.40 or later (`merge-tree --write-tree --merge-base`).
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
