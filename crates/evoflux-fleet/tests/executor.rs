@@ -1342,3 +1342,21 @@ async fn a_killed_parallel_run_resumes_in_fresh_worktrees() {
     assert_eq!(repo.read("docs/d.md").as_deref(), Some("whole\n"));
     assert_eq!(git(&repo.root, &["worktree", "list"]).lines().count(), 1);
 }
+
+#[tokio::test]
+async fn exempt_paths_are_never_blamed() {
+    let repo = Repo::new();
+    let agent = Arc::new(FakeAgent::with(&[(
+        "build",
+        writes(&[(".evoflux/cache.json", "{}\n"), ("src/x.rs", "x\n")]),
+    )]));
+    let mut config = repo.config();
+    config.exempt = vec![".evoflux/".to_owned()];
+    let report = executor(plan(BOUNDED), &agent, config)
+        .run("r1")
+        .await
+        .unwrap();
+    let r = report.receipt("build").unwrap();
+    assert_eq!(r.outcome, NodeOutcome::Succeeded);
+    assert_eq!(r.files_changed, [".evoflux/cache.json", "src/x.rs"]);
+}

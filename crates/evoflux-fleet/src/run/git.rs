@@ -27,7 +27,6 @@
 //! writes only ignored paths is not seen. That is the price of not walking
 //! build outputs; a boundary entry naming an ignored path can never be
 //! enforced.
-
 //!
 //! Needs git 2.40 or later (`merge-tree --write-tree --merge-base`).
 
