@@ -1,7 +1,7 @@
 //! Fleets: versioned, write-bounded workflow contracts.
 //!
-//! What this crate holds now is the pure foundation, with no processes, no
-//! git and no I/O beyond the text it is handed:
+//! The contract side is pure (no processes, no git, no I/O beyond the
+//! text it is handed); [`run`] is where processes and git come in:
 //!
 //! * [`commands`]: the command registry (`fleets/commands.yaml`) that the
 //!   `verify` tool runs and fleet code steps will run: argv only, argument
@@ -22,13 +22,16 @@
 //!   content-hashed DAG.
 //! * [`catalog`]: the fleets of a compiled source graph and the builtin
 //!   ones, each checked once ([`load_fleets`]).
+//! * [`run`]: the executor: nodes scheduled under `maxWorkers`, agent
+//!   nodes through [`run::AgentRunner`] (the harness's dispatch path),
+//!   code nodes through [`run::CommandRunner`] in the closed environment,
+//!   write boundaries enforced against git (snapshot before, diff after,
+//!   rollback of changes outside the boundary), a worktree per parallel
+//!   node merged back in plan order, receipts per node in a
+//!   [`run::RunJournal`] so a killed run resumes, and the `budgetUsd` stop.
 //!
-//! What comes next (issue 19): the executor: agent steps dispatched
-//! through a trait the harness implements, code steps on the process
-//! runtime, enforcement of write boundaries against git (status and diff
-//! against each step's base, rollback of changes outside the boundary),
-//! a worktree per parallel step merged back in plan order, receipts per
-//! node, durable resumable runs and the `budgetUsd` stop.
+//! Not here: the harness's implementations of the runner and journal
+//! traits, and the CLI's `fleet run | runs | show-run`.
 
 pub mod bind;
 pub mod boundary;
@@ -38,6 +41,7 @@ pub mod contract;
 pub mod graph;
 pub mod plan;
 pub mod render;
+pub mod run;
 pub mod writes;
 
 pub use bind::{bind_fleet_commands, fleet_command_ids};

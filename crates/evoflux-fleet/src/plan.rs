@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use evoflux_core::Diagnostics;
 use evoflux_core::hash::{ContentHash, HashError, content_hash};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::boundary::WriteBoundary;
 use crate::commands::argument_value_ok;
@@ -75,7 +75,7 @@ impl PlanError {
 }
 
 /// What part of its step a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NodeRole {
     /// A declared non-loop step.

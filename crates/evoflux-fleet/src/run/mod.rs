@@ -1,0 +1,33 @@
+//! Running a compiled plan: the executor, its seams and its records.
+//!
+//! * [`executor`]: [`Executor`] schedules plan nodes (at most `maxWorkers`
+//!   at once), applies loop semantics, `onFailure` and the budget stop,
+//!   enforces write boundaries against git and merges worktrees back.
+//! * [`runner`]: the traits the harness implements to run a node's work
+//!   ([`AgentRunner`], [`CommandRunner`]) and the plain
+//!   [`ProcessCommandRunner`].
+//! * [`journal`]: [`RunJournal`], where a run is made durable so it can be
+//!   resumed ([`FileJournal`], [`MemoryJournal`]).
+//! * [`receipt`]: [`NodeReceipt`], one per node, with closed statuses and
+//!   `fleet/...` codes.
+//! * [`git`]: the git subprocesses enforcement needs (snapshots through a
+//!   private index, rollback, worktrees, tree merges).
+
+pub mod executor;
+pub mod git;
+pub mod journal;
+pub mod receipt;
+pub mod runner;
+
+pub use executor::{
+    Executor, ExecutorConfig, ExecutorError, LoopOutcome, LoopReason, RECEIPT_OUTPUT_MAX_BYTES,
+    RunReport, RunStatus,
+};
+pub use journal::{FileJournal, JournalEntry, JournalError, MemoryJournal, RunJournal};
+pub use receipt::{
+    ContractOutcome, FailureReason, NodeOutcome, NodeReceipt, NodeStatus, SkipReason, Workdir,
+};
+pub use runner::{
+    AgentError, AgentOutcome, AgentRequest, AgentRunner, CommandOutput, CommandRequest,
+    CommandRunner, CommandSpawnError, NodeInput, ProcessCommandRunner, RunFuture, Verdict,
+};
