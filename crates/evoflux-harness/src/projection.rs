@@ -49,10 +49,10 @@ pub const fn keep_recent_batches(mode: AppMode) -> usize {
 /// the boundary followed every new batch, each call of a long turn broke
 /// the cache a few batches from its end: on a 30-step session with 14 KB
 /// results a third of the input tokens were cached. Moving it 16 batches
-/// at a time leaves the prefix untouched in between: about 90% cached on
-/// the same session, for somewhat more bytes sent (see docs/BENCHMARKS.md),
-/// and less paid wherever cached tokens cost a tenth (Anthropic, recent
-/// OpenAI models).
+/// at a time leaves the prefix untouched in between: 89% cached on the
+/// same session, for more bytes sent. 16 is where the uncached tokens (the
+/// provider's prefill, and full price) bottom out; docs/BENCHMARKS.md has
+/// the figures and the trade-off against smaller and larger steps.
 pub const PROJECTION_STEP_BATCHES: usize = 16;
 
 /// Which batches of a request stay exact: at least the `recent` ones, and
