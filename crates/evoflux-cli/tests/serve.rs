@@ -147,6 +147,8 @@ turns:
         .unwrap();
     assert_eq!(row["live"], true);
     assert_eq!(row["busy"], false);
+    assert_eq!(row["usage"], shown["usage_with_children"]);
+    assert!(row["usage"]["requests"].as_u64().unwrap() >= 1, "{row:#}");
 
     // No open question now: an answer is refused.
     let again = server

@@ -118,6 +118,10 @@ pub struct SessionSummary {
     pub live: bool,
     /// A turn is running.
     pub busy: bool,
+    /// Tokens, model calls and cost, with every session its dispatches
+    /// opened (as `GET /api/sessions/{id}` reports `usage_with_children`).
+    #[schema(value_type = Object)]
+    pub usage: Value,
 }
 
 /// `GET /api/sessions/{id}/events` query.
@@ -250,17 +254,17 @@ pub async fn create(
 pub async fn list(
     State(state): State<Arc<ServerState>>,
 ) -> Result<Json<Vec<SessionSummary>>, ApiError> {
-    let store = &state.store;
-    let sessions = store.list_sessions().await?;
+    let sessions = evoflux_harness::SessionSummary::list(&state.store).await?;
     Ok(Json(
         sessions
             .into_iter()
             .map(|s| {
-                let live = state.sessions.get(s.id);
+                let live = state.sessions.get(s.session.id);
                 SessionSummary {
                     live: live.is_some(),
                     busy: live.is_some_and(|l| l.is_busy()),
-                    session: serde_json::to_value(&s).unwrap_or(Value::Null),
+                    session: serde_json::to_value(&s.session).unwrap_or(Value::Null),
+                    usage: serde_json::to_value(s.usage_with_children).unwrap_or(Value::Null),
                 }
             })
             .collect(),
