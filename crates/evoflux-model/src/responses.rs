@@ -14,7 +14,8 @@
 //!
 //! Response events: `response.created`, `response.output_item.added` and
 //! `.done` (messages, function calls, reasoning and web-search items),
-//! `response.output_text.delta`, `response.function_call_arguments.delta`,
+//! `response.output_text.delta` (or `response.refusal.delta`),
+//! `response.function_call_arguments.delta`,
 //! then exactly one of `response.completed`, `response.incomplete` or
 //! `response.failed`; an `error` event may come instead of any of them.
 
@@ -259,6 +260,9 @@ pub(crate) struct ResponsesDecoder {
     endpoint: Endpoint,
     calls: ToolCallAssembler,
     any_calls: bool,
+    /// The answer is a refusal (`refusal` content instead of
+    /// `output_text`): its words are the text, and it stops as filtered.
+    refused: bool,
     started: bool,
 }
 
@@ -268,6 +272,7 @@ impl ResponsesDecoder {
             endpoint,
             calls: ToolCallAssembler::default(),
             any_calls: false,
+            refused: false,
             started: false,
         }
     }
@@ -327,19 +332,7 @@ impl ResponsesDecoder {
             }
             Some("web_search_call") => {
                 let action = item.get("action");
-                let sources = action
-                    .and_then(|a| a.get("sources"))
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|src| {
-                        let url = src.get("url").and_then(Value::as_str)?;
-                        Some(WebSource {
-                            url: url.to_owned(),
-                            title: src.get("title").and_then(Value::as_str).map(str::to_owned),
-                        })
-                    })
-                    .collect();
+                let sources = WebSource::list_from_wire(action.and_then(|a| a.get("sources")));
                 let error = (s("status") == Some("failed")).then(|| "failed".to_owned());
                 out.push_back(StreamEvent::ProviderItem {
                     item: ProviderItem::WebSearch(WebSearch {
@@ -365,16 +358,11 @@ impl ResponsesDecoder {
                     if a.get("type").and_then(Value::as_str) != Some("url_citation") {
                         continue;
                     }
-                    let Some(url) = a.get("url").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    out.push_back(StreamEvent::ProviderItem {
-                        item: ProviderItem::Citation(Citation {
-                            url: url.to_owned(),
-                            title: a.get("title").and_then(Value::as_str).map(str::to_owned),
-                            cited_text: None,
-                        }),
-                    });
+                    if let Some(citation) = Citation::from_wire(a) {
+                        out.push_back(StreamEvent::ProviderItem {
+                            item: ProviderItem::Citation(citation),
+                        });
+                    }
                 }
             }
             // Item types added after this was written.
@@ -448,7 +436,10 @@ impl SseDecoder for ResponsesDecoder {
             .to_owned();
         match kind.as_str() {
             "response.created" | "response.in_progress" => self.started = true,
-            "response.output_text.delta" => {
+            // A refusal streams its words apart from text; the user reads
+            // them as the answer, which otherwise would be empty.
+            "response.output_text.delta" | "response.refusal.delta" => {
+                self.refused |= kind == "response.refusal.delta";
                 let text = v.get("delta").and_then(Value::as_str).unwrap_or_default();
                 if !text.is_empty() {
                     out.push_back(StreamEvent::TextDelta {
@@ -495,6 +486,8 @@ impl SseDecoder for ResponsesDecoder {
                 let response = v.get("response").unwrap_or(&Value::Null);
                 let reason = if self.any_calls || !self.calls.is_empty() {
                     StopReason::ToolUse
+                } else if self.refused {
+                    StopReason::ContentFilter
                 } else {
                     StopReason::EndTurn
                 };

@@ -475,3 +475,28 @@ async fn incomplete_is_a_stop_reason_and_a_cut_stream_is_a_protocol_error() {
     let e = failure(h.provider.stream(request(first_turn()))).await;
     assert_eq!(e.code(), "model/protocol", "{e}");
 }
+
+#[tokio::test]
+async fn a_refusal_is_the_answer_text_and_stops_as_filtered() {
+    let words = "I can't help with that.";
+    let stream = [
+        created(),
+        ev(json!({"type": "response.output_item.added", "output_index": 0,
+                  "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}})),
+        ev(json!({"type": "response.refusal.delta", "output_index": 0, "content_index": 0,
+                  "item_id": "msg_1", "delta": words})),
+        ev(json!({"type": "response.refusal.done", "output_index": 0, "content_index": 0,
+                  "item_id": "msg_1", "refusal": words})),
+        ev(json!({"type": "response.output_item.done", "output_index": 0,
+                  "item": {"type": "message", "id": "msg_1", "role": "assistant",
+                           "content": [{"type": "refusal", "refusal": words}]}})),
+        completed(30, 0, 8),
+    ]
+    .concat();
+    let h = responses(vec![Reply::sse(&stream, 64)]).await;
+    let done = collect(h.provider.stream(request(first_turn())))
+        .await
+        .unwrap();
+    assert_eq!(done.message, Message::assistant(words));
+    assert_eq!(done.stop, StopReason::ContentFilter);
+}
