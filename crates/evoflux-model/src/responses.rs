@@ -4,9 +4,13 @@
 //! Request: `POST {base_url}/responses` with `stream: true` and
 //! `store: false`, so the server keeps nothing between calls: every
 //! request carries the whole conversation as `input` items, including the
-//! reasoning items of earlier answers, which is why
-//! `include: ["reasoning.encrypted_content"]` is always asked for. The
-//! leading system messages become `instructions`; a system message later
+//! reasoning items of earlier answers, by their encrypted content (never
+//! by id: nothing is stored to refer to). A request with a reasoning
+//! effort, which only reasoning models take, asks for that content with
+//! `include: ["reasoning.encrypted_content"]`; one without does not,
+//! because models without reasoning (gpt-4o, gpt-4.1) refuse any request
+//! that asks (400, "Encrypted content is not supported with this model").
+//! The leading system messages become `instructions`; a system message later
 //! in the conversation stays an input item where it is, so the prefix of
 //! earlier calls never changes. Function tools are sent non-strict (our
 //! schemas are not written for strict mode), and `web_search` is the
@@ -127,7 +131,10 @@ pub fn request_body(request: &Request) -> Value {
     for m in &request.messages[leading..] {
         input_items(m, &mut input);
     }
-    let mut include = vec![json!("reasoning.encrypted_content")];
+    let mut include = Vec::new();
+    if request.reasoning_effort.is_some() {
+        include.push(json!("reasoning.encrypted_content"));
+    }
     let mut body = json!({
         "model": request.model,
         "input": input,
@@ -165,7 +172,9 @@ pub fn request_body(request: &Request) -> Value {
             ToolChoice::Required => "required",
         });
     }
-    body["include"] = Value::Array(include);
+    if !include.is_empty() {
+        body["include"] = Value::Array(include);
+    }
     if let Some(effort) = request.reasoning_effort {
         body["reasoning"] = json!({"effort": effort.as_str()});
     }
@@ -552,7 +561,14 @@ mod tests {
         assert_eq!(input.len(), 2);
         assert_eq!(input[1]["role"], json!("system"));
         assert!(b.get("tools").is_none() && b.get("tool_choice").is_none());
+        // No effort: maybe no reasoning model, which would refuse the
+        // request that asks for encrypted reasoning.
+        assert!(b.get("include").is_none() && b.get("reasoning").is_none());
+        let mut req = req;
+        req.reasoning_effort = Some(ReasoningEffort::Minimal);
+        let b = request_body(&req);
         assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(b["reasoning"], json!({"effort": "minimal"}));
     }
 
     #[test]
