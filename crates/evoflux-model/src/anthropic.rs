@@ -156,7 +156,9 @@ fn text_and_server_blocks(content: &str, items: &[ProviderItem]) -> Vec<Value> {
     for item in items {
         let (block, offset) = match item {
             ProviderItem::AnthropicBlock { block, text_offset } => (block, *text_offset),
-            ProviderItem::Reasoning { .. } | ProviderItem::WebSearch(_) | ProviderItem::Citation(_) => {
+            ProviderItem::Reasoning { .. }
+            | ProviderItem::WebSearch(_)
+            | ProviderItem::Citation(_) => {
                 continue;
             }
         };
@@ -511,7 +513,8 @@ impl SseDecoder for MessagesDecoder {
                         }
                     }
                     Some("citations_delta") => {
-                        if let Some(citation) = delta.get("citation").and_then(Citation::from_wire) {
+                        if let Some(citation) = delta.get("citation").and_then(Citation::from_wire)
+                        {
                             out.push_back(StreamEvent::ProviderItem {
                                 item: ProviderItem::Citation(citation),
                             });
@@ -751,13 +754,21 @@ mod tests {
         // Before any text, between texts, and after all of it.
         let got = text_and_server_blocks(
             "ab",
-            &[block(1, 0), block(2, 1), ProviderItem::Citation(Citation {
-                url: "u".into(),
-                title: None,
-                cited_text: None,
-            }), block(3, 2)],
+            &[
+                block(1, 0),
+                block(2, 1),
+                ProviderItem::Citation(Citation {
+                    url: "u".into(),
+                    title: None,
+                    cited_text: None,
+                }),
+                block(3, 2),
+            ],
         );
-        assert_eq!(ty(&got), ["block:1", "text:a", "block:2", "text:b", "block:3"]);
+        assert_eq!(
+            ty(&got),
+            ["block:1", "text:a", "block:2", "text:b", "block:3"]
+        );
         // An offset past the text, or inside a character, goes after it.
         let got = text_and_server_blocks("é", &[block(1, 1), block(2, 9)]);
         assert_eq!(ty(&got), ["text:é", "block:1", "block:2"]);

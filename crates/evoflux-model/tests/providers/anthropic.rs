@@ -528,16 +528,19 @@ async fn a_paused_turn_is_paused_and_goes_on_from_its_last_block() {
     assert_eq!(paused.stop, StopReason::Paused);
     // Going on: the answer so far is the last message, its server block
     // last, so the server resumes the search rather than the text.
-    let _ = collect(h.provider.stream(ask(vec![
-        Message::user("Find it."),
-        paused.message.clone(),
-    ])))
+    let _ = collect(
+        h.provider
+            .stream(ask(vec![Message::user("Find it."), paused.message.clone()])),
+    )
     .await
     .unwrap();
     let sent = &h.server.requests()[1].body;
     let last = sent["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["role"], "assistant");
-    assert_eq!(last["content"][0], json!({"type": "text", "text": "Searching."}));
+    assert_eq!(
+        last["content"][0],
+        json!({"type": "text", "text": "Searching."})
+    );
     assert_eq!(last["content"][1]["type"], "server_tool_use");
     assert_eq!(last["content"][1]["id"], "srvtoolu_9");
     assert_eq!(last["content"].as_array().unwrap().len(), 2);

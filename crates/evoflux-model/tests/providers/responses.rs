@@ -293,7 +293,10 @@ async fn a_configured_effort_applies_when_the_request_names_none() {
     let _ = events(configured.stream(low)).await;
     let sent = h.server.requests();
     assert_eq!(sent[1].body["reasoning"], json!({"effort": "high"}));
-    assert_eq!(sent[1].body["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(
+        sent[1].body["include"],
+        json!(["reasoning.encrypted_content"])
+    );
     assert_eq!(sent[2].body["reasoning"], json!({"effort": "low"}));
     config.base_url = Some("http://127.0.0.1:9/v1".into());
     config.wire_api = None;
@@ -497,15 +500,23 @@ async fn a_refusal_is_the_answer_text_and_stops_as_filtered() {
     let words = "I can't help with that.";
     let stream = [
         created(),
-        ev(json!({"type": "response.output_item.added", "output_index": 0,
-                  "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}})),
-        ev(json!({"type": "response.refusal.delta", "output_index": 0, "content_index": 0,
-                  "item_id": "msg_1", "delta": words})),
-        ev(json!({"type": "response.refusal.done", "output_index": 0, "content_index": 0,
-                  "item_id": "msg_1", "refusal": words})),
-        ev(json!({"type": "response.output_item.done", "output_index": 0,
+        ev(
+            json!({"type": "response.output_item.added", "output_index": 0,
+                  "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        ),
+        ev(
+            json!({"type": "response.refusal.delta", "output_index": 0, "content_index": 0,
+                  "item_id": "msg_1", "delta": words}),
+        ),
+        ev(
+            json!({"type": "response.refusal.done", "output_index": 0, "content_index": 0,
+                  "item_id": "msg_1", "refusal": words}),
+        ),
+        ev(
+            json!({"type": "response.output_item.done", "output_index": 0,
                   "item": {"type": "message", "id": "msg_1", "role": "assistant",
-                           "content": [{"type": "refusal", "refusal": words}]}})),
+                           "content": [{"type": "refusal", "refusal": words}]}}),
+        ),
         completed(30, 0, 8),
     ]
     .concat();
