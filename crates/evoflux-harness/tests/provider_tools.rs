@@ -72,10 +72,19 @@ fn scripted(world: &World, searches: bool) -> Arc<ScriptedProvider> {
 }
 
 async fn open(world: &World, searches: bool, events: Arc<CollectEvents>) -> Harness {
+    open_with(world, scripted(world, searches), events).await
+}
+
+/// A coding session with network tools on, whose model is `provider`.
+async fn open_with(
+    world: &World,
+    provider: Arc<ScriptedProvider>,
+    events: Arc<CollectEvents>,
+) -> Harness {
     let mut setup = world
         .setup(AppMode::Coding, Recorder::new(vec![]), events)
         .await;
-    setup.provider = scripted(world, searches);
+    setup.provider = provider;
     setup.network = NetworkAccess::PublicOnly;
     Harness::open(
         setup,
@@ -234,29 +243,13 @@ async fn a_paused_answer_goes_on_in_the_same_turn() {
         ],
         ..Script::default()
     };
-    let mut setup = world
-        .setup(
-            AppMode::Coding,
-            Recorder::new(vec![]),
-            Arc::new(CollectEvents::default()),
-        )
-        .await;
-    setup.provider = Arc::new(ScriptedProvider::new(
+    let provider = Arc::new(ScriptedProvider::new(
         "scripted",
         &world.repo().join("script.yaml"),
         script,
         Some(32_000),
     ));
-    setup.network = NetworkAccess::PublicOnly;
-    let mut h = Harness::open(
-        setup,
-        SessionRequest::New {
-            workspace: WorkspaceRequest::Coding(vec![world.repo()]),
-            graph_hash: None,
-        },
-    )
-    .await
-    .unwrap();
+    let mut h = open_with(&world, provider, Arc::new(CollectEvents::default())).await;
     let outcome = h
         .turn(Some("What is new?"), TurnOptions::default())
         .await
