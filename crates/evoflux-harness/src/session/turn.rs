@@ -265,7 +265,11 @@ impl Harness {
         // The previous call paused: this one continues its answer.
         let mut resumed = false;
         for _ in 0..self.limits.model_calls_per_turn {
-            self.deliver_exit_notices(false).await?;
+            // A paused answer must stay the last message for the provider
+            // to go on with it; notices wait for the call after.
+            if !resumed {
+                self.deliver_exit_notices(false).await?;
+            }
             if let Some(stop) = self.cost_limit_reached().await? {
                 return Ok(stop);
             }
