@@ -96,9 +96,7 @@ impl PreparedTool {
     /// The provider tool this is, as the model crate names it.
     pub fn provider_tool(&self) -> Option<evoflux_model::ProviderToolKind> {
         match &self.kind {
-            PreparedKind::Provider(ProviderTool::WebSearch) => {
-                Some(evoflux_model::ProviderToolKind::WebSearch)
-            }
+            PreparedKind::Provider(tool) => Some(provider_tool_kind(*tool)),
             PreparedKind::Ordinary(_)
             | PreparedKind::RequestInput(_)
             | PreparedKind::Dispatch(_) => None,
@@ -134,7 +132,7 @@ impl PreparedTool {
 }
 
 /// What the session offers, for availability conditions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionCapabilities {
     /// A root session (not a delegated task child).
     pub root_session: bool,
@@ -152,9 +150,17 @@ pub struct SessionCapabilities {
     /// The user's schedules folder is known (`schedule_task`).
     pub schedules: bool,
     pub provider: ProviderKind,
-    /// The session's provider runs a web search of its own
+    /// The tools the session's provider runs on its own side
     /// ([`evoflux_model::Provider::provider_tools`]).
-    pub provider_web_search: bool,
+    pub provider_tools: Vec<evoflux_model::ProviderToolKind>,
+}
+
+/// The model crate's name for a provider tool a definition declares: the
+/// one mapping between the two, for preparing a tool and for the request.
+const fn provider_tool_kind(tool: ProviderTool) -> evoflux_model::ProviderToolKind {
+    match tool {
+        ProviderTool::WebSearch => evoflux_model::ProviderToolKind::WebSearch,
+    }
 }
 
 impl SessionCapabilities {
@@ -274,13 +280,16 @@ impl PreparedTools {
                         PreparedKind::Dispatch(vec![DispatchTarget::TaskCancel])
                     }
                 },
-                (Handling::ProviderTool { provider }, _) => match provider {
-                    ProviderTool::WebSearch if !caps.provider_web_search => {
+                (Handling::ProviderTool { provider }, _) => {
+                    if !caps.provider_tools.contains(&provider_tool_kind(*provider)) {
+                        let (code, lacks) = match provider {
+                            ProviderTool::WebSearch => (PROVIDER_LACKS_WEB_SEARCH, "web search"),
+                        };
                         out.skip_with_code(
                             name,
-                            PROVIDER_LACKS_WEB_SEARCH,
+                            code,
                             &format!(
-                                "the session's provider ({}) has no web search; it needs {}",
+                                "the session's provider ({}) has no {lacks}; it needs {}",
                                 caps.provider,
                                 provider.needs()
                             ),
@@ -288,12 +297,14 @@ impl PreparedTools {
                         continue;
                     }
                     // The provider fetches pages on the session's behalf.
-                    ProviderTool::WebSearch if !caps.network => {
-                        out.skip(name, "network tools are turned off for this session");
-                        continue;
+                    match provider {
+                        ProviderTool::WebSearch if !caps.network => {
+                            out.skip(name, "network tools are turned off for this session");
+                            continue;
+                        }
+                        ProviderTool::WebSearch => PreparedKind::Provider(*provider),
                     }
-                    ProviderTool::WebSearch => PreparedKind::Provider(*provider),
-                },
+                }
             };
             let approval = match &kind {
                 PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
@@ -584,7 +595,7 @@ mod tests {
             checks: true,
             schedules: true,
             provider: ProviderKind::Scripted,
-            provider_web_search: false,
+            provider_tools: Vec::new(),
         }
     }
 
@@ -711,7 +722,7 @@ mod tests {
         let names = vec!["web_search".to_owned(), "read".to_owned()];
         let with = SessionCapabilities {
             provider: ProviderKind::Anthropic,
-            provider_web_search: true,
+            provider_tools: vec![evoflux_model::ProviderToolKind::WebSearch],
             ..caps()
         };
         let tools = PreparedTools::prepare(&catalog, &names, AppMode::Work, &with);

@@ -747,7 +747,7 @@ impl Direct {
             checks: false,
             schedules: false,
             provider: evoflux_core::config::ProviderKind::Scripted,
-            provider_web_search: false,
+            provider_tools: Vec::new(),
         };
         let names: Vec<String> = ["read", "grep", "skill"].map(String::from).to_vec();
         let tools = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &caps);

@@ -72,10 +72,19 @@ fn scripted(world: &World, searches: bool) -> Arc<ScriptedProvider> {
 }
 
 async fn open(world: &World, searches: bool, events: Arc<CollectEvents>) -> Harness {
+    open_with(world, scripted(world, searches), events).await
+}
+
+/// A coding session with network tools on, whose model is `provider`.
+async fn open_with(
+    world: &World,
+    provider: Arc<ScriptedProvider>,
+    events: Arc<CollectEvents>,
+) -> Harness {
     let mut setup = world
         .setup(AppMode::Coding, Recorder::new(vec![]), events)
         .await;
-    setup.provider = scripted(world, searches);
+    setup.provider = provider;
     setup.network = NetworkAccess::PublicOnly;
     Harness::open(
         setup,
@@ -212,4 +221,44 @@ async fn the_request_carries_web_search_apart_from_the_functions() {
         );
         assert!(functions.contains(&"read".to_owned()), "{functions:?}");
     }
+}
+
+#[tokio::test]
+async fn a_paused_answer_goes_on_in_the_same_turn() {
+    let world = World::new();
+    let reply = |text: &str, stop| Turn {
+        session: None,
+        expect: None,
+        reply: Reply {
+            text: text.into(),
+            stop,
+            ..Reply::default()
+        },
+    };
+    let script = Script {
+        provider_tools: vec![ProviderToolKind::WebSearch],
+        turns: vec![
+            reply("Searching. ", Some(evoflux_model::StopReason::Paused)),
+            reply("Version 2 is out.", None),
+        ],
+        ..Script::default()
+    };
+    let provider = Arc::new(ScriptedProvider::new(
+        "scripted",
+        &world.repo().join("script.yaml"),
+        script,
+        Some(32_000),
+    ));
+    let mut h = open_with(&world, provider, Arc::new(CollectEvents::default())).await;
+    let outcome = h
+        .turn(Some("What is new?"), TurnOptions::default())
+        .await
+        .unwrap();
+    // Both calls answered one turn, with no user message between them;
+    // the turn's text is the whole answer.
+    assert_eq!(outcome.text, "Searching. Version 2 is out.");
+    let tail: Vec<&Message> = h.messages().iter().rev().take(3).collect();
+    assert_eq!(tail[0], &Message::assistant("Version 2 is out."));
+    assert_eq!(tail[1], &Message::assistant("Searching. "));
+    assert_eq!(tail[2], &Message::user("What is new?"));
 }

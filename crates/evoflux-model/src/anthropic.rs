@@ -145,6 +145,40 @@ fn mark_conversation(messages: &mut [Value]) {
     }
 }
 
+/// An answer's text with its server-tool blocks given back verbatim where
+/// they streamed: the text before a search, the search and its result,
+/// the text after. A paused turn continues from the last block, so the
+/// order is the API's, not ours. An offset the text no longer has (the
+/// message was edited) puts the block after the text.
+fn text_and_server_blocks(content: &str, items: &[ProviderItem]) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    let mut at = 0;
+    for item in items {
+        let (block, offset) = match item {
+            ProviderItem::AnthropicBlock { block, text_offset } => (block, *text_offset),
+            ProviderItem::Reasoning { .. }
+            | ProviderItem::WebSearch(_)
+            | ProviderItem::Citation(_) => {
+                continue;
+            }
+        };
+        let cut = if content.is_char_boundary(offset) {
+            offset.max(at)
+        } else {
+            content.len()
+        };
+        if cut > at {
+            blocks.push(json!({"type": "text", "text": &content[at..cut]}));
+        }
+        blocks.push(block.clone());
+        at = cut;
+    }
+    if at < content.len() {
+        blocks.push(json!({"type": "text", "text": &content[at..]}));
+    }
+    blocks
+}
+
 /// The JSON body of a streaming Messages request.
 pub fn request_body(request: &Request) -> Value {
     let mut system: Vec<&str> = Vec::new();
@@ -161,20 +195,7 @@ pub fn request_body(request: &Request) -> Value {
                 tool_calls,
                 provider_items,
             } => {
-                // Server-tool blocks go back verbatim, before the text
-                // they informed.
-                let mut blocks: Vec<Value> = provider_items
-                    .iter()
-                    .filter_map(|item| match item {
-                        ProviderItem::AnthropicBlock { block } => Some(block.clone()),
-                        ProviderItem::Reasoning { .. }
-                        | ProviderItem::WebSearch(_)
-                        | ProviderItem::Citation(_) => None,
-                    })
-                    .collect();
-                if !content.is_empty() {
-                    blocks.push(json!({"type": "text", "text": content}));
-                }
+                let mut blocks = text_and_server_blocks(content, provider_items);
                 for c in tool_calls {
                     blocks.push(json!({
                         "type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments,
@@ -258,17 +279,6 @@ pub fn request_body(request: &Request) -> Value {
     body
 }
 
-/// A `web_search_result_location` citation, or `None` for kinds that
-/// cite no web page.
-fn citation(c: &Value) -> Option<Citation> {
-    let s = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
-    Some(Citation {
-        url: s("url")?,
-        title: s("title"),
-        cited_text: s("cited_text"),
-    })
-}
-
 /// Decodes Messages stream events.
 #[derive(Debug)]
 pub(crate) struct MessagesDecoder {
@@ -279,6 +289,9 @@ pub(crate) struct MessagesDecoder {
     /// Open `server_tool_use` blocks by index: the block as started and
     /// its input text so far.
     server_blocks: BTreeMap<u32, (Value, String)>,
+    /// Bytes of text streamed so far: where each server-tool block stands
+    /// in the answer's text.
+    text_len: usize,
     /// Queries of finished `server_tool_use` blocks, by their id, for the
     /// result block that answers them.
     queries: BTreeMap<String, String>,
@@ -296,6 +309,7 @@ impl MessagesDecoder {
             calls: ToolCallAssembler::default(),
             tool_blocks: BTreeSet::new(),
             server_blocks: BTreeMap::new(),
+            text_len: 0,
             queries: BTreeMap::new(),
             any_calls: false,
             usage: Usage::default(),
@@ -312,7 +326,10 @@ impl MessagesDecoder {
             "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
             "stop_sequence" => StopReason::StopSequence,
             "refusal" => StopReason::ContentFilter,
-            // `pause_turn` and reasons added later: the calls decide.
+            // The server's own tool loop stopped for breath; calls of ours
+            // run first, and the next request goes on with the turn.
+            "pause_turn" if !self.any_calls => StopReason::Paused,
+            // Reasons added later: the calls decide.
             _ if self.any_calls => StopReason::ToolUse,
             _ => StopReason::EndTurn,
         }
@@ -362,7 +379,10 @@ impl MessagesDecoder {
             self.queries.insert(id.to_owned(), query.to_owned());
         }
         out.push_back(StreamEvent::ProviderItem {
-            item: ProviderItem::AnthropicBlock { block },
+            item: ProviderItem::AnthropicBlock {
+                block,
+                text_offset: self.text_len,
+            },
         });
     }
 
@@ -375,18 +395,8 @@ impl MessagesDecoder {
             .unwrap_or_default()
             .to_owned();
         let content = block.get("content");
-        let sources = content
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                let url = r.get("url").and_then(Value::as_str)?;
-                Some(WebSource {
-                    url: url.to_owned(),
-                    title: r.get("title").and_then(Value::as_str).map(str::to_owned),
-                })
-            })
-            .collect();
+        // A list of results, or an error object (`error_code`).
+        let sources = WebSource::list_from_wire(content);
         let error = content
             .and_then(|c| c.get("error_code"))
             .and_then(Value::as_str)
@@ -394,6 +404,7 @@ impl MessagesDecoder {
         out.push_back(StreamEvent::ProviderItem {
             item: ProviderItem::AnthropicBlock {
                 block: block.clone(),
+                text_offset: self.text_len,
             },
         });
         out.push_back(StreamEvent::ProviderItem {
@@ -447,6 +458,7 @@ impl SseDecoder for MessagesDecoder {
                         if let Some(text) = block.get("text").and_then(Value::as_str)
                             && !text.is_empty()
                         {
+                            self.text_len += text.len();
                             out.push_back(StreamEvent::TextDelta {
                                 text: text.to_owned(),
                             });
@@ -485,6 +497,7 @@ impl SseDecoder for MessagesDecoder {
                             .and_then(Value::as_str)
                             .unwrap_or_default();
                         if !text.is_empty() {
+                            self.text_len += text.len();
                             out.push_back(StreamEvent::TextDelta {
                                 text: text.to_owned(),
                             });
@@ -500,7 +513,8 @@ impl SseDecoder for MessagesDecoder {
                         }
                     }
                     Some("citations_delta") => {
-                        if let Some(citation) = delta.get("citation").and_then(citation) {
+                        if let Some(citation) = delta.get("citation").and_then(Citation::from_wire)
+                        {
                             out.push_back(StreamEvent::ProviderItem {
                                 item: ProviderItem::Citation(citation),
                             });
@@ -720,5 +734,43 @@ mod tests {
             request_body(&required)["tool_choice"],
             json!({"type": "any"})
         );
+    }
+
+    #[test]
+    fn server_blocks_go_back_where_they_streamed_even_in_edited_text() {
+        let block = |n: u32, text_offset| ProviderItem::AnthropicBlock {
+            block: json!({"type": "server_tool_use", "id": n}),
+            text_offset,
+        };
+        let ty = |blocks: &[Value]| -> Vec<String> {
+            blocks
+                .iter()
+                .map(|b| match b["type"].as_str() {
+                    Some("text") => format!("text:{}", b["text"].as_str().unwrap_or_default()),
+                    _ => format!("block:{}", b["id"]),
+                })
+                .collect()
+        };
+        // Before any text, between texts, and after all of it.
+        let got = text_and_server_blocks(
+            "ab",
+            &[
+                block(1, 0),
+                block(2, 1),
+                ProviderItem::Citation(Citation {
+                    url: "u".into(),
+                    title: None,
+                    cited_text: None,
+                }),
+                block(3, 2),
+            ],
+        );
+        assert_eq!(
+            ty(&got),
+            ["block:1", "text:a", "block:2", "text:b", "block:3"]
+        );
+        // An offset past the text, or inside a character, goes after it.
+        let got = text_and_server_blocks("é", &[block(1, 1), block(2, 9)]);
+        assert_eq!(ty(&got), ["text:é", "block:1", "block:2"]);
     }
 }

@@ -80,6 +80,10 @@ pub enum StopReason {
     StopSequence,
     /// The provider withheld or refused the content.
     ContentFilter,
+    /// The provider paused a long turn of its own tools (Anthropic's
+    /// `pause_turn`): sending the conversation back as it is, the answer
+    /// last, lets it go on.
+    Paused,
 }
 
 impl StopReason {
@@ -90,6 +94,7 @@ impl StopReason {
             StopReason::MaxTokens => "max_tokens",
             StopReason::StopSequence => "stop_sequence",
             StopReason::ContentFilter => "content_filter",
+            StopReason::Paused => "paused",
         }
     }
 }

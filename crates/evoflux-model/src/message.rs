@@ -116,8 +116,16 @@ pub enum ProviderItem {
     },
     /// An Anthropic server-tool content block (`server_tool_use`,
     /// `web_search_tool_result`), exactly as streamed: the Messages API
-    /// wants it back verbatim in the assistant turn that produced it.
-    AnthropicBlock { block: Value },
+    /// wants it back verbatim in the assistant turn that produced it, and
+    /// in its place among the text blocks, because a paused turn
+    /// (`pause_turn`) continues from the last block sent back.
+    AnthropicBlock {
+        block: Value,
+        /// How many bytes of the message's text had streamed before the
+        /// block: where it goes back between the text blocks.
+        #[serde(default)]
+        text_offset: usize,
+    },
     /// A web search the provider ran, for the user: what it searched and
     /// what it found. No wire reads it back.
     WebSearch(WebSearch),
@@ -158,6 +166,42 @@ pub struct Citation {
     /// The cited passage, when the provider quotes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cited_text: Option<String>,
+}
+
+/// Reads a string field of a provider's JSON object.
+fn wire_str(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl WebSource {
+    /// The pages of a provider's list of search results (Anthropic's
+    /// `web_search_result`s, the Responses API's `sources`): both name a
+    /// page by `url` and `title`. Entries without a `url` are no page.
+    pub(crate) fn list_from_wire(list: Option<&Value>) -> Vec<WebSource> {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                Some(WebSource {
+                    url: wire_str(r, "url")?,
+                    title: wire_str(r, "title"),
+                })
+            })
+            .collect()
+    }
+}
+
+impl Citation {
+    /// A provider's citation (Anthropic's `web_search_result_location`,
+    /// the Responses API's `url_citation`); `None` for one that cites no
+    /// web page.
+    pub(crate) fn from_wire(c: &Value) -> Option<Citation> {
+        Some(Citation {
+            url: wire_str(c, "url")?,
+            title: wire_str(c, "title"),
+            cited_text: wire_str(c, "cited_text"),
+        })
+    }
 }
 
 /// A tool a provider runs on its own side, materialized by each wire that

@@ -4,9 +4,13 @@
 //! Request: `POST {base_url}/responses` with `stream: true` and
 //! `store: false`, so the server keeps nothing between calls: every
 //! request carries the whole conversation as `input` items, including the
-//! reasoning items of earlier answers, which is why
-//! `include: ["reasoning.encrypted_content"]` is always asked for. The
-//! leading system messages become `instructions`; a system message later
+//! reasoning items of earlier answers, by their encrypted content (never
+//! by id: nothing is stored to refer to). A request with a reasoning
+//! effort, which only reasoning models take, asks for that content with
+//! `include: ["reasoning.encrypted_content"]`; one without does not,
+//! because models without reasoning (gpt-4o, gpt-4.1) refuse any request
+//! that asks (400, "Encrypted content is not supported with this model").
+//! The leading system messages become `instructions`; a system message later
 //! in the conversation stays an input item where it is, so the prefix of
 //! earlier calls never changes. Function tools are sent non-strict (our
 //! schemas are not written for strict mode), and `web_search` is the
@@ -14,7 +18,8 @@
 //!
 //! Response events: `response.created`, `response.output_item.added` and
 //! `.done` (messages, function calls, reasoning and web-search items),
-//! `response.output_text.delta`, `response.function_call_arguments.delta`,
+//! `response.output_text.delta` (or `response.refusal.delta`),
+//! `response.function_call_arguments.delta`,
 //! then exactly one of `response.completed`, `response.incomplete` or
 //! `response.failed`; an `error` event may come instead of any of them.
 
@@ -126,7 +131,10 @@ pub fn request_body(request: &Request) -> Value {
     for m in &request.messages[leading..] {
         input_items(m, &mut input);
     }
-    let mut include = vec![json!("reasoning.encrypted_content")];
+    let mut include = Vec::new();
+    if request.reasoning_effort.is_some() {
+        include.push(json!("reasoning.encrypted_content"));
+    }
     let mut body = json!({
         "model": request.model,
         "input": input,
@@ -164,7 +172,9 @@ pub fn request_body(request: &Request) -> Value {
             ToolChoice::Required => "required",
         });
     }
-    body["include"] = Value::Array(include);
+    if !include.is_empty() {
+        body["include"] = Value::Array(include);
+    }
     if let Some(effort) = request.reasoning_effort {
         body["reasoning"] = json!({"effort": effort.as_str()});
     }
@@ -259,6 +269,9 @@ pub(crate) struct ResponsesDecoder {
     endpoint: Endpoint,
     calls: ToolCallAssembler,
     any_calls: bool,
+    /// The answer is a refusal (`refusal` content instead of
+    /// `output_text`): its words are the text, and it stops as filtered.
+    refused: bool,
     started: bool,
 }
 
@@ -268,6 +281,7 @@ impl ResponsesDecoder {
             endpoint,
             calls: ToolCallAssembler::default(),
             any_calls: false,
+            refused: false,
             started: false,
         }
     }
@@ -327,19 +341,7 @@ impl ResponsesDecoder {
             }
             Some("web_search_call") => {
                 let action = item.get("action");
-                let sources = action
-                    .and_then(|a| a.get("sources"))
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|src| {
-                        let url = src.get("url").and_then(Value::as_str)?;
-                        Some(WebSource {
-                            url: url.to_owned(),
-                            title: src.get("title").and_then(Value::as_str).map(str::to_owned),
-                        })
-                    })
-                    .collect();
+                let sources = WebSource::list_from_wire(action.and_then(|a| a.get("sources")));
                 let error = (s("status") == Some("failed")).then(|| "failed".to_owned());
                 out.push_back(StreamEvent::ProviderItem {
                     item: ProviderItem::WebSearch(WebSearch {
@@ -365,16 +367,11 @@ impl ResponsesDecoder {
                     if a.get("type").and_then(Value::as_str) != Some("url_citation") {
                         continue;
                     }
-                    let Some(url) = a.get("url").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    out.push_back(StreamEvent::ProviderItem {
-                        item: ProviderItem::Citation(Citation {
-                            url: url.to_owned(),
-                            title: a.get("title").and_then(Value::as_str).map(str::to_owned),
-                            cited_text: None,
-                        }),
-                    });
+                    if let Some(citation) = Citation::from_wire(a) {
+                        out.push_back(StreamEvent::ProviderItem {
+                            item: ProviderItem::Citation(citation),
+                        });
+                    }
                 }
             }
             // Item types added after this was written.
@@ -448,7 +445,10 @@ impl SseDecoder for ResponsesDecoder {
             .to_owned();
         match kind.as_str() {
             "response.created" | "response.in_progress" => self.started = true,
-            "response.output_text.delta" => {
+            // A refusal streams its words apart from text; the user reads
+            // them as the answer, which otherwise would be empty.
+            "response.output_text.delta" | "response.refusal.delta" => {
+                self.refused |= kind == "response.refusal.delta";
                 let text = v.get("delta").and_then(Value::as_str).unwrap_or_default();
                 if !text.is_empty() {
                     out.push_back(StreamEvent::TextDelta {
@@ -495,6 +495,8 @@ impl SseDecoder for ResponsesDecoder {
                 let response = v.get("response").unwrap_or(&Value::Null);
                 let reason = if self.any_calls || !self.calls.is_empty() {
                     StopReason::ToolUse
+                } else if self.refused {
+                    StopReason::ContentFilter
                 } else {
                     StopReason::EndTurn
                 };
@@ -559,7 +561,14 @@ mod tests {
         assert_eq!(input.len(), 2);
         assert_eq!(input[1]["role"], json!("system"));
         assert!(b.get("tools").is_none() && b.get("tool_choice").is_none());
+        // No effort: maybe no reasoning model, which would refuse the
+        // request that asks for encrypted reasoning.
+        assert!(b.get("include").is_none() && b.get("reasoning").is_none());
+        let mut req = req;
+        req.reasoning_effort = Some(ReasoningEffort::Minimal);
+        let b = request_body(&req);
         assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(b["reasoning"], json!({"effort": "minimal"}));
     }
 
     #[test]

@@ -133,6 +133,7 @@ fn responses_event() -> impl Strategy<Value = (String, String)> {
     let name = prop_oneof![
         Just("response.created"),
         Just("response.output_text.delta"),
+        Just("response.refusal.delta"),
         Just("response.output_item.added"),
         Just("response.function_call_arguments.delta"),
         Just("response.output_item.done"),

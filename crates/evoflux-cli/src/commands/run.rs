@@ -809,6 +809,14 @@ fn web_search_line(search: &evoflux_model::WebSearch) -> String {
     }
 }
 
+/// Adds a cited page to the list under an answer, once: an answer cites
+/// the same page in many places.
+fn cite_once(list: &mut Vec<evoflux_model::Citation>, c: &evoflux_model::Citation) {
+    if !list.iter().any(|d| d.url == c.url) {
+        list.push(c.clone());
+    }
+}
+
 /// One cited page: its title, when known, and its address.
 fn citation_line(c: &evoflux_model::Citation) -> String {
     match &c.title {
@@ -934,10 +942,8 @@ impl EventSink for HumanEvents {
                 eprintln!("  {}", web_search_line(search));
             }
             Event::Citation { citation } => {
-                if let Ok(mut list) = self.citations.lock()
-                    && !list.iter().any(|c| c.url == citation.url)
-                {
-                    list.push(citation.clone());
+                if let Ok(mut list) = self.citations.lock() {
+                    cite_once(&mut list, citation);
                 }
             }
             Event::TurnCompleted { .. } => {
@@ -1046,21 +1052,20 @@ fn render_transcript(
             } => {
                 // What the provider searched comes before the answer it
                 // informed; the pages it cites after.
+                let mut cited = Vec::new();
                 for item in provider_items {
-                    if let evoflux_model::ProviderItem::WebSearch(search) = item {
-                        out.push_str(&format!("{}\n", web_search_line(search)));
+                    match item {
+                        evoflux_model::ProviderItem::WebSearch(search) => {
+                            out.push_str(&format!("{}\n", web_search_line(search)));
+                        }
+                        evoflux_model::ProviderItem::Citation(c) => cite_once(&mut cited, c),
+                        // What the next request carries back; nothing to read.
+                        evoflux_model::ProviderItem::Reasoning { .. }
+                        | evoflux_model::ProviderItem::AnthropicBlock { .. } => {}
                     }
                 }
                 if !content.is_empty() {
                     out.push_str(&format!("\nassistant: {content}\n"));
-                }
-                let mut cited: Vec<&evoflux_model::Citation> = Vec::new();
-                for item in provider_items {
-                    if let evoflux_model::ProviderItem::Citation(c) = item
-                        && !cited.iter().any(|d| d.url == c.url)
-                    {
-                        cited.push(c);
-                    }
                 }
                 for (i, c) in cited.iter().enumerate() {
                     out.push_str(&format!("  [{}] {}\n", i + 1, citation_line(c)));

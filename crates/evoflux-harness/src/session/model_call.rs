@@ -20,6 +20,9 @@ pub(super) struct ModelAnswer {
     /// Calls whose argument text was not JSON, by call id: answered with
     /// an error the model sees instead of being run.
     pub(super) malformed: Vec<MalformedCall>,
+    /// The provider paused its own tools' loop mid-answer: the turn goes
+    /// on with another call that sends the answer so far back.
+    pub(super) paused: bool,
 }
 
 /// A call whose arguments did not parse.
@@ -230,6 +233,7 @@ impl Harness {
             usage,
             stop,
         };
+        answer.paused = stop == evoflux_model::StopReason::Paused;
         self.pipeline.after_model(&self.ctx(), &completion);
         let reply_seq = self.recorder.append(message, None).await?;
         let call_usage = self.call_usage(usage.unwrap_or_default(), &stats, self.price.as_ref());

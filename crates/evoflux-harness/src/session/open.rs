@@ -332,9 +332,6 @@ pub(super) fn capabilities(
         checks: setup.checks.as_ref().is_some_and(|c| !c.is_empty()),
         schedules: setup.schedules_dir.is_some(),
         provider: setup.provider.kind(),
-        provider_web_search: setup
-            .provider
-            .provider_tools()
-            .contains(&evoflux_model::ProviderToolKind::WebSearch),
+        provider_tools: setup.provider.provider_tools().to_vec(),
     }
 }

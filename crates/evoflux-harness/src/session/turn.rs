@@ -262,8 +262,14 @@ impl Harness {
         let mut reminders = 0;
         let mut tool_calls_used: u32 = 0;
         let mut last_text = String::new();
+        // The previous call paused: this one continues its answer.
+        let mut resumed = false;
         for _ in 0..self.limits.model_calls_per_turn {
-            self.deliver_exit_notices(false).await?;
+            // A paused answer must stay the last message for the provider
+            // to go on with it; notices wait for the call after.
+            if !resumed {
+                self.deliver_exit_notices(false).await?;
+            }
             if let Some(stop) = self.cost_limit_reached().await? {
                 return Ok(stop);
             }
@@ -271,9 +277,19 @@ impl Harness {
             let mut answer = self.call_model(terminal.as_ref()).await?;
             let calls = std::mem::take(&mut answer.calls);
             if !answer.text.is_empty() {
-                last_text = std::mem::take(&mut answer.text);
+                if resumed {
+                    last_text.push_str(&answer.text);
+                } else {
+                    last_text = std::mem::take(&mut answer.text);
+                }
             }
+            resumed = answer.paused && calls.is_empty();
             if calls.is_empty() {
+                // The provider's own search loop paused: the answer so far
+                // is the last message, and the next call goes on with it.
+                if answer.paused {
+                    continue;
+                }
                 // A command started with notify_on_exit wakes the turn
                 // when it ends, instead of the model polling for it.
                 if self.deliver_exit_notices(true).await? {

@@ -440,10 +440,12 @@ async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim(
         provider_items,
         &[
             evoflux_model::ProviderItem::AnthropicBlock {
-                block: server_use.clone()
+                block: server_use.clone(),
+                text_offset: "Let me check. ".len(),
             },
             evoflux_model::ProviderItem::AnthropicBlock {
-                block: result.clone()
+                block: result.clone(),
+                text_offset: "Let me check. ".len(),
             },
             evoflux_model::ProviderItem::WebSearch(evoflux_model::WebSearch {
                 id: "srvtoolu_1".into(),
@@ -468,8 +470,9 @@ async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim(
         ]
     );
 
-    // The next request gives the server blocks back verbatim, before the
-    // text, and offers the search tool again.
+    // The next request gives the server blocks back verbatim, between
+    // the text before the search and the text after it, as they streamed,
+    // and offers the search tool again.
     let next = vec![
         Message::user("When?"),
         done.message.clone(),
@@ -480,9 +483,10 @@ async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim(
     assert_eq!(
         sent["messages"][1]["content"],
         json!([
+            {"type": "text", "text": "Let me check. "},
             server_use,
             result,
-            {"type": "text", "text": "Let me check. It shipped in 1.85."},
+            {"type": "text", "text": "It shipped in 1.85."},
         ])
     );
     assert_eq!(
@@ -490,4 +494,54 @@ async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim(
         json!([{"type": "web_search_20250305", "name": "web_search", "max_uses": 5,
                 "cache_control": {"type": "ephemeral"}}])
     );
+}
+
+#[tokio::test]
+async fn a_paused_turn_is_paused_and_goes_on_from_its_last_block() {
+    // The server's search loop paused after a search: no result yet.
+    let body = [
+        message_start(40, 0),
+        block_start(0, json!({"type": "text", "text": "Searching."})),
+        block_stop(0),
+        block_start(
+            1,
+            json!({"type": "server_tool_use", "id": "srvtoolu_9", "name": "web_search",
+                   "input": {"query": "evoflux"}}),
+        ),
+        block_stop(1),
+        message_end("pause_turn", 9),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 64), Reply::sse(&hello_stream(), 64)],
+        Some("k"),
+    )
+    .await;
+    let ask = |messages: Vec<Message>| {
+        Request::new("claude-test", messages)
+            .with_provider_tools(vec![evoflux_model::ProviderToolKind::WebSearch])
+    };
+    let paused = collect(h.provider.stream(ask(vec![Message::user("Find it.")])))
+        .await
+        .unwrap();
+    assert_eq!(paused.stop, StopReason::Paused);
+    // Going on: the answer so far is the last message, its server block
+    // last, so the server resumes the search rather than the text.
+    let _ = collect(
+        h.provider
+            .stream(ask(vec![Message::user("Find it."), paused.message.clone()])),
+    )
+    .await
+    .unwrap();
+    let sent = &h.server.requests()[1].body;
+    let last = sent["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(
+        last["content"][0],
+        json!({"type": "text", "text": "Searching."})
+    );
+    assert_eq!(last["content"][1]["type"], "server_tool_use");
+    assert_eq!(last["content"][1]["id"], "srvtoolu_9");
+    assert_eq!(last["content"].as_array().unwrap().len(), 2);
 }

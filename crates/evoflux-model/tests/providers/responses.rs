@@ -249,7 +249,11 @@ async fn a_configured_effort_applies_when_the_request_names_none() {
     let h = harness_with(
         ProviderKind::Openai,
         Some(WireApi::Responses),
-        vec![Reply::sse(&text_stream("ok"), 64)],
+        vec![
+            Reply::sse(&text_stream("ok"), 64),
+            Reply::sse(&text_stream("ok"), 64),
+            Reply::sse(&text_stream("ok"), 64),
+        ],
         Some("k"),
     )
     .await;
@@ -261,6 +265,7 @@ async fn a_configured_effort_applies_when_the_request_names_none() {
     .await;
     let body = &h.server.requests()[0].body;
     assert!(body.get("reasoning").is_none());
+    assert!(body.get("include").is_none(), "{body}");
     assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     assert!(body.get("instructions").is_none());
 
@@ -276,6 +281,24 @@ async fn a_configured_effort_applies_when_the_request_names_none() {
     };
     let provider = evoflux_model::provider_for("x", &config, &Default::default()).unwrap();
     assert_eq!(provider.provider_tools(), [ProviderToolKind::WebSearch]);
+
+    // A provider configured with an effort asks for it, and for the
+    // encrypted reasoning a reasoning model returns, on every call that
+    // names none; a call's own effort wins.
+    config.base_url = Some(format!("{}/v1", h.server.base));
+    let configured = evoflux_model::provider_for("x", &config, &Default::default()).unwrap();
+    let _ = events(configured.stream(Request::new("m", vec![Message::user("hi")]))).await;
+    let mut low = Request::new("m", vec![Message::user("hi")]);
+    low.reasoning_effort = Some(ReasoningEffort::Low);
+    let _ = events(configured.stream(low)).await;
+    let sent = h.server.requests();
+    assert_eq!(sent[1].body["reasoning"], json!({"effort": "high"}));
+    assert_eq!(
+        sent[1].body["include"],
+        json!(["reasoning.encrypted_content"])
+    );
+    assert_eq!(sent[2].body["reasoning"], json!({"effort": "low"}));
+    config.base_url = Some("http://127.0.0.1:9/v1".into());
     config.wire_api = None;
     let chat = evoflux_model::provider_for("x", &config, &Default::default()).unwrap();
     assert!(
@@ -352,13 +375,9 @@ async fn web_search_calls_and_url_citations_are_provider_items() {
     );
     let body = &h.server.requests()[0].body;
     assert_eq!(body["tools"], json!([{"type": "web_search"}]));
-    assert_eq!(
-        body["include"],
-        json!([
-            "reasoning.encrypted_content",
-            "web_search_call.action.sources"
-        ])
-    );
+    // No reasoning effort, so no encrypted reasoning asked for; the
+    // search's sources are.
+    assert_eq!(body["include"], json!(["web_search_call.action.sources"]));
 }
 
 #[test]
@@ -474,4 +493,37 @@ async fn incomplete_is_a_stop_reason_and_a_cut_stream_is_a_protocol_error() {
     let h = responses(vec![Reply::sse(&cut, 64)]).await;
     let e = failure(h.provider.stream(request(first_turn()))).await;
     assert_eq!(e.code(), "model/protocol", "{e}");
+}
+
+#[tokio::test]
+async fn a_refusal_is_the_answer_text_and_stops_as_filtered() {
+    let words = "I can't help with that.";
+    let stream = [
+        created(),
+        ev(
+            json!({"type": "response.output_item.added", "output_index": 0,
+                  "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        ),
+        ev(
+            json!({"type": "response.refusal.delta", "output_index": 0, "content_index": 0,
+                  "item_id": "msg_1", "delta": words}),
+        ),
+        ev(
+            json!({"type": "response.refusal.done", "output_index": 0, "content_index": 0,
+                  "item_id": "msg_1", "refusal": words}),
+        ),
+        ev(
+            json!({"type": "response.output_item.done", "output_index": 0,
+                  "item": {"type": "message", "id": "msg_1", "role": "assistant",
+                           "content": [{"type": "refusal", "refusal": words}]}}),
+        ),
+        completed(30, 0, 8),
+    ]
+    .concat();
+    let h = responses(vec![Reply::sse(&stream, 64)]).await;
+    let done = collect(h.provider.stream(request(first_turn())))
+        .await
+        .unwrap();
+    assert_eq!(done.message, Message::assistant(words));
+    assert_eq!(done.stop, StopReason::ContentFilter);
 }
