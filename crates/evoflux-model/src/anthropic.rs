@@ -27,7 +27,7 @@ use sse_stream::Sse;
 use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::http::{self, ApiError, Endpoint, SseDecoder, SseRequest};
+use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
 use crate::message::{
     Citation, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch, WebSource,
 };
@@ -48,13 +48,7 @@ const PROVIDER_TOOLS: &[ProviderToolKind] = &[ProviderToolKind::WebSearch];
 /// An Anthropic Messages provider.
 #[derive(Debug)]
 pub struct AnthropicProvider {
-    name: String,
-    url: String,
-    api_key_env: Option<String>,
-    context_window: Option<u64>,
-    client: reqwest::Client,
-    options: ProviderOptions,
-    bounds: crate::bounds::CallBounds,
+    http: SseClient,
 }
 
 impl AnthropicProvider {
@@ -64,24 +58,15 @@ impl AnthropicProvider {
         config: &ProviderConfig,
         options: &ProviderOptions,
     ) -> Result<Self, SetupError> {
-        let bounds = options
-            .bounds
-            .unwrap_or_else(|| crate::bounds::CallBounds::from_limits(&config.limits));
         Ok(AnthropicProvider {
-            name: name.to_owned(),
-            url: http::join_url(&base_url, "v1/messages"),
-            api_key_env: config.api_key_env.clone(),
-            context_window: config.context_window,
-            client: http::bounded_client(&bounds)?,
-            options: options.clone(),
-            bounds,
+            http: SseClient::new(name, &base_url, "v1/messages", config, options)?,
         })
     }
 }
 
 impl Provider for AnthropicProvider {
     fn name(&self) -> &str {
-        &self.name
+        self.http.name()
     }
 
     fn kind(&self) -> ProviderKind {
@@ -89,7 +74,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.context_window
+        self.http.context_window()
     }
 
     fn provider_tools(&self) -> &[ProviderToolKind] {
@@ -97,18 +82,12 @@ impl Provider for AnthropicProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let sse = SseRequest {
-            endpoint: Endpoint {
-                provider: self.name.clone(),
-                url: self.url.clone(),
-                api_key_env: self.api_key_env.clone(),
-                bounds: self.bounds,
-            },
+        let wire = SseWire {
             headers: &[("anthropic-version", API_VERSION)],
             auth: |builder, key| builder.header("x-api-key", key),
             decoder: MessagesDecoder::new,
         };
-        http::stream_sse(&self.client, &self.options, sse, || request_body(&request))
+        self.http.stream(wire, || request_body(&request))
     }
 }
 

@@ -283,64 +283,104 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
-/// What one SSE provider's request adds to the common part of
-/// [`stream_sse`]: its own headers, how it presents the API key, and the
-/// decoder of its wire protocol.
-pub(crate) struct SseRequest<D> {
-    pub endpoint: Endpoint,
+/// What every SSE provider holds: where it talks to, with which client,
+/// within which bounds. Each wire adds only its headers, its key scheme,
+/// its decoder and its body ([`SseRequest`]).
+#[derive(Debug)]
+pub(crate) struct SseClient {
+    endpoint: Endpoint,
+    context_window: Option<u64>,
+    client: reqwest::Client,
+    options: ProviderOptions,
+}
+
+impl SseClient {
+    /// The client of provider `name` posting to `path` under `base_url`.
+    pub fn new(
+        name: &str,
+        base_url: &str,
+        path: &str,
+        config: &evoflux_core::config::ProviderConfig,
+        options: &ProviderOptions,
+    ) -> Result<Self, crate::error::SetupError> {
+        let bounds = options
+            .bounds
+            .unwrap_or_else(|| CallBounds::from_limits(&config.limits));
+        Ok(SseClient {
+            endpoint: Endpoint {
+                provider: name.to_owned(),
+                url: join_url(base_url, path),
+                api_key_env: config.api_key_env.clone(),
+                bounds,
+            },
+            context_window: config.context_window,
+            client: bounded_client(&bounds)?,
+            options: options.clone(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.endpoint.provider
+    }
+
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    /// One streamed call: the API key read per call (so a rotated key is
+    /// picked up, and a missing one fails before anything is sent), then
+    /// retried attempts of one streaming `POST` of `body()` whose response
+    /// is opened by [`open_sse`], within the call's deadline.
+    pub fn stream<D>(&self, wire: SseWire<D>, body: impl FnOnce() -> Value) -> EventStream
+    where
+        D: SseDecoder + Send + 'static,
+    {
+        let SseWire {
+            headers,
+            auth,
+            decoder,
+        } = wire;
+        let endpoint = self.endpoint.clone();
+        let key = match api_key(
+            &endpoint.provider,
+            endpoint.api_key_env.as_deref(),
+            &self.options.env,
+        ) {
+            Ok(key) => key,
+            Err(e) => return error_stream(e),
+        };
+        let body = Arc::new(body());
+        let client = self.client.clone();
+        let bounded = endpoint.clone();
+        let attempts = with_retries(
+            self.options.retry,
+            self.options.sleeper.clone(),
+            move || {
+                let mut builder = client.post(&endpoint.url);
+                for (name, value) in headers {
+                    builder = builder.header(*name, *value);
+                }
+                builder = builder
+                    .header(reqwest::header::ACCEPT, "text/event-stream")
+                    .json(body.as_ref());
+                if let Some(key) = &key {
+                    builder = auth(builder, key);
+                }
+                let decoder = decoder(endpoint.clone());
+                Box::pin(open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
+            },
+        );
+        within_deadline(bounded, attempts)
+    }
+}
+
+/// What one wire adds to a call: headers, key scheme, decoder.
+pub(crate) struct SseWire<D> {
     /// Sent after the URL and before `Accept`, in this order.
     pub headers: &'static [(&'static str, &'static str)],
     /// Adds the API key, when there is one, to the request.
     pub auth: fn(reqwest::RequestBuilder, &str) -> reqwest::RequestBuilder,
     pub decoder: fn(Endpoint) -> D,
-}
-
-/// The `stream` of every SSE provider: the API key read per call (so a
-/// rotated key is picked up, and a missing one fails before anything is
-/// sent), then retried attempts of one streaming `POST` of `body()` whose
-/// response is opened by [`open_sse`]. The providers differ only in what
-/// [`SseRequest`] holds and in their body, so neither restates the rest.
-pub(crate) fn stream_sse<D>(
-    client: &reqwest::Client,
-    options: &ProviderOptions,
-    request: SseRequest<D>,
-    body: impl FnOnce() -> Value,
-) -> EventStream
-where
-    D: SseDecoder + Send + 'static,
-{
-    let SseRequest {
-        endpoint,
-        headers,
-        auth,
-        decoder,
-    } = request;
-    let key = match api_key(
-        &endpoint.provider,
-        endpoint.api_key_env.as_deref(),
-        &options.env,
-    ) {
-        Ok(key) => key,
-        Err(e) => return error_stream(e),
-    };
-    let body = Arc::new(body());
-    let client = client.clone();
-    let bounded = endpoint.clone();
-    let attempts = with_retries(options.retry, options.sleeper.clone(), move || {
-        let mut builder = client.post(&endpoint.url);
-        for (name, value) in headers {
-            builder = builder.header(*name, *value);
-        }
-        builder = builder
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .json(body.as_ref());
-        if let Some(key) = &key {
-            builder = auth(builder, key);
-        }
-        let decoder = decoder(endpoint.clone());
-        Box::pin(open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
-    });
-    within_deadline(bounded, attempts)
 }
 
 /// Ends `stream` with [`TimeoutPhase::Call`] when the call's deadline

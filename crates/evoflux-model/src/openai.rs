@@ -19,20 +19,14 @@ use sse_stream::Sse;
 use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::http::{self, ApiError, Endpoint, SseDecoder, SseRequest};
+use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
 use crate::message::{Message, Request, ToolChoice};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// A Chat Completions provider.
 #[derive(Debug)]
 pub struct OpenAiProvider {
-    name: String,
-    url: String,
-    api_key_env: Option<String>,
-    context_window: Option<u64>,
-    client: reqwest::Client,
-    options: ProviderOptions,
-    bounds: crate::bounds::CallBounds,
+    http: SseClient,
 }
 
 impl OpenAiProvider {
@@ -42,33 +36,15 @@ impl OpenAiProvider {
         config: &ProviderConfig,
         options: &ProviderOptions,
     ) -> Result<Self, SetupError> {
-        let bounds = options
-            .bounds
-            .unwrap_or_else(|| crate::bounds::CallBounds::from_limits(&config.limits));
         Ok(OpenAiProvider {
-            name: name.to_owned(),
-            url: http::join_url(&base_url, "chat/completions"),
-            api_key_env: config.api_key_env.clone(),
-            context_window: config.context_window,
-            client: http::bounded_client(&bounds)?,
-            options: options.clone(),
-            bounds,
+            http: SseClient::new(name, &base_url, "chat/completions", config, options)?,
         })
-    }
-
-    fn endpoint(&self) -> Endpoint {
-        Endpoint {
-            provider: self.name.clone(),
-            url: self.url.clone(),
-            api_key_env: self.api_key_env.clone(),
-            bounds: self.bounds,
-        }
     }
 }
 
 impl Provider for OpenAiProvider {
     fn name(&self) -> &str {
-        &self.name
+        self.http.name()
     }
 
     fn kind(&self) -> ProviderKind {
@@ -76,17 +52,16 @@ impl Provider for OpenAiProvider {
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.context_window
+        self.http.context_window()
     }
 
     fn stream(&self, request: Request) -> EventStream {
-        let sse = SseRequest {
-            endpoint: self.endpoint(),
+        let wire = SseWire {
             headers: &[],
             auth: |builder, key| builder.bearer_auth(key),
             decoder: ChatDecoder::new,
         };
-        http::stream_sse(&self.client, &self.options, sse, || request_body(&request))
+        self.http.stream(wire, || request_body(&request))
     }
 }
 

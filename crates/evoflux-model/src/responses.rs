@@ -32,7 +32,7 @@ use sse_stream::Sse;
 use crate::assemble::{ToolCallAssembler, assemble_one};
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
-use crate::http::{self, ApiError, Endpoint, SseDecoder, SseRequest};
+use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
 use crate::message::{
     Citation, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch, WebSource,
 };
@@ -44,14 +44,8 @@ const PROVIDER_TOOLS: &[ProviderToolKind] = &[ProviderToolKind::WebSearch];
 /// A Responses API provider.
 #[derive(Debug)]
 pub struct ResponsesProvider {
-    name: String,
-    url: String,
-    api_key_env: Option<String>,
-    context_window: Option<u64>,
+    http: SseClient,
     reasoning_effort: Option<ReasoningEffort>,
-    client: reqwest::Client,
-    options: ProviderOptions,
-    bounds: crate::bounds::CallBounds,
 }
 
 impl ResponsesProvider {
@@ -61,25 +55,16 @@ impl ResponsesProvider {
         config: &ProviderConfig,
         options: &ProviderOptions,
     ) -> Result<Self, SetupError> {
-        let bounds = options
-            .bounds
-            .unwrap_or_else(|| crate::bounds::CallBounds::from_limits(&config.limits));
         Ok(ResponsesProvider {
-            name: name.to_owned(),
-            url: http::join_url(&base_url, "responses"),
-            api_key_env: config.api_key_env.clone(),
-            context_window: config.context_window,
+            http: SseClient::new(name, &base_url, "responses", config, options)?,
             reasoning_effort: config.reasoning_effort,
-            client: http::bounded_client(&bounds)?,
-            options: options.clone(),
-            bounds,
         })
     }
 }
 
 impl Provider for ResponsesProvider {
     fn name(&self) -> &str {
-        &self.name
+        self.http.name()
     }
 
     fn kind(&self) -> ProviderKind {
@@ -87,7 +72,7 @@ impl Provider for ResponsesProvider {
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.context_window
+        self.http.context_window()
     }
 
     fn provider_tools(&self) -> &[ProviderToolKind] {
@@ -98,18 +83,12 @@ impl Provider for ResponsesProvider {
         if request.reasoning_effort.is_none() {
             request.reasoning_effort = self.reasoning_effort;
         }
-        let sse = SseRequest {
-            endpoint: Endpoint {
-                provider: self.name.clone(),
-                url: self.url.clone(),
-                api_key_env: self.api_key_env.clone(),
-                bounds: self.bounds,
-            },
+        let wire = SseWire {
             headers: &[],
             auth: |builder, key| builder.bearer_auth(key),
             decoder: ResponsesDecoder::new,
         };
-        http::stream_sse(&self.client, &self.options, sse, || request_body(&request))
+        self.http.stream(wire, || request_body(&request))
     }
 }
 
