@@ -98,6 +98,8 @@ pub struct TokenCounts {
     pub cached_input: u64,
     pub cache_write_input: u64,
     pub output: u64,
+    /// Searches the provider ran with its own web search tool.
+    pub web_searches: u64,
 }
 
 impl TokenCounts {
@@ -117,6 +119,9 @@ pub struct Price {
     pub cached_input: u64,
     pub cache_write_input: u64,
     pub output: u64,
+    /// Picodollars per search of the provider's web search tool, billed
+    /// apart from the tokens it adds.
+    pub web_search: u64,
 }
 
 impl Price {
@@ -143,6 +148,18 @@ impl Price {
             cached_input: per_token("cached_input", cached_input)?,
             cache_write_input: per_token("cache_write", cache_write)?,
             output,
+            web_search: 0,
+        })
+    }
+
+    /// This price with web searches at `usd_per_thousand` dollars per
+    /// 1,000 searches (the providers' unit), or the field's name when it
+    /// is not a valid amount.
+    pub fn with_web_search(self, usd_per_thousand: f64) -> Result<Price, &'static str> {
+        let per_search = Usd::from_dollars(usd_per_thousand / 1e3).ok_or("web_search")?;
+        Ok(Price {
+            web_search: per_search.picos(),
+            ..self
         })
     }
 
@@ -154,6 +171,7 @@ impl Price {
             part(tokens.cached_input, self.cached_input),
             part(tokens.cache_write_input, self.cache_write_input),
             part(tokens.output, self.output),
+            part(tokens.web_searches, self.web_search),
         ]
         .into_iter()
         .sum()
@@ -168,6 +186,7 @@ impl Serialize for Price {
             output: per_million(self.output),
             cached_input: Some(per_million(self.cached_input)),
             cache_write: Some(per_million(self.cache_write_input)),
+            web_search: (self.web_search > 0).then(|| self.web_search as f64 / 1e9),
         }
         .serialize(s)
     }
@@ -191,6 +210,10 @@ pub struct PriceEntry {
     pub cached_input: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
+    /// Dollars per 1,000 searches of the provider's web search tool;
+    /// unset, searches cost nothing beyond their tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<f64>,
 }
 
 impl PriceEntry {
@@ -202,36 +225,40 @@ impl PriceEntry {
             self.cached_input.unwrap_or(self.input),
             self.cache_write.unwrap_or(self.input),
             self.output,
-        )
+        )?
+        .with_web_search(self.web_search.unwrap_or(0.0))
     }
 }
 
 /// Built-in prices of well-known hosted models, in dollars per million
-/// tokens: (model, input, cached input, cache write, output). Overridden by
+/// tokens: (model, input, cached input, cache write, output), then dollars
+/// per 1,000 searches of the provider's web search tool. Overridden by
 /// `[prices]`; a dated snapshot (`claude-sonnet-4-20250514`,
 /// `gpt-4o-2024-08-06`) costs what its model costs.
-const BUILT_IN: &[(&str, f64, f64, f64, f64)] = &[
-    // OpenAI: cached input is discounted, cache writes cost nothing extra.
-    ("gpt-5", 1.25, 0.125, 1.25, 10.0),
-    ("gpt-5-mini", 0.25, 0.025, 0.25, 2.0),
-    ("gpt-5-nano", 0.05, 0.005, 0.05, 0.40),
-    ("gpt-4.1", 2.0, 0.50, 2.0, 8.0),
-    ("gpt-4.1-mini", 0.40, 0.10, 0.40, 1.60),
-    ("gpt-4.1-nano", 0.10, 0.025, 0.10, 0.40),
-    ("gpt-4o", 2.50, 1.25, 2.50, 10.0),
-    ("gpt-4o-mini", 0.15, 0.075, 0.15, 0.60),
-    ("o3", 2.0, 0.50, 2.0, 8.0),
-    ("o4-mini", 1.10, 0.275, 1.10, 4.40),
+const BUILT_IN: &[(&str, f64, f64, f64, f64, f64)] = &[
+    // OpenAI: cached input is discounted, cache writes cost nothing extra;
+    // a web search is $25 per 1,000 on gpt-4o and gpt-4.1 (its content
+    // free), $10 on the reasoning models (its content billed as input).
+    ("gpt-5", 1.25, 0.125, 1.25, 10.0, 10.0),
+    ("gpt-5-mini", 0.25, 0.025, 0.25, 2.0, 10.0),
+    ("gpt-5-nano", 0.05, 0.005, 0.05, 0.40, 10.0),
+    ("gpt-4.1", 2.0, 0.50, 2.0, 8.0, 25.0),
+    ("gpt-4.1-mini", 0.40, 0.10, 0.40, 1.60, 25.0),
+    ("gpt-4.1-nano", 0.10, 0.025, 0.10, 0.40, 25.0),
+    ("gpt-4o", 2.50, 1.25, 2.50, 10.0, 25.0),
+    ("gpt-4o-mini", 0.15, 0.075, 0.15, 0.60, 25.0),
+    ("o3", 2.0, 0.50, 2.0, 8.0, 10.0),
+    ("o4-mini", 1.10, 0.275, 1.10, 4.40, 10.0),
     // Anthropic: a cache read is a tenth of input, a 5-minute cache write
-    // a quarter more.
-    ("claude-opus-4-5", 5.0, 0.50, 6.25, 25.0),
-    ("claude-opus-4-1", 15.0, 1.50, 18.75, 75.0),
-    ("claude-opus-4", 15.0, 1.50, 18.75, 75.0),
-    ("claude-sonnet-4-5", 3.0, 0.30, 3.75, 15.0),
-    ("claude-sonnet-4", 3.0, 0.30, 3.75, 15.0),
-    ("claude-3-7-sonnet", 3.0, 0.30, 3.75, 15.0),
-    ("claude-haiku-4-5", 1.0, 0.10, 1.25, 5.0),
-    ("claude-3-5-haiku", 0.80, 0.08, 1.0, 4.0),
+    // a quarter more, a web search $10 per 1,000.
+    ("claude-opus-4-5", 5.0, 0.50, 6.25, 25.0, 10.0),
+    ("claude-opus-4-1", 15.0, 1.50, 18.75, 75.0, 10.0),
+    ("claude-opus-4", 15.0, 1.50, 18.75, 75.0, 10.0),
+    ("claude-sonnet-4-5", 3.0, 0.30, 3.75, 15.0, 10.0),
+    ("claude-sonnet-4", 3.0, 0.30, 3.75, 15.0, 10.0),
+    ("claude-3-7-sonnet", 3.0, 0.30, 3.75, 15.0, 10.0),
+    ("claude-haiku-4-5", 1.0, 0.10, 1.25, 5.0, 10.0),
+    ("claude-3-5-haiku", 0.80, 0.08, 1.0, 4.0, 10.0),
 ];
 
 /// Where a price came from, for `info` and for a user wondering why a
@@ -302,7 +329,11 @@ fn built_in(model: &str) -> Option<Price> {
     BUILT_IN
         .iter()
         .find(|(name, ..)| *name == model)
-        .and_then(|&(_, i, c, w, o)| Price::per_million(i, c, w, o).ok())
+        .and_then(|&(_, i, c, w, o, search)| {
+            Price::per_million(i, c, w, o)
+                .and_then(|p| p.with_web_search(search))
+                .ok()
+        })
 }
 
 /// The model a dated snapshot name stands for: `gpt-4o-2024-08-06` →
@@ -350,6 +381,7 @@ mod tests {
             cached_input: cached,
             cache_write_input: write,
             output,
+            web_searches: 0,
         }
     }
 
@@ -362,6 +394,25 @@ mod tests {
         let expected = 1_000 * 3_000_000 + 10_000 * 300_000 + 2_000 * 3_750_000 + 500 * 15_000_000;
         assert_eq!(c.picos(), expected);
         assert_eq!(c.to_string(), "$0.0210");
+        // Web searches: per search, apart from tokens ($10 per 1,000 is a
+        // cent each, 10^10 picodollars).
+        let p = p.with_web_search(10.0).unwrap();
+        let searched = p.cost(&TokenCounts {
+            web_searches: 3,
+            ..tokens(13_000, 10_000, 2_000, 500)
+        });
+        assert_eq!(searched.picos(), expected + 3 * 10_000_000_000);
+        let table = PriceTable::default();
+        let fee = |m: &str, k| table.lookup("p", k, m).map(|(p, _)| p.web_search);
+        assert_eq!(
+            fee("claude-sonnet-4-5", ProviderKind::Anthropic),
+            Some(10_000_000_000)
+        );
+        assert_eq!(
+            fee("gpt-4o-2024-08-06", ProviderKind::Openai),
+            Some(25_000_000_000)
+        );
+        assert_eq!(fee("gpt-5", ProviderKind::Openai), Some(10_000_000_000));
         // The sum of parts is the cost of the whole, exactly.
         let a = p.cost(&tokens(7_000, 5_000, 1_000, 200));
         let b = p.cost(&tokens(6_000, 5_000, 1_000, 300));
@@ -441,6 +492,7 @@ mod tests {
             output: -1.0,
             cached_input: None,
             cache_write: None,
+            web_search: None,
         };
         assert_eq!(e.price(), Err("output"));
         let e = PriceEntry {
@@ -448,9 +500,16 @@ mod tests {
             output: 8.0,
             cached_input: Some(0.5),
             cache_write: None,
+            web_search: Some(-3.0),
+        };
+        assert_eq!(e.price(), Err("web_search"));
+        let e = PriceEntry {
+            web_search: None,
+            ..e
         };
         let p = e.price().unwrap();
         assert_eq!((p.cached_input, p.cache_write_input), (500_000, 2_000_000));
+        assert_eq!(p.web_search, 0, "unset: searches cost only their tokens");
         assert!(
             is_price_key("openai:gpt-4o") && is_price_key("ollama:*") && is_price_key("gpt-4o")
         );

@@ -973,6 +973,7 @@ impl Provider for Gated {
                 output_tokens: 10,
                 cached_input_tokens: 0,
                 cache_write_input_tokens: 0,
+                web_search_requests: 0,
             },
         });
         if resolver {

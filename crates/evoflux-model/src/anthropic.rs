@@ -334,6 +334,12 @@ impl MessagesDecoder {
             self.usage.output_tokens = out;
             self.saw_usage = true;
         }
+        if let Some(searches) = u
+            .pointer("/server_tool_use/web_search_requests")
+            .and_then(Value::as_u64)
+        {
+            self.usage.web_search_requests = searches;
+        }
     }
 
     /// A finished `server_tool_use` block: kept verbatim (its input

@@ -64,6 +64,10 @@ pub struct Usage {
     /// (part of `input_tokens`; Anthropic prices them apart).
     #[serde(default)]
     pub cache_write_input_tokens: u64,
+    /// Searches the provider ran for this call (its own `web_search`
+    /// tool), which it bills apart from tokens.
+    #[serde(default)]
+    pub web_search_requests: u64,
 }
 
 /// Why generation stopped, normalized across providers.

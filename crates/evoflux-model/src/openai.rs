@@ -267,6 +267,7 @@ impl ChatDecoder {
                 output_tokens: n("/completion_tokens"),
                 cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
                 cache_write_input_tokens: 0,
+                web_search_requests: 0,
             });
         }
         Ok(())

@@ -252,6 +252,9 @@ pub(crate) struct ResponsesDecoder {
     /// `output_text`): its words are the text, and it stops as filtered.
     refused: bool,
     started: bool,
+    /// Finished `web_search_call` items: the API bills each, and its usage
+    /// object does not count them.
+    searches: u64,
 }
 
 impl ResponsesDecoder {
@@ -262,6 +265,7 @@ impl ResponsesDecoder {
             any_calls: false,
             refused: false,
             started: false,
+            searches: 0,
         }
     }
 
@@ -319,6 +323,7 @@ impl ResponsesDecoder {
                 });
             }
             Some("web_search_call") => {
+                self.searches += 1;
                 let action = item.get("action");
                 let sources = WebSource::list_from_wire(action.and_then(|a| a.get("sources")));
                 let error = (s("status") == Some("failed")).then(|| "failed".to_owned());
@@ -378,6 +383,7 @@ impl ResponsesDecoder {
                     output_tokens: n("/output_tokens"),
                     cached_input_tokens: n("/input_tokens_details/cached_tokens"),
                     cache_write_input_tokens: 0,
+                    web_search_requests: self.searches,
                 },
             });
         }

@@ -866,6 +866,7 @@ fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEven
             output_tokens: estimate_tokens(output_chars),
             cached_input_tokens: 0,
             cache_write_input_tokens: 0,
+            web_search_requests: 0,
         }
     });
     events.push(StreamEvent::Usage { usage });

@@ -35,6 +35,8 @@ impl Usage {
             cached_input: self.cache_read_tokens,
             cache_write_input: self.cache_write_tokens,
             output: self.output_tokens,
+            // Searches are not counted here; their fee is in `cost_usd`.
+            web_searches: 0,
         }
     }
 

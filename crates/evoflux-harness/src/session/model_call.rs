@@ -310,7 +310,10 @@ impl Harness {
         };
         match price {
             Some(price) => evoflux_store::Usage {
-                cost_usd: price.cost(&tokens.tokens()),
+                cost_usd: price.cost(&evoflux_core::price::TokenCounts {
+                    web_searches: u.web_search_requests,
+                    ..tokens.tokens()
+                }),
                 ..tokens
             },
             None => evoflux_store::Usage {

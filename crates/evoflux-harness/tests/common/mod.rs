@@ -109,6 +109,7 @@ impl Provider for Recorder {
                 output_tokens: 10,
                 cached_input_tokens: 0,
                 cache_write_input_tokens: 0,
+                web_search_requests: 0,
             },
         }));
         events.push(Ok(StreamEvent::Stop { reason: stop }));

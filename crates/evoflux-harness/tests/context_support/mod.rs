@@ -115,6 +115,7 @@ fn events(text: String, calls: Vec<ToolCall>) -> EventStream {
             output_tokens: 10,
             cached_input_tokens: 0,
             cache_write_input_tokens: 0,
+            web_search_requests: 0,
         },
     }));
     ev.push(Ok(StreamEvent::Stop { reason: stop }));

@@ -220,6 +220,7 @@ impl LocalProvider {
                 output_tokens: stats.generated_tokens as u64,
                 cached_input_tokens: stats.reused_tokens as u64,
                 cache_write_input_tokens: 0,
+                web_search_requests: 0,
             },
         });
         events.push(StreamEvent::Stop { reason: stop });

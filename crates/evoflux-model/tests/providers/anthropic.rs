@@ -109,6 +109,7 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
                     output_tokens: 7,
                     cached_input_tokens: 5,
                     cache_write_input_tokens: 3,
+                    web_search_requests: 0,
                 }
             },
             StreamEvent::Stop {
@@ -405,7 +406,13 @@ async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim(
         block_delta(3, json!({"type": "citations_delta", "citation": citation})),
         block_delta(3, json!({"type": "text_delta", "text": "It shipped in 1.85."})),
         block_stop(3),
-        message_end("end_turn", 30),
+        // The API counts the searches it ran (each billed) in the usage.
+        event(&json!({
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+            "usage": {"output_tokens": 30, "server_tool_use": {"web_search_requests": 1}},
+        })),
+        event(&json!({"type": "message_stop"})),
     ]
     .concat();
     let h = harness(
@@ -434,6 +441,7 @@ async fn a_server_web_search_is_shown_with_its_citations_and_sent_back_verbatim(
         panic!("not an assistant message");
     };
     assert_eq!(content, "Let me check. It shipped in 1.85.");
+    assert_eq!(done.usage.as_ref().map(|u| u.web_search_requests), Some(1));
     let server_use = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
                             "input": {"query": "rust 2024 edition"}});
     assert_eq!(

@@ -101,6 +101,7 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
                     output_tokens: 2,
                     cached_input_tokens: 4,
                     cache_write_input_tokens: 0,
+                    web_search_requests: 0,
                 }
             },
             StreamEvent::Stop {
@@ -217,6 +218,7 @@ async fn assembles_tool_calls_from_split_interleaved_deltas() {
                     output_tokens: 9,
                     cached_input_tokens: 0,
                     cache_write_input_tokens: 0,
+                    web_search_requests: 0,
                 }
             },
             StreamEvent::Stop {

@@ -165,6 +165,7 @@ async fn streams_a_call_with_its_reasoning_item_and_cached_usage() {
                     output_tokens: 30,
                     cached_input_tokens: 64,
                     cache_write_input_tokens: 0,
+                    web_search_requests: 0,
                 }
             },
             StreamEvent::Stop {
@@ -337,6 +338,9 @@ async fn web_search_calls_and_url_citations_are_provider_items() {
     let req = Request::new("gpt-5", vec![Message::user("When did Rust 2024 ship?")])
         .with_provider_tools(vec![ProviderToolKind::WebSearch]);
     let done = collect(h.provider.stream(req)).await.unwrap();
+    // The usage object does not count searches; each finished
+    // `web_search_call` item is one billed search.
+    assert_eq!(done.usage.as_ref().map(|u| u.web_search_requests), Some(1));
     let Message::Assistant {
         content,
         tool_calls,

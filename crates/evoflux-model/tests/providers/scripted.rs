@@ -96,6 +96,7 @@ async fn replays_the_script_turn_by_turn() {
             output_tokens: 8,
             cached_input_tokens: 0,
             cache_write_input_tokens: 0,
+            web_search_requests: 0,
         })
     );
 }
