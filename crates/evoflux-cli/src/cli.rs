@@ -66,7 +66,7 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::workers::WorkersCommand,
     },
-    /// Fleet contracts: list, show, validate, and compile a plan (running plans is not built yet).
+    /// Fleet contracts: list, show, validate, compile a plan, run it, and see its runs.
     Fleet {
         #[command(subcommand)]
         command: crate::commands::fleet::FleetCommand,

@@ -208,3 +208,336 @@ Do {{it}}.
         ]
     );
 }
+
+// ------------------------------------------------------------ fleet run
+
+/// `fix`: a coder bounded to `src/`, then a registered check that the fix
+/// is there.
+const FIX: &str = "---
+version: 4
+name: fix
+description: Implement the fix, then check it is there.
+maxWorkers: 1
+onFailure: stop
+steps:
+  - {id: implement, agent: coder, scope: workspace, writes: [src/], dependencies: []}
+  - {id: check, kind: code, command: has-fix, scope: readonly, dependencies: [implement]}
+---
+Make answer() in src/lib.rs return {{value}}.
+";
+
+const FIX_COMMANDS: &str = "version: 1
+commands:
+  has-fix:
+    argv: [grep, -q, '42', src/lib.rs]
+";
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A real git repository with a committed `src/lib.rs` and `docs/guide.md`,
+/// trusted, holding `fleet` and the fix commands.
+fn fleet_repo(fleet: (&str, &str), commands: &str) -> Sandbox {
+    let s = Sandbox::new();
+    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
+    s.write(
+        s.repo().join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    0\n}\n",
+    );
+    s.write(s.repo().join("docs/guide.md"), "the guide\n");
+    s.project(&format!("fleets/{}.md", fleet.0), fleet.1);
+    s.project("fleets/commands.yaml", commands);
+    git(&s.repo(), &["init", "-q"]);
+    git(&s.repo(), &["add", "-A"]);
+    git(&s.repo(), &["commit", "-qm", "init"]);
+    s.trust();
+    s
+}
+
+/// A coder's turn: `writes` with the `write` tool, then its mutation
+/// report naming them.
+fn coder_turns(expect: &str, writes: &[(&str, &str)]) -> String {
+    let calls: Vec<String> = writes
+        .iter()
+        .map(|(path, content)| {
+            format!(
+                "        - {{name: write, arguments: {{path: {path}, content: {}}}}}\n",
+                serde_json::to_string(content).unwrap()
+            )
+        })
+        .collect();
+    let report = serde_json::json!({
+        "mutatedPaths": writes.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        "validations": [{"name": "read back", "passed": true, "evidence": "wrote src/lib.rs"}],
+    })
+    .to_string();
+    format!(
+        "  - expect: {{user: {{contains: {}}}}}\n    reply:\n      tool_calls:\n{}  - reply: {{text: {}}}\n",
+        serde_json::to_string(expect).unwrap(),
+        calls.concat(),
+        serde_json::to_string(&report).unwrap()
+    )
+}
+
+const FIXED: &str = "pub fn answer() -> u32 {\n    42\n}\n";
+
+#[test]
+fn a_fleet_run_undoes_a_write_outside_its_boundary_and_a_resume_finishes_it() {
+    let s = fleet_repo(("fix", FIX), FIX_COMMANDS);
+    // The coder fixes src/lib.rs and also rewrites the guide, outside its
+    // boundary.
+    let model = common::script(
+        &s,
+        "first.yaml",
+        &format!(
+            "turns:\n{}",
+            coder_turns(
+                "Make answer() in src/lib.rs return 42",
+                &[("src/lib.rs", FIXED), ("docs/guide.md", "vandalized\n")]
+            )
+        ),
+    );
+    let out = common::run(
+        &s,
+        &[
+            "--json", "fleet", "run", "fix", "--var", "value=42", "--model", &model,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    let run_id = report["runId"].as_str().unwrap().to_owned();
+    assert_eq!(report["status"], "stopped");
+    let implement = &report["receipts"][0];
+    assert_eq!(implement["node"], "implement");
+    assert_eq!(implement["status"], "failed");
+    assert_eq!(implement["reason"], "write-boundary");
+    assert_eq!(
+        implement["boundaryViolations"],
+        serde_json::json!(["docs/guide.md"])
+    );
+    assert_eq!(implement["contract"], "met");
+    // Undone outside the boundary; kept inside it.
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("docs/guide.md")).unwrap(),
+        "the guide\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("src/lib.rs")).unwrap(),
+        FIXED
+    );
+    assert_eq!(report["receipts"][1]["status"], "skipped");
+    // The worker's task said which step it was and what it may change.
+    let task = implement["output"].as_str().unwrap();
+    assert!(task.contains("mutatedPaths"), "{task}");
+
+    // `runs` and `show-run` see it as it stands.
+    let runs = s.json(&["--json", "fleet", "runs"]);
+    assert_eq!(runs[0]["runId"], run_id.as_str());
+    assert_eq!(runs[0]["state"], "stopped");
+    assert_eq!(runs[0]["vars"]["value"], "42");
+
+    // Resumed (with another script: the first is spent), the failed step
+    // runs again, within its boundary, and the check passes.
+    let model = common::script(
+        &s,
+        "second.yaml",
+        &format!(
+            "turns:\n{}",
+            coder_turns(
+                "You are step `implement` of fleet `fix`",
+                &[("src/lib.rs", FIXED)]
+            )
+        ),
+    );
+    let out = common::run(
+        &s,
+        &[
+            "--json", "fleet", "run", "--resume", &run_id, "--model", &model,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    assert_eq!(report["runId"], run_id.as_str());
+    assert_eq!(report["status"], "succeeded");
+    let statuses: Vec<(&str, &str)> = report["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [("implement", "succeeded"), ("check", "succeeded")]
+    );
+    assert_eq!(
+        report["receipts"][1]["command"],
+        serde_json::json!(["grep", "-q", "42", "src/lib.rs"])
+    );
+    let shown = s.json(&["--json", "fleet", "show-run", &run_id]);
+    assert_eq!(shown["state"], "succeeded");
+    assert_eq!(shown["fleet"], "fix");
+    assert_eq!(shown["receipts"].as_array().unwrap().len(), 2);
+    assert!(shown["unsettled"].as_array().unwrap().is_empty());
+    // Each agent step was a real session, kept with the others.
+    let sessions = s.json(&["--json", "sessions", "list"]);
+    assert_eq!(sessions.as_array().unwrap().len(), 2, "{sessions:#}");
+}
+
+/// `slow`: a coder step, then a command that takes a while.
+const SLOW: &str = "---
+version: 3
+name: slow
+description: Implement, then a slow check.
+maxWorkers: 1
+onFailure: stop
+steps:
+  - {id: implement, agent: coder, scope: workspace, dependencies: []}
+  - {id: wait, kind: code, command: pause, scope: readonly, dependencies: [implement]}
+---
+Make answer() in src/lib.rs return 42.
+";
+
+const SLOW_COMMANDS: &str = "version: 1
+commands:
+  pause:
+    argv: [sleep, '2']
+";
+
+#[test]
+fn a_killed_run_resumes_without_running_its_settled_steps_again() {
+    let s = fleet_repo(("slow", SLOW), SLOW_COMMANDS);
+    let model = common::script(
+        &s,
+        "coder.yaml",
+        &format!(
+            "turns:\n{}",
+            coder_turns("return 42", &[("src/lib.rs", FIXED)])
+        ),
+    );
+    let mut child = s
+        .command(&["--json", "fleet", "run", "slow", "--model", &model])
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once the slow step has started (its start is journalled).
+    let runs = s.home().join(".local/share/evoflux/fleet-runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let journal = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow step never started"
+        );
+        let found = std::fs::read_dir(&runs).ok().and_then(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        });
+        if let Some(path) = found
+            && std::fs::read_to_string(&path)
+                .unwrap()
+                .contains(r#""entry":"started","node":"wait""#)
+        {
+            break path;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run_id = journal.file_stem().unwrap().to_string_lossy().into_owned();
+    let shown = s.json(&["--json", "fleet", "show-run", &run_id]);
+    assert_eq!(shown["state"], "incomplete");
+    assert_eq!(shown["unsettled"], serde_json::json!(["wait"]));
+
+    // The same (spent) script again: a coder step run a second time would
+    // get no answer from it and fail.
+    let out = common::run(
+        &s,
+        &[
+            "--json", "fleet", "run", "--resume", &run_id, "--model", &model,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    assert_eq!(report["resumed"], serde_json::json!(["implement"]));
+    assert_eq!(report["interrupted"], serde_json::json!(["wait"]));
+    assert_eq!(report["status"], "succeeded");
+    let sessions = s.json(&["--json", "sessions", "list"]);
+    assert_eq!(sessions.as_array().unwrap().len(), 1, "{sessions:#}");
+}
+
+#[test]
+fn a_fleet_run_that_cannot_start_says_why_with_its_code() {
+    let s = fleet_repo(("fix", FIX), FIX_COMMANDS);
+    // Diagnostics for a bad fleet or variable; an error naming its code
+    // for the rest.
+    let codes = |args: &[&str]| {
+        let out = common::run(&s, args);
+        let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+        let found = match err["error"].as_str() {
+            Some(text) => {
+                let code = text.rsplit_once('[').unwrap().1.trim_end_matches(']');
+                vec![code.to_owned()]
+            }
+            None => stderr_codes(&out),
+        };
+        (out.status.code(), found)
+    };
+    let (code, found) = codes(&["--json", "fleet", "run", "nope"]);
+    assert_eq!(code, Some(3));
+    assert!(found.contains(&"fleet/not-found".to_owned()), "{found:?}");
+    let (code, found) = codes(&["--json", "fleet", "run", "fix"]);
+    assert_eq!(code, Some(3));
+    assert_eq!(found, ["fleet/prompt-unresolved"]);
+    let (code, found) = codes(&["--json", "fleet", "run", "--resume", "fix-1"]);
+    assert_eq!(code, Some(3));
+    assert!(
+        found.contains(&"fleet/run-not-found".to_owned()),
+        "{found:?}"
+    );
+    let (code, found) = codes(&["--json", "fleet", "show-run", "../x"]);
+    assert_eq!(code, Some(3));
+    assert!(
+        found.contains(&"fleet/run-not-found".to_owned()),
+        "{found:?}"
+    );
+    let (code, found) = codes(&["--json", "fleet", "run"]);
+    assert_eq!(code, Some(3));
+    assert!(
+        found.contains(&"fleet/nothing-to-run".to_owned()),
+        "{found:?}"
+    );
+    // Nothing ran, so nothing is listed.
+    assert_eq!(s.json(&["--json", "fleet", "runs"]), serde_json::json!([]));
+}

@@ -30,8 +30,9 @@
 //!   node merged back in plan order, receipts per node in a
 //!   [`run::RunJournal`] so a killed run resumes, and the `budgetUsd` stop.
 //!
-//! Not here: the harness's implementations of the runner and journal
-//! traits, and the CLI's `fleet run | runs | show-run`.
+//! Not here: the agent runner (each agent node a worker session) and the
+//! run records, in `evoflux_harness::fleet_run`, which `evoflux fleet run`
+//! drives.
 
 pub mod bind;
 pub mod boundary;

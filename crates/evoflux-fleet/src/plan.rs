@@ -72,6 +72,16 @@ pub enum PlanError {
 impl PlanError {
     /// The code of an argument value a code step cannot take.
     pub const ARGUMENT_CODE: &'static str = "fleet/argument-invalid";
+
+    /// The stable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PlanError::Invalid { .. } => "fleet/invalid",
+            PlanError::Unresolved(_) => RenderError::CODE,
+            PlanError::Argument { .. } => Self::ARGUMENT_CODE,
+            PlanError::Hash(_) => "fleet/plan-hash",
+        }
+    }
 }
 
 /// What part of its step a node is.

@@ -20,6 +20,7 @@ pub mod doctor;
 pub mod error;
 pub mod evals;
 pub mod events;
+pub mod fleet_run;
 pub mod hooks;
 pub mod metadata;
 pub mod offload;
@@ -52,5 +53,5 @@ pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
     SessionRecord, SessionRequest, SessionSummary, TeamSetup, TrustQuestion, TurnEnd, TurnOptions,
-    TurnOutcome, UnmetContract, selected_config, selected_sandbox,
+    TurnOutcome, UnmetContract, WorkerEnd, selected_config, selected_sandbox,
 };

@@ -123,7 +123,9 @@ impl From<SessionError> for ApiError {
             SessionError::Workspace { .. } | SessionError::WorkspaceInWorkMode { .. } => {
                 (S::UNPROCESSABLE_ENTITY, Some("workspaces".to_owned()))
             }
-            SessionError::Lead { .. } | SessionError::LeadUnloadable { .. } => {
+            SessionError::Lead { .. }
+            | SessionError::LeadUnloadable { .. }
+            | SessionError::WorkerUnknown { .. } => {
                 (S::UNPROCESSABLE_ENTITY, Some("lead".to_owned()))
             }
             SessionError::ModelInvalid { .. } | SessionError::Provider { .. } => {

@@ -1,8 +1,12 @@
 //! `evoflux fleet`: the fleets of the source graph and the builtin ones,
-//! checked, shown and compiled into plans. Running a plan is not built yet,
-//! so there is no `run` here.
+//! checked, shown, compiled into plans, and run through the harness's
+//! fleet runner (`evoflux_harness::fleet_run`), which holds every rule of
+//! a run; this module parses, prints and picks the exit code.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
 use evoflux_core::{Diagnostic, Diagnostics};
@@ -10,6 +14,11 @@ use evoflux_fleet::{
     CatalogFleet, FleetCatalog, FleetStep, LoopCheck, PlanError, compile_fleet_plan,
 };
 use serde_json::{Value, json};
+
+use evoflux_fleet::run::{NodeOutcome, NodeReceipt, RunReport, RunStatus};
+use evoflux_harness::fleet_run::{
+    self, FleetProgress, FleetRunError, FleetRunOptions, RunRecord, RunState,
+};
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -45,6 +54,30 @@ pub enum FleetCommand {
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// Run a fleet in the repository: agent steps as worker sessions, code
+    /// steps as registered commands, write boundaries enforced against git.
+    /// Exit 0 when it succeeds, 1 when a step failed, 3 for a bad fleet or
+    /// variable. A killed run goes on with `--resume ID`.
+    Run {
+        /// The fleet (optional with --resume).
+        name: Option<String>,
+        /// A prompt variable, `name=value` (repeatable).
+        #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+        vars: Vec<(String, String)>,
+        /// Every agent step on this `provider:model`.
+        #[arg(long, value_name = "PROVIDER:MODEL")]
+        model: Option<String>,
+        /// Carry on run ID: steps that settled are not run again.
+        #[arg(long, value_name = "ID")]
+        resume: Option<String>,
+        /// The repository to run in (default: the one around the current directory).
+        #[arg(long = "workspace", value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// List fleet runs, newest first, with where each stands.
+    Runs,
+    /// Show one fleet run: its variables and each step's receipt.
+    ShowRun { id: String },
 }
 
 fn parse_var(s: &str) -> Result<(String, String), String> {
@@ -62,6 +95,24 @@ pub fn run(out: &Output, command: &FleetCommand) -> anyhow::Result<Exit> {
         | FleetCommand::Show { sources, .. }
         | FleetCommand::Validate { sources, .. }
         | FleetCommand::Plan { sources, .. } => sources,
+        FleetCommand::Run {
+            name,
+            vars,
+            model,
+            resume,
+            workspace,
+        } => {
+            let options = FleetRunOptions {
+                fleet: name.clone(),
+                vars: vars.iter().cloned().collect(),
+                model: model.clone(),
+                resume: resume.clone(),
+                workspace: workspace.clone(),
+            };
+            return run_fleet(out, options);
+        }
+        FleetCommand::Runs => return runs(out),
+        FleetCommand::ShowRun { id } => return show_run(out, id),
     };
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
@@ -74,6 +125,9 @@ pub fn run(out: &Output, command: &FleetCommand) -> anyhow::Result<Exit> {
         FleetCommand::Show { name, .. } => show(out, &catalog, name),
         FleetCommand::Validate { name, .. } => validate(out, &catalog, name.as_deref()),
         FleetCommand::Plan { name, vars, .. } => plan(out, &catalog, name, vars),
+        FleetCommand::Run { .. } | FleetCommand::Runs | FleetCommand::ShowRun { .. } => {
+            unreachable!("handled above")
+        }
     })
 }
 
@@ -306,4 +360,230 @@ fn plan_error(out: &Output, path: &std::path::Path, e: &PlanError) -> Exit {
     };
     out.diagnostics(&Diagnostics::from(vec![d]));
     Exit::Invalid
+}
+
+/// Progress on a terminal: a line per node as it starts and settles.
+#[derive(Debug, Default)]
+struct Lines {
+    /// Shown at all (stderr is a terminal, and no `--json`).
+    shown: bool,
+    /// The run's id, once it has one: a Ctrl-C names it for `--resume`.
+    run_id: Mutex<Option<String>>,
+}
+
+impl FleetProgress for Lines {
+    fn started(&self, run_id: &str, node: &str) {
+        if let Ok(mut id) = self.run_id.lock() {
+            *id = Some(run_id.to_owned());
+        }
+        if self.shown {
+            eprintln!("  … {node}");
+        }
+    }
+
+    fn settled(&self, run_id: &str, receipt: &NodeReceipt) {
+        if let Ok(mut id) = self.run_id.lock() {
+            *id = Some(run_id.to_owned());
+        }
+        if self.shown {
+            eprintln!("{}", receipt_line(receipt));
+        }
+    }
+}
+
+fn run_fleet(out: &Output, options: FleetRunOptions) -> anyhow::Result<Exit> {
+    let rt = super::run::runtime()?;
+    rt.block_on(async {
+        let dirs = match super::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(exit) => return Ok(exit),
+        };
+        let app = super::app_context(&dirs)?;
+        let processes = super::run::process_runtime(out)?;
+        let lines = Arc::new(Lines {
+            shown: !out.json && std::io::stderr().is_terminal(),
+            run_id: Mutex::new(options.resume.clone()),
+        });
+        let progress: Arc<dyn FleetProgress> = lines.clone();
+        let ran = tokio::select! {
+            r = fleet_run::run_fleet(&app, processes.clone(), options, progress) => Some(r),
+            () = super::run::shutdown_signal() => None,
+        };
+        processes.shutdown().await;
+        let Some(ran) = ran else {
+            let id = lines.run_id.lock().ok().and_then(|id| id.clone());
+            out.failure(&anyhow::anyhow!(
+                "interrupted; {}",
+                match id {
+                    Some(id) => format!("carry on with `evoflux fleet run --resume {id}`"),
+                    None => "the run had not started".to_owned(),
+                }
+            ));
+            return Ok(Exit::Interrupted);
+        };
+        match ran {
+            Ok(report) => {
+                out.result(&report, || report_text(&report));
+                Ok(match report.status {
+                    RunStatus::Succeeded => Exit::Ok,
+                    RunStatus::Failed | RunStatus::Stopped | RunStatus::BudgetExhausted => {
+                        Exit::Failure
+                    }
+                })
+            }
+            Err(e) => Ok(run_error(out, &e)),
+        }
+    })
+}
+
+/// A run that could not be carried out: diagnostics for a bad fleet or
+/// variable (exit 3), else the error with its code.
+fn run_error(out: &Output, e: &FleetRunError) -> Exit {
+    match e {
+        FleetRunError::Invalid { diagnostics, .. } => {
+            out.diagnostics(diagnostics);
+            Exit::Invalid
+        }
+        FleetRunError::Plan { path, source, .. } => plan_error(out, path, source),
+        FleetRunError::NotFound { .. }
+        | FleetRunError::RunNotFound { .. }
+        | FleetRunError::ResumeMismatch { .. }
+        | FleetRunError::NothingToRun
+        | FleetRunError::Io { .. }
+        | FleetRunError::Corrupt { .. }
+        | FleetRunError::Session(_)
+        | FleetRunError::Journal(_)
+        | FleetRunError::Executor(_) => {
+            out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+            if e.is_invalid_input() {
+                Exit::Invalid
+            } else {
+                Exit::Failure
+            }
+        }
+    }
+}
+
+fn runs(out: &Output) -> anyhow::Result<Exit> {
+    let rt = super::run::runtime()?;
+    rt.block_on(async {
+        let dirs = match super::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(exit) => return Ok(exit),
+        };
+        match fleet_run::list_runs(dirs.data_dir()).await {
+            Ok(runs) => {
+                out.result(&runs, || {
+                    if runs.is_empty() {
+                        return "no fleet runs yet; start one with `evoflux fleet run NAME`\n"
+                            .to_owned();
+                    }
+                    runs.iter().map(run_row).collect()
+                });
+                Ok(Exit::Ok)
+            }
+            Err(e) => Ok(run_error(out, &e)),
+        }
+    })
+}
+
+fn show_run(out: &Output, id: &str) -> anyhow::Result<Exit> {
+    let rt = super::run::runtime()?;
+    rt.block_on(async {
+        let dirs = match super::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(exit) => return Ok(exit),
+        };
+        match fleet_run::show_run(dirs.data_dir(), id).await {
+            Ok(record) => {
+                out.result(&record, || {
+                    let mut text = run_row(&record);
+                    text.push_str(&format!("  in {}\n", record.manifest.workspace.display()));
+                    for (k, v) in &record.manifest.vars {
+                        text.push_str(&format!("  {k} = {v}\n"));
+                    }
+                    for r in &record.receipts {
+                        text.push_str(&receipt_line(r));
+                        text.push('\n');
+                    }
+                    for n in &record.unsettled {
+                        text.push_str(&format!("  ! {n:<24} started, never settled\n"));
+                    }
+                    if record.state == RunState::Incomplete {
+                        text.push_str(&format!(
+                            "carry on with `evoflux fleet run --resume {}`\n",
+                            record.manifest.run_id
+                        ));
+                    }
+                    text
+                });
+                Ok(Exit::Ok)
+            }
+            Err(e) => Ok(run_error(out, &e)),
+        }
+    })
+}
+
+/// One run as `runs` lists it.
+fn run_row(r: &RunRecord) -> String {
+    format!(
+        "{:<36} {:<16} {:<16} {} steps settled · spent {}\n",
+        r.manifest.run_id,
+        r.manifest.fleet,
+        r.state.as_str(),
+        r.receipts.len(),
+        r.spent
+    )
+}
+
+/// One node's receipt as a line: state, time, cost, what it changed, why
+/// it failed.
+fn receipt_line(r: &NodeReceipt) -> String {
+    let (mark, state) = match &r.outcome {
+        NodeOutcome::Succeeded => ("✓", "succeeded".to_owned()),
+        NodeOutcome::CheckFailed => ("✗", "check failed".to_owned()),
+        NodeOutcome::Failed { reason, message } => {
+            ("✗", format!("failed [{}]: {message}", reason.code()))
+        }
+        NodeOutcome::Skipped { reason } => ("-", format!("skipped [{}]", reason.code())),
+    };
+    let mut line = format!(
+        "  {mark} {:<24} {state} · {:.1}s · {}",
+        r.node,
+        r.duration_ms as f64 / 1000.0,
+        r.cost
+    );
+    if !r.files_changed.is_empty() {
+        line.push_str(&format!(" · changed {}", r.files_changed.join(", ")));
+    }
+    // Boundary violations and merge conflicts are named by the failure.
+    line
+}
+
+fn report_text(report: &RunReport) -> String {
+    let mut text = String::new();
+    for r in &report.receipts {
+        text.push_str(&receipt_line(r));
+        text.push('\n');
+    }
+    let state = RunState::from(report.status);
+    text.push_str(&format!(
+        "fleet run {}: {} · spent {}{}\n",
+        report.run_id,
+        state.as_str(),
+        report.spent,
+        if report.resumed.is_empty() {
+            String::new()
+        } else {
+            format!(" · {} steps kept from before", report.resumed.len())
+        }
+    ));
+    if state != RunState::Succeeded {
+        text.push_str(&format!(
+            "see `evoflux fleet show-run {}`; after a fix, `evoflux fleet run --resume {}` runs \
+             the steps that did not succeed\n",
+            report.run_id, report.run_id
+        ));
+    }
+    text
 }

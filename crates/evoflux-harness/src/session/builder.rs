@@ -490,6 +490,15 @@ pub enum SessionError {
         /// The diagnostics of the agents that were loaded.
         diagnostics: Diagnostics,
     },
+    #[error(
+        "there is no worker recipe `{worker}` in {mode} mode; known: {}",
+        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+    )]
+    WorkerUnknown {
+        worker: String,
+        mode: AppMode,
+        known: Vec<String>,
+    },
     #[error("lead `{lead}` cannot be loaded")]
     LeadUnloadable {
         lead: String,
@@ -533,6 +542,7 @@ impl SessionError {
             SessionError::Compile(_) => "session/compile-failed",
             SessionError::Lead { .. } => "session/lead-unknown",
             SessionError::LeadUnloadable { .. } => "session/lead-unloadable",
+            SessionError::WorkerUnknown { .. } => "session/worker-unknown",
             SessionError::Trust(e) => e.code(),
             SessionError::Config { .. } => "config/invalid",
             SessionError::Sandbox { .. } => "sandbox/invalid",
@@ -553,6 +563,7 @@ impl SessionError {
             | SessionError::WorkspaceInWorkMode { .. }
             | SessionError::Lead { .. }
             | SessionError::LeadUnloadable { .. }
+            | SessionError::WorkerUnknown { .. }
             | SessionError::Config { .. }
             | SessionError::Sandbox { .. }
             | SessionError::ModelInvalid { .. } => true,
@@ -586,6 +597,7 @@ impl SessionError {
             | SessionError::Sandbox { diagnostics } => Some(diagnostics),
             SessionError::Workspace { .. }
             | SessionError::WorkspaceInWorkMode { .. }
+            | SessionError::WorkerUnknown { .. }
             | SessionError::Trust(_)
             | SessionError::Compile(_)
             | SessionError::ModelInvalid { .. }
@@ -625,6 +637,8 @@ pub struct OpenedSession {
     pub diagnostics: Diagnostics,
     pub model: ModelRef,
     pub model_origin: ModelOrigin,
+    /// The worker recipe the session runs as ([`SessionBuilder::worker`]).
+    pub worker: Option<evoflux_agents::worker::spec::AgentSpec>,
 }
 
 /// Opens or resumes one session; see the module documentation.
@@ -641,6 +655,7 @@ pub struct SessionBuilder<'a> {
     reuse_model: Option<super::ModelClient>,
     clock: Option<Arc<dyn crate::clock::Clock>>,
     model_dir: Option<PathBuf>,
+    worker: Option<String>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -657,7 +672,18 @@ impl<'a> SessionBuilder<'a> {
             reuse_model: None,
             clock: None,
             model_dir: None,
+            worker: None,
         }
+    }
+
+    /// Runs the session as worker recipe `id` (its prompt, tools and tool
+    /// budget) instead of a lead: a fleet's agent step. Coding mode only,
+    /// as dispatch reaches workers; the worker hands nothing on (no team),
+    /// and [`OpenedSession::worker`] is its spec, for
+    /// [`Harness::worker_task`](super::Harness::worker_task).
+    pub fn worker(mut self, id: impl Into<String>) -> Self {
+        self.worker = Some(id.into());
+        self
     }
 
     /// Where a model's relative path (a `scripted:` script) starts
@@ -780,7 +806,22 @@ impl<'a> SessionBuilder<'a> {
                 diagnostics: diags.errors(),
             });
         };
-        let agent = compile_agent_config(raw, source, &catalog, &mut diags);
+        let mut agent = compile_agent_config(raw, source, &catalog, &mut diags);
+        let workers = dispatchable_workers(&graph, &catalog, mode, &mut diags);
+        let worker = match &self.worker {
+            None => None,
+            Some(id) => {
+                let Some(spec) = workers.iter().find(|w| &w.id == id) else {
+                    return Err(SessionError::WorkerUnknown {
+                        worker: id.clone(),
+                        mode,
+                        known: workers.iter().map(|w| w.id.clone()).collect(),
+                    });
+                };
+                agent = worker_agent_config(spec, mode, &catalog);
+                Some(spec.clone())
+            }
+        };
         let (loaded, config_diags) = selected_config(&graph);
         let Some(loaded) = loaded else {
             return Err(SessionError::Config {
@@ -853,7 +894,6 @@ impl<'a> SessionBuilder<'a> {
         let mut member_diags = Diagnostics::new();
         let members = team_members(&directory, &team, &catalog, &mut member_diags);
         shown.extend(member_diags.errors());
-        let workers = dispatchable_workers(&graph, &catalog, mode, &mut shown);
         let checks = selected_checks(&graph, &mut shown);
         let team_setup = super::TeamSetup {
             members,
@@ -918,6 +958,11 @@ impl<'a> SessionBuilder<'a> {
             limits: Limits {
                 model_calls_per_turn: opts.limits.model_calls_per_turn.max(1),
                 max_cost: opts.limits.max_cost.or(loaded.config.limits.max_cost_usd),
+                // A worker keeps to its recipe's tool budget, as dispatched.
+                tool_calls_per_turn: match &worker {
+                    Some(spec) => spec.budget.tool_calls.max(1),
+                    None => opts.limits.tool_calls_per_turn,
+                },
                 ..opts.limits
             },
             can_request_input: self.can_request_input,
@@ -932,7 +977,8 @@ impl<'a> SessionBuilder<'a> {
                 policy,
                 hidden: hidden_dirs(&app.dirs),
             }),
-            team: Some(team_setup),
+            // A worker hands nothing on.
+            team: worker.is_none().then_some(team_setup),
             checks,
             // Only a root session schedules; its tasks are the user's.
             schedules_dir: Some(app.dirs.config_dir().join("schedules")),
@@ -961,6 +1007,7 @@ impl<'a> SessionBuilder<'a> {
             diagnostics: shown,
             model: model_ref,
             model_origin,
+            worker,
         })
     }
 }

@@ -432,6 +432,44 @@ pub(crate) struct ChildEnd {
     repairs: u32,
 }
 
+/// A worker session's answer to one task ([`Harness::worker_task`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerEnd {
+    /// `Completed` when the worker answered and met its contract.
+    pub status: TurnStatus,
+    /// The answer, or why there is none.
+    pub text: String,
+    /// Whether the answer is the worker's (`false`: the text says why the
+    /// run failed).
+    pub answered: bool,
+    pub contract: Option<ContractOutcome>,
+    /// Result-contract repair rounds used.
+    pub repairs: u32,
+}
+
+impl Harness {
+    /// Runs `task` in this session as worker `spec` (opened with
+    /// [`SessionBuilder::worker`](super::SessionBuilder::worker)), and
+    /// checks the answer against the recipe's result contract with the
+    /// same repair rounds a dispatched worker gets: a fleet's agent step
+    /// goes through the one path a team's dispatch does.
+    pub async fn worker_task(
+        &mut self,
+        spec: &AgentSpec,
+        task: &str,
+    ) -> Result<WorkerEnd, HarnessError> {
+        let name = spec.id.clone();
+        let end = child_turn(self, &name, Some(spec), Some(task)).await?;
+        Ok(WorkerEnd {
+            status: end.status,
+            answered: !end.result.is_error,
+            text: end.result.content,
+            contract: end.contract,
+            repairs: end.repairs,
+        })
+    }
+}
+
 /// Runs a child's turn to its answer, checking a worker's against its
 /// contract; owns the child, so it can run in the background.
 async fn run_child(
@@ -441,7 +479,21 @@ async fn run_child(
     flag: Option<String>,
     input: Option<String>,
 ) -> Result<ChildEnd, HarnessError> {
-    let outcome = child.turn(input.as_deref(), TurnOptions::default()).await;
+    let mut end = child_turn(&mut child, &name, worker.as_ref(), input.as_deref()).await?;
+    if let Some(flag) = flag {
+        end.result.content = format!("{}\n\n[admission] {flag}", end.result.content);
+    }
+    Ok(end)
+}
+
+/// A child's turn and, for a worker, its contract check.
+async fn child_turn(
+    child: &mut Harness,
+    name: &str,
+    worker: Option<&AgentSpec>,
+    input: Option<&str>,
+) -> Result<ChildEnd, HarnessError> {
+    let outcome = child.turn(input, TurnOptions::default()).await;
     let (mut status, mut result) = match outcome {
         Ok(o) => {
             let result = match o.status {
@@ -470,17 +522,14 @@ async fn run_child(
     };
     let mut contract = None;
     let mut repairs = 0;
-    if let Some(spec) = &worker
+    if let Some(spec) = worker
         && status == TurnStatus::Completed
     {
-        let checked = check_worker_result(&mut child, spec, result.content.clone()).await?;
+        let checked = check_worker_result(child, spec, result.content.clone()).await?;
         contract = Some(checked.outcome);
         repairs = checked.repairs;
         status = checked.status;
         result = checked.result;
-    }
-    if let Some(flag) = flag {
-        result.content = format!("{}\n\n[admission] {flag}", result.content);
     }
     Ok(ChildEnd {
         status,

@@ -24,6 +24,7 @@ pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
     TrustQuestion, selected_config, selected_sandbox,
 };
+pub use dispatch::WorkerEnd;
 pub use record::{SessionRecord, SessionSummary};
 
 use std::path::PathBuf;

@@ -1,0 +1,750 @@
+//! Running a fleet (`evoflux fleet run`): the harness's side of
+//! [`evoflux_fleet::run`].
+//!
+//! The fleet crate schedules nodes, enforces write boundaries against git
+//! and keeps the journal; this module supplies what it leaves to the
+//! harness:
+//!
+//! * [`WorkerAgents`]: each agent node is a real session opened through
+//!   the one [`SessionBuilder`] as the step's worker recipe
+//!   ([`SessionBuilder::worker`]), in the node's checkout (the repository,
+//!   or the node's own worktree, trusted as the repository is), kept in the
+//!   user's store like any session, and its answer checked against the
+//!   recipe's result contract with the repair rounds a dispatched worker
+//!   gets ([`Harness::worker_task`](crate::Harness::worker_task)). Every
+//!   node shares one model client, so a scripted model's place in its
+//!   script and a provider's connections carry over from node to node.
+//! * Durability: the journal is a [`FileJournal`] under
+//!   `<data>/fleet-runs/`, beside a manifest (`<run>.json`: the fleet, its
+//!   variables, the repository) from which `--resume` rebuilds the same
+//!   plan, and, once the run ends, its end (`<run>.end.json`). Worktrees
+//!   and private index files live in `<run>.state/`, outside the checkout.
+//! * Progress: every journal append is also reported to a
+//!   [`FleetProgress`], so a front end shows a line per node as it starts
+//!   and settles without holding any run logic.
+//!
+//! Code steps run through [`ProcessCommandRunner`]: argv only, exactly the
+//! closed environment the registry grants, killed on timeout.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use evoflux_core::price::Usd;
+use evoflux_core::{AppMode, Diagnostics};
+use evoflux_fleet::run::{
+    AgentError, AgentOutcome, AgentRequest, AgentRunner, Executor, ExecutorConfig, ExecutorError,
+    FileJournal, JournalEntry, JournalError, NodeReceipt, ProcessCommandRunner, RunFuture,
+    RunJournal, RunReport, RunStatus, Verdict,
+};
+use evoflux_fleet::{NodeRole, NodeWork, PlanError, RegistryState, Scope};
+use evoflux_store::Store;
+use evoflux_tools::ProcessRuntime;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approval::NonInteractive;
+use crate::events::ContractOutcome;
+use crate::session::{AppContext, ModelClient, SessionBuilder, SessionError, SessionOptions};
+
+/// The data dir's folder of fleet runs.
+pub const FLEET_RUNS_DIR: &str = "fleet-runs";
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct FleetRunOptions {
+    /// The fleet's name; on a resume, `None` takes the manifest's.
+    pub fleet: Option<String>,
+    /// Prompt variables; on a resume they are laid over the manifest's.
+    pub vars: BTreeMap<String, String>,
+    /// An explicit `provider:model` for every agent node.
+    pub model: Option<String>,
+    /// Resume this run: nodes that settled are not run again.
+    pub resume: Option<String>,
+    /// The repository to work in (relative to the start directory);
+    /// `None`: the one around the start directory. A resumed run keeps
+    /// its own.
+    pub workspace: Option<PathBuf>,
+}
+
+/// What a run was started with: enough to compile the same plan again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunManifest {
+    pub run_id: String,
+    pub fleet: String,
+    pub vars: BTreeMap<String, String>,
+    /// The repository the run works in.
+    pub workspace: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub plan_hash: String,
+    pub started_at_ms: u64,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunState {
+    Succeeded,
+    Failed,
+    Stopped,
+    BudgetExhausted,
+    /// It never reached its end (killed, or still running): `--resume`
+    /// carries it on.
+    Incomplete,
+}
+
+impl RunState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RunState::Succeeded => "succeeded",
+            RunState::Failed => "failed",
+            RunState::Stopped => "stopped",
+            RunState::BudgetExhausted => "budget-exhausted",
+            RunState::Incomplete => "incomplete",
+        }
+    }
+}
+
+impl From<RunStatus> for RunState {
+    fn from(s: RunStatus) -> RunState {
+        match s {
+            RunStatus::Succeeded => RunState::Succeeded,
+            RunStatus::Failed => RunState::Failed,
+            RunStatus::Stopped => RunState::Stopped,
+            RunStatus::BudgetExhausted => RunState::BudgetExhausted,
+        }
+    }
+}
+
+/// How a run ended, written when it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunEnd {
+    state: RunState,
+    finished_at_ms: u64,
+}
+
+/// A run as `fleet runs` and `fleet show-run` see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    #[serde(flatten)]
+    pub manifest: RunManifest,
+    pub state: RunState,
+    /// Each node's latest receipt, in the order they settled.
+    pub receipts: Vec<NodeReceipt>,
+    /// Nodes started and never settled (the run was killed under them).
+    pub unsettled: Vec<String>,
+    /// Every receipt's cost, earlier attempts included.
+    pub spent: Usd,
+}
+
+/// Told as nodes start and settle.
+pub trait FleetProgress: Send + Sync + std::fmt::Debug {
+    fn started(&self, run_id: &str, node: &str);
+    fn settled(&self, run_id: &str, receipt: &NodeReceipt);
+}
+
+/// Tells nobody.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl FleetProgress for NoProgress {
+    fn started(&self, _: &str, _: &str) {}
+    fn settled(&self, _: &str, _: &NodeReceipt) {}
+}
+
+/// Why a run could not be carried out (a node's own failure is in its
+/// receipt, never here).
+#[derive(Debug, thiserror::Error)]
+pub enum FleetRunError {
+    #[error("no fleet `{name}`; the fleets are: {}", known.join(", "))]
+    NotFound { name: String, known: Vec<String> },
+    #[error("fleet `{name}` is invalid: {}", diagnostics.summary())]
+    Invalid {
+        name: String,
+        diagnostics: Diagnostics,
+    },
+    #[error("fleet `{name}`: {source}")]
+    Plan {
+        name: String,
+        path: PathBuf,
+        #[source]
+        source: PlanError,
+    },
+    #[error("no fleet run `{run_id}` in {}", dir.display())]
+    RunNotFound { run_id: String, dir: PathBuf },
+    #[error("fleet run `{run_id}` runs fleet `{was}`, not `{asked}`")]
+    ResumeMismatch {
+        run_id: String,
+        was: String,
+        asked: String,
+    },
+    #[error("name a fleet to run, or a run to resume")]
+    NothingToRun,
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not a fleet run record: {source}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error(transparent)]
+    Executor(#[from] ExecutorError),
+}
+
+impl FleetRunError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            FleetRunError::NotFound { .. } => "fleet/not-found",
+            FleetRunError::Invalid { .. } => "fleet/invalid",
+            FleetRunError::Plan { source, .. } => source.code(),
+            FleetRunError::RunNotFound { .. } => "fleet/run-not-found",
+            FleetRunError::ResumeMismatch { .. } => "fleet/resume-mismatch",
+            FleetRunError::NothingToRun => "fleet/nothing-to-run",
+            FleetRunError::Io { .. } => "fleet/run-io",
+            FleetRunError::Corrupt { .. } => "fleet/journal-corrupt",
+            FleetRunError::Session(e) => e.code(),
+            FleetRunError::Journal(e) => e.code(),
+            FleetRunError::Executor(e) => e.code(),
+        }
+    }
+
+    /// Whether what the user asked for is what is wrong.
+    pub fn is_invalid_input(&self) -> bool {
+        match self {
+            FleetRunError::NotFound { .. }
+            | FleetRunError::Invalid { .. }
+            | FleetRunError::Plan { .. }
+            | FleetRunError::RunNotFound { .. }
+            | FleetRunError::ResumeMismatch { .. }
+            | FleetRunError::NothingToRun => true,
+            FleetRunError::Executor(e) => matches!(
+                e,
+                ExecutorError::PlanChanged { .. }
+                    | ExecutorError::NotGit { .. }
+                    | ExecutorError::RunId(_)
+            ),
+            FleetRunError::Session(e) => e.is_invalid_input(),
+            FleetRunError::Io { .. }
+            | FleetRunError::Corrupt { .. }
+            | FleetRunError::Journal(_) => false,
+        }
+    }
+}
+
+/// The folder of the data dir `data_dir`'s fleet runs.
+pub fn runs_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join(FLEET_RUNS_DIR)
+}
+
+/// Runs (or resumes) a fleet in the repository around the start directory
+/// (a resumed run: its own repository) and returns its report.
+pub async fn run_fleet(
+    app: &AppContext,
+    processes: ProcessRuntime,
+    options: FleetRunOptions,
+    progress: Arc<dyn FleetProgress>,
+) -> Result<RunReport, FleetRunError> {
+    let dir = runs_dir(app.dirs.data_dir());
+    let earlier = match &options.resume {
+        Some(id) => Some(read_manifest(&dir, id)?),
+        None => None,
+    };
+    let name = match (&options.fleet, &earlier) {
+        (Some(asked), Some(m)) if asked != &m.fleet => {
+            return Err(FleetRunError::ResumeMismatch {
+                run_id: m.run_id.clone(),
+                was: m.fleet.clone(),
+                asked: asked.clone(),
+            });
+        }
+        (Some(name), _) => name.clone(),
+        (None, Some(m)) => m.fleet.clone(),
+        (None, None) => return Err(FleetRunError::NothingToRun),
+    };
+    let workspace = match &earlier {
+        Some(m) => m.workspace.clone(),
+        None => {
+            let asked = app
+                .cwd
+                .join(options.workspace.as_deref().unwrap_or(Path::new(".")));
+            let dir = std::fs::canonicalize(&asked).map_err(|source| FleetRunError::Io {
+                path: asked,
+                source,
+            })?;
+            evoflux_core::trust::repository_root(&dir)
+        }
+    };
+    let mut vars = earlier.as_ref().map(|m| m.vars.clone()).unwrap_or_default();
+    vars.extend(options.vars.clone());
+    let model = options
+        .model
+        .clone()
+        .or_else(|| earlier.as_ref().and_then(|m| m.model.clone()));
+
+    let graph = app.compile(std::slice::from_ref(&workspace))?;
+    let catalog = evoflux_fleet::load_fleets(&graph);
+    let Some(fleet) = catalog.get(&name) else {
+        return Err(FleetRunError::NotFound {
+            name,
+            known: catalog.fleets.iter().map(|f| f.name.clone()).collect(),
+        });
+    };
+    let (Some(contract), true) = (&fleet.contract, fleet.is_valid()) else {
+        return Err(FleetRunError::Invalid {
+            name,
+            diagnostics: fleet.diagnostics.clone(),
+        });
+    };
+    let plan = evoflux_fleet::compile_fleet_plan(contract, &vars).map_err(|source| {
+        FleetRunError::Plan {
+            name: name.clone(),
+            path: contract.path.clone(),
+            source,
+        }
+    })?;
+    let manifest = match earlier {
+        Some(m) => m,
+        None => {
+            let started_at_ms = now_ms();
+            let manifest = RunManifest {
+                run_id: format!("{name}-{started_at_ms}"),
+                fleet: name.clone(),
+                vars,
+                workspace: workspace.clone(),
+                model: model.clone(),
+                plan_hash: plan.hash.to_string(),
+                started_at_ms,
+            };
+            write_json(&dir.join(format!("{}.json", manifest.run_id)), &manifest)?;
+            manifest
+        }
+    };
+    let run_id = manifest.run_id.clone();
+    let store = Store::open(app.dirs.data_dir())
+        .await
+        .map_err(SessionError::from)?;
+    let agents = WorkerAgents {
+        app: app.clone(),
+        repository: workspace.clone(),
+        contract: name,
+        store,
+        processes,
+        model,
+        client: Mutex::new(None),
+    };
+    let journal = ProgressJournal {
+        inner: FileJournal::new(&dir),
+        progress,
+    };
+    let mut executor = Executor::new(
+        plan,
+        Arc::new(agents),
+        Arc::new(ProcessCommandRunner),
+        Arc::new(journal),
+        ExecutorConfig::new(&workspace, dir.join(format!("{run_id}.state"))),
+    );
+    if let RegistryState::Loaded(registry) = evoflux_fleet::catalog::command_registry(&graph) {
+        executor = executor.with_registry(registry);
+    }
+    let report = executor.run(&run_id).await?;
+    write_json(
+        &dir.join(format!("{run_id}.end.json")),
+        &RunEnd {
+            state: report.status.into(),
+            finished_at_ms: now_ms(),
+        },
+    )?;
+    Ok(report)
+}
+
+/// Every run in `data_dir`, newest first.
+pub async fn list_runs(data_dir: &Path) -> Result<Vec<RunRecord>, FleetRunError> {
+    let dir = runs_dir(data_dir);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(FleetRunError::Io { path: dir, source }),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| FleetRunError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        if let Some(id) = file.strip_suffix(".json")
+            && !id.ends_with(".end")
+        {
+            ids.push(id.to_owned());
+        }
+    }
+    let mut runs = Vec::new();
+    for id in ids {
+        runs.push(show_run(data_dir, &id).await?);
+    }
+    runs.sort_by(|a, b| {
+        (b.manifest.started_at_ms, &b.manifest.run_id)
+            .cmp(&(a.manifest.started_at_ms, &a.manifest.run_id))
+    });
+    Ok(runs)
+}
+
+/// One run: what it was started with, its receipts and where it stands.
+pub async fn show_run(data_dir: &Path, run_id: &str) -> Result<RunRecord, FleetRunError> {
+    let dir = runs_dir(data_dir);
+    let manifest = read_manifest(&dir, run_id)?;
+    let entries = FileJournal::new(&dir).load(run_id).await?;
+    let mut receipts: Vec<NodeReceipt> = Vec::new();
+    let mut started: Vec<String> = Vec::new();
+    let mut spent = Usd::ZERO;
+    for entry in entries {
+        match entry {
+            JournalEntry::Begin { .. } => {}
+            JournalEntry::Started { node, .. } => started.push(node),
+            JournalEntry::Finished { receipt } => {
+                spent = spent.saturating_add(receipt.cost);
+                started.retain(|n| n != &receipt.node);
+                receipts.retain(|r| r.node != receipt.node);
+                receipts.push(*receipt);
+            }
+        }
+    }
+    let end_path = dir.join(format!("{run_id}.end.json"));
+    let state = match std::fs::read(&end_path) {
+        Ok(bytes) => {
+            serde_json::from_slice::<RunEnd>(&bytes)
+                .map_err(|source| FleetRunError::Corrupt {
+                    path: end_path.clone(),
+                    source,
+                })?
+                .state
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RunState::Incomplete,
+        Err(source) => {
+            return Err(FleetRunError::Io {
+                path: end_path,
+                source,
+            });
+        }
+    };
+    // A resume that is under way has an earlier end; it is not over.
+    let state = if started.is_empty() {
+        state
+    } else {
+        RunState::Incomplete
+    };
+    Ok(RunRecord {
+        manifest,
+        state,
+        receipts,
+        unsettled: started,
+        spent,
+    })
+}
+
+fn read_manifest(dir: &Path, run_id: &str) -> Result<RunManifest, FleetRunError> {
+    let not_found = || FleetRunError::RunNotFound {
+        run_id: run_id.to_owned(),
+        dir: dir.to_path_buf(),
+    };
+    if !evoflux_fleet::run::journal::valid_run_id(run_id) {
+        return Err(not_found());
+    }
+    let path = dir.join(format!("{run_id}.json"));
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+        Err(source) => return Err(FleetRunError::Io { path, source }),
+    };
+    serde_json::from_slice(&bytes).map_err(|source| FleetRunError::Corrupt { path, source })
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), FleetRunError> {
+    let io = |source| FleetRunError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
+    text.push(b'\n');
+    evoflux_core::atomic::write_atomic(path, &text, Default::default())
+        .map_err(|e| io(std::io::Error::other(e.to_string())))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A [`FileJournal`] that also tells a [`FleetProgress`].
+#[derive(Debug)]
+struct ProgressJournal {
+    inner: FileJournal,
+    progress: Arc<dyn FleetProgress>,
+}
+
+impl RunJournal for ProgressJournal {
+    fn append<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> RunFuture<'a, Result<(), JournalError>> {
+        Box::pin(async move {
+            self.inner.append(run_id, entry).await?;
+            match entry {
+                JournalEntry::Begin { .. } => {}
+                JournalEntry::Started { node, .. } => self.progress.started(run_id, node),
+                JournalEntry::Finished { receipt } => self.progress.settled(run_id, receipt),
+            }
+            Ok(())
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> RunFuture<'a, Result<Vec<JournalEntry>, JournalError>> {
+        self.inner.load(run_id)
+    }
+}
+
+/// Agent nodes as worker sessions (see the module documentation).
+#[derive(Debug)]
+pub struct WorkerAgents {
+    app: AppContext,
+    /// The run's repository: a node's worktree is trusted as it is.
+    repository: PathBuf,
+    contract: String,
+    store: Store,
+    processes: ProcessRuntime,
+    model: Option<String>,
+    /// The first node's model client, shared by the rest.
+    client: Mutex<Option<ModelClient>>,
+}
+
+impl AgentRunner for WorkerAgents {
+    fn run_agent<'a>(
+        &'a self,
+        request: &'a AgentRequest,
+    ) -> RunFuture<'a, Result<AgentOutcome, AgentError>> {
+        Box::pin(self.run(request))
+    }
+}
+
+impl WorkerAgents {
+    async fn run(&self, request: &AgentRequest) -> Result<AgentOutcome, AgentError> {
+        let failed = |message: String, cost: Usd| AgentError { message, cost };
+        let agent = match &request.node.work {
+            NodeWork::Agent { agent, .. }
+            | NodeWork::GateAuthor { agent, .. }
+            | NodeWork::Plan { agent, .. } => agent,
+            NodeWork::Code { .. } | NodeWork::GateCheck { .. } => {
+                return Err(failed(
+                    format!("node `{}` runs a command, not an agent", request.node.id),
+                    Usd::ZERO,
+                ));
+            }
+        };
+        let mut app = self.app.clone();
+        if request.workdir != self.repository {
+            app.inherit_trust(&self.repository, &request.workdir)
+                .map_err(|e| failed(format!("{e} [{}]", e.code()), Usd::ZERO))?;
+        }
+        let client = self.client.lock().ok().and_then(|c| c.clone());
+        let mut builder = SessionBuilder::new(
+            &app,
+            SessionOptions {
+                mode: Some(AppMode::Coding),
+                workspaces: vec![request.workdir.clone()],
+                model: self.model.clone(),
+                ..SessionOptions::default()
+            },
+        )
+        .worker(agent.clone())
+        .store(self.store.clone())
+        .approver(Arc::new(NonInteractive))
+        .processes(self.processes.clone());
+        if let Some(client) = client {
+            builder = builder.reuse_model(client);
+        }
+        let opened = builder
+            .open()
+            .await
+            .map_err(|e| failed(format!("{e} [{}]", e.code()), Usd::ZERO))?;
+        if let Ok(mut slot) = self.client.lock()
+            && slot.is_none()
+        {
+            *slot = Some(opened.harness.model_client());
+        }
+        let Some(spec) = opened.worker else {
+            return Err(failed(
+                format!("`{agent}` did not open as a worker"),
+                Usd::ZERO,
+            ));
+        };
+        let mut harness = opened.harness;
+        let session = harness.session().id;
+        let end = harness
+            .worker_task(&spec, &node_task(&self.contract, request))
+            .await;
+        harness.shutdown().await;
+        let cost = self
+            .store
+            .usage(session)
+            .await
+            .map_or(Usd::ZERO, |u| u.cost_usd);
+        let end = end.map_err(|e| failed(format!("{e} [{}]", e.code()), cost))?;
+        let contract_met = end.contract == Some(ContractOutcome::Pass);
+        if !end.answered && end.contract != Some(ContractOutcome::Exhausted) {
+            return Err(failed(format!("{} (session {session})", end.text), cost));
+        }
+        let answer: Option<Value> = serde_json::from_str(end.text.trim()).ok();
+        let field = |name: &str| {
+            answer
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let verdict = match field("verdict").as_deref() {
+            Some("pass") => Some(Verdict::Pass),
+            Some("fail") => Some(Verdict::Fail),
+            Some(_) | None => None,
+        };
+        Ok(AgentOutcome {
+            commit_message: field("commitMessage"),
+            output: end.text,
+            contract_met,
+            repair_rounds: end.repairs,
+            cost,
+            verdict,
+        })
+    }
+}
+
+/// The task a node's worker is given: the fleet's rendered prompt, then
+/// which step it is, what it may change, and what the steps before it
+/// reported.
+pub fn node_task(contract: &str, request: &AgentRequest) -> String {
+    let node = &request.node;
+    let mut task = request.task.trim_end().to_owned();
+    task.push_str(&format!(
+        "\n\n---\nYou are step `{}` of fleet `{contract}` (run {}).",
+        node.id, request.run_id
+    ));
+    match node.role {
+        NodeRole::Step => {}
+        NodeRole::Check => task.push_str(
+            " You verify: your verdict decides whether the work is done or goes back for repair.",
+        ),
+        NodeRole::Repair => task
+            .push_str(" You repair exactly what the verification before you found, nothing else."),
+    }
+    match (&request.writes, node.scope) {
+        (Some(b), _) if b.is_empty() => task.push_str(" Change no files."),
+        (Some(b), _) => task.push_str(&format!(
+            " Change only {}: a change anywhere else is undone and fails the step.",
+            evoflux_fleet::describe_write_boundary(b)
+        )),
+        (None, Scope::Readonly) => task.push_str(" This step is read-only: change no files."),
+        (None, Scope::Workspace) => {}
+    }
+    if !request.inputs.is_empty() {
+        task.push_str("\n\nWhat the steps before you reported:\n");
+        for input in &request.inputs {
+            task.push_str(&format!(
+                "\n### {}\n{}\n",
+                input.node,
+                input.output.trim_end()
+            ));
+        }
+    }
+    task
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evoflux_fleet::WriteBoundary;
+    use evoflux_fleet::plan::PlanNode;
+    use evoflux_fleet::run::NodeInput;
+
+    fn request(role: NodeRole, scope: Scope, writes: Option<Vec<&str>>) -> AgentRequest {
+        AgentRequest {
+            run_id: "fix-1".to_owned(),
+            node: PlanNode {
+                id: "verify.repair.1".to_owned(),
+                step: "verify".to_owned(),
+                position: "verify.repair".to_owned(),
+                role,
+                attempt: Some(1),
+                scope,
+                dependencies: vec!["verify.check.1".to_owned()],
+                writes: writes.map(|w| {
+                    WriteBoundary::try_from(w.into_iter().map(str::to_owned).collect::<Vec<_>>())
+                        .unwrap()
+                }),
+                work: NodeWork::Agent {
+                    agent: "coder".to_owned(),
+                    route: None,
+                },
+            },
+            task: "Fix the parser.\n".to_owned(),
+            workdir: PathBuf::from("/repo"),
+            writes: None,
+            inputs: vec![NodeInput {
+                node: "verify.check.1".to_owned(),
+                output: "{\"verdict\":\"fail\"}\n".to_owned(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_node_s_task_names_its_step_role_boundary_and_inputs() {
+        let mut r = request(NodeRole::Repair, Scope::Workspace, Some(vec!["src/"]));
+        r.writes = r.node.writes.clone();
+        let task = node_task("fix", &r);
+        assert!(task.starts_with("Fix the parser.\n\n---\n"), "{task}");
+        assert!(task.contains("step `verify.repair.1` of fleet `fix` (run fix-1)"));
+        assert!(task.contains("You repair exactly what the verification"));
+        assert!(task.contains("Change only src/"), "{task}");
+        assert!(
+            task.ends_with("### verify.check.1\n{\"verdict\":\"fail\"}\n"),
+            "{task}"
+        );
+
+        let mut r = request(NodeRole::Check, Scope::Readonly, Some(vec![]));
+        r.writes = r.node.writes.clone();
+        r.inputs.clear();
+        let task = node_task("fix", &r);
+        assert!(task.contains("your verdict decides"));
+        assert!(task.ends_with("Change no files."), "{task}");
+
+        // Below v4 there is no claim; a read-only step is still told.
+        let r = request(NodeRole::Step, Scope::Readonly, None);
+        assert!(node_task("fix", &r).contains("This step is read-only"));
+        let r = request(NodeRole::Step, Scope::Workspace, None);
+        let task = node_task("fix", &r);
+        assert!(
+            !task.contains("Change") && !task.contains("read-only"),
+            "{task}"
+        );
+    }
+}
