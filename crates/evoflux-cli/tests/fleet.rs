@@ -538,6 +538,183 @@ fn a_fleet_run_that_cannot_start_says_why_with_its_code() {
         found.contains(&"fleet/nothing-to-run".to_owned()),
         "{found:?}"
     );
+    // An agent that is no worker recipe, named before anything runs.
+    s.project(
+        "fleets/typo.md",
+        "---\nversion: 1\nname: typo\ndescription: Typo.\nmaxWorkers: 1\nonFailure: stop\nsteps:\n  - {id: look, agent: scuot, scope: readonly, dependencies: []}\n---\nLook.\n",
+    );
+    let (code, found) = codes(&["--json", "fleet", "run", "typo"]);
+    assert_eq!(code, Some(3));
+    assert_eq!(found, ["fleet/agent-unknown"]);
     // Nothing ran, so nothing is listed.
     assert_eq!(s.json(&["--json", "fleet", "runs"]), serde_json::json!([]));
+}
+
+/// One scripted turn: `expect` (YAML) and a reply of tool calls or text.
+fn turn(expect: &str, reply: &str) -> String {
+    format!("  - expect: {expect}\n    reply: {reply}\n")
+}
+
+fn text(v: &serde_json::Value) -> String {
+    format!(
+        "{{text: {}}}",
+        serde_json::to_string(&v.to_string()).unwrap()
+    )
+}
+
+fn user(contains: &str) -> String {
+    format!(
+        "{{user: {{contains: {}}}}}",
+        serde_json::to_string(contains).unwrap()
+    )
+}
+
+fn tool_result(contains: &str) -> String {
+    format!(
+        "{{tool_result: {{contains: {}}}}}",
+        serde_json::to_string(contains).unwrap()
+    )
+}
+
+fn write_call(content: &str) -> String {
+    format!(
+        "{{tool_calls: [{{name: write, arguments: {{path: src/lib.rs, content: {}}}}}]}}",
+        serde_json::to_string(content).unwrap()
+    )
+}
+
+const VERIFY: &str = "{tool_calls: [{name: verify, arguments: {command: test}}]}";
+
+#[test]
+fn the_builtin_fleet_investigates_implements_verifies_until_green_and_reviews() {
+    let s = fleet_repo(
+        ("unused", FIX),
+        "version: 1\ncommands:\n  test:\n    argv: [grep, -q, '42', src/lib.rs]\n",
+    );
+    let mutation = serde_json::json!({
+        "mutatedPaths": ["src/lib.rs"],
+        "validations": [{"name": "read back", "passed": true, "evidence": "wrote src/lib.rs"}],
+    });
+    let verdict = |pass: bool| {
+        serde_json::json!({
+            "verdict": if pass { "pass" } else { "fail" },
+            "checks": [{"name": "test", "passed": pass, "evidence": if pass { "exit 0" } else { "exit 1" }}],
+        })
+    };
+    let scout = serde_json::json!({
+        "findings": [{"claim": "answer() returns 0", "path": "src/lib.rs", "line": 1}],
+        "needsSplit": false,
+        "proposedSubtasks": [],
+    });
+    // Every worker on one script, in the order the run calls them: the
+    // first fix is wrong, the verification fails, the repair fixes it.
+    let script = [
+        turn(
+            &user("The problem: answer() should return 42"),
+            "{tool_calls: [{name: grep, arguments: {pattern: answer}}]}",
+        ),
+        turn(&tool_result("src/lib.rs:1:"), &text(&scout)),
+        turn(
+            &user("You are step `implement` of fleet `investigate-fix`"),
+            &write_call("pub fn answer() -> u32 {\n    41\n}\n"),
+        ),
+        turn(&tool_result("src/lib.rs"), &text(&mutation)),
+        turn(&user("You are step `verify.check.1`"), VERIFY),
+        turn(&tool_result("check `test` failed"), &text(&verdict(false))),
+        turn(&user("You repair exactly"), &write_call(FIXED)),
+        turn(&tool_result("src/lib.rs"), &text(&mutation)),
+        turn(&user("You are step `verify.check.2`"), VERIFY),
+        turn(&tool_result("check `test` passed"), &text(&verdict(true))),
+        turn(&user("You are step `review`"), VERIFY),
+        turn(&tool_result("check `test` passed"), &text(&verdict(true))),
+    ]
+    .concat();
+    let model = common::script(&s, "fleet.yaml", &format!("turns:\n{script}"));
+    let out = common::run(
+        &s,
+        &[
+            "--json",
+            "fleet",
+            "run",
+            "investigate-fix",
+            "--var",
+            "problem=answer() should return 42",
+            "--model",
+            &model,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    let statuses: Vec<(&str, &str)> = report["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("investigate", "succeeded"),
+            ("implement", "succeeded"),
+            ("verify.check.1", "check-failed"),
+            ("verify.repair.1", "succeeded"),
+            ("verify.check.2", "succeeded"),
+            ("verify.repair.2", "skipped"),
+            ("verify.check.3", "skipped"),
+            ("review", "succeeded"),
+        ]
+    );
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["loops"][0]["attempts"], 2);
+    assert_eq!(report["loops"][0]["repairs"], 1);
+    let check = &report["receipts"][2];
+    assert_eq!(check["verdict"], "fail");
+    assert_eq!(check["contract"], "met");
+    // The repair was handed the failing check's answer.
+    assert_eq!(report["receipts"][3]["inputs"][0]["node"], "verify.check.1");
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("src/lib.rs")).unwrap(),
+        FIXED
+    );
+    // Six worker sessions, one per agent step that ran.
+    let sessions = s.json(&["--json", "sessions", "list"]);
+    assert_eq!(sessions.as_array().unwrap().len(), 6, "{sessions:#}");
+}
+
+#[test]
+fn a_worker_that_cannot_have_its_required_tools_fails_its_step_with_the_reason() {
+    // No command registry: the verifier's required `verify` is missing.
+    let s = Sandbox::new();
+    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
+    s.write(
+        s.repo().join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    0\n}\n",
+    );
+    s.project(
+        "fleets/check.md",
+        "---\nversion: 1\nname: check\ndescription: Check.\nmaxWorkers: 1\nonFailure: stop\nsteps:\n  - {id: look, agent: verifier, scope: readonly, dependencies: []}\n---\nCheck it.\n",
+    );
+    git(&s.repo(), &["init", "-q"]);
+    git(&s.repo(), &["add", "-A"]);
+    git(&s.repo(), &["commit", "-qm", "init"]);
+    s.trust();
+    let model = common::script(&s, "none.yaml", "turns: []\n");
+    let out = common::run(&s, &["--json", "fleet", "run", "check", "--model", &model]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let look = &report["receipts"][0];
+    assert_eq!(look["reason"], "agent-failed");
+    let message = look["message"].as_str().unwrap();
+    assert!(
+        message.contains("missing required tools: verify"),
+        "{message}"
+    );
+    assert!(message.contains("fleets/commands.yaml"), "{message}");
+    assert!(message.contains("dispatch/admission-refused"), "{message}");
 }

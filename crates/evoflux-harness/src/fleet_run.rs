@@ -174,6 +174,17 @@ pub enum FleetRunError {
         #[source]
         source: PlanError,
     },
+    #[error(
+        "fleet `{name}` names agents that are not worker recipes: {}; the workers are: {}",
+        unknown.join(", "),
+        known.join(", ")
+    )]
+    UnknownAgents {
+        name: String,
+        path: PathBuf,
+        unknown: Vec<String>,
+        known: Vec<String>,
+    },
     #[error("no fleet run `{run_id}` in {}", dir.display())]
     RunNotFound { run_id: String, dir: PathBuf },
     #[error("fleet run `{run_id}` runs fleet `{was}`, not `{asked}`")]
@@ -210,6 +221,7 @@ impl FleetRunError {
             FleetRunError::NotFound { .. } => "fleet/not-found",
             FleetRunError::Invalid { .. } => "fleet/invalid",
             FleetRunError::Plan { source, .. } => source.code(),
+            FleetRunError::UnknownAgents { .. } => "fleet/agent-unknown",
             FleetRunError::RunNotFound { .. } => "fleet/run-not-found",
             FleetRunError::ResumeMismatch { .. } => "fleet/resume-mismatch",
             FleetRunError::NothingToRun => "fleet/nothing-to-run",
@@ -227,6 +239,7 @@ impl FleetRunError {
             FleetRunError::NotFound { .. }
             | FleetRunError::Invalid { .. }
             | FleetRunError::Plan { .. }
+            | FleetRunError::UnknownAgents { .. }
             | FleetRunError::RunNotFound { .. }
             | FleetRunError::ResumeMismatch { .. }
             | FleetRunError::NothingToRun => true,
@@ -315,6 +328,31 @@ pub async fn run_fleet(
             source,
         }
     })?;
+    // Every agent a node names must be a worker recipe, checked before any
+    // node runs.
+    let known = app.worker_ids(&graph, AppMode::Coding);
+    let mut unknown: Vec<String> = plan
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.work {
+            NodeWork::Agent { agent, .. }
+            | NodeWork::GateAuthor { agent, .. }
+            | NodeWork::Plan { agent, .. } => Some(agent),
+            NodeWork::Code { .. } | NodeWork::GateCheck { .. } => None,
+        })
+        .filter(|a| !known.contains(a))
+        .cloned()
+        .collect();
+    unknown.sort();
+    unknown.dedup();
+    if !unknown.is_empty() {
+        return Err(FleetRunError::UnknownAgents {
+            name,
+            path: contract.path.clone(),
+            unknown,
+            known,
+        });
+    }
     let manifest = match earlier {
         Some(m) => m,
         None => {

@@ -445,6 +445,12 @@ fn run_error(out: &Output, e: &FleetRunError) -> Exit {
             Exit::Invalid
         }
         FleetRunError::Plan { path, source, .. } => plan_error(out, path, source),
+        FleetRunError::UnknownAgents { path, .. } => {
+            out.diagnostics(&Diagnostics::from(vec![
+                Diagnostic::error(e.code(), e.to_string()).with_file(path),
+            ]));
+            Exit::Invalid
+        }
         FleetRunError::NotFound { .. }
         | FleetRunError::RunNotFound { .. }
         | FleetRunError::ResumeMismatch { .. }

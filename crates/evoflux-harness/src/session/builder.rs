@@ -222,6 +222,19 @@ impl AppContext {
             .collect())
     }
 
+    /// The ids of the worker recipes a session of `mode` reaches in
+    /// `graph` (what [`SessionBuilder::worker`] accepts), sorted.
+    pub fn worker_ids(&self, graph: &CompiledGraph, mode: AppMode) -> Vec<String> {
+        let catalog = ToolCatalog::from_graph(graph);
+        let mut ids: Vec<String> =
+            dispatchable_workers(graph, &catalog, mode, &mut Diagnostics::new())
+                .into_iter()
+                .map(|w| w.id)
+                .collect();
+        ids.sort();
+        ids
+    }
+
     /// Each mode's default team in `graph`: its lead, the members and the
     /// workers the lead's `agent` tool reaches, as a session would bind them.
     pub fn teams(&self, graph: &CompiledGraph) -> Vec<evoflux_graph::info::InfoTeam> {

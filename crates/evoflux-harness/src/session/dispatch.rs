@@ -227,38 +227,8 @@ impl Harness {
                 self.session.mode(),
                 &caps,
             );
-            let offered: Vec<&str> = prepared
-                .iter()
-                .map(|t| t.definition.name.as_str())
-                .collect();
-            let compat = resolve_tool_compatibility(spec, &offered, false);
-            if !compat.compatible {
-                let missing: Vec<&String> = spec
-                    .tool_requirements
-                    .required
-                    .iter()
-                    .map(|r| r.members())
-                    .filter(|m| !m.iter().any(|t| offered.contains(&t.as_str())))
-                    .flatten()
-                    .collect();
-                let why: Vec<String> = prepared
-                    .unavailable
-                    .iter()
-                    .filter(|u| missing.contains(&&u.tool))
-                    .map(|u| format!("{}: {}", u.tool, u.reason))
-                    .collect();
-                return Ok(ToolResult::error(format!(
-                    "dispatch: admission denied: agent '{}' is incompatible with this session \
-                     after tool narrowing; missing required tools: {}{} \
-                     [dispatch/admission-refused]",
-                    spec.id,
-                    compat.missing_required.join(", "),
-                    if why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", why.join("; "))
-                    }
-                )));
+            if let Some(refused) = tool_incompatibility(spec, &prepared) {
+                return Ok(ToolResult::error(refused));
             }
         }
         let (request, input) = match existing {
@@ -423,6 +393,48 @@ impl Harness {
     }
 }
 
+/// Why worker `spec` cannot run with `prepared` (a required tool its
+/// session would not be offered), with why each missing one is missing;
+/// `None` when it can.
+fn tool_incompatibility(
+    spec: &AgentSpec,
+    prepared: &crate::prepared::PreparedTools,
+) -> Option<String> {
+    let offered: Vec<&str> = prepared
+        .iter()
+        .map(|t| t.definition.name.as_str())
+        .collect();
+    let compat = resolve_tool_compatibility(spec, &offered, false);
+    if compat.compatible {
+        return None;
+    }
+    let missing: Vec<&String> = spec
+        .tool_requirements
+        .required
+        .iter()
+        .map(|r| r.members())
+        .filter(|m| !m.iter().any(|t| offered.contains(&t.as_str())))
+        .flatten()
+        .collect();
+    let why: Vec<String> = prepared
+        .unavailable
+        .iter()
+        .filter(|u| missing.contains(&&u.tool))
+        .map(|u| format!("{}: {}", u.tool, u.reason))
+        .collect();
+    Some(format!(
+        "dispatch: admission denied: agent '{}' is incompatible with this session after tool \
+         narrowing; missing required tools: {}{} [dispatch/admission-refused]",
+        spec.id,
+        compat.missing_required.join(", "),
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", why.join("; "))
+        }
+    ))
+}
+
 /// How a child's run ended.
 #[derive(Debug)]
 pub(crate) struct ChildEnd {
@@ -458,6 +470,15 @@ impl Harness {
         spec: &AgentSpec,
         task: &str,
     ) -> Result<WorkerEnd, HarnessError> {
+        if let Some(refused) = tool_incompatibility(spec, &self.tools) {
+            return Ok(WorkerEnd {
+                status: TurnStatus::OutputMissing,
+                text: refused,
+                answered: false,
+                contract: None,
+                repairs: 0,
+            });
+        }
         let name = spec.id.clone();
         let end = child_turn(self, &name, Some(spec), Some(task)).await?;
         Ok(WorkerEnd {
