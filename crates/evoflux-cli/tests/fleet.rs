@@ -718,3 +718,82 @@ fn a_worker_that_cannot_have_its_required_tools_fails_its_step_with_the_reason()
     assert!(message.contains("fleets/commands.yaml"), "{message}");
     assert!(message.contains("dispatch/admission-refused"), "{message}");
 }
+
+/// `wide`: a coder and a command write side by side, each in its own
+/// worktree, then a verifier checks the merged result.
+const WIDE: &str = "---
+version: 4
+name: wide
+description: Two writers side by side, then a check of both.
+maxWorkers: 2
+onFailure: stop
+steps:
+  - {id: code, agent: coder, scope: workspace, writes: [src/], dependencies: []}
+  - {id: docs, kind: code, command: write-docs, scope: workspace, writes: [docs/], dependencies: []}
+  - {id: review, agent: verifier, scope: readonly, dependencies: [code, docs]}
+---
+Fix answer() and document it.
+";
+
+const WIDE_COMMANDS: &str = "version: 1
+commands:
+  write-docs:
+    argv: [cp, src/lib.rs, docs/answer.rs]
+  test:
+    argv: [grep, -q, '42', src/lib.rs, docs/guide.md]
+";
+
+#[test]
+fn parallel_steps_work_in_worktrees_merged_before_the_step_after_them() {
+    let s = fleet_repo(("wide", WIDE), WIDE_COMMANDS);
+    let mutation = serde_json::json!({
+        "mutatedPaths": ["src/lib.rs"],
+        "validations": [{"name": "read back", "passed": true, "evidence": "wrote src/lib.rs"}],
+    });
+    let pass = serde_json::json!({
+        "verdict": "pass",
+        "checks": [{"name": "test", "passed": true, "evidence": "exit 0"}],
+    });
+    s.write(s.repo().join("docs/guide.md"), "the guide says 42\n");
+    git(&s.repo(), &["commit", "-qam", "guide"]);
+    let script = [
+        turn(&user("You are step `code`"), &write_call(FIXED)),
+        turn(&tool_result("src/lib.rs"), &text(&mutation)),
+        turn(&user("You are step `review`"), VERIFY),
+        turn(&tool_result("check `test` passed"), &text(&pass)),
+    ]
+    .concat();
+    let model = common::script(&s, "wide.yaml", &format!("turns:\n{script}"));
+    let out = common::run(&s, &["--json", "fleet", "run", "wide", "--model", &model]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    let receipts = report["receipts"].as_array().unwrap();
+    let by = |node: &str| receipts.iter().find(|r| r["node"] == node).unwrap().clone();
+    assert_eq!(by("code")["workdir"], "worktree");
+    assert_eq!(by("docs")["workdir"], "worktree");
+    assert_eq!(
+        by("code")["filesChanged"],
+        serde_json::json!(["src/lib.rs"])
+    );
+    // The command ran in its own worktree, from the commit before the
+    // coder's change: it copied the old file.
+    assert_eq!(
+        by("docs")["filesChanged"],
+        serde_json::json!(["docs/answer.rs"])
+    );
+    assert_eq!(by("review")["status"], "succeeded");
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("src/lib.rs")).unwrap(),
+        FIXED
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("docs/answer.rs")).unwrap(),
+        "pub fn answer() -> u32 {\n    0\n}\n"
+    );
+}
