@@ -398,6 +398,17 @@ fn a_fleet_run_undoes_a_write_outside_its_boundary_and_a_resume_finishes_it() {
         report["receipts"][1]["command"],
         serde_json::json!(["grep", "-q", "42", "src/lib.rs"])
     );
+    // The command was journalled like every command, beside the run.
+    let log = std::path::PathBuf::from(report["receipts"][1]["log"].as_str().unwrap());
+    assert!(
+        log.starts_with(
+            s.home()
+                .join(format!(".local/share/evoflux/fleet-runs/{run_id}.logs"))
+        ),
+        "{}",
+        log.display()
+    );
+    assert!(log.is_file());
     let shown = s.json(&["--json", "fleet", "show-run", &run_id]);
     assert_eq!(shown["state"], "succeeded");
     assert_eq!(shown["fleet"], "fix");
@@ -796,4 +807,26 @@ fn parallel_steps_work_in_worktrees_merged_before_the_step_after_them() {
         std::fs::read_to_string(s.repo().join("docs/answer.rs")).unwrap(),
         "pub fn answer() -> u32 {\n    0\n}\n"
     );
+}
+
+#[test]
+fn a_code_step_is_confined_to_its_checkout_by_the_sandbox() {
+    let fleet = "---\nversion: 3\nname: escape\ndescription: Writes outside.\nmaxWorkers: 1\nonFailure: stop\nsteps:\n  - {id: out, kind: code, command: escape, scope: workspace, dependencies: []}\n---\nGo.\n";
+    let s = fleet_repo(("escape", fleet), "version: 1\ncommands: {}\n");
+    // Outside the checkout, in the (existing, writable) home.
+    let outside = s.home().join("escaped");
+    s.project(
+        "fleets/commands.yaml",
+        &format!(
+            "version: 1\ncommands:\n  escape:\n    argv: [sh, -c, 'echo tried; touch {}']\n",
+            outside.display()
+        ),
+    );
+    let out = common::run(&s, &["--json", "fleet", "run", "escape"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let step = &report["receipts"][0];
+    assert_eq!(step["reason"], "command-failed");
+    assert!(step["output"].as_str().unwrap().contains("tried"), "{step}");
+    assert!(!outside.exists());
 }

@@ -1233,6 +1233,7 @@ async fn the_process_runner_kills_a_command_past_its_timeout() {
         node: "n".to_owned(),
         command: "slow".to_owned(),
         argv: vec!["sleep".to_owned(), "5".to_owned()],
+        checkout: tmp.path().to_path_buf(),
         cwd: tmp.path().to_path_buf(),
         env: vec![(OsString::from("PATH"), std::env::var_os("PATH").unwrap())],
         timeout: Duration::from_millis(200),

@@ -23,8 +23,13 @@
 //!   [`FleetProgress`], so a front end shows a line per node as it starts
 //!   and settles without holding any run logic.
 //!
-//! Code steps run through [`ProcessCommandRunner`]: argv only, exactly the
-//! closed environment the registry grants, killed on timeout.
+//! * [`JournalledCommands`]: code steps run on the process runtime like
+//!   every command evoflux runs: argv only, exactly the closed environment
+//!   the registry grants, confined by the repository's sandbox to the
+//!   node's checkout, killed on timeout, their whole output journalled
+//!   under `<run>.logs/` (the receipt's `log`). The run's runtime records
+//!   itself in `<run>.lineage/`, so resuming a killed run first stops the
+//!   commands its earlier attempt left running.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,9 +38,10 @@ use std::sync::{Arc, Mutex};
 use evoflux_core::price::Usd;
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_fleet::run::{
-    AgentError, AgentOutcome, AgentRequest, AgentRunner, Executor, ExecutorConfig, ExecutorError,
-    FileJournal, JournalEntry, JournalError, NodeReceipt, ProcessCommandRunner, RunFuture,
-    RunJournal, RunReport, RunStatus, Verdict,
+    AgentError, AgentOutcome, AgentRequest, AgentRunner, CommandOutput, CommandRequest,
+    CommandRunner, CommandSpawnError, Executor, ExecutorConfig, ExecutorError, FileJournal,
+    JournalEntry, JournalError, NodeReceipt, OUTPUT_CAPTURE_MAX_BYTES, RunFuture, RunJournal,
+    RunReport, RunStatus, Verdict,
 };
 use evoflux_fleet::{NodeRole, NodeWork, PlanError, RegistryState, Scope};
 use evoflux_store::Store;
@@ -387,17 +393,29 @@ pub async fn run_fleet(
         inner: FileJournal::new(&dir),
         progress,
     };
+    let mut config = app.runtime_config();
+    config.artifacts_root = dir.join(format!("{run_id}.logs"));
+    config.runs_dir = Some(dir.join(format!("{run_id}.lineage")));
+    let sandbox = crate::session::selected_sandbox(&graph)
+        .map_err(|diagnostics| FleetRunError::Session(SessionError::Sandbox { diagnostics }))?;
+    let commands = Arc::new(JournalledCommands {
+        processes: ProcessRuntime::new(config),
+        sandbox,
+        hidden: crate::session::hidden_dirs(&app.dirs),
+    });
     let mut executor = Executor::new(
         plan,
         Arc::new(agents),
-        Arc::new(ProcessCommandRunner),
+        commands.clone(),
         Arc::new(journal),
         ExecutorConfig::new(&workspace, dir.join(format!("{run_id}.state"))),
     );
     if let RegistryState::Loaded(registry) = evoflux_fleet::catalog::command_registry(&graph) {
         executor = executor.with_registry(registry);
     }
-    let report = executor.run(&run_id).await?;
+    let report = executor.run(&run_id).await;
+    commands.processes.shutdown().await;
+    let report = report?;
     write_json(
         &dir.join(format!("{run_id}.end.json")),
         &RunEnd {
@@ -784,5 +802,75 @@ mod tests {
             !task.contains("Change") && !task.contains("read-only"),
             "{task}"
         );
+    }
+}
+
+/// Code nodes on the process runtime (see the module documentation).
+#[derive(Debug)]
+pub struct JournalledCommands {
+    processes: ProcessRuntime,
+    sandbox: evoflux_graph::sandbox::SandboxPolicy,
+    hidden: Vec<PathBuf>,
+}
+
+impl CommandRunner for JournalledCommands {
+    fn run_command<'a>(
+        &'a self,
+        request: &'a CommandRequest,
+    ) -> RunFuture<'a, Result<CommandOutput, CommandSpawnError>> {
+        Box::pin(self.run(request))
+    }
+}
+
+impl JournalledCommands {
+    async fn run(&self, request: &CommandRequest) -> Result<CommandOutput, CommandSpawnError> {
+        let failed = |message: String| CommandSpawnError {
+            program: request.argv.first().cloned().unwrap_or_default(),
+            message,
+        };
+        // Each command its own id: its own sandbox (roots differ between
+        // a worktree and the repository) and its own log folder.
+        let id = evoflux_core::ids::Ids::system().session_id();
+        let workspace = evoflux_tools::Workspace::new([&request.checkout])
+            .map_err(|e| failed(e.to_string()))?;
+        let sandbox = evoflux_tools::sandbox::CommandSandbox::new(
+            self.sandbox.clone(),
+            evoflux_tools::sandbox::Confinement::Repositories,
+            vec![request.checkout.clone()],
+            self.hidden.clone(),
+        )
+        .map_err(|e| failed(e.to_string()))?;
+        self.processes.confine(id, sandbox);
+        let out = self
+            .processes
+            .run_argv(
+                id,
+                &workspace,
+                evoflux_tools::ArgvCommand {
+                    argv: request.argv.clone(),
+                    cwd: request.cwd.clone(),
+                    env: request.env.clone(),
+                    timeout: request.timeout,
+                },
+            )
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let Some(meta) = out.meta else {
+            return Err(failed(out.text));
+        };
+        let output = match tokio::fs::read(&meta.artifact).await {
+            Ok(bytes) => {
+                let start = bytes.len().saturating_sub(OUTPUT_CAPTURE_MAX_BYTES);
+                String::from_utf8_lossy(&bytes[start..]).into_owned()
+            }
+            Err(_) => out.text,
+        };
+        Ok(CommandOutput {
+            exit_code: meta.exit_code,
+            timed_out: meta.status == evoflux_tools::CommandStatus::TimedOut,
+            output,
+            duration: std::time::Duration::from_millis(meta.duration_ms),
+            log: Some(meta.artifact),
+        })
     }
 }

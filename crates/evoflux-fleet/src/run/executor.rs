@@ -906,6 +906,7 @@ impl<'e> RunState<'e> {
                 node: node.id.clone(),
                 command: id.to_owned(),
                 argv,
+                checkout: workdir.to_path_buf(),
                 cwd: workdir.join(&cmd.cwd),
                 env: cmd.environment(&self.ex.config.parent_env),
                 timeout: Duration::from_millis(cmd.timeout_ms),
@@ -1265,6 +1266,7 @@ async fn run_command(job: &Job, r: &mut NodeReceipt, is_check: bool) {
         Ok(out) => {
             r.exit_code = out.exit_code;
             r.output = Some(tail(&out.output, RECEIPT_OUTPUT_MAX_BYTES));
+            r.log = out.log.clone();
             let passed = out.passed();
             if is_check {
                 r.verdict = Some(if passed { Verdict::Pass } else { Verdict::Fail });

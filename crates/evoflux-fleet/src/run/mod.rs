@@ -29,5 +29,6 @@ pub use receipt::{
 };
 pub use runner::{
     AgentError, AgentOutcome, AgentRequest, AgentRunner, CommandOutput, CommandRequest,
-    CommandRunner, CommandSpawnError, NodeInput, ProcessCommandRunner, RunFuture, Verdict,
+    CommandRunner, CommandSpawnError, NodeInput, OUTPUT_CAPTURE_MAX_BYTES, ProcessCommandRunner,
+    RunFuture, Verdict,
 };

@@ -197,6 +197,9 @@ pub struct NodeReceipt {
     pub command: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
+    /// The command's whole output, where the runner journalled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<std::path::PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     /// Paths the node changed and kept (repository-relative, sorted).
@@ -236,6 +239,7 @@ impl NodeReceipt {
             output: None,
             command: None,
             exit_code: None,
+            log: None,
             verdict: None,
             files_changed: Vec::new(),
             boundary_violations: Vec::new(),

@@ -107,6 +107,9 @@ pub struct CommandRequest {
     pub command: String,
     /// Program first; placeholders already bound.
     pub argv: Vec<String>,
+    /// The checkout the node works in (the repository, or the node's own
+    /// worktree): everything the command may write is in it.
+    pub checkout: PathBuf,
     /// Absolute: the node's checkout joined with the command's `cwd`.
     pub cwd: PathBuf,
     /// The whole environment (see
@@ -126,6 +129,9 @@ pub struct CommandOutput {
     /// [`OUTPUT_CAPTURE_MAX_BYTES`] (the tail is kept).
     pub output: String,
     pub duration: Duration,
+    /// The file holding the command's whole output, when the runner
+    /// journals it.
+    pub log: Option<PathBuf>,
 }
 
 impl CommandOutput {
@@ -223,6 +229,7 @@ impl CommandRunner for ProcessCommandRunner {
                 timed_out,
                 output: text,
                 duration: started.elapsed(),
+                log: None,
             })
         })
     }

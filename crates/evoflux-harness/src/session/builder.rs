@@ -1078,7 +1078,7 @@ fn dispatchable_workers(
 }
 
 /// evoflux's own directories, which commands must not see.
-fn hidden_dirs(dirs: &Dirs) -> Vec<PathBuf> {
+pub(crate) fn hidden_dirs(dirs: &Dirs) -> Vec<PathBuf> {
     vec![
         dirs.config_dir().to_path_buf(),
         dirs.data_dir().to_path_buf(),

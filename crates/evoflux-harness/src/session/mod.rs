@@ -20,6 +20,7 @@ mod recorder;
 mod router;
 mod turn;
 
+pub(crate) use builder::hidden_dirs;
 pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
     TrustQuestion, selected_config, selected_sandbox,
