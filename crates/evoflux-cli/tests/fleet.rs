@@ -830,3 +830,160 @@ fn a_code_step_is_confined_to_its_checkout_by_the_sandbox() {
     assert!(step["output"].as_str().unwrap().contains("tried"), "{step}");
     assert!(!outside.exists());
 }
+
+/// `split` (v5): an architect plans the work over a roster; its tasks are
+/// spliced in and run before the step that waited for the plan.
+const SPLIT: &str = "---
+version: 5
+name: split
+description: Plan the change, do its tasks, check the result.
+maxWorkers: 1
+onFailure: stop
+steps:
+  - {id: plan, kind: plan, roster: [coder], maxTasks: 2, scope: workspace, writes: [src/], dependencies: []}
+  - {id: check, kind: code, command: has-fix, scope: readonly, dependencies: [plan]}
+---
+Make answer() return 42 and add twice().
+";
+
+#[test]
+fn a_plan_step_splices_its_delegation_plan_into_the_run() {
+    let s = fleet_repo(("split", SPLIT), FIX_COMMANDS);
+    let plan = serde_json::json!({"tasks": [
+        {"id": "answer", "agent": "coder", "description": "Make answer() return 42",
+         "depends_on": [], "writes": ["src/lib.rs"]},
+        {"id": "twice", "agent": "coder", "description": "Add twice() in src/twice.rs",
+         "depends_on": ["answer"], "writes": ["src/twice.rs"]},
+    ]});
+    let report = |path: &str| {
+        serde_json::json!({
+            "mutatedPaths": [path],
+            "validations": [{"name": "read back", "passed": true, "evidence": "wrote it"}],
+        })
+    };
+    let twice = "pub fn twice(x: u32) -> u32 {\n    2 * x\n}\n";
+    let script = [
+        turn(&user("You plan, and change nothing"), &text(&plan)),
+        turn(&user("Make answer() return 42\n"), &write_call(FIXED)),
+        turn(&tool_result("src/lib.rs"), &text(&report("src/lib.rs"))),
+        turn(
+            &user("Add twice() in src/twice.rs"),
+            &format!(
+                "{{tool_calls: [{{name: write, arguments: {{path: src/twice.rs, content: {}}}}}]}}",
+                serde_json::to_string(twice).unwrap()
+            ),
+        ),
+        turn(&tool_result("src/twice.rs"), &text(&report("src/twice.rs"))),
+    ]
+    .concat();
+    let model = common::script(&s, "split.yaml", &format!("turns:\n{script}"));
+    let out = common::run(&s, &["--json", "fleet", "run", "split", "--model", &model]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    let statuses: Vec<(&str, &str)> = report["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("plan", "succeeded"),
+            ("check", "succeeded"),
+            ("plan.answer", "succeeded"),
+            ("plan.twice", "succeeded"),
+        ]
+    );
+    // The check ran after both tasks.
+    let at = |node: &str| {
+        report["receipts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["node"] == node)
+            .unwrap()["startedAtMs"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(at("check") >= at("plan.twice"));
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("src/twice.rs")).unwrap(),
+        twice
+    );
+    // The journal holds the splice, so `show-run` sees the spliced steps.
+    let run_id = report["runId"].as_str().unwrap();
+    let shown = s.json(&["--json", "fleet", "show-run", run_id]);
+    assert_eq!(shown["receipts"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_delegation_plan_outside_its_step_s_rules_fails_the_step_and_splices_nothing() {
+    let s = fleet_repo(("split", SPLIT), FIX_COMMANDS);
+    let plan = serde_json::json!({"tasks": [
+        {"id": "docs", "agent": "coder", "description": "Rewrite the guide",
+         "depends_on": [], "writes": ["docs/guide.md"]},
+    ]});
+    let script = turn(&user("You plan"), &text(&plan));
+    let model = common::script(&s, "bad.yaml", &format!("turns:\n{script}"));
+    let out = common::run(&s, &["--json", "fleet", "run", "split", "--model", &model]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    let receipts = report["receipts"].as_array().unwrap();
+    assert_eq!(receipts.len(), 2, "{report:#}");
+    assert_eq!(receipts[0]["reason"], "delegation-plan-invalid");
+    let message = receipts[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("fleet/delegation-plan-writes-outside-boundary"),
+        "{message}"
+    );
+    assert_eq!(receipts[1]["status"], "skipped");
+}
+
+#[test]
+fn with_proposals_the_architect_plans_from_what_the_roster_proposed() {
+    let fleet = SPLIT.replace("maxTasks: 2,", "maxTasks: 2, proposals: true,");
+    let s = fleet_repo(("split", &fleet), FIX_COMMANDS);
+    let plan = serde_json::json!({"tasks": [
+        {"id": "answer", "agent": "coder", "description": "Make answer() return 42",
+         "depends_on": [], "writes": ["src/lib.rs"]},
+    ]});
+    let mutation = serde_json::json!({
+        "mutatedPaths": ["src/lib.rs"],
+        "validations": [{"name": "read back", "passed": true, "evidence": "wrote it"}],
+    });
+    let script = [
+        turn(
+            &user("Propose your part"),
+            "{text: \"I would change answer() in src/lib.rs.\"}",
+        ),
+        turn(
+            &user("PROPOSAL coder\nI would change answer() in src/lib.rs."),
+            &text(&plan),
+        ),
+        turn(&user("Make answer() return 42\n"), &write_call(FIXED)),
+        turn(&tool_result("src/lib.rs"), &text(&mutation)),
+    ]
+    .concat();
+    let model = common::script(&s, "proposals.yaml", &format!("turns:\n{script}"));
+    let out = common::run(&s, &["--json", "fleet", "run", "split", "--model", &model]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["receipts"][2]["node"], "plan.answer");
+    // The proposal was a session of its own, with the architect's and the task's.
+    let sessions = s.json(&["--json", "sessions", "list"]);
+    assert_eq!(sessions.as_array().unwrap().len(), 3, "{sessions:#}");
+}

@@ -18,6 +18,9 @@
 //!   (normalization, [`write_boundary_covers`]) and the v4 rules per
 //!   position.
 //! * [`render`]: strict `{{var}}` prompt rendering.
+//! * [`delegation`]: (v5) a plan step's delegation plan held to its step
+//!   (roster, task bound, ids, dependencies, boundary) and turned into
+//!   the nodes the executor splices in.
 //! * [`plan`]: [`compile_fleet_plan`], loops unrolled into a deterministic,
 //!   content-hashed DAG.
 //! * [`catalog`]: the fleets of a compiled source graph and the builtin
@@ -39,6 +42,7 @@ pub mod boundary;
 pub mod catalog;
 pub mod commands;
 pub mod contract;
+pub mod delegation;
 pub mod graph;
 pub mod plan;
 pub mod render;

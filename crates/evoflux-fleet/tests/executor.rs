@@ -97,6 +97,8 @@ struct Script {
     verdict: Option<Verdict>,
     cost: Usd,
     fail: bool,
+    /// The answer; default `answer of <node>`.
+    output: Option<String>,
 }
 
 impl Default for Script {
@@ -107,6 +109,7 @@ impl Default for Script {
             verdict: None,
             cost: Usd::ZERO,
             fail: false,
+            output: None,
         }
     }
 }
@@ -194,7 +197,10 @@ impl AgentRunner for FakeAgent {
                 });
             }
             Ok(AgentOutcome {
-                output: format!("answer of {}", request.node.id),
+                output: script
+                    .output
+                    .clone()
+                    .unwrap_or_else(|| format!("answer of {}", request.node.id)),
                 contract_met: script.contract_met,
                 repair_rounds: u32::from(!script.contract_met) * 2,
                 cost: if script.cost == Usd::ZERO {
@@ -1360,4 +1366,211 @@ async fn exempt_paths_are_never_blamed() {
     let r = report.receipt("build").unwrap();
     assert_eq!(r.outcome, NodeOutcome::Succeeded);
     assert_eq!(r.files_changed, [".evoflux/cache.json", "src/x.rs"]);
+}
+
+// ------------------------------------------------------- delegation plans
+
+const SPLIT: &str = "---
+version: 5
+name: split
+maxWorkers: 1
+onFailure: stop
+steps:
+  - {id: plan, kind: plan, roster: [coder], maxTasks: 3, scope: workspace, writes: [src/], dependencies: []}
+  - {id: after, agent: verifier, scope: readonly, dependencies: [plan]}
+---
+Split it.
+";
+
+#[tokio::test]
+async fn spliced_tasks_run_before_the_plan_s_dependents_and_a_resume_keeps_the_splice() {
+    let repo = Repo::new();
+    let journal = Arc::new(FileJournal::new(repo.state.join("runs")));
+    let delegation = serde_json::json!({"tasks": [
+        {"id": "one", "agent": "coder", "description": "first", "depends_on": [], "writes": ["src/one.rs"]},
+        {"id": "two", "agent": "coder", "description": "second", "depends_on": ["one"], "writes": ["src/two.rs"]},
+    ]})
+    .to_string();
+    let planner = Script {
+        output: Some(delegation),
+        ..Script::default()
+    };
+    // First attempt: the second task's worker cannot be dispatched.
+    let first = Arc::new(FakeAgent::with(&[
+        ("plan", planner.clone()),
+        ("plan.one", writes(&[("src/one.rs", "1\n")])),
+        (
+            "plan.two",
+            Script {
+                fail: true,
+                ..Script::default()
+            },
+        ),
+    ]));
+    let run = |agent: &Arc<FakeAgent>| {
+        Executor::new(
+            plan(SPLIT),
+            Arc::clone(agent) as Arc<dyn AgentRunner>,
+            Arc::new(ProcessCommandRunner),
+            Arc::clone(&journal) as Arc<dyn RunJournal>,
+            repo.config(),
+        )
+    };
+    let report = run(&first).run("split-1").await.unwrap();
+    assert_eq!(first.calls(), ["plan", "plan.one", "plan.two"]);
+    assert_eq!(failure(&report, "plan.two"), FailureReason::AgentFailed);
+    assert!(matches!(
+        outcome(&report, "after"),
+        NodeOutcome::Skipped { .. }
+    ));
+    assert_eq!(
+        report.receipt("plan.one").unwrap().files_changed,
+        ["src/one.rs"]
+    );
+
+    // Resumed: the plan is not asked again, its splice is back, and only
+    // what did not succeed runs.
+    let second = Arc::new(FakeAgent::with(&[(
+        "plan.two",
+        writes(&[("src/two.rs", "2\n")]),
+    )]));
+    let report = run(&second).run("split-1").await.unwrap();
+    assert_eq!(second.calls(), ["plan.two", "after"]);
+    assert_eq!(report.resumed, ["plan", "plan.one"]);
+    assert_eq!(report.status, RunStatus::Succeeded);
+    let nodes: Vec<&str> = report.receipts.iter().map(|r| r.node.as_str()).collect();
+    assert_eq!(nodes, ["plan", "after", "plan.one", "plan.two"]);
+    assert_eq!(repo.read("src/two.rs").as_deref(), Some("2\n"));
+}
+
+#[tokio::test]
+async fn a_delegation_plan_that_breaks_its_step_fails_it_and_splices_nothing() {
+    let repo = Repo::new();
+    let bad = serde_json::json!({"tasks": [
+        {"id": "x", "agent": "tester", "description": "not on the roster", "depends_on": [], "writes": []},
+    ]})
+    .to_string();
+    let agent = Arc::new(FakeAgent::with(&[(
+        "plan",
+        Script {
+            output: Some(bad),
+            ..Script::default()
+        },
+    )]));
+    let report = executor(plan(SPLIT), &agent, repo.config())
+        .run("r")
+        .await
+        .unwrap();
+    assert_eq!(
+        failure(&report, "plan"),
+        FailureReason::DelegationPlanInvalid
+    );
+    match outcome(&report, "plan") {
+        NodeOutcome::Failed { message, .. } => {
+            assert!(
+                message.contains("fleet/delegation-plan-roster-violation"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(report.receipts.len(), 2);
+    assert_eq!(agent.calls(), ["plan"]);
+}
+
+// -------------------------------------------------------------- staleness
+
+/// A suite that passes, then a docs step that changes the workspace
+/// before the review uses the green suite.
+const STALE: &str = "---
+version: 3
+name: stale
+maxWorkers: 1
+onFailure: continue
+steps:
+  - {id: build, agent: coder, scope: workspace, dependencies: []}
+  - id: suite
+    kind: loop
+    maxAttempts: 2
+    dependencies: [build]
+    check: {kind: code, command: test, scope: workspace}
+    repair: {kind: agent, agent: coder, scope: workspace}
+  - {id: docs, agent: coder, scope: workspace, dependencies: [build]}
+  - {id: review, agent: verifier, scope: readonly, dependencies: [suite, docs]}
+---
+Build, test, document, review.
+";
+
+/// `test` counts its runs in `count` (outside the checkout) and passes
+/// while `broken.txt` is absent.
+fn counting_registry(count: &Path) -> CommandRegistry {
+    CommandRegistry::parse(
+        Path::new("fleets/commands.yaml"),
+        &format!(
+            "version: 1\ncommands:\n  test:\n    argv: [sh, -c, 'echo run >> {}; test ! -f broken.txt']\n",
+            count.display()
+        ),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_passed_verification_is_re_run_when_a_later_step_changes_the_workspace() {
+    let repo = Repo::new();
+    let count = repo.state.join("count");
+    let agent = Arc::new(FakeAgent::with(&[
+        ("build", writes(&[("a.txt", "a\n")])),
+        ("docs", writes(&[("doc.md", "doc\n")])),
+    ]));
+    let report = executor(plan(STALE), &agent, repo.config())
+        .with_registry(counting_registry(&count))
+        .run("r1")
+        .await
+        .unwrap();
+    assert_eq!(report.revalidated, ["suite.check.1"]);
+    assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
+    assert_eq!(outcome(&report, "suite.check.1"), &NodeOutcome::Succeeded);
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(agent.calls(), ["build", "docs", "review"]);
+}
+
+#[tokio::test]
+async fn a_stale_verification_that_fails_its_re_run_fails_closed() {
+    let repo = Repo::new();
+    let count = repo.state.join("count");
+    let agent = Arc::new(FakeAgent::with(&[
+        ("build", writes(&[("a.txt", "a\n")])),
+        ("docs", writes(&[("broken.txt", "oops\n")])),
+    ]));
+    let report = executor(plan(STALE), &agent, repo.config())
+        .with_registry(counting_registry(&count))
+        .run("r1")
+        .await
+        .unwrap();
+    assert_eq!(
+        failure(&report, "suite.check.1"),
+        FailureReason::StaleVerification
+    );
+    assert_eq!(
+        FailureReason::StaleVerification.code(),
+        "fleet/stale-verification"
+    );
+    assert_eq!(skip(&report, "review"), SkipReason::DependencyBlocked);
+    assert_eq!(report.status, RunStatus::Failed);
+}
+
+#[tokio::test]
+async fn an_untouched_green_verification_is_not_re_run() {
+    let repo = Repo::new();
+    let count = repo.state.join("count");
+    // docs changes nothing.
+    let agent = Arc::new(FakeAgent::with(&[("build", writes(&[("a.txt", "a\n")]))]));
+    let report = executor(plan(STALE), &agent, repo.config())
+        .with_registry(counting_registry(&count))
+        .run("r1")
+        .await
+        .unwrap();
+    assert!(report.revalidated.is_empty());
+    assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1);
+    assert_eq!(report.status, RunStatus::Succeeded);
 }

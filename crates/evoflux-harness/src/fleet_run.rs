@@ -469,7 +469,9 @@ pub async fn show_run(data_dir: &Path, run_id: &str) -> Result<RunRecord, FleetR
     let mut spent = Usd::ZERO;
     for entry in entries {
         match entry {
-            JournalEntry::Begin { .. } => {}
+            JournalEntry::Begin { .. }
+            | JournalEntry::Spliced { .. }
+            | JournalEntry::Stale { .. } => {}
             JournalEntry::Started { node, .. } => started.push(node),
             JournalEntry::Finished { receipt } => {
                 spent = spent.saturating_add(receipt.cost);
@@ -565,7 +567,9 @@ impl RunJournal for ProgressJournal {
         Box::pin(async move {
             self.inner.append(run_id, entry).await?;
             match entry {
-                JournalEntry::Begin { .. } => {}
+                JournalEntry::Begin { .. }
+                | JournalEntry::Spliced { .. }
+                | JournalEntry::Stale { .. } => {}
                 JournalEntry::Started { node, .. } => self.progress.started(run_id, node),
                 JournalEntry::Finished { receipt } => self.progress.settled(run_id, receipt),
             }
@@ -618,54 +622,45 @@ impl WorkerAgents {
                 ));
             }
         };
-        let mut app = self.app.clone();
-        if request.workdir != self.repository {
-            app.inherit_trust(&self.repository, &request.workdir)
-                .map_err(|e| failed(format!("{e} [{}]", e.code()), Usd::ZERO))?;
-        }
-        let client = self.client.lock().ok().and_then(|c| c.clone());
-        let mut builder = SessionBuilder::new(
-            &app,
-            SessionOptions {
-                mode: Some(AppMode::Coding),
-                workspaces: vec![request.workdir.clone()],
-                model: self.model.clone(),
-                ..SessionOptions::default()
-            },
-        )
-        .worker(agent.clone())
-        .store(self.store.clone())
-        .approver(Arc::new(NonInteractive))
-        .processes(self.processes.clone());
-        if let Some(client) = client {
-            builder = builder.reuse_model(client);
-        }
-        let opened = builder
-            .open()
-            .await
-            .map_err(|e| failed(format!("{e} [{}]", e.code()), Usd::ZERO))?;
-        if let Ok(mut slot) = self.client.lock()
-            && slot.is_none()
+        let mut task = node_task(&self.contract, request);
+        let mut spent = Usd::ZERO;
+        if let NodeWork::Plan {
+            roster,
+            proposals: true,
+            ..
+        } = &request.node.work
         {
-            *slot = Some(opened.harness.model_client());
+            let (briefing, cost) = self.proposals(request, agent, roster).await?;
+            spent = cost;
+            task.push_str(&format!("\n\nWhat the roster proposed:\n\n{briefing}"));
         }
-        let Some(spec) = opened.worker else {
+        let opened = self
+            .open(agent, &request.workdir)
+            .await
+            .map_err(|message| failed(message, spent))?;
+        let Some(mut spec) = opened.worker else {
             return Err(failed(
                 format!("`{agent}` did not open as a worker"),
                 Usd::ZERO,
             ));
         };
+        // A plan step's architect answers a delegation plan, whatever its
+        // recipe answers elsewhere.
+        if let NodeWork::Plan { .. } = &request.node.work {
+            spec.result_contract = evoflux_agents::contract::kind::ResultContract::new(
+                evoflux_agents::contract::kind::ResultContractKind::DelegationPlan,
+            );
+        }
         let mut harness = opened.harness;
         let session = harness.session().id;
-        let end = harness
-            .worker_task(&spec, &node_task(&self.contract, request))
-            .await;
+        let end = harness.worker_task(&spec, &task).await;
         harness.shutdown().await;
         let cost = self
             .store
             .usage(session)
             .await
-            .map_or(Usd::ZERO, |u| u.cost_usd);
+            .map_or(Usd::ZERO, |u| u.cost_usd)
+            .saturating_add(spent);
         let end = end.map_err(|e| failed(format!("{e} [{}]", e.code()), cost))?;
         let contract_met = end.contract == Some(ContractOutcome::Pass);
         if !end.answered && end.contract != Some(ContractOutcome::Exhausted) {
@@ -695,6 +690,112 @@ impl WorkerAgents {
     }
 }
 
+impl WorkerAgents {
+    /// A session as worker `agent` in `workdir` (trusted as the run's
+    /// repository is), on the run's shared model client.
+    async fn open(
+        &self,
+        agent: &str,
+        workdir: &Path,
+    ) -> Result<crate::session::OpenedSession, String> {
+        let mut app = self.app.clone();
+        if workdir != self.repository {
+            app.inherit_trust(&self.repository, workdir)
+                .map_err(|e| format!("{e} [{}]", e.code()))?;
+        }
+        let client = self.client.lock().ok().and_then(|c| c.clone());
+        let mut builder = SessionBuilder::new(
+            &app,
+            SessionOptions {
+                mode: Some(AppMode::Coding),
+                workspaces: vec![workdir.to_path_buf()],
+                model: self.model.clone(),
+                ..SessionOptions::default()
+            },
+        )
+        .worker(agent)
+        .store(self.store.clone())
+        .approver(Arc::new(NonInteractive))
+        .processes(self.processes.clone());
+        if let Some(client) = client {
+            builder = builder.reuse_model(client);
+        }
+        let opened = builder
+            .open()
+            .await
+            .map_err(|e| format!("{e} [{}]", e.code()))?;
+        if let Ok(mut slot) = self.client.lock()
+            && slot.is_none()
+        {
+            *slot = Some(opened.harness.model_client());
+        }
+        Ok(opened)
+    }
+
+    /// (v5 `proposals: true`) Each roster member's proposal for the plan
+    /// step, asked one by one before the architect plans: the briefing
+    /// (`PROPOSAL <agent>` sections, at most
+    /// [`DELEGATION_PROPOSAL_BRIEFING_MAX_BYTES`]) and what it cost.
+    async fn proposals(
+        &self,
+        request: &AgentRequest,
+        architect: &str,
+        roster: &[String],
+    ) -> Result<(String, Usd), AgentError> {
+        let mut briefing = Vec::new();
+        let mut cost = Usd::ZERO;
+        for member in roster {
+            let opened = self
+                .open(member, &request.workdir)
+                .await
+                .map_err(|message| AgentError {
+                    message: format!("proposal of `{member}`: {message}"),
+                    cost,
+                })?;
+            let mut harness = opened.harness;
+            let session = harness.session().id;
+            let ask = format!(
+                "{}\n\n---\nStep `{}` of fleet `{}` is about to be planned by `{architect}`, who \
+                 will split it into tasks for {}. Propose your part in a few lines: what you \
+                 would change, in which files and order, and the risks. Change no files: this \
+                 is a proposal, not the work.",
+                request.task.trim_end(),
+                request.node.id,
+                self.contract,
+                roster.join(", ")
+            );
+            let turn = harness
+                .turn(Some(&ask), crate::session::TurnOptions::default())
+                .await;
+            harness.shutdown().await;
+            cost = cost.saturating_add(
+                self.store
+                    .usage(session)
+                    .await
+                    .map_or(Usd::ZERO, |u| u.cost_usd),
+            );
+            let answer = turn.map_err(|e| AgentError {
+                message: format!("proposal of `{member}`: {e} [{}]", e.code()),
+                cost,
+            })?;
+            briefing.push(format!("PROPOSAL {member}\n{}", answer.text.trim_end()));
+        }
+        let mut text = briefing.join("\n\n");
+        if text.len() > DELEGATION_PROPOSAL_BRIEFING_MAX_BYTES {
+            let mut end = DELEGATION_PROPOSAL_BRIEFING_MAX_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push_str("\n[truncated]");
+        }
+        Ok((text, cost))
+    }
+}
+
+/// The most of the roster's proposals an architect is shown.
+pub const DELEGATION_PROPOSAL_BRIEFING_MAX_BYTES: usize = 12_000;
+
 /// The task a node's worker is given: the fleet's rendered prompt, then
 /// which step it is, what it may change, and what the steps before it
 /// reported.
@@ -713,7 +814,25 @@ pub fn node_task(contract: &str, request: &AgentRequest) -> String {
         NodeRole::Repair => task
             .push_str(" You repair exactly what the verification before you found, nothing else."),
     }
+    if let NodeWork::Plan {
+        roster, max_tasks, ..
+    } = &node.work
+    {
+        task.push_str(&format!(
+            " You plan, and change nothing: split the work into at most {max_tasks} tasks for \
+             {}, each with the paths it may change (inside this step's boundary), and answer \
+             with the plan as one JSON object: {}.",
+            roster.join(", "),
+            evoflux_agents::contract::shape::result_contract_shape(
+                &evoflux_agents::contract::kind::ResultContract::new(
+                    evoflux_agents::contract::kind::ResultContractKind::DelegationPlan,
+                )
+            )
+        ));
+    }
+    let plans = matches!(node.work, NodeWork::Plan { .. });
     match (&request.writes, node.scope) {
+        _ if plans => {}
         (Some(b), _) if b.is_empty() => task.push_str(" Change no files."),
         (Some(b), _) => task.push_str(&format!(
             " Change only {}: a change anywhere else is undone and fails the step.",

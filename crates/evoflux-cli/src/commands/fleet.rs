@@ -572,6 +572,12 @@ fn report_text(report: &RunReport) -> String {
         text.push_str(&receipt_line(r));
         text.push('\n');
     }
+    if !report.revalidated.is_empty() {
+        text.push_str(&format!(
+            "re-ran {} because a later step changed the workspace after it passed\n",
+            report.revalidated.join(", ")
+        ));
+    }
     let state = RunState::from(report.status);
     text.push_str(&format!(
         "fleet run {}: {} · spent {}{}\n",

@@ -60,11 +60,20 @@
 //! (`fleet/gate-not-discriminating`); a gate-checked loop runs the command
 //! as its check. A commit step's `{{commitMessage}}` is the first
 //! `commitFrom` candidate that authored one, else
-//! `evoflux fleet <contract>: <step>`. Not done here yet: a v5 plan node
-//! runs its architect as an agent node, but the delegation plan it answers
-//! is not validated or spliced into the run; a passed verification is not
-//! re-run when a later step changes the workspace (the reference's
-//! staleness revalidation).
+//! `evoflux fleet <contract>: <step>`. A v5 plan node's answer is a
+//! delegation plan ([`delegation`](crate::delegation)): a valid one is
+//! journalled and spliced in as nodes after it (everything that waited for
+//! the plan node waits for them too), an invalid one fails the node
+//! (`fleet/delegation-plan-invalid`) and adds nothing.
+//!
+//! # Staleness
+//!
+//! A loop's code check that passed goes stale when a later step changes
+//! the workspace while a step that depends on it has not started: it is
+//! journalled stale and runs again first, at most
+//! [`STALENESS_REVALIDATION_LIMIT`] times; a red re-run (its loop already
+//! resolved) or one more change fails it (`fleet/stale-verification`).
+//! Commit steps and verifications themselves make nothing stale.
 //!
 //! # Durability
 //!
@@ -89,6 +98,7 @@ use tokio::task::JoinSet;
 use crate::boundary::WriteBoundary;
 use crate::commands::CommandRegistry;
 use crate::contract::{OnFailure, Scope};
+use crate::delegation::{delegated_nodes, parse_delegation_plan};
 use crate::plan::{ExecutionPlan, NodeRole, NodeWork, PlanNode};
 use crate::run::git::{Change, Git, GitError, MergeOutcome, Oid};
 use crate::run::journal::{JournalEntry, JournalError, RunJournal, valid_run_id};
@@ -101,6 +111,11 @@ use crate::run::runner::{
 
 /// The longest output excerpt kept in a receipt (the tail).
 pub const RECEIPT_OUTPUT_MAX_BYTES: usize = 8_000;
+
+/// How many times one passed verification is re-run because a later step
+/// changed the workspace before its result was used; past it the run
+/// fails closed (`fleet/stale-verification`).
+pub const STALENESS_REVALIDATION_LIMIT: u32 = 3;
 
 /// Where and how a run works.
 #[derive(Debug, Clone)]
@@ -233,6 +248,9 @@ pub struct RunReport {
     pub resumed: Vec<String>,
     /// Nodes an earlier attempt started and never settled (killed).
     pub interrupted: Vec<String>,
+    /// Passed verifications re-run because a later step changed the
+    /// workspace before their result was used, once per re-run.
+    pub revalidated: Vec<String>,
 }
 
 impl RunReport {
@@ -290,6 +308,8 @@ struct Job {
 struct JobResult {
     index: usize,
     receipt: NodeReceipt,
+    /// A plan node's valid delegation plan, spliced in when it settles.
+    delegation: Option<String>,
     /// The worktree's tree after the node (violations rolled back).
     final_tree: Option<Oid>,
 }
@@ -339,7 +359,8 @@ impl Executor {
         }
         let plan = &self.plan;
         let main = Git::new(&self.config.workspace, self.config.state_dir.join("index"));
-        if plan.nodes.iter().any(needs_git) && !main.is_work_tree().await {
+        let splices = |n: &PlanNode| matches!(n.work, NodeWork::Plan { .. });
+        if plan.nodes.iter().any(|n| needs_git(n) || splices(n)) && !main.is_work_tree().await {
             return Err(ExecutorError::NotGit {
                 path: self.config.workspace.clone(),
             });
@@ -374,6 +395,23 @@ fn is_writer(node: &PlanNode) -> bool {
     node.scope == Scope::Workspace && node.writes.as_ref().is_none_or(|w| !w.is_empty())
 }
 
+/// Whether the node is a code verification (a loop's code check): a
+/// passed one goes stale when a later step changes the workspace.
+fn is_verification(node: &PlanNode) -> bool {
+    matches!(
+        node.work,
+        NodeWork::Code {
+            verification: true,
+            ..
+        }
+    )
+}
+
+/// Whether the node is a commit step (it changes history, not the work).
+fn is_commit(node: &PlanNode) -> bool {
+    matches!(&node.work, NodeWork::Code { commit_from, .. } if !commit_from.is_empty())
+}
+
 /// Whether git observes the node: it may touch the workspace, or it has a
 /// boundary to be held to (a v4 read-only node must change nothing).
 fn needs_git(node: &PlanNode) -> bool {
@@ -403,6 +441,15 @@ struct RunState<'e> {
     ex: &'e Executor,
     run_id: String,
     main: Git,
+    /// The plan's nodes, then the tasks delegation plans spliced in.
+    nodes: Vec<PlanNode>,
+    /// The task of each spliced node (the others run the plan's).
+    tasks: HashMap<usize, String>,
+    /// Plan nodes whose delegation plan splices in when they settle.
+    pending_splice: HashMap<usize, String>,
+    /// Re-runs of each passed verification made stale.
+    revalidations: HashMap<usize, u32>,
+    revalidated: Vec<String>,
     states: Vec<State>,
     index: HashMap<String, usize>,
     deps: Vec<Vec<usize>>,
@@ -456,6 +503,11 @@ impl<'e> RunState<'e> {
             ex,
             run_id: run_id.to_owned(),
             main,
+            nodes: plan.nodes.clone(),
+            tasks: HashMap::new(),
+            pending_splice: HashMap::new(),
+            revalidations: HashMap::new(),
+            revalidated: Vec::new(),
             states: plan.nodes.iter().map(|_| State::Pending).collect(),
             index,
             deps,
@@ -499,17 +551,60 @@ impl<'e> RunState<'e> {
                     });
                 }
             }
-            Some(JournalEntry::Started { .. } | JournalEntry::Finished { .. }) => {
+            Some(
+                JournalEntry::Started { .. }
+                | JournalEntry::Spliced { .. }
+                | JournalEntry::Stale { .. }
+                | JournalEntry::Finished { .. },
+            ) => {
                 return Err(ExecutorError::JournalShape {
                     run_id: self.run_id.clone(),
                 });
+            }
+        }
+        let entries: Vec<JournalEntry> = entries.collect();
+        // Splices first, so the nodes they added are known below: a plan
+        // node's last splice, when the node then settled as succeeded.
+        let mut splices: Vec<(String, String)> = Vec::new();
+        let mut settled_ok: BTreeSet<&str> = BTreeSet::new();
+        for entry in &entries {
+            match entry {
+                JournalEntry::Spliced { node, plan } => {
+                    splices.retain(|(n, _)| n != node);
+                    splices.push((node.clone(), plan.clone()));
+                }
+                JournalEntry::Finished { receipt } => {
+                    if receipt.outcome == NodeOutcome::Succeeded {
+                        settled_ok.insert(receipt.node.as_str());
+                    } else {
+                        settled_ok.remove(receipt.node.as_str());
+                    }
+                }
+                JournalEntry::Begin { .. }
+                | JournalEntry::Started { .. }
+                | JournalEntry::Stale { .. } => {}
+            }
+        }
+        for (node, plan) in splices {
+            if settled_ok.contains(node.as_str())
+                && let Some(&i) = self.index.get(&node)
+            {
+                self.splice(i, &plan);
             }
         }
         let mut last: HashMap<usize, NodeReceipt> = HashMap::new();
         let mut started: BTreeMap<usize, Option<Oid>> = BTreeMap::new();
         for entry in entries {
             match entry {
-                JournalEntry::Begin { .. } => {}
+                JournalEntry::Begin { .. } | JournalEntry::Spliced { .. } => {}
+                // A verification made stale is not final: it runs again.
+                JournalEntry::Stale { node } => {
+                    if let Some(&i) = self.index.get(&node) {
+                        last.remove(&i);
+                        *self.revalidations.entry(i).or_default() += 1;
+                        self.revalidated.push(node);
+                    }
+                }
                 JournalEntry::Started { node, base } => {
                     if let Some(&i) = self.index.get(&node) {
                         started.insert(i, base);
@@ -525,7 +620,7 @@ impl<'e> RunState<'e> {
             }
         }
         for (i, base) in started {
-            self.interrupted.push(plan.nodes[i].id.clone());
+            self.interrupted.push(self.nodes[i].id.clone());
             if let Some(b) = base {
                 self.resume_base.insert(i, b);
             }
@@ -562,6 +657,48 @@ impl<'e> RunState<'e> {
         }
     }
 
+    /// Adds the tasks of plan node `i`'s delegation plan (already
+    /// validated when the node ran) after it: each a node of its own, and
+    /// everything that waited for the plan node waits for them too.
+    fn splice(&mut self, i: usize, plan: &str) {
+        let Ok(tasks) = parse_delegation_plan(plan, &self.nodes[i]) else {
+            return;
+        };
+        let waiting: Vec<usize> = (0..self.nodes.len())
+            .filter(|&j| self.deps[j].contains(&i))
+            .collect();
+        let header = format!(
+            "{}\n\n---\nYour task, from the delegation plan of step `{}`:\n",
+            self.ex.plan.task.trim_end(),
+            self.nodes[i].id
+        );
+        let mut added = Vec::new();
+        for (node, task) in delegated_nodes(&self.nodes[i], &tasks)
+            .into_iter()
+            .zip(&tasks)
+        {
+            if self.index.contains_key(&node.id) {
+                continue;
+            }
+            let k = self.nodes.len();
+            let deps = node
+                .dependencies
+                .iter()
+                .filter_map(|d| self.index.get(d).copied())
+                .collect();
+            self.index.insert(node.id.clone(), k);
+            self.deps.push(deps);
+            self.states.push(State::Pending);
+            self.tasks
+                .insert(k, format!("{header}{}", task.description));
+            self.nodes.push(node);
+            added.push(k);
+        }
+        for j in waiting {
+            self.deps[j].extend(&added);
+        }
+    }
+
     fn done(&self, i: usize) -> Option<&NodeReceipt> {
         match &self.states[i] {
             State::Done(r) => Some(r),
@@ -572,6 +709,32 @@ impl<'e> RunState<'e> {
     /// Journals a receipt and applies its consequences: spend, the stop
     /// policy, loop resolution.
     async fn settle(&mut self, i: usize, mut receipt: NodeReceipt) -> Result<(), ExecutorError> {
+        // A plan node that succeeded splices its tasks in, journalled
+        // before its receipt so a resume finds them.
+        if let Some(plan) = self.pending_splice.remove(&i)
+            && receipt.outcome == NodeOutcome::Succeeded
+        {
+            self.ex
+                .journal
+                .append(
+                    &self.run_id,
+                    &JournalEntry::Spliced {
+                        node: receipt.node.clone(),
+                        plan: plan.clone(),
+                    },
+                )
+                .await?;
+            self.splice(i, &plan);
+        }
+        // A re-run of a verification that had passed, red: its loop had
+        // resolved, so there is no repair left to hand it to.
+        if receipt.outcome == NodeOutcome::CheckFailed && self.revalidations.contains_key(&i) {
+            receipt.outcome = NodeOutcome::Failed {
+                reason: FailureReason::StaleVerification,
+                message: "it passed, a later step changed the workspace, and re-run it failed"
+                    .to_owned(),
+            };
+        }
         // A failing last check fails its loop.
         if receipt.outcome == NodeOutcome::CheckFailed
             && let Some(&li) = self.loop_of.get(&i)
@@ -598,13 +761,17 @@ impl<'e> RunState<'e> {
             .await?;
         self.spent = self.spent.saturating_add(receipt.cost);
         let resolved = receipt.role == NodeRole::Check && receipt.outcome == NodeOutcome::Succeeded;
+        let mutated = receipt.outcome == NodeOutcome::Succeeded
+            && !receipt.files_changed.is_empty()
+            && !is_verification(&self.nodes[i])
+            && !is_commit(&self.nodes[i]);
         if matches!(receipt.outcome, NodeOutcome::Failed { .. })
             && self.ex.plan.on_failure == OnFailure::Stop
             && self.halt.is_none()
         {
             self.halt = Some(SkipReason::Stopped);
         }
-        if matches!(self.states[i], State::Running) && is_writer(&self.ex.plan.nodes[i]) {
+        if matches!(self.states[i], State::Running) && is_writer(&self.nodes[i]) {
             self.running_writers = self.running_writers.saturating_sub(1);
         }
         self.states[i] = State::Done(Box::new(receipt));
@@ -622,9 +789,55 @@ impl<'e> RunState<'e> {
                 .collect();
             later.sort_unstable();
             for m in later {
-                let r = NodeReceipt::skipped(&self.ex.plan.nodes[m], SkipReason::LoopResolved);
+                let r = NodeReceipt::skipped(&self.nodes[m], SkipReason::LoopResolved);
                 Box::pin(self.settle(m, r)).await?;
             }
+        }
+        if mutated {
+            self.revalidate_stale(i).await?;
+        }
+        Ok(())
+    }
+
+    /// After node `i` changed the workspace: every passed verification
+    /// whose result some step has yet to use is run again before that
+    /// step starts, at most [`STALENESS_REVALIDATION_LIMIT`] times each.
+    async fn revalidate_stale(&mut self, i: usize) -> Result<(), ExecutorError> {
+        let stale: Vec<usize> = (0..self.nodes.len())
+            .filter(|&v| {
+                v != i
+                    && is_verification(&self.nodes[v])
+                    && self
+                        .done(v)
+                        .is_some_and(|r| r.outcome == NodeOutcome::Succeeded)
+                    && (0..self.nodes.len()).any(|j| {
+                        self.deps[j].contains(&v) && matches!(self.states[j], State::Pending)
+                    })
+            })
+            .collect();
+        for v in stale {
+            let count = self.revalidations.entry(v).or_default();
+            *count += 1;
+            if *count > STALENESS_REVALIDATION_LIMIT {
+                let mut r = NodeReceipt::skipped(&self.nodes[v], SkipReason::Stopped);
+                r.outcome = NodeOutcome::Failed {
+                    reason: FailureReason::StaleVerification,
+                    message: format!(
+                        "the workspace changed after each of its {STALENESS_REVALIDATION_LIMIT} \
+                         re-runs; the run fails closed rather than use a stale result"
+                    ),
+                };
+                Box::pin(self.settle(v, r)).await?;
+                continue;
+            }
+            let node = self.nodes[v].id.clone();
+            self.ex
+                .journal
+                .append(&self.run_id, &JournalEntry::Stale { node: node.clone() })
+                .await?;
+            self.revalidated.push(node);
+            self.states[v] = State::Pending;
+            self.first_open = self.first_open.min(v);
         }
         Ok(())
     }
@@ -644,7 +857,7 @@ impl<'e> RunState<'e> {
                     .is_some_and(|r| !r.outcome.permits_dependents() && !self.crosses(d, r))
             });
             if blocked {
-                let r = NodeReceipt::skipped(&self.ex.plan.nodes[i], SkipReason::DependencyBlocked);
+                let r = NodeReceipt::skipped(&self.nodes[i], SkipReason::DependencyBlocked);
                 self.settle(i, r).await?;
             }
         }
@@ -659,7 +872,7 @@ impl<'e> RunState<'e> {
     fn crosses(&self, dep: usize, receipt: &NodeReceipt) -> bool {
         self.ex.plan.on_failure == OnFailure::Continue
             && matches!(
-                self.ex.plan.nodes[dep].work,
+                self.nodes[dep].work,
                 NodeWork::Code {
                     verification: false,
                     ..
@@ -700,7 +913,7 @@ impl<'e> RunState<'e> {
                         break;
                     }
                     if self.ex.plan.single_writer
-                        && is_writer(&self.ex.plan.nodes[i])
+                        && is_writer(&self.nodes[i])
                         && self.running_writers > 0
                     {
                         // `writers: 1`: the next writer waits its turn;
@@ -722,8 +935,7 @@ impl<'e> RunState<'e> {
                                 self.main.remove_worktree(&dir).await;
                             }
                             self.running_worktrees.remove(&i);
-                            let mut r =
-                                NodeReceipt::skipped(&self.ex.plan.nodes[i], SkipReason::Stopped);
+                            let mut r = NodeReceipt::skipped(&self.nodes[i], SkipReason::Stopped);
                             r.outcome = NodeOutcome::Failed {
                                 reason: FailureReason::Workspace,
                                 message: format!("cannot prepare its checkout: {e}"),
@@ -746,7 +958,7 @@ impl<'e> RunState<'e> {
                     let Some(i) = task_node.remove(&e.id()) else {
                         continue;
                     };
-                    let mut r = NodeReceipt::skipped(&self.ex.plan.nodes[i], SkipReason::Stopped);
+                    let mut r = NodeReceipt::skipped(&self.nodes[i], SkipReason::Stopped);
                     r.outcome = NodeOutcome::Failed {
                         reason: FailureReason::RunnerPanicked,
                         message: format!("the node's task ended abnormally: {e}"),
@@ -765,7 +977,7 @@ impl<'e> RunState<'e> {
         let reason = self.halt.unwrap_or(SkipReason::DependencyBlocked);
         for i in 0..self.states.len() {
             if matches!(self.states[i], State::Pending) {
-                let r = NodeReceipt::skipped(&self.ex.plan.nodes[i], reason);
+                let r = NodeReceipt::skipped(&self.nodes[i], reason);
                 self.settle(i, r).await?;
             }
         }
@@ -776,7 +988,7 @@ impl<'e> RunState<'e> {
     /// journals its start. An error here is a workspace failure of the node.
     async fn prepare(&mut self, i: usize, max: usize) -> Result<Job, Prepare> {
         let ex = self.ex;
-        let node = ex.plan.nodes[i].clone();
+        let node = self.nodes[i].clone();
         let mode = if !needs_git(&node) {
             Mode::Plain
         } else if max == 1 {
@@ -846,7 +1058,11 @@ impl<'e> RunState<'e> {
             run_id: self.run_id.clone(),
             index: i,
             node,
-            task: ex.plan.task.clone(),
+            task: self
+                .tasks
+                .get(&i)
+                .cloned()
+                .unwrap_or_else(|| ex.plan.task.clone()),
             mode,
             workdir,
             scratch: ex.config.state_dir.join("index"),
@@ -917,7 +1133,10 @@ impl<'e> RunState<'e> {
 
     /// A task came back: plain and main-checkout nodes settle now;
     /// worktree nodes wait for their turn to merge.
-    async fn finish(&mut self, result: JobResult) -> Result<(), ExecutorError> {
+    async fn finish(&mut self, mut result: JobResult) -> Result<(), ExecutorError> {
+        if let Some(plan) = result.delegation.take() {
+            self.pending_splice.insert(result.index, plan);
+        }
         let i = result.index;
         if self.running_worktrees.remove(&i) {
             self.pending_merge.insert(i, result);
@@ -998,7 +1217,7 @@ impl<'e> RunState<'e> {
         let receipts: Vec<NodeReceipt> = self
             .states
             .into_iter()
-            .zip(&plan.nodes)
+            .zip(&self.nodes)
             .map(|(s, n)| match s {
                 State::Done(r) => *r,
                 State::Pending | State::Running => {
@@ -1080,6 +1299,7 @@ impl<'e> RunState<'e> {
             spent: self.spent,
             resumed: self.resumed,
             interrupted: self.interrupted,
+            revalidated: self.revalidated,
         }
     }
 }
@@ -1097,9 +1317,24 @@ async fn run_job(job: Job) -> JobResult {
         Mode::Worktree { .. } => Workdir::Worktree,
     };
     let is_check = job.node.role == NodeRole::Check;
+    let mut delegation = None;
     match &job.node.work {
-        NodeWork::Agent { .. } | NodeWork::Plan { .. } => {
+        NodeWork::Agent { .. } => {
             run_agent(&job, &mut r, is_check).await;
+        }
+        NodeWork::Plan { .. } => {
+            let answer = run_agent(&job, &mut r, false).await;
+            if r.outcome == NodeOutcome::Succeeded {
+                match parse_delegation_plan(&answer, &job.node) {
+                    Ok(_) => delegation = Some(answer),
+                    Err(e) => {
+                        r.outcome = NodeOutcome::Failed {
+                            reason: FailureReason::DelegationPlanInvalid,
+                            message: format!("{e} [{}]", e.code()),
+                        };
+                    }
+                }
+            }
         }
         NodeWork::Code { verification, .. } => {
             run_command(&job, &mut r, *verification || is_check).await;
@@ -1181,11 +1416,14 @@ async fn run_job(job: Job) -> JobResult {
     JobResult {
         index: job.index,
         receipt: r,
+        delegation,
         final_tree,
     }
 }
 
-async fn run_agent(job: &Job, r: &mut NodeReceipt, is_check: bool) {
+/// Runs an agent node; returns the worker's whole answer (the receipt
+/// keeps its tail).
+async fn run_agent(job: &Job, r: &mut NodeReceipt, is_check: bool) -> String {
     let request = AgentRequest {
         run_id: job.run_id.clone(),
         node: job.node.clone(),
@@ -1201,6 +1439,7 @@ async fn run_agent(job: &Job, r: &mut NodeReceipt, is_check: bool) {
                 reason: FailureReason::AgentFailed,
                 message: e.message,
             };
+            String::new()
         }
         Ok(out) => {
             r.cost = out.cost;
@@ -1233,6 +1472,7 @@ async fn run_agent(job: &Job, r: &mut NodeReceipt, is_check: bool) {
                     },
                 }
             };
+            out.output
         }
     }
 }

@@ -45,6 +45,13 @@ pub enum JournalEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         base: Option<String>,
     },
+    /// A plan node's delegation plan, spliced into the run (journalled
+    /// before the node's receipt; a resume splices the last one of a node
+    /// that then succeeded).
+    Spliced { node: String, plan: String },
+    /// A passed verification went stale (a later step changed the
+    /// workspace before its result was used): it is not final any more.
+    Stale { node: String },
     /// A node settled.
     Finished { receipt: Box<NodeReceipt> },
 }

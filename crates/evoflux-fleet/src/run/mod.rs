@@ -21,7 +21,7 @@ pub mod runner;
 
 pub use executor::{
     Executor, ExecutorConfig, ExecutorError, LoopOutcome, LoopReason, RECEIPT_OUTPUT_MAX_BYTES,
-    RunReport, RunStatus,
+    RunReport, RunStatus, STALENESS_REVALIDATION_LIMIT,
 };
 pub use journal::{FileJournal, JournalEntry, JournalError, MemoryJournal, RunJournal};
 pub use receipt::{

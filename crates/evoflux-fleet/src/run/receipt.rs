@@ -41,6 +41,12 @@ pub enum FailureReason {
     GateNotDiscriminating,
     /// The node's task panicked.
     RunnerPanicked,
+    /// A plan step's delegation plan broke its step's rules; nothing was
+    /// spliced.
+    DelegationPlanInvalid,
+    /// A verification made stale failed its re-run, or went stale more
+    /// than `STALENESS_REVALIDATION_LIMIT` times.
+    StaleVerification,
 }
 
 impl FailureReason {
@@ -59,6 +65,8 @@ impl FailureReason {
             FailureReason::Workspace => "fleet/workspace",
             FailureReason::GateNotDiscriminating => "fleet/gate-not-discriminating",
             FailureReason::RunnerPanicked => "fleet/runner-panicked",
+            FailureReason::DelegationPlanInvalid => "fleet/delegation-plan-invalid",
+            FailureReason::StaleVerification => "fleet/stale-verification",
         }
     }
 }
