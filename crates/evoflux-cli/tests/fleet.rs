@@ -294,6 +294,27 @@ fn coder_turns(expect: &str, writes: &[(&str, &str)]) -> String {
     )
 }
 
+/// Asserts the exit code, showing what the run printed when it differs.
+fn exits(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Each receipt's node and status, in report order.
+fn statuses(report: &Value) -> Vec<(&str, &str)> {
+    report["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect()
+}
+
 const FIXED: &str = "pub fn answer() -> u32 {\n    42\n}\n";
 
 #[test]
@@ -318,12 +339,7 @@ fn a_fleet_run_undoes_a_write_outside_its_boundary_and_a_resume_finishes_it() {
             "--json", "fleet", "run", "fix", "--var", "value=42", "--model", &model,
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 1);
     let report = json(&out);
     let run_id = report["runId"].as_str().unwrap().to_owned();
     assert_eq!(report["status"], "stopped");
@@ -375,21 +391,11 @@ fn a_fleet_run_undoes_a_write_outside_its_boundary_and_a_resume_finishes_it() {
             "--json", "fleet", "run", "--resume", &run_id, "--model", &model,
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 0);
     let report = json(&out);
     assert_eq!(report["runId"], run_id.as_str());
     assert_eq!(report["status"], "succeeded");
-    let statuses: Vec<(&str, &str)> = report["receipts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
-        .collect();
+    let statuses = statuses(&report);
     assert_eq!(
         statuses,
         [("implement", "succeeded"), ("check", "succeeded")]
@@ -494,12 +500,7 @@ fn a_killed_run_resumes_without_running_its_settled_steps_again() {
             "--json", "fleet", "run", "--resume", &run_id, "--model", &model,
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 0);
     let report = json(&out);
     assert_eq!(report["resumed"], serde_json::json!(["implement"]));
     assert_eq!(report["interrupted"], serde_json::json!(["wait"]));
@@ -654,20 +655,9 @@ fn the_builtin_fleet_investigates_implements_verifies_until_green_and_reviews() 
             &model,
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 0);
     let report = json(&out);
-    let statuses: Vec<(&str, &str)> = report["receipts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
-        .collect();
+    let statuses = statuses(&report);
     assert_eq!(
         statuses,
         [
@@ -776,13 +766,7 @@ fn parallel_steps_work_in_worktrees_merged_before_the_step_after_them() {
     .concat();
     let model = common::script(&s, "wide.yaml", &format!("turns:\n{script}"));
     let out = common::run(&s, &["--json", "fleet", "run", "wide", "--model", &model]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 0);
     let report = json(&out);
     let receipts = report["receipts"].as_array().unwrap();
     let by = |node: &str| receipts.iter().find(|r| r["node"] == node).unwrap().clone();
@@ -878,20 +862,9 @@ fn a_plan_step_splices_its_delegation_plan_into_the_run() {
     .concat();
     let model = common::script(&s, "split.yaml", &format!("turns:\n{script}"));
     let out = common::run(&s, &["--json", "fleet", "run", "split", "--model", &model]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 0);
     let report = json(&out);
-    let statuses: Vec<(&str, &str)> = report["receipts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["node"].as_str().unwrap(), r["status"].as_str().unwrap()))
-        .collect();
+    let statuses = statuses(&report);
     assert_eq!(
         statuses,
         [
@@ -973,13 +946,7 @@ fn with_proposals_the_architect_plans_from_what_the_roster_proposed() {
     .concat();
     let model = common::script(&s, "proposals.yaml", &format!("turns:\n{script}"));
     let out = common::run(&s, &["--json", "fleet", "run", "split", "--model", &model]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits(&out, 0);
     let report = json(&out);
     assert_eq!(report["status"], "succeeded");
     assert_eq!(report["receipts"][2]["node"], "plan.answer");
