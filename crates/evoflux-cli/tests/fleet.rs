@@ -558,6 +558,14 @@ fn a_fleet_run_that_cannot_start_says_why_with_its_code() {
     let (code, found) = codes(&["--json", "fleet", "run", "typo"]);
     assert_eq!(code, Some(3));
     assert_eq!(found, ["fleet/agent-unknown"]);
+    // `validate` says so too, with the field.
+    let out = common::run(&s, &["--json", "fleet", "validate", "typo"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let d = &err["diagnostics"][0];
+    assert_eq!(d["code"], "fleet/agent-unknown");
+    assert_eq!(d["locator"]["field"], "steps.look.agent");
+    assert!(d["message"].as_str().unwrap().contains("'scuot'"));
     // Nothing ran, so nothing is listed.
     assert_eq!(s.json(&["--json", "fleet", "runs"]), serde_json::json!([]));
 }

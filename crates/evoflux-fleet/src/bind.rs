@@ -1,5 +1,6 @@
 //! Binding a contract's command ids against the repository's registry
-//! (`fleets/commands.yaml`), without running anything.
+//! (`fleets/commands.yaml`), and its agents against the worker recipes a
+//! run can open ([`bind_fleet_agents`]), without running anything.
 //!
 //! Kept apart from [`crate::parse_fleet_contract`] so contract text can be
 //! validated without a registry at hand. A missing registry is a distinct
@@ -27,6 +28,52 @@ pub mod codes {
     /// A gate's `run` command has no whole-token `{{path}}` to receive the
     /// gate file.
     pub const GATE_COMMAND_PATH: &str = "fleet/gate-command-path";
+    /// A step names an agent that is no worker recipe.
+    pub const AGENT_UNKNOWN: &str = "fleet/agent-unknown";
+}
+
+/// Checks every agent a contract names (agent steps, loop halves, gate
+/// authors, plan architects and rosters) against `known`, the worker
+/// recipe ids; one diagnostic per unknown name, with its field.
+pub fn bind_fleet_agents(contract: &FleetContract, known: &[String]) -> Diagnostics {
+    let mut named: Vec<(String, &str)> = Vec::new();
+    for step in &contract.steps {
+        match step {
+            FleetStep::Agent(s) => named.push((format!("steps.{}.agent", s.id), &s.work.agent)),
+            FleetStep::Code(_) => {}
+            FleetStep::Loop(s) => {
+                match &s.check {
+                    LoopCheck::Agent(a) => {
+                        named.push((format!("steps.{}.check.agent", s.id), &a.agent));
+                    }
+                    LoopCheck::Code(_) | LoopCheck::Gate { .. } => {}
+                }
+                named.push((format!("steps.{}.repair.agent", s.id), &s.repair.agent));
+            }
+            FleetStep::Gate(s) => named.push((format!("steps.{}.agent", s.id), &s.agent)),
+            FleetStep::Plan(s) => {
+                named.push((format!("steps.{}.agent", s.id), &s.work.agent));
+                for (i, member) in s.roster.iter().enumerate() {
+                    named.push((format!("steps.{}.roster[{i}]", s.id), member));
+                }
+            }
+        }
+    }
+    named
+        .into_iter()
+        .filter(|(_, agent)| !known.iter().any(|k| k == agent))
+        .map(|(field, agent)| {
+            Diagnostic::error(
+                codes::AGENT_UNKNOWN,
+                format!(
+                    "'{agent}' is not a worker recipe (the workers are: {})",
+                    list(known)
+                ),
+            )
+            .with_file(&contract.path)
+            .with_field(field)
+        })
+        .collect()
 }
 
 /// One use of a registered command: where, which, with what.

@@ -118,3 +118,25 @@ fn a_gate_command_receives_the_path() {
     let with = registry("version: 1\ncommands:\n  acceptance:\n    argv: [node, '{{path}}']\n");
     assert!(bind_fleet_commands(&c, Some(&with)).is_empty());
 }
+
+#[test]
+fn every_agent_a_contract_names_is_checked_against_the_workers_with_its_field() {
+    let contract = valid(&doc(V5));
+    let workers = |ids: &[&str]| ids.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert!(
+        evoflux_fleet::bind_fleet_agents(&contract, &workers(&["architect", "coder", "tester"]))
+            .is_empty()
+    );
+    let d = evoflux_fleet::bind_fleet_agents(&contract, &workers(&["architect", "coder"]));
+    let fields: Vec<(&str, Option<&str>)> = d
+        .iter()
+        .map(|d| (&*d.code, d.locator.field.as_deref()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("fleet/agent-unknown", Some("steps.acceptance.agent")),
+            ("fleet/agent-unknown", Some("steps.architect.roster[1]")),
+        ]
+    );
+}

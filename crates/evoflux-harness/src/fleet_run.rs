@@ -180,16 +180,10 @@ pub enum FleetRunError {
         #[source]
         source: PlanError,
     },
-    #[error(
-        "fleet `{name}` names agents that are not worker recipes: {}; the workers are: {}",
-        unknown.join(", "),
-        known.join(", ")
-    )]
+    #[error("fleet `{name}` names agents that are not worker recipes: {}", diagnostics.summary())]
     UnknownAgents {
         name: String,
-        path: PathBuf,
-        unknown: Vec<String>,
-        known: Vec<String>,
+        diagnostics: Diagnostics,
     },
     #[error("no fleet run `{run_id}` in {}", dir.display())]
     RunNotFound { run_id: String, dir: PathBuf },
@@ -334,29 +328,14 @@ pub async fn run_fleet(
             source,
         }
     })?;
-    // Every agent a node names must be a worker recipe, checked before any
-    // node runs.
-    let known = app.worker_ids(&graph, AppMode::Coding);
-    let mut unknown: Vec<String> = plan
-        .nodes
-        .iter()
-        .filter_map(|n| match &n.work {
-            NodeWork::Agent { agent, .. }
-            | NodeWork::GateAuthor { agent, .. }
-            | NodeWork::Plan { agent, .. } => Some(agent),
-            NodeWork::Code { .. } | NodeWork::GateCheck { .. } => None,
-        })
-        .filter(|a| !known.contains(a))
-        .cloned()
-        .collect();
-    unknown.sort();
-    unknown.dedup();
+    // Every agent the contract names must be a worker recipe, checked
+    // before any node runs.
+    let unknown =
+        evoflux_fleet::bind_fleet_agents(contract, &app.worker_ids(&graph, AppMode::Coding));
     if !unknown.is_empty() {
         return Err(FleetRunError::UnknownAgents {
             name,
-            path: contract.path.clone(),
-            unknown,
-            known,
+            diagnostics: unknown,
         });
     }
     let manifest = match earlier {

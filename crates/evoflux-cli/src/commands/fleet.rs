@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
-use evoflux_core::{Diagnostic, Diagnostics};
+use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use evoflux_fleet::{
     CatalogFleet, FleetCatalog, FleetStep, LoopCheck, PlanError, compile_fleet_plan,
 };
@@ -123,7 +123,10 @@ pub fn run(out: &Output, command: &FleetCommand) -> anyhow::Result<Exit> {
     Ok(match command {
         FleetCommand::List { .. } => list(out, &catalog),
         FleetCommand::Show { name, .. } => show(out, &catalog, name),
-        FleetCommand::Validate { name, .. } => validate(out, &catalog, name.as_deref()),
+        FleetCommand::Validate { name, .. } => {
+            let workers = super::app_context(&dirs)?.worker_ids(&graph, AppMode::Coding);
+            validate(out, &catalog, name.as_deref(), &workers)
+        }
         FleetCommand::Plan { name, vars, .. } => plan(out, &catalog, name, vars),
         FleetCommand::Run { .. } | FleetCommand::Runs | FleetCommand::ShowRun { .. } => {
             unreachable!("handled above")
@@ -253,7 +256,9 @@ fn step_line(step: &FleetStep) -> String {
     }
 }
 
-fn validate(out: &Output, catalog: &FleetCatalog, name: Option<&str>) -> Exit {
+/// Every fleet, or one, with its agents checked against `workers` (the
+/// worker recipes a run can open).
+fn validate(out: &Output, catalog: &FleetCatalog, name: Option<&str>, workers: &[String]) -> Exit {
     let fleets: Vec<&CatalogFleet> = match name {
         Some(n) => match find(out, catalog, n) {
             Some(f) => vec![f],
@@ -262,14 +267,19 @@ fn validate(out: &Output, catalog: &FleetCatalog, name: Option<&str>) -> Exit {
         None => catalog.fleets.iter().collect(),
     };
     let mut all = Diagnostics::new();
+    let mut invalid: Vec<&str> = Vec::new();
     for f in &fleets {
         all.extend(f.diagnostics.iter().cloned());
+        let agents = f
+            .contract
+            .as_ref()
+            .map(|c| evoflux_fleet::bind_fleet_agents(c, workers))
+            .unwrap_or_default();
+        if !f.is_valid() || agents.has_errors() {
+            invalid.push(f.name.as_str());
+        }
+        all.extend(agents.iter().cloned());
     }
-    let invalid: Vec<&str> = fleets
-        .iter()
-        .filter(|f| !f.is_valid())
-        .map(|f| f.name.as_str())
-        .collect();
     let value = json!({
         "valid": invalid.is_empty(),
         "fleets": fleets.len(),
@@ -440,17 +450,13 @@ fn run_fleet(out: &Output, options: FleetRunOptions) -> anyhow::Result<Exit> {
 /// variable (exit 3), else the error with its code.
 fn run_error(out: &Output, e: &FleetRunError) -> Exit {
     match e {
-        FleetRunError::Invalid { diagnostics, .. } => {
+        FleetRunError::Invalid { diagnostics, .. }
+        | FleetRunError::UnknownAgents { diagnostics, .. } => {
             out.diagnostics(diagnostics);
             Exit::Invalid
         }
         FleetRunError::Plan { path, source, .. } => plan_error(out, path, source),
-        FleetRunError::UnknownAgents { path, .. } => {
-            out.diagnostics(&Diagnostics::from(vec![
-                Diagnostic::error(e.code(), e.to_string()).with_file(path),
-            ]));
-            Exit::Invalid
-        }
+
         FleetRunError::NotFound { .. }
         | FleetRunError::RunNotFound { .. }
         | FleetRunError::ResumeMismatch { .. }
