@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Sandbox, json, stderr_codes};
+use common::{Sandbox, git, git_repo, json, stderr_codes};
 use serde_json::Value;
 
 const SHIP: &str = "---
@@ -232,29 +232,10 @@ commands:
     argv: [grep, -q, '42', src/lib.rs]
 ";
 
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A real git repository with a committed `src/lib.rs` and `docs/guide.md`,
 /// trusted, holding `fleet` and the fix commands.
 fn fleet_repo(fleet: (&str, &str), commands: &str) -> Sandbox {
     let s = Sandbox::new();
-    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
     s.write(
         s.repo().join("src/lib.rs"),
         "pub fn answer() -> u32 {\n    0\n}\n",
@@ -262,9 +243,7 @@ fn fleet_repo(fleet: (&str, &str), commands: &str) -> Sandbox {
     s.write(s.repo().join("docs/guide.md"), "the guide\n");
     s.project(&format!("fleets/{}.md", fleet.0), fleet.1);
     s.project("fleets/commands.yaml", commands);
-    git(&s.repo(), &["init", "-q"]);
-    git(&s.repo(), &["add", "-A"]);
-    git(&s.repo(), &["commit", "-qm", "init"]);
+    git_repo(&s);
     s.trust();
     s
 }
@@ -582,6 +561,14 @@ fn text(v: &serde_json::Value) -> String {
     )
 }
 
+/// The answer `v` in a fenced block, as models often write JSON.
+fn fenced(v: &serde_json::Value) -> String {
+    format!(
+        "{{text: {}}}",
+        serde_json::to_string(&format!("Here it is:\n```json\n{v:#}\n```\n")).unwrap()
+    )
+}
+
 fn user(contains: &str) -> String {
     format!(
         "{{user: {{contains: {}}}}}",
@@ -640,7 +627,11 @@ fn the_builtin_fleet_investigates_implements_verifies_until_green_and_reviews() 
         ),
         turn(&tool_result("src/lib.rs"), &text(&mutation)),
         turn(&user("You are step `verify.check.1`"), VERIFY),
-        turn(&tool_result("check `test` failed"), &text(&verdict(false))),
+        // Fenced: the verdict is read as the contract check reads it.
+        turn(
+            &tool_result("check `test` failed"),
+            &fenced(&verdict(false)),
+        ),
         turn(&user("You repair exactly"), &write_call(FIXED)),
         turn(&tool_result("src/lib.rs"), &text(&mutation)),
         turn(&user("You are step `verify.check.2`"), VERIFY),
@@ -700,7 +691,6 @@ fn the_builtin_fleet_investigates_implements_verifies_until_green_and_reviews() 
 fn a_worker_that_cannot_have_its_required_tools_fails_its_step_with_the_reason() {
     // No command registry: the verifier's required `verify` is missing.
     let s = Sandbox::new();
-    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
     s.write(
         s.repo().join("src/lib.rs"),
         "pub fn answer() -> u32 {\n    0\n}\n",
@@ -709,9 +699,7 @@ fn a_worker_that_cannot_have_its_required_tools_fails_its_step_with_the_reason()
         "fleets/check.md",
         "---\nversion: 1\nname: check\ndescription: Check.\nmaxWorkers: 1\nonFailure: stop\nsteps:\n  - {id: look, agent: verifier, scope: readonly, dependencies: []}\n---\nCheck it.\n",
     );
-    git(&s.repo(), &["init", "-q"]);
-    git(&s.repo(), &["add", "-A"]);
-    git(&s.repo(), &["commit", "-qm", "init"]);
+    git_repo(&s);
     s.trust();
     let model = common::script(&s, "none.yaml", "turns: []\n");
     let out = common::run(&s, &["--json", "fleet", "run", "check", "--model", &model]);
@@ -944,9 +932,10 @@ fn with_proposals_the_architect_plans_from_what_the_roster_proposed() {
             &user("Propose your part"),
             "{text: \"I would change answer() in src/lib.rs.\"}",
         ),
+        // Fenced: the plan reaches the executor as the contract check read it.
         turn(
             &user("PROPOSAL coder\nI would change answer() in src/lib.rs."),
-            &text(&plan),
+            &fenced(&plan),
         ),
         turn(&user("Make answer() return 42\n"), &write_call(FIXED)),
         turn(&tool_result("src/lib.rs"), &text(&mutation)),

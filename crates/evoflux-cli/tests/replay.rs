@@ -9,32 +9,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{Sandbox, run, run_ok, script, session_id};
+use common::{Sandbox, git_repo, run, run_ok, script, session_id};
 use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The sandbox's repository as a real git repository with one commit.
-fn git_repo(s: &Sandbox) {
-    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
-    git(&s.repo(), &["init", "-q"]);
-    git(&s.repo(), &["add", "-A"]);
-    git(&s.repo(), &["commit", "-q", "-m", "recorded state"]);
-}
 
 const SKILL: &str = "---\nname: build-fixer\ndescription: Fix failing cargo builds.\n---\n# Build fixer\n\n## Steps\n\nFIXER-BODY: run cargo check first.\n";
 

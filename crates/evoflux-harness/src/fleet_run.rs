@@ -41,13 +41,16 @@ use evoflux_fleet::run::{
     AgentError, AgentOutcome, AgentRequest, AgentRunner, CommandOutput, CommandRequest,
     CommandRunner, CommandSpawnError, Executor, ExecutorConfig, ExecutorError, FileJournal,
     JournalEntry, JournalError, NodeReceipt, OUTPUT_CAPTURE_MAX_BYTES, RunFuture, RunJournal,
-    RunReport, RunStatus, Verdict,
+    RunReport, RunStatus, Verdict, now_ms,
 };
 use evoflux_fleet::{NodeRole, NodeWork, PlanError, RegistryState, Scope};
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use evoflux_agents::contract::extract::extract_json_object;
+use evoflux_agents::contract::mutation::result_contract_authorship;
 
 use crate::approval::NonInteractive;
 use crate::events::ContractOutcome;
@@ -151,15 +154,6 @@ pub struct RunRecord {
 pub trait FleetProgress: Send + Sync + std::fmt::Debug {
     fn started(&self, run_id: &str, node: &str);
     fn settled(&self, run_id: &str, receipt: &NodeReceipt);
-}
-
-/// Tells nobody.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoProgress;
-
-impl FleetProgress for NoProgress {
-    fn started(&self, _: &str, _: &str) {}
-    fn settled(&self, _: &str, _: &NodeReceipt) {}
 }
 
 /// Why a run could not be carried out (a node's own failure is in its
@@ -524,12 +518,6 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), FleetRunError> 
         .map_err(|e| io(std::io::Error::other(e.to_string())))
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 /// A [`FileJournal`] that also tells a [`FleetProgress`].
 #[derive(Debug)]
 struct ProgressJournal {
@@ -618,10 +606,7 @@ impl WorkerAgents {
             .await
             .map_err(|message| failed(message, spent))?;
         let Some(mut spec) = opened.worker else {
-            return Err(failed(
-                format!("`{agent}` did not open as a worker"),
-                Usd::ZERO,
-            ));
+            return Err(failed(format!("`{agent}` did not open as a worker"), spent));
         };
         // A plan step's architect answers a delegation plan, whatever its
         // recipe answers elsewhere.
@@ -634,42 +619,48 @@ impl WorkerAgents {
         let session = harness.session().id;
         let end = harness.worker_task(&spec, &task).await;
         harness.shutdown().await;
-        let cost = self
-            .store
-            .usage(session)
-            .await
-            .map_or(Usd::ZERO, |u| u.cost_usd)
-            .saturating_add(spent);
+        let cost = self.session_cost(session).await.saturating_add(spent);
         let end = end.map_err(|e| failed(format!("{e} [{}]", e.code()), cost))?;
         let contract_met = end.contract == Some(ContractOutcome::Pass);
         if !end.answered && end.contract != Some(ContractOutcome::Exhausted) {
             return Err(failed(format!("{} (session {session})", end.text), cost));
         }
-        let answer: Option<Value> = serde_json::from_str(end.text.trim()).ok();
-        let field = |name: &str| {
-            answer
-                .as_ref()
-                .and_then(|a| a.get(name))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let verdict = match field("verdict").as_deref() {
+        // The answer's object as the contract validator found it (bare, or
+        // in a fenced block, or amid prose).
+        let object = extract_json_object(Some(&end.text)).ok();
+        let verdict = match object
+            .as_ref()
+            .and_then(|o| o.get("verdict"))
+            .and_then(Value::as_str)
+        {
             Some("pass") => Some(Verdict::Pass),
             Some("fail") => Some(Verdict::Fail),
             Some(_) | None => None,
         };
+        let commit_message = result_contract_authorship(&spec.result_contract, &end.text)
+            .and_then(|a| a.commit_message);
+        // A delegation plan goes to the executor as that object alone.
+        let output = match object {
+            Some(o) if matches!(request.node.work, NodeWork::Plan { .. }) => {
+                Value::Object(o).to_string()
+            }
+            Some(_) | None => end.text,
+        };
         Ok(AgentOutcome {
-            commit_message: field("commitMessage"),
-            output: end.text,
+            commit_message,
+            output,
             contract_met,
             repair_rounds: end.repairs,
             cost,
             verdict,
         })
     }
-}
 
-impl WorkerAgents {
+    /// What session `id` cost, as the store summed it.
+    async fn session_cost(&self, id: evoflux_core::ids::SessionId) -> Usd {
+        self.store.usage(id).await.map_or(Usd::ZERO, |u| u.cost_usd)
+    }
+
     /// A session as worker `agent` in `workdir` (trusted as the run's
     /// repository is), on the run's shared model client.
     async fn open(
@@ -747,12 +738,7 @@ impl WorkerAgents {
                 .turn(Some(&ask), crate::session::TurnOptions::default())
                 .await;
             harness.shutdown().await;
-            cost = cost.saturating_add(
-                self.store
-                    .usage(session)
-                    .await
-                    .map_or(Usd::ZERO, |u| u.cost_usd),
-            );
+            cost = cost.saturating_add(self.session_cost(session).await);
             let answer = turn.map_err(|e| AgentError {
                 message: format!("proposal of `{member}`: {e} [{}]", e.code()),
                 cost,

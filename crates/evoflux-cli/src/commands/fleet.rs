@@ -9,10 +9,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
+use evoflux_core::dirs::Dirs;
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use evoflux_fleet::{
     CatalogFleet, FleetCatalog, FleetStep, LoopCheck, PlanError, compile_fleet_plan,
 };
+use evoflux_graph::CompiledGraph;
 use serde_json::{Value, json};
 
 use evoflux_fleet::run::{NodeOutcome, NodeReceipt, RunReport, RunStatus};
@@ -90,48 +92,60 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 }
 
 pub fn run(out: &Output, command: &FleetCommand) -> anyhow::Result<Exit> {
-    let sources = match command {
-        FleetCommand::List { sources }
-        | FleetCommand::Show { sources, .. }
-        | FleetCommand::Validate { sources, .. }
-        | FleetCommand::Plan { sources, .. } => sources,
+    match command {
+        FleetCommand::List { sources } => {
+            with_catalog(out, sources, |_, _, catalog| Ok(list(out, catalog)))
+        }
+        FleetCommand::Show { name, sources } => {
+            with_catalog(out, sources, |_, _, catalog| Ok(show(out, catalog, name)))
+        }
+        FleetCommand::Validate { name, sources } => {
+            with_catalog(out, sources, |dirs, graph, catalog| {
+                let workers = super::app_context(dirs)?.worker_ids(graph, AppMode::Coding);
+                Ok(validate(out, catalog, name.as_deref(), &workers))
+            })
+        }
+        FleetCommand::Plan {
+            name,
+            vars,
+            sources,
+        } => with_catalog(out, sources, |_, _, catalog| {
+            Ok(plan(out, catalog, name, vars))
+        }),
         FleetCommand::Run {
             name,
             vars,
             model,
             resume,
             workspace,
-        } => {
-            let options = FleetRunOptions {
+        } => run_fleet(
+            out,
+            FleetRunOptions {
                 fleet: name.clone(),
                 vars: vars.iter().cloned().collect(),
                 model: model.clone(),
                 resume: resume.clone(),
                 workspace: workspace.clone(),
-            };
-            return run_fleet(out, options);
-        }
-        FleetCommand::Runs => return runs(out),
-        FleetCommand::ShowRun { id } => return show_run(out, id),
-    };
+            },
+        ),
+        FleetCommand::Runs => runs(out),
+        FleetCommand::ShowRun { id } => show_run(out, id),
+    }
+}
+
+/// Runs `f` over the fleets of the graph `sources` compile to.
+fn with_catalog(
+    out: &Output,
+    sources: &SourceArgs,
+    f: impl FnOnce(&Dirs, &CompiledGraph, &FleetCatalog) -> anyhow::Result<Exit>,
+) -> anyhow::Result<Exit> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(exit),
     };
     let graph = super::compile_graph(&dirs, sources)?;
     let catalog = evoflux_fleet::load_fleets(&graph);
-    Ok(match command {
-        FleetCommand::List { .. } => list(out, &catalog),
-        FleetCommand::Show { name, .. } => show(out, &catalog, name),
-        FleetCommand::Validate { name, .. } => {
-            let workers = super::app_context(&dirs)?.worker_ids(&graph, AppMode::Coding);
-            validate(out, &catalog, name.as_deref(), &workers)
-        }
-        FleetCommand::Plan { name, vars, .. } => plan(out, &catalog, name, vars),
-        FleetCommand::Run { .. } | FleetCommand::Runs | FleetCommand::ShowRun { .. } => {
-            unreachable!("handled above")
-        }
-    })
+    f(&dirs, &graph, &catalog)
 }
 
 /// A fleet as listed.
@@ -456,7 +470,6 @@ fn run_error(out: &Output, e: &FleetRunError) -> Exit {
             Exit::Invalid
         }
         FleetRunError::Plan { path, source, .. } => plan_error(out, path, source),
-
         FleetRunError::NotFound { .. }
         | FleetRunError::RunNotFound { .. }
         | FleetRunError::ResumeMismatch { .. }

@@ -259,3 +259,30 @@ pub fn mcp_http_test_server() -> Option<(std::process::Child, String)> {
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     Some((child, url))
 }
+
+// ---- real git repositories --------------------------------------------------
+
+/// Runs git in `dir` (as a fixed committer) and returns its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Makes the sandbox's repository a real git repository with everything
+/// in it committed.
+pub fn git_repo(s: &Sandbox) {
+    std::fs::remove_dir_all(s.repo().join(".git")).unwrap();
+    git(&s.repo(), &["init", "-q"]);
+    git(&s.repo(), &["add", "-A"]);
+    git(&s.repo(), &["commit", "-q", "-m", "recorded state"]);
+}

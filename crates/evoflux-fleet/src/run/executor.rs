@@ -98,7 +98,7 @@ use tokio::task::JoinSet;
 use crate::boundary::WriteBoundary;
 use crate::commands::CommandRegistry;
 use crate::contract::{OnFailure, Scope};
-use crate::delegation::{delegated_nodes, parse_delegation_plan};
+use crate::delegation::{DelegationTask, delegated_nodes, parse_delegation_plan};
 use crate::plan::{ExecutionPlan, NodeRole, NodeWork, PlanNode};
 use crate::run::git::{Change, Git, GitError, MergeOutcome, Oid};
 use crate::run::journal::{JournalEntry, JournalError, RunJournal, valid_run_id};
@@ -308,8 +308,9 @@ struct Job {
 struct JobResult {
     index: usize,
     receipt: NodeReceipt,
-    /// A plan node's valid delegation plan, spliced in when it settles.
-    delegation: Option<String>,
+    /// A plan node's valid delegation plan (its text, for the journal, and
+    /// its tasks), spliced in when it settles.
+    delegation: Option<(String, Vec<DelegationTask>)>,
     /// The worktree's tree after the node (violations rolled back).
     final_tree: Option<Oid>,
 }
@@ -418,7 +419,9 @@ fn needs_git(node: &PlanNode) -> bool {
     node.scope == Scope::Workspace || node.writes.is_some()
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch: the clock of receipts and run
+/// records.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -446,7 +449,7 @@ struct RunState<'e> {
     /// The task of each spliced node (the others run the plan's).
     tasks: HashMap<usize, String>,
     /// Plan nodes whose delegation plan splices in when they settle.
-    pending_splice: HashMap<usize, String>,
+    pending_splice: HashMap<usize, (String, Vec<DelegationTask>)>,
     /// Re-runs of each passed verification made stale.
     revalidations: HashMap<usize, u32>,
     revalidated: Vec<String>,
@@ -588,8 +591,9 @@ impl<'e> RunState<'e> {
         for (node, plan) in splices {
             if settled_ok.contains(node.as_str())
                 && let Some(&i) = self.index.get(&node)
+                && let Ok(tasks) = parse_delegation_plan(&plan, &self.nodes[i])
             {
-                self.splice(i, &plan);
+                self.splice(i, &tasks);
             }
         }
         let mut last: HashMap<usize, NodeReceipt> = HashMap::new();
@@ -657,13 +661,10 @@ impl<'e> RunState<'e> {
         }
     }
 
-    /// Adds the tasks of plan node `i`'s delegation plan (already
-    /// validated when the node ran) after it: each a node of its own, and
-    /// everything that waited for the plan node waits for them too.
-    fn splice(&mut self, i: usize, plan: &str) {
-        let Ok(tasks) = parse_delegation_plan(plan, &self.nodes[i]) else {
-            return;
-        };
+    /// Adds the tasks of plan node `i`'s delegation plan after it: each a
+    /// node of its own, and everything that waited for the plan node waits
+    /// for them too.
+    fn splice(&mut self, i: usize, tasks: &[DelegationTask]) {
         let waiting: Vec<usize> = (0..self.nodes.len())
             .filter(|&j| self.deps[j].contains(&i))
             .collect();
@@ -673,9 +674,9 @@ impl<'e> RunState<'e> {
             self.nodes[i].id
         );
         let mut added = Vec::new();
-        for (node, task) in delegated_nodes(&self.nodes[i], &tasks)
+        for (node, task) in delegated_nodes(&self.nodes[i], tasks)
             .into_iter()
-            .zip(&tasks)
+            .zip(tasks)
         {
             if self.index.contains_key(&node.id) {
                 continue;
@@ -711,7 +712,7 @@ impl<'e> RunState<'e> {
     async fn settle(&mut self, i: usize, mut receipt: NodeReceipt) -> Result<(), ExecutorError> {
         // A plan node that succeeded splices its tasks in, journalled
         // before its receipt so a resume finds them.
-        if let Some(plan) = self.pending_splice.remove(&i)
+        if let Some((plan, tasks)) = self.pending_splice.remove(&i)
             && receipt.outcome == NodeOutcome::Succeeded
         {
             self.ex
@@ -720,11 +721,11 @@ impl<'e> RunState<'e> {
                     &self.run_id,
                     &JournalEntry::Spliced {
                         node: receipt.node.clone(),
-                        plan: plan.clone(),
+                        plan,
                     },
                 )
                 .await?;
-            self.splice(i, &plan);
+            self.splice(i, &tasks);
         }
         // A re-run of a verification that had passed, red: its loop had
         // resolved, so there is no repair left to hand it to.
@@ -1326,7 +1327,7 @@ async fn run_job(job: Job) -> JobResult {
             let answer = run_agent(&job, &mut r, false).await;
             if r.outcome == NodeOutcome::Succeeded {
                 match parse_delegation_plan(&answer, &job.node) {
-                    Ok(_) => delegation = Some(answer),
+                    Ok(tasks) => delegation = Some((answer, tasks)),
                     Err(e) => {
                         r.outcome = NodeOutcome::Failed {
                             reason: FailureReason::DelegationPlanInvalid,

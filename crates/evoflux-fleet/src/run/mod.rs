@@ -21,7 +21,7 @@ pub mod runner;
 
 pub use executor::{
     Executor, ExecutorConfig, ExecutorError, LoopOutcome, LoopReason, RECEIPT_OUTPUT_MAX_BYTES,
-    RunReport, RunStatus, STALENESS_REVALIDATION_LIMIT,
+    RunReport, RunStatus, STALENESS_REVALIDATION_LIMIT, now_ms,
 };
 pub use journal::{FileJournal, JournalEntry, JournalError, MemoryJournal, RunJournal};
 pub use receipt::{

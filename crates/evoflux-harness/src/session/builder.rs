@@ -971,13 +971,9 @@ impl<'a> SessionBuilder<'a> {
             limits: Limits {
                 model_calls_per_turn: opts.limits.model_calls_per_turn.max(1),
                 max_cost: opts.limits.max_cost.or(loaded.config.limits.max_cost_usd),
-                // A worker keeps to its recipe's tool budget, as dispatched.
-                tool_calls_per_turn: match &worker {
-                    Some(spec) => spec.budget.tool_calls.max(1),
-                    None => opts.limits.tool_calls_per_turn,
-                },
                 ..opts.limits
-            },
+            }
+            .for_worker(worker.as_ref()),
             can_request_input: self.can_request_input,
             network: self.network,
             processes: self.processes,

@@ -190,13 +190,7 @@ impl Harness {
                 call_id: call.id.clone(),
             }),
             approver: Arc::clone(&self.approver),
-            limits: match &worker {
-                Some(spec) => super::Limits {
-                    tool_calls_per_turn: spec.budget.tool_calls.max(1),
-                    ..self.limits
-                },
-                None => self.limits,
-            },
+            limits: self.limits.for_worker(worker.as_ref()),
             // Nobody answers a child's question; it ends with its answer.
             can_request_input: false,
             network: team.network,

@@ -82,6 +82,20 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// These limits for a session that runs as worker `spec` (dispatched,
+    /// or a fleet's agent step): its recipe's tool budget per turn.
+    pub fn for_worker(self, spec: Option<&evoflux_agents::worker::spec::AgentSpec>) -> Limits {
+        match spec {
+            Some(spec) => Limits {
+                tool_calls_per_turn: spec.budget.tool_calls.max(1),
+                ..self
+            },
+            None => self,
+        }
+    }
+}
+
 /// Everything a session runs with.
 #[derive(Debug)]
 pub struct RunSetup {
