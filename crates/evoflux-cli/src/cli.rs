@@ -79,6 +79,10 @@ pub enum Command {
     /// plugins, MCP, /openapi.json) on a loopback port; every API route but health needs the
     /// bearer token.
     Serve(crate::commands::serve::ServeArgs),
+    /// Be an Agent Client Protocol agent on stdin and stdout, for editors (Zed's
+    /// `agent_servers`, JetBrains IDEs, Neovim plugins): Coding sessions on the editor's
+    /// project, streamed tool calls, permission requests, cancel, and loading earlier sessions.
+    Acp(crate::commands::acp::AcpArgs),
     /// Schedules: list them with their next and last run, show one, run one now, its history.
     /// `evoflux serve` fires them.
     Schedule {

@@ -89,6 +89,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => commands::eval::run(&out, args),
         Command::CodeContext(args) => commands::code_context::run(&out, args),
         Command::Serve(args) => commands::serve::run(&out, args),
+        Command::Acp(args) => commands::acp::run(&out, args),
     };
     match result {
         Ok(exit) => exit.into(),

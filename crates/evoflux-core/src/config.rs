@@ -279,6 +279,11 @@ pub struct HarnessConfig {
     /// `[skills]`: how a turn's implicit skill resolution runs.
     #[serde(default, skip_serializing_if = "SkillsConfig::is_unset")]
     pub skills: SkillsConfig,
+    /// `[agents.external.<name>]`: agents outside evoflux, spoken to over
+    /// the Agent Client Protocol, that a lead may dispatch. Only the
+    /// user's and the admin's files declare them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub external_agents: BTreeMap<String, crate::external_agent::ExternalAgentConfig>,
 }
 
 impl HarnessConfig {
@@ -500,6 +505,9 @@ pub struct LoadedConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolver_model_origin: Option<ConfigOrigin>,
     pub provider_origins: BTreeMap<String, ConfigOrigin>,
+    /// The file that declared each external agent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub external_agent_sources: BTreeMap<String, ConfigSource>,
 }
 
 /// One checked config file, ready to be layered over the ones below it.
@@ -514,6 +522,7 @@ pub struct ConfigLayer {
     prices: BTreeMap<String, Price>,
     limits: LimitsConfig,
     skills: Option<SkillsConfig>,
+    external_agents: BTreeMap<String, crate::external_agent::ExternalAgentConfig>,
 }
 
 /// `[compat]` as a file writes it: each key optional, layered key by key.
@@ -542,6 +551,8 @@ struct ConfigFile {
     limits: LimitsFile,
     #[serde(default)]
     skills: Option<SkillsConfig>,
+    #[serde(default)]
+    agents: Option<crate::external_agent::AgentsFile>,
 }
 
 /// The default model evoflux runs when nothing is configured: the small
@@ -605,6 +616,7 @@ impl HarnessConfig {
             prices: BTreeMap::new(),
             limits: LimitsConfig::default(),
             skills: SkillsConfig::default(),
+            external_agents: BTreeMap::new(),
         }
     }
 }
@@ -677,6 +689,7 @@ impl LoadedConfig {
                 .collect(),
             model_origin: ConfigOrigin::Embedded,
             resolver_model_origin: None,
+            external_agent_sources: BTreeMap::new(),
             config,
         }
     }
@@ -733,6 +746,12 @@ impl LoadedConfig {
                     let current = &mut self.config.storage;
                     current.max_age_days = storage.max_age_days.or(current.max_age_days);
                     current.max_total_mib = storage.max_total_mib.or(current.max_total_mib);
+                }
+                // One agent's declaration replaces the one below it whole.
+                for (name, agent) in layer.external_agents {
+                    self.external_agent_sources
+                        .insert(name.clone(), layer.source.clone());
+                    self.config.external_agents.insert(name, agent);
                 }
                 if let Some(compat) = layer.compat {
                     let current = &mut self.config.compat;
@@ -870,6 +889,7 @@ pub fn read_layer(
     }
     let prices = check_prices(path, scope, &file.prices, diags);
     let limits = check_limits(path, file.limits, diags);
+    let external_agents = crate::external_agent::check(path, scope, file.agents, diags);
     let layer = ConfigLayer {
         source: ConfigSource {
             path: path.to_path_buf(),
@@ -883,6 +903,7 @@ pub fn read_layer(
         prices,
         limits,
         skills: file.skills,
+        external_agents,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))
 }

@@ -11,6 +11,7 @@ pub mod code_operation;
 pub mod config;
 pub mod diagnostic;
 pub mod dirs;
+pub mod external_agent;
 pub mod frontmatter;
 pub mod hash;
 pub mod ids;

@@ -46,7 +46,7 @@ pub struct InfoList<T> {
 }
 
 impl<T> InfoList<T> {
-    fn new(entries: Vec<T>) -> Self {
+    pub fn new(entries: Vec<T>) -> Self {
         InfoList {
             total: entries.len(),
             entries,
@@ -195,6 +195,11 @@ pub struct Info {
     /// Each mode's default lead with the members and workers its `agent`
     /// tool reaches; filled by the application, which compiles the teams.
     pub teams: Vec<InfoTeam>,
+    /// The external agents (`[agents.external]`) each mode's lead may
+    /// dispatch over the Agent Client Protocol: flat over every team, each
+    /// under its lead's node, and apart from the local members and
+    /// workers, which they do not count among; filled by the application.
+    pub remote_agents: InfoList<InfoRemoteAgent>,
     /// Sources of untrusted repositories that are not loaded until the
     /// user trusts them.
     pub awaiting_trust: Vec<InfoAwaitingTrust>,
@@ -237,6 +242,37 @@ pub struct InfoAgentNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_contract: Option<String>,
     pub origin: InfoOrigin,
+}
+
+/// An external agent a lead may dispatch.
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoRemoteAgent {
+    /// `<mode>/<lead>/<name>`.
+    pub node_id: String,
+    pub parent_node_id: String,
+    pub name: String,
+    pub description: String,
+    /// How it is reached: `acp` (the Agent Client Protocol over stdio).
+    pub protocol: &'static str,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The names of the variables of the environment it gets.
+    pub env: Vec<String>,
+    /// Where it runs: `workspace` or `scratch`.
+    pub cwd: &'static str,
+    pub capability_class: String,
+    pub result_contract: String,
+    /// The config file that declared it, and that file's layer.
+    pub provenance: InfoRemoteProvenance,
+}
+
+/// Where an external agent was declared.
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoRemoteProvenance {
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<std::path::PathBuf>,
+    pub origin: evoflux_core::config::ConfigOrigin,
 }
 
 /// Where an agent was defined.
@@ -319,6 +355,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
         },
         repositories: Vec::new(),
         teams: Vec::new(),
+        remote_agents: InfoList::new(Vec::new()),
         awaiting_trust: graph
             .composition
             .entries
@@ -497,6 +534,31 @@ pub fn check_invariants(info: &serde_json::Value) -> Vec<String> {
             if !names.insert(e["name"].as_str().unwrap_or_default().to_owned()) {
                 problems.push(format!("{family} lists `{}` twice", e["name"]));
             }
+        }
+    }
+    // Remote agents: counted apart, each under a lead of `teams`.
+    let remote = info["remote_agents"]["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if info["remote_agents"]["total"].as_u64() != Some(remote.len() as u64) {
+        problems.push("remote_agents.total differs from its entries".into());
+    }
+    let leads: std::collections::BTreeSet<&str> = info["teams"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["node_id"].as_str()).collect())
+        .unwrap_or_default();
+    let mut nodes = std::collections::BTreeSet::new();
+    for r in &remote {
+        let node = r["node_id"].as_str().unwrap_or_default();
+        if !nodes.insert(node.to_owned()) {
+            problems.push(format!("remote_agents lists `{node}` twice"));
+        }
+        let parent = r["parent_node_id"].as_str().unwrap_or_default();
+        if !leads.contains(parent) {
+            problems.push(format!(
+                "remote agent `{node}` is under `{parent}`, which is no team's lead"
+            ));
         }
     }
     let routes = info["routes"]["effective"]

@@ -52,6 +52,7 @@ async fn main() {
         home: Some(home),
         cwd: repo,
         trusted_checkouts: Vec::new(),
+        remote_agents: None,
     };
     let graph = app.compile(&[]).unwrap();
     let mut figures = Vec::new();

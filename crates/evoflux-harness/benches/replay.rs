@@ -39,6 +39,7 @@ async fn main() {
         home: Some(home),
         cwd,
         trusted_checkouts: Vec::new(),
+        remote_agents: None,
     };
     let mut yaml = String::from("turns:\n");
     for _ in 0..TURNS {

@@ -27,6 +27,7 @@ pub mod offload;
 pub mod prepared;
 pub mod projection;
 pub mod receipts;
+pub mod remote;
 pub mod replay;
 pub mod safe_command;
 pub mod schedule_task;

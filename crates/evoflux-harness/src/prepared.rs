@@ -48,6 +48,10 @@ pub enum DispatchTarget {
     /// A worker recipe, by id: admitted for the task first, its result
     /// checked against the recipe's contract after.
     WorkerCall { worker: String, description: String },
+    /// An external agent (`[agents.external.<name>]`), by name: reached
+    /// over the Agent Client Protocol, admitted and held to its result
+    /// contract as a worker is.
+    RemoteAgentCall { agent: String, description: String },
     /// A fresh copy of the session's own agent.
     SelfAgentCall,
     /// A task child tells its parent what it is doing.
@@ -423,11 +427,16 @@ impl PreparedTools {
 
     /// Points the session's dispatch tools at the members of its team
     /// (`members`: name and description, in roster order) and the workers
-    /// it may dispatch: each becomes a target, the tool's `agent_id` is an
-    /// enum of exactly those names (the roster itself is a prompt section,
+    /// it may dispatch, local (`workers`) and remote (`remote`): each becomes
+    /// a target, the tool's `agent_id` is an enum of exactly those names (the roster itself is a prompt section,
     /// [`crate::team_roster`]). Without any, `agent_id` is gone and the tool reaches only a
     /// fresh copy of the agent itself.
-    pub fn bind_team(&mut self, members: &[(String, String)], workers: &[(String, String)]) {
+    pub fn bind_team(
+        &mut self,
+        members: &[(String, String)],
+        workers: &[(String, String)],
+        remote: &[(String, String)],
+    ) {
         for tool in &mut self.tools {
             let PreparedKind::Dispatch(targets) = &mut tool.kind else {
                 continue;
@@ -453,10 +462,17 @@ impl PreparedTools {
                                 description: description.clone(),
                             }),
                     )
+                    .chain(remote.iter().map(|(agent, description)| {
+                        DispatchTarget::RemoteAgentCall {
+                            agent: agent.clone(),
+                            description: description.clone(),
+                        }
+                    }))
                     .collect();
             let names: Vec<&str> = members
                 .iter()
                 .chain(workers)
+                .chain(remote)
                 .map(|(n, _)| n.as_str())
                 .collect();
             let schema = &mut tool.definition.input_schema;

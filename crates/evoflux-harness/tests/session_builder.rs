@@ -31,6 +31,7 @@ fn app(tmp: &Path) -> AppContext {
         home: Some(home),
         cwd,
         trusted_checkouts: Vec::new(),
+        remote_agents: None,
     }
 }
 

@@ -99,6 +99,8 @@ async fn members_defined_as_files_are_the_enum_and_the_roster() {
         catalog,
         network: evoflux_harness::NetworkAccess::Off,
         children: Arc::new(NoChildren),
+        remote: Vec::new(),
+        remote_runner: None,
     });
     let mut h = Harness::open(
         setup,

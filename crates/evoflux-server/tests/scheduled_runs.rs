@@ -51,6 +51,7 @@ fn app(tmp: &Path) -> AppContext {
         home: Some(home),
         cwd,
         trusted_checkouts: Vec::new(),
+        remote_agents: None,
     }
 }
 

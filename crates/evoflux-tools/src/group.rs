@@ -7,11 +7,11 @@ use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 
 /// The process group whose id is the leader's pid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct ProcessGroup(Pid);
+pub struct ProcessGroup(Pid);
 
 impl ProcessGroup {
     /// The group led by `pid` (spawned with its own process group).
-    pub(crate) fn led_by(pid: u32) -> Option<ProcessGroup> {
+    pub fn led_by(pid: u32) -> Option<ProcessGroup> {
         i32::try_from(pid)
             .ok()
             .and_then(Pid::from_raw)
@@ -19,17 +19,17 @@ impl ProcessGroup {
     }
 
     /// Asks every member to stop (SIGTERM).
-    pub(crate) fn terminate(self) {
+    pub fn terminate(self) {
         self.signal(Signal::TERM);
     }
 
     /// Stops every member now (SIGKILL).
-    pub(crate) fn kill(self) {
+    pub fn kill(self) {
         self.signal(Signal::KILL);
     }
 
     /// Whether any member is left (zombies not yet reaped included).
-    pub(crate) fn is_alive(self) -> bool {
+    pub fn is_alive(self) -> bool {
         match test_kill_process_group(self.0) {
             Ok(()) => true,
             // EPERM: a member exists but is no longer ours to signal.

@@ -37,7 +37,7 @@ mod env;
 mod error;
 mod glob;
 mod grep;
-mod group;
+pub mod group;
 mod journal;
 mod lineage;
 mod locator;

@@ -10,6 +10,7 @@
 pub mod admission;
 pub mod catalog;
 pub mod compat;
+pub mod external;
 pub mod policy;
 pub mod recipe;
 pub mod roster;

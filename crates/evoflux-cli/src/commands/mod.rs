@@ -1,3 +1,4 @@
+pub mod acp;
 pub mod agents;
 pub mod chat;
 pub mod code_context;
@@ -24,6 +25,7 @@ use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions};
 use evoflux_harness::AppContext;
+use std::sync::Arc;
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -91,6 +93,8 @@ pub fn app_context(dirs: &Dirs) -> anyhow::Result<AppContext> {
             .map(std::path::PathBuf::from),
         cwd: std::env::current_dir()?,
         trusted_checkouts: Vec::new(),
+        // External agents are reached over the Agent Client Protocol.
+        remote_agents: Some(Arc::new(evoflux_acp::AcpRemoteAgents)),
     })
 }
 

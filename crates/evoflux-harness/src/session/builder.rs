@@ -50,6 +50,10 @@ pub struct AppContext {
     /// Repositories trusted for this process only, never written to the
     /// trust list: a replay's checkout of a repository the user trusts.
     pub trusted_checkouts: Vec<PathBuf>,
+    /// What starts the external agents of `[agents.external]` (the Agent
+    /// Client Protocol, from `evoflux-acp`): with it, leads may dispatch
+    /// them as remote workers; without it, they are in no team.
+    pub remote_agents: Option<Arc<dyn crate::remote::RemoteAgents>>,
 }
 
 impl AppContext {
@@ -190,7 +194,9 @@ impl AppContext {
     ) -> Result<evoflux_graph::info::Info, SessionError> {
         let mut projection = evoflux_graph::info::project(graph, mode);
         projection.repositories = self.repositories(graph, workspaces)?;
-        projection.teams = self.teams(graph);
+        let (teams, remote, _) = self.team_nodes(graph);
+        projection.teams = teams;
+        projection.remote_agents = evoflux_graph::info::InfoList::new(remote);
         Ok(projection)
     }
 
@@ -248,8 +254,24 @@ impl AppContext {
         &self,
         graph: &CompiledGraph,
     ) -> (Vec<evoflux_graph::info::InfoTeam>, Diagnostics) {
+        let (teams, _, diags) = self.team_nodes(graph);
+        (teams, diags)
+    }
+
+    /// Each mode's team, the external agents each lead reaches, and what
+    /// is wrong with them.
+    fn team_nodes(
+        &self,
+        graph: &CompiledGraph,
+    ) -> (
+        Vec<evoflux_graph::info::InfoTeam>,
+        Vec<evoflux_graph::info::InfoRemoteAgent>,
+        Diagnostics,
+    ) {
         let catalog = ToolCatalog::from_graph(graph);
         let mut diags = Diagnostics::new();
+        let (loaded, _) = selected_config(graph);
+        let mut remote_nodes = Vec::new();
         let teams = [AppMode::Work, AppMode::Coding]
             .into_iter()
             .filter_map(|mode| {
@@ -291,6 +313,39 @@ impl AppContext {
                 let worker_nodes = super::reachable_workers(&members, &workers)
                     .map(|w| node(worker_agent_config(w, mode, &catalog), Some(w)))
                     .collect();
+                if let Some(loaded) = &loaded {
+                    // The same problem in both modes is reported once.
+                    let mut remote_diags = Diagnostics::new();
+                    let remote =
+                        crate::remote::remote_agents(loaded, &members, &workers, &mut remote_diags);
+                    for d in remote_diags.iter() {
+                        if !diags.iter().any(|seen| seen.message == d.message) {
+                            diags.push(d.clone());
+                        }
+                    }
+                    remote_nodes.extend(remote.into_iter().map(|r| {
+                        evoflux_graph::info::InfoRemoteAgent {
+                            node_id: format!("{lead_node}/{}", r.spec.id),
+                            parent_node_id: lead_node.clone(),
+                            name: r.spec.id.clone(),
+                            description: r.spec.description.clone(),
+                            protocol: "acp",
+                            command: r.launch.command.clone(),
+                            env: r.launch.env.clone(),
+                            cwd: r.launch.cwd.as_str(),
+                            capability_class: r.spec.capability_class.to_string(),
+                            result_contract: r.spec.result_contract.kind.to_string(),
+                            provenance: evoflux_graph::info::InfoRemoteProvenance {
+                                kind: "config",
+                                origin: loaded
+                                    .external_agent_sources
+                                    .get(&r.spec.id)
+                                    .map_or(evoflux_core::config::ConfigOrigin::User, |s| s.origin),
+                                path: r.file,
+                            },
+                        }
+                    }));
+                }
                 Some(evoflux_graph::info::InfoTeam {
                     mode,
                     lead: team.lead,
@@ -300,7 +355,7 @@ impl AppContext {
                 })
             })
             .collect();
-        (teams, diags)
+        (teams, remote_nodes, diags)
     }
 
     /// The retention policy of the data directory: `[storage]` of the
@@ -908,7 +963,13 @@ impl<'a> SessionBuilder<'a> {
         let members = team_members(&directory, &team, &catalog, &mut member_diags);
         shown.extend(member_diags.errors());
         let checks = selected_checks(&graph, &mut shown);
+        let remote = match &app.remote_agents {
+            Some(_) => crate::remote::remote_agents(&loaded, &members, &workers, &mut shown),
+            None => Vec::new(),
+        };
         let team_setup = super::TeamSetup {
+            remote,
+            remote_runner: app.remote_agents.clone(),
             members,
             workers,
             catalog: catalog.clone(),
@@ -956,6 +1017,7 @@ impl<'a> SessionBuilder<'a> {
                         .map(|m| (m.name.clone(), m.description.clone()))
                         .collect::<Vec<_>>(),
                     &super::reachable_workers(&team_setup.members, &team_setup.workers)
+                        .chain(team_setup.remote.iter().map(|r| &r.spec))
                         .cloned()
                         .collect::<Vec<_>>(),
                 ))

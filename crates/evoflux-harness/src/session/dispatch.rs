@@ -28,6 +28,8 @@ use super::{Harness, RunSetup, SessionRequest, TurnOptions};
 use crate::error::HarnessError;
 use crate::events::{ChildEvents, ContractOutcome, Event, ToolResult, TurnStatus};
 use crate::prepared::DispatchTarget;
+use crate::remote::{RemoteSession, RemoteStop, RemoteTurn};
+use std::path::PathBuf;
 
 /// The future of a dispatch, boxed and named: a dispatch runs a child's
 /// turn, which may dispatch in turn, so the type must not be opaque.
@@ -76,10 +78,19 @@ impl Harness {
             (DispatchTarget::SelfAgentCall, None) => true,
             (DispatchTarget::SubagentCall { agent, .. }, Some(name)) => agent == name,
             (DispatchTarget::WorkerCall { worker, .. }, Some(name)) => worker == name,
+            (DispatchTarget::RemoteAgentCall { agent, .. }, Some(name)) => agent == name,
             (DispatchTarget::SelfAgentCall, Some(_))
-            | (DispatchTarget::SubagentCall { .. } | DispatchTarget::WorkerCall { .. }, None)
+            | (
+                DispatchTarget::SubagentCall { .. }
+                | DispatchTarget::WorkerCall { .. }
+                | DispatchTarget::RemoteAgentCall { .. },
+                None,
+            )
             | (DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel, _) => false,
         });
+        if let Some(DispatchTarget::RemoteAgentCall { agent, .. }) = target {
+            return self.remote_dispatch(call, &team, agent, message).await;
+        }
         let (agent, worker) = match target {
             Some(DispatchTarget::SelfAgentCall) => (Some(self.agent.clone()), None),
             Some(DispatchTarget::SubagentCall { agent, .. }) => (
@@ -99,7 +110,12 @@ impl Harness {
                     None => (None, None),
                 }
             }
-            Some(DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel) | None => (None, None),
+            Some(
+                DispatchTarget::TaskUpdate
+                | DispatchTarget::TaskCancel
+                | DispatchTarget::RemoteAgentCall { .. },
+            )
+            | None => (None, None),
         };
         let Some(agent) = agent else {
             let names: Vec<&str> = targets
@@ -107,6 +123,7 @@ impl Harness {
                 .filter_map(|t| match t {
                     DispatchTarget::SubagentCall { agent, .. } => Some(agent.as_str()),
                     DispatchTarget::WorkerCall { worker, .. } => Some(worker.as_str()),
+                    DispatchTarget::RemoteAgentCall { agent, .. } => Some(agent.as_str()),
                     DispatchTarget::SelfAgentCall
                     | DispatchTarget::TaskUpdate
                     | DispatchTarget::TaskCancel => None,
@@ -540,7 +557,8 @@ async fn child_turn(
     if let Some(spec) = worker
         && status == TurnStatus::Completed
     {
-        let checked = check_worker_result(child, spec, result.content.clone()).await?;
+        let checked =
+            check_worker_result(Answerer::Local(child), spec, result.content.clone()).await?;
         contract = Some(checked.outcome);
         repairs = checked.repairs;
         status = checked.status;
@@ -559,24 +577,45 @@ async fn child_turn(
 /// answer gets a repair round quoting the validator's reason and the exact
 /// shape, at most [`RESULT_CONTRACT_REPAIR_LIMIT`] times.
 async fn check_worker_result(
-    child: &mut Harness,
+    mut child: Answerer<'_>,
     spec: &AgentSpec,
     mut answer: String,
 ) -> Result<Checked, HarnessError> {
-    let cwd = child.workspace.roots()[0].clone();
+    let cwd = match &child {
+        Answerer::Local(child) => child.workspace.roots()[0].clone(),
+        Answerer::Remote { cwd, .. } => cwd.clone(),
+    };
     let shown = |p: &std::path::Path| p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
     let mut repairs = 0;
     loop {
-        let spans = child.read_spans();
-        let evidence = RunEvidence {
-            read_spans: Some(spans.clone()),
-            effects: Some(child.run_effects()),
+        let (spans, evidence, network_allowed) = match &child {
+            Answerer::Local(child) => {
+                let spans = child.read_spans();
+                let evidence = RunEvidence {
+                    read_spans: Some(spans.clone()),
+                    effects: Some(child.run_effects()),
+                };
+                // External research needs a network posture the child
+                // actually had.
+                let network = child.tools.iter().any(|t| {
+                    child.offered(t)
+                        && t.definition.behavior.action_class
+                            == evoflux_graph::tool::ActionClass::Network
+                });
+                (spans, evidence, network)
+            }
+            // What a remote agent read and wrote happened on the other side
+            // of the protocol: the contract is checked on its answer and the
+            // workspace as they are, and its own tools may reach the network.
+            Answerer::Remote { .. } => (
+                Default::default(),
+                RunEvidence {
+                    read_spans: None,
+                    effects: None,
+                },
+                true,
+            ),
         };
-        // External research needs a network posture the child actually had.
-        let network_allowed = child.tools.iter().any(|t| {
-            child.offered(t)
-                && t.definition.behavior.action_class == evoflux_graph::tool::ActionClass::Network
-        });
         // The context borrows a filesystem that is not `Sync`; it is
         // dropped before the next await.
         let reason = {
@@ -642,11 +681,40 @@ async fn check_worker_result(
             &result_contract_shape(&spec.result_contract),
             &anchors,
         );
-        answer = child
-            .turn(Some(&message), TurnOptions::default())
-            .await?
-            .text;
+        answer = match &mut child {
+            Answerer::Local(child) => {
+                child
+                    .turn(Some(&message), TurnOptions::default())
+                    .await?
+                    .text
+            }
+            Answerer::Remote { session, .. } => match session.prompt(&message).await {
+                Ok(turn) => turn.text,
+                Err(e) => {
+                    return Ok(Checked {
+                        outcome: ContractOutcome::Exhausted,
+                        repairs,
+                        status: TurnStatus::OutputMissing,
+                        result: ToolResult::error(format!(
+                            "`{}` failed in repair round {repairs}: {e} [{}]",
+                            spec.id, e.code
+                        )),
+                    });
+                }
+            },
+        };
     }
+}
+
+/// Whose answer [`check_worker_result`] checks and asks to repair.
+enum Answerer<'a> {
+    /// A child session of this process, with what it read and wrote.
+    Local(&'a mut Harness),
+    /// A remote agent's session, working in `cwd`.
+    Remote {
+        session: &'a mut dyn RemoteSession,
+        cwd: PathBuf,
+    },
 }
 
 /// A worker's checked answer.
@@ -671,4 +739,158 @@ fn finished_answer(transcript: &[evoflux_store::TranscriptEntry]) -> Option<Stri
         | Message::User { .. }
         | Message::Tool { .. } => None,
     }
+}
+
+impl Harness {
+    /// A dispatch to external agent `name`: admitted and checked for tool
+    /// compatibility as a worker is, started in its working directory over
+    /// the Agent Client Protocol, its updates streamed into this session's
+    /// events, its final message held to its result contract with the
+    /// same repair rounds. It runs in the foreground: the answer is the
+    /// call's result.
+    async fn remote_dispatch(
+        &mut self,
+        call: &ToolCall,
+        team: &super::TeamSetup,
+        name: &str,
+        message: &str,
+    ) -> Result<ToolResult, HarnessError> {
+        let (Some(remote), Some(runner)) = (
+            team.remote.iter().find(|r| r.spec.id == name),
+            team.remote_runner.as_ref(),
+        ) else {
+            return Ok(ToolResult::error(format!(
+                "the external agent `{name}` cannot be reached from this session"
+            )));
+        };
+        if call.arguments.get("background") == Some(&Value::Bool(true)) {
+            return Ok(ToolResult::error(format!(
+                "`{name}` is an external agent, which runs in the foreground: dispatch it again \
+                 without `background` [dispatch/remote-foreground]"
+            )));
+        }
+        let spec = &remote.spec;
+        let installed: Vec<AgentSpec> = team
+            .workers
+            .iter()
+            .cloned()
+            .chain(team.remote.iter().map(|r| r.spec.clone()))
+            .collect();
+        let mut flag = None;
+        if let Some(mismatch) = assess_capability_mismatch(spec, message, &installed, false) {
+            match mismatch.decision {
+                MismatchDecision::Refuse => {
+                    return Ok(ToolResult::error(format!(
+                        "{} [dispatch/admission-refused]",
+                        mismatch.detail
+                    )));
+                }
+                MismatchDecision::Flag => flag = Some(mismatch.detail),
+            }
+        }
+        if let Some(refused) = tool_incompatibility(spec, &self.tools) {
+            return Ok(ToolResult::error(refused));
+        }
+        // A scratch agent gets an empty folder of its own, gone after.
+        let scratch;
+        let cwd = match remote.launch.cwd {
+            evoflux_core::external_agent::ExternalCwd::Workspace => {
+                self.workspace.roots()[0].clone()
+            }
+            evoflux_core::external_agent::ExternalCwd::Scratch => {
+                scratch = tempfile::Builder::new()
+                    .prefix("evoflux-remote-")
+                    .tempdir()
+                    .map_err(|e| HarnessError::Join(format!("no scratch folder: {e}")))?;
+                scratch.path().to_path_buf()
+            }
+        };
+        let events = Arc::new(ChildEvents {
+            parent: Arc::clone(&self.recorder.events),
+            call_id: call.id.clone(),
+        });
+        let mut session = match runner
+            .open(remote, &cwd, events, Arc::clone(&self.approver))
+            .await
+        {
+            Ok(session) => session,
+            Err(e) => {
+                return Ok(ToolResult::error(format!(
+                    "the external agent `{name}` cannot start: {e} [{}]",
+                    e.code
+                )));
+            }
+        };
+        let child_id = session.id().to_owned();
+        self.emit(&Event::DispatchStarted {
+            call_id: call.id.clone(),
+            agent: name.to_owned(),
+            child_session_id: child_id.clone(),
+        });
+        let mut ended = remote_turn(session.as_mut(), spec, message, cwd).await?;
+        drop(session);
+        if let Some(flag) = flag {
+            ended.result.content = format!("{}\n\n[admission] {flag}", ended.result.content);
+        }
+        Ok(self.child_ended(&call.id, name, &child_id, ended))
+    }
+}
+
+/// A remote agent's answer to `message` and its contract check.
+async fn remote_turn(
+    session: &mut dyn RemoteSession,
+    spec: &AgentSpec,
+    message: &str,
+    cwd: PathBuf,
+) -> Result<ChildEnd, HarnessError> {
+    let name = &spec.id;
+    let (status, result) = match session.prompt(message).await {
+        Ok(RemoteTurn {
+            text,
+            stop: RemoteStop::EndTurn,
+        }) => (TurnStatus::Completed, ToolResult::ok(text)),
+        Ok(RemoteTurn {
+            text,
+            stop: RemoteStop::MaxTokens | RemoteStop::MaxTurnRequests,
+        }) => (
+            TurnStatus::LimitReached,
+            ToolResult::error(format!(
+                "`{name}` stopped at its limit before finishing; what it said last: {text}"
+            )),
+        ),
+        Ok(RemoteTurn {
+            text,
+            stop: RemoteStop::Refusal,
+        }) => (
+            TurnStatus::OutputMissing,
+            ToolResult::error(format!("`{name}` refused the task: {text}")),
+        ),
+        Ok(RemoteTurn {
+            stop: RemoteStop::Cancelled,
+            ..
+        }) => (
+            TurnStatus::OutputMissing,
+            ToolResult::error(format!("`{name}` cancelled its turn without an answer")),
+        ),
+        Err(e) => (
+            TurnStatus::OutputMissing,
+            ToolResult::error(format!("`{name}` failed: {e} [{}]", e.code)),
+        ),
+    };
+    if status != TurnStatus::Completed {
+        return Ok(ChildEnd {
+            status,
+            result,
+            contract: None,
+            repairs: 0,
+        });
+    }
+    let checked =
+        check_worker_result(Answerer::Remote { session, cwd }, spec, result.content).await?;
+    Ok(ChildEnd {
+        status: checked.status,
+        result: checked.result,
+        contract: Some(checked.outcome),
+        repairs: checked.repairs,
+    })
 }

@@ -167,6 +167,10 @@ pub struct TeamSetup {
     pub network: NetworkAccess,
     /// Builds what each child needs of its own.
     pub children: Arc<dyn ChildFactory>,
+    /// The external agents it may dispatch over the Agent Client
+    /// Protocol, and what starts them; empty without a starter.
+    pub remote: Vec<crate::remote::RemoteAgent>,
+    pub remote_runner: Option<Arc<dyn crate::remote::RemoteAgents>>,
 }
 
 /// The workers a lead reaches by their own id: one name reaches one agent,

@@ -148,7 +148,17 @@ impl Harness {
                             )
                         })
                         .collect();
-                tools.bind_team(&members, &workers);
+                let remote: Vec<(String, String)> = team
+                    .remote
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.spec.id.clone(),
+                            evoflux_agents::worker::roster::purpose(&r.spec.description),
+                        )
+                    })
+                    .collect();
+                tools.bind_team(&members, &workers, &remote);
             }
             None => tools.drop_dispatch("this session cannot open child sessions"),
         }

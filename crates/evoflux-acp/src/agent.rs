@@ -1,0 +1,528 @@
+//! `evoflux acp`: evoflux as an ACP agent that an editor drives over
+//! stdio.
+//!
+//! Each ACP session is an evoflux session opened through the one
+//! [`SessionBuilder`]: Coding mode on the client's working directory for a
+//! new one; a loaded one resumes as it was persisted (its mode and
+//! workspace are authoritative, whatever the client's `cwd`). A prompt is
+//! a turn run on its own task, so `session/cancel` and the answers to the
+//! agent's own requests keep flowing while it runs; its events become
+//! `session/update` notifications ([`crate::updates`]) and a tool whose
+//! approval policy asks becomes `session/request_permission`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification, StopReason,
+    ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{ByteStreams, Client, Error};
+use evoflux_core::AppMode;
+use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
+use evoflux_harness::{
+    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Limits,
+    SessionBuilder, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
+};
+use evoflux_store::Store;
+use evoflux_tools::ProcessRuntime;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+use tokio_util::sync::CancellationToken;
+
+use crate::updates::{ToolShapes, history, prompt_text, update_of};
+
+/// JSON-RPC's "invalid params": what the client sent cannot be served.
+const INVALID_PARAMS: i32 = -32602;
+/// JSON-RPC's "internal error": evoflux failed.
+const INTERNAL_ERROR: i32 = -32603;
+
+/// How `evoflux acp` opens its sessions.
+#[derive(Debug, Clone, Default)]
+pub struct AgentOptions {
+    /// The model new sessions run on (`provider:model`); unset, the
+    /// configured default.
+    pub model: Option<String>,
+    /// The lead new sessions run; unset, Coding mode's default.
+    pub lead: Option<String>,
+    /// Model calls one prompt may make.
+    pub limits: Limits,
+}
+
+/// Why serving stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    #[error("the session store cannot be opened: {0}")]
+    Store(#[from] evoflux_store::StoreError),
+    #[error("the ACP connection failed: {0}")]
+    Connection(String),
+}
+
+impl AcpError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            AcpError::Store(e) => e.code(),
+            AcpError::Connection(_) => "acp/connection-failed",
+        }
+    }
+}
+
+/// Serves ACP on this process's stdin and stdout until the client closes
+/// stdin.
+pub async fn serve_stdio(
+    app: Arc<AppContext>,
+    processes: ProcessRuntime,
+    options: AgentOptions,
+) -> Result<(), AcpError> {
+    serve(
+        app,
+        processes,
+        options,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await
+}
+
+/// Serves ACP over `incoming` and `outgoing` until `incoming` ends.
+pub async fn serve<R, W>(
+    app: Arc<AppContext>,
+    processes: ProcessRuntime,
+    options: AgentOptions,
+    incoming: R,
+    outgoing: W,
+) -> Result<(), AcpError>
+where
+    R: tokio::io::AsyncRead + Send + 'static,
+    W: tokio::io::AsyncWrite + Send + 'static,
+{
+    let store = Store::open(app.dirs.data_dir()).await?;
+    let state = Arc::new(AgentState {
+        app,
+        processes: processes.clone(),
+        store,
+        options,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let transport = ByteStreams::new(outgoing.compat_write(), incoming.compat());
+    let served = agent_client_protocol::Agent
+        .v1()
+        .name("evoflux")
+        .on_receive_request(
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        _cx: ConnectionTo<Client>| {
+                // Protocol v1 is the one this agent speaks; a client asking
+                // for a later one is answered with v1, as the protocol says.
+                let _ = request;
+                responder.respond(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(true)
+                                .prompt_capabilities(
+                                    PromptCapabilities::new().embedded_context(true),
+                                ),
+                        )
+                        .agent_info(agent_client_protocol::v1::schema::Implementation::new(
+                            "evoflux",
+                            env!("CARGO_PKG_VERSION"),
+                        )),
+                )
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: NewSessionRequest,
+                            responder: Responder<NewSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let options = SessionOptions {
+                        mode: Some(AppMode::Coding),
+                        workspaces: vec![request.cwd.clone()],
+                        lead: state.options.lead.clone(),
+                        model: state.options.model.clone(),
+                        resume: None,
+                        limits: state.options.limits,
+                    };
+                    match state.open(&cx, options).await {
+                        Ok((id, _)) => responder.respond(NewSessionResponse::new(id)),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: LoadSessionRequest,
+                            responder: Responder<LoadSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    match state.load(&cx, &request.session_id).await {
+                        Ok(()) => responder.respond(LoadSessionResponse::new()),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: PromptRequest,
+                            responder: Responder<PromptResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    state.prompt(request, responder)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let state = Arc::clone(&state);
+                async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+                    if let Some(live) = state.live(&notification.session_id) {
+                        live.cancel();
+                    }
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    state.shutdown().await;
+    processes.shutdown().await;
+    served.map_err(|e| AcpError::Connection(e.to_string()))
+}
+
+/// The agent's sessions.
+#[derive(Debug)]
+struct AgentState {
+    app: Arc<AppContext>,
+    processes: ProcessRuntime,
+    store: Store,
+    options: AgentOptions,
+    sessions: Mutex<HashMap<SessionId, Arc<Live>>>,
+}
+
+/// One open session: its harness, which one prompt at a time holds, and
+/// the token that cancels the running prompt.
+#[derive(Debug)]
+struct Live {
+    harness: tokio::sync::Mutex<Harness>,
+    running: Mutex<Option<CancellationToken>>,
+}
+
+impl Live {
+    fn cancel(&self) {
+        if let Some(token) = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            token.cancel();
+        }
+    }
+}
+
+impl AgentState {
+    fn live(&self, id: &SessionId) -> Option<Arc<Live>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    /// Opens a session whose events and approvals go to the client.
+    async fn open(
+        &self,
+        cx: &ConnectionTo<Client>,
+        options: SessionOptions,
+    ) -> Result<(SessionId, Arc<Live>), Error> {
+        let events = Arc::new(ClientEvents {
+            cx: cx.clone(),
+            target: OnceLock::new(),
+        });
+        let approver = Arc::new(ClientApprover {
+            cx: cx.clone(),
+            session: OnceLock::new(),
+        });
+        let opened = SessionBuilder::new(&self.app, options)
+            .events(Arc::clone(&events) as Arc<dyn EventSink>)
+            .approver(Arc::clone(&approver) as Arc<dyn Approver>)
+            .processes(self.processes.clone())
+            .store(self.store.clone())
+            .open()
+            .await
+            .map_err(|e| {
+                let code = if e.is_invalid_input() {
+                    INVALID_PARAMS
+                } else {
+                    INTERNAL_ERROR
+                };
+                Error::new(code, format!("{e} [{}]", e.code()))
+            })?;
+        let harness = opened.harness;
+        let id = SessionId::new(harness.session().id.to_string());
+        let shapes = ToolShapes::new(
+            harness.tools().iter().map(|t| &t.definition),
+            harness
+                .session()
+                .workspace
+                .roots()
+                .first()
+                .map_or(std::path::Path::new("/"), |p| p.as_path()),
+        );
+        let _ = events.target.set((id.clone(), shapes));
+        let _ = approver.session.set(id.clone());
+        let live = Arc::new(Live {
+            harness: tokio::sync::Mutex::new(harness),
+            running: Mutex::new(None),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), Arc::clone(&live));
+        Ok((id, live))
+    }
+
+    /// `session/load`: the stored session resumed as it was persisted,
+    /// its conversation replayed to the client before the answer.
+    async fn load(&self, cx: &ConnectionTo<Client>, id: &SessionId) -> Result<(), Error> {
+        let live = match self.live(id) {
+            Some(live) => live,
+            None => {
+                let stored = id.to_string().parse().map_err(|_| {
+                    Error::from(agent_client_protocol::v1::schema::Error::session_not_found(
+                        id.clone(),
+                    ))
+                })?;
+                let options = SessionOptions {
+                    mode: None,
+                    workspaces: Vec::new(),
+                    lead: None,
+                    model: None,
+                    resume: Some(stored),
+                    limits: self.options.limits,
+                };
+                self.open(cx, options).await?.1
+            }
+        };
+        let harness = live.harness.lock().await;
+        let shapes = ToolShapes::new(
+            harness.tools().iter().map(|t| &t.definition),
+            harness
+                .session()
+                .workspace
+                .roots()
+                .first()
+                .map_or(std::path::Path::new("/"), |p| p.as_path()),
+        );
+        for update in history(harness.messages(), &shapes) {
+            cx.send_notification(SessionNotification::new(id.clone(), update))?;
+        }
+        Ok(())
+    }
+
+    /// `session/prompt`: a turn on its own task, answered when it ends.
+    fn prompt(
+        &self,
+        request: PromptRequest,
+        responder: Responder<PromptResponse>,
+    ) -> Result<(), Error> {
+        let Some(live) = self.live(&request.session_id) else {
+            return responder.respond_with_error(Error::from(
+                agent_client_protocol::v1::schema::Error::session_not_found(request.session_id),
+            ));
+        };
+        let token = CancellationToken::new();
+        {
+            let mut running = live.running.lock().unwrap_or_else(|p| p.into_inner());
+            if running.is_some() {
+                return responder.respond_with_error(Error::new(
+                    INVALID_PARAMS,
+                    "a prompt is already running in this session: wait for its answer or cancel it",
+                ));
+            }
+            *running = Some(token.clone());
+        }
+        let text = prompt_text(&request.prompt);
+        tokio::spawn(async move {
+            let ended = {
+                let mut harness = live.harness.lock().await;
+                harness
+                    .turn_or_cancel(Some(&text), TurnOptions::default(), token.cancelled())
+                    .await
+            };
+            live.running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            let answer = match ended {
+                Ok(TurnEnd::Cancelled) => Ok(PromptResponse::new(StopReason::Cancelled)),
+                Ok(TurnEnd::Completed(outcome)) => {
+                    Ok(PromptResponse::new(stop_reason(outcome.status)))
+                }
+                Err(e) => Err(Error::new(INTERNAL_ERROR, format!("{e} [{}]", e.code()))),
+            };
+            let _ = responder.respond_with_result(answer);
+        });
+        Ok(())
+    }
+
+    /// Stops every session's running prompt and MCP servers.
+    async fn shutdown(&self) {
+        let live: Vec<Arc<Live>> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, l)| l)
+            .collect();
+        for session in live {
+            session.cancel();
+            session.harness.lock().await.shutdown().await;
+        }
+    }
+}
+
+/// How a turn's end reads as an ACP stop reason.
+fn stop_reason(status: TurnStatus) -> StopReason {
+    match status {
+        // A question the agent asks was streamed as its message; the
+        // next prompt answers it.
+        TurnStatus::Completed | TurnStatus::WaitingForInput | TurnStatus::OutputMissing => {
+            StopReason::EndTurn
+        }
+        TurnStatus::LimitReached | TurnStatus::CostLimitReached => StopReason::MaxTurnRequests,
+    }
+}
+
+/// A session's events, as `session/update` notifications to the client.
+struct ClientEvents {
+    cx: ConnectionTo<Client>,
+    /// Set once the session is open (what it emits while opening is not
+    /// for the client).
+    target: OnceLock<(SessionId, ToolShapes)>,
+}
+
+impl fmt::Debug for ClientEvents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientEvents").finish_non_exhaustive()
+    }
+}
+
+impl EventSink for ClientEvents {
+    fn emit(&self, event: &Event) {
+        let Some((id, shapes)) = self.target.get() else {
+            return;
+        };
+        if let Some(update) = update_of(event, shapes)
+            && let Err(e) = self
+                .cx
+                .send_notification(SessionNotification::new(id.clone(), update))
+        {
+            tracing::warn!(error = %e, "a session update did not reach the client");
+        }
+    }
+}
+
+/// Approvals put to the client with `session/request_permission`.
+struct ClientApprover {
+    cx: ConnectionTo<Client>,
+    session: OnceLock<SessionId>,
+}
+
+impl fmt::Debug for ClientApprover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientApprover").finish_non_exhaustive()
+    }
+}
+
+impl Approver for ClientApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        Box::pin(async move {
+            let Some(session) = self.session.get() else {
+                return ApprovalDecision::Denied {
+                    reason: "the session is not open yet".to_owned(),
+                };
+            };
+            // The answers the client may give, each with its decision;
+            // "always" only where the subject allows remembering it.
+            let mut answers = vec![(
+                PermissionOption::new("allow-once", "Allow", PermissionOptionKind::AllowOnce),
+                ApprovalDecision::Approved,
+            )];
+            match request.subject.remember() {
+                Remember::Never => {}
+                Remember::Session | Remember::SessionOrWorkspace => answers.push((
+                    PermissionOption::new(
+                        "allow-session",
+                        "Allow for this session",
+                        PermissionOptionKind::AllowAlways,
+                    ),
+                    ApprovalDecision::ApprovedForSession,
+                )),
+            }
+            answers.push((
+                PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+                ApprovalDecision::Denied {
+                    reason: format!("the user rejected `{}`", request.tool),
+                },
+            ));
+            let title = match &request.subject {
+                ApprovalSubject::Call => format!("{} needs your approval", request.tool),
+                ApprovalSubject::OutsideSandbox { justification } => {
+                    format!("{} outside the sandbox: {justification}", request.tool)
+                }
+                ApprovalSubject::Control { path, .. } => {
+                    format!("{} changes the agent's own {path}", request.tool)
+                }
+            };
+            let call = ToolCallUpdate::new(
+                ToolCallId::new(request.call_id.clone()),
+                ToolCallUpdateFields::new()
+                    .title(title)
+                    .raw_input(request.arguments.clone()),
+            );
+            let asked = RequestPermissionRequest::new(
+                session.clone(),
+                call,
+                answers.iter().map(|(o, _)| o.clone()).collect(),
+            );
+            match self.cx.send_request(asked).block_task().await {
+                Ok(answer) => match answer.outcome {
+                    RequestPermissionOutcome::Selected(selected) => answers
+                        .into_iter()
+                        .find(|(o, _)| o.option_id == selected.option_id)
+                        .map_or_else(
+                            || ApprovalDecision::Denied {
+                                reason: "the editor answered with an option it was not offered"
+                                    .to_owned(),
+                            },
+                            |(_, decision)| decision,
+                        ),
+                    RequestPermissionOutcome::Cancelled => ApprovalDecision::Denied {
+                        reason: "the prompt was cancelled".to_owned(),
+                    },
+                    _ => ApprovalDecision::Denied {
+                        reason: "the editor's answer is not one evoflux knows".to_owned(),
+                    },
+                },
+                Err(e) => ApprovalDecision::Denied {
+                    reason: format!("the editor did not answer: {e}"),
+                },
+            }
+        })
+    }
+}

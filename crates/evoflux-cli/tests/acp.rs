@@ -1,0 +1,427 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The Agent Client Protocol both ways, through the real binary:
+//! `evoflux acp` driven as an editor drives it (with the protocol's own
+//! SDK as the client), and a lead dispatching to an external agent that is
+//! `evoflux acp` itself.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
+    SessionUpdate, StopReason, TextContent, ToolCallStatus, ToolKind,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use common::{Sandbox, events, of_type, run, script};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// The pids of processes whose command line holds `marker`.
+fn with_marker(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.starts_with("sleep") && text.contains(marker) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn text(s: &str) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(s.to_owned()))
+}
+
+/// What the editor saw.
+#[derive(Default)]
+struct Seen {
+    permissions: Mutex<Vec<RequestPermissionRequest>>,
+}
+
+/// Runs `evoflux acp` in `s` and drives it with `scenario`, the editor's
+/// part; updates arrive on the channel it is given.
+async fn editor<F, Fut>(s: &Sandbox, model: &str, seen: Arc<Seen>, scenario: F)
+where
+    F: FnOnce(ConnectionTo<Agent>, mpsc::UnboundedReceiver<SessionNotification>) -> Fut
+        + Send
+        + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let mut command = tokio::process::Command::from(s.command(&["acp", "--model", model]));
+    command
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let transport = ByteStreams::new(
+        child.stdin.take().unwrap().compat_write(),
+        child.stdout.take().unwrap().compat(),
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    Client
+        .v1()
+        .name("test-editor")
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx: ConnectionTo<Agent>| {
+                let _ = tx.send(n);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: RequestPermissionRequest,
+                        responder: Responder<RequestPermissionResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                let allow = request
+                    .options
+                    .iter()
+                    .find(|o| o.kind == PermissionOptionKind::AllowOnce)
+                    .map(|o| o.option_id.clone())
+                    .unwrap();
+                seen.permissions.lock().unwrap().push(request);
+                responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(allow)),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            assert!(init.agent_capabilities.load_session);
+            assert_eq!(init.agent_info.unwrap().name, "evoflux");
+            scenario(cx, rx).await;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+}
+
+/// The updates received so far.
+fn drain(rx: &mut mpsc::UnboundedReceiver<SessionNotification>) -> Vec<SessionUpdate> {
+    let mut out = Vec::new();
+    while let Ok(n) = rx.try_recv() {
+        out.push(n.update);
+    }
+    out
+}
+
+fn message_text(updates: &[SessionUpdate]) -> String {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_prompts_approves_cancels_and_loads_an_earlier_session() {
+    let s = Sandbox::new();
+    s.user("config.toml", "[approval]\nwrite = \"always\"\n");
+    let marker = "987661";
+    let model = script(
+        &s,
+        "acp.yaml",
+        &format!(
+            "turns:\n  - expect: {{user: {{contains: \"write the notes\"}}}}\n    reply:\n      tool_calls:\n        - {{name: write, arguments: {{path: notes.txt, content: \"hello\\n\"}}}}\n  - expect: {{tool_result: {{contains: notes.txt}}}}\n    reply: {{text: \"wrote notes.txt\"}}\n  - expect: {{user: {{contains: wait}}}}\n    reply:\n      tool_calls:\n        - {{name: shell, arguments: {{command: \"sleep {marker}; touch after.txt\", yield_time_ms: 30000}}}}\n"
+        ),
+    );
+    let seen = Arc::new(Seen::default());
+    let repo = s.repo();
+    let session: Arc<Mutex<Option<SessionId>>> = Arc::default();
+    let opened = Arc::clone(&session);
+    editor(
+        &s,
+        &model,
+        Arc::clone(&seen),
+        move |cx, mut rx| async move {
+            let id = cx
+                .send_request(NewSessionRequest::new(repo.clone()))
+                .block_task()
+                .await
+                .unwrap()
+                .session_id;
+            *opened.lock().unwrap() = Some(id.clone());
+
+            // A prompt whose tool needs approval: asked, allowed, streamed.
+            let answer = cx
+                .send_request(PromptRequest::new(
+                    id.clone(),
+                    vec![text("write the notes")],
+                ))
+                .block_task()
+                .await
+                .unwrap();
+            assert_eq!(answer.stop_reason, StopReason::EndTurn);
+            let updates = drain(&mut rx);
+            let call = updates
+                .iter()
+                .find_map(|u| match u {
+                    SessionUpdate::ToolCall(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .expect("the write was streamed as a tool call");
+            assert_eq!(call.kind, ToolKind::Edit);
+            assert_eq!(call.status, ToolCallStatus::InProgress);
+            assert_eq!(call.raw_input.as_ref().unwrap()["path"], "notes.txt");
+            assert!(call.locations[0].path.ends_with("notes.txt"));
+            let completed = updates.iter().any(|u| {
+                matches!(u, SessionUpdate::ToolCallUpdate(c)
+                if c.tool_call_id == call.tool_call_id
+                    && c.fields.status == Some(ToolCallStatus::Completed))
+            });
+            assert!(completed, "the write's end was streamed");
+            assert!(message_text(&updates).contains("wrote notes.txt"));
+            assert_eq!(
+                std::fs::read_to_string(repo.join("notes.txt")).unwrap(),
+                "hello\n"
+            );
+
+            // A prompt cancelled while its command runs: the command stops.
+            let prompt = cx
+                .send_request(PromptRequest::new(id.clone(), vec![text("wait for it")]))
+                .block_task();
+            let waiting = tokio::spawn(prompt);
+            eventually("the command started", || !with_marker(marker).is_empty()).await;
+            let shown = drain(&mut rx);
+            assert!(shown.iter().any(|u| matches!(u,
+            SessionUpdate::ToolCall(c) if c.kind == ToolKind::Execute)));
+            cx.send_notification(CancelNotification::new(id.clone()))
+                .unwrap();
+            let answer = tokio::time::timeout(Duration::from_secs(20), waiting)
+                .await
+                .expect("the cancelled prompt answered")
+                .unwrap()
+                .unwrap();
+            assert_eq!(answer.stop_reason, StopReason::Cancelled);
+            eventually("the command is gone", || with_marker(marker).is_empty()).await;
+            assert!(!repo.join("after.txt").exists());
+        },
+    )
+    .await;
+    {
+        let permissions = seen.permissions.lock().unwrap();
+        assert_eq!(permissions.len(), 1, "only the write asked");
+        assert_eq!(
+            permissions[0].tool_call.fields.raw_input.as_ref().unwrap()["path"],
+            "notes.txt"
+        );
+    }
+
+    // Another editor process loads the session: its conversation is
+    // replayed before the answer.
+    let id = session.lock().unwrap().clone().unwrap();
+    let repo = s.repo();
+    editor(
+        &s,
+        &model,
+        Arc::new(Seen::default()),
+        move |cx, mut rx| async move {
+            cx.send_request(LoadSessionRequest::new(id.clone(), repo))
+                .block_task()
+                .await
+                .unwrap();
+            let replayed = drain(&mut rx);
+            assert!(replayed.iter().any(|u| matches!(u,
+            SessionUpdate::UserMessageChunk(c)
+                if matches!(&c.content, ContentBlock::Text(t) if t.text == "write the notes"))));
+            assert!(message_text(&replayed).contains("wrote notes.txt"));
+            assert!(replayed.iter().any(|u| matches!(u,
+            SessionUpdate::ToolCall(c) if c.kind == ToolKind::Edit)));
+            // An id evoflux never gave is refused.
+            let unknown = cx
+                .send_request(LoadSessionRequest::new(
+                    SessionId::new("not-a-session"),
+                    std::path::PathBuf::from("/"),
+                ))
+                .block_task()
+                .await;
+            assert!(unknown.is_err());
+        },
+    )
+    .await;
+}
+
+fn scout_report(path: &str, line: u32) -> String {
+    serde_json::json!({
+        "findings": [{"claim": "the config loader reads the environment", "path": path, "line": line}],
+        "needsSplit": false,
+        "proposedSubtasks": []
+    })
+    .to_string()
+}
+
+/// A user config declaring `helper`: `evoflux acp` itself on `child`'s
+/// script, held to a scout report.
+fn declare_helper(s: &Sandbox, child_model: &str) {
+    s.user(
+        "config.toml",
+        &format!(
+            "[agents.external.helper]\ncommand = [{}, \"acp\", \"--model\", {}]\ndescription = \"Finds where things are, over ACP.\"\nresult_contract = {{ kind = \"scout-report\" }}\n",
+            serde_json::to_string(env!("CARGO_BIN_EXE_evoflux")).unwrap(),
+            serde_json::to_string(child_model).unwrap(),
+        ),
+    );
+    s.write(
+        s.repo().join("src/config.rs"),
+        "pub struct Config;\n\nimpl Config {\n    pub fn from_env() -> Config { todo!() }\n}\n",
+    );
+}
+
+#[test]
+fn a_lead_dispatches_to_an_external_acp_agent_which_repairs_its_result_over_acp() {
+    let s = Sandbox::new();
+    // The external agent's own script: a report citing a file that does
+    // not exist, then, asked to repair, one that does.
+    let child = script(
+        &s,
+        "child.yaml",
+        &format!(
+            "turns:\n  - expect: {{user: {{contains: \"Find where\"}}}}\n    reply: {{text: {}}}\n  - expect: {{user: {{contains: \"result contract\"}}}}\n    reply: {{text: {}}}\n",
+            serde_json::to_string(&scout_report("src/missing.rs", 1)).unwrap(),
+            serde_json::to_string(&scout_report("src/config.rs", 4)).unwrap(),
+        ),
+    );
+    declare_helper(&s, &child);
+    let lead = script(
+        &s,
+        "lead.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: agent, arguments: {agent_id: helper, message: \"Find where the config reads the environment\"}}\n  - expect: {tool_result: {contains: \"src/config.rs\"}}\n    reply: {text: done}\n",
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &lead, "look",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let started = of_type(&ev, "dispatch_started");
+    assert_eq!(started[0]["agent"], "helper");
+    let ended = of_type(&ev, "dispatch_ended");
+    assert_eq!(ended[0]["contract"], "pass");
+    assert_eq!(ended[0]["repairs"], 1);
+    // The remote child's message streamed into the lead's events.
+    let streamed: String = of_type(&ev, "child")
+        .iter()
+        .filter(|e| e["event"]["type"] == "message_delta")
+        .map(|e| e["event"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(streamed.contains("src/missing.rs"), "{streamed}");
+    assert!(streamed.contains("src/config.rs"), "{streamed}");
+    let result = of_type(&ev, "tool_ended")
+        .into_iter()
+        .find(|e| e["tool"] == "agent")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(result.contains("src/config.rs") && !result.contains("src/missing.rs"));
+
+    // `info` lists it as a remote agent, apart from the local ones, with
+    // where it was declared.
+    let info = s.json(&["--json", "info"]);
+    let schema: Value = serde_json::from_str(evoflux_graph::info::INFO_SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&info), "info matches its schema");
+    assert_eq!(
+        evoflux_graph::info::check_invariants(&info),
+        Vec::<String>::new()
+    );
+    let remote = &info["remote_agents"];
+    let entries = remote["entries"].as_array().unwrap();
+    assert_eq!(remote["total"], entries.len());
+    let coding = entries
+        .iter()
+        .find(|e| e["parent_node_id"].as_str().unwrap().starts_with("coding/"))
+        .unwrap();
+    assert_eq!(coding["name"], "helper");
+    assert_eq!(coding["protocol"], "acp");
+    assert_eq!(coding["result_contract"], "scout-report");
+    assert_eq!(coding["provenance"]["origin"], "user");
+    assert!(Path::new(coding["provenance"]["path"].as_str().unwrap()).ends_with("config.toml"));
+    for team in info["teams"].as_array().unwrap() {
+        for local in ["members", "workers"] {
+            assert!(
+                !team[local]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n["name"] == "helper"),
+                "a remote agent is not counted among the {local}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_external_agent_that_cannot_start_fails_the_dispatch_with_its_code() {
+    let s = Sandbox::new();
+    s.user(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"/nonexistent/agent\"]\n",
+    );
+    let lead = script(
+        &s,
+        "lead.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: agent, arguments: {agent_id: helper, message: \"Summarize the notes\"}}\n  - expect: {tool_result: {contains: \"acp/agent-start-failed\"}}\n    reply: {text: \"it could not start\"}\n",
+    );
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &lead, "look",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let result: Vec<&Value> = of_type(&ev, "tool_ended")
+        .into_iter()
+        .filter(|e| e["tool"] == "agent")
+        .collect();
+    assert_eq!(result[0]["is_error"], true);
+}
