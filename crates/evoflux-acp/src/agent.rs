@@ -9,6 +9,12 @@
 //! agent's own requests keep flowing while it runs; its events become
 //! `session/update` notifications ([`crate::updates`]) and a tool whose
 //! approval policy asks becomes `session/request_permission`.
+//!
+//! Where the client offers its file system, `read` sees the editor's
+//! buffers and `write` and `edit` go through it
+//! ([`evoflux_harness::client_files`]). Its terminal is not used: commands
+//! run in evoflux's own sandbox and journal, which an editor's terminal
+//! would escape.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -16,22 +22,25 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionNotification, StopReason,
-    ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+    AgentCapabilities, CancelNotification, ClientCapabilities, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
+    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    SessionId, SessionNotification, StopReason, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+    WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{ByteStreams, Client, Error};
 use evoflux_core::AppMode;
 use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
+use evoflux_harness::client_files::{ClientFiles, FilesFuture};
 use evoflux_harness::{
     AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Limits,
     SessionBuilder, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
 };
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
+use std::path::Path;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
@@ -108,32 +117,37 @@ where
         store,
         options,
         sessions: Mutex::new(HashMap::new()),
+        client: Mutex::new(None),
     });
     let transport = ByteStreams::new(outgoing.compat_write(), incoming.compat());
     let served = agent_client_protocol::Agent
         .v1()
         .name("evoflux")
         .on_receive_request(
-            async move |request: InitializeRequest,
-                        responder: Responder<InitializeResponse>,
-                        _cx: ConnectionTo<Client>| {
-                // Protocol v1 is the one this agent speaks; a client asking
-                // for a later one is answered with v1, as the protocol says.
-                let _ = request;
-                responder.respond(
-                    InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(
-                            AgentCapabilities::new()
-                                .load_session(true)
-                                .prompt_capabilities(
-                                    PromptCapabilities::new().embedded_context(true),
-                                ),
-                        )
-                        .agent_info(agent_client_protocol::v1::schema::Implementation::new(
-                            "evoflux",
-                            env!("CARGO_PKG_VERSION"),
-                        )),
-                )
+            {
+                let state = Arc::clone(&state);
+                async move |request: InitializeRequest,
+                            responder: Responder<InitializeResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    // Protocol v1 is the one this agent speaks; a client asking
+                    // for a later one is answered with v1, as the protocol says.
+                    *state.client.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(request.client_capabilities);
+                    responder.respond(
+                        InitializeResponse::new(ProtocolVersion::V1)
+                            .agent_capabilities(
+                                AgentCapabilities::new()
+                                    .load_session(true)
+                                    .prompt_capabilities(
+                                        PromptCapabilities::new().embedded_context(true),
+                                    ),
+                            )
+                            .agent_info(agent_client_protocol::v1::schema::Implementation::new(
+                                "evoflux",
+                                env!("CARGO_PKG_VERSION"),
+                            )),
+                    )
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -211,6 +225,8 @@ struct AgentState {
     store: Store,
     options: AgentOptions,
     sessions: Mutex<HashMap<SessionId, Arc<Live>>>,
+    /// What the client offers, from its `initialize`.
+    client: Mutex<Option<ClientCapabilities>>,
 }
 
 /// One open session: its harness, which one prompt at a time holds, and
@@ -272,8 +288,24 @@ impl AgentState {
                 };
                 Error::new(code, format!("{e} [{}]", e.code()))
             })?;
-        let harness = opened.harness;
+        let mut harness = opened.harness;
         let id = SessionId::new(harness.session().id.to_string());
+        let fs = self
+            .client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|c| c.fs.clone());
+        if let Some(fs) = fs
+            && (fs.read_text_file || fs.write_text_file)
+        {
+            harness.use_client_files(Arc::new(EditorFiles {
+                cx: cx.clone(),
+                session: id.clone(),
+                reads: fs.read_text_file,
+                writes: fs.write_text_file,
+            }));
+        }
         let shapes = ToolShapes::new(
             harness.tools().iter().map(|t| &t.definition),
             harness
@@ -393,6 +425,60 @@ impl AgentState {
             session.cancel();
             session.harness.lock().await.shutdown().await;
         }
+    }
+}
+
+/// The editor's file system, for the file tools of a session
+/// ([`evoflux_harness::client_files`]).
+struct EditorFiles {
+    cx: ConnectionTo<Client>,
+    session: SessionId,
+    reads: bool,
+    writes: bool,
+}
+
+impl fmt::Debug for EditorFiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EditorFiles")
+            .field("reads", &self.reads)
+            .field("writes", &self.writes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientFiles for EditorFiles {
+    fn reads(&self) -> bool {
+        self.reads
+    }
+
+    fn writes(&self) -> bool {
+        self.writes
+    }
+
+    fn read_text<'a>(&'a self, path: &'a Path) -> FilesFuture<'a, String> {
+        Box::pin(async move {
+            self.cx
+                .send_request(ReadTextFileRequest::new(self.session.clone(), path))
+                .block_task()
+                .await
+                .map(|r| r.content)
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn write_text<'a>(&'a self, path: &'a Path, content: &'a str) -> FilesFuture<'a, ()> {
+        Box::pin(async move {
+            self.cx
+                .send_request(WriteTextFileRequest::new(
+                    self.session.clone(),
+                    path,
+                    content.to_owned(),
+                ))
+                .block_task()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
     }
 }
 

@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, NewSessionRequest,
-    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
+    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
-    SessionUpdate, StopReason, TextContent, ToolCallStatus, ToolKind,
+    SessionUpdate, StopReason, TextContent, ToolCallStatus, ToolKind, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client};
@@ -58,10 +60,14 @@ fn text(s: &str) -> ContentBlock {
     ContentBlock::Text(TextContent::new(s.to_owned()))
 }
 
-/// What the editor saw.
+/// What the editor saw, and what it offers.
 #[derive(Default)]
 struct Seen {
     permissions: Mutex<Vec<RequestPermissionRequest>>,
+    /// With a buffer, the editor offers its file system: every file reads
+    /// as this text, and writes are recorded here instead of the disk.
+    buffer: Option<String>,
+    writes: Mutex<Vec<(std::path::PathBuf, String)>>,
 }
 
 /// Runs `evoflux acp` in `s` and drives it with `scenario`, the editor's
@@ -86,8 +92,36 @@ where
         child.stdout.take().unwrap().compat(),
     );
     let (tx, rx) = mpsc::unbounded_channel();
+    let files = Arc::clone(&seen);
+    let written = Arc::clone(&seen);
+    let offers_fs = seen.buffer.is_some();
     Client
         .v1()
+        .on_receive_request(
+            async move |request: ReadTextFileRequest,
+                        responder: Responder<ReadTextFileResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                responder
+                    .respond(ReadTextFileResponse::new(
+                        files.buffer.clone().unwrap_or_default(),
+                    ))
+                    .map(|()| drop(request))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: WriteTextFileRequest,
+                        responder: Responder<WriteTextFileResponse>,
+                        _cx: ConnectionTo<Agent>| {
+                written
+                    .writes
+                    .lock()
+                    .unwrap()
+                    .push((request.path, request.content));
+                responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .name("test-editor")
         .on_receive_notification(
             async move |n: SessionNotification, _cx: ConnectionTo<Agent>| {
@@ -115,7 +149,13 @@ where
         )
         .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
             let init = cx
-                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .send_request(
+                    InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
+                        ClientCapabilities::new().fs(FileSystemCapabilities::new()
+                            .read_text_file(offers_fs)
+                            .write_text_file(offers_fs)),
+                    ),
+                )
                 .block_task()
                 .await?;
             assert!(init.agent_capabilities.load_session);
@@ -276,6 +316,46 @@ async fn an_editor_prompts_approves_cancels_and_loads_an_earlier_session() {
         },
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_the_editor_offers_its_files_the_agent_reads_its_buffers_and_writes_through_it() {
+    let s = Sandbox::new();
+    s.write(s.repo().join("notes.md"), "saved text\n");
+    let model = script(
+        &s,
+        "fs.yaml",
+        "turns:\n  - expect: {user: {contains: buffer}}\n    reply:\n      tool_calls:\n        - {name: read, arguments: {path: notes.md}}\n  - expect: {tool_result: {contains: \"unsaved buffer text\"}}\n    reply:\n      tool_calls:\n        - {name: edit, arguments: {path: notes.md, old_string: unsaved, new_string: edited}}\n  - expect: {tool_result: {contains: \"Replaced 1\"}}\n    reply: {text: done}\n",
+    );
+    let seen = Arc::new(Seen {
+        buffer: Some("unsaved buffer text\n".to_owned()),
+        ..Seen::default()
+    });
+    let repo = s.repo();
+    editor(&s, &model, Arc::clone(&seen), move |cx, _rx| async move {
+        let id = cx
+            .send_request(NewSessionRequest::new(repo))
+            .block_task()
+            .await
+            .unwrap()
+            .session_id;
+        let answer = cx
+            .send_request(PromptRequest::new(id, vec![text("edit the buffer")]))
+            .block_task()
+            .await
+            .unwrap();
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+    })
+    .await;
+    let writes = seen.writes.lock().unwrap().clone();
+    assert_eq!(writes.len(), 1);
+    assert!(writes[0].0.ends_with("notes.md"));
+    assert_eq!(writes[0].1, "edited buffer text\n");
+    // The editor applies its writes; evoflux left the disk alone.
+    assert_eq!(
+        std::fs::read_to_string(s.repo().join("notes.md")).unwrap(),
+        "saved text\n"
+    );
 }
 
 fn scout_report(path: &str, line: u32) -> String {

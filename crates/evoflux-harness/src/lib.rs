@@ -13,6 +13,7 @@
 pub mod agent_files;
 pub mod approval;
 pub mod bounded;
+pub mod client_files;
 pub mod clock;
 pub mod compaction;
 pub mod connection_search;

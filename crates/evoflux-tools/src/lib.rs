@@ -75,7 +75,7 @@ pub use process::{
     PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, PROCESS_MIN_WAIT_SECONDS,
     ProcessAction, ProcessRequest,
 };
-pub use read::{READ_MAX_OUTPUT_BYTES, READ_SCAN_BYTES, ReadInput};
+pub use read::{READ_MAX_OUTPUT_BYTES, READ_SCAN_BYTES, ReadInput, read_text};
 pub use runtime::{
     ArgvCommand, DEFAULT_EXIT_DRAIN, DEFAULT_MAX_TIMEOUT, DEFAULT_TERMINATE_GRACE, ExitNotice,
     MAX_SESSION_PROCESSES, ProcessRuntime, RuntimeConfig,
@@ -85,7 +85,7 @@ pub use shell::{
     SHELL_MIN_TIMEOUT_SECONDS, SHELL_MIN_YIELD_MS, ShellRequest,
 };
 pub use workspace::{Control, Resolved, Workspace};
-pub use write::{EditInput, WriteInput};
+pub use write::{EditInput, WriteInput, apply_edit};
 
 /// Runs one built-in executor on the model's JSON input.
 ///

@@ -1,7 +1,6 @@
 //! `read`: a file's lines with `NNNNN| ` prefixes, windowed by
 //! offset/limit and capped so one call cannot flood the context.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
@@ -81,11 +80,27 @@ pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolE
             actual,
         });
     }
-    let mut reader = BufReader::new(
+    let reader = BufReader::new(
         folder
             .open_file(&name)
             .map_err(ToolError::io("read", shown))?,
     );
+    render(shown, reader, input)
+}
+
+/// `read`'s answer for a file's text that comes from elsewhere than the
+/// disk (an editor's buffer, which may hold unsaved changes), shown as
+/// `shown`: the same numbered lines, limits and truncation notes.
+pub fn read_text(shown: &str, text: &str, input: &ReadInput) -> Result<ToolOutput, ToolError> {
+    render(shown, std::io::Cursor::new(text.as_bytes()), input)
+}
+
+/// The numbered window of `reader` that `input` asks for.
+fn render<R: BufRead>(
+    shown: &str,
+    mut reader: R,
+    input: &ReadInput,
+) -> Result<ToolOutput, ToolError> {
     let head = reader.fill_buf().map_err(ToolError::io("read", shown))?;
     if head.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolError::Binary {
@@ -101,7 +116,7 @@ pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolE
     let mut line = Vec::new();
     let mut number = 0usize;
     type Line = Option<(u64, usize)>;
-    let next_line = |reader: &mut BufReader<File>, line: &mut Vec<u8>| -> Result<Line, ToolError> {
+    let next_line = |reader: &mut R, line: &mut Vec<u8>| -> Result<Line, ToolError> {
         line.clear();
         let (n, chars) = read_line_bounded(reader, line).map_err(ToolError::io("read", shown))?;
         Ok((n > 0).then_some((n, chars)))
@@ -182,8 +197,8 @@ pub(crate) fn run(ws: &Workspace, input: &ReadInput) -> Result<ToolOutput, ToolE
 /// [`MAX_LINE_BYTES`] of it kept: the rest of a longer line is read past,
 /// never held. Returns the bytes consumed (0 at the end of the file) and
 /// the characters of the whole line, its end of line left out.
-fn read_line_bounded(
-    reader: &mut BufReader<File>,
+fn read_line_bounded<R: BufRead>(
+    reader: &mut R,
     line: &mut Vec<u8>,
 ) -> std::io::Result<(u64, usize)> {
     let mut consumed = 0u64;

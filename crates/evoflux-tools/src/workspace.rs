@@ -113,6 +113,12 @@ impl Workspace {
         )
     }
 
+    /// Whether `argument` is an `artifact:` locator (read from the
+    /// session's artifacts, never from a workspace file).
+    pub fn names_artifact(&self, argument: &str) -> bool {
+        crate::locator::artifact_name(argument).is_some()
+    }
+
     /// The same workspace, refusing the files `denied` matches.
     pub fn with_denied(mut self, denied: DeniedFiles) -> Workspace {
         self.denied = denied;

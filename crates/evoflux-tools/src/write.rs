@@ -117,6 +117,21 @@ pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, Tool
     let text = String::from_utf8(bytes).map_err(|_| ToolError::Binary {
         path: shown.to_owned(),
     })?;
+    let (updated, answer) = apply_edit(shown, &text, input)?;
+    folder
+        .replace(&name, updated.as_bytes())
+        .map_err(ToolError::io("write", shown))?;
+    Ok(answer)
+}
+
+/// `edit` applied to `text`, the file `shown`: the new text and the
+/// tool's answer, or why the edit does not apply. One rule for the disk
+/// and for a file an editor holds.
+pub fn apply_edit(
+    shown: &str,
+    text: &str,
+    input: &EditInput,
+) -> Result<(String, ToolOutput), ToolError> {
     let count = text.matches(input.old_string.as_str()).count();
     let hint = match (count, input.replace_all) {
         (0, _) => Some(
@@ -135,11 +150,9 @@ pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, Tool
         });
     }
     let updated = text.replace(input.old_string.as_str(), &input.new_string);
-    folder
-        .replace(&name, updated.as_bytes())
-        .map_err(ToolError::io("write", shown))?;
     let plural = if count == 1 { "" } else { "s" };
-    Ok(ToolOutput::ok(format!(
-        "Replaced {count} occurrence{plural} in {shown}"
-    )))
+    Ok((
+        updated,
+        ToolOutput::ok(format!("Replaced {count} occurrence{plural} in {shown}")),
+    ))
 }

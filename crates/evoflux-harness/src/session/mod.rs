@@ -363,6 +363,9 @@ pub struct Harness {
     /// The user asked to compact: the next model call compacts whatever
     /// the threshold says.
     compact_next: bool,
+    /// The front end's client's file system, which file tools use where
+    /// it offers it ([`crate::client_files`]).
+    client_files: Option<Arc<dyn crate::client_files::ClientFiles>>,
 }
 
 /// A session's model client: what it calls and under which label, for a
@@ -417,6 +420,12 @@ impl Harness {
                 .map(|r| (r.name.as_str(), r.description.as_str()))
                 .collect()
         })
+    }
+
+    /// From now on, `read`, `write` and `edit` go through `files` where
+    /// it offers them (an editor's buffers; see [`crate::client_files`]).
+    pub fn use_client_files(&mut self, files: Arc<dyn crate::client_files::ClientFiles>) {
+        self.client_files = Some(files);
     }
 
     /// Compacts the conversation at the next model call, as the

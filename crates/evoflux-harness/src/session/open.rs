@@ -262,6 +262,7 @@ impl Harness {
             turn_input: None,
             unmet: Vec::new(),
             compact_next: false,
+            client_files: None,
             session,
         };
         if let Some(from) = switched_from {

@@ -303,6 +303,13 @@ impl Harness {
             | BuiltinExecutor::Glob
             | BuiltinExecutor::Grep
             | BuiltinExecutor::Artifact => {
+                if let Some(files) = &self.client_files
+                    && let Some(result) =
+                        crate::client_files::run(files.as_ref(), &self.workspace, builtin, call)
+                            .await
+                {
+                    return Ok(result);
+                }
                 match run_file_tool(self.workspace.clone(), builtin, call).await? {
                     Ok(o) => Ok(file_result(o)),
                     Err(e @ evoflux_tools::ToolError::ProtectedControl { .. }) => {
