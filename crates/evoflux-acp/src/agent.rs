@@ -306,15 +306,7 @@ impl AgentState {
                 writes: fs.write_text_file,
             }));
         }
-        let shapes = ToolShapes::new(
-            harness.tools().iter().map(|t| &t.definition),
-            harness
-                .session()
-                .workspace
-                .roots()
-                .first()
-                .map_or(std::path::Path::new("/"), |p| p.as_path()),
-        );
+        let shapes = shapes_of(&harness);
         let _ = events.target.set((id.clone(), shapes));
         let _ = approver.session.set(id.clone());
         let live = Arc::new(Live {
@@ -351,15 +343,7 @@ impl AgentState {
             }
         };
         let harness = live.harness.lock().await;
-        let shapes = ToolShapes::new(
-            harness.tools().iter().map(|t| &t.definition),
-            harness
-                .session()
-                .workspace
-                .roots()
-                .first()
-                .map_or(std::path::Path::new("/"), |p| p.as_path()),
-        );
+        let shapes = shapes_of(&harness);
         for update in history(harness.messages(), &shapes) {
             cx.send_notification(SessionNotification::new(id.clone(), update))?;
         }
@@ -480,6 +464,19 @@ impl ClientFiles for EditorFiles {
                 .map_err(|e| e.to_string())
         })
     }
+}
+
+/// How `harness`'s tools are shown to the client.
+fn shapes_of(harness: &Harness) -> ToolShapes {
+    ToolShapes::new(
+        harness.tools().iter().map(|t| &t.definition),
+        harness
+            .session()
+            .workspace
+            .roots()
+            .first()
+            .map_or(Path::new("/"), |p| p.as_path()),
+    )
 }
 
 /// How a turn's end reads as an ACP stop reason.

@@ -9,27 +9,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, script};
-
-/// The pids of processes whose command line holds `marker`.
-fn with_marker(marker: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if text.contains(marker) && !text.contains("evoflux") {
-            out.push(pid);
-        }
-    }
-    out
-}
+use common::{Sandbox, script, with_marker};
 
 /// Waits (at most 20 s) until `done` holds.
 fn eventually(what: &str, mut done: impl FnMut() -> bool) {

@@ -85,14 +85,10 @@ pub(crate) async fn run(
                 Ok(i) => i,
                 Err(e) => return Some(failed(&e)),
             };
-            let target = match workspace.resolve_for_change(&input.path) {
+            let target = match changed(workspace, &input.path)? {
                 Ok(t) => t,
-                Err(ToolError::ProtectedControl { .. }) => return None,
-                Err(e) => return Some(failed(&e)),
+                Err(refused) => return Some(refused),
             };
-            if target.path.is_dir() {
-                return None;
-            }
             let existed = target.path.exists();
             if existed && !input.overwrite {
                 return Some(failed(&ToolError::AlreadyExists {
@@ -117,14 +113,11 @@ pub(crate) async fn run(
                 Ok(i) => i,
                 Err(e) => return Some(failed(&e)),
             };
-            let target = match workspace.resolve_for_change(&input.path) {
-                Ok(t) => t,
-                Err(ToolError::ProtectedControl { .. }) => return None,
-                Err(e) => return Some(failed(&e)),
+            let target = match changed(workspace, &input.path)? {
+                Ok(t) if t.path.is_file() => t,
+                Ok(_) => return None,
+                Err(refused) => return Some(refused),
             };
-            if !target.path.is_file() {
-                return None;
-            }
             let text = match files.read_text(&target.path).await {
                 Ok(t) => t,
                 Err(e) => {
@@ -148,5 +141,20 @@ pub(crate) async fn run(
             })
         }
         _ => None,
+    }
+}
+
+/// The file a `write` or `edit` of `path` changes, checked as for the
+/// disk; `None` when the disk path must run it (a control, which needs
+/// the user's approval first, or a directory, which it reports).
+fn changed(
+    workspace: &Workspace,
+    path: &str,
+) -> Option<Result<evoflux_tools::Resolved, ToolResult>> {
+    match workspace.resolve_for_change(path) {
+        Ok(t) if t.path.is_dir() => None,
+        Ok(t) => Some(Ok(t)),
+        Err(ToolError::ProtectedControl { .. }) => None,
+        Err(e) => Some(Err(failed(&e))),
     }
 }

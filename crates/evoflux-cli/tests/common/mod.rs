@@ -286,3 +286,23 @@ pub fn git_repo(s: &Sandbox) {
     git(&s.repo(), &["add", "-A"]);
     git(&s.repo(), &["commit", "-q", "-m", "recorded state"]);
 }
+
+/// The pids of processes whose command line holds `marker`.
+pub fn with_marker(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(marker) && !text.contains("evoflux") {
+            out.push(pid);
+        }
+    }
+    out
+}
