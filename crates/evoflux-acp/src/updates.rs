@@ -318,3 +318,62 @@ pub(crate) fn event_of(update: &SessionUpdate) -> Option<(Event, bool)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::ResourceLink;
+
+    #[test]
+    fn a_remote_tool_call_starts_a_new_stretch_of_the_message_and_its_end_is_an_event() {
+        let chunk = SessionUpdate::AgentMessageChunk(ContentChunk::new(text("Looking")));
+        let (event, new_stretch) = event_of(&chunk).expect("an event");
+        assert_eq!(
+            event,
+            Event::MessageDelta {
+                text: "Looking".into()
+            }
+        );
+        assert!(!new_stretch);
+        let call = SessionUpdate::ToolCall(
+            ToolCall::new(ToolCallId::new("t1"), "Read src/lib.rs")
+                .raw_input(serde_json::json!({"path": "src/lib.rs"})),
+        );
+        let (event, new_stretch) = event_of(&call).expect("an event");
+        assert!(new_stretch);
+        assert!(matches!(event, Event::ToolStarted { ref call_id, .. } if call_id == "t1"));
+        let failed = SessionUpdate::ToolCallUpdate(ended("t1", true, "no such file"));
+        let (event, _) = event_of(&failed).expect("an event");
+        assert!(matches!(
+            event,
+            Event::ToolEnded { is_error: true, ref content, .. } if content == "no such file"
+        ));
+        // A status that is not an end says nothing yet.
+        let running = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            ToolCallId::new("t1"),
+            ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+        ));
+        assert!(event_of(&running).is_none());
+    }
+
+    #[test]
+    fn a_prompt_keeps_text_and_names_links_in_order() {
+        let blocks = vec![
+            text("Fix the bug"),
+            ContentBlock::ResourceLink(ResourceLink::new("lib.rs", "file:///r/src/lib.rs")),
+        ];
+        assert_eq!(
+            prompt_text(&blocks),
+            "Fix the bug\n\n[lib.rs](file:///r/src/lib.rs)"
+        );
+    }
+
+    #[test]
+    fn a_tool_s_kind_comes_from_its_action_class_and_its_paths_from_its_schema() {
+        let shapes = ToolShapes::new(std::iter::empty(), Path::new("/r"));
+        let call = shapes.started("c1", "unknown_tool", &serde_json::json!({"path": "a"}));
+        assert_eq!(call.kind, ToolKind::Other);
+        assert!(call.locations.is_empty());
+        assert_eq!(call.status, ToolCallStatus::InProgress);
+    }
+}

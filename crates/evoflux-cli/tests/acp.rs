@@ -441,6 +441,13 @@ fn a_lead_dispatches_to_an_external_acp_agent_which_repairs_its_result_over_acp(
     assert_eq!(coding["result_contract"], "scout-report");
     assert_eq!(coding["provenance"]["origin"], "user");
     assert!(Path::new(coding["provenance"]["path"].as_str().unwrap()).ends_with("config.toml"));
+    let human = s.run(&["info"]);
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(
+        human.matches("remote agent  helper over acp").count(),
+        1,
+        "{human}"
+    );
     for team in info["teams"].as_array().unwrap() {
         for local in ["members", "workers"] {
             assert!(

@@ -660,6 +660,26 @@ pub fn render_human(info: &Info) -> String {
             }
         );
     }
+    // Remote agents are reached by every lead: one line each.
+    let mut shown_remote = std::collections::BTreeSet::new();
+    for r in &info.remote_agents.entries {
+        if !shown_remote.insert(r.name.as_str()) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "remote agent  {} over {}: {}  ({}, {}; declared in {})",
+            r.name,
+            r.protocol,
+            r.command.join(" "),
+            r.cwd,
+            r.result_contract,
+            r.provenance
+                .path
+                .as_ref()
+                .map_or_else(|| "config".to_owned(), |p| p.display().to_string())
+        );
+    }
     if !info.awaiting_trust.is_empty() {
         let _ = writeln!(
             out,
