@@ -151,22 +151,14 @@ impl Harness {
         }
         // From here a child may run, recording its own calls.
         self.usage.dispatching();
-        // Admission: a worker that cannot do what the task asks is refused
-        // before anything runs, with the remedy; a doubtful fit is flagged.
-        let mut flag = None;
-        if let Some(spec) = &worker
-            && let Some(mismatch) = assess_capability_mismatch(spec, message, &team.workers, false)
-        {
-            match mismatch.decision {
-                MismatchDecision::Refuse => {
-                    return Ok(ToolResult::error(format!(
-                        "{} [dispatch/admission-refused]",
-                        mismatch.detail
-                    )));
-                }
-                MismatchDecision::Flag => flag = Some(mismatch.detail),
-            }
-        }
+        // Admission, before anything runs.
+        let flag = match &worker {
+            Some(spec) => match admission(spec, message, &team.workers) {
+                Ok(flag) => flag,
+                Err(refused) => return Ok(refused),
+            },
+            None => None,
+        };
         let store = self.recorder.store.clone();
         let existing = store.child_of(self.session.id, &call.id).await?;
         // Whether the child already has its task (it may have been stopped
@@ -401,6 +393,27 @@ impl Harness {
             .to_owned();
         self.emit(&Event::TaskUpdate { message });
         ToolResult::ok("The parent has your update; carry on.")
+    }
+}
+
+/// Admission of worker `spec` for `message` among `installed`: a worker
+/// that cannot do what the task asks is refused before anything runs,
+/// with the remedy (`Err`, the call's result); a doubtful fit is flagged
+/// (`Ok(Some(detail))`), to be added to its answer.
+fn admission(
+    spec: &AgentSpec,
+    message: &str,
+    installed: &[AgentSpec],
+) -> Result<Option<String>, ToolResult> {
+    match assess_capability_mismatch(spec, message, installed, false) {
+        None => Ok(None),
+        Some(mismatch) => match mismatch.decision {
+            MismatchDecision::Refuse => Err(ToolResult::error(format!(
+                "{} [dispatch/admission-refused]",
+                mismatch.detail
+            ))),
+            MismatchDecision::Flag => Ok(Some(mismatch.detail)),
+        },
     }
 }
 
@@ -776,18 +789,10 @@ impl Harness {
             .cloned()
             .chain(team.remote.iter().map(|r| r.spec.clone()))
             .collect();
-        let mut flag = None;
-        if let Some(mismatch) = assess_capability_mismatch(spec, message, &installed, false) {
-            match mismatch.decision {
-                MismatchDecision::Refuse => {
-                    return Ok(ToolResult::error(format!(
-                        "{} [dispatch/admission-refused]",
-                        mismatch.detail
-                    )));
-                }
-                MismatchDecision::Flag => flag = Some(mismatch.detail),
-            }
-        }
+        let flag = match admission(spec, message, &installed) {
+            Ok(flag) => flag,
+            Err(refused) => return Ok(refused),
+        };
         if let Some(refused) = tool_incompatibility(spec, &self.tools) {
             return Ok(ToolResult::error(refused));
         }
