@@ -15,7 +15,7 @@ impl Store {
         thread: &str,
     ) -> Result<Option<SessionId>, StoreError> {
         let row =
-            sqlx::query("SELECT session_id FROM channel_threads WHERE route = ? AND thread = ?")
+            sqlx::query("SELECT session_id FROM channel_threads WHERE route = $1 AND thread = $2")
                 .bind(route)
                 .bind(thread)
                 .fetch_optional(self.pool())
@@ -35,8 +35,8 @@ impl Store {
         session: SessionId,
     ) -> Result<SessionId, StoreError> {
         sqlx::query(
-            "INSERT OR IGNORE INTO channel_threads (route, thread, session_id, created_at_ms) \
-             VALUES (?, ?, ?, ?)",
+            "INSERT INTO channel_threads (route, thread, session_id, created_at_ms) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (route, thread) DO NOTHING",
         )
         .bind(route)
         .bind(thread)

@@ -29,8 +29,9 @@ impl Store {
         let now = now_ms();
         for t in tools {
             sqlx::query(
-                "INSERT OR IGNORE INTO connection_tools \
-                 (session_id, owner, server, tool, activated_at_ms) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO connection_tools \
+                 (session_id, owner, server, tool, activated_at_ms) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (session_id, owner, server, tool) DO NOTHING",
             )
             .bind(session.to_string())
             .bind(&t.owner)
@@ -50,7 +51,7 @@ impl Store {
         session: SessionId,
     ) -> Result<Vec<ConnectionTool>, StoreError> {
         let rows = sqlx::query(
-            "SELECT owner, server, tool FROM connection_tools WHERE session_id = ? \
+            "SELECT owner, server, tool FROM connection_tools WHERE session_id = $1 \
              ORDER BY activated_at_ms, owner, server, tool",
         )
         .bind(session.to_string())

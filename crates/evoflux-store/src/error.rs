@@ -16,18 +16,21 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot open the session database `{}`: {source}", path.display())]
+    #[error("cannot open the session database `{database}`: {source}")]
     Open {
-        path: PathBuf,
+        /// The SQLite file, or the PostgreSQL URL without its password.
+        database: String,
         #[source]
         source: sqlx::Error,
     },
-    #[error("cannot migrate the session database `{}`: {source}", path.display())]
+    #[error("cannot migrate the session database `{database}`: {source}")]
     Migrate {
-        path: PathBuf,
+        database: String,
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+    #[error("the database URL `{url}` cannot be used: {reason}")]
+    DatabaseUrl { url: String, reason: String },
     #[error("session database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("no session {0}")]
@@ -64,6 +67,12 @@ pub enum StoreError {
         session: SessionId,
         id: PendingInputId,
     },
+    #[error("the store export is unusable at line {line}: {detail}")]
+    Transfer { line: usize, detail: String },
+    #[error(
+        "cannot import into `{database}`: it already holds rows (table `{table}`); import into a new, empty database"
+    )]
+    ImportIntoNonEmpty { database: String, table: String },
     #[error("corrupt row in the session database ({what}): {detail}")]
     Corrupt { what: &'static str, detail: String },
 }
@@ -83,6 +92,7 @@ impl StoreError {
             StoreError::DataDir { .. } => "store/data-dir",
             StoreError::Open { .. } => "store/open-failed",
             StoreError::Migrate { .. } => "store/migration-failed",
+            StoreError::DatabaseUrl { .. } => "store/database-url",
             StoreError::Database(_) => "store/database",
             StoreError::SessionNotFound(_) => "store/session-not-found",
             StoreError::ModeMismatch { .. } => "store/mode-mismatch",
@@ -92,16 +102,21 @@ impl StoreError {
             StoreError::PendingInputNotFound { .. } => "store/pending-input-not-found",
             StoreError::PendingInputAnswered { .. } => "store/pending-input-answered",
             StoreError::Corrupt { .. } => "store/corrupt-row",
+            StoreError::Transfer { .. } => "store/export-unusable",
+            StoreError::ImportIntoNonEmpty { .. } => "store/import-not-empty",
         }
     }
 
     pub fn to_diagnostic(&self) -> Diagnostic {
         let d = Diagnostic::error(self.code(), self.to_string());
         match self {
-            StoreError::DataDir { path, .. }
-            | StoreError::Open { path, .. }
-            | StoreError::Migrate { path, .. }
-            | StoreError::WorkspaceNotAbsolute(path) => d.with_file(path.clone()),
+            StoreError::DataDir { path, .. } | StoreError::WorkspaceNotAbsolute(path) => {
+                d.with_file(path.clone())
+            }
+            StoreError::Open { database, .. } | StoreError::Migrate { database, .. } => {
+                d.with_file(PathBuf::from(database))
+            }
+            StoreError::DatabaseUrl { .. } => d.with_field("store.url"),
             StoreError::ModeMismatch { .. } => d.with_field("mode"),
             StoreError::WorkspaceMismatch { .. } | StoreError::CodingWorkspaceEmpty => {
                 d.with_field("workspace")
@@ -110,7 +125,9 @@ impl StoreError {
             | StoreError::SessionNotFound(_)
             | StoreError::PendingInputNotFound { .. }
             | StoreError::PendingInputAnswered { .. }
-            | StoreError::Corrupt { .. } => d,
+            | StoreError::Corrupt { .. }
+            | StoreError::Transfer { .. }
+            | StoreError::ImportIntoNonEmpty { .. } => d,
         }
     }
 

@@ -63,7 +63,7 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO approval_grants (scope, scope_key, tool, command, created_at_ms) \
-             VALUES (?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(scope.as_str())
         .bind(scope_key)
@@ -83,7 +83,7 @@ impl Store {
     ) -> Result<Vec<GrantKey>, StoreError> {
         let rows = sqlx::query(
             "SELECT tool, command FROM approval_grants \
-             WHERE (scope = 'session' AND scope_key = ?) OR (scope = 'workspace' AND scope_key = ?) \
+             WHERE (scope = 'session' AND scope_key = $1) OR (scope = 'workspace' AND scope_key = $2) \
              ORDER BY id",
         )
         .bind(session.to_string())

@@ -13,6 +13,7 @@
 
 mod channel_threads;
 mod connection_tools;
+mod database;
 mod error;
 mod grants;
 mod model_requests;
@@ -21,10 +22,14 @@ mod retention;
 mod schedules;
 mod session;
 mod store;
+#[doc(hidden)]
+pub mod testing;
 mod transcript;
+mod transfer;
 mod usage;
 
 pub use connection_tools::ConnectionTool;
+pub use database::{Backend, Database, DatabaseUrl};
 pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use model_requests::{RecordedRequest, RequestParts, SystemPart};
@@ -34,4 +39,5 @@ pub use schedules::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store, artifacts_root};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
+pub use transfer::{EXPORT_FORMAT, TABLES, Transferred};
 pub use usage::Usage;

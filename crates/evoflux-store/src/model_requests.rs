@@ -77,17 +77,20 @@ impl Store {
             .collect();
         let mut tx = self.pool.begin().await?;
         for (hash, body) in hashes.iter().zip(&bodies) {
-            sqlx::query("INSERT OR IGNORE INTO request_parts (sha256, body) VALUES (?, ?)")
-                .bind(hash)
-                .bind(body)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO request_parts (sha256, body) VALUES ($1, $2) \
+                 ON CONFLICT (sha256) DO NOTHING",
+            )
+            .bind(hash)
+            .bind(body)
+            .execute(&mut *tx)
+            .await?;
         }
         sqlx::query(
             "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
              input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms, \
              input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost_picousd) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(session.to_string())
         .bind(&parts.day)
@@ -134,7 +137,7 @@ impl Store {
                  JOIN request_parts s ON s.sha256 = r.system_sha256 \
                  JOIN request_parts t ON t.sha256 = r.tools_sha256 \
                  JOIN request_parts i ON i.sha256 = r.input_sha256 \
-                 WHERE r.session_id = ? ORDER BY r.id",
+                 WHERE r.session_id = $1 ORDER BY r.id",
             )
             .bind(session.to_string())
             .fetch_all(&self.pool)
@@ -171,7 +174,7 @@ impl Store {
     pub async fn call_usages(&self, session: SessionId) -> Result<Vec<crate::Usage>, StoreError> {
         let rows = sqlx::query(
             "SELECT input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, \
-             cost_picousd FROM model_requests WHERE session_id = ? ORDER BY id",
+             cost_picousd FROM model_requests WHERE session_id = $1 ORDER BY id",
         )
         .bind(session.to_string())
         .fetch_all(&self.pool)
@@ -192,8 +195,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         for (root, commit) in commits {
             sqlx::query(
-                "INSERT OR REPLACE INTO session_commits (session_id, root, git_commit) \
-                 VALUES (?, ?, ?)",
+                "INSERT INTO session_commits (session_id, root, git_commit) VALUES ($1, $2, $3) \
+                 ON CONFLICT (session_id, root) DO UPDATE SET git_commit = excluded.git_commit",
             )
             .bind(session.to_string())
             .bind(root.to_string_lossy().as_ref())
@@ -211,7 +214,7 @@ impl Store {
         session: SessionId,
     ) -> Result<Vec<(std::path::PathBuf, String)>, StoreError> {
         let rows = sqlx::query(
-            "SELECT root, git_commit FROM session_commits WHERE session_id = ? ORDER BY root",
+            "SELECT root, git_commit FROM session_commits WHERE session_id = $1 ORDER BY root",
         )
         .bind(session.to_string())
         .fetch_all(&self.pool)
@@ -228,7 +231,7 @@ impl Store {
 /// Removes the parts no recorded call refers to any more (after sessions
 /// were deleted).
 pub(crate) async fn drop_unused_parts(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
 ) -> Result<(), StoreError> {
     sqlx::query(
         "DELETE FROM request_parts WHERE sha256 NOT IN ( \
@@ -251,7 +254,7 @@ fn parse<T: for<'de> Deserialize<'de>>(text: &str, what: &'static str) -> Result
 
 /// One call's usage from its `model_requests` row; `None` for a row from
 /// before usage was kept per call.
-fn call_usage(row: &sqlx::sqlite::SqliteRow) -> Result<Option<crate::Usage>, StoreError> {
+fn call_usage(row: &sqlx::any::AnyRow) -> Result<Option<crate::Usage>, StoreError> {
     let get = |col: &str| -> Result<Option<u64>, StoreError> {
         row.try_get::<Option<i64>, _>(col)?
             .map(|v| to_u64("model request usage", v))

@@ -253,7 +253,7 @@ mod tests {
             .await
             .unwrap();
         let at = now_ms() - days_ago * 24 * 60 * 60 * 1000;
-        sqlx::query("UPDATE sessions SET updated_at_ms = ? WHERE id = ?")
+        sqlx::query("UPDATE sessions SET updated_at_ms = $1 WHERE id = $2")
             .bind(at)
             .bind(s.id.to_string())
             .execute(&store.pool)

@@ -142,7 +142,7 @@ impl Store {
     /// The stored next run of `name`, if the scheduler has seen it.
     pub async fn schedule_state(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
         let row =
-            sqlx::query("SELECT trigger_key, next_run_at_ms FROM schedule_state WHERE name = ?")
+            sqlx::query("SELECT trigger_key, next_run_at_ms FROM schedule_state WHERE name = $1")
                 .bind(name)
                 .fetch_optional(self.pool())
                 .await?;
@@ -163,7 +163,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO schedule_state (name, trigger_key, next_run_at_ms, updated_at_ms) \
-             VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO UPDATE SET \
              trigger_key = excluded.trigger_key, next_run_at_ms = excluded.next_run_at_ms, \
              updated_at_ms = excluded.updated_at_ms",
         )
@@ -179,7 +179,7 @@ impl Store {
     /// Forgets the next run of `name` (a disabled or removed schedule
     /// starts over when it returns).
     pub async fn clear_schedule_state(&self, name: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM schedule_state WHERE name = ?")
+        sqlx::query("DELETE FROM schedule_state WHERE name = $1")
             .bind(name)
             .execute(self.pool())
             .await?;
@@ -196,10 +196,13 @@ impl Store {
         next: Option<&ScheduleState>,
     ) -> Result<Option<i64>, StoreError> {
         let mut tx = self.pool().begin().await?;
-        let inserted = sqlx::query(
+        // The unique (name, occurrence, trigger) row is the claim: of two
+        // schedulers (two replicas on one database) racing for the same
+        // occurrence, exactly one insert returns an id.
+        let inserted: Option<i64> = sqlx::query_scalar(
             "INSERT INTO schedule_runs (name, occurrence_at_ms, trigger, status, detail, \
-             created_at_ms, finished_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (name, occurrence_at_ms, trigger) DO NOTHING",
+             created_at_ms, finished_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (name, occurrence_at_ms, trigger) DO NOTHING RETURNING id",
         )
         .bind(claim.name)
         .bind(claim.occurrence_at_ms)
@@ -208,17 +211,16 @@ impl Store {
         .bind(claim.detail.as_deref())
         .bind(now_ms())
         .bind(claim.status.is_final().then(now_ms))
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
-        if inserted.rows_affected() == 0 {
+        let Some(id) = inserted else {
             tx.rollback().await?;
             return Ok(None);
-        }
-        let id = inserted.last_insert_rowid();
+        };
         if let Some(next) = next {
             sqlx::query(
                 "INSERT INTO schedule_state (name, trigger_key, next_run_at_ms, updated_at_ms) \
-                 VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO UPDATE SET \
                  trigger_key = excluded.trigger_key, next_run_at_ms = excluded.next_run_at_ms, \
                  updated_at_ms = excluded.updated_at_ms",
             )
@@ -243,8 +245,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let finished = status.is_final().then(now_ms);
         sqlx::query(
-            "UPDATE schedule_runs SET status = ?, session_id = COALESCE(?, session_id), \
-             detail = COALESCE(?, detail), finished_at_ms = ? WHERE id = ?",
+            "UPDATE schedule_runs SET status = $1, session_id = COALESCE($2, session_id), \
+             detail = COALESCE($3, detail), finished_at_ms = $4 WHERE id = $5",
         )
         .bind(status.as_str())
         .bind(session.map(|s| s.to_string()))
@@ -264,8 +266,8 @@ impl Store {
     ) -> Result<Vec<ScheduleRun>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, name, occurrence_at_ms, trigger, status, session_id, detail, \
-             created_at_ms, finished_at_ms FROM schedule_runs WHERE name = ? \
-             ORDER BY id DESC LIMIT ?",
+             created_at_ms, finished_at_ms FROM schedule_runs WHERE name = $1 \
+             ORDER BY id DESC LIMIT $2",
         )
         .bind(name)
         .bind(i64::from(limit))
@@ -292,7 +294,7 @@ impl Store {
     /// `interrupted`; returns how many. Called when a scheduler starts.
     pub async fn interrupt_running_runs(&self) -> Result<u64, StoreError> {
         let done = sqlx::query(
-            "UPDATE schedule_runs SET status = 'interrupted', finished_at_ms = ? \
+            "UPDATE schedule_runs SET status = 'interrupted', finished_at_ms = $1 \
              WHERE status = 'running'",
         )
         .bind(now_ms())

@@ -2,16 +2,15 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use evoflux_core::AppMode;
 use evoflux_core::ids::{Ids, SessionId};
+use sqlx::AnyPool;
 use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
+use sqlx::any::AnyRow;
 
+use crate::database::{Backend, Database};
 use crate::error::StoreError;
 use crate::pending::{PendingInput, PendingInputId, PendingRequest};
 use crate::session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
@@ -21,16 +20,15 @@ use crate::usage::Usage;
 /// The database file inside the data directory.
 pub const DB_FILE: &str = "evoflux.db";
 
-/// Other processes (a second CLI, the server) may hold the write lock for a
-/// moment; wait this long before reporting the database as busy.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A handle on `<data>/evoflux.db`. Cheap to clone; every clone shares one
+/// A handle on the session database (`<data>/evoflux.db`, or a shared
+/// PostgreSQL server) and the data directory beside it, where Work
+/// folders and artifacts live. Cheap to clone; every clone shares one
 /// connection pool.
 #[derive(Debug, Clone)]
 pub struct Store {
-    pub(crate) pool: SqlitePool,
+    pub(crate) pool: AnyPool,
     pub(crate) data_dir: PathBuf,
+    database: Database,
     ids: Ids,
 }
 
@@ -50,12 +48,12 @@ pub fn artifacts_root(data_dir: &Path) -> PathBuf {
 }
 
 impl Store {
-    pub(crate) fn pool(&self) -> &SqlitePool {
+    pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
-    /// Opens (creating when absent) the database in `data_dir` with real
-    /// UUIDv7 ids, and applies pending migrations.
+    /// Opens (creating when absent) the SQLite database in `data_dir` with
+    /// real UUIDv7 ids, and applies pending migrations.
     pub async fn open(data_dir: impl AsRef<Path>) -> Result<Store, StoreError> {
         Self::open_with_ids(data_dir, Ids::system()).await
     }
@@ -63,6 +61,16 @@ impl Store {
     /// Like [`Store::open`] with an injected id source, so tests get
     /// reproducible session ids.
     pub async fn open_with_ids(data_dir: impl AsRef<Path>, ids: Ids) -> Result<Store, StoreError> {
+        Self::connect(data_dir, &Database::Sqlite, ids).await
+    }
+
+    /// Opens the sessions in `database`, with `data_dir` for what lives
+    /// beside them on disk, and applies pending migrations.
+    pub async fn connect(
+        data_dir: impl AsRef<Path>,
+        database: &Database,
+        ids: Ids,
+    ) -> Result<Store, StoreError> {
         let data_dir = data_dir.as_ref().to_path_buf();
         evoflux_core::private::create_private_dir(&data_dir).map_err(|source| {
             StoreError::DataDir {
@@ -70,45 +78,28 @@ impl Store {
                 source,
             }
         })?;
-        let path = data_dir.join(DB_FILE);
-        // WAL lets readers in other processes see committed rows while one
-        // writer appends; NORMAL sync in WAL mode keeps every committed
-        // transaction across a process kill (only a power cut may lose the
-        // last ones), without an fsync on every append.
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(BUSY_TIMEOUT);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        sqlx::migrate!("migrations/sqlite")
-            .run(&pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                path: path.clone(),
-                source,
-            })?;
-        // SQLite creates its files with the umask's mode; they hold every
-        // transcript, so they are the owner's alone.
-        for suffix in ["", "-wal", "-shm"] {
-            let mut file = path.clone().into_os_string();
-            file.push(suffix);
-            let _ = evoflux_core::private::tighten(Path::new(&file));
-        }
+        let pool = crate::database::connect(database, &data_dir).await?;
         Ok(Store {
             pool,
             data_dir,
+            database: database.clone(),
             ids,
         })
+    }
+
+    /// Where the sessions are.
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.database.backend()
+    }
+
+    /// Whether the database answers: what a readiness probe asks.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -151,7 +142,7 @@ impl Store {
         sqlx::query(
             "INSERT INTO sessions (id, mode, workspace, lead, model, graph_hash, parent_id, \
              parent_call_id, created_at_ms, updated_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(id.to_string())
         .bind(workspace.mode().as_str())
@@ -180,7 +171,7 @@ impl Store {
     /// Loads a session, or `None` when there is no such id.
     pub async fn session(&self, id: SessionId) -> Result<Option<Session>, StoreError> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"
         )))
         .bind(id.to_string())
         .fetch_optional(&self.pool)
@@ -212,7 +203,7 @@ impl Store {
     /// switch the user asked for, kept for every later resume.
     pub async fn set_model(&self, id: SessionId, model: &str) -> Result<Session, StoreError> {
         let now = now_ms();
-        let done = sqlx::query("UPDATE sessions SET model = ?, updated_at_ms = ? WHERE id = ?")
+        let done = sqlx::query("UPDATE sessions SET model = $1, updated_at_ms = $2 WHERE id = $3")
             .bind(model)
             .bind(now)
             .bind(id.to_string())
@@ -232,7 +223,7 @@ impl Store {
         call_id: &str,
     ) -> Result<Option<Session>, StoreError> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ? AND parent_call_id = ?"
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = $1 AND parent_call_id = $2"
         )))
         .bind(parent.to_string())
         .bind(call_id)
@@ -244,7 +235,7 @@ impl Store {
     /// The child sessions `parent`'s dispatches opened, oldest first.
     pub async fn children_of(&self, parent: SessionId) -> Result<Vec<Session>, StoreError> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at_ms, id"
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_id = $1 ORDER BY created_at_ms, id"
         )))
         .bind(parent.to_string())
         .fetch_all(&self.pool)
@@ -286,12 +277,12 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         for s in &doomed {
             let key = s.id.to_string();
-            sqlx::query("DELETE FROM approval_grants WHERE scope = 'session' AND scope_key = ?")
+            sqlx::query("DELETE FROM approval_grants WHERE scope = 'session' AND scope_key = $1")
                 .bind(&key)
                 .execute(&mut *tx)
                 .await?;
             // Transcripts, pending inputs and usage cascade.
-            sqlx::query("DELETE FROM sessions WHERE id = ?")
+            sqlx::query("DELETE FROM sessions WHERE id = $1")
                 .bind(&key)
                 .execute(&mut *tx)
                 .await?;
@@ -361,8 +352,8 @@ impl Store {
         touch(&mut tx, id, now).await?;
         let seq: i64 = sqlx::query_scalar(
             "INSERT INTO transcript_entries (session_id, seq, role, body, artifact, created_at_ms)
-             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5
-             FROM transcript_entries WHERE session_id = ?1
+             SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5
+             FROM transcript_entries WHERE session_id = $1
              RETURNING seq",
         )
         .bind(id.to_string())
@@ -386,7 +377,7 @@ impl Store {
         self.load(id).await?;
         let rows = sqlx::query(
             "SELECT seq, body, artifact, created_at_ms FROM transcript_entries
-             WHERE session_id = ? ORDER BY seq",
+             WHERE session_id = $1 ORDER BY seq",
         )
         .bind(id.to_string())
         .fetch_all(&self.pool)
@@ -423,7 +414,7 @@ impl Store {
         touch(&mut tx, id, now).await?;
         let pending_id: i64 = sqlx::query_scalar(
             "INSERT INTO pending_inputs (session_id, tool_call_id, request, created_at_ms)
-             VALUES (?, ?, ?, ?) RETURNING id",
+             VALUES ($1, $2, $3, $4) RETURNING id",
         )
         .bind(id.to_string())
         .bind(tool_call_id)
@@ -454,8 +445,8 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         touch(&mut tx, id, now).await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE pending_inputs SET answer = ?, answered_at_ms = ?
-             WHERE id = ? AND session_id = ? AND answered_at_ms IS NULL
+            "UPDATE pending_inputs SET answer = $1, answered_at_ms = $2
+             WHERE id = $3 AND session_id = $4 AND answered_at_ms IS NULL
              RETURNING {PENDING_COLUMNS}"
         )))
         .bind(answer.to_string())
@@ -465,12 +456,13 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {
-            let exists: Option<i64> =
-                sqlx::query_scalar("SELECT id FROM pending_inputs WHERE id = ? AND session_id = ?")
-                    .bind(pending.0)
-                    .bind(id.to_string())
-                    .fetch_optional(&mut *tx)
-                    .await?;
+            let exists: Option<i64> = sqlx::query_scalar(
+                "SELECT id FROM pending_inputs WHERE id = $1 AND session_id = $2",
+            )
+            .bind(pending.0)
+            .bind(id.to_string())
+            .fetch_optional(&mut *tx)
+            .await?;
             return Err(match exists {
                 Some(_) => StoreError::PendingInputAnswered {
                     session: id,
@@ -495,7 +487,7 @@ impl Store {
         self.load(id).await?;
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {PENDING_COLUMNS} FROM pending_inputs
-             WHERE session_id = ? AND answered_at_ms IS NULL ORDER BY id"
+             WHERE session_id = $1 AND answered_at_ms IS NULL ORDER BY id"
         )))
         .bind(id.to_string())
         .fetch_all(&self.pool)
@@ -510,17 +502,17 @@ impl Store {
         touch(&mut tx, id, now).await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO usage_totals (session_id, {USAGE_COLUMNS})
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              ON CONFLICT (session_id) DO UPDATE SET
-                requests = requests + excluded.requests,
-                input_tokens = input_tokens + excluded.input_tokens,
-                output_tokens = output_tokens + excluded.output_tokens,
-                cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-                cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-                projected_results = projected_results + excluded.projected_results,
-                projection_saved_chars = projection_saved_chars + excluded.projection_saved_chars,
-                cost_picousd = cost_picousd + excluded.cost_picousd,
-                unpriced_requests = unpriced_requests + excluded.unpriced_requests
+                requests = usage_totals.requests + excluded.requests,
+                input_tokens = usage_totals.input_tokens + excluded.input_tokens,
+                output_tokens = usage_totals.output_tokens + excluded.output_tokens,
+                cache_read_tokens = usage_totals.cache_read_tokens + excluded.cache_read_tokens,
+                cache_write_tokens = usage_totals.cache_write_tokens + excluded.cache_write_tokens,
+                projected_results = usage_totals.projected_results + excluded.projected_results,
+                projection_saved_chars = usage_totals.projection_saved_chars + excluded.projection_saved_chars,
+                cost_picousd = usage_totals.cost_picousd + excluded.cost_picousd,
+                unpriced_requests = usage_totals.unpriced_requests + excluded.unpriced_requests
              RETURNING {USAGE_COLUMNS}"
         )))
         .bind(id.to_string())
@@ -544,7 +536,7 @@ impl Store {
     pub async fn usage(&self, id: SessionId) -> Result<Usage, StoreError> {
         self.load(id).await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {USAGE_COLUMNS} FROM usage_totals WHERE session_id = ?"
+            "SELECT {USAGE_COLUMNS} FROM usage_totals WHERE session_id = $1"
         )))
         .bind(id.to_string())
         .fetch_optional(&self.pool)
@@ -583,17 +575,17 @@ impl Store {
         self.load(id).await?;
         let row = sqlx::query(
             "WITH RECURSIVE tree (id) AS (
-                SELECT ? UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
+                SELECT $1 UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
              )
-             SELECT COALESCE(SUM(requests), 0) AS requests,
-                COALESCE(SUM(input_tokens), 0) AS input_tokens,
-                COALESCE(SUM(output_tokens), 0) AS output_tokens,
-                COALESCE(SUM(cache_read_tokens), 0) AS cache_read_tokens,
-                COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
-                COALESCE(SUM(projected_results), 0) AS projected_results,
-                COALESCE(SUM(projection_saved_chars), 0) AS projection_saved_chars,
-                COALESCE(SUM(cost_picousd), 0) AS cost_picousd,
-                COALESCE(SUM(unpriced_requests), 0) AS unpriced_requests
+             SELECT CAST(COALESCE(SUM(requests), 0) AS BIGINT) AS requests,
+                CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens,
+                CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output_tokens,
+                CAST(COALESCE(SUM(cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens,
+                CAST(COALESCE(SUM(cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens,
+                CAST(COALESCE(SUM(projected_results), 0) AS BIGINT) AS projected_results,
+                CAST(COALESCE(SUM(projection_saved_chars), 0) AS BIGINT) AS projection_saved_chars,
+                CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT) AS cost_picousd,
+                CAST(COALESCE(SUM(unpriced_requests), 0) AS BIGINT) AS unpriced_requests
              FROM usage_totals u JOIN tree t ON u.session_id = t.id",
         )
         .bind(id.to_string())
@@ -607,16 +599,18 @@ impl Store {
 /// `store/session-not-found` for an unknown id. Being the first write, it
 /// also takes the write lock before anything is read.
 async fn touch(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     id: SessionId,
     now: i64,
 ) -> Result<(), StoreError> {
-    let done =
-        sqlx::query("UPDATE sessions SET updated_at_ms = MAX(updated_at_ms, ?) WHERE id = ?")
-            .bind(now)
-            .bind(id.to_string())
-            .execute(&mut **tx)
-            .await?;
+    let done = sqlx::query(
+        "UPDATE sessions SET updated_at_ms = \
+         CASE WHEN updated_at_ms > $1 THEN updated_at_ms ELSE $1 END WHERE id = $2",
+    )
+    .bind(now)
+    .bind(id.to_string())
+    .execute(&mut **tx)
+    .await?;
     if done.rows_affected() == 0 {
         return Err(StoreError::SessionNotFound(id));
     }
@@ -642,7 +636,7 @@ pub(crate) fn to_i64(v: u64) -> Result<i64, StoreError> {
     i64::try_from(v).map_err(|e| StoreError::corrupt("usage", e))
 }
 
-fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
+fn session_from_row(row: &AnyRow) -> Result<Session, StoreError> {
     let id: String = row.try_get("id")?;
     let mode: String = row.try_get("mode")?;
     let workspace: String = row.try_get("workspace")?;
@@ -672,7 +666,7 @@ fn session_from_row(row: &SqliteRow) -> Result<Session, StoreError> {
     })
 }
 
-fn pending_from_row(row: &SqliteRow) -> Result<PendingInput, StoreError> {
+fn pending_from_row(row: &AnyRow) -> Result<PendingInput, StoreError> {
     let request: String = row.try_get("request")?;
     let answer: Option<String> = row.try_get("answer")?;
     let json = |s: &str| -> Result<serde_json::Value, StoreError> {
@@ -689,7 +683,7 @@ fn pending_from_row(row: &SqliteRow) -> Result<PendingInput, StoreError> {
     })
 }
 
-fn usage_from_row(row: &SqliteRow) -> Result<Usage, StoreError> {
+fn usage_from_row(row: &AnyRow) -> Result<Usage, StoreError> {
     let get = |col: &str| -> Result<u64, StoreError> { to_u64("usage", row.try_get(col)?) };
     Ok(Usage {
         requests: get("requests")?,

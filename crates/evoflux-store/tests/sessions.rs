@@ -6,8 +6,8 @@ use evoflux_core::AppMode;
 use evoflux_core::ids::{Ids, SessionId};
 use evoflux_core::price::Usd;
 use evoflux_store::{
-    DB_FILE, Message, NewSession, PendingRequest, Store, StoreError, ToolCall, Usage, Workspace,
-    WorkspaceRequest,
+    DB_FILE, Database, Message, NewSession, PendingRequest, Store, StoreError, ToolCall, Usage,
+    Workspace, WorkspaceRequest,
 };
 use serde_json::json;
 
@@ -58,13 +58,13 @@ fn sample_messages() -> Vec<Message> {
     ]
 }
 
-#[tokio::test]
-async fn create_load_and_list_newest_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open_with_ids(dir.path(), Ids::sequential())
-        .await
-        .unwrap();
-    assert!(dir.path().join(DB_FILE).is_file());
+async fn create_load_and_list_newest_first(t: Target) {
+    let store = t.open_with_ids(Ids::sequential()).await.unwrap();
+    // The SQLite file is in the data directory; PostgreSQL keeps none there.
+    assert_eq!(
+        t.data().join(DB_FILE).is_file(),
+        t.database == Database::Sqlite
+    );
 
     let w = store.create_session(work()).await.unwrap();
     let c = store
@@ -76,7 +76,7 @@ async fn create_load_and_list_newest_first() {
     assert_eq!(c.mode(), AppMode::Coding);
 
     let folder = store.work_folder(w.id);
-    assert!(folder.starts_with(dir.path()));
+    assert!(folder.starts_with(t.data()));
     assert!(folder.is_dir(), "the store creates the work folder");
     assert_eq!(w.workspace, Workspace::Work { folder });
 
@@ -103,10 +103,8 @@ async fn create_load_and_list_newest_first() {
     );
 }
 
-#[tokio::test]
-async fn invalid_coding_workspace_is_refused_before_writing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn invalid_coding_workspace_is_refused_before_writing(t: Target) {
+    let store = t.open().await.unwrap();
     let e = store.create_session(coding(&[])).await.unwrap_err();
     assert_eq!(e.code(), "store/coding-workspace-empty");
     let e = store
@@ -117,10 +115,8 @@ async fn invalid_coding_workspace_is_refused_before_writing() {
     assert!(store.list_sessions().await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn resume_with_another_mode_or_workspace_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn resume_with_another_mode_or_workspace_is_refused(t: Target) {
+    let store = t.open().await.unwrap();
     let w = store.create_session(work()).await.unwrap();
     let c = store.create_session(coding(&["/repo/a"])).await.unwrap();
 
@@ -179,10 +175,8 @@ async fn resume_with_another_mode_or_workspace_is_refused() {
     assert_eq!(store.resume(w.id, None, None).await.unwrap(), w);
 }
 
-#[tokio::test]
-async fn transcript_keeps_order_and_round_trips() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn transcript_keeps_order_and_round_trips(t: Target) {
+    let store = t.open().await.unwrap();
     let a = store.create_session(work()).await.unwrap();
     let b = store.create_session(work()).await.unwrap();
 
@@ -229,10 +223,8 @@ async fn transcript_keeps_order_and_round_trips() {
     assert!(store.load(a.id).await.unwrap().updated_at_ms >= a.updated_at_ms);
 }
 
-#[tokio::test]
-async fn pending_input_lifecycle() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn pending_input_lifecycle(t: Target) {
+    let store = t.open().await.unwrap();
     let s = store.create_session(work()).await.unwrap();
     assert!(store.open_pending_inputs(s.id).await.unwrap().is_empty());
 
@@ -287,10 +279,8 @@ async fn pending_input_lifecycle() {
     assert_eq!(store.open_pending_inputs(s.id).await.unwrap(), [q2]);
 }
 
-#[tokio::test]
-async fn usage_accumulates() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn usage_accumulates(t: Target) {
+    let store = t.open().await.unwrap();
     let s = store.create_session(work()).await.unwrap();
     assert_eq!(store.usage(s.id).await.unwrap(), Usage::default());
 
@@ -335,10 +325,8 @@ async fn usage_accumulates() {
     assert_eq!(want.cost_label(), "$1.0000");
 }
 
-#[tokio::test]
-async fn a_tree_s_usage_adds_up_every_child_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn a_tree_s_usage_adds_up_every_child_exactly(t: Target) {
+    let store = t.open().await.unwrap();
     let lead = store.create_session(work()).await.unwrap();
     let child = |call: &str| NewSession {
         parent: Some(evoflux_store::SessionParent {
@@ -380,11 +368,9 @@ async fn a_tree_s_usage_adds_up_every_child_exactly() {
     );
 }
 
-#[tokio::test]
-async fn reopen_after_drop_keeps_everything() {
-    let dir = tempfile::tempdir().unwrap();
+async fn reopen_after_drop_keeps_everything(t: Target) {
     let (id, q) = {
-        let store = Store::open(dir.path()).await.unwrap();
+        let store = t.open().await.unwrap();
         let s = store.create_session(coding(&["/repo/a"])).await.unwrap();
         for m in sample_messages() {
             store.append_message(s.id, &m).await.unwrap();
@@ -402,7 +388,7 @@ async fn reopen_after_drop_keeps_everything() {
         (s.id, q)
         // The store is dropped here without `close`.
     };
-    let store = Store::open(dir.path()).await.unwrap();
+    let store = t.open().await.unwrap();
     let all = store.list_sessions().await.unwrap();
     assert_eq!(all.iter().map(|s| s.id).collect::<Vec<_>>(), [id]);
     assert_eq!(all[0].workspace.roots(), [PathBuf::from("/repo/a")]);
@@ -424,11 +410,9 @@ async fn reopen_after_drop_keeps_everything() {
     assert_eq!(next.seq, 5);
 }
 
-#[tokio::test]
-async fn concurrent_appends_from_two_handles_stay_gapless() {
-    let dir = tempfile::tempdir().unwrap();
-    let one = Store::open(dir.path()).await.unwrap();
-    let two = Store::open(dir.path()).await.unwrap();
+async fn concurrent_appends_from_two_handles_stay_gapless(t: Target) {
+    let one = t.open().await.unwrap();
+    let two = t.open().await.unwrap();
     let s = one.create_session(work()).await.unwrap();
     let writer = |store: Store, who: &'static str| {
         tokio::spawn(async move {
@@ -460,10 +444,8 @@ async fn concurrent_appends_from_two_handles_stay_gapless() {
     }
 }
 
-#[tokio::test]
-async fn work_session_resumes_with_its_own_folder_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn work_session_resumes_with_its_own_folder_only(t: Target) {
+    let store = t.open().await.unwrap();
     let s = store.create_session(work()).await.unwrap();
     let folder = [store.work_folder(s.id)];
     let resumed = store
@@ -471,7 +453,7 @@ async fn work_session_resumes_with_its_own_folder_only() {
         .await
         .unwrap();
     assert_eq!(resumed.id, s.id);
-    let elsewhere = [dir.path().join("elsewhere")];
+    let elsewhere = [t.data().join("elsewhere")];
     let e = store
         .resume(s.id, Some(AppMode::Work), Some(&elsewhere))
         .await
@@ -479,10 +461,8 @@ async fn work_session_resumes_with_its_own_folder_only() {
     assert_eq!(e.code(), "store/workspace-mismatch");
 }
 
-#[tokio::test]
-async fn a_session_keeps_its_model_and_a_switch_is_persisted() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn a_session_keeps_its_model_and_a_switch_is_persisted(t: Target) {
+    let store = t.open().await.unwrap();
     let s = store
         .create_session(NewSession {
             model: Some("scripted:demo.yaml".into()),
@@ -491,7 +471,7 @@ async fn a_session_keeps_its_model_and_a_switch_is_persisted() {
         .await
         .unwrap();
     assert_eq!(s.model.as_deref(), Some("scripted:demo.yaml"));
-    let reopened = Store::open(dir.path()).await.unwrap();
+    let reopened = t.open().await.unwrap();
     assert_eq!(
         reopened.load(s.id).await.unwrap().model.as_deref(),
         Some("scripted:demo.yaml")
@@ -507,13 +487,11 @@ async fn a_session_keeps_its_model_and_a_switch_is_persisted() {
     assert_eq!(err.code(), "store/session-not-found");
 }
 
-#[tokio::test]
-async fn approval_grants_reach_their_session_or_their_workspace() {
-    use evoflux_store::{GrantKey, GrantScope, NewSession, Store, WorkspaceRequest};
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
+async fn approval_grants_reach_their_session_or_their_workspace(t: Target) {
+    use evoflux_store::{GrantKey, GrantScope, NewSession, WorkspaceRequest};
+    let repo = t.dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
-    let store = Store::open(tmp.path().join("data")).await.unwrap();
+    let store = t.open().await.unwrap();
     let new = || NewSession {
         workspace: WorkspaceRequest::Coding(vec![repo.clone()]),
         lead: None,
@@ -548,10 +526,8 @@ async fn approval_grants_reach_their_session_or_their_workspace() {
     assert_eq!(of(&second).await, [write]);
 }
 
-#[tokio::test]
-async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path()).await.unwrap();
+async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(t: Target) {
+    let store = t.open().await.unwrap();
     let a = store.create_session(work()).await.unwrap();
     let b = store.create_session(work()).await.unwrap();
     let parts = |input: &str| evoflux_store::RequestParts {
@@ -592,21 +568,9 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
         .unwrap();
     assert_eq!(store.call_usages(a.id).await.unwrap(), [priced, unpriced]);
     // The system prompt and the empty tool list are stored once.
-    let count = |table: &str| {
-        let path = dir.path().join(DB_FILE);
-        let table = table.to_owned();
-        async move {
-            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-                .await
-                .unwrap();
-            let n: i64 =
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-            pool.close().await;
-            n
-        }
+    let count = |table: &'static str| {
+        let store = store.clone();
+        async move { store.row_counts().await.unwrap()[table] }
     };
     assert_eq!(count("request_parts").await, 5);
     let both = store.model_requests(&[b.id, a.id]).await.unwrap();
@@ -627,3 +591,109 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
     // Only the parts `b` still uses are left: its input, system and tools.
     assert_eq!(count("request_parts").await, 3);
 }
+
+/// Two schedulers on one database (two replicas) race for the same thirty
+/// occurrences: each is claimed exactly once.
+async fn two_schedulers_claim_each_occurrence_once(t: Target) {
+    let one = t.open().await.unwrap();
+    let two = t.open().await.unwrap();
+    let race = |store: Store| {
+        tokio::spawn(async move {
+            let mut won = Vec::new();
+            for i in 0..30 {
+                let claim = evoflux_store::Claim {
+                    name: "every-second",
+                    occurrence_at_ms: 1_000 * i,
+                    trigger: evoflux_store::RunTrigger::Scheduled,
+                    status: evoflux_store::RunStatus::Running,
+                    detail: None,
+                };
+                if let Some(id) = store.claim_occurrence(&claim, None).await.unwrap() {
+                    won.push((i, id));
+                }
+            }
+            won
+        })
+    };
+    let (a, b) = tokio::join!(race(one.clone()), race(two));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut occurrences: Vec<i64> = a.iter().chain(&b).map(|(i, _)| *i).collect();
+    occurrences.sort_unstable();
+    assert_eq!(occurrences, (0..30).collect::<Vec<i64>>());
+    assert_eq!(
+        one.schedule_runs("every-second", 100).await.unwrap().len(),
+        30
+    );
+}
+
+/// Where a test's store lives: a temporary data directory, with the
+/// sessions in its SQLite file or in a fresh PostgreSQL database.
+struct Target {
+    dir: tempfile::TempDir,
+    database: Database,
+}
+
+impl Target {
+    fn sqlite() -> Target {
+        Target {
+            dir: tempfile::tempdir().unwrap(),
+            database: Database::Sqlite,
+        }
+    }
+
+    async fn postgres() -> Option<Target> {
+        Some(Target {
+            dir: tempfile::tempdir().unwrap(),
+            database: evoflux_store::testing::postgres_database().await?,
+        })
+    }
+
+    fn data(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
+    async fn open(&self) -> Result<Store, StoreError> {
+        self.open_with_ids(Ids::system()).await
+    }
+
+    async fn open_with_ids(&self, ids: Ids) -> Result<Store, StoreError> {
+        Store::connect(self.data(), &self.database, ids).await
+    }
+}
+
+/// Each test once on SQLite and once on PostgreSQL.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $name() {
+                super::$name(super::Target::sqlite()).await
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test]
+            async fn $name() {
+                if let Some(t) = super::Target::postgres().await {
+                    super::$name(t).await
+                }
+            })*
+        }
+    };
+}
+
+on_both_backends!(
+    two_schedulers_claim_each_occurrence_once,
+    create_load_and_list_newest_first,
+    invalid_coding_workspace_is_refused_before_writing,
+    resume_with_another_mode_or_workspace_is_refused,
+    transcript_keeps_order_and_round_trips,
+    pending_input_lifecycle,
+    usage_accumulates,
+    a_tree_s_usage_adds_up_every_child_exactly,
+    reopen_after_drop_keeps_everything,
+    concurrent_appends_from_two_handles_stay_gapless,
+    work_session_resumes_with_its_own_folder_only,
+    a_session_keeps_its_model_and_a_switch_is_persisted,
+    approval_grants_reach_their_session_or_their_workspace,
+    model_requests_keep_parts_once_in_call_order_and_go_with_their_session,
+);
