@@ -68,6 +68,8 @@ pub struct AgentOptions {
 pub enum AcpError {
     #[error("the session store cannot be opened: {0}")]
     Store(#[from] evoflux_store::StoreError),
+    #[error("the session store cannot be opened: {0}")]
+    Config(#[from] evoflux_harness::SessionError),
     #[error("the ACP connection failed: {0}")]
     Connection(String),
 }
@@ -76,6 +78,7 @@ impl AcpError {
     pub fn code(&self) -> &'static str {
         match self {
             AcpError::Store(e) => e.code(),
+            AcpError::Config(e) => e.code(),
             AcpError::Connection(_) => "acp/connection-failed",
         }
     }
@@ -110,7 +113,7 @@ where
     R: tokio::io::AsyncRead + Send + 'static,
     W: tokio::io::AsyncWrite + Send + 'static,
 {
-    let store = Store::open(app.dirs.data_dir()).await?;
+    let store = app.open_store().await?;
     let state = Arc::new(AgentState {
         app,
         processes: processes.clone(),

@@ -89,6 +89,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::schedule::ScheduleCommand,
     },
+    /// The session database: migrate it; export it to a file and import it into another
+    /// (move a data directory's SQLite sessions to PostgreSQL and back).
+    Store {
+        #[command(subcommand)]
+        command: crate::commands::store::StoreCommand,
+    },
     /// List, show, resume and delete sessions; export one as a script and replay it.
     Sessions {
         #[command(subcommand)]

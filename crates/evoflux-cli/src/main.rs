@@ -86,6 +86,7 @@ fn main() -> ExitCode {
         Command::Chat(args) => commands::chat::chat(&out, args),
         Command::Sessions { command } => commands::run::sessions(&out, command),
         Command::Schedule { command } => commands::schedule::run(&out, command),
+        Command::Store { command } => commands::store::run(&out, command),
         Command::Eval(args) => commands::eval::run(&out, args),
         Command::CodeContext(args) => commands::code_context::run(&out, args),
         Command::Serve(args) => commands::serve::run(&out, args),

@@ -53,6 +53,7 @@ async fn main() {
         cwd: repo,
         trusted_checkouts: Vec::new(),
         remote_agents: None,
+        database_url: None,
     };
     let graph = app.compile(&[]).unwrap();
     let mut figures = Vec::new();

@@ -40,6 +40,7 @@ async fn main() {
         cwd,
         trusted_checkouts: Vec::new(),
         remote_agents: None,
+        database_url: None,
     };
     let mut yaml = String::from("turns:\n");
     for _ in 0..TURNS {

@@ -350,9 +350,7 @@ pub async fn run_fleet(
         }
     };
     let run_id = manifest.run_id.clone();
-    let store = Store::open(app.dirs.data_dir())
-        .await
-        .map_err(SessionError::from)?;
+    let store = app.open_store().await?;
     let agents = WorkerAgents {
         app: app.clone(),
         repository: workspace.clone(),

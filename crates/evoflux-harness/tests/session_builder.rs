@@ -32,6 +32,7 @@ fn app(tmp: &Path) -> AppContext {
         cwd,
         trusted_checkouts: Vec::new(),
         remote_agents: None,
+        database_url: None,
     }
 }
 

@@ -96,6 +96,9 @@ fn store_status(e: &StoreError) -> (StatusCode, Option<&'static str>) {
         | StoreError::Open { .. }
         | StoreError::Migrate { .. }
         | StoreError::Database(_)
+        | StoreError::DatabaseUrl { .. }
+        | StoreError::Transfer { .. }
+        | StoreError::ImportIntoNonEmpty { .. }
         | StoreError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, None),
     }
 }

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use evoflux_harness::{AppContext, SessionError};
-use evoflux_store::{Store, StoreError};
+use evoflux_store::StoreError;
 use evoflux_tools::ProcessRuntime;
 
 pub use auth::{TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
@@ -123,7 +123,7 @@ pub async fn serve(
             diagnostics: graph.diagnostics.errors(),
         });
     }
-    let store = Store::open(app.dirs.data_dir()).await?;
+    let store = app.open_store().await?;
     let processes = ProcessRuntime::new(app.runtime_config());
     let scheduler = schedules::scheduler(
         &app,

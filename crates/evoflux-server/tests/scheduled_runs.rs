@@ -52,6 +52,7 @@ fn app(tmp: &Path) -> AppContext {
         cwd,
         trusted_checkouts: Vec::new(),
         remote_agents: None,
+        database_url: None,
     }
 }
 

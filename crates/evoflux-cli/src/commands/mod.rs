@@ -18,6 +18,7 @@ pub mod run;
 pub mod schedule;
 pub mod serve;
 pub mod skills;
+pub mod store;
 pub mod trust;
 pub mod workers;
 
@@ -95,6 +96,9 @@ pub fn app_context(dirs: &Dirs) -> anyhow::Result<AppContext> {
         trusted_checkouts: Vec::new(),
         // External agents are reached over the Agent Client Protocol.
         remote_agents: Some(Arc::new(evoflux_acp::AcpRemoteAgents)),
+        database_url: std::env::var("EVOFLUX_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
     })
 }
 

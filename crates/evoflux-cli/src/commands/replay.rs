@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
 use evoflux_harness::replay::{self, DivergedPart, ReplayError, ReplayOptions, ReplayReport};
-use evoflux_store::{Store, StoreError};
+use evoflux_store::StoreError;
 use serde::Serialize;
 
 use crate::output::{Exit, Output};
@@ -26,7 +26,7 @@ pub(crate) async fn export(
     file: &Path,
 ) -> anyhow::Result<Exit> {
     let app = super::app_context(dirs)?;
-    let store = Store::open(dirs.data_dir()).await?;
+    let store = app.open_store().await?;
     let secrets = replay::secrets(&app, utf8_vars());
     let exported = match replay::export(&store, id, &secrets).await {
         Ok(e) => e,

@@ -19,7 +19,7 @@ use evoflux_harness::{
     ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, SessionRecord,
     SessionSummary, TurnOptions, TurnOutcome, TurnStatus,
 };
-use evoflux_store::{Session, Store, StoreError};
+use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
 
 use crate::cli::SourceArgs;
@@ -162,7 +162,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
         };
         match command {
             SessionsCommand::List => {
-                let store = Store::open(dirs.data_dir()).await?;
+                let store = super::app_context(&dirs)?.open_store().await?;
                 let list = SessionSummary::list(&store).await?;
                 out.result(&list, || {
                     if list.is_empty() {
@@ -189,7 +189,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     Ok(id) => id,
                     Err(exit) => return Ok(exit),
                 };
-                let store = Store::open(dirs.data_dir()).await?;
+                let store = super::app_context(&dirs)?.open_store().await?;
                 let deleted = match store.delete_session(id).await {
                     Ok(d) => d,
                     Err(e @ StoreError::SessionNotFound(_)) => {
@@ -225,7 +225,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                         },
                     ),
                 };
-                let store = Store::open(dirs.data_dir()).await?;
+                let store = super::app_context(&dirs)?.open_store().await?;
                 let pruned = store.prune(&policy).await?;
                 let ids: Vec<String> = pruned.deleted.iter().map(ToString::to_string).collect();
                 let folders: Vec<String> =
@@ -260,7 +260,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     Ok(id) => id,
                     Err(exit) => return Ok(exit),
                 };
-                let store = Store::open(dirs.data_dir()).await?;
+                let store = super::app_context(&dirs)?.open_store().await?;
                 let record = match SessionRecord::load(&store, id).await {
                     Ok(r) => r,
                     Err(e @ StoreError::SessionNotFound(_)) => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::bail;
 use clap::Subcommand;
 use evoflux_harness::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
-use evoflux_store::{RunStatus, ScheduleRun, Store};
+use evoflux_store::{RunStatus, ScheduleRun};
 use serde_json::json;
 
 use crate::cli::SourceArgs;
@@ -65,7 +65,7 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
         | ScheduleCommand::History { sources, .. } => sources,
     };
     let graph = app.compile(&sources.workspaces)?;
-    let store = Store::open(dirs.data_dir()).await?;
+    let store = app.open_store().await?;
     let rows = scheduler::rows(&store, &graph).await?;
     let find = |name: &str| -> anyhow::Result<ScheduleRow> {
         match rows.iter().find(|r| r.name == name) {

@@ -27,7 +27,7 @@ use evoflux_graph::sandbox::SandboxPolicy;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, Definition, RootOptions, Slot};
 use evoflux_model::SetupError;
 use evoflux_plugins::{PluginManager, PluginPaths};
-use evoflux_store::{Store, StoreError, WorkspaceRequest};
+use evoflux_store::{Database, Store, StoreError, WorkspaceRequest};
 use evoflux_tools::ProcessRuntime;
 
 use super::{Harness, Limits, RunSetup, SessionRequest};
@@ -54,6 +54,10 @@ pub struct AppContext {
     /// Client Protocol, from `evoflux-acp`): with it, leads may dispatch
     /// them as remote workers; without it, they are in no team.
     pub remote_agents: Option<Arc<dyn crate::remote::RemoteAgents>>,
+    /// The session database named by the process environment
+    /// (`EVOFLUX_DATABASE_URL`), over `[store] url`; `None` defers to the
+    /// config.
+    pub database_url: Option<String>,
 }
 
 impl AppContext {
@@ -363,6 +367,27 @@ impl AppContext {
     /// config is (a repository has no say in it).
     pub fn storage(&self) -> Result<evoflux_core::config::StorageConfig, SessionError> {
         self.owner_config().map(|c| c.storage)
+    }
+
+    /// The session database: `EVOFLUX_DATABASE_URL` as the front end
+    /// read it, else `[store] url` of the admin's and the user's config,
+    /// else the data directory's SQLite file.
+    pub fn database(&self) -> Result<Database, SessionError> {
+        let url = match &self.database_url {
+            Some(url) => Some(url.clone()),
+            None => self.owner_config()?.store.url,
+        };
+        Ok(match url {
+            Some(url) => Database::parse(&url)?,
+            None => Database::Sqlite,
+        })
+    }
+
+    /// Opens the session store on [`AppContext::database`], with the data
+    /// directory for what lives on disk beside it.
+    pub async fn open_store(&self) -> Result<Store, SessionError> {
+        let database = self.database()?;
+        Ok(Store::connect(self.dirs.data_dir(), &database, evoflux_core::ids::Ids::system()).await?)
     }
 
     /// The admin's and the user's `config.toml` over the embedded
@@ -684,7 +709,10 @@ fn store_input_error(e: &StoreError) -> bool {
         | StoreError::ModeMismatch { .. }
         | StoreError::WorkspaceMismatch { .. }
         | StoreError::CodingWorkspaceEmpty
-        | StoreError::WorkspaceNotAbsolute(_) => true,
+        | StoreError::WorkspaceNotAbsolute(_)
+        | StoreError::DatabaseUrl { .. }
+        | StoreError::Transfer { .. }
+        | StoreError::ImportIntoNonEmpty { .. } => true,
         StoreError::DataDir { .. }
         | StoreError::Open { .. }
         | StoreError::Migrate { .. }
@@ -817,7 +845,7 @@ impl<'a> SessionBuilder<'a> {
         let opts = &self.options;
         let store = match self.store.clone() {
             Some(s) => s,
-            None => Store::open(app.dirs.data_dir()).await?,
+            None => app.open_store().await?,
         };
         let resumed = match opts.resume {
             Some(id) => Some(store.load(id).await?),

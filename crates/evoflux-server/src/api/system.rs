@@ -55,9 +55,18 @@ pub async fn openapi() -> Response {
         .into_response()
 }
 
-/// `GET /.well-known/evoflux/ready`: the process accepts requests.
-pub async fn readiness() -> StatusCode {
-    StatusCode::NO_CONTENT
+/// `GET /.well-known/evoflux/ready`: the process accepts requests and its
+/// session database answers. A load balancer sends nothing to a replica
+/// that has lost its database: it answers 503 with the store's reason.
+pub async fn readiness(State(state): State<Arc<ServerState>>) -> Result<StatusCode, ApiError> {
+    match state.store.ping().await {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(e) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server/database-unavailable",
+            format!("the session database does not answer: {e}"),
+        )),
+    }
 }
 
 /// A host route this build reserves but does not run yet (schedule

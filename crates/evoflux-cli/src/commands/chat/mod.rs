@@ -24,7 +24,6 @@ use evoflux_core::dirs::Dirs;
 use evoflux_harness::{
     ApprovalRequest, Approver, Harness, HarnessError, TurnEnd, TurnOptions, TurnStatus,
 };
-use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
 use tokio::sync::Notify;
 
@@ -404,7 +403,7 @@ impl Chat<'_> {
         let old = harness.session().id;
         let args = self.new_session_args(harness);
         if self.switch(harness, args, false).await? {
-            let store = Store::open(self.dirs.data_dir()).await?;
+            let store = super::app_context(&self.dirs)?.open_store().await?;
             let _ = store.delete_session(old).await;
         }
         Ok(())
@@ -472,7 +471,7 @@ impl Chat<'_> {
     }
 
     async fn sessions(&self, harness: &Harness) -> anyhow::Result<()> {
-        let store = Store::open(self.dirs.data_dir()).await?;
+        let store = super::app_context(&self.dirs)?.open_store().await?;
         let list = evoflux_harness::SessionSummary::list(&store).await?;
         if list.is_empty() {
             eprintln!("no sessions yet");
