@@ -138,6 +138,11 @@ pub struct Claim<'a> {
     pub detail: Option<String>,
 }
 
+/// When a run claimed or moved on now stops being alive unless renewed.
+fn run_lease() -> i64 {
+    now_ms().saturating_add(crate::replicas::millis(crate::replicas::RUN_LEASE))
+}
+
 impl Store {
     /// The stored next run of `name`, if the scheduler has seen it.
     pub async fn schedule_state(&self, name: &str) -> Result<Option<ScheduleState>, StoreError> {
@@ -201,7 +206,8 @@ impl Store {
         // occurrence, exactly one insert returns an id.
         let inserted: Option<i64> = sqlx::query_scalar(
             "INSERT INTO schedule_runs (name, occurrence_at_ms, trigger, status, detail, \
-             created_at_ms, finished_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             created_at_ms, finished_at_ms, lease_expires_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (name, occurrence_at_ms, trigger) DO NOTHING RETURNING id",
         )
         .bind(claim.name)
@@ -211,6 +217,7 @@ impl Store {
         .bind(claim.detail.as_deref())
         .bind(now_ms())
         .bind(claim.status.is_final().then(now_ms))
+        .bind(run_lease())
         .fetch_optional(&mut *tx)
         .await?;
         let Some(id) = inserted else {
@@ -246,12 +253,14 @@ impl Store {
         let finished = status.is_final().then(now_ms);
         sqlx::query(
             "UPDATE schedule_runs SET status = $1, session_id = COALESCE($2, session_id), \
-             detail = COALESCE($3, detail), finished_at_ms = $4 WHERE id = $5",
+             detail = COALESCE($3, detail), finished_at_ms = $4, lease_expires_at_ms = $5 \
+             WHERE id = $6",
         )
         .bind(status.as_str())
         .bind(session.map(|s| s.to_string()))
         .bind(detail)
         .bind(finished)
+        .bind(run_lease())
         .bind(id)
         .execute(self.pool())
         .await?;
@@ -290,14 +299,19 @@ impl Store {
             .collect()
     }
 
-    /// Marks every run left `running` by a process that stopped as
-    /// `interrupted`; returns how many. Called when a scheduler starts.
+    /// Marks every run left `running` by a process that stopped (its
+    /// runner no longer renews it: see [`Store::renew_run`]) as
+    /// `interrupted`; returns how many. A run another live replica works
+    /// on is left alone.
     pub async fn interrupt_running_runs(&self) -> Result<u64, StoreError> {
+        let now = now_ms();
         let done = sqlx::query(
             "UPDATE schedule_runs SET status = 'interrupted', finished_at_ms = $1 \
-             WHERE status = 'running'",
+             WHERE status = 'running' \
+             AND (lease_expires_at_ms IS NULL OR lease_expires_at_ms < $2)",
         )
-        .bind(now_ms())
+        .bind(now)
+        .bind(now)
         .execute(self.pool())
         .await?;
         Ok(done.rows_affected())

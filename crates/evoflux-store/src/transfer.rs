@@ -23,31 +23,43 @@ use crate::store::Store;
 pub const EXPORT_FORMAT: &str = "evoflux-store-export";
 const EXPORT_VERSION: u32 = 1;
 
+/// One table of the store and the key its rows are exported in, so an
+/// export is the same whichever backend wrote it.
+#[derive(Debug, Clone, Copy)]
+pub struct Table {
+    pub name: &'static str,
+    key: &'static str,
+    /// The database numbers its `id`: after an import the numbering
+    /// continues after the highest imported id.
+    numbered: bool,
+}
+
+const fn table(name: &'static str, key: &'static str, numbered: bool) -> Table {
+    Table {
+        name,
+        key,
+        numbered,
+    }
+}
+
 /// Every table of the store, parents before the rows that refer to them.
 /// A test holds this list to the schema, so a new table cannot be left out
 /// of exports.
-pub const TABLES: &[&str] = &[
-    "sessions",
-    "transcript_entries",
-    "pending_inputs",
-    "usage_totals",
-    "approval_grants",
-    "schedule_state",
-    "schedule_runs",
-    "connection_tools",
-    "channel_threads",
-    "request_parts",
-    "model_requests",
-    "session_commits",
-];
-
-/// Tables whose `id` the database numbers: after an import the numbering
-/// continues after the highest imported id.
-const NUMBERED: &[&str] = &[
-    "pending_inputs",
-    "approval_grants",
-    "schedule_runs",
-    "model_requests",
+pub const TABLES: &[Table] = &[
+    table("sessions", "id", false),
+    table("transcript_entries", "session_id, seq", false),
+    table("pending_inputs", "id", true),
+    table("usage_totals", "session_id", false),
+    table("approval_grants", "id", true),
+    table("schedule_state", "name", false),
+    table("schedule_runs", "id", true),
+    table("connection_tools", "session_id, owner, server, tool", false),
+    table("channel_threads", "route, thread", false),
+    table("request_parts", "sha256", false),
+    table("model_requests", "id", true),
+    table("session_commits", "session_id, root", false),
+    table("session_leases", "session_id", false),
+    table("session_events", "session_id, id", false),
 ];
 
 /// One line of an export.
@@ -94,11 +106,13 @@ impl Store {
     pub async fn row_counts(&self) -> Result<BTreeMap<&'static str, u64>, StoreError> {
         let mut out = BTreeMap::new();
         for table in TABLES {
-            let n: i64 =
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-                    .fetch_one(self.pool())
-                    .await?;
-            out.insert(*table, crate::store::to_u64("row count", n)?);
+            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT COUNT(*) FROM {}",
+                table.name
+            )))
+            .fetch_one(self.pool())
+            .await?;
+            out.insert(table.name, crate::store::to_u64("row count", n)?);
         }
         Ok(out)
     }
@@ -120,14 +134,12 @@ impl Store {
         .map_err(io)?;
         let mut moved = Transferred::default();
         for table in TABLES {
-            let order = if NUMBERED.contains(table) {
-                " ORDER BY id"
-            } else {
-                ""
-            };
-            let mut rows =
-                sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM {table}{order}")))
-                    .fetch(self.pool());
+            let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT * FROM {} ORDER BY {}",
+                table.name, table.key
+            )))
+            .fetch(self.pool());
+            let table = &table.name;
             let mut n = 0u64;
             while let Some(row) = rows.try_next().await? {
                 let mut values = BTreeMap::new();
@@ -202,13 +214,13 @@ impl Store {
                     return Err(bad(number, format!("the file is not an {EXPORT_FORMAT}")));
                 }
                 Line::Row { table, row } => {
-                    let Some(table) = TABLES.iter().find(|t| **t == table) else {
+                    let Some(table) = TABLES.iter().find(|t| t.name == table) else {
                         return Err(bad(number, format!("unknown table `{table}`")));
                     };
-                    insert(&mut tx, table, &row)
+                    insert(&mut tx, table.name, &row)
                         .await
                         .map_err(|e| bad(number, e.to_string()))?;
-                    *moved.counts.entry((*table).to_owned()).or_default() += 1;
+                    *moved.counts.entry(table.name.to_owned()).or_default() += 1;
                 }
                 Line::End { counts } => trailer = Some(counts),
             }
@@ -234,7 +246,8 @@ impl Store {
             ));
         }
         if let Backend::Postgres = self.backend() {
-            for table in NUMBERED {
+            for table in TABLES.iter().filter(|t| t.numbered) {
+                let table = table.name;
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "SELECT setval(pg_get_serial_sequence('{table}', 'id'), \
                      COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"

@@ -626,6 +626,49 @@ async fn two_schedulers_claim_each_occurrence_once(t: Target) {
     );
 }
 
+/// Two replicas race for the same session's turn fifty times: one wins
+/// each time; the events one writes, the other reads in order.
+async fn two_replicas_share_leases_and_events(t: Target) {
+    let one = t.open().await.unwrap();
+    let two = t.open().await.unwrap();
+    let s = one.create_session(work()).await.unwrap();
+    let ttl = std::time::Duration::from_secs(60);
+    for round in 0..50_i64 {
+        let (a, b) = tokio::join!(
+            one.acquire_lease(s.id, "one", ttl),
+            two.acquire_lease(s.id, "two", ttl)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let (winner, lease) = match (a, b) {
+            (Some(l), None) => ("one", l),
+            (None, Some(l)) => ("two", l),
+            other => panic!("round {round}: {other:?}"),
+        };
+        assert_eq!(lease.epoch, round + 1);
+        let store = if winner == "one" { &one } else { &two };
+        let id = u64::try_from(round + 1).unwrap();
+        store
+            .append_events(
+                s.id,
+                &[evoflux_store::StoredEvent {
+                    id,
+                    kind: "turn_completed".into(),
+                    data: format!("{{\"round\":{round}}}"),
+                }],
+            )
+            .await
+            .unwrap();
+        store.release_lease(s.id, winner).await.unwrap();
+    }
+    let events = two.events_after(s.id, 10, 100).await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.id).collect::<Vec<_>>(),
+        (11..=50).collect::<Vec<u64>>()
+    );
+    assert_eq!(one.last_event_id(s.id).await.unwrap(), 50);
+    assert_eq!(two.lease_epoch(s.id).await.unwrap(), 50);
+}
+
 /// Where a test's store lives: a temporary data directory, with the
 /// sessions in its SQLite file or in a fresh PostgreSQL database.
 struct Target {
@@ -682,6 +725,7 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    two_replicas_share_leases_and_events,
     two_schedulers_claim_each_occurrence_once,
     create_load_and_list_newest_first,
     invalid_coding_workspace_is_refused_before_writing,

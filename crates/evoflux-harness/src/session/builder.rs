@@ -387,7 +387,12 @@ impl AppContext {
     /// directory for what lives on disk beside it.
     pub async fn open_store(&self) -> Result<Store, SessionError> {
         let database = self.database()?;
-        Ok(Store::connect(self.dirs.data_dir(), &database, evoflux_core::ids::Ids::system()).await?)
+        Ok(Store::connect(
+            self.dirs.data_dir(),
+            &database,
+            evoflux_core::ids::Ids::system(),
+        )
+        .await?)
     }
 
     /// The admin's and the user's `config.toml` over the embedded

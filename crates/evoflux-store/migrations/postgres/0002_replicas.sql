@@ -1,0 +1,30 @@
+-- Several `evoflux serve` replicas on one database.
+
+-- Which replica runs a session's turn, until when. A turn is executed
+-- under its lease only; a lease that expires with its turn open (the
+-- replica died) is a turn another replica finishes. `epoch` counts the
+-- acquisitions, so a replica can tell that another ran the session since.
+CREATE TABLE session_leases (
+    session_id    TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    holder        TEXT NOT NULL,
+    expires_at_ms BIGINT NOT NULL,
+    epoch         BIGINT NOT NULL,
+    turn_open     BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE INDEX session_leases_open ON session_leases (turn_open, expires_at_ms);
+
+-- A session's events, numbered per session: what every replica's event
+-- stream replays from (`Last-Event-ID`) and follows.
+CREATE TABLE session_events (
+    session_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    id            BIGINT NOT NULL,
+    kind          TEXT NOT NULL,
+    data          TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (session_id, id)
+);
+
+-- A scheduled run is kept alive by the replica running it; one whose
+-- lease passed was cut short.
+ALTER TABLE schedule_runs ADD COLUMN lease_expires_at_ms BIGINT;

@@ -1,0 +1,276 @@
+//! What lets several `evoflux serve` replicas share one database (see
+//! `0011_replicas.sql`): turn leases, the numbered events every replica's
+//! streams follow, and the liveness of scheduled runs.
+//!
+//! A lease is taken with one atomic upsert: the row is inserted, or taken
+//! over when it is free (expired, released) or already the caller's. Two
+//! replicas racing for a session get one winner on either backend, without
+//! a lock held across the turn.
+
+use std::time::Duration;
+
+use evoflux_core::ids::SessionId;
+use sqlx::Row;
+
+use crate::error::StoreError;
+use crate::store::{Store, now_ms, to_u64};
+
+/// The PostgreSQL channel a replica notifies after writing events, with
+/// the session id as payload, so the others' streams wake at once.
+pub const EVENTS_CHANNEL: &str = "evoflux_events";
+
+/// How long a scheduled run stays alive without its runner renewing it
+/// ([`Store::renew_run`]); the runner renews it at a third of this.
+pub const RUN_LEASE: Duration = Duration::from_secs(30);
+
+/// A lease held on a session's turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// How many times the session's lease was taken, this time included.
+    /// A holder that last held epoch `e` and now gets `e + 1` knows no
+    /// other replica ran the session in between.
+    pub epoch: i64,
+}
+
+/// One stored event of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// 1-based, gapless within a session.
+    pub id: u64,
+    /// The event's `type`.
+    pub kind: String,
+    /// The event as JSON.
+    pub data: String,
+}
+
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Takes the lease on `session`'s turns for `holder` for `ttl`, with a
+    /// turn open under it. `None` when another holder's lease is still
+    /// valid.
+    pub async fn acquire_lease(
+        &self,
+        session: SessionId,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lease>, StoreError> {
+        let now = now_ms();
+        let epoch: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO session_leases (session_id, holder, expires_at_ms, epoch, turn_open) \
+             VALUES ($1, $2, $3, 1, 1) \
+             ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, \
+             expires_at_ms = excluded.expires_at_ms, epoch = session_leases.epoch + 1, \
+             turn_open = 1 \
+             WHERE session_leases.expires_at_ms < $4 \
+             OR (session_leases.holder = excluded.holder AND session_leases.turn_open = 0) \
+             RETURNING epoch",
+        )
+        .bind(session.to_string())
+        .bind(holder)
+        .bind(now.saturating_add(millis(ttl)))
+        .bind(now)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(epoch.map(|epoch| Lease { epoch }))
+    }
+
+    /// Extends `holder`'s lease on `session` by `ttl` from now; `false`
+    /// when it is no longer the holder's (it expired and was taken).
+    pub async fn renew_lease(
+        &self,
+        session: SessionId,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE session_leases SET expires_at_ms = $1 \
+             WHERE session_id = $2 AND holder = $3 AND turn_open = 1",
+        )
+        .bind(now_ms().saturating_add(millis(ttl)))
+        .bind(session.to_string())
+        .bind(holder)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Ends `holder`'s turn on `session`: the lease is free for any
+    /// replica's next turn. The epoch stays.
+    pub async fn release_lease(&self, session: SessionId, holder: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE session_leases SET expires_at_ms = 0, turn_open = 0 \
+             WHERE session_id = $1 AND holder = $2",
+        )
+        .bind(session.to_string())
+        .bind(holder)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// The epoch of `session`'s lease (0 when it was never taken).
+    pub async fn lease_epoch(&self, session: SessionId) -> Result<i64, StoreError> {
+        let epoch: Option<i64> =
+            sqlx::query_scalar("SELECT epoch FROM session_leases WHERE session_id = $1")
+                .bind(session.to_string())
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(epoch.unwrap_or(0))
+    }
+
+    /// Sessions whose turn was left open by a holder whose lease expired:
+    /// the replica died mid-turn, and the turn is another's to finish.
+    pub async fn orphaned_turns(&self) -> Result<Vec<SessionId>, StoreError> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT session_id FROM session_leases \
+             WHERE turn_open = 1 AND expires_at_ms < $1 ORDER BY expires_at_ms",
+        )
+        .bind(now_ms())
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|id| {
+                id.parse()
+                    .map_err(|e| StoreError::corrupt("lease session id", e))
+            })
+            .collect()
+    }
+
+    /// Appends events to `session`'s stream in one transaction. Their ids
+    /// must follow the stream's last one: the lease makes the holder the
+    /// stream's only writer. On PostgreSQL the other replicas are notified
+    /// when it commits.
+    pub async fn append_events(
+        &self,
+        session: SessionId,
+        events: &[StoredEvent],
+    ) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let now = now_ms();
+        let key = session.to_string();
+        let mut tx = self.pool().begin().await?;
+        for e in events {
+            sqlx::query(
+                "INSERT INTO session_events (session_id, id, kind, data, created_at_ms) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&key)
+            .bind(i64::try_from(e.id).unwrap_or(i64::MAX))
+            .bind(&e.kind)
+            .bind(&e.data)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        if let crate::Backend::Postgres = self.backend() {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(EVENTS_CHANNEL)
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `session`'s events after `after`, oldest first, at most `limit`.
+    pub async fn events_after(
+        &self,
+        session: SessionId,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, kind, data FROM session_events \
+             WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        )
+        .bind(session.to_string())
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredEvent {
+                    id: to_u64("event id", r.try_get("id")?)?,
+                    kind: r.try_get("kind")?,
+                    data: r.try_get("data")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The id of `session`'s last stored event, 0 before the first.
+    pub async fn last_event_id(&self, session: SessionId) -> Result<u64, StoreError> {
+        let id: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(id) FROM session_events WHERE session_id = $1")
+                .bind(session.to_string())
+                .fetch_one(self.pool())
+                .await?;
+        to_u64("event id", id.unwrap_or(0))
+    }
+
+    /// Keeps scheduled run `run` alive for another [`RUN_LEASE`]: a
+    /// replica that dies running it stops renewing, and the run is
+    /// recorded interrupted ([`Store::interrupt_running_runs`]).
+    pub async fn renew_run(&self, run: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE schedule_runs SET lease_expires_at_ms = $1 WHERE id = $2")
+            .bind(now_ms().saturating_add(millis(RUN_LEASE)))
+            .bind(run)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{NewSession, WorkspaceRequest};
+    use evoflux_core::ids::Ids;
+
+    #[tokio::test]
+    async fn one_holder_at_a_time_until_its_lease_ends_or_expires() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_with_ids(dir.path(), Ids::sequential())
+            .await
+            .unwrap();
+        let s = store
+            .create_session(NewSession {
+                workspace: WorkspaceRequest::Work,
+                lead: None,
+                model: None,
+                parent: None,
+                graph_hash: None,
+            })
+            .await
+            .unwrap();
+        let long = Duration::from_secs(60);
+        let a = store.acquire_lease(s.id, "a", long).await.unwrap().unwrap();
+        assert_eq!(a.epoch, 1);
+        assert_eq!(store.acquire_lease(s.id, "b", long).await.unwrap(), None);
+        assert_eq!(
+            store.acquire_lease(s.id, "a", long).await.unwrap(),
+            None,
+            "a turn is open: not even its holder starts a second one"
+        );
+        assert!(store.renew_lease(s.id, "a", long).await.unwrap());
+        assert!(!store.renew_lease(s.id, "b", long).await.unwrap());
+        store.release_lease(s.id, "a").await.unwrap();
+        let b = store.acquire_lease(s.id, "b", long).await.unwrap().unwrap();
+        assert_eq!(b.epoch, 2);
+        assert!(store.orphaned_turns().await.unwrap().is_empty());
+        // b dies: its lease runs out with the turn open.
+        assert!(store.renew_lease(s.id, "b", Duration::ZERO).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(store.orphaned_turns().await.unwrap(), [s.id]);
+        let a = store.acquire_lease(s.id, "a", long).await.unwrap().unwrap();
+        assert_eq!(a.epoch, 3);
+        assert!(!store.renew_lease(s.id, "b", long).await.unwrap());
+    }
+}
