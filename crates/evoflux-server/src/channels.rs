@@ -12,6 +12,7 @@ use std::time::Duration;
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use evoflux_core::AppMode;
+use evoflux_core::ids::SessionId;
 use evoflux_graph::channel::{Answer, ChannelAuth, ChannelTask, Template, TemplatePart};
 use evoflux_harness::SessionOptions;
 use serde_json::{Value, json};
@@ -76,8 +77,8 @@ impl ChannelRoute {
         };
         let thread = thread.filter(|t| !t.trim().is_empty());
         let (live, id) = self.session_for(state, thread.as_deref()).await?;
-        let after = live.log.last_id();
-        live.start_turn(Some(prompt))?;
+        let after = state.sessions.last_event(live.id).await?;
+        live.start_turn(Some(prompt)).await?;
         let accepted = |id: &str| {
             (
                 StatusCode::ACCEPTED,
@@ -91,7 +92,7 @@ impl ChannelRoute {
         match self.task.answer {
             Answer::Session => Ok(accepted(&id)),
             Answer::Sync { wait_secs } => {
-                match turn_end(&live, after, Duration::from_secs(wait_secs)).await {
+                match turn_end(state, live.id, after, Duration::from_secs(wait_secs)).await {
                     Some(end) => Ok((end.status(), axum::Json(end.body(&id))).into_response()),
                     None => Ok(accepted(&id)),
                 }
@@ -185,8 +186,12 @@ impl TurnEnd {
 
 /// Waits for the end of the turn whose events follow `after`: at most
 /// `wait`, `None` past it.
-async fn turn_end(live: &LiveSession, after: u64, wait: Duration) -> Option<TurnEnd> {
-    let (replay, _, mut rx) = live.log.subscribe(after);
+async fn turn_end(
+    state: &ServerState,
+    session: SessionId,
+    after: u64,
+    wait: Duration,
+) -> Option<TurnEnd> {
     let end = |kind: &str, data: &str| -> Option<TurnEnd> {
         let value = || serde_json::from_str::<Value>(data).unwrap_or(Value::Null);
         match kind {
@@ -203,24 +208,20 @@ async fn turn_end(live: &LiveSession, after: u64, wait: Duration) -> Option<Turn
             _ => None,
         }
     };
-    if let Some(e) = replay.iter().find_map(|l| end(&l.kind, &l.data)) {
-        return Some(e);
-    }
+    let events = crate::events::follow(
+        state.store.clone(),
+        Arc::clone(state.sessions.bus()),
+        session,
+        after,
+    );
     tokio::time::timeout(wait, async {
-        loop {
-            match rx.recv().await {
-                Ok(l) => {
-                    if let Some(e) = end(&l.kind, &l.data) {
-                        return Some(e);
-                    }
-                }
-                // Too far behind to know; answer with the session id.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return None,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                    return Some(TurnEnd::Cancelled);
-                }
+        futures_util::pin_mut!(events);
+        while let Some(e) = futures_util::StreamExt::next(&mut events).await {
+            if let Some(end) = end(&e.kind, &e.data) {
+                return Some(end);
             }
         }
+        Some(TurnEnd::Cancelled)
     })
     .await
     .ok()

@@ -11,6 +11,7 @@ mod api;
 pub mod auth;
 mod channels;
 mod error;
+pub mod events;
 pub mod live;
 mod openapi;
 mod reload;
@@ -49,6 +50,10 @@ pub struct ServeOptions {
     /// ([`ServeOptions::new`] sets the real clock and [`SCHEDULE_TICK`]).
     pub schedule_clock: Arc<dyn evoflux_harness::scheduler::Now>,
     pub schedule_tick: std::time::Duration,
+    /// How long this replica's hold on a running turn lasts unrenewed
+    /// ([`live::LEASE_TTL`] by default): how soon another replica on the
+    /// same database finishes a turn this one was running when it died.
+    pub lease_ttl: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -66,6 +71,7 @@ impl ServeOptions {
             environment,
             schedule_clock: Arc::new(evoflux_harness::scheduler::SystemNow),
             schedule_tick: schedules::TICK,
+            lease_ttl: live::LEASE_TTL,
         }
     }
 }
@@ -139,7 +145,12 @@ pub async fn serve(
     );
     let state = Arc::new(state::ServerState {
         scheduler,
-        sessions: live::Sessions::new(Arc::new(app), processes.clone(), store.clone()),
+        sessions: live::Sessions::new(
+            Arc::new(app),
+            processes.clone(),
+            store.clone(),
+            live::Replica::new(options.lease_ttl),
+        ),
         store,
         workspaces: options.workspaces.clone(),
         mcp: tokio::sync::Mutex::new(None),
@@ -156,6 +167,20 @@ pub async fn serve(
         Arc::clone(&current),
     );
     let scheduler = schedules::start(Arc::clone(&state), options.schedule_tick);
+    let listener_task = tokio::spawn(events::listen(
+        state.store.clone(),
+        Arc::clone(state.sessions.bus()),
+    ));
+    let sweeper = {
+        let state = Arc::clone(&state);
+        let every = options.lease_ttl / 2;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                state.sessions.finish_orphaned_turns().await;
+            }
+        })
+    };
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| ServerError::Bind {
@@ -178,6 +203,8 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown)
         .await;
     scheduler.abort();
+    sweeper.abort();
+    listener_task.abort();
     state.sessions.stop_all().await;
     if let Some(mcp) = state.mcp.lock().await.take() {
         mcp.shutdown().await;

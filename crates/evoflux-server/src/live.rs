@@ -1,8 +1,18 @@
 //! Sessions the server runs. Each live session is one task that owns its
 //! [`Harness`] and runs its turns one at a time; handlers talk to it
-//! through a channel, never hold it. Its events go to an [`EventLog`]: a
-//! numbered, bounded log that SSE subscribers replay from (`Last-Event-ID`)
-//! and then follow, so a reconnect loses and duplicates nothing.
+//! through a channel, never hold it. Its events go to the store through
+//! its [`EventLog`], where any replica's streams follow them (see
+//! [`crate::events`]).
+//!
+//! Several replicas may serve one database. A live session is then only
+//! this replica's cache of it: a turn runs under the session's lease
+//! ([`evoflux_store::Store::acquire_lease`]), renewed while it runs, so
+//! exactly one replica executes a session's turn at a time. A replica
+//! that takes the lease after another ran the session (the lease's epoch
+//! says so) opens the harness again from the store first; a replica that
+//! dies mid-turn leaves the lease to expire with the turn open, and any
+//! replica's sweeper ([`finish_orphaned_turns`]) takes it and finishes the
+//! turn.
 //!
 //! When the sources change (a file under a watched root, or a change made
 //! through the API: a skill, its preferences, a plugin), each live
@@ -10,113 +20,43 @@
 //! the new graph, its skills and its MCP servers; a turn that is running
 //! finishes on the graph it started with.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
 use evoflux_harness::{
     AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness,
     SessionBuilder, SessionOptions, TurnOptions,
 };
+use evoflux_store::Lease;
 use evoflux_tools::ProcessRuntime;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, broadcast, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::error::ApiError;
+pub use crate::events::{EventBus, EventLog, SESSION_STOPPED};
 
-/// Events a session's log keeps for replay; older ones are dropped (a
-/// subscriber asking for them is told where the log now starts).
-pub const EVENT_LOG_CAPACITY: usize = 10_000;
+/// How long a replica's hold on a running turn lasts without renewal
+/// (renewed at a third of it): how soon another replica finishes the turn
+/// of one that died.
+pub const LEASE_TTL: Duration = Duration::from_secs(30);
 
-/// The type of the last event of a stopped session's stream.
-pub const SESSION_STOPPED: &str = "session_stopped";
-
-/// One logged event: its id (1-based, per session) and its JSON.
+/// This replica, as the leases name it.
 #[derive(Debug, Clone)]
-pub struct Logged {
-    pub id: u64,
-    pub kind: String,
-    pub data: Arc<str>,
+pub struct Replica {
+    /// Unique per process.
+    pub id: Arc<str>,
+    pub lease_ttl: Duration,
 }
 
-/// A session's numbered events.
-#[derive(Debug)]
-pub struct EventLog {
-    inner: Mutex<LogInner>,
-    tx: broadcast::Sender<Logged>,
-}
-
-#[derive(Debug)]
-struct LogInner {
-    next: u64,
-    events: VecDeque<Logged>,
-}
-
-impl EventLog {
-    fn new() -> EventLog {
-        EventLog {
-            inner: Mutex::new(LogInner {
-                next: 1,
-                events: VecDeque::new(),
-            }),
-            tx: broadcast::channel(1024).0,
+impl Replica {
+    pub fn new(lease_ttl: Duration) -> Replica {
+        Replica {
+            id: uuid::Uuid::now_v7().to_string().into(),
+            lease_ttl,
         }
-    }
-
-    /// Appends one event (a JSON object with a `type`).
-    pub fn push(&self, value: &Value) {
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("event")
-            .to_owned();
-        let data: Arc<str> = value.to_string().into();
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let logged = Logged {
-            id: inner.next,
-            kind,
-            data,
-        };
-        inner.next += 1;
-        inner.events.push_back(logged.clone());
-        if inner.events.len() > EVENT_LOG_CAPACITY {
-            inner.events.pop_front();
-        }
-        // Sent under the lock, so subscribers see ids in order.
-        let _ = self.tx.send(logged);
-    }
-
-    /// The events after `after`, and a receiver for the ones that follow:
-    /// taken together under the log's lock, so nothing falls between.
-    pub fn subscribe(&self, after: u64) -> (Vec<Logged>, Option<u64>, broadcast::Receiver<Logged>) {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let rx = self.tx.subscribe();
-        let first = inner.events.front().map(|e| e.id);
-        let gap = first.filter(|f| after + 1 < *f);
-        let replay = inner
-            .events
-            .iter()
-            .filter(|e| e.id > after)
-            .cloned()
-            .collect();
-        (replay, gap, rx)
-    }
-
-    /// The id of the last event logged, 0 before the first.
-    pub fn last_id(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).next - 1
-    }
-
-    /// The events after `after` still in the log.
-    pub fn since(&self, after: u64) -> Vec<Logged> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner
-            .events
-            .iter()
-            .filter(|e| e.id > after)
-            .cloned()
-            .collect()
     }
 }
 
@@ -188,8 +128,12 @@ impl HttpApprover {
 /// What a live session's task is asked to do.
 #[derive(Debug)]
 enum Command {
-    /// Run a turn: a message, an answer, or `None` to continue.
-    Turn(Option<String>),
+    /// Run a turn under `lease`: a message, an answer, or `None` to
+    /// continue.
+    Turn {
+        input: Option<String>,
+        lease: Lease,
+    },
 }
 
 /// A session the server runs.
@@ -201,6 +145,11 @@ pub struct LiveSession {
     busy: AtomicBool,
     cancel: Notify,
     commands: mpsc::UnboundedSender<Command>,
+    store: evoflux_store::Store,
+    replica: Replica,
+    /// The lease epoch the harness is current at: a lease taken at any
+    /// other epoch than the next means another replica ran turns since.
+    synced: AtomicI64,
 }
 
 impl LiveSession {
@@ -208,22 +157,39 @@ impl LiveSession {
         self.busy.load(Ordering::SeqCst)
     }
 
-    /// Starts a turn; refused while one runs.
-    pub fn start_turn(&self, input: Option<String>) -> Result<(), ApiError> {
+    /// Starts a turn; refused while one runs, here or on another replica.
+    pub async fn start_turn(&self, input: Option<String>) -> Result<(), ApiError> {
         if self
             .busy
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
             .is_err()
         {
-            return Err(ApiError::conflict(
-                "session/busy",
-                "a turn is running; wait for its turn_completed event or cancel it",
+            return Err(busy());
+        }
+        let lease = match self
+            .store
+            .acquire_lease(self.id, &self.replica.id, self.replica.lease_ttl)
+            .await
+        {
+            Ok(Some(lease)) => lease,
+            Ok(None) => {
+                self.busy.store(false, Ordering::SeqCst);
+                return Err(busy());
+            }
+            Err(e) => {
+                self.busy.store(false, Ordering::SeqCst);
+                return Err(e.into());
+            }
+        };
+        if self.commands.send(Command::Turn { input, lease }).is_err() {
+            self.busy.store(false, Ordering::SeqCst);
+            let _ = self.store.release_lease(self.id, &self.replica.id).await;
+            return Err(ApiError::internal(
+                "session/stopped",
+                "the session's task has stopped",
             ));
         }
-        self.commands.send(Command::Turn(input)).map_err(|_| {
-            self.busy.store(false, Ordering::SeqCst);
-            ApiError::internal("session/stopped", "the session's task has stopped")
-        })
+        Ok(())
     }
 
     /// Cancels the running turn; `false` when none runs.
@@ -234,6 +200,13 @@ impl LiveSession {
         self.cancel.notify_waiters();
         true
     }
+}
+
+fn busy() -> ApiError {
+    ApiError::conflict(
+        "session/busy",
+        "a turn is running; wait for its turn_completed event or cancel it",
+    )
 }
 
 /// Every live session of the server.
@@ -249,6 +222,8 @@ pub struct Sessions {
     /// Bumped whenever the sources change; a session whose harness was
     /// opened at an older generation reopens before its next turn.
     generation: Arc<AtomicU64>,
+    replica: Replica,
+    bus: Arc<EventBus>,
 }
 
 /// What opening a session returned besides the live handle.
@@ -265,6 +240,7 @@ impl Sessions {
         app: Arc<AppContext>,
         processes: ProcessRuntime,
         store: evoflux_store::Store,
+        replica: Replica,
     ) -> Sessions {
         Sessions {
             app,
@@ -273,7 +249,27 @@ impl Sessions {
             live: Mutex::new(BTreeMap::new()),
             opening: tokio::sync::Mutex::new(()),
             generation: Arc::new(AtomicU64::new(0)),
+            replica,
+            bus: Arc::new(EventBus::default()),
         }
+    }
+
+    /// What wakes this replica's event followers.
+    pub fn bus(&self) -> &Arc<EventBus> {
+        &self.bus
+    }
+
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    /// The id of the last event `id` has stored, once what this replica
+    /// queued for it is written: a request's events are the ones after it.
+    pub async fn last_event(&self, id: SessionId) -> Result<u64, ApiError> {
+        if let Some(live) = self.get(id) {
+            live.log.flush().await;
+        }
+        Ok(self.store.last_event_id(id).await?)
     }
 
     /// The sources changed: every live session reopens on the new graph
@@ -312,7 +308,13 @@ impl Sessions {
                 diagnostics: evoflux_core::Diagnostics::new(),
             });
         }
-        let log = Arc::new(EventLog::new());
+        // Read before the harness opens: a turn another replica runs
+        // after this makes the harness stale, and the next lease says so.
+        let synced = match options.resume {
+            Some(id) => self.store.lease_epoch(id).await?,
+            None => 0,
+        };
+        let log = EventLog::new();
         let approvals = Arc::new(HttpApprover::default());
         let generation = self.generation.load(Ordering::SeqCst);
         let opened = builder(
@@ -327,6 +329,7 @@ impl Sessions {
         .await?;
         let harness = opened.harness;
         let session = harness.session().clone();
+        log.bind(session.id, self.store.clone(), Arc::clone(&self.bus));
         let (tx, rx) = mpsc::unbounded_channel();
         let live = Arc::new(LiveSession {
             id: session.id,
@@ -335,6 +338,9 @@ impl Sessions {
             busy: AtomicBool::new(false),
             cancel: Notify::new(),
             commands: tx,
+            store: self.store.clone(),
+            replica: self.replica.clone(),
+            synced: AtomicI64::new(synced),
         });
         self.live
             .lock()
@@ -375,6 +381,7 @@ impl Sessions {
     }
 
     /// Stops a live session's task and forgets it (its turn is cancelled).
+    /// The streams following it end when the session is deleted.
     pub async fn stop(&self, id: SessionId) {
         let live = self
             .live
@@ -383,12 +390,39 @@ impl Sessions {
             .remove(&id);
         if let Some(live) = live {
             live.cancel();
-            live.log
-                .push(&json!({"type": SESSION_STOPPED, "session_id": id.to_string()}));
             // Dropping the last sender ends the task's loop.
             drop(live);
             self.processes.terminate_session(id).await;
         }
+    }
+
+    /// Finishes the turns other replicas left open when they died (their
+    /// lease expired with the turn running): each is continued here, if
+    /// this replica takes its lease first. Returns the sessions taken.
+    pub async fn finish_orphaned_turns(&self) -> Vec<SessionId> {
+        let orphaned = match self.store.orphaned_turns().await {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot look for orphaned turns");
+                return Vec::new();
+            }
+        };
+        let mut taken = Vec::new();
+        for id in orphaned {
+            let live = match self.live_or_resume(id).await {
+                Ok(live) => live,
+                Err(e) => {
+                    tracing::warn!(session = %id, code = e.code, "cannot resume an orphaned turn");
+                    continue;
+                }
+            };
+            // Another replica may take it first: then it is theirs.
+            if live.start_turn(None).await.is_ok() {
+                tracing::info!(session = %id, "finishing a turn a stopped replica left open");
+                taken.push(id);
+            }
+        }
+        taken
     }
 
     /// Appends an event to every live session's log (a server event, such
@@ -453,12 +487,13 @@ struct Reopen {
 
 impl Reopen {
     /// A harness on the current sources when they changed since the last
-    /// one was opened. On failure the session keeps its harness and its
-    /// log says why.
-    async fn refresh(&mut self, harness: &mut Harness, live: &LiveSession) {
+    /// one was opened, or when `stale` (another replica ran turns since it
+    /// was opened). On failure the session keeps its harness and its log
+    /// says why; `false` then.
+    async fn refresh(&mut self, harness: &mut Harness, live: &LiveSession, stale: bool) -> bool {
         let now = self.generation.load(Ordering::SeqCst);
-        if now == self.opened_at {
-            return;
+        if now == self.opened_at && !stale {
+            return true;
         }
         self.opened_at = now;
         let options = SessionOptions {
@@ -484,16 +519,22 @@ impl Reopen {
             Ok(opened) => {
                 let old = std::mem::replace(harness, opened.harness);
                 old.shutdown().await;
-                live.log.push(&json!({
-                    "type": "sources_applied",
-                    "session_id": live.id.to_string(),
-                }));
+                if !stale {
+                    live.log.push(&json!({
+                        "type": "sources_applied",
+                        "session_id": live.id.to_string(),
+                    }));
+                }
+                true
             }
-            Err(e) => live.log.push(&json!({
-                "type": "graph_invalid",
-                "code": e.code(),
-                "message": format!("the changed sources cannot be applied; this session keeps its previous ones: {e}"),
-            })),
+            Err(e) => {
+                live.log.push(&json!({
+                    "type": "graph_invalid",
+                    "code": e.code(),
+                    "message": format!("the changed sources cannot be applied; this session keeps its previous ones: {e}"),
+                }));
+                false
+            }
         }
     }
 }
@@ -513,22 +554,67 @@ async fn run(
     while let Some(command) = commands.recv().await {
         let Some(live) = weak.upgrade() else { break };
         match command {
-            Command::Turn(input) => {
-                reopen.refresh(&mut harness, &live).await;
-                let cancelled = live.cancel.notified();
-                tokio::pin!(cancelled);
-                cancelled.as_mut().enable();
-                // The harness stops the turn's commands and emits
-                // turn_cancelled; what waits for a decision here is denied.
-                let ended = harness
-                    .turn_or_cancel(input.as_deref(), TurnOptions::default(), cancelled)
-                    .await;
-                if matches!(ended, Ok(evoflux_harness::TurnEnd::Cancelled)) {
-                    live.approvals.deny_all();
+            Command::Turn { input, lease } => {
+                let stale = lease.epoch != live.synced.load(Ordering::SeqCst) + 1;
+                if reopen.refresh(&mut harness, &live, stale).await || !stale {
+                    turn(&mut harness, &live, input).await;
+                } else {
+                    // A harness that missed another replica's turns must
+                    // not answer on them.
+                    live.log.push(&json!({
+                        "type": "error",
+                        "code": "session/reopen-failed",
+                        "message": "another replica ran this session since it was opened here, and it cannot be opened again; nothing was run",
+                    }));
                 }
+                live.log.flush().await;
+                if let Err(e) = live.store.release_lease(live.id, &live.replica.id).await {
+                    tracing::warn!(session = %live.id, error = %e, "cannot release a turn's lease; it expires");
+                }
+                live.synced.store(lease.epoch, Ordering::SeqCst);
                 live.busy.store(false, Ordering::SeqCst);
             }
         }
     }
     harness.shutdown().await;
+}
+
+/// One turn, its lease renewed while it runs. A lease lost (this replica
+/// stalled past it and another took the session) cancels the turn.
+async fn turn(harness: &mut Harness, live: &Arc<LiveSession>, input: Option<String>) {
+    let renew = {
+        let live = Arc::clone(live);
+        tokio::spawn(async move {
+            let every = live.replica.lease_ttl / 3;
+            loop {
+                tokio::time::sleep(every).await;
+                match live
+                    .store
+                    .renew_lease(live.id, &live.replica.id, live.replica.lease_ttl)
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(session = %live.id, "lost the turn's lease; cancelling it");
+                        live.cancel.notify_waiters();
+                        return;
+                    }
+                    // The database may come back before the lease ends.
+                    Err(e) => tracing::warn!(session = %live.id, error = %e, "cannot renew a turn's lease"),
+                }
+            }
+        })
+    };
+    let cancelled = live.cancel.notified();
+    tokio::pin!(cancelled);
+    cancelled.as_mut().enable();
+    // The harness stops the turn's commands and emits turn_cancelled;
+    // what waits for a decision here is denied.
+    let ended = harness
+        .turn_or_cancel(input.as_deref(), TurnOptions::default(), cancelled)
+        .await;
+    renew.abort();
+    if matches!(ended, Ok(evoflux_harness::TurnEnd::Cancelled)) {
+        live.approvals.deny_all();
+    }
 }

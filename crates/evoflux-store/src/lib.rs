@@ -35,7 +35,7 @@ pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use model_requests::{RecordedRequest, RequestParts, SystemPart};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
-pub use replicas::{EVENTS_CHANNEL, Lease, RUN_LEASE, StoredEvent};
+pub use replicas::{EVENTS_CHANNEL, EventNotifications, Lease, RUN_LEASE, StoredEvent};
 pub use retention::{PRUNE_INTERVAL, Pruned, Retention};
 pub use schedules::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};

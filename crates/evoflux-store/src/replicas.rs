@@ -23,6 +23,23 @@ pub const EVENTS_CHANNEL: &str = "evoflux_events";
 /// ([`Store::renew_run`]); the runner renews it at a third of this.
 pub const RUN_LEASE: Duration = Duration::from_secs(30);
 
+/// The sessions other replicas wrote events to, as PostgreSQL announces
+/// them ([`Store::event_notifications`]).
+#[derive(Debug)]
+pub struct EventNotifications(sqlx::postgres::PgListener);
+
+impl EventNotifications {
+    /// The next session with new events. Waits; after a lost connection
+    /// it reconnects, and the caller should look at every stream once
+    /// (announcements may have been missed): that is `Ok(None)`.
+    pub async fn next(&mut self) -> Result<Option<SessionId>, StoreError> {
+        match self.0.try_recv().await? {
+            Some(n) => Ok(n.payload().parse().ok()),
+            None => Ok(None),
+        }
+    }
+}
+
 /// A lease held on a session's turns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease {
@@ -139,30 +156,36 @@ impl Store {
             .collect()
     }
 
-    /// Appends events to `session`'s stream in one transaction. Their ids
-    /// must follow the stream's last one: the lease makes the holder the
-    /// stream's only writer. On PostgreSQL the other replicas are notified
-    /// when it commits.
+    /// Appends events (`(kind, data)`) to `session`'s stream in one
+    /// transaction and returns the id of the last. The ids are taken inside
+    /// the transaction, after the session's row is locked, so replicas
+    /// writing to one stream at once never take the same id. On PostgreSQL
+    /// the other replicas are notified when it commits.
     pub async fn append_events(
         &self,
         session: SessionId,
-        events: &[StoredEvent],
-    ) -> Result<(), StoreError> {
-        if events.is_empty() {
-            return Ok(());
-        }
+        events: &[(&str, &str)],
+    ) -> Result<u64, StoreError> {
         let now = now_ms();
         let key = session.to_string();
         let mut tx = self.pool().begin().await?;
-        for e in events {
+        crate::store::touch(&mut tx, session, now).await?;
+        let last: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(id) FROM session_events WHERE session_id = $1")
+                .bind(&key)
+                .fetch_one(&mut *tx)
+                .await?;
+        let mut id = last.unwrap_or(0);
+        for (kind, data) in events {
+            id += 1;
             sqlx::query(
                 "INSERT INTO session_events (session_id, id, kind, data, created_at_ms) \
                  VALUES ($1, $2, $3, $4, $5)",
             )
             .bind(&key)
-            .bind(i64::try_from(e.id).unwrap_or(i64::MAX))
-            .bind(&e.kind)
-            .bind(&e.data)
+            .bind(id)
+            .bind(*kind)
+            .bind(*data)
             .bind(now)
             .execute(&mut *tx)
             .await?;
@@ -175,7 +198,20 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
-        Ok(())
+        to_u64("event id", id)
+    }
+
+    /// Announcements of other replicas' events, on PostgreSQL; `None` on
+    /// SQLite, where one machine's followers poll.
+    pub async fn event_notifications(&self) -> Result<Option<EventNotifications>, StoreError> {
+        match self.database() {
+            crate::Database::Sqlite => Ok(None),
+            crate::Database::Postgres(url) => {
+                let mut listener = sqlx::postgres::PgListener::connect(url.expose()).await?;
+                listener.listen(EVENTS_CHANNEL).await?;
+                Ok(Some(EventNotifications(listener)))
+            }
+        }
     }
 
     /// `session`'s events after `after`, oldest first, at most `limit`.

@@ -281,11 +281,19 @@ impl Store {
                 .bind(&key)
                 .execute(&mut *tx)
                 .await?;
-            // Transcripts, pending inputs and usage cascade.
+            // Transcripts, pending inputs, usage, events and leases cascade.
             sqlx::query("DELETE FROM sessions WHERE id = $1")
                 .bind(&key)
                 .execute(&mut *tx)
                 .await?;
+            // Other replicas' streams of it end (see `append_events`).
+            if let Backend::Postgres = self.backend() {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(crate::replicas::EVENTS_CHANNEL)
+                    .bind(&key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         if collect_parts {
             crate::model_requests::drop_unused_parts(&mut tx).await?;
@@ -598,7 +606,7 @@ impl Store {
 /// Bumps `updated_at_ms` inside the caller's transaction, failing with
 /// `store/session-not-found` for an unknown id. Being the first write, it
 /// also takes the write lock before anything is read.
-async fn touch(
+pub(crate) async fn touch(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     id: SessionId,
     now: i64,

@@ -647,17 +647,12 @@ async fn two_replicas_share_leases_and_events(t: Target) {
         assert_eq!(lease.epoch, round + 1);
         let store = if winner == "one" { &one } else { &two };
         let id = u64::try_from(round + 1).unwrap();
-        store
-            .append_events(
-                s.id,
-                &[evoflux_store::StoredEvent {
-                    id,
-                    kind: "turn_completed".into(),
-                    data: format!("{{\"round\":{round}}}"),
-                }],
-            )
+        let data = format!("{{\"round\":{round}}}");
+        let last = store
+            .append_events(s.id, &[("turn_completed", data.as_str())])
             .await
             .unwrap();
+        assert_eq!(last, id);
         store.release_lease(s.id, winner).await.unwrap();
     }
     let events = two.events_after(s.id, 10, 100).await.unwrap();

@@ -174,11 +174,7 @@ async fn populate(store: &Store) {
     store
         .append_events(
             lead.id,
-            &[evoflux_store::StoredEvent {
-                id: 1,
-                kind: "turn_completed".into(),
-                data: "{\"type\":\"turn_completed\"}".into(),
-            }],
+            &[("turn_completed", "{\"type\":\"turn_completed\"}")],
         )
         .await
         .unwrap();

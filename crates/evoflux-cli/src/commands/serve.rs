@@ -22,6 +22,11 @@ pub struct ServeArgs {
     /// Print the bearer token requests need, and exit.
     #[arg(long)]
     pub print_token: bool,
+    /// Seconds this server's hold on a running turn lasts without renewal: with several
+    /// servers on one PostgreSQL database, how soon another finishes the turn of one that
+    /// died (renewed every third of it).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub lease_secs: u64,
 }
 
 pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
@@ -69,12 +74,13 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
     // a server): shown only to a person at a terminal, never into a log.
     let ui_link =
         std::io::IsTerminal::is_terminal(&std::io::stdout()).then(|| token.secret().to_owned());
-    let options = ServeOptions::new(
+    let mut options = ServeOptions::new(
         SocketAddr::new(args.host, args.port),
         workspaces,
         token,
         std::env::vars().collect(),
     );
+    options.lease_ttl = std::time::Duration::from_secs(args.lease_secs);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -22,7 +22,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, body_error};
-use crate::live::Logged;
+use crate::events::Followed;
 use crate::state::ServerState;
 
 /// `POST /api/sessions`.
@@ -189,8 +189,8 @@ fn authorized(state: &ServerState, requested: &[PathBuf]) -> Result<Vec<PathBuf>
         .collect()
 }
 
-fn last_event(live: &crate::live::LiveSession) -> u64 {
-    live.log.last_id()
+async fn last_event(state: &ServerState, id: SessionId) -> Result<u64, ApiError> {
+    state.sessions.last_event(id).await
 }
 
 #[utoipa::path(post, path = "/api/sessions", operation_id = "create_session", tag = "sessions", request_body = CreateSession,
@@ -230,7 +230,7 @@ pub async fn create(
         .await?;
     let turn_started = match body.message {
         Some(m) => {
-            opened.live.start_turn(Some(m))?;
+            opened.live.start_turn(Some(m)).await?;
             true
         }
         None => false,
@@ -303,6 +303,9 @@ pub async fn delete(
         state.sessions.stop(s.id).await;
     }
     for s in store.delete_session(id).await? {
+        // Its streams here end now; on other replicas when the store's
+        // announcement reaches them.
+        state.sessions.bus().wake(s);
         let dir = state.sessions.app().artifacts_root().join(s.to_string());
         if dir.is_dir() {
             let _ = std::fs::remove_dir_all(dir);
@@ -334,8 +337,8 @@ pub async fn message(
         .field("text"));
     }
     let live = state.sessions.live_or_resume(id).await?;
-    let after = last_event(&live);
-    live.start_turn(Some(body.text))?;
+    let after = last_event(&state, id).await?;
+    live.start_turn(Some(body.text)).await?;
     Ok(accepted(id, after))
 }
 
@@ -371,8 +374,8 @@ pub async fn answer(
         ));
     }
     let live = state.sessions.live_or_resume(id).await?;
-    let after = last_event(&live);
-    live.start_turn(Some(body.text))?;
+    let after = last_event(&state, id).await?;
+    live.start_turn(Some(body.text)).await?;
     Ok(accepted(id, after))
 }
 
@@ -405,7 +408,7 @@ pub async fn approve(
                 .unwrap_or_else(|| "the user denied this call".to_owned()),
         },
     };
-    let after = last_event(&live);
+    let after = last_event(&state, id).await?;
     if !live.approvals.decide(&call_id, decision) {
         return Err(ApiError::not_found(
             "session/no-pending-approval",
@@ -429,7 +432,7 @@ pub async fn cancel(
     let id = session_id(&id)?;
     let idle = || ApiError::conflict("session/idle", "no turn is running");
     let live = state.sessions.get(id).ok_or_else(idle)?;
-    let after = last_event(&live);
+    let after = last_event(&state, id).await?;
     if !live.cancel() {
         return Err(idle());
     }
@@ -450,10 +453,10 @@ pub async fn resume(
     let id = session_id(&id)?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let live = state.sessions.live_or_resume(id).await?;
-    let after = last_event(&live);
+    let after = last_event(&state, id).await?;
     match (body.message, body.continue_turn) {
-        (Some(m), _) => live.start_turn(Some(m))?,
-        (None, true) => live.start_turn(None)?,
+        (Some(m), _) => live.start_turn(Some(m)).await?,
+        (None, true) => live.start_turn(None).await?,
         (None, false) => {}
     }
     Ok(accepted(id, after))
@@ -478,62 +481,23 @@ pub async fn events(
         .and_then(|v| v.trim().parse::<u64>().ok())
         .or(query.after)
         .unwrap_or(0);
-    let live = state.sessions.live_or_resume(id).await?;
-    let (replay, gap, rx) = live.log.subscribe(after);
-    let head = gap.map(|first| {
-        SseEvent::default().event("gap").data(
-            serde_json::json!({
-                "type": "gap",
-                "message": format!("events {}..{} are no longer kept", after + 1, first - 1),
-                "first_kept": first,
-            })
-            .to_string(),
-        )
-    });
-    let last = replay.last().map_or(after, |e| e.id);
-    let replayed = futures_util::stream::iter(
-        head.into_iter()
-            .chain(replay.iter().map(to_sse))
-            .map(Ok)
-            .collect::<Vec<_>>(),
+    // Any replica follows any session: the events are in the store.
+    state.store.load(id).await?;
+    let events = crate::events::follow(
+        state.store.clone(),
+        Arc::clone(state.sessions.bus()),
+        id,
+        after,
     );
-    // The stream holds the log, not the session: a stopped session's
-    // stream ends after its `session_stopped` event.
-    let log = Arc::clone(&live.log);
-    drop(live);
-    let follow = futures_util::stream::unfold(
-        (rx, last, log, false),
-        |(mut rx, mut last, log, ended)| async move {
-            if ended {
-                return None;
-            }
-            loop {
-                let next = match rx.recv().await {
-                    Ok(e) if e.id <= last => continue,
-                    Ok(e) => e,
-                    // Fell behind the broadcast: catch up from the log.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        match log.since(last).into_iter().next() {
-                            Some(e) => e,
-                            None => continue,
-                        }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                };
-                last = next.id;
-                let ended = next.kind == crate::live::SESSION_STOPPED;
-                return Some((Ok(to_sse(&next)), (rx, last, log, ended)));
-            }
-        },
-    );
-    Ok(Sse::new(futures_util::StreamExt::chain(replayed, follow)).keep_alive(KeepAlive::default()))
+    let stream = futures_util::StreamExt::map(events, |e| Ok(to_sse(&e)));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-fn to_sse(e: &Logged) -> SseEvent {
+fn to_sse(e: &Followed) -> SseEvent {
     SseEvent::default()
         .id(e.id.to_string())
         .event(e.kind.as_str())
-        .data(e.data.as_ref())
+        .data(e.data.as_str())
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/artifact", tag = "sessions",
