@@ -130,10 +130,7 @@ impl HttpApprover {
 enum Command {
     /// Run a turn under `lease`: a message, an answer, or `None` to
     /// continue.
-    Turn {
-        input: Option<String>,
-        lease: Lease,
-    },
+    Turn { input: Option<String>, lease: Lease },
 }
 
 /// A session the server runs.
@@ -600,7 +597,9 @@ async fn turn(harness: &mut Harness, live: &Arc<LiveSession>, input: Option<Stri
                         return;
                     }
                     // The database may come back before the lease ends.
-                    Err(e) => tracing::warn!(session = %live.id, error = %e, "cannot renew a turn's lease"),
+                    Err(e) => {
+                        tracing::warn!(session = %live.id, error = %e, "cannot renew a turn's lease")
+                    }
                 }
             }
         })
