@@ -218,8 +218,10 @@ impl Scheduler {
         }
     }
 
-    /// Marks the runs a stopped process left running as interrupted. The
-    /// one process that runs the scheduler calls it once, at start.
+    /// Marks the runs a stopped process left running as interrupted (the
+    /// ones their runner no longer keeps alive: runs of other live
+    /// replicas are left alone). Every replica calls it at start and on
+    /// every tick, so a replica that dies mid-run is noticed.
     pub async fn recover(&self) -> Result<u64, StoreError> {
         self.store.interrupt_running_runs().await
     }
@@ -344,7 +346,9 @@ impl Scheduler {
                 return Ok(());
             }
         }
-        let busy = self.is_running(name);
+        // Overlap is judged across replicas: another one's live run of
+        // the schedule counts.
+        let busy = self.is_running(name) || self.store.has_running_run(name).await?;
         let (status, detail) = match (busy, schedule.overlap) {
             (false, _) => (RunStatus::Running, None),
             (true, Overlap::Skip) => (
@@ -443,7 +447,20 @@ impl Scheduler {
 
     /// Runs one claimed run to its end and records how it ended.
     async fn execute(&self, name: &str, schedule: &ScheduleDefinition, run: i64) {
+        // Kept alive while it runs, so other replicas leave it alone.
+        let keepalive = {
+            let store = self.store.clone();
+            tokio::spawn(async move {
+                loop {
+                    if let Err(e) = store.renew_run(run).await {
+                        tracing::warn!(run, error = %e, "cannot keep a scheduled run alive");
+                    }
+                    tokio::time::sleep(evoflux_store::RUN_LEASE / 3).await;
+                }
+            })
+        };
         let result = self.runner.run(name, schedule).await;
+        keepalive.abort();
         let recorded = match result {
             Ok(session) => {
                 self.store

@@ -44,6 +44,10 @@ pub fn start(state: Arc<ServerState>, tick: Duration) -> tokio::task::JoinHandle
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
+            // A replica that died mid-run is noticed by the others.
+            if let Err(e) = scheduler.recover().await {
+                tracing::warn!(error = %e, "cannot look for interrupted scheduled runs");
+            }
             let graph = match state.sessions.app().compile(&state.workspaces) {
                 Ok(g) if !g.has_errors() => g,
                 // The reload loop reports a graph with errors; schedules

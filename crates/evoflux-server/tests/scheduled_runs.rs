@@ -196,3 +196,108 @@ async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
     assert_eq!(occurrences, [minute("03"), minute("02"), minute("01")]);
     server.stop().await;
 }
+
+/// Runs of `name` (newest first) once `n` of them ended.
+async fn ended_runs(server: &Running, name: &str, n: usize) -> Vec<Value> {
+    for _ in 0..400 {
+        let history = get(server, &format!("/api/scheduler/{name}/history?limit=1000")).await;
+        let runs = history["runs"].as_array().cloned().unwrap_or_default();
+        if runs.iter().filter(|r| r["finished_at_ms"].is_i64()).count() >= n {
+            return runs;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no {n} finished runs of {name}");
+}
+
+/// Two servers on one PostgreSQL database, their schedulers ticking on
+/// the same clock: a schedule due every minute for thirty minutes fires
+/// exactly thirty times between them, each occurrence once; stopped
+/// while ten more pass, it fires once on recovery and records the rest
+/// missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_fire_each_occurrence_exactly_once() {
+    evoflux_core::tls::install_crypto_provider();
+    let Some(evoflux_store::Database::Postgres(url)) =
+        evoflux_store::testing::postgres_database().await
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut app = app(tmp.path());
+    app.database_url = Some(url.expose().to_owned());
+    let config = app.dirs.config_dir().to_path_buf();
+    std::fs::create_dir_all(config.join("schedules")).unwrap();
+    let script = tmp.path().join("model.yaml");
+    std::fs::write(&script, "turns:\n  - reply: {text: noted}\n").unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("[model]\ndefault = \"scripted:{}\"\n", script.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        config.join("schedules/minutely.toml"),
+        "every = \"1m\"\nprompt = \"Write the minute's note\"\n",
+    )
+    .unwrap();
+
+    let start_at = at("2026-12-02T09:00:00Z");
+    let now = Arc::new(ManualNow::new(start_at));
+    let one = start(&app, Arc::clone(&now)).await;
+    let two = start(&app, Arc::clone(&now)).await;
+    for _ in 0..200 {
+        let armed = get(&one, "/api/scheduler/minutely").await;
+        if armed["schedule"]["next_run_at"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    for minute in 1..=30 {
+        now.set(start_at + chrono::Duration::seconds(60 * minute + 1));
+        let runs = ended_runs(
+            if minute % 2 == 0 { &one } else { &two },
+            "minutely",
+            minute as usize,
+        )
+        .await;
+        assert_eq!(runs.len(), minute as usize, "minute {minute}: {runs:#?}");
+        // Both schedulers tick a few times at this minute.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    let runs = ended_runs(&one, "minutely", 30).await;
+    assert_eq!(runs.len(), 30);
+    let mut occurrences: Vec<i64> = runs
+        .iter()
+        .map(|r| r["occurrence_at_ms"].as_i64().unwrap())
+        .collect();
+    occurrences.sort_unstable();
+    let want: Vec<i64> = (1..=30)
+        .map(|m| (start_at + chrono::Duration::seconds(60 * m)).timestamp_millis())
+        .collect();
+    assert_eq!(occurrences, want);
+    assert!(runs.iter().all(|r| r["status"] == "done"), "{runs:#?}");
+    let sessions: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 30, "one session per occurrence");
+    one.stop().await;
+    two.stop().await;
+
+    // Ten minutes pass with no replica up; both come back.
+    now.set(start_at + chrono::Duration::seconds(60 * 40 + 1));
+    let one = start(&app, Arc::clone(&now)).await;
+    let two = start(&app, Arc::clone(&now)).await;
+    let runs = ended_runs(&two, "minutely", 32).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let runs_after = ended_runs(&one, "minutely", 32).await;
+    assert_eq!(runs.len(), 32, "{runs:#?}");
+    assert_eq!(runs_after.len(), 32, "{runs_after:#?}");
+    let statuses: Vec<&str> = runs[..2]
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["done", "missed"], "{runs:#?}");
+    one.stop().await;
+    two.stop().await;
+}

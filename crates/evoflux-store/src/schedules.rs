@@ -299,6 +299,20 @@ impl Store {
             .collect()
     }
 
+    /// Whether a run of `name` is running anywhere (on any replica) and
+    /// alive.
+    pub async fn has_running_run(&self, name: &str) -> Result<bool, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM schedule_runs WHERE name = $1 AND status = 'running' \
+             AND lease_expires_at_ms >= $2",
+        )
+        .bind(name)
+        .bind(now_ms())
+        .fetch_one(self.pool())
+        .await?;
+        Ok(n > 0)
+    }
+
     /// Marks every run left `running` by a process that stopped (its
     /// runner no longer renews it: see [`Store::renew_run`]) as
     /// `interrupted`; returns how many. A run another live replica works
