@@ -317,3 +317,77 @@ fn a_repository_cannot_name_the_session_database() {
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("config/project-store"), "{text}");
 }
+
+/// An approval and a cancel sent to the replica that does not run the
+/// turn reach the one that does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_and_cancels_reach_the_replica_running_the_turn() {
+    let Some(url) = database().await else { return };
+    let s = Sandbox::new();
+    s.user("config.toml", "[approval]\nshell = \"always\"\n");
+    let words = vec!["word"; 100].join(" ");
+    let model = script(
+        &s,
+        "approve.yaml",
+        &format!(
+            r#"
+turns:
+  - reply:
+      tool_calls:
+        - {{name: shell, arguments: {{command: "touch approved.txt"}}}}
+  - reply: {{text: "{words}", word_delay_ms: 100}}
+"#
+        ),
+    );
+    let runner = replica(&s, &url, "10");
+    let other = replica(&s, &url, "10");
+    let (status, created) = post(
+        &runner,
+        "/api/sessions",
+        json!({"mode": "work", "model": model, "message": "go"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["session_id"].as_str().unwrap().to_owned();
+    let asked = read_events(&other, &id, None, |e| e.kind == "approval_requested").await;
+    let call = asked.last().unwrap().data["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, nobody) = post(
+        &other,
+        &format!("/api/sessions/{id}/approvals/call_nope"),
+        json!({"decision": "approve"}),
+    )
+    .await;
+    assert_eq!(status, 404, "{nobody}");
+    assert_eq!(nobody["code"], "session/no-pending-approval");
+    let (status, approved) = post(
+        &other,
+        &format!("/api/sessions/{id}/approvals/{call}"),
+        json!({"decision": "approve"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{approved}");
+    // The approved command ran on the runner; its slow answer streams.
+    let after = asked.last().unwrap().id;
+    let ran = read_events(&other, &id, Some(after), |e| e.kind == "message_delta").await;
+    assert!(
+        ran.iter().any(|e| e.kind == "tool_ended"
+            && e.data["call_id"] == call.as_str()
+            && e.data["is_error"] == false),
+        "{ran:#?}"
+    );
+    let (status, cancelled) = post(&other, &format!("/api/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 202, "{cancelled}");
+    let ended = read_events(&other, &id, Some(ran.last().unwrap().id), |e| {
+        e.kind == "turn_cancelled" || e.kind == "turn_completed"
+    })
+    .await;
+    assert_eq!(ended.last().unwrap().kind, "turn_cancelled", "{ended:#?}");
+    // Nothing runs now: a cancel anywhere has nothing to stop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, idle) = post(&other, &format!("/api/sessions/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 409, "{idle}");
+    assert_eq!(idle["code"], "session/idle");
+}

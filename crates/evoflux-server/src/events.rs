@@ -32,10 +32,12 @@ const BATCH: usize = 512;
 /// Events one read takes at most.
 const PAGE: u32 = 512;
 
-/// Which sessions have new events, per replica.
+/// Which sessions have new events, or new signals for the turn this
+/// replica runs, per replica.
 #[derive(Debug, Default)]
 pub struct EventBus {
     sessions: Mutex<HashMap<SessionId, watch::Sender<()>>>,
+    signals: Mutex<HashMap<SessionId, watch::Sender<()>>>,
 }
 
 impl EventBus {
@@ -47,23 +49,44 @@ impl EventBus {
         }
     }
 
-    /// Wakes every follower (a lost `LISTEN` connection may have missed
-    /// announcements).
+    /// Wakes every follower and signal watcher (a lost `LISTEN`
+    /// connection may have missed announcements).
     pub fn wake_all(&self) {
-        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        for tx in sessions.values() {
+        for map in [&self.sessions, &self.signals] {
+            let map = map.lock().unwrap_or_else(|p| p.into_inner());
+            for tx in map.values() {
+                tx.send_replace(());
+            }
+        }
+    }
+
+    /// Wakes the watcher of `session`'s signals.
+    pub fn wake_signals(&self, session: SessionId) {
+        let signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tx) = signals.get(&session) {
             tx.send_replace(());
         }
     }
 
     fn watch(&self, session: SessionId) -> watch::Receiver<()> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.retain(|_, tx| tx.receiver_count() > 0);
-        sessions
-            .entry(session)
-            .or_insert_with(|| watch::channel(()).0)
-            .subscribe()
+        subscribe(&self.sessions, session)
     }
+
+    /// What wakes the turn running `session` when a signal comes for it.
+    pub fn watch_signals(&self, session: SessionId) -> watch::Receiver<()> {
+        subscribe(&self.signals, session)
+    }
+}
+
+fn subscribe(
+    map: &Mutex<HashMap<SessionId, watch::Sender<()>>>,
+    session: SessionId,
+) -> watch::Receiver<()> {
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    map.retain(|_, tx| tx.receiver_count() > 0);
+    map.entry(session)
+        .or_insert_with(|| watch::channel(()).0)
+        .subscribe()
 }
 
 /// Wakes this replica's followers of the sessions other replicas write
@@ -79,7 +102,8 @@ pub async fn listen(store: Store, bus: Arc<EventBus>) {
     };
     loop {
         match notifications.next().await {
-            Ok(Some(session)) => bus.wake(session),
+            Ok(Some(evoflux_store::Announcement::Events(session))) => bus.wake(session),
+            Ok(Some(evoflux_store::Announcement::Signals(session))) => bus.wake_signals(session),
             Ok(None) => bus.wake_all(),
             Err(e) => {
                 tracing::warn!(error = %e, "lost the event announcements; streams poll");

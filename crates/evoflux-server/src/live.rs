@@ -147,6 +147,7 @@ pub struct LiveSession {
     /// The lease epoch the harness is current at: a lease taken at any
     /// other epoch than the next means another replica ran turns since.
     synced: AtomicI64,
+    bus: Arc<EventBus>,
 }
 
 impl LiveSession {
@@ -338,6 +339,7 @@ impl Sessions {
             store: self.store.clone(),
             replica: self.replica.clone(),
             synced: AtomicI64::new(synced),
+            bus: Arc::clone(&self.bus),
         });
         self.live
             .lock()
@@ -391,6 +393,41 @@ impl Sessions {
             drop(live);
             self.processes.terminate_session(id).await;
         }
+    }
+
+    /// Whether `id`'s turn runs on another replica and waits for a
+    /// decision on `call_id`: its events asked for one the turn has not
+    /// ended yet.
+    pub async fn waits_elsewhere(&self, id: SessionId, call_id: &str) -> Result<bool, ApiError> {
+        let running = self
+            .store
+            .lease_holder(id)
+            .await?
+            .is_some_and(|h| h.running && *h.holder != *self.replica.id);
+        if !running {
+            return Ok(false);
+        }
+        let recent = self
+            .store
+            .recent_events(
+                id,
+                &["approval_requested", "tool_ended", "turn_started"],
+                500,
+            )
+            .await?;
+        for e in recent {
+            let data: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+            let this_call = data.get("call_id").and_then(Value::as_str) == Some(call_id);
+            match e.kind.as_str() {
+                // Newest first: an end, or the turn's start, comes before
+                // any request that still waits.
+                "tool_ended" if this_call => return Ok(false),
+                "turn_started" => return Ok(false),
+                "approval_requested" if this_call => return Ok(true),
+                _ => {}
+            }
+        }
+        Ok(false)
     }
 
     /// Finishes the turns other replicas left open when they died (their
@@ -604,6 +641,26 @@ async fn turn(harness: &mut Harness, live: &Arc<LiveSession>, input: Option<Stri
             }
         })
     };
+    let signals = {
+        let live = Arc::clone(live);
+        tokio::spawn(async move {
+            let mut wake = live.bus.watch_signals(live.id);
+            loop {
+                wake.borrow_and_update();
+                match live.store.take_signals(live.id).await {
+                    Ok(signals) => {
+                        for signal in signals {
+                            apply(&live, signal);
+                        }
+                    }
+                    Err(e) => tracing::warn!(session = %live.id, error = %e, "cannot read signals"),
+                }
+                // Woken by a signal to this replica or, on PostgreSQL,
+                // announced by another; looked for now and then anyway.
+                let _ = tokio::time::timeout(Duration::from_secs(1), wake.changed()).await;
+            }
+        })
+    };
     let cancelled = live.cancel.notified();
     tokio::pin!(cancelled);
     cancelled.as_mut().enable();
@@ -613,7 +670,27 @@ async fn turn(harness: &mut Harness, live: &Arc<LiveSession>, input: Option<Stri
         .turn_or_cancel(input.as_deref(), TurnOptions::default(), cancelled)
         .await;
     renew.abort();
+    signals.abort();
     if matches!(ended, Ok(evoflux_harness::TurnEnd::Cancelled)) {
         live.approvals.deny_all();
+    }
+}
+
+/// Applies what a request to another replica asked of this turn.
+fn apply(live: &LiveSession, signal: evoflux_store::Signal) {
+    match signal {
+        evoflux_store::Signal::Approval { call_id, body } => {
+            match serde_json::from_str::<crate::api::sessions::ApprovalBody>(&body) {
+                Ok(body) => {
+                    live.approvals.decide(&call_id, body.decision());
+                }
+                Err(e) => {
+                    tracing::warn!(session = %live.id, error = %e, "an approval signal did not parse")
+                }
+            }
+        }
+        evoflux_store::Signal::Cancel => {
+            live.cancel();
+        }
     }
 }

@@ -35,7 +35,10 @@ pub use error::StoreError;
 pub use grants::{GrantKey, GrantScope};
 pub use model_requests::{RecordedRequest, RequestParts, SystemPart};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
-pub use replicas::{EVENTS_CHANNEL, EventNotifications, Lease, RUN_LEASE, StoredEvent};
+pub use replicas::{
+    Announcement, EVENTS_CHANNEL, EventNotifications, Lease, LeaseHolder, RUN_LEASE,
+    SIGNALS_CHANNEL, Signal, StoredEvent,
+};
 pub use retention::{PRUNE_INTERVAL, Pruned, Retention};
 pub use schedules::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};

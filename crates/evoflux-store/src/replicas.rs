@@ -19,6 +19,19 @@ use crate::store::{Store, now_ms, to_u64};
 /// the session id as payload, so the others' streams wake at once.
 pub const EVENTS_CHANNEL: &str = "evoflux_events";
 
+/// The PostgreSQL channel a replica notifies after leaving a signal for
+/// the turn another runs ([`Store::send_signal`]).
+pub const SIGNALS_CHANNEL: &str = "evoflux_signals";
+
+/// What another replica announced. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Announcement {
+    /// New events of the session (or the session was deleted).
+    Events(SessionId),
+    /// A signal for the session's running turn.
+    Signals(SessionId),
+}
+
 /// How long a scheduled run stays alive without its runner renewing it
 /// ([`Store::renew_run`]); the runner renews it at a third of this.
 pub const RUN_LEASE: Duration = Duration::from_secs(30);
@@ -29,13 +42,21 @@ pub const RUN_LEASE: Duration = Duration::from_secs(30);
 pub struct EventNotifications(sqlx::postgres::PgListener);
 
 impl EventNotifications {
-    /// The next session with new events. Waits; after a lost connection
-    /// it reconnects, and the caller should look at every stream once
+    /// The next announcement. Waits; after a lost connection it
+    /// reconnects, and the caller should look at everything once
     /// (announcements may have been missed): that is `Ok(None)`.
-    pub async fn next(&mut self) -> Result<Option<SessionId>, StoreError> {
-        match self.0.try_recv().await? {
-            Some(n) => Ok(n.payload().parse().ok()),
-            None => Ok(None),
+    pub async fn next(&mut self) -> Result<Option<Announcement>, StoreError> {
+        loop {
+            let Some(n) = self.0.try_recv().await? else {
+                return Ok(None);
+            };
+            let Ok(session) = n.payload().parse() else {
+                continue;
+            };
+            return Ok(Some(match n.channel() {
+                SIGNALS_CHANNEL => Announcement::Signals(session),
+                _ => Announcement::Events(session),
+            }));
         }
     }
 }
@@ -47,6 +68,25 @@ pub struct Lease {
     /// A holder that last held epoch `e` and now gets `e + 1` knows no
     /// other replica ran the session in between.
     pub epoch: i64,
+}
+
+/// What a request to one replica asks of the turn another runs. Closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// A decision on the approval `call_id` waits for; `body` is the
+    /// decision as the API took it (JSON), for the holder to read as the
+    /// API does.
+    Approval { call_id: String, body: String },
+    /// Cancel the running turn.
+    Cancel,
+}
+
+/// Who holds a session's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseHolder {
+    pub holder: String,
+    /// A turn runs under it and the lease has not expired.
+    pub running: bool,
 }
 
 /// One stored event of a session.
@@ -138,6 +178,123 @@ impl Store {
         Ok(epoch.unwrap_or(0))
     }
 
+    /// Who holds `session`'s lease, if it was ever taken.
+    pub async fn lease_holder(
+        &self,
+        session: SessionId,
+    ) -> Result<Option<LeaseHolder>, StoreError> {
+        let row = sqlx::query(
+            "SELECT holder, turn_open, expires_at_ms FROM session_leases WHERE session_id = $1",
+        )
+        .bind(session.to_string())
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|r| {
+            let open: i64 = r.try_get("turn_open")?;
+            let expires: i64 = r.try_get("expires_at_ms")?;
+            Ok(LeaseHolder {
+                holder: r.try_get("holder")?,
+                running: open == 1 && expires >= now_ms(),
+            })
+        })
+        .transpose()
+    }
+
+    /// Leaves `signal` for the replica running `session`'s turn (announced
+    /// on PostgreSQL, as events are).
+    pub async fn send_signal(&self, session: SessionId, signal: &Signal) -> Result<(), StoreError> {
+        let (kind, call_id, body) = match signal {
+            Signal::Approval { call_id, body } => {
+                ("approval", Some(call_id.as_str()), Some(body.as_str()))
+            }
+            Signal::Cancel => ("cancel", None, None),
+        };
+        let key = session.to_string();
+        let mut tx = self.pool().begin().await?;
+        sqlx::query(
+            "INSERT INTO session_signals (session_id, kind, call_id, body, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&key)
+        .bind(kind)
+        .bind(call_id)
+        .bind(body)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        if let crate::Backend::Postgres = self.backend() {
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(SIGNALS_CHANNEL)
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Takes (and removes) the signals left for `session`, oldest first.
+    pub async fn take_signals(&self, session: SessionId) -> Result<Vec<Signal>, StoreError> {
+        let rows = sqlx::query(
+            "DELETE FROM session_signals WHERE session_id = $1 RETURNING id, kind, call_id, body",
+        )
+        .bind(session.to_string())
+        .fetch_all(self.pool())
+        .await?;
+        let mut signals: Vec<(i64, Signal)> = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let kind: String = r.try_get("kind")?;
+            let signal = match kind.as_str() {
+                "approval" => Signal::Approval {
+                    call_id: r
+                        .try_get::<Option<String>, _>("call_id")?
+                        .unwrap_or_default(),
+                    body: r.try_get::<Option<String>, _>("body")?.unwrap_or_default(),
+                },
+                "cancel" => Signal::Cancel,
+                other => {
+                    return Err(StoreError::Corrupt {
+                        what: "session signal kind",
+                        detail: other.to_owned(),
+                    });
+                }
+            };
+            signals.push((r.try_get("id")?, signal));
+        }
+        signals.sort_by_key(|(id, _)| *id);
+        Ok(signals.into_iter().map(|(_, s)| s).collect())
+    }
+
+    /// The last `limit` events of `session` whose type is one of `kinds`,
+    /// newest first.
+    pub async fn recent_events(
+        &self,
+        session: SessionId,
+        kinds: &[&str],
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut out = Vec::new();
+        let rows = sqlx::query(
+            "SELECT id, kind, data FROM session_events WHERE session_id = $1 \
+             ORDER BY id DESC LIMIT $2",
+        )
+        .bind(session.to_string())
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        for r in &rows {
+            let kind: String = r.try_get("kind")?;
+            if kinds.contains(&kind.as_str()) {
+                out.push(StoredEvent {
+                    id: to_u64("event id", r.try_get("id")?)?,
+                    kind,
+                    data: r.try_get("data")?,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// Sessions whose turn was left open by a holder whose lease expired:
     /// the replica died mid-turn, and the turn is another's to finish.
     pub async fn orphaned_turns(&self) -> Result<Vec<SessionId>, StoreError> {
@@ -208,7 +365,9 @@ impl Store {
             crate::Database::Sqlite => Ok(None),
             crate::Database::Postgres(url) => {
                 let mut listener = sqlx::postgres::PgListener::connect(url.expose()).await?;
-                listener.listen(EVENTS_CHANNEL).await?;
+                listener
+                    .listen_all([EVENTS_CHANNEL, SIGNALS_CHANNEL])
+                    .await?;
                 Ok(Some(EventNotifications(listener)))
             }
         }

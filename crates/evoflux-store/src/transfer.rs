@@ -60,6 +60,7 @@ pub const TABLES: &[Table] = &[
     table("session_commits", "session_id, root", false),
     table("session_leases", "session_id", false),
     table("session_events", "session_id, id", false),
+    table("session_signals", "id", true),
 ];
 
 /// One line of an export.

@@ -225,12 +225,17 @@ async fn main() -> Result<()> {
         .args(["store", "migrate"])
         .output()?;
     if !migrated.status.success() {
-        bail!("store migrate: {}", String::from_utf8_lossy(&migrated.stderr));
+        bail!(
+            "store migrate: {}",
+            String::from_utf8_lossy(&migrated.stderr)
+        );
     }
     let servers: Vec<Server> = (0..args.replicas)
         .map(|_| start(&bin, work.path(), &args.database))
         .collect::<Result<_>>()?;
-    let http = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .build()?;
 
     // Warm-up: one session per server.
     for server in &servers {
@@ -250,7 +255,11 @@ async fn main() -> Result<()> {
     let turns = args.sessions * args.turns;
     println!(
         "database={} replicas={} sessions={} turns={} seconds={:.2} turns_per_second={:.1}",
-        if args.database == "sqlite" { "sqlite" } else { "postgres" },
+        if args.database == "sqlite" {
+            "sqlite"
+        } else {
+            "postgres"
+        },
         args.replicas,
         args.sessions,
         turns,

@@ -82,7 +82,7 @@ pub struct ResumeBody {
 }
 
 /// `POST /api/sessions/{id}/approvals/{call_id}`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalBody {
     pub decision: Decision,
@@ -90,8 +90,25 @@ pub struct ApprovalBody {
     pub reason: Option<String>,
 }
 
+impl ApprovalBody {
+    /// The harness's decision: what this replica, or the one running the
+    /// turn when the request came to another, applies.
+    pub fn decision(self) -> ApprovalDecision {
+        match self.decision {
+            Decision::Approve => ApprovalDecision::Approved,
+            Decision::ApproveForSession => ApprovalDecision::ApprovedForSession,
+            Decision::ApproveForWorkspace => ApprovalDecision::ApprovedForWorkspace,
+            Decision::Deny => ApprovalDecision::Denied {
+                reason: self
+                    .reason
+                    .unwrap_or_else(|| "the user denied this call".to_owned()),
+            },
+        }
+    }
+}
+
 /// An answer to an approval request.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approve,
@@ -392,30 +409,33 @@ pub async fn approve(
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let id = session_id(&id)?;
     let Json(body) = body.map_err(body_error)?;
-    let live = state.sessions.get(id).ok_or_else(|| {
+    let none_waits = || {
         ApiError::not_found(
-            "session/no-pending-approval",
-            "the session is not running a turn here",
-        )
-    })?;
-    let decision = match body.decision {
-        Decision::Approve => ApprovalDecision::Approved,
-        Decision::ApproveForSession => ApprovalDecision::ApprovedForSession,
-        Decision::ApproveForWorkspace => ApprovalDecision::ApprovedForWorkspace,
-        Decision::Deny => ApprovalDecision::Denied {
-            reason: body
-                .reason
-                .unwrap_or_else(|| "the user denied this call".to_owned()),
-        },
-    };
-    let after = last_event(&state, id).await?;
-    if !live.approvals.decide(&call_id, decision) {
-        return Err(ApiError::not_found(
             "session/no-pending-approval",
             format!("no call `{call_id}` waits for approval"),
         )
-        .field("call_id"));
+        .field("call_id")
+    };
+    let after = last_event(&state, id).await?;
+    if let Some(live) = state.sessions.get(id)
+        && live.is_busy()
+    {
+        if !live.approvals.decide(&call_id, body.decision()) {
+            return Err(none_waits());
+        }
+        return Ok(accepted(id, after));
     }
+    // The turn may run on another replica: the decision goes to it, when
+    // that turn asked for one.
+    if !state.sessions.waits_elsewhere(id, &call_id).await? {
+        return Err(none_waits());
+    }
+    let body = serde_json::to_string(&body)
+        .map_err(|e| ApiError::internal("server/encode-failed", e.to_string()))?;
+    state
+        .store
+        .send_signal(id, &evoflux_store::Signal::Approval { call_id, body })
+        .await?;
     Ok(accepted(id, after))
 }
 
@@ -431,12 +451,23 @@ pub async fn cancel(
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let id = session_id(&id)?;
     let idle = || ApiError::conflict("session/idle", "no turn is running");
-    let live = state.sessions.get(id).ok_or_else(idle)?;
     let after = last_event(&state, id).await?;
-    if !live.cancel() {
-        return Err(idle());
+    if let Some(live) = state.sessions.get(id)
+        && live.cancel()
+    {
+        return Ok(accepted(id, after));
     }
-    Ok(accepted(id, after))
+    // Running on another replica: it cancels it.
+    match state.store.lease_holder(id).await? {
+        Some(held) if held.running => {
+            state
+                .store
+                .send_signal(id, &evoflux_store::Signal::Cancel)
+                .await?;
+            Ok(accepted(id, after))
+        }
+        Some(_) | None => Err(idle()),
+    }
 }
 
 #[utoipa::path(post, path = "/api/sessions/{id}/resume", tag = "sessions", request_body = ResumeBody,

@@ -28,3 +28,16 @@ CREATE TABLE session_events (
 -- A scheduled run is kept alive by the replica running it; one whose
 -- lease passed was cut short.
 ALTER TABLE schedule_runs ADD COLUMN lease_expires_at_ms INTEGER;
+
+-- What a request to one replica asks of the turn another replica runs (an
+-- approval's decision, a cancel): the holder takes them as they come.
+CREATE TABLE session_signals (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id    TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    kind          TEXT NOT NULL CHECK (kind IN ('approval', 'cancel')),
+    call_id       TEXT,
+    body          TEXT,
+    created_at_ms INTEGER NOT NULL
+);
+
+CREATE INDEX session_signals_by_session ON session_signals (session_id, id);
