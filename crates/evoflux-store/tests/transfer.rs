@@ -172,6 +172,10 @@ async fn populate(store: &Store) {
         .unwrap();
     store.release_lease(lead.id, "replica-1").await.unwrap();
     store
+        .send_signal(child.id, &evoflux_store::Signal::Cancel)
+        .await
+        .unwrap();
+    store
         .append_events(
             lead.id,
             &[("turn_completed", "{\"type\":\"turn_completed\"}")],
