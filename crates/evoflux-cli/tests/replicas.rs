@@ -391,3 +391,148 @@ turns:
     assert_eq!(status, 409, "{idle}");
     assert_eq!(idle["code"], "session/idle");
 }
+
+/// `moto_server` from PyPI (`EVOFLUX_TEST_MOTO` names it): an S3-compatible
+/// server on a loopback port, with one bucket.
+struct S3 {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn s3() -> Option<S3> {
+    let Ok(moto) = std::env::var("EVOFLUX_TEST_MOTO") else {
+        eprintln!("skipping: EVOFLUX_TEST_MOTO (moto_server from PyPI) is not set");
+        return None;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(moto)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    for _ in 0..200 {
+        if http.get(&endpoint).send().await.is_ok() {
+            let made = http
+                .put(format!("{endpoint}/evoflux-test"))
+                .send()
+                .await
+                .unwrap();
+            assert!(made.status().is_success(), "{}", made.status());
+            return Some(S3 { child, endpoint });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("moto_server did not start");
+}
+
+/// A replica's turn writes a command's output; a replica with another
+/// data directory serves it from the S3-compatible store; deleting the
+/// session removes it there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artifacts_reach_every_replica_through_an_s3_compatible_store() {
+    evoflux_core::tls::install_crypto_provider();
+    let Some(url) = database().await else { return };
+    let Some(s3) = s3().await else { return };
+    let env = [
+        ("EVOFLUX_DATABASE_URL", url.as_str()),
+        ("EVOFLUX_ARTIFACTS_URL", "s3://evoflux-test/artifacts"),
+        (
+            "EVOFLUX_SERVER_TOKEN",
+            "replica-test-token-0123456789abcdef",
+        ),
+        ("AWS_ENDPOINT", s3.endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let (one, two) = (Sandbox::new(), Sandbox::new());
+    let model = script(
+        &one,
+        "echo.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "for i in $(seq 1 2000); do echo line $i from the first replica; done"}}
+  - reply: {text: done}
+"#,
+    );
+    let mut writer = Server::start_with_env(&one, &[], &env);
+    let mut reader = Server::start_with_env(&two, &[], &env);
+    writer.token = env[2].1.to_owned();
+    reader.token = env[2].1.to_owned();
+    let (status, created) = post(
+        &writer,
+        "/api/sessions",
+        json!({"mode": "work", "model": model, "message": "write"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["session_id"].as_str().unwrap().to_owned();
+    let events = until_turns(&reader, &id, 1).await;
+    let ended = events
+        .iter()
+        .find(|e| e.kind == "tool_ended")
+        .expect("the command ran");
+    let artifact = ended.data["metadata"]["artifact"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no artifact: {ended:#?}"))
+        .to_owned();
+    assert!(
+        !two.home()
+            .join(".local/share/evoflux/artifacts")
+            .join(&id)
+            .exists(),
+        "the reader has no copy of its own"
+    );
+    // The locator is the writer's path: letters, digits, `/._-` only.
+    // The file reached the store before the event naming it did.
+    let got = reader
+        .get(&format!("/api/sessions/{id}/artifact?path={artifact}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    let text = got.text().await.unwrap();
+    assert!(text.contains("line 2000 from the first replica"), "{text}");
+    let outside = reader
+        .get(&format!("/api/sessions/{id}/artifact?path=../x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(outside.status(), 403);
+    // Deleted on the reader: gone from the store too.
+    let deleted = reader
+        .request("DELETE", &format!("/api/sessions/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let listing = reqwest::Client::new()
+        .get(format!(
+            "{}/evoflux-test?list-type=2&prefix=artifacts/{id}",
+            s3.endpoint
+        ))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!listing.contains("<Key>"), "{listing}");
+}

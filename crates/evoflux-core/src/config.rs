@@ -470,11 +470,17 @@ pub struct StoreConfig {
     /// store opens; `EVOFLUX_DATABASE_URL` overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Where sessions' artifacts are kept for every replica:
+    /// `s3://bucket/prefix` (endpoint and credentials from the `AWS_*`
+    /// variables) or `file:///dir`. Unset, only in the data directory.
+    /// `EVOFLUX_ARTIFACTS_URL` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<String>,
 }
 
 impl StoreConfig {
     pub fn is_unset(&self) -> bool {
-        self.url.is_none()
+        self.url.is_none() && self.artifacts.is_none()
     }
 }
 
@@ -773,8 +779,10 @@ impl LoadedConfig {
                     current.max_age_days = storage.max_age_days.or(current.max_age_days);
                     current.max_total_mib = storage.max_total_mib.or(current.max_total_mib);
                 }
-                if let Some(url) = layer.store.and_then(|s| s.url) {
-                    self.config.store.url = Some(url);
+                if let Some(store) = layer.store {
+                    let current = &mut self.config.store;
+                    current.url = store.url.or(current.url.take());
+                    current.artifacts = store.artifacts.or(current.artifacts.take());
                 }
                 // One agent's declaration replaces the one below it whole.
                 for (name, agent) in layer.external_agents {

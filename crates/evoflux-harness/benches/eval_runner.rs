@@ -54,6 +54,7 @@ async fn main() {
         trusted_checkouts: Vec::new(),
         remote_agents: None,
         database_url: None,
+        artifacts_url: None,
     };
     let graph = app.compile(&[]).unwrap();
     let mut figures = Vec::new();

@@ -41,6 +41,7 @@ async fn main() {
         trusted_checkouts: Vec::new(),
         remote_agents: None,
         database_url: None,
+        artifacts_url: None,
     };
     let mut yaml = String::from("turns:\n");
     for _ in 0..TURNS {

@@ -97,6 +97,8 @@ fn store_status(e: &StoreError) -> (StatusCode, Option<&'static str>) {
         | StoreError::Migrate { .. }
         | StoreError::Database(_)
         | StoreError::DatabaseUrl { .. }
+        | StoreError::ArtifactsUrl { .. }
+        | StoreError::Artifacts { .. }
         | StoreError::Transfer { .. }
         | StoreError::ImportIntoNonEmpty { .. }
         | StoreError::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, None),

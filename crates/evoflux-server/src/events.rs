@@ -11,11 +11,12 @@
 //! announces (another process on one SQLite file).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
-use evoflux_store::{Store, StoredEvent};
+use evoflux_store::{Artifacts, Store, StoredEvent};
 use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -148,11 +149,19 @@ impl EventLog {
     }
 
     /// Starts writing the events to `session`'s stream (once; later calls
-    /// do nothing).
-    pub fn bind(&self, session: SessionId, store: Store, bus: Arc<EventBus>) {
+    /// do nothing). With `artifacts`, the session's folder is copied to
+    /// the object store before an event that may name what is in it is
+    /// stored, so no replica sees a locator before the file.
+    pub fn bind(
+        &self,
+        session: SessionId,
+        store: Store,
+        bus: Arc<EventBus>,
+        artifacts: Option<(Artifacts, PathBuf)>,
+    ) {
         let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(rx) = rx {
-            tokio::spawn(write(session, store, bus, rx));
+            tokio::spawn(write(session, store, bus, artifacts, rx));
         }
     }
 
@@ -178,10 +187,20 @@ impl EventLog {
     }
 }
 
+/// Events that may name an artifact the turn wrote.
+const NAMES_ARTIFACTS: &[&str] = &[
+    "tool_ended",
+    "command_ended",
+    "turn_completed",
+    "turn_cancelled",
+    "error",
+];
+
 async fn write(
     session: SessionId,
     store: Store,
     bus: Arc<EventBus>,
+    artifacts: Option<(Artifacts, PathBuf)>,
     mut rx: mpsc::UnboundedReceiver<Write>,
 ) {
     let mut events: Vec<(String, String)> = Vec::new();
@@ -196,6 +215,14 @@ async fn write(
             if events.len() < BATCH {
                 next = rx.try_recv().ok();
             }
+        }
+        if let Some((artifacts, folder)) = &artifacts
+            && events
+                .iter()
+                .any(|(kind, _)| NAMES_ARTIFACTS.contains(&kind.as_str()))
+            && let Err(e) = artifacts.upload_session(session, folder).await
+        {
+            tracing::warn!(%session, error = %e, "cannot copy artifacts to the object store");
         }
         if !events.is_empty() {
             let batch: Vec<(&str, &str)> = events

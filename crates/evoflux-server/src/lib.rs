@@ -130,6 +130,7 @@ pub async fn serve(
         });
     }
     let store = app.open_store().await?;
+    let artifacts = app.artifacts()?;
     let processes = ProcessRuntime::new(app.runtime_config());
     let scheduler = schedules::scheduler(
         &app,
@@ -150,7 +151,9 @@ pub async fn serve(
             processes.clone(),
             store.clone(),
             live::Replica::new(options.lease_ttl),
+            artifacts.clone(),
         ),
+        artifacts,
         store,
         workspaces: options.workspaces.clone(),
         mcp: tokio::sync::Mutex::new(None),

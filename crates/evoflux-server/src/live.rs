@@ -222,6 +222,7 @@ pub struct Sessions {
     generation: Arc<AtomicU64>,
     replica: Replica,
     bus: Arc<EventBus>,
+    artifacts: Option<evoflux_store::Artifacts>,
 }
 
 /// What opening a session returned besides the live handle.
@@ -239,6 +240,7 @@ impl Sessions {
         processes: ProcessRuntime,
         store: evoflux_store::Store,
         replica: Replica,
+        artifacts: Option<evoflux_store::Artifacts>,
     ) -> Sessions {
         Sessions {
             app,
@@ -249,6 +251,7 @@ impl Sessions {
             generation: Arc::new(AtomicU64::new(0)),
             replica,
             bus: Arc::new(EventBus::default()),
+            artifacts,
         }
     }
 
@@ -327,7 +330,16 @@ impl Sessions {
         .await?;
         let harness = opened.harness;
         let session = harness.session().clone();
-        log.bind(session.id, self.store.clone(), Arc::clone(&self.bus));
+        let artifacts = self
+            .artifacts
+            .clone()
+            .map(|a| (a, self.app.artifacts_root().join(session.id.to_string())));
+        log.bind(
+            session.id,
+            self.store.clone(),
+            Arc::clone(&self.bus),
+            artifacts,
+        );
         let (tx, rx) = mpsc::unbounded_channel();
         let live = Arc::new(LiveSession {
             id: session.id,

@@ -53,6 +53,7 @@ fn app(tmp: &Path) -> AppContext {
         trusted_checkouts: Vec::new(),
         remote_agents: None,
         database_url: None,
+        artifacts_url: None,
     }
 }
 

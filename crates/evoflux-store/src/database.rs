@@ -26,6 +26,10 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 const SQLITE_CONNECTIONS: u32 = 4;
 const POSTGRES_CONNECTIONS: u32 = 8;
 
+/// The advisory lock replicas take around migrating one PostgreSQL
+/// database (any constant no other lock of evoflux's uses).
+const MIGRATION_LOCK: i64 = 0x0065_766f_666c_7578;
+
 /// Where the session database lives. Closed: every rule that differs
 /// between the two matches on it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -197,16 +201,51 @@ pub(crate) async fn connect(database: &Database, data_dir: &Path) -> Result<AnyP
         source,
     };
     match database.backend() {
-        // Two replicas starting together are safe: sqlx's migrator takes
-        // a database lock (an advisory lock on PostgreSQL) first.
-        Backend::Sqlite => sqlx::migrate!("migrations/sqlite")
-            .run(&pool)
+        Backend::Sqlite => {
+            // Processes opening a new data directory together take turns:
+            // sqlx cannot lock a SQLite database around its migrations.
+            let target = data_dir.join(crate::DB_FILE);
+            let lock = tokio::task::spawn_blocking(move || {
+                evoflux_core::lock::FileLock::acquire(&target, SQLITE_BUSY_TIMEOUT)
+            })
             .await
-            .map_err(migrate_error)?,
-        Backend::Postgres => sqlx::migrate!("migrations/postgres")
-            .run(&pool)
-            .await
-            .map_err(migrate_error)?,
+            .map_err(|e| StoreError::DataDir {
+                path: data_dir.to_path_buf(),
+                source: std::io::Error::other(e),
+            })?
+            .map_err(|e| StoreError::DataDir {
+                path: data_dir.to_path_buf(),
+                source: std::io::Error::other(e),
+            })?;
+            let migrated = sqlx::migrate!("migrations/sqlite")
+                .run(&pool)
+                .await
+                .map_err(migrate_error);
+            drop(lock);
+            migrated?;
+        }
+        Backend::Postgres => {
+            // Replicas starting together take turns: sqlx's migrator locks
+            // only after creating its own table, and two concurrent
+            // `CREATE TABLE IF NOT EXISTS` can collide in PostgreSQL's
+            // catalog.
+            let mut conn = pool.acquire().await.map_err(open_error)?;
+            sqlx::query("SELECT pg_advisory_lock($1)")
+                .bind(MIGRATION_LOCK)
+                .execute(&mut *conn)
+                .await
+                .map_err(open_error)?;
+            let migrated = sqlx::migrate!("migrations/postgres")
+                .run(&mut *conn)
+                .await
+                .map_err(migrate_error);
+            let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
+                .bind(MIGRATION_LOCK)
+                .execute(&mut *conn)
+                .await;
+            migrated?;
+            unlocked.map_err(open_error)?;
+        }
     }
     if let Database::Sqlite = database {
         // SQLite creates its files with the umask's mode; they hold every

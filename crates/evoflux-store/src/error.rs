@@ -73,6 +73,10 @@ pub enum StoreError {
         "cannot import into `{database}`: it already holds rows (table `{table}`); import into a new, empty database"
     )]
     ImportIntoNonEmpty { database: String, table: String },
+    #[error("the artifact store `{url}` cannot be used: {reason}")]
+    ArtifactsUrl { url: String, reason: String },
+    #[error("artifact store: {detail}")]
+    Artifacts { detail: String },
     #[error("corrupt row in the session database ({what}): {detail}")]
     Corrupt { what: &'static str, detail: String },
 }
@@ -103,6 +107,8 @@ impl StoreError {
             StoreError::PendingInputAnswered { .. } => "store/pending-input-answered",
             StoreError::Corrupt { .. } => "store/corrupt-row",
             StoreError::Transfer { .. } => "store/export-unusable",
+            StoreError::ArtifactsUrl { .. } => "store/artifacts-url",
+            StoreError::Artifacts { .. } => "store/artifacts",
             StoreError::ImportIntoNonEmpty { .. } => "store/import-not-empty",
         }
     }
@@ -117,6 +123,7 @@ impl StoreError {
                 d.with_file(PathBuf::from(database))
             }
             StoreError::DatabaseUrl { .. } => d.with_field("store.url"),
+            StoreError::ArtifactsUrl { .. } => d.with_field("store.artifacts"),
             StoreError::ModeMismatch { .. } => d.with_field("mode"),
             StoreError::WorkspaceMismatch { .. } | StoreError::CodingWorkspaceEmpty => {
                 d.with_field("workspace")
@@ -127,6 +134,7 @@ impl StoreError {
             | StoreError::PendingInputAnswered { .. }
             | StoreError::Corrupt { .. }
             | StoreError::Transfer { .. }
+            | StoreError::Artifacts { .. }
             | StoreError::ImportIntoNonEmpty { .. } => d,
         }
     }

@@ -11,6 +11,7 @@
 //! [`Store::resume`] refuses a request that names other values instead of
 //! migrating the session as a side effect.
 
+mod artifacts;
 mod channel_threads;
 mod connection_tools;
 mod database;
@@ -29,6 +30,7 @@ mod transcript;
 mod transfer;
 mod usage;
 
+pub use artifacts::Artifacts;
 pub use connection_tools::ConnectionTool;
 pub use database::{Backend, Database, DatabaseUrl};
 pub use error::StoreError;

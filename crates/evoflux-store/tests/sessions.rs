@@ -664,6 +664,15 @@ async fn two_replicas_share_leases_and_events(t: Target) {
     assert_eq!(two.lease_epoch(s.id).await.unwrap(), 50);
 }
 
+/// Four replicas starting at once on a new database all open it.
+async fn replicas_starting_together_all_open_the_database(t: Target) {
+    let opened = futures_util::future::join_all((0..4).map(|_| t.open())).await;
+    for store in opened {
+        let store = store.unwrap();
+        assert!(store.list_sessions().await.unwrap().is_empty());
+    }
+}
+
 /// Where a test's store lives: a temporary data directory, with the
 /// sessions in its SQLite file or in a fresh PostgreSQL database.
 struct Target {
@@ -720,6 +729,7 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    replicas_starting_together_all_open_the_database,
     two_replicas_share_leases_and_events,
     two_schedulers_claim_each_occurrence_once,
     create_load_and_list_newest_first,

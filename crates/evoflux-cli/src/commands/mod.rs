@@ -99,6 +99,9 @@ pub fn app_context(dirs: &Dirs) -> anyhow::Result<AppContext> {
         database_url: std::env::var("EVOFLUX_DATABASE_URL")
             .ok()
             .filter(|u| !u.trim().is_empty()),
+        artifacts_url: std::env::var("EVOFLUX_ARTIFACTS_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
     })
 }
 

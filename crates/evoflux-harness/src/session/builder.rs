@@ -58,6 +58,9 @@ pub struct AppContext {
     /// (`EVOFLUX_DATABASE_URL`), over `[store] url`; `None` defers to the
     /// config.
     pub database_url: Option<String>,
+    /// The artifact store named by the process environment
+    /// (`EVOFLUX_ARTIFACTS_URL`), over `[store] artifacts`.
+    pub artifacts_url: Option<String>,
 }
 
 impl AppContext {
@@ -381,6 +384,19 @@ impl AppContext {
             Some(url) => Database::parse(&url)?,
             None => Database::Sqlite,
         })
+    }
+
+    /// The object store sessions' artifacts are kept in for every
+    /// replica: `EVOFLUX_ARTIFACTS_URL`, else `[store] artifacts`; `None`
+    /// when neither names one (the data directory is all there is).
+    pub fn artifacts(&self) -> Result<Option<evoflux_store::Artifacts>, SessionError> {
+        let url = match &self.artifacts_url {
+            Some(url) => Some(url.clone()),
+            None => self.owner_config()?.store.artifacts,
+        };
+        Ok(url
+            .map(|u| evoflux_store::Artifacts::open(&u))
+            .transpose()?)
     }
 
     /// Opens the session store on [`AppContext::database`], with the data
@@ -716,9 +732,11 @@ fn store_input_error(e: &StoreError) -> bool {
         | StoreError::CodingWorkspaceEmpty
         | StoreError::WorkspaceNotAbsolute(_)
         | StoreError::DatabaseUrl { .. }
+        | StoreError::ArtifactsUrl { .. }
         | StoreError::Transfer { .. }
         | StoreError::ImportIntoNonEmpty { .. } => true,
         StoreError::DataDir { .. }
+        | StoreError::Artifacts { .. }
         | StoreError::Open { .. }
         | StoreError::Migrate { .. }
         | StoreError::Database(_)

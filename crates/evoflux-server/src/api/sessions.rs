@@ -323,6 +323,11 @@ pub async fn delete(
         // Its streams here end now; on other replicas when the store's
         // announcement reaches them.
         state.sessions.bus().wake(s);
+        if let Some(artifacts) = &state.artifacts
+            && let Err(e) = artifacts.delete_session(s).await
+        {
+            tracing::warn!(session = %s, error = %e, "cannot remove a deleted session's artifacts from the object store");
+        }
         let dir = state.sessions.app().artifacts_root().join(s.to_string());
         if dir.is_dir() {
             let _ = std::fs::remove_dir_all(dir);
@@ -558,6 +563,31 @@ pub async fn artifact(
         std::fs::canonicalize(&root),
         std::fs::canonicalize(root.join(&query.path)),
     ) else {
+        // Not here: another replica's turn wrote it, and the object store
+        // has it.
+        if let Some(artifacts) = &state.artifacts {
+            // A locator may be the path on the replica that wrote it
+            // (`…/artifacts/<session>/proc_1.txt`): what follows the
+            // session's folder names it in the store.
+            let key = session_relative(&query.path, id);
+            let inside = key
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside || key.as_os_str().is_empty() {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "server/artifact-outside-session",
+                    "the path is not one of this session's artifacts",
+                )
+                .field("path"));
+            }
+            if let Some(stream) = artifacts.read(id, &key).await? {
+                let body = Body::from_stream(stream);
+                return Ok(
+                    ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response()
+                );
+            }
+        }
         return Err(missing());
     };
     if !real.starts_with(&root) {
@@ -571,6 +601,23 @@ pub async fn artifact(
     let file = tokio::fs::File::open(&real).await.map_err(|_| missing())?;
     let body = Body::from_stream(tokio_util_stream(file));
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
+}
+
+/// `path` relative to session `id`'s artifact folder: an absolute path
+/// loses everything up to the folder named after the session.
+fn session_relative(path: &std::path::Path, id: SessionId) -> PathBuf {
+    if !path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let name = id.to_string();
+    let parts: Vec<_> = path.components().collect();
+    match parts
+        .iter()
+        .rposition(|c| c.as_os_str() == std::ffi::OsStr::new(&name))
+    {
+        Some(at) => parts[at + 1..].iter().collect(),
+        None => path.to_path_buf(),
+    }
 }
 
 /// A file as a stream of chunks.
