@@ -118,6 +118,9 @@ pub async fn listen(store: Store, bus: Arc<EventBus>) {
 enum Write {
     Event { kind: String, data: String },
     Flush(oneshot::Sender<()>),
+    /// The turn has ended and released the session: what was held back
+    /// may be stored.
+    Release,
 }
 
 /// Where a live session's harness sends its events: to the store, in
@@ -135,6 +138,7 @@ impl std::fmt::Debug for Write {
         match self {
             Write::Event { kind, .. } => write!(f, "Event({kind})"),
             Write::Flush(_) => f.write_str("Flush"),
+            Write::Release => f.write_str("Release"),
         }
     }
 }
@@ -178,7 +182,15 @@ impl EventLog {
         });
     }
 
-    /// Waits until every event queued so far is stored.
+    /// Lets the events held back since the turn's last event be stored:
+    /// the session is free for the next turn now, so a client that reads
+    /// `turn_completed` may send its next message at once.
+    pub fn release(&self) {
+        let _ = self.tx.send(Write::Release);
+    }
+
+    /// Waits until every event queued so far is stored (but those held
+    /// back for [`EventLog::release`]).
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Write::Flush(tx)).is_ok() {
@@ -186,6 +198,10 @@ impl EventLog {
         }
     }
 }
+
+/// Events that end a turn: held back, with whatever follows them, until
+/// the turn has released the session ([`EventLog::release`]).
+const ENDS_TURN: &[&str] = &["turn_completed", "turn_cancelled", "error"];
 
 /// Events that may name an artifact the turn wrote.
 const NAMES_ARTIFACTS: &[&str] = &[
@@ -204,13 +220,25 @@ async fn write(
     mut rx: mpsc::UnboundedReceiver<Write>,
 ) {
     let mut events: Vec<(String, String)> = Vec::new();
+    let mut held: Vec<(String, String)> = Vec::new();
+    let mut holding = false;
     let mut flushed = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(w) = next.take() {
             match w {
-                Write::Event { kind, data } => events.push((kind, data)),
+                Write::Event { kind, data } => {
+                    holding = holding || ENDS_TURN.contains(&kind.as_str());
+                    match holding {
+                        true => held.push((kind, data)),
+                        false => events.push((kind, data)),
+                    }
+                }
                 Write::Flush(done) => flushed.push(done),
+                Write::Release => {
+                    events.append(&mut held);
+                    holding = false;
+                }
             }
             if events.len() < BATCH {
                 next = rx.try_recv().ok();

@@ -602,7 +602,8 @@ async fn run(
         match command {
             Command::Turn { input, lease } => {
                 let stale = lease.epoch != live.synced.load(Ordering::SeqCst) + 1;
-                if reopen.refresh(&mut harness, &live, stale).await || !stale {
+                let current = reopen.refresh(&mut harness, &live, stale).await || !stale;
+                if current {
                     turn(&mut harness, &live, input).await;
                 } else {
                     // A harness that missed another replica's turns must
@@ -617,8 +618,14 @@ async fn run(
                 if let Err(e) = live.store.release_lease(live.id, &live.replica.id).await {
                     tracing::warn!(session = %live.id, error = %e, "cannot release a turn's lease; it expires");
                 }
-                live.synced.store(lease.epoch, Ordering::SeqCst);
+                // A harness that could not be opened again stays stale:
+                // the next lease tries again.
+                if current {
+                    live.synced.store(lease.epoch, Ordering::SeqCst);
+                }
                 live.busy.store(false, Ordering::SeqCst);
+                // Only now does anyone see the turn's end.
+                live.log.release();
             }
         }
     }

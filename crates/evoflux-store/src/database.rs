@@ -235,8 +235,10 @@ pub(crate) async fn connect(database: &Database, data_dir: &Path) -> Result<AnyP
                 .execute(&mut *conn)
                 .await
                 .map_err(open_error)?;
+            // The lock is the session's; the migrator takes another
+            // connection of the pool.
             let migrated = sqlx::migrate!("migrations/postgres")
-                .run(&mut *conn)
+                .run(&pool)
                 .await
                 .map_err(migrate_error);
             let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
