@@ -422,17 +422,21 @@ async fn s3() -> Option<S3> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    // Killed and waited for when dropped, whatever happens below.
+    let server = S3 {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
     let http = reqwest::Client::new();
     for _ in 0..200 {
-        if http.get(&endpoint).send().await.is_ok() {
+        if http.get(&server.endpoint).send().await.is_ok() {
             let made = http
-                .put(format!("{endpoint}/evoflux-test"))
+                .put(format!("{}/evoflux-test", server.endpoint))
                 .send()
                 .await
                 .unwrap();
             assert!(made.status().is_success(), "{}", made.status());
-            return Some(S3 { child, endpoint });
+            return Some(server);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -58,13 +58,12 @@ impl FileLock {
             path: path.clone(),
             source,
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io_err)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        // It holds a pid and sits among private files: the owner's alone.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path).map_err(io_err)?;
         let started = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {

@@ -116,7 +116,10 @@ pub async fn listen(store: Store, bus: Arc<EventBus>) {
 }
 
 enum Write {
-    Event { kind: String, data: String },
+    Event {
+        kind: String,
+        data: String,
+    },
     Flush(oneshot::Sender<()>),
     /// The turn has ended and released the session: what was held back
     /// may be stored.
