@@ -105,6 +105,28 @@ pub(crate) fn millis(d: Duration) -> i64 {
 }
 
 impl Store {
+    /// Announces `key` on PostgreSQL `channel` when `tx` commits, for the
+    /// other replicas' listeners; nothing on SQLite, where one machine's
+    /// followers poll.
+    pub(crate) async fn announce(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        channel: &str,
+        key: &str,
+    ) -> Result<(), StoreError> {
+        match self.backend() {
+            crate::Backend::Sqlite => Ok(()),
+            crate::Backend::Postgres => {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(channel)
+                    .bind(key)
+                    .execute(&mut **tx)
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+
     /// Takes the lease on `session`'s turns for `holder` for `ttl`, with a
     /// turn open under it. `None` when another holder's lease is still
     /// valid.
@@ -222,13 +244,7 @@ impl Store {
         .bind(now_ms())
         .execute(&mut *tx)
         .await?;
-        if let crate::Backend::Postgres = self.backend() {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(SIGNALS_CHANNEL)
-                .bind(&key)
-                .execute(&mut *tx)
-                .await?;
-        }
+        self.announce(&mut tx, SIGNALS_CHANNEL, &key).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -347,13 +363,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        if let crate::Backend::Postgres = self.backend() {
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(EVENTS_CHANNEL)
-                .bind(&key)
-                .execute(&mut *tx)
-                .await?;
-        }
+        self.announce(&mut tx, EVENTS_CHANNEL, &key).await?;
         tx.commit().await?;
         to_u64("event id", id)
     }

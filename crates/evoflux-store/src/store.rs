@@ -287,13 +287,8 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             // Other replicas' streams of it end (see `append_events`).
-            if let Backend::Postgres = self.backend() {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(crate::replicas::EVENTS_CHANNEL)
-                    .bind(&key)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            self.announce(&mut tx, crate::replicas::EVENTS_CHANNEL, &key)
+                .await?;
         }
         if collect_parts {
             crate::model_requests::drop_unused_parts(&mut tx).await?;
