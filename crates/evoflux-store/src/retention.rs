@@ -1,6 +1,6 @@
 //! What of the data directory is kept: sessions past an age or past a
 //! total size are deleted with everything they own, and folders no session
-//! owns (left by a crash) are removed.
+//! owns (left by a crash, and older than an hour) are removed.
 //!
 //! The policy comes from `[storage]` in the user's config; the CLI's
 //! `sessions prune` applies it (or a given age) at once, and every session
@@ -116,7 +116,10 @@ impl Store {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let path = entry.path();
-                if name.parse::<SessionId>().is_err() || live.contains(&name) || !path.is_dir() {
+                let Ok(id) = name.parse::<SessionId>() else {
+                    continue;
+                };
+                if live.contains(&name) || !path.is_dir() || minted_recently(id, &path, now) {
                     continue;
                 }
                 let bytes = folder_bytes(&path);
@@ -206,6 +209,34 @@ struct Tree {
     root: SessionId,
     updated_at_ms: i64,
     members: Vec<SessionId>,
+}
+
+/// Whether the folder of session `id` may belong to a session being
+/// created right now rather than to one a crash left: a Work session's
+/// folder is made before its row is written, and another evoflux (a CLI
+/// run, another server replica) may be creating sessions on this data dir
+/// while this one prunes. Such folders are left for [`KEEP_RECENT`]. A
+/// session id carries the time it was minted (UUIDv7); an id without one
+/// is aged by its folder's modification time.
+fn minted_recently(id: SessionId, folder: &Path, now_ms: i64) -> bool {
+    let keep_ms = i64::try_from(KEEP_RECENT.as_millis()).unwrap_or(i64::MAX);
+    let minted_ms = match id.as_uuid().get_timestamp() {
+        Some(ts) => {
+            let (secs, nanos) = ts.to_unix();
+            i64::try_from(secs)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(1000)
+                .saturating_add(i64::from(nanos / 1_000_000))
+        }
+        None => match std::fs::metadata(folder).and_then(|m| m.modified()) {
+            Ok(at) => at
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+            // Unreadable: leave it rather than guess.
+            Err(_) => return true,
+        },
+    };
+    minted_ms > now_ms.saturating_sub(keep_ms)
 }
 
 /// Bytes of the files below `dir`, links not followed; 0 when it is
@@ -348,5 +379,35 @@ mod tests {
                 .is_some()
         );
         assert!(!orphan.exists());
+    }
+
+    #[tokio::test]
+    async fn a_folder_of_a_session_being_created_is_not_an_orphan() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).await.unwrap();
+        // Folders made just now for sessions whose rows are not written yet
+        // (here: never), by this process or another one on the data dir.
+        let young = evoflux_core::ids::Ids::system().session_id();
+        let young_work = store.work_folder(young);
+        let young_artifacts = artifacts_root(dir.path()).join(young.to_string());
+        std::fs::create_dir_all(&young_work).unwrap();
+        std::fs::create_dir_all(&young_artifacts).unwrap();
+        // An id without a time (not UUIDv7) is aged by its folder.
+        let timeless = artifacts_root(dir.path()).join("0f000000-0000-4000-8000-000000000000");
+        std::fs::create_dir_all(&timeless).unwrap();
+        let crashed = artifacts_root(dir.path()).join("01a20000-0000-7000-8000-000000000000");
+        std::fs::create_dir_all(&crashed).unwrap();
+
+        let pruned = store.prune(&Retention::default()).await.unwrap();
+        assert_eq!(pruned.orphans, [crashed.clone()]);
+        assert!(young_work.is_dir() && young_artifacts.is_dir() && timeless.is_dir());
+
+        std::fs::File::open(&timeless)
+            .unwrap()
+            .set_modified(SystemTime::now() - KEEP_RECENT - Duration::from_secs(1))
+            .unwrap();
+        let pruned = store.prune(&Retention::default()).await.unwrap();
+        assert_eq!(pruned.orphans, [timeless]);
+        assert!(young_work.is_dir() && young_artifacts.is_dir());
     }
 }
