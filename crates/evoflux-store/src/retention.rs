@@ -399,7 +399,7 @@ mod tests {
         std::fs::create_dir_all(&crashed).unwrap();
 
         let pruned = store.prune(&Retention::default()).await.unwrap();
-        assert_eq!(pruned.orphans, [crashed.clone()]);
+        assert_eq!(pruned.orphans, [crashed]);
         assert!(young_work.is_dir() && young_artifacts.is_dir() && timeless.is_dir());
 
         std::fs::File::open(&timeless)
