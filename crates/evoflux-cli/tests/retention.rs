@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 //! Nothing of a deleted session is left behind: its transcript, its Work
-//! folder and its command journals go with it; `sessions prune` deletes old
-//! sessions and the folders no session owns.
+//! folder, its command journals and its objects in the artifact store go
+//! with it; `sessions prune` deletes old sessions and the folders no
+//! session owns.
 
 mod common;
 
@@ -38,6 +39,30 @@ fn deleting_a_session_removes_its_folder_and_its_artifacts() {
     let again = s.run(&["sessions", "delete", &id]);
     assert_eq!(again.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&again.stderr).contains("store/session-not-found"));
+}
+
+#[test]
+fn deleting_or_pruning_a_session_removes_its_objects_from_the_artifact_store() {
+    let s = Sandbox::new();
+    let bucket = s.tmp.path().join("bucket");
+    s.user(
+        "config.toml",
+        &format!("[store]\nartifacts = \"file://{}\"\n", bucket.display()),
+    );
+    // What a server replica copied up for each session's command journal.
+    let object = |id: &str| bucket.join(id).join("commands/proc_1.txt");
+    let deleted = session_with_a_journal(&s);
+    let pruned = session_with_a_journal(&s);
+    for id in [&deleted, &pruned] {
+        common::write(&object(id), "kept");
+    }
+    let out = s.json(&["--json", "sessions", "delete", &deleted]);
+    assert_eq!(out["deleted"][0], deleted.as_str());
+    assert!(!object(&deleted).exists());
+    assert!(object(&pruned).is_file(), "another session's objects stay");
+    let out = s.json(&["--json", "sessions", "prune", "--older-than-days", "0"]);
+    assert_eq!(out["deleted"][0], pruned.as_str(), "{out}");
+    assert!(!object(&pruned).exists());
 }
 
 #[test]

@@ -130,7 +130,7 @@ pub async fn serve(
         });
     }
     let store = app.open_store().await?;
-    let artifacts = app.artifacts()?;
+    let artifacts = store.artifacts().cloned();
     let processes = ProcessRuntime::new(app.runtime_config());
     let scheduler = schedules::scheduler(
         &app,

@@ -30,6 +30,9 @@ pub struct Store {
     pub(crate) data_dir: PathBuf,
     database: Database,
     ids: Ids,
+    /// The object store every replica keeps sessions' artifacts in, when
+    /// one is configured: deleting a session removes its objects too.
+    artifacts: Option<crate::artifacts::Artifacts>,
 }
 
 const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, parent_id, \
@@ -84,7 +87,21 @@ impl Store {
             data_dir,
             database: database.clone(),
             ids,
+            artifacts: None,
         })
+    }
+
+    /// This store with the object store sessions' artifacts are kept in
+    /// (see [`crate::Artifacts`]); `None` when the data directory is all
+    /// there is.
+    pub fn with_artifacts(mut self, artifacts: Option<crate::artifacts::Artifacts>) -> Store {
+        self.artifacts = artifacts;
+        self
+    }
+
+    /// The object store sessions' artifacts are kept in, when configured.
+    pub fn artifacts(&self) -> Option<&crate::artifacts::Artifacts> {
+        self.artifacts.as_ref()
     }
 
     /// Where the sessions are.
@@ -258,9 +275,11 @@ impl Store {
 
     /// Deletes a session with its children (the sessions its dispatches
     /// opened, recursively), their transcripts, pending inputs, usage and
-    /// session-scoped approval grants, and its folder under the data dir
-    /// (a Work session's workspace). Returns
-    /// the ids deleted, the session's own first.
+    /// session-scoped approval grants, its folders under the data dir (a
+    /// Work session's workspace, its artifacts) and its objects in the
+    /// artifact store. The objects go first: when the object store cannot
+    /// be reached nothing is deleted, and the deletion can be retried.
+    /// Returns the ids deleted, the session's own first.
     pub async fn delete_session(&self, id: SessionId) -> Result<Vec<SessionId>, StoreError> {
         self.delete_tree(id, true).await
     }
@@ -274,6 +293,11 @@ impl Store {
         collect_parts: bool,
     ) -> Result<Vec<SessionId>, StoreError> {
         let doomed = self.session_tree(id).await?;
+        if let Some(artifacts) = &self.artifacts {
+            for s in &doomed {
+                artifacts.delete_session(s.id).await?;
+            }
+        }
         let mut tx = self.pool.begin().await?;
         for s in &doomed {
             let key = s.id.to_string();

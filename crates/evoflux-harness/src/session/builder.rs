@@ -400,15 +400,19 @@ impl AppContext {
     }
 
     /// Opens the session store on [`AppContext::database`], with the data
-    /// directory for what lives on disk beside it.
+    /// directory for what lives on disk beside it and the
+    /// [`AppContext::artifacts`] object store, so every front end that
+    /// deletes or prunes a session removes its objects too.
     pub async fn open_store(&self) -> Result<Store, SessionError> {
         let database = self.database()?;
+        let artifacts = self.artifacts()?;
         Ok(Store::connect(
             self.dirs.data_dir(),
             &database,
             evoflux_core::ids::Ids::system(),
         )
-        .await?)
+        .await?
+        .with_artifacts(artifacts))
     }
 
     /// The admin's and the user's `config.toml` over the embedded

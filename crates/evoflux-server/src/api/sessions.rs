@@ -319,19 +319,11 @@ pub async fn delete(
     for s in store.session_tree(id).await? {
         state.sessions.stop(s.id).await;
     }
+    // Rows, folders and objects in the artifact store go together.
     for s in store.delete_session(id).await? {
         // Its streams here end now; on other replicas when the store's
         // announcement reaches them.
         state.sessions.bus().wake(s);
-        if let Some(artifacts) = &state.artifacts
-            && let Err(e) = artifacts.delete_session(s).await
-        {
-            tracing::warn!(session = %s, error = %e, "cannot remove a deleted session's artifacts from the object store");
-        }
-        let dir = state.sessions.app().artifacts_root().join(s.to_string());
-        if dir.is_dir() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
     Ok(StatusCode::NO_CONTENT)
 }
