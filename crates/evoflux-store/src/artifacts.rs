@@ -138,8 +138,7 @@ impl Artifacts {
         session: SessionId,
         folder: &Path,
     ) -> Result<usize, StoreError> {
-        let mut files = Vec::new();
-        collect(folder, folder, &mut files);
+        let files = files_below(folder);
         let mut copied = 0;
         for (relative, len) in files {
             let absolute = folder.join(&relative);
@@ -227,25 +226,31 @@ impl Artifacts {
     }
 }
 
-/// Every file below `dir`, relative to `root`, with its length. Links are
-/// not followed: artifacts are files the runtime wrote.
-fn collect(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, u64)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
+/// Every regular file below `root`, relative to it, with its length; none
+/// when it is missing. Links are not followed: a session's folders hold
+/// files the runtime wrote.
+pub(crate) fn files_below(root: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        let path = entry.path();
-        if kind.is_dir() {
-            collect(root, &path, out);
-        } else if kind.is_file()
-            && let (Ok(relative), Ok(meta)) = (path.strip_prefix(root), entry.metadata())
-        {
-            out.push((relative.to_path_buf(), meta.len()));
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file()
+                && let (Ok(relative), Ok(meta)) = (path.strip_prefix(root), entry.metadata())
+            {
+                out.push((relative.to_path_buf(), meta.len()));
+            }
         }
     }
+    out
 }
 
 #[cfg(test)]

@@ -204,18 +204,17 @@ pub(crate) async fn connect(database: &Database, data_dir: &Path) -> Result<AnyP
         Backend::Sqlite => {
             // Processes opening a new data directory together take turns:
             // sqlx cannot lock a SQLite database around its migrations.
-            let target = data_dir.join(crate::DB_FILE);
+            let path = data_dir.join(crate::DB_FILE);
+            let target = path.clone();
             let lock = tokio::task::spawn_blocking(move || {
                 evoflux_core::lock::FileLock::acquire(&target, SQLITE_BUSY_TIMEOUT)
             })
             .await
-            .map_err(|e| StoreError::DataDir {
+            .map_err(std::io::Error::other)
+            .and_then(|locked| locked.map_err(std::io::Error::other))
+            .map_err(|source| StoreError::DataDir {
                 path: data_dir.to_path_buf(),
-                source: std::io::Error::other(e),
-            })?
-            .map_err(|e| StoreError::DataDir {
-                path: data_dir.to_path_buf(),
-                source: std::io::Error::other(e),
+                source,
             })?;
             let migrated = sqlx::migrate!("migrations/sqlite")
                 .run(&pool)
@@ -223,6 +222,13 @@ pub(crate) async fn connect(database: &Database, data_dir: &Path) -> Result<AnyP
                 .map_err(migrate_error);
             drop(lock);
             migrated?;
+            // SQLite creates its files with the umask's mode; they hold
+            // every transcript, so they are the owner's alone.
+            for suffix in ["", "-wal", "-shm"] {
+                let mut file = path.clone().into_os_string();
+                file.push(suffix);
+                let _ = evoflux_core::private::tighten(Path::new(&file));
+            }
         }
         Backend::Postgres => {
             // Replicas starting together take turns: sqlx's migrator locks
@@ -247,16 +253,6 @@ pub(crate) async fn connect(database: &Database, data_dir: &Path) -> Result<AnyP
                 .await;
             migrated?;
             unlocked.map_err(open_error)?;
-        }
-    }
-    if let Database::Sqlite = database {
-        // SQLite creates its files with the umask's mode; they hold every
-        // transcript, so they are the owner's alone.
-        let path = data_dir.join(crate::DB_FILE);
-        for suffix in ["", "-wal", "-shm"] {
-            let mut file = path.clone().into_os_string();
-            file.push(suffix);
-            let _ = evoflux_core::private::tighten(Path::new(&file));
         }
     }
     Ok(pool)

@@ -100,6 +100,15 @@ pub struct StoredEvent {
     pub data: String,
 }
 
+/// A `session_events` row (`id, kind, data`).
+fn event_from_row(r: &sqlx::any::AnyRow) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent {
+        id: to_u64("event id", r.try_get("id")?)?,
+        kind: r.try_get("kind")?,
+        data: r.try_get("data")?,
+    })
+}
+
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -289,26 +298,24 @@ impl Store {
         kinds: &[&str],
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let mut out = Vec::new();
-        let rows = sqlx::query(
-            "SELECT id, kind, data FROM session_events WHERE session_id = $1 \
-             ORDER BY id DESC LIMIT $2",
-        )
-        .bind(session.to_string())
-        .bind(i64::from(limit))
-        .fetch_all(self.pool())
-        .await?;
-        for r in &rows {
-            let kind: String = r.try_get("kind")?;
-            if kinds.contains(&kind.as_str()) {
-                out.push(StoredEvent {
-                    id: to_u64("event id", r.try_get("id")?)?,
-                    kind,
-                    data: r.try_get("data")?,
-                });
-            }
+        if kinds.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        // `$3, $4, …`: one placeholder per kind, each bound below.
+        let placeholders: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 3)).collect();
+        let sql = format!(
+            "SELECT id, kind, data FROM session_events WHERE session_id = $1 \
+             AND kind IN ({}) ORDER BY id DESC LIMIT $2",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(session.to_string())
+            .bind(i64::from(limit));
+        for kind in kinds {
+            query = query.bind(*kind);
+        }
+        let rows = query.fetch_all(self.pool()).await?;
+        rows.iter().map(event_from_row).collect()
     }
 
     /// Sessions whose turn was left open by a holder whose lease expired:
@@ -399,15 +406,7 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(self.pool())
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(StoredEvent {
-                    id: to_u64("event id", r.try_get("id")?)?,
-                    kind: r.try_get("kind")?,
-                    data: r.try_get("data")?,
-                })
-            })
-            .collect()
+        rows.iter().map(event_from_row).collect()
     }
 
     /// The id of `session`'s last stored event, 0 before the first.

@@ -242,21 +242,10 @@ fn minted_recently(id: SessionId, folder: &Path, now_ms: i64) -> bool {
 /// Bytes of the files below `dir`, links not followed; 0 when it is
 /// missing.
 fn folder_bytes(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(entry.path()),
-                Ok(_) => total += entry.metadata().map_or(0, |m| m.len()),
-                Err(_) => {}
-            }
-        }
-    }
-    total
+    crate::artifacts::files_below(dir)
+        .iter()
+        .map(|(_, len)| len)
+        .sum()
 }
 
 #[cfg(test)]

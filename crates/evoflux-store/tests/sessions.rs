@@ -664,6 +664,31 @@ async fn two_replicas_share_leases_and_events(t: Target) {
     assert_eq!(two.lease_epoch(s.id).await.unwrap(), 50);
 }
 
+/// The last events of some kinds, however many others came after them.
+async fn recent_events_of_some_kinds_pass_over_the_others(t: Target) {
+    let store = t.open().await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    let delta = ("message_delta", "{}");
+    let mut events = vec![("turn_started", "{\"n\":1}")];
+    events.extend([delta; 5]);
+    events.push(("approval_requested", "{\"n\":7}"));
+    events.extend([delta; 5]);
+    store.append_events(s.id, &events).await.unwrap();
+    let recent = store
+        .recent_events(s.id, &["approval_requested", "turn_started"], 2)
+        .await
+        .unwrap();
+    let got: Vec<(u64, &str)> = recent.iter().map(|e| (e.id, e.kind.as_str())).collect();
+    assert_eq!(got, [(7, "approval_requested"), (1, "turn_started")]);
+    let one = store
+        .recent_events(s.id, &["approval_requested", "turn_started"], 1)
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].data, "{\"n\":7}");
+    assert!(store.recent_events(s.id, &[], 10).await.unwrap().is_empty());
+}
+
 /// Four replicas starting at once on a new database all open it.
 async fn replicas_starting_together_all_open_the_database(t: Target) {
     let opened = futures_util::future::join_all((0..4).map(|_| t.open())).await;
@@ -729,6 +754,7 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    recent_events_of_some_kinds_pass_over_the_others,
     replicas_starting_together_all_open_the_database,
     two_replicas_share_leases_and_events,
     two_schedulers_claim_each_occurrence_once,
