@@ -254,6 +254,54 @@ pub enum Event {
     },
 }
 
+/// Where an event stands in its turn, for whoever stores a session's
+/// stream for other readers (a server that several replicas share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Boundary {
+    /// Within the turn; it names nothing the turn wrote.
+    Within,
+    /// A result: it may name a file the turn wrote among the session's
+    /// artifacts (a command's journal, an offloaded result), which must be
+    /// where every reader finds it before the event is.
+    Result,
+    /// The turn's end (completed, cancelled, failed): nothing more of the
+    /// turn follows. Stored only once the turn has let go of the session,
+    /// so a client that reads it may start the next turn at once. It may
+    /// name artifacts too.
+    End,
+}
+
+impl Event {
+    pub const fn boundary(&self) -> Boundary {
+        match self {
+            Event::TurnCompleted { .. } | Event::TurnCancelled { .. } | Event::Error { .. } => {
+                Boundary::End
+            }
+            Event::ToolEnded { .. } | Event::CommandEnded { .. } => Boundary::Result,
+            Event::SessionStarted { .. }
+            | Event::TurnStarted { .. }
+            | Event::MessageDelta { .. }
+            | Event::WebSearch { .. }
+            | Event::Citation { .. }
+            | Event::ToolStarted { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ModelSwitched { .. }
+            | Event::McpServer { .. }
+            | Event::ContextCompacted { .. }
+            | Event::InputRequested { .. }
+            | Event::ModelCallCompleted { .. }
+            | Event::DispatchStarted { .. }
+            | Event::DispatchEnded { .. }
+            | Event::TaskCancelled { .. }
+            | Event::TaskUpdate { .. }
+            | Event::ToolsActivated { .. }
+            // A child's results are in the child session's folder.
+            | Event::Child { .. }
+            | Event::Warning { .. } => Boundary::Within,
+        }
+    }
+}
+
 /// How a worker's result met its recipe's result contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

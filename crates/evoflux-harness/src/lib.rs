@@ -48,7 +48,7 @@ pub mod workspace_instructions;
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::HarnessError;
-pub use events::{CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
+pub use events::{Boundary, CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
 pub use session::{

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
+use evoflux_harness::{Boundary, Event};
 use evoflux_store::{Artifacts, Store, StoredEvent};
 use futures_util::Stream;
 use serde_json::Value;
@@ -44,10 +45,7 @@ pub struct EventBus {
 impl EventBus {
     /// Wakes `session`'s followers.
     pub fn wake(&self, session: SessionId) {
-        let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = sessions.get(&session) {
-            tx.send_replace(());
-        }
+        notify(&self.sessions, session);
     }
 
     /// Wakes every follower and signal watcher (a lost `LISTEN`
@@ -63,10 +61,7 @@ impl EventBus {
 
     /// Wakes the watcher of `session`'s signals.
     pub fn wake_signals(&self, session: SessionId) {
-        let signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(tx) = signals.get(&session) {
-            tx.send_replace(());
-        }
+        notify(&self.signals, session);
     }
 
     fn watch(&self, session: SessionId) -> watch::Receiver<()> {
@@ -76,6 +71,13 @@ impl EventBus {
     /// What wakes the turn running `session` when a signal comes for it.
     pub fn watch_signals(&self, session: SessionId) -> watch::Receiver<()> {
         subscribe(&self.signals, session)
+    }
+}
+
+fn notify(map: &Mutex<HashMap<SessionId, watch::Sender<()>>>, session: SessionId) {
+    let map = map.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(tx) = map.get(&session) {
+        tx.send_replace(());
     }
 }
 
@@ -115,11 +117,15 @@ pub async fn listen(store: Store, bus: Arc<EventBus>) {
     }
 }
 
+/// One event on its way to the store.
+struct Queued {
+    kind: String,
+    data: String,
+    boundary: Boundary,
+}
+
 enum Write {
-    Event {
-        kind: String,
-        data: String,
-    },
+    Event(Queued),
     Flush(oneshot::Sender<()>),
     /// The turn has ended and released the session: what was held back
     /// may be stored.
@@ -139,7 +145,7 @@ pub struct EventLog {
 impl std::fmt::Debug for Write {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Write::Event { kind, .. } => write!(f, "Event({kind})"),
+            Write::Event(e) => write!(f, "Event({})", e.kind),
             Write::Flush(_) => f.write_str("Flush"),
             Write::Release => f.write_str("Release"),
         }
@@ -172,17 +178,32 @@ impl EventLog {
         }
     }
 
-    /// Queues one event (a JSON object with a `type`).
+    /// Queues one of the harness's events.
+    pub fn push_event(&self, event: &Event) {
+        match serde_json::to_value(event) {
+            Ok(value) => self.queue(&value, event.boundary()),
+            Err(e) => tracing::warn!("an event did not serialize: {e}"),
+        }
+    }
+
+    /// Queues one of the server's own notices (a JSON object with a
+    /// `type`: the sources were reloaded, a graph is invalid): within a
+    /// turn, if one runs.
     pub fn push(&self, value: &Value) {
+        self.queue(value, Boundary::Within);
+    }
+
+    fn queue(&self, value: &Value, boundary: Boundary) {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("event")
             .to_owned();
-        let _ = self.tx.send(Write::Event {
+        let _ = self.tx.send(Write::Event(Queued {
             kind,
             data: value.to_string(),
-        });
+            boundary,
+        }));
     }
 
     /// Lets the events held back since the turn's last event be stored:
@@ -202,19 +223,6 @@ impl EventLog {
     }
 }
 
-/// Events that end a turn: held back, with whatever follows them, until
-/// the turn has released the session ([`EventLog::release`]).
-const ENDS_TURN: &[&str] = &["turn_completed", "turn_cancelled", "error"];
-
-/// Events that may name an artifact the turn wrote.
-const NAMES_ARTIFACTS: &[&str] = &[
-    "tool_ended",
-    "command_ended",
-    "turn_completed",
-    "turn_cancelled",
-    "error",
-];
-
 async fn write(
     session: SessionId,
     store: Store,
@@ -222,19 +230,21 @@ async fn write(
     artifacts: Option<(Artifacts, PathBuf)>,
     mut rx: mpsc::UnboundedReceiver<Write>,
 ) {
-    let mut events: Vec<(String, String)> = Vec::new();
-    let mut held: Vec<(String, String)> = Vec::new();
+    let mut events: Vec<Queued> = Vec::new();
+    // An event that ends the turn, and whatever follows it, wait for the
+    // turn to release the session ([`EventLog::release`]).
+    let mut held: Vec<Queued> = Vec::new();
     let mut holding = false;
     let mut flushed = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(w) = next.take() {
             match w {
-                Write::Event { kind, data } => {
-                    holding = holding || ENDS_TURN.contains(&kind.as_str());
+                Write::Event(e) => {
+                    holding = holding || e.boundary == Boundary::End;
                     match holding {
-                        true => held.push((kind, data)),
-                        false => events.push((kind, data)),
+                        true => held.push(e),
+                        false => events.push(e),
                     }
                 }
                 Write::Flush(done) => flushed.push(done),
@@ -248,9 +258,7 @@ async fn write(
             }
         }
         if let Some((artifacts, folder)) = &artifacts
-            && events
-                .iter()
-                .any(|(kind, _)| NAMES_ARTIFACTS.contains(&kind.as_str()))
+            && events.iter().any(|e| e.boundary != Boundary::Within)
             && let Err(e) = artifacts.upload_session(session, folder).await
         {
             tracing::warn!(%session, error = %e, "cannot copy artifacts to the object store");
@@ -258,7 +266,7 @@ async fn write(
         if !events.is_empty() {
             let batch: Vec<(&str, &str)> = events
                 .iter()
-                .map(|(k, d)| (k.as_str(), d.as_str()))
+                .map(|e| (e.kind.as_str(), e.data.as_str()))
                 .collect();
             match store.append_events(session, &batch).await {
                 Ok(_) => bus.wake(session),
@@ -273,24 +281,6 @@ async fn write(
     }
 }
 
-/// One event a follower yields.
-#[derive(Debug, Clone)]
-pub struct Followed {
-    pub id: u64,
-    pub kind: String,
-    pub data: String,
-}
-
-impl From<StoredEvent> for Followed {
-    fn from(e: StoredEvent) -> Followed {
-        Followed {
-            id: e.id,
-            kind: e.kind,
-            data: e.data,
-        }
-    }
-}
-
 /// `session`'s events after `after`, then each as it is stored, from
 /// whichever replica writes it. When the session is deleted the stream
 /// says so with a last `session_stopped` event and ends.
@@ -299,13 +289,13 @@ pub fn follow(
     bus: Arc<EventBus>,
     session: SessionId,
     after: u64,
-) -> impl Stream<Item = Followed> + Send + 'static {
+) -> impl Stream<Item = StoredEvent> + Send + 'static {
     struct State {
         store: Store,
         wake: watch::Receiver<()>,
         session: SessionId,
         cursor: u64,
-        pending: std::collections::VecDeque<Followed>,
+        pending: std::collections::VecDeque<StoredEvent>,
         /// The last read found everything there was: wait before the next.
         caught_up: bool,
         /// Quiet waits since events last came.
@@ -347,7 +337,7 @@ pub fn follow(
                     s.caught_up = batch.len() < PAGE as usize;
                     s.quiet = 0;
                     s.cursor = batch.last().map_or(s.cursor, |e| e.id);
-                    s.pending.extend(batch.into_iter().map(Followed::from));
+                    s.pending.extend(batch);
                 }
                 Ok(_) => {
                     s.caught_up = true;
@@ -368,8 +358,8 @@ pub fn follow(
     })
 }
 
-fn stopped(session: SessionId, id: u64) -> Followed {
-    Followed {
+fn stopped(session: SessionId, id: u64) -> StoredEvent {
+    StoredEvent {
         id,
         kind: SESSION_STOPPED.to_owned(),
         data: serde_json::json!({

@@ -130,7 +130,6 @@ pub async fn serve(
         });
     }
     let store = app.open_store().await?;
-    let artifacts = store.artifacts().cloned();
     let processes = ProcessRuntime::new(app.runtime_config());
     let scheduler = schedules::scheduler(
         &app,
@@ -151,9 +150,7 @@ pub async fn serve(
             processes.clone(),
             store.clone(),
             live::Replica::new(options.lease_ttl),
-            artifacts.clone(),
         ),
-        artifacts,
         store,
         workspaces: options.workspaces.clone(),
         mcp: tokio::sync::Mutex::new(None),

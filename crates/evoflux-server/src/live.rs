@@ -66,10 +66,7 @@ struct LogSink(Arc<EventLog>);
 
 impl EventSink for LogSink {
     fn emit(&self, event: &Event) {
-        match serde_json::to_value(event) {
-            Ok(v) => self.0.push(&v),
-            Err(e) => tracing::warn!("an event did not serialize: {e}"),
-        }
+        self.0.push_event(event);
     }
 }
 
@@ -222,7 +219,6 @@ pub struct Sessions {
     generation: Arc<AtomicU64>,
     replica: Replica,
     bus: Arc<EventBus>,
-    artifacts: Option<evoflux_store::Artifacts>,
 }
 
 /// What opening a session returned besides the live handle.
@@ -240,7 +236,6 @@ impl Sessions {
         processes: ProcessRuntime,
         store: evoflux_store::Store,
         replica: Replica,
-        artifacts: Option<evoflux_store::Artifacts>,
     ) -> Sessions {
         Sessions {
             app,
@@ -251,7 +246,6 @@ impl Sessions {
             generation: Arc::new(AtomicU64::new(0)),
             replica,
             bus: Arc::new(EventBus::default()),
-            artifacts,
         }
     }
 
@@ -331,8 +325,9 @@ impl Sessions {
         let harness = opened.harness;
         let session = harness.session().clone();
         let artifacts = self
-            .artifacts
-            .clone()
+            .store
+            .artifacts()
+            .cloned()
             .map(|a| (a, self.app.artifacts_root().join(session.id.to_string())));
         log.bind(
             session.id,
@@ -608,11 +603,10 @@ async fn run(
                 } else {
                     // A harness that missed another replica's turns must
                     // not answer on them.
-                    live.log.push(&json!({
-                        "type": "error",
-                        "code": "session/reopen-failed",
-                        "message": "another replica ran this session since it was opened here, and it cannot be opened again; nothing was run",
-                    }));
+                    live.log.push_event(&Event::Error {
+                        code: "session/reopen-failed".to_owned(),
+                        message: "another replica ran this session since it was opened here, and it cannot be opened again; nothing was run".to_owned(),
+                    });
                 }
                 live.log.flush().await;
                 if let Err(e) = live.store.release_lease(live.id, &live.replica.id).await {

@@ -17,8 +17,6 @@ pub struct ServerState {
     pub sessions: Sessions,
     /// The store every session lives in (one pool for the server).
     pub store: Store,
-    /// Where every replica finds sessions' artifacts, when configured.
-    pub artifacts: Option<evoflux_store::Artifacts>,
     /// The repositories the server serves (canonical), for Coding
     /// sessions and for compiling the graph `/api/info` shows.
     pub workspaces: Vec<PathBuf>,

@@ -118,23 +118,13 @@ async fn runs_when(server: &Running, n: usize) -> Vec<Value> {
     panic!("no {n} finished runs");
 }
 
-fn at(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
-    let config = app.dirs.config_dir().to_path_buf();
+/// The user's `minutely` schedule ("Write the minute's note" every
+/// minute) and a scripted default model that answers with `turns_yaml`.
+fn minutely_schedule(app: &AppContext, tmp: &Path, turns_yaml: &str) {
+    let config = app.dirs.config_dir();
     std::fs::create_dir_all(config.join("schedules")).unwrap();
-    let script = tmp.path().join("model.yaml");
-    std::fs::write(
-        &script,
-        "turns:\n  - expect: {user: \"Write the minute's note\"}\n    reply: {text: noted}\n",
-    )
-    .unwrap();
+    let script = tmp.join("model.yaml");
+    std::fs::write(&script, turns_yaml).unwrap();
     std::fs::write(
         config.join("config.toml"),
         format!("[model]\ndefault = \"scripted:{}\"\n", script.display()),
@@ -145,6 +135,22 @@ async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
         "every = \"1m\"\nprompt = \"Write the minute's note\"\n",
     )
     .unwrap();
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    minutely_schedule(
+        &app,
+        tmp.path(),
+        "turns:\n  - expect: {user: \"Write the minute's note\"}\n    reply: {text: noted}\n",
+    );
 
     let now = Arc::new(ManualNow::new(at("2026-12-02T09:00:00Z")));
     let server = start(&app, Arc::clone(&now)).await;
@@ -227,20 +233,7 @@ async fn two_replicas_fire_each_occurrence_exactly_once() {
     let tmp = tempfile::tempdir().unwrap();
     let mut app = app(tmp.path());
     app.database_url = Some(url.expose().to_owned());
-    let config = app.dirs.config_dir().to_path_buf();
-    std::fs::create_dir_all(config.join("schedules")).unwrap();
-    let script = tmp.path().join("model.yaml");
-    std::fs::write(&script, "turns:\n  - reply: {text: noted}\n").unwrap();
-    std::fs::write(
-        config.join("config.toml"),
-        format!("[model]\ndefault = \"scripted:{}\"\n", script.display()),
-    )
-    .unwrap();
-    std::fs::write(
-        config.join("schedules/minutely.toml"),
-        "every = \"1m\"\nprompt = \"Write the minute's note\"\n",
-    )
-    .unwrap();
+    minutely_schedule(&app, tmp.path(), "turns:\n  - reply: {text: noted}\n");
 
     let start_at = at("2026-12-02T09:00:00Z");
     let now = Arc::new(ManualNow::new(start_at));

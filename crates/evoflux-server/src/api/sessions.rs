@@ -22,7 +22,6 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, body_error};
-use crate::events::Followed;
 use crate::state::ServerState;
 
 /// `POST /api/sessions`.
@@ -206,10 +205,6 @@ fn authorized(state: &ServerState, requested: &[PathBuf]) -> Result<Vec<PathBuf>
         .collect()
 }
 
-async fn last_event(state: &ServerState, id: SessionId) -> Result<u64, ApiError> {
-    state.sessions.last_event(id).await
-}
-
 #[utoipa::path(post, path = "/api/sessions", operation_id = "create_session", tag = "sessions", request_body = CreateSession,
     responses(
         (status = 201, description = "The session is open", body = SessionCreated),
@@ -351,7 +346,7 @@ pub async fn message(
         .field("text"));
     }
     let live = state.sessions.live_or_resume(id).await?;
-    let after = last_event(&state, id).await?;
+    let after = state.sessions.last_event(id).await?;
     live.start_turn(Some(body.text)).await?;
     Ok(accepted(id, after))
 }
@@ -388,7 +383,7 @@ pub async fn answer(
         ));
     }
     let live = state.sessions.live_or_resume(id).await?;
-    let after = last_event(&state, id).await?;
+    let after = state.sessions.last_event(id).await?;
     live.start_turn(Some(body.text)).await?;
     Ok(accepted(id, after))
 }
@@ -413,7 +408,7 @@ pub async fn approve(
         )
         .field("call_id")
     };
-    let after = last_event(&state, id).await?;
+    let after = state.sessions.last_event(id).await?;
     if let Some(live) = state.sessions.get(id)
         && live.is_busy()
     {
@@ -448,7 +443,7 @@ pub async fn cancel(
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let id = session_id(&id)?;
     let idle = || ApiError::conflict("session/idle", "no turn is running");
-    let after = last_event(&state, id).await?;
+    let after = state.sessions.last_event(id).await?;
     if let Some(live) = state.sessions.get(id)
         && live.cancel()
     {
@@ -481,7 +476,7 @@ pub async fn resume(
     let id = session_id(&id)?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let live = state.sessions.live_or_resume(id).await?;
-    let after = last_event(&state, id).await?;
+    let after = state.sessions.last_event(id).await?;
     match (body.message, body.continue_turn) {
         (Some(m), _) => live.start_turn(Some(m)).await?,
         (None, true) => live.start_turn(None).await?,
@@ -521,7 +516,7 @@ pub async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-fn to_sse(e: &Followed) -> SseEvent {
+fn to_sse(e: &evoflux_store::StoredEvent) -> SseEvent {
     SseEvent::default()
         .id(e.id.to_string())
         .event(e.kind.as_str())
@@ -557,7 +552,7 @@ pub async fn artifact(
     ) else {
         // Not here: another replica's turn wrote it, and the object store
         // has it.
-        if let Some(artifacts) = &state.artifacts {
+        if let Some(artifacts) = state.store.artifacts() {
             // A locator may be the path on the replica that wrote it
             // (`…/artifacts/<session>/proc_1.txt`): what follows the
             // session's folder names it in the store.
