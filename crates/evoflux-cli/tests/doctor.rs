@@ -107,11 +107,7 @@ fn a_healthy_setup_passes_every_check() {
 fn a_broken_setup_names_each_problem() {
     let s = Sandbox::new();
     // A port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     s.user(
         "config.toml",
         &format!(

@@ -12,7 +12,7 @@ mod common;
 use std::time::Duration;
 
 use common::server::{Server, Sse, read_events};
-use common::{Sandbox, events, run, script, session_id};
+use common::{Sandbox, run_ok, script, session_id};
 use serde_json::{Value, json};
 
 /// A fresh database's URL on the test server.
@@ -236,18 +236,12 @@ async fn a_data_dir_moves_to_postgres_and_back_and_its_sessions_go_on_there() {
         "hi.yaml",
         "turns:\n  - reply: {text: hi}\n  - reply: {text: again}\n",
     );
-    let out = run(
+    let id = session_id(&run_ok(
         &s,
         &[
             "--json", "run", "--mode", "work", "--model", &model, "hello",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let id = session_id(&events(&out));
+    ));
     let dump = s.tmp.path().join("sessions.jsonl");
     let dump = dump.to_str().unwrap();
     let exported = s.json(&["--json", "store", "export", dump]);
@@ -411,11 +405,7 @@ async fn s3() -> Option<S3> {
         eprintln!("skipping: EVOFLUX_TEST_MOTO (moto_server from PyPI) is not set");
         return None;
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let child = std::process::Command::new(moto)
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
         .stdout(std::process::Stdio::null())

@@ -125,21 +125,17 @@ async fn run_async(out: &Output, command: &StoreCommand) -> anyhow::Result<Exit>
 
 /// Reports why the store could not be opened, with its codes.
 fn refused(out: &Output, e: &SessionError) -> Exit {
-    let diags = match e.diagnostics() {
-        Some(d) => d.clone(),
-        None => {
-            let mut d = Diagnostics::new();
-            d.push(Diagnostic::error(e.code(), e.to_string()));
-            d
-        }
-    };
-    out.diagnostics(&diags);
+    match e.diagnostics() {
+        Some(d) => out.diagnostics(d),
+        None => out.diagnostics(&Diagnostics::from(vec![Diagnostic::error(
+            e.code(),
+            e.to_string(),
+        )])),
+    }
     Exit::Failure
 }
 
 fn store_refused(out: &Output, e: &StoreError) -> Exit {
-    let mut d = Diagnostics::new();
-    d.push(e.to_diagnostic());
-    out.diagnostics(&d);
+    out.diagnostics(&Diagnostics::from(vec![e.to_diagnostic()]));
     Exit::Failure
 }

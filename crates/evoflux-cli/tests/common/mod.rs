@@ -145,6 +145,16 @@ pub fn script(s: &Sandbox, name: &str, yaml: &str) -> String {
     format!("scripted:{}", path.display())
 }
 
+/// A loopback port nothing listens on at the moment, for a child process
+/// to listen on.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Runs with the test's PATH, so shell commands find their programs.
 pub fn run(s: &Sandbox, args: &[&str]) -> Output {
     s.command(args)

@@ -33,11 +33,7 @@ impl Browser {
             eprintln!("skipped: chromium and chromedriver are not installed");
             return None;
         };
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = super::free_port();
         // Its own process group, so the browser it starts goes with it.
         let driver = std::os::unix::process::CommandExt::process_group(
             Command::new(driver_bin).arg(format!("--port={port}")),
