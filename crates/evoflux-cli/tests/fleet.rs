@@ -120,6 +120,8 @@ fn a_repository_fleet_binds_its_commands_and_shadows_a_builtin_of_its_name() {
     assert_eq!(stderr_codes(&out), ["fleet/commands-registry-missing"]);
 
     s.project("fleets/commands.yaml", COMMANDS);
+    // Check commands added after trust wait until it is given again.
+    s.trust();
     let v = s.json(&["--json", "fleet", "validate"]);
     assert_eq!(v["valid"], true);
     assert_eq!(v["fleets"], 2);
@@ -793,8 +795,12 @@ fn parallel_steps_work_in_worktrees_merged_before_the_step_after_them() {
 fn a_code_step_is_confined_to_its_checkout_by_the_sandbox() {
     let fleet = "---\nversion: 3\nname: escape\ndescription: Writes outside.\nmaxWorkers: 1\nonFailure: stop\nsteps:\n  - {id: out, kind: code, command: escape, scope: workspace, dependencies: []}\n---\nGo.\n";
     let s = fleet_repo(("escape", fleet), "version: 1\ncommands: {}\n");
-    // Outside the checkout, in the (existing, writable) home.
-    let outside = s.home().join("escaped");
+    // Outside the checkout, in an existing folder evoflux could write (the
+    // home folder would not do: commands get an empty scratch one).
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fleet-escape-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let outside = dir.join("escaped");
     s.project(
         "fleets/commands.yaml",
         &format!(
@@ -802,6 +808,7 @@ fn a_code_step_is_confined_to_its_checkout_by_the_sandbox() {
             outside.display()
         ),
     );
+    s.trust();
     let out = common::run(&s, &["--json", "fleet", "run", "escape"]);
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);

@@ -75,7 +75,7 @@ fn writes_land_only_inside_the_workspace_and_controls_stay_read_only() {
         &format!(
             "echo in > inside.txt && echo ok-inside; echo out > {}/x.txt || echo refused-outside; \
              echo 'argv = [\"sh\"]' > .evoflux/tools/x.toml || echo refused-control; \
-             echo hi > ~/.bashrc || echo refused-home",
+             echo hi > ~/.bashrc && echo home-is-scratch",
             outside.display()
         ),
     );
@@ -83,7 +83,7 @@ fn writes_land_only_inside_the_workspace_and_controls_stay_read_only() {
         "ok-inside",
         "refused-outside",
         "refused-control",
-        "refused-home",
+        "home-is-scratch",
     ] {
         assert!(out.contains(marker), "{marker} missing: {out}");
     }
@@ -249,4 +249,88 @@ fn without_bubblewrap_a_confined_command_fails_naming_the_package() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The chains a hostile model used to end with its own code running on the
+/// host: `core.fsmonitor` and `core.hooksPath` through `.git/config` (by the
+/// `write` tool and by a command), a hook planted after moving `.git` aside
+/// and copying it back, and a planted `.mcp.json`. After the run, the
+/// user's own `git status`, `git commit` and `evoflux mcp list` run none of
+/// it.
+#[test]
+fn a_hostile_model_cannot_plant_code_that_runs_on_the_host() {
+    let s = Sandbox::new();
+    let repo = s.repo();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    std::fs::remove_dir_all(repo.join(".git")).unwrap();
+    git(&["init", "-q"]);
+    s.write(repo.join("a.txt"), "one\n");
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "first"]);
+    let config_before = std::fs::read_to_string(repo.join(".git/config")).unwrap();
+    // Trusted: a planted `.mcp.json` would start its server.
+    s.trust();
+    let mark = outside_dir("chains").join("ran");
+    let m = mark.display();
+    let hook = format!("#!/bin/sh\\ntouch {m}\\n");
+    let chain = format!(
+        "git config core.fsmonitor 'touch {m}'; git config core.hooksPath .githooks; \
+         mkdir -p .githooks && printf '{hook}' > .githooks/pre-commit && chmod +x .githooks/pre-commit; \
+         mv .git .git-old && mkdir .git && cp -a .git-old/. .git/; \
+         printf '{hook}' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; \
+         echo '{{\"mcpServers\":{{\"x\":{{\"command\":\"touch\",\"args\":[\"{m}\"]}}}}}}' > .mcp.json; \
+         echo chain-done"
+    );
+    let calls = serde_json::json!([
+        {"name": "write", "arguments": {"path": ".git/config", "content": format!("[core]\n\tfsmonitor = touch {m}\n")}},
+        {"name": "write", "arguments": {"path": ".mcp.json", "content": "{}"}},
+        {"name": "shell", "arguments": {"command": chain}},
+    ]);
+    let model = script(
+        &s,
+        "chains.yaml",
+        &format!("turns:\n  - reply:\n      tool_calls: {calls}\n  - reply: {{text: done}}\n"),
+    );
+    let out = run(
+        &s,
+        &["--json", "run", "--mode", "coding", "--model", &model, "go"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended.len(), 3, "{ev:?}");
+    let text = |i: usize| ended[i].to_string();
+    assert!(
+        text(0).contains("protected") || text(0).contains("control"),
+        "{}",
+        text(0)
+    );
+    assert!(
+        text(1).contains("protected") || text(1).contains("control"),
+        "{}",
+        text(1)
+    );
+    assert!(text(2).contains("chain-done"), "{}", text(2));
+
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(!repo.join(".git-old").exists());
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    assert!(!repo.join(".mcp.json").exists());
+    // The user's own next commands run nothing of the model's.
+    git(&["status", "--short"]);
+    git(&["commit", "-qam", "second", "--allow-empty"]);
+    s.run(&["mcp", "list"]);
+    assert!(!mark.exists(), "the model's code ran on the host");
 }

@@ -13,13 +13,16 @@ pub mod diagnostic;
 pub mod dirs;
 pub mod external_agent;
 pub mod frontmatter;
+pub mod git;
 pub mod hash;
 pub mod ids;
 pub mod lock;
 pub mod mode;
+pub mod nesting;
 pub mod placeholder;
 pub mod price;
 pub mod private;
+pub mod secret_name;
 pub mod source;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -8,6 +8,9 @@
 //! max_timeout_seconds = 120
 //! journal_cap_mib = 256             # per command; head and tail kept past it
 //! env_allowlist = ["PATH", "LANG"]
+//! readable_roots = ["~/.cargo", "~/.rustup"]   # the only parts of a home folder commands see
+//! max_processes = 1024              # processes and threads of one command
+//! max_open_files = 4096             # per process of a command
 //! ```
 //!
 //! Files are layered like `config.toml`: the admin's, then the user's key by
@@ -67,6 +70,54 @@ pub struct SandboxPolicy {
     /// journal keeps the first and last halves and marks what it dropped.
     #[serde(default = "default_journal_cap_mib")]
     pub journal_cap_mib: u64,
+    /// The parts of home folders commands may read (absolute, or `~/…`
+    /// for the user's home): home folders are otherwise hidden, since
+    /// they hold keys (`~/.ssh`, `~/.aws`, `~/.netrc`) a command could
+    /// read and send.
+    #[serde(default = "default_readable_roots")]
+    pub readable_roots: Vec<PathBuf>,
+    /// The most processes (and threads) one command may have at once.
+    #[serde(default = "default_max_processes")]
+    pub max_processes: u64,
+    /// The most files each process of a command may hold open.
+    #[serde(default = "default_max_open_files")]
+    pub max_open_files: u64,
+}
+
+/// Toolchains and caches commands need from the user's home folder, and
+/// nothing that holds a credential.
+pub const DEFAULT_READABLE_ROOTS: [&str; 11] = [
+    "~/.cargo",
+    "~/.rustup",
+    "~/.npm",
+    "~/.nvm",
+    "~/.cache/pip",
+    "~/.pyenv",
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/go",
+    "~/.m2",
+    "~/.gitconfig",
+];
+
+/// Enough for a parallel build (cargo, make -j, a test runner's workers),
+/// far below what exhausts a machine.
+pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
+/// The usual soft limit of a desktop session.
+pub const DEFAULT_MAX_OPEN_FILES: u64 = 4096;
+/// Bounds a file may set for either limit.
+pub const MAX_PROCESS_LIMIT: u64 = 1 << 20;
+
+fn default_readable_roots() -> Vec<PathBuf> {
+    DEFAULT_READABLE_ROOTS.map(PathBuf::from).to_vec()
+}
+
+fn default_max_processes() -> u64 {
+    DEFAULT_MAX_PROCESSES
+}
+
+fn default_max_open_files() -> u64 {
+    DEFAULT_MAX_OPEN_FILES
 }
 
 /// The framework's journal cap: large enough for any build log a person
@@ -105,7 +156,22 @@ impl SandboxPolicy {
             .map(str::to_owned)
             .to_vec(),
             journal_cap_mib: DEFAULT_JOURNAL_CAP_MIB,
+            readable_roots: default_readable_roots(),
+            max_processes: DEFAULT_MAX_PROCESSES,
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
         }
+    }
+
+    /// `readable_roots` as absolute paths: `~/…` below `home` (a root
+    /// naming `~` with no home known is dropped: it cannot be found).
+    pub fn readable_roots_under(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        self.readable_roots
+            .iter()
+            .filter_map(|root| match root.strip_prefix("~") {
+                Ok(rest) => home.map(|h| h.join(rest)),
+                Err(_) => Some(root.clone()),
+            })
+            .collect()
     }
 
     /// The journal cap in bytes.
@@ -140,6 +206,15 @@ impl SandboxPolicy {
                 if let Some(v) = file.journal_cap_mib {
                     self.journal_cap_mib = v;
                 }
+                if let Some(v) = file.readable_roots {
+                    self.readable_roots = v;
+                }
+                if let Some(v) = file.max_processes {
+                    self.max_processes = v;
+                }
+                if let Some(v) = file.max_open_files {
+                    self.max_open_files = v;
+                }
             }
             SandboxScope::Repository => {
                 if let Some(v) = file.filesystem {
@@ -164,6 +239,17 @@ impl SandboxPolicy {
                 }
                 if let Some(v) = file.journal_cap_mib {
                     self.journal_cap_mib = self.journal_cap_mib.min(v);
+                }
+                // A repository can hide more of the home folder, never
+                // show more of it.
+                if let Some(v) = file.readable_roots {
+                    self.readable_roots.retain(|root| v.contains(root));
+                }
+                if let Some(v) = file.max_processes {
+                    self.max_processes = self.max_processes.min(v);
+                }
+                if let Some(v) = file.max_open_files {
+                    self.max_open_files = self.max_open_files.min(v);
                 }
             }
         }
@@ -196,6 +282,9 @@ struct SandboxFile {
     max_timeout_seconds: Option<u64>,
     env_allowlist: Option<Vec<String>>,
     journal_cap_mib: Option<u64>,
+    readable_roots: Option<Vec<PathBuf>>,
+    max_processes: Option<u64>,
+    max_open_files: Option<u64>,
 }
 
 /// Parses one file of a layer. `trust` is `Some` for a repository's file.
@@ -230,6 +319,32 @@ pub fn parse(
             "journal_cap_mib",
             format!("journal_cap_mib = {cap} must be between 1 and {MAX_JOURNAL_CAP_MIB}"),
         );
+    }
+    for (field, value) in [
+        ("max_processes", file.max_processes),
+        ("max_open_files", file.max_open_files),
+    ] {
+        if let Some(n) = value
+            && !(16..=MAX_PROCESS_LIMIT).contains(&n)
+        {
+            error(
+                "compile/sandbox-invalid",
+                field,
+                format!("{field} = {n} must be between 16 and {MAX_PROCESS_LIMIT}"),
+            );
+        }
+    }
+    for root in file.readable_roots.iter().flatten() {
+        if !root.is_absolute() && root.strip_prefix("~").is_err() {
+            error(
+                "compile/sandbox-invalid",
+                "readable_roots",
+                format!(
+                    "readable root `{}` must be an absolute path or start with `~/`",
+                    root.display()
+                ),
+            );
+        }
     }
     for name in file.env_allowlist.iter().flatten() {
         if !crate::connection::is_env_name(name) {

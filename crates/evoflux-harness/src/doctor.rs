@@ -638,10 +638,47 @@ fn sandbox(graph: &CompiledGraph, env: &BTreeMap<String, String>) -> CheckResult
     }
     let path = env.get("PATH").map(std::ffi::OsStr::new);
     match evoflux_tools::sandbox::probe_bubblewrap(path) {
-        Ok(program) => CheckResult::new(
-            Check::Sandbox,
-            format!("commands are confined by {}", program.display()),
-        ),
+        Ok(program) => {
+            let layers = evoflux_tools::sandbox::probe_layers(path);
+            let required = |l: &&evoflux_tools::sandbox::Layer| {
+                l.role == evoflux_tools::sandbox::LayerRole::Required
+            };
+            let missing = layers
+                .iter()
+                .filter(required)
+                .filter(|l| l.state.is_err())
+                .count();
+            let mut c = CheckResult::new(
+                Check::Sandbox,
+                match missing {
+                    0 => format!("commands are confined by {}", program.display()),
+                    n => format!(
+                        "commands are confined by {}, with {n} layer{} missing",
+                        program.display(),
+                        if n == 1 { "" } else { "s" }
+                    ),
+                },
+            );
+            for layer in layers {
+                match (layer.state, layer.role) {
+                    (Ok(what), _) => c.details.push(format!("{}: {what}", layer.name)),
+                    (Err(why), evoflux_tools::sandbox::LayerRole::Extra) => {
+                        c.details.push(format!("{}: not used ({why})", layer.name));
+                    }
+                    (Err(why), evoflux_tools::sandbox::LayerRole::Required) => {
+                        c.details.push(format!("{}: missing", layer.name));
+                        c.find(
+                            Diagnostic::warning(
+                                "doctor/sandbox-layer-missing",
+                                format!("{}: {why}", layer.name),
+                            )
+                            .with_field(layer.name),
+                        );
+                    }
+                }
+            }
+            c
+        }
         Err(why) => {
             let mut c = CheckResult::new(Check::Sandbox, "commands cannot be confined");
             c.find(Diagnostic::error("doctor/sandbox-unavailable", why));

@@ -21,13 +21,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
+// The one rule of which names hold keys.
+use evoflux_core::secret_name::is_key_like as key_like;
 use evoflux_graph::Definition;
 use evoflux_graph::connection::ConnectionDefinition;
 use evoflux_model::scripted::{
@@ -236,16 +237,6 @@ pub fn secrets(app: &AppContext, vars: impl IntoIterator<Item = (String, String)
     }
     named.extend(stored.iter().map(|(n, _)| n.clone()));
     Secrets::from_vars(vars.into_iter().chain(stored), &named)
-}
-
-fn key_like(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase().replace('-', "_");
-    ["_KEY", "_TOKEN", "_SECRET", "APIKEY"]
-        .iter()
-        .any(|s| upper.ends_with(s))
-        || ["PASSWORD", "API_KEY", "SECRET"]
-            .iter()
-            .any(|s| upper.contains(s))
 }
 
 /// Why an export or a replay could not run.
@@ -1082,7 +1073,7 @@ fn checkout(repository: &Path, commit: &str, dest: &Path) -> Result<(), ReplayEr
         })?;
     }
     let run = |args: &[&std::ffi::OsStr]| -> Result<(), ReplayError> {
-        let out = Command::new("git")
+        let out = evoflux_core::git::command()
             .args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
             .output()

@@ -119,6 +119,7 @@ pub(crate) fn spawn_spec(
         timeout: Duration::from_millis(tool.timeout_ms),
         notify_on_exit: false,
         outside_sandbox: false,
+        fds: Vec::new(),
     })
 }
 

@@ -133,6 +133,8 @@ pub(crate) struct Facts<'a> {
     pub artifact_bytes: u64,
     /// Output bytes the journal cap dropped so far.
     pub journal_dropped: u64,
+    /// What the sandbox did once the command ended.
+    pub notes: &'a [String],
 }
 
 /// Formats one observation into the model-visible text and its metadata.
@@ -181,6 +183,10 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
              joined by a marker line.",
             facts.journal_dropped
         ));
+    }
+    for note in facts.notes {
+        text.push_str("\n\n");
+        text.push_str(note);
     }
     if let Some(error) = &taken.write_error {
         text.push_str(&format!(
@@ -341,6 +347,7 @@ mod tests {
             artifact: Path::new("/a/proc_0123456789.txt"),
             artifact_bytes: 5,
             journal_dropped: 0,
+            notes: &[],
         }
     }
 

@@ -354,6 +354,7 @@ impl ProcessRuntime {
             timeout: command.timeout,
             notify_on_exit: false,
             outside_sandbox: false,
+            fds: Vec::new(),
         };
         let tracked = self.inner.start(session, &spec)?;
         Ok(self.inner.first_observation(&tracked, None).await)
@@ -442,20 +443,21 @@ impl Inner {
                 s.journal_cap()
             });
         let confined;
-        let spec = match sandbox {
+        let (spec, after) = match sandbox {
             Some(sandbox) => {
                 confined = sandbox.wrap(
                     spec.clone(),
                     &self.config.parent_env,
                     &self.bwrap,
                     &dir.join("tmp"),
+                    &dir.join("quarantine"),
                 )?;
-                &confined
+                (&confined.spec, confined.after)
             }
-            None => spec,
+            None => (spec, None),
         };
         self.started_any.store(true, Ordering::SeqCst);
-        let (tracked, child) = self.spawn_unique(session, &dir, spec, journal_cap)?;
+        let (tracked, child) = self.spawn_unique(session, &dir, spec, journal_cap, after)?;
         lock(&self.sessions)
             .entry(session)
             .or_default()
@@ -484,12 +486,13 @@ impl Inner {
         dir: &std::path::Path,
         spec: &SpawnSpec,
         journal_cap: u64,
+        mut after: Option<crate::sandbox::AfterCommand>,
     ) -> Result<(Arc<Tracked>, tokio::process::Child), ToolError> {
         let mut attempts = 0;
         loop {
             let id = self.next_id();
             let artifact = dir.join(format!("{id}.txt"));
-            match Tracked::spawn(self, session, id, artifact, spec, journal_cap) {
+            match Tracked::spawn(self, session, id, artifact, spec, journal_cap, &mut after) {
                 Err(ToolError::Journal { source, .. })
                     if source.kind() == std::io::ErrorKind::AlreadyExists && attempts < 8 =>
                 {

@@ -145,6 +145,7 @@ impl ShellRequest {
             timeout: asked.min(config.max_timeout),
             notify_on_exit: self.notify_on_exit,
             outside_sandbox: false,
+            fds: Vec::new(),
         })
     }
 }

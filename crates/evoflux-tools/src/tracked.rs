@@ -29,6 +29,7 @@ use crate::lineage::LINEAGE_VAR;
 use crate::observation::{CommandStatus, Facts, Form, format};
 use crate::output::ToolOutput;
 use crate::runtime::Inner;
+use crate::sandbox::AfterCommand;
 use crate::sync::lock;
 
 /// What to run.
@@ -45,6 +46,29 @@ pub(crate) struct SpawnSpec {
     /// The user approved running this one command outside the sandbox:
     /// only the sandbox's timeout ceiling and environment apply.
     pub outside_sandbox: bool,
+    /// Bytes the command reads from descriptors of its own (bubblewrap's
+    /// seccomp programs): each is a fresh in-memory file per spawn, so
+    /// concurrent commands never share a read offset.
+    pub fds: Vec<PassedBytes>,
+}
+
+/// Bytes handed to a command on descriptor `child_fd`.
+#[derive(Debug, Clone)]
+pub(crate) struct PassedBytes {
+    pub child_fd: i32,
+    pub bytes: std::sync::Arc<[u8]>,
+}
+
+impl PassedBytes {
+    /// A sealed-off in-memory file holding the bytes, read from the start.
+    pub(crate) fn open(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::io::{Seek, Write};
+        let fd = rustix::fs::memfd_create("evoflux-seccomp", rustix::fs::MemfdFlags::CLOEXEC)?;
+        let mut file = std::fs::File::from(fd);
+        file.write_all(&self.bytes)?;
+        file.rewind()?;
+        Ok(file.into())
+    }
 }
 
 /// How a command ended.
@@ -67,6 +91,9 @@ struct Life {
     waiters: usize,
     /// The observation that saw the end has been taken.
     final_taken: bool,
+    /// What the sandbox did after the command (a control it created moved
+    /// away), told with the final observation.
+    notes: Vec<String>,
 }
 
 /// Which observation a caller takes.
@@ -92,6 +119,8 @@ pub(crate) struct Tracked {
     finished: watch::Sender<bool>,
     stop: Notify,
     runtime: Weak<Inner>,
+    /// The sandbox's work once the command has ended.
+    after: Option<AfterCommand>,
 }
 
 /// Counts a blocked caller for as long as it lives. Dropping the last one
@@ -126,6 +155,7 @@ impl Tracked {
         artifact: PathBuf,
         spec: &SpawnSpec,
         journal_cap: u64,
+        after: &mut Option<AfterCommand>,
     ) -> Result<(Arc<Tracked>, Child), ToolError> {
         let journal_error = |source| ToolError::Journal {
             path: artifact.clone(),
@@ -163,6 +193,21 @@ impl Tracked {
                 .stderr(Stdio::from(writer_err))
                 .process_group(0)
                 .kill_on_drop(true);
+            let mappings = spec
+                .fds
+                .iter()
+                .map(|p| {
+                    p.open().map(|parent_fd| command_fds::FdMapping {
+                        parent_fd,
+                        child_fd: p.child_fd,
+                    })
+                })
+                .collect::<std::io::Result<Vec<_>>>()
+                .map_err(spawn_error)?;
+            if !mappings.is_empty() {
+                command_fds::CommandFdExt::fd_mappings(&mut command, mappings)
+                    .map_err(|e| spawn_error(std::io::Error::other(e)))?;
+            }
             match command.spawn() {
                 Ok(child) => child,
                 Err(source) => {
@@ -193,6 +238,7 @@ impl Tracked {
             finished: watch::Sender::new(false),
             stop: Notify::new(),
             runtime: Arc::downgrade(runtime),
+            after: after.take(),
         });
         Ok((tracked, child))
     }
@@ -270,6 +316,7 @@ impl Tracked {
             artifact: self.journal.artifact(),
             artifact_bytes: self.journal.artifact_bytes(),
             journal_dropped: self.journal.dropped(),
+            notes: if ended { &life.notes } else { &[] },
         };
         (format(form, &facts, &taken), ended)
     }
@@ -333,9 +380,24 @@ impl Tracked {
         // exited. A job left running in the background keeps it open; its
         // later output still reaches the artifact but no observation.
         let _ = timeout(drain, self.journal.closed()).await;
+        let notes = match &self.after {
+            Some(_) => {
+                let me = Arc::clone(&self);
+                tokio::task::spawn_blocking(move || {
+                    me.after
+                        .as_ref()
+                        .map(|a| a.finish(&me.id))
+                        .unwrap_or_default()
+                })
+                .await
+                .unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
         let duration = self.started.elapsed();
         let notice = {
             let mut life = lock(&self.life);
+            life.notes = notes;
             let outcome = outcome(status, timed_out, life.stop_requested, duration);
             life.outcome = Some(outcome);
             self.finished.send_replace(true);

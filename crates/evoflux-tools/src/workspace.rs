@@ -6,6 +6,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::beneath::Folder;
+pub use crate::controls::Control;
 use crate::error::ToolError;
 use crate::sandbox::DeniedFiles;
 
@@ -254,63 +255,6 @@ impl Workspace {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
             Ok(rel) => rel.display().to_string(),
             Err(_) => real.display().to_string(),
-        }
-    }
-}
-
-/// The files that decide what an agent may do and how it is told to work.
-/// Closed: each is matched by its typed kind, never by a prefix test
-/// scattered through the tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Control {
-    /// A harness's control folder: `.evoflux/`, `.agents/`, `.claude/`,
-    /// `.opencode/` (tools, agents, skills, config, MCP servers).
-    Folder(&'static str),
-    /// `AGENTS.md` or `AGENTS.override.md`.
-    Instructions,
-    /// `.git/hooks/`, which run on the user's next git command.
-    GitHooks,
-}
-
-/// The control folders, by name.
-const CONTROL_FOLDERS: [&str; 4] = [".evoflux", ".agents", ".claude", ".opencode"];
-
-impl Control {
-    /// The control `relative` (a path below a workspace root) belongs to.
-    pub fn of(relative: &Path) -> Option<Control> {
-        let names: Vec<&std::ffi::OsStr> = relative
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n),
-                Component::Prefix(_)
-                | Component::RootDir
-                | Component::CurDir
-                | Component::ParentDir => None,
-            })
-            .collect();
-        for (i, name) in names.iter().enumerate() {
-            if let Some(folder) = CONTROL_FOLDERS.iter().find(|f| *name == **f) {
-                return Some(Control::Folder(folder));
-            }
-            if *name == ".git" && names.get(i + 1).is_some_and(|n| *n == "hooks") {
-                return Some(Control::GitHooks);
-            }
-        }
-        match names.last() {
-            Some(n) if *n == "AGENTS.md" || *n == "AGENTS.override.md" => {
-                Some(Control::Instructions)
-            }
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Control {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Control::Folder(name) => write!(f, "inside the control folder `{name}/`"),
-            Control::Instructions => f.write_str("a workspace instruction file"),
-            Control::GitHooks => f.write_str("a git hook"),
         }
     }
 }

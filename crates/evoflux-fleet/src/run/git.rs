@@ -128,6 +128,12 @@ impl Git {
         ok_codes: &[i32],
     ) -> Result<(i32, Vec<u8>), GitError> {
         let mut cmd = Command::new("git");
+        // The checkout's fsmonitor, hooks and diff drivers never run: the
+        // fleet's agents could have written them.
+        cmd.args(evoflux_core::git::hardened_args());
+        for name in evoflux_core::git::UNSAFE_ENV {
+            cmd.env_remove(name);
+        }
         cmd.arg("-C")
             .arg(&self.dir)
             .args(args)

@@ -22,15 +22,16 @@ use clap::Args;
 use evoflux_core::AppMode;
 use evoflux_core::dirs::Dirs;
 use evoflux_harness::{
-    ApprovalRequest, Approver, Harness, HarnessError, TurnEnd, TurnOptions, TurnStatus,
+    ApprovalRequest, Approver, Harness, HarnessError, Holder, SessionLease, TurnEnd, TurnOptions,
+    TurnStatus,
 };
 use evoflux_tools::ProcessRuntime;
 use tokio::sync::Notify;
 
 use super::run::{
-    AskApprover, SessionArgs, approval_answer, approval_question, ask_trust, clip, denied,
-    event_sink, open, process_runtime, read_line, runtime, session_row, shutdown_signal,
-    terminate_signal,
+    AskApprover, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust, clip,
+    denied, event_sink, lease_turn, open, process_runtime, read_line, release, runtime,
+    session_row, shutdown_signal, terminate_signal,
 };
 use crate::output::{Exit, Output};
 use complete::Completions;
@@ -83,6 +84,7 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             editor,
             processes: process_runtime(out)?,
             cancel,
+            holder: Holder::process("evoflux chat"),
         };
         let mut harness = match chat.open(&args.session).await? {
             Ok(h) => h,
@@ -134,18 +136,54 @@ struct Chat<'a> {
     processes: ProcessRuntime,
     /// Cancels the running turn (Ctrl-C at an approval prompt).
     cancel: Arc<Notify>,
+    /// This chat, as the leases of its turns name it.
+    holder: Holder,
 }
 
 impl Chat<'_> {
     async fn open(&self, args: &SessionArgs) -> anyhow::Result<Result<Harness, Exit>> {
-        open(
+        self.open_leased(args, OpenLease::PerTurn).await
+    }
+
+    async fn open_leased(
+        &self,
+        args: &SessionArgs,
+        lease: OpenLease<'_>,
+    ) -> anyhow::Result<Result<Harness, Exit>> {
+        Ok(open(
             self.out,
             args,
             self.view.clone(),
             self.approver.clone(),
             &self.processes,
+            lease,
         )
-        .await
+        .await?
+        .map(|(harness, _)| harness))
+    }
+
+    /// The session's lease for one turn (or a `!command`), the session
+    /// opened again under it when another process ran turns since this
+    /// chat last did; `None` when another process runs a turn now (said).
+    async fn lease(&mut self, harness: &mut Harness) -> anyhow::Result<Option<SessionLease>> {
+        let Some(lease) = lease_turn(harness, &self.holder, self.view.as_ref()).await? else {
+            return Ok(None);
+        };
+        if !lease.is_stale() {
+            return Ok(Some(lease));
+        }
+        let id = harness.session().id;
+        eprintln!("session {id} changed in another process; opening it again");
+        let args = self.reopen_args(id.to_string(), None);
+        if self
+            .switch_leased(harness, args, false, OpenLease::Held(&lease))
+            .await?
+        {
+            Ok(Some(lease))
+        } else {
+            release(Some(lease)).await;
+            Ok(None)
+        }
     }
 
     /// After a session opened: history, completion and `/show` follow it; a
@@ -218,8 +256,12 @@ impl Chat<'_> {
                             .errors(),
                     );
                     if let Some(command) = message.strip_prefix('!') {
-                        let result = harness.user_command(command).await?;
-                        println!("{}", result.content);
+                        let Some(lease) = self.lease(harness).await? else {
+                            continue;
+                        };
+                        let result = harness.user_command(command).await;
+                        release(Some(lease)).await;
+                        println!("{}", result?.content);
                         continue;
                     }
                     match self.turn(harness, &message).await? {
@@ -235,18 +277,27 @@ impl Chat<'_> {
     /// One turn, cancelled by Ctrl-C (or a cancelled approval prompt);
     /// SIGTERM or SIGHUP ends the chat.
     async fn turn(&mut self, harness: &mut Harness, message: &str) -> anyhow::Result<Flow> {
+        let Some(lease) = self.lease(harness).await? else {
+            return Ok(Flow::Continue);
+        };
         let quit = std::cell::Cell::new(false);
         let cancel = Arc::clone(&self.cancel);
+        let lost = lease.lost();
         let stop = async {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 () = cancel.notified() => {}
                 () = terminate_signal() => quit.set(true),
+                () = lost => eprintln!(
+                    "error[{}]: another process took this session; the turn was stopped",
+                    evoflux_harness::lease::LEASE_LOST
+                ),
             }
         };
         let ended = harness
             .turn_or_cancel(Some(message), TurnOptions::default(), stop)
             .await;
+        release(Some(lease)).await;
         match ended {
             Ok(TurnEnd::Completed(outcome)) => {
                 match outcome.status {
@@ -432,16 +483,7 @@ impl Chat<'_> {
     /// What reopens the persisted session `id` (its mode, lead and
     /// workspace are its own), switching it to `model` when given.
     fn reopen_args(&self, id: String, model: Option<String>) -> SessionArgs {
-        SessionArgs {
-            mode: None,
-            lead: None,
-            model,
-            session: Some(id),
-            sources: crate::cli::SourceArgs {
-                workspaces: Vec::new(),
-            },
-            ..self.base.clone()
-        }
+        reopen_args(&self.base, id, model)
     }
 
     /// Opens the session `args` name in place of the current one; on
@@ -452,8 +494,19 @@ impl Chat<'_> {
         args: SessionArgs,
         replay: bool,
     ) -> anyhow::Result<bool> {
+        self.switch_leased(harness, args, replay, OpenLease::PerTurn)
+            .await
+    }
+
+    async fn switch_leased(
+        &mut self,
+        harness: &mut Harness,
+        args: SessionArgs,
+        replay: bool,
+        lease: OpenLease<'_>,
+    ) -> anyhow::Result<bool> {
         let old = harness.session().id;
-        match self.open(&args).await? {
+        match self.open_leased(&args, lease).await? {
             Ok(new) => {
                 harness.shutdown().await;
                 if new.session().id != old {
@@ -489,6 +542,21 @@ impl Chat<'_> {
         }
         eprintln!("/resume ID continues one");
         Ok(())
+    }
+}
+
+/// What reopens the persisted session `id` (its mode, lead and workspace
+/// are its own), switching it to `model` when given.
+fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> SessionArgs {
+    SessionArgs {
+        mode: None,
+        lead: None,
+        model,
+        session: Some(id),
+        sources: crate::cli::SourceArgs {
+            workspaces: Vec::new(),
+        },
+        ..base.clone()
     }
 }
 
@@ -528,10 +596,12 @@ fn diff(harness: &Harness, style: Style) {
     for root in session.workspace.roots() {
         eprintln!("{}", style.paint("1", &root.display().to_string()));
         let git = |args: &[&str]| {
-            std::process::Command::new("git")
+            // The repository's fsmonitor, hooks, external diff and
+            // textconv never run on the user's behalf.
+            evoflux_core::git::command()
                 .arg("-C")
                 .arg(root)
-                .args(["--no-pager", "-c", "core.pager=cat"])
+                .arg("--no-pager")
                 .args(args)
                 .output()
         };
@@ -556,7 +626,9 @@ fn diff(harness: &Harness, style: Style) {
                 return;
             }
         }
-        if let Ok(o) = git(&["diff", color, "HEAD"]).or_else(|_| git(&["diff", color])) {
+        if let Ok(o) = git(&["diff", "--no-ext-diff", "--no-textconv", color, "HEAD"])
+            .or_else(|_| git(&["diff", "--no-ext-diff", "--no-textconv", color]))
+        {
             print!("{}", String::from_utf8_lossy(&o.stdout));
         }
     }
@@ -606,11 +678,24 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
         {
             return Ok(exit);
         }
-        let mut harness =
-            match open(out, &args.session, events, Arc::new(AskApprover), &processes).await? {
-                Ok(h) => h,
-                Err(exit) => return Ok(exit),
-            };
+        let open_leased = async |args: &SessionArgs, lease: OpenLease<'_>| {
+            open(
+                out,
+                args,
+                Arc::clone(&events),
+                Arc::new(AskApprover),
+                &processes,
+                lease,
+            )
+            .await
+        };
+        let mut harness = match open_leased(&args.session, OpenLease::PerTurn).await? {
+            Ok((h, _)) => h,
+            Err(exit) => return Ok(exit),
+        };
+        let holder = Holder::process("evoflux chat");
+        // The lease of a turn Ctrl-C stopped, released once its commands are.
+        let mut interrupted = None;
         let plugins = match super::resolve_dirs(out) {
             Ok(dirs) => evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
                 &dirs,
@@ -637,19 +722,57 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             out.diagnostics(
                 &evoflux_core::Diagnostics::from(harness.sync_plugins(&plugins).await).errors(),
             );
+            // Each message (or command) under the session's lease; a
+            // session another process ran turns on since is opened again.
+            let Some(lease) = lease_turn(&mut harness, &holder, events.as_ref()).await? else {
+                continue;
+            };
+            if lease.is_stale() {
+                let id = harness.session().id;
+                eprintln!("session {id} changed in another process; opening it again");
+                let again = reopen_args(&args.session, id.to_string(), None);
+                match open_leased(&again, OpenLease::Held(&lease)).await? {
+                    Ok((reopened, _)) => {
+                        harness.shutdown().await;
+                        harness = reopened;
+                    }
+                    Err(_) => {
+                        release(Some(lease)).await;
+                        eprintln!("still in session {id} as it was");
+                        continue;
+                    }
+                }
+            }
             if let Some(command) = line.strip_prefix('!') {
-                let result = harness.user_command(command).await?;
-                println!("{}", result.content);
+                let result = harness.user_command(command).await;
+                release(Some(lease)).await;
+                println!("{}", result?.content);
                 continue;
             }
+            let lost = lease.lost();
             let turn = harness.turn(Some(&line), TurnOptions::default());
             let outcome = tokio::select! {
-                outcome = turn => outcome,
+                outcome = turn => Some(outcome),
                 () = shutdown_signal() => {
                     eprintln!("interrupted");
-                    break;
+                    None
+                }
+                () = lost => {
+                    eprintln!(
+                        "error[{}]: another process took this session; the turn was stopped",
+                        evoflux_harness::lease::LEASE_LOST
+                    );
+                    processes.terminate_session(harness.session().id).await;
+                    release(Some(lease)).await;
+                    continue;
                 }
             };
+            let Some(outcome) = outcome else {
+                // Released once what the turn started is stopped.
+                interrupted = Some(lease);
+                break;
+            };
+            release(Some(lease)).await;
             match outcome {
                 Ok(_) => {}
                 // The event stream already showed the error; the session
@@ -664,6 +787,7 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
         }
         harness.shutdown().await;
         processes.shutdown().await;
+        release(interrupted).await;
         eprintln!(
             "session {} saved; continue it with `evoflux chat --session {}`",
             harness.session().id,

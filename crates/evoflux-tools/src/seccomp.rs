@@ -1,0 +1,191 @@
+//! The system calls a sandboxed command may not make, as seccomp programs
+//! bubblewrap loads right before it runs the command.
+//!
+//! bubblewrap drops every capability (`--cap-drop ALL`), sets
+//! `no_new_privs` and, where the kernel allows, puts the command in a user
+//! namespace of its own; that already leaves no privilege to abuse. The
+//! filter is the second fence that holds even where one of those is
+//! missing (root without user namespaces, a kernel with a hole in one of
+//! them): no mount or unmount of any kind, no new namespaces, no joining
+//! another's, no kernel keyring, BPF, perf, io_uring, module or kexec
+//! loading, no ptrace, no file handles that bypass the mount view
+//! (`open_by_handle_at`, the classic container escape), no clock or
+//! reboot. With `network = "deny"`, Unix-domain sockets cannot be created
+//! either, so a host socket reachable through the read-only filesystem
+//! (Docker's, an ssh-agent's) cannot be connected to; `socketpair` stays,
+//! since it connects nothing outside the command.
+//!
+//! `clone3` takes its flags behind a pointer a filter cannot read, so it
+//! answers `ENOSYS` from a program of its own: the C library then falls
+//! back to `clone`, whose namespace flags the main program refuses.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use seccompiler::{
+    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
+
+use crate::error::ToolError;
+
+/// System calls refused with `EPERM` whatever their arguments.
+const DENIED: &[i64] = &[
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_chroot,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_mount_setattr,
+    libc::SYS_open_by_handle_at,
+    libc::SYS_name_to_handle_at,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_userfaultfd,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_reboot,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_acct,
+    libc::SYS_settimeofday,
+    libc::SYS_clock_settime,
+    libc::SYS_clock_adjtime,
+    libc::SYS_adjtimex,
+    libc::SYS_syslog,
+    libc::SYS_quotactl,
+    libc::SYS_vhangup,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_iopl,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_ioperm,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_uselib,
+];
+
+/// `clone` flags that make a namespace.
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+];
+
+/// The compiled programs of one sandbox, in the order bubblewrap loads
+/// them (`--add-seccomp-fd`, once each).
+#[derive(Debug, Clone)]
+pub(crate) struct Filters {
+    pub programs: Vec<Arc<[u8]>>,
+}
+
+impl Filters {
+    /// Compiles the programs for this machine's architecture.
+    /// `deny_unix_sockets`: the policy denies the network.
+    pub(crate) fn compile(deny_unix_sockets: bool) -> Result<Filters, ToolError> {
+        let arch = target_arch()?;
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+            DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
+        let clone_rules = NAMESPACE_FLAGS
+            .iter()
+            .map(|flag| rule(0, SeccompCmpOp::MaskedEq(*flag), *flag))
+            .collect::<Result<Vec<_>, _>>()?;
+        rules.insert(libc::SYS_clone, clone_rules);
+        if deny_unix_sockets {
+            rules.insert(
+                libc::SYS_socket,
+                vec![rule(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?],
+            );
+        }
+        let main = program(rules, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+        let clone3 = program(
+            BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+            SeccompAction::Errno(libc::ENOSYS as u32),
+            arch,
+        )?;
+        Ok(Filters {
+            programs: vec![main, clone3],
+        })
+    }
+}
+
+fn target_arch() -> Result<TargetArch, ToolError> {
+    TargetArch::try_from(std::env::consts::ARCH).map_err(|e| ToolError::SandboxUnavailable {
+        reason: format!(
+            "no seccomp filter for this architecture ({}): {e}",
+            std::env::consts::ARCH
+        ),
+    })
+}
+
+fn rule(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, ToolError> {
+    let condition =
+        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(seccomp_error)?;
+    SeccompRule::new(vec![condition]).map_err(seccomp_error)
+}
+
+/// One program: the rules' calls get `action`, everything else runs.
+fn program(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    action: SeccompAction,
+    arch: TargetArch,
+) -> Result<Arc<[u8]>, ToolError> {
+    let filter =
+        SeccompFilter::new(rules, SeccompAction::Allow, action, arch).map_err(seccomp_error)?;
+    let program: seccompiler::BpfProgram = filter.try_into().map_err(seccomp_error)?;
+    // bubblewrap reads the program as the kernel takes it: `struct
+    // sock_filter` in native byte order, back to back.
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for insn in &program {
+        bytes.extend_from_slice(&insn.code.to_ne_bytes());
+        bytes.push(insn.jt);
+        bytes.push(insn.jf);
+        bytes.extend_from_slice(&insn.k.to_ne_bytes());
+    }
+    Ok(bytes.into())
+}
+
+fn seccomp_error(e: impl std::fmt::Display) -> ToolError {
+    ToolError::SandboxUnavailable {
+        reason: format!("the seccomp filter cannot be built: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_programs_compile_and_the_network_rule_adds_instructions() {
+        let open = Filters::compile(false).unwrap();
+        let closed = Filters::compile(true).unwrap();
+        assert_eq!(open.programs.len(), 2);
+        assert!(
+            open.programs
+                .iter()
+                .all(|p| p.len() % 8 == 0 && !p.is_empty())
+        );
+        assert!(closed.programs[0].len() > open.programs[0].len());
+    }
+}
