@@ -35,8 +35,8 @@ use evoflux_core::AppMode;
 use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
 use evoflux_harness::client_files::{ClientFiles, FilesFuture};
 use evoflux_harness::{
-    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Limits,
-    SessionBuilder, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
+    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Holder,
+    Limits, SessionBuilder, SessionLease, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
 };
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
@@ -121,6 +121,7 @@ where
         options,
         sessions: Mutex::new(HashMap::new()),
         client: Mutex::new(None),
+        holder: Holder::process("evoflux acp"),
     });
     let transport = ByteStreams::new(outgoing.compat_write(), incoming.compat());
     let served = agent_client_protocol::Agent
@@ -195,8 +196,8 @@ where
                 let state = Arc::clone(&state);
                 async move |request: PromptRequest,
                             responder: Responder<PromptResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    state.prompt(request, responder)
+                            cx: ConnectionTo<Client>| {
+                    state.prompt(request, responder, cx)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -230,6 +231,8 @@ struct AgentState {
     sessions: Mutex<HashMap<SessionId, Arc<Live>>>,
     /// What the client offers, from its `initialize`.
     client: Mutex<Option<ClientCapabilities>>,
+    /// This agent, as the leases of its turns name it.
+    holder: Holder,
 }
 
 /// One open session: its harness, which one prompt at a time holds, and
@@ -268,6 +271,26 @@ impl AgentState {
         cx: &ConnectionTo<Client>,
         options: SessionOptions,
     ) -> Result<(SessionId, Arc<Live>), Error> {
+        let (id, harness) = self.harness(cx, options, None).await?;
+        let live = Arc::new(Live {
+            harness: tokio::sync::Mutex::new(harness),
+            running: Mutex::new(None),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), Arc::clone(&live));
+        Ok((id, live))
+    }
+
+    /// A harness whose events and approvals go to the client; opened under
+    /// `held` when the caller holds the session's lease.
+    async fn harness(
+        &self,
+        cx: &ConnectionTo<Client>,
+        options: SessionOptions,
+        held: Option<&SessionLease>,
+    ) -> Result<(SessionId, Harness), Error> {
         let events = Arc::new(ClientEvents {
             cx: cx.clone(),
             target: OnceLock::new(),
@@ -276,21 +299,23 @@ impl AgentState {
             cx: cx.clone(),
             session: OnceLock::new(),
         });
-        let opened = SessionBuilder::new(&self.app, options)
+        let builder = SessionBuilder::new(&self.app, options)
             .events(Arc::clone(&events) as Arc<dyn EventSink>)
             .approver(Arc::clone(&approver) as Arc<dyn Approver>)
             .processes(self.processes.clone())
-            .store(self.store.clone())
-            .open()
-            .await
-            .map_err(|e| {
-                let code = if e.is_invalid_input() {
-                    INVALID_PARAMS
-                } else {
-                    INTERNAL_ERROR
-                };
-                Error::new(code, format!("{e} [{}]", e.code()))
-            })?;
+            .store(self.store.clone());
+        let builder = match held {
+            Some(lease) => builder.held_lease(lease),
+            None => builder,
+        };
+        let opened = builder.open().await.map_err(|e| {
+            let code = if e.is_invalid_input() {
+                INVALID_PARAMS
+            } else {
+                INTERNAL_ERROR
+            };
+            Error::new(code, format!("{e} [{}]", e.code()))
+        })?;
         let mut harness = opened.harness;
         let id = SessionId::new(harness.session().id.to_string());
         let fs = self
@@ -312,15 +337,46 @@ impl AgentState {
         let shapes = shapes_of(&harness);
         let _ = events.target.set((id.clone(), shapes));
         let _ = approver.session.set(id.clone());
-        let live = Arc::new(Live {
-            harness: tokio::sync::Mutex::new(harness),
-            running: Mutex::new(None),
-        });
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), Arc::clone(&live));
-        Ok((id, live))
+        Ok((id, harness))
+    }
+
+    /// The session's lease for one prompt: refused while another process
+    /// runs a turn on it; a harness another process ran turns past is
+    /// opened again under it first.
+    async fn lease(
+        &self,
+        cx: &ConnectionTo<Client>,
+        harness: &mut Harness,
+    ) -> Result<SessionLease, Error> {
+        let lease = harness.lease(&self.holder).await.map_err(|e| {
+            let code = match e {
+                evoflux_harness::LeaseError::Busy { .. } => INVALID_PARAMS,
+                evoflux_harness::LeaseError::Store(_) => INTERNAL_ERROR,
+            };
+            Error::new(code, format!("{e} [{}]", e.code()))
+        })?;
+        if !lease.is_stale() {
+            return Ok(lease);
+        }
+        let options = SessionOptions {
+            mode: None,
+            workspaces: Vec::new(),
+            lead: None,
+            model: None,
+            resume: Some(harness.session().id),
+            limits: self.options.limits,
+        };
+        match self.harness(cx, options, Some(&lease)).await {
+            Ok((_, reopened)) => {
+                let old = std::mem::replace(harness, reopened);
+                old.shutdown().await;
+                Ok(lease)
+            }
+            Err(e) => {
+                release(lease).await;
+                Err(e)
+            }
+        }
     }
 
     /// `session/load`: the stored session resumed as it was persisted,
@@ -355,9 +411,10 @@ impl AgentState {
 
     /// `session/prompt`: a turn on its own task, answered when it ends.
     fn prompt(
-        &self,
+        self: &Arc<Self>,
         request: PromptRequest,
         responder: Responder<PromptResponse>,
+        cx: ConnectionTo<Client>,
     ) -> Result<(), Error> {
         let Some(live) = self.live(&request.session_id) else {
             return responder.respond_with_error(Error::from(
@@ -376,12 +433,29 @@ impl AgentState {
             *running = Some(token.clone());
         }
         let text = prompt_text(&request.prompt);
+        let state = Arc::clone(self);
         tokio::spawn(async move {
             let ended = {
                 let mut harness = live.harness.lock().await;
-                harness
-                    .turn_or_cancel(Some(&text), TurnOptions::default(), token.cancelled())
-                    .await
+                match state.lease(&cx, &mut harness).await {
+                    Ok(lease) => {
+                        // A lease another process took (this one stalled
+                        // past it) cancels the prompt.
+                        let lost = lease.lost();
+                        let cancel = async {
+                            tokio::select! {
+                                () = token.cancelled() => {}
+                                () = lost => {}
+                            }
+                        };
+                        let ended = harness
+                            .turn_or_cancel(Some(&text), TurnOptions::default(), cancel)
+                            .await;
+                        release(lease).await;
+                        ended.map_err(|e| Error::new(INTERNAL_ERROR, format!("{e} [{}]", e.code())))
+                    }
+                    Err(e) => Err(e),
+                }
             };
             live.running
                 .lock()
@@ -392,7 +466,7 @@ impl AgentState {
                 Ok(TurnEnd::Completed(outcome)) => {
                     Ok(PromptResponse::new(stop_reason(outcome.status)))
                 }
-                Err(e) => Err(Error::new(INTERNAL_ERROR, format!("{e} [{}]", e.code()))),
+                Err(e) => Err(e),
             };
             let _ = responder.respond_with_result(answer);
         });
@@ -412,6 +486,13 @@ impl AgentState {
             session.cancel();
             session.harness.lock().await.shutdown().await;
         }
+    }
+}
+
+/// Frees a prompt's lease; one that cannot be freed expires.
+async fn release(lease: SessionLease) {
+    if let Err(e) = lease.release().await {
+        tracing::warn!(error = %e, "cannot release the session's lease; it expires");
     }
 }
 

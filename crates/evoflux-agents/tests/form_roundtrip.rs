@@ -159,6 +159,25 @@ fn file_without_front_matter_gets_one() {
 }
 
 #[test]
+fn hostile_nesting_is_refused_before_the_form_parses_it() {
+    let text = format!(
+        "---\nname: a\ntools: {}{}\n---\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    match read_form(&text) {
+        Err(FormError::FrontMatter(message)) => {
+            assert!(message.contains("line 2 of the front matter"), "{message}")
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(matches!(
+        write_form(&text, &AgentForm::default(), None),
+        Err(FormError::FrontMatter(_))
+    ));
+}
+
+#[test]
 fn yaml_that_cannot_be_cut_is_refused_not_mangled() {
     let text = "---\nname: a\nbase: &b {x: 1}\nother: *b\n---\n";
     assert!(matches!(read_form(text), Err(FormError::Unsupported(_))));

@@ -217,6 +217,45 @@ fn all_malformed_files_reported_together() {
     assert!(!work.team(None).unwrap().members.iter().any(|m| m == "c"));
 }
 
+/// Issue #46: 100,000 nested brackets in a front matter value (200 KB) are
+/// refused before parsing, naming the file and the line, while the other
+/// agents load as usual.
+#[test]
+fn hostile_front_matter_is_refused_with_its_file_and_line() {
+    let f = Fixture::new();
+    f.write("agents/writer.md", "---\nname: writer\n---\nWrite well.\n");
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    f.write(
+        "agents/deep.md",
+        &format!("---\nname: deep\ndescription: {deep}\n---\nBody.\n"),
+    );
+    // The source graph refuses the file (as `agents list` and `info`
+    // report it) and the team is built without it.
+    let graph = f.graph();
+    let mut d = Diagnostics::new();
+    let work = load_agents(&graph, AppMode::Work, &mut d);
+    let refused: Vec<_> = graph
+        .diagnostics
+        .iter()
+        .chain(d.iter())
+        .filter(|x| x.code == "yaml/too-deep")
+        .collect();
+    assert!(!refused.is_empty(), "{}", graph.diagnostics.render_human());
+    for x in refused {
+        assert!(x.is_error());
+        assert!(x.locator.file.as_ref().unwrap().ends_with("agents/deep.md"));
+        assert_eq!(x.locator.line, Some(3));
+    }
+    assert!(
+        work.team(None)
+            .unwrap()
+            .members
+            .iter()
+            .any(|m| m == "writer")
+    );
+    assert!(!work.team(None).unwrap().members.iter().any(|m| m == "deep"));
+}
+
 #[test]
 fn only_flat_work_and_coding_agents_exist() {
     let f = Fixture::new();

@@ -31,8 +31,9 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
-    /// Trust a repository: its command tools, MCP servers, channels and schedules may then
-    /// run, and its config may define providers. Untrusted repositories are only read.
+    /// Trust a repository: lists what it would run (command tools, MCP servers, channels,
+    /// schedules, check commands, evals, providers) and asks; what changes later waits for
+    /// trust again. Untrusted repositories are only read.
     Trust(crate::commands::trust::TrustArgs),
     /// Show what evoflux would run: every active capability with its source and owner,
     /// tool handling, routes, shadowed and disabled sources, diagnostics. Exit 3 on errors.

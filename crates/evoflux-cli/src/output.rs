@@ -16,6 +16,8 @@ pub enum Exit {
     Invalid,
     /// A session stopped to wait for the user's answer.
     Waiting,
+    /// Another process runs a turn on the session (`session/busy`).
+    Busy,
     /// Stopped by Ctrl-C or SIGTERM.
     Interrupted,
 }
@@ -28,6 +30,7 @@ impl From<Exit> for ExitCode {
             // 2 is clap's, for usage errors.
             Exit::Invalid => ExitCode::from(3),
             Exit::Waiting => ExitCode::from(4),
+            Exit::Busy => ExitCode::from(5),
             Exit::Interrupted => ExitCode::from(130),
         }
     }

@@ -492,3 +492,110 @@ fn an_external_agent_that_cannot_start_fails_the_dispatch_with_its_code() {
         .collect();
     assert_eq!(result[0]["is_error"], true);
 }
+
+/// The sandbox's session store, as the binary opens it.
+async fn store(s: &Sandbox) -> evoflux_store::Store {
+    let home = s.home();
+    let admin = s.tmp.path().join("admin");
+    let dirs = evoflux_core::dirs::Dirs::resolve(|name| match name {
+        "HOME" => Some(std::ffi::OsString::from(&home)),
+        "EVOFLUX_ADMIN_DIR" => Some(std::ffi::OsString::from(&admin)),
+        _ => None,
+    })
+    .unwrap();
+    evoflux_store::Store::open(dirs.data_dir()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_is_refused_while_another_process_holds_the_session_and_runs_once_free() {
+    let s = Sandbox::new();
+    let model = script(&s, "lease.yaml", "turns:\n  - reply: {text: answered}\n");
+    let out = run(
+        &s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &model, "first",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = common::session_id(&events(&out));
+    let held_by = "evoflux run (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
+    let store = store(&s).await;
+    let session: evoflux_core::ids::SessionId = id.parse().unwrap();
+    store
+        .acquire_lease(session, held_by, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    let repo = s.repo();
+    let shown_id = id.clone();
+    let sandbox = Arc::new(s);
+    let other = Arc::clone(&sandbox);
+    let model_for_other = model.clone();
+    editor(
+        &sandbox,
+        &model,
+        Arc::new(Seen::default()),
+        move |cx, _rx| async move {
+            let acp_id = SessionId::new(id.clone());
+            cx.send_request(LoadSessionRequest::new(acp_id.clone(), repo))
+                .block_task()
+                .await
+                .unwrap();
+            // Another process runs a turn on it: the prompt is refused,
+            // naming it.
+            let refused = cx
+                .send_request(PromptRequest::new(acp_id.clone(), vec![text("second")]))
+                .block_task()
+                .await
+                .unwrap_err();
+            let said = format!("{refused:?}");
+            assert!(said.contains("session/busy"), "{said}");
+            assert!(said.contains(held_by), "{said}");
+            store.release_lease(session, held_by).await.unwrap();
+
+            // Free again, but another process ran a turn since this one
+            // opened it: the prompt runs on the session opened again.
+            let out = tokio::task::spawn_blocking(move || {
+                run(
+                    &other,
+                    &[
+                        "--json",
+                        "sessions",
+                        "resume",
+                        &id,
+                        "elsewhere",
+                        "--model",
+                        &model_for_other,
+                    ],
+                )
+            })
+            .await
+            .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let answer = cx
+                .send_request(PromptRequest::new(acp_id, vec![text("third")]))
+                .block_task()
+                .await
+                .unwrap();
+            assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        },
+    )
+    .await;
+    let shown = sandbox.json(&["--json", "sessions", "show", &shown_id]);
+    let users: Vec<&str> = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| e["message"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["first", "elsewhere", "third"]);
+}

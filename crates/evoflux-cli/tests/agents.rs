@@ -515,7 +515,6 @@ fn an_unknown_lead_lists_the_leads_and_coding_names_resolve() {
 #[test]
 fn validate_warns_about_an_mcp_server_no_one_defines() {
     let s = Env::new();
-    s.trust();
     s.project(
         "mcp.json",
         r#"{"mcpServers": {"docs": {"type": "stdio", "command": "docs-server"}}}"#,
@@ -524,6 +523,7 @@ fn validate_warns_about_an_mcp_server_no_one_defines() {
         "agents/reader.md",
         "---\nrole: member\ndescription: Reads the docs.\nmcp: [docs, nosuch, other/svc]\n---\nRead.\n",
     );
+    s.trust();
     let out = s.run(&["--json", "agents", "validate", "--mode", "work"]);
     assert!(out.status.success(), "warnings do not fail validation");
     let codes = stderr_codes(&out);

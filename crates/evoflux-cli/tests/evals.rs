@@ -181,6 +181,7 @@ fn a_broken_eval_file_and_unknown_names_are_refused_with_codes() {
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(stderr_codes(&out), ["eval/unknown-field"]);
     s.project("evals/typo.yaml", "prompt: hi\n");
+    s.trust();
     let out = run(&s, &["eval", "nope"]);
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -146,14 +146,16 @@ fn an_http_entry_sends_its_headers_with_references_from_the_environment() {
 
     let s = Sandbox::new();
     // Claude Code's `"type": "http"`, and a token taken from the
-    // environment rather than written in the file.
-    project_mcp(
-        &s,
-        json!({"remote": {
+    // environment rather than written in the file: the user's own entry
+    // (a repository's never gets a key variable).
+    s.user(
+        "mcp.json",
+        &json!({"mcpServers": {"remote": {
             "type": "http",
             "url": url,
             "headers": {"Authorization": "Bearer ${TEST_MCP_TOKEN}", "X-Literal": "$HOME ${x y}"}
-        }}),
+        }}})
+        .to_string(),
     );
     let token = "tok-env-7c1e";
     let run = |args: &[&str]| {

@@ -154,6 +154,8 @@ turns:
             "Count words, lines and bytes.",
         ),
     );
+    // A tool changed since trust waits for it; its owner trusts the change.
+    s.trust();
     let out = run(&s, &["--json", "sessions", "replay", file]);
     assert_eq!(out.status.code(), Some(1));
     let d = &report(&out)["divergence"];

@@ -245,8 +245,8 @@ fn resuming_in_another_mode_is_refused() {
 #[test]
 fn a_disabled_framework_tool_is_not_offered() {
     let s = Sandbox::new();
-    s.trust();
     s.project("tools/web_fetch.toml", "disable = true\n");
+    s.trust();
     let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
     let out = run(&s, &["--json", "run", "--model", &model, "hello"]);
     assert!(
@@ -276,7 +276,6 @@ fn a_disabled_framework_tool_is_not_offered() {
 #[test]
 fn command_backed_project_tools_run_and_approval_is_denied_without_a_user() {
     let s = Sandbox::new();
-    s.trust();
     s.write(s.repo().join("notes.txt"), "one two three\n");
     s.project(
         "tools/count_words.toml",
@@ -293,6 +292,7 @@ approval = "always"
 input_schema = { type = "object" }
 "#,
     );
+    s.trust();
     let model = script(
         &s,
         "tools.yaml",
@@ -501,7 +501,6 @@ fn mcp_test_server() -> Option<std::path::PathBuf> {
 fn an_agent_granted_an_mcp_server_calls_its_tools_and_others_are_not_offered() {
     let Some(bin) = mcp_test_server() else { return };
     let s = Sandbox::new();
-    s.trust();
     s.project(
         "mcp.json",
         &serde_json::json!({"mcpServers": {
@@ -516,6 +515,7 @@ fn an_agent_granted_an_mcp_server_calls_its_tools_and_others_are_not_offered() {
         "agents/evoflux.md",
         "---\nrole: lead\nmcp: [local, broken]\n---\n",
     );
+    s.trust();
     let model = script(
         &s,
         "mcp.yaml",
@@ -735,7 +735,6 @@ turns:
 fn chat_streams_approves_on_the_terminal_and_runs_bang_commands() {
     use std::io::Write;
     let s = Sandbox::new();
-    s.trust();
     s.project(
         "tools/deploy.toml",
         r#"description = "Deploy the site."
@@ -744,6 +743,7 @@ approval = "always"
 input_schema = { type = "object" }
 "#,
     );
+    s.trust();
     let model = script(
         &s,
         "chat.yaml",

@@ -5,7 +5,9 @@
 //! mapping keeps the author's key order (unknown keys can be preserved and
 //! written back) and errors carry the file and the line in the file, not the
 //! line inside the YAML block. The body is a slice of the original text:
-//! nothing the user wrote is normalized away.
+//! nothing the user wrote is normalized away. The YAML passes the
+//! [`crate::nesting`] guard before the parser sees it, so a hostile file
+//! costs milliseconds, not minutes.
 
 use std::path::Path;
 
@@ -13,6 +15,7 @@ use serde::de::DeserializeOwned;
 use yaml_serde::{Mapping, Value};
 
 use crate::diagnostic::Diagnostic;
+use crate::nesting;
 
 /// What went wrong while reading front matter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,8 +24,15 @@ pub enum FrontMatterErrorKind {
     Unterminated,
     /// The YAML between the fences does not parse.
     YamlInvalid,
-    /// The YAML expands too much (alias bombs) or nests too deeply.
+    /// The YAML expands too much (alias bombs) or nests too deeply, as the
+    /// parser itself found.
     YamlTooComplex,
+    /// The YAML nests deeper than [`crate::nesting::MAX_DEPTH`]; refused
+    /// before parsing.
+    YamlTooDeep,
+    /// The YAML's aliases repeat more than
+    /// [`crate::nesting::MAX_ALIAS_REPLAY_BYTES`]; refused before parsing.
+    YamlTooManyAliases,
     /// The YAML parses but is a list or a scalar, not a mapping.
     NotAMapping,
 }
@@ -34,6 +44,8 @@ impl FrontMatterErrorKind {
             FrontMatterErrorKind::Unterminated => "frontmatter/unterminated",
             FrontMatterErrorKind::YamlInvalid => "frontmatter/yaml-invalid",
             FrontMatterErrorKind::YamlTooComplex => "frontmatter/yaml-too-complex",
+            FrontMatterErrorKind::YamlTooDeep => "yaml/too-deep",
+            FrontMatterErrorKind::YamlTooManyAliases => "yaml/too-many-aliases",
             FrontMatterErrorKind::NotAMapping => "frontmatter/not-a-mapping",
         }
     }
@@ -171,6 +183,7 @@ pub fn split(text: &str) -> Result<Split<'_>, FrontMatterError> {
 /// Parses a YAML document that must be a mapping. `first_line` is the
 /// 1-based file line where `yaml` starts, so errors point into the file.
 pub fn parse_yaml_mapping(yaml: &str, first_line: u32) -> Result<Mapping, FrontMatterError> {
+    guard(yaml, first_line)?;
     let value: Value = yaml_serde::from_str(yaml).map_err(|e| yaml_error(&e, first_line))?;
     match value {
         Value::Mapping(m) => Ok(m),
@@ -184,6 +197,19 @@ pub fn parse_yaml_mapping(yaml: &str, first_line: u32) -> Result<Mapping, FrontM
             ),
         }),
     }
+}
+
+/// The [`crate::nesting`] guard on YAML that starts at file line
+/// `first_line`, as a front matter error with the file line.
+fn guard(yaml: &str, first_line: u32) -> Result<(), FrontMatterError> {
+    nesting::check_yaml(yaml).map_err(|e| FrontMatterError {
+        kind: match e.limit {
+            nesting::Limit::Depth => FrontMatterErrorKind::YamlTooDeep,
+            nesting::Limit::AliasReplay => FrontMatterErrorKind::YamlTooManyAliases,
+        },
+        line: Some(first_line.saturating_add(e.line.saturating_sub(1))),
+        message: e.to_string(),
+    })
 }
 
 fn value_kind(v: &Value) -> &'static str {
@@ -267,7 +293,6 @@ pub fn render(mapping: &Mapping, body: &str) -> Result<String, yaml_serde::Error
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
     fn keys(m: &Mapping) -> Vec<String> {
         m.keys()
@@ -374,7 +399,7 @@ mod tests {
     }
 
     #[test]
-    fn billion_laughs_rejected_quickly() {
+    fn billion_laughs_refused_before_parsing() {
         let text = "---\n\
             a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n\
             b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n\
@@ -386,13 +411,11 @@ mod tests {
             h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n\
             i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n\
             ---\nbody\n";
-        let started = Instant::now();
         let err = parse(text).unwrap_err();
-        assert_eq!(err.kind, FrontMatterErrorKind::YamlTooComplex);
-        assert_eq!(err.kind.code(), "frontmatter/yaml-too-complex");
-        // Not a timing assertion on performance, a guard against a hang: the
-        // expanded document has 387 million strings.
-        assert!(started.elapsed().as_secs() < 30);
+        assert_eq!(err.kind, FrontMatterErrorKind::YamlTooManyAliases);
+        assert_eq!(err.kind.code(), "yaml/too-many-aliases");
+        // Level e repeats 9 × 9 × 9 × 9 × 9 strings: past 64 KiB on its line.
+        assert_eq!(err.line, Some(6));
     }
 
     #[test]
@@ -400,7 +423,59 @@ mod tests {
         let depth = 10_000;
         let text = format!("---\nk: {}{}\n---\n", "[".repeat(depth), "]".repeat(depth));
         let err = parse(&text).unwrap_err();
-        assert_eq!(err.kind, FrontMatterErrorKind::YamlTooComplex);
+        assert_eq!(err.kind, FrontMatterErrorKind::YamlTooDeep);
+    }
+
+    /// Issue #46: 100,000 nested brackets (200 KB) and 200,000 (400 KB),
+    /// both under the 512 KiB source cap, are refused by the guard with the
+    /// file and the line, instead of being parsed for half a minute.
+    #[test]
+    fn hostile_front_matter_refused_with_file_and_line() {
+        for depth in [100_000, 200_000] {
+            let text = format!(
+                "---\nname: x\ndescription: d\ntools: {}{}\n---\nbody\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let d = parse_file(Path::new("agents/x.md"), &text).unwrap_err();
+            assert_eq!(d.code, "yaml/too-deep");
+            assert_eq!(d.severity, crate::Severity::Error);
+            assert_eq!(d.locator.file.as_deref(), Some(Path::new("agents/x.md")));
+            assert_eq!(d.locator.line, Some(4));
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_limit_by_indentation_is_refused_at_its_line() {
+        let mut yaml = String::new();
+        for level in 0..=crate::nesting::MAX_DEPTH {
+            yaml.push_str(&format!("{}k{level}:\n", "  ".repeat(level)));
+        }
+        let text = format!("---\n{yaml}---\n");
+        let err = parse(&text).unwrap_err();
+        assert_eq!(err.kind.code(), "yaml/too-deep");
+        // Level 65 is on YAML line 65, file line 66.
+        assert_eq!(err.line, Some(66));
+        // One level less parses.
+        let yaml: String = yaml
+            .lines()
+            .take(crate::nesting::MAX_DEPTH)
+            .fold(String::new(), |acc, l| acc + l + "\n");
+        assert!(parse(&format!("---\n{yaml}---\n")).is_ok());
+    }
+
+    #[test]
+    fn shared_defaults_through_aliases_still_parse() {
+        let mut text = String::from(
+            "---\nname: x\ndefaults: &defaults\n  model: openai:gpt-4o\n  tools: [read, grep]\n\
+             steps:\n",
+        );
+        for i in 0..40 {
+            text.push_str(&format!("  - <<: *defaults\n    name: step-{i}\n"));
+        }
+        text.push_str("---\nbody\n");
+        let doc = parse(&text).unwrap();
+        assert_eq!(doc.mapping["steps"].as_sequence().map(Vec::len), Some(40));
     }
 
     #[test]

@@ -13,6 +13,14 @@
 //! record keeps the repository's canonical path and its `origin` remote at
 //! the time: a repository whose remote has changed since is untrusted
 //! again, because the path now holds someone else's code.
+//!
+//! A record also keeps what was granted: each source of the repository
+//! whose meaning trust changes (command tools, MCP servers, channels,
+//! schedules, check commands, evals, its config and sandbox files), by
+//! slot, file and content hash, as `evoflux trust` listed them. A source
+//! that is not among them, or whose content changed since, is not trusted
+//! until the repository is trusted again ([`grant_status`]); the source
+//! graph applies that rule when it compiles.
 
 use std::path::{Path, PathBuf};
 
@@ -57,7 +65,65 @@ pub struct TrustedRepository {
     pub path: PathBuf,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
+    /// What the user was shown and granted. A record written before grants
+    /// were kept has none, so every source of its repository waits for the
+    /// repository to be trusted again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub granted: Vec<Grant>,
 }
+
+/// One source of a repository as it was when the user trusted it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grant {
+    /// The slot it fills (`tools/deploy`, `connections/db`, `config`).
+    pub slot: String,
+    /// Its file relative to the repository (`/`-separated), with
+    /// `#<entry>` for one entry of a file that holds several (`.mcp.json#db`).
+    pub source: String,
+    /// The SHA-256 of its content (of the entry, for an entry).
+    pub sha256: String,
+}
+
+/// How a source of a trusted repository stands against what was granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GrantStatus {
+    /// Granted as it is.
+    Granted,
+    /// Granted, but its content changed since.
+    Changed,
+    /// Not there when the repository was trusted.
+    Added,
+}
+
+impl GrantStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GrantStatus::Granted => "granted",
+            GrantStatus::Changed => "changed",
+            GrantStatus::Added => "added",
+        }
+    }
+}
+
+/// The one rule comparing a source as it is now with what was granted:
+/// only the same slot and file with the same content is granted.
+pub fn grant_status(granted: &[Grant], current: &Grant) -> GrantStatus {
+    let mut same_source = granted
+        .iter()
+        .filter(|g| g.slot == current.slot && g.source == current.source);
+    match same_source.next() {
+        None => GrantStatus::Added,
+        Some(g) if g.sha256 == current.sha256 => GrantStatus::Granted,
+        Some(_) if same_source.any(|g| g.sha256 == current.sha256) => GrantStatus::Granted,
+        Some(_) => GrantStatus::Changed,
+    }
+}
+
+/// The code of the warning for each source of a trusted repository that
+/// changed, or was added, since the user trusted it.
+pub const CHANGED_SINCE_TRUST: &str = "trust/changed-since-trust";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -145,12 +211,33 @@ impl TrustList {
         }
     }
 
-    /// Records `repo` (a canonical path) as trusted with its current remote.
-    pub fn trust(&mut self, repo: &Path) -> Result<&TrustedRepository, TrustError> {
+    /// What the user granted `repo` (a canonical path) while its trust
+    /// holds; `None` when it is not trusted (or its remote changed).
+    pub fn granted(&self, repo: &Path) -> Option<&[Grant]> {
+        match self.state(repo) {
+            TrustState::Trusted => self
+                .repositories
+                .iter()
+                .find(|r| r.path == repo)
+                .map(|r| r.granted.as_slice()),
+            TrustState::Untrusted | TrustState::RemoteChanged { .. } => None,
+        }
+    }
+
+    /// Records `repo` (a canonical path) as trusted with its current remote
+    /// and what the user was shown (`granted`), replacing an earlier record.
+    pub fn trust(
+        &mut self,
+        repo: &Path,
+        mut granted: Vec<Grant>,
+    ) -> Result<&TrustedRepository, TrustError> {
+        granted.sort();
+        granted.dedup();
         self.repositories.retain(|r| r.path != repo);
         self.repositories.push(TrustedRepository {
             path: repo.to_path_buf(),
             remote: git_remote(repo),
+            granted,
         });
         self.save()?;
         // Just pushed.
@@ -306,7 +393,7 @@ mod tests {
         let list_path = tmp.path().join("data/trusted-repositories.toml");
         let mut list = TrustList::load(&list_path).unwrap();
         assert_eq!(list.state(&repo), TrustState::Untrusted);
-        let record = list.trust(&repo).unwrap();
+        let record = list.trust(&repo, Vec::new()).unwrap();
         assert_eq!(record.remote.as_deref(), Some("https://example.test/a.git"));
 
         let list = TrustList::load(&list_path).unwrap();
@@ -329,7 +416,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("trusted-repositories.toml");
         let mut list = TrustList::load(&path).unwrap();
-        list.trust(tmp.path()).unwrap();
+        list.trust(tmp.path(), Vec::new()).unwrap();
         assert!(list.untrust(tmp.path()).unwrap());
         assert!(!list.untrust(tmp.path()).unwrap());
         assert_eq!(
@@ -338,6 +425,43 @@ mod tests {
         );
         std::fs::write(&path, "[[repository]]\npth = 1\n").unwrap();
         assert_eq!(TrustList::load(&path).unwrap_err().code(), "trust/invalid");
+    }
+
+    fn grant(slot: &str, source: &str, sha256: &str) -> Grant {
+        Grant {
+            slot: slot.into(),
+            source: source.into(),
+            sha256: sha256.into(),
+        }
+    }
+
+    #[test]
+    fn grants_are_kept_with_the_record_and_compared_by_slot_file_and_content() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let path = tmp.path().join("trusted-repositories.toml");
+        let mut list = TrustList::load(&path).unwrap();
+        let tool = grant("tools/deploy", ".evoflux/tools/deploy.toml", "aa");
+        let server = grant("connections/db", ".mcp.json#db", "bb");
+        list.trust(&repo, vec![server.clone(), tool.clone(), tool.clone()])
+            .unwrap();
+        let list = TrustList::load(&path).unwrap();
+        let granted = list.granted(&repo).unwrap();
+        assert_eq!(granted, [server.clone(), tool.clone()]);
+        assert_eq!(list.granted(&tmp.path().join("other")), None);
+
+        assert_eq!(grant_status(granted, &tool), GrantStatus::Granted);
+        let edited = grant("tools/deploy", ".evoflux/tools/deploy.toml", "cc");
+        assert_eq!(grant_status(granted, &edited), GrantStatus::Changed);
+        let moved = grant("tools/deploy", ".evoflux/tools/other.toml", "aa");
+        assert_eq!(grant_status(granted, &moved), GrantStatus::Added);
+        assert_eq!(grant_status(&[], &tool), GrantStatus::Added);
+
+        // A record from before grants were kept still loads: it grants nothing.
+        std::fs::write(&path, format!("[[repository]]\npath = {:?}\n", repo)).unwrap();
+        let list = TrustList::load(&path).unwrap();
+        assert_eq!(list.granted(&repo), Some(&[][..]));
     }
 
     #[test]

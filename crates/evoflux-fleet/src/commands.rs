@@ -107,6 +107,12 @@ pub fn argument_value_ok(value: &str, max_chars: usize) -> bool {
 pub enum RegistryError {
     #[error("fleet commands {}: invalid YAML ({reason})", path.display())]
     Yaml { path: PathBuf, reason: String },
+    /// Refused before parsing by the nesting guard.
+    #[error("fleet commands {}: {error}", path.display())]
+    TooComplex {
+        path: PathBuf,
+        error: evoflux_core::nesting::NestingError,
+    },
     /// `pointer` names the field (`/commands/test/argv`).
     #[error("fleet commands {}: {pointer}: {message}", path.display())]
     Invalid {
@@ -120,6 +126,7 @@ impl RegistryError {
     pub fn code(&self) -> &'static str {
         match self {
             RegistryError::Yaml { .. } => "fleet/commands-yaml",
+            RegistryError::TooComplex { error, .. } => error.code(),
             RegistryError::Invalid { .. } => "fleet/commands-invalid",
         }
     }
@@ -129,6 +136,7 @@ impl RegistryError {
         let d = Diagnostic::error(self.code(), self.to_string());
         match self {
             RegistryError::Yaml { path, .. } => d.with_file(path),
+            RegistryError::TooComplex { path, error } => d.with_file(path).with_line(error.line),
             RegistryError::Invalid { path, pointer, .. } => {
                 d.with_file(path).with_field(pointer.clone())
             }
@@ -189,6 +197,10 @@ pub(crate) fn list(ids: &[String]) -> String {
 impl CommandRegistry {
     /// Parses and validates the registry text read from `path`.
     pub fn parse(path: &Path, text: &str) -> Result<CommandRegistry, RegistryError> {
+        evoflux_core::nesting::check_yaml(text).map_err(|error| RegistryError::TooComplex {
+            path: path.to_path_buf(),
+            error,
+        })?;
         let value: Value = yaml_serde::from_str(text).map_err(|e| RegistryError::Yaml {
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -604,7 +616,25 @@ mod tests {
                 pointer, message, ..
             } => (pointer, message),
             RegistryError::Yaml { reason, .. } => ("(yaml)".into(), reason),
+            RegistryError::TooComplex { error, .. } => ("(yaml)".into(), error.to_string()),
         }
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing() {
+        let text = format!(
+            "version: 1\ncommands:\n  test:\n    argv: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let d = parse(&text).unwrap_err().to_diagnostic();
+        assert_eq!(
+            (d.code.as_ref(), d.locator.line),
+            ("yaml/too-deep", Some(4))
+        );
+        let aliases = "version: 1\nx: &x [a, b, c, d, e, f, g, h]\ncommands:\n".to_owned()
+            + &"  - [*x, *x, *x, *x, *x, *x, *x, *x]\n".repeat(400);
+        assert_eq!(parse(&aliases).unwrap_err().code(), "yaml/too-many-aliases");
     }
 
     #[test]

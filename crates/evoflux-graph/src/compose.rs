@@ -22,6 +22,7 @@ use std::path::Path;
 
 use evoflux_core::config::{ConfigScope, HarnessConfig, LoadedConfig};
 use evoflux_core::hash::sha256_hex;
+use evoflux_core::secret_name::KeyVariables;
 use evoflux_core::trust::Trust;
 use evoflux_core::{Diagnostic, Diagnostics, Severity};
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,7 @@ use crate::channel::{self, ChannelDefinition};
 use crate::connection::{self, ConnectionDefinition};
 use crate::declarative::{is_disable_sentinel, parse_value};
 use crate::discover::{Discovered, EntryValues};
+use crate::grants::{GrantedSource, TrustGrants};
 use crate::layer::{Form, Layer};
 use crate::policy::CompositionPolicy;
 use crate::registry::BuiltinRegistry;
@@ -185,6 +187,7 @@ pub struct ConfigPhase<'a> {
     entries: EntryValues,
     groups: BTreeMap<Slot, Vec<Candidate>>,
     composed: Composed,
+    reviewed: Vec<GrantedSource>,
 }
 
 /// Phase two: the config is selected; everything else composes.
@@ -198,16 +201,21 @@ pub struct RestPhase<'a> {
 }
 
 impl<'a> ConfigPhase<'a> {
-    /// Groups candidates by slot, rejecting repeated source ids.
+    /// Groups candidates by slot, rejecting repeated source ids. `trust`
+    /// says which trusted repositories are held to what the user granted
+    /// them (a source changed since is untrusted again) and which one's
+    /// grants to collect ([`ConfigPhase::take_reviewed`]).
     pub fn new(
         registries: &'a [BuiltinRegistry],
         discovered: Discovered,
+        trust: &TrustGrants,
         diags: &mut Diagnostics,
     ) -> Self {
         let Discovered {
-            candidates,
+            mut candidates,
             entries,
         } = discovered;
+        let checked = crate::grants::check(trust, &mut candidates, &entries, diags);
         let mut groups: BTreeMap<Slot, Vec<Candidate>> = BTreeMap::new();
         let mut ids = std::collections::HashSet::new();
         let mut withheld = Vec::new();
@@ -229,7 +237,13 @@ impl<'a> ConfigPhase<'a> {
             groups.entry(c.slot.clone()).or_default().push(c);
         }
         let mut composed = Composed::default();
-        if let Some(first) = withheld.first() {
+        // Sources that changed since their repository was trusted have
+        // their own warnings.
+        let untrusted: Vec<&Candidate> = withheld
+            .iter()
+            .filter(|c| !checked.changed.contains(&c.source_id))
+            .collect();
+        if let Some(first) = untrusted.first() {
             diags.push(
                 Diagnostic::warning(
                     "trust/withheld",
@@ -238,7 +252,7 @@ impl<'a> ConfigPhase<'a> {
                          commands or servers for you (command tools, MCP servers, channels, \
                          schedules) are not loaded: `evoflux info` lists them; trust the \
                          repository (evoflux trust) to use them",
-                        withheld.len()
+                        untrusted.len()
                     ),
                 )
                 .with_source_id(first.source_id.as_str()),
@@ -255,7 +269,14 @@ impl<'a> ConfigPhase<'a> {
             entries,
             groups,
             composed,
+            reviewed: checked.reviewed,
         }
+    }
+
+    /// The grants of the reviewed repository's sources, in discovery order
+    /// (empty unless the compile reviews one).
+    pub fn take_reviewed(&mut self) -> Vec<GrantedSource> {
+        std::mem::take(&mut self.reviewed)
     }
 
     /// Composes and loads the config slot. A failed config is reported and
@@ -269,6 +290,7 @@ impl<'a> ConfigPhase<'a> {
             &self.entries,
             &Slot::config(),
             group,
+            &KeyVariables::default(),
             &mut self.composed,
             diags,
         );
@@ -297,12 +319,14 @@ impl RestPhase<'_> {
     /// Composes every remaining slot, in lexical slot order.
     pub fn compose(mut self, diags: &mut Diagnostics) -> Composed {
         let groups = std::mem::take(&mut self.groups);
+        let keys = KeyVariables::of_config(&self.config);
         for (slot, group) in groups {
             compose_slot(
                 self.registries,
                 &self.entries,
                 &slot,
                 group,
+                &keys,
                 &mut self.composed,
                 diags,
             );
@@ -328,11 +352,14 @@ fn locate(d: Diagnostic, c: &Candidate) -> Diagnostic {
     }
 }
 
+/// `keys` are the variables that hold keys, which a repository's command
+/// tool may not be passed.
 fn compose_slot(
     registries: &[BuiltinRegistry],
     entries: &EntryValues,
     slot: &Slot,
     mut group: Vec<Candidate>,
+    keys: &KeyVariables,
     composed: &mut Composed,
     diags: &mut Diagnostics,
 ) {
@@ -410,6 +437,11 @@ fn compose_slot(
     let Some(winner) = group.pop() else { return };
     let mut local = Diagnostics::new();
     let loaded = load(registries, entries, &winner, &mut local);
+    if let Loaded::Definition(loaded) = &loaded
+        && winner.layer == Layer::Project
+    {
+        repository_key_env(&loaded.0, &winner, keys, &mut local);
+    }
     let local_errors = local.has_errors();
     apply_policy(policy, &winner, local, diags);
     let winner_id = winner.source_id.clone();
@@ -762,6 +794,41 @@ fn load(
                 None => Loaded::Invalid,
             }
         }
+    }
+}
+
+/// A repository's command tool is never passed a variable that holds a key
+/// (a provider's `api_key_env`, `*_KEY`, `*_TOKEN`, …) from the user's
+/// environment, trusted or not: each one named is an error, and the tool
+/// is not loaded.
+fn repository_key_env(
+    definition: &Definition,
+    c: &Candidate,
+    keys: &KeyVariables,
+    diags: &mut Diagnostics,
+) {
+    let Definition::Tool(ToolDefinition {
+        executor: Some(tool::ToolExecutor::Command(command)),
+        ..
+    }) = definition
+    else {
+        return;
+    };
+    for var in command.env.iter().filter(|v| keys.contains(v)) {
+        let mut d = Diagnostic::error(
+            "tool/project-secret-env",
+            format!(
+                "the repository's tool `{}` asks for `{var}` from your environment, which holds \
+                 a key: a repository's tool is never given a key variable; define the tool in \
+                 your own config dir to pass it",
+                c.slot.name
+            ),
+        )
+        .with_field("env");
+        if let Some(file) = c.file() {
+            d = d.with_file(file);
+        }
+        diags.push(d);
     }
 }
 

@@ -43,6 +43,7 @@ pub use evoflux_core::placeholder::is_env_name;
 /// win). Returns the raw entries in file order.
 pub fn entries(path: &Path, text: &str) -> Result<Vec<(String, Value)>, Diagnostic> {
     let invalid = |msg: String| Diagnostic::error("discover/mcp-json-invalid", msg).with_file(path);
+    evoflux_core::nesting::check_json(text).map_err(|e| e.to_diagnostic(path))?;
     let root: Value = serde_json::from_str(text).map_err(|e| {
         invalid(format!("mcp.json is not valid JSON: {e}"))
             .with_line(u32::try_from(e.line()).unwrap_or(0))
@@ -277,6 +278,21 @@ mod tests {
         let mut d = Diagnostics::new();
         let r = parse(Path::new("mcp.json"), "gh", v, &mut d);
         (r, d.codes().into_iter().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing() {
+        let text = format!(
+            "{{\"mcpServers\": {{\"gh\": {{\"args\": {}{}}}}}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let d = entries(Path::new("/r/.evoflux/mcp.json"), &text).unwrap_err();
+        assert_eq!(
+            (d.code.as_ref(), d.locator.line),
+            ("json/too-deep", Some(1))
+        );
+        assert!(d.is_error());
     }
 
     #[test]

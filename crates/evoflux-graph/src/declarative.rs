@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::slot::FileFormat;
 
 /// Parses `text` of `format` into a JSON value, or a diagnostic with the
-/// line of the syntax error.
+/// line of the syntax error. JSON and YAML pass the nesting guard first
+/// (`evoflux_core::nesting`; YAML through `parse_yaml_mapping`).
 pub fn parse_value(path: &Path, format: FileFormat, text: &str) -> Result<Value, Diagnostic> {
     let syntax = |message: String, line: Option<usize>| {
         let d = Diagnostic::error("compile/syntax-invalid", message).with_file(path);
@@ -31,8 +32,12 @@ pub fn parse_value(path: &Path, format: FileFormat, text: &str) -> Result<Value,
             .and_then(|v| {
                 serde_json::to_value(v).map_err(|e| syntax(format!("invalid TOML: {e}"), None))
             }),
-        FileFormat::Json => serde_json::from_str(text)
-            .map_err(|e| syntax(format!("invalid JSON: {e}"), Some(e.line()))),
+        FileFormat::Json => evoflux_core::nesting::check_json(text)
+            .map_err(|e| e.to_diagnostic(path))
+            .and_then(|()| {
+                serde_json::from_str(text)
+                    .map_err(|e| syntax(format!("invalid JSON: {e}"), Some(e.line())))
+            }),
         FileFormat::Yaml => evoflux_core::frontmatter::parse_yaml_mapping(text, 1)
             .map_err(|e| e.to_diagnostic(path))
             .and_then(|m| {
@@ -157,6 +162,24 @@ mod tests {
         let e = parse_value(Path::new("t.toml"), FileFormat::Toml, "a = 1\nb = \n").unwrap_err();
         assert_eq!(e.code, "compile/syntax-invalid");
         assert_eq!(e.locator.line, Some(2));
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let json = format!("{{\n\"a\": {deep}}}");
+        let e = parse_value(Path::new("e.json"), FileFormat::Json, &json).unwrap_err();
+        assert_eq!(
+            (e.code.as_ref(), e.locator.line),
+            ("json/too-deep", Some(2))
+        );
+        let yaml = format!("a: 1\nb: {deep}\n");
+        let e = parse_value(Path::new("e.yaml"), FileFormat::Yaml, &yaml).unwrap_err();
+        assert_eq!(
+            (e.code.as_ref(), e.locator.line),
+            ("yaml/too-deep", Some(2))
+        );
+        assert_eq!(e.locator.file.as_deref(), Some(Path::new("e.yaml")));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod connection;
 pub mod declarative;
 pub mod discover;
 pub mod eval;
+pub mod grants;
 pub mod graph;
 pub mod info;
 pub mod layer;
@@ -45,9 +46,21 @@ pub fn compile(
     registries: &[BuiltinRegistry],
     roots: &[Root],
 ) -> Result<CompiledGraph, GraphError> {
+    compile_with_grants(registries, roots, &grants::TrustGrants::default()).map(|(g, _)| g)
+}
+
+/// [`compile`], holding the trusted repositories `trust` enforces to what
+/// the user granted them, and with the grants of the repository it
+/// reviews (for `evoflux trust`).
+pub fn compile_with_grants(
+    registries: &[BuiltinRegistry],
+    roots: &[Root],
+    trust: &grants::TrustGrants,
+) -> Result<(CompiledGraph, Vec<grants::GrantedSource>), GraphError> {
     let mut diags = Diagnostics::new();
     let candidates = discover::discover(registries, roots, &mut diags);
-    let phase = compose::ConfigPhase::new(registries, candidates, &mut diags);
+    let mut phase = compose::ConfigPhase::new(registries, candidates, trust, &mut diags);
+    let reviewed = phase.take_reviewed();
     let rest = phase.select_config(&mut diags);
     let composed = rest.compose(&mut diags);
     let channels: Vec<(SourceId, String, &channel::ChannelDefinition)> = composed
@@ -59,14 +72,15 @@ pub fn compile(
         })
         .collect();
     let route_plan = route_plan::plan(&channels, &mut diags);
-    CompiledGraph::new(
+    let graph = CompiledGraph::new(
         composed.nodes,
         composed.bindings,
         composed.report,
         route_plan,
         diags,
         registries,
-    )
+    )?;
+    Ok((graph, reviewed))
 }
 
 /// Compiles with the framework registry and the standard roots.

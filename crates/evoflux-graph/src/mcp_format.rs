@@ -203,13 +203,27 @@ fn foreign_invalid(path: &Path, why: impl std::fmt::Display) -> Diagnostic {
     .with_file(path)
 }
 
+/// A foreign file the nesting guard refused, as the warning that says it
+/// is not read.
+fn foreign_refused(path: &Path, e: &evoflux_core::nesting::NestingError) -> Diagnostic {
+    Diagnostic::warning(
+        e.code(),
+        format!("this MCP server file of another tool is not read: {e}"),
+    )
+    .with_file(path)
+    .with_line(e.line)
+}
+
 fn json_object(path: &Path, text: &str, comments: bool) -> Result<Map<String, Value>, Diagnostic> {
-    let parsed = if comments {
-        serde_json::from_str(&strip_jsonc(text))
+    let stripped;
+    let text = if comments {
+        stripped = strip_jsonc(text);
+        stripped.as_str()
     } else {
-        serde_json::from_str(text)
+        text
     };
-    match parsed {
+    evoflux_core::nesting::check_json(text).map_err(|e| foreign_refused(path, &e))?;
+    match serde_json::from_str(text) {
         Ok(Value::Object(root)) => Ok(root),
         Ok(_) => Err(foreign_invalid(path, "it is not a JSON object")),
         Err(e) => Err(foreign_invalid(path, format!("it is not valid JSON: {e}"))
@@ -247,6 +261,7 @@ struct ClaudeProjectState {
 }
 
 fn claude_user_entries(path: &Path, text: &str) -> Result<Vec<Entry>, Diagnostic> {
+    evoflux_core::nesting::check_json(text).map_err(|e| foreign_refused(path, &e))?;
     let file: ClaudeUserFile = serde_json::from_str(text).map_err(|e| {
         foreign_invalid(path, format!("it is not valid JSON of Claude Code: {e}"))
             .with_line(u32::try_from(e.line()).unwrap_or(0))
@@ -648,6 +663,22 @@ mod tests {
             !broken.is_error(),
             "another tool's file never fails a compile"
         );
+    }
+
+    #[test]
+    fn hostile_nesting_in_another_tool_file_is_a_warning() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        for format in [
+            McpFormat::ClaudeProject,
+            McpFormat::ClaudeUser,
+            McpFormat::CursorProject,
+            McpFormat::Vscode,
+        ] {
+            let text = format!("{{\n// servers\n\"servers\": {deep}}}");
+            let d = file_entries(&format, Path::new("/r/mcp.json"), &text).unwrap_err();
+            assert_eq!(d.code, "json/too-deep", "{format:?}");
+            assert!(!d.is_error(), "another tool's file never fails a compile");
+        }
     }
 
     #[test]

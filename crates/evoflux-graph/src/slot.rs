@@ -120,6 +120,13 @@ impl SlotKind {
             | SlotKind::Fleet => false,
         }
     }
+
+    /// Whether trusting a repository changes what its source of this kind
+    /// may do: the kinds that act for the user, and its config (providers)
+    /// and sandbox (writable roots). What `evoflux trust` lists and grants.
+    pub const fn granted_by_trust(self) -> bool {
+        self.acts_for_user() || matches!(self, SlotKind::Config | SlotKind::Sandbox)
+    }
 }
 
 impl fmt::Display for SlotKind {

@@ -169,8 +169,13 @@ mod tests {
     #[test]
     fn the_gate_follows_the_policy_safe_commands_and_escalation() {
         assert_eq!(
-            gate(Approval::Always, Some(("git status", false))),
+            gate(Approval::Always, Some(("git rev-parse HEAD", false))),
             Gate::Run
+        );
+        // `git status` runs the repository's `core.fsmonitor`.
+        assert_eq!(
+            gate(Approval::Always, Some(("git status", false))),
+            Gate::Ask { remembered: true }
         );
         assert_eq!(
             gate(Approval::Always, Some(("cargo test", false))),

@@ -23,6 +23,7 @@ pub mod evals;
 pub mod events;
 pub mod fleet_run;
 pub mod hooks;
+pub mod lease;
 pub mod metadata;
 pub mod offload;
 pub mod prepared;
@@ -43,6 +44,7 @@ pub mod terminal;
 pub mod todo;
 pub mod tool_paths;
 pub mod tree_copy;
+pub mod trust_review;
 pub mod workspace_instructions;
 
 pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
@@ -51,9 +53,10 @@ pub use error::HarnessError;
 pub use events::{Boundary, CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
+pub use lease::{Holder, LeaseError, SessionLease};
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
-    SessionRecord, SessionRequest, SessionSummary, TeamSetup, TrustQuestion, TurnEnd, TurnOptions,
-    TurnOutcome, UnmetContract, WorkerEnd, selected_config, selected_sandbox,
+    SessionRecord, SessionRequest, SessionSummary, TeamSetup, TrustQuestion, TrustedCheckout,
+    TurnEnd, TurnOptions, TurnOutcome, UnmetContract, WorkerEnd, selected_config, selected_sandbox,
 };

@@ -24,6 +24,9 @@ pub const PLUGIN_MCP_DISABLED: &str = "mcp/plugin-mcp-disabled";
 /// A `${VAR}` reference of the user's entry names a variable that is not
 /// set and has no default.
 pub const ENV_UNSET: &str = "mcp/env-unset";
+/// A repository's entry refers to a variable that holds a key (a
+/// provider's `api_key_env`, `*_KEY`, `*_TOKEN`, …): it is never started.
+pub const PROJECT_SECRET_EXPANSION: &str = "mcp/project-secret-expansion";
 /// A plugin's stdio server waits for the plugin's required credentials.
 pub const NEEDS_CREDENTIALS: &str = "mcp/needs-credentials";
 /// A plugin's credentials could not be read; its stdio servers start without them.

@@ -13,8 +13,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
+use evoflux_core::secret_name::KeyVariables;
 use evoflux_graph::connection::ConnectionDefinition;
-use evoflux_graph::{Binding, CompiledGraph, Definition};
+use evoflux_graph::{Binding, CompiledGraph, Definition, Layer};
 use evoflux_plugins::mcp::{CwdBase, McpCommand, McpServer, McpServerEntry};
 use serde::Serialize;
 
@@ -203,8 +204,18 @@ impl ServerDefinition {
 
 /// The MCP servers of a compiled graph: one per `connections/<name>` slot,
 /// in slot order. A relative `cwd`, or a relative command path with a `/`,
-/// is resolved against the folder of the winning `mcp.json`.
+/// is resolved against the folder of the winning `mcp.json`. A
+/// repository's server whose `args`, `env` or headers refer to a variable
+/// that holds a key is never started
+/// ([`codes::PROJECT_SECRET_EXPANSION`]).
 pub fn definitions_from_graph(graph: &CompiledGraph) -> Vec<ServerDefinition> {
+    let keys = match graph
+        .node(&evoflux_graph::Slot::config())
+        .map(|n| &n.definition)
+    {
+        Some(Definition::Config(loaded)) => KeyVariables::of_config(&loaded.config),
+        _ => KeyVariables::default(),
+    };
     let mut out = Vec::new();
     for node in &graph.nodes {
         let Definition::Connection(def) = &node.definition else {
@@ -220,9 +231,45 @@ pub fn definitions_from_graph(graph: &CompiledGraph) -> Vec<ServerDefinition> {
             source: source.clone(),
         };
         let base = source.as_deref().and_then(Path::parent);
-        out.push(from_connection(&node.slot.name, def, owner, base));
+        let mut server = from_connection(&node.slot.name, def, owner, base);
+        if bound.is_some_and(|b| b.layer == Layer::Project)
+            && let Some(var) = repository_key_reference(def, &keys)
+        {
+            server.launch = Launch::Invalid {
+                code: codes::PROJECT_SECRET_EXPANSION,
+                message: format!(
+                    "{}: the repository's MCP server `{}` refers to `${{{var}}}`, a variable that \
+                     holds a key; a repository's server never gets a key from your environment, \
+                     trusted or not, so it is not started (define the server in your own \
+                     mcp.json to give it the key)",
+                    source
+                        .as_deref()
+                        .map_or_else(|| "mcp.json".to_owned(), |p| p.display().to_string()),
+                    node.slot.name
+                ),
+            };
+        }
+        out.push(server);
     }
     out
+}
+
+/// The first key variable the values `${VAR}` is expanded in (`args`,
+/// `env`, headers) refer to.
+fn repository_key_reference<'a>(
+    def: &'a ConnectionDefinition,
+    keys: &KeyVariables,
+) -> Option<&'a str> {
+    match def {
+        ConnectionDefinition::Stdio { args, env, .. } => crate::references::key_reference(
+            args.iter().chain(env.values()).map(String::as_str),
+            keys,
+        ),
+        ConnectionDefinition::StreamableHttp { headers, .. }
+        | ConnectionDefinition::Sse { headers, .. } => {
+            crate::references::key_reference(headers.values().map(String::as_str), keys)
+        }
+    }
 }
 
 /// Adapts one global connection.
@@ -458,7 +505,16 @@ pub fn skipped_diagnostic(def: &ServerDefinition) -> Option<Diagnostic> {
                 def.owner.label()
             ),
         )),
-        Launch::Invalid { code, message } => Some(Diagnostic::error(code, message.clone())),
+        Launch::Invalid { code, message } => {
+            let d = Diagnostic::error(code, message.clone())
+                .with_field(format!("mcpServers.{}", def.name));
+            Some(match &def.owner {
+                ServerOwner::Global {
+                    source: Some(file), ..
+                } => d.with_file(file),
+                ServerOwner::Global { source: None, .. } | ServerOwner::Plugin { .. } => d,
+            })
+        }
         Launch::NeedsCredentials { missing } => Some(Diagnostic::warning(
             codes::NEEDS_CREDENTIALS,
             needs_credentials_message(def, missing),
@@ -667,5 +723,74 @@ mod reference_tests {
             .with_references(&BTreeMap::new())
             .unwrap_err();
         assert_eq!(unset.name, "ROOT");
+    }
+}
+
+#[cfg(test)]
+mod repository_key_tests {
+    use super::*;
+    use evoflux_graph::RootOptions;
+
+    /// The servers of a graph with `mcp.json` in the user's config dir and
+    /// in a trusted repository's `.evoflux/`.
+    fn servers(user: &str, project: &str) -> Vec<ServerDefinition> {
+        let tmp = tempfile::tempdir().unwrap();
+        let (config, repo) = (tmp.path().join("config"), tmp.path().join("repo"));
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".evoflux")).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("mcp.json"), user).unwrap();
+        std::fs::write(repo.join(".evoflux/mcp.json"), project).unwrap();
+        let graph = evoflux_graph::compile_standard(&RootOptions {
+            user_config_dir: Some(config),
+            trusted: vec![repo.clone()],
+            workspaces: vec![repo],
+            ..RootOptions::default()
+        })
+        .unwrap();
+        definitions_from_graph(&graph)
+    }
+
+    fn server<'a>(all: &'a [ServerDefinition], name: &str) -> &'a ServerDefinition {
+        all.iter().find(|s| s.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_repositorys_server_never_refers_to_a_key_variable_and_the_users_does() {
+        let all = servers(
+            r#"{"mcpServers": {"mine": {"command": "srv", "env": {"K": "${OPENAI_API_KEY}"}}}}"#,
+            r#"{"mcpServers": {
+                "leaky": {"command": "srv", "env": {"K": "${OPENAI_API_KEY}"}},
+                "header": {"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}},
+                "arg": {"command": "srv", "args": ["--key=${ANTHROPIC_API_KEY:-none}"]},
+                "fine": {"command": "srv", "args": ["${HOME}/x"], "env": {"MODE": "${MODE:-a}"}}
+            }}"#,
+        );
+        for name in ["leaky", "header", "arg"] {
+            let def = server(&all, name);
+            let Launch::Invalid { code, message } = &def.launch else {
+                panic!("{name} would start: {:?}", def.launch)
+            };
+            assert_eq!(*code, codes::PROJECT_SECRET_EXPANSION);
+            assert!(message.contains(&format!("`{name}`")), "{message}");
+            assert!(message.contains(".evoflux/mcp.json"), "{message}");
+            let d = definition_diagnostics(def);
+            assert_eq!(d[0].code, codes::PROJECT_SECRET_EXPANSION);
+            assert!(d[0].locator.file.is_some());
+        }
+        assert!(message_names(
+            &server(&all, "leaky").launch,
+            "OPENAI_API_KEY"
+        ));
+        assert!(message_names(
+            &server(&all, "header").launch,
+            "GITHUB_TOKEN"
+        ));
+        assert!(matches!(server(&all, "fine").launch, Launch::Stdio(_)));
+        assert!(matches!(server(&all, "mine").launch, Launch::Stdio(_)));
+    }
+
+    fn message_names(launch: &Launch, var: &str) -> bool {
+        matches!(launch, Launch::Invalid { message, .. } if message.contains(&format!("${{{var}}}")))
     }
 }

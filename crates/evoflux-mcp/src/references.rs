@@ -7,9 +7,13 @@
 //! definition, listings and inspection keep the reference.
 //!
 //! Plugin entries never expand references (a package must not read the
-//! user's environment), and `$VAR` without braces is text.
+//! user's environment), and `$VAR` without braces is text. A repository's
+//! entries expand references, but never to a variable that holds a key
+//! ([`key_reference`]): such an entry is not started at all.
 
 use std::collections::BTreeMap;
+
+use evoflux_core::secret_name::KeyVariables;
 
 /// Whether a launch's values may hold environment references. Closed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,6 +60,25 @@ pub fn expand(text: &str, env: &BTreeMap<String, String>) -> Result<String, Unse
     Ok(out)
 }
 
+/// The first variable that holds a key (a provider's `api_key_env`,
+/// `*_KEY`, `*_TOKEN`, …) among the references [`expand`] would fill in
+/// `values`. A repository's entry, trusted or not, may never name one: the
+/// user's key would reach a server the repository chose.
+pub fn key_reference<'a>(
+    values: impl IntoIterator<Item = &'a str>,
+    keys: &KeyVariables,
+) -> Option<&'a str> {
+    use evoflux_core::placeholder::{Piece, env_reference, pieces};
+    values.into_iter().find_map(|text| {
+        pieces(text).find_map(|piece| match piece {
+            Piece::Braced { inner, .. } => env_reference(inner)
+                .map(|r| r.name)
+                .filter(|name| keys.contains(name)),
+            Piece::Text(_) => None,
+        })
+    })
+}
+
 /// [`expand`] over every value of a map.
 pub fn expand_values(
     values: &BTreeMap<String, String>,
@@ -85,5 +108,21 @@ mod tests {
             "$TOKEN ${not a name} ${"
         );
         assert_eq!(expand("${MISSING}", &env).unwrap_err().name, "MISSING");
+    }
+
+    #[test]
+    fn a_key_variable_is_found_among_the_references_only() {
+        let keys = KeyVariables::default();
+        let found = |values: &[&'static str]| key_reference(values.iter().copied(), &keys);
+        assert_eq!(
+            found(&["--x", "Bearer ${GITHUB_TOKEN}"]),
+            Some("GITHUB_TOKEN")
+        );
+        assert_eq!(found(&["${OPENAI_API_KEY:-none}"]), Some("OPENAI_API_KEY"));
+        // Text, a name that holds no key, and a braced non-name are not.
+        assert_eq!(
+            found(&["$GITHUB_TOKEN", "${HOME}/x", "${not a name}"]),
+            None
+        );
     }
 }

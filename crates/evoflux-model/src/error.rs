@@ -274,6 +274,10 @@ pub enum SetupError {
         path: PathBuf,
         line: Option<u32>,
         message: String,
+        /// `model/script-invalid`, or the code of the nesting guard
+        /// (`yaml/too-deep`, `yaml/too-many-aliases`) that refused the
+        /// script before parsing.
+        code: &'static str,
     },
     #[error("cannot build the HTTP client: {detail}")]
     HttpClient { detail: String },
@@ -363,7 +367,7 @@ impl SetupError {
             SetupError::BaseUrlMissing { .. } => "model/base-url-missing",
             SetupError::ScriptMissing { .. } => "model/script-missing",
             SetupError::ScriptUnreadable { .. } => "model/script-unreadable",
-            SetupError::ScriptInvalid { .. } => "model/script-invalid",
+            SetupError::ScriptInvalid { code, .. } => code,
             SetupError::HttpClient { .. } => "model/http-client",
             SetupError::Local(e) => e.code(),
         }

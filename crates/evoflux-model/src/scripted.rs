@@ -474,6 +474,12 @@ pub struct ScriptedCall {
 impl Script {
     /// Parses script text; `path` is only for error messages.
     pub fn parse(path: &Path, text: &str) -> Result<Script, SetupError> {
+        evoflux_core::nesting::check_yaml(text).map_err(|e| SetupError::ScriptInvalid {
+            path: path.to_owned(),
+            line: Some(e.line),
+            message: e.to_string(),
+            code: e.code(),
+        })?;
         yaml_serde::from_str(text).map_err(|e| {
             let line = e.location().and_then(|l| u32::try_from(l.line()).ok());
             let message = e.to_string();
@@ -485,6 +491,7 @@ impl Script {
                 path: path.to_owned(),
                 line,
                 message,
+                code: "model/script-invalid",
             }
         })
     }
@@ -923,6 +930,18 @@ impl Provider for ScriptedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing() {
+        let text = format!(
+            "turns:\n  - reply:\n      text: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let err = Script::parse(Path::new("s.yaml"), &text).unwrap_err();
+        assert_eq!(err.code(), "yaml/too-deep");
+        assert_eq!(err.to_diagnostic().locator.line, Some(3));
+    }
 
     #[test]
     fn parse_errors_carry_the_line() {

@@ -59,6 +59,12 @@ pub enum ImportError {
     NotClaudePlugin(PathBuf),
     #[error("`{}`: {reason}", path.display())]
     ManifestInvalid { path: PathBuf, reason: String },
+    /// Refused before parsing by the nesting guard.
+    #[error("`{}`: {error}", path.display())]
+    ManifestTooComplex {
+        path: PathBuf,
+        error: evoflux_core::nesting::NestingError,
+    },
     #[error(
         "the plugin name `{name}` cannot name an Agent Plugins package: {reason}; rename it in {CLAUDE_MANIFEST}"
     )]
@@ -80,6 +86,7 @@ impl ImportError {
         match self {
             ImportError::NotClaudePlugin(_) => "plugin/import-not-claude-plugin",
             ImportError::ManifestInvalid { .. } => "plugin/import-manifest-invalid",
+            ImportError::ManifestTooComplex { error, .. } => error.code(),
             ImportError::NameInvalid { .. } => "plugin/import-name-invalid",
             ImportError::DestinationExists(_) => "plugin/import-destination-exists",
             ImportError::Io { .. } => "plugin/import-io",
@@ -141,6 +148,10 @@ pub fn import(source: &Path, dest: &Path) -> Result<ImportReport, ImportError> {
     let text = evoflux_core::source::read_source(&manifest_path)
         .map_err(|e| invalid(e.to_string()))
         .and_then(|b| String::from_utf8(b).map_err(|_| invalid("not UTF-8".into())))?;
+    evoflux_core::nesting::check_json(&text).map_err(|error| ImportError::ManifestTooComplex {
+        path: manifest_path.clone(),
+        error,
+    })?;
     let claude: Map<String, Value> = match serde_json::from_str(&text) {
         Ok(Value::Object(m)) => m,
         Ok(_) => return Err(invalid("the manifest is not a JSON object".into())),
@@ -717,6 +728,22 @@ mod tests {
 
     fn portable(v: Value) -> Result<Portable, String> {
         portable_server(&v)
+    }
+
+    #[test]
+    fn hostile_manifest_is_refused_before_parsing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let source = tmp.path().join("src");
+        std::fs::create_dir_all(source.join(".claude-plugin")).unwrap();
+        let text = format!(
+            "{{\"name\": {}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        std::fs::write(source.join(CLAUDE_MANIFEST), text).unwrap();
+        let e = import(&source, &tmp.path().join("dest")).unwrap_err();
+        assert_eq!(e.code(), "json/too-deep");
+        assert!(!tmp.path().join("dest").exists());
     }
 
     #[test]

@@ -196,6 +196,7 @@ impl PluginError {
             PluginError::Import(e) => match e {
                 crate::claude_import::ImportError::NotClaudePlugin(_)
                 | crate::claude_import::ImportError::ManifestInvalid { .. }
+                | crate::claude_import::ImportError::ManifestTooComplex { .. }
                 | crate::claude_import::ImportError::NameInvalid { .. }
                 | crate::claude_import::ImportError::Unwalkable(_) => true,
                 crate::claude_import::ImportError::DestinationExists(_)

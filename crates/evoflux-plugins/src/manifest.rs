@@ -114,6 +114,13 @@ pub fn validate_manifest(text: &str, file: &Path) -> ManifestOutcome {
         file,
         diagnostics: Vec::new(),
     };
+    if let Err(e) = evoflux_core::nesting::check_json(text) {
+        out.push(Diagnostic::error(e.code(), format!("plugin.json: {e}")).with_line(e.line));
+        return ManifestOutcome {
+            manifest: None,
+            diagnostics: out.diagnostics,
+        };
+    }
     let manifest = match serde_json::from_str::<Value>(text) {
         Ok(value) => out.manifest(&value),
         Err(e) => {
@@ -417,6 +424,21 @@ mod tests {
 
     fn codes(o: &ManifestOutcome) -> Vec<&str> {
         o.diagnostics.iter().map(ScopedDiagnostic::code).collect()
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing() {
+        let text = format!(
+            "{{\"name\": \"x\",\n\"keywords\": {}{}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let o = validate_manifest(&text, Path::new("plugin.json"));
+        assert!(o.manifest.is_none());
+        assert_eq!(codes(&o), ["json/too-deep"]);
+        let d = &o.diagnostics[0].diagnostic;
+        assert_eq!(d.locator.file.as_deref(), Some(Path::new("plugin.json")));
+        assert_eq!(d.locator.line, Some(2));
     }
 
     #[test]

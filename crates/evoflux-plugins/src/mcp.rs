@@ -254,6 +254,17 @@ pub fn validate_mcp(text: &str, file: &Path, spec: SpecVersion, root: &Path) -> 
     let mut top = |d: Diagnostic| {
         diagnostics.push(ScopedDiagnostic::new(Scope::Mcp, d.with_file(file)));
     };
+    if let Err(e) = evoflux_core::nesting::check_json(text) {
+        top(Diagnostic::error(
+            e.code(),
+            format!("mcp.json: {e}; MCP is disabled for this plugin"),
+        )
+        .with_line(e.line));
+        return McpOutcome {
+            config: None,
+            diagnostics,
+        };
+    }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -884,6 +895,24 @@ impl EntryChecker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_nesting_disables_mcp_before_parsing() {
+        let text = format!(
+            "{{\"mcpServers\": {{\"a\": {{\"args\": {}{}}}}}}}",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let o = validate_mcp(
+            &text,
+            Path::new("mcp.json"),
+            SpecVersion::V1_0_0,
+            Path::new("/p"),
+        );
+        assert!(o.config.is_none());
+        let codes: Vec<&str> = o.diagnostics.iter().map(ScopedDiagnostic::code).collect();
+        assert_eq!(codes, ["json/too-deep"]);
+    }
 
     #[test]
     fn transports_are_closed() {

@@ -1,7 +1,9 @@
 //! The server's bearer token. Every route but the public ones (health,
 //! readiness, the home page shell) requires `Authorization: Bearer <token>`.
 //! The token is `EVOFLUX_SERVER_TOKEN` when set, else the one in
-//! `<data>/server-token`, generated on first start with mode 0600.
+//! `<data>/server-token`, generated on first start with mode 0600. A
+//! server on a non-loopback address needs one from the environment, of at
+//! least [`PUBLIC_TOKEN_MIN_CHARS`] characters.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,8 @@ pub const TOKEN_FILE: &str = "server-token";
 pub const TOKEN_ENV: &str = "EVOFLUX_SERVER_TOKEN";
 /// Bytes of randomness in a generated token (hex-encoded).
 const TOKEN_BYTES: usize = 32;
+/// The fewest characters of a token that guards a non-loopback address.
+pub const PUBLIC_TOKEN_MIN_CHARS: usize = 32;
 
 /// The token requests must present.
 #[derive(Clone)]

@@ -121,10 +121,13 @@ impl From<SessionError> for ApiError {
         // What the request asked for cannot be had (422), the server's
         // sources or trust are in the way (409), or the server failed (500).
         let (status, field) = match &e {
-            SessionError::Store(store) => {
+            SessionError::Store(store)
+            | SessionError::Lease(evoflux_harness::LeaseError::Store(store)) => {
                 let (status, field) = store_status(store);
                 (status, field.map(str::to_owned))
             }
+            // Another process runs a turn on the session: try again later.
+            SessionError::Lease(evoflux_harness::LeaseError::Busy { .. }) => (S::CONFLICT, None),
             SessionError::Workspace { .. } | SessionError::WorkspaceInWorkMode { .. } => {
                 (S::UNPROCESSABLE_ENTITY, Some("workspaces".to_owned()))
             }

@@ -5,13 +5,17 @@
 //! session per request, derived CORS preflights and the closed host
 //! inventory. Sessions run on the harness's session engine ([`live`]);
 //! handlers are thin. Every route but health, readiness, the OpenAPI
-//! document and the home page needs the bearer token ([`auth`]).
+//! document and the home page needs the bearer token ([`auth`]); every
+//! request must name a host the server answers for ([`host`]); the accept
+//! loop bounds connections and their timeouts ([`conn`]).
 
 mod api;
 pub mod auth;
 mod channels;
+pub mod conn;
 mod error;
 pub mod events;
+pub mod host;
 pub mod live;
 mod openapi;
 mod reload;
@@ -29,8 +33,10 @@ use evoflux_harness::{AppContext, SessionError};
 use evoflux_store::StoreError;
 use evoflux_tools::ProcessRuntime;
 
-pub use auth::{TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
+pub use auth::{PUBLIC_TOKEN_MIN_CHARS, TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
+pub use conn::{HEADER_TIMEOUT, IDLE_TIMEOUT, TOO_MANY_CONNECTIONS, default_max_connections};
 pub use error::ApiError;
+pub use host::HOST_NOT_ALLOWED;
 pub use openapi::document as openapi_document;
 pub use router::{MountedRoute, mounted};
 pub use schedules::TICK as SCHEDULE_TICK;
@@ -54,6 +60,19 @@ pub struct ServeOptions {
     /// ([`live::LEASE_TTL`] by default): how soon another replica on the
     /// same database finishes a turn this one was running when it died.
     pub lease_ttl: std::time::Duration,
+    /// How many connections are served at once; past it a connection is
+    /// answered `503` (`server/too-many-connections`). `None`: what
+    /// `RLIMIT_NOFILE` allows ([`default_max_connections`]).
+    pub max_connections: Option<usize>,
+    /// How long a request's headers may take to arrive, counted from the
+    /// connection's opening or its previous response ([`HEADER_TIMEOUT`]).
+    pub header_timeout: std::time::Duration,
+    /// How long a connection may pass with nothing sent either way and no
+    /// request being handled ([`IDLE_TIMEOUT`]).
+    pub idle_timeout: std::time::Duration,
+    /// Host names requests may name besides the built-in ones
+    /// (`NAME` or `NAME:PORT`; see [`host`]).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl ServeOptions {
@@ -72,6 +91,10 @@ impl ServeOptions {
             schedule_clock: Arc::new(evoflux_harness::scheduler::SystemNow),
             schedule_tick: schedules::TICK,
             lease_ttl: live::LEASE_TTL,
+            max_connections: None,
+            header_timeout: HEADER_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -81,6 +104,17 @@ impl ServeOptions {
 pub enum ServerError {
     #[error("{addr} is not a loopback address: serving it needs a token you chose, in {TOKEN_ENV}")]
     PublicWithoutToken { addr: SocketAddr },
+    #[error(
+        "{TOKEN_ENV} has {chars} characters: serving {addr}, not a loopback address, needs at \
+         least {min} (`openssl rand -hex 32` makes one)"
+    )]
+    TokenTooShort {
+        addr: SocketAddr,
+        chars: usize,
+        min: usize,
+    },
+    #[error(transparent)]
+    AllowedHost(#[from] host::AllowedHostError),
     #[error("the sources do not compile; `evoflux info` lists the errors")]
     Graph {
         diagnostics: evoflux_core::Diagnostics,
@@ -94,19 +128,18 @@ pub enum ServerError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("the server stopped: {0}")]
-    Serve(std::io::Error),
 }
 
 impl ServerError {
     pub fn code(&self) -> &'static str {
         match self {
             ServerError::PublicWithoutToken { .. } => "server/public-without-token",
+            ServerError::TokenTooShort { .. } => "server/token-too-short",
+            ServerError::AllowedHost(_) => "server/allowed-host-invalid",
             ServerError::Graph { .. } => "server/graph-invalid",
             ServerError::Session(e) => e.code(),
             ServerError::Store(e) => e.code(),
             ServerError::Bind { .. } => "server/bind-failed",
-            ServerError::Serve(_) => "server/stopped",
         }
     }
 }
@@ -123,6 +156,27 @@ pub async fn serve(
     if !options.addr.ip().is_loopback() && options.token.origin != TokenOrigin::Environment {
         return Err(ServerError::PublicWithoutToken { addr: options.addr });
     }
+    if !options.addr.ip().is_loopback() {
+        let chars = options.token.secret().chars().count();
+        if chars < PUBLIC_TOKEN_MIN_CHARS {
+            return Err(ServerError::TokenTooShort {
+                addr: options.addr,
+                chars,
+                min: PUBLIC_TOKEN_MIN_CHARS,
+            });
+        }
+    }
+    let hosts = Arc::new(host::HostPolicy::new(
+        options.addr.ip(),
+        &options.allowed_hosts,
+    )?);
+    let limits = conn::Limits {
+        max_connections: options
+            .max_connections
+            .unwrap_or_else(default_max_connections),
+        header_timeout: options.header_timeout,
+        idle_timeout: options.idle_timeout,
+    };
     let graph = app.compile(&options.workspaces)?;
     if graph.has_errors() {
         return Err(ServerError::Graph {
@@ -192,16 +246,7 @@ pub async fn serve(
         source,
     })?;
     listening(addr);
-    // Events are small writes: without TCP_NODELAY, Nagle's algorithm and
-    // delayed ACKs hold some of them about 40 ms.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
-    let served = axum::serve(listener, current.service())
-        .with_graceful_shutdown(shutdown)
-        .await;
+    conn::run(listener, current.service(), hosts, limits, shutdown).await;
     scheduler.abort();
     sweeper.abort();
     listener_task.abort();
@@ -209,5 +254,5 @@ pub async fn serve(
     if let Some(mcp) = state.mcp.lock().await.take() {
         mcp.shutdown().await;
     }
-    served.map_err(ServerError::Serve)
+    Ok(())
 }

@@ -6,13 +6,14 @@
 //!
 //! Several replicas may serve one database. A live session is then only
 //! this replica's cache of it: a turn runs under the session's lease
-//! ([`evoflux_store::Store::acquire_lease`]), renewed while it runs, so
-//! exactly one replica executes a session's turn at a time. A replica
-//! that takes the lease after another ran the session (the lease's epoch
-//! says so) opens the harness again from the store first; a replica that
-//! dies mid-turn leaves the lease to expire with the turn open, and any
-//! replica's sweeper ([`finish_orphaned_turns`]) takes it and finishes the
-//! turn.
+//! ([`evoflux_harness::lease::SessionLease`], the one every front end
+//! takes), renewed while it runs, so exactly one replica — or `evoflux
+//! run`, `sessions resume`, `chat`, `acp` — executes a session's turn at a
+//! time. A replica that takes the lease after another ran the session (the
+//! lease's epoch says so) opens the harness again from the store first; a
+//! replica that dies mid-turn leaves the lease to expire with the turn
+//! open, and any replica's sweeper ([`finish_orphaned_turns`]) takes it and
+//! finishes the turn.
 //!
 //! When the sources change (a file under a watched root, or a change made
 //! through the API: a skill, its preferences, a plugin), each live
@@ -27,10 +28,9 @@ use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
 use evoflux_harness::{
-    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness,
-    SessionBuilder, SessionOptions, TurnOptions,
+    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Holder,
+    LeaseError, SessionBuilder, SessionLease, SessionOptions, TurnOptions,
 };
-use evoflux_store::Lease;
 use evoflux_tools::ProcessRuntime;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -49,13 +49,24 @@ pub struct Replica {
     /// Unique per process.
     pub id: Arc<str>,
     pub lease_ttl: Duration,
+    /// Who takes the leases of this replica's turns: `evoflux serve (pid
+    /// N) on host H, replica ID`, with `lease_ttl` (see
+    /// [`evoflux_harness::lease`], which every front end shares).
+    pub holder: Holder,
 }
 
 impl Replica {
     pub fn new(lease_ttl: Duration) -> Replica {
+        let id: Arc<str> = uuid::Uuid::now_v7().to_string().into();
+        let holder = Holder::named(format!(
+            "{}, replica {id}",
+            Holder::process("evoflux serve").name()
+        ))
+        .with_ttl(lease_ttl);
         Replica {
-            id: uuid::Uuid::now_v7().to_string().into(),
+            id,
             lease_ttl,
+            holder,
         }
     }
 }
@@ -127,7 +138,10 @@ impl HttpApprover {
 enum Command {
     /// Run a turn under `lease`: a message, an answer, or `None` to
     /// continue.
-    Turn { input: Option<String>, lease: Lease },
+    Turn {
+        input: Option<String>,
+        lease: SessionLease,
+    },
 }
 
 /// A session the server runs.
@@ -161,24 +175,24 @@ impl LiveSession {
         {
             return Err(busy());
         }
-        let lease = match self
-            .store
-            .acquire_lease(self.id, &self.replica.id, self.replica.lease_ttl)
-            .await
-        {
-            Ok(Some(lease)) => lease,
-            Ok(None) => {
+        // Renewed from now until the turn's end releases it.
+        let lease = match SessionLease::acquire(&self.store, self.id, &self.replica.holder).await {
+            Ok(lease) => lease,
+            // Another replica or process: the message names it.
+            Err(e @ LeaseError::Busy { .. }) => {
                 self.busy.store(false, Ordering::SeqCst);
-                return Err(busy());
+                return Err(ApiError::conflict(e.code(), e.to_string()));
             }
-            Err(e) => {
+            Err(LeaseError::Store(e)) => {
                 self.busy.store(false, Ordering::SeqCst);
                 return Err(e.into());
             }
         };
-        if self.commands.send(Command::Turn { input, lease }).is_err() {
+        if let Err(mpsc::error::SendError(Command::Turn { lease, .. })) =
+            self.commands.send(Command::Turn { input, lease })
+        {
             self.busy.store(false, Ordering::SeqCst);
-            let _ = self.store.release_lease(self.id, &self.replica.id).await;
+            let _ = lease.release().await;
             return Err(ApiError::internal(
                 "session/stopped",
                 "the session's task has stopped",
@@ -410,7 +424,7 @@ impl Sessions {
             .store
             .lease_holder(id)
             .await?
-            .is_some_and(|h| h.running && *h.holder != *self.replica.id);
+            .is_some_and(|h| h.running && !self.replica.holder.took(&h.holder));
         if !running {
             return Ok(false);
         }
@@ -596,10 +610,11 @@ async fn run(
         let Some(live) = weak.upgrade() else { break };
         match command {
             Command::Turn { input, lease } => {
-                let stale = lease.epoch != live.synced.load(Ordering::SeqCst) + 1;
+                let epoch = lease.epoch();
+                let stale = epoch != live.synced.load(Ordering::SeqCst) + 1;
                 let current = reopen.refresh(&mut harness, &live, stale).await || !stale;
                 if current {
-                    turn(&mut harness, &live, input).await;
+                    turn(&mut harness, &live, input, &lease).await;
                 } else {
                     // A harness that missed another replica's turns must
                     // not answer on them.
@@ -609,13 +624,13 @@ async fn run(
                     });
                 }
                 live.log.flush().await;
-                if let Err(e) = live.store.release_lease(live.id, &live.replica.id).await {
+                if let Err(e) = lease.release().await {
                     tracing::warn!(session = %live.id, error = %e, "cannot release a turn's lease; it expires");
                 }
                 // A harness that could not be opened again stays stale:
                 // the next lease tries again.
                 if current {
-                    live.synced.store(lease.epoch, Ordering::SeqCst);
+                    live.synced.store(epoch, Ordering::SeqCst);
                 }
                 live.busy.store(false, Ordering::SeqCst);
                 // Only now does anyone see the turn's end.
@@ -626,34 +641,15 @@ async fn run(
     harness.shutdown().await;
 }
 
-/// One turn, its lease renewed while it runs. A lease lost (this replica
-/// stalled past it and another took the session) cancels the turn.
-async fn turn(harness: &mut Harness, live: &Arc<LiveSession>, input: Option<String>) {
-    let renew = {
-        let live = Arc::clone(live);
-        tokio::spawn(async move {
-            let every = live.replica.lease_ttl / 3;
-            loop {
-                tokio::time::sleep(every).await;
-                match live
-                    .store
-                    .renew_lease(live.id, &live.replica.id, live.replica.lease_ttl)
-                    .await
-                {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(session = %live.id, "lost the turn's lease; cancelling it");
-                        live.cancel.notify_waiters();
-                        return;
-                    }
-                    // The database may come back before the lease ends.
-                    Err(e) => {
-                        tracing::warn!(session = %live.id, error = %e, "cannot renew a turn's lease")
-                    }
-                }
-            }
-        })
-    };
+/// One turn under `lease`, which renews itself while it runs. A lease
+/// lost (this replica stalled past it and another took the session)
+/// cancels the turn.
+async fn turn(
+    harness: &mut Harness,
+    live: &Arc<LiveSession>,
+    input: Option<String>,
+    lease: &SessionLease,
+) {
     let signals = {
         let live = Arc::clone(live);
         tokio::spawn(async move {
@@ -677,12 +673,20 @@ async fn turn(harness: &mut Harness, live: &Arc<LiveSession>, input: Option<Stri
     let cancelled = live.cancel.notified();
     tokio::pin!(cancelled);
     cancelled.as_mut().enable();
+    let lost = lease.lost();
+    let stop = async {
+        tokio::select! {
+            () = cancelled => {}
+            () = lost => {
+                tracing::warn!(session = %live.id, "lost the turn's lease; cancelling it");
+            }
+        }
+    };
     // The harness stops the turn's commands and emits turn_cancelled;
     // what waits for a decision here is denied.
     let ended = harness
-        .turn_or_cancel(input.as_deref(), TurnOptions::default(), cancelled)
+        .turn_or_cancel(input.as_deref(), TurnOptions::default(), stop)
         .await;
-    renew.abort();
     signals.abort();
     if matches!(ended, Ok(evoflux_harness::TurnEnd::Cancelled)) {
         live.approvals.deny_all();

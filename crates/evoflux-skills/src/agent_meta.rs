@@ -116,6 +116,14 @@ pub fn read_agent_metadata(bundle_dir: &Path, diags: &mut Diagnostics) -> AgentM
             return meta;
         }
     };
+    if let Err(e) = evoflux_core::nesting::check_yaml(&text) {
+        diags.push(
+            Diagnostic::warning(e.code(), format!("agent metadata: {e}; ignored"))
+                .with_file(&path)
+                .with_line(e.line),
+        );
+        return meta;
+    }
     let root = match yaml_serde::from_str::<Value>(&text) {
         Ok(Value::Mapping(m)) => m,
         Ok(Value::Null) => return meta,
@@ -352,6 +360,15 @@ mod tests {
         let mut diags = Diagnostics::new();
         let meta = read_agent_metadata(dir.path(), &mut diags);
         (meta, diags)
+    }
+
+    #[test]
+    fn hostile_nesting_is_ignored_before_parsing() {
+        let text = format!("interface:\n  display_name: {}\n", "{a: ".repeat(10_000));
+        let (meta, diags) = read(&[("agents/evoflux.yaml", &text)]);
+        assert_eq!(diags.codes(), ["yaml/too-deep"]);
+        assert_eq!(diags.as_slice()[0].locator.line, Some(2));
+        assert!(meta.interface.is_none());
     }
 
     #[test]

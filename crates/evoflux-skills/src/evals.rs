@@ -147,6 +147,10 @@ pub fn read_trigger_cases(path: &Path) -> TriggerCasesCheck {
 /// expected_trajectory?, forbidden_behaviors?}` with no other key.
 pub fn check_trigger_cases(text: &str, file: &Path) -> TriggerCasesCheck {
     let mut out = TriggerCasesCheck::default();
+    if let Err(e) = evoflux_core::nesting::check_json(text) {
+        out.diagnostics.push(e.to_diagnostic(file));
+        return out;
+    }
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -783,6 +787,14 @@ mod tests {
             .into_iter()
             .map(str::to_owned)
             .collect()
+    }
+
+    #[test]
+    fn hostile_nesting_is_refused_before_parsing() {
+        let text = format!("[\n{}{}]", "[".repeat(100_000), "]".repeat(100_000));
+        let check = check_trigger_cases(&text, Path::new("f.json"));
+        assert_eq!(check.diagnostics.codes(), ["json/too-deep"]);
+        assert_eq!(check.diagnostics.as_slice()[0].locator.line, Some(2));
     }
 
     #[test]

@@ -62,6 +62,20 @@ pub fn read_sidecar(bundle_dir: &Path) -> SidecarModes {
     let Ok(text) = String::from_utf8(bytes) else {
         return fail(format!("{SIDECAR_FILE} is not UTF-8"));
     };
+    if let Err(e) = evoflux_core::nesting::check_json(&text) {
+        return SidecarModes {
+            modes: ModeSet::BOTH,
+            present: true,
+            diagnostic: Some(
+                Diagnostic::warning(
+                    e.code(),
+                    format!("{SIDECAR_FILE}: {e}; the skill is available in both modes"),
+                )
+                .with_file(&path)
+                .with_line(e.line),
+            ),
+        };
+    }
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => return fail(format!("{SIDECAR_FILE} is not valid JSON ({e})")),
@@ -151,6 +165,14 @@ mod tests {
             (s.modes, s.present, s.diagnostic),
             (ModeSet::BOTH, false, None)
         );
+    }
+
+    #[test]
+    fn hostile_nesting_fails_open_before_parsing() {
+        let text = format!("{{\"modes\": {}{}}}", "[".repeat(8_000), "]".repeat(8_000));
+        let s = with(text.as_bytes());
+        assert_eq!(s.modes, ModeSet::BOTH);
+        assert_eq!(s.diagnostic.map(|d| d.code), Some("json/too-deep".into()));
     }
 
     #[test]

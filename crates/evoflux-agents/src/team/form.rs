@@ -103,6 +103,10 @@ fn lines(text: &str) -> Vec<&str> {
 }
 
 fn cut(yaml: &str) -> Result<Cut<'_>, FormError> {
+    // Every entry below is a slice of `yaml`: one guard covers them all.
+    evoflux_core::nesting::check_yaml(yaml).map_err(|e| {
+        FormError::FrontMatter(format!("{e} (line {} of the front matter)", e.line))
+    })?;
     let ls = lines(yaml);
     let mut entries = Vec::new();
     let mut pos = 0usize; // byte offset of ls[i]

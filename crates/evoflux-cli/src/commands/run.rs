@@ -15,9 +15,9 @@ use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
-    ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Limits,
-    ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionOptions, SessionRecord,
-    SessionSummary, TurnOptions, TurnOutcome, TurnStatus,
+    ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder,
+    LeaseError, Limits, ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionLease,
+    SessionOptions, SessionRecord, SessionSummary, TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
@@ -128,21 +128,23 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
         };
         let events = event_sink(out);
         let processes = process_runtime(out)?;
-        let mut harness = match open(
+        let (mut harness, lease) = match open(
             out,
             &args.session,
             events,
             Arc::new(NonInteractive),
             &processes,
+            OpenLease::Take("evoflux run"),
         )
         .await?
         {
-            Ok(h) => h,
+            Ok(opened) => opened,
             Err(exit) => return Ok(exit),
         };
         Ok(one_turn(
             out,
             &mut harness,
+            lease,
             &processes,
             Some(&args.task),
             TurnOptions {
@@ -313,14 +315,23 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 };
                 let events = event_sink(out);
                 let processes = process_runtime(out)?;
-                let mut harness =
-                    match open(out, &args, events, Arc::new(NonInteractive), &processes).await? {
-                        Ok(h) => h,
-                        Err(exit) => return Ok(exit),
-                    };
+                let (mut harness, lease) = match open(
+                    out,
+                    &args,
+                    events,
+                    Arc::new(NonInteractive),
+                    &processes,
+                    OpenLease::Take("evoflux sessions resume"),
+                )
+                .await?
+                {
+                    Ok(opened) => opened,
+                    Err(exit) => return Ok(exit),
+                };
                 Ok(one_turn(
                     out,
                     &mut harness,
+                    lease,
                     &processes,
                     message.as_deref(),
                     TurnOptions::default(),
@@ -369,31 +380,87 @@ pub(crate) fn session_row(summary: &SessionSummary) -> String {
     )
 }
 
-/// Runs one non-interactive turn until it ends or Ctrl-C/SIGTERM arrives,
-/// then stops everything the session started: no command process or MCP
-/// server outlives evoflux.
+/// Runs one non-interactive turn under the session's `lease` until it
+/// ends, Ctrl-C/SIGTERM arrives or the lease is lost, then stops everything
+/// the session started (no command process or MCP server outlives
+/// evoflux) and releases the lease.
 async fn one_turn(
     out: &Output,
     harness: &mut Harness,
+    lease: Option<SessionLease>,
     processes: &ProcessRuntime,
     input: Option<&str>,
     options: TurnOptions,
 ) -> Exit {
+    let lost = lease.as_ref().map(SessionLease::lost);
+    let lost = async move {
+        match lost {
+            Some(lost) => lost.await,
+            None => std::future::pending().await,
+        }
+    };
     let outcome = tokio::select! {
-        outcome = harness.turn(input, options) => Some(outcome),
-        () = shutdown_signal() => None,
+        outcome = harness.turn(input, options) => Ended::Turn(outcome),
+        () = shutdown_signal() => Ended::Interrupted,
+        () = lost => Ended::LeaseLost,
     };
     harness.shutdown().await;
     processes.shutdown().await;
+    release(lease).await;
+    let id = harness.session().id;
     match outcome {
-        Some(outcome) => finish(out, harness.session(), outcome),
-        None => {
-            eprintln!(
-                "interrupted; the session is saved: evoflux sessions resume {}",
-                harness.session().id
-            );
+        Ended::Turn(outcome) => finish(out, harness.session(), outcome),
+        Ended::Interrupted => {
+            eprintln!("interrupted; the session is saved: evoflux sessions resume {id}");
             Exit::Interrupted
         }
+        Ended::LeaseLost => {
+            out.failure(&anyhow::anyhow!(
+                "the turn was stopped: another process took session {id} after this one \
+                 could not renew its lease [{}]",
+                evoflux_harness::lease::LEASE_LOST
+            ));
+            Exit::Failure
+        }
+    }
+}
+
+/// How [`one_turn`] ended.
+enum Ended {
+    Turn(Result<TurnOutcome, HarnessError>),
+    Interrupted,
+    LeaseLost,
+}
+
+/// Releases a session's lease at the end of its turn; a lease that cannot
+/// be released expires.
+pub(crate) async fn release(lease: Option<SessionLease>) {
+    if let Some(lease) = lease
+        && let Err(e) = lease.release().await
+    {
+        tracing::warn!(error = %e, "cannot release the session's lease; it expires");
+    }
+}
+
+/// The session's lease for one turn of a front end that keeps the session
+/// open (`chat`): `None` when another process runs a turn on it, which
+/// `events` is told. A stale lease ([`SessionLease::is_stale`]) asks the
+/// caller to open the session again under it.
+pub(crate) async fn lease_turn(
+    harness: &mut Harness,
+    holder: &Holder,
+    events: &dyn EventSink,
+) -> anyhow::Result<Option<SessionLease>> {
+    match harness.lease(holder).await {
+        Ok(lease) => Ok(Some(lease)),
+        Err(e @ LeaseError::Busy { .. }) => {
+            events.emit(&Event::Error {
+                code: e.code().to_owned(),
+                message: e.to_string(),
+            });
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -544,18 +611,25 @@ pub(crate) async fn ask_trust(
     let Some(question) = app.trust_question(&args.sources.workspaces)? else {
         return Ok(Ok(()));
     };
+    // What trusting it grants is listed, and exactly that is recorded.
+    let review = app.trust_review(&question.workspace)?;
     eprint!(
-        "{} is not trusted, so evoflux only reads it: {} of its sources would run commands or \
-         servers for you and wait ({}).\nTrust this repository? [y/N] ",
+        "{} {}: {} of its sources would run commands or servers for you and wait ({}).\n{}Trust \
+         this repository? [y/N] ",
         question.repository.display(),
+        match question.since_trust {
+            true => "changed since you trusted it",
+            false => "is not trusted, so evoflux only reads it",
+        },
         question.withheld.len(),
-        clip(&question.withheld.join(", "), 200)
+        clip(&question.withheld.join(", "), 200),
+        super::trust::render_review(&review)
     );
     let _ = std::io::stderr().flush();
     if let Some(answer) = read_line().await?
         && matches!(answer.trim(), "y" | "Y" | "yes")
     {
-        app.trust(&question.repository)?;
+        app.grant(&review)?;
         eprintln!("trusted {}", question.repository.display());
     }
     Ok(Ok(()))
@@ -567,7 +641,8 @@ pub(crate) async fn open(
     events: Arc<dyn EventSink>,
     approver: Arc<dyn Approver>,
     processes: &ProcessRuntime,
-) -> anyhow::Result<Result<Harness, Exit>> {
+    lease: OpenLease<'_>,
+) -> anyhow::Result<Result<(Harness, Option<SessionLease>), Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -594,29 +669,46 @@ pub(crate) async fn open(
             ..Limits::default()
         },
     };
-    let opened = SessionBuilder::new(&app, options)
+    let builder = SessionBuilder::new(&app, options)
         .events(events.clone())
         .approver(approver)
-        .processes(processes.clone())
-        .open()
-        .await;
-    match opened {
+        .processes(processes.clone());
+    let builder = match lease {
+        OpenLease::Take(front_end) => builder.lease(Holder::process(front_end)),
+        OpenLease::Held(lease) => builder.held_lease(lease),
+        OpenLease::PerTurn => builder,
+    };
+    match builder.open().await {
         Ok(opened) => {
             out.diagnostics(&opened.diagnostics);
             if opened.model_origin == ModelOrigin::Embedded && !out.json {
                 embedded_model_note(&opened.model);
             }
-            Ok(Ok(opened.harness))
+            Ok(Ok((opened.harness, opened.lease)))
         }
         Err(e) => {
             report_open_error(out, events.as_ref(), &e);
-            Ok(Err(if e.is_invalid_input() {
+            Ok(Err(if e.is_busy() {
+                Exit::Busy
+            } else if e.is_invalid_input() {
                 Exit::Invalid
             } else {
                 Exit::Failure
             }))
         }
     }
+}
+
+/// How [`open`] leases the session ([`evoflux_harness::lease`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OpenLease<'a> {
+    /// Taken while opening, for this front end (`"evoflux run"`), and held
+    /// until its turn ends.
+    Take(&'a str),
+    /// Taken per turn later ([`lease_turn`]): `chat`.
+    PerTurn,
+    /// Held already: the session is opened again under it.
+    Held(&'a SessionLease),
 }
 
 /// The session id a `sessions` subcommand names, or the exit that says it
@@ -671,10 +763,12 @@ fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
         None => e.to_string(),
     };
     match e {
-        SessionError::Store(_) | SessionError::Harness(_) => events.emit(&Event::Error {
-            code: e.code().to_owned(),
-            message,
-        }),
+        SessionError::Store(_) | SessionError::Harness(_) | SessionError::Lease(_) => {
+            events.emit(&Event::Error {
+                code: e.code().to_owned(),
+                message,
+            })
+        }
         SessionError::Provider {
             model,
             origin,

@@ -10,7 +10,8 @@ use crate::output::{Exit, Output};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The address to listen on; another than loopback needs EVOFLUX_SERVER_TOKEN.
+    /// The address to listen on; another than loopback needs EVOFLUX_SERVER_TOKEN (32
+    /// characters or more).
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub host: IpAddr,
     /// The port (0: any free port; the address is printed).
@@ -27,6 +28,21 @@ pub struct ServeArgs {
     /// died (renewed every third of it).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub lease_secs: u64,
+    /// A host name requests may name besides localhost and the listening address
+    /// (repeatable; `NAME` or `NAME:PORT`): others are refused, against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// Connections served at once; past it one is answered 503 (default: what the open-file
+    /// limit, RLIMIT_NOFILE, leaves after a headroom).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+    /// Seconds a request's headers may take, from the connection's opening or its previous
+    /// response (also how long an idle keep-alive connection stays open).
+    #[arg(long, default_value_t = evoflux_server::HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
+    /// Seconds a connection may pass with nothing sent either way and no request being handled.
+    #[arg(long, default_value_t = evoflux_server::IDLE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub idle_timeout_secs: u64,
 }
 
 pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
@@ -81,6 +97,12 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
         std::env::vars().collect(),
     );
     options.lease_ttl = std::time::Duration::from_secs(args.lease_secs);
+    options.allowed_hosts = args.allowed_hosts.clone();
+    options.max_connections = args
+        .max_connections
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    options.header_timeout = std::time::Duration::from_secs(args.header_timeout_secs);
+    options.idle_timeout = std::time::Duration::from_secs(args.idle_timeout_secs);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -1,11 +1,15 @@
-//! `evoflux trust`: record that a repository may act for the user.
+//! `evoflux trust`: show what a repository would be allowed to run, ask,
+//! and record that it may act for the user.
 
 use std::fmt::Write as _;
+use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::PathBuf;
 
 use clap::Args;
-use evoflux_core::trust::{TrustState, repository_root};
+use evoflux_core::trust::{CHANGED_SINCE_TRUST, GrantStatus, TrustState, repository_root};
 use evoflux_core::{Diagnostic, Diagnostics};
+use evoflux_graph::grants::{ReviewItem, Runs};
+use evoflux_harness::trust_review::TrustReview;
 use serde::Serialize;
 
 use crate::output::{Exit, Output};
@@ -18,9 +22,13 @@ pub struct TrustArgs {
     /// Forget the trust given to this repository.
     #[arg(long, conflicts_with = "list")]
     pub revoke: bool,
-    /// List the trusted repositories and whether each still is.
+    /// List the trusted repositories, whether each still is, and what
+    /// changed in each since it was trusted.
     #[arg(long)]
     pub list: bool,
+    /// Trust without asking (for scripts); what it grants is still listed.
+    #[arg(long, short = 'y', conflicts_with_all = ["list", "revoke"])]
+    pub yes: bool,
 }
 
 #[derive(Serialize)]
@@ -28,6 +36,19 @@ struct Entry {
     path: PathBuf,
     remote: Option<String>,
     trust: TrustState,
+    /// What changed, or was added, since the repository was trusted; it
+    /// waits until the repository is trusted again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    changed: Vec<ReviewItem>,
+}
+
+/// The outcome of `evoflux trust DIR`: what it grants, and whether it does.
+#[derive(Serialize)]
+struct Granted<'a> {
+    path: &'a std::path::Path,
+    remote: Option<&'a str>,
+    trust: TrustState,
+    items: &'a [ReviewItem],
 }
 
 pub fn run(out: &Output, args: &TrustArgs) -> anyhow::Result<Exit> {
@@ -38,36 +59,7 @@ pub fn run(out: &Output, args: &TrustArgs) -> anyhow::Result<Exit> {
     let app = super::app_context(&dirs)?;
     let mut list = app.trust_list()?;
     if args.list {
-        let entries: Vec<Entry> = list
-            .repositories()
-            .iter()
-            .map(|r| Entry {
-                path: r.path.clone(),
-                remote: r.remote.clone(),
-                trust: list.state(&r.path),
-            })
-            .collect();
-        out.result(&entries, || {
-            let mut text = String::new();
-            if entries.is_empty() {
-                text.push_str("no trusted repositories\n");
-            }
-            for e in &entries {
-                let state = match &e.trust {
-                    TrustState::Trusted => "trusted",
-                    TrustState::Untrusted => "untrusted",
-                    TrustState::RemoteChanged { .. } => "untrusted (its remote changed)",
-                };
-                let _ = writeln!(
-                    text,
-                    "{}  {}  {state}",
-                    e.path.display(),
-                    e.remote.as_deref().unwrap_or("(no remote)")
-                );
-            }
-            text
-        });
-        return Ok(Exit::Ok);
+        return list_trusted(out, &app, &list);
     }
     let dir = match &args.dir {
         Some(d) => app.cwd.join(d),
@@ -85,6 +77,7 @@ pub fn run(out: &Output, args: &TrustArgs) -> anyhow::Result<Exit> {
             trust: list.state(&repo),
             remote: None,
             path: repo,
+            changed: Vec::new(),
         };
         out.result(&entry, || match was {
             true => format!(
@@ -96,25 +89,309 @@ pub fn run(out: &Output, args: &TrustArgs) -> anyhow::Result<Exit> {
         });
         return Ok(Exit::Ok);
     }
-    let remote = list.trust(&repo)?.remote.clone();
-    let entry = Entry {
-        trust: list.state(&repo),
-        remote,
-        path: repo,
+    let review = app.trust_review(&dir)?;
+    out.diagnostics(&review.diagnostics);
+    if !out.json {
+        print!("{}", render_review(&review));
+        let _ = std::io::stdout().flush();
+    }
+    let answer = if !review.grants_anything_new() || args.yes {
+        Answer::Yes
+    } else if std::io::stdin().is_terminal() {
+        ask(&review)?
+    } else {
+        Answer::NoTerminal
     };
-    out.result(&entry, || {
+    match answer {
+        Answer::Yes => {}
+        Answer::No | Answer::NoTerminal => {
+            out.result(
+                &Granted {
+                    path: &review.repository,
+                    remote: review.remote.as_deref(),
+                    trust: list.state(&repo),
+                    items: &review.items,
+                },
+                || "nothing was trusted\n".to_owned(),
+            );
+            if answer == Answer::No {
+                return Ok(Exit::Failure);
+            }
+            out.diagnostics(&Diagnostics::from(vec![
+                Diagnostic::error(
+                    "trust/confirmation-needed",
+                    format!(
+                        "nothing was trusted: `evoflux trust` asks before it grants what it \
+                         lists, and stdin is not a terminal; pass --yes to trust {} as listed",
+                        review.repository.display()
+                    ),
+                )
+                .with_file(&review.repository),
+            ]));
+            return Ok(Exit::Invalid);
+        }
+    }
+    let record = app.grant(&review)?;
+    let granted = Granted {
+        path: &record.path,
+        remote: record.remote.as_deref(),
+        trust: app.trust_list()?.state(&record.path),
+        items: &review.items,
+    };
+    out.result(&granted, || {
         format!(
-            "trusted {}{}: from the next run its command tools, MCP servers, channels and \
-             schedules load, and its config may define providers (never key variables)\n",
-            entry.path.display(),
-            entry
+            "trusted {}{}: from the next run what is listed above may run, and its config may \
+             define providers (never key variables); what changes or is added later waits \
+             until you trust it again\n",
+            granted.path.display(),
+            granted
                 .remote
-                .as_deref()
                 .map(|r| format!(" (origin {r})"))
                 .unwrap_or_default()
         )
     });
     Ok(Exit::Ok)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    Yes,
+    No,
+    NoTerminal,
+}
+
+/// Asks on the terminal; anything but `y`/`yes` is no.
+fn ask(review: &TrustReview) -> anyhow::Result<Answer> {
+    eprint!("Trust {}? [y/N] ", review.repository.display());
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(match line.trim() {
+        "y" | "Y" | "yes" | "Yes" => Answer::Yes,
+        _ => Answer::No,
+    })
+}
+
+fn list_trusted(
+    out: &Output,
+    app: &evoflux_harness::AppContext,
+    list: &evoflux_core::trust::TrustList,
+) -> anyhow::Result<Exit> {
+    let mut diags = Diagnostics::new();
+    let mut entries = Vec::new();
+    for r in list.repositories() {
+        let trust = list.state(&r.path);
+        let changed: Vec<ReviewItem> = match (&trust, r.path.is_dir()) {
+            (TrustState::Trusted, true) => app
+                .trust_review(&r.path)?
+                .items
+                .into_iter()
+                .filter(|i| i.status != GrantStatus::Granted)
+                .collect(),
+            _ => Vec::new(),
+        };
+        diags.extend(changed.iter().map(|i| {
+            Diagnostic::warning(
+                CHANGED_SINCE_TRUST,
+                format!(
+                    "`{}` ({}) {} since you trusted {}: it waits until you trust the repository \
+                     again (evoflux trust)",
+                    i.slot,
+                    i.source,
+                    status_words(i.status),
+                    r.path.display()
+                ),
+            )
+            .with_slot(i.slot.clone())
+            .with_file(&i.file)
+        }));
+        entries.push(Entry {
+            path: r.path.clone(),
+            remote: r.remote.clone(),
+            trust,
+            changed,
+        });
+    }
+    out.diagnostics(&diags);
+    out.result(&entries, || {
+        let mut text = String::new();
+        if entries.is_empty() {
+            text.push_str("no trusted repositories\n");
+        }
+        for e in &entries {
+            let state = match &e.trust {
+                TrustState::Trusted if !e.changed.is_empty() => {
+                    format!("trusted; {} changed since", e.changed.len())
+                }
+                TrustState::Trusted => "trusted".to_owned(),
+                TrustState::Untrusted => "untrusted".to_owned(),
+                TrustState::RemoteChanged { .. } => "untrusted (its remote changed)".to_owned(),
+            };
+            let _ = writeln!(
+                text,
+                "{}  {}  {state}",
+                e.path.display(),
+                e.remote.as_deref().unwrap_or("(no remote)")
+            );
+            for i in &e.changed {
+                let _ = writeln!(text, "  {} {}  {}", i.status.as_str(), i.slot, i.source);
+            }
+        }
+        text
+    });
+    Ok(Exit::Ok)
+}
+
+fn status_words(status: GrantStatus) -> &'static str {
+    match status {
+        GrantStatus::Granted => "granted",
+        GrantStatus::Changed => "changed",
+        GrantStatus::Added => "was added",
+    }
+}
+
+/// The listing of what trusting a repository grants, one line per source
+/// with what it runs, and the changes since it was last trusted marked.
+pub(crate) fn render_review(review: &TrustReview) -> String {
+    let mut text = String::new();
+    let origin = review
+        .remote
+        .as_deref()
+        .map(|r| format!(" (origin {r})"))
+        .unwrap_or_default();
+    if review.items.is_empty() {
+        let _ = writeln!(
+            text,
+            "{}{origin} defines nothing that trust would let run",
+            review.repository.display()
+        );
+        return text;
+    }
+    let _ = writeln!(
+        text,
+        "Trusting {}{origin} lets it:",
+        review.repository.display()
+    );
+    for item in &review.items {
+        let mark = match (review.trusted, item.status) {
+            (false, _) | (true, GrantStatus::Granted) => "",
+            (true, GrantStatus::Changed) => "  [changed since you trusted it]",
+            (true, GrantStatus::Added) => "  [new since you trusted it]",
+        };
+        let _ = writeln!(text, "  {}{mark}\n      {}", describe(item), item.source);
+    }
+    text.push_str(
+        "Keys never reach it: a repository's MCP servers and tools get no key variable from \
+         your environment, and its providers no key.\n",
+    );
+    text
+}
+
+fn describe(item: &ReviewItem) -> String {
+    let name = item
+        .slot
+        .split_once('/')
+        .map_or(item.slot.as_str(), |(_, n)| n);
+    match &item.runs {
+        Runs::CommandTool { argv, env } => format!(
+            "run the command tool `{name}`: {}{}",
+            argv.join(" "),
+            names(" (given ", env, ")")
+        ),
+        Runs::McpServer {
+            transport,
+            command,
+            url,
+            env,
+            headers,
+        } => {
+            let what = url.clone().unwrap_or_else(|| command.join(" "));
+            format!(
+                "start the MCP server `{name}` ({transport}): {what}{}{}",
+                names(" (env ", env, ")"),
+                names(" (headers ", headers, ")")
+            )
+        }
+        Runs::Channel { routes } => {
+            format!(
+                "answer HTTP requests (channel `{name}`): {}",
+                routes.join(", ")
+            )
+        }
+        Runs::Schedule {
+            trigger,
+            mode,
+            prompt,
+        } => format!(
+            "start {mode} sessions on a schedule (`{name}`, {trigger}): {}",
+            first_line(prompt)
+        ),
+        Runs::CheckCommands { commands } => format!(
+            "run check commands (verify): {}",
+            if commands.is_empty() {
+                "none".to_owned()
+            } else {
+                commands.join("; ")
+            }
+        ),
+        Runs::Eval { prompt } => format!(
+            "run the eval `{name}` with a model and tools: {}",
+            first_line(prompt)
+        ),
+        Runs::Config { providers } if providers.is_empty() => {
+            "set its config (no providers)".to_owned()
+        }
+        Runs::Config { providers } => format!(
+            "define providers: {}",
+            providers
+                .iter()
+                .map(|p| format!(
+                    "{} ({}{})",
+                    p.name,
+                    p.kind.as_str(),
+                    p.base_url
+                        .as_deref()
+                        .map(|u| format!(", {u}"))
+                        .unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Runs::Sandbox { writable_roots } if writable_roots.is_empty() => {
+            "set its sandbox (tighten only)".to_owned()
+        }
+        Runs::Sandbox { writable_roots } => format!(
+            "let commands write, besides the workspace: {}",
+            writable_roots
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Runs::Disables => format!("turn off `{}`", item.slot),
+        Runs::Shadowed { by } => format!("`{}`: not used, {by} wins its slot", item.slot),
+        Runs::Layered { .. } => format!("add to its `{}` (layered)", item.slot),
+        Runs::Invalid => format!(
+            "`{}`: has errors (listed above) and does not run",
+            item.slot
+        ),
+    }
+}
+
+fn names(before: &str, names: &[String], after: &str) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("{before}{}{after}", names.join(", "))
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(100) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
 }
 
 fn not_a_directory(out: &Output, dir: &std::path::Path, why: String) -> Exit {

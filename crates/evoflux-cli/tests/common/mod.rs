@@ -55,10 +55,11 @@ impl Sandbox {
         self.write(self.config().join(rel), text)
     }
 
-    /// Trusts the repository (`evoflux trust`), as its owner would before
-    /// its command tools, MCP servers and providers may run.
+    /// Trusts the repository as it is now (`evoflux trust --yes`), as its
+    /// owner would before its command tools, MCP servers and providers may
+    /// run; what it changes or adds later waits for another `trust`.
     pub fn trust(&self) {
-        let out = self.run(&["trust"]);
+        let out = self.run(&["trust", "--yes"]);
         assert!(
             out.status.success(),
             "trust failed: {}",
@@ -68,7 +69,7 @@ impl Sandbox {
 
     /// Trusts the repository holding `dir`.
     pub fn trust_dir(&self, dir: &Path) {
-        let out = self.run(&["trust", dir.to_str().unwrap()]);
+        let out = self.run(&["trust", "--yes", dir.to_str().unwrap()]);
         assert!(
             out.status.success(),
             "trust failed: {}",

@@ -48,8 +48,9 @@ pub struct AppContext {
     pub home: Option<PathBuf>,
     pub cwd: PathBuf,
     /// Repositories trusted for this process only, never written to the
-    /// trust list: a replay's checkout of a repository the user trusts.
-    pub trusted_checkouts: Vec<PathBuf>,
+    /// trust list: a replay's checkout of a repository the user trusts,
+    /// held to what the user granted that repository.
+    pub trusted_checkouts: Vec<TrustedCheckout>,
     /// What starts the external agents of `[agents.external]` (the Agent
     /// Client Protocol, from `evoflux-acp`): with it, leads may dispatch
     /// them as remote workers; without it, they are in no team.
@@ -61,6 +62,16 @@ pub struct AppContext {
     /// The artifact store named by the process environment
     /// (`EVOFLUX_ARTIFACTS_URL`), over `[store] artifacts`.
     pub artifacts_url: Option<String>,
+}
+
+/// A copy of a repository the user trusts, trusted for this process as the
+/// repository it was made from ([`AppContext::inherit_trust`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedCheckout {
+    /// The copy's root.
+    pub path: PathBuf,
+    /// The trusted repository it was made from, whose grants hold for it.
+    pub original: PathBuf,
 }
 
 impl AppContext {
@@ -87,7 +98,8 @@ impl AppContext {
             .iter()
             .map(|ws| repository_root(ws))
             .filter(|repo| {
-                trust.state(repo).trust() == Trust::Trusted || self.trusted_checkouts.contains(repo)
+                trust.state(repo).trust() == Trust::Trusted
+                    || self.trusted_checkouts.iter().any(|c| c.path == *repo)
             })
             .collect();
         Ok(RootOptions {
@@ -109,23 +121,51 @@ impl AppContext {
     }
 
     /// The compile step: the standard roots for these workspaces, with
-    /// every registry.
+    /// every registry, each trusted repository held to what the user
+    /// granted it (a source changed or added since waits for trust again).
     pub fn compile(&self, workspaces: &[PathBuf]) -> Result<CompiledGraph, SessionError> {
         let opts = self.root_options(workspaces)?;
-        evoflux_graph::compile(
+        let grants = self.trust_grants(&opts.trusted)?;
+        evoflux_graph::compile_with_grants(
             &Self::registries(),
             &evoflux_graph::discover::standard_roots(&opts),
+            &grants,
         )
+        .map(|(graph, _)| graph)
         .map_err(|e| SessionError::Compile(Box::new(e)))
+    }
+
+    /// What the user granted each of the `trusted` repositories (a trusted
+    /// checkout: what its original was granted), for the compile to hold
+    /// them to.
+    pub(crate) fn trust_grants(
+        &self,
+        trusted: &[PathBuf],
+    ) -> Result<evoflux_graph::grants::TrustGrants, SessionError> {
+        let list = self.trust_list()?;
+        let mut grants = evoflux_graph::grants::TrustGrants::new();
+        for repo in trusted {
+            let original = self
+                .trusted_checkouts
+                .iter()
+                .find(|c| c.path == *repo)
+                .map_or(repo.as_path(), |c| c.original.as_path());
+            let granted = list.granted(original).unwrap_or_default().to_vec();
+            grants.enforce(repo.clone(), granted);
+        }
+        Ok(grants)
     }
 
     /// Trusts `copy` for this process when the user trusts `original`: a
     /// replay's checkout or an eval's copy of a repository is as trusted
-    /// as the repository it was made from, and nothing is written to the
-    /// trust list.
+    /// as the repository it was made from (and held to what it was
+    /// granted), and nothing is written to the trust list.
     pub fn inherit_trust(&mut self, original: &Path, copy: &Path) -> Result<(), SessionError> {
         if self.trust_list()?.state(original).trust() == Trust::Trusted {
-            self.trusted_checkouts.push(copy.to_path_buf());
+            self.trusted_checkouts.push(TrustedCheckout {
+                path: copy.to_path_buf(),
+                original: original.to_path_buf(),
+            });
         }
         Ok(())
     }
@@ -159,35 +199,48 @@ impl AppContext {
     }
 
     /// What to ask a user who opens an interactive session in a repository
-    /// they have not trusted, when it holds sources that wait for trust:
-    /// `None` when there is nothing to ask.
+    /// whose sources wait for trust (it is not trusted, or they changed
+    /// since it was): `None` when there is nothing to ask.
     pub fn trust_question(
         &self,
         workspaces: &[PathBuf],
     ) -> Result<Option<TrustQuestion>, SessionError> {
-        let Some((repository, _)) = self
-            .trust_states(workspaces)?
-            .into_iter()
-            .find(|(_, state)| state.trust() == Trust::Untrusted)
-        else {
-            return Ok(None);
+        let list = self.trust_list()?;
+        let dirs = if workspaces.is_empty() {
+            vec![self.cwd.clone()]
+        } else {
+            canonical(&self.cwd, workspaces)?
         };
         let graph = self.compile(workspaces)?;
-        let withheld: Vec<String> = graph
-            .composition
-            .entries
-            .iter()
-            .filter_map(|e| match e {
-                CompositionEntry::AwaitingTrust { source } => Some(source.slot.clone()),
-                CompositionEntry::Shadowed { .. }
-                | CompositionEntry::Disabled { .. }
-                | CompositionEntry::Layered { .. } => None,
-            })
-            .collect();
-        Ok((!withheld.is_empty()).then_some(TrustQuestion {
-            repository,
-            withheld,
-        }))
+        for workspace in dirs {
+            let repository = repository_root(&workspace);
+            let state = list.state(&repository);
+            let withheld: Vec<String> = graph
+                .composition
+                .entries
+                .iter()
+                .filter_map(|e| match e {
+                    CompositionEntry::AwaitingTrust { source }
+                        if source.file().is_some_and(|f| f.starts_with(&repository)) =>
+                    {
+                        Some(source.slot.clone())
+                    }
+                    CompositionEntry::AwaitingTrust { .. }
+                    | CompositionEntry::Shadowed { .. }
+                    | CompositionEntry::Disabled { .. }
+                    | CompositionEntry::Layered { .. } => None,
+                })
+                .collect();
+            if !withheld.is_empty() {
+                return Ok(Some(TrustQuestion {
+                    repository,
+                    workspace,
+                    withheld,
+                    since_trust: state.trust() == Trust::Trusted,
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// What `evoflux info` and the server's `/api/info` show: the graph's
@@ -440,12 +493,12 @@ impl AppContext {
         }
     }
 
-    /// Records the user's trust in `repository` (a repository root).
-    pub fn trust(&self, repository: &Path) -> Result<(), SessionError> {
-        self.trust_list()?
-            .trust(repository)
-            .map(|_| ())
-            .map_err(SessionError::Trust)
+    /// Records the user's trust in the repository holding `dir`, granting
+    /// its sources as they are now (see [`AppContext::trust_review`] to
+    /// show them first).
+    pub fn trust(&self, dir: &Path) -> Result<(), SessionError> {
+        let review = self.trust_review(dir)?;
+        self.grant(&review).map(|_| ())
     }
 
     /// The plugin manager of these directories.
@@ -468,12 +521,17 @@ impl AppContext {
     }
 }
 
-/// An untrusted repository and the sources it holds that wait for trust.
+/// A repository and the sources it holds that wait for trust.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustQuestion {
     pub repository: PathBuf,
+    /// The workspace of the session in it, whose sources
+    /// [`AppContext::trust_review`] reviews.
+    pub workspace: PathBuf,
     /// The slots withheld (`tools/deploy`, `connections/db`, …).
     pub withheld: Vec<String>,
+    /// The repository is trusted, and these changed or were added since.
+    pub since_trust: bool,
 }
 
 /// The graph's layered `config` (the embedded default, then the admin's,
@@ -649,6 +707,9 @@ pub enum SessionError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Harness(#[from] HarnessError),
+    /// The session's lease, asked for with [`SessionBuilder::lease`].
+    #[error(transparent)]
+    Lease(#[from] crate::lease::LeaseError),
 }
 
 impl SessionError {
@@ -670,7 +731,16 @@ impl SessionError {
             SessionError::Mcp(e) => e.code(),
             SessionError::Store(e) => e.code(),
             SessionError::Harness(e) => e.code(),
+            SessionError::Lease(e) => e.code(),
         }
+    }
+
+    /// Another process runs a turn on the session ([`SessionBuilder::lease`]).
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            SessionError::Lease(crate::lease::LeaseError::Busy { .. })
+        )
     }
 
     /// Whether the user's input is what is wrong (a front end's "invalid
@@ -698,6 +768,8 @@ impl SessionError {
             SessionError::Store(e) => store_input_error(e),
             SessionError::Harness(HarnessError::Store(e)) => store_input_error(e),
             SessionError::Harness(HarnessError::LeadMismatch { .. }) => true,
+            SessionError::Lease(crate::lease::LeaseError::Store(e)) => store_input_error(e),
+            SessionError::Lease(crate::lease::LeaseError::Busy { .. }) => false,
             SessionError::Trust(_) => true,
             SessionError::Compile(_)
             | SessionError::Pipeline(_)
@@ -723,7 +795,8 @@ impl SessionError {
             | SessionError::Pipeline(_)
             | SessionError::Mcp(_)
             | SessionError::Store(_)
-            | SessionError::Harness(_) => None,
+            | SessionError::Harness(_)
+            | SessionError::Lease(_) => None,
         }
     }
 }
@@ -762,6 +835,9 @@ pub struct OpenedSession {
     pub model_origin: ModelOrigin,
     /// The worker recipe the session runs as ([`SessionBuilder::worker`]).
     pub worker: Option<evoflux_agents::worker::spec::AgentSpec>,
+    /// The session's lease, when [`SessionBuilder::lease`] asked for it:
+    /// the front end releases it when its turns end.
+    pub lease: Option<crate::lease::SessionLease>,
 }
 
 /// Opens or resumes one session; see the module documentation.
@@ -779,6 +855,10 @@ pub struct SessionBuilder<'a> {
     clock: Option<Arc<dyn crate::clock::Clock>>,
     model_dir: Option<PathBuf>,
     worker: Option<String>,
+    /// Who takes the session's lease while it opens.
+    lease: Option<crate::lease::Holder>,
+    /// The epoch of the lease the caller holds (a reopen under it).
+    held_lease: Option<i64>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -796,7 +876,31 @@ impl<'a> SessionBuilder<'a> {
             clock: None,
             model_dir: None,
             worker: None,
+            lease: None,
+            held_lease: None,
         }
+    }
+
+    /// Takes the session's lease for `holder` while opening it
+    /// ([`crate::lease`]): a resumed session's is taken before its
+    /// transcript is read or anything is written to it (and before any of
+    /// its servers start), a new session's as soon as it exists. The
+    /// session is refused with [`SessionError::Lease`] while another
+    /// process runs a turn on it, and is this front end's until it
+    /// releases [`OpenedSession::lease`]. For a front end that runs its
+    /// turns at once (`evoflux run`); one that keeps the session open takes
+    /// the lease per turn ([`Harness::lease`](super::Harness::lease)).
+    pub fn lease(mut self, holder: crate::lease::Holder) -> Self {
+        self.lease = Some(holder);
+        self
+    }
+
+    /// Opens the session again under `lease`, which the caller holds (its
+    /// harness was stale, [`crate::lease::SessionLease::is_stale`]): the new
+    /// harness is current at it.
+    pub fn held_lease(mut self, lease: &crate::lease::SessionLease) -> Self {
+        self.held_lease = Some(lease.epoch());
+        self
     }
 
     /// Runs the session as worker recipe `id` (its prompt, tools and tool
@@ -963,6 +1067,15 @@ impl<'a> SessionBuilder<'a> {
             tracing::warn!(error = %e, "automatic pruning of the data directory failed");
         }
         let mut shown = diags.errors();
+        // What a trusted repository changed since it was trusted waits, and
+        // the user is told what.
+        shown.extend(
+            graph
+                .diagnostics
+                .iter()
+                .filter(|d| d.code == evoflux_core::trust::CHANGED_SINCE_TRUST)
+                .cloned(),
+        );
         shown.extend(unknown_approval_tools(&loaded, &catalog));
         let (model, model_origin) = choose_model(opts, resumed.as_ref(), &agent, &loaded);
         let model_ref: ModelRef = model.parse().map_err(|source| SessionError::ModelInvalid {
@@ -1055,7 +1168,7 @@ impl<'a> SessionBuilder<'a> {
             })
         });
         let setup = RunSetup {
-            store,
+            store: store.clone(),
             provider,
             model: model_ref.model.clone(),
             model_label: model_ref.to_string(),
@@ -1127,13 +1240,55 @@ impl<'a> SessionBuilder<'a> {
                 graph_hash: Some(graph.hash.to_string()),
             },
         };
-        let harness = Harness::open(setup, request).await?;
+        // The lease is taken once nothing but the store can refuse the
+        // session, so a refusal leaves nothing behind to stop.
+        let mut lease = None;
+        let synced = match (&resumed, self.held_lease, &self.lease) {
+            (_, Some(epoch), _) => epoch,
+            (Some(s), None, Some(holder)) => {
+                let held = crate::lease::SessionLease::acquire(&store, s.id, holder).await?;
+                let epoch = held.epoch();
+                lease = Some(held);
+                epoch
+            }
+            (Some(s), None, None) => crate::lease::synced_epoch(&store, s.id).await?,
+            (None, None, _) => 0,
+        };
+        let mut harness = match Harness::open(setup, request).await {
+            Ok(h) => h,
+            Err(e) => {
+                if let Some(lease) = lease
+                    && let Err(e) = lease.release().await
+                {
+                    tracing::warn!(error = %e, "cannot release the session's lease; it expires");
+                }
+                return Err(e.into());
+            }
+        };
+        harness.lease_epoch = synced;
+        // A new session is leased as soon as it exists.
+        if resumed.is_none()
+            && self.held_lease.is_none()
+            && let Some(holder) = &self.lease
+        {
+            match crate::lease::SessionLease::acquire(&store, harness.session().id, holder).await {
+                Ok(held) => {
+                    harness.lease_epoch = held.epoch();
+                    lease = Some(held);
+                }
+                Err(e) => {
+                    harness.shutdown().await;
+                    return Err(e.into());
+                }
+            }
+        }
         Ok(OpenedSession {
             harness,
             diagnostics: shown,
             model: model_ref,
             model_origin,
             worker,
+            lease,
         })
     }
 }

@@ -23,7 +23,7 @@ mod turn;
 pub(crate) use builder::hidden_dirs;
 pub use builder::{
     AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
-    TrustQuestion, selected_config, selected_sandbox,
+    TrustQuestion, TrustedCheckout, selected_config, selected_sandbox,
 };
 pub use dispatch::WorkerEnd;
 pub use record::{SessionRecord, SessionSummary};
@@ -366,6 +366,9 @@ pub struct Harness {
     /// The front end's client's file system, which file tools use where
     /// it offers it ([`crate::client_files`]).
     client_files: Option<Arc<dyn crate::client_files::ClientFiles>>,
+    /// The session's lease epoch this harness is current at: it was opened
+    /// then, or last ran a turn under it ([`Harness::lease`]).
+    lease_epoch: i64,
 }
 
 /// A session's model client: what it calls and under which label, for a
@@ -392,6 +395,25 @@ impl Harness {
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// Takes the session's lease for `holder`, for one turn (or anything
+    /// else that writes to the session, such as a user command), or
+    /// [`LeaseError::Busy`](crate::lease::LeaseError::Busy) naming who runs
+    /// a turn on it now. When another holder ran the session since this
+    /// harness was opened or last held the lease, the lease
+    /// [`is_stale`](crate::lease::SessionLease::is_stale): open the session
+    /// again under it ([`SessionBuilder::held_lease`]) before the turn.
+    pub async fn lease(
+        &mut self,
+        holder: &crate::lease::Holder,
+    ) -> Result<crate::lease::SessionLease, crate::lease::LeaseError> {
+        let mut lease =
+            crate::lease::SessionLease::acquire(&self.recorder.store, self.session.id, holder)
+                .await?;
+        lease.set_stale(lease.epoch() > self.lease_epoch + 1);
+        self.lease_epoch = lease.epoch();
+        Ok(lease)
     }
 
     /// The tools the model sees now, each with its description, in the

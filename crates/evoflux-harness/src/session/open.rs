@@ -263,6 +263,7 @@ impl Harness {
             unmet: Vec::new(),
             compact_next: false,
             client_files: None,
+            lease_epoch: 0,
             session,
         };
         if let Some(from) = switched_from {

@@ -1,0 +1,316 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! One writer per session, through the real binary: a `sessions resume` of
+//! a session another process runs a turn on is refused, naming that
+//! process, instead of interleaving its messages with the other's; and a
+//! process that died holding a session blocks it only until its lease
+//! expires.
+
+mod common;
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use common::{Sandbox, events, of_type, run, run_ok, script, session_id};
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The sandbox's session store, as the binary opens it.
+async fn store(s: &Sandbox) -> evoflux_store::Store {
+    let home = s.home();
+    let admin = s.tmp.path().join("admin");
+    let dirs = evoflux_core::dirs::Dirs::resolve(|name| match name {
+        "HOME" => Some(OsString::from(&home)),
+        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
+        _ => None,
+    })
+    .unwrap();
+    evoflux_store::Store::open(dirs.data_dir()).await.unwrap()
+}
+
+/// A session with one finished turn, and its scripted model.
+fn session(s: &Sandbox) -> (String, String) {
+    let model = script(s, "model.yaml", "turns:\n  - reply: {text: first}\n");
+    let ev = run_ok(s, &["--json", "run", "--model", &model, "hello"]);
+    (session_id(&ev), model)
+}
+
+#[test]
+fn a_second_resume_while_a_turn_runs_is_refused_naming_the_holder() {
+    let s = Sandbox::new();
+    let (id, _) = session(&s);
+    // The next turn streams its answer for about three seconds.
+    let words = vec!["word"; 30].join(" ");
+    script(
+        &s,
+        "model.yaml",
+        &format!("turns:\n  - reply: {{text: {words} done, word_delay_ms: 100}}\n"),
+    );
+    let mut first = s
+        .command(&["--json", "sessions", "resume", &id, "take your time"])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    // Streaming: the turn runs, under the session's lease.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let streaming = line.contains("\"message_delta\"");
+        seen.push(line);
+        if streaming {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|l| l.contains("message_delta")),
+        "the first resume never streamed: {seen:?}"
+    );
+
+    let second = run(&s, &["--json", "sessions", "resume", &id, "me too"]);
+    assert_eq!(second.status.code(), Some(5), "{}", stderr(&second));
+    let ev = events(&second);
+    let errors = of_type(&ev, "error");
+    assert_eq!(errors.len(), 1, "{ev:?}");
+    assert_eq!(errors[0]["code"], "session/busy");
+    let message = errors[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "session {id} is busy: held by evoflux sessions resume (pid {}) on host ",
+            first.id()
+        )),
+        "{message}"
+    );
+    assert!(message.contains(" since "), "{message}");
+    assert!(
+        of_type(&ev, "turn_started").is_empty(),
+        "nothing ran: {ev:?}"
+    );
+
+    // People read the same on stderr.
+    let human = run(&s, &["sessions", "resume", &id, "me too"]);
+    assert_eq!(human.status.code(), Some(5));
+    assert!(
+        stderr(&human).contains(&format!(
+            "error[session/busy]: session {id} is busy: held by evoflux sessions resume (pid {})",
+            first.id()
+        )),
+        "{}",
+        stderr(&human)
+    );
+
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = first.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut first.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        rest.iter().any(|l| l.contains("\"turn_completed\"")),
+        "{rest:?}"
+    );
+
+    // Its turn over, the session is free again.
+    script(&s, "model.yaml", "turns:\n  - reply: {text: third}\n");
+    let ev = run_ok(&s, &["--json", "sessions", "resume", &id, "and now"]);
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "third");
+
+    // One writer at a time: the refused message never reached the session.
+    let shown = s.json(&["--json", "sessions", "show", &id]);
+    let users: Vec<&str> = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| e["message"]["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["hello", "take your time", "and now"]);
+}
+
+#[test]
+fn a_session_held_by_a_process_that_died_is_free_once_its_lease_expires() {
+    let s = Sandbox::new();
+    let (id, _) = session(&s);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // A run killed mid-turn on another machine: its lease is never renewed
+    // nor released.
+    let dead = "evoflux run (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
+    rt.block_on(async {
+        let store = store(&s).await;
+        store
+            .acquire_lease(id.parse().unwrap(), dead, Duration::from_secs(2))
+            .await
+            .unwrap()
+            .expect("the session was free");
+    });
+    let refused = run(&s, &["--json", "sessions", "resume", &id, "hello?"]);
+    assert_eq!(refused.status.code(), Some(5), "{}", stderr(&refused));
+    let ev = events(&refused);
+    let message = of_type(&ev, "error")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains(&format!("held by {dead}")), "{message}");
+
+    std::thread::sleep(Duration::from_millis(2500));
+    script(&s, "model.yaml", "turns:\n  - reply: {text: back}\n");
+    let ev = run_ok(&s, &["--json", "sessions", "resume", &id, "hello?"]);
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "back");
+    // And the lease is free after it, for anyone.
+    rt.block_on(async {
+        let held = store(&s)
+            .await
+            .lease_holder(id.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!held.running, "{held:?}");
+        assert!(held.holder.starts_with("evoflux sessions resume (pid "));
+    });
+}
+
+#[test]
+fn run_with_session_takes_the_lease_too() {
+    let s = Sandbox::new();
+    let (id, model) = session(&s);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let holder = "evoflux chat (pid 7) on host desk since 2026-01-01 00:00:00 UTC";
+    rt.block_on(async {
+        store(&s)
+            .await
+            .acquire_lease(id.parse().unwrap(), holder, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .unwrap();
+    });
+    let refused = run(
+        &s,
+        &["run", "--session", &id, "--model", &model, "hello again"],
+    );
+    assert_eq!(refused.status.code(), Some(5), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(&format!(
+            "error[session/busy]: session {id} is busy: held by {holder}"
+        )),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn a_chat_message_while_another_process_holds_the_session_is_refused_and_the_chat_goes_on() {
+    use std::io::Write;
+    let s = Sandbox::new();
+    let (id, _) = session(&s);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let holder = "evoflux run (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
+    rt.block_on(async {
+        store(&s)
+            .await
+            .acquire_lease(id.parse().unwrap(), holder, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .unwrap();
+    });
+    let mut chat = s
+        .command(&["chat", "--session", &id])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    chat.stdin
+        .take()
+        .unwrap()
+        .write_all(b"are you there?\n")
+        .unwrap();
+    let out = chat.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "error[session/busy]: session {id} is busy: held by {holder}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let shown = s.json(&["--json", "sessions", "show", &id]);
+    let users = shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .count();
+    assert_eq!(users, 1, "the refused message was not sent: {shown:#}");
+}
+
+#[test]
+fn a_resume_killed_mid_turn_does_not_block_the_next() {
+    let s = Sandbox::new();
+    let (id, _) = session(&s);
+    let words = vec!["word"; 100].join(" ");
+    script(
+        &s,
+        "model.yaml",
+        &format!("turns:\n  - reply: {{text: {words}, word_delay_ms: 100}}\n"),
+    );
+    let mut doomed = s
+        .command(&["--json", "sessions", "resume", &id, "take your time"])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(doomed.stdout.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.unwrap().contains("\"message_delta\"")),
+        "the doomed resume never streamed"
+    );
+    // SIGKILL: no release, no renewal.
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    script(
+        &s,
+        "model.yaml",
+        "turns:\n  - reply: {text: after the crash}\n",
+    );
+    let ev = run_ok(&s, &["--json", "sessions", "resume", &id, "are you back?"]);
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "after the crash");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_a_turn_on_a_session_a_cli_holds_naming_it() {
+    let s = Sandbox::new();
+    let (id, _) = session(&s);
+    let holder =
+        "evoflux sessions resume (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
+    let store = store(&s).await;
+    let session: evoflux_core::ids::SessionId = id.parse().unwrap();
+    store
+        .acquire_lease(session, holder, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    let server = common::server::Server::start(&s, &[]);
+    let (status, refused) = server
+        .call(
+            "POST",
+            &format!("/api/sessions/{id}/messages"),
+            Some(serde_json::json!({"text": "me too"})),
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["code"], "session/busy");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("held by {holder}")),
+        "{refused}"
+    );
+}

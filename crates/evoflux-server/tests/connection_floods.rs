@@ -1,0 +1,432 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The real server on a loopback port under connection floods: thousands
+//! of idle connections do not stop `/api/health` from answering, a
+//! connection past the limit is answered 503 with its code, a request
+//! naming a foreign host is refused, a connection that sends its headers
+//! slowly (or nothing) is closed after the header timeout, and a short
+//! token cannot guard a non-loopback address.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use evoflux_core::dirs::Dirs;
+use evoflux_harness::AppContext;
+use evoflux_server::{ServeOptions, ServerError, Token, serve};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+struct Running {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(30), &mut self.task)
+            .await
+            .expect("the server stops")
+            .unwrap();
+    }
+}
+
+fn app(tmp: &Path) -> AppContext {
+    let home = tmp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let admin = tmp.join("admin");
+    let dirs = Dirs::resolve(|name| match name {
+        "HOME" => Some(OsString::from(&home)),
+        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
+        _ => None,
+    })
+    .unwrap();
+    let cwd = tmp.join("repo");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    AppContext {
+        dirs,
+        home: Some(home),
+        cwd,
+        trusted_checkouts: Vec::new(),
+        remote_agents: None,
+        database_url: None,
+        artifacts_url: None,
+    }
+}
+
+fn options(app: &AppContext, addr: SocketAddr, token: &str) -> ServeOptions {
+    let token = Token::resolve(Some(token.into()), app.dirs.data_dir()).unwrap();
+    ServeOptions::new(
+        addr,
+        vec![app.cwd.canonicalize().unwrap()],
+        token,
+        Default::default(),
+    )
+}
+
+/// Serves `app` on a loopback port with `tune` applied to the options.
+async fn start(app: &AppContext, tune: impl FnOnce(&mut ServeOptions)) -> Running {
+    let mut options = options(app, SocketAddr::from(([127, 0, 0, 1], 0)), "test-token");
+    tune(&mut options);
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let app = app.clone();
+    let task = tokio::spawn(async move {
+        serve(
+            app,
+            options,
+            move |addr| {
+                let _ = addr_tx.send(addr);
+            },
+            async move {
+                let _ = stop_rx.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    let addr = addr_rx.await.unwrap();
+    Running {
+        addr,
+        stop: Some(stop_tx),
+        task,
+    }
+}
+
+/// One HTTP/1.1 exchange on a new connection: the status and the JSON
+/// body (`Null` when the body is not JSON).
+async fn exchange(addr: SocketAddr, request: &str) -> (u16, Value) {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), tcp.read_to_end(&mut raw))
+        .await
+        .expect("the server answers")
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {text:?}"));
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn get(path: &str, host: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+}
+
+/// Raises this process's soft RLIMIT_NOFILE towards `wanted` (never past
+/// the hard limit) and returns the soft limit then in force.
+fn raise_open_files(wanted: u64) -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let soft = limit.current.unwrap_or(u64::MAX);
+    if soft >= wanted {
+        return soft;
+    }
+    let target = limit.maximum.map_or(wanted, |hard| hard.min(wanted));
+    let raised = Rlimit {
+        current: Some(target),
+        maximum: limit.maximum,
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => target,
+        Err(_) => soft,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_idle_connections_do_not_stop_health_from_answering() {
+    evoflux_core::tls::install_crypto_provider();
+    const WANTED: u64 = 5_000;
+    // Each idle connection is two descriptors here (the client's and the
+    // server's), and the server keeps its headroom.
+    let soft = raise_open_files(WANTED * 2 + 2_048);
+    let count = WANTED.min(soft.saturating_sub(2_048) / 2);
+    assert!(
+        count >= 500,
+        "RLIMIT_NOFILE {soft} is too low for this test"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    // Long enough that every idle connection is still open when health
+    // is asked; the limit is the default one (what RLIMIT_NOFILE allows).
+    let server = start(&app, |o| {
+        o.header_timeout = Duration::from_secs(120);
+    })
+    .await;
+    let mut idle = Vec::new();
+    for _ in 0..count {
+        idle.push(TcpStream::connect(server.addr).await.unwrap());
+    }
+    let asked = Instant::now();
+    let (status, health) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    println!(
+        "{count} idle connections open (soft RLIMIT_NOFILE {soft}, default limit {}): \
+         /api/health answered {status} in {:?}",
+        evoflux_server::default_max_connections(),
+        asked.elapsed()
+    );
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["ok"], true);
+    // The idle connections were held, not dropped: none reads an end.
+    let mut probe = [0u8; 1];
+    let held = tokio::time::timeout(Duration::from_millis(200), idle[0].read(&mut probe)).await;
+    assert!(held.is_err(), "an idle connection was closed: {held:?}");
+    drop(idle);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_connection_limit_a_connection_is_answered_503_with_its_code() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let server = start(&app, |o| {
+        o.max_connections = Some(2);
+        o.header_timeout = Duration::from_secs(120);
+    })
+    .await;
+    // Accepted in order: these two take both slots.
+    let first = TcpStream::connect(server.addr).await.unwrap();
+    let _second = TcpStream::connect(server.addr).await.unwrap();
+    let (status, body) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], evoflux_server::TOO_MANY_CONNECTIONS);
+    // A slot freed serves again.
+    drop(first);
+    let mut answered = 0;
+    for _ in 0..100 {
+        let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+        if status == 200 {
+            answered = status;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(answered, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_naming_a_foreign_host_is_refused_with_its_code() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let server = start(&app, |o| o.allowed_hosts = vec!["evo.example".into()]).await;
+    let port = server.addr.port();
+    // DNS rebinding: a page on the attacker's name, resolved to loopback.
+    for path in [
+        "/api/health",
+        "/.well-known/evoflux/ready",
+        "/openapi.json",
+        "/api/info",
+    ] {
+        let (status, body) =
+            exchange(server.addr, &get(path, &format!("evil.example:{port}"))).await;
+        assert_eq!(status, 421, "{path}: {body}");
+        assert_eq!(body["code"], evoflux_server::HOST_NOT_ALLOWED, "{path}");
+    }
+    let (status, body) = exchange(
+        server.addr,
+        "GET /api/health HTTP/1.1\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 421, "no Host: {body}");
+    assert_eq!(body["code"], evoflux_server::HOST_NOT_ALLOWED);
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "evo.example".to_owned(),
+    ] {
+        let (status, body) = exchange(server.addr, &get("/api/health", &host)).await;
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    // HTTP/2 (prior knowledge) names its host in `:authority`.
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap()
+        .get(format!("http://{}/api/health", server.addr))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(h2.version(), reqwest::Version::HTTP_2);
+    assert_eq!(h2.status(), 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_header_connection_is_closed_after_the_header_timeout() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let timeout = Duration::from_millis(500);
+    let server = start(&app, |o| o.header_timeout = timeout).await;
+
+    // Slowloris: a header line every 100 ms, the headers never ending.
+    let opened = Instant::now();
+    let (mut read, mut write) = TcpStream::connect(server.addr).await.unwrap().into_split();
+    let closed = tokio::spawn(async move {
+        let mut sink = [0u8; 1024];
+        loop {
+            match read.read(&mut sink).await {
+                Ok(0) | Err(_) => return opened.elapsed(),
+                Ok(_) => {}
+            }
+        }
+    });
+    let _ = write
+        .write_all(format!("GET /api/health HTTP/1.1\r\nHost: {}\r\n", server.addr).as_bytes())
+        .await;
+    while !closed.is_finished() && opened.elapsed() < Duration::from_secs(20) {
+        if write.write_all(b"X-Slow: a\r\n").await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let slow = tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("the slow connection is closed")
+        .unwrap();
+
+    // A connection that sends nothing at all.
+    let opened = Instant::now();
+    let mut silent = TcpStream::connect(server.addr).await.unwrap();
+    let mut sink = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(20), silent.read(&mut sink))
+        .await
+        .expect("the silent connection is closed");
+    let quiet = opened.elapsed();
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+
+    // A keep-alive connection after its first answer: its next request's
+    // headers are due within the timeout too, so it does not idle on.
+    let mut kept = TcpStream::connect(server.addr).await.unwrap();
+    kept.write_all(format!("GET /api/health HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr).as_bytes())
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    while !String::from_utf8_lossy(&answer).contains("\"ok\":true") {
+        let mut chunk = [0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(20), kept.read(&mut chunk))
+            .await
+            .expect("the first request is answered")
+            .unwrap();
+        assert!(n > 0, "closed before answering");
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    let answered = Instant::now();
+    let read = tokio::time::timeout(Duration::from_secs(20), kept.read(&mut sink))
+        .await
+        .expect("the idle keep-alive connection is closed");
+    let kept_for = answered.elapsed();
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+
+    println!(
+        "header timeout {timeout:?}: the slow connection closed after {slow:?}, the silent one \
+         after {quiet:?}, the idle keep-alive one {kept_for:?} after its answer"
+    );
+    let early = timeout - Duration::from_millis(100);
+    assert!(slow >= early, "{slow:?}");
+    assert!(quiet >= early, "{quiet:?}");
+    assert!(kept_for >= early, "{kept_for:?}");
+    // The server still answers.
+    let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    assert_eq!(status, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_outlives_the_header_timeout() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let config = app.dirs.config_dir();
+    std::fs::create_dir_all(config).unwrap();
+    let script = tmp.path().join("model.yaml");
+    std::fs::write(&script, "turns: []\n").unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("[model]\ndefault = \"scripted:{}\"\n", script.display()),
+    )
+    .unwrap();
+    let timeout = Duration::from_millis(300);
+    let server = start(&app, |o| o.header_timeout = timeout).await;
+    let created: Value = reqwest::Client::new()
+        .post(format!("http://{}/api/sessions", server.addr))
+        .bearer_auth("test-token")
+        .json(&serde_json::json!({"mode": "work"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["session_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"));
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /api/sessions/{id}/events HTTP/1.1\r\nHost: {}\r\n\
+                 Authorization: Bearer test-token\r\n\r\n",
+                server.addr
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    // Many header timeouts pass while the stream is open.
+    let until = Instant::now() + timeout * 6;
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        let mut chunk = [0u8; 4096];
+        match tokio::time::timeout_at(until.into(), stream.read(&mut chunk)).await {
+            Err(_) => break,
+            Ok(Ok(0) | Err(_)) => panic!(
+                "the event stream was closed: {}",
+                String::from_utf8_lossy(&seen)
+            ),
+            Ok(Ok(n)) => seen.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&seen);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    drop(stream);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_token_cannot_guard_a_non_loopback_address() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    // Refused before anything binds: no traffic leaves loopback.
+    let options = options(&app, SocketAddr::from(([0, 0, 0, 0], 0)), "short-secret");
+    let error = serve(
+        app,
+        options,
+        |addr| panic!("listening on {addr} with a short token"),
+        async {},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.code(), "server/token-too-short");
+    assert!(matches!(error, ServerError::TokenTooShort { min: 32, .. }));
+    let message = error.to_string();
+    assert!(message.contains("EVOFLUX_SERVER_TOKEN"), "{message}");
+    assert!(message.contains("32"), "{message}");
+    assert!(!message.contains("short-secret"), "{message}");
+}
