@@ -36,7 +36,8 @@ use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
 use evoflux_harness::client_files::{ClientFiles, FilesFuture};
 use evoflux_harness::{
     AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Holder,
-    Limits, SessionBuilder, SessionLease, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
+    LeaseError, Limits, SessionBuilder, SessionLease, SessionOptions, TurnEnd, TurnLeaseError,
+    TurnOptions, TurnStatus,
 };
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
@@ -348,16 +349,6 @@ impl AgentState {
         cx: &ConnectionTo<Client>,
         harness: &mut Harness,
     ) -> Result<SessionLease, Error> {
-        let lease = harness.lease(&self.holder).await.map_err(|e| {
-            let code = match e {
-                evoflux_harness::LeaseError::Busy { .. } => INVALID_PARAMS,
-                evoflux_harness::LeaseError::Store(_) => INTERNAL_ERROR,
-            };
-            Error::new(code, format!("{e} [{}]", e.code()))
-        })?;
-        if !lease.is_stale() {
-            return Ok(lease);
-        }
         let options = SessionOptions {
             mode: None,
             workspaces: Vec::new(),
@@ -366,17 +357,21 @@ impl AgentState {
             resume: Some(harness.session().id),
             limits: self.options.limits,
         };
-        match self.harness(cx, options, Some(&lease)).await {
-            Ok((_, reopened)) => {
-                let old = std::mem::replace(harness, reopened);
-                old.shutdown().await;
-                Ok(lease)
-            }
-            Err(e) => {
-                release(lease).await;
-                Err(e)
-            }
-        }
+        harness
+            .lease_turn(&self.holder, async |lease: &SessionLease| {
+                Ok(self.harness(cx, options, Some(lease)).await?.1)
+            })
+            .await
+            .map_err(|e| match e {
+                TurnLeaseError::Lease(e) => {
+                    let code = match e {
+                        LeaseError::Busy { .. } => INVALID_PARAMS,
+                        LeaseError::Store(_) => INTERNAL_ERROR,
+                    };
+                    Error::new(code, format!("{e} [{}]", e.code()))
+                }
+                TurnLeaseError::Reopen(e) => e,
+            })
     }
 
     /// `session/load`: the stored session resumed as it was persisted,

@@ -93,6 +93,23 @@ fn a_healthy_setup_passes_every_check() {
         !report.to_string().contains("k-secret-1"),
         "a key value was shown"
     );
+    // The sandbox check reports what the kernel gives each layer, as a
+    // confined command sees it (run as root in CI, where bubblewrap keeps
+    // every capability unless told otherwise).
+    let sandbox = check(&report, "sandbox")["details"].to_string();
+    if check(&report, "sandbox")["summary"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("commands are confined"))
+    {
+        for layer in [
+            "capabilities: none, and no new privileges",
+            "seccomp: ",
+            "process limit: ",
+            "landlock: ",
+        ] {
+            assert!(sandbox.contains(layer), "{layer} missing: {sandbox}");
+        }
+    }
     let other = check(&report, "other-harnesses")["details"].to_string();
     assert!(other.contains(".mcp.json"), "{other}");
     assert_eq!(check(&report, "skills")["status"], "ok");

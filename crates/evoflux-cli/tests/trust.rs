@@ -515,3 +515,109 @@ fn trusting_from_another_directory_keeps_what_was_granted_there() {
     let info = s.json(&["--json", "info", "--workspace", pkg]);
     assert_eq!(info["awaiting_trust"], serde_json::json!([]), "{info:#}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_trusted_repositorys_mcp_server_program_changed_after_trust_never_starts() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = common::mcp_test_server() else {
+        return;
+    };
+    let s = Sandbox::new();
+    // The server's program is a file of the repository, which the agent
+    // could rewrite; each start leaves a mark outside the repository.
+    let marks = s.tmp.path().join("started");
+    let program = |version: &str| {
+        let path = s.write(
+            s.repo().join("server.sh"),
+            &format!(
+                "#!/bin/sh\necho {version} >> '{}'\nexec '{}'\n",
+                marks.display(),
+                bin.display()
+            ),
+        );
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let started = || std::fs::read_to_string(&marks).unwrap_or_default();
+    program("v1");
+    s.write(
+        s.repo().join(".mcp.json"),
+        &serde_json::json!({"mcpServers": {"db": {"command": "./server.sh"}}}).to_string(),
+    );
+    let out = s.run(&["trust", "--yes"]);
+    assert!(out.status.success());
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("(outside the sandbox; its files as they are now: server.sh)"),
+        "{listed}"
+    );
+    let list = s.json(&["mcp", "list", "--json"]);
+    assert_eq!(list["servers"][0]["state"], "ready", "{list:#}");
+    assert_eq!(started(), "v1\n");
+
+    // Rewritten after trust: its mcp.json entry is the same, but it waits.
+    program("v2");
+    let info = s.json(&["--json", "info"]);
+    assert_eq!(
+        info["awaiting_trust"][0]["slot"], "connections/db",
+        "{info:#}"
+    );
+    let changed: Vec<&serde_json::Value> = info["diagnostics"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "trust/changed-since-trust")
+        .collect();
+    assert_eq!(changed.len(), 1, "{info:#}");
+    assert_eq!(changed[0]["locator"]["slot"], "connections/db");
+    assert!(
+        changed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("which runs server.sh"),
+        "{changed:?}"
+    );
+    let out = s.run(&["mcp", "list", "--json"]);
+    assert!(out.status.success());
+    assert_eq!(stderr_codes(&out), ["trust/changed-since-trust"]);
+    let list = common::json(&out);
+    assert_eq!(list["servers"], serde_json::json!([]));
+    assert_eq!(list["awaiting_trust"][0]["server"], "db");
+    assert_eq!(list["awaiting_trust"][0]["changed_since_trust"], true);
+    let out = s.run(&[
+        "mcp",
+        "call",
+        "db",
+        "echo",
+        "--args",
+        r#"{"message": "hi"}"#,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("trust/changed-since-trust"), "{err}");
+    assert_eq!(started(), "v1\n", "the changed program ran");
+
+    // Trusted again, the change is named and the new program runs.
+    let out = s.run(&["trust", "--yes"]);
+    assert!(out.status.success());
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("server.sh)  [changed since you trusted it]"),
+        "{listed}"
+    );
+    let out = s.run(&[
+        "mcp",
+        "call",
+        "db",
+        "echo",
+        "--args",
+        r#"{"message": "hi"}"#,
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(started(), "v1\nv2\n");
+}

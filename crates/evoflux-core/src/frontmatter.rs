@@ -44,8 +44,12 @@ impl FrontMatterErrorKind {
             FrontMatterErrorKind::Unterminated => "frontmatter/unterminated",
             FrontMatterErrorKind::YamlInvalid => "frontmatter/yaml-invalid",
             FrontMatterErrorKind::YamlTooComplex => "frontmatter/yaml-too-complex",
-            FrontMatterErrorKind::YamlTooDeep => "yaml/too-deep",
-            FrontMatterErrorKind::YamlTooManyAliases => "yaml/too-many-aliases",
+            FrontMatterErrorKind::YamlTooDeep => {
+                nesting::code(nesting::Syntax::Yaml, nesting::Limit::Depth)
+            }
+            FrontMatterErrorKind::YamlTooManyAliases => {
+                nesting::code(nesting::Syntax::Yaml, nesting::Limit::AliasReplay)
+            }
             FrontMatterErrorKind::NotAMapping => "frontmatter/not-a-mapping",
         }
     }

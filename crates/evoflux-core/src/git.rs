@@ -85,12 +85,19 @@ pub fn plain_config(text: &str) -> Result<(), String> {
             continue;
         }
         if let Some(header) = line.strip_prefix('[') {
-            let Some(inner) = header.strip_suffix(']') else {
+            // Git reads a setting after the `]` on the same line
+            // (`[core]fsmonitor=x`): a header is plain only when nothing
+            // but a comment follows it.
+            let Some((inner, after)) = header.split_once(']') else {
                 return Err(format!(
                     "line {}: a section header this check cannot read",
                     n + 1
                 ));
             };
+            let after = after.trim_start();
+            if !(after.is_empty() || after.starts_with('#') || after.starts_with(';')) {
+                return Err(format!("line {}: a setting after a section header", n + 1));
+            }
             section = inner
                 .split(|c: char| c.is_whitespace() || c == '"' || c == '.')
                 .next()
@@ -132,6 +139,8 @@ mod tests {
             "[diff \"x\"]\n\ttextconv = sh\n",
             "[alias]\n\tst = !sh\n",
             "[core\n",
+            "[core]fsmonitor=./x #]\n",
+            "[core] hooksPath = x\n",
         ] {
             assert!(plain_config(bad).is_err(), "{bad}");
         }

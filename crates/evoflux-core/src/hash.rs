@@ -87,6 +87,31 @@ pub fn sha256_hex(bytes: &[u8]) -> ContentHash {
     ContentHash(hex::encode(Sha256::digest(bytes)))
 }
 
+/// SHA-256 of a regular file's bytes (through links), read in pieces, so
+/// a program of any size; anything else (a folder, a FIFO that would block
+/// the reader) is an error.
+pub fn sha256_file(path: &std::path::Path) -> std::io::Result<ContentHash> {
+    use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(ContentHash(hex::encode(hasher.finalize())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

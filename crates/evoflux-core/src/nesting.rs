@@ -100,14 +100,20 @@ pub struct NestingError {
     pub line: u32,
 }
 
+/// The stable diagnostic code of `limit` crossed in a `syntax` text: the
+/// one place these codes are spelled.
+pub const fn code(syntax: Syntax, limit: Limit) -> &'static str {
+    match (syntax, limit) {
+        (Syntax::Yaml, Limit::Depth) => "yaml/too-deep",
+        (Syntax::Json, Limit::Depth) => "json/too-deep",
+        (_, Limit::AliasReplay) => "yaml/too-many-aliases",
+    }
+}
+
 impl NestingError {
     /// The stable diagnostic code.
     pub const fn code(&self) -> &'static str {
-        match (self.syntax, self.limit) {
-            (Syntax::Yaml, Limit::Depth) => "yaml/too-deep",
-            (Syntax::Json, Limit::Depth) => "json/too-deep",
-            (_, Limit::AliasReplay) => "yaml/too-many-aliases",
-        }
+        code(self.syntax, self.limit)
     }
 
     /// An error diagnostic on `file`, at [`NestingError::line`] (the checked

@@ -81,7 +81,9 @@ pub struct Grant {
     /// Its file relative to the repository (`/`-separated), with
     /// `#<entry>` for one entry of a file that holds several (`.mcp.json#db`).
     pub source: String,
-    /// The SHA-256 of its content (of the entry, for an entry).
+    /// The SHA-256 of its content (of the entry, for an entry; for an MCP
+    /// server that runs files of the repository, of the entry's hash with
+    /// theirs).
     pub sha256: String,
 }
 

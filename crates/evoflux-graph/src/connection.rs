@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use evoflux_core::{Diagnostic, Diagnostics};
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,28 @@ pub enum ConnectionDefinition {
 }
 
 pub use evoflux_core::placeholder::is_env_name;
+
+/// Where a stdio server's `command` points, its `mcp.json` being in
+/// `base_dir`: a bare name is looked up on `PATH` and stays bare; anything
+/// with a separator is a path, relative to `base_dir`. The one rule, for
+/// the launch and for what trusting a repository's server covers.
+pub fn stdio_program(command: &str, base_dir: Option<&Path>) -> PathBuf {
+    if command.contains('/') {
+        resolve_path(command, base_dir)
+    } else {
+        PathBuf::from(command)
+    }
+}
+
+/// A path of a server's entry (`cwd`, a command path) against the folder
+/// of its `mcp.json`: an absolute path stays as it is.
+pub fn resolve_path(path: &str, base_dir: Option<&Path>) -> PathBuf {
+    let p = Path::new(path);
+    match base_dir {
+        Some(base) if p.is_relative() => base.join(p),
+        _ => p.to_path_buf(),
+    }
+}
 
 /// Reads the entry names of an `mcp.json` (the file is read at discovery
 /// because one file holds several slots; entries are parsed only when they

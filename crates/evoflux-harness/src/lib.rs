@@ -53,7 +53,7 @@ pub use error::HarnessError;
 pub use events::{Boundary, CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
-pub use lease::{Holder, LeaseError, SessionLease};
+pub use lease::{Holder, LeaseError, SessionLease, TurnLeaseError};
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,

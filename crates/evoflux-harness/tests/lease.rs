@@ -11,9 +11,9 @@ use evoflux_core::AppMode;
 use evoflux_core::dirs::Dirs;
 use evoflux_harness::{
     AppContext, Holder, LeaseError, SessionBuilder, SessionError, SessionLease, SessionOptions,
-    TurnOptions,
+    TurnLeaseError, TurnOptions,
 };
-use evoflux_store::{NewSession, Store, WorkspaceRequest};
+use evoflux_store::{LeaseClaim, LeaseProcess, NewSession, PidNamespace, Store, WorkspaceRequest};
 
 async fn session(store: &Store) -> evoflux_core::ids::SessionId {
     store
@@ -36,7 +36,11 @@ async fn a_second_holder_is_refused_with_the_first_named_until_it_releases() {
     let id = session(&store).await;
     let first = Holder::process("evoflux run");
     let lease = SessionLease::acquire(&store, id, &first).await.unwrap();
-    assert!(first.took(lease.holder()));
+    let held = store.lease_holder(id).await.unwrap().unwrap();
+    assert!(first.took(&held));
+    assert_eq!(held.holder, lease.holder());
+    assert_eq!(held.process.as_ref(), first.lease_process());
+    assert_eq!(held.process.unwrap().pid, std::process::id());
     assert!(
         lease
             .holder()
@@ -127,39 +131,133 @@ async fn a_holder_that_died_blocks_the_session_only_for_its_time_to_live() {
     lease.release().await.unwrap();
 }
 
-#[tokio::test]
-async fn the_lease_of_a_process_of_this_host_that_died_is_taken_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+/// A process id that no longer runs: a child of this process, waited for.
+fn dead_pid() -> u32 {
     let mut gone = std::process::Command::new("true").spawn().unwrap();
     let dead = gone.id();
     gone.wait().unwrap();
-    // This host, as this process's holder names it.
-    let this = Holder::process("evoflux run");
-    let host = this.name().rsplit_once(" on host ").unwrap().1.to_owned();
-    let stored = format!("evoflux run (pid {dead}) on host {host} since 2026-01-01 00:00:00 UTC");
+    dead
+}
+
+/// Leaves a lease held by `process` (named `name`) on `id`, as a process
+/// killed mid-turn leaves it: never renewed nor released.
+async fn left_by(
+    store: &Store,
+    id: evoflux_core::ids::SessionId,
+    name: &str,
+    process: &LeaseProcess,
+) {
+    let holder = format!("{name} since 2026-01-01 00:00:00 UTC");
     store
-        .acquire_lease(id, &stored, Duration::from_secs(30))
+        .acquire_lease(
+            id,
+            LeaseClaim {
+                holder: &holder,
+                name: Some(name),
+                process: Some(process),
+            },
+            Duration::from_secs(30),
+        )
         .await
         .unwrap()
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_lease_of_a_process_that_died_where_this_one_sees_it_is_taken_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).await.unwrap();
+    let id = session(&store).await;
+    let this = Holder::process("evoflux run");
+    let here = this.lease_process().unwrap().clone();
+    assert!(
+        here.namespace.is_some(),
+        "this test runs where /proc tells the boot and PID namespace"
+    );
+    // Dead, in this boot and PID namespace: taken at once.
+    let dead = LeaseProcess {
+        pid: dead_pid(),
+        ..here.clone()
+    };
+    left_by(&store, id, "evoflux run (pid ?) on host here", &dead).await;
     let lease = SessionLease::acquire(&store, id, &this).await.unwrap();
-    assert!(this.took(lease.holder()));
+    assert!(this.took(&store.lease_holder(id).await.unwrap().unwrap()));
     lease.release().await.unwrap();
 
-    // A live process of this host is waited for: this one.
-    let alive = format!(
-        "evoflux chat (pid {}) on host {host} since 2026-01-01 00:00:00 UTC",
-        std::process::id()
+    // A live process of this namespace is waited for: this one.
+    left_by(&store, id, "evoflux chat (pid ?) on host here", &here).await;
+    let refused = SessionLease::acquire(&store, id, &this).await.unwrap_err();
+    assert_eq!(refused.code(), "session/busy");
+}
+
+#[tokio::test]
+async fn a_holder_of_another_pid_namespace_is_waited_for_whatever_its_host_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).await.unwrap();
+    let id = session(&store).await;
+    let this = Holder::process("evoflux run");
+    let here = this.lease_process().unwrap().clone();
+    let ours = here.namespace.clone().unwrap();
+    let dead = dead_pid();
+    // Another container with this host name: its pid is not one this
+    // process can ask about, dead here or not.
+    for elsewhere in [
+        Some(PidNamespace {
+            inode: ours.inode.wrapping_add(1),
+            ..ours.clone()
+        }),
+        // This namespace's inode on another boot (another machine).
+        Some(PidNamespace {
+            boot_id: "00000000-0000-4000-8000-000000000000".to_owned(),
+            ..ours.clone()
+        }),
+        // A holder that could not tell.
+        None,
+    ] {
+        let process = LeaseProcess {
+            pid: dead,
+            host: here.host.clone(),
+            namespace: elsewhere.clone(),
+        };
+        left_by(&store, id, "evoflux run (pid ?) on host here", &process).await;
+        let refused = SessionLease::acquire(&store, id, &this).await.unwrap_err();
+        assert_eq!(refused.code(), "session/busy", "{elsewhere:?}");
+        // Free it for the next.
+        let held = store.lease_holder(id).await.unwrap().unwrap();
+        store.release_lease(id, &held.holder).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_lease_stored_without_its_holder_waits_for_its_expiry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).await.unwrap();
+    let id = session(&store).await;
+    let this = Holder::process("evoflux run");
+    // As a lease taken before holders were stored as data: its text names
+    // a process of this host that no longer runs, which is not read.
+    let legacy = format!(
+        "evoflux run (pid {}) on host {} since 2026-01-01 00:00:00 UTC",
+        dead_pid(),
+        this.lease_process().unwrap().host
     );
     store
-        .acquire_lease(id, &alive, Duration::from_secs(30))
+        .acquire_lease(id, &legacy, Duration::from_millis(400))
         .await
         .unwrap()
         .unwrap();
+    let held = store.lease_holder(id).await.unwrap().unwrap();
+    assert_eq!((&held.name, &held.process), (&None, &None));
+    assert!(!this.took(&held));
     let refused = SessionLease::acquire(&store, id, &this).await.unwrap_err();
-    assert_eq!(refused.code(), "session/busy");
+    assert!(refused.to_string().contains(&format!("held by {legacy}")));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    SessionLease::acquire(&store, id, &this)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -301,4 +399,92 @@ async fn a_harness_another_process_ran_turns_past_is_told_it_is_stale() {
     let lease = again.lease(&holder).await.unwrap();
     assert!(!lease.is_stale());
     lease.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let model = script(
+        tmp.path(),
+        "turns:\n  - reply: {text: one}\n  - reply: {text: two}\n",
+    );
+    let holder = Holder::process("evoflux chat");
+    let mut chat = SessionBuilder::new(&app, options(&model, None))
+        .open()
+        .await
+        .unwrap()
+        .harness;
+    let id = chat.session().id;
+    let never = async |_: &SessionLease| -> Result<evoflux_harness::Harness, &str> {
+        panic!("a current harness is not opened again")
+    };
+    let lease = chat.lease_turn(&holder, never).await.unwrap();
+    chat.turn(Some("hello"), TurnOptions::default())
+        .await
+        .unwrap();
+    lease.release().await.unwrap();
+
+    // Another process runs a turn in between.
+    let mut other = SessionBuilder::new(&app, options(&model, Some(id)))
+        .lease(Holder::process("evoflux sessions resume"))
+        .open()
+        .await
+        .unwrap();
+    other
+        .harness
+        .turn(Some("again"), TurnOptions::default())
+        .await
+        .unwrap();
+    other.lease.unwrap().release().await.unwrap();
+    other.harness.shutdown().await;
+    let seen = chat.messages().len();
+
+    // It cannot be opened again: the lease is released, the harness stays
+    // as it was, and stale.
+    let failed = chat
+        .lease_turn(&holder, async |lease: &SessionLease| {
+            assert!(lease.is_stale());
+            Err::<evoflux_harness::Harness, _>("cannot")
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(failed, TurnLeaseError::Reopen("cannot")),
+        "{failed:?}"
+    );
+    assert!(
+        !store(&app)
+            .await
+            .lease_holder(id)
+            .await
+            .unwrap()
+            .unwrap()
+            .running,
+        "the lease was released"
+    );
+    assert_eq!(chat.messages().len(), seen);
+
+    // Opened again under the lease, it replaces the harness.
+    let lease = chat
+        .lease_turn(&holder, async |lease: &SessionLease| {
+            SessionBuilder::new(&app, options(&model, Some(id)))
+                .held_lease(lease)
+                .open()
+                .await
+                .map(|o| o.harness)
+        })
+        .await
+        .unwrap();
+    assert_eq!(chat.session().id, id);
+    assert!(chat.messages().len() > seen, "the other's turn is in it");
+    lease.release().await.unwrap();
+    let lease = chat.lease_turn(&holder, never).await.unwrap();
+    assert!(!lease.is_stale());
+    lease.release().await.unwrap();
+    chat.shutdown().await;
+}
+
+async fn store(app: &AppContext) -> Store {
+    app.open_store().await.unwrap()
 }

@@ -45,6 +45,7 @@ fn definition(name: &str, program: PathBuf, args: Vec<String>) -> ServerDefiniti
             cwd: None,
             create_dirs: Vec::new(),
             references: Default::default(),
+            pinned: Vec::new(),
         }),
     }
 }

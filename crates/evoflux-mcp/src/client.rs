@@ -336,6 +336,17 @@ impl Connection {
         base_env: &BTreeMap<String, String>,
         roots: &[PathBuf],
     ) -> Result<(Connection, RefreshReceiver), StartFailure> {
+        if let Some(file) = launch.pinned.iter().find(|f| !f.unchanged()) {
+            return Err(StartFailure::new(
+                codes::CHANGED_SINCE_TRUST,
+                format!(
+                    "`{}`, which this repository's server runs, changed since its trust was \
+                     checked: it is not started until you trust the repository again (evoflux \
+                     trust)",
+                    file.source
+                ),
+            ));
+        }
         for dir in &launch.create_dirs {
             std::fs::create_dir_all(dir).map_err(|e| {
                 StartFailure::new(

@@ -31,3 +31,6 @@ pub const PROJECT_SECRET_EXPANSION: &str = "mcp/project-secret-expansion";
 pub const NEEDS_CREDENTIALS: &str = "mcp/needs-credentials";
 /// A plugin's credentials could not be read; its stdio servers start without them.
 pub const CREDENTIALS_UNAVAILABLE: &str = "mcp/credentials-unavailable";
+/// A repository file a repository's server runs (its program, a file an
+/// argument names) changed after its trust was checked: not started.
+pub const CHANGED_SINCE_TRUST: &str = evoflux_core::trust::CHANGED_SINCE_TRUST;

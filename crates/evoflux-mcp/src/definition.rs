@@ -3,10 +3,11 @@
 //! `mcp.json` entry (plugin servers), resolved into a launch that needs no
 //! further interpretation.
 //!
-//! Everything here is pure: nothing is spawned or contacted, and the only
-//! inputs are typed definitions that were already validated upstream
+//! Nothing here is spawned or contacted, and the only inputs are typed
+//! definitions that were already validated upstream
 //! (`evoflux_graph::connection`, `evoflux_plugins::mcp`). Nothing re-parses
-//! `mcp.json`.
+//! `mcp.json`. The one thing read is the content of the repository files
+//! a repository's server runs, pinned for its start ([`StdioLaunch::pinned`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use evoflux_core::Diagnostic;
 use evoflux_core::secret_name::KeyVariables;
-use evoflux_graph::connection::ConnectionDefinition;
+use evoflux_graph::connection::{self, ConnectionDefinition};
+use evoflux_graph::grants::LaunchFile;
 use evoflux_graph::{Binding, CompiledGraph, Definition, Layer};
 use evoflux_plugins::mcp::{CwdBase, McpCommand, McpServer, McpServerEntry};
 use serde::Serialize;
@@ -104,6 +106,11 @@ pub struct StdioLaunch {
     pub create_dirs: Vec<PathBuf>,
     /// Whether `args` and `env` values may hold `${VAR}` references.
     pub references: References,
+    /// A repository's server: the repository files it runs, with the
+    /// content its trust was checked against when the graph compiled. It
+    /// runs outside the command sandbox, so a start (or restart) after one
+    /// changed is refused (`trust/changed-since-trust`).
+    pub pinned: Vec<LaunchFile>,
 }
 
 impl StdioLaunch {
@@ -133,6 +140,7 @@ impl fmt::Debug for StdioLaunch {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
             .field("create_dirs", &self.create_dirs)
+            .field("pinned", &self.pinned)
             .finish()
     }
 }
@@ -207,7 +215,9 @@ impl ServerDefinition {
 /// is resolved against the folder of the winning `mcp.json`. A
 /// repository's server whose `args`, `env` or headers refer to a variable
 /// that holds a key is never started
-/// ([`codes::PROJECT_SECRET_EXPANSION`]).
+/// ([`codes::PROJECT_SECRET_EXPANSION`]); a repository's stdio server is
+/// pinned to the content of the repository files it runs
+/// ([`StdioLaunch::pinned`]).
 pub fn definitions_from_graph(graph: &CompiledGraph) -> Vec<ServerDefinition> {
     let keys = match graph
         .node(&evoflux_graph::Slot::config())
@@ -232,9 +242,18 @@ pub fn definitions_from_graph(graph: &CompiledGraph) -> Vec<ServerDefinition> {
         };
         let base = source.as_deref().and_then(Path::parent);
         let mut server = from_connection(&node.slot.name, def, owner, base);
-        if bound.is_some_and(|b| b.layer == Layer::Project)
-            && let Some(var) = repository_key_reference(def, &keys)
+        let project = bound.is_some_and(|b| b.layer == Layer::Project);
+        if project
+            && let Some(mcp_json) = source.as_deref()
+            && let Launch::Stdio(launch) = &mut server.launch
         {
+            launch.pinned = evoflux_graph::grants::launch_files(
+                &evoflux_graph::grants::repository_of(mcp_json),
+                mcp_json,
+                def,
+            );
+        }
+        if project && let Some(var) = repository_key_reference(def, &keys) {
             server.launch = Launch::Invalid {
                 code: codes::PROJECT_SECRET_EXPANSION,
                 message: format!(
@@ -279,39 +298,26 @@ pub fn from_connection(
     owner: ServerOwner,
     base_dir: Option<&Path>,
 ) -> ServerDefinition {
-    let resolve = |p: &str| -> PathBuf {
-        let path = Path::new(p);
-        match base_dir {
-            Some(base) if path.is_relative() => base.join(path),
-            _ => path.to_path_buf(),
-        }
-    };
     let (transport, launch) = match def {
         ConnectionDefinition::Stdio {
             command,
             args,
             env,
             cwd,
-        } => {
-            // A bare name is looked up on PATH; anything with a separator
-            // is a path, relative to the mcp.json folder.
-            let program = if command.contains('/') {
-                resolve(command)
-            } else {
-                PathBuf::from(command)
-            };
-            (
-                TransportKind::Stdio,
-                Launch::Stdio(StdioLaunch {
-                    program,
-                    args: args.clone(),
-                    env: env.clone(),
-                    cwd: cwd.as_deref().map(resolve),
-                    create_dirs: Vec::new(),
-                    references: References::FromEnvironment,
-                }),
-            )
-        }
+        } => (
+            TransportKind::Stdio,
+            Launch::Stdio(StdioLaunch {
+                program: connection::stdio_program(command, base_dir),
+                args: args.clone(),
+                env: env.clone(),
+                cwd: cwd
+                    .as_deref()
+                    .map(|c| connection::resolve_path(c, base_dir)),
+                create_dirs: Vec::new(),
+                references: References::FromEnvironment,
+                pinned: Vec::new(),
+            }),
+        ),
         ConnectionDefinition::StreamableHttp { url, headers } => (
             TransportKind::StreamableHttp,
             Launch::StreamableHttp(HttpLaunch {
@@ -434,6 +440,7 @@ fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefin
                 cwd: Some(cwd),
                 create_dirs: vec![ctx.data_dir.clone()],
                 references: References::Literal,
+                pinned: Vec::new(),
             })
         }
         Some(McpServer::StreamableHttp(r)) => Launch::StreamableHttp(HttpLaunch {
@@ -702,6 +709,7 @@ mod reference_tests {
             cwd: None,
             create_dirs: Vec::new(),
             references,
+            pinned: Vec::new(),
         }
     }
 
@@ -753,6 +761,52 @@ mod repository_key_tests {
 
     fn server<'a>(all: &'a [ServerDefinition], name: &str) -> &'a ServerDefinition {
         all.iter().find(|s| s.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_repositorys_server_is_pinned_to_the_files_it_runs_and_the_users_is_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (config, repo) = (tmp.path().join("config"), tmp.path().join("repo"));
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".evoflux")).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(repo.join(".evoflux/run.sh"), "run\n").unwrap();
+        std::fs::write(repo.join("srv.py"), "serve()\n").unwrap();
+        std::fs::write(config.join("mine.sh"), "mine\n").unwrap();
+        std::fs::write(
+            config.join("mcp.json"),
+            r#"{"mcpServers": {"mine": {"command": "./mine.sh"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join(".evoflux/mcp.json"),
+            r#"{"mcpServers": {"theirs": {"command": "./run.sh", "args": ["srv.py", "-v"]}}}"#,
+        )
+        .unwrap();
+        let graph = evoflux_graph::compile_standard(&RootOptions {
+            user_config_dir: Some(config),
+            trusted: vec![repo.clone()],
+            workspaces: vec![repo],
+            ..RootOptions::default()
+        })
+        .unwrap();
+        let all = definitions_from_graph(&graph);
+        let pinned = |name: &str| match &server(&all, name).launch {
+            Launch::Stdio(l) => l
+                .pinned
+                .iter()
+                .map(|f| (f.source.clone(), f.unchanged()))
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            pinned("theirs"),
+            [
+                (".evoflux/run.sh".to_owned(), true),
+                ("srv.py".to_owned(), true)
+            ]
+        );
+        assert!(pinned("mine").is_empty());
     }
 
     #[test]

@@ -269,6 +269,36 @@ async fn roots_list_is_answered_with_the_session_roots() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_pinned_file_changed_is_not_started_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("server.js");
+    std::fs::write(&script, "serve();\n").unwrap();
+    let mut pinned = stdio("pinned", &[]);
+    if let Launch::Stdio(l) = &mut pinned.launch {
+        l.pinned = vec![evoflux_graph::grants::LaunchFile {
+            path: script.clone(),
+            source: "server.js".into(),
+            sha256: Some(evoflux_core::hash::sha256_hex(b"serve();\n").to_string()),
+        }];
+    }
+    let m = manager(vec![pinned]);
+    m.start_all();
+    settle(&m).await;
+    assert_eq!(state(&m, "pinned"), ServerState::Ready);
+    m.stop("pinned").await.unwrap();
+
+    // Rewritten while it ran: a restart is refused.
+    std::fs::write(&script, "serve(); steal();\n").unwrap();
+    m.start("pinned").unwrap();
+    settle(&m).await;
+    let s = m.status("pinned").unwrap();
+    assert_eq!(s.state, ServerState::Failed, "{s:?}");
+    let error = s.last_error.unwrap();
+    assert_eq!(error.code, codes::CHANGED_SINCE_TRUST);
+    assert!(error.message.contains("`server.js`"), "{error:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_bad_server_does_not_affect_the_good_one() {
     let mut missing = stdio("missing", &[]);
     if let Launch::Stdio(l) = &mut missing.launch {
@@ -282,6 +312,7 @@ async fn one_bad_server_does_not_affect_the_good_one() {
             cwd: None,
             create_dirs: Vec::new(),
             references: Default::default(),
+            pinned: Vec::new(),
         }),
         ..stdio("crashing", &[])
     };
@@ -330,6 +361,7 @@ async fn a_slow_server_never_blocks_and_times_out() {
             cwd: None,
             create_dirs: Vec::new(),
             references: Default::default(),
+            pinned: Vec::new(),
         }),
         ..stdio("slow", &[])
     };

@@ -157,13 +157,19 @@ pub async fn require_token(State(token): State<Token>, request: Request, next: N
         Some(_) => ApiError::new(
             axum::http::StatusCode::UNAUTHORIZED,
             "server/token-invalid",
-            "the bearer token is not this server's; `evoflux serve --print-token` shows it",
+            format!(
+                "the bearer token is not this server's: {TOKEN_ENV}, or the one in \
+                 {TOKEN_FILE} of its data directory"
+            ),
         )
         .into_response(),
         None => ApiError::new(
             axum::http::StatusCode::UNAUTHORIZED,
             "server/token-missing",
-            "send `Authorization: Bearer <token>`; `evoflux serve --print-token` shows the token",
+            format!(
+                "send `Authorization: Bearer <token>` with the server's token: {TOKEN_ENV}, or \
+                 the one in {TOKEN_FILE} of its data directory"
+            ),
         )
         .into_response(),
     }

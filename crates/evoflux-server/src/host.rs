@@ -7,8 +7,8 @@
 //!   loopback address (or on all addresses);
 //! - the address it listens on, or any IP literal when it listens on all
 //!   of them (`0.0.0.0`, `::`): an address cannot be rebound, only a name;
-//! - a name given with `--allowed-host` (`NAME`, any port; `NAME:PORT`,
-//!   that port).
+//! - a name among the allowed hosts (`ServeOptions::allowed_hosts`:
+//!   `NAME`, any port; `NAME:PORT`, that port).
 //!
 //! Otherwise the answer is `421` with `server/host-not-allowed`. The port
 //! of the built-in names is not checked: an SSH tunnel or a forwarded port
@@ -26,9 +26,9 @@ use crate::error::ApiError;
 /// The code of a refused host.
 pub const HOST_NOT_ALLOWED: &str = "server/host-not-allowed";
 
-/// An `--allowed-host` value that is not a host name.
+/// An allowed host that is not a host name.
 #[derive(Debug, thiserror::Error)]
-#[error("--allowed-host {value:?} is not a host name (NAME or NAME:PORT)")]
+#[error("the allowed host {value:?} is not a host name (NAME or NAME:PORT)")]
 pub struct AllowedHostError {
     pub value: String,
 }
@@ -40,7 +40,7 @@ enum HostName {
     Ip(IpAddr),
 }
 
-/// One `--allowed-host`: the name, and the port when one was given.
+/// One allowed host: the name, and the port when one was given.
 #[derive(Debug, Clone)]
 struct Allowed {
     host: HostName,
@@ -78,8 +78,8 @@ fn parse(authority: &str) -> Option<(HostName, Option<u16>)> {
 }
 
 impl HostPolicy {
-    /// The policy of a server listening on `bind` with these
-    /// `--allowed-host` values.
+    /// The policy of a server listening on `bind` with these allowed
+    /// hosts (`NAME` or `NAME:PORT`).
     pub fn new(bind: IpAddr, allowed_hosts: &[String]) -> Result<HostPolicy, AllowedHostError> {
         let allowed = allowed_hosts
             .iter()
@@ -135,8 +135,8 @@ impl HostPolicy {
             Some(host) => {
                 let shown: String = host.chars().take(100).collect();
                 Err(refusal(&format!(
-                    "this server does not answer for the host {shown:?}; start it with \
-                     `--allowed-host NAME` to serve a name"
+                    "this server does not answer for the host {shown:?}; add the name to its \
+                     allowed hosts to serve it"
                 )))
             }
         }

@@ -34,7 +34,11 @@ use evoflux_store::StoreError;
 use evoflux_tools::ProcessRuntime;
 
 pub use auth::{PUBLIC_TOKEN_MIN_CHARS, TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
-pub use conn::{HEADER_TIMEOUT, IDLE_TIMEOUT, TOO_MANY_CONNECTIONS, default_max_connections};
+pub use conn::{
+    HEADER_TIMEOUT, IDLE_TIMEOUT, SHUTDOWN_TIMEOUT, TOO_MANY_CONNECTIONS,
+    TOO_MANY_CONNECTIONS_FROM_ADDRESS, default_max_connections,
+    default_max_connections_per_address,
+};
 pub use error::ApiError;
 pub use host::HOST_NOT_ALLOWED;
 pub use openapi::document as openapi_document;
@@ -64,12 +68,24 @@ pub struct ServeOptions {
     /// answered `503` (`server/too-many-connections`). `None`: what
     /// `RLIMIT_NOFILE` allows ([`default_max_connections`]).
     pub max_connections: Option<usize>,
+    /// How many of them one client address (an IPv6 one by its `/64`) may
+    /// hold; past it a connection from that address is answered `503`
+    /// (`server/too-many-connections-from-address`). Behind a reverse
+    /// proxy every client has the proxy's address: raise it to the
+    /// connection limit there. `None`: a quarter of the connection limit,
+    /// at least 16 ([`default_max_connections_per_address`]).
+    pub max_connections_per_address: Option<usize>,
     /// How long a request's headers may take to arrive, counted from the
     /// connection's opening or its previous response ([`HEADER_TIMEOUT`]).
     pub header_timeout: std::time::Duration,
-    /// How long a connection may pass with nothing sent either way and no
-    /// request being handled ([`IDLE_TIMEOUT`]).
+    /// How long a connection may pass with no request at work and no
+    /// request or response data moving ([`IDLE_TIMEOUT`]); other traffic
+    /// (HTTP/2 pings) does not count.
     pub idle_timeout: std::time::Duration,
+    /// How long shutdown waits for open connections to finish their
+    /// requests ([`SHUTDOWN_TIMEOUT`]); then those left (event streams)
+    /// are dropped.
+    pub shutdown_timeout: std::time::Duration,
     /// Host names requests may name besides the built-in ones
     /// (`NAME` or `NAME:PORT`; see [`host`]).
     pub allowed_hosts: Vec<String>,
@@ -92,8 +108,10 @@ impl ServeOptions {
             schedule_tick: schedules::TICK,
             lease_ttl: live::LEASE_TTL,
             max_connections: None,
+            max_connections_per_address: None,
             header_timeout: HEADER_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
+            shutdown_timeout: SHUTDOWN_TIMEOUT,
             allowed_hosts: Vec::new(),
         }
     }
@@ -144,9 +162,11 @@ impl ServerError {
     }
 }
 
-/// Serves until `shutdown` resolves, then stops every session (their
-/// commands and MCP servers) before returning. `listening` is called with
-/// the bound address once requests are accepted.
+/// Serves until `shutdown` resolves, then lets open connections finish
+/// their requests (for at most [`ServeOptions::shutdown_timeout`]) and
+/// stops every session (their commands and MCP servers) before returning.
+/// `listening` is called with the bound address once requests are
+/// accepted.
 pub async fn serve(
     app: AppContext,
     options: ServeOptions,
@@ -170,12 +190,17 @@ pub async fn serve(
         options.addr.ip(),
         &options.allowed_hosts,
     )?);
+    let max_connections = options
+        .max_connections
+        .unwrap_or_else(default_max_connections);
     let limits = conn::Limits {
-        max_connections: options
-            .max_connections
-            .unwrap_or_else(default_max_connections),
+        max_connections,
+        max_connections_per_address: options
+            .max_connections_per_address
+            .unwrap_or_else(|| default_max_connections_per_address(max_connections)),
         header_timeout: options.header_timeout,
         idle_timeout: options.idle_timeout,
+        shutdown_timeout: options.shutdown_timeout,
     };
     let graph = app.compile(&options.workspaces)?;
     if graph.has_errors() {

@@ -58,11 +58,9 @@ pub struct Replica {
 impl Replica {
     pub fn new(lease_ttl: Duration) -> Replica {
         let id: Arc<str> = uuid::Uuid::now_v7().to_string().into();
-        let holder = Holder::named(format!(
-            "{}, replica {id}",
-            Holder::process("evoflux serve").name()
-        ))
-        .with_ttl(lease_ttl);
+        let holder = Holder::process("evoflux serve")
+            .instance(&format!("replica {id}"))
+            .with_ttl(lease_ttl);
         Replica {
             id,
             lease_ttl,
@@ -424,7 +422,7 @@ impl Sessions {
             .store
             .lease_holder(id)
             .await?
-            .is_some_and(|h| h.running && !self.replica.holder.took(&h.holder));
+            .is_some_and(|h| h.running && !self.replica.holder.took(&h));
         if !running {
             return Ok(false);
         }

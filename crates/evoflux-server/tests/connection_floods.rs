@@ -2,10 +2,12 @@
 
 //! The real server on a loopback port under connection floods: thousands
 //! of idle connections do not stop `/api/health` from answering, a
-//! connection past the limit is answered 503 with its code, a request
-//! naming a foreign host is refused, a connection that sends its headers
-//! slowly (or nothing) is closed after the header timeout, and a short
-//! token cannot guard a non-loopback address.
+//! connection past the limit (or past its address's) is answered 503 with
+//! its code, a request naming a foreign host is refused, a connection that
+//! sends its headers slowly (or nothing) is closed after the header
+//! timeout, an HTTP/2 client that only pings is closed after the idle
+//! timeout, an open event stream does not hold shutdown past its timeout,
+//! and a short token cannot guard a non-loopback address.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -102,7 +104,11 @@ async fn start(app: &AppContext, tune: impl FnOnce(&mut ServeOptions)) -> Runnin
 /// One HTTP/1.1 exchange on a new connection: the status and the JSON
 /// body (`Null` when the body is not JSON).
 async fn exchange(addr: SocketAddr, request: &str) -> (u16, Value) {
-    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    exchange_on(TcpStream::connect(addr).await.unwrap(), request).await
+}
+
+/// [`exchange`] on a connection already open.
+async fn exchange_on(mut tcp: TcpStream, request: &str) -> (u16, Value) {
     tcp.write_all(request.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(60), tcp.read_to_end(&mut raw))
@@ -161,6 +167,8 @@ async fn thousands_of_idle_connections_do_not_stop_health_from_answering() {
     // is asked; the limit is the default one (what RLIMIT_NOFILE allows).
     let server = start(&app, |o| {
         o.header_timeout = Duration::from_secs(120);
+        // All from one address: its own limit is the server's.
+        o.max_connections_per_address = Some(usize::MAX);
     })
     .await;
     let mut idle = Vec::new();
@@ -234,6 +242,10 @@ async fn a_request_naming_a_foreign_host_is_refused_with_its_code() {
             exchange(server.addr, &get(path, &format!("evil.example:{port}"))).await;
         assert_eq!(status, 421, "{path}: {body}");
         assert_eq!(body["code"], evoflux_server::HOST_NOT_ALLOWED, "{path}");
+        // The library names its option, never the CLI's flag.
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("allowed hosts"), "{message}");
+        assert!(!message.contains("--"), "{message}");
     }
     let (status, body) = exchange(
         server.addr,
@@ -346,24 +358,24 @@ async fn a_slow_header_connection_is_closed_after_the_header_timeout() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_event_stream_outlives_the_header_timeout() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+/// Sessions of `app` answer with a scripted model (no turns).
+fn script_the_model(app: &AppContext, tmp: &Path) {
     let config = app.dirs.config_dir();
     std::fs::create_dir_all(config).unwrap();
-    let script = tmp.path().join("model.yaml");
+    let script = tmp.join("model.yaml");
     std::fs::write(&script, "turns: []\n").unwrap();
     std::fs::write(
         config.join("config.toml"),
         format!("[model]\ndefault = \"scripted:{}\"\n", script.display()),
     )
     .unwrap();
-    let timeout = Duration::from_millis(300);
-    let server = start(&app, |o| o.header_timeout = timeout).await;
+}
+
+/// A new session's event stream, on its own HTTP/1.1 connection, and
+/// what it sent first (the response's head at least).
+async fn open_event_stream(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
     let created: Value = reqwest::Client::new()
-        .post(format!("http://{}/api/sessions", server.addr))
+        .post(format!("http://{addr}/api/sessions"))
         .bearer_auth("test-token")
         .json(&serde_json::json!({"mode": "work"}))
         .send()
@@ -375,21 +387,44 @@ async fn an_event_stream_outlives_the_header_timeout() {
     let id = created["session_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{created}"));
-    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(
             format!(
-                "GET /api/sessions/{id}/events HTTP/1.1\r\nHost: {}\r\n\
-                 Authorization: Bearer test-token\r\n\r\n",
-                server.addr
+                "GET /api/sessions/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\
+                 Authorization: Bearer test-token\r\n\r\n"
             )
             .as_bytes(),
         )
         .await
         .unwrap();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut chunk))
+            .await
+            .expect("the event stream answers")
+            .unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&seen);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    (stream, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_outlives_the_header_timeout() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    script_the_model(&app, tmp.path());
+    let timeout = Duration::from_millis(300);
+    let server = start(&app, |o| o.header_timeout = timeout).await;
+    let (mut stream, mut seen) = open_event_stream(server.addr).await;
     // Many header timeouts pass while the stream is open.
     let until = Instant::now() + timeout * 6;
-    let mut seen = Vec::new();
     while Instant::now() < until {
         let mut chunk = [0u8; 4096];
         match tokio::time::timeout_at(until.into(), stream.read(&mut chunk)).await {
@@ -401,11 +436,233 @@ async fn an_event_stream_outlives_the_header_timeout() {
             Ok(Ok(n)) => seen.extend_from_slice(&chunk[..n]),
         }
     }
-    let head = String::from_utf8_lossy(&seen);
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head.contains("text/event-stream"), "{head}");
     drop(stream);
     server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_event_stream_holds_shutdown_no_longer_than_its_timeout() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    script_the_model(&app, tmp.path());
+    let grace = Duration::from_millis(500);
+    let server = start(&app, |o| o.shutdown_timeout = grace).await;
+    let (mut stream, _) = open_event_stream(server.addr).await;
+    let stopping = Instant::now();
+    server.stop().await;
+    let stopped = stopping.elapsed();
+    // The stream was dropped, not finished: its connection reads an end.
+    let mut sink = [0u8; 4096];
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    println!("shutdown timeout {grace:?}: the server stopped in {stopped:?}");
+    assert!(ended.is_ok(), "the event stream is still open");
+    assert!(stopped >= grace - Duration::from_millis(50), "{stopped:?}");
+    assert!(stopped < grace + Duration::from_secs(8), "{stopped:?}");
+}
+
+/// One HTTP/2 frame.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let length = u32::try_from(payload.len()).unwrap().to_be_bytes();
+    let mut frame = length[1..].to_vec();
+    frame.extend([kind, flags]);
+    frame.extend(stream.to_be_bytes());
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// The next HTTP/2 frame: its type, flags, stream and payload.
+async fn read_h2_frame(
+    read: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> std::io::Result<(u8, u8, u32, Vec<u8>)> {
+    let mut head = [0u8; 9];
+    read.read_exact(&mut head).await?;
+    let length = u32::from_be_bytes([0, head[0], head[1], head[2]]);
+    let mut payload = vec![0u8; usize::try_from(length).unwrap()];
+    read.read_exact(&mut payload).await?;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    Ok((head[3], head[4], stream, payload))
+}
+
+const H2_DATA: u8 = 0x0;
+const H2_HEADERS: u8 = 0x1;
+const H2_SETTINGS: u8 = 0x4;
+const H2_PING: u8 = 0x6;
+const H2_GOAWAY: u8 = 0x7;
+const H2_END_STREAM: u8 = 0x1;
+const H2_ACK: u8 = 0x1;
+const H2_END_HEADERS: u8 = 0x4;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_client_that_only_pings_is_closed_after_the_idle_timeout() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let idle = Duration::from_millis(800);
+    let server = start(&app, |o| o.idle_timeout = idle).await;
+    let (mut read, mut write) = TcpStream::connect(server.addr).await.unwrap().into_split();
+
+    // h2c with prior knowledge: the preface, empty SETTINGS, and GET
+    // /api/health in one HEADERS frame (HPACK: `:method GET` and `:scheme
+    // http` from the static table, `:path` and `:authority` as literals).
+    let authority = server.addr.to_string();
+    let mut block = vec![0x82, 0x86, 0x04, 11];
+    block.extend_from_slice(b"/api/health");
+    block.extend([0x01, u8::try_from(authority.len()).unwrap()]);
+    block.extend_from_slice(authority.as_bytes());
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend(h2_frame(H2_SETTINGS, 0, 0, &[]));
+    hello.extend(h2_frame(
+        H2_HEADERS,
+        H2_END_HEADERS | H2_END_STREAM,
+        1,
+        &block,
+    ));
+    write.write_all(&hello).await.unwrap();
+    let mut status = None;
+    loop {
+        let (kind, flags, stream, payload) =
+            tokio::time::timeout(Duration::from_secs(20), read_h2_frame(&mut read))
+                .await
+                .expect("the server answers")
+                .unwrap();
+        match kind {
+            H2_SETTINGS if flags & H2_ACK == 0 => {
+                write
+                    .write_all(&h2_frame(H2_SETTINGS, H2_ACK, 0, &[]))
+                    .await
+                    .unwrap();
+            }
+            H2_HEADERS if stream == 1 => {
+                status = payload.first().copied();
+                if flags & H2_END_STREAM != 0 {
+                    break;
+                }
+            }
+            H2_DATA if stream == 1 && flags & H2_END_STREAM != 0 => break,
+            H2_GOAWAY => panic!("GOAWAY before the answer: {payload:?}"),
+            _ => {}
+        }
+    }
+    let answered = Instant::now();
+    // HPACK `:status 200`, indexed.
+    assert_eq!(status, Some(0x88), "the answer is not 200");
+
+    // Then only PINGs, ten times within the idle timeout: the server
+    // answers them, yet closes the connection once it has idled.
+    let reader = tokio::spawn(async move {
+        let mut acks = 0u32;
+        loop {
+            match read_h2_frame(&mut read).await {
+                Ok((H2_PING, flags, _, _)) if flags & H2_ACK != 0 => acks += 1,
+                Ok(_) => {}
+                Err(_) => return (acks, answered.elapsed()),
+            }
+        }
+    });
+    let mut sent = 0u64;
+    while !reader.is_finished() && answered.elapsed() < Duration::from_secs(20) {
+        sent += 1;
+        if write
+            .write_all(&h2_frame(H2_PING, 0, 0, &sent.to_be_bytes()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+        tokio::time::sleep(idle / 10).await;
+    }
+    let (acks, open_for) = tokio::time::timeout(Duration::from_secs(5), reader)
+        .await
+        .expect("the pinging connection is closed")
+        .unwrap();
+    println!(
+        "idle timeout {idle:?}: {sent} PINGs sent, {acks} answered; closed {open_for:?} after \
+         the answer"
+    );
+    assert!(acks >= 3, "the PINGs were not answered: {acks} of {sent}");
+    assert!(
+        open_for >= idle - Duration::from_millis(100),
+        "{open_for:?}"
+    );
+    assert!(open_for < idle + Duration::from_secs(5), "{open_for:?}");
+    // The server still answers.
+    let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    assert_eq!(status, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let server = start(&app, |o| {
+        o.max_connections = Some(64);
+        o.max_connections_per_address = Some(2);
+        o.header_timeout = Duration::from_secs(120);
+    })
+    .await;
+    // Accepted in order: these two take 127.0.0.1's slots.
+    let first = TcpStream::connect(server.addr).await.unwrap();
+    let _second = TcpStream::connect(server.addr).await.unwrap();
+    let (status, body) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        body["code"],
+        evoflux_server::TOO_MANY_CONNECTIONS_FROM_ADDRESS
+    );
+    // Another address (all of 127/8 is loopback on Linux) is served.
+    #[cfg(target_os = "linux")]
+    {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from(([127, 0, 0, 2], 0))).unwrap();
+        let other = socket.connect(server.addr).await.unwrap();
+        let (status, body) = exchange_on(other, &get("/api/health", "127.0.0.1")).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // A slot of the address freed serves it again.
+    drop(first);
+    let mut answered = 0;
+    for _ in 0..100 {
+        let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+        if status == 200 {
+            answered = status;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(answered, 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_allowed_host_is_refused_naming_the_option() {
+    evoflux_core::tls::install_crypto_provider();
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let mut options = options(&app, SocketAddr::from(([127, 0, 0, 1], 0)), "test-token");
+    options.allowed_hosts = vec!["a/b".into()];
+    let error = serve(
+        app,
+        options,
+        |addr| panic!("listening on {addr} with an invalid allowed host"),
+        async {},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.code(), "server/allowed-host-invalid");
+    let message = error.to_string();
+    assert!(message.contains("allowed host \"a/b\""), "{message}");
+    assert!(!message.contains("--"), "{message}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,8 +38,8 @@ pub use grants::{GrantKey, GrantScope};
 pub use model_requests::{RecordedRequest, RequestParts, SystemPart};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
 pub use replicas::{
-    Announcement, EVENTS_CHANNEL, EventNotifications, Lease, LeaseHolder, RUN_LEASE,
-    SIGNALS_CHANNEL, Signal, StoredEvent,
+    Announcement, EVENTS_CHANNEL, EventNotifications, Lease, LeaseClaim, LeaseHolder, LeaseProcess,
+    PidNamespace, RUN_LEASE, SIGNALS_CHANNEL, Signal, StoredEvent,
 };
 pub use retention::{PRUNE_INTERVAL, Pruned, Retention};
 pub use schedules::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState};

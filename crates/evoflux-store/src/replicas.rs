@@ -1,6 +1,7 @@
 //! What lets several `evoflux serve` replicas share one database (see
-//! `0011_replicas.sql`): turn leases, the numbered events every replica's
-//! streams follow, and the liveness of scheduled runs.
+//! `0011_replicas.sql` and `0012_lease_holders.sql`): turn leases, the
+//! numbered events every replica's streams follow, and the liveness of
+//! scheduled runs.
 //!
 //! A lease is taken with one atomic upsert: the row is inserted, or taken
 //! over when it is free (expired, released) or already the caller's. Two
@@ -84,9 +85,102 @@ pub enum Signal {
 /// Who holds a session's lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseHolder {
+    /// The lease's key, as its holder wrote it: what it is renewed and
+    /// released under, and what a refused process is told.
     pub holder: String,
     /// A turn runs under it and the lease has not expired.
     pub running: bool,
+    /// The holder's name, the same for every lease it takes; `None` when it
+    /// did not say (and for every lease taken before it was stored).
+    pub name: Option<String>,
+    /// The process that took it, when it said.
+    pub process: Option<LeaseProcess>,
+}
+
+/// The process that takes a lease, as it describes itself: what tells
+/// another process whether it still runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseProcess {
+    pub pid: u32,
+    /// The machine's name, for people: two containers may share one, so
+    /// it tells nothing of `pid`.
+    pub host: String,
+    /// Where `pid` is counted, when the process could tell.
+    pub namespace: Option<PidNamespace>,
+}
+
+/// Where a process id names one process: a PID namespace of one boot of
+/// one kernel. Two processes with equal ones see the same processes under
+/// the same ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidNamespace {
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`), unique
+    /// per boot of each machine.
+    pub boot_id: String,
+    /// The PID namespace's inode (`/proc/self/ns/pid`), unique among the
+    /// namespaces that exist on the boot.
+    pub inode: u64,
+}
+
+/// Who takes a lease ([`Store::acquire_lease`]). A bare holder string
+/// (`"replica-1"`) says nothing else: nobody can tell whether it still
+/// runs, and its lease is waited for until it expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseClaim<'a> {
+    /// The lease's key, unique per acquisition (see [`LeaseHolder::holder`]).
+    pub holder: &'a str,
+    /// See [`LeaseHolder::name`].
+    pub name: Option<&'a str>,
+    /// See [`LeaseHolder::process`].
+    pub process: Option<&'a LeaseProcess>,
+}
+
+impl<'a> From<&'a str> for LeaseClaim<'a> {
+    fn from(holder: &'a str) -> LeaseClaim<'a> {
+        LeaseClaim {
+            holder,
+            name: None,
+            process: None,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for LeaseClaim<'a> {
+    fn from(holder: &'a String) -> LeaseClaim<'a> {
+        LeaseClaim::from(holder.as_str())
+    }
+}
+
+/// A `session_leases` row's holder (`holder, turn_open, expires_at_ms` and
+/// the `holder_*` columns).
+fn holder_from_row(r: &sqlx::any::AnyRow) -> Result<LeaseHolder, StoreError> {
+    let open: i64 = r.try_get("turn_open")?;
+    let expires: i64 = r.try_get("expires_at_ms")?;
+    let pid: Option<i64> = r.try_get("holder_pid")?;
+    let host: Option<String> = r.try_get("holder_host")?;
+    let boot_id: Option<String> = r.try_get("holder_boot_id")?;
+    let inode: Option<i64> = r.try_get("holder_pid_ns")?;
+    let namespace = match (boot_id, inode) {
+        (Some(boot_id), Some(inode)) => Some(PidNamespace {
+            boot_id,
+            inode: to_u64("lease holder's PID namespace", inode)?,
+        }),
+        _ => None,
+    };
+    let process = match (pid, host) {
+        (Some(pid), Some(host)) => Some(LeaseProcess {
+            pid: u32::try_from(pid).map_err(|e| StoreError::corrupt("lease holder's pid", e))?,
+            host,
+            namespace,
+        }),
+        _ => None,
+    };
+    Ok(LeaseHolder {
+        holder: r.try_get("holder")?,
+        running: open == 1 && expires >= now_ms(),
+        name: r.try_get("holder_name")?,
+        process,
+    })
 }
 
 /// One stored event of a session.
@@ -136,30 +230,45 @@ impl Store {
         }
     }
 
-    /// Takes the lease on `session`'s turns for `holder` for `ttl`, with a
-    /// turn open under it. `None` when another holder's lease is still
-    /// valid.
-    pub async fn acquire_lease(
+    /// Takes the lease on `session`'s turns for `holder` (a
+    /// [`LeaseClaim`], or just its key) for `ttl`, with a turn open under
+    /// it. `None` when another holder's lease is still valid.
+    pub async fn acquire_lease<'a>(
         &self,
         session: SessionId,
-        holder: &str,
+        holder: impl Into<LeaseClaim<'a>>,
         ttl: Duration,
     ) -> Result<Option<Lease>, StoreError> {
+        let claim: LeaseClaim<'a> = holder.into();
+        let process = claim.process;
+        // Both or neither: a namespace whose inode a column cannot hold
+        // is not known.
+        let namespace = process
+            .and_then(|p| p.namespace.as_ref())
+            .and_then(|ns| Some((ns.boot_id.as_str(), i64::try_from(ns.inode).ok()?)));
         let now = now_ms();
         let epoch: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO session_leases (session_id, holder, expires_at_ms, epoch, turn_open) \
-             VALUES ($1, $2, $3, 1, 1) \
+            "INSERT INTO session_leases (session_id, holder, expires_at_ms, epoch, turn_open, \
+             holder_name, holder_pid, holder_host, holder_boot_id, holder_pid_ns) \
+             VALUES ($1, $2, $3, 1, 1, $5, $6, $7, $8, $9) \
              ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, \
              expires_at_ms = excluded.expires_at_ms, epoch = session_leases.epoch + 1, \
-             turn_open = 1 \
+             turn_open = 1, holder_name = excluded.holder_name, \
+             holder_pid = excluded.holder_pid, holder_host = excluded.holder_host, \
+             holder_boot_id = excluded.holder_boot_id, holder_pid_ns = excluded.holder_pid_ns \
              WHERE session_leases.expires_at_ms < $4 \
              OR (session_leases.holder = excluded.holder AND session_leases.turn_open = 0) \
              RETURNING epoch",
         )
         .bind(session.to_string())
-        .bind(holder)
+        .bind(claim.holder)
         .bind(now.saturating_add(millis(ttl)))
         .bind(now)
+        .bind(claim.name)
+        .bind(process.map(|p| i64::from(p.pid)))
+        .bind(process.map(|p| p.host.as_str()))
+        .bind(namespace.map(|(boot_id, _)| boot_id))
+        .bind(namespace.map(|(_, inode)| inode))
         .fetch_optional(self.pool())
         .await?;
         Ok(epoch.map(|epoch| Lease { epoch }))
@@ -215,20 +324,13 @@ impl Store {
         session: SessionId,
     ) -> Result<Option<LeaseHolder>, StoreError> {
         let row = sqlx::query(
-            "SELECT holder, turn_open, expires_at_ms FROM session_leases WHERE session_id = $1",
+            "SELECT holder, turn_open, expires_at_ms, holder_name, holder_pid, holder_host, \
+             holder_boot_id, holder_pid_ns FROM session_leases WHERE session_id = $1",
         )
         .bind(session.to_string())
         .fetch_optional(self.pool())
         .await?;
-        row.map(|r| {
-            let open: i64 = r.try_get("turn_open")?;
-            let expires: i64 = r.try_get("expires_at_ms")?;
-            Ok(LeaseHolder {
-                holder: r.try_get("holder")?,
-                running: open == 1 && expires >= now_ms(),
-            })
-        })
-        .transpose()
+        row.as_ref().map(holder_from_row).transpose()
     }
 
     /// Leaves `signal` for the replica running `session`'s turn (announced

@@ -664,6 +664,70 @@ async fn two_replicas_share_leases_and_events(t: Target) {
     assert_eq!(two.lease_epoch(s.id).await.unwrap(), 50);
 }
 
+/// A lease keeps who took it as data: name, process and where its pid is
+/// counted; a holder that says only its key leaves them unknown, also when
+/// it takes over the lease of one that said them.
+async fn a_lease_keeps_who_holds_it(t: Target) {
+    use evoflux_store::{LeaseClaim, LeaseProcess, PidNamespace};
+    let store = t.open().await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    let process = LeaseProcess {
+        pid: 4242,
+        host: "build-7".to_owned(),
+        namespace: Some(PidNamespace {
+            boot_id: "6d1f0c52-8a3b-4c52-9a0e-1f0d2f8b7c11".to_owned(),
+            inode: 4_026_531_836,
+        }),
+    };
+    let claim = LeaseClaim {
+        holder: "evoflux run (pid 4242) on host build-7 since then",
+        name: Some("evoflux run (pid 4242) on host build-7"),
+        process: Some(&process),
+    };
+    store
+        .acquire_lease(s.id, claim, std::time::Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    let held = store.lease_holder(s.id).await.unwrap().unwrap();
+    assert_eq!(held.holder, claim.holder);
+    assert_eq!(held.name.as_deref(), claim.name);
+    assert_eq!(held.process.as_ref(), Some(&process));
+
+    // Without a namespace: the process, and nothing of where its pid is.
+    let elsewhere = LeaseProcess {
+        namespace: None,
+        ..process.clone()
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store
+        .acquire_lease(
+            s.id,
+            LeaseClaim {
+                process: Some(&elsewhere),
+                ..claim
+            },
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let held = store.lease_holder(s.id).await.unwrap().unwrap();
+    assert_eq!(held.process, Some(elsewhere));
+
+    // Taken over by a holder that says nothing of itself.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store
+        .acquire_lease(s.id, "replica-1", std::time::Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let held = store.lease_holder(s.id).await.unwrap().unwrap();
+    assert_eq!(held.holder, "replica-1");
+    assert!(held.running);
+    assert_eq!((held.name, held.process), (None, None));
+}
+
 /// The last events of some kinds, however many others came after them.
 async fn recent_events_of_some_kinds_pass_over_the_others(t: Target) {
     let store = t.open().await.unwrap();
@@ -757,6 +821,7 @@ on_both_backends!(
     recent_events_of_some_kinds_pass_over_the_others,
     replicas_starting_together_all_open_the_database,
     two_replicas_share_leases_and_events,
+    a_lease_keeps_who_holds_it,
     two_schedulers_claim_each_occurrence_once,
     create_load_and_list_newest_first,
     invalid_coding_workspace_is_refused_before_writing,

@@ -13,10 +13,12 @@
 //! injection permanent. Objects, refs, the index and logs below `.git`
 //! are not controls, so the agent can still commit.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use ignore::gitignore::Gitignore;
 
 use crate::sandbox::DeniedFiles;
 
@@ -40,6 +42,11 @@ pub enum Control {
 }
 
 /// The parts of a git directory that run code or configure what runs.
+/// Everything in a git directory is one of these except the data git
+/// keeps there ([`GIT_DATA`]): a rule that lists what may change rather
+/// than what may not, since git reads more files as instructions than
+/// any list of them stays complete (`commondir` moves `config` and
+/// `hooks/` elsewhere, a rebase's todo list holds `exec` lines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GitControl {
     /// The `.git` entry itself (a folder, or a file pointing at one): it
@@ -51,6 +58,42 @@ pub enum GitControl {
     Hooks,
     /// `info/` (`attributes` and `exclude`).
     Info,
+    /// Any other file git keeps beside its data: `commondir`, `modules/`,
+    /// `worktrees/`, `rebase-merge/`, `sequencer/`, …
+    State,
+}
+
+/// What the agent may change in a git directory, so that it can commit,
+/// branch, merge and fetch: objects, refs, logs, the index and the files
+/// git writes as it goes. Lock files (`*.lock`) too.
+const GIT_DATA: [&str; 21] = [
+    "objects",
+    "refs",
+    "logs",
+    "index",
+    "HEAD",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "AUTO_MERGE",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "SQUASH_MSG",
+    "TAG_EDITMSG",
+    "COMMIT_EDITMSG",
+    "packed-refs",
+    "description",
+    "shallow",
+    "rr-cache",
+];
+
+/// Whether `name`, an entry of a git directory, is data the agent may
+/// change.
+fn is_git_data(name: &OsStr) -> bool {
+    GIT_DATA.iter().any(|d| name == *d) || Path::new(name).extension().is_some_and(|e| e == "lock")
 }
 
 /// The control folders, by name.
@@ -91,21 +134,16 @@ impl Control {
 }
 
 /// Which control `rest` (the names below a `.git`) is, if any: the entry
-/// itself, or `config`, `hooks/`, `info/` of the git directory or of one
-/// of its submodules' (`modules/<name>/…`) or worktrees'
-/// (`worktrees/<name>/…`).
-fn git_part(mut rest: &[&OsStr]) -> Option<GitControl> {
-    if rest.is_empty() {
-        return Some(GitControl::Entry);
-    }
-    while rest.len() > 2 && (rest[0] == "modules" || rest[0] == "worktrees") {
-        rest = &rest[2..];
-    }
+/// itself, its `config`, `hooks/`, `info/`, or any other file git keeps
+/// beside its data.
+fn git_part(rest: &[&OsStr]) -> Option<GitControl> {
     match rest.first() {
+        None => Some(GitControl::Entry),
+        Some(n) if is_git_data(n) => None,
         Some(n) if *n == "config" || *n == "config.worktree" => Some(GitControl::Config),
         Some(n) if *n == "hooks" => Some(GitControl::Hooks),
         Some(n) if *n == "info" => Some(GitControl::Info),
-        _ => None,
+        Some(_) => Some(GitControl::State),
     }
 }
 
@@ -119,6 +157,9 @@ impl std::fmt::Display for Control {
             Control::Git(GitControl::Config) => f.write_str("a git configuration file"),
             Control::Git(GitControl::Hooks) => f.write_str("a git hook"),
             Control::Git(GitControl::Info) => f.write_str("git's info folder"),
+            Control::Git(GitControl::State) => {
+                f.write_str("a file git reads as instructions (only objects, refs, logs and the index may change)")
+            }
         }
     }
 }
@@ -143,9 +184,11 @@ pub(crate) struct Found {
 /// Directories the root's `.gitignore` ignores (build output, installed
 /// packages) are not entered, but every entry of a visited directory is
 /// matched, ignored ones included, since `.env` is usually ignored.
-pub(crate) fn scan(root: &Path, denied: &DeniedFiles) -> Found {
+/// `ignore` is the root's ignore rules ([`gitignore`]), read once before
+/// a command so that a command cannot hide what it creates from the scan
+/// after it by adding a `.gitignore` line.
+pub(crate) fn scan(root: &Path, denied: &DeniedFiles, ignore: &Gitignore) -> Found {
     let mut found = Found::default();
-    let ignore = gitignore(root);
     let mut stack = vec![root.to_path_buf()];
     let mut visited = 0usize;
     while let Some(dir) = stack.pop() {
@@ -192,31 +235,20 @@ pub(crate) fn scan(root: &Path, denied: &DeniedFiles) -> Found {
     found
 }
 
-/// The controls inside one git directory: its own and those of its
-/// submodules and worktrees.
+/// The controls inside one git directory: every entry but its data.
 fn git_controls(git_dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut stack = vec![git_dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for name in ["config", "config.worktree", "hooks", "info"] {
-            let path = dir.join(name);
-            if path.symlink_metadata().is_ok() {
-                out.push(path);
-            }
-        }
-        for nested in ["modules", "worktrees"] {
-            if let Ok(entries) = std::fs::read_dir(dir.join(nested)) {
-                stack.extend(
-                    entries
-                        .flatten()
-                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                        .map(|e| e.path()),
-                );
-            }
-        }
+    if let Ok(entries) = std::fs::read_dir(git_dir) {
+        out.extend(
+            entries
+                .flatten()
+                .filter(|e| !is_git_data(&e.file_name()))
+                .map(|e| e.path()),
+        );
     }
 }
 
-fn gitignore(root: &Path) -> ignore::gitignore::Gitignore {
+/// The ignore rules of a workspace root.
+pub(crate) fn gitignore(root: &Path) -> Gitignore {
     let mut builder = ignore::gitignore::GitignoreBuilder::new(root);
     let _ = builder.add(root.join(".gitignore"));
     let _ = builder.add(root.join(".git/info/exclude"));
@@ -228,28 +260,60 @@ fn gitignore(root: &Path) -> ignore::gitignore::Gitignore {
 /// The controls of a session's workspace roots as they were when a command
 /// started, by identity, so that one it created can be told from one it
 /// only moved (a moved control keeps its read-only mount).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ControlGuard {
-    roots: Vec<PathBuf>,
-    before: HashMap<(u64, u64), ()>,
+    /// Each root with its ignore rules as they were before the command.
+    roots: Vec<(PathBuf, Gitignore)>,
+    /// Every control's path before the command, with what it was then.
+    before: HashMap<PathBuf, Before>,
+    ids: HashSet<Identity>,
     quarantine: PathBuf,
+}
+
+/// A file's device and inode.
+type Identity = (u64, u64);
+
+#[derive(Debug, Clone, Copy)]
+struct Before {
+    id: Identity,
+    /// The folder holding it.
+    parent: Option<Identity>,
+    /// Mounted read-only (not a symlink): a command could not replace it
+    /// where it is.
+    mounted: bool,
 }
 
 impl ControlGuard {
     /// Records the controls `found` lists (and the git folders) before a
-    /// command; what the command creates is moved below `quarantine`.
-    pub(crate) fn new(roots: Vec<PathBuf>, found: &[&Found], quarantine: PathBuf) -> ControlGuard {
+    /// command, one [`Found`] per root in `roots`; what the command
+    /// creates is moved below `quarantine`.
+    pub(crate) fn new(
+        roots: Vec<(PathBuf, Gitignore)>,
+        found: &[Found],
+        quarantine: PathBuf,
+    ) -> ControlGuard {
         let mut before = HashMap::new();
-        for f in found {
-            for path in f.controls.iter().chain(&f.git_dirs) {
-                if let Some(id) = identity(path) {
-                    before.insert(id, ());
-                }
-            }
+        for path in found
+            .iter()
+            .flat_map(|f| f.controls.iter().chain(&f.git_dirs))
+        {
+            let Ok(meta) = path.symlink_metadata() else {
+                continue;
+            };
+            before.insert(
+                path.clone(),
+                Before {
+                    id: (meta.dev(), meta.ino()),
+                    parent: path.parent().and_then(identity),
+                    mounted: !meta.file_type().is_symlink(),
+                },
+            );
         }
+        let ids = before.values().map(|b| b.id).collect();
         ControlGuard {
             roots,
             before,
+            ids,
             quarantine,
         }
     }
@@ -258,22 +322,25 @@ impl ControlGuard {
     /// before is moved to the quarantine folder, and each move is
     /// described for the model and the user. A new git repository
     /// (`git init`, `git clone`, `cargo new`) stays when it holds nothing
-    /// that runs: only sample hooks and plain configuration.
+    /// that runs: only git's data, sample hooks and plain configuration.
+    /// A control the user replaced on the host meanwhile (an editor's
+    /// save, `git config`) stays: a mounted control cannot be replaced
+    /// from inside, so a new file at its path, in the same folder, came
+    /// from outside.
     pub(crate) fn check(&self, denied: &DeniedFiles, command: &str) -> Vec<String> {
         let mut notes = Vec::new();
-        for root in &self.roots {
-            let found = scan(root, denied);
+        for (root, ignore) in &self.roots {
+            let found = scan(root, denied, ignore);
+            let new = |path: &Path| identity(path).is_some_and(|id| !self.ids.contains(&id));
             for path in found.controls.iter().chain(&found.git_dirs) {
-                let Some(id) = identity(path) else { continue };
-                if self.before.contains_key(&id) {
+                if !new(path) || self.replaced_on_the_host(path) {
                     continue;
                 }
                 // Controls inside a new git folder are judged with it.
-                let in_new_repository = found.git_dirs.iter().any(|g| {
-                    path != g
-                        && path.starts_with(g)
-                        && identity(g).is_none_or(|id| !self.before.contains_key(&id))
-                });
+                let in_new_repository = found
+                    .git_dirs
+                    .iter()
+                    .any(|g| path != g && path.starts_with(g) && new(g));
                 if in_new_repository {
                     continue;
                 }
@@ -284,6 +351,14 @@ impl ControlGuard {
             }
         }
         notes
+    }
+
+    /// Whether the control at `path` (of a new identity) replaced a
+    /// mounted one in the same folder.
+    fn replaced_on_the_host(&self, path: &Path) -> bool {
+        self.before.get(path).is_some_and(|b| {
+            b.mounted && b.parent.is_some() && path.parent().and_then(identity) == b.parent
+        })
     }
 
     fn quarantine_one(&self, root: &Path, path: &Path, command: &str) -> String {
@@ -317,46 +392,47 @@ impl ControlGuard {
     }
 }
 
-/// Whether a git folder a command created holds nothing that runs: only
-/// sample hooks, an `exclude` file in `info/`, and plain configuration (see
-/// [`evoflux_core::git::plain_config`]), in it and in every submodule's or
-/// worktree's folder below it.
+/// Whether a git folder a command created holds nothing that runs: git's
+/// data, sample hooks, an `exclude` file in `info/` and plain
+/// configuration (see [`evoflux_core::git::plain_config`]); nothing else
+/// (no `commondir`, no submodule's or worktree's folder).
 fn plain_repository(git_dir: &Path) -> Result<(), String> {
-    for config in ["config", "config.worktree"] {
-        match std::fs::read_to_string(git_dir.join(config)) {
-            Ok(text) => evoflux_core::git::plain_config(&text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{config}: {e}")),
-        }
-    }
-    let only = |folder: &str, allowed: &dyn Fn(&OsStr) -> bool| -> Result<(), String> {
-        let Ok(entries) = std::fs::read_dir(git_dir.join(folder)) else {
-            return Ok(());
-        };
-        for entry in entries {
-            let entry = entry.map_err(|e| e.to_string())?;
-            let plain = entry.file_type().is_ok_and(|t| t.is_file());
-            if !plain || !allowed(&entry.file_name()) {
-                return Err(format!("{folder}/{}", entry.file_name().to_string_lossy()));
+    let entries = std::fs::read_dir(git_dir).map_err(|e| e.to_string())?;
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name();
+        let shown = name.to_string_lossy();
+        match name.to_str() {
+            _ if is_git_data(&name) => {}
+            Some("config") => {
+                let text = std::fs::read_to_string(entry.path()).map_err(|e| e.to_string())?;
+                evoflux_core::git::plain_config(&text).map_err(|e| format!("config: {e}"))?;
             }
-        }
-        Ok(())
-    };
-    only("hooks", &|name| {
-        Path::new(name).extension().is_some_and(|e| e == "sample")
-    })?;
-    only("info", &|name| name == "exclude")?;
-    for nested in ["modules", "worktrees"] {
-        if let Ok(entries) = std::fs::read_dir(git_dir.join(nested)) {
-            for entry in entries.flatten() {
-                plain_repository(&entry.path())?;
-            }
+            Some("hooks") => only(&entry.path(), "hooks", &|n| {
+                Path::new(n).extension().is_some_and(|e| e == "sample")
+            })?,
+            Some("info") => only(&entry.path(), "info", &|n| n == "exclude")?,
+            // `git init`'s template makes an empty `branches/`.
+            Some("branches") => only(&entry.path(), "branches", &|_| false)?,
+            _ => return Err(format!("`{shown}` is more than git's data")),
         }
     }
     Ok(())
 }
 
-fn identity(path: &Path) -> Option<(u64, u64)> {
+/// `Ok` when every entry of `dir` is a plain file `allowed` names.
+fn only(dir: &Path, shown: &str, allowed: &dyn Fn(&OsStr) -> bool) -> Result<(), String> {
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let plain = entry.file_type().is_ok_and(|t| t.is_file());
+        if !plain || !allowed(&entry.file_name()) {
+            return Err(format!("{shown}/{}", entry.file_name().to_string_lossy()));
+        }
+    }
+    Ok(())
+}
+
+fn identity(path: &Path) -> Option<Identity> {
     path.symlink_metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
@@ -424,16 +500,23 @@ mod tests {
             (".git/info/attributes", Some(Control::Git(GitControl::Info))),
             (
                 ".git/modules/lib/config",
-                Some(Control::Git(GitControl::Config)),
+                Some(Control::Git(GitControl::State)),
             ),
             (
                 ".git/modules/lib/hooks/x",
-                Some(Control::Git(GitControl::Hooks)),
+                Some(Control::Git(GitControl::State)),
             ),
             (
                 ".git/worktrees/w/config.worktree",
-                Some(Control::Git(GitControl::Config)),
+                Some(Control::Git(GitControl::State)),
             ),
+            (".git/commondir", Some(Control::Git(GitControl::State))),
+            (
+                ".git/rebase-merge/git-rebase-todo",
+                Some(Control::Git(GitControl::State)),
+            ),
+            (".git/index.lock", None),
+            (".git/packed-refs", None),
             (".git/objects/ab/cdef", None),
             (".git/refs/heads/config", None),
             (".git/index", None),
@@ -470,7 +553,7 @@ mod tests {
         }
         std::fs::write(root.join(".gitignore"), "target/\n.env\n").unwrap();
         let denied = DeniedFiles::new(&["**/.env".into(), "**/.env.*".into()]).unwrap();
-        let mut found = scan(root, &denied);
+        let mut found = scan(root, &denied, &gitignore(root));
         found.controls.sort();
         found.denied_files.sort();
         assert_eq!(

@@ -53,7 +53,12 @@ impl Limits {
                          pids cgroup can be created ({reason})"
                     )),
                 },
-                (false, Some(_)) => ProcessLimit::Rlimit,
+                (false, Some(_)) if counts_per_namespace() => ProcessLimit::Rlimit,
+                (false, Some(_)) => ProcessLimit::Unavailable(
+                    "this kernel (before 5.14) counts RLIMIT_NPROC over all of the user's \
+                     processes, not the command's"
+                        .into(),
+                ),
                 (false, None) => {
                     ProcessLimit::Unavailable("`prlimit` (util-linux) is not installed".into())
                 }
@@ -77,6 +82,16 @@ impl Limits {
             format!("--nofile={}", clamp(files, self.hard_nofile)),
         ]
     }
+}
+
+/// Whether the kernel counts `RLIMIT_NPROC` per user namespace (5.14 and
+/// later), so a limit set inside the sandbox counts only its processes.
+fn counts_per_namespace() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release.trim().split(['.', '-']);
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    matches!((major, minor), (Some(m), Some(n)) if (m, n) >= (5, 14))
 }
 
 /// The folder below which root can make pids cgroups: this process's own

@@ -36,11 +36,12 @@ use evoflux_core::child_env::{OWN_PREFIX, is_inherited};
 use evoflux_graph::sandbox::{FilesystemPolicy, NetworkPolicy, SandboxPolicy};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::controls::{ControlGuard, Found, scan};
+use crate::controls::{ControlGuard, Found, gitignore, scan};
 use crate::error::ToolError;
 use crate::limits::{self, Limits};
 use crate::seccomp::Filters;
 use crate::tracked::SpawnSpec;
+use ignore::gitignore::Gitignore;
 
 /// How much of the machine a session's commands see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,12 +225,18 @@ impl CommandSandbox {
         spec.env.retain(|(k, _)| k != "TMPDIR");
         spec.env.push(("TMPDIR".into(), "/tmp".into()));
         let home = crate::env::lookup(parent_env, "HOME").map(PathBuf::from);
-        let found: Vec<Found> = match self.policy.filesystem {
+        let ignores: Vec<(PathBuf, Gitignore)> = match self.policy.filesystem {
             FilesystemPolicy::FullAccess => Vec::new(),
-            FilesystemPolicy::WorkspaceWrite | FilesystemPolicy::ReadOnly => {
-                self.roots.iter().map(|r| scan(r, &self.denied)).collect()
-            }
+            FilesystemPolicy::WorkspaceWrite | FilesystemPolicy::ReadOnly => self
+                .roots
+                .iter()
+                .map(|r| (r.clone(), gitignore(r)))
+                .collect(),
         };
+        let found: Vec<Found> = ignores
+            .iter()
+            .map(|(root, ignore)| scan(root, &self.denied, ignore))
+            .collect();
         let mut args = self.bwrap_args(tmp, home.as_deref(), &found);
         for (i, program) in self.filters.programs.iter().enumerate() {
             let fd = FIRST_FILTER_FD + i as i32;
@@ -244,48 +251,49 @@ impl CommandSandbox {
         args.push(spec.cwd.clone().into_os_string());
         args.push("--".into());
         let limits = Limits::detect();
-        if let Some(prlimit) = &limits.prlimit {
+        let [nproc, nofile] =
+            limits.prlimit_args(self.policy.max_processes, self.policy.max_open_files);
+        let cgroup = match &limits.processes {
+            limits::ProcessLimit::Cgroup(base) => Some(
+                limits::Cgroup::create(base, self.policy.max_processes).map_err(|source| {
+                    ToolError::Io {
+                        action: "create the command's pids cgroup",
+                        path: base.display().to_string(),
+                        source,
+                    }
+                })?,
+            ),
+            limits::ProcessLimit::Rlimit | limits::ProcessLimit::Unavailable(_) => None,
+        };
+        // Without a cgroup, `prlimit` sets both limits inside the user
+        // namespace, where the process count is the command's own.
+        if let (None, Some(prlimit)) = (&cgroup, &limits.prlimit) {
             args.push(prlimit.clone().into_os_string());
-            args.extend(
-                limits
-                    .prlimit_args(self.policy.max_processes, self.policy.max_open_files)
-                    .map(OsString::from),
-            );
+            args.push(nproc.into());
+            args.push(nofile.clone().into());
             args.push("--".into());
         }
         args.push(spec.program.into_os_string());
         args.append(&mut spec.args);
         spec.program = bwrap;
         spec.args = args;
-        let cgroup = match &limits.processes {
-            limits::ProcessLimit::Cgroup(base) => {
-                let cgroup =
-                    limits::Cgroup::create(base, self.policy.max_processes).map_err(|source| {
-                        ToolError::Io {
-                            action: "create the command's pids cgroup",
-                            path: base.display().to_string(),
-                            source,
-                        }
-                    })?;
-                // The shell joins the cgroup before it becomes bubblewrap,
-                // so no process of the command starts outside it.
-                let mut args: Vec<OsString> = vec![
-                    "-c".into(),
-                    "echo $$ > \"$0\" && exec \"$@\"".into(),
-                    cgroup.procs().into_os_string(),
-                    spec.program.into_os_string(),
-                ];
-                args.append(&mut spec.args);
-                spec.program = PathBuf::from("/bin/sh");
-                spec.args = args;
-                Some(cgroup)
-            }
-            limits::ProcessLimit::Rlimit | limits::ProcessLimit::Unavailable(_) => None,
-        };
-        let guard = (self.policy.filesystem == FilesystemPolicy::WorkspaceWrite).then(|| {
-            let found: Vec<&Found> = found.iter().collect();
-            ControlGuard::new(self.roots.clone(), &found, quarantine.to_path_buf())
-        });
+        if let Some(cgroup) = &cgroup {
+            // The shell joins the cgroup and lowers the open-file limit
+            // before it becomes bubblewrap, so no process of the command
+            // starts outside either (one program started, not two).
+            let mut args: Vec<OsString> = vec![
+                "-c".into(),
+                "echo $$ > \"$0\" && ulimit -n \"$1\" && shift && exec \"$@\"".into(),
+                cgroup.procs().into_os_string(),
+                nofile.trim_start_matches("--nofile=").into(),
+                spec.program.into_os_string(),
+            ];
+            args.append(&mut spec.args);
+            spec.program = PathBuf::from("/bin/sh");
+            spec.args = args;
+        }
+        let guard = (self.policy.filesystem == FilesystemPolicy::WorkspaceWrite)
+            .then(|| ControlGuard::new(ignores, &found, quarantine.to_path_buf()));
         Ok(Confined {
             spec,
             after: Some(AfterCommand {
@@ -320,6 +328,26 @@ impl CommandSandbox {
             }
         }
         out
+    }
+
+    /// evoflux's own folders that exist, split by when they are hidden:
+    /// `first`, those holding a workspace, writable or readable root
+    /// (hidden before the roots are mounted, which then show through);
+    /// else the rest (hidden after every root, so no root shows them).
+    fn hidden_first<'a>(&'a self, first: bool, home: Option<&Path>) -> Vec<&'a Path> {
+        let readable = self.policy.readable_roots_under(home);
+        let inner: Vec<&PathBuf> = self
+            .roots
+            .iter()
+            .chain(&self.policy.writable_roots)
+            .chain(&readable)
+            .collect();
+        self.hidden
+            .iter()
+            .filter(|d| d.is_dir())
+            .filter(|d| inner.iter().any(|r| r.starts_with(d)) == first)
+            .map(PathBuf::as_path)
+            .collect()
     }
 
     /// Everything but the command: namespaces and privileges, then the
@@ -374,8 +402,27 @@ impl CommandSandbox {
             {
                 a.one("--tmpfs", dir);
             }
-            for dir in self.hidden.iter().filter(|d| d.is_dir()) {
+            // evoflux's own folders go last (below), so that a workspace or
+            // readable root holding them shows them not; one that holds a
+            // root itself (a replay's checkout) is hidden first instead.
+            for dir in self.hidden_first(true, home) {
                 a.one("--tmpfs", dir);
+            }
+            // The host's control sockets: systemd's, D-Bus's, the
+            // container engines', each user's runtime folder. Reaching
+            // one is reaching the host.
+            for dir in RUNTIME_SOCKET_DIRS
+                .map(Path::new)
+                .iter()
+                .filter(|d| d.is_dir())
+            {
+                a.one("--tmpfs", dir);
+            }
+            for (from, to) in RUNTIME_KEPT {
+                a.pair("--ro-bind-try", Path::new(from), Path::new(to));
+            }
+            for file in RUNTIME_SOCKETS.map(Path::new).iter().filter(|f| f.exists()) {
+                a.pair("--ro-bind", Path::new("/dev/null"), file);
             }
         }
         a.pair("--bind", tmp, Path::new("/tmp"));
@@ -384,8 +431,18 @@ impl CommandSandbox {
         if let Some(home) = scratch_home(home) {
             a.one("--tmpfs", home);
         }
-        for root in self.policy.readable_roots_under(home) {
-            a.pair("--ro-bind-try", &root, &root);
+        let readable = self.policy.readable_roots_under(home);
+        for root in &readable {
+            a.pair("--ro-bind-try", root, root);
+        }
+        // Toolchain folders keep a registry token or a password here and
+        // there: those files read as empty.
+        if let Some(home) = home {
+            for file in CREDENTIAL_FILES.iter().map(|f| home.join(f)) {
+                if file.is_file() && readable.iter().any(|r| file.starts_with(r)) {
+                    a.pair("--ro-bind", Path::new("/dev/null"), &file);
+                }
+            }
         }
         let bind = if writable { "--bind" } else { "--ro-bind" };
         for root in &self.roots {
@@ -401,8 +458,18 @@ impl CommandSandbox {
             for dir in found.iter().flat_map(|f| &f.git_dirs) {
                 a.pair("--bind", dir, dir);
             }
+            // A control that is a symlink is not mounted: bubblewrap would
+            // follow it, and a repository's `.claude -> /home/me` would
+            // show what the home's tmpfs hides. The guard watches it.
             for control in found.iter().flat_map(|f| &f.controls) {
-                a.pair("--ro-bind", control, control);
+                if !control.is_symlink() {
+                    a.pair("--ro-bind", control, control);
+                }
+            }
+        }
+        if self.confinement == Confinement::Repositories {
+            for dir in self.hidden_first(false, home) {
+                a.one("--tmpfs", dir);
             }
         }
         for f in found {
@@ -417,6 +484,40 @@ impl CommandSandbox {
         a.0
     }
 }
+
+/// Folders of host control sockets, replaced by empty ones in a Coding
+/// session (a Work session sees no `/run` at all).
+const RUNTIME_SOCKET_DIRS: [&str; 8] = [
+    "/run/user",
+    "/run/systemd",
+    "/run/dbus",
+    "/run/containerd",
+    "/run/podman",
+    "/run/docker",
+    "/run/libvirt",
+    "/run/lxd",
+];
+
+/// What of those folders commands still need: the resolver's
+/// configuration `/etc/resolv.conf` points at under systemd-resolved.
+const RUNTIME_KEPT: [(&str, &str); 1] = [("/run/systemd/resolve", "/run/systemd/resolve")];
+
+/// Host control sockets outside those folders.
+const RUNTIME_SOCKETS: [&str; 4] = [
+    "/run/docker.sock",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
+    "/run/crio/crio.sock",
+];
+
+/// Files below the default readable roots that hold credentials, relative
+/// to the home folder.
+const CREDENTIAL_FILES: [&str; 4] = [
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+];
 
 /// The user's home, when it can be replaced by an empty folder: not the
 /// root or a system folder (that would hide the system).
@@ -634,32 +735,15 @@ fn find_bwrap(path: Option<&OsStr>) -> Result<PathBuf, String> {
         .map(|dir| dir.join("bwrap"))
         .find(|p| is_executable(p))
         .ok_or_else(|| format!("bubblewrap (`bwrap`) is not on PATH; {HOW}"))?;
-    let probe = std::process::Command::new(&program)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--unshare-pid",
-            "--die-with-parent",
-            "true",
-        ])
-        .env_clear()
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .output();
-    match probe {
-        Ok(out) if out.status.success() => Ok(program),
-        Ok(out) => Err(format!(
-            "{} cannot create a sandbox here ({}); {HOW}",
-            program.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+    // The probe starts a shell the way commands start (capabilities
+    // dropped, the seccomp programs loaded): a bubblewrap too old for one
+    // of those flags fails here, naming the package, not at every command.
+    match confined_status(&program) {
+        Ok(_) => Ok(program),
+        Err(why) => Err(format!(
+            "{} cannot create a sandbox here ({why}); {HOW}",
+            program.display()
         )),
-        Err(e) => Err(format!("cannot run {}: {e}; {HOW}", program.display())),
     }
 }
 

@@ -109,15 +109,29 @@ impl Filters {
             DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
         let clone_rules = NAMESPACE_FLAGS
             .iter()
-            .map(|flag| rule(0, SeccompCmpOp::MaskedEq(*flag), *flag))
+            .map(|flag| rule(&[(0, SeccompCmpOp::MaskedEq(*flag), *flag)]))
             .collect::<Result<Vec<_>, _>>()?;
         rules.insert(libc::SYS_clone, clone_rules);
         if deny_unix_sockets {
+            let unix = libc::AF_UNIX as u64;
             rules.insert(
                 libc::SYS_socket,
-                vec![rule(0, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?],
+                vec![rule(&[(0, SeccompCmpOp::Eq, unix)])?],
+            );
+            // A datagram pair can still `sendto` a host socket's path.
+            rules.insert(
+                libc::SYS_socketpair,
+                vec![rule(&[
+                    (0, SeccompCmpOp::Eq, unix),
+                    (
+                        1,
+                        SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+                        libc::SOCK_DGRAM as u64,
+                    ),
+                ])?],
             );
         }
+        add_x32_aliases(&mut rules);
         let main = program(rules, SeccompAction::Errno(libc::EPERM as u32), arch)?;
         let clone3 = program(
             BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
@@ -139,11 +153,39 @@ fn target_arch() -> Result<TargetArch, ToolError> {
     })
 }
 
-fn rule(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompRule, ToolError> {
-    let condition =
-        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(seccomp_error)?;
-    SeccompRule::new(vec![condition]).map_err(seccomp_error)
+/// The bits of `socket`'s type argument that name the type (the rest are
+/// `SOCK_NONBLOCK` and `SOCK_CLOEXEC`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+/// One rule: every condition must hold. Arguments are compared as the
+/// kernel reads them: these are `int`s, whose upper 32 bits it ignores,
+/// so a 64-bit comparison could be dodged by setting them.
+fn rule(conditions: &[(u8, SeccompCmpOp, u64)]) -> Result<SeccompRule, ToolError> {
+    let conditions = conditions
+        .iter()
+        .map(|(arg, op, value)| {
+            SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(seccomp_error)?;
+    SeccompRule::new(conditions).map_err(seccomp_error)
 }
+
+/// On x86_64 the x32 ABI reaches the same calls under their number with
+/// bit 30 set, and shares the architecture tag the filter checks: each
+/// rule is repeated for that number.
+#[cfg(target_arch = "x86_64")]
+fn add_x32_aliases(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) {
+    const X32_BIT: i64 = 0x4000_0000;
+    let aliases: Vec<(i64, Vec<SeccompRule>)> = rules
+        .iter()
+        .map(|(nr, r)| (nr | X32_BIT, r.clone()))
+        .collect();
+    rules.extend(aliases);
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn add_x32_aliases(_: &mut BTreeMap<i64, Vec<SeccompRule>>) {}
 
 /// One program: the rules' calls get `action`, everything else runs.
 fn program(

@@ -184,6 +184,17 @@ async fn with_the_network_denied_a_host_unix_socket_is_unreachable() {
         ))
         .await;
     assert!(!out.contains("CONNECTED"), "{out}");
+    // The kernel reads `socket`'s domain as an `int`: setting the upper
+    // bits must not slip past the filter.
+    if cfg!(target_arch = "x86_64") {
+        let out = f
+            .sh(
+                "/usr/bin/python3 -c \"import ctypes; libc=ctypes.CDLL(None); \
+                 print('FD', libc.syscall(41, ctypes.c_long(0x100000001), 1, 0))\"",
+            )
+            .await;
+        assert!(out.contains("FD -1"), "{out}");
+    }
     assert!(
         out.contains("PermissionError") || out.contains("Operation not permitted"),
         "{out}"
@@ -192,9 +203,14 @@ async fn with_the_network_denied_a_host_unix_socket_is_unreachable() {
 
 #[tokio::test]
 async fn a_command_cannot_start_more_processes_than_the_limit() {
-    let Some(f) = fixture(|p| p.max_processes = 32) else {
+    let Some(f) = fixture(|p| {
+        p.max_processes = 32;
+        p.max_open_files = 64;
+    }) else {
         return;
     };
+    let out = f.sh("ulimit -n; ulimit -Hn").await;
+    assert!(out.contains("\n64\n64"), "{out}");
     if let evoflux_tools::ProcessLimit::Unavailable(why) =
         &evoflux_tools::Limits::detect().processes
     {
@@ -328,6 +344,81 @@ async fn the_file_tools_refuse_every_control() {
         );
     }
     assert!(f.ws.resolve_for_change(".git/objects/ab/cd").is_ok());
+}
+
+/// Files git reads as instructions, beyond config and hooks: `commondir`
+/// moves both elsewhere; a rebase's todo list runs `exec` lines.
+#[tokio::test]
+async fn every_file_of_git_but_its_data_is_a_control() {
+    let Some(f) = fixture(|_| {}) else { return };
+    let out = f
+        .sh("mkdir -p ../x && echo ../x > .git/commondir; \
+             mkdir -p .git/rebase-merge && echo 'exec touch pwned' > .git/rebase-merge/git-rebase-todo; \
+             echo ok > .git/ORIG_HEAD && echo data-writable")
+        .await;
+    assert!(out.contains("data-writable"), "{out}");
+    assert!(!f.root.join(".git/commondir").exists(), "{out}");
+    assert!(!f.root.join(".git/rebase-merge").exists(), "{out}");
+    assert!(f.root.join(".git/ORIG_HEAD").exists(), "{out}");
+}
+
+/// A `.gitignore` line the command adds does not hide what it creates
+/// from the check after it.
+#[tokio::test]
+async fn a_new_ignore_rule_does_not_hide_a_new_control() {
+    let Some(f) = fixture(|_| {}) else { return };
+    let out = f
+        .sh(
+            "echo sub/ >> .gitignore; mkdir -p sub/.git/hooks && echo x > sub/AGENTS.md \
+             && echo 'touch pwned' > sub/.git/hooks/post-checkout; echo made",
+        )
+        .await;
+    assert!(out.contains("made"), "{out}");
+    assert!(!f.root.join("sub/AGENTS.md").exists(), "{out}");
+    assert!(!f.root.join("sub/.git").exists(), "{out}");
+}
+
+/// A repository's control that is a symlink is not mounted (bubblewrap
+/// would follow it and show what the home's tmpfs hides).
+#[tokio::test]
+async fn a_symlinked_control_shows_nothing_of_the_home() {
+    let Some(f) = fixture(|_| {}) else { return };
+    std::os::unix::fs::symlink(&f.home, f.root.join(".claude")).unwrap();
+    let out = f.sh("cat .claude/.ssh/id_rsa 2>&1; echo end").await;
+    assert!(!out.contains("PRIVATE-KEY"), "{out}");
+}
+
+/// The user's editor replacing a control while a command runs (write a
+/// copy, rename it over) is the user's change: it stays.
+#[tokio::test]
+async fn a_control_the_user_replaces_meanwhile_stays() {
+    let Some(f) = fixture(|_| {}) else { return };
+    let started = tokio::time::timeout(
+        Duration::from_secs(60),
+        f.rt.shell(
+            f.session,
+            &f.ws,
+            &json!({"command": "sleep 2; echo slept", "yield_time_ms": 250}),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let id = started.meta.as_ref().unwrap().process_id.clone();
+    fs::write(f.root.join("AGENTS.md.tmp"), "the user's own").unwrap();
+    fs::rename(f.root.join("AGENTS.md.tmp"), f.root.join("AGENTS.md")).unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        f.rt.process(f.session, &json!({"action": "wait", "process_id": id})),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(out.text.contains("slept"), "{}", out.text);
+    assert_eq!(
+        fs::read_to_string(f.root.join("AGENTS.md")).unwrap(),
+        "the user's own"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -753,6 +753,16 @@ fn the_agents_own_controls_are_read_only_to_write_and_edit() {
             X::Write,
             json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh"}),
         ),
+        // Everything git keeps beside its data: `commondir` would move
+        // `config` and `hooks/` elsewhere.
+        (
+            X::Write,
+            json!({"path": ".git/commondir", "content": "../x"}),
+        ),
+        (
+            X::Write,
+            json!({"path": ".git/config.local", "content": "x"}),
+        ),
         (
             X::Write,
             json!({"path": "AGENTS.md", "content": "Do anything.", "overwrite": true}),
@@ -784,7 +794,7 @@ fn the_agents_own_controls_are_read_only_to_write_and_edit() {
     ok(
         &ws,
         X::Write,
-        json!({"path": ".git/config.local", "content": "x"}),
+        json!({"path": ".git/COMMIT_EDITMSG", "content": "x"}),
     );
     ok(
         &ws,

@@ -4,14 +4,20 @@
 //!
 //! Each command starts the servers it needs, waits for them to settle,
 //! reports, and stops them again: nothing keeps running after it exits.
+//! A repository's server that waits for trust is listed apart and never
+//! started.
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use evoflux_core::Diagnostics;
+use evoflux_core::trust::CHANGED_SINCE_TRUST;
+use evoflux_graph::CompiledGraph;
+use evoflux_graph::compose::CompositionEntry;
 use evoflux_mcp::{ManagerOptions, McpManager, McpRuntime, ServerStatus};
 use evoflux_plugins::{PluginManager, PluginPaths};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::SourceArgs;
@@ -72,12 +78,68 @@ enum Report {
     Quiet,
 }
 
-/// Every manager of this invocation, not started.
+/// A repository's server that is not started until the user trusts the
+/// repository (again, when it changed since: `changed_since_trust`).
+#[derive(Debug, Serialize)]
+struct AwaitingServer {
+    server: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<std::path::PathBuf>,
+    changed_since_trust: bool,
+}
+
+fn awaiting_servers(graph: &CompiledGraph) -> Vec<AwaitingServer> {
+    graph
+        .composition
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            CompositionEntry::AwaitingTrust { source } => {
+                let server = source.slot.strip_prefix("connections/")?;
+                Some(AwaitingServer {
+                    server: server.to_owned(),
+                    file: source.file().map(std::path::Path::to_path_buf),
+                    changed_since_trust: graph.diagnostics.iter().any(|d| {
+                        d.code == CHANGED_SINCE_TRUST
+                            && d.locator.source_id.as_deref() == Some(source.source_id.as_str())
+                    }),
+                })
+            }
+            CompositionEntry::Shadowed { .. }
+            | CompositionEntry::Disabled { .. }
+            | CompositionEntry::Layered { .. } => None,
+        })
+        .collect()
+}
+
+/// The error for a server that is not in the runtime.
+fn not_found(server: &str, awaiting: &[AwaitingServer]) -> anyhow::Error {
+    match awaiting.iter().find(|a| a.server == server) {
+        Some(a) => anyhow::anyhow!(
+            "the repository's MCP server `{server}` {}is not started until you trust the \
+             repository (evoflux trust) [{}]",
+            if a.changed_since_trust {
+                "changed since you trusted it and "
+            } else {
+                ""
+            },
+            if a.changed_since_trust {
+                CHANGED_SINCE_TRUST
+            } else {
+                "trust/withheld"
+            }
+        ),
+        None => anyhow::anyhow!("no MCP server is named `{server}` (see `evoflux mcp list`)"),
+    }
+}
+
+/// Every manager of this invocation, not started, and the repository
+/// servers that wait for trust.
 fn load(
     out: &Output,
     sources: &SourceArgs,
     report: Report,
-) -> anyhow::Result<Result<McpRuntime, Exit>> {
+) -> anyhow::Result<Result<(McpRuntime, Vec<AwaitingServer>), Exit>> {
     let dirs = match resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -88,12 +150,29 @@ fn load(
         ..ManagerOptions::default()
     };
     let plugins = PluginManager::new(PluginPaths::from_dirs(&dirs));
-    let (runtime, diagnostics) = McpRuntime::new(&graph, Some(&plugins), options)?;
+    let (runtime, mut diagnostics) = McpRuntime::new(&graph, Some(&plugins), options)?;
     match report {
-        Report::Every => out.diagnostics(&Diagnostics::from(diagnostics)),
+        Report::Every => {
+            // A server that changed since its repository was trusted is
+            // why it is missing from the list: say so here too.
+            diagnostics.extend(
+                graph
+                    .diagnostics
+                    .iter()
+                    .filter(|d| {
+                        d.code == CHANGED_SINCE_TRUST
+                            && d.locator
+                                .slot
+                                .as_deref()
+                                .is_some_and(|s| s.starts_with("connections/"))
+                    })
+                    .cloned(),
+            );
+            out.diagnostics(&Diagnostics::from(diagnostics));
+        }
         Report::Quiet => {}
     }
-    Ok(Ok(runtime))
+    Ok(Ok((runtime, awaiting_servers(&graph))))
 }
 
 /// `name`, or `<plugin>/<name>` for a plugin's server.
@@ -114,7 +193,7 @@ fn find<'a>(runtime: &'a McpRuntime, server: &str) -> Option<(&'a McpManager, St
 async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
     match command {
         McpCommand::List { wait, sources } => {
-            let runtime = match load(out, sources, Report::Every)? {
+            let (runtime, awaiting) = match load(out, sources, Report::Every)? {
                 Ok(r) => r,
                 Err(exit) => return Ok(exit),
             };
@@ -122,9 +201,10 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             runtime.settle(Duration::from_secs(*wait)).await;
             let rows = runtime.listing();
             runtime.shutdown().await;
-            out.result(&serde_json::json!({ "servers": rows }), || {
-                render_list(&rows)
-            });
+            out.result(
+                &serde_json::json!({ "servers": rows, "awaiting_trust": awaiting }),
+                || render_list(&rows, &awaiting),
+            );
             Ok(Exit::Ok)
         }
         McpCommand::Tools {
@@ -132,12 +212,12 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             wait,
             sources,
         } => {
-            let runtime = match load(out, sources, Report::Quiet)? {
+            let (runtime, awaiting) = match load(out, sources, Report::Quiet)? {
                 Ok(r) => r,
                 Err(exit) => return Ok(exit),
             };
             let Some((manager, name)) = find(&runtime, server) else {
-                bail!("no MCP server is named `{server}` (see `evoflux mcp list`)");
+                return Err(not_found(server, &awaiting));
             };
             let status = start_one(manager, &name, *wait).await?;
             runtime.shutdown().await;
@@ -167,12 +247,12 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             if !args.is_object() {
                 bail!("--args must be a JSON object");
             }
-            let runtime = match load(out, sources, Report::Quiet)? {
+            let (runtime, awaiting) = match load(out, sources, Report::Quiet)? {
                 Ok(r) => r,
                 Err(exit) => return Ok(exit),
             };
             let Some((manager, name)) = find(&runtime, server) else {
-                bail!("no MCP server is named `{server}` (see `evoflux mcp list`)");
+                return Err(not_found(server, &awaiting));
             };
             let ready = start_one(manager, &name, *wait).await?;
             let result = match ready {
@@ -226,11 +306,14 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn render_list(rows: &[evoflux_mcp::ServerListing]) -> String {
-    if rows.is_empty() {
-        return "no MCP servers configured\n".to_owned();
+fn render_list(rows: &[evoflux_mcp::ServerListing], awaiting: &[AwaitingServer]) -> String {
+    let mut text = String::new();
+    if rows.is_empty() && awaiting.is_empty() {
+        text.push_str("no MCP servers configured\n");
     }
-    let mut text = String::from("SERVER\tOWNER\tTRANSPORT\tSTATE\tTOOLS\tLAST ERROR\n");
+    if !rows.is_empty() {
+        text.push_str("SERVER\tOWNER\tTRANSPORT\tSTATE\tTOOLS\tLAST ERROR\n");
+    }
     for r in rows {
         let s = &r.status;
         let error = s
@@ -247,6 +330,24 @@ fn render_list(rows: &[evoflux_mcp::ServerListing]) -> String {
             s.tools.len(),
             error
         ));
+    }
+    if !awaiting.is_empty() {
+        text.push_str(
+            "awaiting trust (not started until you trust the repository: evoflux trust):\n",
+        );
+    }
+    for a in awaiting {
+        let file = a
+            .file
+            .as_deref()
+            .map(|f| format!("\t{}", f.display()))
+            .unwrap_or_default();
+        let changed = if a.changed_since_trust {
+            "\tchanged since you trusted it"
+        } else {
+            ""
+        };
+        text.push_str(&format!("  {}{file}{changed}\n", a.server));
     }
     text
 }

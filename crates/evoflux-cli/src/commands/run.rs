@@ -17,7 +17,8 @@ use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder,
     LeaseError, Limits, ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionLease,
-    SessionOptions, SessionRecord, SessionSummary, TurnOptions, TurnOutcome, TurnStatus,
+    SessionOptions, SessionRecord, SessionSummary, TurnLeaseError, TurnOptions, TurnOutcome,
+    TurnStatus,
 };
 use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
@@ -443,24 +444,44 @@ pub(crate) async fn release(lease: Option<SessionLease>) {
 }
 
 /// The session's lease for one turn of a front end that keeps the session
-/// open (`chat`): `None` when another process runs a turn on it, which
-/// `events` is told. A stale lease ([`SessionLease::is_stale`]) asks the
-/// caller to open the session again under it.
+/// open (`chat`), the harness current under it ([`Harness::lease_turn`]:
+/// when another process ran turns since, `reopen` opens the session again
+/// under the lease, with [`OpenLease::Held`]). `None` when another process
+/// runs a turn on it, which `events` is told, or when the session could not
+/// be opened again (said).
 pub(crate) async fn lease_turn(
     harness: &mut Harness,
     holder: &Holder,
     events: &dyn EventSink,
+    reopen: impl AsyncFnOnce(&SessionLease) -> anyhow::Result<Result<Harness, Exit>>,
 ) -> anyhow::Result<Option<SessionLease>> {
-    match harness.lease(holder).await {
+    let id = harness.session().id;
+    let leased = harness
+        .lease_turn(holder, async |lease: &SessionLease| {
+            eprintln!("session {id} changed in another process; opening it again");
+            match reopen(lease).await {
+                Ok(Ok(reopened)) => Ok(reopened),
+                // Said already.
+                Ok(Err(_)) => Err(None),
+                Err(e) => Err(Some(e)),
+            }
+        })
+        .await;
+    match leased {
         Ok(lease) => Ok(Some(lease)),
-        Err(e @ LeaseError::Busy { .. }) => {
+        Err(TurnLeaseError::Lease(e @ LeaseError::Busy { .. })) => {
             events.emit(&Event::Error {
                 code: e.code().to_owned(),
                 message: e.to_string(),
             });
             Ok(None)
         }
-        Err(e) => Err(e.into()),
+        Err(TurnLeaseError::Lease(e)) => Err(e.into()),
+        Err(TurnLeaseError::Reopen(None)) => {
+            eprintln!("still in session {id} as it was");
+            Ok(None)
+        }
+        Err(TurnLeaseError::Reopen(Some(e))) => Err(e),
     }
 }
 

@@ -36,11 +36,17 @@ pub struct ServeArgs {
     /// limit, RLIMIT_NOFILE, leaves after a headroom).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
+    /// Connections one client address (an IPv6 one by its /64) may hold; past it one from
+    /// that address is answered 503 (default: a quarter of --max-connections, at least 16).
+    /// Behind a reverse proxy every client has the proxy's address: raise it there.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections_per_address: Option<u64>,
     /// Seconds a request's headers may take, from the connection's opening or its previous
     /// response (also how long an idle keep-alive connection stays open).
     #[arg(long, default_value_t = evoflux_server::HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_timeout_secs: u64,
-    /// Seconds a connection may pass with nothing sent either way and no request being handled.
+    /// Seconds a connection may pass with no request being handled and no request or
+    /// response data moving (HTTP/2 pings do not count).
     #[arg(long, default_value_t = evoflux_server::IDLE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub idle_timeout_secs: u64,
 }
@@ -101,6 +107,9 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
     options.max_connections = args
         .max_connections
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    options.max_connections_per_address = args
+        .max_connections_per_address
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     options.header_timeout = std::time::Duration::from_secs(args.header_timeout_secs);
     options.idle_timeout = std::time::Duration::from_secs(args.idle_timeout_secs);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -137,7 +146,15 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
             if let evoflux_server::ServerError::Graph { diagnostics } = &e {
                 out.diagnostics(diagnostics);
             }
-            out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+            // The library names its options; the flags are the CLI's.
+            let message = match &e {
+                evoflux_server::ServerError::AllowedHost(invalid) => format!(
+                    "--allowed-host {:?} is not a host name (NAME or NAME:PORT)",
+                    invalid.value
+                ),
+                _ => e.to_string(),
+            };
+            out.failure(&anyhow::anyhow!("{message} [{}]", e.code()));
             Ok(Exit::Failure)
         }
     }

@@ -301,15 +301,21 @@ fn describe(item: &ReviewItem) -> String {
         Runs::McpServer {
             transport,
             command,
+            files,
             url,
             env,
             headers,
         } => {
             let what = url.clone().unwrap_or_else(|| command.join(" "));
             format!(
-                "start the MCP server `{name}` ({transport}): {what}{}{}",
+                "start the MCP server `{name}` ({transport}): {what}{}{}{}",
                 names(" (env ", env, ")"),
-                names(" (headers ", headers, ")")
+                names(" (headers ", headers, ")"),
+                names(
+                    " (outside the sandbox; its files as they are now: ",
+                    files,
+                    ")"
+                )
             )
         }
         Runs::Channel { routes } => {

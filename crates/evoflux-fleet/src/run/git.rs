@@ -127,13 +127,9 @@ impl Git {
         env: &[(&str, &OsStr)],
         ok_codes: &[i32],
     ) -> Result<(i32, Vec<u8>), GitError> {
-        let mut cmd = Command::new("git");
-        // The checkout's fsmonitor, hooks and diff drivers never run: the
-        // fleet's agents could have written them.
-        cmd.args(evoflux_core::git::hardened_args());
-        for name in evoflux_core::git::UNSAFE_ENV {
-            cmd.env_remove(name);
-        }
+        // The checkout's fsmonitor and hooks never run: the fleet's agents
+        // could have written them.
+        let mut cmd = Command::from(evoflux_core::git::command());
         cmd.arg("-C")
             .arg(&self.dir)
             .args(args)

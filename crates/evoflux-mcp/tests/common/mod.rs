@@ -38,6 +38,7 @@ pub fn stdio_with(name: &str, args: &[&str], env: BTreeMap<String, String>) -> S
             cwd: None,
             create_dirs: Vec::new(),
             references: Default::default(),
+            pinned: Vec::new(),
         }),
     }
 }

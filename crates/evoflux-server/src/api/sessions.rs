@@ -194,8 +194,8 @@ fn authorized(state: &ServerState, requested: &[PathBuf]) -> Result<Vec<PathBuf>
                     StatusCode::FORBIDDEN,
                     "server/workspace-not-served",
                     format!(
-                        "`{}` is not one of this server's workspaces; start `evoflux serve \
-                         --workspace DIR` with it",
+                        "`{}` is not inside one of this server's workspaces; a server serves \
+                         only the workspaces it was started with",
                         p.display()
                     ),
                 )

@@ -166,24 +166,22 @@ impl Chat<'_> {
     /// opened again under it when another process ran turns since this
     /// chat last did; `None` when another process runs a turn now (said).
     async fn lease(&mut self, harness: &mut Harness) -> anyhow::Result<Option<SessionLease>> {
-        let Some(lease) = lease_turn(harness, &self.holder, self.view.as_ref()).await? else {
-            return Ok(None);
-        };
-        if !lease.is_stale() {
-            return Ok(Some(lease));
-        }
-        let id = harness.session().id;
-        eprintln!("session {id} changed in another process; opening it again");
-        let args = self.reopen_args(id.to_string(), None);
-        if self
-            .switch_leased(harness, args, false, OpenLease::Held(&lease))
-            .await?
-        {
-            Ok(Some(lease))
-        } else {
-            release(Some(lease)).await;
-            Ok(None)
-        }
+        let holder = self.holder.clone();
+        let view = Arc::clone(&self.view);
+        let args = self.reopen_args(harness.session().id.to_string(), None);
+        lease_turn(
+            harness,
+            &holder,
+            view.as_ref(),
+            async |lease: &SessionLease| {
+                let reopened = self.open_leased(&args, OpenLease::Held(lease)).await?;
+                if let Ok(reopened) = &reopened {
+                    self.opened(reopened, false).await;
+                }
+                Ok(reopened)
+            },
+        )
+        .await
     }
 
     /// After a session opened: history, completion and `/show` follow it; a
@@ -494,19 +492,8 @@ impl Chat<'_> {
         args: SessionArgs,
         replay: bool,
     ) -> anyhow::Result<bool> {
-        self.switch_leased(harness, args, replay, OpenLease::PerTurn)
-            .await
-    }
-
-    async fn switch_leased(
-        &mut self,
-        harness: &mut Harness,
-        args: SessionArgs,
-        replay: bool,
-        lease: OpenLease<'_>,
-    ) -> anyhow::Result<bool> {
         let old = harness.session().id;
-        match self.open_leased(&args, lease).await? {
+        match self.open(&args).await? {
             Ok(new) => {
                 harness.shutdown().await;
                 if new.session().id != old {
@@ -724,25 +711,21 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             );
             // Each message (or command) under the session's lease; a
             // session another process ran turns on since is opened again.
-            let Some(lease) = lease_turn(&mut harness, &holder, events.as_ref()).await? else {
+            let again = reopen_args(&args.session, harness.session().id.to_string(), None);
+            let Some(lease) = lease_turn(
+                &mut harness,
+                &holder,
+                events.as_ref(),
+                async |lease: &SessionLease| {
+                    Ok(open_leased(&again, OpenLease::Held(lease))
+                        .await?
+                        .map(|(reopened, _)| reopened))
+                },
+            )
+            .await?
+            else {
                 continue;
             };
-            if lease.is_stale() {
-                let id = harness.session().id;
-                eprintln!("session {id} changed in another process; opening it again");
-                let again = reopen_args(&args.session, id.to_string(), None);
-                match open_leased(&again, OpenLease::Held(&lease)).await? {
-                    Ok((reopened, _)) => {
-                        harness.shutdown().await;
-                        harness = reopened;
-                    }
-                    Err(_) => {
-                        release(Some(lease)).await;
-                        eprintln!("still in session {id} as it was");
-                        continue;
-                    }
-                }
-            }
             if let Some(command) = line.strip_prefix('!') {
                 let result = harness.user_command(command).await;
                 release(Some(lease)).await;
