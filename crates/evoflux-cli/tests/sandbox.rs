@@ -56,7 +56,10 @@ fn tool_output(out: &Output) -> String {
 /// A directory outside every temporary directory (the build's own tmp,
 /// below the target dir), fresh for one test.
 fn outside_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    let base = std::env::var_os("EVOFLUX_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
+    let dir = base
         .join("sandbox-tests")
         .join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -333,4 +336,53 @@ fn a_hostile_model_cannot_plant_code_that_runs_on_the_host() {
     git(&["commit", "-qam", "second", "--allow-empty"]);
     s.run(&["mcp", "list"]);
     assert!(!mark.exists(), "the model's code ran on the host");
+}
+
+/// As root, bubblewrap keeps every capability unless told otherwise and the
+/// kernel applies no process limit: CI runs as root, so every test above
+/// runs again as `nobody`, on copies of this test and of `evoflux` in a
+/// folder that user can reach.
+#[test]
+fn the_sandbox_holds_for_an_unprivileged_user_too() {
+    const AGAIN: &str = "EVOFLUX_TEST_UNPRIVILEGED_RUN";
+    if std::env::var_os(AGAIN).is_some() {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("already unprivileged: the tests above ran as this user");
+        return;
+    }
+    let base = Path::new("/var/tmp").join(format!("evoflux-sandbox-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let tests = base.join("sandbox-test-binary");
+    let bin = base.join("evoflux");
+    std::fs::copy(std::env::current_exe().unwrap(), &tests).unwrap();
+    std::fs::copy(common::evoflux_bin(), &bin).unwrap();
+    for (path, mode) in [(&base, "1777"), (&tests, "755"), (&bin, "755")] {
+        std::process::Command::new("chmod")
+            .args([mode, path.to_str().unwrap()])
+            .status()
+            .unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&tests)
+        .args(["--skip", "the_sandbox_holds_for_an_unprivileged_user_too"])
+        .env(AGAIN, "1")
+        .env("EVOFLUX_TEST_BIN", &bin)
+        .env("EVOFLUX_TEST_DIR", &base)
+        .env("TMPDIR", &base)
+        .env("HOME", &base)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&base);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "as nobody:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("test result: ok"), "{stdout}");
+    assert!(!stdout.contains(" 0 passed"), "{stdout}");
 }

@@ -78,7 +78,7 @@ impl Sandbox {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_evoflux"));
+        let mut c = Command::new(evoflux_bin());
         c.env_clear()
             .env("HOME", self.home())
             .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
@@ -231,6 +231,15 @@ pub fn chat(s: &Sandbox, model: &str, stdin: &str) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// The `evoflux` binary under test: the one cargo built, or a copy named
+/// by `EVOFLUX_TEST_BIN` (the sandbox tests run again as an unprivileged
+/// user, who may not reach the build folder).
+pub fn evoflux_bin() -> PathBuf {
+    std::env::var_os("EVOFLUX_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_evoflux")))
 }
 
 /// The MCP test server binary (`evoflux-mcp-testserver`), built beside
