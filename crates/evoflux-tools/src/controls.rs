@@ -178,6 +178,9 @@ pub(crate) struct Found {
     pub git_dirs: Vec<PathBuf>,
     pub denied_files: Vec<PathBuf>,
     pub denied_dirs: Vec<PathBuf>,
+    /// The walk stopped at [`MAX_SCAN_ENTRIES`]: what lies past it is
+    /// neither mounted nor checked.
+    pub truncated: bool,
 }
 
 /// Walks `root` for the agent's controls (at any depth) and denied files.
@@ -199,6 +202,7 @@ pub(crate) fn scan(root: &Path, denied: &DeniedFiles, ignore: &Gitignore) -> Fou
             visited += 1;
             if visited > MAX_SCAN_ENTRIES {
                 tracing::warn!(root = %root.display(), "sandbox scan stopped at {MAX_SCAN_ENTRIES} entries");
+                found.truncated = true;
                 return found;
             }
             let path = entry.path();
@@ -331,6 +335,14 @@ impl ControlGuard {
         let mut notes = Vec::new();
         for (root, ignore) in &self.roots {
             let found = scan(root, denied, ignore);
+            if found.truncated {
+                notes.push(format!(
+                    "evoflux: {} holds more than {MAX_SCAN_ENTRIES} files and folders outside \
+                     its ignored folders; controls past them were neither protected nor checked \
+                     for this command",
+                    root.display()
+                ));
+            }
             let new = |path: &Path| identity(path).is_some_and(|id| !self.ids.contains(&id));
             for path in found.controls.iter().chain(&found.git_dirs) {
                 if !new(path) || self.replaced_on_the_host(path) {

@@ -330,6 +330,23 @@ impl CommandSandbox {
         out
     }
 
+    /// Whether commands write only their own user's files, or (evoflux
+    /// running as root) a root another user owns.
+    fn owner_access(&self) -> OwnerAccess {
+        use std::os::unix::fs::MetadataExt;
+        let root = rustix::process::geteuid().is_root();
+        let others = self
+            .roots
+            .iter()
+            .chain(&self.policy.writable_roots)
+            .filter_map(|r| std::fs::metadata(r).ok())
+            .any(|m| m.uid() != 0);
+        match root && others && self.policy.filesystem == FilesystemPolicy::WorkspaceWrite {
+            true => OwnerAccess::Others,
+            false => OwnerAccess::Own,
+        }
+    }
+
     /// evoflux's own folders that exist, split by when they are hidden:
     /// `first`, those holding a workspace, writable or readable root
     /// (hidden before the roots are mounted, which then show through);
@@ -358,11 +375,8 @@ impl CommandSandbox {
         a.flags(&[
             "--die-with-parent",
             "--new-session",
-            // A user namespace where the kernel gives one: even a
-            // capability left by mistake would then reach nothing of the
-            // host's. As root, bubblewrap keeps every capability unless
-            // told to drop them.
-            "--unshare-user-try",
+            // As root, bubblewrap keeps every capability unless told to
+            // drop them.
             "--cap-drop",
             "ALL",
             "--unshare-pid",
@@ -370,6 +384,22 @@ impl CommandSandbox {
             "--unshare-uts",
             "--unshare-cgroup-try",
         ]);
+        match self.owner_access() {
+            // A user namespace where the kernel gives one: even a
+            // capability left by mistake would then reach nothing of the
+            // host's.
+            OwnerAccess::Own => a.flags(&["--unshare-user-try"]),
+            // Root working in someone else's files (a container's
+            // bind-mounted checkout): root's right to write them stays,
+            // in the host's user namespace, where their owner is known.
+            // Nothing it reaches is writable but the mounts below.
+            OwnerAccess::Others => a.flags(&[
+                "--cap-add",
+                "CAP_DAC_OVERRIDE",
+                "--cap-add",
+                "CAP_FOWNER",
+            ]),
+        }
         if self.policy.network == NetworkPolicy::Deny {
             a.flags(&["--unshare-net"]);
         }
@@ -483,6 +513,15 @@ impl CommandSandbox {
         }
         a.0
     }
+}
+
+/// Whose files a sandboxed command writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnerAccess {
+    /// Its own user's (the usual case).
+    Own,
+    /// evoflux runs as root and a writable root belongs to another user.
+    Others,
 }
 
 /// Folders of host control sockets, replaced by empty ones in a Coding

@@ -421,6 +421,34 @@ async fn a_control_the_user_replaces_meanwhile_stays() {
     );
 }
 
+/// evoflux as root on a checkout another user owns (a container's bind
+/// mount): the command can still write it, with the two capabilities that
+/// lets it and nothing more, and still cannot mount or touch a control.
+#[tokio::test]
+async fn as_root_a_checkout_another_user_owns_stays_writable() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: only root writes another user's files");
+        return;
+    }
+    let Some(f) = fixture(|_| {}) else { return };
+    let status = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&f.root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = f
+        .sh("echo x > src/new.rs && echo wrote; grep CapEff /proc/self/status; \
+             mount -o remount,bind,rw .evoflux 2>&1 && echo REMOUNTED; \
+             echo y > AGENTS.md 2>&1 || echo control-read-only")
+        .await;
+    assert!(out.contains("wrote"), "{out}");
+    assert!(out.contains("CapEff:\t000000000000000a"), "{out}");
+    assert!(!out.contains("REMOUNTED"), "{out}");
+    assert!(out.contains("control-read-only"), "{out}");
+    assert_eq!(fs::read_to_string(f.root.join("AGENTS.md")).unwrap(), "be nice");
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
