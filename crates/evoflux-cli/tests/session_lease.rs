@@ -9,11 +9,11 @@
 mod common;
 
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
-use std::process::{Output, Stdio};
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{Child, ChildStdout, Output, Stdio};
 use std::time::Duration;
 
-use common::{Sandbox, events, of_type, run, run_ok, script, session_id};
+use common::{Sandbox, events, of_type, run, run_ok, script, session_id, typed};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -39,25 +39,42 @@ fn session(s: &Sandbox) -> (String, String) {
     (session_id(&ev), model)
 }
 
-#[test]
-fn a_second_resume_while_a_turn_runs_is_refused_naming_the_holder() {
-    let s = Sandbox::new();
-    let (id, _) = session(&s);
-    // The next turn streams its answer for about three seconds.
-    let words = vec!["word"; 30].join(" ");
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Runtime::new().unwrap().block_on(future)
+}
+
+/// Leaves a lease on session `id` for `ttl` under `holder`, as another
+/// process holding it would.
+async fn hold(s: &Sandbox, id: &str, holder: &str, ttl: Duration) {
+    store(s)
+        .await
+        .acquire_lease(id.parse().unwrap(), holder, ttl)
+        .await
+        .unwrap()
+        .expect("the session was free");
+}
+
+/// A `--json sessions resume` of `id` whose model streams `text` a word
+/// every 100 ms, once it streams: the process and the rest of its stdout.
+fn resume_streaming(
+    s: &Sandbox,
+    id: &str,
+    text: &str,
+    stderr: Stdio,
+) -> (Child, Lines<BufReader<ChildStdout>>) {
     script(
-        &s,
+        s,
         "model.yaml",
-        &format!("turns:\n  - reply: {{text: {words} done, word_delay_ms: 100}}\n"),
+        &format!("turns:\n  - reply: {{text: {text}, word_delay_ms: 100}}\n"),
     );
-    let mut first = s
-        .command(&["--json", "sessions", "resume", &id, "take your time"])
+    let mut child = s
+        .command(&["--json", "sessions", "resume", id, "take your time"])
         .env("PATH", std::env::var("PATH").unwrap())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     // Streaming: the turn runs, under the session's lease.
     for line in lines.by_ref() {
@@ -70,8 +87,41 @@ fn a_second_resume_while_a_turn_runs_is_refused_naming_the_holder() {
     }
     assert!(
         seen.iter().any(|l| l.contains("message_delta")),
-        "the first resume never streamed: {seen:?}"
+        "the resume never streamed: {seen:?}"
     );
+    (child, lines)
+}
+
+/// Expects `out` refused, on stderr, because `holder` holds session `id`.
+fn assert_busy(out: &Output, id: &str, holder: &str) {
+    assert!(
+        stderr(out).contains(&format!(
+            "error[session/busy]: session {id} is busy: held by {holder}"
+        )),
+        "{}",
+        stderr(out)
+    );
+}
+
+/// The user's messages in session `id`'s transcript.
+fn user_messages(s: &Sandbox, id: &str) -> Vec<String> {
+    let shown = s.json(&["--json", "sessions", "show", id]);
+    shown["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| e["message"]["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_second_resume_while_a_turn_runs_is_refused_naming_the_holder() {
+    let s = Sandbox::new();
+    let (id, _) = session(&s);
+    // The next turn streams its answer for about three seconds.
+    let words = vec!["word"; 30].join(" ");
+    let (mut first, lines) = resume_streaming(&s, &id, &format!("{words} done"), Stdio::piped());
 
     let second = run(&s, &["--json", "sessions", "resume", &id, "me too"]);
     assert_eq!(second.status.code(), Some(5), "{}", stderr(&second));
@@ -96,14 +146,8 @@ fn a_second_resume_while_a_turn_runs_is_refused_naming_the_holder() {
     // People read the same on stderr.
     let human = run(&s, &["sessions", "resume", &id, "me too"]);
     assert_eq!(human.status.code(), Some(5));
-    assert!(
-        stderr(&human).contains(&format!(
-            "error[session/busy]: session {id} is busy: held by evoflux sessions resume (pid {})",
-            first.id()
-        )),
-        "{}",
-        stderr(&human)
-    );
+    let holder = format!("evoflux sessions resume (pid {})", first.id());
+    assert_busy(&human, &id, &holder);
 
     let rest: Vec<String> = lines.map(Result::unwrap).collect();
     let status = first.wait().unwrap();
@@ -121,33 +165,20 @@ fn a_second_resume_while_a_turn_runs_is_refused_naming_the_holder() {
     assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "third");
 
     // One writer at a time: the refused message never reached the session.
-    let shown = s.json(&["--json", "sessions", "show", &id]);
-    let users: Vec<&str> = shown["transcript"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["message"]["role"] == "user")
-        .map(|e| e["message"]["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(users, ["hello", "take your time", "and now"]);
+    assert_eq!(
+        user_messages(&s, &id),
+        ["hello", "take your time", "and now"]
+    );
 }
 
 #[test]
 fn a_session_held_by_a_process_that_died_is_free_once_its_lease_expires() {
     let s = Sandbox::new();
     let (id, _) = session(&s);
-    let rt = tokio::runtime::Runtime::new().unwrap();
     // A run killed mid-turn on another machine: its lease is never renewed
     // nor released.
     let dead = "evoflux run (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
-    rt.block_on(async {
-        let store = store(&s).await;
-        store
-            .acquire_lease(id.parse().unwrap(), dead, Duration::from_secs(2))
-            .await
-            .unwrap()
-            .expect("the session was free");
-    });
+    block_on(hold(&s, &id, dead, Duration::from_secs(2)));
     let refused = run(&s, &["--json", "sessions", "resume", &id, "hello?"]);
     assert_eq!(refused.status.code(), Some(5), "{}", stderr(&refused));
     let ev = events(&refused);
@@ -162,7 +193,7 @@ fn a_session_held_by_a_process_that_died_is_free_once_its_lease_expires() {
     let ev = run_ok(&s, &["--json", "sessions", "resume", &id, "hello?"]);
     assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "back");
     // And the lease is free after it, for anyone.
-    rt.block_on(async {
+    block_on(async {
         let held = store(&s)
             .await
             .lease_holder(id.parse().unwrap())
@@ -178,75 +209,31 @@ fn a_session_held_by_a_process_that_died_is_free_once_its_lease_expires() {
 fn run_with_session_takes_the_lease_too() {
     let s = Sandbox::new();
     let (id, model) = session(&s);
-    let rt = tokio::runtime::Runtime::new().unwrap();
     let holder = "evoflux chat (pid 7) on host desk since 2026-01-01 00:00:00 UTC";
-    rt.block_on(async {
-        store(&s)
-            .await
-            .acquire_lease(id.parse().unwrap(), holder, Duration::from_secs(30))
-            .await
-            .unwrap()
-            .unwrap();
-    });
+    block_on(hold(&s, &id, holder, Duration::from_secs(30)));
     let refused = run(
         &s,
         &["run", "--session", &id, "--model", &model, "hello again"],
     );
     assert_eq!(refused.status.code(), Some(5), "{}", stderr(&refused));
-    assert!(
-        stderr(&refused).contains(&format!(
-            "error[session/busy]: session {id} is busy: held by {holder}"
-        )),
-        "{}",
-        stderr(&refused)
-    );
+    assert_busy(&refused, &id, holder);
 }
 
 #[test]
 fn a_chat_message_while_another_process_holds_the_session_is_refused_and_the_chat_goes_on() {
-    use std::io::Write;
     let s = Sandbox::new();
     let (id, _) = session(&s);
-    let rt = tokio::runtime::Runtime::new().unwrap();
     let holder = "evoflux run (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
-    rt.block_on(async {
-        store(&s)
-            .await
-            .acquire_lease(id.parse().unwrap(), holder, Duration::from_secs(30))
-            .await
-            .unwrap()
-            .unwrap();
-    });
-    let mut chat = s
-        .command(&["chat", "--session", &id])
-        .env("PATH", std::env::var("PATH").unwrap())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    chat.stdin
-        .take()
-        .unwrap()
-        .write_all(b"are you there?\n")
-        .unwrap();
-    let out = chat.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(&format!(
-            "error[session/busy]: session {id} is busy: held by {holder}"
-        )),
-        "{}",
-        stderr(&out)
+    block_on(hold(&s, &id, holder, Duration::from_secs(30)));
+    // `typed` expects the chat to end successfully.
+    let out = typed(&s, &["chat", "--session", &id], "are you there?\n");
+    assert_busy(&out, &id, holder);
+    let users = user_messages(&s, &id);
+    assert_eq!(
+        users.len(),
+        1,
+        "the refused message was not sent: {users:?}"
     );
-    let shown = s.json(&["--json", "sessions", "show", &id]);
-    let users = shown["transcript"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["message"]["role"] == "user")
-        .count();
-    assert_eq!(users, 1, "the refused message was not sent: {shown:#}");
 }
 
 #[test]
@@ -254,23 +241,7 @@ fn a_resume_killed_mid_turn_does_not_block_the_next() {
     let s = Sandbox::new();
     let (id, _) = session(&s);
     let words = vec!["word"; 100].join(" ");
-    script(
-        &s,
-        "model.yaml",
-        &format!("turns:\n  - reply: {{text: {words}, word_delay_ms: 100}}\n"),
-    );
-    let mut doomed = s
-        .command(&["--json", "sessions", "resume", &id, "take your time"])
-        .env("PATH", std::env::var("PATH").unwrap())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(doomed.stdout.take().unwrap()).lines();
-    assert!(
-        lines.any(|l| l.unwrap().contains("\"message_delta\"")),
-        "the doomed resume never streamed"
-    );
+    let (mut doomed, _stdout) = resume_streaming(&s, &id, &words, Stdio::null());
     // SIGKILL: no release, no renewal.
     doomed.kill().unwrap();
     doomed.wait().unwrap();
@@ -289,13 +260,7 @@ async fn the_server_refuses_a_turn_on_a_session_a_cli_holds_naming_it() {
     let (id, _) = session(&s);
     let holder =
         "evoflux sessions resume (pid 4242) on host elsewhere since 2026-01-01 00:00:00 UTC";
-    let store = store(&s).await;
-    let session: evoflux_core::ids::SessionId = id.parse().unwrap();
-    store
-        .acquire_lease(session, holder, Duration::from_secs(30))
-        .await
-        .unwrap()
-        .unwrap();
+    hold(&s, &id, holder, Duration::from_secs(30)).await;
     let server = common::server::Server::start(&s, &[]);
     let (status, refused) = server
         .call(

@@ -59,6 +59,42 @@ fn run_openai(s: &Sandbox) -> std::process::Output {
         .unwrap()
 }
 
+/// A command tool `run_it` that echoes `word`.
+fn run_it_tool(word: &str) -> String {
+    format!(
+        "description = \"Run it.\"\nargv = [\"echo\", \"{word}\"]\ninput_schema = {{ type = \"object\" }}\n"
+    )
+}
+
+/// A scripted model (`name` in the sandbox) that calls `run_it` and
+/// expects its result to contain `expect`.
+fn calls_run_it(s: &Sandbox, name: &str, expect: &str) -> String {
+    script(
+        s,
+        name,
+        &format!(
+            "turns:\n  - reply:\n      tool_calls:\n        - {{name: run_it, arguments: {{}}}}\n  - expect: {{tool_result: {{contains: \"{expect}\"}}}}\n    reply: {{text: done}}\n"
+        ),
+    )
+}
+
+/// `evoflux trust --yes`, expected to succeed: what it listed.
+fn trust_yes(s: &Sandbox) -> String {
+    let out = s.run(&["trust", "--yes"]);
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `trust/changed-since-trust` diagnostics `evoflux info` reported.
+fn changed_since_trust(info: &serde_json::Value) -> Vec<&serde_json::Value> {
+    info["diagnostics"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == "trust/changed-since-trust")
+        .collect()
+}
+
 #[test]
 fn a_repository_cannot_send_the_users_key_to_its_own_server() {
     let server = Recorder::start();
@@ -196,28 +232,16 @@ fn chat_asks_to_trust_a_repository_whose_tools_wait() {
         String::from_utf8_lossy(&common::chat(s, model, stdin).stderr).into_owned()
     };
     let s = Sandbox::new();
-    s.project(
-        "tools/run_it.toml",
-        "description = \"Run it.\"\nargv = [\"echo\", \"ran-it\"]\ninput_schema = { type = \"object\" }\n",
-    );
-    let uses_it = |s: &Sandbox, name: &str, expect: &str| {
-        script(
-            s,
-            name,
-            &format!(
-                "turns:\n  - reply:\n      tool_calls:\n        - {{name: run_it, arguments: {{}}}}\n  - expect: {{tool_result: {{contains: \"{expect}\"}}}}\n    reply: {{text: done}}\n"
-            ),
-        )
-    };
+    s.project("tools/run_it.toml", &run_it_tool("ran-it"));
     // Declined: the tool stays out.
-    let model = uses_it(&s, "no.yaml", "There is no tool named");
+    let model = calls_run_it(&s, "no.yaml", "There is no tool named");
     let err = chat(&s, &model, "n\ngo\n\n");
     assert!(err.contains("Trust this repository?"), "{err}");
     assert!(err.contains("tools/run_it"), "{err}");
     // Accepted: trusted from then on, and asked no more.
-    let model = uses_it(&s, "yes.yaml", "ran-it");
+    let model = calls_run_it(&s, "yes.yaml", "ran-it");
     chat(&s, &model, "y\ngo\n\n");
-    let model = uses_it(&s, "again.yaml", "ran-it");
+    let model = calls_run_it(&s, "again.yaml", "ran-it");
     let err = chat(&s, &model, "go\n\n");
     assert!(!err.contains("Trust this repository?"), "{err}");
 }
@@ -419,20 +443,6 @@ fn a_key_variable_never_reaches_a_trusted_repositorys_mcp_server() {
 
 #[test]
 fn a_tool_changed_after_trust_waits_until_trusted_again() {
-    let tool = |word: &str| {
-        format!(
-            "description = \"Run it.\"\nargv = [\"echo\", \"{word}\"]\ninput_schema = {{ type = \"object\" }}\n"
-        )
-    };
-    let calls = |s: &Sandbox, name: &str, expect: &str| {
-        script(
-            s,
-            name,
-            &format!(
-                "turns:\n  - reply:\n      tool_calls:\n        - {{name: run_it, arguments: {{}}}}\n  - expect: {{tool_result: {{contains: \"{expect}\"}}}}\n    reply: {{text: done}}\n"
-            ),
-        )
-    };
     let go = |s: &Sandbox, model: &str| {
         let out = common::run(
             s,
@@ -447,20 +457,15 @@ fn a_tool_changed_after_trust_waits_until_trusted_again() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let s = Sandbox::new();
-    s.project("tools/run_it.toml", &tool("first-version"));
+    s.project("tools/run_it.toml", &run_it_tool("first-version"));
     s.trust();
-    let err = go(&s, &calls(&s, "one.yaml", "first-version"));
+    let err = go(&s, &calls_run_it(&s, "one.yaml", "first-version"));
     assert!(!err.contains("trust/changed-since-trust"), "{err}");
 
     // Changed after trust: reported everywhere, and it waits.
-    s.project("tools/run_it.toml", &tool("second-version"));
+    s.project("tools/run_it.toml", &run_it_tool("second-version"));
     let info = s.json(&["--json", "info"]);
-    let changed: Vec<&serde_json::Value> = info["diagnostics"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["code"] == "trust/changed-since-trust")
-        .collect();
+    let changed = changed_since_trust(&info);
     assert_eq!(changed.len(), 1, "{info:#}");
     assert_eq!(changed[0]["severity"], "warning");
     assert_eq!(changed[0]["locator"]["slot"], "tools/run_it");
@@ -476,19 +481,17 @@ fn a_tool_changed_after_trust_waits_until_trusted_again() {
 
     let err = go(
         &s,
-        &calls(&s, "two.yaml", "There is no tool named `run_it`"),
+        &calls_run_it(&s, "two.yaml", "There is no tool named `run_it`"),
     );
     assert!(err.contains("trust/changed-since-trust"), "{err}");
 
     // Trusted again, the change is named and then runs.
-    let out = s.run(&["trust", "--yes"]);
-    assert!(out.status.success());
-    let listed = String::from_utf8_lossy(&out.stdout);
+    let listed = trust_yes(&s);
     assert!(
         listed.contains("echo second-version  [changed since you trusted it]"),
         "{listed}"
     );
-    go(&s, &calls(&s, "three.yaml", "second-version"));
+    go(&s, &calls_run_it(&s, "three.yaml", "second-version"));
 }
 
 #[test]
@@ -539,14 +542,27 @@ fn a_trusted_repositorys_mcp_server_program_changed_after_trust_never_starts() {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     };
     let started = || std::fs::read_to_string(&marks).unwrap_or_default();
+    let call_echo = |json: &[&str]| {
+        let args = [
+            &[
+                "mcp",
+                "call",
+                "db",
+                "echo",
+                "--args",
+                r#"{"message": "hi"}"#,
+            ],
+            json,
+        ]
+        .concat();
+        s.run(&args)
+    };
     program("v1");
     s.write(
         s.repo().join(".mcp.json"),
         &serde_json::json!({"mcpServers": {"db": {"command": "./server.sh"}}}).to_string(),
     );
-    let out = s.run(&["trust", "--yes"]);
-    assert!(out.status.success());
-    let listed = String::from_utf8_lossy(&out.stdout);
+    let listed = trust_yes(&s);
     assert!(
         listed.contains("(outside the sandbox; its files as they are now: server.sh)"),
         "{listed}"
@@ -562,12 +578,7 @@ fn a_trusted_repositorys_mcp_server_program_changed_after_trust_never_starts() {
         info["awaiting_trust"][0]["slot"], "connections/db",
         "{info:#}"
     );
-    let changed: Vec<&serde_json::Value> = info["diagnostics"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|d| d["code"] == "trust/changed-since-trust")
-        .collect();
+    let changed = changed_since_trust(&info);
     assert_eq!(changed.len(), 1, "{info:#}");
     assert_eq!(changed[0]["locator"]["slot"], "connections/db");
     assert!(
@@ -584,36 +595,19 @@ fn a_trusted_repositorys_mcp_server_program_changed_after_trust_never_starts() {
     assert_eq!(list["servers"], serde_json::json!([]));
     assert_eq!(list["awaiting_trust"][0]["server"], "db");
     assert_eq!(list["awaiting_trust"][0]["changed_since_trust"], true);
-    let out = s.run(&[
-        "mcp",
-        "call",
-        "db",
-        "echo",
-        "--args",
-        r#"{"message": "hi"}"#,
-    ]);
+    let out = call_echo(&[]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("trust/changed-since-trust"), "{err}");
     assert_eq!(started(), "v1\n", "the changed program ran");
 
     // Trusted again, the change is named and the new program runs.
-    let out = s.run(&["trust", "--yes"]);
-    assert!(out.status.success());
-    let listed = String::from_utf8_lossy(&out.stdout);
+    let listed = trust_yes(&s);
     assert!(
         listed.contains("server.sh)  [changed since you trusted it]"),
         "{listed}"
     );
-    let out = s.run(&[
-        "mcp",
-        "call",
-        "db",
-        "echo",
-        "--args",
-        r#"{"message": "hi"}"#,
-        "--json",
-    ]);
+    let out = call_echo(&["--json"]);
     assert!(
         out.status.success(),
         "{}",

@@ -3,20 +3,24 @@
 //! One writer per session: the lease every front end takes before a turn
 //! ([`evoflux_harness::lease`]), on its own and through the builder.
 
-use std::ffi::OsString;
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
+use common::{app, script};
 use evoflux_core::AppMode;
-use evoflux_core::dirs::Dirs;
+use evoflux_core::ids::SessionId;
 use evoflux_harness::{
-    AppContext, Holder, LeaseError, SessionBuilder, SessionError, SessionLease, SessionOptions,
-    TurnLeaseError, TurnOptions,
+    AppContext, Harness, Holder, LeaseError, OpenedSession, SessionBuilder, SessionError,
+    SessionLease, SessionOptions, TurnLeaseError, TurnOptions,
 };
 use evoflux_store::{LeaseClaim, LeaseProcess, NewSession, PidNamespace, Store, WorkspaceRequest};
 
-async fn session(store: &Store) -> evoflux_core::ids::SessionId {
-    store
+/// A store in a temp folder, and a new session in it.
+async fn store_with_session() -> (tempfile::TempDir, Store, SessionId) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).await.unwrap();
+    let id = store
         .create_session(NewSession {
             workspace: WorkspaceRequest::Work,
             lead: None,
@@ -26,14 +30,33 @@ async fn session(store: &Store) -> evoflux_core::ids::SessionId {
         })
         .await
         .unwrap()
-        .id
+        .id;
+    (tmp, store, id)
+}
+
+/// Leaves `holder`'s lease on `id` for `ttl`, as a process killed
+/// mid-turn leaves it: never renewed nor released.
+async fn left<'a>(store: &Store, id: SessionId, holder: impl Into<LeaseClaim<'a>>, ttl: Duration) {
+    store
+        .acquire_lease(id, holder, ttl)
+        .await
+        .unwrap()
+        .expect("the session was free");
+}
+
+/// Expects `holder` to take `id`'s lease, and releases it.
+async fn takes_and_releases(store: &Store, id: SessionId, holder: &Holder) {
+    SessionLease::acquire(store, id, holder)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
 async fn a_second_holder_is_refused_with_the_first_named_until_it_releases() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     let first = Holder::process("evoflux run");
     let lease = SessionLease::acquire(&store, id, &first).await.unwrap();
     let held = store.lease_holder(id).await.unwrap().unwrap();
@@ -78,9 +101,7 @@ async fn a_second_holder_is_refused_with_the_first_named_until_it_releases() {
 
 #[tokio::test]
 async fn a_held_lease_is_renewed_past_its_time_to_live() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     let holder = Holder::process("evoflux run").with_ttl(Duration::from_millis(300));
     let lease = SessionLease::acquire(&store, id, &holder).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -94,29 +115,20 @@ async fn a_held_lease_is_renewed_past_its_time_to_live() {
     );
     assert!(!lease.is_lost());
     lease.release().await.unwrap();
-    SessionLease::acquire(&store, id, &other)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&store, id, &other).await;
 }
 
 #[tokio::test]
 async fn a_holder_that_died_blocks_the_session_only_for_its_time_to_live() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     // A process killed mid-turn: its lease is never renewed nor released.
-    store
-        .acquire_lease(
-            id,
-            "evoflux run (pid 1) on host gone since 2026-01-01 00:00:00 UTC",
-            Duration::from_millis(400),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    left(
+        &store,
+        id,
+        "evoflux run (pid 1) on host gone since 2026-01-01 00:00:00 UTC",
+        Duration::from_millis(400),
+    )
+    .await;
     let holder = Holder::process("evoflux sessions resume");
     let refused = SessionLease::acquire(&store, id, &holder)
         .await
@@ -127,8 +139,7 @@ async fn a_holder_that_died_blocks_the_session_only_for_its_time_to_live() {
             .contains("held by evoflux run (pid 1) on host gone")
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let lease = SessionLease::acquire(&store, id, &holder).await.unwrap();
-    lease.release().await.unwrap();
+    takes_and_releases(&store, id, &holder).await;
 }
 
 /// A process id that no longer runs: a child of this process, waited for.
@@ -141,33 +152,19 @@ fn dead_pid() -> u32 {
 
 /// Leaves a lease held by `process` (named `name`) on `id`, as a process
 /// killed mid-turn leaves it: never renewed nor released.
-async fn left_by(
-    store: &Store,
-    id: evoflux_core::ids::SessionId,
-    name: &str,
-    process: &LeaseProcess,
-) {
+async fn left_by(store: &Store, id: SessionId, name: &str, process: &LeaseProcess) {
     let holder = format!("{name} since 2026-01-01 00:00:00 UTC");
-    store
-        .acquire_lease(
-            id,
-            LeaseClaim {
-                holder: &holder,
-                name: Some(name),
-                process: Some(process),
-            },
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    let claim = LeaseClaim {
+        holder: &holder,
+        name: Some(name),
+        process: Some(process),
+    };
+    left(store, id, claim, Duration::from_secs(30)).await;
 }
 
 #[tokio::test]
 async fn the_lease_of_a_process_that_died_where_this_one_sees_it_is_taken_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     let this = Holder::process("evoflux run");
     let here = this.lease_process().unwrap().clone();
     assert!(
@@ -192,9 +189,7 @@ async fn the_lease_of_a_process_that_died_where_this_one_sees_it_is_taken_at_onc
 
 #[tokio::test]
 async fn a_holder_of_another_pid_namespace_is_waited_for_whatever_its_host_says() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     let this = Holder::process("evoflux run");
     let here = this.lease_process().unwrap().clone();
     let ours = here.namespace.clone().unwrap();
@@ -230,9 +225,7 @@ async fn a_holder_of_another_pid_namespace_is_waited_for_whatever_its_host_says(
 
 #[tokio::test]
 async fn a_lease_stored_without_its_holder_waits_for_its_expiry() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     let this = Holder::process("evoflux run");
     // As a lease taken before holders were stored as data: its text names
     // a process of this host that no longer runs, which is not read.
@@ -241,81 +234,67 @@ async fn a_lease_stored_without_its_holder_waits_for_its_expiry() {
         dead_pid(),
         this.lease_process().unwrap().host
     );
-    store
-        .acquire_lease(id, &legacy, Duration::from_millis(400))
-        .await
-        .unwrap()
-        .unwrap();
+    left(&store, id, &legacy, Duration::from_millis(400)).await;
     let held = store.lease_holder(id).await.unwrap().unwrap();
     assert_eq!((&held.name, &held.process), (&None, &None));
     assert!(!this.took(&held));
     let refused = SessionLease::acquire(&store, id, &this).await.unwrap_err();
     assert!(refused.to_string().contains(&format!("held by {legacy}")));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    SessionLease::acquire(&store, id, &this)
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
+    takes_and_releases(&store, id, &this).await;
 }
 
 #[tokio::test]
 async fn a_lease_another_took_is_reported_lost() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(tmp.path()).await.unwrap();
-    let id = session(&store).await;
+    let (_tmp, store, id) = store_with_session().await;
     let holder = Holder::process("evoflux chat").with_ttl(Duration::from_millis(300));
     let lease = SessionLease::acquire(&store, id, &holder).await.unwrap();
     // As if this process stalled past its lease and another took it.
     store.release_lease(id, lease.holder()).await.unwrap();
-    store
-        .acquire_lease(id, "the other", Duration::from_secs(30))
-        .await
-        .unwrap()
-        .unwrap();
+    left(&store, id, "the other", Duration::from_secs(30)).await;
     tokio::time::timeout(Duration::from_secs(5), lease.lost())
         .await
         .expect("the renewal saw the lease taken");
     assert!(lease.is_lost());
 }
 
-fn app(tmp: &Path) -> AppContext {
-    let home = tmp.join("home");
-    let admin = tmp.join("admin");
-    std::fs::create_dir_all(&home).unwrap();
-    let cwd = tmp.join("repo");
-    std::fs::create_dir_all(&cwd).unwrap();
-    let dirs = Dirs::resolve(|name| match name {
-        "HOME" => Some(OsString::from(&home)),
-        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
-        _ => None,
-    })
-    .unwrap();
-    AppContext {
-        dirs,
-        home: Some(home),
-        cwd,
-        trusted_checkouts: Vec::new(),
-        remote_agents: None,
-        database_url: None,
-        artifacts_url: None,
-    }
-}
-
-fn script(tmp: &Path, yaml: &str) -> String {
-    let path = tmp.join("script.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    format!("scripted:{}", path.display())
-}
-
-fn options(model: &str, resume: Option<evoflux_core::ids::SessionId>) -> SessionOptions {
+fn options(model: &str, resume: Option<SessionId>) -> SessionOptions {
     SessionOptions {
         mode: Some(AppMode::Work),
         model: Some(model.to_owned()),
         resume,
         ..SessionOptions::default()
     }
+}
+
+/// A new session of `app` on `model`, opened without a lease, as chat
+/// and ACP open theirs.
+async fn open_unleased(app: &AppContext, model: &str) -> Harness {
+    SessionBuilder::new(app, options(model, None))
+        .open()
+        .await
+        .unwrap()
+        .harness
+}
+
+/// `id` resumed as `evoflux sessions resume` would, leasing it.
+async fn resumed(app: &AppContext, model: &str, id: SessionId) -> OpenedSession {
+    SessionBuilder::new(app, options(model, Some(id)))
+        .lease(Holder::process("evoflux sessions resume"))
+        .open()
+        .await
+        .unwrap()
+}
+
+/// An app in a temp folder, and a scripted model that answers two turns.
+fn two_turns() -> (tempfile::TempDir, AppContext, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let model = script(
+        tmp.path(),
+        "turns:\n  - reply: {text: one}\n  - reply: {text: two}\n",
+    );
+    (tmp, app, model)
 }
 
 #[tokio::test]
@@ -344,28 +323,15 @@ async fn the_builder_leases_the_session_it_opens_and_refuses_a_second() {
 
     first.harness.shutdown().await;
     lease.release().await.unwrap();
-    let second = SessionBuilder::new(&app, options(&model, Some(id)))
-        .lease(Holder::process("evoflux sessions resume"))
-        .open()
-        .await
-        .unwrap();
+    let second = resumed(&app, &model, id).await;
     second.lease.unwrap().release().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_harness_another_process_ran_turns_past_is_told_it_is_stale() {
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
-    let model = script(
-        tmp.path(),
-        "turns:\n  - reply: {text: one}\n  - reply: {text: two}\n",
-    );
+    let (_tmp, app, model) = two_turns();
     let holder = Holder::process("evoflux chat");
-    let mut chat = SessionBuilder::new(&app, options(&model, None))
-        .open()
-        .await
-        .unwrap()
-        .harness;
+    let mut chat = open_unleased(&app, &model).await;
     let id = chat.session().id;
     let lease = chat.lease(&holder).await.unwrap();
     assert!(!lease.is_stale(), "its own first turn");
@@ -378,11 +344,7 @@ async fn a_harness_another_process_ran_turns_past_is_told_it_is_stale() {
     lease.release().await.unwrap();
 
     // Another process runs a turn in between.
-    let other = SessionBuilder::new(&app, options(&model, Some(id)))
-        .lease(Holder::process("evoflux sessions resume"))
-        .open()
-        .await
-        .unwrap();
+    let other = resumed(&app, &model, id).await;
     other.lease.unwrap().release().await.unwrap();
     other.harness.shutdown().await;
 
@@ -403,20 +365,11 @@ async fn a_harness_another_process_ran_turns_past_is_told_it_is_stale() {
 
 #[tokio::test]
 async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale() {
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
-    let model = script(
-        tmp.path(),
-        "turns:\n  - reply: {text: one}\n  - reply: {text: two}\n",
-    );
+    let (_tmp, app, model) = two_turns();
     let holder = Holder::process("evoflux chat");
-    let mut chat = SessionBuilder::new(&app, options(&model, None))
-        .open()
-        .await
-        .unwrap()
-        .harness;
+    let mut chat = open_unleased(&app, &model).await;
     let id = chat.session().id;
-    let never = async |_: &SessionLease| -> Result<evoflux_harness::Harness, &str> {
+    let never = async |_: &SessionLease| -> Result<Harness, &str> {
         panic!("a current harness is not opened again")
     };
     let lease = chat.lease_turn(&holder, never).await.unwrap();
@@ -426,11 +379,7 @@ async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale()
     lease.release().await.unwrap();
 
     // Another process runs a turn in between.
-    let mut other = SessionBuilder::new(&app, options(&model, Some(id)))
-        .lease(Holder::process("evoflux sessions resume"))
-        .open()
-        .await
-        .unwrap();
+    let mut other = resumed(&app, &model, id).await;
     other
         .harness
         .turn(Some("again"), TurnOptions::default())
@@ -445,7 +394,7 @@ async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale()
     let failed = chat
         .lease_turn(&holder, async |lease: &SessionLease| {
             assert!(lease.is_stale());
-            Err::<evoflux_harness::Harness, _>("cannot")
+            Err::<Harness, _>("cannot")
         })
         .await
         .unwrap_err();

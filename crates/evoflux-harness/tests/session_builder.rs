@@ -3,45 +3,16 @@
 //! Opening, running and resuming a session through [`SessionBuilder`]
 //! alone — the path every front end takes — without the CLI crate.
 
-use std::ffi::OsString;
-use std::path::Path;
+mod common;
+
 use std::sync::Arc;
 
+use common::{app, script};
 use evoflux_core::AppMode;
-use evoflux_core::dirs::Dirs;
 use evoflux_harness::{
-    AppContext, CollectEvents, Event, ModelOrigin, SessionBuilder, SessionError, SessionOptions,
-    TurnOptions, TurnStatus,
+    CollectEvents, Event, ModelOrigin, SessionBuilder, SessionError, SessionOptions, TurnOptions,
+    TurnStatus,
 };
-
-fn app(tmp: &Path) -> AppContext {
-    let home = tmp.join("home");
-    let admin = tmp.join("admin");
-    std::fs::create_dir_all(&home).unwrap();
-    let cwd = tmp.join("repo");
-    std::fs::create_dir_all(&cwd).unwrap();
-    let dirs = Dirs::resolve(|name| match name {
-        "HOME" => Some(OsString::from(&home)),
-        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
-        _ => None,
-    })
-    .unwrap();
-    AppContext {
-        dirs,
-        home: Some(home),
-        cwd,
-        trusted_checkouts: Vec::new(),
-        remote_agents: None,
-        database_url: None,
-        artifacts_url: None,
-    }
-}
-
-fn script(tmp: &Path, yaml: &str) -> String {
-    let path = tmp.join("script.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    format!("scripted:{}", path.display())
-}
 
 #[tokio::test]
 async fn a_session_opens_runs_and_resumes_through_the_builder() {

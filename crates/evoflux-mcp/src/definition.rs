@@ -739,14 +739,24 @@ mod repository_key_tests {
     use super::*;
     use evoflux_graph::RootOptions;
 
-    /// The servers of a graph with `mcp.json` in the user's config dir and
-    /// in a trusted repository's `.evoflux/`.
-    fn servers(user: &str, project: &str) -> Vec<ServerDefinition> {
+    /// The servers of a graph with `user` as `mcp.json` in the user's
+    /// config dir (`config`) and `project` as a trusted repository's
+    /// (`repo`) `.evoflux/mcp.json`, once `files` (paths below the temp
+    /// folder, and their text) are written; and that folder, which holds
+    /// what the servers run.
+    fn servers_with(
+        user: &str,
+        project: &str,
+        files: &[(&str, &str)],
+    ) -> (tempfile::TempDir, Vec<ServerDefinition>) {
         let tmp = tempfile::tempdir().unwrap();
         let (config, repo) = (tmp.path().join("config"), tmp.path().join("repo"));
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::fs::create_dir_all(repo.join(".evoflux")).unwrap();
         std::fs::create_dir_all(&config).unwrap();
+        for (path, text) in files {
+            std::fs::write(tmp.path().join(path), text).unwrap();
+        }
         std::fs::write(config.join("mcp.json"), user).unwrap();
         std::fs::write(repo.join(".evoflux/mcp.json"), project).unwrap();
         let graph = evoflux_graph::compile_standard(&RootOptions {
@@ -756,7 +766,12 @@ mod repository_key_tests {
             ..RootOptions::default()
         })
         .unwrap();
-        definitions_from_graph(&graph)
+        (tmp, definitions_from_graph(&graph))
+    }
+
+    /// [`servers_with`] with no other files: the servers alone.
+    fn servers(user: &str, project: &str) -> Vec<ServerDefinition> {
+        servers_with(user, project, &[]).1
     }
 
     fn server<'a>(all: &'a [ServerDefinition], name: &str) -> &'a ServerDefinition {
@@ -765,32 +780,15 @@ mod repository_key_tests {
 
     #[test]
     fn a_repositorys_server_is_pinned_to_the_files_it_runs_and_the_users_is_not() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (config, repo) = (tmp.path().join("config"), tmp.path().join("repo"));
-        std::fs::create_dir_all(repo.join(".git")).unwrap();
-        std::fs::create_dir_all(repo.join(".evoflux")).unwrap();
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(repo.join(".evoflux/run.sh"), "run\n").unwrap();
-        std::fs::write(repo.join("srv.py"), "serve()\n").unwrap();
-        std::fs::write(config.join("mine.sh"), "mine\n").unwrap();
-        std::fs::write(
-            config.join("mcp.json"),
+        let (_tmp, all) = servers_with(
             r#"{"mcpServers": {"mine": {"command": "./mine.sh"}}}"#,
-        )
-        .unwrap();
-        std::fs::write(
-            repo.join(".evoflux/mcp.json"),
             r#"{"mcpServers": {"theirs": {"command": "./run.sh", "args": ["srv.py", "-v"]}}}"#,
-        )
-        .unwrap();
-        let graph = evoflux_graph::compile_standard(&RootOptions {
-            user_config_dir: Some(config),
-            trusted: vec![repo.clone()],
-            workspaces: vec![repo],
-            ..RootOptions::default()
-        })
-        .unwrap();
-        let all = definitions_from_graph(&graph);
+            &[
+                ("repo/.evoflux/run.sh", "run\n"),
+                ("repo/srv.py", "serve()\n"),
+                ("config/mine.sh", "mine\n"),
+            ],
+        );
         let pinned = |name: &str| match &server(&all, name).launch {
             Launch::Stdio(l) => l
                 .pinned

@@ -9,97 +9,18 @@
 //! timeout, an open event stream does not hold shutdown past its timeout,
 //! and a short token cannot guard a non-loopback address.
 
-use std::ffi::OsString;
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use evoflux_core::dirs::Dirs;
+use common::{TOKEN, options, setup, start};
 use evoflux_harness::AppContext;
-use evoflux_server::{ServeOptions, ServerError, Token, serve};
+use evoflux_server::{ServeOptions, ServerError, serve};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-struct Running {
-    addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        tokio::time::timeout(Duration::from_secs(30), &mut self.task)
-            .await
-            .expect("the server stops")
-            .unwrap();
-    }
-}
-
-fn app(tmp: &Path) -> AppContext {
-    let home = tmp.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let admin = tmp.join("admin");
-    let dirs = Dirs::resolve(|name| match name {
-        "HOME" => Some(OsString::from(&home)),
-        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
-        _ => None,
-    })
-    .unwrap();
-    let cwd = tmp.join("repo");
-    std::fs::create_dir_all(cwd.join(".git")).unwrap();
-    AppContext {
-        dirs,
-        home: Some(home),
-        cwd,
-        trusted_checkouts: Vec::new(),
-        remote_agents: None,
-        database_url: None,
-        artifacts_url: None,
-    }
-}
-
-fn options(app: &AppContext, addr: SocketAddr, token: &str) -> ServeOptions {
-    let token = Token::resolve(Some(token.into()), app.dirs.data_dir()).unwrap();
-    ServeOptions::new(
-        addr,
-        vec![app.cwd.canonicalize().unwrap()],
-        token,
-        Default::default(),
-    )
-}
-
-/// Serves `app` on a loopback port with `tune` applied to the options.
-async fn start(app: &AppContext, tune: impl FnOnce(&mut ServeOptions)) -> Running {
-    let mut options = options(app, SocketAddr::from(([127, 0, 0, 1], 0)), "test-token");
-    tune(&mut options);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let app = app.clone();
-    let task = tokio::spawn(async move {
-        serve(
-            app,
-            options,
-            move |addr| {
-                let _ = addr_tx.send(addr);
-            },
-            async move {
-                let _ = stop_rx.await;
-            },
-        )
-        .await
-        .unwrap();
-    });
-    let addr = addr_rx.await.unwrap();
-    Running {
-        addr,
-        stop: Some(stop_tx),
-        task,
-    }
-}
 
 /// One HTTP/1.1 exchange on a new connection: the status and the JSON
 /// body (`Null` when the body is not JSON).
@@ -129,6 +50,77 @@ fn get(path: &str, host: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
 }
 
+/// `/api/health` asked on a new connection, naming the loopback host.
+async fn health(addr: SocketAddr) -> (u16, Value) {
+    exchange(addr, &get("/api/health", "127.0.0.1")).await
+}
+
+/// Takes the two slots the server gives this address (accepted in
+/// order) and expects the next connection answered 503 with `code`; the
+/// two connections holding them.
+async fn take_both_slots(addr: SocketAddr, code: &str) -> (TcpStream, TcpStream) {
+    let first = TcpStream::connect(addr).await.unwrap();
+    let second = TcpStream::connect(addr).await.unwrap();
+    let (status, body) = health(addr).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], code);
+    (first, second)
+}
+
+/// Expects `/api/health` answered 200 within five seconds (a freed slot
+/// is seen as its connection's end reaches the server).
+async fn health_answers_again(addr: SocketAddr) {
+    let mut answered = 0;
+    for _ in 0..100 {
+        let (status, _) = health(addr).await;
+        if status == 200 {
+            answered = status;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(answered, 200);
+}
+
+/// Reads `read` until its connection ends (or fails).
+async fn read_to_close(read: &mut (impl AsyncRead + Unpin)) {
+    let mut sink = [0u8; 4096];
+    loop {
+        match read.read(&mut sink).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Reads `stream` until what it sent contains `marker`, each read within
+/// 20 seconds (panicking with `what` past them): all it sent.
+async fn read_until(stream: &mut TcpStream, marker: &str, what: &str) -> Vec<u8> {
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains(marker) {
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| panic!("{what}"))
+            .unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    seen
+}
+
+/// The error `serve` refuses `options` with, before it listens.
+async fn refused(app: AppContext, options: ServeOptions) -> ServerError {
+    serve(
+        app,
+        options,
+        |addr| panic!("listening on {addr} with options it should refuse"),
+        async {},
+    )
+    .await
+    .unwrap_err()
+}
+
 /// Raises this process's soft RLIMIT_NOFILE towards `wanted` (never past
 /// the hard limit) and returns the soft limit then in force.
 fn raise_open_files(wanted: u64) -> u64 {
@@ -151,7 +143,6 @@ fn raise_open_files(wanted: u64) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_idle_connections_do_not_stop_health_from_answering() {
-    evoflux_core::tls::install_crypto_provider();
     const WANTED: u64 = 5_000;
     // Each idle connection is two descriptors here (the client's and the
     // server's), and the server keeps its headroom.
@@ -161,8 +152,7 @@ async fn thousands_of_idle_connections_do_not_stop_health_from_answering() {
         count >= 500,
         "RLIMIT_NOFILE {soft} is too low for this test"
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     // Long enough that every idle connection is still open when health
     // is asked; the limit is the default one (what RLIMIT_NOFILE allows).
     let server = start(&app, |o| {
@@ -176,7 +166,7 @@ async fn thousands_of_idle_connections_do_not_stop_health_from_answering() {
         idle.push(TcpStream::connect(server.addr).await.unwrap());
     }
     let asked = Instant::now();
-    let (status, health) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    let (status, health) = health(server.addr).await;
     println!(
         "{count} idle connections open (soft RLIMIT_NOFILE {soft}, default limit {}): \
          /api/health answered {status} in {:?}",
@@ -195,40 +185,23 @@ async fn thousands_of_idle_connections_do_not_stop_health_from_answering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_connection_limit_a_connection_is_answered_503_with_its_code() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     let server = start(&app, |o| {
         o.max_connections = Some(2);
         o.header_timeout = Duration::from_secs(120);
     })
     .await;
-    // Accepted in order: these two take both slots.
-    let first = TcpStream::connect(server.addr).await.unwrap();
-    let _second = TcpStream::connect(server.addr).await.unwrap();
-    let (status, body) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
-    assert_eq!(status, 503, "{body}");
-    assert_eq!(body["code"], evoflux_server::TOO_MANY_CONNECTIONS);
+    // These two take both slots.
+    let (first, _second) = take_both_slots(server.addr, evoflux_server::TOO_MANY_CONNECTIONS).await;
     // A slot freed serves again.
     drop(first);
-    let mut answered = 0;
-    for _ in 0..100 {
-        let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
-        if status == 200 {
-            answered = status;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(answered, 200);
+    health_answers_again(server.addr).await;
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_naming_a_foreign_host_is_refused_with_its_code() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     let server = start(&app, |o| o.allowed_hosts = vec!["evo.example".into()]).await;
     let port = server.addr.port();
     // DNS rebinding: a page on the attacker's name, resolved to loopback.
@@ -279,9 +252,7 @@ async fn a_request_naming_a_foreign_host_is_refused_with_its_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_header_connection_is_closed_after_the_header_timeout() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     let timeout = Duration::from_millis(500);
     let server = start(&app, |o| o.header_timeout = timeout).await;
 
@@ -289,13 +260,8 @@ async fn a_slow_header_connection_is_closed_after_the_header_timeout() {
     let opened = Instant::now();
     let (mut read, mut write) = TcpStream::connect(server.addr).await.unwrap().into_split();
     let closed = tokio::spawn(async move {
-        let mut sink = [0u8; 1024];
-        loop {
-            match read.read(&mut sink).await {
-                Ok(0) | Err(_) => return opened.elapsed(),
-                Ok(_) => {}
-            }
-        }
+        read_to_close(&mut read).await;
+        opened.elapsed()
     });
     let _ = write
         .write_all(format!("GET /api/health HTTP/1.1\r\nHost: {}\r\n", server.addr).as_bytes())
@@ -327,16 +293,7 @@ async fn a_slow_header_connection_is_closed_after_the_header_timeout() {
     kept.write_all(format!("GET /api/health HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr).as_bytes())
         .await
         .unwrap();
-    let mut answer = Vec::new();
-    while !String::from_utf8_lossy(&answer).contains("\"ok\":true") {
-        let mut chunk = [0u8; 1024];
-        let n = tokio::time::timeout(Duration::from_secs(20), kept.read(&mut chunk))
-            .await
-            .expect("the first request is answered")
-            .unwrap();
-        assert!(n > 0, "closed before answering");
-        answer.extend_from_slice(&chunk[..n]);
-    }
+    read_until(&mut kept, "\"ok\":true", "the first request is answered").await;
     let answered = Instant::now();
     let read = tokio::time::timeout(Duration::from_secs(20), kept.read(&mut sink))
         .await
@@ -353,7 +310,7 @@ async fn a_slow_header_connection_is_closed_after_the_header_timeout() {
     assert!(quiet >= early, "{quiet:?}");
     assert!(kept_for >= early, "{kept_for:?}");
     // The server still answers.
-    let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    let (status, _) = health(server.addr).await;
     assert_eq!(status, 200);
     server.stop().await;
 }
@@ -376,7 +333,7 @@ fn script_the_model(app: &AppContext, tmp: &Path) {
 async fn open_event_stream(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
     let created: Value = reqwest::Client::new()
         .post(format!("http://{addr}/api/sessions"))
-        .bearer_auth("test-token")
+        .bearer_auth(TOKEN)
         .json(&serde_json::json!({"mode": "work"}))
         .send()
         .await
@@ -392,22 +349,13 @@ async fn open_event_stream(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
         .write_all(
             format!(
                 "GET /api/sessions/{id}/events HTTP/1.1\r\nHost: {addr}\r\n\
-                 Authorization: Bearer test-token\r\n\r\n"
+                 Authorization: Bearer {TOKEN}\r\n\r\n"
             )
             .as_bytes(),
         )
         .await
         .unwrap();
-    let mut seen = Vec::new();
-    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
-        let mut chunk = [0u8; 4096];
-        let n = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut chunk))
-            .await
-            .expect("the event stream answers")
-            .unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&chunk[..n]);
-    }
+    let seen = read_until(&mut stream, "\r\n\r\n", "the event stream answers").await;
     let head = String::from_utf8_lossy(&seen);
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("text/event-stream"), "{head}");
@@ -416,9 +364,7 @@ async fn open_event_stream(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_stream_outlives_the_header_timeout() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (tmp, app) = setup();
     script_the_model(&app, tmp.path());
     let timeout = Duration::from_millis(300);
     let server = start(&app, |o| o.header_timeout = timeout).await;
@@ -442,9 +388,7 @@ async fn an_event_stream_outlives_the_header_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_event_stream_holds_shutdown_no_longer_than_its_timeout() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (tmp, app) = setup();
     script_the_model(&app, tmp.path());
     let grace = Duration::from_millis(500);
     let server = start(&app, |o| o.shutdown_timeout = grace).await;
@@ -453,16 +397,7 @@ async fn an_open_event_stream_holds_shutdown_no_longer_than_its_timeout() {
     server.stop().await;
     let stopped = stopping.elapsed();
     // The stream was dropped, not finished: its connection reads an end.
-    let mut sink = [0u8; 4096];
-    let ended = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await;
+    let ended = tokio::time::timeout(Duration::from_secs(5), read_to_close(&mut stream)).await;
     println!("shutdown timeout {grace:?}: the server stopped in {stopped:?}");
     assert!(ended.is_ok(), "the event stream is still open");
     assert!(stopped >= grace - Duration::from_millis(50), "{stopped:?}");
@@ -503,9 +438,7 @@ const H2_END_HEADERS: u8 = 0x4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_client_that_only_pings_is_closed_after_the_idle_timeout() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     let idle = Duration::from_millis(800);
     let server = start(&app, |o| o.idle_timeout = idle).await;
     let (mut read, mut write) = TcpStream::connect(server.addr).await.unwrap().into_split();
@@ -595,31 +528,26 @@ async fn an_http2_client_that_only_pings_is_closed_after_the_idle_timeout() {
     );
     assert!(open_for < idle + Duration::from_secs(5), "{open_for:?}");
     // The server still answers.
-    let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
+    let (status, _) = health(server.addr).await;
     assert_eq!(status, 200);
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_take_every_connection() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     let server = start(&app, |o| {
         o.max_connections = Some(64);
         o.max_connections_per_address = Some(2);
         o.header_timeout = Duration::from_secs(120);
     })
     .await;
-    // Accepted in order: these two take 127.0.0.1's slots.
-    let first = TcpStream::connect(server.addr).await.unwrap();
-    let _second = TcpStream::connect(server.addr).await.unwrap();
-    let (status, body) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
-    assert_eq!(status, 503, "{body}");
-    assert_eq!(
-        body["code"],
-        evoflux_server::TOO_MANY_CONNECTIONS_FROM_ADDRESS
-    );
+    // These two take 127.0.0.1's slots.
+    let (first, _second) = take_both_slots(
+        server.addr,
+        evoflux_server::TOO_MANY_CONNECTIONS_FROM_ADDRESS,
+    )
+    .await;
     // Another address (all of 127/8 is loopback on Linux) is served.
     #[cfg(target_os = "linux")]
     {
@@ -631,34 +559,16 @@ async fn one_address_cannot_take_every_connection() {
     }
     // A slot of the address freed serves it again.
     drop(first);
-    let mut answered = 0;
-    for _ in 0..100 {
-        let (status, _) = exchange(server.addr, &get("/api/health", "127.0.0.1")).await;
-        if status == 200 {
-            answered = status;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(answered, 200);
+    health_answers_again(server.addr).await;
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_allowed_host_is_refused_naming_the_option() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
-    let mut options = options(&app, SocketAddr::from(([127, 0, 0, 1], 0)), "test-token");
+    let (_tmp, app) = setup();
+    let mut options = options(&app, SocketAddr::from(([127, 0, 0, 1], 0)), TOKEN);
     options.allowed_hosts = vec!["a/b".into()];
-    let error = serve(
-        app,
-        options,
-        |addr| panic!("listening on {addr} with an invalid allowed host"),
-        async {},
-    )
-    .await
-    .unwrap_err();
+    let error = refused(app, options).await;
     assert_eq!(error.code(), "server/allowed-host-invalid");
     let message = error.to_string();
     assert!(message.contains("allowed host \"a/b\""), "{message}");
@@ -667,19 +577,10 @@ async fn an_invalid_allowed_host_is_refused_naming_the_option() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_token_cannot_guard_a_non_loopback_address() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (_tmp, app) = setup();
     // Refused before anything binds: no traffic leaves loopback.
     let options = options(&app, SocketAddr::from(([0, 0, 0, 0], 0)), "short-secret");
-    let error = serve(
-        app,
-        options,
-        |addr| panic!("listening on {addr} with a short token"),
-        async {},
-    )
-    .await
-    .unwrap_err();
+    let error = refused(app, options).await;
     assert_eq!(error.code(), "server/token-too-short");
     assert!(matches!(error, ServerError::TokenTooShort { min: 32, .. }));
     let message = error.to_string();

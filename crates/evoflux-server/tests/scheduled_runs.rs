@@ -6,96 +6,31 @@
 //! its history is served over `/api/scheduler`, and a restarted server
 //! neither fires an occurrence again nor loses the next one.
 
-use std::ffi::OsString;
-use std::net::SocketAddr;
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use evoflux_core::dirs::Dirs;
+use common::{Running, TOKEN, setup};
 use evoflux_harness::AppContext;
 use evoflux_harness::scheduler::ManualNow;
-use evoflux_server::{ServeOptions, Token, serve};
 use serde_json::Value;
 
-struct Running {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
-}
-
-fn app(tmp: &Path) -> AppContext {
-    let home = tmp.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let admin = tmp.join("admin");
-    let dirs = Dirs::resolve(|name| match name {
-        "HOME" => Some(OsString::from(&home)),
-        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
-        _ => None,
-    })
-    .unwrap();
-    let cwd = tmp.join("repo");
-    std::fs::create_dir_all(cwd.join(".git")).unwrap();
-    AppContext {
-        dirs,
-        home: Some(home),
-        cwd,
-        trusted_checkouts: Vec::new(),
-        remote_agents: None,
-        database_url: None,
-        artifacts_url: None,
-    }
-}
-
+/// Serves `app` with its scheduler on the clock `now`, ticking every 50 ms.
 async fn start(app: &AppContext, now: Arc<ManualNow>) -> Running {
-    let token = Token::resolve(Some("test-token".into()), app.dirs.data_dir()).unwrap();
-    let mut options = ServeOptions::new(
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        vec![app.cwd.canonicalize().unwrap()],
-        token,
-        Default::default(),
-    );
-    options.schedule_clock = now;
-    options.schedule_tick = Duration::from_millis(50);
-    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let app = app.clone();
-    let task = tokio::spawn(async move {
-        serve(
-            app,
-            options,
-            move |addr| {
-                let _ = addr_tx.send(addr);
-            },
-            async move {
-                let _ = stop_rx.await;
-            },
-        )
-        .await
-        .unwrap();
-    });
-    let addr = addr_rx.await.unwrap();
-    Running {
-        url: format!("http://{addr}"),
-        stop: Some(stop_tx),
-        task,
-    }
+    common::start(app, |options| {
+        options.schedule_clock = now;
+        options.schedule_tick = Duration::from_millis(50);
+    })
+    .await
 }
 
 async fn get(server: &Running, path: &str) -> Value {
     reqwest::Client::new()
-        .get(format!("{}{path}", server.url))
-        .bearer_auth("test-token")
+        .get(format!("{}{path}", server.url()))
+        .bearer_auth(TOKEN)
         .send()
         .await
         .unwrap()
@@ -143,9 +78,7 @@ fn at(s: &str) -> DateTime<Utc> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
-    evoflux_core::tls::install_crypto_provider();
-    let tmp = tempfile::tempdir().unwrap();
-    let app = app(tmp.path());
+    let (tmp, app) = setup();
     minutely_schedule(
         &app,
         tmp.path(),
@@ -185,7 +118,7 @@ async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
     now.set(at("2026-12-02T09:02:01Z"));
     let runs = runs_when(&server, 2).await;
     assert_eq!(runs.len(), 2, "{runs:?}");
-    server.stop().await;
+    server.stop_and_wait().await;
 
     // Restarted at the same time: nothing fires twice; the next minute
     // still does.
@@ -201,7 +134,7 @@ async fn a_minutely_schedule_fires_once_per_minute_across_a_restart() {
         .collect();
     let minute = |m: &str| at(&format!("2026-12-02T09:{m}:00Z")).timestamp_millis();
     assert_eq!(occurrences, [minute("03"), minute("02"), minute("01")]);
-    server.stop().await;
+    server.stop_and_wait().await;
 }
 
 /// Runs of `name` (newest first) once `n` of them ended.
@@ -224,14 +157,12 @@ async fn ended_runs(server: &Running, name: &str, n: usize) -> Vec<Value> {
 /// missed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_fire_each_occurrence_exactly_once() {
-    evoflux_core::tls::install_crypto_provider();
+    let (tmp, mut app) = setup();
     let Some(evoflux_store::Database::Postgres(url)) =
         evoflux_store::testing::postgres_database().await
     else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let mut app = app(tmp.path());
     app.database_url = Some(url.expose().to_owned());
     minutely_schedule(&app, tmp.path(), "turns:\n  - reply: {text: noted}\n");
 
@@ -275,8 +206,8 @@ async fn two_replicas_fire_each_occurrence_exactly_once() {
         .map(|r| r["session_id"].as_str().unwrap())
         .collect();
     assert_eq!(sessions.len(), 30, "one session per occurrence");
-    one.stop().await;
-    two.stop().await;
+    one.stop_and_wait().await;
+    two.stop_and_wait().await;
 
     // Ten minutes pass with no replica up; both come back.
     now.set(start_at + chrono::Duration::seconds(60 * 40 + 1));
@@ -292,6 +223,6 @@ async fn two_replicas_fire_each_occurrence_exactly_once() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["done", "missed"], "{runs:#?}");
-    one.stop().await;
-    two.stop().await;
+    one.stop_and_wait().await;
+    two.stop_and_wait().await;
 }

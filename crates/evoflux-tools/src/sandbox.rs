@@ -393,12 +393,9 @@ impl CommandSandbox {
             // bind-mounted checkout): root's right to write them stays,
             // in the host's user namespace, where their owner is known.
             // Nothing it reaches is writable but the mounts below.
-            OwnerAccess::Others => a.flags(&[
-                "--cap-add",
-                "CAP_DAC_OVERRIDE",
-                "--cap-add",
-                "CAP_FOWNER",
-            ]),
+            OwnerAccess::Others => {
+                a.flags(&["--cap-add", "CAP_DAC_OVERRIDE", "--cap-add", "CAP_FOWNER"])
+            }
         }
         if self.policy.network == NetworkPolicy::Deny {
             a.flags(&["--unshare-net"]);

@@ -438,15 +438,79 @@ async fn as_root_a_checkout_another_user_owns_stays_writable() {
         .unwrap();
     assert!(status.success());
     let out = f
-        .sh("echo x > src/new.rs && echo wrote; grep CapEff /proc/self/status; \
+        .sh(
+            "echo x > src/new.rs && echo wrote; grep CapEff /proc/self/status; \
              mount -o remount,bind,rw .evoflux 2>&1 && echo REMOUNTED; \
-             echo y > AGENTS.md 2>&1 || echo control-read-only")
+             echo y > AGENTS.md 2>&1 || echo control-read-only",
+        )
         .await;
     assert!(out.contains("wrote"), "{out}");
     assert!(out.contains("CapEff:\t000000000000000a"), "{out}");
     assert!(!out.contains("REMOUNTED"), "{out}");
     assert!(out.contains("control-read-only"), "{out}");
-    assert_eq!(fs::read_to_string(f.root.join("AGENTS.md")).unwrap(), "be nice");
+    assert_eq!(
+        fs::read_to_string(f.root.join("AGENTS.md")).unwrap(),
+        "be nice"
+    );
+}
+
+/// Existing controls, of every kind, can be neither renamed, removed nor
+/// replaced by a command.
+#[tokio::test]
+async fn existing_controls_cannot_be_renamed_removed_or_replaced() {
+    let Some(f) = fixture(|_| {}) else { return };
+    let names = [
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+        "sub/AGENTS.override.md",
+        ".mcp.json",
+        ".vscode/mcp.json",
+        ".evoflux",
+        ".cursor",
+        ".claude",
+        ".agents",
+        ".opencode",
+    ];
+    for name in names {
+        let path = f.root.join(name);
+        if !path.exists() {
+            let file =
+                match name.starts_with('.') && !name.contains('/') && !name.ends_with(".json") {
+                    true => path.join("x"),
+                    false => path.clone(),
+                };
+            fs::create_dir_all(file.parent().unwrap()).unwrap();
+            fs::write(&file, "original").unwrap();
+        }
+    }
+    let script: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                "mv {n} {n}.old 2>/dev/null && echo RENAMED-{n}; rm -rf {n} 2>/dev/null; \
+                 [ -e {n} ] || echo REMOVED-{n}; echo evil > {n} 2>/dev/null && echo REPLACED-{n}"
+            )
+        })
+        .collect();
+    let out = f.sh(&script.join("; ")).await;
+    for name in names {
+        assert!(f.root.join(name).exists(), "{name}: {out}");
+        for verb in ["RENAMED", "REMOVED", "REPLACED"] {
+            assert!(
+                !out.contains(&format!("{verb}-{name}\n")),
+                "{verb} {name}: {out}"
+            );
+        }
+    }
+    assert_eq!(
+        fs::read_to_string(f.root.join("CLAUDE.md")).unwrap(),
+        "original"
+    );
+    assert_eq!(
+        fs::read_to_string(f.root.join(".evoflux/agents/a.md")).unwrap(),
+        "---\nname: a\n---\n"
+    );
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

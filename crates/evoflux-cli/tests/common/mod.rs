@@ -207,10 +207,16 @@ pub fn session_id(events: &[Value]) -> String {
 /// Runs `chat` in Coding mode with `model`, typing `stdin`; expects success
 /// and returns the output.
 pub fn chat(s: &Sandbox, model: &str, stdin: &str) -> Output {
+    typed(s, &["chat", "--mode", "coding", "--model", model], stdin)
+}
+
+/// Runs `args` with the test's PATH, typing `stdin`; expects success and
+/// returns the output.
+pub fn typed(s: &Sandbox, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
     use std::process::Stdio;
     let mut child = s
-        .command(&["chat", "--mode", "coding", "--model", model])
+        .command(args)
         .env("PATH", std::env::var("PATH").unwrap())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

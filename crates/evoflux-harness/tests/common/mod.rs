@@ -3,16 +3,18 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::{EffectiveAgentConfig, compile_agent_config, load_agents};
 use evoflux_core::config::ProviderKind;
+use evoflux_core::dirs::Dirs;
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_graph::discover::{RootOptions, standard_roots};
 use evoflux_graph::{BuiltinRegistry, CompiledGraph};
-use evoflux_harness::NetworkAccess;
+use evoflux_harness::{AppContext, NetworkAccess};
 use evoflux_harness::{
     Approver, CollectEvents, FixedClock, Limits, NonInteractive, RunSetup, base_pipeline,
 };
@@ -241,4 +243,37 @@ pub fn sorted(v: serde_json::Value) -> serde_json::Value {
         }
         other => other,
     }
+}
+
+/// An app context in `tmp`: its own HOME and admin dir, and `repo` as the
+/// working directory.
+pub fn app(tmp: &Path) -> AppContext {
+    let home = tmp.join("home");
+    let admin = tmp.join("admin");
+    std::fs::create_dir_all(&home).unwrap();
+    let cwd = tmp.join("repo");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let dirs = Dirs::resolve(|name| match name {
+        "HOME" => Some(OsString::from(&home)),
+        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
+        _ => None,
+    })
+    .unwrap();
+    AppContext {
+        dirs,
+        home: Some(home),
+        cwd,
+        trusted_checkouts: Vec::new(),
+        remote_agents: None,
+        database_url: None,
+        artifacts_url: None,
+    }
+}
+
+/// Writes `yaml` as the script of the scripted model (`script.yaml` in
+/// `tmp`) and returns the model's name.
+pub fn script(tmp: &Path, yaml: &str) -> String {
+    let path = tmp.join("script.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    format!("scripted:{}", path.display())
 }
