@@ -87,29 +87,80 @@ pub fn sha256_hex(bytes: &[u8]) -> ContentHash {
     ContentHash(hex::encode(Sha256::digest(bytes)))
 }
 
-/// SHA-256 of a regular file's bytes (through links), read in pieces, so
-/// a program of any size; anything else (a folder, a FIFO that would block
-/// the reader) is an error.
+/// The largest file [`sha256_file`] reads: far past any program a server
+/// is launched from, small enough that a file made huge to stall every
+/// compile costs a moment.
+pub const MAX_HASHED_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// SHA-256 of a regular file's bytes (through links), read in pieces;
+/// anything else (a folder, a FIFO that would block the reader, a file
+/// past [`MAX_HASHED_FILE_BYTES`]) is an error. The file is opened without
+/// blocking and checked once open, so one swapped in for it after a look
+/// at its name cannot hang the reader.
 pub fn sha256_file(path: &std::path::Path) -> std::io::Result<ContentHash> {
     use std::io::Read;
-    if !std::fs::metadata(path)?.is_file() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "not a regular file",
         ));
     }
-    let mut file = std::fs::File::open(path)?;
+    if meta.len() > MAX_HASHED_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {MAX_HASHED_FILE_BYTES} bytes"),
+        ));
+    }
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
-    loop {
+    // A file growing while it is read is cut at the same bound.
+    let mut left = MAX_HASHED_FILE_BYTES + 1;
+    while left > 0 {
         match file.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => hasher.update(&buf[..n]),
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                left = left.saturating_sub(n as u64);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
+    if left == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {MAX_HASHED_FILE_BYTES} bytes"),
+        ));
+    }
     Ok(ContentHash(hex::encode(hasher.finalize())))
+}
+
+#[cfg(test)]
+mod file_hash_tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking_and_a_file_is_hashed() {
+        let dir = std::env::temp_dir().join(format!("evoflux-hash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let err = sha256_file(&fifo).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        }
+        let file = dir.join("f");
+        std::fs::write(&file, b"abc").unwrap();
+        assert_eq!(sha256_file(&file).unwrap(), sha256_hex(b"abc"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 #[cfg(test)]

@@ -435,20 +435,22 @@ impl CommandSandbox {
             for dir in self.hidden_first(true, home) {
                 a.one("--tmpfs", dir);
             }
-            // The host's control sockets: systemd's, D-Bus's, the
-            // container engines', each user's runtime folder. Reaching
-            // one is reaching the host.
-            for dir in RUNTIME_SOCKET_DIRS
+            // The host's control sockets live in `/run` (systemd's,
+            // D-Bus's, the container engines', each user's runtime
+            // folder): reaching one is reaching the host. `/run` is
+            // empty but for the resolver configuration `/etc/resolv.conf`
+            // may point into it.
+            for dir in RUNTIME_DIRS
                 .map(Path::new)
                 .iter()
-                .filter(|d| d.is_dir())
+                .filter(|d| is_real_dir(d))
             {
                 a.one("--tmpfs", dir);
             }
-            for (from, to) in RUNTIME_KEPT {
-                a.pair("--ro-bind-try", Path::new(from), Path::new(to));
+            if let Some(resolver) = resolver_in_run() {
+                a.pair("--ro-bind", &resolver, &resolver);
             }
-            for file in RUNTIME_SOCKETS.map(Path::new).iter().filter(|f| f.exists()) {
+            for file in HOST_SOCKETS.map(Path::new).iter().filter(|f| f.exists()) {
                 a.pair("--ro-bind", Path::new("/dev/null"), file);
             }
         }
@@ -521,30 +523,28 @@ enum OwnerAccess {
     Others,
 }
 
-/// Folders of host control sockets, replaced by empty ones in a Coding
-/// session (a Work session sees no `/run` at all).
-const RUNTIME_SOCKET_DIRS: [&str; 8] = [
-    "/run/user",
-    "/run/systemd",
-    "/run/dbus",
-    "/run/containerd",
-    "/run/podman",
-    "/run/docker",
-    "/run/libvirt",
-    "/run/lxd",
+/// Folders of the running system's state and sockets, replaced by empty
+/// ones in a Coding session (a Work session sees neither at all).
+const RUNTIME_DIRS: [&str; 2] = ["/run", "/var/run"];
+
+/// Host control sockets outside `/run`.
+const HOST_SOCKETS: [&str; 3] = [
+    "/var/snap/lxd/common/lxd/unix.socket",
+    "/var/lib/lxd/unix.socket",
+    "/var/lib/incus/unix.socket",
 ];
 
-/// What of those folders commands still need: the resolver's
-/// configuration `/etc/resolv.conf` points at under systemd-resolved.
-const RUNTIME_KEPT: [(&str, &str); 1] = [("/run/systemd/resolve", "/run/systemd/resolve")];
+/// A folder that is not a symlink (`/var/run` usually links to `/run`).
+fn is_real_dir(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
 
-/// Host control sockets outside those folders.
-const RUNTIME_SOCKETS: [&str; 4] = [
-    "/run/docker.sock",
-    "/run/snapd.socket",
-    "/run/snapd-snap.socket",
-    "/run/crio/crio.sock",
-];
+/// The file `/etc/resolv.conf` resolves to, when that is below `/run`
+/// (systemd-resolved, resolvconf, NetworkManager), so names still resolve.
+fn resolver_in_run() -> Option<PathBuf> {
+    let target = std::fs::canonicalize("/etc/resolv.conf").ok()?;
+    (target.starts_with("/run") && target.is_file()).then_some(target)
+}
 
 /// Files below the default readable roots that hold credentials, relative
 /// to the home folder.

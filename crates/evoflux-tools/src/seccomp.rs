@@ -15,9 +15,14 @@
 //! (Docker's, an ssh-agent's) cannot be connected to; `socketpair` stays,
 //! since it connects nothing outside the command.
 //!
-//! `clone3` takes its flags behind a pointer a filter cannot read, so it
-//! answers `ENOSYS` from a program of its own: the C library then falls
-//! back to `clone`, whose namespace flags the main program refuses.
+//! No call may set a file's setuid or setgid bit (`chmod 4755`, or a file
+//! created with that mode), so a command run as root cannot leave a
+//! root-owned setuid program behind for the host.
+//!
+//! `clone3` and `openat2` take their flags behind a pointer a filter
+//! cannot read, so they answer `ENOSYS` from a program of their own: the
+//! C library then falls back to `clone` and `openat`, whose arguments the
+//! main program checks.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -82,6 +87,26 @@ const DENIED: &[i64] = &[
     libc::SYS_uselib,
 ];
 
+/// Calls that set a file's mode, with the index of their mode argument:
+/// none may set the setuid or setgid bit. A command running as root would
+/// otherwise leave a root-owned setuid program in the workspace, which
+/// runs as root on the host (the sandbox's `nosuid` holds only inside).
+const MODE_ARGUMENTS: &[(i64, u8)] = &[
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_mknodat, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_chmod, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, 2),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_creat, 1),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mknod, 1),
+];
+
 /// `clone` flags that make a namespace.
 const NAMESPACE_FLAGS: [u64; 7] = [
     libc::CLONE_NEWNS as u64,
@@ -131,13 +156,24 @@ impl Filters {
                 ])?],
             );
         }
+        for &(nr, mode_arg) in MODE_ARGUMENTS {
+            let bits = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+            let setid = bits
+                .iter()
+                .map(|bit| rule(&[(mode_arg, SeccompCmpOp::MaskedEq(*bit), *bit)]))
+                .collect::<Result<Vec<_>, _>>()?;
+            rules.insert(nr, setid);
+        }
         add_x32_aliases(&mut rules);
         let main = program(rules, SeccompAction::Errno(libc::EPERM as u32), arch)?;
-        let clone3 = program(
-            BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
-            SeccompAction::Errno(libc::ENOSYS as u32),
-            arch,
-        )?;
+        // Calls whose arguments sit behind a pointer: "not implemented", so
+        // the C library falls back to the calls the main program reads.
+        let mut unreadable: BTreeMap<i64, Vec<SeccompRule>> = [libc::SYS_clone3, libc::SYS_openat2]
+            .into_iter()
+            .map(|nr| (nr, Vec::new()))
+            .collect();
+        add_x32_aliases(&mut unreadable);
+        let clone3 = program(unreadable, SeccompAction::Errno(libc::ENOSYS as u32), arch)?;
         Ok(Filters {
             programs: vec![main, clone3],
         })

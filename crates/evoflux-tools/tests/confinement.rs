@@ -513,6 +513,46 @@ async fn existing_controls_cannot_be_renamed_removed_or_replaced() {
     );
 }
 
+/// A command run as root cannot leave a setuid program behind for the
+/// host, and sees no host control socket in `/run`.
+#[tokio::test]
+async fn no_setuid_file_and_no_host_runtime_folder() {
+    let Some(f) = fixture(|_| {}) else { return };
+    let out = f
+        .sh(
+            "cp /bin/true ./t && chmod 4755 ./t 2>&1 || echo setuid-refused; \
+             chmod 2755 ./t 2>&1 || echo setgid-refused; chmod 755 ./t && echo plain-chmod; \
+             /usr/bin/python3 -c \"import os; os.open('u', os.O_CREAT|os.O_WRONLY, 0o4755)\" 2>&1 \
+               | tail -1; \
+             ls -A /run | tr '\\n' ' '; echo; echo run-listed",
+        )
+        .await;
+    for marker in [
+        "setuid-refused",
+        "setgid-refused",
+        "plain-chmod",
+        "run-listed",
+    ] {
+        assert!(out.contains(marker), "{marker}: {out}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(f.root.join("t")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o6000, 0, "{mode:o}");
+    assert!(!f.root.join("u").exists(), "{out}");
+    for socket_dir in [
+        "user",
+        "dbus",
+        "docker.sock",
+        "containerd",
+        "systemd/private",
+    ] {
+        assert!(
+            !out.contains(&format!(" {socket_dir} ")),
+            "{socket_dir}: {out}"
+        );
+    }
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
