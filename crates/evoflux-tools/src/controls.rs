@@ -344,19 +344,20 @@ impl ControlGuard {
                 ));
             }
             let new = |path: &Path| identity(path).is_some_and(|id| !self.ids.contains(&id));
+            let new_repositories: Vec<&PathBuf> =
+                found.git_dirs.iter().filter(|g| new(g)).collect();
             for path in found.controls.iter().chain(&found.git_dirs) {
                 if !new(path) || self.replaced_on_the_host(path) {
                     continue;
                 }
                 // Controls inside a new git folder are judged with it.
-                let in_new_repository = found
-                    .git_dirs
+                let in_new_repository = new_repositories
                     .iter()
-                    .any(|g| path != g && path.starts_with(g) && new(g));
+                    .any(|g| path != *g && path.starts_with(g));
                 if in_new_repository {
                     continue;
                 }
-                if found.git_dirs.contains(path) && plain_repository(path).is_ok() {
+                if new_repositories.contains(&path) && plain_repository(path).is_ok() {
                     continue;
                 }
                 notes.push(self.quarantine_one(root, path, command));

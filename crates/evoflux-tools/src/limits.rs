@@ -1,13 +1,14 @@
 //! The process and open-file limits of a sandboxed command.
 //!
-//! Open files: `RLIMIT_NOFILE`, set inside the sandbox by util-linux's
-//! `prlimit` right before the command (the capability to raise it again
-//! is dropped). Processes: `RLIMIT_NPROC` the same way, which the kernel
-//! counts per user namespace, so inside bubblewrap's namespace it counts
-//! the command's processes only, never the user's others. The kernel
-//! never applies `RLIMIT_NPROC` to uid 0, though, so when evoflux runs as
-//! root each command gets a pids cgroup of its own instead, where the
-//! machine lets root create one; `evoflux doctor` says when neither holds.
+//! Processes: `RLIMIT_NPROC`, set inside the sandbox by util-linux's
+//! `prlimit` right before the command, which the kernel counts per user
+//! namespace, so inside bubblewrap's namespace it counts the command's
+//! processes only, never the user's others. The kernel never applies
+//! `RLIMIT_NPROC` to uid 0, though, so when evoflux runs as root each
+//! command gets a pids cgroup of its own instead, where the machine lets
+//! root create one; `evoflux doctor` says when neither holds. Open files:
+//! `RLIMIT_NOFILE`, set by the same `prlimit`, or with a cgroup by the
+//! shell that joins it (the capability to raise it again is dropped).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -73,14 +74,14 @@ impl Limits {
         })
     }
 
-    /// The `prlimit` arguments for a command allowed `processes` and
-    /// `files`, each clamped to evoflux's own hard limit.
-    pub(crate) fn prlimit_args(&self, processes: u64, files: u64) -> [String; 2] {
+    /// The processes and open files a command allowed `processes` and
+    /// `files` gets: each clamped to evoflux's own hard limit.
+    pub(crate) fn clamped(&self, processes: u64, files: u64) -> (u64, u64) {
         let clamp = |want: u64, hard: Option<u64>| hard.map_or(want, |h| want.min(h));
-        [
-            format!("--nproc={}", clamp(processes, self.hard_nproc)),
-            format!("--nofile={}", clamp(files, self.hard_nofile)),
-        ]
+        (
+            clamp(processes, self.hard_nproc),
+            clamp(files, self.hard_nofile),
+        )
     }
 }
 
@@ -142,9 +143,11 @@ impl Cgroup {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = base.join(format!("evoflux-{}-{n}", std::process::id()));
         std::fs::create_dir(&dir)?;
-        let cgroup = Cgroup { dir };
-        std::fs::write(cgroup.dir.join("pids.max"), max.to_string())?;
-        Ok(cgroup)
+        if let Err(e) = std::fs::write(dir.join("pids.max"), max.to_string()) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(e);
+        }
+        Ok(Cgroup { dir })
     }
 
     /// The file a process writes its pid to in order to join.

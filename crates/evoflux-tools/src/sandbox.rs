@@ -107,6 +107,24 @@ pub struct CommandSandbox {
 /// command's process (0–2 are its standard streams).
 const FIRST_FILTER_FD: i32 = 3;
 
+impl Filters {
+    /// bubblewrap's `--add-seccomp-fd` arguments for these programs, and
+    /// the bytes to hand the command on those descriptors.
+    fn bwrap_fds(&self) -> (Vec<OsString>, Vec<crate::tracked::PassedBytes>) {
+        let mut args = Vec::new();
+        let mut fds = Vec::new();
+        for (fd, program) in (FIRST_FILTER_FD..).zip(&self.programs) {
+            args.push("--add-seccomp-fd".into());
+            args.push(fd.to_string().into());
+            fds.push(crate::tracked::PassedBytes {
+                child_fd: fd,
+                bytes: program.clone(),
+            });
+        }
+        (args, fds)
+    }
+}
+
 /// A command rewritten to run confined, and what is left to do once it
 /// has ended.
 #[derive(Debug)]
@@ -238,21 +256,14 @@ impl CommandSandbox {
             .map(|(root, ignore)| scan(root, &self.denied, ignore))
             .collect();
         let mut args = self.bwrap_args(tmp, home.as_deref(), &found);
-        for (i, program) in self.filters.programs.iter().enumerate() {
-            let fd = FIRST_FILTER_FD + i as i32;
-            args.push("--add-seccomp-fd".into());
-            args.push(fd.to_string().into());
-            spec.fds.push(crate::tracked::PassedBytes {
-                child_fd: fd,
-                bytes: program.clone(),
-            });
-        }
+        let (filter_args, mut filter_fds) = self.filters.bwrap_fds();
+        args.extend(filter_args);
+        spec.fds.append(&mut filter_fds);
         args.push("--chdir".into());
         args.push(spec.cwd.clone().into_os_string());
         args.push("--".into());
         let limits = Limits::detect();
-        let [nproc, nofile] =
-            limits.prlimit_args(self.policy.max_processes, self.policy.max_open_files);
+        let (nproc, nofile) = limits.clamped(self.policy.max_processes, self.policy.max_open_files);
         let cgroup = match &limits.processes {
             limits::ProcessLimit::Cgroup(base) => Some(
                 limits::Cgroup::create(base, self.policy.max_processes).map_err(|source| {
@@ -269,8 +280,8 @@ impl CommandSandbox {
         // namespace, where the process count is the command's own.
         if let (None, Some(prlimit)) = (&cgroup, &limits.prlimit) {
             args.push(prlimit.clone().into_os_string());
-            args.push(nproc.into());
-            args.push(nofile.clone().into());
+            args.push(format!("--nproc={nproc}").into());
+            args.push(format!("--nofile={nofile}").into());
             args.push("--".into());
         }
         args.push(spec.program.into_os_string());
@@ -285,7 +296,7 @@ impl CommandSandbox {
                 "-c".into(),
                 "echo $$ > \"$0\" && ulimit -n \"$1\" && shift && exec \"$@\"".into(),
                 cgroup.procs().into_os_string(),
-                nofile.trim_start_matches("--nofile=").into(),
+                nofile.to_string().into(),
                 spec.program.into_os_string(),
             ];
             args.append(&mut spec.args);
@@ -351,18 +362,16 @@ impl CommandSandbox {
     /// `first`, those holding a workspace, writable or readable root
     /// (hidden before the roots are mounted, which then show through);
     /// else the rest (hidden after every root, so no root shows them).
-    fn hidden_first<'a>(&'a self, first: bool, home: Option<&Path>) -> Vec<&'a Path> {
-        let readable = self.policy.readable_roots_under(home);
-        let inner: Vec<&PathBuf> = self
+    fn hidden_first<'a>(&'a self, first: bool, readable: &[PathBuf]) -> Vec<&'a Path> {
+        let inner = self
             .roots
             .iter()
             .chain(&self.policy.writable_roots)
-            .chain(&readable)
-            .collect();
+            .chain(readable);
         self.hidden
             .iter()
             .filter(|d| d.is_dir())
-            .filter(|d| inner.iter().any(|r| r.starts_with(d)) == first)
+            .filter(|d| inner.clone().any(|r| r.starts_with(d)) == first)
             .map(PathBuf::as_path)
             .collect()
     }
@@ -419,6 +428,7 @@ impl CommandSandbox {
             }
         }
         a.flags(&["--dev", "/dev", "--proc", "/proc"]);
+        let readable = self.policy.readable_roots_under(home);
         if self.confinement == Confinement::Repositories {
             // Home folders hold keys: only the readable roots of them
             // show (and the workspace, mounted below).
@@ -432,7 +442,7 @@ impl CommandSandbox {
             // evoflux's own folders go last (below), so that a workspace or
             // readable root holding them shows them not; one that holds a
             // root itself (a replay's checkout) is hidden first instead.
-            for dir in self.hidden_first(true, home) {
+            for dir in self.hidden_first(true, &readable) {
                 a.one("--tmpfs", dir);
             }
             // The host's control sockets live in `/run` (systemd's,
@@ -460,7 +470,6 @@ impl CommandSandbox {
         if let Some(home) = scratch_home(home) {
             a.one("--tmpfs", home);
         }
-        let readable = self.policy.readable_roots_under(home);
         for root in &readable {
             a.pair("--ro-bind-try", root, root);
         }
@@ -497,7 +506,7 @@ impl CommandSandbox {
             }
         }
         if self.confinement == Confinement::Repositories {
-            for dir in self.hidden_first(false, home) {
+            for dir in self.hidden_first(false, &readable) {
                 a.one("--tmpfs", dir);
             }
         }
@@ -620,8 +629,8 @@ pub enum LayerRole {
 /// and reading its `/proc/self/status`.
 pub fn probe_layers(path: Option<&OsStr>) -> Vec<Layer> {
     let mut layers = Vec::new();
-    let bwrap = match find_bwrap(path) {
-        Ok(p) => p,
+    let (bwrap, status) = match find_and_probe(path) {
+        Ok(found) => found,
         Err(why) => {
             layers.push(Layer {
                 name: "bubblewrap",
@@ -658,12 +667,10 @@ pub fn probe_layers(path: Option<&OsStr>) -> Vec<Layer> {
             Err(e) => Err(e.to_string()),
         },
     });
-    let status = confined_status(&bwrap);
     let field = |name: &str| {
-        status.as_ref().ok().and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
-        })
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
     };
     layers.push(Layer {
         name: "capabilities",
@@ -686,13 +693,10 @@ pub fn probe_layers(path: Option<&OsStr>) -> Vec<Layer> {
             Some(mode) if mode == "2" => Ok("mount, namespaces, ptrace, keyring, bpf and the \
                                               rest of the deny list refused"
                 .into()),
-            other => Err(match &status {
-                Err(e) => e.clone(),
-                Ok(_) => format!(
-                    "the filter is not in force (Seccomp: {})",
-                    other.unwrap_or_default()
-                ),
-            }),
+            other => Err(format!(
+                "the filter is not in force (Seccomp: {})",
+                other.unwrap_or_default()
+            )),
         },
     });
     layers.push(Layer {
@@ -723,22 +727,12 @@ pub fn probe_layers(path: Option<&OsStr>) -> Vec<Layer> {
 
 /// The `/proc/self/status` of a shell started as a command is.
 fn confined_status(bwrap: &Path) -> Result<String, String> {
-    use command_fds::{CommandFdExt, FdMapping};
+    use command_fds::CommandFdExt;
     let filters = Filters::compile(false).map_err(|e| e.to_string())?;
+    let (filter_args, fds) = filters.bwrap_fds();
+    let mappings = crate::tracked::PassedBytes::mappings(&fds).map_err(|e| e.to_string())?;
     let mut cmd = std::process::Command::new(bwrap);
-    let mut mappings = Vec::new();
-    for (i, program) in filters.programs.iter().enumerate() {
-        let fd = FIRST_FILTER_FD + i as i32;
-        let bytes = crate::tracked::PassedBytes {
-            child_fd: fd,
-            bytes: program.clone(),
-        };
-        mappings.push(FdMapping {
-            parent_fd: bytes.open().map_err(|e| e.to_string())?,
-            child_fd: fd,
-        });
-        cmd.args(["--add-seccomp-fd", &fd.to_string()]);
-    }
+    cmd.args(filter_args);
     cmd.fd_mappings(mappings).map_err(|e| e.to_string())?;
     let out = cmd
         .args([
@@ -761,6 +755,11 @@ fn confined_status(bwrap: &Path) -> Result<String, String> {
 }
 
 fn find_bwrap(path: Option<&OsStr>) -> Result<PathBuf, String> {
+    find_and_probe(path).map(|(program, _)| program)
+}
+
+/// The `bwrap` on `path` and the `/proc/self/status` of the probe it ran.
+fn find_and_probe(path: Option<&OsStr>) -> Result<(PathBuf, String), String> {
     const HOW: &str = "commands run in a sandbox through bubblewrap: install the `bubblewrap` \
                        package (Debian and Ubuntu: apt install bubblewrap), or set filesystem = \
                        \"full-access\" in sandbox.toml to run commands unconfined";
@@ -775,7 +774,7 @@ fn find_bwrap(path: Option<&OsStr>) -> Result<PathBuf, String> {
     // dropped, the seccomp programs loaded): a bubblewrap too old for one
     // of those flags fails here, naming the package, not at every command.
     match confined_status(&program) {
-        Ok(_) => Ok(program),
+        Ok(status) => Ok((program, status)),
         Err(why) => Err(format!(
             "{} cannot create a sandbox here ({why}); {HOW}",
             program.display()

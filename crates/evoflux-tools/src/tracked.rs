@@ -61,7 +61,20 @@ pub(crate) struct PassedBytes {
 
 impl PassedBytes {
     /// A sealed-off in-memory file holding the bytes, read from the start.
-    pub(crate) fn open(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+    /// A fresh in-memory file for each of `fds`, mapped to its descriptor
+    /// in the child.
+    pub(crate) fn mappings(fds: &[PassedBytes]) -> std::io::Result<Vec<command_fds::FdMapping>> {
+        fds.iter()
+            .map(|p| {
+                p.open().map(|parent_fd| command_fds::FdMapping {
+                    parent_fd,
+                    child_fd: p.child_fd,
+                })
+            })
+            .collect()
+    }
+
+    fn open(&self) -> std::io::Result<std::os::fd::OwnedFd> {
         use std::io::{Seek, Write};
         let fd = rustix::fs::memfd_create("evoflux-seccomp", rustix::fs::MemfdFlags::CLOEXEC)?;
         let mut file = std::fs::File::from(fd);
@@ -193,17 +206,7 @@ impl Tracked {
                 .stderr(Stdio::from(writer_err))
                 .process_group(0)
                 .kill_on_drop(true);
-            let mappings = spec
-                .fds
-                .iter()
-                .map(|p| {
-                    p.open().map(|parent_fd| command_fds::FdMapping {
-                        parent_fd,
-                        child_fd: p.child_fd,
-                    })
-                })
-                .collect::<std::io::Result<Vec<_>>>()
-                .map_err(spawn_error)?;
+            let mappings = PassedBytes::mappings(&spec.fds).map_err(spawn_error)?;
             if !mappings.is_empty() {
                 command_fds::CommandFdExt::fd_mappings(&mut command, mappings)
                     .map_err(|e| spawn_error(std::io::Error::other(e)))?;
