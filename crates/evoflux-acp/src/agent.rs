@@ -34,16 +34,16 @@ use agent_client_protocol::{ByteStreams, Client, Error};
 use evoflux_core::AppMode;
 use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
 use evoflux_harness::client_files::{ClientFiles, FilesFuture};
+use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Holder,
-    LeaseError, Limits, SessionBuilder, SessionLease, SessionOptions, TurnEnd, TurnLeaseError,
-    TurnOptions, TurnStatus,
+    AppContext, ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink,
+    Harness, Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, Reopen,
+    SessionBuilder, SessionHost, SessionLease, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
 };
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
 use std::path::Path;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
-use tokio_util::sync::CancellationToken;
 
 use crate::updates::{ToolShapes, history, prompt_text, update_of};
 
@@ -229,36 +229,120 @@ struct AgentState {
     processes: ProcessRuntime,
     store: Store,
     options: AgentOptions,
-    sessions: Mutex<HashMap<SessionId, Arc<Live>>>,
+    sessions: Mutex<HashMap<SessionId, SessionHost>>,
     /// What the client offers, from its `initialize`.
     client: Mutex<Option<ClientCapabilities>>,
     /// This agent, as the leases of its turns name it.
     holder: Holder,
 }
 
-/// One open session: its harness, which one prompt at a time holds, and
-/// the token that cancels the running prompt.
-#[derive(Debug)]
-struct Live {
-    harness: tokio::sync::Mutex<Harness>,
-    running: Mutex<Option<CancellationToken>>,
+/// The ACP error of a session that cannot be opened.
+fn open_error(e: &evoflux_harness::SessionError) -> Error {
+    let code = if e.is_invalid_input() {
+        INVALID_PARAMS
+    } else {
+        INTERNAL_ERROR
+    };
+    Error::new(code, format!("{e} [{}]", e.code()))
 }
 
-impl Live {
-    fn cancel(&self) {
-        if let Some(token) = self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            token.cancel();
+/// The ACP error of a prompt the host refused or that failed.
+fn host_error(e: &HostError) -> Error {
+    let code = match e {
+        HostError::Busy | HostError::Lease(LeaseError::Busy { .. }) => INVALID_PARAMS,
+        HostError::Lease(LeaseError::Store(_))
+        | HostError::NoPendingApproval { .. }
+        | HostError::Closed
+        | HostError::Turn(_)
+        | HostError::Reopen(_) => INTERNAL_ERROR,
+    };
+    let message = match e {
+        HostError::Busy => {
+            "a prompt is already running in this session: wait for its answer or cancel it"
+                .to_owned()
         }
+        _ => e.to_string(),
+    };
+    Error::new(code, format!("{message} [{}]", e.code()))
+}
+
+/// How this agent opens a session's harness, the first time and again
+/// when its host asks: wired to the host, on the agent's store and
+/// process runtime, its file tools through the editor where it offers
+/// them.
+struct AcpFront {
+    app: Arc<AppContext>,
+    processes: ProcessRuntime,
+    store: Store,
+    cx: ConnectionTo<Client>,
+    /// The editor's file system, as its `initialize` offered it.
+    files: Option<agent_client_protocol::v1::schema::FileSystemCapabilities>,
+}
+
+impl fmt::Debug for AcpFront {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AcpFront").finish_non_exhaustive()
+    }
+}
+
+impl AcpFront {
+    async fn open(
+        &self,
+        options: SessionOptions,
+        wiring: &HostWiring,
+        held: Option<&SessionLease>,
+        model: Option<evoflux_harness::ModelClient>,
+    ) -> Result<Harness, evoflux_harness::SessionError> {
+        let builder = SessionBuilder::new(&self.app, options)
+            .events(wiring.events())
+            .approver(wiring.approver())
+            .processes(self.processes.clone())
+            .store(self.store.clone());
+        let builder = match held {
+            Some(lease) => builder.held_lease(lease),
+            None => builder,
+        };
+        let builder = match model {
+            Some(model) => builder.reuse_model(model),
+            None => builder,
+        };
+        let mut harness = builder.open().await?.harness;
+        if let Some(fs) = &self.files
+            && (fs.read_text_file || fs.write_text_file)
+        {
+            harness.use_client_files(Arc::new(EditorFiles {
+                cx: self.cx.clone(),
+                session: SessionId::new(harness.session().id.to_string()),
+                reads: fs.read_text_file,
+                writes: fs.write_text_file,
+            }));
+        }
+        Ok(harness)
+    }
+}
+
+impl HostFrontEnd for AcpFront {
+    fn reopen<'a>(
+        &'a self,
+        reopen: Reopen<'a>,
+    ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
+        Box::pin(async move {
+            let options = SessionOptions {
+                mode: None,
+                workspaces: Vec::new(),
+                lead: None,
+                model: None,
+                resume: Some(reopen.session),
+                limits: Default::default(),
+            };
+            self.open(options, reopen.wiring, reopen.lease, Some(reopen.model))
+                .await
+        })
     }
 }
 
 impl AgentState {
-    fn live(&self, id: &SessionId) -> Option<Arc<Live>> {
+    fn live(&self, id: &SessionId) -> Option<SessionHost> {
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -266,32 +350,13 @@ impl AgentState {
             .cloned()
     }
 
-    /// Opens a session whose events and approvals go to the client.
+    /// Opens a session whose events go to the client and whose approvals
+    /// are put to it, hosted until the connection ends.
     async fn open(
         &self,
         cx: &ConnectionTo<Client>,
         options: SessionOptions,
-    ) -> Result<(SessionId, Arc<Live>), Error> {
-        let (id, harness) = self.harness(cx, options, None).await?;
-        let live = Arc::new(Live {
-            harness: tokio::sync::Mutex::new(harness),
-            running: Mutex::new(None),
-        });
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), Arc::clone(&live));
-        Ok((id, live))
-    }
-
-    /// A harness whose events and approvals go to the client; opened under
-    /// `held` when the caller holds the session's lease.
-    async fn harness(
-        &self,
-        cx: &ConnectionTo<Client>,
-        options: SessionOptions,
-        held: Option<&SessionLease>,
-    ) -> Result<(SessionId, Harness), Error> {
+    ) -> Result<(SessionId, SessionHost), Error> {
         let events = Arc::new(ClientEvents {
             cx: cx.clone(),
             target: OnceLock::new(),
@@ -300,85 +365,50 @@ impl AgentState {
             cx: cx.clone(),
             session: OnceLock::new(),
         });
-        let builder = SessionBuilder::new(&self.app, options)
-            .events(Arc::clone(&events) as Arc<dyn EventSink>)
-            .approver(Arc::clone(&approver) as Arc<dyn Approver>)
-            .processes(self.processes.clone())
-            .store(self.store.clone());
-        let builder = match held {
-            Some(lease) => builder.held_lease(lease),
-            None => builder,
-        };
-        let opened = builder.open().await.map_err(|e| {
-            let code = if e.is_invalid_input() {
-                INVALID_PARAMS
-            } else {
-                INTERNAL_ERROR
-            };
-            Error::new(code, format!("{e} [{}]", e.code()))
-        })?;
-        let mut harness = opened.harness;
-        let id = SessionId::new(harness.session().id.to_string());
-        let fs = self
+        let wiring = HostWiring::new(
+            Arc::clone(&events) as Arc<dyn EventSink>,
+            Some(Arc::clone(&approver) as Arc<dyn Approver>),
+        );
+        let files = self
             .client
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map(|c| c.fs.clone());
-        if let Some(fs) = fs
-            && (fs.read_text_file || fs.write_text_file)
-        {
-            harness.use_client_files(Arc::new(EditorFiles {
-                cx: cx.clone(),
-                session: id.clone(),
-                reads: fs.read_text_file,
-                writes: fs.write_text_file,
-            }));
-        }
-        let shapes = shapes_of(&harness);
-        let _ = events.target.set((id.clone(), shapes));
-        let _ = approver.session.set(id.clone());
-        Ok((id, harness))
-    }
-
-    /// The session's lease for one prompt: refused while another process
-    /// runs a turn on it; a harness another process ran turns past is
-    /// opened again under it first.
-    async fn lease(
-        &self,
-        cx: &ConnectionTo<Client>,
-        harness: &mut Harness,
-    ) -> Result<SessionLease, Error> {
-        let options = SessionOptions {
-            mode: None,
-            workspaces: Vec::new(),
-            lead: None,
-            model: None,
-            resume: Some(harness.session().id),
-            limits: self.options.limits,
-        };
-        harness
-            .lease_turn(&self.holder, async |lease: &SessionLease| {
-                Ok(self.harness(cx, options, Some(lease)).await?.1)
-            })
+        let front = Arc::new(AcpFront {
+            app: Arc::clone(&self.app),
+            processes: self.processes.clone(),
+            store: self.store.clone(),
+            cx: cx.clone(),
+            files,
+        });
+        let harness = front
+            .open(options, &wiring, None, None)
             .await
-            .map_err(|e| match e {
-                TurnLeaseError::Lease(e) => {
-                    let code = match e {
-                        LeaseError::Busy { .. } => INVALID_PARAMS,
-                        LeaseError::Store(_) => INTERNAL_ERROR,
-                    };
-                    Error::new(code, format!("{e} [{}]", e.code()))
-                }
-                TurnLeaseError::Reopen(e) => e,
-            })
+            .map_err(|e| open_error(&e))?;
+        let id = SessionId::new(harness.session().id.to_string());
+        let _ = events.target.set((id.clone(), shapes_of(&harness)));
+        let _ = approver.session.set(id.clone());
+        let host = SessionHost::start(
+            harness,
+            wiring,
+            front,
+            HostOptions {
+                holder: Some(self.holder.clone()),
+            },
+        );
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), host.clone());
+        Ok((id, host))
     }
 
     /// `session/load`: the stored session resumed as it was persisted,
     /// its conversation replayed to the client before the answer.
     async fn load(&self, cx: &ConnectionTo<Client>, id: &SessionId) -> Result<(), Error> {
-        let live = match self.live(id) {
-            Some(live) => live,
+        let host = match self.live(id) {
+            Some(host) => host,
             None => {
                 let stored = id.to_string().parse().map_err(|_| {
                     Error::from(agent_client_protocol::v1::schema::Error::session_not_found(
@@ -396,72 +426,44 @@ impl AgentState {
                 self.open(cx, options).await?.1
             }
         };
-        let harness = live.harness.lock().await;
-        let shapes = shapes_of(&harness);
-        for update in history(harness.messages(), &shapes) {
+        let updates: Vec<_> = host
+            .with(|harness: &mut Harness| {
+                let updates = history(harness.messages(), &shapes_of(harness));
+                Box::pin(async move { updates }) as BoxFuture<'_, _>
+            })
+            .await
+            .map_err(|e| host_error(&e))?;
+        for update in updates {
             cx.send_notification(SessionNotification::new(id.clone(), update))?;
         }
         Ok(())
     }
 
-    /// `session/prompt`: a turn on its own task, answered when it ends.
+    /// `session/prompt`: a turn submitted to the session's host, answered
+    /// when it ends.
     fn prompt(
         self: &Arc<Self>,
         request: PromptRequest,
         responder: Responder<PromptResponse>,
-        cx: ConnectionTo<Client>,
+        _cx: ConnectionTo<Client>,
     ) -> Result<(), Error> {
-        let Some(live) = self.live(&request.session_id) else {
+        let Some(host) = self.live(&request.session_id) else {
             return responder.respond_with_error(Error::from(
                 agent_client_protocol::v1::schema::Error::session_not_found(request.session_id),
             ));
         };
-        let token = CancellationToken::new();
-        {
-            let mut running = live.running.lock().unwrap_or_else(|p| p.into_inner());
-            if running.is_some() {
-                return responder.respond_with_error(Error::new(
-                    INVALID_PARAMS,
-                    "a prompt is already running in this session: wait for its answer or cancel it",
-                ));
-            }
-            *running = Some(token.clone());
-        }
         let text = prompt_text(&request.prompt);
-        let state = Arc::clone(self);
         tokio::spawn(async move {
-            let ended = {
-                let mut harness = live.harness.lock().await;
-                match state.lease(&cx, &mut harness).await {
-                    Ok(lease) => {
-                        // A lease another process took (this one stalled
-                        // past it) cancels the prompt.
-                        let lost = lease.lost();
-                        let cancel = async {
-                            tokio::select! {
-                                () = token.cancelled() => {}
-                                () = lost => {}
-                            }
-                        };
-                        let ended = harness
-                            .turn_or_cancel(Some(&text), TurnOptions::default(), cancel)
-                            .await;
-                        release(lease).await;
-                        ended.map_err(|e| Error::new(INTERNAL_ERROR, format!("{e} [{}]", e.code())))
-                    }
-                    Err(e) => Err(e),
-                }
+            let ended = match host.submit(Some(text), TurnOptions::default()).await {
+                Ok(turn) => turn.ended().await,
+                Err(e) => Err(e),
             };
-            live.running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
             let answer = match ended {
                 Ok(TurnEnd::Cancelled) => Ok(PromptResponse::new(StopReason::Cancelled)),
                 Ok(TurnEnd::Completed(outcome)) => {
                     Ok(PromptResponse::new(stop_reason(outcome.status)))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(host_error(&e)),
             };
             let _ = responder.respond_with_result(answer);
         });
@@ -470,24 +472,16 @@ impl AgentState {
 
     /// Stops every session's running prompt and MCP servers.
     async fn shutdown(&self) {
-        let live: Vec<Arc<Live>> = self
+        let hosts: Vec<SessionHost> = self
             .sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .drain()
-            .map(|(_, l)| l)
+            .map(|(_, h)| h)
             .collect();
-        for session in live {
-            session.cancel();
-            session.harness.lock().await.shutdown().await;
+        for host in hosts {
+            host.close().await;
         }
-    }
-}
-
-/// Frees a prompt's lease; one that cannot be freed expires.
-async fn release(lease: SessionLease) {
-    if let Err(e) = lease.release().await {
-        tracing::warn!(error = %e, "cannot release the session's lease; it expires");
     }
 }
 
@@ -615,8 +609,11 @@ impl Approver for ClientApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
         Box::pin(async move {
             let Some(session) = self.session.get() else {
-                return ApprovalDecision::Denied {
-                    reason: "the session is not open yet".to_owned(),
+                return Decided {
+                    decision: ApprovalDecision::Denied {
+                        reason: "the session is not open yet".to_owned(),
+                    },
+                    by: DecidedBy::Policy,
                 };
             };
             // The answers the client may give, each with its decision;
@@ -662,7 +659,7 @@ impl Approver for ClientApprover {
                 call,
                 answers.iter().map(|(o, _)| o.clone()).collect(),
             );
-            match self.cx.send_request(asked).block_task().await {
+            let decision = match self.cx.send_request(asked).block_task().await {
                 Ok(answer) => match answer.outcome {
                     RequestPermissionOutcome::Selected(selected) => answers
                         .into_iter()
@@ -684,7 +681,8 @@ impl Approver for ClientApprover {
                 Err(e) => ApprovalDecision::Denied {
                     reason: format!("the editor did not answer: {e}"),
                 },
-            }
+            };
+            Decided::by_user(decision)
         })
     }
 }

@@ -293,7 +293,7 @@ async fn answer_permission(
             .unwrap_or(serde_json::Value::Null),
         subject: ApprovalSubject::Call,
     };
-    let wanted: &[PermissionOptionKind] = match approver.approve(&approval).await {
+    let wanted: &[PermissionOptionKind] = match approver.approve(&approval).await.decision {
         ApprovalDecision::Approved => &[PermissionOptionKind::AllowOnce],
         ApprovalDecision::ApprovedForSession | ApprovalDecision::ApprovedForWorkspace => &[
             PermissionOptionKind::AllowAlways,

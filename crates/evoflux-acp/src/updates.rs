@@ -143,9 +143,14 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
                 shown,
             ))))
         }
-        Event::Warning { code, message } => Some(SessionUpdate::AgentThoughtChunk(
-            ContentChunk::new(text(format!("{message} [{code}]"))),
-        )),
+        Event::Warning { code, message } | Event::GraphInvalid { code, message, .. } => {
+            Some(SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(
+                format!("{message} [{code}]"),
+            ))))
+        }
+        Event::SourcesApplied { .. } => Some(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+            text("changed agents, skills, plugins or config apply from this prompt".to_owned()),
+        ))),
         Event::Child { call_id, event } => match event.as_ref() {
             Event::ToolStarted {
                 call_id: inner,
@@ -174,6 +179,8 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
         | Event::Citation { .. }
         | Event::TurnCancelled { .. }
         | Event::ApprovalRequested { .. }
+        | Event::ApprovalDecided { .. }
+        | Event::TurnFailed { .. }
         | Event::ModelSwitched { .. }
         | Event::McpServer { .. }
         | Event::ContextCompacted { .. }
@@ -308,6 +315,7 @@ pub(crate) fn event_of(update: &SessionUpdate) -> Option<(Event, bool)> {
                 Event::ToolEnded {
                     call_id: update.tool_call_id.to_string(),
                     tool: update.fields.title.clone().unwrap_or_default(),
+                    status: evoflux_harness::ToolStatus::of(is_error),
                     is_error,
                     content,
                     metadata: None,

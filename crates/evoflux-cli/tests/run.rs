@@ -497,6 +497,137 @@ fn mcp_test_server() -> Option<std::path::PathBuf> {
     }
 }
 
+/// The MCP tools a `session_started` event offers.
+fn offered_mcp(started: &Value) -> Vec<String> {
+    started["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .filter(|t| t.starts_with("mcp__"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn granted_mcp_servers_are_awaited_at_start_and_a_turns_tools_hold_until_its_end() {
+    let Some(bin) = mcp_test_server() else { return };
+    let s = Sandbox::new();
+    // `slow` takes 2 s to start; `never` never answers and may take 1 s;
+    // `big` brings the granted tools to exactly the 40 sent up front.
+    s.project(
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {
+            "slow": {"type": "stdio", "command": bin, "args": ["--start-delay-ms", "2000"]},
+            "never": {
+                "type": "stdio", "command": bin,
+                "args": ["--start-delay-ms", "600000"], "startup_timeout_secs": 1
+            },
+            "big": {"type": "stdio", "command": bin, "args": ["--filler-tools", "18"]}
+        }})
+        .to_string(),
+    );
+    s.project(
+        "agents/evoflux.md",
+        "---\nrole: lead\nmcp: [slow, never, big]\n---\n",
+    );
+    s.trust();
+    // The first model call uses the slow server's tool; `add_tool` takes
+    // the granted tools past 40 mid-turn, and the turn's next call still
+    // reaches a tool that is then over the budget.
+    let model = script(
+        &s,
+        "startup.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: mcp__slow__echo, arguments: {message: first step}}
+  - expect: {tool_result: "Echo: first step"}
+    reply:
+      tool_calls:
+        - {name: mcp__big__add_tool, arguments: {}}
+  - expect: {tool_result: {contains: added dynamic_0}}
+    reply:
+      tool_calls:
+        - {name: mcp__big__echo, arguments: {message: still here}}
+  - expect: {tool_result: "Echo: still here"}
+    reply: {text: done}
+"#,
+    );
+    let out = run(&s, &["--json", "run", "--model", &model, "go"]);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    let started = of_type(&ev, "session_started")[0];
+    let mcp = offered_mcp(started);
+    assert_eq!(mcp.len(), 40, "{mcp:?}");
+    assert!(mcp.contains(&"mcp__slow__echo".to_owned()));
+    // The server that never started was reported, with its timeout, and
+    // the run went on without it.
+    let never: Vec<&Value> = of_type(&ev, "mcp_server")
+        .into_iter()
+        .filter(|e| e["server"] == "never")
+        .collect();
+    assert!(
+        never.iter().any(|e| e["state"] == "failed"
+            && e["error"]
+                .as_str()
+                .is_some_and(|m| m.contains("mcp/startup-timeout"))),
+        "{never:?}"
+    );
+    let ended = of_type(&ev, "tool_ended");
+    assert_eq!(ended.len(), 3);
+    assert!(ended.iter().all(|e| e["is_error"] == false), "{ended:?}");
+    assert!(of_type(&ev, "tools_activated").is_empty());
+
+    // In a chat (one process, two turns), the crossing changes nothing in
+    // its own turn and holds the tools back from the next one on, for
+    // `connection_search`.
+    let model = script(
+        &s,
+        "chat.yaml",
+        r#"
+turns:
+  - expect: {user: go}
+    reply:
+      tool_calls:
+        - {name: mcp__big__add_tool, arguments: {}}
+  - expect: {tool_result: {contains: added dynamic_0}}
+    reply:
+      tool_calls:
+        - {name: mcp__big__echo, arguments: {message: same turn}}
+  - expect: {tool_result: "Echo: same turn"}
+    reply: {text: first done}
+  - expect: {user: next}
+    reply:
+      tool_calls:
+        - {name: mcp__big__echo, arguments: {message: next turn}}
+  - expect: {tool_result: {contains: not turned on yet}}
+    reply: {text: held back now}
+"#,
+    );
+    let mut child = s
+        .command(&["chat", "--model", &model])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"go\nnext\n\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("first done"), "{stdout}\n{stderr}");
+    assert!(stdout.contains("held back now"), "{stdout}\n{stderr}");
+}
+
 #[test]
 fn an_agent_granted_an_mcp_server_calls_its_tools_and_others_are_not_offered() {
     let Some(bin) = mcp_test_server() else { return };

@@ -260,6 +260,34 @@ turns:
         .unwrap();
     assert_eq!(ok.status(), 202);
     let last = asked.last().unwrap().id;
+    // A second client, connecting with the id of the request (a reload, a
+    // reconnect, another browser), reads the decision before the call's
+    // end, and its own decision comes too late.
+    let second = read_events(&server, &id, Some(last), |e| {
+        e.kind == "tool_ended" && e.data["call_id"] == call.as_str()
+    })
+    .await;
+    let decided = second
+        .iter()
+        .position(|e| e.kind == "approval_decided" && e.data["call_id"] == call.as_str())
+        .expect("no approval_decided for the call");
+    assert_eq!(second[decided].data["decision"], "approved");
+    assert_eq!(second[decided].data["by"], "user");
+    assert_eq!(second.last().unwrap().data["status"], "completed");
+    assert!(decided < second.len() - 1);
+    let late = server
+        .post(
+            &format!("/api/sessions/{id}/approvals/{call}"),
+            json!({"decision": "deny"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), 404);
+    assert_eq!(
+        late.json::<Value>().await.unwrap()["code"],
+        "session/no-pending-approval"
+    );
     // The approved call ran; the next one asks to start a long command.
     let more = read_events(&server, &id, Some(last), |e| {
         e.kind == "approval_requested" && e.data["call_id"] == "call_2_1"
@@ -308,6 +336,14 @@ turns:
         !ended.iter().any(|e| e.kind == "turn_completed"),
         "{ended:#?}"
     );
+    // The cancelled command's call ends `cancelled` before the turn's end,
+    // so no client shows it running.
+    let call_ended = ended
+        .iter()
+        .position(|e| e.kind == "tool_ended" && e.data["call_id"] == "call_2_1")
+        .expect("the cancelled call never ended");
+    assert_eq!(ended[call_ended].data["status"], "cancelled");
+    assert!(call_ended < ended.len() - 1);
     // The cancelled turn's command is gone with it.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while running(&marker) && std::time::Instant::now() < deadline {

@@ -22,11 +22,22 @@ pub enum ConnectionDefinition {
         env: BTreeMap<String, String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
+        /// Seconds this server may take to start (spawn, handshake, first
+        /// tool list) before it is reported failed. Some servers (`npx`
+        /// fetching a package, a JVM) need longer than the manager's
+        /// default, and one slow server should not stretch every other
+        /// server's limit; `None` keeps the default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        startup_timeout_secs: Option<u64>,
     },
     StreamableHttp {
         url: String,
         #[serde(default)]
         headers: BTreeMap<String, String>,
+        /// As for `stdio`: a remote server behind a cold start may need
+        /// longer than the default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        startup_timeout_secs: Option<u64>,
     },
     /// Legacy transport: valid, reported, never started.
     Sse {
@@ -37,6 +48,12 @@ pub enum ConnectionDefinition {
 }
 
 pub use evoflux_core::placeholder::is_env_name;
+
+/// The longest `startup_timeout_secs` an entry may ask for. A caller that
+/// waits for servers to settle waits as long as the slowest may take, so
+/// an unbounded value would let one entry stall a session's start; ten
+/// minutes covers a package download on a slow link.
+pub const MAX_STARTUP_TIMEOUT_SECS: u64 = 600;
 
 /// Where a stdio server's `command` points, its `mcp.json` being in
 /// `base_dir`: a bare name is looked up on `PATH` and stays bare; anything
@@ -131,8 +148,9 @@ pub fn parse(
             diags.push(err(
                 "compile/connection-invalid",
                 format!(
-                    "server `{name}`: {e}; expected `type` = \"stdio\" (command, args, env, cwd), \
-                     \"streamable-http\" (url, headers) or \"sse\" (url, headers)"
+                    "server `{name}`: {e}; expected `type` = \"stdio\" (command, args, env, cwd, \
+                     startup_timeout_secs), \"streamable-http\" (url, headers, \
+                     startup_timeout_secs) or \"sse\" (url, headers)"
                 ),
                 "type",
             ));
@@ -140,6 +158,25 @@ pub fn parse(
         }
     };
     let before = diags.count(evoflux_core::Severity::Error);
+    if let ConnectionDefinition::Stdio {
+        startup_timeout_secs: Some(secs),
+        ..
+    }
+    | ConnectionDefinition::StreamableHttp {
+        startup_timeout_secs: Some(secs),
+        ..
+    } = &def
+        && !(1..=MAX_STARTUP_TIMEOUT_SECS).contains(secs)
+    {
+        diags.push(err(
+            "compile/connection-bad-startup-timeout",
+            format!(
+                "server `{name}`: `startup_timeout_secs` is {secs}; it must be between 1 and \
+                 {MAX_STARTUP_TIMEOUT_SECS} seconds"
+            ),
+            "startup_timeout_secs",
+        ));
+    }
     match &def {
         ConnectionDefinition::Stdio { command, env, .. } => {
             if !evoflux_core::child_env::is_one_executable(command) {
@@ -160,7 +197,7 @@ pub fn parse(
                 ));
             }
         }
-        ConnectionDefinition::StreamableHttp { url, headers }
+        ConnectionDefinition::StreamableHttp { url, headers, .. }
         | ConnectionDefinition::Sse { url, headers } => {
             if let Err(why) = check_url(url) {
                 diags.push(err(
@@ -347,6 +384,49 @@ mod tests {
                 "{v}: {codes:?}"
             );
         }
+    }
+
+    #[test]
+    fn startup_timeout_is_read_per_server_and_bounded() {
+        let text = r#"{"mcpServers": {
+            "slow": {"command": "npx", "startup_timeout_secs": 90},
+            "remote": {"url": "https://x/mcp", "startup_timeout_secs": 600}
+        }}"#;
+        let mut parsed = BTreeMap::new();
+        for (name, value) in entries(Path::new("mcp.json"), text).unwrap() {
+            let mut d = Diagnostics::new();
+            let def = parse(Path::new("mcp.json"), &name, value, &mut d);
+            assert!(d.codes().is_empty(), "{name}: {:?}", d.codes());
+            parsed.insert(name, def);
+        }
+        assert!(matches!(
+            parsed["slow"],
+            Some(ConnectionDefinition::Stdio {
+                startup_timeout_secs: Some(90),
+                ..
+            })
+        ));
+        assert!(matches!(
+            parsed["remote"],
+            Some(ConnectionDefinition::StreamableHttp {
+                startup_timeout_secs: Some(600),
+                ..
+            })
+        ));
+        // Absent: the manager's default, and nothing is written back.
+        let (def, _) = check(json!({"command": "npx"}));
+        let shown = serde_json::to_value(def.unwrap()).unwrap();
+        assert!(shown.get("startup_timeout_secs").is_none(), "{shown}");
+        for bad in [0, 601] {
+            let (def, codes) = check(json!({"command": "npx", "startup_timeout_secs": bad}));
+            assert!(def.is_none(), "{bad}");
+            assert_eq!(codes, ["compile/connection-bad-startup-timeout"], "{bad}");
+        }
+        // `sse` is never started, so it has no start-up to time.
+        let (def, codes) = check(json!({"type": "sse", "url": "http://127.0.0.1:9/sse",
+                                        "startup_timeout_secs": 5}));
+        assert!(def.is_none());
+        assert_eq!(codes, ["compile/connection-invalid"]);
     }
 
     #[test]

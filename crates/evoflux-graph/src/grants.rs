@@ -568,7 +568,7 @@ fn node_runs(definition: &Definition) -> Runs {
                 env: env.keys().cloned().collect(),
                 headers: Vec::new(),
             },
-            ConnectionDefinition::StreamableHttp { url, headers } => Runs::McpServer {
+            ConnectionDefinition::StreamableHttp { url, headers, .. } => Runs::McpServer {
                 transport: "streamable-http",
                 command: Vec::new(),
                 files: Vec::new(),
@@ -923,6 +923,7 @@ mod tests {
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: Default::default(),
             cwd: cwd.map(str::to_owned),
+            startup_timeout_secs: None,
         };
         let files = |mcp_json: &str, def: &ConnectionDefinition| -> Vec<String> {
             launch_files(&repo.root, &repo.root.join(mcp_json), def)
@@ -969,6 +970,7 @@ mod tests {
         let http = ConnectionDefinition::StreamableHttp {
             url: "https://example.test/mcp".into(),
             headers: Default::default(),
+            startup_timeout_secs: None,
         };
         assert!(files(".mcp.json", &http).is_empty());
         // The content is the file's bytes.

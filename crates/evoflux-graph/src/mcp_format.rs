@@ -389,6 +389,11 @@ pub fn connection_name(foreign: &str) -> Option<String> {
 /// The keys evoflux's entry shape has, by transport.
 const STDIO_KEYS: [&str; 5] = ["type", "command", "args", "env", "cwd"];
 const HTTP_KEYS: [&str; 3] = ["type", "url", "headers"];
+/// evoflux's per-server start-up limit. Only codex has one of its own
+/// ([`codex_startup_timeout`] maps it here), so only a codex entry keeps
+/// this key: in the other tools' files it is a key their own tool does
+/// not read, and a bad value there must not fail evoflux's compile.
+const STARTUP_TIMEOUT_KEY: &str = "startup_timeout_secs";
 
 /// Turns an entry of another harness into evoflux's entry shape. Problems
 /// and what could not be carried over are pushed to `diags` as warnings;
@@ -432,8 +437,9 @@ pub fn adapt(
         resolve_relative(&mut entry, &folder);
     }
     let keys: &[&str] = if stdio { &STDIO_KEYS } else { &HTTP_KEYS };
+    let timed = *format == McpFormat::Codex;
     entry.retain(|k, _| {
-        let kept = keys.contains(&k.as_str());
+        let kept = keys.contains(&k.as_str()) || (timed && k == STARTUP_TIMEOUT_KEY);
         if !kept {
             left_out.push(k.clone());
         }
@@ -515,10 +521,12 @@ fn resolve_relative(entry: &mut Map<String, Value>, folder: &Path) {
 }
 
 /// codex's keys in evoflux's words: `bearer_token_env_var`, `http_headers`
-/// and `env_http_headers` become headers with references; `enabled` (only
-/// `true` reaches here) is dropped.
+/// and `env_http_headers` become headers with references; the start-up
+/// limit becomes `startup_timeout_secs` ([`codex_startup_timeout`]);
+/// `enabled` (only `true` reaches here) is dropped.
 fn codex_to_shape(entry: &mut Map<String, Value>, left_out: &mut Vec<String>) {
     entry.remove("enabled");
+    codex_startup_timeout(entry, left_out);
     let mut headers: Map<String, Value> = Map::new();
     if let Some(Value::Object(h)) = entry.remove("http_headers") {
         headers.extend(h);
@@ -545,6 +553,45 @@ fn codex_to_shape(entry: &mut Map<String, Value>, left_out: &mut Vec<String>) {
     }
     if !headers.is_empty() {
         entry.insert("headers".into(), Value::Object(headers));
+    }
+}
+
+/// codex's start-up limit as evoflux's `startup_timeout_secs`: codex
+/// reads `startup_timeout_sec` (seconds, fractions allowed) and, from
+/// older configs, `startup_timeout_ms`. A fraction is rounded up, so the
+/// server gets at least the time codex gives it. A value evoflux does not
+/// accept (not a positive number, or above
+/// [`connection::MAX_STARTUP_TIMEOUT_SECS`]) is named as not carried and
+/// the server keeps evoflux's default, rather than failing the compile
+/// over another tool's file.
+fn codex_startup_timeout(entry: &mut Map<String, Value>, left_out: &mut Vec<String>) {
+    // evoflux's own spelling is not a codex key: only codex's is read.
+    if entry.remove(STARTUP_TIMEOUT_KEY).is_some() {
+        left_out.push(STARTUP_TIMEOUT_KEY.to_owned());
+    }
+    let sec = entry.remove("startup_timeout_sec");
+    let ms = entry.remove("startup_timeout_ms");
+    let (key, seconds) = match (sec, ms) {
+        (Some(sec), ms) => {
+            if ms.is_some() {
+                left_out.push("startup_timeout_ms (`startup_timeout_sec` is used)".to_owned());
+            }
+            ("startup_timeout_sec", sec.as_f64())
+        }
+        (None, Some(ms)) => ("startup_timeout_ms", ms.as_f64().map(|ms| ms / 1000.0)),
+        (None, None) => return,
+    };
+    let max = connection::MAX_STARTUP_TIMEOUT_SECS;
+    let whole = seconds
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(f64::ceil)
+        .filter(|s| *s <= max as f64);
+    match whole {
+        // In 1..=max after the checks above, so the cast is exact.
+        Some(s) => {
+            entry.insert(STARTUP_TIMEOUT_KEY.to_owned(), Value::from(s as u64));
+        }
+        None => left_out.push(format!("{key} (evoflux takes 1 to {max} seconds)")),
     }
 }
 
@@ -732,13 +779,10 @@ enabled = false
         let (docs, codes) = adapted(&McpFormat::Codex, "/c", got[0].value.clone());
         assert_eq!(
             docs,
-            json!({"type": "stdio", "command": "docs-server", "args": ["--port", "0"], "env": {"LEVEL": "debug"}})
+            json!({"type": "stdio", "command": "docs-server", "args": ["--port", "0"],
+                   "env": {"LEVEL": "debug"}, "startup_timeout_secs": 20})
         );
-        assert_eq!(
-            codes,
-            ["compile/connection-not-carried"],
-            "the timeout is named"
-        );
+        assert!(codes.is_empty(), "the timeout is carried: {codes:?}");
         let (remote, codes) = adapted(&McpFormat::Codex, "/c", got[1].value.clone());
         assert_eq!(
             remote,
@@ -746,6 +790,65 @@ enabled = false
                    "headers": {"Authorization": "Bearer ${REMOTE_TOKEN}", "X-Team": "${TEAM_ID}"}})
         );
         assert!(codes.is_empty(), "{codes:?}");
+    }
+
+    #[test]
+    fn codex_startup_timeouts_become_whole_seconds_or_are_named() {
+        let timeout = |v: Value| {
+            let (out, codes) = adapted(&McpFormat::Codex, "/c", v);
+            (out.get("startup_timeout_secs").cloned(), codes)
+        };
+        let carried = |v: Value| {
+            let (secs, codes) = timeout(v.clone());
+            assert!(codes.is_empty(), "{v}: {codes:?}");
+            secs
+        };
+        assert_eq!(
+            carried(json!({"command": "s", "startup_timeout_sec": 2.5})),
+            Some(json!(3)),
+            "a fraction is rounded up"
+        );
+        assert_eq!(
+            carried(json!({"command": "s", "startup_timeout_ms": 45_000})),
+            Some(json!(45))
+        );
+        assert_eq!(
+            carried(json!({"url": "https://h/mcp", "startup_timeout_sec": 600})),
+            Some(json!(600))
+        );
+        for v in [
+            json!({"command": "s", "startup_timeout_sec": 0}),
+            json!({"command": "s", "startup_timeout_sec": 601}),
+            json!({"command": "s", "startup_timeout_sec": "20"}),
+            json!({"command": "s", "startup_timeout_sec": 5, "startup_timeout_ms": 9000}),
+        ] {
+            let (_, codes) = timeout(v.clone());
+            assert_eq!(codes, ["compile/connection-not-carried"], "{v}");
+        }
+        // The carried value is one the connection parser accepts.
+        let (shape, _) = adapted(
+            &McpFormat::Codex,
+            "/c",
+            json!({"command": "s", "startup_timeout_sec": 0.2}),
+        );
+        let mut d = Diagnostics::new();
+        let def = connection::parse(Path::new("/c"), "srv", shape, &mut d);
+        assert!(d.codes().is_empty(), "{:?}", d.codes());
+        assert!(matches!(
+            def,
+            Some(connection::ConnectionDefinition::Stdio {
+                startup_timeout_secs: Some(1),
+                ..
+            })
+        ));
+        // Only codex has a start-up limit; another tool's file keeps none.
+        let (out, codes) = adapted(
+            &McpFormat::ClaudeProject,
+            "/r/.mcp.json",
+            json!({"command": "s", "startup_timeout_secs": 0}),
+        );
+        assert!(out.get("startup_timeout_secs").is_none(), "{out}");
+        assert_eq!(codes, ["compile/connection-not-carried"]);
     }
 
     #[test]

@@ -139,7 +139,58 @@ pub enum ApprovalDecision {
     },
 }
 
-pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'a>>;
+impl ApprovalDecision {
+    pub const fn kind(&self) -> DecisionKind {
+        match self {
+            ApprovalDecision::Approved => DecisionKind::Approved,
+            ApprovalDecision::ApprovedForSession => DecisionKind::ApprovedForSession,
+            ApprovalDecision::ApprovedForWorkspace => DecisionKind::ApprovedForWorkspace,
+            ApprovalDecision::Denied { .. } => DecisionKind::Denied,
+        }
+    }
+}
+
+/// An [`ApprovalDecision`] without its reason, as `approval_decided`
+/// carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Approved,
+    ApprovedForSession,
+    ApprovedForWorkspace,
+    Denied,
+}
+
+/// Who decided an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// A person, at any client of the session (a terminal, a browser, an
+    /// editor, a channel).
+    User,
+    /// Nobody could be asked (a non-interactive run): the policy denied.
+    Policy,
+    /// The turn was cancelled while the approval waited.
+    Cancellation,
+}
+
+/// A decision and who made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub decision: ApprovalDecision,
+    pub by: DecidedBy,
+}
+
+impl Decided {
+    pub fn by_user(decision: ApprovalDecision) -> Decided {
+        Decided {
+            decision,
+            by: DecidedBy::User,
+        }
+    }
+}
+
+pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = Decided> + Send + 'a>>;
 
 /// Decides approvals for a session.
 pub trait Approver: Send + Sync + fmt::Debug {
@@ -158,7 +209,12 @@ impl Approver for NonInteractive {
              Do the task without it, or tell the user it needs their approval in an interactive session.",
             request.tool
         );
-        Box::pin(async move { ApprovalDecision::Denied { reason } })
+        Box::pin(async move {
+            Decided {
+                decision: ApprovalDecision::Denied { reason },
+                by: DecidedBy::Policy,
+            }
+        })
     }
 }
 

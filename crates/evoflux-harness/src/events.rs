@@ -114,8 +114,9 @@ pub enum Event {
         citation: evoflux_model::Citation,
     },
     /// The user cancelled the running turn: the commands it started were
-    /// stopped and the turn was dropped where it stood; the next turn
-    /// closes its open calls.
+    /// stopped, every call it left open ended `cancelled` (a `tool_ended`
+    /// each, before this) and an approval it waited on was decided
+    /// `denied` by the cancellation. Nothing more of the turn follows.
     TurnCancelled {
         session_id: String,
     },
@@ -135,9 +136,24 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         control: Option<String>,
     },
+    /// An approval asked for (`approval_requested`) was decided. Sent to
+    /// every client of the session before the call runs (or is refused),
+    /// so a second client, a reload or a reconnecting stream never offers
+    /// a decision that was made.
+    ApprovalDecided {
+        call_id: String,
+        decision: crate::approval::DecisionKind,
+        /// Why it was denied, as the model reads it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        by: crate::approval::DecidedBy,
+    },
     ToolEnded {
         call_id: String,
         tool: String,
+        /// How the call ended; `cancelled` when the user cancelled the
+        /// turn while it ran (or before it started).
+        status: ToolStatus,
         is_error: bool,
         content: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -201,9 +217,35 @@ pub enum Event {
         purpose: crate::hooks::CallPurpose,
         usage: evoflux_store::Usage,
     },
+    /// Something failed. When a turn fails, this is followed by its end,
+    /// `turn_failed`, with the same code.
     Error {
         code: String,
         message: String,
+    },
+    /// The turn ended on an error (the `error` event just before says
+    /// what): a model call that failed, a store that could not be written,
+    /// a session that could not be brought up to date. Nothing more of the
+    /// turn follows, and the session takes the next message.
+    TurnFailed {
+        code: String,
+        /// What the turn used and cost before it failed.
+        usage: evoflux_store::Usage,
+        session_usage: evoflux_store::Usage,
+    },
+    /// Changed sources (agents, skills, plugins, config) were applied
+    /// between turns: the turn that follows runs on them.
+    SourcesApplied {
+        session_id: String,
+    },
+    /// Changed sources could not be applied: the session keeps the ones it
+    /// ran on, and `code`/`message` say what is wrong.
+    GraphInvalid {
+        code: String,
+        message: String,
+        /// What does not compile, when the sources were compiled.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        diagnostics: Vec<evoflux_core::Diagnostic>,
     },
     /// A dispatch opened a child session running `agent`.
     DispatchStarted {
@@ -274,7 +316,7 @@ pub enum Boundary {
 impl Event {
     pub const fn boundary(&self) -> Boundary {
         match self {
-            Event::TurnCompleted { .. } | Event::TurnCancelled { .. } | Event::Error { .. } => {
+            Event::TurnCompleted { .. } | Event::TurnCancelled { .. } | Event::TurnFailed { .. } => {
                 Boundary::End
             }
             Event::ToolEnded { .. } | Event::CommandEnded { .. } => Boundary::Result,
@@ -285,6 +327,10 @@ impl Event {
             | Event::Citation { .. }
             | Event::ToolStarted { .. }
             | Event::ApprovalRequested { .. }
+            | Event::ApprovalDecided { .. }
+            | Event::Error { .. }
+            | Event::SourcesApplied { .. }
+            | Event::GraphInvalid { .. }
             | Event::ModelSwitched { .. }
             | Event::McpServer { .. }
             | Event::ContextCompacted { .. }
@@ -298,6 +344,178 @@ impl Event {
             // A child's results are in the child session's folder.
             | Event::Child { .. }
             | Event::Warning { .. } => Boundary::Within,
+        }
+    }
+}
+
+impl Event {
+    /// The event's kind: its `type` on the wire.
+    pub const fn kind(&self) -> EventKind {
+        match self {
+            Event::SessionStarted { .. } => EventKind::SessionStarted,
+            Event::TurnStarted { .. } => EventKind::TurnStarted,
+            Event::MessageDelta { .. } => EventKind::MessageDelta,
+            Event::WebSearch { .. } => EventKind::WebSearch,
+            Event::Citation { .. } => EventKind::Citation,
+            Event::TurnCancelled { .. } => EventKind::TurnCancelled,
+            Event::ToolStarted { .. } => EventKind::ToolStarted,
+            Event::ApprovalRequested { .. } => EventKind::ApprovalRequested,
+            Event::ApprovalDecided { .. } => EventKind::ApprovalDecided,
+            Event::ToolEnded { .. } => EventKind::ToolEnded,
+            Event::CommandEnded { .. } => EventKind::CommandEnded,
+            Event::ModelSwitched { .. } => EventKind::ModelSwitched,
+            Event::McpServer { .. } => EventKind::McpServer,
+            Event::ContextCompacted { .. } => EventKind::ContextCompacted,
+            Event::InputRequested { .. } => EventKind::InputRequested,
+            Event::TurnCompleted { .. } => EventKind::TurnCompleted,
+            Event::ModelCallCompleted { .. } => EventKind::ModelCallCompleted,
+            Event::Error { .. } => EventKind::Error,
+            Event::TurnFailed { .. } => EventKind::TurnFailed,
+            Event::SourcesApplied { .. } => EventKind::SourcesApplied,
+            Event::GraphInvalid { .. } => EventKind::GraphInvalid,
+            Event::DispatchStarted { .. } => EventKind::DispatchStarted,
+            Event::DispatchEnded { .. } => EventKind::DispatchEnded,
+            Event::TaskCancelled { .. } => EventKind::TaskCancelled,
+            Event::TaskUpdate { .. } => EventKind::TaskUpdate,
+            Event::ToolsActivated { .. } => EventKind::ToolsActivated,
+            Event::Child { .. } => EventKind::Child,
+            Event::Warning { .. } => EventKind::Warning,
+        }
+    }
+}
+
+/// The kinds of [`Event`], for whoever holds events as JSON (a store, a
+/// client reading the stream) and must tell them apart: parse the stored
+/// `type` with [`EventKind::parse`] and match on the kind, never on the
+/// string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    SessionStarted,
+    TurnStarted,
+    MessageDelta,
+    WebSearch,
+    Citation,
+    TurnCancelled,
+    ToolStarted,
+    ApprovalRequested,
+    ApprovalDecided,
+    ToolEnded,
+    CommandEnded,
+    ModelSwitched,
+    McpServer,
+    ContextCompacted,
+    InputRequested,
+    TurnCompleted,
+    ModelCallCompleted,
+    Error,
+    TurnFailed,
+    SourcesApplied,
+    GraphInvalid,
+    DispatchStarted,
+    DispatchEnded,
+    TaskCancelled,
+    TaskUpdate,
+    ToolsActivated,
+    Child,
+    Warning,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 28] = [
+        EventKind::SessionStarted,
+        EventKind::TurnStarted,
+        EventKind::MessageDelta,
+        EventKind::WebSearch,
+        EventKind::Citation,
+        EventKind::TurnCancelled,
+        EventKind::ToolStarted,
+        EventKind::ApprovalRequested,
+        EventKind::ApprovalDecided,
+        EventKind::ToolEnded,
+        EventKind::CommandEnded,
+        EventKind::ModelSwitched,
+        EventKind::McpServer,
+        EventKind::ContextCompacted,
+        EventKind::InputRequested,
+        EventKind::TurnCompleted,
+        EventKind::ModelCallCompleted,
+        EventKind::Error,
+        EventKind::TurnFailed,
+        EventKind::SourcesApplied,
+        EventKind::GraphInvalid,
+        EventKind::DispatchStarted,
+        EventKind::DispatchEnded,
+        EventKind::TaskCancelled,
+        EventKind::TaskUpdate,
+        EventKind::ToolsActivated,
+        EventKind::Child,
+        EventKind::Warning,
+    ];
+
+    /// The `type` field of the event's JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::SessionStarted => "session_started",
+            EventKind::TurnStarted => "turn_started",
+            EventKind::MessageDelta => "message_delta",
+            EventKind::WebSearch => "web_search",
+            EventKind::Citation => "citation",
+            EventKind::TurnCancelled => "turn_cancelled",
+            EventKind::ToolStarted => "tool_started",
+            EventKind::ApprovalRequested => "approval_requested",
+            EventKind::ApprovalDecided => "approval_decided",
+            EventKind::ToolEnded => "tool_ended",
+            EventKind::CommandEnded => "command_ended",
+            EventKind::ModelSwitched => "model_switched",
+            EventKind::McpServer => "mcp_server",
+            EventKind::ContextCompacted => "context_compacted",
+            EventKind::InputRequested => "input_requested",
+            EventKind::TurnCompleted => "turn_completed",
+            EventKind::ModelCallCompleted => "model_call_completed",
+            EventKind::Error => "error",
+            EventKind::TurnFailed => "turn_failed",
+            EventKind::SourcesApplied => "sources_applied",
+            EventKind::GraphInvalid => "graph_invalid",
+            EventKind::DispatchStarted => "dispatch_started",
+            EventKind::DispatchEnded => "dispatch_ended",
+            EventKind::TaskCancelled => "task_cancelled",
+            EventKind::TaskUpdate => "task_update",
+            EventKind::ToolsActivated => "tools_activated",
+            EventKind::Child => "child",
+            EventKind::Warning => "warning",
+        }
+    }
+
+    /// The kind a stored or streamed `type` names; `None` for a notice
+    /// that is not a session event (a server's `graph_reloaded`).
+    pub fn parse(kind: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    /// Whether an event of this kind ends a turn (see [`Boundary::End`]).
+    pub const fn ends_turn(self) -> bool {
+        matches!(
+            self,
+            EventKind::TurnCompleted | EventKind::TurnCancelled | EventKind::TurnFailed
+        )
+    }
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ToolStatus {
+    pub const fn of(is_error: bool) -> ToolStatus {
+        if is_error {
+            ToolStatus::Failed
+        } else {
+            ToolStatus::Completed
         }
     }
 }
@@ -371,5 +589,56 @@ impl EventSink for CollectEvents {
             Ok(mut v) => v.push(event.clone()),
             Err(poisoned) => poisoned.into_inner().push(event.clone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_the_type_its_event_serializes_with() {
+        let events = [
+            Event::TurnCancelled {
+                session_id: "s".into(),
+            },
+            Event::ApprovalDecided {
+                call_id: "c".into(),
+                decision: crate::approval::DecisionKind::Denied,
+                reason: None,
+                by: crate::approval::DecidedBy::Cancellation,
+            },
+            Event::TurnFailed {
+                code: "model/failed".into(),
+                usage: Default::default(),
+                session_usage: Default::default(),
+            },
+            Event::SourcesApplied {
+                session_id: "s".into(),
+            },
+            Event::GraphInvalid {
+                code: "graph/invalid".into(),
+                message: "m".into(),
+                diagnostics: Vec::new(),
+            },
+            Event::ToolEnded {
+                call_id: "c".into(),
+                tool: "shell".into(),
+                status: ToolStatus::Cancelled,
+                is_error: true,
+                content: String::new(),
+                metadata: None,
+            },
+        ];
+        for e in events {
+            let json = serde_json::to_value(&e).unwrap();
+            assert_eq!(json["type"], e.kind().as_str());
+            assert_eq!(EventKind::parse(e.kind().as_str()), Some(e.kind()));
+        }
+        let mut names: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), EventKind::ALL.len());
+        assert_eq!(EventKind::parse("graph_reloaded"), None);
     }
 }

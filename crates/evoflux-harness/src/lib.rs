@@ -23,6 +23,7 @@ pub mod evals;
 pub mod events;
 pub mod fleet_run;
 pub mod hooks;
+pub mod host;
 pub mod lease;
 pub mod metadata;
 pub mod offload;
@@ -47,12 +48,18 @@ pub mod tree_copy;
 pub mod trust_review;
 pub mod workspace_instructions;
 
-pub use approval::{ApprovalDecision, ApprovalRequest, Approver, NonInteractive};
+pub use approval::{
+    ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind, NonInteractive,
+};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::HarnessError;
-pub use events::{Boundary, CollectEvents, Event, EventSink, NoEvents, ToolResult, TurnStatus};
+pub use events::{
+    Boundary, CollectEvents, Event, EventKind, EventSink, NoEvents, ToolResult, ToolStatus,
+    TurnStatus,
+};
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
+pub use host::{HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, SessionHost, TurnHandle};
 pub use lease::{Holder, LeaseError, SessionLease, TurnLeaseError};
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,

@@ -47,6 +47,7 @@ fn definition(name: &str, program: PathBuf, args: Vec<String>) -> ServerDefiniti
             references: Default::default(),
             pinned: Vec::new(),
         }),
+        startup_timeout: None,
     }
 }
 

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use evoflux_core::Diagnostic;
 use evoflux_core::secret_name::KeyVariables;
@@ -195,6 +196,12 @@ pub struct ServerDefinition {
     /// `None` for an entry whose `type` was unknown.
     pub transport: Option<TransportKind>,
     pub launch: Launch,
+    /// This server's own limit on starting (spawn or connect, handshake,
+    /// first tool list), from its entry's `startup_timeout_secs`: a server
+    /// known to start slowly gets longer without stretching every other
+    /// server's limit. `None` uses the manager's
+    /// [`crate::ManagerOptions::startup_timeout`].
+    pub startup_timeout: Option<Duration>,
 }
 
 impl ServerDefinition {
@@ -298,12 +305,13 @@ pub fn from_connection(
     owner: ServerOwner,
     base_dir: Option<&Path>,
 ) -> ServerDefinition {
-    let (transport, launch) = match def {
+    let (transport, launch, startup_timeout_secs) = match def {
         ConnectionDefinition::Stdio {
             command,
             args,
             env,
             cwd,
+            startup_timeout_secs,
         } => (
             TransportKind::Stdio,
             Launch::Stdio(StdioLaunch {
@@ -317,22 +325,29 @@ pub fn from_connection(
                 references: References::FromEnvironment,
                 pinned: Vec::new(),
             }),
+            *startup_timeout_secs,
         ),
-        ConnectionDefinition::StreamableHttp { url, headers } => (
+        ConnectionDefinition::StreamableHttp {
+            url,
+            headers,
+            startup_timeout_secs,
+        } => (
             TransportKind::StreamableHttp,
             Launch::StreamableHttp(HttpLaunch {
                 url: url.clone(),
                 headers: headers.clone(),
                 references: References::FromEnvironment,
             }),
+            *startup_timeout_secs,
         ),
-        ConnectionDefinition::Sse { .. } => (TransportKind::Sse, Launch::Unsupported),
+        ConnectionDefinition::Sse { .. } => (TransportKind::Sse, Launch::Unsupported, None),
     };
     ServerDefinition {
         name: name.to_owned(),
         owner,
         transport: Some(transport),
         launch,
+        startup_timeout: startup_timeout_secs.map(Duration::from_secs),
     }
 }
 
@@ -455,6 +470,9 @@ fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefin
         owner,
         transport,
         launch,
+        // A plugin's `mcp.json` is checked by `evoflux_plugins::mcp`, whose
+        // entry shape has no start-up limit: the manager's default applies.
+        startup_timeout: None,
     }
 }
 
@@ -656,6 +674,7 @@ mod tests {
                     ("Mcp-Session-Id".into(), "y".into()),
                     ("X-Api-Key".into(), "z".into()),
                 ]),
+                startup_timeout_secs: None,
             },
             ServerOwner::Global {
                 source: None,
@@ -671,6 +690,59 @@ mod tests {
     }
 
     #[test]
+    fn a_connections_startup_timeout_is_its_own_and_a_plugins_is_the_default() {
+        let global = |def: ConnectionDefinition| {
+            from_connection(
+                "s",
+                &def,
+                ServerOwner::Global {
+                    source: None,
+                    layer: None,
+                },
+                None,
+            )
+            .startup_timeout
+        };
+        assert_eq!(
+            global(ConnectionDefinition::Stdio {
+                command: "srv".into(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+                startup_timeout_secs: Some(90),
+            }),
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(
+            global(ConnectionDefinition::StreamableHttp {
+                url: "https://example.com/mcp".into(),
+                headers: BTreeMap::new(),
+                startup_timeout_secs: Some(5),
+            }),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            global(ConnectionDefinition::Stdio {
+                command: "srv".into(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                cwd: None,
+                startup_timeout_secs: None,
+            }),
+            None
+        );
+        let plugin = stdio(StdioServer {
+            command: McpCommand::Bare {
+                name: "node".into(),
+            },
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        });
+        assert_eq!(plugin.startup_timeout, None);
+    }
+
+    #[test]
     fn global_relative_paths_resolve_against_the_mcp_json_folder() {
         let def = from_connection(
             "local",
@@ -679,6 +751,7 @@ mod tests {
                 args: vec!["${PLUGIN_ROOT}".into()],
                 env: BTreeMap::new(),
                 cwd: Some("work".into()),
+                startup_timeout_secs: None,
             },
             ServerOwner::Global {
                 source: None,

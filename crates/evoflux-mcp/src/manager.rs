@@ -27,8 +27,10 @@ use crate::error::McpError;
 use crate::toolset::ToolSet;
 use crate::types::{McpTool, McpToolResult};
 
-/// Codex's defaults: a server gets 30 s to start; a call, 5 minutes.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Codex's defaults: a server gets 10 s to start; a call, 5 minutes. A
+/// server that needs longer to start says so in its own entry
+/// ([`ServerDefinition::startup_timeout`]).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Which configuration a manager runs. Closed.
@@ -50,6 +52,8 @@ pub struct ManagerOptions {
     /// The base environment of stdio servers (an allowlist of the parent's
     /// variables by default; see [`crate::environment`]).
     pub base_env: BTreeMap<String, String>,
+    /// How long a server may take to start when its definition sets no
+    /// limit of its own ([`ServerDefinition::startup_timeout`]).
     pub startup_timeout: Duration,
     /// Where `${VAR}` references of the user's own entries take their
     /// values (evoflux's whole environment by default; see
@@ -649,6 +653,25 @@ impl McpManager {
         tokio::time::timeout(timeout, settled).await.is_ok()
     }
 
+    /// The longest time any of this manager's servers may take to start:
+    /// each startable server's own limit, or the manager's default for
+    /// those without one. A caller that waits for the servers to settle
+    /// waits this long, so a server given a longer limit is not cut short
+    /// by the wait. Never less than the default, which also covers a
+    /// server a later [`McpManager::reload`] adds without a limit.
+    pub fn longest_startup_timeout(&self) -> Duration {
+        self.slots()
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.definition.launch,
+                    Launch::Stdio(_) | Launch::StreamableHttp(_)
+                )
+            })
+            .map(|s| effective_startup_timeout(&s.definition, &self.inner.options))
+            .fold(self.inner.options.startup_timeout, Duration::max)
+    }
+
     /// Events of every server of this manager from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<McpEvent> {
         self.inner.notify.events.subscribe()
@@ -683,6 +706,14 @@ impl McpManager {
     ) -> Result<McpToolResult, McpError> {
         self.slot(server)?.call(tool, args, timeout).await
     }
+}
+
+/// How long `definition` may take to start: its own limit, else the
+/// manager's default.
+fn effective_startup_timeout(definition: &ServerDefinition, options: &ManagerOptions) -> Duration {
+    definition
+        .startup_timeout
+        .unwrap_or(options.startup_timeout)
 }
 
 fn new_slot(definition: ServerDefinition, notify: Notifier) -> Slot {
@@ -758,15 +789,13 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
             }
         }
     };
-    match tokio::time::timeout(options.startup_timeout, connect).await {
+    let limit = effective_startup_timeout(&slot.definition, &options);
+    match tokio::time::timeout(limit, connect).await {
         Err(_) => slot.fail(
             generation,
             ServerError {
                 code: codes::STARTUP_TIMEOUT.to_owned(),
-                message: format!(
-                    "the server was not ready within {:?}",
-                    options.startup_timeout
-                ),
+                message: format!("the server was not ready within {limit:?}"),
             },
         ),
         Ok(Err(failure)) => slot.fail(generation, failure.into()),

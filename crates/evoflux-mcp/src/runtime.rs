@@ -117,6 +117,17 @@ impl McpRuntime {
             .collect()
     }
 
+    /// How long the slowest server of any manager (global and plugin) may
+    /// take to start before it is reported failed (`mcp/startup-timeout`):
+    /// servers may set their own limit, so a caller that waits for them to
+    /// settle must wait for the longest one, not the default.
+    pub fn startup_timeout(&self) -> std::time::Duration {
+        self.managers()
+            .into_iter()
+            .map(McpManager::longest_startup_timeout)
+            .fold(self.options.startup_timeout, std::time::Duration::max)
+    }
+
     /// Waits until every manager's servers have settled (ready or failed),
     /// at most `wait` per manager.
     pub async fn settle(&self, wait: std::time::Duration) {
@@ -210,4 +221,37 @@ pub struct ServerListing {
     pub server: String,
     #[serde(flatten)]
     pub status: ServerStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_startup_timeout_is_the_slowest_servers() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("mcp.json"),
+            r#"{"mcpServers": {
+                "quick": {"command": "srv", "startup_timeout_secs": 5},
+                "plain": {"command": "srv"},
+                "slow": {"command": "srv", "startup_timeout_secs": 120}
+            }}"#,
+        )
+        .unwrap();
+        let graph = evoflux_graph::compile_standard(&evoflux_graph::RootOptions {
+            user_config_dir: Some(tmp.path().to_path_buf()),
+            ..evoflux_graph::RootOptions::default()
+        })
+        .unwrap();
+        let options = ManagerOptions {
+            startup_timeout: Duration::from_secs(30),
+            ..ManagerOptions::default()
+        };
+        let (rt, _) = McpRuntime::new(&graph, None, options).unwrap();
+        assert_eq!(rt.global().statuses().len(), 3);
+        assert_eq!(rt.startup_timeout(), Duration::from_secs(120));
+    }
 }

@@ -387,6 +387,52 @@ async fn a_slow_server_never_blocks_and_times_out() {
     m2.stop_all().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_own_startup_timeout_overrides_the_managers() {
+    let slow = ServerDefinition {
+        startup_timeout: Some(Duration::from_secs(1)),
+        ..stdio("slow", &["--start-delay-ms", "600000"])
+    };
+    // Far beyond `settle`'s wait: were the manager's default used, the
+    // server would still be starting when `settle` gives up.
+    let options = ManagerOptions {
+        startup_timeout: WAIT * 10,
+        ..ManagerOptions::default()
+    };
+    let m = manager_with(vec![slow], options);
+    m.start_all();
+    settle(&m).await;
+    let s = m.status("slow").unwrap();
+    assert_eq!(s.state, ServerState::Failed, "{s:?}");
+    assert_eq!(s.last_error.unwrap().code, codes::STARTUP_TIMEOUT);
+    m.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_longest_startup_timeout_counts_every_startable_server() {
+    let options = ManagerOptions {
+        startup_timeout: Duration::from_secs(10),
+        ..ManagerOptions::default()
+    };
+    let with = |name: &str, secs: u64| ServerDefinition {
+        startup_timeout: Some(Duration::from_secs(secs)),
+        ..stdio(name, &[])
+    };
+    // Shorter own limits never shorten the wait below the default.
+    let short = manager_with(vec![with("a", 2), stdio("b", &[])], options.clone());
+    assert_eq!(short.longest_startup_timeout(), Duration::from_secs(10));
+    let long = manager_with(vec![with("a", 2), with("c", 120)], options.clone());
+    assert_eq!(long.longest_startup_timeout(), Duration::from_secs(120));
+    // A server that never starts is never waited for.
+    let never = ServerDefinition {
+        transport: Some(TransportKind::Sse),
+        launch: Launch::Unsupported,
+        ..with("legacy", 300)
+    };
+    let skipped = manager_with(vec![never], options);
+    assert_eq!(skipped.longest_startup_timeout(), Duration::from_secs(10));
+}
+
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_leaves_no_processes_and_restart_starts_a_new_one() {

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_graph::channel::{Answer, ChannelAuth, ChannelTask, Template, TemplatePart};
+use evoflux_harness::EventKind;
 use evoflux_harness::SessionOptions;
 use serde_json::{Value, json};
 
@@ -192,22 +193,6 @@ async fn turn_end(
     after: u64,
     wait: Duration,
 ) -> Option<TurnEnd> {
-    let end = |kind: &str, data: &str| -> Option<TurnEnd> {
-        let value = || serde_json::from_str::<Value>(data).unwrap_or(Value::Null);
-        match kind {
-            "turn_completed" => Some(TurnEnd::Completed(value())),
-            "error" => {
-                let v = value();
-                let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                Some(TurnEnd::Failed {
-                    code: text("code"),
-                    message: text("message"),
-                })
-            }
-            "turn_cancelled" | crate::live::SESSION_STOPPED => Some(TurnEnd::Cancelled),
-            _ => None,
-        }
-    };
     let events = crate::events::follow(
         state.store.clone(),
         Arc::clone(state.sessions.bus()),
@@ -216,9 +201,33 @@ async fn turn_end(
     );
     tokio::time::timeout(wait, async {
         futures_util::pin_mut!(events);
+        // A failed turn's `error` comes just before its `turn_failed`.
+        let mut error: Option<Value> = None;
         while let Some(e) = futures_util::StreamExt::next(&mut events).await {
-            if let Some(end) = end(&e.kind, &e.data) {
-                return Some(end);
+            let value = || serde_json::from_str::<Value>(&e.data).unwrap_or(Value::Null);
+            let text =
+                |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            match EventKind::parse(&e.kind) {
+                Some(EventKind::Error) => error = Some(value()),
+                Some(EventKind::TurnCompleted) => return Some(TurnEnd::Completed(value())),
+                Some(EventKind::TurnFailed) => {
+                    let failed = value();
+                    let message = error
+                        .as_ref()
+                        .map(|v| text(v, "message"))
+                        .unwrap_or_default();
+                    return Some(TurnEnd::Failed {
+                        code: text(&failed, "code"),
+                        message,
+                    });
+                }
+                Some(EventKind::TurnCancelled) => return Some(TurnEnd::Cancelled),
+                Some(_) => {}
+                // The server's notice that the session was stopped.
+                None if e.kind == crate::live::SESSION_STOPPED => {
+                    return Some(TurnEnd::Cancelled);
+                }
+                None => {}
             }
         }
         Some(TurnEnd::Cancelled)

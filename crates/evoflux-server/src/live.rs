@@ -21,19 +21,20 @@
 //! the new graph, its skills and its MCP servers; a turn that is running
 //! finishes on the graph it started with.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use evoflux_core::ids::SessionId;
+use evoflux_harness::events::EventKind;
+use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    AppContext, ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, Holder,
-    LeaseError, SessionBuilder, SessionLease, SessionOptions, TurnOptions,
+    AppContext, ApprovalDecision, Decided, Event, EventSink, Harness, Holder, HostError,
+    HostFrontEnd, HostOptions, HostWiring, LeaseError, Reopen, SessionBuilder, SessionHost,
+    SessionOptions, TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
-use serde_json::{Value, json};
-use tokio::sync::{Notify, mpsc, oneshot};
+use serde_json::Value;
 
 use crate::error::ApiError;
 pub use crate::events::{EventBus, EventLog, SESSION_STOPPED};
@@ -79,141 +80,68 @@ impl EventSink for LogSink {
     }
 }
 
-/// Approvals answered over HTTP: a call that needs one waits until
-/// `POST /api/sessions/{id}/approvals/{call_id}` decides it.
-#[derive(Debug, Default)]
-pub struct HttpApprover {
-    pending: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
-}
-
-impl Approver for HttpApprover {
-    fn approve<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-    ) -> evoflux_harness::approval::ApprovalFuture<'a> {
-        let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(request.call_id.clone(), tx);
-        Box::pin(async move {
-            rx.await.unwrap_or(ApprovalDecision::Denied {
-                reason: "the turn was cancelled before anyone decided".to_owned(),
-            })
-        })
-    }
-}
-
-impl HttpApprover {
-    /// Decides the pending approval of `call_id`; `false` when none waits.
-    pub fn decide(&self, call_id: &str, decision: ApprovalDecision) -> bool {
-        let tx = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(call_id);
-        tx.is_some_and(|tx| tx.send(decision).is_ok())
-    }
-
-    /// Denies everything that waits (the turn is being cancelled).
-    fn deny_all(&self) {
-        let pending: Vec<_> = self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
-        for (_, tx) in pending {
-            let _ = tx.send(ApprovalDecision::Denied {
-                reason: "the turn was cancelled".to_owned(),
-            });
-        }
-    }
-}
-
-/// What a live session's task is asked to do.
-#[derive(Debug)]
-enum Command {
-    /// Run a turn under `lease`: a message, an answer, or `None` to
-    /// continue.
-    Turn {
-        input: Option<String>,
-        lease: SessionLease,
-    },
-}
-
-/// A session the server runs.
+/// A session the server runs: its [`SessionHost`] (which runs its turns,
+/// holds its approvals and cancels) and the log its events go to. The
+/// server holds no session state of its own beyond the transport: the log,
+/// and the signals other replicas send a turn that runs here.
 #[derive(Debug)]
 pub struct LiveSession {
     pub id: SessionId,
     pub log: Arc<EventLog>,
-    pub approvals: Arc<HttpApprover>,
-    busy: AtomicBool,
-    cancel: Notify,
-    commands: mpsc::UnboundedSender<Command>,
+    host: SessionHost,
     store: evoflux_store::Store,
-    replica: Replica,
-    /// The lease epoch the harness is current at: a lease taken at any
-    /// other epoch than the next means another replica ran turns since.
-    synced: AtomicI64,
     bus: Arc<EventBus>,
 }
 
 impl LiveSession {
     pub fn is_busy(&self) -> bool {
-        self.busy.load(Ordering::SeqCst)
+        self.host.is_busy()
     }
 
     /// Starts a turn; refused while one runs, here or on another replica.
-    pub async fn start_turn(&self, input: Option<String>) -> Result<(), ApiError> {
-        if self
-            .busy
-            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            return Err(busy());
-        }
-        // Renewed from now until the turn's end releases it.
-        let lease = match SessionLease::acquire(&self.store, self.id, &self.replica.holder).await {
-            Ok(lease) => lease,
-            // Another replica or process: the message names it.
-            Err(e @ LeaseError::Busy { .. }) => {
-                self.busy.store(false, Ordering::SeqCst);
-                return Err(ApiError::conflict(e.code(), e.to_string()));
-            }
-            Err(LeaseError::Store(e)) => {
-                self.busy.store(false, Ordering::SeqCst);
-                return Err(e.into());
-            }
-        };
-        if let Err(mpsc::error::SendError(Command::Turn { lease, .. })) =
-            self.commands.send(Command::Turn { input, lease })
-        {
-            self.busy.store(false, Ordering::SeqCst);
-            let _ = lease.release().await;
-            return Err(ApiError::internal(
-                "session/stopped",
-                "the session's task has stopped",
-            ));
-        }
+    pub async fn start_turn(self: &Arc<Self>, input: Option<String>) -> Result<(), ApiError> {
+        let handle = self
+            .host
+            .submit(input, TurnOptions::default())
+            .await
+            .map_err(host_error)?;
+        // While the turn runs, what other replicas ask of it (an approval,
+        // a cancellation) arrives as signals through the store.
+        let live = Arc::clone(self);
+        tokio::spawn(async move {
+            let signals = tokio::spawn(follow_signals(Arc::clone(&live)));
+            let _ = handle.ended().await;
+            signals.abort();
+        });
         Ok(())
     }
 
     /// Cancels the running turn; `false` when none runs.
     pub fn cancel(&self) -> bool {
-        if !self.is_busy() {
-            return false;
-        }
-        self.cancel.notify_waiters();
-        true
+        self.host.cancel()
+    }
+
+    /// Decides the approval `call_id` waits on; `false` when none waits.
+    pub fn decide(&self, call_id: &str, decision: ApprovalDecision) -> bool {
+        self.host
+            .decide(call_id, Decided::by_user(decision))
+            .is_ok()
     }
 }
 
-fn busy() -> ApiError {
-    ApiError::conflict(
-        "session/busy",
-        "a turn is running; wait for its turn_completed event or cancel it",
-    )
+/// The API error of a host's refusal.
+fn host_error(e: HostError) -> ApiError {
+    match e {
+        HostError::Busy => ApiError::conflict(e.code(), e.to_string()),
+        HostError::Lease(LeaseError::Store(e)) => e.into(),
+        HostError::Lease(e @ LeaseError::Busy { .. }) => {
+            ApiError::conflict(e.code(), e.to_string())
+        }
+        HostError::NoPendingApproval { .. } => ApiError::not_found(e.code(), e.to_string()),
+        HostError::Closed | HostError::Turn(_) | HostError::Reopen(_) => {
+            ApiError::internal(e.code(), e.to_string())
+        }
+    }
 }
 
 /// Every live session of the server.
@@ -226,9 +154,6 @@ pub struct Sessions {
     live: Mutex<BTreeMap<SessionId, Arc<LiveSession>>>,
     /// Serializes opening, so one session is never opened twice.
     opening: tokio::sync::Mutex<()>,
-    /// Bumped whenever the sources change; a session whose harness was
-    /// opened at an older generation reopens before its next turn.
-    generation: Arc<AtomicU64>,
     replica: Replica,
     bus: Arc<EventBus>,
 }
@@ -255,7 +180,6 @@ impl Sessions {
             store,
             live: Mutex::new(BTreeMap::new()),
             opening: tokio::sync::Mutex::new(()),
-            generation: Arc::new(AtomicU64::new(0)),
             replica,
             bus: Arc::new(EventBus::default()),
         }
@@ -279,10 +203,21 @@ impl Sessions {
         Ok(self.store.last_event_id(id).await?)
     }
 
-    /// The sources changed: every live session reopens on the new graph
-    /// before its next turn.
+    /// The sources changed: every live session applies them before its
+    /// next turn.
     pub fn sources_changed(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        for live in self.all() {
+            live.host.refresh();
+        }
+    }
+
+    fn all(&self) -> Vec<Arc<LiveSession>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     pub fn app(&self) -> &AppContext {
@@ -315,25 +250,15 @@ impl Sessions {
                 diagnostics: evoflux_core::Diagnostics::new(),
             });
         }
-        // Read before the harness opens: a turn another replica runs
-        // after this makes the harness stale, and the next lease says so.
-        let synced = match options.resume {
-            Some(id) => self.store.lease_epoch(id).await?,
-            None => 0,
-        };
         let log = EventLog::new();
-        let approvals = Arc::new(HttpApprover::default());
-        let generation = self.generation.load(Ordering::SeqCst);
-        let opened = builder(
-            &self.app,
-            options,
-            &log,
-            &approvals,
-            &self.processes,
-            &self.store,
-        )
-        .open()
-        .await?;
+        let wiring = HostWiring::new(Arc::new(LogSink(Arc::clone(&log))), None);
+        let front = Arc::new(ServerFront {
+            app: Arc::clone(&self.app),
+            store: self.store.clone(),
+            processes: self.processes.clone(),
+            log: Arc::clone(&log),
+        });
+        let opened = front.builder(options, &wiring).open().await?;
         let harness = opened.harness;
         let session = harness.session().clone();
         let artifacts = self
@@ -347,31 +272,25 @@ impl Sessions {
             Arc::clone(&self.bus),
             artifacts,
         );
-        let (tx, rx) = mpsc::unbounded_channel();
+        let host = SessionHost::start(
+            harness,
+            wiring,
+            front,
+            HostOptions {
+                holder: Some(self.replica.holder.clone()),
+            },
+        );
         let live = Arc::new(LiveSession {
             id: session.id,
             log,
-            approvals,
-            busy: AtomicBool::new(false),
-            cancel: Notify::new(),
-            commands: tx,
+            host,
             store: self.store.clone(),
-            replica: self.replica.clone(),
-            synced: AtomicI64::new(synced),
             bus: Arc::clone(&self.bus),
         });
         self.live
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(session.id, Arc::clone(&live));
-        let reopen = Reopen {
-            app: Arc::clone(&self.app),
-            store: self.store.clone(),
-            processes: self.processes.clone(),
-            generation: Arc::clone(&self.generation),
-            opened_at: generation,
-        };
-        tokio::spawn(run(harness, Arc::clone(&live), reopen, rx));
         Ok(Opened {
             live,
             session,
@@ -407,9 +326,7 @@ impl Sessions {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
         if let Some(live) = live {
-            live.cancel();
-            // Dropping the last sender ends the task's loop.
-            drop(live);
+            live.host.close().await;
             self.processes.terminate_session(id).await;
         }
     }
@@ -426,24 +343,28 @@ impl Sessions {
         if !running {
             return Ok(false);
         }
+        let kinds = [
+            EventKind::ApprovalRequested,
+            EventKind::ApprovalDecided,
+            EventKind::ToolEnded,
+            EventKind::TurnStarted,
+        ];
         let recent = self
             .store
-            .recent_events(
-                id,
-                &["approval_requested", "tool_ended", "turn_started"],
-                500,
-            )
+            .recent_events(id, &kinds.map(EventKind::as_str), 500)
             .await?;
         for e in recent {
             let data: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
             let this_call = data.get("call_id").and_then(Value::as_str) == Some(call_id);
-            match e.kind.as_str() {
-                // Newest first: an end, or the turn's start, comes before
-                // any request that still waits.
-                "tool_ended" if this_call => return Ok(false),
-                "turn_started" => return Ok(false),
-                "approval_requested" if this_call => return Ok(true),
-                _ => {}
+            // Newest first: a decision, an end or the turn's start comes
+            // before any request that still waits.
+            match EventKind::parse(&e.kind) {
+                Some(EventKind::ApprovalDecided | EventKind::ToolEnded) if this_call => {
+                    return Ok(false);
+                }
+                Some(EventKind::TurnStarted) => return Ok(false),
+                Some(EventKind::ApprovalRequested) if this_call => return Ok(true),
+                Some(_) | None => {}
             }
         }
         Ok(false)
@@ -478,17 +399,18 @@ impl Sessions {
         taken
     }
 
-    /// Appends an event to every live session's log (a server event, such
-    /// as a reload of the graph).
-    pub fn broadcast(&self, value: &Value) {
-        let live: Vec<Arc<LiveSession>> = self
-            .live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for session in live {
+    /// Appends an event to every live session's log (a server notice,
+    /// such as a reload of the graph).
+    pub fn broadcast(&self, event: &Event) {
+        for session in self.all() {
+            session.log.push_event(event);
+        }
+    }
+
+    /// Appends a notice the harness has no event for (the server's own
+    /// `graph_reloaded`) to every live session's log.
+    pub fn broadcast_notice(&self, value: &Value) {
+        for session in self.all() {
             session.log.push(value);
         }
     }
@@ -509,185 +431,80 @@ impl Sessions {
     }
 }
 
-/// How the server opens a session's harness, the first time and again on
-/// changed sources: its events to its log, its approvals over HTTP, the
-/// server's one process runtime and store.
-fn builder<'a>(
-    app: &'a AppContext,
-    options: SessionOptions,
-    log: &Arc<EventLog>,
-    approvals: &Arc<HttpApprover>,
-    processes: &ProcessRuntime,
-    store: &evoflux_store::Store,
-) -> SessionBuilder<'a> {
-    SessionBuilder::new(app, options)
-        .events(Arc::new(LogSink(Arc::clone(log))))
-        .approver(Arc::clone(approvals) as Arc<dyn Approver>)
-        .processes(processes.clone())
-        .store(store.clone())
-}
-
-/// What a live session's task needs to open its harness again on a new
-/// graph.
-struct Reopen {
+/// How the server opens a session's harness, the first time and again
+/// when the host asks: its events to its log, its approvals through the
+/// host, the server's one process runtime and store.
+#[derive(Debug)]
+struct ServerFront {
     app: Arc<AppContext>,
     store: evoflux_store::Store,
     processes: ProcessRuntime,
-    generation: Arc<AtomicU64>,
-    /// The generation the current harness was opened at.
-    opened_at: u64,
+    log: Arc<EventLog>,
 }
 
-impl Reopen {
-    /// A harness on the current sources when they changed since the last
-    /// one was opened, or when `stale` (another replica ran turns since it
-    /// was opened). On failure the session keeps its harness and its log
-    /// says why; `false` then.
-    async fn refresh(&mut self, harness: &mut Harness, live: &LiveSession, stale: bool) -> bool {
-        let now = self.generation.load(Ordering::SeqCst);
-        if now == self.opened_at && !stale {
-            return true;
-        }
-        self.opened_at = now;
-        let options = SessionOptions {
-            mode: None,
-            workspaces: Vec::new(),
-            lead: None,
-            model: None,
-            resume: Some(live.id),
-            limits: Default::default(),
-        };
-        let opened = builder(
-            &self.app,
-            options,
-            &live.log,
-            &live.approvals,
-            &self.processes,
-            &self.store,
-        )
-        .reuse_model(harness.model_client())
-        .open()
-        .await;
-        match opened {
-            Ok(opened) => {
-                let old = std::mem::replace(harness, opened.harness);
-                old.shutdown().await;
-                if !stale {
-                    live.log.push(&json!({
-                        "type": "sources_applied",
-                        "session_id": live.id.to_string(),
-                    }));
-                }
-                true
-            }
-            Err(e) => {
-                live.log.push(&json!({
-                    "type": "graph_invalid",
-                    "code": e.code(),
-                    "message": format!("the changed sources cannot be applied; this session keeps its previous ones: {e}"),
-                }));
-                false
-            }
-        }
+impl ServerFront {
+    fn builder(&self, options: SessionOptions, wiring: &HostWiring) -> SessionBuilder<'_> {
+        SessionBuilder::new(&self.app, options)
+            .events(wiring.events())
+            .approver(wiring.approver())
+            .processes(self.processes.clone())
+            .store(self.store.clone())
     }
 }
 
-/// A live session's task: its turns, one at a time, until the server
-/// forgets it.
-async fn run(
-    mut harness: Harness,
-    live: Arc<LiveSession>,
-    mut reopen: Reopen,
-    mut commands: mpsc::UnboundedReceiver<Command>,
-) {
-    // The task holds only a weak interest: when the registry drops the
-    // session, the sender goes and this loop ends.
-    let weak = Arc::downgrade(&live);
-    drop(live);
-    while let Some(command) = commands.recv().await {
-        let Some(live) = weak.upgrade() else { break };
-        match command {
-            Command::Turn { input, lease } => {
-                let epoch = lease.epoch();
-                let stale = epoch != live.synced.load(Ordering::SeqCst) + 1;
-                let current = reopen.refresh(&mut harness, &live, stale).await || !stale;
-                if current {
-                    turn(&mut harness, &live, input, &lease).await;
-                } else {
-                    // A harness that missed another replica's turns must
-                    // not answer on them.
-                    live.log.push_event(&Event::Error {
-                        code: "session/reopen-failed".to_owned(),
-                        message: "another replica ran this session since it was opened here, and it cannot be opened again; nothing was run".to_owned(),
-                    });
-                }
-                live.log.flush().await;
-                if let Err(e) = lease.release().await {
-                    tracing::warn!(session = %live.id, error = %e, "cannot release a turn's lease; it expires");
-                }
-                // A harness that could not be opened again stays stale:
-                // the next lease tries again.
-                if current {
-                    live.synced.store(epoch, Ordering::SeqCst);
-                }
-                live.busy.store(false, Ordering::SeqCst);
-                // Only now does anyone see the turn's end.
-                live.log.release();
-            }
-        }
-    }
-    harness.shutdown().await;
-}
-
-/// One turn under `lease`, which renews itself while it runs. A lease
-/// lost (this replica stalled past it and another took the session)
-/// cancels the turn.
-async fn turn(
-    harness: &mut Harness,
-    live: &Arc<LiveSession>,
-    input: Option<String>,
-    lease: &SessionLease,
-) {
-    let signals = {
-        let live = Arc::clone(live);
-        tokio::spawn(async move {
-            let mut wake = live.bus.watch_signals(live.id);
-            loop {
-                wake.borrow_and_update();
-                match live.store.take_signals(live.id).await {
-                    Ok(signals) => {
-                        for signal in signals {
-                            apply(&live, signal);
-                        }
-                    }
-                    Err(e) => tracing::warn!(session = %live.id, error = %e, "cannot read signals"),
-                }
-                // Woken by a signal to this replica or, on PostgreSQL,
-                // announced by another; looked for now and then anyway.
-                let _ = tokio::time::timeout(Duration::from_secs(1), wake.changed()).await;
-            }
+impl HostFrontEnd for ServerFront {
+    fn reopen<'a>(
+        &'a self,
+        reopen: Reopen<'a>,
+    ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
+        Box::pin(async move {
+            let options = SessionOptions {
+                mode: None,
+                workspaces: Vec::new(),
+                lead: None,
+                model: None,
+                resume: Some(reopen.session),
+                limits: Default::default(),
+            };
+            let builder = self
+                .builder(options, reopen.wiring)
+                .reuse_model(reopen.model);
+            let builder = match reopen.lease {
+                Some(lease) => builder.held_lease(lease),
+                None => builder,
+            };
+            Ok(builder.open().await?.harness)
         })
-    };
-    let cancelled = live.cancel.notified();
-    tokio::pin!(cancelled);
-    cancelled.as_mut().enable();
-    let lost = lease.lost();
-    let stop = async {
-        tokio::select! {
-            () = cancelled => {}
-            () = lost => {
-                tracing::warn!(session = %live.id, "lost the turn's lease; cancelling it");
+    }
+
+    /// Everything the turn emitted is stored before its lease goes, so
+    /// the replica that takes it next reads the whole turn.
+    fn turn_emitted(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.log.flush())
+    }
+
+    /// Only now does anyone see the turn's end.
+    fn turn_released(&self) {
+        self.log.release();
+    }
+}
+
+/// Applies, while a turn runs here, what requests to other replicas asked
+/// of it: woken by a signal to this replica or, on PostgreSQL, announced
+/// by another; looked for now and then anyway.
+async fn follow_signals(live: Arc<LiveSession>) {
+    let mut wake = live.bus.watch_signals(live.id);
+    loop {
+        wake.borrow_and_update();
+        match live.store.take_signals(live.id).await {
+            Ok(signals) => {
+                for signal in signals {
+                    apply(&live, signal);
+                }
             }
+            Err(e) => tracing::warn!(session = %live.id, error = %e, "cannot read signals"),
         }
-    };
-    // The harness stops the turn's commands and emits turn_cancelled;
-    // what waits for a decision here is denied.
-    let ended = harness
-        .turn_or_cancel(input.as_deref(), TurnOptions::default(), stop)
-        .await;
-    signals.abort();
-    if matches!(ended, Ok(evoflux_harness::TurnEnd::Cancelled)) {
-        live.approvals.deny_all();
+        let _ = tokio::time::timeout(Duration::from_secs(1), wake.changed()).await;
     }
 }
 
@@ -697,7 +514,7 @@ fn apply(live: &LiveSession, signal: evoflux_store::Signal) {
         evoflux_store::Signal::Approval { call_id, body } => {
             match serde_json::from_str::<crate::api::sessions::ApprovalBody>(&body) {
                 Ok(body) => {
-                    live.approvals.decide(&call_id, body.decision());
+                    live.decide(&call_id, body.decision());
                 }
                 Err(e) => {
                     tracing::warn!(session = %live.id, error = %e, "an approval signal did not parse")

@@ -17,6 +17,8 @@ use notify::{RecursiveMode, Watcher};
 use serde_json::json;
 use tower::ServiceExt;
 
+use evoflux_harness::Event;
+
 use crate::auth::Token;
 use crate::state::ServerState;
 
@@ -136,22 +138,24 @@ pub fn watch(
             let graph = match compiled {
                 Ok(Ok(g)) => g,
                 Ok(Err(e)) => {
-                    state.sessions.broadcast(&json!({
-                        "type": "graph_invalid",
-                        "code": e.code(),
-                        "message": e.to_string(),
-                    }));
+                    state.sessions.broadcast(&Event::GraphInvalid {
+                        code: e.code().to_owned(),
+                        message: e.to_string(),
+                        diagnostics: Vec::new(),
+                    });
                     continue;
                 }
                 Err(_) => continue,
             };
             if graph.has_errors() {
-                state.sessions.broadcast(&json!({
-                    "type": "graph_invalid",
-                    "code": "server/graph-invalid",
-                    "message": "the changed sources do not compile; the server keeps its routes",
-                    "diagnostics": graph.diagnostics.errors().to_json(),
-                }));
+                let errors = graph.diagnostics.errors();
+                state.sessions.broadcast(&Event::GraphInvalid {
+                    code: "server/graph-invalid".to_owned(),
+                    message: "the changed sources do not compile; the server keeps its routes and \
+                              sessions keep their sources"
+                        .to_owned(),
+                    diagnostics: errors.iter().cloned().collect(),
+                });
                 continue;
             }
             let hash = graph.hash.to_string();
@@ -167,7 +171,7 @@ pub fn watch(
             *current.hash.write().unwrap_or_else(|p| p.into_inner()) = hash.clone();
             state
                 .sessions
-                .broadcast(&json!({"type": "graph_reloaded", "graph_hash": hash}));
+                .broadcast_notice(&json!({"type": "graph_reloaded", "graph_hash": hash}));
         }
     });
     watcher

@@ -69,6 +69,7 @@ class Renderer {
     this.tools = new Map();
     this.children = new Map();
     this.question = null;
+    this.prompts = new Map();
     this.frame = 0;
   }
 
@@ -128,10 +129,13 @@ class Renderer {
     return this.tools.get(callId);
   }
 
-  toolEnded(callId, name, isError, content, metadata) {
+  toolEnded(callId, name, isError, content, metadata, status) {
     const t = this.tools.get(callId) || this.tool(callId, name, {});
-    t.status.textContent = isError ? 'error' : 'done';
+    const cancelled = status === 'cancelled';
+    t.status.textContent = cancelled ? 'cancelled' : isError ? 'error' : 'done';
     t.status.className = `badge ${isError ? 'err' : 'ok'}`;
+    // A call that ended no longer waits for anyone's decision.
+    this.decided(callId, null);
     if (isError) t.card.classList.add('error');
     t.body.append(h('div', { class: 'muted' }, 'Result'), h('pre', { class: 'observation' }, content));
     const artifact = metadata && ((metadata.command && metadata.command.artifact)
@@ -161,14 +165,31 @@ class Renderer {
     const decide = async (decision) => {
       try {
         await api('POST', `/api/sessions/${this.session}/approvals/${encodeURIComponent(ev.call_id)}`, { decision });
-        box.replaceChildren(h('p', { class: 'muted' }, decision === 'deny' ? 'Denied.' : 'Approved.'));
       } catch (e) { toast(errorText(e), 'error'); }
     };
+    this.prompts.set(ev.call_id, box);
     box.append(h('div', { class: 'row' },
       h('button', { type: 'button', class: 'primary', onclick: () => decide('approve') }, 'Approve'),
       h('button', { type: 'button', onclick: () => decide('approve_for_session') }, 'Approve for this session'),
       h('button', { type: 'button', class: 'danger', onclick: () => decide('deny') }, 'Deny')));
     t.body.prepend(box);
+  }
+
+  // The approval of `callId` was decided (by anyone: this page, another
+  // client, a cancellation): its buttons go, the decision shows.
+  decided(callId, ev) {
+    const box = this.prompts.get(callId);
+    if (!box) return;
+    this.prompts.delete(callId);
+    if (!ev) { box.remove(); return; }
+    const words = {
+      approved: 'Approved.',
+      approved_for_session: 'Approved for this session.',
+      approved_for_workspace: 'Approved for this workspace.',
+      denied: 'Denied.',
+    };
+    const by = ev.by === 'cancellation' ? ' (the turn was cancelled)' : ev.by === 'policy' ? ' (by policy)' : '';
+    box.replaceChildren(h('p', { class: 'muted' }, (words[ev.decision] || ev.decision) + by));
   }
 
   ask(ev, onAnswer) {
@@ -233,8 +254,11 @@ class Renderer {
       case 'approval_requested':
         this.approval(ev);
         return false;
+      case 'approval_decided':
+        this.decided(ev.call_id, ev);
+        return false;
       case 'tool_ended':
-        this.toolEnded(ev.call_id, ev.tool, ev.is_error, ev.content, ev.metadata);
+        this.toolEnded(ev.call_id, ev.tool, ev.is_error, ev.content, ev.metadata, ev.status);
         return false;
       case 'command_ended':
         this.line(`Background command ${ev.is_error ? 'failed' : 'finished'}: ${ev.command}`);
@@ -281,6 +305,11 @@ class Renderer {
         this.closeAssistant();
         this.line(`${ev.message} (${ev.code})`, 'error');
         return false;
+      case 'turn_failed':
+        // The error just before it said why.
+        this.closeAssistant();
+        if (hooks.busy) hooks.busy(false);
+        return true;
       case 'warning':
         this.line(`${ev.message} (${ev.code})`);
         return false;

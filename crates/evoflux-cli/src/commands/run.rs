@@ -15,10 +15,10 @@ use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
-    ApprovalDecision, ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder,
-    LeaseError, Limits, ModelOrigin, NonInteractive, SessionBuilder, SessionError, SessionLease,
-    SessionOptions, SessionRecord, SessionSummary, TurnLeaseError, TurnOptions, TurnOutcome,
-    TurnStatus,
+    ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind, Event,
+    EventSink, Harness, HarnessError, Holder, LeaseError, Limits, ModelOrigin, NonInteractive,
+    SessionBuilder, SessionError, SessionLease, SessionOptions, SessionRecord, SessionSummary,
+    ToolStatus, TurnEnd, TurnLeaseError, TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
@@ -394,41 +394,49 @@ async fn one_turn(
     options: TurnOptions,
 ) -> Exit {
     let lost = lease.as_ref().map(SessionLease::lost);
-    let lost = async move {
-        match lost {
-            Some(lost) => lost.await,
-            None => std::future::pending().await,
+    // Why the turn was stopped, when it was: the one cancellation path
+    // ([`Harness::turn_or_cancel`]) ends its open calls and the turn.
+    let why = std::cell::Cell::new(Stopped::Interrupted);
+    let stop = async {
+        let lost = async move {
+            match lost {
+                Some(lost) => lost.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shutdown_signal() => {}
+            () = lost => why.set(Stopped::LeaseLost),
         }
     };
-    let outcome = tokio::select! {
-        outcome = harness.turn(input, options) => Ended::Turn(outcome),
-        () = shutdown_signal() => Ended::Interrupted,
-        () = lost => Ended::LeaseLost,
-    };
+    let ended = harness.turn_or_cancel(input, options, stop).await;
     harness.shutdown().await;
     processes.shutdown().await;
     release(lease).await;
     let id = harness.session().id;
-    match outcome {
-        Ended::Turn(outcome) => finish(out, harness.session(), outcome),
-        Ended::Interrupted => {
-            eprintln!("interrupted; the session is saved: evoflux sessions resume {id}");
-            Exit::Interrupted
-        }
-        Ended::LeaseLost => {
-            out.failure(&anyhow::anyhow!(
-                "the turn was stopped: another process took session {id} after this one \
-                 could not renew its lease [{}]",
-                evoflux_harness::lease::LEASE_LOST
-            ));
-            Exit::Failure
-        }
+    match ended {
+        Ok(TurnEnd::Completed(outcome)) => finish(out, harness.session(), Ok(outcome)),
+        Err(e) => finish(out, harness.session(), Err(e)),
+        Ok(TurnEnd::Cancelled) => match why.get() {
+            Stopped::Interrupted => {
+                eprintln!("interrupted; the session is saved: evoflux sessions resume {id}");
+                Exit::Interrupted
+            }
+            Stopped::LeaseLost => {
+                out.failure(&anyhow::anyhow!(
+                    "the turn was stopped: another process took session {id} after this one \
+                     could not renew its lease [{}]",
+                    evoflux_harness::lease::LEASE_LOST
+                ));
+                Exit::Failure
+            }
+        },
     }
 }
 
-/// How [`one_turn`] ended.
-enum Ended {
-    Turn(Result<TurnOutcome, HarnessError>),
+/// Why [`one_turn`] stopped a turn before its end.
+#[derive(Debug, Clone, Copy)]
+enum Stopped {
     Interrupted,
     LeaseLost,
 }
@@ -547,69 +555,48 @@ fn read_schema(path: &Path) -> anyhow::Result<serde_json::Value> {
 /// result missed its contract), 4 waiting for an answer.
 fn finish(out: &Output, session: &Session, outcome: Result<TurnOutcome, HarnessError>) -> Exit {
     match outcome {
-        Ok(o) => match o.status {
-            TurnStatus::Completed => {
-                if !out.json
-                    && let Some(output) = &o.output
-                {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(output).unwrap_or_default()
-                    );
-                }
-                if o.unmet_contracts.is_empty() {
-                    return Exit::Ok;
-                }
-                let mut diags = evoflux_core::Diagnostics::new();
-                for u in &o.unmet_contracts {
-                    diags.push(
-                        evoflux_core::Diagnostic::error(
-                            "dispatch/result-contract-exhausted",
-                            format!(
-                                "the result of `{}` (session {}) missed its contract after {} \
-                                 repair rounds; `evoflux sessions show {}` shows what it did",
-                                u.agent, u.child_session_id, u.repairs, u.child_session_id
-                            ),
-                        )
-                        .with_slot(format!("workers/{}", u.agent)),
-                    );
-                }
-                out.diagnostics(&diags);
-                Exit::Failure
+        Ok(o) => {
+            if o.status == TurnStatus::Completed
+                && !out.json
+                && let Some(output) = &o.output
+            {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(output).unwrap_or_default()
+                );
             }
-            TurnStatus::WaitingForInput => {
+            if o.status == TurnStatus::WaitingForInput {
                 if !out.json {
                     eprintln!(
                         "session {} is waiting for your answer: evoflux sessions resume {} \"<answer>\"",
                         session.id, session.id
                     );
                 }
-                Exit::Waiting
+                return Exit::Waiting;
             }
-            TurnStatus::LimitReached => {
-                if !out.json {
-                    eprintln!(
-                        "error: the turn reached its model-call limit; continue with `evoflux sessions resume {}`",
-                        session.id
-                    );
+            // What the turn's end means is the harness's to say.
+            let diags = o.diagnostics();
+            if diags.is_empty() {
+                return Exit::Ok;
+            }
+            out.diagnostics(&diags);
+            if !out.json {
+                let id = session.id;
+                match o.status {
+                    TurnStatus::LimitReached => {
+                        eprintln!("continue with `evoflux sessions resume {id}`");
+                    }
+                    TurnStatus::Completed if !o.unmet_contracts.is_empty() => {
+                        eprintln!("`evoflux sessions show <session>` shows what a worker did");
+                    }
+                    TurnStatus::Completed
+                    | TurnStatus::WaitingForInput
+                    | TurnStatus::CostLimitReached
+                    | TurnStatus::OutputMissing => {}
                 }
-                Exit::Failure
             }
-            TurnStatus::CostLimitReached => {
-                if !out.json {
-                    eprintln!("error[limits/max-cost-reached]: {}", o.text);
-                }
-                Exit::Failure
-            }
-            TurnStatus::OutputMissing => {
-                if !out.json {
-                    eprintln!(
-                        "error: the model did not produce a valid final_output for the output schema"
-                    );
-                }
-                Exit::Failure
-            }
-        },
+            Exit::Failure
+        }
         // The event stream has shown the error.
         Err(_) => Exit::Failure,
     }
@@ -838,10 +825,11 @@ impl Approver for AskApprover {
         Box::pin(async move {
             eprint!("{} ", approval_question(request));
             let _ = std::io::stderr().flush();
-            match read_line().await {
+            let decision = match read_line().await {
                 Ok(Some(answer)) => approval_answer(request, &answer),
                 _ => denied(request),
-            }
+            };
+            Decided::by_user(decision)
         })
     }
 }
@@ -994,6 +982,21 @@ impl EventSink for HumanEvents {
                 eprintln!("→ {tool} {}", clip(&arguments.to_string(), 160));
             }
             Event::ApprovalRequested { tool, .. } => eprintln!("  {tool} needs approval"),
+            Event::ApprovalDecided { decision, by, .. } => match (decision, by) {
+                (DecisionKind::Denied, DecidedBy::Policy | DecidedBy::Cancellation) => {}
+                (DecisionKind::Denied, DecidedBy::User) => eprintln!("  denied"),
+                (
+                    DecisionKind::Approved
+                    | DecisionKind::ApprovedForSession
+                    | DecisionKind::ApprovedForWorkspace,
+                    _,
+                ) => {}
+            },
+            Event::ToolEnded {
+                tool,
+                status: ToolStatus::Cancelled,
+                ..
+            } => eprintln!("  ✗ {tool}: cancelled"),
             Event::ToolEnded {
                 tool,
                 is_error,
@@ -1075,6 +1078,16 @@ impl EventSink for HumanEvents {
             // Usage is for `--json` readers and `sessions show`.
             Event::ModelCallCompleted { .. } => {}
             Event::Error { code, message } => {
+                self.end_text();
+                eprintln!("error[{code}]: {message}");
+            }
+            // The error before it said what failed.
+            Event::TurnFailed { .. } => {}
+            Event::SourcesApplied { .. } => {
+                self.end_text();
+                eprintln!("  changed agents, skills, plugins or config apply from this turn");
+            }
+            Event::GraphInvalid { code, message, .. } => {
                 self.end_text();
                 eprintln!("error[{code}]: {message}");
             }

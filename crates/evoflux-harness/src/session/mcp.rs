@@ -39,6 +39,11 @@ pub(crate) struct SessionMcp {
     bound_servers: Vec<(String, usize)>,
     /// `connection_search`'s compiled description, before binding.
     search_description: Option<String>,
+    /// A skill granted a plugin's servers during the turn: the next model
+    /// call of the turn waits for them and takes their tools (the one
+    /// change to the tool list a turn makes on its own, because the model
+    /// asked for it by loading the skill).
+    pub(crate) granted_mid_turn: bool,
 }
 
 impl SessionMcp {
@@ -57,6 +62,7 @@ impl SessionMcp {
             held_back: BTreeSet::new(),
             bound_servers: Vec::new(),
             search_description: None,
+            granted_mid_turn: false,
         }
     }
 }
@@ -120,6 +126,7 @@ impl Harness {
             .and_then(|rt| rt.plugin(installation))
         {
             manager.start_all();
+            self.mcp.granted_mid_turn = true;
         }
     }
 
@@ -140,7 +147,17 @@ impl Harness {
     /// every server whose state changed (a failed or slow server is shown,
     /// never dropped silently).
     pub(super) fn refresh_mcp(&mut self) {
-        let Some(rt) = &self.mcp.runtime else { return };
+        for e in self.mcp_quiet() {
+            self.emit(&e);
+        }
+    }
+
+    /// [`Harness::refresh_mcp`], returning the state changes to report
+    /// instead of emitting them.
+    pub(super) fn mcp_quiet(&mut self) -> Vec<Event> {
+        let Some(rt) = &self.mcp.runtime else {
+            return Vec::new();
+        };
         let (named, installations) = (&self.agent.mcp, &self.mcp.installations);
         let granted =
             |owner: &ServerOwner, server: &str| granted(named, installations, owner, server);
@@ -172,9 +189,7 @@ impl Harness {
             .set_mcp(set.tools().iter().filter(|d| granted(&d.owner, &d.server)));
         self.mcp.tools = set;
         self.hold_back_mcp();
-        for e in changes {
-            self.emit(&e);
-        }
+        changes
     }
 
     /// The granted MCP tools of the current set.
@@ -333,27 +348,45 @@ impl Harness {
         Ok(ToolResult::ok(Value::Object(out).to_string()))
     }
 
-    /// A call named a tool nobody offers while a granted MCP server is
-    /// still starting: the name may be one of its tools (a skill or the
-    /// user can name them before they are listed), so wait for those
-    /// servers to settle once instead of failing the call. Turns that do
-    /// not call such a tool never wait. Returns whether it waited.
-    pub(super) async fn wait_for_starting_mcp(&self) -> bool {
+    /// Waits, in parallel, for the granted MCP servers that are still
+    /// starting, each at most its startup timeout: a session's first model
+    /// call has the tools of every server that comes up in time, and one
+    /// that does not is reported (`mcp_server`, failed with
+    /// `mcp/startup-timeout`) and left out. Returns at once when none is
+    /// starting.
+    pub(super) async fn await_granted_mcp(&self) {
         let Some(rt) = &self.mcp.runtime else {
-            return false;
+            return;
         };
-        let mut waited = false;
-        for m in rt.managers() {
-            let starting = m
-                .statuses()
+        // The manager fails a server at its startup timeout; the margin
+        // only covers the report of that failure.
+        let wait = rt.startup_timeout() + Duration::from_secs(1);
+        let starting = rt.managers().into_iter().filter(|m| {
+            m.statuses()
                 .into_iter()
-                .any(|s| s.state == ServerState::Starting && self.mcp_granted(&s.owner, &s.name));
-            if starting {
-                m.wait_settled(evoflux_mcp::DEFAULT_STARTUP_TIMEOUT).await;
-                waited = true;
-            }
+                .any(|s| s.state == ServerState::Starting && self.mcp_granted(&s.owner, &s.name))
+        });
+        futures_util::future::join_all(starting.map(|m| m.wait_settled(wait))).await;
+    }
+
+    /// The MCP tools a turn offers, fixed for the turn: granted servers
+    /// still starting are awaited first, then the ready tools are taken and
+    /// every server whose state changed is reported. Servers that become
+    /// ready later, `tools/list_changed` and the hold-back budget take
+    /// effect at the next turn; the model's prompt keeps its tools (and its
+    /// cache prefix) for the whole turn.
+    pub(super) async fn mcp_for_turn(&mut self) {
+        self.mcp.granted_mid_turn = false;
+        self.await_granted_mcp().await;
+        self.refresh_mcp();
+    }
+
+    /// A skill loaded in this turn granted a plugin's servers: they are
+    /// awaited and their tools join before the next model call.
+    pub(super) async fn mcp_granted_by_skill(&mut self) {
+        if self.mcp.granted_mid_turn {
+            self.mcp_for_turn().await;
         }
-        waited
     }
 }
 

@@ -295,6 +295,51 @@ pub struct TurnOutcome {
     pub unmet_contracts: Vec<UnmetContract>,
 }
 
+impl TurnOutcome {
+    /// What a turn that did not simply finish means, worded once for every
+    /// front end (the CLI prints these, the chat shows them, a server or an
+    /// editor passes them on): a limit that stopped it, a structured result
+    /// it never gave, workers whose results missed their contracts. Empty
+    /// for a turn that completed or waits for the user's answer. Each has a
+    /// stable code; how to go on is the front end's to add.
+    pub fn diagnostics(&self) -> evoflux_core::Diagnostics {
+        use evoflux_core::Diagnostic;
+        let mut out = evoflux_core::Diagnostics::new();
+        match self.status {
+            TurnStatus::Completed | TurnStatus::WaitingForInput => {}
+            TurnStatus::LimitReached => out.push(Diagnostic::error(
+                "limits/model-calls-reached",
+                "the turn reached its limit of model calls and stopped; send a message (or \
+                 continue the session) to go on",
+            )),
+            TurnStatus::CostLimitReached => {
+                out.push(Diagnostic::error(
+                    "limits/max-cost-reached",
+                    self.text.clone(),
+                ));
+            }
+            TurnStatus::OutputMissing => out.push(Diagnostic::error(
+                "output/final-output-missing",
+                "the model did not produce a valid final_output for the turn's output schema",
+            )),
+        }
+        for u in &self.unmet_contracts {
+            out.push(
+                Diagnostic::error(
+                    "dispatch/result-contract-exhausted",
+                    format!(
+                        "the result of `{}` (session {}) missed its contract after {} repair \
+                         rounds",
+                        u.agent, u.child_session_id, u.repairs
+                    ),
+                )
+                .with_slot(format!("workers/{}", u.agent)),
+            );
+        }
+        out
+    }
+}
+
 /// A dispatch whose worker result ended `result_contract_exhausted`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnmetContract {
@@ -369,6 +414,9 @@ pub struct Harness {
     /// The session's lease epoch this harness is current at: it was opened
     /// then, or last ran a turn under it ([`Harness::lease`]).
     lease_epoch: i64,
+    /// The call whose approval the turn waits on now, so a cancellation
+    /// can say it was decided.
+    awaiting_approval: std::sync::Mutex<Option<String>>,
 }
 
 /// A session's model client: what it calls and under which label, for a
@@ -413,12 +461,25 @@ impl Harness {
         let mut lease =
             crate::lease::SessionLease::acquire(&self.recorder.store, self.session.id, holder)
                 .await?;
+        self.adopt_lease(&mut lease);
+        Ok(lease)
+    }
+
+    /// Takes `lease`, acquired for this session, as the one this harness
+    /// runs under: marks it stale (and returns `true`) when another holder
+    /// ran the session since this harness was opened or last held it.
+    pub fn adopt_lease(&mut self, lease: &mut crate::lease::SessionLease) -> bool {
         let stale = lease.epoch() > self.lease_epoch + 1;
         lease.set_stale(stale);
         if !stale {
             self.lease_epoch = lease.epoch();
         }
-        Ok(lease)
+        stale
+    }
+
+    /// The store the session is recorded in.
+    pub fn store(&self) -> &Store {
+        &self.recorder.store
     }
 
     /// The session's lease for one turn of a front end that keeps the

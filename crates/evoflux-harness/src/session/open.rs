@@ -264,6 +264,7 @@ impl Harness {
             compact_next: false,
             client_files: None,
             lease_epoch: 0,
+            awaiting_approval: std::sync::Mutex::new(None),
             session,
         };
         if let Some(from) = switched_from {
@@ -272,6 +273,12 @@ impl Harness {
                 to: setup.model_label.clone(),
             });
         }
+        // The granted servers start with the session and are awaited
+        // (each at most its startup timeout), so the first model call and
+        // `session_started` have their tools.
+        harness.start_granted_mcp();
+        harness.await_granted_mcp().await;
+        let mcp_states = harness.mcp_quiet();
         harness.emit(&Event::SessionStarted {
             session_id: harness.session.id.to_string(),
             mode: harness.session.mode(),
@@ -286,7 +293,9 @@ impl Harness {
                 .collect(),
             unavailable_tools: harness.tools.unavailable.clone(),
         });
-        harness.start_granted_mcp();
+        for e in mcp_states {
+            harness.emit(&e);
+        }
         Ok(harness)
     }
 }

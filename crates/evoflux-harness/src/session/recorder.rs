@@ -53,6 +53,7 @@ impl Recorder {
                     self.events.emit(&Event::ToolEnded {
                         call_id: tool_call_id.clone(),
                         tool,
+                        status: crate::events::ToolStatus::of(*is_error),
                         is_error: *is_error,
                         content: content.clone(),
                         metadata: d.metadata.clone(),
@@ -109,6 +110,19 @@ impl Recorder {
         call: &ToolCall,
         result: ToolResult,
     ) -> Result<(), HarnessError> {
+        let status = crate::events::ToolStatus::of(result.is_error);
+        self.record_as(call, result, status).await
+    }
+
+    /// [`Recorder::record`] with the status the event reports (a call the
+    /// user cancelled is stored as an error the model reads, and ends
+    /// `cancelled`).
+    pub(crate) async fn record_as(
+        &mut self,
+        call: &ToolCall,
+        result: ToolResult,
+        status: crate::events::ToolStatus,
+    ) -> Result<(), HarnessError> {
         let message = Message::Tool {
             tool_call_id: call.id.clone(),
             content: result.content.clone(),
@@ -118,6 +132,7 @@ impl Recorder {
         self.events.emit(&Event::ToolEnded {
             call_id: call.id.clone(),
             tool: call.name.clone(),
+            status,
             is_error: result.is_error,
             content: result.content,
             metadata: result.metadata,

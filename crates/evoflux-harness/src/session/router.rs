@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::commands::command_result;
 use super::{Harness, PendingQuestion, pending_request_of};
-use crate::approval::{ApprovalDecision, ApprovalRequest, ApprovalSubject, Gate, Remember, gate};
+use crate::approval::{
+    ApprovalDecision, ApprovalRequest, ApprovalSubject, Decided, Gate, Remember, gate,
+};
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult};
 use crate::hooks::ToolGate;
@@ -30,13 +32,6 @@ impl Harness {
                 Ok(v) => CallOutcome::Final(v),
                 Err(e) => CallOutcome::Result(ToolResult::error(e)),
             });
-        }
-        if self.tools.get(&call.name).is_none() {
-            // A server may have become ready since the model call began.
-            self.refresh_mcp();
-            if self.tools.get(&call.name).is_none() && self.wait_for_starting_mcp().await {
-                self.refresh_mcp();
-            }
         }
         if self.mcp.held_back.contains(&call.name) {
             return Ok(CallOutcome::Result(ToolResult::error(
@@ -189,7 +184,28 @@ impl Harness {
             arguments: call.arguments.clone(),
             subject,
         };
-        let decision = self.approver.approve(&request).await;
+        *self
+            .awaiting_approval
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(call.id.clone());
+        let Decided { decision, by } = self.approver.approve(&request).await;
+        self.awaiting_approval
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let reason = match &decision {
+            ApprovalDecision::Denied { reason } => Some(reason.clone()),
+            ApprovalDecision::Approved
+            | ApprovalDecision::ApprovedForSession
+            | ApprovalDecision::ApprovedForWorkspace => None,
+        };
+        // Every client hears the decision before the call runs.
+        self.emit(&Event::ApprovalDecided {
+            call_id: call.id.clone(),
+            decision: decision.kind(),
+            reason,
+            by,
+        });
         // A front end offers only what the subject allows; anything wider
         // is narrowed here rather than trusted.
         match (decision, remember) {

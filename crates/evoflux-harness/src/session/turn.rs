@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::router::CallOutcome;
 use super::{Harness, PendingQuestion, TurnEnd, TurnOptions, TurnOutcome};
 use crate::error::HarnessError;
-use crate::events::{Event, ToolResult, TurnStatus};
+use crate::events::{Event, ToolResult, ToolStatus, TurnStatus};
 use crate::prepared::PreparedKind;
 use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
 
@@ -42,12 +42,28 @@ impl Harness {
                     session_usage,
                 })
             }
-            Err(e) => self.emit(&Event::Error {
-                code: e.code().to_owned(),
-                message: e.to_string(),
-            }),
+            Err(e) => self.fail_turn(e.code(), &e.to_string()).await,
         }
         result
+    }
+
+    /// Ends the running turn on an error: `error`, then `turn_failed`
+    /// with what the turn used, so every client sees the turn end.
+    pub(crate) async fn fail_turn(&mut self, code: &str, message: &str) {
+        self.emit(&Event::Error {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        });
+        let (usage, session_usage) = self
+            .usage
+            .end_turn(&self.recorder.store, self.session.id)
+            .await
+            .unwrap_or_default();
+        self.emit(&Event::TurnFailed {
+            code: code.to_owned(),
+            usage,
+            session_usage,
+        });
     }
 
     /// Runs one turn unless `cancel` resolves first. Cancelling stops the
@@ -81,11 +97,67 @@ impl Harness {
         match ended {
             Some(result) => result.map(TurnEnd::Completed),
             None => {
+                self.close_cancelled().await;
                 self.emit(&Event::TurnCancelled {
                     session_id: id.to_string(),
                 });
                 Ok(TurnEnd::Cancelled)
             }
+        }
+    }
+
+    /// What a cancelled turn left open, closed now rather than at the next
+    /// turn: an approval it waited on is decided `denied` by the
+    /// cancellation, and every call of its last answer without a result
+    /// gets one (stored for the model, `tool_ended` with `status:
+    /// cancelled` for the clients). A store that cannot be written leaves
+    /// the calls to the next turn, which closes them as interrupted.
+    async fn close_cancelled(&mut self) {
+        let waiting = self
+            .awaiting_approval
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(call_id) = waiting {
+            self.emit(&Event::ApprovalDecided {
+                call_id,
+                decision: crate::approval::DecisionKind::Denied,
+                reason: Some("the turn was cancelled".to_owned()),
+                by: crate::approval::DecidedBy::Cancellation,
+            });
+        }
+        let open = match self
+            .recorder
+            .store
+            .open_pending_inputs(self.session.id)
+            .await
+        {
+            Ok(open) => open,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read a cancelled turn's open questions");
+                return;
+            }
+        };
+        for call in self.unanswered_calls(&open) {
+            let result = ToolResult::error(
+                "The user cancelled the turn while this call ran (or before it started); \
+                 it was stopped. Run it again only if the user asks.",
+            );
+            if let Err(e) = self
+                .recorder
+                .record_as(&call, result, ToolStatus::Cancelled)
+                .await
+            {
+                tracing::warn!(error = %e, "cannot record a cancelled call; the next turn closes it");
+                return;
+            }
+        }
+        if let Err(e) = self
+            .usage
+            .end_turn(&self.recorder.store, self.session.id)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot total a cancelled turn's usage");
         }
     }
 
@@ -205,27 +277,7 @@ impl Harness {
         &mut self,
         open: &[evoflux_store::PendingInput],
     ) -> Result<(), HarnessError> {
-        let Some(last_assistant) = self.recorder.messages.iter().rposition(
-            |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
-        ) else {
-            return Ok(());
-        };
-        let Message::Assistant { tool_calls, .. } = &self.recorder.messages[last_assistant] else {
-            return Ok(());
-        };
-        let answered: Vec<&str> = self.recorder.messages[last_assistant..]
-            .iter()
-            .filter_map(|m| match m {
-                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
-                Message::System { .. } | Message::User { .. } | Message::Assistant { .. } => None,
-            })
-            .collect();
-        let missing: Vec<ToolCall> = tool_calls
-            .iter()
-            .filter(|c| !answered.contains(&c.id.as_str()))
-            .filter(|c| !open.iter().any(|p| p.tool_call_id == c.id))
-            .cloned()
-            .collect();
+        let missing = self.unanswered_calls(open);
         for call in missing {
             // A dispatch re-attaches to the child it opened (a finished one
             // answers, an unfinished one continues); it never runs twice.
@@ -245,6 +297,32 @@ impl Harness {
         Ok(())
     }
 
+    /// Calls of the last answer with tool calls that have no result and
+    /// do not wait for the user.
+    fn unanswered_calls(&self, open: &[evoflux_store::PendingInput]) -> Vec<ToolCall> {
+        let Some(last_assistant) = self.recorder.messages.iter().rposition(
+            |m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+        ) else {
+            return Vec::new();
+        };
+        let Message::Assistant { tool_calls, .. } = &self.recorder.messages[last_assistant] else {
+            return Vec::new();
+        };
+        let answered: Vec<&str> = self.recorder.messages[last_assistant..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                Message::System { .. } | Message::User { .. } | Message::Assistant { .. } => None,
+            })
+            .collect();
+        tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .filter(|c| !open.iter().any(|p| p.tool_call_id == c.id))
+            .cloned()
+            .collect()
+    }
+
     pub(super) async fn run_model_loop(
         &mut self,
         terminal: Option<TerminalOutput>,
@@ -259,6 +337,7 @@ impl Harness {
         &mut self,
         terminal: Option<TerminalOutput>,
     ) -> Result<TurnOutcome, HarnessError> {
+        self.mcp_for_turn().await;
         let mut reminders = 0;
         let mut tool_calls_used: u32 = 0;
         let mut last_text = String::new();
@@ -273,7 +352,7 @@ impl Harness {
             if let Some(stop) = self.cost_limit_reached().await? {
                 return Ok(stop);
             }
-            self.refresh_mcp();
+            self.mcp_granted_by_skill().await;
             let mut answer = self.call_model(terminal.as_ref()).await?;
             let calls = std::mem::take(&mut answer.calls);
             if !answer.text.is_empty() {

@@ -2,13 +2,20 @@
 //!
 //! ```text
 //! evoflux-mcp-testserver [stdio|http] [--page-size N] [--filler-tools N] [--port N]
+//!                        [--start-delay-ms N]
 //! ```
 //! `stdio` (the default) serves one client on stdin/stdout until stdin
 //! closes. `http` serves Streamable HTTP on 127.0.0.1, prints the endpoint
 //! URL on the first line of stdout, and runs until killed or stdin closes.
+//!
+//! `--start-delay-ms N` sleeps N milliseconds before serving anything (in
+//! `http` mode, before the port is bound and the URL printed): a server
+//! that is slow to start, so tests can exercise start-up timeouts with the
+//! real server rather than a stand-in like `sleep`.
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use evoflux_mcp::testserver::{TestServerOptions, serve_http, serve_stdio};
 use tokio::io::AsyncReadExt;
@@ -19,10 +26,21 @@ enum Mode {
     Http,
 }
 
-fn parse(args: &[String]) -> Result<(Mode, TestServerOptions, u16), String> {
+/// What the command line asks for.
+#[derive(Debug, Clone)]
+struct Args {
+    mode: Mode,
+    options: TestServerOptions,
+    port: u16,
+    /// How long to wait before serving (`--start-delay-ms`).
+    start_delay: Duration,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
     let mut mode = Mode::Stdio;
     let mut options = TestServerOptions::default();
     let mut port = 0u16;
+    let mut start_delay = Duration::ZERO;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut number = |flag: &str| -> Result<usize, String> {
@@ -38,22 +56,37 @@ fn parse(args: &[String]) -> Result<(Mode, TestServerOptions, u16), String> {
             "--port" => {
                 port = u16::try_from(number("--port")?).map_err(|e| e.to_string())?;
             }
+            "--start-delay-ms" => {
+                let ms = u64::try_from(number("--start-delay-ms")?).map_err(|e| e.to_string())?;
+                start_delay = Duration::from_millis(ms);
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    Ok((mode, options, port))
+    Ok(Args {
+        mode,
+        options,
+        port,
+        start_delay,
+    })
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mode, options, port) = match parse(&args) {
+    let Args {
+        mode,
+        options,
+        port,
+        start_delay,
+    } = match parse(&args) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("evoflux-mcp-testserver: {e}");
             return ExitCode::from(2);
         }
     };
+    tokio::time::sleep(start_delay).await;
     let result = match mode {
         Mode::Stdio => serve_stdio(options).await,
         Mode::Http => match serve_http(options, port).await {

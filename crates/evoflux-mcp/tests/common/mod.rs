@@ -40,6 +40,7 @@ pub fn stdio_with(name: &str, args: &[&str], env: BTreeMap<String, String>) -> S
             references: Default::default(),
             pinned: Vec::new(),
         }),
+        startup_timeout: None,
     }
 }
 
@@ -56,6 +57,7 @@ pub fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> ServerDefinition
                 .collect(),
             references: Default::default(),
         }),
+        startup_timeout: None,
     }
 }
 

@@ -412,7 +412,7 @@ pub async fn approve(
     if let Some(live) = state.sessions.get(id)
         && live.is_busy()
     {
-        if !live.approvals.decide(&call_id, body.decision()) {
+        if !live.decide(&call_id, body.decision()) {
             return Err(none_waits());
         }
         return Ok(accepted(id, after));

@@ -636,7 +636,7 @@ impl Approver for TerminalApprover {
     ) -> evoflux_harness::approval::ApprovalFuture<'a> {
         Box::pin(async move {
             eprintln!("{}", approval_question(request));
-            match self.editor.read("approve? ", ReadKind::Answer).await {
+            let decision = match self.editor.read("approve? ", ReadKind::Answer).await {
                 Read::Line(answer) => approval_answer(request, &answer),
                 Read::Interrupted => {
                     self.cancel.notify_waiters();
@@ -648,7 +648,8 @@ impl Approver for TerminalApprover {
                     denied(request)
                 }
                 Read::Eof => denied(request),
-            }
+            };
+            evoflux_harness::Decided::by_user(decision)
         })
     }
 }
@@ -732,36 +733,39 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
                 println!("{}", result?.content);
                 continue;
             }
+            // Stopped through the one cancellation path, which ends the
+            // turn's open calls and the turn itself.
             let lost = lease.lost();
-            let turn = harness.turn(Some(&line), TurnOptions::default());
-            let outcome = tokio::select! {
-                outcome = turn => Some(outcome),
-                () = shutdown_signal() => {
-                    eprintln!("interrupted");
-                    None
+            let lease_lost = std::cell::Cell::new(false);
+            let stop = async {
+                tokio::select! {
+                    () = shutdown_signal() => {}
+                    () = lost => lease_lost.set(true),
                 }
-                () = lost => {
+            };
+            let ended = harness
+                .turn_or_cancel(Some(&line), TurnOptions::default(), stop)
+                .await;
+            match ended {
+                Ok(TurnEnd::Cancelled) if lease_lost.get() => {
                     eprintln!(
                         "error[{}]: another process took this session; the turn was stopped",
                         evoflux_harness::lease::LEASE_LOST
                     );
-                    processes.terminate_session(harness.session().id).await;
                     release(Some(lease)).await;
-                    continue;
                 }
-            };
-            let Some(outcome) = outcome else {
-                // Released once what the turn started is stopped.
-                interrupted = Some(lease);
-                break;
-            };
-            release(Some(lease)).await;
-            match outcome {
-                Ok(_) => {}
+                Ok(TurnEnd::Cancelled) => {
+                    eprintln!("interrupted");
+                    // Released once what the turn started is stopped.
+                    interrupted = Some(lease);
+                    break;
+                }
+                Ok(TurnEnd::Completed(_)) => release(Some(lease)).await,
                 // The event stream already showed the error; the session
                 // stays usable for the next message.
-                Err(HarnessError::Provider(_)) => {}
+                Err(HarnessError::Provider(_)) => release(Some(lease)).await,
                 Err(e) => {
+                    release(Some(lease)).await;
                     harness.shutdown().await;
                     processes.shutdown().await;
                     return Err(e.into());

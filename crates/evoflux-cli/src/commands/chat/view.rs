@@ -240,6 +240,10 @@ impl EventSink for ChatView {
             | Event::WebSearch { .. }
             | Event::Citation { .. }
             | Event::ApprovalRequested { .. }
+            | Event::ApprovalDecided { .. }
+            | Event::TurnFailed { .. }
+            | Event::SourcesApplied { .. }
+            | Event::GraphInvalid { .. }
             | Event::CommandEnded { .. }
             | Event::ContextCompacted { .. }
             | Event::ModelSwitched { .. }

@@ -1,0 +1,562 @@
+//! The session host: the one way a front end runs a live session.
+//!
+//! A [`SessionHost`] owns one open [`Harness`] on a task of its own and is
+//! all a front end holds: it submits a message or an answer, decides an
+//! approval by call id, cancels, asks for the sources to be applied again,
+//! and closes. The server, ACP and the chat all host sessions through it,
+//! so a turn behaves the same wherever it is driven:
+//!
+//! - **One turn at a time.** A submit while a turn runs is refused with
+//!   [`HostError::Busy`]; the session's lease ([`crate::lease`]) is taken
+//!   before the turn is queued, so a turn another process runs refuses the
+//!   submit too, naming who runs it.
+//! - **One cancellation path.** [`SessionHost::cancel`] (or a lease lost
+//!   mid-turn) goes through [`Harness::turn_or_cancel`], which stops the
+//!   turn's commands, ends every open call `cancelled`, says the approval
+//!   it waited on was decided, and emits `turn_cancelled`.
+//! - **One approval broker per session**, keyed by call id and shared by
+//!   every client: the first decision wins, the others get
+//!   [`HostError::NoPendingApproval`], and the harness emits
+//!   `approval_decided` before the call runs. A front end that asks the
+//!   user itself (a terminal, an editor) plugs its asker into the broker,
+//!   racing any other client.
+//! - **One refresh policy.** Changed sources are applied between turns:
+//!   the session is opened again on them before the next turn and
+//!   `sources_applied` is emitted; sources that do not open leave the
+//!   session on the previous ones with `graph_invalid`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use evoflux_core::ids::SessionId;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided};
+use crate::events::{Event, EventSink};
+use crate::lease::{Holder, LeaseError, SessionLease};
+use crate::session::{Harness, ModelClient, SessionError, TurnEnd, TurnOptions};
+
+/// A boxed future, as the host's callbacks return them.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Why the host did not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A turn runs in this session now.
+    #[error(
+        "a turn is running; wait for its end (turn_completed, turn_failed or turn_cancelled) or cancel it"
+    )]
+    Busy,
+    /// Another process or replica runs a turn on the session, or its lease
+    /// could not be read.
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    /// No approval of this call waits for a decision (it was decided, the
+    /// turn ended, or there never was one).
+    #[error(
+        "no approval of call `{call_id}` waits for a decision; it was decided already or its turn ended"
+    )]
+    NoPendingApproval { call_id: String },
+    /// The host was closed.
+    #[error("the session is closed")]
+    Closed,
+    /// The turn itself failed (its `error` and `turn_failed` events were
+    /// emitted).
+    #[error(transparent)]
+    Turn(#[from] crate::error::HarnessError),
+    /// The session could not be opened again on its current state (another
+    /// process ran turns since); nothing was run.
+    #[error("{0}")]
+    Reopen(String),
+}
+
+impl HostError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            HostError::Busy => "session/busy",
+            HostError::Lease(e) => e.code(),
+            HostError::NoPendingApproval { .. } => "session/no-pending-approval",
+            HostError::Closed => "session/stopped",
+            HostError::Turn(e) => e.code(),
+            HostError::Reopen(_) => REOPEN_FAILED,
+        }
+    }
+}
+
+/// The code of a turn that did not run because the session could not be
+/// brought up to date.
+pub const REOPEN_FAILED: &str = "session/reopen-failed";
+
+/// Approvals of one session, keyed by call id and shared by every client
+/// of it. The harness asks through it; whoever decides first wins.
+#[derive(Default)]
+pub struct ApprovalBroker {
+    pending: Mutex<HashMap<String, oneshot::Sender<Decided>>>,
+    /// The front end's own way to ask (a terminal prompt, an editor's
+    /// permission request), raced against decisions made through
+    /// [`ApprovalBroker::decide`].
+    asker: Option<Arc<dyn Approver>>,
+}
+
+impl fmt::Debug for ApprovalBroker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalBroker")
+            .field("pending", &self.pending_calls())
+            .field("asker", &self.asker.is_some())
+            .finish()
+    }
+}
+
+impl ApprovalBroker {
+    pub fn new(asker: Option<Arc<dyn Approver>>) -> ApprovalBroker {
+        ApprovalBroker {
+            pending: Mutex::new(HashMap::new()),
+            asker,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decided>>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The calls that wait for a decision now.
+    pub fn pending_calls(&self) -> Vec<String> {
+        let mut calls: Vec<String> = self.lock().keys().cloned().collect();
+        calls.sort();
+        calls
+    }
+
+    /// Decides the approval `call_id` waits on.
+    pub fn decide(&self, call_id: &str, decided: Decided) -> Result<(), HostError> {
+        let waiting = self.lock().remove(call_id);
+        match waiting.map(|tx| tx.send(decided)) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(_)) | None => Err(HostError::NoPendingApproval {
+                call_id: call_id.to_owned(),
+            }),
+        }
+    }
+
+    /// Forgets every waiting approval (its turn ended without it).
+    fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+impl Approver for ApprovalBroker {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(request.call_id.clone(), tx);
+        Box::pin(async move {
+            let decided = match &self.asker {
+                Some(asker) => {
+                    tokio::select! {
+                        decided = rx => decided.ok(),
+                        decided = asker.approve(request) => Some(decided),
+                    }
+                }
+                None => rx.await.ok(),
+            };
+            self.lock().remove(&request.call_id);
+            decided.unwrap_or(Decided {
+                decision: ApprovalDecision::Denied {
+                    reason: "nobody can decide any more (the session was closed)".to_owned(),
+                },
+                by: crate::approval::DecidedBy::Cancellation,
+            })
+        })
+    }
+}
+
+/// What a hosted harness is wired to: the front end's event sink and the
+/// session's approval broker. A harness opened for a host (first, or again
+/// on changed sources) is built with exactly these.
+#[derive(Debug, Clone)]
+pub struct HostWiring {
+    events: Arc<dyn EventSink>,
+    approvals: Arc<ApprovalBroker>,
+}
+
+impl HostWiring {
+    /// `asker` is the front end's own way to ask for approvals, if it has
+    /// one; without it, approvals wait for [`SessionHost::decide`].
+    pub fn new(events: Arc<dyn EventSink>, asker: Option<Arc<dyn Approver>>) -> HostWiring {
+        HostWiring {
+            events,
+            approvals: Arc::new(ApprovalBroker::new(asker)),
+        }
+    }
+
+    pub fn events(&self) -> Arc<dyn EventSink> {
+        Arc::clone(&self.events)
+    }
+
+    pub fn approver(&self) -> Arc<dyn Approver> {
+        Arc::clone(&self.approvals) as Arc<dyn Approver>
+    }
+
+    fn emit(&self, event: &Event) {
+        self.events.emit(event);
+    }
+}
+
+/// What the host asks to open the session again.
+#[derive(Debug)]
+pub struct Reopen<'a> {
+    pub session: SessionId,
+    /// Build the harness with these ([`SessionBuilder::events`],
+    /// [`SessionBuilder::approver`]).
+    pub wiring: &'a HostWiring,
+    /// Held for the coming turn when the session changed under this host
+    /// ([`SessionBuilder::held_lease`]).
+    pub lease: Option<&'a SessionLease>,
+    /// The model client to keep ([`SessionBuilder::reuse_model`]).
+    pub model: ModelClient,
+}
+
+/// The front end's part: how it opens its sessions (its store, process
+/// runtime, client files), and what it does around a turn's end.
+pub trait HostFrontEnd: Send + Sync + fmt::Debug {
+    /// Opens the session again as `reopen` says.
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>>;
+
+    /// Every event of the turn was emitted; the lease is released next. A
+    /// sink that writes in batches writes what it holds now, so whoever
+    /// takes the lease next reads the whole turn.
+    fn turn_emitted(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// The session takes the next message.
+    fn turn_released(&self) {}
+}
+
+/// How a host runs.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Who takes the session's lease for each turn; `None` runs turns
+    /// without one (a front end that holds the lease for the whole
+    /// session, or an embedding).
+    pub holder: Option<Holder>,
+}
+
+/// A turn submitted to a host: await [`TurnHandle::ended`] for how it
+/// ended, or drop it to let it run.
+#[derive(Debug)]
+pub struct TurnHandle(oneshot::Receiver<Result<TurnEnd, HostError>>);
+
+impl TurnHandle {
+    pub async fn ended(self) -> Result<TurnEnd, HostError> {
+        self.0.await.unwrap_or(Err(HostError::Closed))
+    }
+}
+
+/// Something run on the harness between turns ([`SessionHost::with`]).
+type Between = Box<dyn for<'h> FnOnce(&'h mut Harness) -> BoxFuture<'h, ()> + Send>;
+
+/// A submitted turn, as the host's task receives it.
+struct Submitted {
+    input: Option<String>,
+    options: TurnOptions,
+    lease: Option<SessionLease>,
+    done: oneshot::Sender<Result<TurnEnd, HostError>>,
+}
+
+enum Command {
+    Turn(Box<Submitted>),
+    With(Between),
+    Close(oneshot::Sender<()>),
+}
+
+#[derive(Debug)]
+struct Shared {
+    id: SessionId,
+    store: evoflux_store::Store,
+    wiring: HostWiring,
+    options: HostOptions,
+    busy: AtomicBool,
+    cancel: Notify,
+    /// Bumped by [`SessionHost::refresh`]; the task applies the sources
+    /// before a turn when it moved since it last did.
+    generation: AtomicU64,
+}
+
+/// One live session and the only way to run it. Cheap to clone; the
+/// session closes when [`SessionHost::close`] is called or the last clone
+/// is dropped.
+#[derive(Debug, Clone)]
+pub struct SessionHost {
+    shared: Arc<Shared>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl SessionHost {
+    /// Hosts `harness`, which must have been opened with `wiring`.
+    pub fn start(
+        harness: Harness,
+        wiring: HostWiring,
+        front: Arc<dyn HostFrontEnd>,
+        options: HostOptions,
+    ) -> SessionHost {
+        let shared = Arc::new(Shared {
+            id: harness.session().id,
+            store: harness.store().clone(),
+            wiring,
+            options,
+            busy: AtomicBool::new(false),
+            cancel: Notify::new(),
+            generation: AtomicU64::new(0),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run(harness, Arc::clone(&shared), front, rx));
+        SessionHost {
+            shared,
+            commands: tx,
+        }
+    }
+
+    pub fn id(&self) -> SessionId {
+        self.shared.id
+    }
+
+    /// Whether a turn runs (or was accepted and is about to).
+    pub fn is_busy(&self) -> bool {
+        self.shared.busy.load(Ordering::SeqCst)
+    }
+
+    /// Submits a message, the answer to the agent's question, or `None` to
+    /// continue an interrupted turn. Refused while a turn runs here or,
+    /// under the session's lease, anywhere else.
+    pub async fn submit(
+        &self,
+        input: Option<String>,
+        options: TurnOptions,
+    ) -> Result<TurnHandle, HostError> {
+        if self
+            .shared
+            .busy
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Err(HostError::Busy);
+        }
+        let lease = match &self.shared.options.holder {
+            Some(holder) => {
+                match SessionLease::acquire(&self.shared.store, self.shared.id, holder).await {
+                    Ok(lease) => Some(lease),
+                    Err(e) => {
+                        self.shared.busy.store(false, Ordering::SeqCst);
+                        return Err(e.into());
+                    }
+                }
+            }
+            None => None,
+        };
+        let (done, rx) = oneshot::channel();
+        let sent = self.commands.send(Command::Turn(Box::new(Submitted {
+            input,
+            options,
+            lease,
+            done,
+        })));
+        if let Err(mpsc::error::SendError(command)) = sent {
+            self.shared.busy.store(false, Ordering::SeqCst);
+            if let Command::Turn(submitted) = command
+                && let Some(lease) = submitted.lease
+            {
+                release(lease).await;
+            }
+            return Err(HostError::Closed);
+        }
+        Ok(TurnHandle(rx))
+    }
+
+    /// Cancels the running turn; `false` when none runs.
+    pub fn cancel(&self) -> bool {
+        if !self.is_busy() {
+            return false;
+        }
+        self.shared.cancel.notify_waiters();
+        true
+    }
+
+    /// Decides the approval `call_id` waits on, for every client.
+    pub fn decide(&self, call_id: &str, decided: Decided) -> Result<(), HostError> {
+        self.shared.wiring.approvals.decide(call_id, decided)
+    }
+
+    /// The calls whose approval waits for a decision now.
+    pub fn pending_approvals(&self) -> Vec<String> {
+        self.shared.wiring.approvals.pending_calls()
+    }
+
+    /// The sources changed: they are applied before the next turn.
+    pub fn refresh(&self) {
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Runs `f` on the session's harness between turns (after the running
+    /// one, if any) and returns what it returns.
+    pub async fn with<R, F>(&self, f: F) -> Result<R, HostError>
+    where
+        R: Send + 'static,
+        F: for<'h> FnOnce(&'h mut Harness) -> BoxFuture<'h, R> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let command = Command::With(Box::new(move |harness: &mut Harness| {
+            Box::pin(async move {
+                let _ = tx.send(f(harness).await);
+            })
+        }));
+        self.commands.send(command).map_err(|_| HostError::Closed)?;
+        rx.await.map_err(|_| HostError::Closed)
+    }
+
+    /// Cancels the running turn, if any, and closes the session (its MCP
+    /// servers stop). Returns once it is closed.
+    pub async fn close(&self) {
+        self.cancel();
+        let (tx, rx) = oneshot::channel();
+        if self.commands.send(Command::Close(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// The host's task: turns one at a time, until it is closed or forgotten.
+async fn run(
+    mut harness: Harness,
+    shared: Arc<Shared>,
+    front: Arc<dyn HostFrontEnd>,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let mut applied = shared.generation.load(Ordering::SeqCst);
+    while let Some(command) = commands.recv().await {
+        match command {
+            Command::Turn(submitted) => {
+                let Submitted {
+                    input,
+                    options,
+                    mut lease,
+                    done,
+                } = *submitted;
+                let ended = turn(
+                    &mut harness,
+                    &shared,
+                    front.as_ref(),
+                    &mut applied,
+                    &mut lease,
+                    input,
+                    options,
+                )
+                .await;
+                front.turn_emitted().await;
+                if let Some(lease) = lease {
+                    release(lease).await;
+                }
+                shared.busy.store(false, Ordering::SeqCst);
+                front.turn_released();
+                let _ = done.send(ended);
+            }
+            Command::With(f) => f(&mut harness).await,
+            Command::Close(done) => {
+                harness.shutdown().await;
+                let _ = done.send(());
+                return;
+            }
+        }
+    }
+    harness.shutdown().await;
+}
+
+/// One turn: the session brought up to date (another holder's turns,
+/// changed sources), then run until it ends or is cancelled.
+async fn turn(
+    harness: &mut Harness,
+    shared: &Shared,
+    front: &dyn HostFrontEnd,
+    applied: &mut u64,
+    lease: &mut Option<SessionLease>,
+    input: Option<String>,
+    options: TurnOptions,
+) -> Result<TurnEnd, HostError> {
+    let stale = match lease.as_mut() {
+        Some(lease) => harness.adopt_lease(lease),
+        None => false,
+    };
+    let wanted = shared.generation.load(Ordering::SeqCst);
+    let changed = wanted != *applied;
+    if stale || changed {
+        let reopened = front
+            .reopen(Reopen {
+                session: shared.id,
+                wiring: &shared.wiring,
+                lease: lease.as_ref().filter(|_| stale),
+                model: harness.model_client(),
+            })
+            .await;
+        match reopened {
+            Ok(new) => {
+                std::mem::replace(harness, new).shutdown().await;
+                *applied = wanted;
+                if changed {
+                    shared.wiring.emit(&Event::SourcesApplied {
+                        session_id: shared.id.to_string(),
+                    });
+                }
+            }
+            // A harness that missed another holder's turns must not
+            // answer on them: the turn fails without running.
+            Err(e) if stale => {
+                let message = format!(
+                    "another process ran this session since it was opened here, and it cannot be \
+                     opened again ({e}); nothing was run"
+                );
+                harness.fail_turn(REOPEN_FAILED, &message).await;
+                return Err(HostError::Reopen(message));
+            }
+            Err(e) => {
+                *applied = wanted;
+                shared.wiring.emit(&Event::GraphInvalid {
+                    code: e.code().to_owned(),
+                    message: format!(
+                        "the changed sources cannot be applied; this session keeps its previous \
+                         ones: {e}"
+                    ),
+                    diagnostics: Vec::new(),
+                });
+            }
+        }
+    }
+    let cancelled = shared.cancel.notified();
+    tokio::pin!(cancelled);
+    cancelled.as_mut().enable();
+    let lost = lease.as_ref().map(SessionLease::lost);
+    let stop = async move {
+        match lost {
+            Some(lost) => {
+                tokio::select! {
+                    () = cancelled => {}
+                    () = lost => {
+                        tracing::warn!("lost the turn's lease; cancelling it");
+                    }
+                }
+            }
+            None => cancelled.await,
+        }
+    };
+    let ended = harness
+        .turn_or_cancel(input.as_deref(), options, stop)
+        .await;
+    // Whatever still waits belonged to this turn.
+    shared.wiring.approvals.clear();
+    Ok(ended?)
+}
+
+async fn release(lease: SessionLease) {
+    if let Err(e) = lease.release().await {
+        tracing::warn!(error = %e, "cannot release the session's lease; it expires");
+    }
+}

@@ -1,0 +1,481 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! The session host: one turn at a time, one cancellation path, one
+//! approval broker shared by every client, one refresh policy — driven the
+//! way every front end drives it, through a [`SessionBuilder`] wired to
+//! the host.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{app, script};
+use evoflux_core::AppMode;
+use evoflux_harness::host::BoxFuture;
+use evoflux_harness::{
+    AppContext, ApprovalDecision, Decided, DecidedBy, DecisionKind, Event, EventKind, EventSink,
+    Harness, HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, SessionBuilder,
+    SessionError, SessionHost, SessionOptions, ToolStatus, TurnEnd, TurnOptions, TurnStatus,
+};
+use evoflux_model::Message;
+use evoflux_tools::ProcessRuntime;
+use tokio::sync::Notify;
+
+/// Keeps every event and wakes whoever waits for one.
+#[derive(Debug, Default)]
+struct Events {
+    seen: Mutex<Vec<Event>>,
+    changed: Notify,
+}
+
+impl EventSink for Events {
+    fn emit(&self, event: &Event) {
+        self.seen.lock().unwrap().push(event.clone());
+        self.changed.notify_waiters();
+    }
+}
+
+impl Events {
+    fn all(&self) -> Vec<Event> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn kinds(&self) -> Vec<EventKind> {
+        self.all().iter().map(Event::kind).collect()
+    }
+
+    /// The first event of `kind`, waiting for it.
+    async fn wait(&self, kind: EventKind) -> Event {
+        tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                let changed = self.changed.notified();
+                if let Some(e) = self.all().into_iter().find(|e| e.kind() == kind) {
+                    return e;
+                }
+                changed.await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {kind:?} event came: {:?}", self.kinds()))
+    }
+}
+
+/// How the tests' front end opens sessions: through the builder, wired to
+/// the host, on one process runtime; it can be told to fail.
+#[derive(Debug)]
+struct Front {
+    app: Arc<AppContext>,
+    processes: ProcessRuntime,
+    fail: AtomicBool,
+    reopened: AtomicUsize,
+}
+
+impl Front {
+    fn builder(&self, options: SessionOptions, wiring: &HostWiring) -> SessionBuilder<'_> {
+        SessionBuilder::new(&self.app, options)
+            .events(wiring.events())
+            .approver(wiring.approver())
+            .processes(self.processes.clone())
+    }
+}
+
+impl HostFrontEnd for Front {
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>> {
+        Box::pin(async move {
+            self.reopened.fetch_add(1, Ordering::SeqCst);
+            let options = SessionOptions {
+                resume: Some(reopen.session),
+                // A model that does not exist: the sources do not open.
+                model: self
+                    .fail
+                    .load(Ordering::SeqCst)
+                    .then(|| "nosuchprovider:nothing".to_owned()),
+                ..SessionOptions::default()
+            };
+            let builder = self
+                .builder(options, reopen.wiring)
+                .reuse_model(reopen.model);
+            Ok(builder.open().await?.harness)
+        })
+    }
+}
+
+struct Hosted {
+    _tmp: tempfile::TempDir,
+    host: SessionHost,
+    events: Arc<Events>,
+    front: Arc<Front>,
+}
+
+/// A Coding session on the scripted model `yaml`, hosted; `config` is the
+/// user's config.toml.
+async fn hosted(yaml: &str, config: &str) -> Hosted {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let config_dir = app.dirs.config_dir().to_path_buf();
+    std::fs::create_dir_all(&config_dir).unwrap();
+    std::fs::write(config_dir.join("config.toml"), config).unwrap();
+    let model = script(tmp.path(), yaml);
+    let processes = ProcessRuntime::new(app.runtime_config());
+    let front = Arc::new(Front {
+        app: Arc::new(app),
+        processes,
+        fail: AtomicBool::new(false),
+        reopened: AtomicUsize::new(0),
+    });
+    let events = Arc::new(Events::default());
+    let wiring = HostWiring::new(events.clone(), None);
+    let opened = front
+        .builder(
+            SessionOptions {
+                mode: Some(AppMode::Coding),
+                model: Some(model),
+                ..SessionOptions::default()
+            },
+            &wiring,
+        )
+        .open()
+        .await
+        .unwrap();
+    let host = SessionHost::start(
+        opened.harness,
+        wiring,
+        front.clone(),
+        HostOptions { holder: None },
+    );
+    Hosted {
+        _tmp: tmp,
+        host,
+        events,
+        front,
+    }
+}
+
+fn position(kinds: &[EventKind], kind: EventKind) -> usize {
+    kinds
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} in {kinds:?}"))
+}
+
+const ASKS_FOR_SHELL: &str = "[approval]\nshell = \"always\"\n";
+
+#[tokio::test]
+async fn one_decision_reaches_every_client_before_the_call_runs_and_a_second_is_refused() {
+    let h = hosted(
+        r#"
+turns:
+  - expect: {user: build it}
+    reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "mkdir -p made && echo built"}}
+  - expect: {tool_result: {contains: built}}
+    reply: {text: Built.}
+"#,
+        ASKS_FOR_SHELL,
+    )
+    .await;
+    let turn = h
+        .host
+        .submit(Some("build it".into()), TurnOptions::default())
+        .await
+        .unwrap();
+    let Event::ApprovalRequested { call_id, .. } =
+        h.events.wait(EventKind::ApprovalRequested).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(h.host.pending_approvals(), std::slice::from_ref(&call_id));
+    // Two clients decide; the first one wins.
+    h.host
+        .decide(&call_id, Decided::by_user(ApprovalDecision::Approved))
+        .unwrap();
+    let second = h
+        .host
+        .decide(
+            &call_id,
+            Decided::by_user(ApprovalDecision::Denied {
+                reason: "too late".into(),
+            }),
+        )
+        .unwrap_err();
+    assert_eq!(second.code(), "session/no-pending-approval");
+    let TurnEnd::Completed(outcome) = turn.ended().await.unwrap() else {
+        panic!("the turn was cancelled")
+    };
+    assert_eq!(outcome.status, TurnStatus::Completed);
+    let kinds = h.events.kinds();
+    assert!(
+        position(&kinds, EventKind::ApprovalRequested)
+            < position(&kinds, EventKind::ApprovalDecided)
+    );
+    assert!(position(&kinds, EventKind::ApprovalDecided) < position(&kinds, EventKind::ToolEnded));
+    let decided = h.events.wait(EventKind::ApprovalDecided).await;
+    assert!(matches!(
+        decided,
+        Event::ApprovalDecided {
+            decision: DecisionKind::Approved,
+            by: DecidedBy::User,
+            ..
+        }
+    ));
+    assert!(h.host.pending_approvals().is_empty());
+    h.host.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_during_a_command_ends_its_call_then_the_turn_and_the_next_turn_runs() {
+    let h = hosted(
+        r#"
+turns:
+  - expect: {user: wait}
+    reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "sleep 30"}}
+  - expect: {user: again}
+    reply: {text: Here again.}
+"#,
+        "",
+    )
+    .await;
+    let turn = h
+        .host
+        .submit(Some("wait".into()), TurnOptions::default())
+        .await
+        .unwrap();
+    h.events.wait(EventKind::ToolStarted).await;
+    // One turn at a time: a second message is refused while it runs.
+    let busy = h
+        .host
+        .submit(Some("more".into()), TurnOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(busy, HostError::Busy), "{busy:?}");
+    assert_eq!(busy.code(), "session/busy");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.host.cancel());
+    assert_eq!(turn.ended().await.unwrap(), TurnEnd::Cancelled);
+    let all = h.events.all();
+    let kinds = h.events.kinds();
+    // The call ends cancelled, before the turn's end, which is the last.
+    let ended = all
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolEnded { status, .. } => Some(*status),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(ended, ToolStatus::Cancelled);
+    assert!(position(&kinds, EventKind::ToolEnded) < position(&kinds, EventKind::TurnCancelled));
+    assert_eq!(kinds.last(), Some(&EventKind::TurnCancelled));
+    assert!(!h.host.is_busy());
+    // The transcript holds the cancelled call's result: a reload shows it
+    // ended, and the next turn closes nothing.
+    let last = h
+        .host
+        .with(|harness: &mut Harness| {
+            let last = harness.messages().last().cloned();
+            Box::pin(async move { last }) as BoxFuture<'_, _>
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(last, Some(Message::Tool { is_error: true, .. })),
+        "{last:?}"
+    );
+    let next = h
+        .host
+        .submit(Some("again".into()), TurnOptions::default())
+        .await
+        .unwrap()
+        .ended()
+        .await
+        .unwrap();
+    assert!(matches!(next, TurnEnd::Completed(ref o) if o.text == "Here again."));
+    let ended_calls = h
+        .events
+        .kinds()
+        .iter()
+        .filter(|k| **k == EventKind::ToolEnded)
+        .count();
+    assert_eq!(ended_calls, 1, "the next turn closed the call again");
+    h.host.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_while_an_approval_waits_decides_it_for_every_client() {
+    let h = hosted(
+        r#"
+turns:
+  - expect: {user: build it}
+    reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "mkdir -p made && echo built"}}
+"#,
+        ASKS_FOR_SHELL,
+    )
+    .await;
+    let turn = h
+        .host
+        .submit(Some("build it".into()), TurnOptions::default())
+        .await
+        .unwrap();
+    let Event::ApprovalRequested { call_id, .. } =
+        h.events.wait(EventKind::ApprovalRequested).await
+    else {
+        unreachable!()
+    };
+    assert!(h.host.cancel());
+    assert_eq!(turn.ended().await.unwrap(), TurnEnd::Cancelled);
+    let decided = h.events.wait(EventKind::ApprovalDecided).await;
+    assert_eq!(
+        decided,
+        Event::ApprovalDecided {
+            call_id: call_id.clone(),
+            decision: DecisionKind::Denied,
+            reason: Some("the turn was cancelled".into()),
+            by: DecidedBy::Cancellation,
+        }
+    );
+    // Nobody can decide it any more.
+    let late = h
+        .host
+        .decide(&call_id, Decided::by_user(ApprovalDecision::Approved))
+        .unwrap_err();
+    assert_eq!(late.code(), "session/no-pending-approval");
+    let kinds = h.events.kinds();
+    assert!(
+        position(&kinds, EventKind::ApprovalDecided) < position(&kinds, EventKind::TurnCancelled)
+    );
+    h.host.close().await;
+}
+
+#[tokio::test]
+async fn a_failing_model_call_ends_the_turn_and_the_session_takes_the_next_message() {
+    // The script expects another message: the model call fails.
+    let h = hosted(
+        "turns:\n  - expect: {user: hello}\n    reply: {text: Hi.}\n",
+        "",
+    )
+    .await;
+    let failed = h
+        .host
+        .submit(Some("something else".into()), TurnOptions::default())
+        .await
+        .unwrap()
+        .ended()
+        .await
+        .unwrap_err();
+    let code = failed.code();
+    let kinds = h.events.kinds();
+    // `error`, then the turn's end with the same code, last.
+    assert!(position(&kinds, EventKind::Error) < position(&kinds, EventKind::TurnFailed));
+    assert_eq!(kinds.last(), Some(&EventKind::TurnFailed));
+    let Event::TurnFailed { code: ended, .. } = h.events.wait(EventKind::TurnFailed).await else {
+        unreachable!()
+    };
+    assert_eq!(ended, code);
+    assert!(!h.host.is_busy());
+    // Not refused as busy: the turn is over.
+    let again = h
+        .host
+        .submit(Some("hello".into()), TurnOptions::default())
+        .await
+        .unwrap()
+        .ended()
+        .await;
+    assert!(!matches!(again, Err(HostError::Busy)), "{again:?}");
+    h.host.close().await;
+}
+
+#[tokio::test]
+async fn a_question_is_answered_through_the_host() {
+    let h = hosted(
+        r#"
+turns:
+  - expect: {user: pick}
+    reply:
+      tool_calls:
+        - {name: ask_user, arguments: {question: Red or blue?, options: [red, blue]}}
+  - expect: {tool_result: {contains: blue}}
+    reply: {text: Blue it is.}
+"#,
+        "",
+    )
+    .await;
+    let asked = h
+        .host
+        .submit(Some("pick".into()), TurnOptions::default())
+        .await
+        .unwrap()
+        .ended()
+        .await
+        .unwrap();
+    let TurnEnd::Completed(asked) = asked else {
+        panic!("cancelled")
+    };
+    assert_eq!(asked.status, TurnStatus::WaitingForInput);
+    let answered = h
+        .host
+        .submit(Some("blue".into()), TurnOptions::default())
+        .await
+        .unwrap()
+        .ended()
+        .await
+        .unwrap();
+    assert!(matches!(answered, TurnEnd::Completed(ref o) if o.text == "Blue it is."));
+    h.host.close().await;
+}
+
+#[tokio::test]
+async fn changed_sources_apply_between_turns_and_sources_that_do_not_open_are_reported() {
+    let h = hosted(
+        r#"
+turns:
+  - expect: {user: one}
+    reply: {text: One.}
+  - expect: {user: two}
+    reply: {text: Two.}
+  - expect: {user: three}
+    reply: {text: Three.}
+"#,
+        "",
+    )
+    .await;
+    let run = |text: &'static str| {
+        let host = h.host.clone();
+        async move {
+            host.submit(Some(text.into()), TurnOptions::default())
+                .await
+                .unwrap()
+                .ended()
+                .await
+                .unwrap()
+        }
+    };
+    run("one").await;
+    assert_eq!(h.front.reopened.load(Ordering::SeqCst), 0);
+    h.host.refresh();
+    run("two").await;
+    assert_eq!(h.front.reopened.load(Ordering::SeqCst), 1);
+    let kinds = h.events.kinds();
+    let applied = position(&kinds, EventKind::SourcesApplied);
+    let second_turn = kinds
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k == EventKind::TurnStarted)
+        .nth(1)
+        .unwrap()
+        .0;
+    assert!(applied < second_turn, "{kinds:?}");
+    // Sources that do not open: the session keeps its own and says so.
+    h.front.fail.store(true, Ordering::SeqCst);
+    h.host.refresh();
+    let third = run("three").await;
+    assert!(matches!(third, TurnEnd::Completed(ref o) if o.text == "Three."));
+    let invalid = h.events.wait(EventKind::GraphInvalid).await;
+    assert!(matches!(invalid, Event::GraphInvalid { .. }));
+    h.host.close().await;
+}
