@@ -35,6 +35,7 @@ use evoflux_core::AppMode;
 use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
 use evoflux_harness::client_files::{ClientFiles, FilesFuture};
 use evoflux_harness::host::BoxFuture;
+use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
     AppContext, ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink,
     Harness, Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, Reopen,
@@ -389,12 +390,23 @@ impl AgentState {
         let id = SessionId::new(harness.session().id.to_string());
         let _ = events.target.set((id.clone(), shapes_of(&harness)));
         let _ = approver.session.set(id.clone());
+        // Changed agents, skills, plugins or config apply from the next
+        // prompt, as in every front end.
+        let roots = self.app.source_roots(harness.session().workspace.roots());
+        let sources = match SourceWatch::start(&roots) {
+            Ok(watch) => Some(watch),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the sources; changes apply to new sessions");
+                None
+            }
+        };
         let host = SessionHost::start(
             harness,
             wiring,
             front,
             HostOptions {
                 holder: Some(self.holder.clone()),
+                sources,
             },
         );
         self.sessions

@@ -240,8 +240,15 @@ async fn an_editor_prompts_approves_cancels_and_loads_an_earlier_session() {
             let waiting = tokio::spawn(prompt);
             eventually("the command started", || !with_marker(marker).is_empty()).await;
             let shown = drain(&mut rx);
-            assert!(shown.iter().any(|u| matches!(u,
-            SessionUpdate::ToolCall(c) if c.kind == ToolKind::Execute)));
+            let command = shown
+                .iter()
+                .find_map(|u| match u {
+                    SessionUpdate::ToolCall(c) if c.kind == ToolKind::Execute => {
+                        Some(c.tool_call_id.clone())
+                    }
+                    _ => None,
+                })
+                .expect("the command was streamed as a tool call");
             cx.send_notification(CancelNotification::new(id.clone()))
                 .unwrap();
             let answer = tokio::time::timeout(Duration::from_secs(20), waiting)
@@ -252,6 +259,15 @@ async fn an_editor_prompts_approves_cancels_and_loads_an_earlier_session() {
             assert_eq!(answer.stop_reason, StopReason::Cancelled);
             eventually("the command is gone", || with_marker(marker).is_empty()).await;
             assert!(!repo.join("after.txt").exists());
+            // The cancelled call ended before the prompt's answer: the
+            // editor shows no call still running.
+            let ended = drain(&mut rx);
+            assert!(
+                ended.iter().any(|u| matches!(u,
+                    SessionUpdate::ToolCallUpdate(c) if c.tool_call_id == command
+                        && c.fields.status == Some(ToolCallStatus::Failed))),
+                "{ended:?}"
+            );
         },
     )
     .await;
@@ -598,4 +614,54 @@ async fn a_prompt_is_refused_while_another_process_holds_the_session_and_runs_on
         .map(|e| e["message"]["content"].as_str().unwrap())
         .collect();
     assert_eq!(users, ["first", "elsewhere", "third"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_sources_apply_from_the_next_prompt() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "sources.yaml",
+        "turns:\n  - expect: {user: one}\n    reply: {text: First.}\n  - expect: {user: two}\n    reply: {text: Second.}\n",
+    );
+    let repo = s.repo();
+    let skill = s.config().join("skills/notes/SKILL.md");
+    editor(
+        &s,
+        &model,
+        Arc::new(Seen::default()),
+        move |cx, mut rx| async move {
+            let id = cx
+                .send_request(NewSessionRequest::new(repo.clone()))
+                .block_task()
+                .await
+                .unwrap()
+                .session_id;
+            cx.send_request(PromptRequest::new(id.clone(), vec![text("one")]))
+                .block_task()
+                .await
+                .unwrap();
+            assert!(message_text(&drain(&mut rx)).contains("First."));
+            std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+            std::fs::write(
+                &skill,
+                "---\nname: notes\ndescription: Keeps notes.\n---\nKeep notes.\n",
+            )
+            .unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let answer = cx
+                .send_request(PromptRequest::new(id.clone(), vec![text("two")]))
+                .block_task()
+                .await
+                .unwrap();
+            assert_eq!(answer.stop_reason, StopReason::EndTurn);
+            let updates = drain(&mut rx);
+            assert!(message_text(&updates).contains("Second."));
+            let announced = updates.iter().any(|u| matches!(u,
+                SessionUpdate::AgentThoughtChunk(c)
+                    if matches!(&c.content, ContentBlock::Text(t) if t.text.contains("apply from this prompt"))));
+            assert!(announced, "{updates:?}");
+        },
+    )
+    .await;
 }

@@ -972,3 +972,59 @@ turns:
     assert!(ended[0].get("metadata").is_none(), "nothing ran");
     assert_eq!(common::stderr_codes(&out), ["config/approval-tool-unknown"]);
 }
+
+#[test]
+fn a_chat_applies_changed_sources_between_turns() {
+    let s = Sandbox::new();
+    let model = script(
+        &s,
+        "sources.yaml",
+        r#"
+turns:
+  - expect: {user: one}
+    reply: {text: First answer.}
+  - expect: {user: two}
+    reply: {text: Second answer.}
+"#,
+    );
+    let mut child = s
+        .command(&["chat", "--model", &model])
+        .env("PATH", std::env::var("PATH").unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    std::io::Write::write_all(&mut stdin, b"one\n").unwrap();
+    let mut line = String::new();
+    while !line.contains("First answer.") {
+        line.clear();
+        assert_ne!(stdout.read_line(&mut line).unwrap(), 0, "the chat ended");
+    }
+    // A skill added between the turns applies from the next one.
+    s.user(
+        "skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: Keeps notes.\n---\nKeep notes.\n",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::io::Write::write_all(&mut stdin, b"two\n\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{rest}\n{stderr}");
+    assert!(rest.contains("Second answer."), "{rest}\n{stderr}");
+    assert!(
+        stderr.contains("apply from this turn"),
+        "the changed sources were not announced: {stderr}"
+    );
+    // Announced once, before the second turn.
+    assert_eq!(
+        stderr.matches("apply from this turn").count(),
+        1,
+        "{stderr}"
+    );
+}

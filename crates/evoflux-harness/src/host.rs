@@ -234,12 +234,16 @@ pub trait HostFrontEnd: Send + Sync + fmt::Debug {
 }
 
 /// How a host runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HostOptions {
     /// Who takes the session's lease for each turn; `None` runs turns
     /// without one (a front end that holds the lease for the whole
     /// session, or an embedding).
     pub holder: Option<Holder>,
+    /// The sources to follow: each change is a [`SessionHost::refresh`].
+    /// `None` for a front end that tells the host itself (the server,
+    /// whose live reload also recompiles its routes).
+    pub sources: Option<crate::sources::SourceWatch>,
 }
 
 /// A turn submitted to a host: await [`TurnHandle::ended`] for how it
@@ -309,8 +313,26 @@ impl SessionHost {
             cancel: Notify::new(),
             generation: AtomicU64::new(0),
         });
+        let sources = shared.options.sources.clone();
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(run(harness, Arc::clone(&shared), front, rx));
+        if let Some(mut sources) = sources {
+            // Holds the host only weakly: once every handle is gone (or
+            // the host closed), the next change ends it.
+            let weak = Arc::downgrade(&shared);
+            let handles = tx.downgrade();
+            tokio::spawn(async move {
+                while sources.changed().await {
+                    let (Some(shared), Some(open)) = (weak.upgrade(), handles.upgrade()) else {
+                        return;
+                    };
+                    if open.is_closed() {
+                        return;
+                    }
+                    shared.generation.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+        }
         SessionHost {
             shared,
             commands: tx,

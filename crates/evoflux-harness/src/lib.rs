@@ -40,6 +40,7 @@ pub mod scratch;
 pub mod session;
 pub mod skills;
 pub mod skills_view;
+pub mod sources;
 pub mod team_roster;
 pub mod terminal;
 pub mod todo;

@@ -143,7 +143,7 @@ async fn hosted(yaml: &str, config: &str) -> Hosted {
         opened.harness,
         wiring,
         front.clone(),
-        HostOptions { holder: None },
+        HostOptions::default(),
     );
     Hosted {
         _tmp: tmp,

@@ -278,6 +278,8 @@ impl Sessions {
             front,
             HostOptions {
                 holder: Some(self.replica.holder.clone()),
+                // The server's live reload refreshes its sessions.
+                sources: None,
             },
         );
         let live = Arc::new(LiveSession {

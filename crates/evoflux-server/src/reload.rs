@@ -60,36 +60,21 @@ impl CurrentRouter {
     }
 }
 
-/// The folders whose files are sources.
+/// The folders whose files are sources: the harness's one list.
 fn roots(state: &ServerState) -> Vec<(PathBuf, RecursiveMode)> {
-    let app = state.sessions.app();
-    let mut out = Vec::new();
-    // The plugin registry: `evoflux plugin` in another process installs,
-    // enables and removes plugins there.
-    out.push((
-        app.plugins()
-            .paths()
-            .registry_file()
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_default(),
-        RecursiveMode::NonRecursive,
-    ));
-    if let Ok(options) = app.root_options(&state.workspaces) {
-        for dir in [options.admin_dir, options.user_config_dir]
-            .into_iter()
-            .flatten()
-        {
-            out.push((dir, RecursiveMode::Recursive));
-        }
-    }
-    for w in &state.workspaces {
-        out.push((w.join(".evoflux"), RecursiveMode::Recursive));
-        // To see `.evoflux/` appear.
-        out.push((w.clone(), RecursiveMode::NonRecursive));
-    }
-    out.retain(|(p, _)| p.is_dir());
-    out
+    state
+        .sessions
+        .app()
+        .source_roots(&state.workspaces)
+        .into_iter()
+        .map(|r| {
+            let mode = match r.recursive {
+                true => RecursiveMode::Recursive,
+                false => RecursiveMode::NonRecursive,
+            };
+            (r.path, mode)
+        })
+        .collect()
 }
 
 /// Starts watching, and recompiling on [`ServerState::reload`]; the

@@ -651,6 +651,20 @@ pub(crate) async fn open(
     processes: &ProcessRuntime,
     lease: OpenLease<'_>,
 ) -> anyhow::Result<Result<(Harness, Option<SessionLease>), Exit>> {
+    open_reusing(out, args, events, approver, processes, lease, None).await
+}
+
+/// [`open`], keeping `model` (the client of the harness this one
+/// replaces) rather than starting another.
+pub(crate) async fn open_reusing(
+    out: &Output,
+    args: &SessionArgs,
+    events: Arc<dyn EventSink>,
+    approver: Arc<dyn Approver>,
+    processes: &ProcessRuntime,
+    lease: OpenLease<'_>,
+    model: Option<evoflux_harness::ModelClient>,
+) -> anyhow::Result<Result<(Harness, Option<SessionLease>), Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -685,6 +699,10 @@ pub(crate) async fn open(
         OpenLease::Take(front_end) => builder.lease(Holder::process(front_end)),
         OpenLease::Held(lease) => builder.held_lease(lease),
         OpenLease::PerTurn => builder,
+    };
+    let builder = match model {
+        Some(model) => builder.reuse_model(model),
+        None => builder,
     };
     match builder.open().await {
         Ok(opened) => {

@@ -130,19 +130,6 @@ impl Harness {
         }
     }
 
-    /// Picks up plugin changes made while the session runs (enable,
-    /// disable, credentials, edits to a linked plugin) without restarting
-    /// evoflux; call it between turns. Returns the adaptation diagnostics.
-    pub async fn sync_plugins(
-        &mut self,
-        plugins: &evoflux_plugins::PluginManager,
-    ) -> Vec<evoflux_core::Diagnostic> {
-        match &mut self.mcp.runtime {
-            Some(rt) => rt.sync_plugins(plugins).await,
-            None => Vec::new(),
-        }
-    }
-
     /// Refreshes the MCP tools offered to the next model call and reports
     /// every server whose state changed (a failed or slow server is shown,
     /// never dropped silently).

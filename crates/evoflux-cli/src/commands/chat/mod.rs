@@ -22,16 +22,16 @@ use clap::Args;
 use evoflux_core::AppMode;
 use evoflux_core::dirs::Dirs;
 use evoflux_harness::{
-    ApprovalRequest, Approver, Harness, HarnessError, Holder, SessionLease, TurnEnd, TurnOptions,
-    TurnStatus,
+    ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder, SessionLease,
+    TurnEnd, TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
 use tokio::sync::Notify;
 
 use super::run::{
     AskApprover, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust, clip,
-    denied, event_sink, lease_turn, open, process_runtime, read_line, release, runtime,
-    session_row, shutdown_signal, terminate_signal,
+    denied, event_sink, lease_turn, open, open_reusing, process_runtime, read_line, release,
+    runtime, session_row, shutdown_signal, terminate_signal,
 };
 use crate::output::{Exit, Output};
 use complete::Completions;
@@ -85,6 +85,7 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             processes: process_runtime(out)?,
             cancel,
             holder: Holder::process("evoflux chat"),
+            sources: Sources::default(),
         };
         let mut harness = match chat.open(&args.session).await? {
             Ok(h) => h,
@@ -138,6 +139,92 @@ struct Chat<'a> {
     cancel: Arc<Notify>,
     /// This chat, as the leases of its turns name it.
     holder: Holder,
+    /// The sources of the open session, applied between turns.
+    sources: Sources,
+}
+
+/// The sources a chat's session is compiled from, followed so changes
+/// apply between turns — as the session host does for the server and
+/// ACP: the session is opened again on them before the next message and
+/// `sources_applied` says so; sources that do not open leave it on the
+/// ones it has (`graph_invalid`).
+#[derive(Debug, Default)]
+struct Sources {
+    watch: Option<evoflux_harness::sources::SourceWatch>,
+    applied: u64,
+}
+
+impl Sources {
+    /// Follows the sources of `harness`'s session.
+    fn follow(dirs: &Dirs, harness: &Harness) -> Sources {
+        let app = match super::app_context(dirs) {
+            Ok(app) => app,
+            Err(_) => return Sources::default(),
+        };
+        let roots = app.source_roots(harness.session().workspace.roots());
+        match evoflux_harness::sources::SourceWatch::start(&roots) {
+            Ok(watch) => Sources {
+                applied: watch.generation(),
+                watch: Some(watch),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the sources; changes apply to new sessions");
+                Sources::default()
+            }
+        }
+    }
+
+    /// Whether the sources changed since they were last applied (and
+    /// marks them applied).
+    fn take_change(&mut self) -> bool {
+        let Some(watch) = &self.watch else {
+            return false;
+        };
+        let now = watch.generation();
+        let changed = now != self.applied;
+        self.applied = now;
+        changed
+    }
+}
+
+/// Applies changed sources to `harness` with `reopened` (the session
+/// opened again), telling `events` how it went.
+async fn apply_sources(
+    harness: &mut Harness,
+    reopened: anyhow::Result<Result<Harness, Exit>>,
+    events: &dyn EventSink,
+) -> bool {
+    match reopened {
+        Ok(Ok(new)) => {
+            std::mem::replace(harness, new).shutdown().await;
+            events.emit(&Event::SourcesApplied {
+                session_id: harness.session().id.to_string(),
+            });
+            true
+        }
+        // The reason was printed.
+        Ok(Err(_)) => {
+            events.emit(&Event::GraphInvalid {
+                code: "session/sources-not-applied".to_owned(),
+                message: "the changed sources cannot be applied; this session keeps its \
+                          previous ones"
+                    .to_owned(),
+                diagnostics: Vec::new(),
+            });
+            false
+        }
+        Err(e) => {
+            events.emit(&Event::GraphInvalid {
+                code: "session/sources-not-applied".to_owned(),
+                message: format!(
+                    "the changed sources cannot be applied; this session keeps its previous \
+                     ones: {e:#}"
+                ),
+                diagnostics: Vec::new(),
+            });
+            false
+        }
+    }
 }
 
 impl Chat<'_> {
@@ -187,6 +274,7 @@ impl Chat<'_> {
     /// After a session opened: history, completion and `/show` follow it; a
     /// resumed one replays its conversation.
     async fn opened(&mut self, harness: &Harness, replay: bool) {
+        self.sources = Sources::follow(&self.dirs, harness);
         let session = harness.session();
         self.editor.history(history_file(&self.dirs, harness));
         self.editor.set_completions(Completions {
@@ -207,9 +295,6 @@ impl Chat<'_> {
     }
 
     async fn run(&mut self, harness: &mut Harness) -> anyhow::Result<Exit> {
-        let plugins = evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
-            &self.dirs,
-        ));
         let mut interrupted = false;
         loop {
             let read = tokio::select! {
@@ -248,11 +333,26 @@ impl Chat<'_> {
                     Flow::Exit => break,
                 },
                 Input::Message(message) => {
-                    // Plugins enabled, disabled or edited since the last turn.
-                    self.out.diagnostics(
-                        &evoflux_core::Diagnostics::from(harness.sync_plugins(&plugins).await)
-                            .errors(),
-                    );
+                    // Agents, skills, plugins or config changed since the
+                    // last turn.
+                    if self.sources.take_change() {
+                        let args = self.reopen_args(harness.session().id.to_string(), None);
+                        let reopened = open_reusing(
+                            self.out,
+                            &args,
+                            self.view.clone(),
+                            self.approver.clone(),
+                            &self.processes,
+                            OpenLease::PerTurn,
+                            Some(harness.model_client()),
+                        )
+                        .await
+                        .map(|r| r.map(|(h, _)| h));
+                        let view = Arc::clone(&self.view);
+                        if apply_sources(harness, reopened, view.as_ref()).await {
+                            self.opened(harness, false).await;
+                        }
+                    }
                     if let Some(command) = message.strip_prefix('!') {
                         let Some(lease) = self.lease(harness).await? else {
                             continue;
@@ -298,24 +398,8 @@ impl Chat<'_> {
         release(Some(lease)).await;
         match ended {
             Ok(TurnEnd::Completed(outcome)) => {
-                match outcome.status {
-                    TurnStatus::LimitReached => {
-                        eprintln!("the turn reached its model-call limit; send a message to go on")
-                    }
-                    TurnStatus::CostLimitReached => {
-                        eprintln!("error[limits/max-cost-reached]: {}", outcome.text)
-                    }
-                    TurnStatus::OutputMissing => {
-                        eprintln!("the model did not produce a valid final_output");
-                    }
-                    TurnStatus::Completed | TurnStatus::WaitingForInput => {}
-                }
-                for u in &outcome.unmet_contracts {
-                    eprintln!(
-                        "error[dispatch/result-contract-exhausted]: the result of `{}` (session {}) missed its contract",
-                        u.agent, u.child_session_id
-                    );
-                }
+                // What the turn's end means is the harness's to say.
+                self.out.diagnostics(&outcome.diagnostics());
                 self.status(harness).await;
             }
             // The view showed the turn_cancelled event.
@@ -684,10 +768,8 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
         let holder = Holder::process("evoflux chat");
         // The lease of a turn Ctrl-C stopped, released once its commands are.
         let mut interrupted = None;
-        let plugins = match super::resolve_dirs(out) {
-            Ok(dirs) => evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(
-                &dirs,
-            )),
+        let mut sources = match super::resolve_dirs(out) {
+            Ok(dirs) => Sources::follow(&dirs, &harness),
             Err(exit) => return Ok(exit),
         };
         if let Some(q) = harness.pending_question().await? {
@@ -706,10 +788,22 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             if line.trim().is_empty() {
                 break;
             }
-            // Plugins enabled, disabled or edited since the last turn.
-            out.diagnostics(
-                &evoflux_core::Diagnostics::from(harness.sync_plugins(&plugins).await).errors(),
-            );
+            // Agents, skills, plugins or config changed since the last turn.
+            if sources.take_change() {
+                let again = reopen_args(&args.session, harness.session().id.to_string(), None);
+                let reopened = open_reusing(
+                    out,
+                    &again,
+                    Arc::clone(&events),
+                    Arc::new(AskApprover),
+                    &processes,
+                    OpenLease::PerTurn,
+                    Some(harness.model_client()),
+                )
+                .await
+                .map(|r| r.map(|(h, _)| h));
+                apply_sources(&mut harness, reopened, events.as_ref()).await;
+            }
             // Each message (or command) under the session's lease; a
             // session another process ran turns on since is opened again.
             let again = reopen_args(&args.session, harness.session().id.to_string(), None);
