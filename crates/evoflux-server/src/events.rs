@@ -1,14 +1,16 @@
 //! A session's event stream, shared by every replica on one database.
 //!
-//! Events are written to the store ([`EventLog`]: a writer task per live
-//! session batches what the harness emits into one transaction, which
-//! numbers them) and read back from it by every follower ([`follow`]):
-//! the SSE stream of any replica, and a channel waiting for its turn's end.
-//! So a client may connect to any replica, and `Last-Event-ID` replays
-//! across replicas and restarts. Followers sleep until [`EventBus`] wakes
-//! them: this replica's writers wake it, and on PostgreSQL so does every
-//! other replica's commit (`LISTEN`); a slow poll covers what neither
-//! announces (another process on one SQLite file).
+//! Events are written to the store ([`EventLog`] per live session, one
+//! [`EventWriter`] per replica, which stores what all its sessions emitted
+//! at once in one transaction that numbers them) and followed by every
+//! reader ([`follow`]): the SSE stream of any replica, and a channel
+//! waiting for its turn's end. What this replica stored reaches its own
+//! followers from memory; the store is read to replay (`Last-Event-ID`,
+//! across replicas and restarts) and to follow another replica's writes.
+//! Followers sleep until [`EventBus`] wakes them: this replica's writer
+//! wakes it, and on PostgreSQL so does every other replica's commit
+//! (`LISTEN`); a slow poll covers what neither announces (another process
+//! on one SQLite file).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,37 +36,59 @@ const BATCH: usize = 512;
 /// Events one read takes at most.
 const PAGE: u32 = 512;
 
+/// The last batch of a session's events this replica stored, as its
+/// followers take it from memory; `None` when something new is in the
+/// store that this replica did not write (another replica's events, a
+/// deletion), which they read from there.
+type Latest = Option<Arc<Vec<StoredEvent>>>;
+
 /// Which sessions have new events, or new signals for the turn this
 /// replica runs, per replica.
 #[derive(Debug, Default)]
 pub struct EventBus {
-    sessions: Mutex<HashMap<SessionId, watch::Sender<()>>>,
+    sessions: Mutex<HashMap<SessionId, watch::Sender<Latest>>>,
     signals: Mutex<HashMap<SessionId, watch::Sender<()>>>,
 }
 
 impl EventBus {
-    /// Wakes `session`'s followers.
+    /// Wakes `session`'s followers to read the store.
     pub fn wake(&self, session: SessionId) {
-        notify(&self.sessions, session);
+        notify(&self.sessions, session, None);
+    }
+
+    /// Hands `events`, just stored by this replica, to `session`'s
+    /// followers.
+    pub fn publish(&self, session: SessionId, events: Arc<Vec<StoredEvent>>) {
+        notify(&self.sessions, session, Some(events));
     }
 
     /// Wakes every follower and signal watcher (a lost `LISTEN`
     /// connection may have missed announcements).
     pub fn wake_all(&self) {
-        for map in [&self.sessions, &self.signals] {
-            let map = map.lock().unwrap_or_else(|p| p.into_inner());
-            for tx in map.values() {
-                tx.send_replace(());
-            }
+        for tx in self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            tx.send_replace(None);
+        }
+        for tx in self
+            .signals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            tx.send_replace(());
         }
     }
 
     /// Wakes the watcher of `session`'s signals.
     pub fn wake_signals(&self, session: SessionId) {
-        notify(&self.signals, session);
+        notify(&self.signals, session, ());
     }
 
-    fn watch(&self, session: SessionId) -> watch::Receiver<()> {
+    fn watch(&self, session: SessionId) -> watch::Receiver<Latest> {
         subscribe(&self.sessions, session)
     }
 
@@ -74,21 +98,21 @@ impl EventBus {
     }
 }
 
-fn notify(map: &Mutex<HashMap<SessionId, watch::Sender<()>>>, session: SessionId) {
+fn notify<T>(map: &Mutex<HashMap<SessionId, watch::Sender<T>>>, session: SessionId, value: T) {
     let map = map.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(tx) = map.get(&session) {
-        tx.send_replace(());
+        tx.send_replace(value);
     }
 }
 
-fn subscribe(
-    map: &Mutex<HashMap<SessionId, watch::Sender<()>>>,
+fn subscribe<T: Default>(
+    map: &Mutex<HashMap<SessionId, watch::Sender<T>>>,
     session: SessionId,
-) -> watch::Receiver<()> {
+) -> watch::Receiver<T> {
     let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
     map.retain(|_, tx| tx.receiver_count() > 0);
     map.entry(session)
-        .or_insert_with(|| watch::channel(()).0)
+        .or_insert_with(|| watch::channel(T::default()).0)
         .subscribe()
 }
 
@@ -119,7 +143,7 @@ pub async fn listen(store: Store, bus: Arc<EventBus>) {
 
 /// One event on its way to the store.
 struct Queued {
-    kind: String,
+    kind: &'static str,
     data: String,
     boundary: Boundary,
 }
@@ -130,16 +154,10 @@ enum Write {
     /// The turn has ended and released the session: what was held back
     /// may be stored.
     Release,
-}
-
-/// Where a live session's harness sends its events: to the store, in
-/// order, through one writer task. Events queue until the log is bound to
-/// its session ([`EventLog::bind`]): a new session's id is known only once
-/// the harness has opened it.
-#[derive(Debug)]
-pub struct EventLog {
-    tx: mpsc::UnboundedSender<Write>,
-    rx: Mutex<Option<mpsc::UnboundedReceiver<Write>>>,
+    /// The session's log is bound: where its artifacts are copied.
+    Bind(Option<(Artifacts, PathBuf)>),
+    /// The session is no longer live here.
+    Close,
 }
 
 impl std::fmt::Debug for Write {
@@ -148,61 +166,114 @@ impl std::fmt::Debug for Write {
             Write::Event(e) => write!(f, "Event({})", e.kind),
             Write::Flush(_) => f.write_str("Flush"),
             Write::Release => f.write_str("Release"),
+            Write::Bind(_) => f.write_str("Bind"),
+            Write::Close => f.write_str("Close"),
         }
     }
 }
 
+/// The replica's one writer of session events: every live session's
+/// events go through it, and what several sessions emitted at once is
+/// stored in one transaction ([`Store::append_event_batches`]) — one
+/// commit for many sessions rather than one each. After each commit the
+/// stored events are handed to this replica's followers from memory
+/// ([`EventBus`]), so a stream reads the store only to replay or to follow
+/// another replica.
+#[derive(Debug, Clone)]
+pub struct EventWriter {
+    tx: mpsc::UnboundedSender<(SessionId, Write)>,
+}
+
+impl EventWriter {
+    /// Starts the writer; it runs until every [`EventWriter`] and bound
+    /// [`EventLog`] is gone.
+    pub fn start(store: Store, bus: Arc<EventBus>) -> EventWriter {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write(store, bus, rx));
+        EventWriter { tx }
+    }
+}
+
+/// Where a live session's harness sends its events: to the replica's
+/// [`EventWriter`], in order. Events queue here until the log is bound to
+/// its session ([`EventLog::bind`]): a new session's id is known only once
+/// the harness has opened it.
+#[derive(Debug)]
+pub struct EventLog {
+    state: Mutex<LogState>,
+}
+
+#[derive(Debug)]
+enum LogState {
+    Unbound(Vec<Write>),
+    Bound {
+        session: SessionId,
+        writer: EventWriter,
+    },
+}
+
 impl EventLog {
     pub fn new() -> Arc<EventLog> {
-        let (tx, rx) = mpsc::unbounded_channel();
         Arc::new(EventLog {
-            tx,
-            rx: Mutex::new(Some(rx)),
+            state: Mutex::new(LogState::Unbound(Vec::new())),
         })
     }
 
-    /// Starts writing the events to `session`'s stream (once; later calls
-    /// do nothing). With `artifacts`, the session's folder is copied to
-    /// the object store before an event that may name what is in it is
-    /// stored, so no replica sees a locator before the file.
+    /// Starts writing the events to `session`'s stream through `writer`
+    /// (once; later calls do nothing). With `artifacts`, the session's
+    /// folder is copied to the object store before an event that may name
+    /// what is in it is stored, so no replica sees a locator before the
+    /// file.
     pub fn bind(
         &self,
         session: SessionId,
-        store: Store,
-        bus: Arc<EventBus>,
+        writer: &EventWriter,
         artifacts: Option<(Artifacts, PathBuf)>,
     ) {
-        let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(rx) = rx {
-            tokio::spawn(write(session, store, bus, artifacts, rx));
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let LogState::Unbound(queued) = &mut *state else {
+            return;
+        };
+        let queued = std::mem::take(queued);
+        let _ = writer.tx.send((session, Write::Bind(artifacts)));
+        for w in queued {
+            let _ = writer.tx.send((session, w));
+        }
+        *state = LogState::Bound {
+            session,
+            writer: writer.clone(),
+        };
+    }
+
+    fn send(&self, w: Write) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut *state {
+            LogState::Unbound(queued) => queued.push(w),
+            LogState::Bound { session, writer } => {
+                let _ = writer.tx.send((*session, w));
+            }
         }
     }
 
     /// Queues one of the harness's events.
     pub fn push_event(&self, event: &Event) {
-        match serde_json::to_value(event) {
-            Ok(value) => self.queue(&value, event.boundary()),
+        match serde_json::to_string(event) {
+            Ok(data) => self.send(Write::Event(Queued {
+                kind: event.kind().as_str(),
+                data,
+                boundary: event.boundary(),
+            })),
             Err(e) => tracing::warn!("an event did not serialize: {e}"),
         }
     }
 
-    /// Queues one of the server's own notices (a JSON object with a
-    /// `type`: the sources were reloaded, a graph is invalid): within a
+    /// Queues one of the server's own notices (`type` is `kind`): within a
     /// turn, if one runs.
-    pub fn push(&self, value: &Value) {
-        self.queue(value, Boundary::Within);
-    }
-
-    fn queue(&self, value: &Value, boundary: Boundary) {
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("event")
-            .to_owned();
-        let _ = self.tx.send(Write::Event(Queued {
+    pub fn push_notice(&self, kind: &'static str, value: &Value) {
+        self.send(Write::Event(Queued {
             kind,
             data: value.to_string(),
-            boundary,
+            boundary: Boundary::Within,
         }));
     }
 
@@ -210,74 +281,146 @@ impl EventLog {
     /// the session is free for the next turn now, so a client that reads
     /// `turn_completed` may send its next message at once.
     pub fn release(&self) {
-        let _ = self.tx.send(Write::Release);
+        self.send(Write::Release);
     }
 
     /// Waits until every event queued so far is stored (but those held
     /// back for [`EventLog::release`]).
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Write::Flush(tx)).is_ok() {
-            let _ = rx.await;
+        self.send(Write::Flush(tx));
+        let _ = rx.await;
+    }
+}
+
+impl Drop for EventLog {
+    /// The writer forgets the session once what it queued is written.
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let LogState::Bound { session, writer } = state {
+            let _ = writer.tx.send((*session, Write::Close));
         }
     }
 }
 
+/// What the writer keeps per session.
+#[derive(Default)]
+struct Pending {
+    artifacts: Option<(Artifacts, PathBuf)>,
+    /// Events to store in the next transaction.
+    ready: Vec<Queued>,
+    /// An event that ends the turn, and whatever follows it, wait for the
+    /// turn to release the session ([`EventLog::release`]).
+    held: Vec<Queued>,
+    holding: bool,
+    flushed: Vec<oneshot::Sender<()>>,
+    closed: bool,
+}
+
 async fn write(
-    session: SessionId,
     store: Store,
     bus: Arc<EventBus>,
-    artifacts: Option<(Artifacts, PathBuf)>,
-    mut rx: mpsc::UnboundedReceiver<Write>,
+    mut rx: mpsc::UnboundedReceiver<(SessionId, Write)>,
 ) {
-    let mut events: Vec<Queued> = Vec::new();
-    // An event that ends the turn, and whatever follows it, wait for the
-    // turn to release the session ([`EventLog::release`]).
-    let mut held: Vec<Queued> = Vec::new();
-    let mut holding = false;
-    let mut flushed = Vec::new();
+    let mut sessions: HashMap<SessionId, Pending> = HashMap::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
-        while let Some(w) = next.take() {
+        let mut queued = 0usize;
+        while let Some((session, w)) = next.take() {
+            let p = sessions.entry(session).or_default();
             match w {
                 Write::Event(e) => {
-                    holding = holding || e.boundary == Boundary::End;
-                    match holding {
-                        true => held.push(e),
-                        false => events.push(e),
+                    p.holding = p.holding || e.boundary == Boundary::End;
+                    match p.holding {
+                        true => p.held.push(e),
+                        false => {
+                            p.ready.push(e);
+                            queued += 1;
+                        }
                     }
                 }
-                Write::Flush(done) => flushed.push(done),
+                Write::Flush(done) => p.flushed.push(done),
                 Write::Release => {
-                    events.append(&mut held);
-                    holding = false;
+                    queued += p.held.len();
+                    p.ready.append(&mut p.held);
+                    p.holding = false;
                 }
+                Write::Bind(artifacts) => p.artifacts = artifacts,
+                Write::Close => p.closed = true,
             }
-            if events.len() < BATCH {
+            if queued < BATCH {
                 next = rx.try_recv().ok();
             }
         }
-        if let Some((artifacts, folder)) = &artifacts
-            && events.iter().any(|e| e.boundary != Boundary::Within)
-            && let Err(e) = artifacts.upload_session(session, folder).await
+        store_ready(&store, &bus, &mut sessions).await;
+        for p in sessions.values_mut() {
+            for done in p.flushed.drain(..) {
+                let _ = done.send(());
+            }
+        }
+        sessions.retain(|_, p| !(p.closed && p.held.is_empty()));
+    }
+}
+
+/// Stores every session's ready events in one transaction (one per
+/// session if that fails: a deleted session's last events have nowhere to
+/// go, and must not take the others with them), then hands them to this
+/// replica's followers.
+async fn store_ready(store: &Store, bus: &EventBus, sessions: &mut HashMap<SessionId, Pending>) {
+    let mut writing: Vec<(SessionId, Vec<Queued>)> = Vec::new();
+    for (session, p) in sessions.iter_mut() {
+        if p.ready.is_empty() {
+            continue;
+        }
+        if let Some((artifacts, folder)) = &p.artifacts
+            && p.ready.iter().any(|e| e.boundary != Boundary::Within)
+            && let Err(e) = artifacts.upload_session(*session, folder).await
         {
             tracing::warn!(%session, error = %e, "cannot copy artifacts to the object store");
         }
-        if !events.is_empty() {
-            let batch: Vec<(&str, &str)> = events
-                .iter()
-                .map(|e| (e.kind.as_str(), e.data.as_str()))
-                .collect();
-            match store.append_events(session, &batch).await {
-                Ok(_) => bus.wake(session),
-                // A deleted session's last events have nowhere to go.
-                Err(e) => tracing::debug!(%session, error = %e, "events not stored"),
+        writing.push((*session, std::mem::take(&mut p.ready)));
+    }
+    if writing.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<(&str, &str)>> = writing
+        .iter()
+        .map(|(_, events)| events.iter().map(|e| (e.kind, e.data.as_str())).collect())
+        .collect();
+    let batches: Vec<(SessionId, &[(&str, &str)])> = writing
+        .iter()
+        .zip(&rows)
+        .map(|((session, _), rows)| (*session, rows.as_slice()))
+        .collect();
+    let stored: Vec<Option<u64>> = match store.append_event_batches(&batches).await {
+        Ok(last) => last.into_iter().map(Some).collect(),
+        Err(_) => {
+            let mut one_by_one = Vec::with_capacity(batches.len());
+            for (session, rows) in &batches {
+                match store.append_events(*session, rows).await {
+                    Ok(last) => one_by_one.push(Some(last)),
+                    Err(e) => {
+                        tracing::debug!(%session, error = %e, "events not stored");
+                        one_by_one.push(None);
+                    }
+                }
             }
-            events.clear();
+            one_by_one
         }
-        for done in flushed.drain(..) {
-            let _ = done.send(());
-        }
+    };
+    for ((session, events), last) in writing.into_iter().zip(stored) {
+        let Some(last) = last else { continue };
+        let first = last + 1 - events.len() as u64;
+        let published: Vec<StoredEvent> = events
+            .into_iter()
+            .zip(first..)
+            .map(|(e, id)| StoredEvent {
+                id,
+                kind: e.kind.to_owned(),
+                data: e.data,
+            })
+            .collect();
+        bus.publish(session, Arc::new(published));
     }
 }
 
@@ -292,7 +435,7 @@ pub fn follow(
 ) -> impl Stream<Item = StoredEvent> + Send + 'static {
     struct State {
         store: Store,
-        wake: watch::Receiver<()>,
+        wake: watch::Receiver<Latest>,
         session: SessionId,
         cursor: u64,
         pending: std::collections::VecDeque<StoredEvent>,
@@ -331,7 +474,22 @@ pub fn follow(
             }
             // Marked seen before reading, so a wakeup during the read is
             // not lost.
-            s.wake.borrow_and_update();
+            let latest = s.wake.borrow_and_update().clone();
+            // What this replica just stored comes from memory when it
+            // follows on from the cursor; a gap (a batch missed, another
+            // replica's events) is read from the store.
+            if woken && let Some(batch) = latest {
+                match (batch.first(), batch.last()) {
+                    (Some(first), Some(last)) if first.id == s.cursor + 1 => {
+                        s.cursor = last.id;
+                        s.quiet = 0;
+                        s.pending.extend(batch.iter().cloned());
+                        continue;
+                    }
+                    (Some(_), Some(last)) if last.id <= s.cursor => continue,
+                    _ => {}
+                }
+            }
             match s.store.events_after(s.session, s.cursor, PAGE).await {
                 Ok(batch) if !batch.is_empty() => {
                     s.caught_up = batch.len() < PAGE as usize;

@@ -64,6 +64,11 @@ pub struct ServeOptions {
     /// ([`live::LEASE_TTL`] by default): how soon another replica on the
     /// same database finishes a turn this one was running when it died.
     pub lease_ttl: std::time::Duration,
+    /// How long a live session may sit idle (no turn, no request) before
+    /// its harness and MCP servers are released from memory
+    /// ([`live::IDLE_RELEASE`] by default); its next request opens it
+    /// again from the store.
+    pub idle_release: std::time::Duration,
     /// How many connections are served at once; past it a connection is
     /// answered `503` (`server/too-many-connections`). `None`: what
     /// `RLIMIT_NOFILE` allows ([`default_max_connections`]).
@@ -107,6 +112,7 @@ impl ServeOptions {
             schedule_clock: Arc::new(evoflux_harness::scheduler::SystemNow),
             schedule_tick: schedules::TICK,
             lease_ttl: live::LEASE_TTL,
+            idle_release: live::IDLE_RELEASE,
             max_connections: None,
             max_connections_per_address: None,
             header_timeout: HEADER_TIMEOUT,
@@ -252,11 +258,13 @@ pub async fn serve(
     ));
     let sweeper = {
         let state = Arc::clone(&state);
-        let every = options.lease_ttl / 2;
+        let every = (options.lease_ttl / 2).min(options.idle_release);
+        let idle = options.idle_release;
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 state.sessions.finish_orphaned_turns().await;
+                state.sessions.release_idle(idle).await;
             }
         })
     };

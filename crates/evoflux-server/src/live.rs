@@ -37,12 +37,15 @@ use evoflux_tools::ProcessRuntime;
 use serde_json::Value;
 
 use crate::error::ApiError;
-pub use crate::events::{EventBus, EventLog, SESSION_STOPPED};
+pub use crate::events::{EventBus, EventLog, EventWriter, SESSION_STOPPED};
 
 /// How long a replica's hold on a running turn lasts without renewal
 /// (renewed at a third of it): how soon another replica finishes the turn
 /// of one that died.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
+
+/// How long a live session may sit idle before it is released from memory.
+pub const IDLE_RELEASE: Duration = Duration::from_secs(15 * 60);
 
 /// This replica, as the leases name it.
 #[derive(Debug, Clone)]
@@ -89,6 +92,8 @@ pub struct LiveSession {
     pub id: SessionId,
     pub log: Arc<EventLog>,
     host: SessionHost,
+    /// When a request last touched it.
+    used: Mutex<std::time::Instant>,
     store: evoflux_store::Store,
     bus: Arc<EventBus>,
 }
@@ -98,8 +103,24 @@ impl LiveSession {
         self.host.is_busy()
     }
 
+    fn touch(&self) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+    }
+
+    /// Idle for at least `idle`: no turn runs and no request came.
+    fn idle_for(&self, idle: Duration) -> bool {
+        !self.is_busy()
+            && self
+                .used
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .elapsed()
+                >= idle
+    }
+
     /// Starts a turn; refused while one runs, here or on another replica.
     pub async fn start_turn(self: &Arc<Self>, input: Option<String>) -> Result<(), ApiError> {
+        self.touch();
         let handle = self
             .host
             .submit(input, TurnOptions::default())
@@ -156,6 +177,8 @@ pub struct Sessions {
     opening: tokio::sync::Mutex<()>,
     replica: Replica,
     bus: Arc<EventBus>,
+    /// Stores every live session's events.
+    writer: EventWriter,
 }
 
 /// What opening a session returned besides the live handle.
@@ -174,6 +197,8 @@ impl Sessions {
         store: evoflux_store::Store,
         replica: Replica,
     ) -> Sessions {
+        let bus = Arc::new(EventBus::default());
+        let writer = EventWriter::start(store.clone(), Arc::clone(&bus));
         Sessions {
             app,
             processes,
@@ -181,7 +206,8 @@ impl Sessions {
             live: Mutex::new(BTreeMap::new()),
             opening: tokio::sync::Mutex::new(()),
             replica,
-            bus: Arc::new(EventBus::default()),
+            writer,
+            bus,
         }
     }
 
@@ -197,7 +223,7 @@ impl Sessions {
     /// The id of the last event `id` has stored, once what this replica
     /// queued for it is written: a request's events are the ones after it.
     pub async fn last_event(&self, id: SessionId) -> Result<u64, ApiError> {
-        if let Some(live) = self.get(id) {
+        if let Some(live) = self.peek(id) {
             live.log.flush().await;
         }
         Ok(self.store.last_event_id(id).await?)
@@ -224,16 +250,52 @@ impl Sessions {
         &self.app
     }
 
+    /// The live session `id`, to act on it: counts as use.
     pub fn get(&self, id: SessionId) -> Option<Arc<LiveSession>> {
+        let map = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let live = map.get(&id).cloned();
+        // Touched under the lock, so an idle release never takes a session
+        // a request has just found.
+        if let Some(live) = &live {
+            live.touch();
+        }
+        live
+    }
+
+    /// Releases the live sessions idle for `idle` from memory (their
+    /// harness, MCP servers and processes); a later request opens them
+    /// again from the store. Returns those released.
+    pub async fn release_idle(&self, idle: Duration) -> Vec<SessionId> {
+        let released: Vec<Arc<LiveSession>> = {
+            let mut map = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<SessionId> = map
+                .values()
+                .filter(|l| l.idle_for(idle))
+                .map(|l| l.id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        let mut ids = Vec::with_capacity(released.len());
+        for live in released {
+            live.host.close().await;
+            self.processes.terminate_session(live.id).await;
+            ids.push(live.id);
+        }
+        ids
+    }
+
+    pub fn is_live(&self, id: SessionId) -> bool {
+        self.peek(id).is_some()
+    }
+
+    /// The live session `id`, to show it: looking does not count as use
+    /// (a listing never keeps sessions in memory).
+    pub fn peek(&self, id: SessionId) -> Option<Arc<LiveSession>> {
         self.live
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&id)
             .cloned()
-    }
-
-    pub fn is_live(&self, id: SessionId) -> bool {
-        self.get(id).is_some()
     }
 
     /// Opens a session (new, or `options.resume`) and starts its task.
@@ -266,12 +328,7 @@ impl Sessions {
             .artifacts()
             .cloned()
             .map(|a| (a, self.app.artifacts_root().join(session.id.to_string())));
-        log.bind(
-            session.id,
-            self.store.clone(),
-            Arc::clone(&self.bus),
-            artifacts,
-        );
+        log.bind(session.id, &self.writer, artifacts);
         let host = SessionHost::start(
             harness,
             wiring,
@@ -286,6 +343,7 @@ impl Sessions {
             id: session.id,
             log,
             host,
+            used: Mutex::new(std::time::Instant::now()),
             store: self.store.clone(),
             bus: Arc::clone(&self.bus),
         });
@@ -410,10 +468,11 @@ impl Sessions {
     }
 
     /// Appends a notice the harness has no event for (the server's own
-    /// `graph_reloaded`) to every live session's log.
-    pub fn broadcast_notice(&self, value: &Value) {
+    /// `graph_reloaded`, whose `type` is `kind`) to every live session's
+    /// log.
+    pub fn broadcast_notice(&self, kind: &'static str, value: &Value) {
         for session in self.all() {
-            session.log.push(value);
+            session.log.push_notice(kind, value);
         }
     }
 

@@ -22,6 +22,9 @@ use evoflux_harness::Event;
 use crate::auth::Token;
 use crate::state::ServerState;
 
+/// The server's notice that the sources were compiled again.
+const GRAPH_RELOADED: &str = "graph_reloaded";
+
 /// How long a burst of file events is gathered before one recompile.
 const SETTLE: Duration = Duration::from_millis(200);
 
@@ -154,9 +157,10 @@ pub fn watch(
             let router = crate::router::build(&graph.route_plan, Arc::clone(&state), token.clone());
             *current.router.write().unwrap_or_else(|p| p.into_inner()) = router;
             *current.hash.write().unwrap_or_else(|p| p.into_inner()) = hash.clone();
-            state
-                .sessions
-                .broadcast_notice(&json!({"type": "graph_reloaded", "graph_hash": hash}));
+            state.sessions.broadcast_notice(
+                GRAPH_RELOADED,
+                &json!({"type": GRAPH_RELOADED, "graph_hash": hash}),
+            );
         }
     });
     watcher

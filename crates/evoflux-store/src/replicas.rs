@@ -24,6 +24,10 @@ pub const EVENTS_CHANNEL: &str = "evoflux_events";
 /// the turn another runs ([`Store::send_signal`]).
 pub const SIGNALS_CHANNEL: &str = "evoflux_signals";
 
+/// Events one `INSERT` writes: 3 parameters each, well under SQLite's
+/// and PostgreSQL's limits on one statement's parameters.
+const EVENTS_PER_INSERT: usize = 256;
+
 /// What another replica announced. Closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Announcement {
@@ -448,33 +452,61 @@ impl Store {
         session: SessionId,
         events: &[(&str, &str)],
     ) -> Result<u64, StoreError> {
+        let last = self.append_event_batches(&[(session, events)]).await?;
+        Ok(last.first().copied().unwrap_or(0))
+    }
+
+    /// [`Store::append_events`] for several sessions in one transaction
+    /// (one commit for what a server's sessions emitted at once, rather
+    /// than one each); returns the id of each batch's last event, in the
+    /// order given. Rows are locked in session order, so two writers never
+    /// wait on each other in a cycle. A session that is gone fails the
+    /// whole transaction with [`StoreError::SessionNotFound`].
+    pub async fn append_event_batches(
+        &self,
+        batches: &[(SessionId, &[(&str, &str)])],
+    ) -> Result<Vec<u64>, StoreError> {
         let now = now_ms();
-        let key = session.to_string();
+        let mut order: Vec<usize> = (0..batches.len()).collect();
+        order.sort_by_key(|&i| batches[i].0);
+        let mut last_ids = vec![0u64; batches.len()];
         let mut tx = self.pool().begin().await?;
-        crate::store::touch(&mut tx, session, now).await?;
-        let last: Option<i64> =
-            sqlx::query_scalar("SELECT MAX(id) FROM session_events WHERE session_id = $1")
-                .bind(&key)
-                .fetch_one(&mut *tx)
-                .await?;
-        let mut id = last.unwrap_or(0);
-        for (kind, data) in events {
-            id += 1;
-            sqlx::query(
-                "INSERT INTO session_events (session_id, id, kind, data, created_at_ms) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&key)
-            .bind(id)
-            .bind(*kind)
-            .bind(*data)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        for i in order {
+            let (session, events) = batches[i];
+            let key = session.to_string();
+            crate::store::touch(&mut tx, session, now).await?;
+            let last: Option<i64> =
+                sqlx::query_scalar("SELECT MAX(id) FROM session_events WHERE session_id = $1")
+                    .bind(&key)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let mut id = last.unwrap_or(0);
+            // Many rows per statement: a round trip per event is most of
+            // the cost of a small event.
+            for chunk in events.chunks(EVENTS_PER_INSERT) {
+                let rows: Vec<String> = (0..chunk.len())
+                    .map(|r| {
+                        let p = 3 + r * 3;
+                        format!("($1, ${p}, ${}, ${}, $2)", p + 1, p + 2)
+                    })
+                    .collect();
+                let sql = format!(
+                    "INSERT INTO session_events (session_id, id, kind, data, created_at_ms) \
+                     VALUES {}",
+                    rows.join(", ")
+                );
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&key).bind(now);
+                for (kind, data) in chunk {
+                    id += 1;
+                    query = query.bind(id).bind(*kind).bind(*data);
+                }
+                query.execute(&mut *tx).await?;
+            }
+            self.announce(&mut tx, EVENTS_CHANNEL, &key).await?;
+            last_ids[i] = to_u64("event id", id)?;
         }
-        self.announce(&mut tx, EVENTS_CHANNEL, &key).await?;
         tx.commit().await?;
-        to_u64("event id", id)
+        Ok(last_ids)
     }
 
     /// Announcements of other replicas' events, on PostgreSQL; `None` on

@@ -271,7 +271,7 @@ pub async fn list(
         sessions
             .into_iter()
             .map(|s| {
-                let live = state.sessions.get(s.session.id);
+                let live = state.sessions.peek(s.session.id);
                 SessionSummary {
                     live: live.is_some(),
                     busy: live.is_some_and(|l| l.is_busy()),
