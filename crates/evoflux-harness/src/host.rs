@@ -34,7 +34,7 @@ use evoflux_core::ids::SessionId;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided};
-use crate::events::{Event, EventSink};
+use crate::events::EventSink;
 use crate::lease::{Holder, LeaseError, SessionLease};
 use crate::session::{Harness, ModelClient, SessionError, TurnEnd, TurnOptions};
 
@@ -195,10 +195,6 @@ impl HostWiring {
 
     pub fn approver(&self) -> Arc<dyn Approver> {
         Arc::clone(&self.approvals) as Arc<dyn Approver>
-    }
-
-    fn emit(&self, event: &Event) {
-        self.events.emit(event);
     }
 }
 
@@ -520,15 +516,6 @@ async fn turn(
             })
             .await;
         match reopened {
-            Ok(new) => {
-                std::mem::replace(harness, new).shutdown().await;
-                *applied = wanted;
-                if changed {
-                    shared.wiring.emit(&Event::SourcesApplied {
-                        session_id: shared.id.to_string(),
-                    });
-                }
-            }
             // A harness that missed another holder's turns must not
             // answer on them: the turn fails without running.
             Err(e) if stale => {
@@ -539,16 +526,21 @@ async fn turn(
                 harness.fail_turn(REOPEN_FAILED, &message).await;
                 return Err(HostError::Reopen(message));
             }
-            Err(e) => {
+            reopened => {
                 *applied = wanted;
-                shared.wiring.emit(&Event::GraphInvalid {
+                let reopened = reopened.map_err(|e| crate::sources::NotApplied {
                     code: e.code().to_owned(),
-                    message: format!(
-                        "the changed sources cannot be applied; this session keeps its previous \
-                         ones: {e}"
-                    ),
-                    diagnostics: Vec::new(),
+                    message: e.to_string(),
                 });
+                match (reopened, changed) {
+                    (reopened, true) => {
+                        crate::sources::apply(harness, reopened, shared.wiring.events.as_ref())
+                            .await;
+                    }
+                    // Only brought up to date with another holder's turns.
+                    (Ok(new), false) => std::mem::replace(harness, new).shutdown().await,
+                    (Err(_), false) => {}
+                }
             }
         }
     }

@@ -13,7 +13,50 @@ use std::sync::Arc;
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::watch;
 
-use crate::session::AppContext;
+use crate::events::{Event, EventSink};
+use crate::session::{AppContext, Harness};
+
+/// Why changed sources could not be applied: the session could not be
+/// opened on them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotApplied {
+    pub code: String,
+    pub message: String,
+}
+
+/// The one refresh rule, for every front end: changed sources apply
+/// between turns. `reopened` is the session opened again on them: it
+/// replaces `harness` (which is shut down) and `sources_applied` is
+/// emitted. When the session could not be opened on them, it keeps the
+/// sources it has and `graph_invalid` says why. Returns whether they were
+/// applied.
+pub async fn apply(
+    harness: &mut Harness,
+    reopened: Result<Harness, NotApplied>,
+    events: &dyn EventSink,
+) -> bool {
+    match reopened {
+        Ok(new) => {
+            std::mem::replace(harness, new).shutdown().await;
+            events.emit(&Event::SourcesApplied {
+                session_id: harness.session().id.to_string(),
+            });
+            true
+        }
+        Err(e) => {
+            events.emit(&Event::GraphInvalid {
+                code: e.code,
+                message: format!(
+                    "the changed sources cannot be applied; this session keeps its previous \
+                     ones: {}",
+                    e.message
+                ),
+                diagnostics: Vec::new(),
+            });
+            false
+        }
+    }
+}
 
 /// One folder to watch and how deep.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +168,14 @@ impl SourceWatch {
     /// Resolves at the next change; `false` once the watcher is gone.
     pub async fn changed(&mut self) -> bool {
         self.changes.changed().await.is_ok()
+    }
+
+    /// Whether anything changed since `applied` (a generation the caller
+    /// keeps), which it moves to now: for a front end that checks before
+    /// each turn rather than waiting.
+    pub fn take_change(&self, applied: &mut u64) -> bool {
+        let now = self.generation();
+        std::mem::replace(applied, now) != now
     }
 }
 

@@ -21,9 +21,10 @@ use std::sync::Arc;
 use clap::Args;
 use evoflux_core::AppMode;
 use evoflux_core::dirs::Dirs;
+use evoflux_harness::sources::{NotApplied, SourceWatch};
 use evoflux_harness::{
-    ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder, SessionLease,
-    TurnEnd, TurnOptions,
+    ApprovalRequest, Approver, EventSink, Harness, HarnessError, Holder, SessionLease, TurnEnd,
+    TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
 use tokio::sync::Notify;
@@ -144,25 +145,24 @@ struct Chat<'a> {
 }
 
 /// The sources a chat's session is compiled from, followed so changes
-/// apply between turns — as the session host does for the server and
-/// ACP: the session is opened again on them before the next message and
-/// `sources_applied` says so; sources that do not open leave it on the
-/// ones it has (`graph_invalid`).
+/// apply between turns by the engine's one rule
+/// ([`evoflux_harness::sources::apply`], as the session host applies it for
+/// the server and ACP): the session is opened again on them before the
+/// next message.
 #[derive(Debug, Default)]
 struct Sources {
-    watch: Option<evoflux_harness::sources::SourceWatch>,
+    watch: Option<SourceWatch>,
     applied: u64,
 }
 
 impl Sources {
     /// Follows the sources of `harness`'s session.
     fn follow(dirs: &Dirs, harness: &Harness) -> Sources {
-        let app = match super::app_context(dirs) {
-            Ok(app) => app,
-            Err(_) => return Sources::default(),
+        let Ok(app) = super::app_context(dirs) else {
+            return Sources::default();
         };
         let roots = app.source_roots(harness.session().workspace.roots());
-        match evoflux_harness::sources::SourceWatch::start(&roots) {
+        match SourceWatch::start(&roots) {
             Ok(watch) => Sources {
                 applied: watch.generation(),
                 watch: Some(watch),
@@ -174,57 +174,34 @@ impl Sources {
         }
     }
 
-    /// Whether the sources changed since they were last applied (and
-    /// marks them applied).
+    /// Whether the sources changed since they were last applied.
     fn take_change(&mut self) -> bool {
-        let Some(watch) = &self.watch else {
-            return false;
-        };
-        let now = watch.generation();
-        let changed = now != self.applied;
-        self.applied = now;
-        changed
+        match &self.watch {
+            Some(watch) => watch.take_change(&mut self.applied),
+            None => false,
+        }
     }
 }
 
-/// Applies changed sources to `harness` with `reopened` (the session
-/// opened again), telling `events` how it went.
+/// Applies changed sources with `reopened` (the session opened again on
+/// them; its failure was printed where it happened).
 async fn apply_sources(
     harness: &mut Harness,
     reopened: anyhow::Result<Result<Harness, Exit>>,
     events: &dyn EventSink,
 ) -> bool {
-    match reopened {
-        Ok(Ok(new)) => {
-            std::mem::replace(harness, new).shutdown().await;
-            events.emit(&Event::SourcesApplied {
-                session_id: harness.session().id.to_string(),
-            });
-            true
-        }
-        // The reason was printed.
-        Ok(Err(_)) => {
-            events.emit(&Event::GraphInvalid {
-                code: "session/sources-not-applied".to_owned(),
-                message: "the changed sources cannot be applied; this session keeps its \
-                          previous ones"
-                    .to_owned(),
-                diagnostics: Vec::new(),
-            });
-            false
-        }
-        Err(e) => {
-            events.emit(&Event::GraphInvalid {
-                code: "session/sources-not-applied".to_owned(),
-                message: format!(
-                    "the changed sources cannot be applied; this session keeps its previous \
-                     ones: {e:#}"
-                ),
-                diagnostics: Vec::new(),
-            });
-            false
-        }
-    }
+    let reopened = match reopened {
+        Ok(Ok(new)) => Ok(new),
+        Ok(Err(_)) => Err(NotApplied {
+            code: "session/sources-not-applied".to_owned(),
+            message: "the session cannot be opened on them (said above)".to_owned(),
+        }),
+        Err(e) => Err(NotApplied {
+            code: "session/sources-not-applied".to_owned(),
+            message: format!("{e:#}"),
+        }),
+    };
+    evoflux_harness::sources::apply(harness, reopened, events).await
 }
 
 impl Chat<'_> {
