@@ -150,29 +150,7 @@ impl ApprovalDecision {
     }
 }
 
-/// An [`ApprovalDecision`] without its reason, as `approval_decided`
-/// carries it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecisionKind {
-    Approved,
-    ApprovedForSession,
-    ApprovedForWorkspace,
-    Denied,
-}
-
-/// Who decided an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecidedBy {
-    /// A person, at any client of the session (a terminal, a browser, an
-    /// editor, a channel).
-    User,
-    /// Nobody could be asked (a non-interactive run): the policy denied.
-    Policy,
-    /// The turn was cancelled while the approval waited.
-    Cancellation,
-}
+pub use evoflux_protocol::events::{DecidedBy, DecisionKind};
 
 /// A decision and who made it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -164,15 +164,7 @@ pub struct SideCall {
     pub other_model: Option<(String, Option<evoflux_core::price::Price>)>,
 }
 
-/// Why a model call was made: the turn's own call, or a pre-model stage's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallPurpose {
-    /// A call of the agent's turn.
-    Turn,
-    /// The implicit skill resolver's decision before a turn's first call.
-    SkillResolution,
-}
+pub use evoflux_protocol::events::CallPurpose;
 
 /// A message a hook adds to the conversation for good: persisted like any
 /// message (with its metadata beside it), so it survives a restart.

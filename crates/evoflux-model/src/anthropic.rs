@@ -28,9 +28,7 @@ use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
-use crate::message::{
-    Citation, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch, WebSource,
-};
+use crate::message::{Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// The API version this module speaks.
@@ -381,7 +379,7 @@ impl MessagesDecoder {
             .to_owned();
         let content = block.get("content");
         // A list of results, or an error object (`error_code`).
-        let sources = WebSource::list_from_wire(content);
+        let sources = crate::web_wire::sources(content);
         let error = content
             .and_then(|c| c.get("error_code"))
             .and_then(Value::as_str)
@@ -498,7 +496,8 @@ impl SseDecoder for MessagesDecoder {
                         }
                     }
                     Some("citations_delta") => {
-                        if let Some(citation) = delta.get("citation").and_then(Citation::from_wire)
+                        if let Some(citation) =
+                            delta.get("citation").and_then(crate::web_wire::citation)
                         {
                             out.push_back(StreamEvent::ProviderItem {
                                 item: ProviderItem::Citation(citation),
@@ -583,7 +582,7 @@ impl SseDecoder for MessagesDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::message::{Citation, ToolCall};
 
     fn breakpoints(body: &Value) -> usize {
         fn count(v: &Value) -> usize {

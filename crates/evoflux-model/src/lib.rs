@@ -25,12 +25,15 @@ mod http;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod local_models;
-pub mod message;
+/// The conversation vocabulary lives in `evoflux-protocol`; providers
+/// reach it here as before.
+pub use evoflux_protocol::message;
 pub mod openai;
 pub mod provider;
 pub mod responses;
 pub mod retry;
 pub mod scripted;
+mod web_wire;
 #[cfg(test)]
 mod wire_fuzz;
 

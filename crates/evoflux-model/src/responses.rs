@@ -33,9 +33,7 @@ use crate::assemble::{ToolCallAssembler, assemble_one};
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
-use crate::message::{
-    Citation, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch, WebSource,
-};
+use crate::message::{Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// What the Responses API runs on its own side.
@@ -325,7 +323,7 @@ impl ResponsesDecoder {
             Some("web_search_call") => {
                 self.searches += 1;
                 let action = item.get("action");
-                let sources = WebSource::list_from_wire(action.and_then(|a| a.get("sources")));
+                let sources = crate::web_wire::sources(action.and_then(|a| a.get("sources")));
                 let error = (s("status") == Some("failed")).then(|| "failed".to_owned());
                 out.push_back(StreamEvent::ProviderItem {
                     item: ProviderItem::WebSearch(WebSearch {
@@ -351,7 +349,7 @@ impl ResponsesDecoder {
                     if a.get("type").and_then(Value::as_str) != Some("url_citation") {
                         continue;
                     }
-                    if let Some(citation) = Citation::from_wire(a) {
+                    if let Some(citation) = crate::web_wire::citation(a) {
                         out.push_back(StreamEvent::ProviderItem {
                             item: ProviderItem::Citation(citation),
                         });

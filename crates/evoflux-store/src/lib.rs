@@ -28,12 +28,12 @@ mod store;
 pub mod testing;
 mod transcript;
 mod transfer;
-mod usage;
 
 pub use artifacts::Artifacts;
 pub use connection_tools::ConnectionTool;
 pub use database::{Backend, Database, DatabaseUrl};
 pub use error::StoreError;
+pub use evoflux_protocol::Usage;
 pub use grants::{GrantKey, GrantScope};
 pub use model_requests::{RecordedRequest, RequestParts, SystemPart};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
@@ -47,4 +47,3 @@ pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceReques
 pub use store::{DB_FILE, Store, artifacts_root};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
 pub use transfer::{EXPORT_FORMAT, TABLES, Table, Transferred};
-pub use usage::Usage;

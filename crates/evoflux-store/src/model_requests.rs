@@ -10,7 +10,7 @@
 
 use evoflux_core::hash::sha256_hex;
 use evoflux_core::ids::SessionId;
-use evoflux_model::{Message, ToolDefinition};
+use evoflux_protocol::{Message, ToolDefinition};
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 

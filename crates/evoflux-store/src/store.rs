@@ -10,12 +10,12 @@ use sqlx::AnyPool;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use crate::Usage;
 use crate::database::{Backend, Database};
 use crate::error::StoreError;
 use crate::pending::{PendingInput, PendingInputId, PendingRequest};
 use crate::session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 use crate::transcript::{EntryRole, Message, TranscriptEntry};
-use crate::usage::Usage;
 
 /// The database file inside the data directory.
 pub const DB_FILE: &str = "evoflux.db";

@@ -5,7 +5,7 @@
 //! the transcript needs (position, time, a tool result's artifact metadata)
 //! sits beside the message in [`TranscriptEntry`].
 
-pub use evoflux_model::{Message, ToolCall};
+pub use evoflux_protocol::{Message, ToolCall};
 use serde::{Deserialize, Serialize};
 
 /// Who a message is from; also stored in its own column so rows can be

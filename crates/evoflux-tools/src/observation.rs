@@ -5,10 +5,8 @@
 //! `shell`, `process`, exit notices, command-backed tools and `!command`,
 //! so every surface shows the same text and the same [`CommandMeta`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-use serde::{Deserialize, Serialize};
 
 use crate::journal::Taken;
 use crate::output::ToolOutput;
@@ -24,87 +22,17 @@ pub const FAILURE_OUTPUT_LIMIT: usize = 12_000;
 pub(crate) const HEAD_CAPACITY: usize = FAILURE_OUTPUT_LIMIT / 3;
 pub(crate) const TAIL_CAPACITY: usize = FAILURE_OUTPUT_LIMIT - HEAD_CAPACITY;
 
-/// Where a command stands at an observation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CommandStatus {
-    /// Still running past its yield; continue with `process`.
-    Running,
-    /// Exited with status 0.
-    Succeeded,
-    /// Exited non-zero or was killed by a signal it was not sent by us.
-    Failed,
-    /// Killed by the runtime when its timeout elapsed.
-    TimedOut,
-    /// Stopped on request: `process terminate`, session end or shutdown.
-    Terminated,
-}
+pub use evoflux_protocol::command::{CommandMeta, CommandStatus};
 
-impl CommandStatus {
-    /// The stable lower-case name used in `process list`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CommandStatus::Running => "running",
-            CommandStatus::Succeeded => "succeeded",
-            CommandStatus::Failed => "failed",
-            CommandStatus::TimedOut => "timed_out",
-            CommandStatus::Terminated => "terminated",
+/// How much of a command's output an observation shows: less for one that
+/// went well.
+fn output_limit(status: CommandStatus) -> usize {
+    match status {
+        CommandStatus::Running | CommandStatus::Succeeded => SUCCESS_OUTPUT_LIMIT,
+        CommandStatus::Failed | CommandStatus::TimedOut | CommandStatus::Terminated => {
+            FAILURE_OUTPUT_LIMIT
         }
     }
-
-    fn output_limit(self) -> usize {
-        match self {
-            CommandStatus::Running | CommandStatus::Succeeded => SUCCESS_OUTPUT_LIMIT,
-            CommandStatus::Failed | CommandStatus::TimedOut | CommandStatus::Terminated => {
-                FAILURE_OUTPUT_LIMIT
-            }
-        }
-    }
-
-    /// Whether the provider should flag the result as a failed call. A
-    /// non-zero exit or a timeout is; a command still running or stopped
-    /// on request is not.
-    fn is_error(self) -> bool {
-        match self {
-            CommandStatus::Failed | CommandStatus::TimedOut => true,
-            CommandStatus::Running | CommandStatus::Succeeded | CommandStatus::Terminated => false,
-        }
-    }
-}
-
-/// Typed metadata of one command observation. The harness puts exactly
-/// this value into the live `tool ended` event and the transcript message,
-/// so a reloaded session shows what the live one did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CommandMeta {
-    /// The opaque id `process` takes (never the OS pid).
-    pub process_id: String,
-    /// The OS pid of the command's process-group leader.
-    pub pid: u32,
-    pub status: CommandStatus,
-    /// The exit code, when the command exited by itself.
-    pub exit_code: Option<i32>,
-    /// Wall time since start, at this observation.
-    pub duration_ms: u64,
-    /// The file holding the command's complete raw output.
-    pub artifact: PathBuf,
-    /// Artifact offset where the bytes this observation covers start.
-    pub output_offset: u64,
-    /// Bytes produced since the previous observation (what this one covers).
-    pub output_bytes: u64,
-    /// Of those, bytes shown in the text.
-    pub shown_bytes: u64,
-    /// Of those, bytes left out of the text (in the artifact, unless the
-    /// journal cap dropped them).
-    pub omitted_bytes: u64,
-    /// Output bytes the journal cap dropped from the artifact's middle so
-    /// far (absent below the cap).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub journal_dropped_bytes: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Which text layout an observation uses.
@@ -139,7 +67,7 @@ pub(crate) struct Facts<'a> {
 
 /// Formats one observation into the model-visible text and its metadata.
 pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOutput {
-    let view = View::render(taken, facts.status.output_limit());
+    let view = View::render(taken, output_limit(facts.status));
     let mut text = status_line(facts);
     match form {
         Form::Completed => {

@@ -52,7 +52,7 @@ use evoflux_skills::resolver::Resolution;
 use evoflux_skills::selection::SkillSlot;
 use evoflux_skills::{PlaceholderDirs, SkillRecord};
 use evoflux_store::TranscriptEntry;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use crate::hooks::{DurableMessage, ModelCall};
@@ -113,64 +113,7 @@ impl ResolverPolicy {
     }
 }
 
-/// Who activated a skill; the prefix of a synthetic pair's call id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActivationSource {
-    /// The model called the skill tool.
-    Tool,
-    /// Assigned to the agent (`skills:`), preloaded.
-    Configured,
-    /// Named by the user with `$name` or `/skill:name`.
-    Explicit,
-    /// Picked by the implicit resolver.
-    Resolved,
-}
-
-impl ActivationSource {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ActivationSource::Tool => "tool",
-            ActivationSource::Configured => "configured",
-            ActivationSource::Explicit => "explicit",
-            ActivationSource::Resolved => "resolved",
-        }
-    }
-}
-
-/// What is stored beside a successful activation's tool result: enough to
-/// re-apply the same runtime contract on resume.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ActivationRecord {
-    pub skill: String,
-    pub revision: String,
-    pub source: ActivationSource,
-    pub bundle_dir: String,
-    /// Built-in tools the skill declared (all exist in the session).
-    pub required_tools: Vec<String>,
-    /// The subset that this activation had to turn on (deferred or not
-    /// offered before).
-    pub activated_tools: Vec<String>,
-    /// The plugin installation whose MCP servers the load granted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plugin_installation: Option<String>,
-    /// Bytes of the rendered activation the model sees.
-    pub bytes: usize,
-}
-
-impl ActivationRecord {
-    /// The metadata stored beside the activation's tool result.
-    pub fn to_metadata(&self) -> ResultMetadata {
-        ResultMetadata {
-            skill_activation: Some(Box::new(self.clone())),
-            ..ResultMetadata::default()
-        }
-    }
-
-    pub fn from_metadata(metadata: &ResultMetadata) -> Option<ActivationRecord> {
-        metadata.skill_activation.as_deref().cloned()
-    }
-}
+pub use evoflux_protocol::metadata::{ActivationRecord, ActivationSource};
 
 /// A skill whose exact activation the model can currently see.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -168,42 +168,6 @@ pub struct Citation {
     pub cited_text: Option<String>,
 }
 
-/// Reads a string field of a provider's JSON object.
-fn wire_str(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_owned)
-}
-
-impl WebSource {
-    /// The pages of a provider's list of search results (Anthropic's
-    /// `web_search_result`s, the Responses API's `sources`): both name a
-    /// page by `url` and `title`. Entries without a `url` are no page.
-    pub(crate) fn list_from_wire(list: Option<&Value>) -> Vec<WebSource> {
-        list.and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                Some(WebSource {
-                    url: wire_str(r, "url")?,
-                    title: wire_str(r, "title"),
-                })
-            })
-            .collect()
-    }
-}
-
-impl Citation {
-    /// A provider's citation (Anthropic's `web_search_result_location`,
-    /// the Responses API's `url_citation`); `None` for one that cites no
-    /// web page.
-    pub(crate) fn from_wire(c: &Value) -> Option<Citation> {
-        Some(Citation {
-            url: wire_str(c, "url")?,
-            title: wire_str(c, "title"),
-            cited_text: wire_str(c, "cited_text"),
-        })
-    }
-}
-
 /// A tool a provider runs on its own side, materialized by each wire that
 /// has it. Closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -236,7 +200,7 @@ pub struct Request {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolDefinition>,
     /// Upper bound on generated tokens. Anthropic requires one, so it falls
-    /// back to [`crate::anthropic::DEFAULT_MAX_TOKENS`] there.
+    /// back to `evoflux_model::anthropic::DEFAULT_MAX_TOKENS` there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -252,7 +216,7 @@ pub struct Request {
     pub cache_key: Option<String>,
     /// Tools the provider runs itself, offered beside `tools`. A wire
     /// without such a tool never gets one: the harness asks only for what
-    /// [`crate::Provider::provider_tools`] lists.
+    /// `evoflux_model::Provider::provider_tools` lists.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provider_tools: Vec<ProviderToolKind>,
     /// The reasoning effort to ask for; when unset, the provider's

@@ -1,0 +1,625 @@
+//! The typed event stream of a session: one closed enum, serialized once.
+//!
+//! The engine emits these; the server streams them as JSON, `--json`
+//! prints them as JSON lines, ACP maps them to `session/update`s, and the
+//! store keeps them for replay. A tool's metadata appears here exactly as
+//! it is stored beside the tool message in the transcript, so a live view
+//! and a reloaded one show the same thing. Clients that hold events as
+//! JSON tell them apart with [`EventKind`], never by matching strings.
+
+use std::path::PathBuf;
+
+use evoflux_core::AppMode;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::metadata::ResultMetadata;
+
+/// The result of one tool call as the model and the transcript see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResult {
+    pub content: String,
+    pub is_error: bool,
+    /// Artifact and process metadata (e.g. a journalled command's
+    /// `{process_id, status, artifact, …}`); stored with the tool message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<ResultMetadata>,
+}
+
+impl ToolResult {
+    pub fn ok(content: impl Into<String>) -> ToolResult {
+        ToolResult {
+            content: content.into(),
+            is_error: false,
+            metadata: None,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> ToolResult {
+        ToolResult {
+            content: content.into(),
+            is_error: true,
+            metadata: None,
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model finished (with `final_output` when the turn had a schema).
+    Completed,
+    /// The agent asked the user something; the session waits for the answer.
+    WaitingForInput,
+    /// A limit on model calls stopped the turn.
+    LimitReached,
+    /// `[limits] max_cost_usd`: the session, with the sessions it
+    /// dispatched, has cost its limit, so no further model call starts.
+    CostLimitReached,
+    /// The turn needed a structured result and never produced a valid one.
+    OutputMissing,
+}
+
+impl TurnStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::WaitingForInput => "waiting_for_input",
+            TurnStatus::LimitReached => "limit_reached",
+            TurnStatus::CostLimitReached => "cost_limit_reached",
+            TurnStatus::OutputMissing => "output_missing",
+        }
+    }
+}
+
+/// One event of a session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    SessionStarted {
+        session_id: String,
+        mode: AppMode,
+        workspace: Vec<PathBuf>,
+        lead: String,
+        model: String,
+        resumed: bool,
+        /// Tools offered to the model, in order.
+        tools: Vec<String>,
+        /// Tools the agent has that this run cannot offer, with the reason.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unavailable_tools: Vec<UnavailableTool>,
+    },
+    TurnStarted {
+        session_id: String,
+        /// What the turn answers: the user's message, or the answer to the
+        /// agent's open question; absent when a turn continues. An event
+        /// stream read from its start is the whole conversation.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        input: Option<String>,
+    },
+    MessageDelta {
+        text: String,
+    },
+    /// The provider searched the web for the answer being streamed (its
+    /// own `web_search` tool, not one the harness runs): what it searched
+    /// and what it found. The search is kept on the answer in the
+    /// transcript.
+    WebSearch {
+        search: crate::message::WebSearch,
+    },
+    /// The answer being streamed cites this page; kept on the answer in
+    /// the transcript.
+    Citation {
+        citation: crate::message::Citation,
+    },
+    /// The user cancelled the running turn: the commands it started were
+    /// stopped, every call it left open ended `cancelled` (a `tool_ended`
+    /// each, before this) and an approval it waited on was decided
+    /// `denied` by the cancellation. Nothing more of the turn follows.
+    TurnCancelled {
+        session_id: String,
+    },
+    ToolStarted {
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
+    ApprovalRequested {
+        call_id: String,
+        tool: String,
+        /// The model asks to run the command outside the sandbox, for this
+        /// reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outside_sandbox: Option<String>,
+        /// The call changes this control of the agent's (a path).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        control: Option<String>,
+    },
+    /// An approval asked for (`approval_requested`) was decided. Sent to
+    /// every client of the session before the call runs (or is refused),
+    /// so a second client, a reload or a reconnecting stream never offers
+    /// a decision that was made.
+    ApprovalDecided {
+        call_id: String,
+        decision: DecisionKind,
+        /// Why it was denied, as the model reads it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        by: DecidedBy,
+    },
+    ToolEnded {
+        call_id: String,
+        tool: String,
+        /// How the call ended; `cancelled` when the user cancelled the
+        /// turn while it ran (or before it started).
+        status: ToolStatus,
+        is_error: bool,
+        content: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<ResultMetadata>,
+    },
+    /// A background command started with `notify_on_exit` ended; its
+    /// final observation joins the conversation.
+    CommandEnded {
+        process_id: String,
+        command: String,
+        is_error: bool,
+        content: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<ResultMetadata>,
+    },
+    /// A resumed session moved to another model at the user's request;
+    /// the switch is persisted, so later resumes keep `to`.
+    ModelSwitched {
+        from: String,
+        to: String,
+    },
+    /// An MCP server this session may use changed state (starting, ready,
+    /// failed, …); `error` says why it is not ready.
+    McpServer {
+        server: String,
+        owner: String,
+        state: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The model's view of the conversation was compacted: a summary now
+    /// stands for the first `covered_messages` messages (the transcript
+    /// itself is unchanged).
+    ContextCompacted {
+        reason: Value,
+        covered_messages: usize,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        dropped_skill_calls: Vec<String>,
+    },
+    InputRequested {
+        call_id: String,
+        question: String,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        options: Vec<String>,
+    },
+    TurnCompleted {
+        status: TurnStatus,
+        text: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<Value>,
+        /// What this turn used and cost, the sessions it dispatched
+        /// included.
+        usage: crate::usage::Usage,
+        /// The session's running total, its children included.
+        session_usage: crate::usage::Usage,
+    },
+    /// One model call's tokens, split as providers price them, and its
+    /// cost (`unpriced_requests` is 1 when the model has no known price).
+    ModelCallCompleted {
+        model: String,
+        purpose: CallPurpose,
+        usage: crate::usage::Usage,
+    },
+    /// Something failed. When a turn fails, this is followed by its end,
+    /// `turn_failed`, with the same code.
+    Error {
+        code: String,
+        message: String,
+    },
+    /// The turn ended on an error (the `error` event just before says
+    /// what): a model call that failed, a store that could not be written,
+    /// a session that could not be brought up to date. Nothing more of the
+    /// turn follows, and the session takes the next message.
+    TurnFailed {
+        code: String,
+        /// What the turn used and cost before it failed.
+        usage: crate::usage::Usage,
+        session_usage: crate::usage::Usage,
+    },
+    /// Changed sources (agents, skills, plugins, config) were applied
+    /// between turns: the turn that follows runs on them.
+    SourcesApplied {
+        session_id: String,
+    },
+    /// Changed sources could not be applied: the session keeps the ones it
+    /// ran on, and `code`/`message` say what is wrong.
+    GraphInvalid {
+        code: String,
+        message: String,
+        /// What does not compile, when the sources were compiled.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        diagnostics: Vec<evoflux_core::Diagnostic>,
+    },
+    /// A dispatch opened a child session running `agent`.
+    DispatchStarted {
+        call_id: String,
+        agent: String,
+        child_session_id: String,
+    },
+    /// The child session of a dispatch finished its turn.
+    DispatchEnded {
+        call_id: String,
+        agent: String,
+        child_session_id: String,
+        status: TurnStatus,
+        is_error: bool,
+        /// For a worker: how its result met its contract.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        contract: Option<ContractOutcome>,
+        /// Repair rounds the worker needed.
+        repairs: u32,
+    },
+    /// A background task was stopped by `task_cancel`.
+    TaskCancelled {
+        call_id: String,
+        agent: String,
+        child_session_id: String,
+    },
+    /// A task child's report of what it is doing (`task_update`).
+    TaskUpdate {
+        message: String,
+    },
+    /// `connection_search` turned on MCP tools that were held back: they
+    /// are in the model's tool list from the next model call on.
+    ToolsActivated {
+        tools: Vec<String>,
+    },
+    /// An event of the child session the dispatch `call_id` opened.
+    Child {
+        call_id: String,
+        event: Box<Event>,
+    },
+    /// Something the user should know that does not stop the session (an
+    /// instruction file that cannot be read, a large result kept whole
+    /// because it could not be offloaded, a compaction summarized by an
+    /// outline); `code` is a stable `area/kebab-name`.
+    Warning {
+        code: String,
+        message: String,
+    },
+}
+
+/// Where an event stands in its turn, for whoever stores a session's
+/// stream for other readers (a server that several replicas share).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Boundary {
+    /// Within the turn; it names nothing the turn wrote.
+    Within,
+    /// A result: it may name a file the turn wrote among the session's
+    /// artifacts (a command's journal, an offloaded result), which must be
+    /// where every reader finds it before the event is.
+    Result,
+    /// The turn's end (completed, cancelled, failed): nothing more of the
+    /// turn follows. Stored only once the turn has let go of the session,
+    /// so a client that reads it may start the next turn at once. It may
+    /// name artifacts too.
+    End,
+}
+
+impl Event {
+    pub const fn boundary(&self) -> Boundary {
+        match self {
+            Event::TurnCompleted { .. } | Event::TurnCancelled { .. } | Event::TurnFailed { .. } => {
+                Boundary::End
+            }
+            Event::ToolEnded { .. } | Event::CommandEnded { .. } => Boundary::Result,
+            Event::SessionStarted { .. }
+            | Event::TurnStarted { .. }
+            | Event::MessageDelta { .. }
+            | Event::WebSearch { .. }
+            | Event::Citation { .. }
+            | Event::ToolStarted { .. }
+            | Event::ApprovalRequested { .. }
+            | Event::ApprovalDecided { .. }
+            | Event::Error { .. }
+            | Event::SourcesApplied { .. }
+            | Event::GraphInvalid { .. }
+            | Event::ModelSwitched { .. }
+            | Event::McpServer { .. }
+            | Event::ContextCompacted { .. }
+            | Event::InputRequested { .. }
+            | Event::ModelCallCompleted { .. }
+            | Event::DispatchStarted { .. }
+            | Event::DispatchEnded { .. }
+            | Event::TaskCancelled { .. }
+            | Event::TaskUpdate { .. }
+            | Event::ToolsActivated { .. }
+            // A child's results are in the child session's folder.
+            | Event::Child { .. }
+            | Event::Warning { .. } => Boundary::Within,
+        }
+    }
+}
+
+impl Event {
+    /// The event's kind: its `type` on the wire.
+    pub const fn kind(&self) -> EventKind {
+        match self {
+            Event::SessionStarted { .. } => EventKind::SessionStarted,
+            Event::TurnStarted { .. } => EventKind::TurnStarted,
+            Event::MessageDelta { .. } => EventKind::MessageDelta,
+            Event::WebSearch { .. } => EventKind::WebSearch,
+            Event::Citation { .. } => EventKind::Citation,
+            Event::TurnCancelled { .. } => EventKind::TurnCancelled,
+            Event::ToolStarted { .. } => EventKind::ToolStarted,
+            Event::ApprovalRequested { .. } => EventKind::ApprovalRequested,
+            Event::ApprovalDecided { .. } => EventKind::ApprovalDecided,
+            Event::ToolEnded { .. } => EventKind::ToolEnded,
+            Event::CommandEnded { .. } => EventKind::CommandEnded,
+            Event::ModelSwitched { .. } => EventKind::ModelSwitched,
+            Event::McpServer { .. } => EventKind::McpServer,
+            Event::ContextCompacted { .. } => EventKind::ContextCompacted,
+            Event::InputRequested { .. } => EventKind::InputRequested,
+            Event::TurnCompleted { .. } => EventKind::TurnCompleted,
+            Event::ModelCallCompleted { .. } => EventKind::ModelCallCompleted,
+            Event::Error { .. } => EventKind::Error,
+            Event::TurnFailed { .. } => EventKind::TurnFailed,
+            Event::SourcesApplied { .. } => EventKind::SourcesApplied,
+            Event::GraphInvalid { .. } => EventKind::GraphInvalid,
+            Event::DispatchStarted { .. } => EventKind::DispatchStarted,
+            Event::DispatchEnded { .. } => EventKind::DispatchEnded,
+            Event::TaskCancelled { .. } => EventKind::TaskCancelled,
+            Event::TaskUpdate { .. } => EventKind::TaskUpdate,
+            Event::ToolsActivated { .. } => EventKind::ToolsActivated,
+            Event::Child { .. } => EventKind::Child,
+            Event::Warning { .. } => EventKind::Warning,
+        }
+    }
+}
+
+/// The kinds of [`Event`], for whoever holds events as JSON (a store, a
+/// client reading the stream) and must tell them apart: parse the stored
+/// `type` with [`EventKind::parse`] and match on the kind, never on the
+/// string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    SessionStarted,
+    TurnStarted,
+    MessageDelta,
+    WebSearch,
+    Citation,
+    TurnCancelled,
+    ToolStarted,
+    ApprovalRequested,
+    ApprovalDecided,
+    ToolEnded,
+    CommandEnded,
+    ModelSwitched,
+    McpServer,
+    ContextCompacted,
+    InputRequested,
+    TurnCompleted,
+    ModelCallCompleted,
+    Error,
+    TurnFailed,
+    SourcesApplied,
+    GraphInvalid,
+    DispatchStarted,
+    DispatchEnded,
+    TaskCancelled,
+    TaskUpdate,
+    ToolsActivated,
+    Child,
+    Warning,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 28] = [
+        EventKind::SessionStarted,
+        EventKind::TurnStarted,
+        EventKind::MessageDelta,
+        EventKind::WebSearch,
+        EventKind::Citation,
+        EventKind::TurnCancelled,
+        EventKind::ToolStarted,
+        EventKind::ApprovalRequested,
+        EventKind::ApprovalDecided,
+        EventKind::ToolEnded,
+        EventKind::CommandEnded,
+        EventKind::ModelSwitched,
+        EventKind::McpServer,
+        EventKind::ContextCompacted,
+        EventKind::InputRequested,
+        EventKind::TurnCompleted,
+        EventKind::ModelCallCompleted,
+        EventKind::Error,
+        EventKind::TurnFailed,
+        EventKind::SourcesApplied,
+        EventKind::GraphInvalid,
+        EventKind::DispatchStarted,
+        EventKind::DispatchEnded,
+        EventKind::TaskCancelled,
+        EventKind::TaskUpdate,
+        EventKind::ToolsActivated,
+        EventKind::Child,
+        EventKind::Warning,
+    ];
+
+    /// The `type` field of the event's JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::SessionStarted => "session_started",
+            EventKind::TurnStarted => "turn_started",
+            EventKind::MessageDelta => "message_delta",
+            EventKind::WebSearch => "web_search",
+            EventKind::Citation => "citation",
+            EventKind::TurnCancelled => "turn_cancelled",
+            EventKind::ToolStarted => "tool_started",
+            EventKind::ApprovalRequested => "approval_requested",
+            EventKind::ApprovalDecided => "approval_decided",
+            EventKind::ToolEnded => "tool_ended",
+            EventKind::CommandEnded => "command_ended",
+            EventKind::ModelSwitched => "model_switched",
+            EventKind::McpServer => "mcp_server",
+            EventKind::ContextCompacted => "context_compacted",
+            EventKind::InputRequested => "input_requested",
+            EventKind::TurnCompleted => "turn_completed",
+            EventKind::ModelCallCompleted => "model_call_completed",
+            EventKind::Error => "error",
+            EventKind::TurnFailed => "turn_failed",
+            EventKind::SourcesApplied => "sources_applied",
+            EventKind::GraphInvalid => "graph_invalid",
+            EventKind::DispatchStarted => "dispatch_started",
+            EventKind::DispatchEnded => "dispatch_ended",
+            EventKind::TaskCancelled => "task_cancelled",
+            EventKind::TaskUpdate => "task_update",
+            EventKind::ToolsActivated => "tools_activated",
+            EventKind::Child => "child",
+            EventKind::Warning => "warning",
+        }
+    }
+
+    /// The kind a stored or streamed `type` names; `None` for a notice
+    /// that is not a session event (a server's `graph_reloaded`).
+    pub fn parse(kind: &str) -> Option<EventKind> {
+        EventKind::ALL.into_iter().find(|k| k.as_str() == kind)
+    }
+
+    /// Whether an event of this kind ends a turn (see [`Boundary::End`]).
+    pub const fn ends_turn(self) -> bool {
+        matches!(
+            self,
+            EventKind::TurnCompleted | EventKind::TurnCancelled | EventKind::TurnFailed
+        )
+    }
+}
+
+/// How one tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ToolStatus {
+    pub const fn of(is_error: bool) -> ToolStatus {
+        if is_error {
+            ToolStatus::Failed
+        } else {
+            ToolStatus::Completed
+        }
+    }
+}
+
+/// How a worker's result met its recipe's result contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContractOutcome {
+    Pass,
+    /// Still failing after the last repair round: `result_contract_exhausted`.
+    Exhausted,
+}
+
+/// A tool left out of the model's tool list, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnavailableTool {
+    pub tool: String,
+    pub reason: String,
+    /// A stable `area/kebab-name` code, for reasons a client may act on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<&'static str>,
+}
+
+/// An approval decision without its reason, as `approval_decided`
+/// carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Approved,
+    ApprovedForSession,
+    ApprovedForWorkspace,
+    Denied,
+}
+
+/// Who decided an approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// A person, at any client of the session (a terminal, a browser, an
+    /// editor, a channel).
+    User,
+    /// Nobody could be asked (a non-interactive run): the policy denied.
+    Policy,
+    /// The turn was cancelled while the approval waited.
+    Cancellation,
+}
+
+/// Why a model call was made: the turn's own call, or a pre-model stage's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    /// A call of the agent's turn.
+    Turn,
+    /// The implicit skill resolver's decision before a turn's first call.
+    SkillResolution,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_the_type_its_event_serializes_with() {
+        let events = [
+            Event::TurnCancelled {
+                session_id: "s".into(),
+            },
+            Event::ApprovalDecided {
+                call_id: "c".into(),
+                decision: DecisionKind::Denied,
+                reason: None,
+                by: DecidedBy::Cancellation,
+            },
+            Event::TurnFailed {
+                code: "model/failed".into(),
+                usage: Default::default(),
+                session_usage: Default::default(),
+            },
+            Event::SourcesApplied {
+                session_id: "s".into(),
+            },
+            Event::GraphInvalid {
+                code: "graph/invalid".into(),
+                message: "m".into(),
+                diagnostics: Vec::new(),
+            },
+            Event::ToolEnded {
+                call_id: "c".into(),
+                tool: "shell".into(),
+                status: ToolStatus::Cancelled,
+                is_error: true,
+                content: String::new(),
+                metadata: None,
+            },
+        ];
+        for e in events {
+            let json = serde_json::to_value(&e).unwrap();
+            assert_eq!(json["type"], e.kind().as_str());
+            assert_eq!(EventKind::parse(e.kind().as_str()), Some(e.kind()));
+        }
+        let mut names: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), EventKind::ALL.len());
+        assert_eq!(EventKind::parse("graph_reloaded"), None);
+    }
+}
