@@ -1,9 +1,10 @@
 //! What evoflux's parts say to each other, apart from the engine that
-//! produces it: a conversation's messages, tool calls and what the provider
-//! found on the web, the request a model call is given, and what calls
-//! used and cost. Providers
-//! translate these to and from their wire formats; the store keeps them;
-//! front ends read them. A crate of its own so the store and every front
+//! produces it: a session's events ([`events`]), a conversation's messages
+//! and a model call's request ([`message`]), what is stored beside a tool
+//! result ([`metadata`], [`command`]) and what calls used and cost
+//! ([`usage`]). Providers translate messages to and from their wire
+//! formats; the store keeps them; front ends read the events. A crate of
+//! its own, on `evoflux-core` and serde alone, so the store and every front
 //! end can depend on the vocabulary without the provider crate or the
 //! session engine.
 
@@ -17,4 +18,5 @@ pub use message::{
     Citation, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request, ToolCall,
     ToolChoice, ToolDefinition, WebSearch, WebSource,
 };
+pub use events::{Event, EventKind};
 pub use usage::Usage;
