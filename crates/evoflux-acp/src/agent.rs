@@ -39,7 +39,7 @@ use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
     AppContext, ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink,
     Harness, Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, Reopen,
-    SessionBuilder, SessionHost, SessionLease, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
+    SessionBuilder, SessionHost, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
 };
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
@@ -278,6 +278,8 @@ struct AcpFront {
     cx: ConnectionTo<Client>,
     /// The editor's file system, as its `initialize` offered it.
     files: Option<agent_client_protocol::v1::schema::FileSystemCapabilities>,
+    /// Model calls one prompt may make.
+    limits: Limits,
 }
 
 impl fmt::Debug for AcpFront {
@@ -287,26 +289,15 @@ impl fmt::Debug for AcpFront {
 }
 
 impl AcpFront {
+    /// Opens what `builder` names on the agent's store and process runtime,
+    /// its file tools through the editor where it offers them.
     async fn open(
         &self,
-        options: SessionOptions,
-        wiring: &HostWiring,
-        held: Option<&SessionLease>,
-        model: Option<evoflux_harness::ModelClient>,
+        builder: SessionBuilder<'_>,
     ) -> Result<Harness, evoflux_harness::SessionError> {
-        let builder = SessionBuilder::new(&self.app, options)
-            .events(wiring.events())
-            .approver(wiring.approver())
+        let builder = builder
             .processes(self.processes.clone())
             .store(self.store.clone());
-        let builder = match held {
-            Some(lease) => builder.held_lease(lease),
-            None => builder,
-        };
-        let builder = match model {
-            Some(model) => builder.reuse_model(model),
-            None => builder,
-        };
         let mut harness = builder.open().await?.harness;
         if let Some(fs) = &self.files
             && (fs.read_text_file || fs.write_text_file)
@@ -327,18 +318,7 @@ impl HostFrontEnd for AcpFront {
         &'a self,
         reopen: Reopen<'a>,
     ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
-        Box::pin(async move {
-            let options = SessionOptions {
-                mode: None,
-                workspaces: Vec::new(),
-                lead: None,
-                model: None,
-                resume: Some(reopen.session),
-                limits: Default::default(),
-            };
-            self.open(options, reopen.wiring, reopen.lease, Some(reopen.model))
-                .await
-        })
+        Box::pin(async move { self.open(reopen.builder(&self.app, self.limits)).await })
     }
 }
 
@@ -382,9 +362,10 @@ impl AgentState {
             store: self.store.clone(),
             cx: cx.clone(),
             files,
+            limits: self.options.limits,
         });
         let harness = front
-            .open(options, &wiring, None, None)
+            .open(wiring.wire(SessionBuilder::new(&self.app, options)))
             .await
             .map_err(|e| open_error(&e))?;
         let id = SessionId::new(harness.session().id.to_string());

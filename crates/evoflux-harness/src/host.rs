@@ -36,7 +36,10 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided};
 use crate::events::EventSink;
 use crate::lease::{Holder, LeaseError, SessionLease};
-use crate::session::{Harness, ModelClient, SessionError, TurnEnd, TurnOptions};
+use crate::session::{
+    AppContext, Harness, ModelClient, SessionBuilder, SessionError, SessionOptions, TurnEnd,
+    TurnOptions,
+};
 
 /// A boxed future, as the host's callbacks return them.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -196,6 +199,11 @@ impl HostWiring {
     pub fn approver(&self) -> Arc<dyn Approver> {
         Arc::clone(&self.approvals) as Arc<dyn Approver>
     }
+
+    /// `builder` with this wiring's events and approvals.
+    pub fn wire<'b>(&self, builder: SessionBuilder<'b>) -> SessionBuilder<'b> {
+        builder.events(self.events()).approver(self.approver())
+    }
 }
 
 /// What the host asks to open the session again.
@@ -210,6 +218,31 @@ pub struct Reopen<'a> {
     pub lease: Option<&'a SessionLease>,
     /// The model client to keep ([`SessionBuilder::reuse_model`]).
     pub model: ModelClient,
+}
+
+impl Reopen<'_> {
+    /// A builder that opens the session again as the host asks: resumed,
+    /// wired to the host, its model client kept, under the lease when one
+    /// is held. The front end adds what is its own (store, process runtime,
+    /// client files).
+    pub fn builder(self, app: &AppContext, limits: crate::session::Limits) -> SessionBuilder<'_> {
+        let options = SessionOptions {
+            mode: None,
+            workspaces: Vec::new(),
+            lead: None,
+            model: None,
+            resume: Some(self.session),
+            limits,
+        };
+        let builder = self
+            .wiring
+            .wire(SessionBuilder::new(app, options))
+            .reuse_model(self.model);
+        match self.lease {
+            Some(lease) => builder.held_lease(lease),
+            None => builder,
+        }
+    }
 }
 
 /// The front end's part: how it opens its sessions (its store, process

@@ -14,9 +14,9 @@ pub mod message;
 pub mod metadata;
 pub mod usage;
 
+pub use events::{Event, EventKind};
 pub use message::{
     Citation, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request, ToolCall,
     ToolChoice, ToolDefinition, WebSearch, WebSource,
 };
-pub use events::{Event, EventKind};
 pub use usage::Usage;

@@ -320,7 +320,10 @@ impl Sessions {
             processes: self.processes.clone(),
             log: Arc::clone(&log),
         });
-        let opened = front.builder(options, &wiring).open().await?;
+        let opened = front
+            .own(wiring.wire(SessionBuilder::new(&self.app, options)))
+            .open()
+            .await?;
         let harness = opened.harness;
         let session = harness.session().clone();
         let artifacts = self
@@ -504,10 +507,9 @@ struct ServerFront {
 }
 
 impl ServerFront {
-    fn builder(&self, options: SessionOptions, wiring: &HostWiring) -> SessionBuilder<'_> {
-        SessionBuilder::new(&self.app, options)
-            .events(wiring.events())
-            .approver(wiring.approver())
+    /// `builder` on the server's one process runtime and store.
+    fn own<'b>(&self, builder: SessionBuilder<'b>) -> SessionBuilder<'b> {
+        builder
             .processes(self.processes.clone())
             .store(self.store.clone())
     }
@@ -519,21 +521,7 @@ impl HostFrontEnd for ServerFront {
         reopen: Reopen<'a>,
     ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
         Box::pin(async move {
-            let options = SessionOptions {
-                mode: None,
-                workspaces: Vec::new(),
-                lead: None,
-                model: None,
-                resume: Some(reopen.session),
-                limits: Default::default(),
-            };
-            let builder = self
-                .builder(options, reopen.wiring)
-                .reuse_model(reopen.model);
-            let builder = match reopen.lease {
-                Some(lease) => builder.held_lease(lease),
-                None => builder,
-            };
+            let builder = self.own(reopen.builder(&self.app, Default::default()));
             Ok(builder.open().await?.harness)
         })
     }
