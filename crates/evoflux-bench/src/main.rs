@@ -2,12 +2,14 @@
 //! each scenario and wire, and prints what it cost: wall time, time per
 //! model call, bytes sent, the cache-hit ratio the provider would report,
 //! peak memory and, with the skill resolver off, on or speculative, how
-//! long the first main call waits.
+//! long the first main call waits, and what granting the lead one stdio
+//! MCP server adds before it.
 //!
 //! Every run gets its own scratch HOME, admin dir and workspace (the
 //! environment is cleared, so nothing reads or writes the real home) and
 //! a fresh fake server, so no cache carries over from one run to the next.
 
+mod mcp;
 mod run;
 
 use std::path::PathBuf;
@@ -17,7 +19,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use evoflux_bench::Wire;
 
-use run::{Harness, ResolverMode, Scenario};
+use run::{Harness, McpMode, ResolverMode, Scenario};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ScenarioArg {
@@ -25,6 +27,8 @@ enum ScenarioArg {
     ThreeStep,
     ThirtyStep,
     Resolver,
+    /// `mcp-none` and `mcp-one`, and the MCP server alone.
+    Mcp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -73,6 +77,11 @@ struct Args {
     /// run's bodies overwrite earlier ones).
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// The stdio MCP server `mcp-one` grants (default:
+    /// `evoflux-mcp-testserver` next to the evoflux binary; without one,
+    /// `mcp-one` is skipped with a note). It must list a tool `echo`.
+    #[arg(long)]
+    mcp_server: Option<PathBuf>,
 }
 
 fn default_evoflux() -> PathBuf {
@@ -81,6 +90,58 @@ fn default_evoflux() -> PathBuf {
         .and_then(|exe| exe.parent().map(|d| d.join("evoflux")))
         .filter(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("evoflux"))
+}
+
+/// `mcp-none` and `mcp-one` on every wire and the server alone, one run of
+/// each per round: on a shared machine, load that comes and goes then
+/// falls on both scenarios and the server alike, and the differences stay
+/// meaningful. Pushes the two scenarios' results onto `results`.
+async fn measure_mcp(
+    harness: &Harness,
+    wires: &[Wire],
+    server: Option<&std::path::Path>,
+    settings: &run::Settings,
+    results: &mut Vec<run::ScenarioResult>,
+) -> Result<mcp::McpStartup> {
+    let once = run::Settings {
+        runs: 1,
+        ..settings.clone()
+    };
+    let first = results.len();
+    let mut alone = Vec::new();
+    let mut notes = Vec::new();
+    if server.is_none() {
+        notes.push(format!(
+            "no {} next to the evoflux binary (--mcp-server PATH): the server alone not measured",
+            mcp::TEST_SERVER
+        ));
+    }
+    for round in 0..settings.runs {
+        let mut slot = first;
+        for &wire in wires {
+            for mode in [McpMode::None, McpMode::One] {
+                let r = run::measure(harness, Scenario::Mcp(mode), wire, &once).await?;
+                if round == 0 {
+                    results.push(r);
+                } else {
+                    results[slot].absorb(r);
+                }
+                slot += 1;
+            }
+        }
+        if let Some(server) = server {
+            // After the round's `mcp-one` runs, so never a cold start.
+            match mcp::handshake(server, settings.timeout).await {
+                Ok(d) => alone.push(d.as_secs_f64() * 1000.0),
+                Err(e) => notes.push(format!(
+                    "the handshake with {} failed: {e:#}",
+                    server.display()
+                )),
+            }
+        }
+    }
+    notes.dedup();
+    Ok(mcp::McpStartup::of(&results[first..], server, alone, notes))
 }
 
 #[tokio::main]
@@ -116,16 +177,29 @@ async fn main() -> Result<()> {
             scenarios.push(Scenario::Resolver(mode));
         }
     }
+    if matches!(args.scenario, ScenarioArg::All | ScenarioArg::Mcp) {
+        scenarios.push(Scenario::Mcp(McpMode::None));
+        scenarios.push(Scenario::Mcp(McpMode::One));
+    }
+    // The server's path goes into mcp.json, read from another directory.
+    let mcp_server = match &args.mcp_server {
+        Some(p) => Some(
+            p.canonicalize()
+                .with_context(|| format!("no MCP server at {}", p.display()))?,
+        ),
+        None => mcp::server_next_to(&evoflux),
+    };
     let settings = run::Settings {
         runs: args.runs.max(1),
         resolver_delay: Duration::from_millis(args.resolver_delay_ms),
         main_delay: Duration::from_millis(args.main_delay_ms),
         timeout: Duration::from_secs(args.timeout_secs),
         dump_dir: args.dump.clone(),
+        mcp_server: mcp_server.clone(),
     };
     let harness = Harness::Evoflux(evoflux.clone());
     let mut results = Vec::new();
-    for scenario in &scenarios {
+    for scenario in scenarios.iter().filter(|s| !matches!(s, Scenario::Mcp(_))) {
         for &wire in &wires {
             if !args.json {
                 eprintln!("{} {} on {wire} ...", harness.name(), scenario.name());
@@ -133,6 +207,27 @@ async fn main() -> Result<()> {
             results.push(run::measure(&harness, *scenario, wire, &settings).await?);
         }
     }
+    let mcp_startup = if scenarios.iter().any(|s| matches!(s, Scenario::Mcp(_))) {
+        if !args.json {
+            eprintln!(
+                "{} mcp-none and mcp-one, alternating, and {} alone ...",
+                harness.name(),
+                mcp::TEST_SERVER
+            );
+        }
+        Some(
+            measure_mcp(
+                &harness,
+                &wires,
+                mcp_server.as_deref(),
+                &settings,
+                &mut results,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     let mut others = run::other_harnesses(args.npm_prefix.as_deref());
     for other in &mut others {
         let Some(path) = &other.path else { continue };
@@ -142,11 +237,9 @@ async fn main() -> Result<()> {
             "opencode" => Harness::Opencode(PathBuf::from(path)),
             _ => continue,
         };
-        // The resolver scenarios measure evoflux's own pre-model stage.
-        for scenario in scenarios
-            .iter()
-            .filter(|s| !matches!(s, Scenario::Resolver(_)))
-        {
+        // The resolver and MCP scenarios measure evoflux's own pre-model
+        // stages.
+        for scenario in scenarios.iter().filter(|s| !s.evoflux_only()) {
             for &wire in wires.iter().filter(|&&w| harness.speaks(w)) {
                 if !args.json {
                     eprintln!("{} {} on {wire} ...", harness.name(), scenario.name());
@@ -163,6 +256,7 @@ async fn main() -> Result<()> {
         resolver_delay_ms: args.resolver_delay_ms,
         main_delay_ms: args.main_delay_ms,
         results,
+        mcp_startup,
         other_harnesses: others,
     };
     if args.json {

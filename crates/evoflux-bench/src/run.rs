@@ -13,6 +13,8 @@ use evoflux_bench::server::{FakeServer, Record, ServerOptions};
 use serde::Serialize;
 use tokio::io::AsyncReadExt;
 
+use crate::mcp::McpStartup;
+
 /// The skill resolver's setting for a run of the resolver scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -32,6 +34,25 @@ impl ResolverMode {
     }
 }
 
+/// Whether the lead of an MCP start-up run is granted an MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpMode {
+    /// The same user-level lead file, granting nothing.
+    None,
+    /// The lead granted one stdio server, `bench`.
+    One,
+}
+
+impl McpMode {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpMode::None => "none",
+            McpMode::One => "one",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scenario {
@@ -41,7 +62,12 @@ pub enum Scenario {
     ThirtyStep,
     /// One answer in a workspace with skills, the resolver set so.
     Resolver(ResolverMode),
+    /// One answer, the lead granted no MCP server or one stdio server.
+    Mcp(McpMode),
 }
+
+/// The name the MCP start-up scenario gives its server in `mcp.json`.
+pub const MCP_SERVER_NAME: &str = "bench";
 
 /// Files of the 30-step session.
 pub const THIRTY: usize = 30;
@@ -54,7 +80,14 @@ impl Scenario {
             Scenario::ThreeStep => "three-step".to_owned(),
             Scenario::ThirtyStep => "thirty-step".to_owned(),
             Scenario::Resolver(m) => format!("resolver-{}", m.as_str()),
+            Scenario::Mcp(m) => format!("mcp-{}", m.as_str()),
         }
+    }
+
+    /// Scenarios that measure evoflux's own start-up stages: run for
+    /// evoflux only.
+    pub fn evoflux_only(&self) -> bool {
+        matches!(self, Scenario::Resolver(_) | Scenario::Mcp(_))
     }
 
     fn task(&self) -> &'static str {
@@ -63,7 +96,7 @@ impl Scenario {
                 "List the workspace, then read notes.txt and tell me what it says."
             }
             Scenario::ThirtyStep => "Read every file under data/ and summarise them.",
-            Scenario::Resolver(_) => "What is the capital of France?",
+            Scenario::Resolver(_) | Scenario::Mcp(_) => "What is the capital of France?",
         }
     }
 
@@ -78,7 +111,7 @@ impl Scenario {
                 let files: Vec<String> = thirty_files().iter().map(|f| path(f)).collect();
                 Script::reads(dialect, &files)
             }
-            Scenario::Resolver(_) => Script::answer("Paris."),
+            Scenario::Resolver(_) | Scenario::Mcp(_) => Script::answer("Paris."),
         }
     }
 
@@ -90,7 +123,7 @@ impl Scenario {
             "Project notes\n\nThe build runs with `cargo build`.\nReleases are tagged vX.Y.Z.\n",
         )?;
         match self {
-            Scenario::ThreeStep => {}
+            Scenario::ThreeStep | Scenario::Mcp(_) => {}
             Scenario::ThirtyStep => {
                 std::fs::create_dir_all(repo.join("data"))?;
                 for (i, f) in thirty_files().iter().enumerate() {
@@ -234,6 +267,9 @@ pub struct Settings {
     pub main_delay: Duration,
     pub timeout: Duration,
     pub dump_dir: Option<PathBuf>,
+    /// The stdio MCP server the `mcp-one` scenario grants (an absolute
+    /// path); `None` skips that scenario.
+    pub mcp_server: Option<PathBuf>,
 }
 
 /// What one process run produced.
@@ -244,6 +280,71 @@ struct RunOutcome {
     records: Vec<Record>,
     spawned: Instant,
     failure: Option<String>,
+    /// What evoflux's `session_started` event offered.
+    session: SessionMcp,
+}
+
+/// The MCP part of an evoflux `--json` run's events.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct SessionMcp {
+    /// The `mcp__…` tools of the `session_started` event; `None` when no
+    /// such event was printed (another harness, or a failed start).
+    offered: Option<Vec<String>>,
+    /// Servers an `mcp_server` event reported as `failed`.
+    failed: Vec<String>,
+}
+
+impl SessionMcp {
+    /// Reads the JSON lines `evoflux --json run` prints.
+    fn of(stdout: &[u8]) -> SessionMcp {
+        let mut out = SessionMcp::default();
+        for line in String::from_utf8_lossy(stdout).lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            match event["type"].as_str() {
+                Some("session_started") if out.offered.is_none() => {
+                    out.offered = Some(
+                        event["tools"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|t| t.as_str())
+                            .filter(|t| t.starts_with("mcp__"))
+                            .map(str::to_owned)
+                            .collect(),
+                    );
+                }
+                Some("mcp_server") if event["state"] == "failed" => {
+                    if let Some(name) = event["server"].as_str() {
+                        out.failed.push(name.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// The user-level Coding lead file of the MCP scenarios: the built-in
+/// lead (`evoflux`, the Coding default) overridden by name and role, which
+/// keeps its prompt and tools and adds the grant. `mcp-none` writes the
+/// same file without it, so the grant is the only difference.
+fn mcp_lead_file(mode: McpMode) -> String {
+    match mode {
+        McpMode::None => "---\nrole: lead\n---\n".to_owned(),
+        McpMode::One => format!("---\nrole: lead\nmcp: [{MCP_SERVER_NAME}]\n---\n"),
+    }
+}
+
+/// The user-level `mcp.json` declaring `server` as a stdio server.
+fn mcp_json(server: &Path) -> String {
+    serde_json::json!({"mcpServers": {MCP_SERVER_NAME: {
+        "type": "stdio",
+        "command": server.display().to_string(),
+    }}})
+    .to_string()
 }
 
 /// The figures of one run.
@@ -356,6 +457,20 @@ pub struct ScenarioResult {
     pub notes: Vec<String>,
 }
 
+impl ScenarioResult {
+    /// Adds another measurement of the same scenario and wire: its runs,
+    /// and its notes not already here; the medians are taken again.
+    pub fn absorb(&mut self, other: ScenarioResult) {
+        self.runs.extend(other.runs);
+        for n in other.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        self.median = medians(&self.runs);
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -430,7 +545,14 @@ fn evoflux_config(
     if wire == Wire::Responses {
         c.push_str("wire_api = \"responses\"\n");
     }
-    if let Scenario::Resolver(mode) = scenario
+    let resolver = match scenario {
+        Scenario::Resolver(mode) => Some(mode),
+        // The MCP scenarios measure the MCP servers' start alone: no
+        // resolver request goes out beside the first main call.
+        Scenario::Mcp(_) => Some(ResolverMode::Off),
+        Scenario::ThreeStep | Scenario::ThirtyStep => None,
+    };
+    if let Some(mode) = resolver
         && with_skills_section
     {
         let _ = write!(c, "\n[skills]\nresolver = \"{}\"\n", mode.as_str());
@@ -483,6 +605,19 @@ async fn run_once(
                 config_dir.join("config.toml"),
                 evoflux_config(server, wire, scenario, with_skills_section),
             )?;
+            if let Scenario::Mcp(mode) = scenario {
+                // User level: no repository trust is needed.
+                let agents = config_dir.join("agents/coding");
+                std::fs::create_dir_all(&agents)?;
+                std::fs::write(agents.join("evoflux.md"), mcp_lead_file(mode))?;
+                if mode == McpMode::One {
+                    let mcp = settings
+                        .mcp_server
+                        .as_deref()
+                        .context("mcp-one needs an MCP server")?;
+                    std::fs::write(config_dir.join("mcp.json"), mcp_json(mcp))?;
+                }
+            }
             let mut cmd = tokio::process::Command::new(bin);
             cmd.env_clear()
                 .env("EVOFLUX_ADMIN_DIR", tmp.join("admin"))
@@ -624,6 +759,7 @@ async fn run_once(
         records: server.records(),
         spawned,
         failure,
+        session: SessionMcp::of(&stdout),
     })
 }
 
@@ -648,6 +784,20 @@ pub async fn measure(
         .context("starting the fake model server")?;
     let mut runs = Vec::new();
     let mut notes = Vec::new();
+    if scenario == Scenario::Mcp(McpMode::One) && settings.mcp_server.is_none() {
+        notes.push(format!(
+            "no {} next to the evoflux binary (--mcp-server PATH): not measured",
+            crate::mcp::TEST_SERVER
+        ));
+        return Ok(ScenarioResult {
+            harness: harness.name().to_owned(),
+            scenario: scenario.name(),
+            wire,
+            median: None,
+            runs,
+            notes,
+        });
+    }
     // A binary without `[skills] resolver` runs its built-in resolver
     // behaviour: measured as "on" (noted), never as "off" or
     // "speculative".
@@ -691,6 +841,14 @@ pub async fn measure(
                 break;
             }
             if failure.contains("unknown key `skills`") {
+                if matches!(scenario, Scenario::Mcp(_)) && with_skills_section {
+                    notes.push(
+                        "this binary has no `[skills] resolver` setting: measured with its built-in resolver behaviour"
+                            .to_owned(),
+                    );
+                    with_skills_section = false;
+                    continue;
+                }
                 if scenario == Scenario::Resolver(ResolverMode::On) && with_skills_section {
                     notes.push(
                         "this binary has no `[skills] resolver` setting: measured its built-in behaviour (the resolver runs before the first call)"
@@ -727,6 +885,25 @@ pub async fn measure(
             notes.push(format!(
                 "{main_calls} main calls where the script has {expected} steps"
             ));
+        }
+        if let Scenario::Mcp(mode) = scenario {
+            let offered = outcome.session.offered.clone().unwrap_or_default();
+            let expected_tool = format!("mcp__{MCP_SERVER_NAME}__echo");
+            if let Some(name) = outcome.session.failed.first() {
+                notes.push(format!("the MCP server `{name}` failed to start"));
+            }
+            match mode {
+                McpMode::One if !offered.contains(&expected_tool) => {
+                    notes.push(format!(
+                        "session_started offered no `{expected_tool}` (MCP tools offered: {offered:?}): this binary does not start granted MCP servers before the first request; not measured"
+                    ));
+                    break;
+                }
+                McpMode::None if !offered.is_empty() => {
+                    notes.push(format!("session_started offered MCP tools: {offered:?}"));
+                }
+                _ => {}
+            }
         }
         let figures = Figures::of(&outcome);
         if let Scenario::Resolver(mode) = scenario {
@@ -829,6 +1006,9 @@ pub struct Report {
     pub resolver_delay_ms: u64,
     pub main_delay_ms: u64,
     pub results: Vec<ScenarioResult>,
+    /// With `mcp-none` or `mcp-one` selected: what granting one stdio MCP
+    /// server adds before the first request.
+    pub mcp_startup: Option<McpStartup>,
     pub other_harnesses: Vec<OtherHarness>,
 }
 
@@ -929,6 +1109,20 @@ impl Report {
                 );
             }
         }
+        if let Some(m) = &self.mcp_startup {
+            let _ = writeln!(
+                s,
+                "\nThe first main-call request, ms from process start, with the lead granted one stdio MCP server (`mcp-one`) and without (`mcp-none`); the server alone is spawn → tools listed over a raw MCP handshake ({} run(s), median; server: {}):\n",
+                m.server_alone_runs_ms.len(),
+                m.server.as_deref().unwrap_or("none found"),
+            );
+            for row in &m.rows {
+                let _ = writeln!(s, "{}", row.line());
+            }
+            for n in &m.notes {
+                let _ = writeln!(s, "- {n}");
+            }
+        }
         let notes: Vec<String> = self
             .results
             .iter()
@@ -991,6 +1185,7 @@ mod tests {
             peak_rss_kib: Some(51_200),
             spawned: t,
             failure: None,
+            session: SessionMcp::default(),
             records: vec![
                 record(t, 100, 800, 0, true),
                 record(t, 101, 4000, 0, false),
@@ -1033,12 +1228,65 @@ mod tests {
     }
 
     #[test]
+    fn absorbing_a_measurement_adds_its_runs_and_new_notes() {
+        let one = |first: f64, note: &str| ScenarioResult {
+            harness: "evoflux".into(),
+            scenario: "mcp-one".into(),
+            wire: Wire::Chat,
+            median: None,
+            runs: vec![Figures {
+                first_main_request_ms: Some(first),
+                ..Figures::default()
+            }],
+            notes: vec![note.to_owned()],
+        };
+        let mut r = one(30.0, "a");
+        r.absorb(one(10.0, "a"));
+        r.absorb(one(20.0, "b"));
+        assert_eq!(r.runs.len(), 3);
+        assert_eq!(r.median.unwrap().first_main_request_ms, Some(20.0));
+        assert_eq!(r.notes, vec!["a".to_owned(), "b".to_owned()]);
+    }
+
+    #[test]
     fn the_thirty_files_are_fourteen_thousand_distinct_bytes() {
         let a = file_text(1);
         assert_eq!(a.len(), FILE_BYTES);
         assert!(a.lines().all(|l| l.len() == 69));
         assert_ne!(a, file_text(2));
         assert_eq!(thirty_files().len(), THIRTY);
+    }
+
+    #[test]
+    fn the_session_events_tell_which_mcp_tools_were_offered() {
+        let stdout = concat!(
+            "{\"type\":\"mcp_server\",\"server\":\"broken\",\"state\":\"failed\"}\n",
+            "not json\n",
+            "{\"type\":\"session_started\",\"tools\":[\"read\",\"mcp__bench__echo\",\"shell\"]}\n",
+            "{\"type\":\"session_started\",\"tools\":[\"mcp__later__x\"]}\n",
+        );
+        let s = SessionMcp::of(stdout.as_bytes());
+        assert_eq!(s.offered, Some(vec!["mcp__bench__echo".to_owned()]));
+        assert_eq!(s.failed, vec!["broken".to_owned()]);
+        assert_eq!(SessionMcp::of(b"").offered, None);
+    }
+
+    #[test]
+    fn the_mcp_scenarios_differ_only_by_the_grant() {
+        assert_eq!(Scenario::Mcp(McpMode::One).name(), "mcp-one");
+        assert_eq!(Scenario::Mcp(McpMode::None).name(), "mcp-none");
+        assert!(Scenario::Mcp(McpMode::None).evoflux_only() && !Scenario::ThreeStep.evoflux_only());
+        assert_eq!(mcp_lead_file(McpMode::None), "---\nrole: lead\n---\n");
+        assert_eq!(
+            mcp_lead_file(McpMode::One),
+            "---\nrole: lead\nmcp: [bench]\n---\n"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&mcp_json(Path::new("/opt/bin/server"))).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"mcpServers": {"bench": {"type": "stdio", "command": "/opt/bin/server"}}})
+        );
     }
 
     #[test]
@@ -1064,6 +1312,8 @@ mod tests {
             assert!(a.contains("kind = \"anthropic\""));
             assert!(a.contains(&format!("base_url = \"http://{}\"", server.addr)));
             assert!(!a.contains("[skills]") && !a.contains("wire_api"));
+            let m = evoflux_config(&server, Wire::Chat, Scenario::Mcp(McpMode::One), true);
+            assert!(m.contains("[skills]\nresolver = \"off\""));
         });
     }
 }
