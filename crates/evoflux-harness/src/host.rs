@@ -297,8 +297,22 @@ struct Submitted {
     done: oneshot::Sender<Result<TurnEnd, HostError>>,
 }
 
+/// Something run on the harness under the session's lease
+/// ([`SessionHost::exclusive`]).
+struct Exclusive {
+    lease: Option<SessionLease>,
+    f: Between,
+    /// Whether the session could be brought up to date (`f` runs only
+    /// then).
+    prepared: oneshot::Sender<Result<(), HostError>>,
+    /// Told once the session is free again, so the caller's next message
+    /// is never refused as busy.
+    finished: oneshot::Sender<()>,
+}
+
 enum Command {
     Turn(Box<Submitted>),
+    Exclusive(Box<Exclusive>),
     With(Between),
     Close(oneshot::Sender<()>),
 }
@@ -385,26 +399,7 @@ impl SessionHost {
         input: Option<String>,
         options: TurnOptions,
     ) -> Result<TurnHandle, HostError> {
-        if self
-            .shared
-            .busy
-            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            return Err(HostError::Busy);
-        }
-        let lease = match &self.shared.options.holder {
-            Some(holder) => {
-                match SessionLease::acquire(&self.shared.store, self.shared.id, holder).await {
-                    Ok(lease) => Some(lease),
-                    Err(e) => {
-                        self.shared.busy.store(false, Ordering::SeqCst);
-                        return Err(e.into());
-                    }
-                }
-            }
-            None => None,
-        };
+        let lease = self.take().await?;
         let (done, rx) = oneshot::channel();
         let sent = self.commands.send(Command::Turn(Box::new(Submitted {
             input,
@@ -413,15 +408,82 @@ impl SessionHost {
             done,
         })));
         if let Err(mpsc::error::SendError(command)) = sent {
-            self.shared.busy.store(false, Ordering::SeqCst);
-            if let Command::Turn(submitted) = command
-                && let Some(lease) = submitted.lease
-            {
-                release(lease).await;
-            }
+            self.give_back(command).await;
             return Err(HostError::Closed);
         }
         Ok(TurnHandle(rx))
+    }
+
+    /// Runs `f` on the session's harness as a turn would run: one at a
+    /// time (refused with [`HostError::Busy`] while a turn runs), under the
+    /// session's lease, on a session brought up to date — for what a user
+    /// does to the session outside a turn (a `!command`).
+    pub async fn exclusive<R, F>(&self, f: F) -> Result<R, HostError>
+    where
+        R: Send + 'static,
+        F: for<'h> FnOnce(&'h mut Harness) -> BoxFuture<'h, R> + Send + 'static,
+    {
+        let lease = self.take().await?;
+        let (tx, rx) = oneshot::channel();
+        let (prepared, ready) = oneshot::channel();
+        let (finished, free) = oneshot::channel();
+        let command = Command::Exclusive(Box::new(Exclusive {
+            lease,
+            f: Box::new(move |harness: &mut Harness| {
+                Box::pin(async move {
+                    let _ = tx.send(f(harness).await);
+                })
+            }),
+            prepared,
+            finished,
+        }));
+        if let Err(mpsc::error::SendError(command)) = self.commands.send(command) {
+            self.give_back(command).await;
+            return Err(HostError::Closed);
+        }
+        let prepared = ready.await.map_err(|_| HostError::Closed)?;
+        let _ = free.await;
+        prepared?;
+        rx.await.map_err(|_| HostError::Closed)
+    }
+
+    /// Marks the session busy and takes its lease (when the host has a
+    /// holder): what every turn and exclusive operation starts with.
+    async fn take(&self) -> Result<Option<SessionLease>, HostError> {
+        if self
+            .shared
+            .busy
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Err(HostError::Busy);
+        }
+        match &self.shared.options.holder {
+            Some(holder) => {
+                match SessionLease::acquire(&self.shared.store, self.shared.id, holder).await {
+                    Ok(lease) => Ok(Some(lease)),
+                    Err(e) => {
+                        self.shared.busy.store(false, Ordering::SeqCst);
+                        Err(e.into())
+                    }
+                }
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// A command the task will never run (it stopped): the session is free
+    /// again and its lease released.
+    async fn give_back(&self, command: Command) {
+        self.shared.busy.store(false, Ordering::SeqCst);
+        let lease = match command {
+            Command::Turn(submitted) => submitted.lease,
+            Command::Exclusive(exclusive) => exclusive.lease,
+            Command::With(_) | Command::Close(_) => None,
+        };
+        if let Some(lease) = lease {
+            release(lease).await;
+        }
     }
 
     /// Cancels the running turn; `false` when none runs.
@@ -511,6 +573,38 @@ async fn run(
                 front.turn_released();
                 let _ = done.send(ended);
             }
+            Command::Exclusive(exclusive) => {
+                let Exclusive {
+                    mut lease,
+                    f,
+                    prepared,
+                    finished,
+                } = *exclusive;
+                match bring_up_to_date(
+                    &mut harness,
+                    &shared,
+                    front.as_ref(),
+                    &mut applied,
+                    &mut lease,
+                )
+                .await
+                {
+                    Ok(()) => {
+                        let _ = prepared.send(Ok(()));
+                        f(&mut harness).await;
+                    }
+                    Err(e) => {
+                        let _ = prepared.send(Err(e));
+                    }
+                }
+                front.turn_emitted().await;
+                if let Some(lease) = lease {
+                    release(lease).await;
+                }
+                shared.busy.store(false, Ordering::SeqCst);
+                front.turn_released();
+                let _ = finished.send(());
+            }
             Command::With(f) => f(&mut harness).await,
             Command::Close(done) => {
                 harness.shutdown().await;
@@ -524,15 +618,17 @@ async fn run(
 
 /// One turn: the session brought up to date (another holder's turns,
 /// changed sources), then run until it ends or is cancelled.
-async fn turn(
+/// Brings the session up to date before it is run under `lease`: opened
+/// again when another holder ran it since (the lease is stale) or when its
+/// sources changed. Changed sources that do not open leave it on its own
+/// (`graph_invalid`); a stale session that does not open is an error.
+async fn bring_up_to_date(
     harness: &mut Harness,
     shared: &Shared,
     front: &dyn HostFrontEnd,
     applied: &mut u64,
     lease: &mut Option<SessionLease>,
-    input: Option<String>,
-    options: TurnOptions,
-) -> Result<TurnEnd, HostError> {
+) -> Result<(), HostError> {
     let stale = match lease.as_mut() {
         Some(lease) => harness.adopt_lease(lease),
         None => false,
@@ -549,15 +645,11 @@ async fn turn(
             })
             .await;
         match reopened {
-            // A harness that missed another holder's turns must not
-            // answer on them: the turn fails without running.
             Err(e) if stale => {
-                let message = format!(
+                return Err(HostError::Reopen(format!(
                     "another process ran this session since it was opened here, and it cannot be \
                      opened again ({e}); nothing was run"
-                );
-                harness.fail_turn(REOPEN_FAILED, &message).await;
-                return Err(HostError::Reopen(message));
+                )));
             }
             reopened => {
                 *applied = wanted;
@@ -577,17 +669,42 @@ async fn turn(
             }
         }
     }
+    Ok(())
+}
+
+async fn turn(
+    harness: &mut Harness,
+    shared: &Shared,
+    front: &dyn HostFrontEnd,
+    applied: &mut u64,
+    lease: &mut Option<SessionLease>,
+    input: Option<String>,
+    options: TurnOptions,
+) -> Result<TurnEnd, HostError> {
+    if let Err(e) = bring_up_to_date(harness, shared, front, applied, lease).await {
+        // A harness that missed another holder's turns must not answer on
+        // them: the turn fails without running.
+        harness.fail_turn(e.code(), &e.to_string()).await;
+        return Err(e);
+    }
     let cancelled = shared.cancel.notified();
     tokio::pin!(cancelled);
     cancelled.as_mut().enable();
     let lost = lease.as_ref().map(SessionLease::lost);
+    let events = shared.wiring.events();
     let stop = async move {
         match lost {
             Some(lost) => {
                 tokio::select! {
                     () = cancelled => {}
                     () = lost => {
-                        tracing::warn!("lost the turn's lease; cancelling it");
+                        // This process stalled past its lease and another
+                        // took the session: every client hears why.
+                        events.emit(&crate::events::Event::Error {
+                            code: crate::lease::LEASE_LOST.to_owned(),
+                            message: "another process took this session; the turn was stopped"
+                                .to_owned(),
+                        });
                     }
                 }
             }

@@ -22,7 +22,7 @@
 //! (one taken before holders were stored): those are waited for.
 //!
 //! A front end that keeps a session open across turns (a chat, an editor)
-//! takes the lease per turn with [`crate::Harness::lease_turn`], which
+//! takes the lease per turn through the session host ([`crate::host`]), which
 //! opens the session again under the lease when another holder ran it since
 //! this harness last held it ([`SessionLease::is_stale`]).
 
@@ -235,23 +235,6 @@ impl LeaseError {
             LeaseError::Busy { .. } => "session/busy",
             LeaseError::Store(e) => e.code(),
         }
-    }
-}
-
-/// Why [`crate::Harness::lease_turn`] gave no lease. Closed.
-#[derive(Debug)]
-pub enum TurnLeaseError<E> {
-    /// Not taken: another process runs a turn on the session, or the
-    /// store failed.
-    Lease(LeaseError),
-    /// Taken stale, but the session could not be opened again under it
-    /// (the lease was released): the error of the front end's `reopen`.
-    Reopen(E),
-}
-
-impl<E> From<LeaseError> for TurnLeaseError<E> {
-    fn from(e: LeaseError) -> Self {
-        TurnLeaseError::Lease(e)
     }
 }
 

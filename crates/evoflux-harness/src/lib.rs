@@ -61,7 +61,7 @@ pub use events::{
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
 pub use host::{HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, SessionHost, TurnHandle};
-pub use lease::{Holder, LeaseError, SessionLease, TurnLeaseError};
+pub use lease::{Holder, LeaseError, SessionLease};
 pub use session::{
     AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
     PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,

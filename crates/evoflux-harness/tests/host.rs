@@ -479,3 +479,33 @@ turns:
     assert!(matches!(invalid, Event::GraphInvalid { .. }));
     h.host.close().await;
 }
+
+#[tokio::test]
+async fn an_exclusive_operation_runs_between_turns_and_frees_the_session_when_it_answers() {
+    let h = hosted(
+        "turns:\n  - expect: {user: after}\n    reply: {text: After.}\n",
+        "",
+    )
+    .await;
+    let ran = h
+        .host
+        .exclusive(|harness: &mut Harness| {
+            Box::pin(async move { harness.user_command("echo from-the-user").await })
+                as BoxFuture<'_, Result<evoflux_harness::ToolResult, evoflux_harness::HarnessError>>
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(ran.content.contains("from-the-user"), "{}", ran.content);
+    // Free at once: the next message is not refused as busy.
+    let next = h
+        .host
+        .submit(Some("after".into()), TurnOptions::default())
+        .await
+        .unwrap()
+        .ended()
+        .await
+        .unwrap();
+    assert!(matches!(next, TurnEnd::Completed(ref o) if o.text == "After."));
+    h.host.close().await;
+}

@@ -5,14 +5,16 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{app, script};
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
+use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    AppContext, Harness, Holder, LeaseError, OpenedSession, SessionBuilder, SessionError,
-    SessionLease, SessionOptions, TurnLeaseError, TurnOptions,
+    AppContext, Harness, Holder, HostFrontEnd, HostOptions, HostWiring, LeaseError, OpenedSession,
+    Reopen, SessionBuilder, SessionError, SessionHost, SessionLease, SessionOptions, TurnOptions,
 };
 use evoflux_store::{LeaseClaim, LeaseProcess, NewSession, PidNamespace, Store, WorkspaceRequest};
 
@@ -363,23 +365,91 @@ async fn a_harness_another_process_ran_turns_past_is_told_it_is_stale() {
     lease.release().await.unwrap();
 }
 
+/// How the test's host opens its session again: through the builder,
+/// under the lease it is given, failing while `fail` is set.
+#[derive(Debug)]
+struct Front {
+    app: AppContext,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+impl HostFrontEnd for Front {
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>> {
+        Box::pin(async move {
+            assert!(reopen.lease.is_some_and(SessionLease::is_stale));
+            if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                // A model that does not exist: the session does not open.
+                let options = SessionOptions {
+                    resume: Some(reopen.session),
+                    model: Some("nosuchprovider:nothing".to_owned()),
+                    ..SessionOptions::default()
+                };
+                return Ok(reopen
+                    .wiring
+                    .wire(SessionBuilder::new(&self.app, options))
+                    .open()
+                    .await?
+                    .harness);
+            }
+            Ok(reopen
+                .builder(&self.app, Default::default())
+                .open()
+                .await?
+                .harness)
+        })
+    }
+}
+
 #[tokio::test]
-async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale() {
-    let (_tmp, app, model) = two_turns();
+async fn a_hosted_session_another_process_ran_is_opened_again_under_its_turn_s_lease() {
+    let tmp = tempfile::tempdir().unwrap();
+    let app = app(tmp.path());
+    let model = script(
+        tmp.path(),
+        "turns:\n  - reply: {text: one}\n  - reply: {text: two}\n  - reply: {text: three}\n",
+    );
     let holder = Holder::process("evoflux chat");
-    let mut chat = open_unleased(&app, &model).await;
-    let id = chat.session().id;
-    let never = async |_: &SessionLease| -> Result<Harness, &str> {
-        panic!("a current harness is not opened again")
-    };
-    let lease = chat.lease_turn(&holder, never).await.unwrap();
-    chat.turn(Some("hello"), TurnOptions::default())
+    let wiring = HostWiring::new(Arc::new(evoflux_harness::NoEvents), None);
+    let chat = wiring
+        .wire(SessionBuilder::new(&app, options(&model, None)))
+        .open()
         .await
-        .unwrap();
-    lease.release().await.unwrap();
+        .unwrap()
+        .harness;
+    let id = chat.session().id;
+    let front = Arc::new(Front {
+        app: app.clone(),
+        fail: std::sync::atomic::AtomicBool::new(false),
+    });
+    let host = SessionHost::start(
+        chat,
+        wiring,
+        front.clone(),
+        HostOptions {
+            holder: Some(holder),
+            sources: None,
+        },
+    );
+    let turn = |text: &'static str| {
+        let host = host.clone();
+        async move {
+            host.submit(Some(text.into()), TurnOptions::default())
+                .await
+                .unwrap()
+                .ended()
+                .await
+        }
+    };
+    // Its own turns: current, nothing is opened again (the front asserts).
+    turn("hello").await.unwrap();
 
     // Another process runs a turn in between.
-    let mut other = resumed(&app, &model, id).await;
+    let other_model = script(tmp.path(), "turns:\n  - reply: {text: theirs}\n");
+    let mut other = SessionBuilder::new(&app, options(&other_model, Some(id)))
+        .lease(Holder::process("evoflux sessions resume"))
+        .open()
+        .await
+        .unwrap();
     other
         .harness
         .turn(Some("again"), TurnOptions::default())
@@ -387,21 +457,24 @@ async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale()
         .unwrap();
     other.lease.unwrap().release().await.unwrap();
     other.harness.shutdown().await;
-    let seen = chat.messages().len();
+    let count = |host: &SessionHost| {
+        let host = host.clone();
+        async move {
+            host.with(|h: &mut Harness| {
+                let n = h.messages().len();
+                Box::pin(async move { n }) as BoxFuture<'_, usize>
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let seen = count(&host).await;
 
-    // It cannot be opened again: the lease is released, the harness stays
-    // as it was, and stale.
-    let failed = chat
-        .lease_turn(&holder, async |lease: &SessionLease| {
-            assert!(lease.is_stale());
-            Err::<Harness, _>("cannot")
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(failed, TurnLeaseError::Reopen("cannot")),
-        "{failed:?}"
-    );
+    // It cannot be opened again: nothing runs, the lease is released and
+    // the harness stays as it was.
+    front.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failed = turn("mine").await.unwrap_err();
+    assert_eq!(failed.code(), "session/reopen-failed", "{failed:?}");
     assert!(
         !store(&app)
             .await
@@ -412,26 +485,14 @@ async fn a_stale_harness_is_opened_again_under_its_turn_s_lease_or_stays_stale()
             .running,
         "the lease was released"
     );
-    assert_eq!(chat.messages().len(), seen);
+    assert_eq!(count(&host).await, seen);
 
-    // Opened again under the lease, it replaces the harness.
-    let lease = chat
-        .lease_turn(&holder, async |lease: &SessionLease| {
-            SessionBuilder::new(&app, options(&model, Some(id)))
-                .held_lease(lease)
-                .open()
-                .await
-                .map(|o| o.harness)
-        })
-        .await
-        .unwrap();
-    assert_eq!(chat.session().id, id);
-    assert!(chat.messages().len() > seen, "the other's turn is in it");
-    lease.release().await.unwrap();
-    let lease = chat.lease_turn(&holder, never).await.unwrap();
-    assert!(!lease.is_stale());
-    lease.release().await.unwrap();
-    chat.shutdown().await;
+    // Opened again under the next turn's lease, it answers on the other's
+    // turn too.
+    front.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+    turn("mine").await.unwrap();
+    assert!(count(&host).await > seen + 1, "the other's turn is in it");
+    host.close().await;
 }
 
 async fn store(app: &AppContext) -> Store {

@@ -16,9 +16,9 @@ use evoflux_core::ids::SessionId;
 use evoflux_harness::approval::{ApprovalSubject, Remember};
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind, Event,
-    EventSink, Harness, HarnessError, Holder, LeaseError, Limits, ModelOrigin, NonInteractive,
-    SessionBuilder, SessionError, SessionLease, SessionOptions, SessionRecord, SessionSummary,
-    ToolStatus, TurnEnd, TurnLeaseError, TurnOptions, TurnOutcome, TurnStatus,
+    EventSink, Harness, HarnessError, Holder, Limits, ModelOrigin, NonInteractive, SessionBuilder,
+    SessionError, SessionLease, SessionOptions, SessionRecord, SessionSummary, ToolStatus, TurnEnd,
+    TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
@@ -451,48 +451,6 @@ pub(crate) async fn release(lease: Option<SessionLease>) {
     }
 }
 
-/// The session's lease for one turn of a front end that keeps the session
-/// open (`chat`), the harness current under it ([`Harness::lease_turn`]:
-/// when another process ran turns since, `reopen` opens the session again
-/// under the lease, with [`OpenLease::Held`]). `None` when another process
-/// runs a turn on it, which `events` is told, or when the session could not
-/// be opened again (said).
-pub(crate) async fn lease_turn(
-    harness: &mut Harness,
-    holder: &Holder,
-    events: &dyn EventSink,
-    reopen: impl AsyncFnOnce(&SessionLease) -> anyhow::Result<Result<Harness, Exit>>,
-) -> anyhow::Result<Option<SessionLease>> {
-    let id = harness.session().id;
-    let leased = harness
-        .lease_turn(holder, async |lease: &SessionLease| {
-            eprintln!("session {id} changed in another process; opening it again");
-            match reopen(lease).await {
-                Ok(Ok(reopened)) => Ok(reopened),
-                // Said already.
-                Ok(Err(_)) => Err(None),
-                Err(e) => Err(Some(e)),
-            }
-        })
-        .await;
-    match leased {
-        Ok(lease) => Ok(Some(lease)),
-        Err(TurnLeaseError::Lease(e @ LeaseError::Busy { .. })) => {
-            events.emit(&Event::Error {
-                code: e.code().to_owned(),
-                message: e.to_string(),
-            });
-            Ok(None)
-        }
-        Err(TurnLeaseError::Lease(e)) => Err(e.into()),
-        Err(TurnLeaseError::Reopen(None)) => {
-            eprintln!("still in session {id} as it was");
-            Ok(None)
-        }
-        Err(TurnLeaseError::Reopen(Some(e))) => Err(e),
-    }
-}
-
 /// The command runtime of this process; artifacts go below the data dir.
 pub(crate) fn process_runtime(out: &Output) -> anyhow::Result<ProcessRuntime> {
     let dirs = match super::resolve_dirs(out) {
@@ -651,20 +609,6 @@ pub(crate) async fn open(
     processes: &ProcessRuntime,
     lease: OpenLease<'_>,
 ) -> anyhow::Result<Result<(Harness, Option<SessionLease>), Exit>> {
-    open_reusing(out, args, events, approver, processes, lease, None).await
-}
-
-/// [`open`], keeping `model` (the client of the harness this one
-/// replaces) rather than starting another.
-pub(crate) async fn open_reusing(
-    out: &Output,
-    args: &SessionArgs,
-    events: Arc<dyn EventSink>,
-    approver: Arc<dyn Approver>,
-    processes: &ProcessRuntime,
-    lease: OpenLease<'_>,
-    model: Option<evoflux_harness::ModelClient>,
-) -> anyhow::Result<Result<(Harness, Option<SessionLease>), Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
@@ -697,12 +641,7 @@ pub(crate) async fn open_reusing(
         .processes(processes.clone());
     let builder = match lease {
         OpenLease::Take(front_end) => builder.lease(Holder::process(front_end)),
-        OpenLease::Held(lease) => builder.held_lease(lease),
         OpenLease::PerTurn => builder,
-    };
-    let builder = match model {
-        Some(model) => builder.reuse_model(model),
-        None => builder,
     };
     match builder.open().await {
         Ok(opened) => {
@@ -731,10 +670,8 @@ pub(crate) enum OpenLease<'a> {
     /// Taken while opening, for this front end (`"evoflux run"`), and held
     /// until its turn ends.
     Take(&'a str),
-    /// Taken per turn later ([`lease_turn`]): `chat`.
+    /// Taken per turn later, by the session host: `chat`.
     PerTurn,
-    /// Held already: the session is opened again under it.
-    Held(&'a SessionLease),
 }
 
 /// The session id a `sessions` subcommand names, or the exit that says it

@@ -452,7 +452,7 @@ impl Harness {
     /// harness was opened or last held the lease, the lease
     /// [`is_stale`](crate::lease::SessionLease::is_stale): open the session
     /// again under it ([`SessionBuilder::held_lease`]) before the turn, as
-    /// [`Harness::lease_turn`] does. This harness stays stale (so does
+    /// the session host does ([`crate::host`]). This harness stays stale (so does
     /// every lease it takes) until it is replaced.
     pub async fn lease(
         &mut self,
@@ -480,37 +480,6 @@ impl Harness {
     /// The store the session is recorded in.
     pub fn store(&self) -> &Store {
         &self.recorder.store
-    }
-
-    /// The session's lease for one turn of a front end that keeps the
-    /// session open (a chat, an editor), with this harness current under
-    /// it: [`Harness::lease`], and when the lease is stale (another holder
-    /// ran the session since), `reopen` opens the session again under it
-    /// ([`SessionBuilder::held_lease`], with the front end's sink,
-    /// approver and the like) and what it opened replaces this harness,
-    /// which is shut down. When `reopen` fails, the lease is released and
-    /// this harness stays as it was (stale: the next lease tries again).
-    pub async fn lease_turn<E>(
-        &mut self,
-        holder: &crate::lease::Holder,
-        reopen: impl AsyncFnOnce(&crate::lease::SessionLease) -> Result<Harness, E>,
-    ) -> Result<crate::lease::SessionLease, crate::lease::TurnLeaseError<E>> {
-        let lease = self.lease(holder).await?;
-        if !lease.is_stale() {
-            return Ok(lease);
-        }
-        match reopen(&lease).await {
-            Ok(reopened) => {
-                std::mem::replace(self, reopened).shutdown().await;
-                Ok(lease)
-            }
-            Err(e) => {
-                if let Err(e) = lease.release().await {
-                    tracing::warn!(error = %e, "cannot release the session's lease; it expires");
-                }
-                Err(crate::lease::TurnLeaseError::Reopen(e))
-            }
-        }
     }
 
     /// The tools the model sees now, each with its description, in the

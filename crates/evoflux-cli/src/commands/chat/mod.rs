@@ -21,18 +21,19 @@ use std::sync::Arc;
 use clap::Args;
 use evoflux_core::AppMode;
 use evoflux_core::dirs::Dirs;
-use evoflux_harness::sources::{NotApplied, SourceWatch};
+use evoflux_harness::host::BoxFuture;
+use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
-    ApprovalRequest, Approver, EventSink, Harness, HarnessError, Holder, SessionLease, TurnEnd,
-    TurnOptions,
+    ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder, HostError,
+    HostFrontEnd, HostOptions, HostWiring, Reopen, SessionHost, TurnEnd, TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
 use tokio::sync::Notify;
 
 use super::run::{
     AskApprover, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust, clip,
-    denied, event_sink, lease_turn, open, open_reusing, process_runtime, read_line, release,
-    runtime, session_row, shutdown_signal, terminate_signal,
+    denied, event_sink, open, process_runtime, read_line, runtime, session_row, shutdown_signal,
+    terminate_signal,
 };
 use crate::output::{Exit, Output};
 use complete::Completions;
@@ -86,13 +87,12 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             processes: process_runtime(out)?,
             cancel,
             holder: Holder::process("evoflux chat"),
-            sources: Sources::default(),
         };
-        let mut harness = match chat.open(&args.session).await? {
-            Ok(h) => h,
+        let mut live = match chat.open(&args.session).await? {
+            Ok(live) => live,
             Err(exit) => return Ok(exit),
         };
-        chat.opened(&harness, args.session.session.is_some()).await;
+        chat.opened(&live, args.session.session.is_some()).await;
         eprintln!(
             "{}",
             style.paint(
@@ -100,13 +100,12 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
                 "/help lists commands · Alt-Enter inserts a newline · Ctrl-C cancels a turn · Ctrl-D exits"
             )
         );
-        let exit = chat.run(&mut harness).await;
-        harness.shutdown().await;
+        let exit = chat.run(&mut live).await;
+        live.host.close().await;
         chat.processes.shutdown().await;
         eprintln!(
             "session {} saved; continue it with `evoflux chat --session {}`",
-            harness.session().id,
-            harness.session().id
+            live.session.id, live.session.id
         );
         exit
     })
@@ -140,138 +139,194 @@ struct Chat<'a> {
     cancel: Arc<Notify>,
     /// This chat, as the leases of its turns name it.
     holder: Holder,
-    /// The sources of the open session, applied between turns.
-    sources: Sources,
 }
 
-/// The sources a chat's session is compiled from, followed so changes
-/// apply between turns by the engine's one rule
-/// ([`evoflux_harness::sources::apply`], as the session host applies it for
-/// the server and ACP): the session is opened again on them before the
-/// next message.
-#[derive(Debug, Default)]
-struct Sources {
-    watch: Option<SourceWatch>,
-    applied: u64,
+/// The chat's open session: its [`SessionHost`] runs it (turns, the lease,
+/// cancellation, approvals, changed sources, MCP start-up) as it runs the
+/// server's and an editor's; the chat keeps what it shows of it.
+struct Hosted {
+    host: SessionHost,
+    session: evoflux_store::Session,
 }
 
-impl Sources {
-    /// Follows the sources of `harness`'s session.
-    fn follow(dirs: &Dirs, harness: &Harness) -> Sources {
-        let Ok(app) = super::app_context(dirs) else {
-            return Sources::default();
-        };
-        let roots = app.source_roots(harness.session().workspace.roots());
-        match SourceWatch::start(&roots) {
-            Ok(watch) => Sources {
-                applied: watch.generation(),
-                watch: Some(watch),
-            },
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the sources; changes apply to new sessions");
-                Sources::default()
-            }
-        }
-    }
-
-    /// Whether the sources changed since they were last applied.
-    fn take_change(&mut self) -> bool {
-        match &self.watch {
-            Some(watch) => watch.take_change(&mut self.applied),
-            None => false,
-        }
+impl Hosted {
+    /// `f`'s answer from the session's harness, between turns.
+    async fn with<R, F>(&self, f: F) -> anyhow::Result<R>
+    where
+        R: Send + 'static,
+        F: for<'h> FnOnce(&'h mut Harness) -> BoxFuture<'h, R> + Send + 'static,
+    {
+        Ok(self.host.with(f).await?)
     }
 }
 
-/// Applies changed sources with `reopened` (the session opened again on
-/// them; its failure was printed where it happened).
-async fn apply_sources(
-    harness: &mut Harness,
-    reopened: anyhow::Result<Result<Harness, Exit>>,
-    events: &dyn EventSink,
-) -> bool {
-    let reopened = match reopened {
-        Ok(Ok(new)) => Ok(new),
-        Ok(Err(_)) => Err(NotApplied {
-            code: "session/sources-not-applied".to_owned(),
-            message: "the session cannot be opened on them (said above)".to_owned(),
-        }),
-        Err(e) => Err(NotApplied {
-            code: "session/sources-not-applied".to_owned(),
-            message: format!("{e:#}"),
-        }),
+/// How the terminal opens its hosted session again (another process ran
+/// it, or its sources changed): on the chat's process runtime, with the
+/// command line's model-call limit.
+#[derive(Debug)]
+struct CliFront {
+    app: evoflux_harness::AppContext,
+    processes: ProcessRuntime,
+    limits: evoflux_harness::Limits,
+}
+
+impl HostFrontEnd for CliFront {
+    fn reopen<'a>(
+        &'a self,
+        reopen: Reopen<'a>,
+    ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
+        Box::pin(async move {
+            let builder = reopen
+                .builder(&self.app, self.limits)
+                .processes(self.processes.clone());
+            Ok(builder.open().await?.harness)
+        })
+    }
+}
+
+/// Opens the session `args` name, wired to a host whose events go to
+/// `events` and whose approvals `asker` puts to the user, and hosts it.
+async fn open_hosted(
+    out: &Output,
+    args: &SessionArgs,
+    events: Arc<dyn EventSink>,
+    asker: Arc<dyn Approver>,
+    processes: &ProcessRuntime,
+    holder: &Holder,
+) -> anyhow::Result<Result<Hosted, Exit>> {
+    let wiring = HostWiring::new(events, Some(asker));
+    let harness = match open(
+        out,
+        args,
+        wiring.events(),
+        wiring.approver(),
+        processes,
+        OpenLease::PerTurn,
+    )
+    .await?
+    {
+        Ok((harness, _)) => harness,
+        Err(exit) => return Ok(Err(exit)),
     };
-    evoflux_harness::sources::apply(harness, reopened, events).await
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(Err(exit)),
+    };
+    let app = super::app_context(&dirs)?;
+    let session = harness.session().clone();
+    // Changed agents, skills, plugins or config apply from the next
+    // message, as in every front end.
+    let sources = match SourceWatch::start(&app.source_roots(session.workspace.roots())) {
+        Ok(watch) => Some(watch),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the sources; changes apply to new sessions");
+            None
+        }
+    };
+    let front = Arc::new(CliFront {
+        app,
+        processes: processes.clone(),
+        limits: evoflux_harness::Limits {
+            model_calls_per_turn: args.max_model_calls,
+            ..evoflux_harness::Limits::default()
+        },
+    });
+    let host = SessionHost::start(
+        harness,
+        wiring,
+        front,
+        HostOptions {
+            holder: Some(holder.clone()),
+            sources,
+        },
+    );
+    Ok(Ok(Hosted { host, session }))
+}
+
+/// Says why the host refused a message (another process runs a turn on
+/// the session): the chat goes on.
+fn refused(events: &dyn EventSink, e: &HostError) {
+    events.emit(&Event::Error {
+        code: e.code().to_owned(),
+        message: e.to_string(),
+    });
+}
+
+/// A `!command`: run under the session's lease like a turn, its result
+/// printed; `Ok(false)` when the host refused it (said).
+async fn user_command(
+    live: &Hosted,
+    command: &str,
+    events: &dyn EventSink,
+) -> anyhow::Result<bool> {
+    let command = command.to_owned();
+    let ran = live
+        .host
+        .exclusive(move |harness: &mut Harness| {
+            Box::pin(async move { harness.user_command(&command).await })
+                as BoxFuture<'_, Result<evoflux_harness::ToolResult, HarnessError>>
+        })
+        .await;
+    match ran {
+        Ok(result) => {
+            println!("{}", result?.content);
+            Ok(true)
+        }
+        Err(e @ (HostError::Busy | HostError::Lease(_) | HostError::Reopen(_))) => {
+            refused(events, &e);
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl Chat<'_> {
-    async fn open(&self, args: &SessionArgs) -> anyhow::Result<Result<Harness, Exit>> {
-        self.open_leased(args, OpenLease::PerTurn).await
-    }
-
-    async fn open_leased(
-        &self,
-        args: &SessionArgs,
-        lease: OpenLease<'_>,
-    ) -> anyhow::Result<Result<Harness, Exit>> {
-        Ok(open(
+    async fn open(&self, args: &SessionArgs) -> anyhow::Result<Result<Hosted, Exit>> {
+        open_hosted(
             self.out,
             args,
             self.view.clone(),
             self.approver.clone(),
             &self.processes,
-            lease,
-        )
-        .await?
-        .map(|(harness, _)| harness))
-    }
-
-    /// The session's lease for one turn (or a `!command`), the session
-    /// opened again under it when another process ran turns since this
-    /// chat last did; `None` when another process runs a turn now (said).
-    async fn lease(&mut self, harness: &mut Harness) -> anyhow::Result<Option<SessionLease>> {
-        let holder = self.holder.clone();
-        let view = Arc::clone(&self.view);
-        let args = self.reopen_args(harness.session().id.to_string(), None);
-        lease_turn(
-            harness,
-            &holder,
-            view.as_ref(),
-            async |lease: &SessionLease| {
-                let reopened = self.open_leased(&args, OpenLease::Held(lease)).await?;
-                if let Ok(reopened) = &reopened {
-                    self.opened(reopened, false).await;
-                }
-                Ok(reopened)
-            },
+            &self.holder,
         )
         .await
     }
 
     /// After a session opened: history, completion and `/show` follow it; a
     /// resumed one replays its conversation.
-    async fn opened(&mut self, harness: &Harness, replay: bool) {
-        self.sources = Sources::follow(&self.dirs, harness);
-        let session = harness.session();
-        self.editor.history(history_file(&self.dirs, harness));
+    async fn opened(&mut self, live: &Hosted, replay: bool) {
+        let shown = live
+            .with(|harness: &mut Harness| {
+                Box::pin(async move {
+                    let skills: Vec<String> = harness
+                        .invocable_skills()
+                        .into_iter()
+                        .map(|(name, _)| name.to_owned())
+                        .collect();
+                    let question = harness.pending_question().await.ok().flatten();
+                    (harness.messages().to_vec(), skills, question)
+                }) as BoxFuture<'_, Opened>
+            })
+            .await;
+        let Ok((messages, skills, question)) = shown else {
+            return;
+        };
+        self.editor.history(history_file(&self.dirs, &live.session));
         self.editor.set_completions(Completions {
-            skills: harness
-                .invocable_skills()
-                .into_iter()
-                .map(|(name, _)| name.to_owned())
-                .collect(),
-            root: session.workspace.roots().first().cloned(),
+            skills,
+            root: live.session.workspace.roots().first().cloned(),
         });
-        self.view.load(harness.messages());
+        self.view.load(&messages);
         if replay {
-            self.view.replay(harness.messages(), Some(REPLAY_ENTRIES));
+            self.view.replay(&messages, Some(REPLAY_ENTRIES));
         }
-        if let Ok(Some(q)) = harness.pending_question().await {
+        if let Some(q) = question {
             eprintln!("The agent asked: {}", q.question);
         }
     }
 
-    async fn run(&mut self, harness: &mut Harness) -> anyhow::Result<Exit> {
+    async fn run(&mut self, live: &mut Hosted) -> anyhow::Result<Exit> {
         let mut interrupted = false;
         loop {
             let read = tokio::select! {
@@ -305,41 +360,16 @@ impl Chat<'_> {
                 }
             };
             match input {
-                Input::Command(command) => match self.command(harness, command).await? {
+                Input::Command(command) => match self.command(live, command).await? {
                     Flow::Continue => {}
                     Flow::Exit => break,
                 },
                 Input::Message(message) => {
-                    // Agents, skills, plugins or config changed since the
-                    // last turn.
-                    if self.sources.take_change() {
-                        let args = self.reopen_args(harness.session().id.to_string(), None);
-                        let reopened = open_reusing(
-                            self.out,
-                            &args,
-                            self.view.clone(),
-                            self.approver.clone(),
-                            &self.processes,
-                            OpenLease::PerTurn,
-                            Some(harness.model_client()),
-                        )
-                        .await
-                        .map(|r| r.map(|(h, _)| h));
-                        let view = Arc::clone(&self.view);
-                        if apply_sources(harness, reopened, view.as_ref()).await {
-                            self.opened(harness, false).await;
-                        }
-                    }
                     if let Some(command) = message.strip_prefix('!') {
-                        let Some(lease) = self.lease(harness).await? else {
-                            continue;
-                        };
-                        let result = harness.user_command(command).await;
-                        release(Some(lease)).await;
-                        println!("{}", result?.content);
+                        user_command(live, command, self.view.as_ref()).await?;
                         continue;
                     }
-                    match self.turn(harness, &message).await? {
+                    match self.turn(live, &message).await? {
                         Flow::Continue => {}
                         Flow::Exit => break,
                     }
@@ -349,59 +379,73 @@ impl Chat<'_> {
         Ok(Exit::Ok)
     }
 
-    /// One turn, cancelled by Ctrl-C (or a cancelled approval prompt);
-    /// SIGTERM or SIGHUP ends the chat.
-    async fn turn(&mut self, harness: &mut Harness, message: &str) -> anyhow::Result<Flow> {
-        let Some(lease) = self.lease(harness).await? else {
-            return Ok(Flow::Continue);
+    /// One turn, cancelled by Ctrl-C (or a cancelled approval prompt)
+    /// through the host; SIGTERM or SIGHUP ends the chat.
+    async fn turn(&mut self, live: &Hosted, message: &str) -> anyhow::Result<Flow> {
+        let handle = match live
+            .host
+            .submit(Some(message.to_owned()), TurnOptions::default())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e @ (HostError::Busy | HostError::Lease(_))) => {
+                refused(self.view.as_ref(), &e);
+                return Ok(Flow::Continue);
+            }
+            Err(e) => return Err(e.into()),
         };
-        let quit = std::cell::Cell::new(false);
         let cancel = Arc::clone(&self.cancel);
-        let lost = lease.lost();
-        let stop = async {
+        let mut quit = false;
+        let ended = handle.ended();
+        tokio::pin!(ended);
+        let ended = loop {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                () = cancel.notified() => {}
-                () = terminate_signal() => quit.set(true),
-                () = lost => eprintln!(
-                    "error[{}]: another process took this session; the turn was stopped",
-                    evoflux_harness::lease::LEASE_LOST
-                ),
+                ended = &mut ended => break ended,
+                _ = tokio::signal::ctrl_c() => { live.host.cancel(); }
+                () = cancel.notified() => { live.host.cancel(); }
+                () = terminate_signal() => {
+                    quit = true;
+                    live.host.cancel();
+                }
             }
         };
-        let ended = harness
-            .turn_or_cancel(Some(message), TurnOptions::default(), stop)
-            .await;
-        release(Some(lease)).await;
         match ended {
             Ok(TurnEnd::Completed(outcome)) => {
                 // What the turn's end means is the harness's to say.
                 self.out.diagnostics(&outcome.diagnostics());
-                self.status(harness).await;
+                self.status(live).await;
             }
             // The view showed the turn_cancelled event.
-            Ok(TurnEnd::Cancelled) if quit.get() => return Ok(Flow::Exit),
+            Ok(TurnEnd::Cancelled) if quit => return Ok(Flow::Exit),
             Ok(TurnEnd::Cancelled) => {}
             // The event stream showed the error; the session stays usable.
-            Err(HarnessError::Provider(_)) => {}
+            Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
             Err(e) => return Err(e.into()),
         }
         Ok(Flow::Continue)
     }
 
     /// The status line after a turn: session, mode, lead, model, tokens.
-    async fn status(&self, harness: &Harness) {
-        let s = harness.session();
+    async fn status(&self, live: &Hosted) {
+        let s = &live.session;
         let id = s.id.to_string();
-        let tokens = match harness.usage().await {
-            Ok(u) => format!(
+        let usage = live
+            .with(|harness: &mut Harness| {
+                Box::pin(async move { harness.usage().await.ok() })
+                    as BoxFuture<'_, Option<evoflux_store::Usage>>
+            })
+            .await
+            .ok()
+            .flatten();
+        let tokens = match usage {
+            Some(u) => format!(
                 "{} in / {} out tokens · {} calls · {}",
                 u.input_tokens,
                 u.output_tokens,
                 u.requests,
                 u.cost_label()
             ),
-            Err(_) => "usage unknown".to_owned(),
+            None => "usage unknown".to_owned(),
         };
         let line = format!(
             "{} · {} · {} · {} · {tokens}",
@@ -413,62 +457,81 @@ impl Chat<'_> {
         eprintln!("{}", self.view.style().paint("2", &line));
     }
 
-    async fn command(
-        &mut self,
-        harness: &mut Harness,
-        command: SlashCommand,
-    ) -> anyhow::Result<Flow> {
+    async fn command(&mut self, live: &mut Hosted, command: SlashCommand) -> anyhow::Result<Flow> {
         let style = self.view.style();
         match command {
             SlashCommand::Help => eprint!("{}", slash::help()),
             SlashCommand::Exit => return Ok(Flow::Exit),
             SlashCommand::New => {
-                let args = self.new_session_args(harness);
-                self.switch(harness, args, false).await?;
+                let args = self.new_session_args(&live.session);
+                self.switch(live, args, false).await?;
             }
-            SlashCommand::Sessions => self.sessions(harness).await?,
+            SlashCommand::Sessions => self.sessions(live).await?,
             SlashCommand::Resume(id) => {
                 let args = self.reopen_args(id, None);
-                self.switch(harness, args, true).await?;
+                self.switch(live, args, true).await?;
             }
             SlashCommand::Model(model) => {
-                let args = self.reopen_args(harness.session().id.to_string(), Some(model));
-                self.switch(harness, args, false).await?;
+                let args = self.reopen_args(live.session.id.to_string(), Some(model));
+                self.switch(live, args, false).await?;
             }
             SlashCommand::Mode(mode) => {
                 self.next.mode = Some(mode);
-                self.fresh_or_next(harness, &format!("{mode} mode")).await?;
+                self.fresh_or_next(live, &format!("{mode} mode")).await?;
             }
             SlashCommand::Lead(lead) => {
                 self.next.lead = Some(lead.clone());
-                self.fresh_or_next(harness, &format!("lead {lead}")).await?;
+                self.fresh_or_next(live, &format!("lead {lead}")).await?;
             }
             SlashCommand::Skills => {
-                let skills = harness.invocable_skills();
+                let skills = live
+                    .with(|harness: &mut Harness| {
+                        let skills = owned(harness.invocable_skills());
+                        Box::pin(async move { skills }) as BoxFuture<'_, Named>
+                    })
+                    .await?;
                 if skills.is_empty() {
                     eprintln!("no skills can be invoked in this session");
                 }
                 for (name, description) in skills {
-                    eprintln!("  ${name:<24} {}", clip(description, 100));
+                    eprintln!("  ${name:<24} {}", clip(&description, 100));
                 }
             }
             SlashCommand::Tools => {
-                for (name, description) in harness.offered_tools() {
+                let tools = live
+                    .with(|harness: &mut Harness| {
+                        let tools = owned(harness.offered_tools());
+                        Box::pin(async move { tools }) as BoxFuture<'_, Named>
+                    })
+                    .await?;
+                for (name, description) in tools {
                     let first = description.lines().next().unwrap_or_default();
                     eprintln!("  {name:<28} {}", clip(first, 100));
                 }
             }
-            SlashCommand::Cost => match harness.usage().await {
-                Ok(u) => eprintln!("{}", super::run::usage_line(&u)),
-                Err(e) => eprintln!("cannot read this session's usage: {e}"),
-            },
+            SlashCommand::Cost => {
+                let usage = live
+                    .with(|harness: &mut Harness| {
+                        Box::pin(async move { harness.usage().await })
+                            as BoxFuture<'_, Result<evoflux_store::Usage, HarnessError>>
+                    })
+                    .await?;
+                match usage {
+                    Ok(u) => eprintln!("{}", super::run::usage_line(&u)),
+                    Err(e) => eprintln!("cannot read this session's usage: {e}"),
+                }
+            }
             SlashCommand::Compact => {
-                harness.request_compaction();
+                live.with(|harness: &mut Harness| {
+                    harness.request_compaction();
+                    Box::pin(async {}) as BoxFuture<'_, ()>
+                })
+                .await?;
                 eprintln!(
                     "older turns are summarized at the next model call (recent turns and loaded skills are kept)"
                 );
             }
-            SlashCommand::Diff => diff(harness, style),
+            SlashCommand::Diff => diff(&live.session, style),
             SlashCommand::Show(n) => match self.view.observation(n) {
                 Some((n, o)) => {
                     eprintln!(
@@ -492,7 +555,16 @@ impl Chat<'_> {
                     }
                 ),
             },
-            SlashCommand::History => self.view.replay(harness.messages(), None),
+            SlashCommand::History => {
+                let messages = live
+                    .with(|harness: &mut Harness| {
+                        let messages = harness.messages().to_vec();
+                        Box::pin(async move { messages })
+                            as BoxFuture<'_, Vec<evoflux_model::Message>>
+                    })
+                    .await?;
+                self.view.replay(&messages, None);
+            }
         }
         let _ = std::io::stdout().flush();
         Ok(Flow::Continue)
@@ -501,18 +573,23 @@ impl Chat<'_> {
     /// `/mode` and `/lead`: a session that holds no message yet is replaced
     /// by one with the new choice (and removed); otherwise the choice waits
     /// for `/new`, since a persisted session's mode and lead are fixed.
-    async fn fresh_or_next(&mut self, harness: &mut Harness, what: &str) -> anyhow::Result<()> {
-        let empty = !harness
-            .messages()
-            .iter()
-            .any(|m| matches!(m, evoflux_model::Message::User { .. }));
+    async fn fresh_or_next(&mut self, live: &mut Hosted, what: &str) -> anyhow::Result<()> {
+        let empty = live
+            .with(|harness: &mut Harness| {
+                let empty = !harness
+                    .messages()
+                    .iter()
+                    .any(|m| matches!(m, evoflux_model::Message::User { .. }));
+                Box::pin(async move { empty }) as BoxFuture<'_, bool>
+            })
+            .await?;
         if !empty {
             eprintln!("this session's mode and lead are fixed; /new starts a session with {what}");
             return Ok(());
         }
-        let old = harness.session().id;
-        let args = self.new_session_args(harness);
-        if self.switch(harness, args, false).await? {
+        let old = live.session.id;
+        let args = self.new_session_args(&live.session);
+        if self.switch(live, args, false).await? {
             let store = super::app_context(&self.dirs)?.open_store().await?;
             let _ = store.delete_session(old).await;
         }
@@ -522,8 +599,7 @@ impl Chat<'_> {
     /// What `/new` opens: the mode and lead `/mode` and `/lead` chose, else
     /// the current session's mode and the command line's lead; a Coding
     /// session keeps the current repositories.
-    fn new_session_args(&self, harness: &Harness) -> SessionArgs {
-        let current = harness.session();
+    fn new_session_args(&self, current: &evoflux_store::Session) -> SessionArgs {
         let mode = self.next.mode.unwrap_or(current.mode());
         let workspaces = match (mode, current.mode()) {
             (AppMode::Work, _) => Vec::new(),
@@ -549,19 +625,19 @@ impl Chat<'_> {
     /// failure the current one stays. `true` when it switched.
     async fn switch(
         &mut self,
-        harness: &mut Harness,
+        live: &mut Hosted,
         args: SessionArgs,
         replay: bool,
     ) -> anyhow::Result<bool> {
-        let old = harness.session().id;
+        let old = live.session.id;
         match self.open(&args).await? {
             Ok(new) => {
-                harness.shutdown().await;
-                if new.session().id != old {
+                live.host.close().await;
+                if new.session.id != old {
                     self.processes.terminate_session(old).await;
                 }
-                *harness = new;
-                self.opened(harness, replay).await;
+                *live = new;
+                self.opened(live, replay).await;
                 Ok(true)
             }
             Err(_) => {
@@ -571,14 +647,14 @@ impl Chat<'_> {
         }
     }
 
-    async fn sessions(&self, harness: &Harness) -> anyhow::Result<()> {
+    async fn sessions(&self, live: &Hosted) -> anyhow::Result<()> {
         let store = super::app_context(&self.dirs)?.open_store().await?;
         let list = evoflux_harness::SessionSummary::list(&store).await?;
         if list.is_empty() {
             eprintln!("no sessions yet");
         }
         for s in list.iter().take(20) {
-            let mark = if s.session.id == harness.session().id {
+            let mark = if s.session.id == live.session.id {
                 "*"
             } else {
                 " "
@@ -591,6 +667,25 @@ impl Chat<'_> {
         eprintln!("/resume ID continues one");
         Ok(())
     }
+}
+
+/// What a session shows when it opens: its conversation, the skills the
+/// user may invoke, and the question it waits on.
+type Opened = (
+    Vec<evoflux_model::Message>,
+    Vec<String>,
+    Option<evoflux_harness::PendingQuestion>,
+);
+
+/// Names with their descriptions.
+type Named = Vec<(String, String)>;
+
+/// `(name, description)` pairs the chat keeps past the harness's borrow.
+fn owned(pairs: Vec<(&str, &str)>) -> Vec<(String, String)> {
+    pairs
+        .into_iter()
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect()
 }
 
 /// What reopens the persisted session `id` (its mode, lead and workspace
@@ -610,8 +705,7 @@ fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> Session
 
 /// The history file of a session's workspace: one for Work mode (each
 /// session has its own folder), one per set of repositories in Coding.
-fn history_file(dirs: &Dirs, harness: &Harness) -> PathBuf {
-    let session = harness.session();
+fn history_file(dirs: &Dirs, session: &evoflux_store::Session) -> PathBuf {
     let key = match session.mode() {
         AppMode::Work => "work".to_owned(),
         AppMode::Coding => {
@@ -631,8 +725,7 @@ fn history_file(dirs: &Dirs, harness: &Harness) -> PathBuf {
 }
 
 /// `/diff`: each repository's changed files and working-tree diff.
-fn diff(harness: &Harness, style: Style) {
-    let session = harness.session();
+fn diff(session: &evoflux_store::Session, style: Style) {
     if session.mode() != AppMode::Coding {
         eprintln!("/diff is for Coding sessions: a Work session's folder is not a repository");
         return;
@@ -727,129 +820,89 @@ fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
         {
             return Ok(exit);
         }
-        let open_leased = async |args: &SessionArgs, lease: OpenLease<'_>| {
-            open(
-                out,
-                args,
-                Arc::clone(&events),
-                Arc::new(AskApprover),
-                &processes,
-                lease,
-            )
-            .await
-        };
-        let mut harness = match open_leased(&args.session, OpenLease::PerTurn).await? {
-            Ok((h, _)) => h,
-            Err(exit) => return Ok(exit),
-        };
         let holder = Holder::process("evoflux chat");
-        // The lease of a turn Ctrl-C stopped, released once its commands are.
-        let mut interrupted = None;
-        let mut sources = match super::resolve_dirs(out) {
-            Ok(dirs) => Sources::follow(&dirs, &harness),
+        let live = match open_hosted(
+            out,
+            &args.session,
+            Arc::clone(&events),
+            Arc::new(AskApprover),
+            &processes,
+            &holder,
+        )
+        .await?
+        {
+            Ok(live) => live,
             Err(exit) => return Ok(exit),
         };
-        if let Some(q) = harness.pending_question().await? {
+        let question = live
+            .with(|harness: &mut Harness| {
+                Box::pin(async move { harness.pending_question().await.ok().flatten() })
+                    as BoxFuture<'_, Option<evoflux_harness::PendingQuestion>>
+            })
+            .await?;
+        if let Some(q) = question {
             eprintln!("The agent asked: {}", q.question);
         }
         eprintln!(
             "Type a message; `!command` runs a shell command; an empty line or Ctrl-D ends the chat."
         );
-        loop {
+        let ended = loop {
             eprint!("> ");
             let _ = std::io::stderr().flush();
             let Some(line) = read_line().await? else {
-                break;
+                break Ok(());
             };
             let line = line.trim_end_matches(['\n', '\r']).to_owned();
             if line.trim().is_empty() {
-                break;
+                break Ok(());
             }
-            // Agents, skills, plugins or config changed since the last turn.
-            if sources.take_change() {
-                let again = reopen_args(&args.session, harness.session().id.to_string(), None);
-                let reopened = open_reusing(
-                    out,
-                    &again,
-                    Arc::clone(&events),
-                    Arc::new(AskApprover),
-                    &processes,
-                    OpenLease::PerTurn,
-                    Some(harness.model_client()),
-                )
-                .await
-                .map(|r| r.map(|(h, _)| h));
-                apply_sources(&mut harness, reopened, events.as_ref()).await;
-            }
-            // Each message (or command) under the session's lease; a
-            // session another process ran turns on since is opened again.
-            let again = reopen_args(&args.session, harness.session().id.to_string(), None);
-            let Some(lease) = lease_turn(
-                &mut harness,
-                &holder,
-                events.as_ref(),
-                async |lease: &SessionLease| {
-                    Ok(open_leased(&again, OpenLease::Held(lease))
-                        .await?
-                        .map(|(reopened, _)| reopened))
-                },
-            )
-            .await?
-            else {
-                continue;
-            };
             if let Some(command) = line.strip_prefix('!') {
-                let result = harness.user_command(command).await;
-                release(Some(lease)).await;
-                println!("{}", result?.content);
+                if let Err(e) = user_command(&live, command, events.as_ref()).await {
+                    break Err(e);
+                }
                 continue;
             }
-            // Stopped through the one cancellation path, which ends the
-            // turn's open calls and the turn itself.
-            let lost = lease.lost();
-            let lease_lost = std::cell::Cell::new(false);
-            let stop = async {
+            let handle = match live.host.submit(Some(line), TurnOptions::default()).await {
+                Ok(handle) => handle,
+                Err(e @ (HostError::Busy | HostError::Lease(_))) => {
+                    refused(events.as_ref(), &e);
+                    continue;
+                }
+                Err(e) => break Err(e.into()),
+            };
+            // Stopped through the host's one cancellation path, which ends
+            // the turn's open calls and the turn itself.
+            let mut interrupted = false;
+            let turn = handle.ended();
+            tokio::pin!(turn);
+            let turn = loop {
                 tokio::select! {
-                    () = shutdown_signal() => {}
-                    () = lost => lease_lost.set(true),
+                    turn = &mut turn => break turn,
+                    () = shutdown_signal(), if !interrupted => {
+                        interrupted = true;
+                        live.host.cancel();
+                    }
                 }
             };
-            let ended = harness
-                .turn_or_cancel(Some(&line), TurnOptions::default(), stop)
-                .await;
-            match ended {
-                Ok(TurnEnd::Cancelled) if lease_lost.get() => {
-                    eprintln!(
-                        "error[{}]: another process took this session; the turn was stopped",
-                        evoflux_harness::lease::LEASE_LOST
-                    );
-                    release(Some(lease)).await;
-                }
-                Ok(TurnEnd::Cancelled) => {
+            match turn {
+                Ok(TurnEnd::Cancelled) if interrupted => {
                     eprintln!("interrupted");
-                    // Released once what the turn started is stopped.
-                    interrupted = Some(lease);
-                    break;
+                    break Ok(());
                 }
-                Ok(TurnEnd::Completed(_)) => release(Some(lease)).await,
+                // Another process took the session (the stream said so).
+                Ok(TurnEnd::Cancelled | TurnEnd::Completed(_)) => {}
                 // The event stream already showed the error; the session
                 // stays usable for the next message.
-                Err(HarnessError::Provider(_)) => release(Some(lease)).await,
-                Err(e) => {
-                    release(Some(lease)).await;
-                    harness.shutdown().await;
-                    processes.shutdown().await;
-                    return Err(e.into());
-                }
+                Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
+                Err(e) => break Err(e.into()),
             }
-        }
-        harness.shutdown().await;
+        };
+        live.host.close().await;
         processes.shutdown().await;
-        release(interrupted).await;
+        ended?;
         eprintln!(
             "session {} saved; continue it with `evoflux chat --session {}`",
-            harness.session().id,
-            harness.session().id
+            live.session.id, live.session.id
         );
         Ok(Exit::Ok)
     })
