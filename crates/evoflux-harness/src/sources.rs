@@ -169,14 +169,6 @@ impl SourceWatch {
     pub async fn changed(&mut self) -> bool {
         self.changes.changed().await.is_ok()
     }
-
-    /// Whether anything changed since `applied` (a generation the caller
-    /// keeps), which it moves to now: for a front end that checks before
-    /// each turn rather than waiting.
-    pub fn take_change(&self, applied: &mut u64) -> bool {
-        let now = self.generation();
-        std::mem::replace(applied, now) != now
-    }
 }
 
 #[cfg(test)]
