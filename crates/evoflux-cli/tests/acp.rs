@@ -48,6 +48,9 @@ struct Seen {
     /// as this text, and writes are recorded here instead of the disk.
     buffer: Option<String>,
     writes: Mutex<Vec<(std::path::PathBuf, String)>>,
+    /// What reached the editor, in order: each update's kind, and
+    /// `permission` for each permission request.
+    log: Mutex<Vec<String>>,
 }
 
 /// Runs `evoflux acp` in `s` and drives it with `scenario`, the editor's
@@ -74,6 +77,7 @@ where
     let (tx, rx) = mpsc::unbounded_channel();
     let files = Arc::clone(&seen);
     let written = Arc::clone(&seen);
+    let logged = Arc::clone(&seen);
     let offers_fs = seen.buffer.is_some();
     Client
         .v1()
@@ -105,6 +109,7 @@ where
         .name("test-editor")
         .on_receive_notification(
             async move |n: SessionNotification, _cx: ConnectionTo<Agent>| {
+                logged.log.lock().unwrap().push(update_kind(&n.update));
                 let _ = tx.send(n);
                 Ok(())
             },
@@ -120,6 +125,7 @@ where
                     .find(|o| o.kind == PermissionOptionKind::AllowOnce)
                     .map(|o| o.option_id.clone())
                     .unwrap();
+                seen.log.lock().unwrap().push("permission".to_owned());
                 seen.permissions.lock().unwrap().push(request);
                 responder.respond(RequestPermissionResponse::new(
                     RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(allow)),
@@ -146,6 +152,22 @@ where
         .await
         .unwrap();
     let _ = tokio::time::timeout(Duration::from_secs(10), child.wait()).await;
+}
+
+/// An update as the order tests name it.
+fn update_kind(update: &SessionUpdate) -> String {
+    match update {
+        SessionUpdate::ToolCall(_) => "tool_call".to_owned(),
+        SessionUpdate::ToolCallUpdate(u) => match u.fields.status {
+            Some(ToolCallStatus::Completed) => "tool_completed".to_owned(),
+            Some(ToolCallStatus::Failed) => "tool_failed".to_owned(),
+            _ => "tool_call_update".to_owned(),
+        },
+        SessionUpdate::AgentMessageChunk(_) => "message".to_owned(),
+        SessionUpdate::AgentThoughtChunk(_) => "thought".to_owned(),
+        SessionUpdate::UserMessageChunk(_) => "user_message".to_owned(),
+        _ => "other".to_owned(),
+    }
 }
 
 /// The updates received so far.
@@ -664,4 +686,61 @@ async fn changed_sources_apply_from_the_next_prompt() {
         },
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_reaches_the_editor_in_the_order_the_engine_emitted_it() {
+    let s = Sandbox::new();
+    s.user("config.toml", "[approval]\nshell = \"always\"\n");
+    // The same scenario as the CLI's and the HTTP API's
+    // (tests/front_ends.rs): a call that asks, approved, then an answer.
+    let model = script(
+        &s,
+        "acp.yaml",
+        "turns:\n  - expect: {user: go}\n    reply:\n      tool_calls:\n        - {name: shell, arguments: {command: \"mkdir -p made && echo made-it\"}}\n  - expect: {tool_result: {contains: made-it}}\n    reply: {text: finished}\n",
+    );
+    let seen = Arc::new(Seen::default());
+    let repo = s.repo();
+    let stop: Arc<Mutex<Option<StopReason>>> = Arc::default();
+    let stopped = Arc::clone(&stop);
+    editor(&s, &model, Arc::clone(&seen), move |cx, _rx| async move {
+        let id = cx
+            .send_request(NewSessionRequest::new(repo.clone()))
+            .block_task()
+            .await
+            .unwrap()
+            .session_id;
+        let answer = cx
+            .send_request(PromptRequest::new(id, vec![text("go")]))
+            .block_task()
+            .await
+            .unwrap();
+        *stopped.lock().unwrap() = Some(answer.stop_reason);
+    })
+    .await;
+    assert_eq!(*stop.lock().unwrap(), Some(StopReason::EndTurn));
+    // The engine's sequence for this turn, as every front end emits it
+    // (tests/front_ends.rs pins it), projected onto what ACP shows: the
+    // turn's start and the decision are the editor's own to know.
+    let engine = [
+        "turn_started",
+        "tool_started",
+        "approval_requested",
+        "approval_decided",
+        "tool_ended",
+        "message_delta",
+        "turn_completed",
+    ];
+    let expected: Vec<&str> = engine
+        .iter()
+        .filter_map(|kind| match *kind {
+            "tool_started" => Some("tool_call"),
+            "approval_requested" => Some("permission"),
+            "tool_ended" => Some("tool_completed"),
+            "message_delta" => Some("message"),
+            _ => None,
+        })
+        .collect();
+    let log = seen.log.lock().unwrap().clone();
+    assert_eq!(log, expected);
 }
