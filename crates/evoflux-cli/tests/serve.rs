@@ -85,13 +85,18 @@ turns:
     assert_eq!(created["turn_started"], true);
     let id = created["session_id"].as_str().unwrap().to_owned();
 
-    // The first connection reads up to the question, then drops.
-    let first = read_events(&server, &id, None, |e| e.kind == "input_requested").await;
+    // The first connection reads up to the question and the turn's end
+    // (the session takes the answer once the turn is over), then drops.
+    let first = read_events(&server, &id, None, |e| e.kind == "turn_completed").await;
     assert_eq!(first[0].kind, "session_started");
     assert_eq!(first[0].id, 1);
-    let asked = first.last().unwrap();
+    let asked = first
+        .iter()
+        .find(|e| e.kind == "input_requested")
+        .expect("the question");
     assert_eq!(asked.data["question"], "Where to?");
-    let last = asked.id;
+    assert_eq!(first.last().unwrap().data["status"], "waiting_for_input");
+    let last = first.last().unwrap().id;
     // Ids are consecutive.
     assert!(
         first.windows(2).all(|w| w[1].id == w[0].id + 1),

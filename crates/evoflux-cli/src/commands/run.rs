@@ -14,11 +14,13 @@ use clap::{Args, Subcommand};
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_harness::approval::{ApprovalSubject, Remember};
+use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind, Event,
-    EventSink, Harness, HarnessError, Holder, Limits, ModelOrigin, NonInteractive, SessionBuilder,
-    SessionError, SessionLease, SessionOptions, SessionRecord, SessionSummary, ToolStatus, TurnEnd,
-    TurnOptions, TurnOutcome, TurnStatus,
+    EventSink, Harness, HarnessError, Holder, HostError, HostFrontEnd, HostOptions, HostWiring,
+    Limits, ModelOrigin, NonInteractive, Reopen, SessionBuilder, SessionError, SessionHost,
+    SessionLease, SessionOptions, SessionRecord, SessionSummary, ToolStatus, TurnEnd, TurnOptions,
+    TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
@@ -127,13 +129,13 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             Some(path) => Some(read_schema(path)?),
             None => None,
         };
-        let events = event_sink(out);
+        let wiring = non_interactive(event_sink(out));
         let processes = process_runtime(out)?;
-        let (mut harness, lease) = match open(
+        let (harness, lease) = match open(
             out,
             &args.session,
-            events,
-            Arc::new(NonInteractive),
+            wiring.events(),
+            wiring.approver(),
             &processes,
             OpenLease::Take("evoflux run"),
         )
@@ -142,9 +144,10 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             Ok(opened) => opened,
             Err(exit) => return Ok(exit),
         };
-        Ok(one_turn(
+        one_turn(
             out,
-            &mut harness,
+            (harness, wiring),
+            &args.session,
             lease,
             &processes,
             Some(&args.task),
@@ -152,7 +155,7 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
                 output_schema: schema,
             },
         )
-        .await)
+        .await
     })
 }
 
@@ -314,13 +317,13 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     session: Some(id.clone()),
                     max_model_calls: Limits::default().model_calls_per_turn,
                 };
-                let events = event_sink(out);
+                let wiring = non_interactive(event_sink(out));
                 let processes = process_runtime(out)?;
-                let (mut harness, lease) = match open(
+                let (harness, lease) = match open(
                     out,
                     &args,
-                    events,
-                    Arc::new(NonInteractive),
+                    wiring.events(),
+                    wiring.approver(),
                     &processes,
                     OpenLease::Take("evoflux sessions resume"),
                 )
@@ -329,15 +332,16 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                     Ok(opened) => opened,
                     Err(exit) => return Ok(exit),
                 };
-                Ok(one_turn(
+                one_turn(
                     out,
-                    &mut harness,
+                    (harness, wiring),
+                    &args,
                     lease,
                     &processes,
                     message.as_deref(),
                     TurnOptions::default(),
                 )
-                .await)
+                .await
             }
         }
     })
@@ -381,57 +385,130 @@ pub(crate) fn session_row(summary: &SessionSummary) -> String {
     )
 }
 
-/// Runs one non-interactive turn under the session's `lease` until it
-/// ends, Ctrl-C/SIGTERM arrives or the lease is lost, then stops everything
-/// the session started (no command process or MCP server outlives
-/// evoflux) and releases the lease.
+/// Runs one non-interactive turn on the session host, under the session's
+/// `lease` (held since the session opened), until it ends, Ctrl-C/SIGTERM
+/// arrives or the lease is lost — both cancel through the host — then
+/// stops everything the session started (no command process or MCP server
+/// outlives evoflux) and releases the lease.
 async fn one_turn(
     out: &Output,
-    harness: &mut Harness,
+    opened: (Harness, HostWiring),
+    args: &SessionArgs,
     lease: Option<SessionLease>,
     processes: &ProcessRuntime,
     input: Option<&str>,
     options: TurnOptions,
-) -> Exit {
-    let lost = lease.as_ref().map(SessionLease::lost);
-    // Why the turn was stopped, when it was: the one cancellation path
-    // ([`Harness::turn_or_cancel`]) ends its open calls and the turn.
-    let why = std::cell::Cell::new(Stopped::Interrupted);
-    let stop = async {
-        let lost = async move {
-            match lost {
-                Some(lost) => lost.await,
-                None => std::future::pending().await,
+) -> anyhow::Result<Exit> {
+    let (harness, wiring) = opened;
+    let session = harness.session().clone();
+    let host = SessionHost::start(
+        harness,
+        wiring,
+        Arc::new(CliFront::new(out, args, processes)?),
+        // The lease is this process's for as long as it runs.
+        HostOptions::default(),
+    );
+    let ended = match host.submit(input.map(str::to_owned), options).await {
+        Ok(turn) => {
+            let lost = lease.as_ref().map(SessionLease::lost);
+            let lost = async move {
+                match lost {
+                    Some(lost) => lost.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(lost);
+            let ended = turn.ended();
+            tokio::pin!(ended);
+            let mut stopped = None;
+            loop {
+                tokio::select! {
+                    ended = &mut ended => break ended.map(|end| (end, stopped)),
+                    () = shutdown_signal(), if stopped.is_none() => {
+                        stopped = Some(Stopped::Interrupted);
+                        host.cancel();
+                    }
+                    () = &mut lost, if stopped.is_none() => {
+                        stopped = Some(Stopped::LeaseLost);
+                        host.cancel();
+                    }
+                }
             }
-        };
-        tokio::select! {
-            () = shutdown_signal() => {}
-            () = lost => why.set(Stopped::LeaseLost),
         }
+        Err(e) => Err(e),
     };
-    let ended = harness.turn_or_cancel(input, options, stop).await;
-    harness.shutdown().await;
+    host.close().await;
     processes.shutdown().await;
     release(lease).await;
-    let id = harness.session().id;
-    match ended {
-        Ok(TurnEnd::Completed(outcome)) => finish(out, harness.session(), Ok(outcome)),
-        Err(e) => finish(out, harness.session(), Err(e)),
-        Ok(TurnEnd::Cancelled) => match why.get() {
-            Stopped::Interrupted => {
-                eprintln!("interrupted; the session is saved: evoflux sessions resume {id}");
-                Exit::Interrupted
-            }
-            Stopped::LeaseLost => {
-                out.failure(&anyhow::anyhow!(
-                    "the turn was stopped: another process took session {id} after this one \
-                     could not renew its lease [{}]",
-                    evoflux_harness::lease::LEASE_LOST
-                ));
-                Exit::Failure
-            }
-        },
+    let id = session.id;
+    Ok(match ended {
+        Ok((TurnEnd::Completed(outcome), _)) => finish(out, &session, Ok(outcome)),
+        Err(HostError::Turn(e)) => finish(out, &session, Err(e)),
+        Err(e) => {
+            out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+            Exit::Failure
+        }
+        Ok((TurnEnd::Cancelled, Some(Stopped::LeaseLost))) => {
+            out.failure(&anyhow::anyhow!(
+                "the turn was stopped: another process took session {id} after this one \
+                 could not renew its lease [{}]",
+                evoflux_harness::lease::LEASE_LOST
+            ));
+            Exit::Failure
+        }
+        Ok((TurnEnd::Cancelled, _)) => {
+            eprintln!("interrupted; the session is saved: evoflux sessions resume {id}");
+            Exit::Interrupted
+        }
+    })
+}
+
+/// How a CLI front end opens its hosted session again (another process ran
+/// it, or its sources changed): on its process runtime, with the command
+/// line's model-call limit.
+#[derive(Debug)]
+pub(crate) struct CliFront {
+    app: evoflux_harness::AppContext,
+    processes: ProcessRuntime,
+    limits: Limits,
+}
+
+impl CliFront {
+    pub(crate) fn new(
+        out: &Output,
+        args: &SessionArgs,
+        processes: &ProcessRuntime,
+    ) -> anyhow::Result<CliFront> {
+        let dirs = match super::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(_) => anyhow::bail!("cannot resolve evoflux's directories"),
+        };
+        Ok(CliFront {
+            app: super::app_context(&dirs)?,
+            processes: processes.clone(),
+            limits: Limits {
+                model_calls_per_turn: args.max_model_calls,
+                ..Limits::default()
+            },
+        })
     }
+}
+
+impl HostFrontEnd for CliFront {
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>> {
+        Box::pin(async move {
+            let builder = reopen
+                .builder(&self.app, self.limits)
+                .processes(self.processes.clone());
+            Ok(builder.open().await?.harness)
+        })
+    }
+}
+
+/// A non-interactive front end's wiring: events to `events`, every
+/// approval refused with a reason the model reads.
+fn non_interactive(events: Arc<dyn EventSink>) -> HostWiring {
+    HostWiring::new(events, Some(Arc::new(NonInteractive)))
 }
 
 /// Why [`one_turn`] stopped a turn before its end.

@@ -25,15 +25,15 @@ use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
     ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder, HostError,
-    HostFrontEnd, HostOptions, HostWiring, Reopen, SessionHost, TurnEnd, TurnOptions,
+    HostOptions, HostWiring, SessionHost, TurnEnd, TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
 use tokio::sync::Notify;
 
 use super::run::{
-    AskApprover, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust, clip,
-    denied, event_sink, open, process_runtime, read_line, runtime, session_row, shutdown_signal,
-    terminate_signal,
+    AskApprover, CliFront, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust,
+    clip, denied, event_sink, open, process_runtime, read_line, runtime, session_row,
+    shutdown_signal, terminate_signal,
 };
 use crate::output::{Exit, Output};
 use complete::Completions;
@@ -160,30 +160,6 @@ impl Hosted {
     }
 }
 
-/// How the terminal opens its hosted session again (another process ran
-/// it, or its sources changed): on the chat's process runtime, with the
-/// command line's model-call limit.
-#[derive(Debug)]
-struct CliFront {
-    app: evoflux_harness::AppContext,
-    processes: ProcessRuntime,
-    limits: evoflux_harness::Limits,
-}
-
-impl HostFrontEnd for CliFront {
-    fn reopen<'a>(
-        &'a self,
-        reopen: Reopen<'a>,
-    ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
-        Box::pin(async move {
-            let builder = reopen
-                .builder(&self.app, self.limits)
-                .processes(self.processes.clone());
-            Ok(builder.open().await?.harness)
-        })
-    }
-}
-
 /// Opens the session `args` name, wired to a host whose events go to
 /// `events` and whose approvals `asker` puts to the user, and hosts it.
 async fn open_hosted(
@@ -223,14 +199,7 @@ async fn open_hosted(
             None
         }
     };
-    let front = Arc::new(CliFront {
-        app,
-        processes: processes.clone(),
-        limits: evoflux_harness::Limits {
-            model_calls_per_turn: args.max_model_calls,
-            ..evoflux_harness::Limits::default()
-        },
-    });
+    let front = Arc::new(CliFront::new(out, args, processes)?);
     let host = SessionHost::start(
         harness,
         wiring,
