@@ -94,13 +94,16 @@ pub const REOPEN_FAILED: &str = "session/reopen-failed";
 
 /// Approvals of one session, keyed by call id and shared by every client
 /// of it. The harness asks through it; whoever decides first wins.
-#[derive(Default)]
 pub struct ApprovalBroker {
     pending: Mutex<HashMap<String, oneshot::Sender<Decided>>>,
     /// The front end's own way to ask (a terminal prompt, an editor's
     /// permission request), raced against decisions made through
     /// [`ApprovalBroker::decide`].
     asker: Option<Arc<dyn Approver>>,
+    /// The session's cancellation: an asker that answers "cancel" (Ctrl-C
+    /// at a terminal's prompt) cancels the turn before its denial lets the
+    /// turn go on.
+    cancel: Arc<Notify>,
 }
 
 impl fmt::Debug for ApprovalBroker {
@@ -113,10 +116,11 @@ impl fmt::Debug for ApprovalBroker {
 }
 
 impl ApprovalBroker {
-    pub fn new(asker: Option<Arc<dyn Approver>>) -> ApprovalBroker {
+    fn new(asker: Option<Arc<dyn Approver>>, cancel: Arc<Notify>) -> ApprovalBroker {
         ApprovalBroker {
             pending: Mutex::new(HashMap::new()),
             asker,
+            cancel,
         }
     }
 
@@ -157,7 +161,16 @@ impl Approver for ApprovalBroker {
                 Some(asker) => {
                     tokio::select! {
                         decided = rx => decided.ok(),
-                        decided = asker.approve(request) => Some(decided),
+                        decided = asker.approve(request) => {
+                            if decided.by == crate::approval::DecidedBy::Cancellation {
+                                self.cancel.notify_waiters();
+                                // Hand control back once, so the turn's
+                                // cancellation (checked first) stops it
+                                // before the denied call's turn goes on.
+                                tokio::task::yield_now().await;
+                            }
+                            Some(decided)
+                        }
                     }
                 }
                 None => rx.await.ok(),
@@ -180,15 +193,19 @@ impl Approver for ApprovalBroker {
 pub struct HostWiring {
     events: Arc<dyn EventSink>,
     approvals: Arc<ApprovalBroker>,
+    /// What cancels the running turn (the host's, shared with the broker).
+    cancel: Arc<Notify>,
 }
 
 impl HostWiring {
     /// `asker` is the front end's own way to ask for approvals, if it has
     /// one; without it, approvals wait for [`SessionHost::decide`].
     pub fn new(events: Arc<dyn EventSink>, asker: Option<Arc<dyn Approver>>) -> HostWiring {
+        let cancel = Arc::new(Notify::new());
         HostWiring {
             events,
-            approvals: Arc::new(ApprovalBroker::new(asker)),
+            approvals: Arc::new(ApprovalBroker::new(asker, Arc::clone(&cancel))),
+            cancel,
         }
     }
 
@@ -324,7 +341,7 @@ struct Shared {
     wiring: HostWiring,
     options: HostOptions,
     busy: AtomicBool,
-    cancel: Notify,
+    cancel: Arc<Notify>,
     /// Bumped by [`SessionHost::refresh`]; the task applies the sources
     /// before a turn when it moved since it last did.
     generation: AtomicU64,
@@ -350,10 +367,10 @@ impl SessionHost {
         let shared = Arc::new(Shared {
             id: harness.session().id,
             store: harness.store().clone(),
+            cancel: Arc::clone(&wiring.cancel),
             wiring,
             options,
             busy: AtomicBool::new(false),
-            cancel: Notify::new(),
             generation: AtomicU64::new(0),
         });
         let sources = shared.options.sources.clone();

@@ -3,8 +3,8 @@
 //! At a terminal: a line editor with history per workspace, bracketed
 //! paste and completion ([`editor`]); the agent's words as streaming
 //! Markdown and numbered tool lines ([`view`]); slash commands
-//! ([`slash`]); Ctrl-C cancels the running turn through the harness's one
-//! cancellation path and returns to the prompt. With a pipe on stdin (or
+//! ([`slash`]); Ctrl-C cancels the running turn through the session host's
+//! one cancellation path and returns to the prompt. With a pipe on stdin (or
 //! `--json`) it stays a line-per-message reader for scripts. The session
 //! logic is the harness's; this module only reads keys and draws.
 
@@ -24,11 +24,10 @@ use evoflux_core::dirs::Dirs;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
-    ApprovalRequest, Approver, Event, EventSink, Harness, HarnessError, Holder, HostError,
-    HostOptions, HostWiring, SessionHost, TurnEnd, TurnOptions,
+    ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink, Harness, HarnessError, Holder,
+    HostError, HostOptions, HostWiring, SessionHost, TurnEnd, TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
-use tokio::sync::Notify;
 
 use super::run::{
     AskApprover, CliFront, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust,
@@ -69,7 +68,6 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
         }
         let style = Style::detect();
         let editor = LineEditor::start()?;
-        let cancel = Arc::new(Notify::new());
         let mut chat = Chat {
             out,
             dirs,
@@ -81,11 +79,9 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             view: Arc::new(ChatView::new(style)),
             approver: Arc::new(TerminalApprover {
                 editor: editor.clone(),
-                cancel: Arc::clone(&cancel),
             }),
             editor,
             processes: process_runtime(out)?,
-            cancel,
             holder: Holder::process("evoflux chat"),
         };
         let mut live = match chat.open(&args.session).await? {
@@ -135,8 +131,6 @@ struct Chat<'a> {
     approver: Arc<TerminalApprover>,
     editor: LineEditor,
     processes: ProcessRuntime,
-    /// Cancels the running turn (Ctrl-C at an approval prompt).
-    cancel: Arc<Notify>,
     /// This chat, as the leases of its turns name it.
     holder: Holder,
 }
@@ -363,7 +357,6 @@ impl Chat<'_> {
             }
             Err(e) => return Err(e.into()),
         };
-        let cancel = Arc::clone(&self.cancel);
         let mut quit = false;
         let ended = handle.ended();
         tokio::pin!(ended);
@@ -371,7 +364,6 @@ impl Chat<'_> {
             tokio::select! {
                 ended = &mut ended => break ended,
                 _ = tokio::signal::ctrl_c() => { live.host.cancel(); }
-                () = cancel.notified() => { live.host.cancel(); }
                 () = terminate_signal() => {
                     quit = true;
                     live.host.cancel();
@@ -749,7 +741,6 @@ fn diff(session: &evoflux_store::Session, style: Style) {
 #[derive(Debug)]
 struct TerminalApprover {
     editor: LineEditor,
-    cancel: Arc<Notify>,
 }
 
 impl Approver for TerminalApprover {
@@ -759,20 +750,16 @@ impl Approver for TerminalApprover {
     ) -> evoflux_harness::approval::ApprovalFuture<'a> {
         Box::pin(async move {
             eprintln!("{}", approval_question(request));
-            let decision = match self.editor.read("approve? ", ReadKind::Answer).await {
-                Read::Line(answer) => approval_answer(request, &answer),
-                Read::Interrupted => {
-                    self.cancel.notify_waiters();
-                    // Let the turn's cancellation (checked first) see the
-                    // notice before the denied call's turn goes on: a next
-                    // model call that answers without yielding would
-                    // otherwise finish the turn first.
-                    tokio::task::yield_now().await;
-                    denied(request)
-                }
-                Read::Eof => denied(request),
-            };
-            evoflux_harness::Decided::by_user(decision)
+            match self.editor.read("approve? ", ReadKind::Answer).await {
+                Read::Line(answer) => Decided::by_user(approval_answer(request, &answer)),
+                // Ctrl-C: the call is denied by the cancellation, which the
+                // session host carries out before the turn goes on.
+                Read::Interrupted => Decided {
+                    decision: denied(request),
+                    by: DecidedBy::Cancellation,
+                },
+                Read::Eof => Decided::by_user(denied(request)),
+            }
         })
     }
 }
