@@ -78,6 +78,27 @@ async fn http_events(
         .collect()
 }
 
+/// A session over HTTP whose first message asks for an approval, decided
+/// `decision` by this client; its events to the turn's end.
+async fn http_decided(server: &Server, model: &str, decision: &str) -> Vec<(String, Value)> {
+    let id = http_session(server, model, "go").await;
+    let asked = http_events(server, &id, None, |k| k == "approval_requested").await;
+    let call = asked.last().unwrap().2["call_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let decided = server
+        .post(
+            &format!("/api/sessions/{id}/approvals/{call}"),
+            json!({ "decision": decision }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), 202);
+    kinds_of(&http_events(server, &id, None, ends).await)
+}
+
 fn kinds_of(events: &[(u64, String, Value)]) -> Vec<(String, Value)> {
     events
         .iter()
@@ -128,23 +149,7 @@ async fn a_denied_call_reads_the_same_from_the_cli_and_over_http() {
         "http.yaml",
         &CALLS_SHELL.replace("__RESULT__", "denied"),
     );
-    let id = http_session(&server, &model, "go").await;
-    let asked = http_events(&server, &id, None, |k| k == "approval_requested").await;
-    let call = asked.last().unwrap().2["call_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let denied = server
-        .post(
-            &format!("/api/sessions/{id}/approvals/{call}"),
-            json!({"decision": "deny"}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(denied.status(), 202);
-    let http = http_events(&server, &id, None, ends).await;
-    let http = kinds_of(&http);
+    let http = http_decided(&server, &model, "deny").await;
     let decided = http.iter().find(|(k, _)| k == "approval_decided").unwrap();
     assert_eq!(decided.1["by"], "user");
 
@@ -196,21 +201,7 @@ async fn an_approved_call_reads_the_same_from_a_chat_and_over_http() {
         "http.yaml",
         &CALLS_SHELL.replace("__RESULT__", "made-it"),
     );
-    let id = http_session(&server, &model, "go").await;
-    let asked = http_events(&server, &id, None, |k| k == "approval_requested").await;
-    let call = asked.last().unwrap().2["call_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    server
-        .post(
-            &format!("/api/sessions/{id}/approvals/{call}"),
-            json!({"decision": "approve"}),
-        )
-        .send()
-        .await
-        .unwrap();
-    let http = kinds_of(&http_events(&server, &id, None, ends).await);
+    let http = http_decided(&server, &model, "approve").await;
 
     let expected = strs(&[
         "turn_started",

@@ -153,6 +153,29 @@ async fn hosted(yaml: &str, config: &str) -> Hosted {
     }
 }
 
+impl Hosted {
+    /// Submits `text`; the turn runs on.
+    async fn start(&self, text: &str) -> evoflux_harness::TurnHandle {
+        self.host
+            .submit(Some(text.to_owned()), TurnOptions::default())
+            .await
+            .unwrap()
+    }
+
+    /// Submits `text` and waits for the turn's end.
+    async fn say(&self, text: &str) -> Result<TurnEnd, HostError> {
+        self.start(text).await.ended().await
+    }
+
+    /// The call whose approval the running turn asks for, once asked.
+    async fn asked(&self) -> String {
+        match self.events.wait(EventKind::ApprovalRequested).await {
+            Event::ApprovalRequested { call_id, .. } => call_id,
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 fn position(kinds: &[EventKind], kind: EventKind) -> usize {
     kinds
         .iter()
@@ -177,16 +200,8 @@ turns:
         ASKS_FOR_SHELL,
     )
     .await;
-    let turn = h
-        .host
-        .submit(Some("build it".into()), TurnOptions::default())
-        .await
-        .unwrap();
-    let Event::ApprovalRequested { call_id, .. } =
-        h.events.wait(EventKind::ApprovalRequested).await
-    else {
-        unreachable!()
-    };
+    let turn = h.start("build it").await;
+    let call_id = h.asked().await;
     assert_eq!(h.host.pending_approvals(), std::slice::from_ref(&call_id));
     // Two clients decide; the first one wins.
     h.host
@@ -240,11 +255,7 @@ turns:
         "",
     )
     .await;
-    let turn = h
-        .host
-        .submit(Some("wait".into()), TurnOptions::default())
-        .await
-        .unwrap();
+    let turn = h.start("wait").await;
     h.events.wait(EventKind::ToolStarted).await;
     // One turn at a time: a second message is refused while it runs.
     let busy = h
@@ -285,14 +296,7 @@ turns:
         matches!(last, Some(Message::Tool { is_error: true, .. })),
         "{last:?}"
     );
-    let next = h
-        .host
-        .submit(Some("again".into()), TurnOptions::default())
-        .await
-        .unwrap()
-        .ended()
-        .await
-        .unwrap();
+    let next = h.say("again").await.unwrap();
     assert!(matches!(next, TurnEnd::Completed(ref o) if o.text == "Here again."));
     let ended_calls = h
         .events
@@ -317,16 +321,8 @@ turns:
         ASKS_FOR_SHELL,
     )
     .await;
-    let turn = h
-        .host
-        .submit(Some("build it".into()), TurnOptions::default())
-        .await
-        .unwrap();
-    let Event::ApprovalRequested { call_id, .. } =
-        h.events.wait(EventKind::ApprovalRequested).await
-    else {
-        unreachable!()
-    };
+    let turn = h.start("build it").await;
+    let call_id = h.asked().await;
     assert!(h.host.cancel());
     assert_eq!(turn.ended().await.unwrap(), TurnEnd::Cancelled);
     let decided = h.events.wait(EventKind::ApprovalDecided).await;
@@ -360,14 +356,7 @@ async fn a_failing_model_call_ends_the_turn_and_the_session_takes_the_next_messa
         "",
     )
     .await;
-    let failed = h
-        .host
-        .submit(Some("something else".into()), TurnOptions::default())
-        .await
-        .unwrap()
-        .ended()
-        .await
-        .unwrap_err();
+    let failed = h.say("something else").await.unwrap_err();
     let code = failed.code();
     let kinds = h.events.kinds();
     // `error`, then the turn's end with the same code, last.
@@ -379,13 +368,7 @@ async fn a_failing_model_call_ends_the_turn_and_the_session_takes_the_next_messa
     assert_eq!(ended, code);
     assert!(!h.host.is_busy());
     // Not refused as busy: the turn is over.
-    let again = h
-        .host
-        .submit(Some("hello".into()), TurnOptions::default())
-        .await
-        .unwrap()
-        .ended()
-        .await;
+    let again = h.say("hello").await;
     assert!(!matches!(again, Err(HostError::Busy)), "{again:?}");
     h.host.close().await;
 }
@@ -405,26 +388,12 @@ turns:
         "",
     )
     .await;
-    let asked = h
-        .host
-        .submit(Some("pick".into()), TurnOptions::default())
-        .await
-        .unwrap()
-        .ended()
-        .await
-        .unwrap();
+    let asked = h.say("pick").await.unwrap();
     let TurnEnd::Completed(asked) = asked else {
         panic!("cancelled")
     };
     assert_eq!(asked.status, TurnStatus::WaitingForInput);
-    let answered = h
-        .host
-        .submit(Some("blue".into()), TurnOptions::default())
-        .await
-        .unwrap()
-        .ended()
-        .await
-        .unwrap();
+    let answered = h.say("blue").await.unwrap();
     assert!(matches!(answered, TurnEnd::Completed(ref o) if o.text == "Blue it is."));
     h.host.close().await;
 }
@@ -498,14 +467,7 @@ async fn an_exclusive_operation_runs_between_turns_and_frees_the_session_when_it
         .unwrap();
     assert!(ran.content.contains("from-the-user"), "{}", ran.content);
     // Free at once: the next message is not refused as busy.
-    let next = h
-        .host
-        .submit(Some("after".into()), TurnOptions::default())
-        .await
-        .unwrap()
-        .ended()
-        .await
-        .unwrap();
+    let next = h.say("after").await.unwrap();
     assert!(matches!(next, TurnEnd::Completed(ref o) if o.text == "After."));
     h.host.close().await;
 }
