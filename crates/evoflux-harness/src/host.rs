@@ -319,12 +319,10 @@ struct Submitted {
 struct Exclusive {
     lease: Option<SessionLease>,
     f: Between,
-    /// Whether the session could be brought up to date (`f` runs only
-    /// then).
-    prepared: oneshot::Sender<Result<(), HostError>>,
     /// Told once the session is free again, so the caller's next message
-    /// is never refused as busy.
-    finished: oneshot::Sender<()>,
+    /// is never refused as busy: whether the session could be brought up
+    /// to date (`f` ran only then).
+    done: oneshot::Sender<Result<(), HostError>>,
 }
 
 enum Command {
@@ -442,8 +440,7 @@ impl SessionHost {
     {
         let lease = self.take().await?;
         let (tx, rx) = oneshot::channel();
-        let (prepared, ready) = oneshot::channel();
-        let (finished, free) = oneshot::channel();
+        let (done, free) = oneshot::channel();
         let command = Command::Exclusive(Box::new(Exclusive {
             lease,
             f: Box::new(move |harness: &mut Harness| {
@@ -451,16 +448,13 @@ impl SessionHost {
                     let _ = tx.send(f(harness).await);
                 })
             }),
-            prepared,
-            finished,
+            done,
         }));
         if let Err(mpsc::error::SendError(command)) = self.commands.send(command) {
             self.give_back(command).await;
             return Err(HostError::Closed);
         }
-        let prepared = ready.await.map_err(|_| HostError::Closed)?;
-        let _ = free.await;
-        prepared?;
+        free.await.map_err(|_| HostError::Closed)??;
         rx.await.map_err(|_| HostError::Closed)
     }
 
@@ -582,45 +576,24 @@ async fn run(
                     options,
                 )
                 .await;
-                front.turn_emitted().await;
-                if let Some(lease) = lease {
-                    release(lease).await;
-                }
-                shared.busy.store(false, Ordering::SeqCst);
-                front.turn_released();
+                free(&shared, front.as_ref(), lease).await;
                 let _ = done.send(ended);
             }
             Command::Exclusive(exclusive) => {
-                let Exclusive {
-                    mut lease,
-                    f,
-                    prepared,
-                    finished,
-                } = *exclusive;
-                match bring_up_to_date(
+                let Exclusive { mut lease, f, done } = *exclusive;
+                let prepared = bring_up_to_date(
                     &mut harness,
                     &shared,
                     front.as_ref(),
                     &mut applied,
                     &mut lease,
                 )
-                .await
-                {
-                    Ok(()) => {
-                        let _ = prepared.send(Ok(()));
-                        f(&mut harness).await;
-                    }
-                    Err(e) => {
-                        let _ = prepared.send(Err(e));
-                    }
+                .await;
+                if prepared.is_ok() {
+                    f(&mut harness).await;
                 }
-                front.turn_emitted().await;
-                if let Some(lease) = lease {
-                    release(lease).await;
-                }
-                shared.busy.store(false, Ordering::SeqCst);
-                front.turn_released();
-                let _ = finished.send(());
+                free(&shared, front.as_ref(), lease).await;
+                let _ = done.send(prepared);
             }
             Command::With(f) => f(&mut harness).await,
             Command::Close(done) => {
@@ -635,6 +608,17 @@ async fn run(
 
 /// One turn: the session brought up to date (another holder's turns,
 /// changed sources), then run until it ends or is cancelled.
+/// What ends every turn and exclusive operation: the front end stores what
+/// it emitted, the lease goes, and the session takes the next message.
+async fn free(shared: &Shared, front: &dyn HostFrontEnd, lease: Option<SessionLease>) {
+    front.turn_emitted().await;
+    if let Some(lease) = lease {
+        release(lease).await;
+    }
+    shared.busy.store(false, Ordering::SeqCst);
+    front.turn_released();
+}
+
 /// Brings the session up to date before it is run under `lease`: opened
 /// again when another holder ran it since (the lease is stale) or when its
 /// sources changed. Changed sources that do not open leave it on its own
