@@ -116,15 +116,18 @@ async fn main() {
     let model = format!("scripted:{}", script.display());
     let started = Instant::now();
     let latencies = Arc::new(std::sync::Mutex::new(Vec::<(f64, usize)>::new()));
+    let opens = Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
     let mut tasks = Vec::new();
     for _ in 0..sessions {
-        let (http, url, model, latencies) = (
+        let (http, url, model, latencies, opens) = (
             http.clone(),
             url.clone(),
             model.clone(),
             Arc::clone(&latencies),
+            Arc::clone(&opens),
         );
         tasks.push(tokio::spawn(async move {
+            let opening = Instant::now();
             let created: Value = http
                 .post(format!("{url}/api/sessions"))
                 .bearer_auth("bench-token")
@@ -142,6 +145,10 @@ async fn main() {
                 .send()
                 .await
                 .unwrap();
+            opens
+                .lock()
+                .unwrap()
+                .push(opening.elapsed().as_secs_f64() * 1000.0);
             let mut stream = response.bytes_stream();
             let mut buffer = String::new();
             for turn in 0..TURNS {
@@ -180,6 +187,8 @@ async fn main() {
         .iter()
         .map(|(ms, n)| ms / (*n).max(1) as f64)
         .collect();
+    let mut opens = opens.lock().unwrap().clone();
+    opens.sort_by(f64::total_cmp);
     turns.sort_by(f64::total_cmp);
     per_event.sort_by(f64::total_cmp);
     let total_turns = turns.len();
@@ -195,6 +204,11 @@ async fn main() {
         "turn latency (message posted -> turn_completed read): p50 {:.2} ms, p99 {:.2} ms",
         percentile(&turns, 0.5),
         percentile(&turns, 0.99)
+    );
+    println!(
+        "session open (created and its stream open): p50 {:.2} ms, p99 {:.2} ms",
+        percentile(&opens, 0.5),
+        percentile(&opens, 0.99)
     );
     println!(
         "per event: p50 {:.3} ms, p99 {:.3} ms",

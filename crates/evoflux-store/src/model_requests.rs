@@ -66,60 +66,31 @@ impl Store {
         reply_seq: u64,
         usage: &crate::Usage,
     ) -> Result<(), StoreError> {
-        let bodies = [
-            json(&parts.system, "request system")?,
-            json(&parts.tools, "request tools")?,
-            json(&parts.input, "request input")?,
-        ];
-        let hashes: Vec<String> = bodies
-            .iter()
-            .map(|b| sha256_hex(b.as_bytes()).to_string())
-            .collect();
-        let mut tx = self.pool.begin().await?;
-        for (hash, body) in hashes.iter().zip(&bodies) {
-            sqlx::query(
-                "INSERT INTO request_parts (sha256, body) VALUES ($1, $2) \
-                 ON CONFLICT (sha256) DO NOTHING",
-            )
-            .bind(hash)
-            .bind(body)
-            .execute(&mut *tx)
-            .await?;
-        }
-        sqlx::query(
-            "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
-             input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms, \
-             input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost_picousd) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(session.to_string())
-        .bind(&parts.day)
-        .bind(&hashes[0])
-        .bind(&hashes[1])
-        .bind(&hashes[2])
-        .bind(&parts.turn_input)
-        .bind(
-            parts
-                .turn_output_schema
-                .as_ref()
-                .map(|s| json(s, "request output schema"))
-                .transpose()?,
-        )
-        .bind(i64::try_from(reply_seq).unwrap_or(i64::MAX))
-        .bind(now_ms())
-        .bind(to_i64(usage.input_tokens)?)
-        .bind(to_i64(usage.cache_read_tokens)?)
-        .bind(to_i64(usage.cache_write_tokens)?)
-        .bind(to_i64(usage.output_tokens)?)
-        .bind(
-            (usage.unpriced_requests == 0)
-                .then(|| to_i64(usage.cost_usd.picos()))
-                .transpose()?,
-        )
-        .execute(&mut *tx)
-        .await?;
+        let mut tx = self.pool().begin().await?;
+        insert_request(&mut tx, session, parts, reply_seq, usage).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Records a model call whole, in one transaction: its `reply` joins the
+    /// transcript, what the call was given is kept for replay, and its
+    /// `usage` is added to the session's total (returned with the reply's
+    /// entry). One commit instead of three keeps a turn's writes few.
+    pub async fn record_model_call(
+        &self,
+        session: SessionId,
+        reply: &Message,
+        parts: &RequestParts,
+        usage: crate::Usage,
+    ) -> Result<RecordedCall, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool().begin().await?;
+        crate::store::touch(&mut tx, session, now).await?;
+        let entry = crate::store::insert_entry(&mut tx, session, reply, None, now).await?;
+        insert_request(&mut tx, session, parts, entry.seq, &usage).await?;
+        let total = crate::store::add_usage_in(&mut tx, session, usage).await?;
+        tx.commit().await?;
+        Ok(RecordedCall { entry, total })
     }
 
     /// The recorded calls of `sessions`, in the order they were made.
@@ -274,4 +245,86 @@ fn call_usage(row: &sqlx::any::AnyRow) -> Result<Option<crate::Usage>, StoreErro
         unpriced_requests: u64::from(cost.is_none()),
         ..crate::Usage::default()
     }))
+}
+
+/// The outcome of [`Store::record_model_call`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedCall {
+    /// The reply's transcript entry.
+    pub entry: crate::TranscriptEntry,
+    /// The session's usage total with the call's added.
+    pub total: crate::Usage,
+}
+
+/// Stores what a call was given (its parts once by hash) and the call's row,
+/// inside the caller's transaction.
+async fn insert_request(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    session: SessionId,
+    parts: &RequestParts,
+    reply_seq: u64,
+    usage: &crate::Usage,
+) -> Result<(), StoreError> {
+    let bodies = [
+        json(&parts.system, "request system")?,
+        json(&parts.tools, "request tools")?,
+        json(&parts.input, "request input")?,
+    ];
+    let hashes: Vec<String> = bodies
+        .iter()
+        .map(|b| sha256_hex(b.as_bytes()).to_string())
+        .collect();
+    // Every part in one statement; the same part twice (an empty input
+    // beside an empty tool list) goes in once.
+    let mut unique: Vec<(&str, &str)> = Vec::with_capacity(bodies.len());
+    for (hash, body) in hashes.iter().zip(&bodies) {
+        if !unique.iter().any(|(h, _)| *h == hash.as_str()) {
+            unique.push((hash, body));
+        }
+    }
+    let rows: Vec<String> = (0..unique.len())
+        .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+        .collect();
+    let sql = format!(
+        "INSERT INTO request_parts (sha256, body) VALUES {} ON CONFLICT (sha256) DO NOTHING",
+        rows.join(", ")
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (hash, body) in unique {
+        query = query.bind(hash).bind(body);
+    }
+    query.execute(&mut **tx).await?;
+    sqlx::query(
+        "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
+         input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms, \
+         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost_picousd) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(session.to_string())
+    .bind(&parts.day)
+    .bind(&hashes[0])
+    .bind(&hashes[1])
+    .bind(&hashes[2])
+    .bind(&parts.turn_input)
+    .bind(
+        parts
+            .turn_output_schema
+            .as_ref()
+            .map(|s| json(s, "request output schema"))
+            .transpose()?,
+    )
+    .bind(i64::try_from(reply_seq).unwrap_or(i64::MAX))
+    .bind(now_ms())
+    .bind(to_i64(usage.input_tokens)?)
+    .bind(to_i64(usage.cache_read_tokens)?)
+    .bind(to_i64(usage.cache_write_tokens)?)
+    .bind(to_i64(usage.output_tokens)?)
+    .bind(
+        (usage.unpriced_requests == 0)
+            .then(|| to_i64(usage.cost_usd.picos()))
+            .transpose()?,
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

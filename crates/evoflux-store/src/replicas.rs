@@ -475,33 +475,45 @@ impl Store {
             let (session, events) = batches[i];
             let key = session.to_string();
             crate::store::touch(&mut tx, session, now).await?;
-            let last: Option<i64> =
-                sqlx::query_scalar("SELECT MAX(id) FROM session_events WHERE session_id = $1")
-                    .bind(&key)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            let mut id = last.unwrap_or(0);
-            // Many rows per statement: a round trip per event is most of
-            // the cost of a small event.
+            // Many rows per statement, each numbered after the stream's
+            // last inside the statement itself: a round trip per event (or
+            // one to read the last id) is most of the cost of a small one.
+            let mut last = 0i64;
             for chunk in events.chunks(EVENTS_PER_INSERT) {
                 let rows: Vec<String> = (0..chunk.len())
                     .map(|r| {
-                        let p = 3 + r * 3;
-                        format!("($1, ${p}, ${}, ${}, $2)", p + 1, p + 2)
+                        let p = 3 + r * 2;
+                        format!("({}, ${p}, ${})", r + 1, p + 1)
                     })
                     .collect();
                 let sql = format!(
                     "INSERT INTO session_events (session_id, id, kind, data, created_at_ms) \
-                     VALUES {}",
+                     SELECT $1, m.last + v.column1, v.column2, v.column3, $2 \
+                     FROM (SELECT COALESCE(MAX(id), 0) AS last FROM session_events \
+                           WHERE session_id = $1) AS m, \
+                          (VALUES {}) AS v \
+                     RETURNING id",
                     rows.join(", ")
                 );
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&key).bind(now);
+                let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(now);
                 for (kind, data) in chunk {
-                    id += 1;
-                    query = query.bind(id).bind(*kind).bind(*data);
+                    query = query.bind(*kind).bind(*data);
                 }
-                query.execute(&mut *tx).await?;
+                let ids = query.fetch_all(&mut *tx).await?;
+                last = ids.into_iter().fold(last, i64::max);
             }
+            let id = match events.is_empty() {
+                false => last,
+                true => sqlx::query_scalar::<_, Option<i64>>(
+                    "SELECT MAX(id) FROM session_events WHERE session_id = $1",
+                )
+                .bind(&key)
+                .fetch_one(&mut *tx)
+                .await?
+                .unwrap_or(0),
+            };
             self.announce(&mut tx, EVENTS_CHANNEL, &key).await?;
             last_ids[i] = to_u64("event id", id)?;
         }

@@ -372,31 +372,12 @@ impl Store {
         message: &Message,
         artifact: Option<&serde_json::Value>,
     ) -> Result<TranscriptEntry, StoreError> {
-        let body = serde_json::to_string(message)
-            .map_err(|e| StoreError::corrupt("transcript body", e))?;
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
         touch(&mut tx, id, now).await?;
-        let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO transcript_entries (session_id, seq, role, body, artifact, created_at_ms)
-             SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5
-             FROM transcript_entries WHERE session_id = $1
-             RETURNING seq",
-        )
-        .bind(id.to_string())
-        .bind(EntryRole::of(message).as_str())
-        .bind(body)
-        .bind(artifact.map(|a| a.to_string()))
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
+        let entry = insert_entry(&mut tx, id, message, artifact, now).await?;
         tx.commit().await?;
-        Ok(TranscriptEntry {
-            seq: to_u64("transcript seq", seq)?,
-            created_at_ms: now,
-            message: message.clone(),
-            artifact: artifact.cloned(),
-        })
+        Ok(entry)
     }
 
     /// The whole transcript in order.
@@ -511,7 +492,6 @@ impl Store {
         &self,
         id: SessionId,
     ) -> Result<Vec<PendingInput>, StoreError> {
-        self.load(id).await?;
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {PENDING_COLUMNS} FROM pending_inputs
              WHERE session_id = $1 AND answered_at_ms IS NULL ORDER BY id"
@@ -519,42 +499,19 @@ impl Store {
         .bind(id.to_string())
         .fetch_all(&self.pool)
         .await?;
+        // Nothing pending is the common answer at a turn's start; only then
+        // is the session looked up, so an unknown one is an error.
+        if rows.is_empty() {
+            self.load(id).await?;
+        }
         rows.iter().map(pending_from_row).collect()
     }
 
     /// Adds one call's usage to the session total and returns the new total.
     pub async fn add_usage(&self, id: SessionId, usage: Usage) -> Result<Usage, StoreError> {
-        let now = now_ms();
         let mut tx = self.pool.begin().await?;
-        touch(&mut tx, id, now).await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO usage_totals (session_id, {USAGE_COLUMNS})
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             ON CONFLICT (session_id) DO UPDATE SET
-                requests = usage_totals.requests + excluded.requests,
-                input_tokens = usage_totals.input_tokens + excluded.input_tokens,
-                output_tokens = usage_totals.output_tokens + excluded.output_tokens,
-                cache_read_tokens = usage_totals.cache_read_tokens + excluded.cache_read_tokens,
-                cache_write_tokens = usage_totals.cache_write_tokens + excluded.cache_write_tokens,
-                projected_results = usage_totals.projected_results + excluded.projected_results,
-                projection_saved_chars = usage_totals.projection_saved_chars + excluded.projection_saved_chars,
-                cost_picousd = usage_totals.cost_picousd + excluded.cost_picousd,
-                unpriced_requests = usage_totals.unpriced_requests + excluded.unpriced_requests
-             RETURNING {USAGE_COLUMNS}"
-        )))
-        .bind(id.to_string())
-        .bind(to_i64(usage.requests)?)
-        .bind(to_i64(usage.input_tokens)?)
-        .bind(to_i64(usage.output_tokens)?)
-        .bind(to_i64(usage.cache_read_tokens)?)
-        .bind(to_i64(usage.cache_write_tokens)?)
-        .bind(to_i64(usage.projected_results)?)
-        .bind(to_i64(usage.projection_saved_chars)?)
-        .bind(to_i64(usage.cost_usd.picos())?)
-        .bind(to_i64(usage.unpriced_requests)?)
-        .fetch_one(&mut *tx)
-        .await?;
-        let total = usage_from_row(&row)?;
+        touch(&mut tx, id, now_ms()).await?;
+        let total = add_usage_in(&mut tx, id, usage).await?;
         tx.commit().await?;
         Ok(total)
     }
@@ -620,6 +577,76 @@ impl Store {
         .await?;
         usage_from_row(&row)
     }
+}
+
+/// Appends `message` to `id`'s transcript inside the caller's transaction
+/// (which touched the session). The sequence number is taken inside the
+/// insert itself, so two writers never get the same one.
+pub(crate) async fn insert_entry(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: SessionId,
+    message: &Message,
+    artifact: Option<&serde_json::Value>,
+    now: i64,
+) -> Result<TranscriptEntry, StoreError> {
+    let body =
+        serde_json::to_string(message).map_err(|e| StoreError::corrupt("transcript body", e))?;
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO transcript_entries (session_id, seq, role, body, artifact, created_at_ms)
+         SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5
+         FROM transcript_entries WHERE session_id = $1
+         RETURNING seq",
+    )
+    .bind(id.to_string())
+    .bind(EntryRole::of(message).as_str())
+    .bind(body)
+    .bind(artifact.map(|a| a.to_string()))
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(TranscriptEntry {
+        seq: to_u64("transcript seq", seq)?,
+        created_at_ms: now,
+        message: message.clone(),
+        artifact: artifact.cloned(),
+    })
+}
+
+/// Adds one call's `usage` to `id`'s total inside the caller's transaction
+/// (which touched the session) and returns the new total.
+pub(crate) async fn add_usage_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: SessionId,
+    usage: Usage,
+) -> Result<Usage, StoreError> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO usage_totals (session_id, {USAGE_COLUMNS})
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (session_id) DO UPDATE SET
+            requests = usage_totals.requests + excluded.requests,
+            input_tokens = usage_totals.input_tokens + excluded.input_tokens,
+            output_tokens = usage_totals.output_tokens + excluded.output_tokens,
+            cache_read_tokens = usage_totals.cache_read_tokens + excluded.cache_read_tokens,
+            cache_write_tokens = usage_totals.cache_write_tokens + excluded.cache_write_tokens,
+            projected_results = usage_totals.projected_results + excluded.projected_results,
+            projection_saved_chars = usage_totals.projection_saved_chars + excluded.projection_saved_chars,
+            cost_picousd = usage_totals.cost_picousd + excluded.cost_picousd,
+            unpriced_requests = usage_totals.unpriced_requests + excluded.unpriced_requests
+         RETURNING {USAGE_COLUMNS}"
+    )))
+    .bind(id.to_string())
+    .bind(to_i64(usage.requests)?)
+    .bind(to_i64(usage.input_tokens)?)
+    .bind(to_i64(usage.output_tokens)?)
+    .bind(to_i64(usage.cache_read_tokens)?)
+    .bind(to_i64(usage.cache_write_tokens)?)
+    .bind(to_i64(usage.projected_results)?)
+    .bind(to_i64(usage.projection_saved_chars)?)
+    .bind(to_i64(usage.cost_usd.picos())?)
+    .bind(to_i64(usage.unpriced_requests)?)
+    .fetch_one(&mut **tx)
+    .await?;
+    usage_from_row(&row)
 }
 
 /// Bumps `updated_at_ms` inside the caller's transaction, failing with

@@ -592,6 +592,66 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
     assert_eq!(count("request_parts").await, 3);
 }
 
+/// A model call is stored whole: its reply joins the transcript, the
+/// request is kept against that entry, and the usage is added — and an
+/// unknown session stores none of it.
+async fn a_model_call_is_recorded_whole_in_one_write(t: Target) {
+    let store = t.open().await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    store
+        .append_message(s.id, &Message::user("hello"))
+        .await
+        .unwrap();
+    let parts = evoflux_store::RequestParts {
+        day: "2026-12-06".into(),
+        system: vec![evoflux_store::SystemPart {
+            owner: "agent-prompt".into(),
+            text: "You are a lead.".into(),
+        }],
+        tools: Vec::new(),
+        input: Vec::new(),
+        turn_input: Some("hello".into()),
+        turn_output_schema: None,
+    };
+    let usage = Usage {
+        requests: 1,
+        input_tokens: 10,
+        output_tokens: 2,
+        ..Usage::default()
+    };
+    let reply = Message::Assistant {
+        content: "hi".into(),
+        tool_calls: Vec::new(),
+        provider_items: Vec::new(),
+    };
+    let first = store
+        .record_model_call(s.id, &reply, &parts, usage)
+        .await
+        .unwrap();
+    assert_eq!(first.entry.seq, 2);
+    assert_eq!(first.total, usage);
+    let second = store
+        .record_model_call(s.id, &reply, &parts, usage)
+        .await
+        .unwrap();
+    assert_eq!(second.entry.seq, 3);
+    assert_eq!(second.total.input_tokens, 20);
+    assert_eq!(store.transcript(s.id).await.unwrap().len(), 3);
+    let recorded = store.model_requests(&[s.id]).await.unwrap();
+    let seqs: Vec<u64> = recorded.iter().map(|r| r.reply_seq).collect();
+    assert_eq!(seqs, [2, 3]);
+    assert_eq!(recorded[0].parts, parts);
+    // The empty tool list and the empty input are one part.
+    assert_eq!(store.row_counts().await.unwrap()["request_parts"], 2);
+    let gone: SessionId = "019b76da-a800-7000-8000-0000000000ff".parse().unwrap();
+    let err = store
+        .record_model_call(gone, &reply, &parts, usage)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, evoflux_store::StoreError::SessionNotFound(id) if id == gone));
+    assert!(store.model_requests(&[gone]).await.unwrap().is_empty());
+}
+
 /// Two schedulers on one database (two replicas) race for the same thirty
 /// occurrences: each is claimed exactly once.
 async fn two_schedulers_claim_each_occurrence_once(t: Target) {
@@ -836,4 +896,5 @@ on_both_backends!(
     a_session_keeps_its_model_and_a_switch_is_persisted,
     approval_grants_reach_their_session_or_their_workspace,
     model_requests_keep_parts_once_in_call_order_and_go_with_their_session,
+    a_model_call_is_recorded_whole_in_one_write,
 );

@@ -235,21 +235,11 @@ impl Harness {
         };
         answer.paused = stop == evoflux_model::StopReason::Paused;
         self.pipeline.after_model(&self.ctx(), &completion);
-        let reply_seq = self.recorder.append(message, None).await?;
         let call_usage = self.call_usage(usage.unwrap_or_default(), &stats, self.price.as_ref());
-        // What the request carried is for export and replay; failing to
-        // keep it must not fail the turn whose reply is already stored.
-        if let Err(e) = self
-            .recorder
-            .store
-            .record_model_request(self.session.id, &sent, reply_seq, &call_usage)
-            .await
-        {
-            tracing::warn!(error = %e, "cannot record the model request for replay");
-        }
+        // The reply, what the request carried (for export and replay) and
+        // the call's usage are stored together.
         self.recorder
-            .store
-            .add_usage(self.session.id, call_usage)
+            .record_reply(message, &sent, call_usage)
             .await?;
         self.usage.recorded(&call_usage);
         self.emit(&Event::ModelCallCompleted {

@@ -103,6 +103,21 @@ impl Recorder {
         Ok(entry.seq)
     }
 
+    /// Stores a model call's `reply` with what the call was given and its
+    /// usage, in one transaction, and adds the reply to the conversation.
+    pub(crate) async fn record_reply(
+        &mut self,
+        reply: Message,
+        sent: &evoflux_store::RequestParts,
+        usage: evoflux_store::Usage,
+    ) -> Result<(), HarnessError> {
+        self.store
+            .record_model_call(self.session_id, &reply, sent, usage)
+            .await?;
+        self.messages.push(reply);
+        Ok(())
+    }
+
     /// Persists a tool result (with its metadata beside it) and emits the
     /// matching event with exactly that metadata.
     pub(crate) async fn record(
