@@ -180,7 +180,7 @@ pub enum Event {
     McpServer {
         server: String,
         owner: String,
-        state: String,
+        state: McpServerState,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
@@ -520,6 +520,48 @@ impl ToolStatus {
     }
 }
 
+/// Where an MCP server a session may use stands. Closed: a client shows
+/// each state its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpServerState {
+    /// Spawning or connecting, handshaking, listing tools.
+    Starting,
+    /// Initialized with its tools listed: its tools are offered.
+    Ready,
+    /// Could not start, or its connection ended; `error` says why.
+    Failed,
+    /// Not running (never started, or stopped).
+    Stopped,
+    /// Listed but never started (legacy `sse`).
+    Skipped,
+    /// Not started until its plugin's required credentials are set.
+    NeedsCredentials,
+    /// The agent names a server no source defines.
+    Missing,
+}
+
+impl McpServerState {
+    /// The state as the wire spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpServerState::Starting => "starting",
+            McpServerState::Ready => "ready",
+            McpServerState::Failed => "failed",
+            McpServerState::Stopped => "stopped",
+            McpServerState::Skipped => "skipped",
+            McpServerState::NeedsCredentials => "needs-credentials",
+            McpServerState::Missing => "missing",
+        }
+    }
+}
+
+impl std::fmt::Display for McpServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a worker's result met its recipe's result contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -575,6 +617,25 @@ pub enum CallPurpose {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_mcp_server_state_is_spelled_as_serde_writes_it() {
+        use super::McpServerState as S;
+        for state in [
+            S::Starting,
+            S::Ready,
+            S::Failed,
+            S::Stopped,
+            S::Skipped,
+            S::NeedsCredentials,
+            S::Missing,
+        ] {
+            assert_eq!(
+                serde_json::to_value(state).unwrap(),
+                serde_json::Value::from(state.as_str())
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::Harness;
 use crate::connection_search::{self as search, SearchCall};
 use crate::error::HarnessError;
-use crate::events::{Event, ToolResult};
+use crate::events::{Event, McpServerState, ToolResult};
 use crate::prepared::{Executor, PreparedKind};
 
 /// The session's view of the application's MCP servers.
@@ -93,7 +93,7 @@ impl Harness {
                 self.emit(&Event::McpServer {
                     server: name.clone(),
                     owner: "global".into(),
-                    state: "missing".into(),
+                    state: McpServerState::Missing,
                     error: Some("no MCP runtime is attached to this session".into()),
                 });
             }
@@ -104,7 +104,7 @@ impl Harness {
                 self.emit(&Event::McpServer {
                     server: name.clone(),
                     owner: "global".into(),
-                    state: "missing".into(),
+                    state: McpServerState::Missing,
                     error: Some(e.to_string()),
                 });
             }
@@ -162,10 +162,7 @@ impl Harness {
                 changes.push(Event::McpServer {
                     server: status.name.clone(),
                     owner: status.owner.label(),
-                    state: serde_json::to_value(status.state)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
+                    state: state_of(status.state),
                     error: now.1.clone(),
                 });
                 self.mcp.states.insert(key, now);
@@ -394,5 +391,18 @@ fn granted(
         ServerOwner::Plugin { installation, .. } => {
             installations.contains(installation) || listed()
         }
+    }
+}
+
+/// A server's lifecycle state as the event protocol names it.
+fn state_of(state: ServerState) -> McpServerState {
+    use ServerState as S;
+    match state {
+        S::Starting => McpServerState::Starting,
+        S::Ready => McpServerState::Ready,
+        S::Failed => McpServerState::Failed,
+        S::Stopped => McpServerState::Stopped,
+        S::Skipped => McpServerState::Skipped,
+        S::NeedsCredentials => McpServerState::NeedsCredentials,
     }
 }
