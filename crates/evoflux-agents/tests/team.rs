@@ -441,3 +441,41 @@ fn workers_from_the_graph_follow_audience_rules() {
     assert!(d.has_code("worker/quarantined") && d.has_code("worker/ignored"));
     assert_eq!(cat.specs.len(), 13);
 }
+
+#[test]
+fn a_member_file_named_like_a_worker_warns_that_it_shadows_it() {
+    use evoflux_agents::team::{MEMBER_SHADOWS_WORKER, members_shadowing_workers};
+    let f = Fixture::new();
+    // `tester` is a framework worker a Coding lead can dispatch.
+    f.write(
+        "agents/coding/tester.md",
+        "---\nrole: member\ndescription: Our tests\n---\nTest.\n",
+    );
+    // Overriding a built-in member changes nothing about which worker is
+    // reachable: the built-in `coder` member already takes that name.
+    f.write("agents/coding/coder.md", "---\nrole: member\n---\n");
+    // Work leads dispatch no workers.
+    f.write("agents/tester.md", "---\nrole: member\n---\n");
+    let graph = f.graph();
+    let workers = load_workers(
+        &graph,
+        &ToolCatalog::from_graph(&graph),
+        &mut Diagnostics::new(),
+    )
+    .unwrap();
+    let coding = load_agents(&graph, AppMode::Coding, &mut Diagnostics::new());
+    let warned = members_shadowing_workers(&coding, &workers);
+    assert_eq!(warned.codes(), [MEMBER_SHADOWS_WORKER], "{warned:?}");
+    let d = &warned.as_slice()[0];
+    assert_eq!(d.severity, evoflux_core::Severity::Warning);
+    assert!(
+        d.locator
+            .file
+            .as_ref()
+            .is_some_and(|p| p.ends_with("agents/coding/tester.md")),
+        "{d:?}"
+    );
+    assert_eq!(d.locator.slot.as_deref(), Some("agents/coding/tester"));
+    let work = load_agents(&graph, AppMode::Work, &mut Diagnostics::new());
+    assert!(members_shadowing_workers(&work, &workers).is_empty());
+}

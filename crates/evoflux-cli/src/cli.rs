@@ -6,6 +6,16 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use evoflux_core::AppMode;
 
+/// Every exit code of `evoflux run`, for its `--help`.
+const RUN_EXIT_CODES: &str = "Exit codes:
+  0    the turn completed
+  1    the turn failed or stopped at a limit, a worker's result missed its contract, or evoflux could not do its job (I/O, the model's server)
+  2    the command line is wrong (an unknown flag, a missing value)
+  3    an input to fix: the sources, config.toml, an agent, the output schema, a workspace for a Work session
+  4    the session waits for an answer (give it with --session ID \"answer\")
+  5    another process runs a turn on the session
+  130  stopped by Ctrl-C or SIGTERM";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "evoflux",
@@ -73,6 +83,7 @@ pub enum Command {
         command: crate::commands::fleet::FleetCommand,
     },
     /// Run one task non-interactively and exit: 0 done, 1 failed (or a worker result missed its contract), 4 waiting for an answer.
+    #[command(after_help = RUN_EXIT_CODES)]
     Run(crate::commands::run::RunArgs),
     /// Chat with the lead interactively: streaming text, tool activity, questions, approvals.
     Chat(crate::commands::chat::ChatArgs),

@@ -315,3 +315,34 @@ fn a_resolver_model_decides_at_its_own_price_and_resolver_off_makes_no_side_call
     assert!(stderr.contains("config/provider-unknown"), "{stderr}");
     assert!(stderr.contains("skills.resolver_model"), "{stderr}");
 }
+
+/// A call that fails after its usage came (an empty reply, which the wire
+/// refuses as `model/empty-reply`) was still served and billed: its usage
+/// counts with the session's, like every call the server answered.
+#[test]
+fn a_failed_call_s_usage_still_counts() {
+    let fake = FakeModel::answering(|_| String::new());
+    let s = Sandbox::new();
+    let provider = format!(
+        "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+        fake.url
+    );
+    s.user("config.toml", &provider);
+    let out = run(&s, &["--json", "run", "--model", "fake:m", "first"]);
+    assert!(!out.status.success());
+    let ev = events(&out);
+    let codes: Vec<&str> = of_type(&ev, "error")
+        .iter()
+        .filter_map(|e| e["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"model/empty-reply"), "{codes:?}");
+    let id = session_id(&ev);
+    let calls = fake.take().len();
+    assert!(calls >= 1);
+    let shown = s.json(&["--json", "sessions", "show", &id]);
+    assert_eq!(
+        shown["usage"]["requests"],
+        u64::try_from(calls).unwrap(),
+        "every call the server answered counts"
+    );
+}

@@ -4,13 +4,17 @@
 //! exported as a script and replayed green in a fresh checkout; changing a
 //! skill's body or a tool's description makes the replay report the
 //! divergence at the right step with a diff naming where it is; a
-//! credential value in a tool result never reaches the script.
+//! credential value in a tool result never reaches the script. A session
+//! recorded on a real provider (a loopback OpenAI-compatible server) replays
+//! with the context window and resolver decisions it had; a member's
+//! changed prompt is reported as that member's diff.
 
 mod common;
 
 use std::path::Path;
 use std::process::Output;
 
+use common::fake_model::FakeModel;
 use common::{Sandbox, git_repo, run, run_ok, script, session_id};
 use serde_json::Value;
 
@@ -467,4 +471,142 @@ fn a_script_naming_a_url_a_bad_commit_or_placeholder_is_refused() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The fake server's answer: the skill resolver's question (its system
+/// prompt names the stage) gets a decision loading `build-fixer`, every
+/// other request "done".
+fn resolves_build_fixer(body: &Value) -> String {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    if system.contains("skill-resolution stage") {
+        r#"{"skill_name": "build-fixer", "confidence": 0.95, "reason": "a build to fix"}"#
+            .to_owned()
+    } else {
+        "done".to_owned()
+    }
+}
+
+#[test]
+fn a_session_recorded_on_a_provider_with_a_context_window_replays_exactly() {
+    let fake = FakeModel::answering(resolves_build_fixer);
+    let s = Sandbox::new();
+    s.project("skills/build-fixer/SKILL.md", SKILL);
+    // A small window: the skill catalog gets 8% of it, far less than a
+    // provider with no known window gets.
+    s.user(
+        "config.toml",
+        &format!(
+            "[providers.fake]\nkind = \"openai\"\nbase_url = \"{}\"\ncontext_window = 3000\n",
+            fake.url
+        ),
+    );
+    git_repo(&s);
+    s.trust();
+    let ev = run_ok(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--mode",
+            "coding",
+            "--model",
+            "fake:m",
+            "the build is broken",
+        ],
+    );
+    let id = session_id(&ev);
+    let file = s.tmp.path().join("real.yaml");
+    let file = file.to_str().unwrap();
+    let exported = s.json(&["--json", "sessions", "export", &id, "--as-script", file]);
+    assert_eq!(exported["steps"], 1);
+    let text = std::fs::read_to_string(file).unwrap();
+    // What shaped the prompt is in the script.
+    for fact in [
+        "context_window: 3000",
+        "catalog_budget_bytes: 240",
+        "resolver: speculative",
+        "resolved: build-fixer",
+        "model: fake:m",
+    ] {
+        assert!(text.contains(fact), "{fact}: {text}");
+    }
+    // The recorded prompt carried the resolver's load of the skill.
+    assert!(text.contains("FIXER-BODY"), "{text}");
+
+    // Replayed with the recorded window and decision: the catalog and the
+    // loaded skill are as recorded, and no real model is asked.
+    fake.take();
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    let r = report(&out);
+    assert!(
+        out.status.success(),
+        "{r}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(r["divergence"], Value::Null);
+    assert_eq!(r["matched"], 1);
+    assert_eq!(fake.take(), Vec::<String>::new());
+}
+
+#[test]
+fn a_member_s_changed_prompt_is_reported_as_that_member_s_diff() {
+    let s = Sandbox::new();
+    let member = "---\nrole: member\ndescription: Mine.\n---\nMINE-PROMPT: read the plan first.\n";
+    s.project("agents/mine.md", member);
+    let lead = script(
+        &s,
+        "lead.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: mine, message: "do it"}}
+  - expect: {user: {contains: "do it"}}
+    reply: {text: "mine did it"}
+  - expect: {tool_result: {contains: "mine did it"}}
+    reply: {text: "done"}
+"#,
+    );
+    let ev = run_ok(&s, &["--json", "run", "--model", &lead, "go"]);
+    let id = session_id(&ev);
+    let file = s.tmp.path().join("team-prompt.yaml");
+    let file = file.to_str().unwrap();
+    s.json(&["--json", "sessions", "export", &id, "--as-script", file]);
+
+    // The member's own prompt changes: its call, step 2, diverges, and
+    // the diff is of its prompt, not of the lead's next request.
+    s.project(
+        "agents/mine.md",
+        &member.replace("read the plan first", "write the plan first"),
+    );
+    let out = run(&s, &["--json", "sessions", "replay", file]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = &report(&out)["divergence"];
+    assert_eq!(d["step"], 2, "{d}");
+    assert_eq!(d["session"], "child1 (mine)", "{d}");
+    assert_eq!(d["part"], "system_prompt", "{d}");
+    let diff = d["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-MINE-PROMPT: read the plan first."),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("+MINE-PROMPT: write the plan first."),
+        "{diff}"
+    );
+    // That one line is all that changed: the diff is not of the lead's.
+    let changed = diff
+        .lines()
+        .filter(|l| {
+            (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("+++")
+                && !l.starts_with("---")
+        })
+        .count();
+    assert_eq!(changed, 2, "{diff}");
 }

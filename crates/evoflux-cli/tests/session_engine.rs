@@ -263,3 +263,181 @@ turns:
     let info = s.json(&["--json", "info", "--mode", "coding"]);
     assert!(!info.to_string().contains("run_it"), "{info}");
 }
+
+/// `--workspace` without `--mode` is where the agent works: a Coding
+/// session on the named folder, whose files the agent's tools see.
+#[test]
+fn a_named_workspace_without_a_mode_is_where_the_agent_works() {
+    let s = Sandbox::new();
+    let notes = s.tmp.path().join("notes");
+    s.write(notes.join("todo.txt"), "buy milk\n");
+    let model = script(
+        &s,
+        "look.yaml",
+        "turns:\n  - reply:\n      tool_calls:\n        - {name: ls, arguments: {path: .}}\n  - expect: {tool_result: {contains: todo.txt}}\n    reply: {text: seen}\n",
+    );
+    let notes_arg = notes.display().to_string();
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--workspace",
+            &notes_arg,
+            "--model",
+            &model,
+            "what is here?",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    let started = of_type(&ev, "session_started");
+    assert_eq!(started[0]["mode"], "coding", "{:#?}", started[0]);
+    assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "seen");
+}
+
+/// A workspace named for a Work session, asked for or resumed, is refused
+/// (exit 3, saying what to write) rather than silently dropped.
+#[test]
+fn a_workspace_for_a_work_session_is_refused_with_what_to_write() {
+    let s = Sandbox::new();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let repo = s.repo().display().to_string();
+    let out = run(
+        &s,
+        &[
+            "run",
+            "--mode",
+            "work",
+            "--workspace",
+            &repo,
+            "--model",
+            &model,
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("leave out --mode work"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&s, &["--json", "run", "--model", &model, "hello"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ev = events(&out);
+    assert_eq!(of_type(&ev, "session_started")[0]["mode"], "work");
+    let id = session_id(&ev);
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "sessions",
+            "resume",
+            &id,
+            "--workspace",
+            &repo,
+            "again",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // The resumed Work session keeps its own folder; the named one is
+    // refused with the same words.
+    assert!(
+        stderr(&out).contains("leave out --mode work"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `--output-schema` naming a missing or broken file is input to fix:
+/// exit 3 with a diagnostic naming the file, before any session opens.
+#[test]
+fn a_missing_or_broken_output_schema_exits_3_naming_the_file() {
+    let s = Sandbox::new();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let missing = s.tmp.path().join("nope.schema.json");
+    let missing_arg = missing.display().to_string();
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--model",
+            &model,
+            "--output-schema",
+            &missing_arg,
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(common::stderr_codes(&out), ["run/output-schema-unreadable"]);
+    assert!(
+        stderr(&out).contains("nope.schema.json"),
+        "{}",
+        stderr(&out)
+    );
+    let broken = s.write(s.tmp.path().join("broken.json"), "{\n  \"type\": \n");
+    let broken_arg = broken.display().to_string();
+    let out = run(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--model",
+            &model,
+            "--output-schema",
+            &broken_arg,
+            "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(common::stderr_codes(&out), ["run/output-schema-invalid"]);
+    assert!(
+        of_type(&events(&out), "session_started").is_empty(),
+        "no session opens"
+    );
+}
+
+/// `--max-model-calls 0` cannot mean "one": it is refused as a usage
+/// error; `run --help` lists every exit code.
+#[test]
+fn zero_model_calls_is_refused_and_help_lists_every_exit_code() {
+    let s = Sandbox::new();
+    let out = run(&s, &["run", "--max-model-calls", "0", "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--max-model-calls"),
+        "{}",
+        stderr(&out)
+    );
+    let help = run(&s, &["run", "--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    for code in ["0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "130 "] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(code)),
+            "exit code {code}missing from run --help:\n{text}"
+        );
+    }
+}
+
+/// A user's own file for the lead that does not load is reported (exit 3
+/// with its diagnostic), never replaced in silence by the built-in lead it
+/// would have shadowed.
+#[test]
+fn a_broken_file_for_the_lead_is_reported_not_passed_over() {
+    let s = Sandbox::new();
+    s.project(
+        "agents/evoflux.md",
+        "---\nrole: lead\ntools_opt_out: [unclosed\n---\nbroken\n",
+    );
+    s.trust();
+    let model = script(&s, "hi.yaml", "turns:\n  - reply: {text: hi}\n");
+    let out = run(&s, &["--json", "run", "--model", &model, "hello"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("frontmatter/yaml-invalid"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(of_type(&events(&out), "turn_completed").is_empty());
+}

@@ -20,6 +20,7 @@ pub mod lock;
 pub mod mode;
 pub mod nesting;
 pub mod placeholder;
+pub mod prerequisite;
 pub mod price;
 pub mod private;
 pub mod secret_name;

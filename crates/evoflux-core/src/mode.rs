@@ -24,6 +24,19 @@ impl AppMode {
     /// Every mode, in a fixed order.
     pub const ALL: [AppMode; 2] = [AppMode::Work, AppMode::Coding];
 
+    /// The mode a new session opens in: the one `requested`, else Coding
+    /// when workspaces are named (the folders the user named are where the
+    /// agent is to work, and a Work session's workspace is its own folder),
+    /// else Work. Every way of opening a session (the CLI, the server, a
+    /// schedule) takes its mode from this one rule.
+    pub const fn for_new_session(requested: Option<AppMode>, workspaces_named: bool) -> AppMode {
+        match (requested, workspaces_named) {
+            (Some(mode), _) => mode,
+            (None, true) => AppMode::Coding,
+            (None, false) => AppMode::Work,
+        }
+    }
+
     /// The canonical lowercase name.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -64,6 +77,20 @@ impl FromStr for AppMode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_session_is_coding_when_workspaces_are_named_and_no_mode_is() {
+        assert_eq!(AppMode::for_new_session(None, false), AppMode::Work);
+        assert_eq!(AppMode::for_new_session(None, true), AppMode::Coding);
+        assert_eq!(
+            AppMode::for_new_session(Some(AppMode::Work), true),
+            AppMode::Work
+        );
+        assert_eq!(
+            AppMode::for_new_session(Some(AppMode::Coding), false),
+            AppMode::Coding
+        );
+    }
 
     #[test]
     fn parses_case_insensitively_and_trimmed() {

@@ -7,12 +7,16 @@
 //! answer from an empty one: a contract with code steps in a repository
 //! that declares no registry is *not set up yet* (one diagnostic naming
 //! every id it needs), while a registry that lacks an id makes the
-//! contract *invalid* (one diagnostic per step).
+//! contract *invalid* (one diagnostic per step). A registry declared in a
+//! repository that awaits trust is a third answer
+//! ([`bind_awaiting_trust`]): a fleet that needs it is told to trust the
+//! repository, before any of its steps runs.
 
 use std::collections::BTreeSet;
 
 use evoflux_core::{Diagnostic, Diagnostics};
 
+use crate::catalog::RegistryState;
 use crate::commands::{CommandRegistry, REMEDY, list};
 use crate::contract::{FleetContract, FleetStep, LoopCheck, loop_check_position};
 use crate::render::whole_token_placeholder;
@@ -30,12 +34,36 @@ pub mod codes {
     pub const GATE_COMMAND_PATH: &str = "fleet/gate-command-path";
     /// A step names an agent that is no worker recipe.
     pub const AGENT_UNKNOWN: &str = "fleet/agent-unknown";
+    /// The registry is declared in a repository the user has not trusted,
+    /// and the fleet needs it (a command, or a worker that requires
+    /// `verify`).
+    pub const REGISTRY_AWAITING_TRUST: &str = "fleet/commands-awaiting-trust";
 }
 
 /// Checks every agent a contract names (agent steps, loop halves, gate
 /// authors, plan architects and rosters) against `known`, the worker
 /// recipe ids; one diagnostic per unknown name, with its field.
 pub fn bind_fleet_agents(contract: &FleetContract, known: &[String]) -> Diagnostics {
+    agent_fields(contract)
+        .into_iter()
+        .filter(|(_, agent)| !known.iter().any(|k| k == agent))
+        .map(|(field, agent)| {
+            Diagnostic::error(
+                codes::AGENT_UNKNOWN,
+                format!(
+                    "'{agent}' is not a worker recipe (the workers are: {})",
+                    list(known)
+                ),
+            )
+            .with_file(&contract.path)
+            .with_field(field)
+        })
+        .collect()
+}
+
+/// Every agent a contract names, with the field that names it, in step
+/// order.
+fn agent_fields(contract: &FleetContract) -> Vec<(String, &str)> {
     let mut named: Vec<(String, &str)> = Vec::new();
     for step in &contract.steps {
         match step {
@@ -60,20 +88,58 @@ pub fn bind_fleet_agents(contract: &FleetContract, known: &[String]) -> Diagnost
         }
     }
     named
-        .into_iter()
-        .filter(|(_, agent)| !known.iter().any(|k| k == agent))
-        .map(|(field, agent)| {
-            Diagnostic::error(
-                codes::AGENT_UNKNOWN,
-                format!(
-                    "'{agent}' is not a worker recipe (the workers are: {})",
-                    list(known)
-                ),
-            )
-            .with_file(&contract.path)
-            .with_field(field)
-        })
-        .collect()
+}
+
+/// One error when `registry` awaits trust and the contract needs it: the
+/// first command it runs or, for a contract that runs none, the first
+/// agent it names among `checking_agents` (the workers that cannot open
+/// without the registry: they require `verify`). Empty otherwise. The
+/// catalog passes no agents (it knows no recipes); the harness, which
+/// does, passes them, so a fleet whose verifier would be refused after
+/// its coder has already edited is refused before anything runs.
+pub fn bind_awaiting_trust(
+    contract: &FleetContract,
+    registry: &RegistryState,
+    checking_agents: &[String],
+) -> Diagnostics {
+    let RegistryState::AwaitingTrust { path, repository } = registry else {
+        return Diagnostics::new();
+    };
+    let commands = uses(contract);
+    let (field, needs) = match commands.first() {
+        Some(u) => (
+            u.field.clone(),
+            format!(
+                "this fleet runs command '{}' from the check commands of",
+                u.command
+            ),
+        ),
+        None => match agent_fields(contract)
+            .into_iter()
+            .find(|(_, agent)| checking_agents.iter().any(|k| k == agent))
+        {
+            Some((field, agent)) => (
+                field,
+                format!("worker '{agent}' requires `verify`, which runs the check commands of"),
+            ),
+            None => return Diagnostics::new(),
+        },
+    };
+    Diagnostics::from(vec![
+        Diagnostic::error(
+            codes::REGISTRY_AWAITING_TRUST,
+            format!(
+                "{needs} {} ({}), and they are not loaded until the repository is trusted: \
+                 nothing would check the work; review and trust it with `evoflux trust {}`, \
+                 then run the fleet",
+                repository.display(),
+                path.display(),
+                repository.display()
+            ),
+        )
+        .with_file(&contract.path)
+        .with_field(field),
+    ])
 }
 
 /// One use of a registered command: where, which, with what.

@@ -6,16 +6,20 @@
 //!
 //! Every fleet is parsed and checked here, once: the contract, its graph,
 //! its write boundaries and its commands against the repository's command
-//! registry. An invalid fleet stays listed with its diagnostics (so
+//! registry (which may be declared and still wait for `evoflux trust`:
+//! [`RegistryState::AwaitingTrust`]). An invalid fleet stays listed with its diagnostics (so
 //! `evoflux fleet validate` can show them) and is never planned or run.
 
 use std::path::{Path, PathBuf};
 
 use evoflux_core::{Diagnostic, Diagnostics};
-use evoflux_graph::{Binding, CompiledGraph, Layer, SlotKind};
+use evoflux_graph::candidate::AppRoot;
+use evoflux_graph::compose::CompositionEntry;
+use evoflux_graph::slot::{PathClass, classify};
+use evoflux_graph::{Binding, CompiledGraph, Layer, Owner, SlotKind};
 use serde::Serialize;
 
-use crate::bind::bind_fleet_commands;
+use crate::bind::{bind_awaiting_trust, bind_fleet_commands};
 use crate::commands::{CommandRegistry, RegistryError};
 use crate::contract::{FleetContract, parse_fleet_contract};
 
@@ -71,13 +75,25 @@ pub enum RegistryState {
     Loaded(CommandRegistry),
     /// It exists and does not parse; its diagnostic names file and field.
     Invalid(Diagnostic),
+    /// It exists in a repository the user has not trusted (or it changed
+    /// since): declared, but nothing runs it until `evoflux trust`. Kept
+    /// apart from [`Missing`](Self::Missing) so a fleet that needs it is
+    /// told to trust the repository, not to declare what is declared.
+    AwaitingTrust {
+        /// The withheld `fleets/commands.yaml`.
+        path: PathBuf,
+        /// The repository that holds it, which `evoflux trust` names.
+        repository: PathBuf,
+    },
 }
 
 impl RegistryState {
     pub fn registry(&self) -> Option<&CommandRegistry> {
         match self {
             RegistryState::Loaded(r) => Some(r),
-            RegistryState::Missing | RegistryState::Invalid(_) => None,
+            RegistryState::Missing
+            | RegistryState::Invalid(_)
+            | RegistryState::AwaitingTrust { .. } => None,
         }
     }
 }
@@ -102,7 +118,7 @@ pub fn command_registry(graph: &CompiledGraph) -> RegistryState {
         .iter()
         .find(|n| n.slot.kind == SlotKind::FleetCommands)
     else {
-        return RegistryState::Missing;
+        return withheld_registry(graph).unwrap_or(RegistryState::Missing);
     };
     let path = match graph.binding(&node.source_id).map(|b| &b.binding) {
         Some(Binding::File { path, .. }) => path.clone(),
@@ -119,6 +135,38 @@ pub fn command_registry(graph: &CompiledGraph) -> RegistryState {
         Ok(r) => RegistryState::Loaded(r),
         Err(e) => RegistryState::Invalid(e.to_diagnostic()),
     }
+}
+
+/// The registry the compile withheld because its repository awaits trust
+/// (the composition lists it `awaiting-trust`), if any.
+fn withheld_registry(graph: &CompiledGraph) -> Option<RegistryState> {
+    graph.composition.entries.iter().find_map(|e| match e {
+        CompositionEntry::AwaitingTrust { source } => {
+            let PathClass::Slot { slot, .. } = classify(&source.logical_path) else {
+                return None;
+            };
+            if slot.kind != SlotKind::FleetCommands {
+                return None;
+            }
+            let path = source.file()?.to_path_buf();
+            let repository = match &source.owner {
+                // A project root is `<repository>/.evoflux`.
+                Owner::Application {
+                    root: AppRoot::Project,
+                    path: root,
+                    ..
+                } => root.parent().map(Path::to_path_buf),
+                Owner::Application { .. } | Owner::Framework { .. } | Owner::Plugin { .. } => None,
+            }
+            .unwrap_or_else(|| {
+                evoflux_core::trust::repository_root(path.parent().unwrap_or(&path))
+            });
+            Some(RegistryState::AwaitingTrust { path, repository })
+        }
+        CompositionEntry::Shadowed { .. }
+        | CompositionEntry::Disabled { .. }
+        | CompositionEntry::Layered { .. } => None,
+    })
 }
 
 /// Loads every fleet of `graph` and the builtin ones it does not shadow.
@@ -196,6 +244,11 @@ fn check(
         match registry {
             RegistryState::Invalid(d) if !crate::bind::fleet_command_ids(c).is_empty() => {
                 diagnostics.push(d.clone());
+            }
+            // Its agents are the harness's to judge (it knows which
+            // workers need `verify`); its commands are judged here.
+            RegistryState::AwaitingTrust { .. } => {
+                diagnostics.extend(bind_awaiting_trust(c, registry, &[]));
             }
             RegistryState::Invalid(_) | RegistryState::Missing | RegistryState::Loaded(_) => {
                 diagnostics.extend(bind_fleet_commands(c, registry.registry()));

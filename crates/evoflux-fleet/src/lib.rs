@@ -49,7 +49,7 @@ pub mod render;
 pub mod run;
 pub mod writes;
 
-pub use bind::{bind_fleet_agents, bind_fleet_commands, fleet_command_ids};
+pub use bind::{bind_awaiting_trust, bind_fleet_agents, bind_fleet_commands, fleet_command_ids};
 pub use boundary::{
     BoundaryEntryError, BoundaryError, WRITE_BOUNDARY_MAX_ENTRIES, WriteBoundary,
     describe_write_boundary, normalize_write_boundary, normalize_write_boundary_entry,

@@ -140,3 +140,56 @@ fn every_agent_a_contract_names_is_checked_against_the_workers_with_its_field() 
         ]
     );
 }
+
+#[test]
+fn a_registry_awaiting_trust_is_named_with_its_repository_and_the_remedy() {
+    use evoflux_fleet::{RegistryState, bind_awaiting_trust};
+    let awaiting = RegistryState::AwaitingTrust {
+        path: "/work/repo/.evoflux/fleets/commands.yaml".into(),
+        repository: "/work/repo".into(),
+    };
+    // A contract that runs commands: its first command is named.
+    let d = bind_awaiting_trust(&valid(&doc(V3)), &awaiting, &[]);
+    assert_eq!(d.codes(), [codes::REGISTRY_AWAITING_TRUST]);
+    let first = &d.as_slice()[0];
+    assert_eq!(
+        first.locator.field.as_deref(),
+        Some("steps.suite.check.command")
+    );
+    assert!(
+        first
+            .message
+            .contains("/work/repo/.evoflux/fleets/commands.yaml"),
+        "{}",
+        first.message
+    );
+    assert!(
+        first.message.contains("`evoflux trust /work/repo`"),
+        "{}",
+        first.message
+    );
+    // One that runs none needs the registry only through a worker that
+    // requires `verify`.
+    let agents_only = valid(&doc(V1));
+    assert!(bind_awaiting_trust(&agents_only, &awaiting, &[]).is_empty());
+    assert!(bind_awaiting_trust(&agents_only, &awaiting, &["tester".to_owned()]).is_empty());
+    let d = bind_awaiting_trust(&agents_only, &awaiting, &["verifier".to_owned()]);
+    assert_eq!(d.codes(), [codes::REGISTRY_AWAITING_TRUST]);
+    assert_eq!(
+        d.as_slice()[0].locator.field.as_deref(),
+        Some("steps.check.agent")
+    );
+    assert!(
+        d.as_slice()[0]
+            .message
+            .contains("'verifier' requires `verify`")
+    );
+    // A registry that is loaded or missing is not waiting for anything.
+    let loaded = RegistryState::Loaded(registry(
+        "version: 1\ncommands:\n  test:\n    argv: [cargo, test]\n",
+    ));
+    for state in [RegistryState::Missing, loaded] {
+        let d = bind_awaiting_trust(&valid(&doc(V3)), &state, &["verifier".to_owned()]);
+        assert!(d.is_empty(), "{}", d.render_human());
+    }
+}

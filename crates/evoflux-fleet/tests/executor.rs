@@ -14,9 +14,9 @@ use std::time::Duration;
 use evoflux_core::price::Usd;
 use evoflux_fleet::run::{
     AgentError, AgentOutcome, AgentRequest, AgentRunner, ContractOutcome, Executor, ExecutorConfig,
-    FailureReason, FileJournal, LoopReason, MemoryJournal, NodeOutcome, NodeStatus,
-    ProcessCommandRunner, RunFuture, RunJournal, RunReport, RunStatus, SkipReason, Verdict,
-    Workdir,
+    FailureReason, FileJournal, JournalEntry, JournalError, LoopReason, MemoryJournal, NodeOutcome,
+    NodeStatus, ProcessCommandRunner, RunFuture, RunJournal, RunReport, RunStatus, SkipReason,
+    Verdict, Workdir,
 };
 use evoflux_fleet::{CommandRegistry, ExecutionPlan, compile_fleet_plan};
 
@@ -1573,4 +1573,268 @@ async fn an_untouched_green_verification_is_not_re_run() {
     assert!(report.revalidated.is_empty());
     assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 1);
     assert_eq!(report.status, RunStatus::Succeeded);
+}
+
+// --------------------------------------------------------- ignored paths
+
+/// Commits a `.gitignore` holding `patterns` to the repository.
+fn ignore(repo: &Repo, patterns: &str) {
+    std::fs::write(repo.root.join(".gitignore"), patterns).unwrap();
+    git(&repo.root, &["add", ".gitignore"]);
+    git(&repo.root, &["commit", "-q", "-m", "ignore"]);
+}
+
+#[tokio::test]
+async fn a_write_into_an_ignored_path_outside_the_boundary_is_caught_and_removed() {
+    let repo = Repo::new();
+    ignore(&repo, "dist/\n*.log\n.fleet-state/\n");
+    let agent = Arc::new(FakeAgent::with(&[(
+        "build",
+        writes(&[
+            ("src/x.rs", "x\n"),
+            // Ignored, inside the boundary: kept, as any path there.
+            ("src/trace.log", "t\n"),
+            // Ignored, outside it.
+            ("dist/bundle.js", "evil()\n"),
+            ("debug.log", "d\n"),
+        ]),
+    )]));
+    // The run's own state, ignored inside the checkout, is never blamed.
+    let config = ExecutorConfig::new(&repo.root, repo.root.join(".fleet-state"));
+    let report = executor(plan(BOUNDED), &agent, config)
+        .run("r1")
+        .await
+        .unwrap();
+    let r = report.receipt("build").unwrap();
+    assert_eq!(failure(&report, "build"), FailureReason::WriteBoundary);
+    assert_eq!(r.boundary_violations, ["debug.log", "dist/bundle.js"]);
+    match &r.outcome {
+        NodeOutcome::Failed { message, .. } => {
+            assert!(message.contains("rolled back"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The node created them, so deleting them is the whole rollback.
+    assert!(!repo.root.join("dist").exists());
+    assert!(repo.read("debug.log").is_none());
+    assert_eq!(repo.read("src/x.rs").as_deref(), Some("x\n"));
+    assert_eq!(repo.read("src/trace.log").as_deref(), Some("t\n"));
+}
+
+#[tokio::test]
+async fn a_changed_ignored_file_outside_the_boundary_fails_the_step_and_is_named() {
+    let repo = Repo::new();
+    ignore(&repo, "build/\n");
+    std::fs::create_dir_all(repo.root.join("build")).unwrap();
+    std::fs::write(repo.root.join("build/cache.bin"), "old\n").unwrap();
+    let agent = Arc::new(FakeAgent::with(&[(
+        "build",
+        writes(&[("build/cache.bin", "poisoned\n"), ("build/new.o", "o\n")]),
+    )]));
+    let report = executor(plan(BOUNDED), &agent, repo.config())
+        .run("r1")
+        .await
+        .unwrap();
+    let r = report.receipt("build").unwrap();
+    assert_eq!(failure(&report, "build"), FailureReason::WriteBoundary);
+    assert_eq!(r.boundary_violations, ["build/cache.bin", "build/new.o"]);
+    match &r.outcome {
+        NodeOutcome::Failed { message, .. } => {
+            assert!(message.contains("ignored by git"), "{message}");
+            assert!(message.contains("build/cache.bin"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // No snapshot held the old content: nothing is half undone.
+    assert_eq!(repo.read("build/cache.bin").as_deref(), Some("poisoned\n"));
+    assert_eq!(repo.read("build/new.o").as_deref(), Some("o\n"));
+}
+
+#[tokio::test]
+async fn an_ignored_write_in_a_worktree_is_caught_like_one_in_the_main_checkout() {
+    let repo = Repo::new();
+    ignore(&repo, "*.log\n");
+    let mut agent = FakeAgent::with(&[
+        ("code", writes(&[("src/c.rs", "c\n"), ("notes.log", "n\n")])),
+        ("docs", writes(&[("docs/d.md", "d\n")])),
+    ]);
+    agent.delay = Duration::from_millis(50);
+    let agent = Arc::new(agent);
+    let report = executor(plan(PARALLEL), &agent, repo.config())
+        .run("r1")
+        .await
+        .unwrap();
+    let r = report.receipt("code").unwrap();
+    assert_eq!(r.workdir, Workdir::Worktree);
+    assert_eq!(failure(&report, "code"), FailureReason::WriteBoundary);
+    assert_eq!(r.boundary_violations, ["notes.log"]);
+    assert_eq!(repo.read("src/c.rs").as_deref(), Some("c\n"));
+}
+
+// --------------------------------------------------------------- commits
+
+const COMMITTING: &str = "---
+version: 3
+name: ship
+maxWorkers: 1
+onFailure: stop
+steps:
+  - {id: build, agent: coder, scope: workspace, dependencies: []}
+  - {id: commit, kind: code, command: commit, scope: workspace, dependencies: [build], commitFrom: [build]}
+  - {id: after, agent: verifier, scope: readonly, dependencies: [commit]}
+---
+Ship it.
+";
+
+fn commit_config(repo: &Repo) -> ExecutorConfig {
+    let mut config = repo.config();
+    // git reads no configuration of the real home.
+    config.parent_env = vec![
+        (OsString::from("PATH"), std::env::var_os("PATH").unwrap()),
+        (OsString::from("HOME"), repo.state.clone().into_os_string()),
+    ];
+    config
+}
+
+fn commit_registry() -> CommandRegistry {
+    CommandRegistry::parse(
+        Path::new("fleets/commands.yaml"),
+        "version: 1\ncommands:\n  commit:\n    argv: [git, commit, -a, -m, '{{commitMessage}}']\n",
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_commit_step_with_nothing_to_commit_is_not_a_failure() {
+    let repo = Repo::new();
+    let agent = Arc::new(FakeAgent::default());
+    let report = executor(plan(COMMITTING), &agent, commit_config(&repo))
+        .with_registry(commit_registry())
+        .run("r1")
+        .await
+        .unwrap();
+    assert_eq!(skip(&report, "commit"), SkipReason::NothingToCommit);
+    assert_eq!(
+        SkipReason::NothingToCommit.code(),
+        "fleet/nothing-to-commit"
+    );
+    let r = report.receipt("commit").unwrap();
+    assert!(r.command.is_none(), "{r:?}");
+    assert!(r.output.as_deref().unwrap().contains("nothing to commit"));
+    // Its dependents go on, and the run succeeds.
+    assert_eq!(outcome(&report, "after"), &NodeOutcome::Succeeded);
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(git(&repo.root, &["log", "--oneline"]).lines().count(), 1);
+
+    // With something to commit, the command runs and commits it.
+    let agent = Arc::new(FakeAgent::with(&[(
+        "build",
+        writes(&[("src/lib.rs", "pub fn b() {}\n")]),
+    )]));
+    let report = executor(plan(COMMITTING), &agent, commit_config(&repo))
+        .with_registry(commit_registry())
+        .run("r2")
+        .await
+        .unwrap();
+    assert_eq!(outcome(&report, "commit"), &NodeOutcome::Succeeded);
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(
+        git(&repo.root, &["log", "-1", "--format=%s"]).trim(),
+        "evoflux fleet ship: commit"
+    );
+}
+
+// ------------------------------------------------- a kill during a merge
+
+/// A journal that dies right after journalling a merge, as a run killed
+/// while writing the merged paths into the main checkout would.
+#[derive(Debug)]
+struct DieAtMerge {
+    inner: Arc<FileJournal>,
+}
+
+impl RunJournal for DieAtMerge {
+    fn append<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> RunFuture<'a, Result<(), JournalError>> {
+        Box::pin(async move {
+            self.inner.append(run_id, entry).await?;
+            match entry {
+                JournalEntry::Merging { .. } => Err(JournalError::Other("killed".to_owned())),
+                _ => Ok(()),
+            }
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> RunFuture<'a, Result<Vec<JournalEntry>, JournalError>> {
+        self.inner.load(run_id)
+    }
+}
+
+#[tokio::test]
+async fn a_kill_during_a_merge_leaves_no_half_written_paths_after_the_resume() {
+    let repo = Repo::new();
+    let journal = Arc::new(FileJournal::new(repo.state.join("runs")));
+    let first = Arc::new(FakeAgent::with(&[
+        (
+            "code",
+            writes(&[("src/lib.rs", "pub fn c() {}\n"), ("src/c.rs", "c\n")]),
+        ),
+        ("docs", writes(&[("docs/d.md", "d\n")])),
+    ]));
+    let err = Executor::new(
+        plan(PARALLEL),
+        Arc::clone(&first) as Arc<dyn AgentRunner>,
+        Arc::new(ProcessCommandRunner),
+        Arc::new(DieAtMerge {
+            inner: Arc::clone(&journal),
+        }) as Arc<dyn RunJournal>,
+        repo.config(),
+    )
+    .run("m")
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), "fleet/journal-io");
+    // Killed mid-write: one path of the merge is there, one is torn.
+    std::fs::write(repo.root.join("src/c.rs"), "c\n").unwrap();
+    std::fs::write(repo.root.join("src/lib.rs"), "pub f").unwrap();
+
+    // On the second attempt the coder only changes src/lib.rs.
+    let second = Arc::new(FakeAgent::with(&[
+        ("code", writes(&[("src/lib.rs", "pub fn c2() {}\n")])),
+        ("docs", writes(&[("docs/d.md", "d\n")])),
+    ]));
+    let report = Executor::new(
+        plan(PARALLEL),
+        Arc::clone(&second) as Arc<dyn AgentRunner>,
+        Arc::new(ProcessCommandRunner),
+        Arc::clone(&journal) as Arc<dyn RunJournal>,
+        repo.config(),
+    )
+    .run("m")
+    .await
+    .unwrap();
+    assert_eq!(report.status, RunStatus::Succeeded, "{report:#?}");
+    assert!(report.interrupted.contains(&"code".to_owned()));
+    // The interrupted merge was put back before the node ran again: what
+    // it half wrote is gone, and only the second attempt's work is there.
+    assert!(repo.read("src/c.rs").is_none());
+    assert_eq!(repo.read("src/lib.rs").as_deref(), Some("pub fn c2() {}\n"));
+    assert_eq!(repo.read("docs/d.md").as_deref(), Some("d\n"));
+    assert_eq!(
+        report.receipt("code").unwrap().files_changed,
+        ["src/lib.rs"]
+    );
+    let entries = journal.load("m").await.unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| matches!(e, JournalEntry::MergeUndone { node } if node == "code"))
+    );
+    assert_eq!(git(&repo.root, &["worktree", "list"]).lines().count(), 1);
 }

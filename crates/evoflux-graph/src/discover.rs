@@ -478,6 +478,7 @@ pub fn slot_of_logical_path(logical_path: &str) -> Option<Slot> {
         PathClass::Slot { slot, .. } => Some(slot),
         PathClass::McpServers
         | PathClass::SkillResource
+        | PathClass::EvalResource
         | PathClass::RunArtifact
         | PathClass::InvalidName { .. }
         | PathClass::Unsupported => None,
@@ -563,7 +564,7 @@ fn discover_full(root: &Root, sink: &mut Sink<'_>) {
                 sink.push(root, slot, rel, Backing::File { path, format });
             }
             PathClass::McpServers => discover_mcp(root, &path, sink),
-            PathClass::SkillResource | PathClass::RunArtifact => {}
+            PathClass::SkillResource | PathClass::EvalResource | PathClass::RunArtifact => {}
             PathClass::InvalidName { code, message } => {
                 sink.diags
                     .push(Diagnostic::error(code, message).with_file(&path));

@@ -5,8 +5,9 @@
 //!
 //! ```yaml
 //! prompt: Add a CHANGELOG entry for the fix
-//! mode: coding                 # default work
+//! mode: coding                 # default work (coding with `worker`)
 //! lead: evoflux                # optional: the mode's default lead
+//! worker: scout                # or: this worker recipe alone, not a team
 //! model: scripted:fix.yaml     # optional; relative to this file; --model wins
 //! output_schema: {type: object, required: [summary]}   # optional
 //! expect:
@@ -39,6 +40,12 @@ pub struct EvalDefinition {
     pub mode: EvalMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead: Option<String>,
+    /// A worker recipe run alone in place of a team (never with `lead`):
+    /// a recipe is tested as a fleet's agent step runs it, held to its
+    /// result contract, not only through a lead that may or may not
+    /// dispatch it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
     /// `provider:model`; a `scripted:` path is relative to the eval's file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -47,6 +54,25 @@ pub struct EvalDefinition {
     pub output_schema: Option<Value>,
     #[serde(default)]
     pub expect: EvalExpect,
+}
+
+/// What an eval runs, read from `lead` and `worker` (which [`parse`]
+/// never lets an eval give both of).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalTarget<'a> {
+    /// The mode's team under this lead (`None`: the mode's default lead).
+    Lead(Option<&'a str>),
+    /// This worker recipe alone (Coding mode, where recipes run).
+    Worker(&'a str),
+}
+
+impl EvalDefinition {
+    pub fn target(&self) -> EvalTarget<'_> {
+        match (&self.worker, &self.lead) {
+            (Some(worker), _) => EvalTarget::Worker(worker),
+            (None, lead) => EvalTarget::Lead(lead.as_deref()),
+        }
+    }
 }
 
 /// The mode an eval runs in (the written form of [`AppMode`]).
@@ -92,7 +118,9 @@ pub struct EvalExpect {
     pub text_contains: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text_not_contains: Vec<String>,
-    /// Whether the workers the run dispatched met their result contracts.
+    /// Whether the workers the run dispatched met their result contracts;
+    /// for a `worker` eval, whether that worker met its own (unset: it
+    /// must).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contract: Option<ContractExpect>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -112,7 +140,15 @@ pub enum ContractExpect {
     Unmet,
 }
 
-const FIELDS: [&str; 6] = ["prompt", "mode", "lead", "model", "output_schema", "expect"];
+const FIELDS: [&str; 7] = [
+    "prompt",
+    "mode",
+    "lead",
+    "worker",
+    "model",
+    "output_schema",
+    "expect",
+];
 const EXPECT_FIELDS: [&str; 11] = [
     "tools_called",
     "tools_not_called",
@@ -180,7 +216,10 @@ pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<EvalD
     if !shape_ok {
         return None;
     }
-    let def: EvalDefinition = match serde_json::from_value(value) {
+    // A worker runs where recipes run: Coding mode, unless it says
+    // otherwise (and is refused below).
+    let mode_given = map.contains_key("mode");
+    let mut def: EvalDefinition = match serde_json::from_value(value) {
         Ok(d) => d,
         Err(e) => {
             diags.push(
@@ -190,6 +229,10 @@ pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<EvalD
         }
     };
     let before = diags.count(evoflux_core::Severity::Error);
+    if def.worker.is_some() && !mode_given {
+        def.mode = EvalMode::Coding;
+    }
+    check_target(&def, &err, diags);
     if def.prompt.trim().is_empty() {
         diags.push(err(
             "eval/prompt-empty",
@@ -221,6 +264,57 @@ pub fn parse(path: &Path, value: Value, diags: &mut Diagnostics) -> Option<EvalD
         ));
     }
     (diags.count(evoflux_core::Severity::Error) == before).then_some(def)
+}
+
+/// `worker` runs one recipe alone: not with a lead, not with an
+/// `output_schema` (a recipe's answer is held to its result contract),
+/// and only in Coding mode.
+fn check_target(
+    def: &EvalDefinition,
+    err: &dyn Fn(&'static str, &str, String) -> Diagnostic,
+    diags: &mut Diagnostics,
+) {
+    let Some(worker) = &def.worker else {
+        return;
+    };
+    if worker.trim().is_empty() {
+        diags.push(err(
+            "eval/field-invalid",
+            "worker",
+            "`worker` names a worker recipe (see `evoflux workers list`); it must not be empty"
+                .into(),
+        ));
+    }
+    if let Some(lead) = &def.lead {
+        diags.push(err(
+            "eval/field-conflict",
+            "worker",
+            format!(
+                "`worker: {worker}` runs that recipe alone and `lead: {lead}` runs a team; keep one"
+            ),
+        ));
+    }
+    if def.output_schema.is_some() {
+        diags.push(err(
+            "eval/field-conflict",
+            "output_schema",
+            format!(
+                "`worker: {worker}` answers in its recipe's result contract, which `expect.contract` \
+                 checks; `output_schema` is for a lead's turn: remove it"
+            ),
+        ));
+    }
+    match def.mode {
+        EvalMode::Coding => {}
+        EvalMode::Work => diags.push(err(
+            "eval/field-conflict",
+            "mode",
+            format!(
+                "worker recipes run in Coding mode and `worker: {worker}` is given with \
+                 `mode: work`; remove `mode` or write `mode: coding`"
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -267,6 +361,53 @@ mod tests {
         assert_eq!(
             check(json!({"prompt": "x", "output_schema": {"type": 5}})).1,
             ["eval/schema-invalid"]
+        );
+    }
+
+    #[test]
+    fn a_worker_eval_runs_the_recipe_alone_in_coding_mode() {
+        let (def, codes) = check(json!({"prompt": "look", "worker": "scout"}));
+        assert!(codes.is_empty(), "{codes:?}");
+        let def = def.unwrap();
+        assert_eq!(def.mode, EvalMode::Coding);
+        assert_eq!(def.target(), EvalTarget::Worker("scout"));
+        let (def, _) = check(json!({"prompt": "look", "lead": "evoflux"}));
+        assert_eq!(def.unwrap().target(), EvalTarget::Lead(Some("evoflux")));
+        let (def, _) = check(json!({"prompt": "look"}));
+        assert_eq!(def.unwrap().target(), EvalTarget::Lead(None));
+    }
+
+    #[test]
+    fn a_worker_with_a_lead_a_schema_or_work_mode_is_refused() {
+        let fields = |v: Value| {
+            let mut d = Diagnostics::new();
+            let def = parse(Path::new("evals/x.yaml"), v, &mut d);
+            assert!(def.is_none());
+            d.iter()
+                .map(|d| {
+                    (
+                        d.code.to_string(),
+                        d.locator.field.clone().unwrap_or_default(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let conflict = |field: &str| ("eval/field-conflict".to_owned(), field.to_owned());
+        assert_eq!(
+            fields(json!({"prompt": "x", "worker": "scout", "lead": "evoflux"})),
+            [conflict("worker")]
+        );
+        assert_eq!(
+            fields(json!({"prompt": "x", "worker": "scout", "output_schema": {"type": "object"}})),
+            [conflict("output_schema")]
+        );
+        assert_eq!(
+            fields(json!({"prompt": "x", "worker": "scout", "mode": "work"})),
+            [conflict("mode")]
+        );
+        assert_eq!(
+            fields(json!({"prompt": "x", "worker": " "})),
+            [("eval/field-invalid".to_owned(), "worker".to_owned())]
         );
     }
 }

@@ -500,6 +500,19 @@ impl CompiledGraph {
         self.nodes.iter().find(|n| &n.slot == slot)
     }
 
+    /// The diagnostics located on `slot`. A file the composer could not
+    /// select (broken front matter, an invalid schedule) has no node, so
+    /// these are all a command asked for that name has to show instead of
+    /// "not found".
+    pub fn slot_diagnostics(&self, slot: &Slot) -> Diagnostics {
+        let name = slot.to_string();
+        self.diagnostics
+            .iter()
+            .filter(|d| d.locator.slot.as_deref() == Some(name.as_str()))
+            .cloned()
+            .collect()
+    }
+
     pub fn binding(&self, id: &SourceId) -> Option<&BoundSource> {
         self.bindings.get(id)
     }

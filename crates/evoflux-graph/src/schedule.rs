@@ -342,26 +342,28 @@ pub fn parse(
             None
         }
     };
-    let mode = match text(diags, "mode").as_deref() {
-        None => AppMode::Work,
-        Some("work") => AppMode::Work,
-        Some("coding") => AppMode::Coding,
+    let named = text(diags, "workspace");
+    let requested = match text(diags, "mode").as_deref() {
+        None => None,
+        Some("work") => Some(AppMode::Work),
+        Some("coding") => Some(AppMode::Coding),
         Some(other) => {
             diags.push(err(
                 "schedule/mode-invalid",
                 "mode",
                 format!("`{other}` is not a mode: work or coding"),
             ));
-            AppMode::Work
+            Some(AppMode::Work)
         }
     };
-    let workspace = match (mode, text(diags, "workspace")) {
+    let mode = AppMode::for_new_session(requested, named.is_some());
+    let workspace = match (mode, named) {
         (AppMode::Work, Some(_)) => {
             diags.push(err(
                 "schedule/workspace-in-work-mode",
                 "workspace",
-                "a Work session works in its own folder; name a workspace only with mode = \
-                 \"coding\""
+                "a Work session works in its own folder; leave out `mode` (a workspace makes \
+                 a Coding schedule) or leave out `workspace`"
                     .into(),
             ));
             None
@@ -506,6 +508,17 @@ mod tests {
         );
     }
 
+    /// A schedule that names a workspace without a mode is a Coding one,
+    /// as a session opened with a workspace is.
+    #[test]
+    fn a_workspace_without_a_mode_makes_a_coding_schedule() {
+        let (s, codes) = check(json!({"every": "1h", "prompt": "p", "workspace": "/r"}));
+        assert!(codes.is_empty(), "{codes:?}");
+        let s = s.unwrap();
+        assert_eq!(s.mode, AppMode::Coding);
+        assert_eq!(s.workspace.as_deref(), Some(Path::new("/r")));
+    }
+
     #[test]
     fn every_field_error_has_its_code() {
         for (v, code) in [
@@ -548,7 +561,7 @@ mod tests {
                 "schedule/mode-invalid",
             ),
             (
-                json!({"every": "1h", "prompt": "p", "workspace": "/r"}),
+                json!({"every": "1h", "prompt": "p", "mode": "work", "workspace": "/r"}),
                 "schedule/workspace-in-work-mode",
             ),
             (

@@ -209,6 +209,11 @@ pub enum PathClass {
     McpServers,
     /// A file inside a skill bundle other than `SKILL.md` (resources).
     SkillResource,
+    /// A file in a folder under `evals/` (`evals/scripts/fix.yaml`): what
+    /// an eval reads by its path, such as the script of its `scripted:`
+    /// model, which is relative to the eval's file. Not an eval, and not
+    /// a source.
+    EvalResource,
     /// What runs wrote (`artifacts/`, where the `artifact` tool writes
     /// plans and reports): not a source, and never a diagnostic.
     RunArtifact,
@@ -377,6 +382,7 @@ pub fn classify(rel: &str) -> PathClass {
             ),
             None => PathClass::Unsupported,
         },
+        ["evals", _, _, ..] => PathClass::EvalResource,
         // A bundle directly under `skills/`, or a legacy nested one
         // (`skills/parent/child/SKILL.md` is the slot `skills/parent/child`).
         ["skills", bundle @ .., "SKILL.md"] if !bundle.is_empty() => PathClass::Slot {
@@ -469,6 +475,13 @@ mod tests {
         );
         assert_eq!(classify("artifacts/PLAN.md"), PathClass::RunArtifact);
         assert_eq!(classify("artifacts/notes/a.md"), PathClass::RunArtifact);
+        // Where README puts an eval's scripted model: beside the eval, in
+        // a folder of its own.
+        assert_eq!(classify("evals/scripts/fix.yaml"), PathClass::EvalResource);
+        assert_eq!(
+            classify("evals/fixtures/input/a.json"),
+            PathClass::EvalResource
+        );
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! A task eval opens a session through the same [`SessionBuilder`] every
 //! front end uses, in a fresh store and a fresh workspace (a Work folder,
 //! or a copy of the repository the command runs in, its ignored files
-//! left out), gives it the prompt and checks the outcome: tools called or
-//! not (by name or action class, across the team), files changed, the
-//! `final_output`, dispatched workers' contracts, the text, and the model
+//! left out), as a team under a lead or as one worker recipe alone (the
+//! way a fleet's agent step runs it), gives it the prompt and checks the
+//! outcome: tools called or not (by name or action class, across the
+//! team), files changed, the `final_output`, workers' contracts, the
+//! answer (its text and its `final_output`), and the model
 //! calls and tokens spent. Runs go in parallel, bounded by `jobs`; each
 //! repeat is a fresh run. Activation evals rank the trigger cases of every
 //! bundled skill (`evoflux_skills::evals::run_evals`) and count each case
@@ -21,17 +23,26 @@ use std::time::Instant;
 use evoflux_agents::ToolCatalog;
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
-use evoflux_graph::eval::{ContractExpect, EvalDefinition};
+use evoflux_graph::eval::{ContractExpect, EvalDefinition, EvalTarget};
 use evoflux_graph::{CompiledGraph, Definition, SlotKind};
 use evoflux_model::Message;
 use evoflux_store::Store;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
+use crate::HarnessError;
 use crate::approval::NonInteractive;
-use crate::events::TurnStatus;
+use crate::events::{ContractOutcome, TurnStatus};
 use crate::scratch::Scratch;
-use crate::session::{AppContext, SessionBuilder, SessionError, SessionOptions, TurnOptions};
+use crate::session::{
+    AppContext, SessionBuilder, SessionError, SessionOptions, TurnOptions, TurnOutcome, WorkerEnd,
+};
+
+mod answer;
+mod check;
+
+use answer::Answer;
+pub use check::problems;
 
 /// The format of [`EvalReport`]; `--compare` refuses others.
 pub const REPORT_FORMAT: u32 = 1;
@@ -83,13 +94,16 @@ pub fn awaiting_trust(graph: &CompiledGraph) -> Vec<String> {
         .iter()
         .filter_map(|e| match e {
             evoflux_graph::compose::CompositionEntry::AwaitingTrust { source } => {
+                use evoflux_graph::slot::PathClass;
                 match evoflux_graph::slot::classify(&source.logical_path) {
-                    evoflux_graph::slot::PathClass::Slot { slot, .. }
-                        if slot.kind == SlotKind::Eval =>
-                    {
-                        Some(slot.name)
-                    }
-                    _ => None,
+                    PathClass::Slot { slot, .. } if slot.kind == SlotKind::Eval => Some(slot.name),
+                    PathClass::Slot { .. }
+                    | PathClass::McpServers
+                    | PathClass::SkillResource
+                    | PathClass::EvalResource
+                    | PathClass::RunArtifact
+                    | PathClass::InvalidName { .. }
+                    | PathClass::Unsupported => None,
                 }
             }
             evoflux_graph::compose::CompositionEntry::Shadowed { .. }
@@ -429,12 +443,16 @@ async fn run_task_inner(
         (None, Some(dir)) => dir.to_path_buf(),
         (Some(_), _) | (None, None) => app.cwd.clone(),
     };
-    let opened = SessionBuilder::new(
+    let (lead, worker) = match def.target() {
+        EvalTarget::Lead(lead) => (lead.map(str::to_owned), None),
+        EvalTarget::Worker(id) => (None, Some(id)),
+    };
+    let mut builder = SessionBuilder::new(
         &app,
         SessionOptions {
             mode: Some(mode),
             workspaces: workspaces.clone(),
-            lead: def.lead.clone(),
+            lead,
             model: options.model.clone().or_else(|| def.model.clone()),
             ..SessionOptions::default()
         },
@@ -442,10 +460,15 @@ async fn run_task_inner(
     .store(scratch.store.clone())
     .approver(Arc::new(NonInteractive))
     .processes(scratch.processes.clone())
-    .model_dir(model_dir)
-    .open()
-    .await
-    .map_err(|e: SessionError| format!("{e} [{}]", e.code()))?;
+    .model_dir(model_dir);
+    if let Some(id) = worker {
+        builder = builder.worker(id);
+    }
+    let opened = builder
+        .open()
+        .await
+        .map_err(|e: SessionError| format!("{e} [{}]", e.code()))?;
+    let spec = opened.worker;
     let mut harness = opened.harness;
     let root = harness
         .session()
@@ -455,14 +478,19 @@ async fn run_task_inner(
         .cloned()
         .unwrap_or_default();
     let before = snapshot_blocking(root.clone()).await;
-    let turn = harness
-        .turn(
-            Some(&def.prompt),
-            TurnOptions {
-                output_schema: def.output_schema.clone(),
-            },
-        )
-        .await;
+    let ran = match &spec {
+        None => Ran::Lead(
+            harness
+                .turn(
+                    Some(&def.prompt),
+                    TurnOptions {
+                        output_schema: def.output_schema.clone(),
+                    },
+                )
+                .await,
+        ),
+        Some(spec) => Ran::Worker(harness.worker_task(spec, &def.prompt).await),
+    };
     let id = harness.session().id;
     harness.shutdown().await;
     let after = snapshot_blocking(root.clone()).await;
@@ -477,61 +505,9 @@ async fn run_task_inner(
             message,
         });
     };
-    let text = match turn {
-        Ok(outcome) => {
-            match outcome.status {
-                TurnStatus::Completed => {}
-                TurnStatus::LimitReached => fail(
-                    "eval/limit-reached",
-                    "the turn reached its model-call limit".into(),
-                ),
-                TurnStatus::CostLimitReached => {
-                    fail("eval/cost-limit-reached", outcome.text.clone())
-                }
-                TurnStatus::OutputMissing => fail(
-                    "eval/output-missing",
-                    "the model did not produce a final_output that matches output_schema".into(),
-                ),
-                TurnStatus::WaitingForInput => fail(
-                    "eval/asked-a-question",
-                    format!(
-                        "the agent stopped to ask: {}",
-                        outcome
-                            .question
-                            .as_ref()
-                            .map_or("", |q| q.question.as_str())
-                    ),
-                ),
-            }
-            let unmet = !outcome.unmet_contracts.is_empty();
-            match (def.expect.contract, unmet) {
-                (Some(ContractExpect::Met), true) => fail(
-                    "eval/contract-unmet",
-                    format!(
-                        "dispatched workers missed their contracts: {}",
-                        outcome
-                            .unmet_contracts
-                            .iter()
-                            .map(|u| u.agent.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ),
-                (Some(ContractExpect::Unmet), false) => fail(
-                    "eval/contract-met",
-                    "every dispatched worker met its contract, and the eval expected one to miss"
-                        .into(),
-                ),
-                (Some(ContractExpect::Met), false)
-                | (Some(ContractExpect::Unmet), true)
-                | (None, _) => {}
-            }
-            outcome.text
-        }
-        Err(e) => {
-            fail("eval/turn-failed", format!("{e} [{}]", e.code()));
-            String::new()
-        }
+    let answer = match ran {
+        Ran::Lead(turn) => lead_answer(turn, def.expect.contract, &mut fail),
+        Ran::Worker(end) => worker_answer(end, def.expect.contract, &mut fail),
     };
     let x = &def.expect;
     for name in &x.tools_called {
@@ -597,7 +573,7 @@ async fn run_task_inner(
         }
     }
     for needle in &x.text_contains {
-        if !text.contains(needle.as_str()) {
+        if !answer.contains(needle) {
             fail(
                 "eval/text-missing",
                 format!("the answer does not contain {needle:?}"),
@@ -605,7 +581,7 @@ async fn run_task_inner(
         }
     }
     for needle in &x.text_not_contains {
-        if text.contains(needle.as_str()) {
+        if answer.contains(needle) {
             fail(
                 "eval/text-forbidden",
                 format!("the answer contains {needle:?}"),
@@ -635,6 +611,122 @@ async fn run_task_inner(
         tokens: seen.tokens,
         elapsed_ms: 0,
     })
+}
+
+/// What the run's session did with the prompt.
+enum Ran {
+    /// A lead's turn, with the team it dispatched to.
+    Lead(Result<TurnOutcome, HarnessError>),
+    /// A worker recipe's task, its answer held to the recipe's contract.
+    Worker(Result<WorkerEnd, HarnessError>),
+}
+
+/// A lead's turn: how it ended, and whether the workers it dispatched met
+/// their contracts (checked only when the eval says which it expects).
+fn lead_answer(
+    turn: Result<TurnOutcome, HarnessError>,
+    contract: Option<ContractExpect>,
+    fail: &mut dyn FnMut(&str, String),
+) -> Answer {
+    let outcome = match turn {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            fail("eval/turn-failed", format!("{e} [{}]", e.code()));
+            return Answer::default();
+        }
+    };
+    match outcome.status {
+        TurnStatus::Completed => {}
+        TurnStatus::LimitReached => fail(
+            "eval/limit-reached",
+            "the turn reached its model-call limit".into(),
+        ),
+        TurnStatus::CostLimitReached => fail("eval/cost-limit-reached", outcome.text.clone()),
+        TurnStatus::OutputMissing => fail(
+            "eval/output-missing",
+            "the model did not produce a final_output that matches output_schema".into(),
+        ),
+        TurnStatus::WaitingForInput => fail(
+            "eval/asked-a-question",
+            format!(
+                "the agent stopped to ask: {}",
+                outcome
+                    .question
+                    .as_ref()
+                    .map_or("", |q| q.question.as_str())
+            ),
+        ),
+    }
+    let unmet = !outcome.unmet_contracts.is_empty();
+    match (contract, unmet) {
+        (Some(ContractExpect::Met), true) => fail(
+            "eval/contract-unmet",
+            format!(
+                "dispatched workers missed their contracts: {}",
+                outcome
+                    .unmet_contracts
+                    .iter()
+                    .map(|u| u.agent.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        (Some(ContractExpect::Unmet), false) => fail(
+            "eval/contract-met",
+            "every dispatched worker met its contract, and the eval expected one to miss".into(),
+        ),
+        (Some(ContractExpect::Met), false) | (Some(ContractExpect::Unmet), true) | (None, _) => {}
+    }
+    Answer {
+        text: outcome.text,
+        output: outcome.output,
+    }
+}
+
+/// A worker recipe's task: how it ended, and its own result contract,
+/// which it is expected to meet unless the eval says `contract: unmet`
+/// (a recipe's answer is its contract's shape, as a lead's is its
+/// `output_schema`'s).
+fn worker_answer(
+    end: Result<WorkerEnd, HarnessError>,
+    contract: Option<ContractExpect>,
+    fail: &mut dyn FnMut(&str, String),
+) -> Answer {
+    let end = match end {
+        Ok(end) => end,
+        Err(e) => {
+            fail("eval/turn-failed", format!("{e} [{}]", e.code()));
+            return Answer::default();
+        }
+    };
+    let exhausted = end.contract == Some(ContractOutcome::Exhausted);
+    match end.status {
+        TurnStatus::Completed => {}
+        TurnStatus::LimitReached => fail("eval/limit-reached", end.text.clone()),
+        TurnStatus::CostLimitReached => fail("eval/cost-limit-reached", end.text.clone()),
+        // A missed contract is the contract's check, below.
+        TurnStatus::OutputMissing if exhausted => {}
+        // The session could not run the recipe (a tool it requires).
+        TurnStatus::OutputMissing => fail("eval/worker-refused", end.text.clone()),
+        TurnStatus::WaitingForInput => fail("eval/asked-a-question", end.text.clone()),
+    }
+    match (contract.unwrap_or(ContractExpect::Met), end.contract) {
+        (ContractExpect::Met, Some(ContractOutcome::Exhausted)) => {
+            fail("eval/contract-unmet", end.text.clone())
+        }
+        (ContractExpect::Unmet, Some(ContractOutcome::Pass)) => fail(
+            "eval/contract-met",
+            "the worker met its result contract, and the eval expected it to miss".into(),
+        ),
+        (ContractExpect::Met, Some(ContractOutcome::Pass))
+        | (ContractExpect::Unmet, Some(ContractOutcome::Exhausted))
+        // Never checked: the worker did not answer, said above.
+        | (_, None) => {}
+    }
+    Answer {
+        text: end.text,
+        output: None,
+    }
 }
 
 fn kind_name(kind: evoflux_graph::tool::ActionClass) -> String {

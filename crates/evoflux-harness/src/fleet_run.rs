@@ -23,9 +23,15 @@
 //!   [`FleetProgress`], so a front end shows a line per node as it starts
 //!   and settles without holding any run logic.
 //!
+//! * [`FleetReadiness`]: what a run refuses before its first step, beyond
+//!   what the catalog checked (agents that are no worker recipe, a worker
+//!   that requires `verify` while the check commands wait for
+//!   `evoflux trust`); `fleet validate` and `fleet plan` ask it too, so
+//!   they say what the run would.
 //! * [`JournalledCommands`]: code steps run on the process runtime like
 //!   every command evoflux runs: argv only, exactly the closed environment
-//!   the registry grants, confined by the repository's sandbox to the
+//!   the registry grants (the sandbox adds nothing of its own allowlist),
+//!   confined by the repository's sandbox to the
 //!   node's checkout, killed on timeout, their whole output journalled
 //!   under `<run>.logs/` (the receipt's `log`). The run's runtime records
 //!   itself in `<run>.lineage/`, so resuming a killed run first stops the
@@ -43,7 +49,8 @@ use evoflux_fleet::run::{
     JournalEntry, JournalError, NodeReceipt, OUTPUT_CAPTURE_MAX_BYTES, RunFuture, RunJournal,
     RunReport, RunStatus, Verdict, now_ms,
 };
-use evoflux_fleet::{NodeRole, NodeWork, PlanError, RegistryState, Scope};
+use evoflux_fleet::{CatalogFleet, NodeRole, NodeWork, PlanError, RegistryState, Scope};
+use evoflux_graph::CompiledGraph;
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
 use serde::{Deserialize, Serialize};
@@ -179,6 +186,14 @@ pub enum FleetRunError {
         name: String,
         diagnostics: Diagnostics,
     },
+    /// The fleet needs the repository's check commands, which wait for
+    /// `evoflux trust`: refused before any step runs, so no step edits
+    /// what nothing could check.
+    #[error("fleet `{name}` needs check commands that wait for trust: {}", diagnostics.summary())]
+    ChecksAwaitingTrust {
+        name: String,
+        diagnostics: Diagnostics,
+    },
     #[error("no fleet run `{run_id}` in {}", dir.display())]
     RunNotFound { run_id: String, dir: PathBuf },
     #[error("fleet run `{run_id}` runs fleet `{was}`, not `{asked}`")]
@@ -216,6 +231,9 @@ impl FleetRunError {
             FleetRunError::Invalid { .. } => "fleet/invalid",
             FleetRunError::Plan { source, .. } => source.code(),
             FleetRunError::UnknownAgents { .. } => "fleet/agent-unknown",
+            FleetRunError::ChecksAwaitingTrust { .. } => {
+                evoflux_fleet::bind::codes::REGISTRY_AWAITING_TRUST
+            }
             FleetRunError::RunNotFound { .. } => "fleet/run-not-found",
             FleetRunError::ResumeMismatch { .. } => "fleet/resume-mismatch",
             FleetRunError::NothingToRun => "fleet/nothing-to-run",
@@ -234,6 +252,7 @@ impl FleetRunError {
             | FleetRunError::Invalid { .. }
             | FleetRunError::Plan { .. }
             | FleetRunError::UnknownAgents { .. }
+            | FleetRunError::ChecksAwaitingTrust { .. }
             | FleetRunError::RunNotFound { .. }
             | FleetRunError::ResumeMismatch { .. }
             | FleetRunError::NothingToRun => true,
@@ -322,14 +341,19 @@ pub async fn run_fleet(
             source,
         }
     })?;
-    // Every agent the contract names must be a worker recipe, checked
-    // before any node runs.
-    let unknown =
-        evoflux_fleet::bind_fleet_agents(contract, &app.worker_ids(&graph, AppMode::Coding));
-    if !unknown.is_empty() {
+    // Every agent the contract names must be a worker recipe, and the
+    // checks it needs must be loaded, both before any node runs.
+    let ready = FleetReadiness::new(app, &graph).check(fleet, &catalog.registry);
+    if !ready.unknown_agents.is_empty() {
         return Err(FleetRunError::UnknownAgents {
             name,
-            diagnostics: unknown,
+            diagnostics: ready.unknown_agents,
+        });
+    }
+    if !ready.awaiting_trust.is_empty() {
+        return Err(FleetRunError::ChecksAwaitingTrust {
+            name,
+            diagnostics: ready.awaiting_trust,
         });
     }
     let manifest = match earlier {
@@ -397,6 +421,95 @@ pub async fn run_fleet(
     Ok(report)
 }
 
+/// What a fleet needs of the session side before any of its steps runs,
+/// beyond what the catalog checked: the agents it names are worker
+/// recipes, and a worker that requires `verify` has check commands to run
+/// (not ones waiting for `evoflux trust`). `fleet validate`, `fleet plan`
+/// and `fleet run` all ask it, so what they say of a fleet agrees.
+#[derive(Debug, Clone)]
+pub struct FleetReadiness {
+    /// The worker recipes a run can open.
+    workers: Vec<String>,
+    /// Those that cannot open without the check registry.
+    checking: Vec<String>,
+}
+
+/// What [`FleetReadiness::check`] found, by kind.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness {
+    /// `fleet/agent-unknown`, one per field.
+    pub unknown_agents: Diagnostics,
+    /// `fleet/commands-awaiting-trust`, at most one.
+    pub awaiting_trust: Diagnostics,
+}
+
+impl Readiness {
+    /// Every diagnostic, agents first.
+    pub fn all(&self) -> Diagnostics {
+        let mut all = self.unknown_agents.clone();
+        all.extend(self.awaiting_trust.iter().cloned());
+        all
+    }
+}
+
+impl FleetReadiness {
+    pub fn new(app: &AppContext, graph: &CompiledGraph) -> FleetReadiness {
+        FleetReadiness {
+            workers: app.worker_ids(graph, AppMode::Coding),
+            checking: checking_workers(graph),
+        }
+    }
+
+    /// Checks `fleet` against the workers and `registry` (the catalog's).
+    pub fn check(&self, fleet: &CatalogFleet, registry: &RegistryState) -> Readiness {
+        let Some(contract) = &fleet.contract else {
+            return Readiness::default();
+        };
+        // A fleet that runs commands has the catalog's diagnostic for a
+        // registry waiting for trust; its agents add nothing to it.
+        let awaiting_trust = if evoflux_fleet::fleet_command_ids(contract).is_empty() {
+            evoflux_fleet::bind_awaiting_trust(contract, registry, &self.checking)
+        } else {
+            Diagnostics::new()
+        };
+        Readiness {
+            unknown_agents: evoflux_fleet::bind_fleet_agents(contract, &self.workers),
+            awaiting_trust,
+        }
+    }
+}
+
+/// The worker recipes that cannot open without the check registry: one of
+/// their required tools (every alternative of it) is a tool that runs
+/// registered checks, found by its executor, not its name.
+fn checking_workers(graph: &CompiledGraph) -> Vec<String> {
+    use evoflux_graph::tool::{BuiltinExecutor, ToolExecutor};
+    let tools = evoflux_agents::ToolCatalog::from_graph(graph);
+    let runs_checks = |name: &String| {
+        matches!(
+            tools.get(name).and_then(|t| t.executor.as_ref()),
+            Some(ToolExecutor::Builtin {
+                executor: BuiltinExecutor::Verify
+            })
+        )
+    };
+    let Ok(workers) = evoflux_agents::worker::load_workers(graph, &tools, &mut Diagnostics::new())
+    else {
+        return Vec::new();
+    };
+    workers
+        .specs
+        .into_iter()
+        .filter(|spec| {
+            spec.tool_requirements.required.iter().any(|r| {
+                let members = r.members();
+                !members.is_empty() && members.iter().all(runs_checks)
+            })
+        })
+        .map(|spec| spec.id)
+        .collect()
+}
+
 /// Every run in `data_dir`, newest first.
 pub async fn list_runs(data_dir: &Path) -> Result<Vec<RunRecord>, FleetRunError> {
     let dir = runs_dir(data_dir);
@@ -442,7 +555,9 @@ pub async fn show_run(data_dir: &Path, run_id: &str) -> Result<RunRecord, FleetR
         match entry {
             JournalEntry::Begin { .. }
             | JournalEntry::Spliced { .. }
-            | JournalEntry::Stale { .. } => {}
+            | JournalEntry::Stale { .. }
+            | JournalEntry::Merging { .. }
+            | JournalEntry::MergeUndone { .. } => {}
             JournalEntry::Started { node, .. } => started.push(node),
             JournalEntry::Finished { receipt } => {
                 spent = spent.saturating_add(receipt.cost);
@@ -534,7 +649,9 @@ impl RunJournal for ProgressJournal {
             match entry {
                 JournalEntry::Begin { .. }
                 | JournalEntry::Spliced { .. }
-                | JournalEntry::Stale { .. } => {}
+                | JournalEntry::Stale { .. }
+                | JournalEntry::Merging { .. }
+                | JournalEntry::MergeUndone { .. } => {}
                 JournalEntry::Started { node, .. } => self.progress.started(run_id, node),
                 JournalEntry::Finished { receipt } => self.progress.settled(run_id, receipt),
             }
@@ -887,6 +1004,25 @@ mod tests {
     }
 }
 
+/// The sandbox policy one code step runs under: the repository's, with
+/// its environment allowlist narrowed to the names the step's closed
+/// environment holds (the registry's base list, the command's declared
+/// names, the agent marker). The sandbox tops a command's environment up
+/// from the parent with every allowlisted name it lacks, and the default
+/// allowlist holds more than the closed list (`TERM`, `SHELL`, `USER`):
+/// narrowed, it adds nothing, while a policy that leaves a name out
+/// still keeps it out.
+fn step_policy(
+    policy: &evoflux_graph::sandbox::SandboxPolicy,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> evoflux_graph::sandbox::SandboxPolicy {
+    let mut policy = policy.clone();
+    policy
+        .env_allowlist
+        .retain(|allowed| env.iter().any(|(name, _)| name == allowed.as_str()));
+    policy
+}
+
 /// Code nodes on the process runtime (see the module documentation).
 #[derive(Debug)]
 pub struct JournalledCommands {
@@ -916,7 +1052,7 @@ impl JournalledCommands {
         let workspace = evoflux_tools::Workspace::new([&request.checkout])
             .map_err(|e| failed(e.to_string()))?;
         let sandbox = evoflux_tools::sandbox::CommandSandbox::new(
-            self.sandbox.clone(),
+            step_policy(&self.sandbox, &request.env),
             evoflux_tools::sandbox::Confinement::Repositories,
             vec![request.checkout.clone()],
             self.hidden.clone(),

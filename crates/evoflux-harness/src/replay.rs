@@ -14,10 +14,16 @@
 //! [`replay`] plays such a script against the current build in a fresh
 //! workspace (a checkout of the recorded commit, with the project's
 //! sources taken from the working tree, or a directory the caller names),
-//! with the clock stopped at the recorded date, and reports the first
-//! divergence: which step, which part, and a diff whose hunks name the
-//! system section, tool or heading they fall in. A replay never calls a
-//! real model: the only provider it builds is the scripted one.
+//! and reports the first divergence: which step, which session, which
+//! part, and a diff whose hunks name the system section, tool or heading
+//! they fall in. What shaped each recorded prompt beyond its parts (its
+//! date, the provider's context window, the skill resolver's mode and
+//! decision; see `evoflux_store::PromptShaping`) is written beside the
+//! turns, and the replay sets each again call by call: the date from a
+//! clock that reads the step being played, the context window from the
+//! provider, the resolver's decision from a stand-in resolver. A replay
+//! never calls a real model: the only providers it builds are the scripted
+//! one and that stand-in.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use evoflux_core::AppMode;
+use evoflux_core::config::ResolverMode;
 use evoflux_core::ids::SessionId;
 // The one rule of which names hold keys.
 use evoflux_core::secret_name::is_key_like as key_like;
@@ -40,13 +47,15 @@ use evoflux_store::{RecordedRequest, Session, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::approval::NonInteractive;
-use crate::clock::FixedClock;
 use crate::error::HarnessError;
 use crate::events::{Event, EventSink};
 use crate::scratch::Scratch;
 use crate::session::{
     AppContext, ModelClient, SessionBuilder, SessionError, SessionOptions, TurnOptions,
 };
+
+mod played;
+use played::{ReplayClock, ReplayProvider, Steps};
 
 /// The format of [`Recording`]; a replay refuses other values.
 pub const RECORDING_FORMAT: u32 = 1;
@@ -86,6 +95,37 @@ pub struct Recording {
     /// Credentials found and replaced by `[redacted: NAME]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<Redaction>,
+    /// What shaped each model call's prompt, one per step in order (empty
+    /// in a script exported before they were kept: the replay then uses
+    /// `date` for every call, no context window and no resolver; a call
+    /// recorded before the rest was kept has only its day).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<RecordedStep>,
+}
+
+/// What shaped one recorded call's prompt beyond its parts
+/// (`evoflux_store::PromptShaping` and the call's date).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedStep {
+    /// The date the call's prompt carried: a session that crossed midnight
+    /// has two.
+    pub day: String,
+    /// The model the call went to (`provider:model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's context window, which sized the skill catalog.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// The bytes the skill catalog was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_budget_bytes: Option<u64>,
+    /// How the skill resolver ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver: Option<ResolverMode>,
+    /// The skill the resolver loaded for the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
 }
 
 /// One turn of the lead: the user's text and the schema its result had
@@ -125,7 +165,7 @@ pub struct Redaction {
     pub step: usize,
     /// The variable or credential it came from.
     pub name: String,
-    /// Where: `system`, `tools`, `input`, `reply`, `prompt`.
+    /// Where: `system`, `tools`, `input`, `reply`, `prompt`, `model`.
     pub part: String,
 }
 
@@ -411,8 +451,18 @@ pub async fn export(
     };
     let mut turns = Vec::new();
     let mut prompts = Vec::new();
+    let mut calls = Vec::new();
     for request in &requests {
         writer.step += 1;
+        let shaping = &request.parts.shaping;
+        calls.push(RecordedStep {
+            day: request.parts.day.clone(),
+            model: shaping.model.as_deref().map(|m| writer.clean(m, "model")),
+            context_window: shaping.context_window,
+            catalog_budget_bytes: shaping.catalog_budget_bytes,
+            resolver: shaping.resolver,
+            resolved: shaping.resolved.clone(),
+        });
         if request.session_id == id
             && let Some(text) = &request.parts.turn_input
         {
@@ -471,9 +521,14 @@ pub async fn export(
         prompts,
         sections: writer.sections,
         redacted: writer.redacted,
+        calls,
     };
     let script = Script {
-        context_window: None,
+        // The lead's first window, for a run of the script as a model;
+        // a replay takes each call's own.
+        context_window: requests
+            .first()
+            .and_then(|r| r.parts.shaping.context_window),
         recorded: Some(
             serde_json::to_value(&recording).map_err(|e| ReplayError::Write(e.to_string()))?,
         ),
@@ -793,10 +848,18 @@ pub async fn replay(
     }
     let steps = script.turns.len();
     let label = format!("scripted:{}", path.display());
-    let provider = Arc::new(
-        ScriptedProvider::new("scripted", path, script.clone(), None)
-            .with_bindings(Arc::clone(&bindings)),
-    );
+    let played = Arc::new(Steps {
+        script: Arc::new(
+            ScriptedProvider::new("scripted", path, script.clone(), None)
+                .with_bindings(Arc::clone(&bindings)),
+        ),
+        calls: recording.calls.clone(),
+        date: recording.date.clone(),
+    });
+    let provider = Arc::new(ReplayProvider {
+        steps: Arc::clone(&played),
+        first: Arc::default(),
+    });
     let opened = SessionBuilder::new(
         &app,
         SessionOptions {
@@ -808,7 +871,8 @@ pub async fn replay(
         },
     )
     .store(scratch.store.clone())
-    .clock(Arc::new(FixedClock(recording.date.clone())))
+    .clock(Arc::new(ReplayClock(Arc::clone(&played))))
+    .resolver(played.resolver())
     .events(Arc::new(ReplayEvents {
         bindings: Arc::clone(&bindings),
         children: AtomicUsize::new(0),
@@ -848,7 +912,14 @@ pub async fn replay(
         let options = TurnOptions {
             output_schema: prompt.output_schema.clone(),
         };
-        match harness.turn(Some(&text), options).await {
+        let outcome = harness.turn(Some(&text), options).await;
+        // The first divergence is the one to show, whoever's call it was:
+        // a child's reaches this turn only through its lead.
+        if let Some(first) = provider.first_divergence() {
+            divergence = Some(diverged(&script, &recording, first));
+            break;
+        }
+        match outcome {
             Ok(_) => {}
             Err(HarnessError::Provider(ProviderError::Script(e))) => {
                 divergence = Some(diverged(&script, &recording, e));
@@ -856,7 +927,7 @@ pub async fn replay(
             }
             Err(e) => {
                 divergence = Some(Divergence {
-                    step: provider.turns_played() + 1,
+                    step: played.script.turns_played() + 1,
                     session: None,
                     part: DivergedPart::TurnFailed,
                     expected: "the turn to run as recorded".to_owned(),
@@ -867,7 +938,7 @@ pub async fn replay(
             }
         }
     }
-    let made = provider.turns_played();
+    let made = played.script.turns_played();
     if divergence.is_none() && made < steps {
         divergence = Some(Divergence {
             step: made + 1,

@@ -5,6 +5,19 @@
 //! answers, a stream that stalls midway, and a call that, retries
 //! included, runs past its deadline. The reply's size is capped too, so a
 //! runaway or hostile server cannot fill memory and the transcript.
+//!
+//! Retries must not multiply the bounds. Until its reply begins a call
+//! has [`CallBounds::answer_within`] in total, every attempt and backoff
+//! included: an attempt waits for the response only until then, and no
+//! retry is waited for that would end later (see [`crate::retry`]). On
+//! the defaults a server that never answers is given up after 120 s, not
+//! after five attempts of 120 s each. The worst cases, on the defaults:
+//!
+//! - nothing answers: 120 s (`first_byte`);
+//! - the response began but nothing was shown and then the stream went
+//!   silent: 120 s for the window plus one stall of 90 s (`idle`), since
+//!   a stream that has begun may think silently but not forever;
+//! - a reply that streams: 600 s (`call`), however it trickles.
 
 use std::time::Duration;
 
@@ -15,8 +28,10 @@ use evoflux_core::config::ProviderLimits;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallBounds {
     pub connect: Duration,
-    /// Request sent to the response's first byte: a model may think for a
-    /// while before it streams, but not for minutes in silence.
+    /// From the call's start to the response's first byte, every attempt
+    /// and backoff included: a model may think for a while before it
+    /// streams, but not for minutes in silence, and a retry does not
+    /// start the wait over.
     pub first_byte: Duration,
     /// Silence between two pieces of a streamed reply.
     pub idle: Duration,
@@ -38,6 +53,14 @@ impl Default for CallBounds {
 }
 
 impl CallBounds {
+    /// How long a call has for its reply to begin, retries included: the
+    /// first-byte bound, or the whole call's when that is shorter, so that
+    /// no retry is waited for that the call's deadline would cut short
+    /// (a rate limit is then reported as one, not as a timeout).
+    pub fn answer_within(&self) -> Duration {
+        self.first_byte.min(self.call)
+    }
+
     /// The defaults with what `[providers.<name>.limits]` sets. A zero is
     /// taken as the smallest bound there is (one second, one MiB), never
     /// as "no limit".
@@ -92,5 +115,14 @@ mod tests {
         assert_eq!(b.call, Duration::from_secs(1));
         assert_eq!(b.max_response_bytes, 2 * 1024 * 1024);
         assert_eq!(b.first_byte, CallBounds::default().first_byte);
+        assert_eq!(b.answer_within(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn by_default_a_reply_must_begin_within_two_minutes_retries_included() {
+        assert_eq!(
+            CallBounds::default().answer_within(),
+            Duration::from_secs(120)
+        );
     }
 }

@@ -24,7 +24,13 @@ pub enum ProviderError {
         detail: String,
     },
     /// Too many requests (HTTP 429); `retry_after` is the server's hint.
-    #[error("{provider}: rate limited{}: {detail}", retry_hint(*.retry_after))]
+    /// Reported once the retries are spent, or at once when the server asks
+    /// for a longer wait than the retry policy waits.
+    #[error(
+        "{provider}: rate limited by the server{}: {detail}; {}",
+        retry_hint(*.retry_after),
+        retry_advice(*.retry_after)
+    )]
     RateLimit {
         provider: String,
         retry_after: Option<Duration>,
@@ -82,6 +88,17 @@ pub enum ProviderError {
         status: Option<u16>,
         detail: String,
     },
+    /// The reply ended with no text and no tool call: nothing to show the
+    /// user and nothing to run. Not retried: the call was served (and
+    /// billed), and the same request tends to get the same nothing.
+    #[error(
+        "{provider}: the model's reply was empty (no text and no tool call; it stopped with `{}`); try again, and if it stays empty check the model name, max_tokens and the server's chat template",
+        .stop.as_str()
+    )]
+    EmptyReply {
+        provider: String,
+        stop: crate::event::StopReason,
+    },
     /// The server answered something that does not follow its wire protocol.
     #[error("{provider}: protocol error: {detail}")]
     Protocol { provider: String, detail: String },
@@ -105,8 +122,31 @@ fn auth_hint(env_var: Option<&str>) -> String {
 
 fn retry_hint(after: Option<Duration>) -> String {
     match after {
-        Some(d) => format!(" (server asks to retry after {:.1}s)", d.as_secs_f64()),
+        Some(d) => format!(" (it asks to wait {} before the next request)", wait(d)),
         None => String::new(),
+    }
+}
+
+fn retry_advice(after: Option<Duration>) -> String {
+    match after {
+        Some(d) => format!(
+            "try again in {}, or check the account's rate limits with the provider",
+            wait(d)
+        ),
+        None => "try again later, or check the account's rate limits with the provider".to_owned(),
+    }
+}
+
+/// A wait as people read it: seconds below two minutes, else minutes or
+/// hours (a daily quota's `retry-after` runs to tens of thousands).
+fn wait(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 120.0 {
+        format!("{secs:.0} s")
+    } else if secs < 7200.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else {
+        format!("{:.1} h", secs / 3600.0)
     }
 }
 
@@ -130,6 +170,7 @@ impl ProviderError {
             ProviderError::NotEventStream { .. } => "model/not-an-event-stream",
             ProviderError::BadRequest { .. } => "model/bad-request",
             ProviderError::Server { .. } => "model/server",
+            ProviderError::EmptyReply { .. } => "model/empty-reply",
             ProviderError::Protocol { .. } => "model/protocol",
             ProviderError::Script(e) => e.code(),
             ProviderError::Local { .. } => "model/local-inference",
@@ -152,6 +193,7 @@ impl ProviderError {
             ProviderError::Auth { .. }
             | ProviderError::ContextExceeded { .. }
             | ProviderError::BadRequest { .. }
+            | ProviderError::EmptyReply { .. }
             | ProviderError::Protocol { .. }
             | ProviderError::Script(_)
             | ProviderError::Local { .. } => false,
@@ -194,22 +236,36 @@ impl TimeoutPhase {
         }
     }
 
+    /// The `[providers.<name>.limits]` key that sets this bound.
+    pub const fn limit_key(self) -> &'static str {
+        match self {
+            TimeoutPhase::Connect => "connect_timeout_secs",
+            TimeoutPhase::FirstByte => "first_byte_timeout_secs",
+            TimeoutPhase::Idle => "idle_timeout_secs",
+            TimeoutPhase::Call => "call_timeout_secs",
+        }
+    }
+
     fn describe(self, after: Duration, url: &str) -> String {
         let secs = after.as_secs_f64();
+        let key = self.limit_key();
         match self {
             TimeoutPhase::Connect => {
                 format!(
-                    "could not connect to {url} within {secs:.0} s; check that the server is running and base_url is right"
+                    "could not connect to {url} within {secs:.0} s ({key}); check that the server is running and base_url is right"
                 )
             }
+            // Said of the call, not of one connection: the window covers
+            // every attempt, and the last may have been cut while it was
+            // still connecting.
             TimeoutPhase::FirstByte => format!(
-                "the server at {url} accepted the connection but sent nothing for {secs:.0} s"
+                "the server at {url} did not begin to answer within {secs:.0} s, retries included ({key}); it may be overloaded or still loading the model"
             ),
             TimeoutPhase::Idle => format!(
-                "the reply from {url} stalled: no data for {secs:.0} s in the middle of the stream"
+                "the reply from {url} stalled: no data for {secs:.0} s in the middle of the stream ({key})"
             ),
             TimeoutPhase::Call => {
-                format!("the model call to {url} took longer than its {secs:.0} s deadline")
+                format!("the model call to {url} took longer than its {secs:.0} s deadline ({key})")
             }
         }
     }

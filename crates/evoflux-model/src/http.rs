@@ -13,9 +13,9 @@ use sse_stream::{Sse, SseStream};
 
 use crate::bounds::CallBounds;
 use crate::error::{ProviderError, SetupError, TimeoutPhase};
-use crate::event::StreamEvent;
+use crate::event::{StopReason, StreamEvent};
 use crate::provider::{EventStream, ProviderOptions, error_stream};
-use crate::retry::with_retries;
+use crate::retry::{AnswerWindow, with_retries};
 
 /// Redirects are rare for model APIs and a long chain means a misconfigured
 /// base URL; a few are followed so `http` → `https` upgrades still work.
@@ -330,7 +330,9 @@ impl SseClient {
     /// One streamed call: the API key read per call (so a rotated key is
     /// picked up, and a missing one fails before anything is sent), then
     /// retried attempts of one streaming `POST` of `body()` whose response
-    /// is opened by [`open_sse`], within the call's deadline.
+    /// is opened by [`open_sse`], all of them within the call's answer
+    /// window ([`CallBounds::answer_within`]) until the reply begins and
+    /// within its deadline to the end.
     pub fn stream<D>(&self, wire: SseWire<D>, body: impl FnOnce() -> Value) -> EventStream
     where
         D: SseDecoder + Send + 'static,
@@ -352,9 +354,12 @@ impl SseClient {
         let body = Arc::new(body());
         let client = self.client.clone();
         let bounded = endpoint.clone();
+        let window = AnswerWindow::new(endpoint.bounds.answer_within());
+        let answer = window.clone();
         let attempts = with_retries(
             self.options.retry,
             self.options.sleeper.clone(),
+            window.clone(),
             move || {
                 let mut builder = client.post(&endpoint.url);
                 for (name, value) in headers {
@@ -367,10 +372,11 @@ impl SseClient {
                     builder = auth(builder, key);
                 }
                 let decoder = decoder(endpoint.clone());
-                Box::pin(open_sse(endpoint.clone(), builder, decoder).try_flatten_stream())
+                let opened = open_sse(endpoint.clone(), builder, answer.deadline(), decoder);
+                Box::pin(opened.try_flatten_stream())
             },
         );
-        within_deadline(bounded, attempts)
+        within_deadline(bounded, window, attempts)
     }
 }
 
@@ -384,27 +390,25 @@ pub(crate) struct SseWire<D> {
 }
 
 /// Ends `stream` with [`TimeoutPhase::Call`] when the call's deadline
-/// (counted from the first poll, when the request is sent) passes.
-fn within_deadline(endpoint: Endpoint, stream: EventStream) -> EventStream {
+/// (counted from the call's start, which `window` keeps) passes.
+fn within_deadline(endpoint: Endpoint, window: AnswerWindow, stream: EventStream) -> EventStream {
     struct State {
         endpoint: Endpoint,
+        window: AnswerWindow,
         stream: EventStream,
-        deadline: Option<tokio::time::Instant>,
         done: bool,
     }
     let state = State {
         endpoint,
+        window,
         stream,
-        deadline: None,
         done: false,
     };
     Box::pin(futures_util::stream::unfold(state, |mut s| async move {
         if s.done {
             return None;
         }
-        let deadline = *s
-            .deadline
-            .get_or_insert_with(|| tokio::time::Instant::now() + s.endpoint.bounds.call);
+        let deadline = s.window.after_start(s.endpoint.bounds.call);
         match tokio::time::timeout_at(deadline, s.stream.next()).await {
             Ok(Some(item)) => Some((item, s)),
             Ok(None) => None,
@@ -461,16 +465,18 @@ fn bounded_body(
 }
 
 /// Sends `request` and returns the SSE body as a stream of our events, or
-/// the classified error for a failed response.
+/// the classified error for a failed response. The response must begin
+/// by `answer_by`, the call's answer window shared by all its attempts.
 pub(crate) async fn open_sse<D>(
     endpoint: Endpoint,
     request: reqwest::RequestBuilder,
+    answer_by: tokio::time::Instant,
     decoder: D,
 ) -> Result<EventStream, ProviderError>
 where
     D: SseDecoder + Send + 'static,
 {
-    let response = match tokio::time::timeout(endpoint.bounds.first_byte, request.send()).await {
+    let response = match tokio::time::timeout_at(answer_by, request.send()).await {
         Err(_) => return Err(endpoint.timeout(TimeoutPhase::FirstByte)),
         Ok(sent) => sent.map_err(|e| endpoint.send_failed(&e))?,
     };
@@ -538,10 +544,23 @@ struct DecodeState<S, D> {
     decoder: D,
     queue: VecDeque<StreamEvent>,
     finished: bool,
+    /// Whether any SSE event arrived: a body that ends before the first
+    /// is a connection that gave nothing, not a reply cut short.
+    heard: bool,
+    /// Whether the reply had something to show or run: text that is not
+    /// blank, or a tool call.
+    answered: bool,
 }
 
 /// Drives `decoder` over `sse`. The stream ends right after
 /// [`StreamEvent::Done`] or the first error.
+///
+/// Two rules hold for every wire here, whatever its decoder says. A body
+/// that ends before its first event is a [`ProviderError::Transport`]
+/// (retried like any before anything was shown): a proxy or a server that
+/// dropped the request answers that way. And a reply that stops with no
+/// text and no tool call is a [`ProviderError::EmptyReply`], not an answer:
+/// a turn that ended on nothing would look like a hang to the user.
 pub(crate) fn decode<S, D>(endpoint: Endpoint, sse: S, decoder: D) -> EventStream
 where
     S: futures_util::Stream<Item = Result<Sse, sse_stream::Error>> + Send + Unpin + 'static,
@@ -553,13 +572,38 @@ where
         decoder,
         queue: VecDeque::new(),
         finished: false,
+        heard: false,
+        answered: false,
     };
     Box::pin(futures_util::stream::unfold(state, |mut s| async move {
         loop {
             if let Some(event) = s.queue.pop_front() {
-                if event == StreamEvent::Done {
-                    s.finished = true;
-                    s.queue.clear();
+                match &event {
+                    StreamEvent::TextDelta { text } => s.answered |= !text.trim().is_empty(),
+                    StreamEvent::ToolCall { .. } | StreamEvent::InvalidToolCall { .. } => {
+                        s.answered = true;
+                    }
+                    // A provider that paused its own tools' loop goes on in
+                    // the next call; what it did so far is in its items.
+                    StreamEvent::Stop { reason }
+                        if !s.answered && *reason != StopReason::Paused =>
+                    {
+                        s.finished = true;
+                        s.queue.clear();
+                        let e = ProviderError::EmptyReply {
+                            provider: s.endpoint.provider.clone(),
+                            stop: *reason,
+                        };
+                        return Some((Err(e), s));
+                    }
+                    StreamEvent::Done => {
+                        s.finished = true;
+                        s.queue.clear();
+                    }
+                    StreamEvent::ToolCallDelta { .. }
+                    | StreamEvent::ProviderItem { .. }
+                    | StreamEvent::Usage { .. }
+                    | StreamEvent::Stop { .. } => {}
                 }
                 return Some((Ok(event), s));
             }
@@ -567,7 +611,10 @@ where
                 return None;
             }
             let step = match s.sse.next().await {
-                Some(Ok(sse)) => s.decoder.event(sse, &mut s.queue),
+                Some(Ok(sse)) => {
+                    s.heard = true;
+                    s.decoder.event(sse, &mut s.queue)
+                }
                 Some(Err(sse_stream::Error::Body(e))) => Err(match e.downcast_ref::<BodyStop>() {
                     Some(BodyStop::Idle) => s.endpoint.timeout(TimeoutPhase::Idle),
                     Some(BodyStop::TooLarge) => ProviderError::ResponseTooLarge {
@@ -578,6 +625,14 @@ where
                     None => s.endpoint.transport(error_chain(e.as_ref())),
                 }),
                 Some(Err(e)) => Err(s.endpoint.protocol(format!("malformed SSE: {e}"))),
+                None if !s.heard => {
+                    s.finished = true;
+                    Err(s.endpoint.transport(
+                        "the server accepted the request but closed the event stream without \
+                         sending a single event"
+                            .to_owned(),
+                    ))
+                }
                 None => {
                     s.finished = true;
                     s.decoder.end(&mut s.queue)

@@ -3,17 +3,27 @@
 //! A model call is retried only while nothing has been yielded to the
 //! consumer: once a text delta has been shown, replaying the request would
 //! show it twice, so a later failure is returned as it is. Transport errors,
-//! 5xx and 429 are retried; a 429's `retry-after` is honoured up to a cap so
-//! a hostile or confused server cannot park the agent for an hour.
+//! 5xx and 429 are retried; a 429's `retry-after` is honoured up to a cap.
+//! A server that asks for a longer wait is not retried at all: waiting the
+//! cap and asking again would only be refused again, so the rate limit is
+//! reported at once, with the wait the server named.
+//!
+//! Retries never outlast the call's [`AnswerWindow`]: no wait is slept that
+//! would end after it. Without that bound the attempts multiplied the
+//! per-attempt timeout (a server that never answered cost 120 s per
+//! attempt plus backoff: 484 s before the user saw an error), and a long
+//! `retry-after` slept inside the call's deadline ended as a timeout
+//! instead of the rate limit it was.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use rand::Rng;
+use tokio::time::Instant;
 
 use crate::error::ProviderError;
 use crate::provider::EventStream;
@@ -57,16 +67,55 @@ impl RetryPolicy {
     }
 
     /// The wait before retry number `retry` after `error`: the server's
-    /// `retry-after` (capped) when it gave one, otherwise the backoff with
-    /// ±10 % jitter so that many clients do not retry in lockstep.
-    pub fn delay(&self, retry: u32, error: &ProviderError) -> Duration {
+    /// `retry-after` when it gave one, otherwise the backoff with ±10 %
+    /// jitter so that many clients do not retry in lockstep. `None` when
+    /// the server asks for more than `cap`: that call is not retried.
+    pub fn delay(&self, retry: u32, error: &ProviderError) -> Option<Duration> {
         match error.retry_after() {
-            Some(after) => after.min(self.cap),
+            Some(after) => (after <= self.cap).then_some(after),
             None => {
                 let jitter = rand::rng().random_range(0.9..=1.1);
-                self.backoff(retry).mul_f64(jitter).min(self.cap)
+                Some(self.backoff(retry).mul_f64(jitter).min(self.cap))
             }
         }
+    }
+}
+
+/// How long a call has for its reply to begin, every attempt and backoff
+/// included, counted from its start (its first poll). All the bounds of a
+/// call share the start, so they agree on how long it has run.
+#[derive(Debug, Clone)]
+pub struct AnswerWindow {
+    started: Arc<OnceLock<Instant>>,
+    within: Duration,
+}
+
+impl AnswerWindow {
+    pub fn new(within: Duration) -> Self {
+        AnswerWindow {
+            started: Arc::new(OnceLock::new()),
+            within,
+        }
+    }
+
+    /// When the call started: the first time this (or a clone) was asked.
+    pub fn started(&self) -> Instant {
+        *self.started.get_or_init(Instant::now)
+    }
+
+    /// The instant `after` the start, for any bound of the call.
+    pub fn after_start(&self, after: Duration) -> Instant {
+        let start = self.started();
+        // A bound of u64::MAX seconds from config must not overflow: a
+        // century is as good as never for one call.
+        start
+            .checked_add(after)
+            .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 24 * 3600))
+    }
+
+    /// When the reply must have begun.
+    pub fn deadline(&self) -> Instant {
+        self.after_start(self.within)
     }
 }
 
@@ -115,11 +164,33 @@ struct RetryState<F> {
     finished: bool,
     policy: RetryPolicy,
     sleeper: Sleeper,
+    window: AnswerWindow,
+}
+
+impl<F> RetryState<F> {
+    /// The wait before retrying after `error`, or `None` when the error
+    /// is to be returned: something was shown, the error is final, the
+    /// attempts are spent, the server asks for a longer wait than the
+    /// policy allows, or the wait would end past the answer window.
+    fn retry_wait(&self, error: &ProviderError) -> Option<Duration> {
+        if self.yielded || !error.is_retryable() || self.attempts >= self.policy.max_attempts {
+            return None;
+        }
+        let wait = self.policy.delay(self.attempts, error)?;
+        let resume = Instant::now().checked_add(wait)?;
+        (resume < self.window.deadline()).then_some(wait)
+    }
 }
 
 /// Runs `attempt` (one full request each time) until it yields an event,
-/// fails with an error that is not retryable, or runs out of attempts.
-pub fn with_retries<F>(policy: RetryPolicy, sleeper: Sleeper, attempt: F) -> EventStream
+/// fails with an error that is not retryable, runs out of attempts, or
+/// would retry past `window`.
+pub fn with_retries<F>(
+    policy: RetryPolicy,
+    sleeper: Sleeper,
+    window: AnswerWindow,
+    attempt: F,
+) -> EventStream
 where
     F: FnMut() -> EventStream + Send + 'static,
 {
@@ -131,12 +202,15 @@ where
         finished: false,
         policy,
         sleeper,
+        window,
     };
     Box::pin(futures_util::stream::unfold(state, |mut s| async move {
         loop {
             if s.finished {
                 return None;
             }
+            // The window counts from the first attempt's start.
+            let _ = s.window.started();
             let stream = match s.current.as_mut() {
                 Some(stream) => stream,
                 None => {
@@ -150,8 +224,7 @@ where
                     return Some((Ok(event), s));
                 }
                 Some(Err(error)) => {
-                    if !s.yielded && error.is_retryable() && s.attempts < s.policy.max_attempts {
-                        let wait = s.policy.delay(s.attempts, &error);
+                    if let Some(wait) = s.retry_wait(&error) {
                         s.current = None;
                         s.sleeper.sleep(wait).await;
                         continue;
@@ -201,21 +274,78 @@ mod tests {
         assert_eq!(p.backoff(3), Duration::from_millis(400));
         assert_eq!(p.backoff(4), Duration::from_millis(500));
         assert_eq!(p.backoff(40), Duration::from_millis(500));
-        let d = p.delay(2, &server_err());
+        let d = p.delay(2, &server_err()).unwrap();
         assert!(d >= Duration::from_millis(180) && d <= Duration::from_millis(220));
-        let limited = ProviderError::RateLimit {
+        assert_eq!(
+            p.delay(1, &limited(Duration::from_millis(500))),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(p.delay(1, &limited(Duration::from_secs(3600))), None);
+    }
+
+    fn limited(after: Duration) -> ProviderError {
+        ProviderError::RateLimit {
             provider: "t".into(),
-            retry_after: Some(Duration::from_secs(3600)),
+            retry_after: Some(after),
             detail: String::new(),
+        }
+    }
+
+    fn window() -> AnswerWindow {
+        AnswerWindow::new(Duration::from_secs(60))
+    }
+
+    /// A stream of attempts that each fail with `error`, counting them.
+    fn failing(error: ProviderError) -> (impl FnMut() -> EventStream, Arc<Mutex<u32>>) {
+        let calls = Arc::new(Mutex::new(0));
+        let c = calls.clone();
+        let attempt = move || {
+            *c.lock().unwrap() += 1;
+            Box::pin(futures_util::stream::iter(vec![Err(error.clone())])) as EventStream
         };
-        assert_eq!(p.delay(1, &limited), Duration::from_millis(500));
+        (attempt, calls)
+    }
+
+    #[tokio::test]
+    async fn a_longer_wait_than_the_cap_is_reported_at_once() {
+        let (sleeper, log) = recording();
+        let error = limited(Duration::from_secs(3600));
+        let (attempt, calls) = failing(error.clone());
+        let out: Vec<_> = with_retries(RetryPolicy::default(), sleeper, window(), attempt)
+            .collect()
+            .await;
+        assert_eq!(out, vec![Err(error)]);
+        assert_eq!(*calls.lock().unwrap(), 1);
+        assert!(log.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn no_wait_is_slept_past_the_answer_window() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        // Really sleeps, so the window sees the time pass.
+        let sleeper = Sleeper::new(move |d| {
+            l.lock().unwrap().push(d);
+            tokio::time::sleep(d)
+        });
+        // Each wait fits the cap (30 s); a second one would end past the
+        // 300 ms window.
+        let error = limited(Duration::from_millis(200));
+        let (attempt, calls) = failing(error.clone());
+        let w = AnswerWindow::new(Duration::from_millis(300));
+        let out: Vec<_> = with_retries(RetryPolicy::default(), sleeper, w, attempt)
+            .collect()
+            .await;
+        assert_eq!(out, vec![Err(error)]);
+        assert_eq!(*calls.lock().unwrap(), 2);
+        assert_eq!(*log.lock().unwrap(), vec![Duration::from_millis(200)]);
     }
 
     #[tokio::test]
     async fn retries_until_success_then_passes_through() {
         let (sleeper, log) = recording();
         let mut calls = 0;
-        let s = with_retries(RetryPolicy::default(), sleeper, move || {
+        let s = with_retries(RetryPolicy::default(), sleeper, window(), move || {
             calls += 1;
             let items: Vec<Result<StreamEvent, ProviderError>> = if calls < 3 {
                 vec![Err(server_err())]
@@ -236,7 +366,7 @@ mod tests {
             max_attempts: 3,
             ..RetryPolicy::default()
         };
-        let s = with_retries(policy, sleeper.clone(), || {
+        let s = with_retries(policy, sleeper.clone(), window(), || {
             Box::pin(futures_util::stream::iter(vec![Err(server_err())])) as EventStream
         });
         let out: Vec<_> = s.collect().await;
@@ -244,7 +374,7 @@ mod tests {
         assert_eq!(log.lock().unwrap().len(), 2);
 
         log.lock().unwrap().clear();
-        let s = with_retries(policy, sleeper, || {
+        let s = with_retries(policy, sleeper, window(), || {
             Box::pin(futures_util::stream::iter(vec![
                 Ok(StreamEvent::TextDelta { text: "a".into() }),
                 Err(server_err()),

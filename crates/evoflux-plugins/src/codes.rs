@@ -28,6 +28,9 @@ pub const MANIFEST_NOT_FILE: &str = "plugin/manifest-not-file";
 pub const MANIFEST_TOO_LARGE: &str = "plugin/manifest-too-large";
 pub const MANIFEST_UNREADABLE: &str = "plugin/manifest-unreadable";
 pub const MANIFEST_INVALID_JSON: &str = "plugin/manifest-invalid-json";
+/// An object of `plugin.json` names one key twice (JSON would keep only
+/// the last silently).
+pub const MANIFEST_DUPLICATE_KEY: &str = "plugin/manifest-duplicate-key";
 pub const MANIFEST_NOT_OBJECT: &str = "plugin/manifest-not-object";
 pub const MANIFEST_SCHEMA_MISSING: &str = "plugin/manifest-schema-missing";
 pub const MANIFEST_SCHEMA_UNSUPPORTED: &str = "plugin/manifest-schema-unsupported";
@@ -62,6 +65,8 @@ pub const MCP_NOT_FILE: &str = "plugin/mcp-not-file";
 pub const MCP_TOO_LARGE: &str = "plugin/mcp-too-large";
 pub const MCP_UNREADABLE: &str = "plugin/mcp-unreadable";
 pub const MCP_INVALID_JSON: &str = "plugin/mcp-invalid-json";
+/// An object of `mcp.json` names one key twice (a server listed twice).
+pub const MCP_DUPLICATE_KEY: &str = "plugin/mcp-duplicate-key";
 /// The document is not exactly `{"$schema", "mcpServers"}` with an object `mcpServers`.
 pub const MCP_TOP_LEVEL_INVALID: &str = "plugin/mcp-top-level-invalid";
 /// `$schema` is not a known mcp schema of the manifest's release.

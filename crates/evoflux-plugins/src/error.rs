@@ -191,6 +191,7 @@ impl PluginError {
             | PluginError::InvalidCredential { .. } => true,
             PluginError::Stage(e) => match e {
                 StageError::Extract(_) | StageError::Invalid { .. } | StageError::Symlink => true,
+                StageError::Select(e) => e.is_validation(),
                 StageError::Changed | StageError::Io { .. } => false,
             },
             PluginError::Import(e) => match e {
@@ -202,17 +203,7 @@ impl PluginError {
                 crate::claude_import::ImportError::DestinationExists(_)
                 | crate::claude_import::ImportError::Io { .. } => false,
             },
-            PluginError::Pack(e) => match e {
-                PackError::Invalid { .. }
-                | PackError::IgnoreFile { .. }
-                | PackError::ManifestExcluded { .. } => true,
-                PackError::OutputExists(_)
-                | PackError::OutputInsidePackage(_)
-                | PackError::OutputForbidden(..)
-                | PackError::Io { .. }
-                | PackError::Zip { .. }
-                | PackError::Changed => false,
-            },
+            PluginError::Pack(e) => e.is_validation(),
             PluginError::NotFound(_)
             | PluginError::SourceMissing(_)
             | PluginError::AlreadyInstalled { .. }
@@ -254,7 +245,8 @@ impl PluginError {
             | PluginError::Io { path, .. }
             | PluginError::Stage(
                 StageError::Io { path, .. }
-                | StageError::Extract(crate::archive::ExtractError::Io { path, .. }),
+                | StageError::Extract(crate::archive::ExtractError::Io { path, .. })
+                | StageError::Select(PackError::Io { path, .. }),
             )
             | PluginError::Pack(PackError::Io { path, .. } | PackError::Zip { path, .. }) => {
                 d.with_file(path)

@@ -90,6 +90,27 @@ impl PluginInspection {
     }
 }
 
+impl PluginInspection {
+    /// An inspection that stopped before the package could be read:
+    /// invalid, with `diagnostic` in scope `package`.
+    pub fn refused(root: &Path, diagnostic: Diagnostic) -> PluginInspection {
+        PluginInspection {
+            root: root.to_path_buf(),
+            valid: false,
+            manifest: None,
+            diagnostics: vec![ScopedDiagnostic::new(Scope::Package, diagnostic)],
+            skills: Vec::new(),
+            mcp_status: McpStatus::NotInspected,
+            mcp_servers: Vec::new(),
+            trust: TrustReview::default(),
+            extension_namespaces: Vec::new(),
+            content_sha256: None,
+            tree: None,
+            imported: None,
+        }
+    }
+}
+
 /// Inspects the plugin folder `root` with the default limits.
 pub fn inspect(root: &Path, validator: &dyn SkillValidator) -> PluginInspection {
     inspect_with(root, validator, &PackageLimits::DEFAULT)

@@ -36,6 +36,7 @@ pub mod skills;
 pub mod staging;
 pub mod tree;
 pub mod trust;
+pub mod unique_json;
 pub mod workspace;
 
 pub use archive::{
@@ -59,8 +60,8 @@ pub use mcp::{
     validate_mcp,
 };
 pub use pack::{
-    ExcludedBy, ExcludedEntry, PackError, PackOptions, PackReport, PackSelection,
-    default_pack_output, pack,
+    ExcludedBy, ExcludedEntry, PackError, PackOptions, PackReport, PackSelection, PackageCopy,
+    copy_plan, default_pack_output, pack,
 };
 pub use paths::PluginPaths;
 pub use registry::{KeptData, Registry, RegistryGuard, RegistryRead};
@@ -70,6 +71,8 @@ pub use skills::{
     PluginSkill, SkillCheck, SkillDir, SkillDirListing, SkillDirProblem, SkillValidator,
     SkillsFolder, StrictSkillValidator, list_skill_dirs, loadable_skill_dirs,
 };
-pub use staging::{StageError, StagedPackage, stage_archive, stage_directory, staging_dir};
+pub use staging::{
+    StageError, StagedPackage, inspect_archive, stage_archive, stage_directory, staging_dir,
+};
 pub use tree::{LeftOutLink, PackageLimits, PackageTree};
 pub use trust::{TrustChange, TrustReview};

@@ -43,7 +43,7 @@ use crate::registry::{KeptData, Registry, RegistryGuard};
 use crate::schema::{PLUGIN_SCHEMA_1_0_0, check_plugin_name};
 use crate::scope::{Scope, ScopedDiagnostic};
 use crate::skills::{StrictSkillValidator, loadable_skill_dirs};
-use crate::staging::{StagedPackage, stage_archive, stage_directory, staging_dir};
+use crate::staging::{StagedPackage, inspect_archive, stage_archive, stage_directory, staging_dir};
 
 /// Prefix of a tree moved aside while an update replaces it.
 const UPDATE_BACKUP_PREFIX: &str = ".update-backup-";
@@ -101,6 +101,10 @@ pub struct NewInstallation {
     /// Links of the source folder the installed copy left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<crate::tree::LeftOutLink>,
+    /// What the installed copy of a source folder left out by the packing
+    /// rule (`.env`, `.evopluginignore`), as `pack` lists it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<crate::pack::ExcludedEntry>,
     /// When the source was a Claude Code plugin: what its import carried
     /// over and what it left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -177,6 +181,10 @@ pub struct Updated {
     /// Links of the source folder the installed copy left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<crate::tree::LeftOutLink>,
+    /// What the installed copy of a source folder left out by the packing
+    /// rule (`.env`, `.evopluginignore`), as `pack` lists it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<crate::pack::ExcludedEntry>,
     /// When the source was a Claude Code plugin: what its import carried
     /// over and what it left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -322,11 +330,21 @@ impl PluginManager {
 
     // ---- reading -------------------------------------------------------
 
-    /// Statically inspects a plugin folder. A Claude Code plugin is
-    /// inspected as the package its import makes, with the import's
-    /// report; nothing is written outside the cache.
+    /// Statically inspects a plugin folder or `.evoplugin`/`.zip` archive
+    /// (extracted as `install` would, see [`inspect_archive`]). A Claude
+    /// Code plugin is inspected as the package its import makes, with the
+    /// import's report; nothing is written outside the cache.
     pub fn inspect(&self, path: &Path) -> PluginInspection {
         let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        // What `install` takes as an archive is inspected as one.
+        if let Ok(Source::Archive(file)) = Source::classify(path) {
+            return inspect_archive(
+                &file,
+                &self.paths.cache_dir,
+                &ExtractLimits::DEFAULT,
+                &self.validator,
+            );
+        }
         if !is_claude_plugin(&canonical) {
             return inspect(path, &self.validator);
         }
@@ -642,6 +660,7 @@ impl PluginManager {
         self.recover(&guard);
         let (staged, imported) = self.stage(&source)?;
         let left_out = staged.left_out().to_vec();
+        let excluded = staged.excluded().to_vec();
         let manifest = staged_manifest(&staged)?;
         let source_ref = source_ref.unwrap_or_else(|| source.path().display().to_string());
         refuse_taken_name(guard.installations(), &manifest.name)?;
@@ -680,6 +699,7 @@ impl PluginManager {
             detail: self.detail_with(record, inspection),
             reattached_data,
             left_out,
+            excluded,
             imported,
         })
     }
@@ -729,11 +749,13 @@ impl PluginManager {
         self.ensure_data_dir(&id);
         drop(guard);
         // A link keeps its links in place: what escapes is reported in the
-        // inspection's diagnostics, nothing is left out.
+        // inspection's diagnostics, nothing is left out (the folder is the
+        // developer's own, `.env` included).
         Ok(NewInstallation {
             detail: self.detail_with(record, inspection),
             reattached_data,
             left_out: Vec::new(),
+            excluded: Vec::new(),
             imported: None,
         })
     }
@@ -855,11 +877,13 @@ impl PluginManager {
             UpdateTrust::ReviewAgain => (false, UpdateReview::Required),
         };
         let left_out = staged.left_out().to_vec();
+        let excluded = staged.excluded().to_vec();
         let done = |detail: PluginDetail| Updated {
             detail,
             trust_change: trust_change.clone(),
             review,
             left_out: left_out.clone(),
+            excluded: excluded.clone(),
             imported: imported.clone(),
         };
         let home = self.paths.installation_dir(id);

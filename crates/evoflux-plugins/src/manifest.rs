@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use crate::codes;
 use crate::schema::{SpecVersion, check_plugin_name, is_extension_namespace};
 use crate::scope::{Scope, ScopedDiagnostic};
+use crate::unique_json::UniqueJsonError;
 
 /// The optional `author` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,9 +122,24 @@ pub fn validate_manifest(text: &str, file: &Path) -> ManifestOutcome {
             diagnostics: out.diagnostics,
         };
     }
-    let manifest = match serde_json::from_str::<Value>(text) {
+    let manifest = match crate::unique_json::parse(text) {
         Ok(value) => out.manifest(&value),
-        Err(e) => {
+        Err(UniqueJsonError::Duplicate(dup)) => {
+            out.push(
+                Diagnostic::error(
+                    codes::MANIFEST_DUPLICATE_KEY,
+                    format!(
+                        "plugin.json has the key `{}` twice (line {}); JSON keeps only the \
+                         last, so remove or rename one",
+                        dup.path, dup.line
+                    ),
+                )
+                .with_line(dup.line)
+                .with_field(dup.path),
+            );
+            None
+        }
+        Err(UniqueJsonError::Syntax(e)) => {
             let line = u32::try_from(e.line()).unwrap_or(u32::MAX);
             out.push(
                 Diagnostic::error(

@@ -23,6 +23,7 @@ use crate::manifest::kind;
 use crate::schema::SpecVersion;
 use crate::scope::{Scope, ScopedDiagnostic};
 use crate::tree::{normalize_lexically, stays_inside};
+use crate::unique_json::UniqueJsonError;
 
 /// The placeholder for the absolute plugin root.
 pub const PLUGIN_ROOT: &str = "PLUGIN_ROOT";
@@ -265,14 +266,30 @@ pub fn validate_mcp(text: &str, file: &Path, spec: SpecVersion, root: &Path) -> 
             diagnostics,
         };
     }
-    let value: Value = match serde_json::from_str(text) {
+    let value: Value = match crate::unique_json::parse(text) {
         Ok(v) => v,
-        Err(e) => {
+        Err(UniqueJsonError::Syntax(e)) => {
             top(Diagnostic::error(
                 codes::MCP_INVALID_JSON,
                 format!("mcp.json is not valid JSON: {e}; MCP is disabled for this plugin"),
             )
             .with_line(u32::try_from(e.line()).unwrap_or(u32::MAX)));
+            return McpOutcome {
+                config: None,
+                diagnostics,
+            };
+        }
+        Err(UniqueJsonError::Duplicate(dup)) => {
+            top(Diagnostic::error(
+                codes::MCP_DUPLICATE_KEY,
+                format!(
+                    "mcp.json has the key `{}` twice (line {}); JSON keeps only the last, so \
+                     remove or rename one; MCP is disabled for this plugin",
+                    dup.path, dup.line
+                ),
+            )
+            .with_line(dup.line)
+            .with_field(dup.path));
             return McpOutcome {
                 config: None,
                 diagnostics,

@@ -14,6 +14,7 @@
 //! once; the archive, the report's list of what was left out and the
 //! report's digest all come from that one selection, so the digest is the
 //! digest of the packed tree and of the tree an install extracts from it.
+//! An install from a folder copies by the same rule ([`copy_plan`]).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -32,7 +33,9 @@ use crate::inspect::{PluginInspection, inspect};
 use crate::manifest::PluginManifest;
 use crate::scope::ScopedDiagnostic;
 use crate::skills::SkillValidator;
-use crate::tree::{DigestError, EntryKind, PackageTree, normalize_lexically, stays_inside};
+use crate::tree::{
+    DigestError, EntryKind, LeftOutLink, PackageTree, normalize_lexically, stays_inside,
+};
 
 /// Where to write the archive and which trees it must never land in.
 #[derive(Debug, Clone, Default)]
@@ -167,6 +170,31 @@ pub fn select(tree: &PackageTree) -> Result<PackSelection, PackError> {
     })
 }
 
+/// What a copy of a package holds once it leaves its folder, as an archive
+/// or as an installed copy: one rule for both, so `.env` never reaches an
+/// installation that `pack` would have kept it out of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageCopy {
+    /// The files copied: [`select`]ed, with links inside the root to a
+    /// file read as that file ([`PackageTree::materialized`]).
+    pub tree: PackageTree,
+    /// What [`select`] left out (`.env`, `.evopluginignore`).
+    pub excluded: Vec<ExcludedEntry>,
+    /// The links a copy cannot hold.
+    pub left_out: Vec<LeftOutLink>,
+}
+
+/// The copy of the walked package `tree` ([`PackageCopy`]).
+pub fn copy_plan(tree: &PackageTree) -> Result<PackageCopy, PackError> {
+    let selection = select(tree)?;
+    let (tree, left_out) = selection.tree.materialized();
+    Ok(PackageCopy {
+        tree,
+        excluded: selection.excluded,
+        left_out,
+    })
+}
+
 /// The proper ancestors of a `/`-separated relative path, nearest last.
 fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     path.match_indices('/').map(move |(i, _)| &path[..i])
@@ -244,6 +272,22 @@ impl PackError {
             PackError::Changed => "plugin/pack-changed",
             PackError::IgnoreFile { .. } => "plugin/pack-ignore-file-invalid",
             PackError::ManifestExcluded { .. } => "plugin/pack-manifest-excluded",
+        }
+    }
+
+    /// Whether the error is a verdict on the package (its validity, its
+    /// `.evopluginignore`) rather than on the output or the environment.
+    pub const fn is_validation(&self) -> bool {
+        match self {
+            PackError::Invalid { .. }
+            | PackError::IgnoreFile { .. }
+            | PackError::ManifestExcluded { .. } => true,
+            PackError::OutputExists(_)
+            | PackError::OutputInsidePackage(_)
+            | PackError::OutputForbidden(..)
+            | PackError::Io { .. }
+            | PackError::Zip { .. }
+            | PackError::Changed => false,
         }
     }
 
@@ -326,11 +370,10 @@ pub fn pack_inspected(
             diagnostics: inspection.diagnostics.clone(),
         });
     };
-    let mut selection = select(tree)?;
+    let mut selection = copy_plan(tree)?;
     // An archive holds only files: a link inside the root to a file is
     // packed as that file, and every other link is left out and listed.
-    let (packed, left_out) = selection.tree.materialized();
-    selection.tree = packed;
+    let left_out = std::mem::take(&mut selection.left_out);
     selection
         .excluded
         .extend(left_out.into_iter().map(|link| ExcludedEntry {

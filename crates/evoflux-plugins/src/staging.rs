@@ -15,7 +15,8 @@ use evoflux_core::hash::ContentHash;
 
 use crate::archive::{ExtractError, ExtractLimits, extract_archive};
 use crate::inspect::{PluginInspection, inspect};
-use crate::scope::ScopedDiagnostic;
+use crate::pack::{ExcludedEntry, PackageCopy, copy_plan};
+use crate::scope::{Scope, ScopedDiagnostic};
 use crate::skills::SkillValidator;
 use crate::tree::{LeftOutLink, PackageTree};
 
@@ -34,6 +35,10 @@ pub enum StageError {
     Symlink,
     #[error("package changed while it was being staged")]
     Changed,
+    /// What the copy leaves out could not be decided (`.evopluginignore`
+    /// cannot be read or leaves out `plugin.json`).
+    #[error(transparent)]
+    Select(crate::pack::PackError),
     /// Staging failed on `path`, the file or folder the error concerns.
     #[error("cannot stage the package: `{}`: {source}", path.display())]
     Io {
@@ -50,6 +55,7 @@ impl StageError {
             StageError::Invalid { .. } => "plugin/stage-invalid-package",
             StageError::Symlink => "plugin/archive-symlink",
             StageError::Changed => "plugin/stage-changed",
+            StageError::Select(e) => e.code(),
             StageError::Io { .. } => "plugin/stage-io",
         }
     }
@@ -66,10 +72,12 @@ impl StageError {
         let d = Diagnostic::error(self.code(), self.to_string());
         match self {
             StageError::Io { path, .. } => d.with_file(path),
+            StageError::Select(crate::pack::PackError::Io { path, .. }) => d.with_file(path),
             StageError::Extract(_)
             | StageError::Invalid { .. }
             | StageError::Symlink
-            | StageError::Changed => d,
+            | StageError::Changed
+            | StageError::Select(_) => d,
         }
     }
 }
@@ -82,6 +90,9 @@ pub struct StagedPackage {
     /// Links of a source folder the copy left out (see
     /// [`crate::tree::LeftOutLink`]); an archive has none.
     left_out: Vec<LeftOutLink>,
+    /// What the copy of a source folder left out by the packing rule
+    /// (`.env`, `.evopluginignore`); an archive was packed by it already.
+    excluded: Vec<ExcludedEntry>,
 }
 
 impl StagedPackage {
@@ -97,6 +108,11 @@ impl StagedPackage {
     /// The links the copy left out, each with its warning.
     pub fn left_out(&self) -> &[LeftOutLink] {
         &self.left_out
+    }
+
+    /// What the copy left out by the packing rule, as `pack` lists it.
+    pub fn excluded(&self) -> &[ExcludedEntry] {
+        &self.excluded
     }
 
     /// The digest recorded when the package was staged.
@@ -178,15 +194,79 @@ pub fn stage_archive(
         temp,
         inspection,
         left_out: Vec::new(),
+        excluded: Vec::new(),
     })
+}
+
+/// Inspects an `.evoplugin`/`.zip` archive as an install would see it:
+/// extracted with the install's `limits` into a private folder under
+/// [`staging_dir`], inspected there, and removed. The inspection names the
+/// archive, not that folder: its root is `archive` and each path inside
+/// the package reads `<archive>/<entry>`. Nothing is installed or run.
+pub fn inspect_archive(
+    archive: &Path,
+    cache_dir: &Path,
+    limits: &ExtractLimits,
+    validator: &dyn SkillValidator,
+) -> PluginInspection {
+    let refused = |e: StageError| {
+        PluginInspection::refused(
+            archive,
+            Diagnostic::error(e.code(), e.to_string()).with_file(archive),
+        )
+    };
+    let staging = staging_dir(cache_dir);
+    if let Err(e) = fs::create_dir_all(&staging) {
+        return refused(StageError::io(&staging)(e));
+    }
+    let temp = match tempfile::Builder::new()
+        .prefix("inspect-")
+        .tempdir_in(&staging)
+    {
+        Ok(t) => t,
+        Err(e) => return refused(StageError::io(&staging)(e)),
+    };
+    let root = temp.path().join("package");
+    if let Err(e) = extract_archive(archive, &root, limits) {
+        return refused(StageError::Extract(e));
+    }
+    let mut inspection = inspect(&root, validator);
+    if inspection.tree.as_ref().is_some_and(|t| t.has_symlinks()) {
+        let e = StageError::Symlink;
+        inspection.valid = false;
+        inspection.diagnostics.push(ScopedDiagnostic::new(
+            Scope::Package,
+            Diagnostic::error(e.code(), e.to_string()).with_file(archive),
+        ));
+    }
+    // Paths into the staging folder, which is removed on return, are
+    // shown as paths inside the archive.
+    let staged_root = inspection.root.clone();
+    let in_archive = |p: &Path| match p.strip_prefix(&staged_root) {
+        Ok(rel) => archive.join(rel),
+        Err(_) => p.to_path_buf(),
+    };
+    for skill in &mut inspection.skills {
+        skill.path = in_archive(&skill.path);
+    }
+    for d in &mut inspection.diagnostics {
+        if let Some(file) = &d.diagnostic.locator.file {
+            d.diagnostic.locator.file = Some(in_archive(file));
+        }
+    }
+    inspection.root = archive.to_path_buf();
+    inspection.tree = None;
+    inspection
 }
 
 /// Copies a valid plugin folder into a fresh folder under [`staging_dir`]
 /// and checks that the copy has the digest of the source, so a package
 /// edited while it is copied is refused instead of installed half-old.
-/// Installed copies hold only files: a link inside the root to a file is
-/// copied as that file, and other links are left out (and reported), so
-/// only the components that read through them are unavailable.
+/// The copy holds what `pack` would pack ([`copy_plan`]): no `.env`
+/// files, nothing `.evopluginignore` names, and only files: a link inside
+/// the root to a file is copied as that file, and other links are left
+/// out (and reported), so only the components that read through them are
+/// unavailable.
 pub fn stage_directory(
     source: &Path,
     cache_dir: &Path,
@@ -203,7 +283,11 @@ pub fn stage_directory(
             diagnostics: original.diagnostics,
         });
     };
-    let (plan, left_out) = tree.materialized();
+    let PackageCopy {
+        tree: plan,
+        excluded,
+        left_out,
+    } = copy_plan(tree).map_err(StageError::Select)?;
     // What the copy must hold, read through the links it turns into files.
     let expected = match plan.digest() {
         Ok(d) => d,
@@ -225,6 +309,7 @@ pub fn stage_directory(
         temp,
         inspection,
         left_out,
+        excluded,
     })
 }
 

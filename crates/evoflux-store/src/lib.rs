@@ -35,7 +35,7 @@ pub use database::{Backend, Database, DatabaseUrl};
 pub use error::StoreError;
 pub use evoflux_protocol::Usage;
 pub use grants::{GrantKey, GrantScope};
-pub use model_requests::{RecordedCall, RecordedRequest, RequestParts, SystemPart};
+pub use model_requests::{PromptShaping, RecordedCall, RecordedRequest, RequestParts, SystemPart};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
 pub use replicas::{
     Announcement, EVENTS_CHANNEL, EventNotifications, Lease, LeaseClaim, LeaseHolder, LeaseProcess,

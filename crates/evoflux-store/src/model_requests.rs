@@ -39,6 +39,42 @@ pub struct RequestParts {
     /// The schema that turn's result had to match, on its first call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_output_schema: Option<serde_json::Value>,
+    /// What shaped the prompt beyond these parts; empty for calls recorded
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "PromptShaping::is_unknown")]
+    pub shaping: PromptShaping,
+}
+
+/// What shaped a call's prompt that the parts do not show: the same build
+/// given the same facts makes the same prompt, so a replay sets each of
+/// them again instead of taking its own (a scripted provider has no
+/// context window, a replay's clock another date, a replay no resolver).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptShaping {
+    /// The model the call went to, as `provider:model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The provider's context window in tokens, when known: it sizes the
+    /// skill catalog and the compaction threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// The bytes the skill catalog was given (from the context window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_budget_bytes: Option<u64>,
+    /// How the implicit skill resolver ran (`None`: the session had no
+    /// skill runtime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver: Option<evoflux_core::config::ResolverMode>,
+    /// The skill the resolver loaded for this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<String>,
+}
+
+impl PromptShaping {
+    /// Nothing is known (a call recorded before these were kept).
+    pub fn is_unknown(&self) -> bool {
+        *self == PromptShaping::default()
+    }
 }
 
 /// A recorded call: its parts, its place in the global order of calls and
@@ -102,7 +138,7 @@ impl Store {
         for session in sessions {
             let rows = sqlx::query(
                 "SELECT r.id, r.day, s.body AS system, t.body AS tools, i.body AS input, \
-                 r.turn_input, r.turn_output_schema, r.reply_seq, r.input_tokens, \
+                 r.turn_input, r.turn_output_schema, r.shaping, r.reply_seq, r.input_tokens, \
                  r.cached_input_tokens, r.cache_write_tokens, r.output_tokens, r.cost_picousd \
                  FROM model_requests r \
                  JOIN request_parts s ON s.sha256 = r.system_sha256 \
@@ -118,6 +154,7 @@ impl Store {
                 let tools: String = row.try_get("tools")?;
                 let input: String = row.try_get("input")?;
                 let schema: Option<String> = row.try_get("turn_output_schema")?;
+                let shaping: Option<String> = row.try_get("shaping")?;
                 out.push(RecordedRequest {
                     order: to_u64("model request id", row.try_get("id")?)?,
                     session_id: *session,
@@ -130,6 +167,10 @@ impl Store {
                         turn_output_schema: schema
                             .map(|s| parse(&s, "request output schema"))
                             .transpose()?,
+                        shaping: shaping
+                            .map(|s| parse(&s, "request shaping"))
+                            .transpose()?
+                            .unwrap_or_default(),
                     },
                     reply_seq: to_u64("model request reply", row.try_get("reply_seq")?)?,
                     usage: call_usage(&row)?,
@@ -297,8 +338,9 @@ async fn insert_request(
     sqlx::query(
         "INSERT INTO model_requests (session_id, day, system_sha256, tools_sha256, \
          input_sha256, turn_input, turn_output_schema, reply_seq, created_at_ms, \
-         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost_picousd) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+         input_tokens, cached_input_tokens, cache_write_tokens, output_tokens, cost_picousd, \
+         shaping) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(session.to_string())
     .bind(&parts.day)
@@ -322,6 +364,11 @@ async fn insert_request(
     .bind(
         (usage.unpriced_requests == 0)
             .then(|| to_i64(usage.cost_usd.picos()))
+            .transpose()?,
+    )
+    .bind(
+        (!parts.shaping.is_unknown())
+            .then(|| json(&parts.shaping, "request shaping"))
             .transpose()?,
     )
     .execute(&mut **tx)

@@ -17,11 +17,16 @@ pub const POSTGRES_ENV: &str = "EVOFLUX_TEST_POSTGRES_URL";
 /// stderr) when no server is configured.
 ///
 /// # Panics
-/// When the server is configured but cannot create a database: a test
-/// must fail then, not pass without running.
+/// When the server is configured but cannot create a database, or in CI
+/// when none is configured: a test must fail then, not pass without
+/// running.
 pub async fn postgres_database() -> Option<Database> {
     let Ok(admin) = std::env::var(POSTGRES_ENV) else {
-        eprintln!("skipping the PostgreSQL half: {POSTGRES_ENV} is not set");
+        evoflux_core::prerequisite::missing(
+            &format!("a PostgreSQL server ({POSTGRES_ENV})"),
+            "install the Debian package `postgresql` and run \
+             `export EVOFLUX_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start)`",
+        );
         return None;
     };
     sqlx::any::install_default_drivers();

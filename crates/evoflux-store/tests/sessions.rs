@@ -540,6 +540,14 @@ async fn model_requests_keep_parts_once_in_call_order_and_go_with_their_session(
         input: vec![Message::user(input)],
         turn_input: Some(input.into()),
         turn_output_schema: None,
+        // Kept whole and read back as written.
+        shaping: evoflux_store::PromptShaping {
+            model: Some("openai:gpt-test".into()),
+            context_window: Some(128_000),
+            catalog_budget_bytes: Some(10_240),
+            resolver: Some(evoflux_core::config::ResolverMode::Speculative),
+            resolved: Some("build-fixer".into()),
+        },
     };
     let priced = Usage {
         requests: 1,
@@ -612,6 +620,7 @@ async fn a_model_call_is_recorded_whole_in_one_write(t: Target) {
         input: Vec::new(),
         turn_input: Some("hello".into()),
         turn_output_schema: None,
+        shaping: evoflux_store::PromptShaping::default(),
     };
     let usage = Usage {
         requests: 1,

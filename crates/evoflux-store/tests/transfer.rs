@@ -156,6 +156,10 @@ async fn populate(store: &Store) {
         input: vec![Message::user("héllo ✓")],
         turn_input: Some("héllo ✓".into()),
         turn_output_schema: Some(json!({"type": "object"})),
+        shaping: evoflux_store::PromptShaping {
+            context_window: Some(8_192),
+            ..evoflux_store::PromptShaping::default()
+        },
     };
     store
         .record_model_request(lead.id, &parts, 2, &usage)

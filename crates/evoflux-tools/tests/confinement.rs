@@ -78,8 +78,11 @@ fn fixture(adjust: impl FnOnce(&mut SandboxPolicy)) -> Option<Fixture> {
     )
     .unwrap();
     rt.confine(session, sandbox);
-    if evoflux_tools::sandbox::probe_bubblewrap(std::env::var_os("PATH").as_deref()).is_err() {
-        eprintln!("skipped: bubblewrap cannot create a sandbox here");
+    if let Err(e) = evoflux_tools::sandbox::probe_bubblewrap(std::env::var_os("PATH").as_deref()) {
+        evoflux_core::prerequisite::missing(
+            &format!("a working bubblewrap ({e})"),
+            "install the Debian package `bubblewrap`, and allow user namespaces",
+        );
         return None;
     }
     Some(Fixture {

@@ -15,6 +15,7 @@ pub mod form;
 pub mod listing;
 pub mod profile;
 pub mod seed;
+pub mod shadowing;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use effective::{
 };
 pub use form::{AgentForm, FormError, read_form, write_form};
 pub use profile::{BUILTIN_LEAD, Profile, profile_for, profiles};
+pub use shadowing::{MEMBER_SHADOWS_WORKER, members_shadowing_workers};
 
 use crate::tools::ToolCatalog;
 

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use evoflux_core::{Diagnostic, Diagnostics, Severity};
+use evoflux_core::{AppMode, Diagnostic, Diagnostics, Severity};
 use evoflux_graph::{Binding, CompiledGraph, Layer, SlotKind};
 use serde::{Deserialize, Serialize};
 
@@ -368,5 +368,25 @@ impl WorkerCatalog {
     /// Operator-facing specs (`base`, `custom`).
     pub fn user_visible(&self) -> impl Iterator<Item = &AgentSpec> {
         self.specs.iter().filter(|s| s.audience.is_user_visible())
+    }
+
+    /// The specs a lead of `mode` may dispatch: `base`, `custom` and
+    /// `shadow` workers in Coding mode (`internal` ones only run inside
+    /// evoflux), none in Work mode, whose leads hand work to members only.
+    pub fn dispatchable(&self, mode: AppMode) -> impl Iterator<Item = &AgentSpec> {
+        let coding = match mode {
+            AppMode::Coding => true,
+            AppMode::Work => false,
+        };
+        self.specs
+            .iter()
+            .filter(move |s| coding && is_dispatchable(s.audience))
+    }
+}
+
+const fn is_dispatchable(audience: Audience) -> bool {
+    match audience {
+        Audience::Base | Audience::Custom | Audience::Shadow => true,
+        Audience::Internal => false,
     }
 }

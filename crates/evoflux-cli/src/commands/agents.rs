@@ -11,8 +11,8 @@ use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::listing::list_agents;
 use evoflux_agents::team::seed::init_seeds;
 use evoflux_agents::team::{
-    AgentSource, EffectiveAgentConfig, Role, compile_agent_config, parse_qualified_name,
-    qualified_name,
+    AgentSource, EffectiveAgentConfig, Role, compile_agent_config, members_shadowing_workers,
+    parse_qualified_name, qualified_name,
 };
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use evoflux_graph::slot::PathClass;
@@ -190,21 +190,43 @@ fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> 
     };
     let tools = ToolCatalog::from_graph(&graph);
     let dir = evoflux_agents::team::load_agents(&graph, mode, &mut Diagnostics::new());
+    // What the graph said about this agent's file: a file it could not
+    // select (broken front matter) has no entry, and one that falls back
+    // to a built-in of the same name must not look fine.
+    let slot = evoflux_graph::Slot::new(evoflux_agents::team::agent_slot_kind(mode), bare.as_str());
+    let unselected = graph.slot_diagnostics(&slot);
     let Some(entry) = dir.get(&bare) else {
-        out.diagnostics(&Diagnostics::from(vec![Diagnostic::error(
-            "agent/not-found",
-            format!("no {mode} agent named `{bare}`"),
-        )]));
-        return Ok(Exit::Failure);
+        if unselected.is_empty() {
+            out.diagnostics(&Diagnostics::from(vec![Diagnostic::error(
+                "agent/not-found",
+                format!("no {mode} agent named `{bare}`"),
+            )]));
+            return Ok(Exit::Failure);
+        }
+        out.diagnostics(&unselected);
+        return Ok(if unselected.has_errors() {
+            Exit::Invalid
+        } else {
+            Exit::Failure
+        });
     };
-    let mut diags = entry.diagnostics.clone();
+    let file_broken = unselected.has_errors();
+    let mut diags = unselected;
+    diags.extend(entry.diagnostics.iter().cloned());
+    let workers = worker_catalog(&graph, &tools, &mut diags);
+    let slot = slot.to_string();
+    diags.extend(
+        members_shadowing_workers(&dir, &workers)
+            .into_iter()
+            .filter(|d| d.locator.slot.as_deref() == Some(slot.as_str())),
+    );
     let effective = entry
         .raw
         .as_ref()
         .map(|r| compile_agent_config(r, entry.source.clone(), &tools, &mut diags));
     let shown = Shown {
         qualified_name: qualified_name(mode, &bare),
-        valid: entry.is_valid(),
+        valid: entry.is_valid() && !file_broken,
         source: entry.source.clone(),
         tools_not_in_build: tools_not_in_build(&tools, effective.iter().flat_map(|e| &e.tools)),
         effective,
@@ -288,6 +310,7 @@ fn agent_slot_kind(slot: &str) -> Option<SlotKind> {
         },
         PathClass::McpServers
         | PathClass::SkillResource
+        | PathClass::EvalResource
         | PathClass::RunArtifact
         | PathClass::InvalidName { .. }
         | PathClass::Unsupported => None,
@@ -356,11 +379,13 @@ fn validate(out: &Output, mode: Option<AppMode>, sources: &SourceArgs) -> anyhow
         ),
         Err(exit) => return Ok(exit),
     };
+    let workers = worker_catalog(&graph, &tools, &mut diags);
     for m in modes(mode) {
         let dir = evoflux_agents::team::load_agents(&graph, m, &mut diags);
         for agent in dir.compile_all(&tools, &mut diags) {
             diags.extend(unknown_mcp_servers(&agent, &servers));
         }
+        diags.extend(members_shadowing_workers(&dir, &workers));
     }
     let v = Validation {
         valid: !diags.has_errors(),
@@ -376,6 +401,22 @@ fn validate(out: &Output, mode: Option<AppMode>, sources: &SourceArgs) -> anyhow
     });
     out.diagnostics(&diags);
     Ok(if v.valid { Exit::Ok } else { Exit::Invalid })
+}
+
+/// The worker catalog the team's names are checked against. A defective
+/// framework worker is evoflux's bug: reported, and nothing is shadowed.
+fn worker_catalog(
+    graph: &CompiledGraph,
+    tools: &ToolCatalog,
+    diags: &mut Diagnostics,
+) -> evoflux_agents::worker::WorkerCatalog {
+    match evoflux_agents::worker::load_workers(graph, tools, &mut Diagnostics::new()) {
+        Ok(c) => c,
+        Err(e) => {
+            diags.push(Diagnostic::error("worker/catalog-defective", e.to_string()));
+            evoflux_agents::worker::WorkerCatalog::default()
+        }
+    }
 }
 
 /// An `mcp:` entry no server answers to would leave the agent without

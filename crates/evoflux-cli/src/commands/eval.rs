@@ -50,19 +50,9 @@ pub fn run(out: &Output, args: &EvalArgs) -> anyhow::Result<Exit> {
         };
         let app = super::app_context(&dirs)?;
         let graph = app.compile(&[])?;
-        // Mistakes in eval files stop the run, each with its code.
-        let problems: evoflux_core::Diagnostics = graph
-            .diagnostics
-            .iter()
-            .filter(|d| {
-                d.code.starts_with("eval/")
-                    || d.locator
-                        .slot
-                        .as_deref()
-                        .is_some_and(|s| s.starts_with("evals/"))
-            })
-            .cloned()
-            .collect();
+        // Mistakes in eval files stop the run, each with its code: what
+        // the graph found, and a `lead` or `worker` that names nothing.
+        let problems = evals::problems(&app, &graph);
         if problems.has_errors() {
             out.diagnostics(&problems);
             return Ok(Exit::Invalid);

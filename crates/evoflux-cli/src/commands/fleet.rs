@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
 use evoflux_core::dirs::Dirs;
-use evoflux_core::{AppMode, Diagnostic, Diagnostics};
+use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_fleet::{
     CatalogFleet, FleetCatalog, FleetStep, LoopCheck, PlanError, compile_fleet_plan,
 };
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use evoflux_fleet::run::{NodeOutcome, NodeReceipt, RunReport, RunStatus};
 use evoflux_harness::fleet_run::{
-    self, FleetProgress, FleetRunError, FleetRunOptions, RunRecord, RunState,
+    self, FleetProgress, FleetReadiness, FleetRunError, FleetRunOptions, RunRecord, RunState,
 };
 
 use crate::cli::SourceArgs;
@@ -39,7 +39,8 @@ pub enum FleetCommand {
         #[command(flatten)]
         sources: SourceArgs,
     },
-    /// Check every fleet, or one; exit 3 when any is invalid.
+    /// Check every fleet, or one, as a run would before its first step;
+    /// exit 3 when any is invalid or could not run here.
     Validate {
         name: Option<String>,
         #[command(flatten)]
@@ -93,24 +94,26 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 
 pub fn run(out: &Output, command: &FleetCommand) -> anyhow::Result<Exit> {
     match command {
-        FleetCommand::List { sources } => {
-            with_catalog(out, sources, |_, _, catalog| Ok(list(out, catalog)))
-        }
+        FleetCommand::List { sources } => with_catalog(out, sources, |dirs, graph, catalog| {
+            let ready = FleetReadiness::new(&super::app_context(dirs)?, graph);
+            Ok(list(out, catalog, &ready))
+        }),
         FleetCommand::Show { name, sources } => {
             with_catalog(out, sources, |_, _, catalog| Ok(show(out, catalog, name)))
         }
         FleetCommand::Validate { name, sources } => {
             with_catalog(out, sources, |dirs, graph, catalog| {
-                let workers = super::app_context(dirs)?.worker_ids(graph, AppMode::Coding);
-                Ok(validate(out, catalog, name.as_deref(), &workers))
+                let ready = FleetReadiness::new(&super::app_context(dirs)?, graph);
+                Ok(validate(out, catalog, name.as_deref(), &ready))
             })
         }
         FleetCommand::Plan {
             name,
             vars,
             sources,
-        } => with_catalog(out, sources, |_, _, catalog| {
-            Ok(plan(out, catalog, name, vars))
+        } => with_catalog(out, sources, |dirs, graph, catalog| {
+            let ready = FleetReadiness::new(&super::app_context(dirs)?, graph);
+            Ok(plan(out, catalog, name, vars, &ready))
         }),
         FleetCommand::Run {
             name,
@@ -148,26 +151,40 @@ fn with_catalog(
     f(&dirs, &graph, &catalog)
 }
 
-/// A fleet as listed.
-fn listed(f: &CatalogFleet) -> Value {
+/// A fleet as listed; `valid` as `validate` judges it.
+fn listed(f: &CatalogFleet, valid: bool) -> Value {
     json!({
         "name": f.name,
         "origin": f.origin,
-        "valid": f.is_valid(),
+        "valid": valid,
         "version": f.contract.as_ref().map(|c| c.version),
         "description": f.contract.as_ref().map(|c| c.description.as_str()),
         "steps": f.contract.as_ref().map(|c| c.steps.len()),
     })
 }
 
-fn list(out: &Output, catalog: &FleetCatalog) -> Exit {
-    let rows: Vec<Value> = catalog.fleets.iter().map(listed).collect();
+fn list(out: &Output, catalog: &FleetCatalog, ready: &FleetReadiness) -> Exit {
+    // Each fleet with every problem `validate` would name.
+    let judged: Vec<(&CatalogFleet, Diagnostics)> = catalog
+        .fleets
+        .iter()
+        .map(|f| {
+            let mut problems = f.diagnostics.clone();
+            problems.extend(ready.check(f, &catalog.registry).all().iter().cloned());
+            (f, problems)
+        })
+        .collect();
+    let valid =
+        |f: &CatalogFleet, problems: &Diagnostics| f.contract.is_some() && !problems.has_errors();
+    let rows: Vec<Value> = judged
+        .iter()
+        .map(|(f, problems)| listed(f, valid(f, problems)))
+        .collect();
     out.result(&rows, || {
-        catalog
-            .fleets
+        judged
             .iter()
-            .map(|f| {
-                let about = match (&f.contract, f.is_valid()) {
+            .map(|(f, problems)| {
+                let about = match (&f.contract, valid(f, problems)) {
                     (Some(c), true) => {
                         format!(
                             "v{} · {} steps · {}",
@@ -178,7 +195,7 @@ fn list(out: &Output, catalog: &FleetCatalog) -> Exit {
                     }
                     (Some(_) | None, _) => format!(
                         "invalid: {} (evoflux fleet validate {})",
-                        f.diagnostics.summary(),
+                        problems.summary(),
                         f.name
                     ),
                 };
@@ -270,9 +287,15 @@ fn step_line(step: &FleetStep) -> String {
     }
 }
 
-/// Every fleet, or one, with its agents checked against `workers` (the
-/// worker recipes a run can open).
-fn validate(out: &Output, catalog: &FleetCatalog, name: Option<&str>, workers: &[String]) -> Exit {
+/// Every fleet, or one, checked as a run would check it before its first
+/// step: its agents against the worker recipes a run can open, and the
+/// check commands it needs against the repository's trust.
+fn validate(
+    out: &Output,
+    catalog: &FleetCatalog,
+    name: Option<&str>,
+    ready: &FleetReadiness,
+) -> Exit {
     let fleets: Vec<&CatalogFleet> = match name {
         Some(n) => match find(out, catalog, n) {
             Some(f) => vec![f],
@@ -284,15 +307,11 @@ fn validate(out: &Output, catalog: &FleetCatalog, name: Option<&str>, workers: &
     let mut invalid: Vec<&str> = Vec::new();
     for f in &fleets {
         all.extend(f.diagnostics.iter().cloned());
-        let agents = f
-            .contract
-            .as_ref()
-            .map(|c| evoflux_fleet::bind_fleet_agents(c, workers))
-            .unwrap_or_default();
-        if !f.is_valid() || agents.has_errors() {
+        let more = ready.check(f, &catalog.registry).all();
+        if !f.is_valid() || more.has_errors() {
             invalid.push(f.name.as_str());
         }
-        all.extend(agents.iter().cloned());
+        all.extend(more.iter().cloned());
     }
     let value = json!({
         "valid": invalid.is_empty(),
@@ -320,7 +339,14 @@ fn validate(out: &Output, catalog: &FleetCatalog, name: Option<&str>, workers: &
     }
 }
 
-fn plan(out: &Output, catalog: &FleetCatalog, name: &str, vars: &[(String, String)]) -> Exit {
+/// The plan `run` would run, or what `run` would refuse it for (exit 3).
+fn plan(
+    out: &Output,
+    catalog: &FleetCatalog,
+    name: &str,
+    vars: &[(String, String)],
+    ready: &FleetReadiness,
+) -> Exit {
     let Some(f) = find(out, catalog, name) else {
         return Exit::Failure;
     };
@@ -333,6 +359,11 @@ fn plan(out: &Output, catalog: &FleetCatalog, name: &str, vars: &[(String, Strin
         Ok(p) => p,
         Err(e) => return plan_error(out, &c.path, &e),
     };
+    let refused = ready.check(f, &catalog.registry).all();
+    if refused.has_errors() {
+        out.diagnostics(&refused);
+        return Exit::Invalid;
+    }
     out.result(&plan, || {
         let mut text = format!(
             "{} · {} nodes · at most {} at once · plan {}\n",
@@ -465,7 +496,8 @@ fn run_fleet(out: &Output, options: FleetRunOptions) -> anyhow::Result<Exit> {
 fn run_error(out: &Output, e: &FleetRunError) -> Exit {
     match e {
         FleetRunError::Invalid { diagnostics, .. }
-        | FleetRunError::UnknownAgents { diagnostics, .. } => {
+        | FleetRunError::UnknownAgents { diagnostics, .. }
+        | FleetRunError::ChecksAwaitingTrust { diagnostics, .. } => {
             out.diagnostics(diagnostics);
             Exit::Invalid
         }

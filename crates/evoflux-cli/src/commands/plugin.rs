@@ -15,8 +15,8 @@ use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_plugins::credentials::FieldType;
 use evoflux_plugins::{
     CreateOptions, CredentialChange, CredentialState, CredentialValue, DataSelector, ExcludedBy,
-    InstallationId, KeptDataListing, LeftOutLink, Listing, NewInstallation, PackReport,
-    PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, Readiness,
+    ExcludedEntry, InstallationId, KeptDataListing, LeftOutLink, Listing, NewInstallation,
+    PackReport, PluginDetail, PluginError, PluginInspection, PluginManager, PluginPaths, Readiness,
     ScopedDiagnostic, ScopedDiagnosticsExt, SourceType, TrustChange, TrustReview, UpdateReview,
     UpdateTrust, Updated,
 };
@@ -40,8 +40,9 @@ pub enum PluginCommand {
         #[arg(long)]
         skill: Option<String>,
     },
-    /// Validate a plugin folder and show its skills, MCP servers and trust
-    /// review, without installing or running anything. Exit 3 when invalid.
+    /// Validate a plugin folder or .evoplugin/.zip archive and show its
+    /// skills, MCP servers and trust review, without installing or running
+    /// anything. Exit 3 when invalid.
     Inspect { path: PathBuf },
     /// Write a Claude Code plugin (.claude-plugin/plugin.json, skills/,
     /// .mcp.json) as an Agent Plugins package in a new folder, naming what
@@ -516,6 +517,7 @@ fn print_new(out: &Output, n: &NewInstallation, verb: &str) {
         if let Some(report) = &n.imported {
             render_import(report, &mut s);
         }
+        render_excluded(&n.excluded, &mut s);
         unavailable_parts(&n.detail.inspection, &n.left_out, &mut s);
         if n.reattached_data {
             let _ = writeln!(
@@ -572,9 +574,15 @@ fn render_kept_data(listing: &KeptDataListing) -> String {
 
 fn render_pack(r: &PackReport) -> String {
     let mut s = format!("Packed {} files into {}\n", r.entries, r.output.display());
-    if !r.excluded.is_empty() {
+    render_excluded(&r.excluded, &mut s);
+    s
+}
+
+/// What a copy (an archive, an installed copy) left out, one line each.
+fn render_excluded(excluded: &[ExcludedEntry], s: &mut String) {
+    if !excluded.is_empty() {
         let _ = writeln!(s, "Left out:");
-        for e in &r.excluded {
+        for e in excluded {
             let _ = writeln!(
                 s,
                 "  {}{}  ({})",
@@ -595,7 +603,6 @@ fn render_pack(r: &PackReport) -> String {
             );
         }
     }
-    s
 }
 
 fn print_updated(out: &Output, u: &Updated) {
@@ -611,6 +618,7 @@ fn print_updated(out: &Output, u: &Updated) {
         if let Some(report) = &u.imported {
             render_import(report, &mut s);
         }
+        render_excluded(&u.excluded, &mut s);
         unavailable_parts(&u.detail.inspection, &u.left_out, &mut s);
         if !u.trust_change.is_empty() {
             let _ = writeln!(s, "The new version adds to the trust review:");

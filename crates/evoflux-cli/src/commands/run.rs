@@ -33,7 +33,8 @@ use crate::output::{Exit, Output};
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
     /// `work` (a session folder is the workspace) or `coding` (the
-    /// `--workspace` repositories, default the current directory). Default: work.
+    /// `--workspace` repositories, default the current directory). Default:
+    /// coding when --workspace is given, else work.
     #[arg(long, value_parser = crate::cli::parse_mode)]
     pub mode: Option<AppMode>,
     #[command(flatten)]
@@ -47,8 +48,9 @@ pub struct SessionArgs {
     /// Continue this session instead of starting a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// Most model calls in one turn.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().model_calls_per_turn)]
+    /// Most model calls in one turn (at least 1).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().model_calls_per_turn,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub max_model_calls: u32,
 }
 
@@ -125,9 +127,12 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
     let rt = runtime()?;
     rt.block_on(async {
-        let schema = match &args.output_schema {
-            Some(path) => Some(read_schema(path)?),
-            None => None,
+        let schema = match args.output_schema.as_deref().map(read_schema).transpose() {
+            Ok(schema) => schema,
+            Err(diagnostic) => {
+                out.diagnostics(&evoflux_core::Diagnostics::from(vec![*diagnostic]));
+                return Ok(Exit::Invalid);
+            }
         };
         let wiring = non_interactive(event_sink(out));
         let processes = process_runtime(out)?;
@@ -574,13 +579,28 @@ pub(crate) async fn terminate_signal() {
     std::future::pending::<()>().await;
 }
 
-fn read_schema(path: &Path) -> anyhow::Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the output schema {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| {
-        format!(
-            "the output schema {} is not valid JSON; give a JSON Schema document",
-            path.display()
+/// Reads `--output-schema`: a file that cannot be read or is not JSON is
+/// the user's input to fix (exit 3), named with what to do.
+fn read_schema(path: &Path) -> Result<serde_json::Value, Box<evoflux_core::Diagnostic>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Box::new(
+            evoflux_core::Diagnostic::error(
+                "run/output-schema-unreadable",
+                format!("cannot read the output schema: {e}; give the path of a JSON Schema file"),
+            )
+            .with_file(path)
+            .with_field("--output-schema"),
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        Box::new(
+            evoflux_core::Diagnostic::error(
+                "run/output-schema-invalid",
+                format!("the output schema is not valid JSON ({e}); give a JSON Schema document"),
+            )
+            .with_file(path)
+            .with_line(u32::try_from(e.line()).unwrap_or(u32::MAX))
+            .with_field("--output-schema"),
         )
     })
 }
@@ -793,9 +813,11 @@ fn report_open_error(out: &Output, events: &dyn EventSink, e: &SessionError) {
         SessionError::Harness(HarnessError::LeadMismatch { persisted, .. }) => Some(format!(
             "resume it without --lead or with --lead {persisted}"
         )),
-        SessionError::WorkspaceInWorkMode { .. } => {
-            Some("use --mode coding with --workspace".to_owned())
-        }
+        SessionError::WorkspaceInWorkMode { .. } => Some(
+            "to work in those folders, leave out --mode work (--workspace opens a Coding session); \
+             for a Work session, leave out --workspace"
+                .to_owned(),
+        ),
         _ => None,
     };
     let message = match &hint {

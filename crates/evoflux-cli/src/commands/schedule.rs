@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Subcommand;
+use evoflux_core::{Diagnostic, Diagnostics};
+use evoflux_graph::compose::CompositionEntry;
+use evoflux_graph::{CompiledGraph, Slot, SlotKind};
 use evoflux_harness::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
 use evoflux_store::{RunStatus, ScheduleRun};
 use serde_json::json;
@@ -67,9 +70,17 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
     let graph = app.compile(&sources.workspaces)?;
     let store = app.open_store().await?;
     let rows = scheduler::rows(&store, &graph).await?;
-    let find = |name: &str| -> anyhow::Result<ScheduleRow> {
-        match rows.iter().find(|r| r.name == name) {
-            Some(r) => Ok(r.clone()),
+    // A name with no row is either unknown or a schedule the graph could
+    // not load; the second is reported by its own diagnostics.
+    let find = |name: &str| -> anyhow::Result<Result<ScheduleRow, Exit>> {
+        if let Some(r) = rows.iter().find(|r| r.name == name) {
+            return Ok(Ok(r.clone()));
+        }
+        match unavailable(&graph, name) {
+            Some(diags) => {
+                out.diagnostics(&diags);
+                Ok(Err(Exit::Invalid))
+            }
             None => bail!("no schedule is named `{name}` (see `evoflux schedule list`)"),
         }
     };
@@ -84,7 +95,10 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
             })
         }
         ScheduleCommand::Show { name, .. } => {
-            let row = find(name)?;
+            let row = match find(name)? {
+                Ok(r) => r,
+                Err(exit) => return Ok(exit),
+            };
             let runs = store.schedule_runs(name, 10).await?;
             out.result(&json!({ "schedule": row, "runs": runs }), || {
                 let mut s = render_list(std::slice::from_ref(&row));
@@ -98,7 +112,9 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
             Ok(Exit::Ok)
         }
         ScheduleCommand::History { name, limit, .. } => {
-            find(name)?;
+            if let Err(exit) = find(name)? {
+                return Ok(exit);
+            }
             let runs = store.schedule_runs(name, *limit).await?;
             out.result(&json!({ "name": name, "runs": runs }), || {
                 render_runs(&runs)
@@ -106,7 +122,10 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
             Ok(Exit::Ok)
         }
         ScheduleCommand::RunNow { name, .. } => {
-            let row = find(name)?;
+            let row = match find(name)? {
+                Ok(r) => r,
+                Err(exit) => return Ok(exit),
+            };
             let runner = EngineRunner {
                 app: app.clone(),
                 store: store.clone(),
@@ -124,6 +143,38 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
             })
         }
     }
+}
+
+/// Why the schedule `name` has no row although a file defines it: the
+/// graph's diagnostics on its slot (an invalid file), or its repository
+/// waiting for trust. `None` when no file defines it.
+fn unavailable(graph: &CompiledGraph, name: &str) -> Option<Diagnostics> {
+    let slot = Slot::new(SlotKind::Schedule, name);
+    let diags = graph.slot_diagnostics(&slot);
+    if !diags.is_empty() {
+        return Some(diags);
+    }
+    let slot = slot.to_string();
+    graph.composition.entries.iter().find_map(|e| match e {
+        CompositionEntry::AwaitingTrust { source } if source.slot == slot => {
+            let mut d = Diagnostic::error(
+                "schedule/awaiting-trust",
+                format!(
+                    "schedule `{name}` is in a repository you have not trusted; it runs a \
+                     model and tools, so it waits until you run `evoflux trust` there"
+                ),
+            )
+            .with_slot(slot.clone());
+            if let Some(file) = source.file() {
+                d = d.with_file(file);
+            }
+            Some(Diagnostics::from(vec![d]))
+        }
+        CompositionEntry::AwaitingTrust { .. }
+        | CompositionEntry::Shadowed { .. }
+        | CompositionEntry::Disabled { .. }
+        | CompositionEntry::Layered { .. } => None,
+    })
 }
 
 fn render_list(rows: &[ScheduleRow]) -> String {

@@ -10,10 +10,11 @@ use crate::output::{Exit, Output};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The address to listen on; another than loopback needs EVOFLUX_SERVER_TOKEN (32
-    /// characters or more).
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
-    pub host: IpAddr,
+    /// The address or host name to listen on (a name, such as localhost, is resolved when
+    /// the server starts, IPv4 first); an address other than loopback needs
+    /// EVOFLUX_SERVER_TOKEN (32 characters or more).
+    #[arg(long, default_value_t = BindHost::Ip(IpAddr::V4(Ipv4Addr::LOCALHOST)), value_parser = parse_host)]
+    pub host: BindHost,
     /// The port (0: any free port; the address is printed).
     #[arg(long, default_value_t = 4747)]
     pub port: u16,
@@ -49,6 +50,71 @@ pub struct ServeArgs {
     /// response data moving (HTTP/2 pings do not count).
     #[arg(long, default_value_t = evoflux_server::IDLE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub idle_timeout_secs: u64,
+}
+
+/// What `--host` names: an address, or a host name to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindHost {
+    Ip(IpAddr),
+    Name(String),
+}
+
+impl std::fmt::Display for BindHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BindHost::Ip(ip) => ip.fmt(f),
+            BindHost::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// An IP address (`[::1]` as well as `::1`), or a host name: letters,
+/// digits, `-` and `.` (what a resolver can look up).
+fn parse_host(s: &str) -> Result<BindHost, String> {
+    let bare = s
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .unwrap_or(s);
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return Ok(BindHost::Ip(ip));
+    }
+    let name = s.strip_suffix('.').unwrap_or(s);
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if name.len() <= 253 && name.split('.').all(label_ok) {
+        Ok(BindHost::Name(name.to_ascii_lowercase()))
+    } else {
+        Err(format!(
+            "`{s}` is neither an IP address nor a host name (letters, digits, `-` and `.`)"
+        ))
+    }
+}
+
+/// The address `host` names: an address as it is; a name resolved by the
+/// system (`/etc/hosts`, then DNS), its first IPv4 address or else its
+/// first address. The server's rules for that address then apply as if
+/// it had been given: a loopback one is served as it is, another needs
+/// a token.
+fn resolve_host(host: &BindHost, port: u16) -> Result<IpAddr, String> {
+    let name = match host {
+        BindHost::Ip(ip) => return Ok(*ip),
+        BindHost::Name(name) => name,
+    };
+    let addrs: Vec<IpAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), port))
+        .map_err(|e| format!("--host {name}: the name does not resolve: {e}"))?
+        .map(|a| a.ip())
+        .collect();
+    addrs
+        .iter()
+        .find(|ip| ip.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| format!("--host {name}: the name resolves to no address"))
 }
 
 pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
@@ -91,19 +157,33 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
             }
         }
     }
+    let ip = match resolve_host(&args.host, args.port) {
+        Ok(ip) => ip,
+        Err(message) => {
+            out.failure(&anyhow::anyhow!("{message} [server/host-unresolved]"));
+            return Ok(Exit::Invalid);
+        }
+    };
     let origin = token.origin.clone();
     // The web UI's address with the token in its fragment (never sent to
     // a server): shown only to a person at a terminal, never into a log.
     let ui_link =
         std::io::IsTerminal::is_terminal(&std::io::stdout()).then(|| token.secret().to_owned());
     let mut options = ServeOptions::new(
-        SocketAddr::new(args.host, args.port),
+        SocketAddr::new(ip, args.port),
         workspaces,
         token,
         std::env::vars().collect(),
     );
     options.lease_ttl = std::time::Duration::from_secs(args.lease_secs);
     options.allowed_hosts = args.allowed_hosts.clone();
+    // The name the server was told to listen as is one requests may name
+    // (`localhost` already is, on loopback).
+    if let BindHost::Name(name) = &args.host
+        && name != "localhost"
+    {
+        options.allowed_hosts.push(name.clone());
+    }
     options.max_connections = args
         .max_connections
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));

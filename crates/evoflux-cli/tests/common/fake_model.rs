@@ -1,5 +1,6 @@
 //! An OpenAI-compatible Chat Completions endpoint on loopback that records
-//! every request body and answers each with a streamed "ok" and a usage
+//! every request body and answers each with a streamed "ok" (or what the
+//! test's function answers to the body) and a usage
 //! chunk (100 prompt tokens, 80 of them from the cache, 1 completion
 //! token), as OpenAI's own server streams them.
 
@@ -17,6 +18,11 @@ pub struct FakeModel {
 
 impl FakeModel {
     pub fn start() -> FakeModel {
+        FakeModel::answering(|_| "ok".to_owned())
+    }
+
+    /// A fake whose answer to each request is `answer(body)`.
+    pub fn answering(answer: fn(&Value) -> String) -> FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let bodies = Arc::new(Mutex::new(Vec::new()));
@@ -42,9 +48,9 @@ impl FakeModel {
                 if reader.read_exact(&mut body).is_err() {
                     continue;
                 }
-                seen.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&body).into_owned());
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let reply = answer(&serde_json::from_str(&text).unwrap_or(Value::Null));
+                seen.lock().unwrap().push(text);
                 let chunk = |choices: Value, usage: Value| {
                     format!(
                         "data: {}\n\n",
@@ -55,7 +61,7 @@ impl FakeModel {
                 let choice = |delta: Value, finish: Value| json!([{"index": 0, "delta": delta, "finish_reason": finish}]);
                 let sse = [
                     chunk(
-                        choice(json!({"role": "assistant", "content": "ok"}), Value::Null),
+                        choice(json!({"role": "assistant", "content": reply}), Value::Null),
                         Value::Null,
                     ),
                     chunk(choice(json!({}), json!("stop")), Value::Null),

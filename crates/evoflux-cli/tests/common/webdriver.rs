@@ -30,7 +30,11 @@ impl Browser {
             found("EVOFLUX_TEST_CHROMEDRIVER", "/usr/bin/chromedriver"),
             found("EVOFLUX_TEST_CHROMIUM", "/usr/bin/chromium"),
         ) else {
-            eprintln!("skipped: chromium and chromedriver are not installed");
+            evoflux_core::prerequisite::missing(
+                "chromium with chromedriver",
+                "install the Debian packages `chromium` and `chromium-driver` \
+                 (or name them in EVOFLUX_TEST_CHROMIUM and EVOFLUX_TEST_CHROMEDRIVER)",
+            );
             return None;
         };
         let port = super::free_port();

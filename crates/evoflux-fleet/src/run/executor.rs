@@ -33,8 +33,16 @@
 //! compared afterwards. Changes its boundary does not cover (below v4 there
 //! is no claim and nothing is judged) are rolled back and fail the node
 //! (`fleet/write-boundary`) naming each path; changes inside the boundary
-//! are kept. Paths under [`ExecutorConfig::exempt`] (the harness's state
-//! directory) are never blamed. A read-only node without a declared
+//! are kept. Git-ignored paths are judged the same way (see
+//! [`git`](crate::run::git) for how they are seen without a snapshot): one
+//! the node created outside its boundary is deleted again; one it changed
+//! or deleted there fails the node just the same, named, and is left as it
+//! is, since no snapshot holds what it was. A step whose commands write
+//! build outputs or caches into the checkout names them in its boundary.
+//! (A resumed node is judged on ignored paths from its resume, not its
+//! first attempt.) Paths under [`ExecutorConfig::exempt`] (the harness's
+//! state directory) and the state directory itself, when it lies inside
+//! the checkout, are never blamed. A read-only node without a declared
 //! boundary needs no git at all.
 //!
 //! With `maxWorkers: 1` nodes work in the main checkout one at a time.
@@ -47,7 +55,11 @@
 //! merged tree is written into the main checkout without touching its
 //! index or HEAD. A conflict fails the node (`fleet/merge-conflict`) with
 //! the paths named and leaves the main checkout as it was. Read-only
-//! nodes without a boundary run in the main checkout.
+//! nodes without a boundary run in the main checkout. The write is
+//! journalled before it starts ([`JournalEntry::Merging`]): a run killed
+//! while writing leaves paths half merged, and its resume puts each of
+//! them back as it was before the merge before anything else runs; the
+//! node, which never settled, runs again.
 //!
 //! A failed node's changes inside its boundary are kept (and merged) like a
 //! successful one's: only boundary violations are rolled back, the same in
@@ -60,7 +72,10 @@
 //! (`fleet/gate-not-discriminating`); a gate-checked loop runs the command
 //! as its check. A commit step's `{{commitMessage}}` is the first
 //! `commitFrom` candidate that authored one, else
-//! `evoflux fleet <contract>: <step>`. A v5 plan node's answer is a
+//! `evoflux fleet <contract>: <step>`. A commit step whose checkout holds
+//! exactly HEAD's tree has nothing to commit: its command does not run
+//! and it settles as skipped (`fleet/nothing-to-commit`), which is no
+//! failure and lets its dependents go on. A v5 plan node's answer is a
 //! delegation plan ([`delegation`](crate::delegation)): a valid one is
 //! journalled and spliced in as nodes after it (everything that waited for
 //! the plan node waits for them too), an invalid one fails the node
@@ -100,8 +115,9 @@ use crate::commands::CommandRegistry;
 use crate::contract::{OnFailure, Scope};
 use crate::delegation::{DelegationTask, delegated_nodes, parse_delegation_plan};
 use crate::plan::{ExecutionPlan, NodeRole, NodeWork, PlanNode};
-use crate::run::git::{Change, Git, GitError, MergeOutcome, Oid};
+use crate::run::git::{Git, GitError, IgnoredFiles, MergeOutcome, Oid};
 use crate::run::journal::{JournalEntry, JournalError, RunJournal, valid_run_id};
+use crate::run::observe::{listed, observe};
 use crate::run::receipt::{
     ContractOutcome, FailureReason, NodeOutcome, NodeReceipt, SkipReason, Workdir,
 };
@@ -124,7 +140,8 @@ pub struct ExecutorConfig {
     pub workspace: PathBuf,
     /// Scratch space outside the checkout: worktrees
     /// (`worktrees/<run>/<n>`) and private index files. Inside the
-    /// checkout it must be git-ignored, or snapshots would see it.
+    /// checkout it must be git-ignored, or snapshots would see it; it is
+    /// never blamed on a node.
     pub state_dir: PathBuf,
     /// The environment commands start from: only the base names and each
     /// command's declared names are taken from it. Defaults to this
@@ -296,9 +313,15 @@ struct Job {
     workdir: PathBuf,
     scratch: PathBuf,
     exempt: Vec<String>,
+    /// The checkout's ignored files before the node, when it has a
+    /// boundary to be held to (see [`git`](crate::run::git)).
+    ignored: Option<IgnoredFiles>,
     inputs: Vec<NodeInput>,
     /// The bound command of a code or gate node, or why it cannot be bound.
     command: Option<Result<CommandRequest, String>>,
+    /// A commit step whose checkout holds exactly HEAD's tree: there is
+    /// nothing to commit, and its command does not run.
+    nothing_to_commit: bool,
     agents: Arc<dyn AgentRunner>,
     commands: Arc<dyn CommandRunner>,
 }
@@ -373,6 +396,34 @@ impl Executor {
         run.drive().await?;
         Ok(run.report())
     }
+}
+
+/// Why a worktree's result could not be merged back.
+#[derive(Debug)]
+enum MergeError {
+    /// Git failed: the node fails (`fleet/workspace`).
+    Git(GitError),
+    /// The merge could not be journalled: the run stops.
+    Journal(JournalError),
+}
+
+impl From<GitError> for MergeError {
+    fn from(e: GitError) -> MergeError {
+        MergeError::Git(e)
+    }
+}
+
+/// Repository-relative prefixes never blamed on a node: the configured
+/// ones, and the state directory when it lies inside the checkout.
+fn exempt_paths(config: &ExecutorConfig) -> Vec<String> {
+    let mut exempt = config.exempt.clone();
+    if let Ok(rel) = config.state_dir.strip_prefix(&config.workspace)
+        && let Some(rel) = rel.to_str()
+        && !rel.is_empty()
+    {
+        exempt.push(format!("{}/", rel.trim_end_matches('/')));
+    }
+    exempt
 }
 
 /// Why a node could not be started.
@@ -473,6 +524,10 @@ struct RunState<'e> {
     /// Every node before this index has settled: scans start here, so a
     /// long plan is not rescanned from the top after every node.
     first_open: usize,
+    /// Paths never blamed: the configured ones, and the state directory
+    /// when it lies inside the checkout (its private index files come and
+    /// go while nodes run).
+    exempt: Vec<String>,
 }
 
 impl<'e> RunState<'e> {
@@ -526,6 +581,7 @@ impl<'e> RunState<'e> {
             pending_merge: BTreeMap::new(),
             running_writers: 0,
             first_open: 0,
+            exempt: exempt_paths(&ex.config),
         }
     }
 
@@ -558,6 +614,8 @@ impl<'e> RunState<'e> {
                 JournalEntry::Started { .. }
                 | JournalEntry::Spliced { .. }
                 | JournalEntry::Stale { .. }
+                | JournalEntry::Merging { .. }
+                | JournalEntry::MergeUndone { .. }
                 | JournalEntry::Finished { .. },
             ) => {
                 return Err(ExecutorError::JournalShape {
@@ -585,7 +643,9 @@ impl<'e> RunState<'e> {
                 }
                 JournalEntry::Begin { .. }
                 | JournalEntry::Started { .. }
-                | JournalEntry::Stale { .. } => {}
+                | JournalEntry::Stale { .. }
+                | JournalEntry::Merging { .. }
+                | JournalEntry::MergeUndone { .. } => {}
             }
         }
         for (node, plan) in splices {
@@ -598,9 +658,20 @@ impl<'e> RunState<'e> {
         }
         let mut last: HashMap<usize, NodeReceipt> = HashMap::new();
         let mut started: BTreeMap<usize, Option<Oid>> = BTreeMap::new();
+        // Merges begun and neither settled nor undone, in journal order.
+        let mut merging: Vec<(String, Oid, Oid)> = Vec::new();
         for entry in entries {
             match entry {
                 JournalEntry::Begin { .. } | JournalEntry::Spliced { .. } => {}
+                JournalEntry::Merging {
+                    node,
+                    before,
+                    merged,
+                } => {
+                    merging.retain(|(n, _, _)| *n != node);
+                    merging.push((node, before, merged));
+                }
+                JournalEntry::MergeUndone { node } => merging.retain(|(n, _, _)| *n != node),
                 // A verification made stale is not final: it runs again.
                 JournalEntry::Stale { node } => {
                     if let Some(&i) = self.index.get(&node) {
@@ -616,12 +687,16 @@ impl<'e> RunState<'e> {
                 }
                 JournalEntry::Finished { receipt } => {
                     self.spent = self.spent.saturating_add(receipt.cost);
+                    merging.retain(|(n, _, _)| *n != receipt.node);
                     if let Some(&i) = self.index.get(&receipt.node) {
                         started.remove(&i);
                         last.insert(i, *receipt);
                     }
                 }
             }
+        }
+        for (node, before, merged) in merging {
+            self.undo_merge(node, &before, &merged).await?;
         }
         for (i, base) in started {
             self.interrupted.push(self.nodes[i].id.clone());
@@ -641,6 +716,27 @@ impl<'e> RunState<'e> {
                 self.states[i] = State::Done(Box::new(r));
             }
         }
+        Ok(())
+    }
+
+    /// Puts back every path of a merge the run was killed in the middle
+    /// of writing: the main checkout gets `before`'s content for each path
+    /// that differs between `before` and `merged` (a path the merge would
+    /// have created is deleted), whether the kill came before, during or
+    /// after its write. Its node never settled, so it runs again from the
+    /// checkout as it was.
+    async fn undo_merge(
+        &mut self,
+        node: String,
+        before: &str,
+        merged: &str,
+    ) -> Result<(), ExecutorError> {
+        let changes = self.main.diff_trees(before, merged).await?;
+        self.main.restore_paths(before, &changes).await?;
+        self.ex
+            .journal
+            .append(&self.run_id, &JournalEntry::MergeUndone { node })
+            .await?;
         Ok(())
     }
 
@@ -1030,6 +1126,16 @@ impl<'e> RunState<'e> {
             Mode::Plain | Mode::Main { .. } => ex.config.workspace.clone(),
             Mode::Worktree { dir, .. } => dir.clone(),
         };
+        // Ignored files are only ever judged against a boundary.
+        let ignored = match (&mode, &node.writes) {
+            (Mode::Main { .. } | Mode::Worktree { .. }, Some(_)) => Some(
+                Git::new(&workdir, ex.config.state_dir.join("index"))
+                    .ignored()
+                    .await?,
+            ),
+            (Mode::Plain, _) | (_, None) => None,
+        };
+        let nothing_to_commit = is_commit(&node) && self.nothing_to_commit(&mode).await;
         let base = match &mode {
             Mode::Main { base } => Some(base.clone()),
             Mode::Plain | Mode::Worktree { .. } => None,
@@ -1067,12 +1173,36 @@ impl<'e> RunState<'e> {
             mode,
             workdir,
             scratch: ex.config.state_dir.join("index"),
-            exempt: ex.config.exempt.clone(),
+            exempt: self.exempt.clone(),
+            ignored,
             inputs,
             command,
+            nothing_to_commit,
             agents: Arc::clone(&ex.agents),
             commands: Arc::clone(&ex.commands),
         })
+    }
+
+    /// Whether the checkout a commit node starts from is exactly HEAD's
+    /// tree (as a snapshot sees it: tracked and untracked files, ignored
+    /// ones aside), so no commit could record anything. Anything unknown
+    /// (no HEAD yet, a git error) answers no, and the command runs.
+    async fn nothing_to_commit(&self, mode: &Mode) -> bool {
+        let tree = match mode {
+            Mode::Main { base } | Mode::Worktree { base, .. } => base.clone(),
+            Mode::Plain => match self.main.snapshot().await {
+                Ok(t) => t,
+                Err(_) => return false,
+            },
+        };
+        match self.main.head().await {
+            Ok(Some(head)) => self
+                .main
+                .tree_of(&head)
+                .await
+                .is_ok_and(|head_tree| head_tree == tree),
+            Ok(None) | Err(_) => false,
+        }
     }
 
     /// The command a code or gate node runs, with its placeholders bound:
@@ -1162,7 +1292,7 @@ impl<'e> RunState<'e> {
                 if !result.receipt.files_changed.is_empty()
                     && let Some(tree) = &result.final_tree
                 {
-                    match self.merge_back(commit, tree).await {
+                    match self.merge_back(&result.receipt.node, commit, tree).await {
                         Ok(MergeOutcome::Clean(_)) => {}
                         Ok(MergeOutcome::Conflict(paths)) => {
                             result.receipt.outcome = NodeOutcome::Failed {
@@ -1174,11 +1304,17 @@ impl<'e> RunState<'e> {
                             };
                             result.receipt.conflicts = paths;
                         }
-                        Err(e) => {
+                        Err(MergeError::Git(e)) => {
                             result.receipt.outcome = NodeOutcome::Failed {
                                 reason: FailureReason::Workspace,
                                 message: format!("cannot merge its worktree back: {e}"),
                             };
+                        }
+                        // The merge could not be made durable: the run
+                        // stops, as for any start it cannot journal.
+                        Err(MergeError::Journal(e)) => {
+                            self.main.remove_worktree(dir).await;
+                            return Err(e.into());
                         }
                     }
                 }
@@ -1190,11 +1326,14 @@ impl<'e> RunState<'e> {
     }
 
     /// Three-way merge of the worktree's result into the main checkout.
+    /// Journalled before the checkout is written ([`JournalEntry::Merging`]),
+    /// so a run killed while writing it puts the paths back on resume.
     async fn merge_back(
         &self,
+        node: &str,
         base_commit: &str,
         theirs_tree: &str,
-    ) -> Result<MergeOutcome, GitError> {
+    ) -> Result<MergeOutcome, MergeError> {
         let current = self.main.snapshot().await?;
         let head = self.main.head().await?;
         let ours = self
@@ -1208,6 +1347,20 @@ impl<'e> RunState<'e> {
         let outcome = self.main.merge(base_commit, &ours, &theirs).await?;
         if let MergeOutcome::Clean(tree) = &outcome {
             let changes = self.main.diff_trees(tree, &current).await?;
+            if !changes.is_empty() {
+                self.ex
+                    .journal
+                    .append(
+                        &self.run_id,
+                        &JournalEntry::Merging {
+                            node: node.to_owned(),
+                            before: current.clone(),
+                            merged: tree.clone(),
+                        },
+                    )
+                    .await
+                    .map_err(MergeError::Journal)?;
+            }
             self.main.restore_paths(tree, &changes).await?;
         }
         Ok(outcome)
@@ -1283,7 +1436,12 @@ impl<'e> RunState<'e> {
         let status = match self.halt {
             Some(SkipReason::BudgetExhausted) => RunStatus::BudgetExhausted,
             Some(SkipReason::Stopped) => RunStatus::Stopped,
-            Some(SkipReason::LoopResolved | SkipReason::DependencyBlocked) | None => {
+            Some(
+                SkipReason::LoopResolved
+                | SkipReason::DependencyBlocked
+                | SkipReason::NothingToCommit,
+            )
+            | None => {
                 if receipts.iter().all(|r| r.outcome.permits_dependents()) {
                     RunStatus::Succeeded
                 } else {
@@ -1337,6 +1495,16 @@ async fn run_job(job: Job) -> JobResult {
                 }
             }
         }
+        NodeWork::Code { .. } if job.nothing_to_commit => {
+            r.outcome = NodeOutcome::Skipped {
+                reason: SkipReason::NothingToCommit,
+            };
+            r.output = Some(
+                "nothing to commit: the checkout holds exactly HEAD's tree, so the commit \
+                 command did not run"
+                    .to_owned(),
+            );
+        }
         NodeWork::Code { verification, .. } => {
             run_command(&job, &mut r, *verification || is_check).await;
         }
@@ -1375,11 +1543,19 @@ async fn run_job(job: Job) -> JobResult {
     };
     if let Some(base) = base {
         let git = Git::new(&job.workdir, &job.scratch);
-        match observe(&git, &base, job.node.writes.as_ref(), &job.exempt).await {
+        match observe(
+            &git,
+            &base,
+            job.ignored.as_ref(),
+            job.node.writes.as_ref(),
+            &job.exempt,
+        )
+        .await
+        {
             Ok(seen) => {
                 r.files_changed = seen.kept;
                 if !seen.violations.is_empty() {
-                    let paths = seen.violations.join(", ");
+                    let paths = listed(&seen.violations);
                     let boundary = job
                         .node
                         .writes
@@ -1535,46 +1711,4 @@ async fn run_command(job: &Job, r: &mut NodeReceipt, is_check: bool) {
             };
         }
     }
-}
-
-/// What a node changed, judged against its boundary.
-#[derive(Debug)]
-struct Seen {
-    kept: Vec<String>,
-    violations: Vec<String>,
-    rollback_error: Option<GitError>,
-    /// The checkout's tree after any rollback.
-    tree: Oid,
-}
-
-async fn observe(
-    git: &Git,
-    base: &str,
-    writes: Option<&WriteBoundary>,
-    exempt: &[String],
-) -> Result<Seen, GitError> {
-    let after = git.snapshot().await?;
-    let changes = git.diff_trees(base, &after).await?;
-    let (bad, good): (Vec<Change>, Vec<Change>) = changes.into_iter().partition(|c| {
-        writes.is_some_and(|b| !b.covers(&c.path))
-            && !exempt.iter().any(|e| c.path.starts_with(e.as_str()))
-    });
-    let mut kept: Vec<String> = good.into_iter().map(|c| c.path).collect();
-    kept.sort();
-    let mut violations: Vec<String> = bad.iter().map(|c| c.path.clone()).collect();
-    violations.sort();
-    let mut rollback_error = None;
-    let mut tree = after;
-    if !bad.is_empty() {
-        match git.restore_paths(base, &bad).await {
-            Ok(()) => tree = git.snapshot().await?,
-            Err(e) => rollback_error = Some(e),
-        }
-    }
-    Ok(Seen {
-        kept,
-        violations,
-        rollback_error,
-        tree,
-    })
 }

@@ -23,14 +23,24 @@
 //! cache, so entries marked `assume-unchanged` or `skip-worktree` there
 //! (sparse checkouts) are not re-read and a change to them is not seen.
 //!
-//! Ignored files (`.gitignore`) are invisible to snapshots: a node that
-//! writes only ignored paths is not seen. That is the price of not walking
-//! build outputs; a boundary entry naming an ignored path can never be
-//! enforced.
+//! # Ignored files
+//!
+//! Ignored files (`.gitignore`) are not in snapshots: hashing build
+//! outputs into the repository's object store on every node would cost
+//! more than the nodes. They are still seen: [`Git::ignored`] lists them
+//! (`git ls-files --others --ignored --exclude-standard`) with what their
+//! metadata says of their content (size, inode, modification and change
+//! times, mode), and two such listings compare into the same [`Change`]s a
+//! tree diff gives. A node that writes an ignored path is judged by its
+//! boundary like any other. What a listing cannot do is give content back:
+//! a created ignored file is deleted again, a changed or deleted one can
+//! only be named.
 //!
 //! Needs git 2.40 or later (`merge-tree --write-tree --merge-base`).
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,6 +95,72 @@ pub enum MergeOutcome {
     Clean(Oid),
     /// The conflicting paths, sorted, each once.
     Conflict(Vec<String>),
+}
+
+/// What a file's metadata says of its content: any write or replacement
+/// changes one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    ino: u64,
+    mode: u32,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            len: meta.len(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// The checkout's ignored files at one moment, by repository-relative
+/// path (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IgnoredFiles(BTreeMap<String, Stamp>);
+
+impl IgnoredFiles {
+    /// What differs from `self` to `after`, in path order.
+    pub fn changes(&self, after: &IgnoredFiles) -> Vec<Change> {
+        let mut out = Vec::new();
+        for (path, stamp) in &self.0 {
+            match after.0.get(path) {
+                None => out.push(Change {
+                    path: path.clone(),
+                    kind: ChangeKind::Deleted,
+                }),
+                Some(now) if now != stamp => out.push(Change {
+                    path: path.clone(),
+                    kind: ChangeKind::Modified,
+                }),
+                Some(_) => {}
+            }
+        }
+        for path in after.0.keys() {
+            if !self.0.contains_key(path) {
+                out.push(Change {
+                    path: path.clone(),
+                    kind: ChangeKind::Added,
+                });
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Git against one checkout (the main one or a worktree). `scratch` is a
@@ -251,6 +327,49 @@ impl Git {
         self.run_env(&["add", "-A", "--", "."], &env).await?;
         let out = self.run_env(&["write-tree"], &env).await?;
         Self::oid(&["write-tree"], &out)
+    }
+
+    /// The checkout's ignored files, each with its metadata (see the
+    /// module documentation). Directories git does not descend into (a
+    /// nested repository) are not listed.
+    pub async fn ignored(&self) -> Result<IgnoredFiles, GitError> {
+        let out = self
+            .run(&[
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+            ])
+            .await?;
+        let dir = self.dir.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            let mut files = BTreeMap::new();
+            for path in out.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+                let path = String::from_utf8_lossy(path).into_owned();
+                if path.ends_with('/') {
+                    continue;
+                }
+                // Gone since it was listed: not there, as far as the
+                // listing goes.
+                if let Ok(meta) = std::fs::symlink_metadata(dir.join(&path)) {
+                    files.insert(path, Stamp::of(&meta));
+                }
+            }
+            files
+        })
+        .await
+        .map_err(|e| GitError::Io {
+            path: self.dir.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        Ok(IgnoredFiles(listed))
+    }
+
+    /// Deletes files a node created (and the directories they leave
+    /// empty), the rollback of a path no tree holds.
+    pub fn remove_created_paths(&self, paths: &[String]) -> Result<(), GitError> {
+        paths.iter().try_for_each(|p| self.remove_created(p))
     }
 
     /// The tree of a commit.

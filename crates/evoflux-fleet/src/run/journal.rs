@@ -52,6 +52,19 @@ pub enum JournalEntry {
     /// A passed verification went stale (a later step changed the
     /// workspace before its result was used): it is not final any more.
     Stale { node: String },
+    /// A worktree node's result is about to be written into the main
+    /// checkout: `before` is the main checkout's tree then, `merged` the
+    /// tree being written. Until the node's receipt follows, the checkout
+    /// may hold part of it (the run was killed while writing): a resume
+    /// writes `before` back over every path the merge touches, journals
+    /// [`MergeUndone`](Self::MergeUndone), and the node runs again.
+    Merging {
+        node: String,
+        before: String,
+        merged: String,
+    },
+    /// A resume put back the paths of an interrupted merge.
+    MergeUndone { node: String },
     /// A node settled.
     Finished { receipt: Box<NodeReceipt> },
 }

@@ -10,12 +10,16 @@
 //!   resumed ([`FileJournal`], [`MemoryJournal`]).
 //! * [`receipt`]: [`NodeReceipt`], one per node, with closed statuses and
 //!   `fleet/...` codes.
+//! * [`observe`]: what a node changed, held to its write boundary (ignored
+//!   files included) and rolled back where it may not.
 //! * [`git`]: the git subprocesses enforcement needs (snapshots through a
-//!   private index, rollback, worktrees, tree merges).
+//!   private index, ignored-file listings, rollback, worktrees, tree
+//!   merges).
 
 pub mod executor;
 pub mod git;
 pub mod journal;
+pub mod observe;
 pub mod receipt;
 pub mod runner;
 
@@ -24,6 +28,7 @@ pub use executor::{
     RunReport, RunStatus, STALENESS_REVALIDATION_LIMIT, now_ms,
 };
 pub use journal::{FileJournal, JournalEntry, JournalError, MemoryJournal, RunJournal};
+pub use observe::RECEIPT_PATHS_MAX;
 pub use receipt::{
     ContractOutcome, FailureReason, NodeOutcome, NodeReceipt, NodeStatus, SkipReason, Workdir,
 };

@@ -83,6 +83,9 @@ pub enum SkipReason {
     Stopped,
     /// The run had spent its `budgetUsd` when the node would have started.
     BudgetExhausted,
+    /// A commit step whose checkout held exactly HEAD's tree: there was
+    /// nothing to commit, so its command did not run. Not a failure.
+    NothingToCommit,
 }
 
 impl SkipReason {
@@ -92,6 +95,7 @@ impl SkipReason {
             SkipReason::DependencyBlocked => "fleet/dependency-blocked",
             SkipReason::Stopped => "fleet/stopped",
             SkipReason::BudgetExhausted => "fleet/budget-exhausted",
+            SkipReason::NothingToCommit => "fleet/nothing-to-commit",
         }
     }
 }
@@ -136,13 +140,14 @@ impl NodeOutcome {
 
     /// Whether a dependent may go on past this node: it did its work, or
     /// it is a failed check (the loop continues and its last check decides
-    /// for the dependents), or its loop no longer needed it.
+    /// for the dependents), or its loop no longer needed it, or it was a
+    /// commit with nothing to commit.
     pub fn permits_dependents(&self) -> bool {
         match self {
             NodeOutcome::Succeeded
             | NodeOutcome::CheckFailed
             | NodeOutcome::Skipped {
-                reason: SkipReason::LoopResolved,
+                reason: SkipReason::LoopResolved | SkipReason::NothingToCommit,
             } => true,
             NodeOutcome::Failed { .. }
             | NodeOutcome::Skipped {

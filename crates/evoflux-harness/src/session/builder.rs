@@ -538,7 +538,7 @@ pub struct TrustQuestion {
 /// the user's and the repositories' files) and the diagnostics of that
 /// slot; `None` when the slot has errors.
 pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
-    let diags = slot_diagnostics(graph, &Slot::config());
+    let diags = graph.slot_diagnostics(&Slot::config());
     let loaded = graph
         .node(&Slot::config())
         .and_then(|node| match &node.definition {
@@ -553,7 +553,7 @@ pub fn selected_config(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnost
 /// slot when it has errors (a broken policy never falls back to the
 /// default).
 pub fn selected_sandbox(graph: &CompiledGraph) -> Result<SandboxPolicy, Diagnostics> {
-    let diags = slot_diagnostics(graph, &Slot::sandbox());
+    let diags = graph.slot_diagnostics(&Slot::sandbox());
     if diags.has_errors() {
         return Err(diags.errors());
     }
@@ -576,7 +576,7 @@ pub fn selected_checks(
     use evoflux_fleet::RegistryState;
     match evoflux_fleet::catalog::command_registry(graph) {
         RegistryState::Loaded(r) => Some(Arc::new(r)),
-        RegistryState::Missing => None,
+        RegistryState::Missing | RegistryState::AwaitingTrust { .. } => None,
         RegistryState::Invalid(d) => {
             diags.push(d);
             None
@@ -584,22 +584,11 @@ pub fn selected_checks(
     }
 }
 
-/// The graph's diagnostics about one slot.
-fn slot_diagnostics(graph: &CompiledGraph, slot: &Slot) -> Diagnostics {
-    let name = slot.to_string();
-    graph
-        .diagnostics
-        .iter()
-        .filter(|d| d.locator.slot.as_deref() == Some(name.as_str()))
-        .cloned()
-        .collect()
-}
-
 /// What selects and shapes a session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
     /// The mode; a resumed session's persisted mode decides when `None`.
-    /// A new session defaults to Work.
+    /// A new session takes [`SessionOptions::new_session_mode`].
     pub mode: Option<AppMode>,
     /// Coding repositories as the user named them (relative to the start
     /// directory). Empty: the repository around the start directory.
@@ -611,6 +600,13 @@ pub struct SessionOptions {
     /// Resume this session instead of creating one.
     pub resume: Option<SessionId>,
     pub limits: Limits,
+}
+
+impl SessionOptions {
+    /// The mode a new session opens in ([`AppMode::for_new_session`]).
+    pub fn new_session_mode(&self) -> AppMode {
+        AppMode::for_new_session(self.mode, !self.workspaces.is_empty())
+    }
 }
 
 /// Where the session's model came from, for the user.
@@ -853,6 +849,7 @@ pub struct SessionBuilder<'a> {
     store: Option<Store>,
     reuse_model: Option<super::ModelClient>,
     clock: Option<Arc<dyn crate::clock::Clock>>,
+    resolver: Option<ResolverPolicy>,
     model_dir: Option<PathBuf>,
     worker: Option<String>,
     /// Who takes the session's lease while it opens.
@@ -874,6 +871,7 @@ impl<'a> SessionBuilder<'a> {
             store: None,
             reuse_model: None,
             clock: None,
+            resolver: None,
             model_dir: None,
             worker: None,
             lease: None,
@@ -925,6 +923,14 @@ impl<'a> SessionBuilder<'a> {
     /// system's); a replay stops it at the recorded date.
     pub fn clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Self {
         self.clock = Some(clock);
+        self
+    }
+
+    /// How the session's skill resolver runs, instead of what `[skills]`
+    /// says (and without building its model): a replay answers it with the
+    /// recorded decisions.
+    pub fn resolver(mut self, policy: ResolverPolicy) -> Self {
+        self.resolver = Some(policy);
         self
     }
 
@@ -986,10 +992,11 @@ impl<'a> SessionBuilder<'a> {
         // store with the session's own words.
         let mode = match &resumed {
             Some(s) => opts.mode.unwrap_or(s.mode()),
-            None => opts.mode.unwrap_or(AppMode::Work),
+            None => opts.new_session_mode(),
         };
-        if mode == AppMode::Work && opts.mode == Some(AppMode::Work) && !opts.workspaces.is_empty()
-        {
+        // Folders named for a Work session (asked for, or resumed) would be
+        // silently ignored: refuse them.
+        if mode == AppMode::Work && !opts.workspaces.is_empty() {
             return Err(SessionError::WorkspaceInWorkMode {
                 workspaces: opts.workspaces.clone(),
             });
@@ -1023,6 +1030,19 @@ impl<'a> SessionBuilder<'a> {
                 source,
                 diagnostics: diags.errors(),
             })?;
+        // The user's own file for the lead that does not load would leave
+        // a lower layer's lead (the built-in) to answer in its place: what
+        // the user wrote is never passed over in silence.
+        let lead_file = graph.slot_diagnostics(&Slot::new(
+            evoflux_agents::team::agent_slot_kind(mode),
+            team.lead.clone(),
+        ));
+        if lead_file.has_errors() {
+            return Err(SessionError::LeadUnloadable {
+                lead: team.lead,
+                diagnostics: lead_file.errors(),
+            });
+        }
         let catalog = ToolCatalog::from_graph(&graph);
         let Some((raw, source)) = directory
             .get(&team.lead)
@@ -1106,12 +1126,15 @@ impl<'a> SessionBuilder<'a> {
             };
         let price = price_of(&loaded.config, &model_ref, provider.kind());
         let skill_inputs = SkillInputs::read(&app.dirs, &graph);
-        let resolver = resolver_policy(
-            &loaded,
-            provider.kind(),
-            self.model_dir.as_deref().unwrap_or(&app.cwd),
-            &provider_options,
-        )?;
+        let resolver = match self.resolver.take() {
+            Some(policy) => policy,
+            None => resolver_policy(
+                &loaded,
+                provider.kind(),
+                self.model_dir.as_deref().unwrap_or(&app.cwd),
+                &provider_options,
+            )?,
+        };
         let skills = skill_inputs.runtime(mode, resolver.clone());
         // MCP servers: nothing starts here; the session starts the ones its
         // agent is granted, in the background.
@@ -1323,18 +1346,10 @@ fn dispatchable_workers(
     mode: AppMode,
     diags: &mut Diagnostics,
 ) -> Vec<evoflux_agents::worker::spec::AgentSpec> {
-    use evoflux_agents::worker::recipe::Audience;
     match mode {
         AppMode::Coding => {
             match evoflux_agents::worker::load_workers(graph, catalog, &mut Diagnostics::new()) {
-                Ok(c) => c
-                    .specs
-                    .into_iter()
-                    .filter(|s| match s.audience {
-                        Audience::Base | Audience::Custom | Audience::Shadow => true,
-                        Audience::Internal => false,
-                    })
-                    .collect(),
+                Ok(c) => c.dispatchable(mode).cloned().collect(),
                 Err(e) => {
                     diags.push(Diagnostic::error("worker/catalog-defective", e.to_string()));
                     Vec::new()

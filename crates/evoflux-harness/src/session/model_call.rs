@@ -93,6 +93,7 @@ impl Harness {
             let ctx = self.ctx();
             self.pipeline.before_model(&ctx, &mut call).await?;
             let durable = std::mem::take(&mut call.durable);
+            let resolved = resolved_skill(&durable);
             self.recorder.persist_durable(durable).await?;
             self.record_side_calls(std::mem::take(&mut call.side_calls))
                 .await?;
@@ -148,6 +149,7 @@ impl Harness {
                     .and(terminal)
                     .map(|t| t.schema().clone()),
                 turn_input: turn_input.clone(),
+                shaping: self.prompt_shaping(resolved),
             };
             if !system.is_empty() {
                 request
@@ -185,7 +187,28 @@ impl Harness {
         let mut usage = None;
         let mut stop = evoflux_model::StopReason::EndTurn;
         while let Some(event) = stream.next().await {
-            match event? {
+            let event = match event {
+                Ok(event) => event,
+                Err(e) => {
+                    // A call that failed after its usage came (an empty
+                    // reply) was still served and billed: count it.
+                    if let Some(u) = usage {
+                        let call_usage = self.call_usage(u, &stats, self.price.as_ref());
+                        if let Err(store) = self
+                            .recorder
+                            .store
+                            .add_usage(self.session.id, call_usage)
+                            .await
+                        {
+                            tracing::warn!(error = %store, "cannot count a failed call's usage");
+                        } else {
+                            self.usage.recorded(&call_usage);
+                        }
+                    }
+                    return Err(e.into());
+                }
+            };
+            match event {
                 StreamEvent::TextDelta { text: delta } => {
                     self.emit(&Event::MessageDelta {
                         text: delta.clone(),
@@ -250,6 +273,27 @@ impl Harness {
         Ok(answer)
     }
 
+    /// What shaped this call's prompt beyond its parts, recorded with them
+    /// so a replay can set each again (`resolved`: the skill the resolver
+    /// loaded for this call).
+    fn prompt_shaping(&self, resolved: Option<String>) -> evoflux_store::PromptShaping {
+        let skills = self.skills.as_deref();
+        evoflux_store::PromptShaping {
+            model: Some(
+                self.session
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| self.model.clone()),
+            ),
+            context_window: self.provider.context_window(),
+            catalog_budget_bytes: skills
+                .and_then(crate::skills::SkillRuntime::last_catalog)
+                .map(|c| u64::try_from(c.budget_bytes).unwrap_or(u64::MAX)),
+            resolver: skills.map(|s| s.resolver_policy().mode),
+            resolved,
+        }
+    }
+
     /// Counts calls a pre-model stage made (the skill resolver's) with the
     /// session's usage, each at its own model's price.
     async fn record_side_calls(
@@ -312,4 +356,18 @@ impl Harness {
             },
         }
     }
+}
+
+/// The skill the implicit resolver loaded among `durable` (the messages a
+/// call's hooks added), by the activation record beside its result.
+fn resolved_skill(durable: &[crate::hooks::DurableMessage]) -> Option<String> {
+    durable.iter().find_map(|d| {
+        let record = d.metadata.as_ref()?.skill_activation.as_deref()?;
+        match record.source {
+            crate::skills::ActivationSource::Resolved => Some(record.skill.clone()),
+            crate::skills::ActivationSource::Configured
+            | crate::skills::ActivationSource::Explicit
+            | crate::skills::ActivationSource::Tool => None,
+        }
+    })
 }

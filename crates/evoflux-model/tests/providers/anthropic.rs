@@ -299,6 +299,41 @@ async fn rate_limit_honours_retry_after() {
 }
 
 #[tokio::test]
+async fn a_stream_that_ends_with_zero_bytes_is_retried() {
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse("", 16), Reply::sse(&hello_stream(), 32)],
+        Some("k"),
+    )
+    .await;
+    let done = collect(h.provider.stream(simple_request())).await.unwrap();
+    assert_eq!(done.message, Message::assistant("Hello"));
+    assert_eq!(h.server.requests().len(), 2);
+    assert_eq!(h.sleeps.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_an_error_not_an_answer() {
+    let body = [
+        message_start(20, 0),
+        block_start(0, json!({"type": "text", "text": ""})),
+        block_stop(0),
+        message_end("end_turn", 1),
+    ]
+    .concat();
+    let h = harness(
+        ProviderKind::Anthropic,
+        vec![Reply::sse(&body, 32)],
+        Some("k"),
+    )
+    .await;
+    let err = failure(h.provider.stream(simple_request())).await;
+    assert_eq!(err.code(), "model/empty-reply", "{err}");
+    assert!(err.to_string().contains("end_turn"), "{err}");
+    assert_eq!(h.server.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn unauthorized_is_auth_and_not_retried() {
     let h = harness(
         ProviderKind::Anthropic,

@@ -266,18 +266,84 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
 }
 
 #[tokio::test]
-async fn retry_after_is_capped_by_the_policy() {
+async fn a_longer_retry_after_than_the_policy_waits_is_reported_at_once_with_the_wait() {
     let h = harness(
         ProviderKind::Openai,
         vec![
-            Reply::error(429, "{}").header("retry-after", "86400"),
+            Reply::error(
+                429,
+                r#"{"error":{"message":"You exceeded your current quota","type":"requests","code":"rate_limit_exceeded"}}"#,
+            )
+            .header("retry-after", "86400"),
             Reply::sse(&hello_stream(), 16),
         ],
         Some("k"),
     )
     .await;
-    collect(h.provider.stream(simple_request())).await.unwrap();
-    assert_eq!(*h.sleeps.lock().unwrap(), vec![Duration::from_secs(10)]);
+    let err = failure(h.provider.stream(simple_request())).await;
+    assert_eq!(err.code(), "model/rate-limited");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(86400)));
+    let msg = err.to_string();
+    assert!(msg.contains("24.0 h") && msg.contains("quota"), "{msg}");
+    assert_eq!(
+        h.server.requests().len(),
+        1,
+        "asking again is refused again"
+    );
+    assert!(h.sleeps.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_with_zero_bytes_is_retried() {
+    let h = harness(
+        ProviderKind::Openai,
+        vec![Reply::sse("", 16), Reply::sse(&hello_stream(), 16)],
+        Some("k"),
+    )
+    .await;
+    let done = collect(h.provider.stream(simple_request())).await.unwrap();
+    assert_eq!(done.message, Message::assistant("Hello"));
+    assert_eq!(h.server.requests().len(), 2);
+    assert_eq!(h.sleeps.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn streams_of_zero_bytes_to_the_last_attempt_are_a_transport_error() {
+    let replies = (0..4).map(|_| Reply::sse("", 16)).collect();
+    let h = harness(ProviderKind::Openai, replies, Some("k")).await;
+    let err = failure(h.provider.stream(simple_request())).await;
+    assert_eq!(err.code(), "model/transport", "{err}");
+    assert!(
+        err.to_string().contains("without sending a single event"),
+        "{err}"
+    );
+    assert_eq!(h.server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_an_error_not_an_answer() {
+    for content in ["", " \n"] {
+        let body = [
+            chunk(json!({"role": "assistant", "content": content}), None),
+            chunk(json!({}), Some("stop")),
+            usage_chunk(12, 0, 0),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let h = harness(ProviderKind::Openai, vec![Reply::sse(&body, 16)], Some("k")).await;
+        let items = crate::common::drain(h.provider.stream(simple_request())).await;
+        let err = items.last().unwrap().clone().unwrap_err();
+        assert_eq!(err.code(), "model/empty-reply", "{content:?}: {err}");
+        assert!(err.to_string().contains("end_turn"), "{err}");
+        assert!(!err.is_retryable());
+        assert_eq!(h.server.requests().len(), 1);
+        assert!(
+            items
+                .iter()
+                .all(|i| !matches!(i, Ok(StreamEvent::Stop { .. }))),
+            "no stop reason is reported for it: {items:?}"
+        );
+    }
 }
 
 #[tokio::test]

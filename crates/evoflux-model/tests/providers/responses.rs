@@ -473,6 +473,32 @@ async fn failed_responses_and_error_events_are_classified() {
 }
 
 #[tokio::test]
+async fn a_stream_that_ends_with_zero_bytes_is_retried() {
+    let h = responses(vec![Reply::sse("", 16), Reply::sse(&text_stream("Hi"), 64)]).await;
+    let done = collect(h.provider.stream(request(first_turn())))
+        .await
+        .unwrap();
+    assert_eq!(done.message, Message::assistant("Hi"));
+    assert_eq!(h.server.requests().len(), 2);
+    assert_eq!(h.sleeps.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_empty_reply_is_an_error_not_an_answer() {
+    // A reasoning item alone: the model thought and said nothing.
+    let body = [
+        created(),
+        ev(json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning_item()})),
+        completed(40, 0, 20),
+    ]
+    .concat();
+    let h = responses(vec![Reply::sse(&body, 64)]).await;
+    let err = failure(h.provider.stream(request(first_turn()))).await;
+    assert_eq!(err.code(), "model/empty-reply", "{err}");
+    assert_eq!(h.server.requests().len(), 1);
+}
+
+#[tokio::test]
 async fn incomplete_is_a_stop_reason_and_a_cut_stream_is_a_protocol_error() {
     let incomplete = [
         created(),

@@ -28,7 +28,8 @@ use crate::state::ServerState;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
-    /// `work` (default) or `coding`.
+    /// `work` or `coding`; without it, `coding` when `workspaces` are
+    /// named, else `work`.
     #[schema(value_type = Option<String>, example = "coding")]
     pub mode: Option<AppMode>,
     /// Coding repositories; each must be one of the server's workspaces
@@ -216,7 +217,12 @@ pub async fn create(
     body: Result<Json<CreateSession>, JsonRejection>,
 ) -> Result<(StatusCode, Json<SessionCreated>), ApiError> {
     let Json(body) = body.map_err(body_error)?;
-    let mode = body.mode.unwrap_or(AppMode::Work);
+    let mode = SessionOptions {
+        mode: body.mode,
+        workspaces: body.workspaces.clone(),
+        ..SessionOptions::default()
+    }
+    .new_session_mode();
     let workspaces = match mode {
         AppMode::Coding => authorized(&state, &body.workspaces)?,
         AppMode::Work if body.workspaces.is_empty() => Vec::new(),
