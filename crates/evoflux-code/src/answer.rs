@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use evoflux_core::code_operation::CodeOperation;
 
+use crate::certainty::{Basis, Certainty};
+
 /// Largest rendered answer, in characters; longer ones are cut with
 /// [`TRUNCATION_NOTICE`].
 pub const MAX_OUTPUT_CHARS: usize = 20_000;
@@ -93,6 +95,13 @@ pub struct Related {
     /// For `impact`: how many calls away.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub depth: Option<u8>,
+    /// For a call (caller, callee, a call among references): how certain
+    /// it is that the call reaches the definition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certainty: Option<Certainty>,
+    /// Why it is taken to reach it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<Basis>,
 }
 
 /// The whole answer.
@@ -188,15 +197,20 @@ impl Answer {
                             .join(", ")
                     ),
                 };
+                let sure = match (r.certainty, r.basis) {
+                    (Some(c), Some(b)) => format!(" — {}: {}", c.as_str(), b.reason()),
+                    (Some(c), None) => format!(" — {}", c.as_str()),
+                    (None, _) => String::new(),
+                };
                 match &r.entry {
                     Some(e) => out.push_str(&format!(
-                        "- {} of {}{depth}: {}{at}\n",
+                        "- {} of {}{depth}: {}{at}{sure}\n",
                         r.relation.label(),
                         r.of,
                         entry_line(e)
                     )),
                     None => out.push_str(&format!(
-                        "- {} of {}: {}{at}\n",
+                        "- {} of {}: {}{at}{sure}\n",
                         r.relation.label(),
                         r.of,
                         r.name

@@ -1,11 +1,18 @@
 //! One file's facts from its syntax tree: the language's query
-//! ([`crate::lang`]) finds definitions, references and `impl` scopes; then
-//! each definition gets its container (the type, trait, class or module it
-//! is a member of) and each reference the innermost definition around it.
+//! ([`crate::lang`]) finds definitions, references, `impl` scopes and the
+//! bindings that tell a receiver's type; then each definition gets its
+//! container (the type, trait, class or module it is a member of) and each
+//! reference the innermost definition around it and, for a call on a
+//! value, the type of that value where a declaration says it
+//! ([`receivers`]). Rust macro bodies are token trees the grammar does
+//! not parse: [`tokens`] finds the calls in them.
 //!
-//! Both are decided by span containment in one sweep over nodes sorted by
-//! position, so a file with thousands of definitions costs no more than
-//! sorting them.
+//! Containment is decided in one sweep over nodes sorted by position, so
+//! a file with thousands of definitions costs no more than sorting them.
+
+mod receivers;
+mod signature;
+mod tokens;
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,6 +21,8 @@ use tree_sitter::{Node, Parser, QueryCursor};
 
 use crate::facts::{DefKind, Definition, FileFacts, RefKind, Reference, Span};
 use crate::lang::Language;
+
+use receivers::{Binding, Hint};
 
 /// Why a file could not be read into facts.
 #[derive(Debug, thiserror::Error)]
@@ -33,10 +42,14 @@ enum Role {
     Qualifier,
     Implementor,
     Container,
+    TypeNode,
+    Value,
     Def(DefKind),
     Ref(RefKind),
     ImplScope,
-    /// A capture this crate's queries do not use.
+    Binding,
+    Field,
+    /// A capture this crate's queries use only in predicates (`@_self`).
     Other,
 }
 
@@ -46,6 +59,8 @@ fn role(capture: &str) -> Role {
         "qual" => Role::Qualifier,
         "implementor" => Role::Implementor,
         "container" => Role::Container,
+        "type" => Role::TypeNode,
+        "value" => Role::Value,
         "def.function" => Role::Def(DefKind::Function),
         "def.method" => Role::Def(DefKind::Method),
         "def.type" => Role::Def(DefKind::Type),
@@ -59,6 +74,8 @@ fn role(capture: &str) -> Role {
         "ref.implementation" => Role::Ref(RefKind::Implementation),
         "ref.import" => Role::Ref(RefKind::Import),
         "scope.impl" => Role::ImplScope,
+        "binding" => Role::Binding,
+        "field" => Role::Field,
         _ => Role::Other,
     }
 }
@@ -69,6 +86,18 @@ struct ImplScope {
     span: Span,
     implementor: String,
     implements: Option<String>,
+}
+
+/// The captures of one match, by role.
+#[derive(Default)]
+struct Captured<'t> {
+    main: Option<(Role, Node<'t>)>,
+    name: Option<Node<'t>>,
+    qual: Option<Node<'t>>,
+    implementor: Option<Node<'t>>,
+    container: Option<Node<'t>>,
+    type_node: Option<Node<'t>>,
+    value: Option<Node<'t>>,
 }
 
 /// Reads one file's facts.
@@ -89,28 +118,36 @@ pub fn extract(language: Language, source: &[u8]) -> Result<FileFacts, ExtractEr
     let roles: Vec<Role> = query.capture_names().iter().map(|c| role(c)).collect();
 
     let mut defs: Vec<Definition> = Vec::new();
-    let mut refs: Vec<Reference> = Vec::new();
+    let mut refs: Vec<(Reference, Hint)> = Vec::new();
     let mut scopes: Vec<ImplScope> = Vec::new();
+    let mut bindings: Vec<Binding> = Vec::new();
+    let mut fields: Vec<Binding> = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), source);
     while let Some(m) = matches.next() {
-        let mut main: Option<(Role, Node<'_>)> = None;
-        let (mut name, mut qual, mut implementor, mut container) = (None, None, None, None);
-        for c in m.captures() {
-            let r = roles.get(c.index as usize).copied().unwrap_or(Role::Other);
+        let mut c = Captured::default();
+        for cap in m.captures() {
+            let r = roles
+                .get(cap.index as usize)
+                .copied()
+                .unwrap_or(Role::Other);
             match r {
-                Role::Name => name = Some(c.node),
-                Role::Qualifier => qual = Some(c.node),
-                Role::Implementor => implementor = Some(c.node),
-                Role::Container => container = Some(c.node),
-                Role::Def(_) | Role::Ref(_) | Role::ImplScope => main = Some((r, c.node)),
+                Role::Name => c.name = Some(cap.node),
+                Role::Qualifier => c.qual = Some(cap.node),
+                Role::Implementor => c.implementor = Some(cap.node),
+                Role::Container => c.container = Some(cap.node),
+                Role::TypeNode => c.type_node = Some(cap.node),
+                Role::Value => c.value = Some(cap.node),
+                Role::Def(_) | Role::Ref(_) | Role::ImplScope | Role::Binding | Role::Field => {
+                    c.main = Some((r, cap.node));
+                }
                 Role::Other => {}
             }
         }
-        let Some((r, node)) = main else { continue };
+        let Some((r, node)) = c.main else { continue };
         match r {
             Role::ImplScope => {
-                let Some(implementor) = implementor.and_then(|n| type_name(n, source)) else {
+                let Some(implementor) = c.implementor.and_then(|n| type_name(n, source)) else {
                     continue;
                 };
                 scopes.push(ImplScope {
@@ -122,63 +159,76 @@ pub fn extract(language: Language, source: &[u8]) -> Result<FileFacts, ExtractEr
                 });
             }
             Role::Def(kind) => {
-                let Some(n) = name else { continue };
+                let Some(n) = c.name else { continue };
                 let Some(text) = identifier(n, source, language) else {
                     continue;
                 };
                 defs.push(Definition {
                     name: text,
                     kind,
-                    container: container.and_then(|c| type_name(c, source)),
+                    container: c.container.and_then(|c| type_name(c, source)),
                     implements: None,
                     span: Span::of(node),
                     name_span: Span::of(n),
+                    params: match kind {
+                        DefKind::Function | DefKind::Method => {
+                            signature::params(node, language, source)
+                        }
+                        DefKind::Type
+                        | DefKind::Class
+                        | DefKind::Interface
+                        | DefKind::Constant
+                        | DefKind::Module
+                        | DefKind::Macro => None,
+                    },
+                    returns: match kind {
+                        DefKind::Function | DefKind::Method => {
+                            receivers::returns(node, language, source)
+                        }
+                        DefKind::Type
+                        | DefKind::Class
+                        | DefKind::Interface
+                        | DefKind::Constant
+                        | DefKind::Module
+                        | DefKind::Macro => Vec::new(),
+                    },
                 });
             }
-            Role::Ref(kind) => {
-                let Some(n) = name else { continue };
-                // A trait or interface is known by its plain name:
-                // `From` of `From<T>`, `Store` of `crate::store::Store`.
-                let text = match kind {
-                    RefKind::Implementation => type_name(n, source),
-                    RefKind::Call | RefKind::Type | RefKind::Import => {
-                        identifier(n, source, language)
-                    }
-                };
-                let Some(text) = text else {
-                    continue;
-                };
-                let qualifier = match kind {
-                    // A blanket `impl<T: Trait> Other for T` is for no
-                    // type in particular: it has no implementor to name.
-                    RefKind::Implementation => implementor
-                        .and_then(|i| type_name(i, source))
-                        .filter(|t| !generic_parameters(node, source).contains(t)),
-                    RefKind::Call | RefKind::Type | RefKind::Import => {
-                        qual.and_then(|q| qualifier(q, source))
-                    }
-                };
-                let path_qualified = kind == RefKind::Call
-                    && qual.and_then(|q| q.parent()).is_some_and(|p| {
-                        matches!(p.kind(), "scoped_identifier" | "scoped_type_identifier")
-                    });
-                refs.push(Reference {
-                    name: text,
-                    kind,
-                    qualifier,
-                    path_qualified,
-                    span: Span::of(n),
-                    enclosing: None,
-                });
+            Role::Ref(kind) => refs.extend(reference(kind, node, &c, language, source)),
+            Role::Binding | Role::Field => {
+                let Some(n) = c.name else { continue };
+                let found = receivers::binding(n, c.type_node, c.value, node, language, source);
+                match (r, found) {
+                    (Role::Binding, Some(b)) => bindings.push(b),
+                    (_, Some(b)) => fields.push(b),
+                    (_, None) => {}
+                }
             }
-            Role::Name | Role::Qualifier | Role::Implementor | Role::Container | Role::Other => {}
+            Role::Name
+            | Role::Qualifier
+            | Role::Implementor
+            | Role::Container
+            | Role::TypeNode
+            | Role::Value
+            | Role::Other => {}
         }
+    }
+    if language == Language::Rust {
+        tokens::scan(tree.root_node(), source, &mut defs, &mut refs);
     }
 
     let defs = dedupe_definitions(defs);
+    let mut defs = assign_containers(defs, &scopes);
+    // `-> Self` returns the type the function is a member of.
+    for d in &mut defs {
+        if let Some(c) = &d.container {
+            for n in d.returns.iter_mut().filter(|n| *n == "Self") {
+                n.clone_from(c);
+            }
+        }
+    }
+    let refs = receivers::resolve(refs, &defs, bindings, fields, language);
     let refs = dedupe_references(refs, &defs);
-    let defs = assign_containers(defs, &scopes);
-    let refs = assign_enclosing(refs, &defs);
     Ok(FileFacts {
         language,
         definitions: defs,
@@ -187,17 +237,88 @@ pub fn extract(language: Language, source: &[u8]) -> Result<FileFacts, ExtractEr
     })
 }
 
+/// One reference of a match, with what its receiver may be known by.
+fn reference(
+    kind: RefKind,
+    node: Node<'_>,
+    c: &Captured<'_>,
+    language: Language,
+    source: &[u8],
+) -> Option<(Reference, Hint)> {
+    let n = c.name?;
+    // A trait or interface is known by its plain name: `From` of
+    // `From<T>`, `Store` of `crate::store::Store`.
+    let text = match kind {
+        RefKind::Implementation => type_name(n, source),
+        RefKind::Call | RefKind::Type | RefKind::Import => identifier(n, source, language),
+    }?;
+    let qualifier = match kind {
+        // A blanket `impl<T: Trait> Other for T` is for no type in
+        // particular: it has no implementor to name.
+        RefKind::Implementation => c
+            .implementor
+            .and_then(|i| type_name(i, source))
+            .filter(|t| !generic_parameters(node, source).contains(t)),
+        RefKind::Import => c
+            .qual
+            .and_then(|q| qualifier(q, source))
+            .or_else(|| import_module(n, language, source)),
+        RefKind::Call | RefKind::Type => c.qual.and_then(|q| qualifier(q, source)),
+    };
+    let path_qualified = kind == RefKind::Call
+        && c.qual
+            .and_then(|q| q.parent())
+            .is_some_and(|p| is_path(p.kind()));
+    let (on_value, hint) = match (kind, c.qual) {
+        (RefKind::Call, Some(q)) if !path_qualified => (true, receivers::hint(q, language, source)),
+        _ => (false, Hint::None),
+    };
+    Some((
+        Reference {
+            name: text,
+            kind,
+            qualifier,
+            path_qualified,
+            on_value,
+            receiver: None,
+            receiver_from: None,
+            args: match kind {
+                // JavaScript lets any function take any number of arguments.
+                RefKind::Call if language != Language::JavaScript => signature::arguments(node),
+                RefKind::Call | RefKind::Type | RefKind::Implementation | RefKind::Import => None,
+            },
+            span: Span::of(n),
+            enclosing: None,
+        },
+        hint,
+    ))
+}
+
+/// A node that is a path to a type or module: `a::b`, C++ `ns::f`.
+fn is_path(kind: &str) -> bool {
+    matches!(
+        kind,
+        "scoped_identifier" | "scoped_type_identifier" | "qualified_identifier"
+    )
+}
+
 fn text<'a>(node: Node<'_>, source: &'a [u8]) -> Option<&'a str> {
     std::str::from_utf8(source.get(node.byte_range())?).ok()
 }
 
 /// The name a node is known by: the identifier itself, or — for a Go
-/// import path — its last segment (`"net/http"` → `http`).
+/// import path — its last segment (`"net/http"` → `http`), or — for a C
+/// include — the header's stem (`"store/disk.h"` → `disk`).
 fn identifier(node: Node<'_>, source: &[u8], language: Language) -> Option<String> {
     let t = text(node, source)?;
     let t = match (language, node.kind()) {
         (Language::Go, "interpreted_string_literal") => {
             t.trim_matches('"').rsplit('/').next().unwrap_or_default()
+        }
+        (Language::C | Language::Cpp, "string_literal" | "system_lib_string") => {
+            let path = t.trim_matches(|c| c == '"' || c == '<' || c == '>');
+            let file = path.rsplit('/').next().unwrap_or_default();
+            file.split('.').next().unwrap_or_default()
         }
         _ => t,
     };
@@ -208,12 +329,15 @@ fn identifier(node: Node<'_>, source: &[u8], language: Language) -> Option<Strin
 /// `crate::cfg::Config` and `*Config`.
 fn type_name(node: Node<'_>, source: &[u8]) -> Option<String> {
     match node.kind() {
-        "generic_type" | "reference_type" | "pointer_type" => node
+        "generic_type" | "reference_type" | "pointer_type" | "template_type" => node
             .child_by_field_name("type")
             .or_else(|| node.child_by_field_name("name"))
             .or_else(|| node.named_child(0))
             .and_then(|n| type_name(n, source)),
-        "scoped_type_identifier" | "scoped_identifier" | "nested_type_identifier" => node
+        "scoped_type_identifier"
+        | "scoped_identifier"
+        | "nested_type_identifier"
+        | "qualified_identifier" => node
             .child_by_field_name("name")
             .and_then(|n| type_name(n, source)),
         "attribute" => node
@@ -230,9 +354,13 @@ fn type_name(node: Node<'_>, source: &[u8]) -> Option<String> {
 }
 
 /// The names of an item's generic type parameters (`T` and `U` of
-/// `impl<T: Read, U> …`).
+/// `impl<T: Read, U> …`, `template <typename T>`).
 fn generic_parameters(node: Node<'_>, source: &[u8]) -> Vec<String> {
-    let Some(params) = node.child_by_field_name("type_parameters") else {
+    let params = match node.kind() {
+        "template_declaration" => node.child_by_field_name("parameters"),
+        _ => node.child_by_field_name("type_parameters"),
+    };
+    let Some(params) = params else {
         return Vec::new();
     };
     let mut cursor = params.walk();
@@ -243,6 +371,11 @@ fn generic_parameters(node: Node<'_>, source: &[u8]) -> Vec<String> {
             _ => p
                 .child_by_field_name("name")
                 .or_else(|| p.child_by_field_name("left"))
+                .or_else(|| {
+                    let mut c = p.walk();
+                    p.named_children(&mut c)
+                        .find(|n| matches!(n.kind(), "type_identifier" | "identifier"))
+                })
                 .and_then(|n| text(n, source))
                 .map(str::to_owned),
         })
@@ -254,10 +387,10 @@ fn generic_parameters(node: Node<'_>, source: &[u8]) -> Vec<String> {
 /// complex (a call's result, an index) has no name.
 fn qualifier(node: Node<'_>, source: &[u8]) -> Option<String> {
     match node.kind() {
-        "scoped_identifier" | "scoped_type_identifier" => node
+        "scoped_identifier" | "scoped_type_identifier" | "qualified_identifier" => node
             .child_by_field_name("name")
             .and_then(|n| qualifier(n, source)),
-        "field_expression" => node
+        "field_expression" | "selector_expression" | "field_access" => node
             .child_by_field_name("field")
             .and_then(|n| qualifier(n, source)),
         "member_expression" => node
@@ -266,21 +399,71 @@ fn qualifier(node: Node<'_>, source: &[u8]) -> Option<String> {
         "attribute" => node
             .child_by_field_name("attribute")
             .and_then(|n| qualifier(n, source)),
-        "selector_expression" => node
-            .child_by_field_name("field")
-            .and_then(|n| qualifier(n, source)),
-        "generic_type" => node
+        "generic_type" | "template_type" => node
             .child_by_field_name("type")
+            .or_else(|| node.child_by_field_name("name"))
             .and_then(|n| qualifier(n, source)),
         "identifier"
         | "type_identifier"
         | "field_identifier"
         | "property_identifier"
+        | "namespace_identifier"
         | "self"
         | "this"
         | "super"
         | "package_identifier" => text(node, source).map(str::to_owned),
         _ => None,
+    }
+}
+
+/// The module an imported name comes from, as its last segment: `config`
+/// of `use crate::config::load`, `store` of `from app.store import open`,
+/// `log` of `import { log } from './log.js'`.
+fn import_module(name: Node<'_>, language: Language, source: &[u8]) -> Option<String> {
+    match language {
+        Language::Rust => {
+            let parent = name.parent()?;
+            let path = match parent.kind() {
+                "scoped_identifier" => parent.child_by_field_name("path"),
+                "use_list" => parent
+                    .parent()
+                    .filter(|p| p.kind() == "scoped_use_list")
+                    .and_then(|p| p.child_by_field_name("path")),
+                _ => None,
+            }?;
+            qualifier(path, source)
+        }
+        Language::Python => {
+            let mut n = name;
+            while n.kind() != "import_from_statement" {
+                n = n.parent()?;
+            }
+            let module = n.child_by_field_name("module_name")?;
+            let mut cursor = module.walk();
+            let last = match module.kind() {
+                "dotted_name" => module.named_children(&mut cursor).last(),
+                _ => module
+                    .named_children(&mut cursor)
+                    .find(|c| c.kind() == "dotted_name")
+                    .and_then(|d| {
+                        let mut c2 = d.walk();
+                        d.named_children(&mut c2).last()
+                    }),
+            }?;
+            text(last, source).map(str::to_owned)
+        }
+        Language::JavaScript | Language::TypeScript | Language::Tsx => {
+            let mut n = name;
+            while n.kind() != "import_statement" {
+                n = n.parent()?;
+            }
+            let from = text(n.child_by_field_name("source")?, source)?;
+            let from = from.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+            let file = from.rsplit('/').next().unwrap_or(from);
+            let stem = file.split('.').next().unwrap_or(file);
+            (!stem.is_empty()).then(|| stem.to_owned())
+        }
+        Language::Go | Language::Java | Language::C | Language::Cpp => None,
     }
 }
 
@@ -297,7 +480,15 @@ fn dedupe_definitions(defs: Vec<Definition>) -> Vec<Definition> {
         }
     }
     let mut out: Vec<Definition> = by_name.into_values().collect();
-    out.sort_by_key(|d| (d.span.start_byte, std::cmp::Reverse(d.span.end_byte)));
+    // Two definitions over one span (a C `typedef struct node {..} node_t`)
+    // in the order of their names.
+    out.sort_by_key(|d| {
+        (
+            d.span.start_byte,
+            std::cmp::Reverse(d.span.end_byte),
+            d.name_span.start_byte,
+        )
+    });
     out
 }
 
@@ -423,40 +614,6 @@ fn assign_containers(mut defs: Vec<Definition>, scopes: &[ImplScope]) -> Vec<Def
     defs
 }
 
-/// Each reference's innermost enclosing definition; a call on `self`,
-/// `Self`, `this` or `cls` is qualified by that definition's container.
-fn assign_enclosing(mut refs: Vec<Reference>, defs: &[Definition]) -> Vec<Reference> {
-    let spans: Vec<Span> = defs.iter().map(|d| d.span).collect();
-    let items: Vec<Span> = refs.iter().map(|r| r.span).collect();
-    let found = innermost(&spans, &items);
-    // Each definition's enclosing definition, to find the type `self`
-    // means from inside a closure or a class field.
-    let parents = innermost(&spans, &spans);
-    let owner = |mut d: usize| -> Option<String> {
-        loop {
-            let def = &defs[d];
-            if def.kind.contains_members() && def.kind != DefKind::Module {
-                return Some(def.name.clone());
-            }
-            if let Some(c) = &def.container {
-                return Some(c.clone());
-            }
-            d = parents[d]?;
-        }
-    };
-    for (r, d) in refs.iter_mut().zip(found) {
-        r.enclosing = d.and_then(|d| u32::try_from(d).ok());
-        let is_self = matches!(
-            r.qualifier.as_deref(),
-            Some("self" | "Self" | "this" | "cls")
-        );
-        if is_self {
-            r.qualifier = d.and_then(owner);
-        }
-    }
-    refs
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,7 +719,8 @@ mod inner {
                 "println@18 in nested",
             ]
         );
-        assert_eq!(refs(&f, RefKind::Import), ["helper@1 in -"]);
+        // An import names the module it comes from.
+        assert_eq!(refs(&f, RefKind::Import), ["util.helper@1 in -"]);
         assert_eq!(refs(&f, RefKind::Implementation), ["Config.Load@14 in -"]);
         let types = refs(&f, RefKind::Type);
         assert!(types.contains(&"Config@6 in new".to_owned()), "{types:?}");
@@ -600,7 +758,7 @@ mod inner {
         );
         assert_eq!(
             refs(&f, RefKind::Import),
-            ["Store@1 in -", "open_db@1 in -"]
+            ["store.Store@1 in -", "store.open_db@1 in -"]
         );
         assert_eq!(refs(&f, RefKind::Implementation), ["Repo.Store@4 in Repo"]);
     }
@@ -636,7 +794,7 @@ mod inner {
                 "s.area@9 in main",
             ]
         );
-        assert_eq!(refs(&f, RefKind::Import), ["log@1 in -"]);
+        assert_eq!(refs(&f, RefKind::Import), ["log.log@1 in -"]);
     }
 
     #[test]
@@ -684,6 +842,144 @@ mod inner {
             ["d.open@13 in Read", "http.CanonicalHeaderKey@15 in open"]
         );
         assert_eq!(refs(&f, RefKind::Import), ["http@3 in -"]);
+    }
+
+    #[test]
+    fn java_classes_interfaces_and_receivers() {
+        let src = "package app.store;\nimport app.cfg.Config;\npublic class Disk extends Base implements Reader {\n    private Store store;\n    public String read(String k) { return this.open(k) + store.get(k) + helper(k); }\n    static void gen(Disk d) { var e = new Disk(); e.read(\"x\"); d.read(\"y\"); }\n}\ninterface Reader { String read(String k); }\nenum Mode { A }\n";
+        let f = facts(Language::Java, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "class Disk 3-7",
+                "method Disk.read 5-5",
+                "method Disk.gen 6-6",
+                "interface Reader 8-8",
+                "method Reader.read 8-8",
+                "type Mode 9-9",
+            ]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Implementation),
+            ["Disk.Base@3 in Disk", "Disk.Reader@3 in Disk"]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            [
+                "Disk.open@5 in read",
+                "store.get@5 in read",
+                "helper@5 in read",
+                "Disk@6 in gen",
+                "e.read@6 in gen",
+                "d.read@6 in gen",
+            ]
+        );
+        assert_eq!(refs(&f, RefKind::Import), ["cfg.Config@2 in -"]);
+        let receivers: Vec<Option<Vec<String>>> = f
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Call && r.on_value)
+            .map(|r| r.receiver.as_ref().map(|t| t.names.clone()))
+            .collect();
+        // `this`, a field of `this` named bare, `var e = new Disk()`, a
+        // typed parameter.
+        let disk = Some(vec!["Disk".to_owned()]);
+        assert_eq!(
+            receivers,
+            [
+                disk.clone(),
+                Some(vec!["Store".to_owned()]),
+                disk.clone(),
+                disk
+            ]
+        );
+    }
+
+    #[test]
+    fn c_functions_structs_and_macros() {
+        let src = "#include <stdio.h>\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\n#define LIMIT 3\ntypedef struct node { int v; } node_t;\nstatic char *name(int x) { return helper(x); }\nint helper(int x);\nint main(void) { struct ops *o; o->read(1); printf(\"%s\", name(1)); return MAX(1, 2); }\n";
+        let f = facts(Language::C, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "macro MAX 2-2",
+                "constant LIMIT 3-3",
+                "type node 4-4",
+                "type node_t 4-4",
+                "function name 5-5",
+                "function helper 6-6",
+                "function main 7-7",
+            ]
+        );
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            [
+                "helper@5 in name",
+                "o.read@7 in main",
+                "printf@7 in main",
+                "name@7 in main",
+                "MAX@7 in main",
+            ]
+        );
+        let main = f.definitions.iter().find(|d| d.name == "main");
+        assert_eq!(
+            main.and_then(|d| d.params),
+            Some(crate::facts::Params {
+                receiver: false,
+                min: 0,
+                max: Some(0)
+            }),
+            "`(void)` takes nothing"
+        );
+    }
+
+    #[test]
+    fn cpp_methods_in_and_out_of_their_class() {
+        let src = "namespace app {\nclass Disk : public Base {\n public:\n  int read(int k) { return this->open(k) + store_->get(k); }\n  int open(int k);\n private:\n  Store* store_;\n};\nint Disk::open(int k) { Cache c; c.put(k); auto d = new Disk(); d->read(1); return util::f(k); }\n}\n";
+        let f = facts(Language::Cpp, src);
+        assert_eq!(
+            defs(&f),
+            [
+                "module app 1-10",
+                // Qualified by its namespace, as a Rust item by its module.
+                "class app::Disk 2-8",
+                "method Disk::read 4-4",
+                "method Disk::open 5-5",
+                "method Disk::open 9-9",
+            ]
+        );
+        assert_eq!(refs(&f, RefKind::Implementation), ["Disk.Base@2 in Disk"]);
+        assert_eq!(
+            refs(&f, RefKind::Call),
+            [
+                "Disk.open@4 in read",
+                "store_.get@4 in read",
+                "c.put@9 in open",
+                "Disk@9 in open",
+                "d.read@9 in open",
+                "util.f@9 in open",
+            ]
+        );
+        let typed: Vec<(String, Option<String>)> = f
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Call && r.on_value)
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    r.receiver.as_ref().map(|t| t.names.join(",")),
+                )
+            })
+            .collect();
+        assert_eq!(
+            typed,
+            [
+                ("open".to_owned(), Some("Disk".to_owned())),
+                ("get".to_owned(), Some("Store".to_owned())),
+                ("put".to_owned(), Some("Cache".to_owned())),
+                ("read".to_owned(), Some("Disk".to_owned())),
+            ]
+        );
     }
 
     #[test]

@@ -104,11 +104,19 @@ pub struct Span {
 impl Span {
     pub(crate) fn of(node: tree_sitter::Node<'_>) -> Span {
         let clamp = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let (start, end) = (node.start_position(), node.end_position());
+        // A node that ends with its line's newline (a `#define`) ends on
+        // that line, not at the start of the next.
+        let end_row = if end.column == 0 && end.row > start.row {
+            end.row
+        } else {
+            end.row + 1
+        };
         Span {
             start_byte: clamp(node.start_byte()),
             end_byte: clamp(node.end_byte()),
-            start_line: clamp(node.start_position().row + 1),
-            end_line: clamp(node.end_position().row + 1),
+            start_line: clamp(start.row + 1),
+            end_line: clamp(end_row),
         }
     }
 
@@ -134,6 +142,34 @@ pub struct Definition {
     pub span: Span,
     /// The identifier it is known by.
     pub name_span: Span,
+    /// A function's parameters, when its declaration lists them.
+    pub params: Option<Params>,
+    /// The type names its declared result spells (`-> Result<Script, E>`:
+    /// `Result`, `Script`, `E`), so a value it returns has a known type.
+    pub returns: Vec<String>,
+}
+
+/// What a function takes, as far as a call's arguments can be checked
+/// against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params {
+    /// It takes a receiver (`&self`, Python's `self`): a call on a value
+    /// passes it, and a Rust function without one cannot be called on a
+    /// value at all.
+    pub receiver: bool,
+    /// Arguments it needs besides the receiver.
+    pub min: u16,
+    /// Arguments it takes besides the receiver; `None`: any number.
+    pub max: Option<u16>,
+}
+
+impl Params {
+    /// Whether `n` arguments fit, `extra` of them for the receiver (a
+    /// method called through its type's path: `Type::m(&x, a)`).
+    pub fn accepts(&self, n: u16, extra: u16) -> bool {
+        let n = n.saturating_sub(extra);
+        n >= self.min && self.max.is_none_or(|m| n <= m)
+    }
 }
 
 /// One reference.
@@ -147,11 +183,46 @@ pub struct Reference {
     /// The qualifier is a path (`Config::new()`, `String::new()`): it
     /// names a type or module, never a value of unknown type.
     pub path_qualified: bool,
+    /// The call is made on a value (`cfg.load()`, `open().read()`), named
+    /// or not: a method call, whose target depends on the value's type.
+    pub on_value: bool,
+    /// The receiver's type, when a declaration in scope says it (a typed
+    /// parameter, `let x: T`, a field, `self`) or the value is built by a
+    /// type (`Type { .. }`, `new T()`, `T::open()`).
+    pub receiver: Option<ReceiverType>,
+    /// When the receiver's type is not said here but the receiver is what
+    /// a function returns (`let a = ask(..); a.render()`, `New().String()`):
+    /// that function's name, whose declared result tells the type.
+    pub receiver_from: Option<String>,
+    /// How many arguments a call passes, when they can be counted (none
+    /// is spread, and the call is not read from a macro's tokens).
+    pub args: Option<u16>,
     /// The identifier.
     pub span: Span,
     /// The innermost definition of the same file that contains it (an
     /// index into [`FileFacts::definitions`]).
     pub enclosing: Option<u32>,
+}
+
+/// What a call's receiver is known to be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiverType {
+    /// Every type name the declaration spells (`Arc<Script>` → `Arc`,
+    /// `Script`), so a call through a smart pointer still matches the
+    /// type inside it.
+    pub names: Vec<String>,
+    pub evidence: TypeEvidence,
+}
+
+/// How the receiver's type is known. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TypeEvidence {
+    /// Declared (a parameter's, variable's or field's type, `self`) or
+    /// literally built (`Type { .. }`, `new T()`): the value is of that type.
+    Declared,
+    /// Returned by a function of the type (`T::open()`, `Store()`,
+    /// `T::builder().build()`): usually of that type, not always.
+    Constructed,
 }
 
 /// Everything the index keeps of one file.

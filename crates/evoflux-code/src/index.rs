@@ -23,7 +23,7 @@ use crate::lang::Language;
 
 /// Bumped whenever the persisted shape or the extraction changes, so an
 /// index written by another version is rebuilt rather than misread.
-pub const INDEX_FORMAT: u32 = 2;
+pub const INDEX_FORMAT: u32 = 3;
 /// A file modified this close before the last refresh began may have
 /// changed again within the same timestamp tick: it is hashed again rather
 /// than trusted by its stat (as git treats "racily clean" files).

@@ -2,7 +2,8 @@
 //! Coding mode.
 //!
 //! * [`lang`]: the languages read (Rust, Python, JavaScript, TypeScript,
-//!   TSX, Go), each a tree-sitter grammar and one query of ours.
+//!   TSX, Go, Java, C, C++), each a tree-sitter grammar and one query of
+//!   ours.
 //! * [`extract`]: one file's [`facts`] — definitions with their
 //!   containers, references with the definition they are in.
 //! * [`index`]: a repository's facts, refreshed incrementally (only
@@ -11,10 +12,13 @@
 //!   [`CodeOperation`] on one known symbol; the request is checked here
 //!   independently of the tool's schema, and prose is refused with
 //!   candidate names, never searched.
+//! * [`certainty`]: how sure a call's match is (exact, likely, guess) and
+//!   why; certain callers are listed first.
 //! * [`Answer`]: bounded sections — Matches, Definitions, Relationships,
 //!   Limitations — each entry with repository, path, lines and revision.
 
 pub mod answer;
+pub mod certainty;
 mod error;
 pub mod extract;
 pub mod facts;
@@ -25,9 +29,12 @@ pub mod request;
 mod service;
 
 pub use answer::{Answer, Entry, MAX_OUTPUT_CHARS, Related, Relation, RepoSummary, Source};
+pub use certainty::{Basis, Certainty};
 pub use error::CodeError;
 pub use evoflux_core::code_operation::CodeOperation;
-pub use facts::{DefKind, Definition, FileFacts, RefKind, Reference, Span};
+pub use facts::{
+    DefKind, Definition, FileFacts, Params, ReceiverType, RefKind, Reference, Span, TypeEvidence,
+};
 pub use index::{Limits, MAX_FILE_BYTES, MAX_FILES, RefreshReport, RepoIndex};
 pub use lang::Language;
 pub use request::{DEFAULT_DEPTH, DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT, SYMBOL_PATTERN};

@@ -5,8 +5,10 @@
 //! remain they are all listed and the ambiguity is stated, never guessed.
 //! Calls are matched by name and receiver: `Config::new()` and `cfg.new()`
 //! are calls of a method `new`, and the first only of `Config`'s; a call
+//! on a receiver whose declared type is another is no call of it; a call
 //! on a receiver whose type is unknown is listed for every method of that
-//! name, which the Limitations section says.
+//! name as a guess. Each call says how certain it is ([`Certainty`]) and
+//! why, and callers and callees are ranked by it.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -14,7 +16,8 @@ use evoflux_core::code_operation::CodeOperation;
 
 use crate::CodeError;
 use crate::answer::{Answer, Entry, Related, Relation, RepoSummary, Source};
-use crate::facts::{DefKind, Definition, RefKind, Reference};
+use crate::certainty::{Basis, Certainty};
+use crate::facts::{DefKind, Definition, RefKind, Reference, TypeEvidence};
 use crate::index::{IndexedFile, MAX_FILE_BYTES};
 use crate::request::{Request, SymbolPath};
 use crate::service::Repo;
@@ -27,6 +30,8 @@ pub const MAX_SOURCES: usize = 5;
 pub const MAX_OUTLINE: usize = 500;
 /// Candidates offered for an unknown symbol.
 pub const MAX_CANDIDATES: usize = 10;
+/// How many levels of subtypes a method is looked for on.
+const MAX_SUBTYPE_DEPTH: usize = 4;
 /// Callers and callees shown by `neighborhood` (each).
 const NEIGHBORS: usize = 8;
 
@@ -37,6 +42,10 @@ pub(crate) struct DefId {
     file: u32,
     def: u32,
 }
+
+/// One callee name as the source spells it: the lines it is called at,
+/// and the definitions it may reach with why, most certain first.
+type Callee = (String, Vec<u32>, Vec<(DefId, Basis)>);
 
 /// A reference of some repository.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -69,11 +78,33 @@ fn module_of(path: &str, language: crate::Language) -> &str {
         L::Python => stem == "__init__",
         L::JavaScript | L::TypeScript | L::Tsx => stem == "index",
         L::Go => true,
+        L::Java | L::C | L::Cpp => false,
     };
     match folder {
         Some(dir) if by_folder => dir,
         _ => stem,
     }
+}
+
+/// The Rust crate a file belongs to, as code names it: `evoflux_code` for
+/// `crates/evoflux-code/src/lib.rs` (the folder that holds `src`).
+fn crate_of(path: &str) -> Option<String> {
+    let (before, _) = path.split_once("/src/")?;
+    let name = before.rsplit('/').next()?;
+    (!name.is_empty()).then(|| name.replace('-', "_"))
+}
+
+/// What a call must name to reach one definition, worked out once per
+/// definition.
+struct Target<'a> {
+    id: DefId,
+    def: &'a Definition,
+    /// The types whose values have it: its container, the trait it
+    /// implements, and for a trait's or interface's own method every type
+    /// that implements that trait or interface.
+    types: BTreeSet<String>,
+    /// Reached only through a receiver or a path (a method of a type).
+    member: bool,
 }
 
 /// The words of an identifier: `load_config` → load, config;
@@ -220,11 +251,14 @@ impl<'a> Nav<'a> {
 
     /// Whether the definition is known as `qualifier` (its container, the
     /// trait it implements, or its file's module).
+    /// (For Rust, the crate's name is a module too: `evoflux_code::run`.)
     fn answers_to(&self, id: DefId, qualifier: &str) -> bool {
         let d = self.def(id);
         d.container.as_deref() == Some(qualifier) || d.implements.as_deref() == Some(qualifier) || {
             let f = self.file(id.repo, id.file);
             module_of(&f.path, f.facts.language) == qualifier
+                || (f.facts.language == crate::Language::Rust
+                    && crate_of(&f.path).as_deref() == Some(qualifier))
         }
     }
 
@@ -342,86 +376,355 @@ impl<'a> Nav<'a> {
         out
     }
 
-    /// Whether a reference is a call of the definition.
-    fn calls(&self, target: DefId, r: &Reference) -> bool {
-        r.kind == RefKind::Call
-            && r.name == self.def(target).name
-            && self.call_reaches(target, r.qualifier.as_deref(), r.path_qualified)
+    fn target(&self, id: DefId) -> Target<'a> {
+        let def = self.def(id);
+        let mut types: BTreeSet<String> = def
+            .container
+            .iter()
+            .chain(def.implements.iter())
+            .cloned()
+            .collect();
+        // Subtypes have the method too: implementors of a trait or
+        // interface, subclasses of a class (and theirs, a few levels down).
+        let mut frontier: Vec<String> = def.container.iter().cloned().collect();
+        for _ in 0..MAX_SUBTYPE_DEPTH {
+            let mut next = Vec::new();
+            for c in frontier {
+                for h in self.type_defs(&c, id.repo) {
+                    for (name, _, _) in self.implementors(h) {
+                        if types.insert(name.clone()) {
+                            next.push(name);
+                        }
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Target {
+            id,
+            def,
+            types,
+            member: def.kind == DefKind::Method && def.container.is_some(),
+        }
     }
 
-    /// The one rule of what a call of the definition's name, made on
-    /// `qualifier`, can reach — for callers and callees alike.
-    fn call_reaches(&self, target: DefId, qualifier: Option<&str>, path_qualified: bool) -> bool {
-        let d = self.def(target);
-        match qualifier {
-            None => d.container.is_none() || d.kind != DefKind::Method,
-            Some(q) if self.answers_to(target, q) => true,
-            Some(q) if path_qualified || self.is_holder(q) => false,
-            Some(_) => d.container.is_some(),
+    /// The type a definition's code runs in: its container, or itself for
+    /// a type.
+    fn owner_of(&self, id: DefId) -> Option<&'a str> {
+        let d = self.def(id);
+        if d.kind.contains_members() && d.kind != DefKind::Module {
+            return Some(&d.name);
         }
+        d.container.as_deref()
+    }
+
+    /// Whether a file names a type anywhere (a use, an import, a call on
+    /// its path).
+    fn file_names(&self, repo: usize, file: u32, name: &str) -> bool {
+        self.file(repo, file)
+            .facts
+            .references
+            .iter()
+            .any(|r| r.name == name || r.qualifier.as_deref() == Some(name))
+    }
+
+    /// Whether the call at `site` can reach `t`, and why: the one rule for
+    /// callers, callees and references alike. `None`: it cannot.
+    fn certainty(&self, t: &Target<'_>, site: RefId) -> Option<Basis> {
+        let r = self.reference(site);
+        let d = t.def;
+        if r.kind != RefKind::Call || r.name != d.name {
+            return None;
+        }
+        let language = self.file(site.repo, site.file).facts.language;
+        if language.family() != self.file(t.id.repo, t.id.file).facts.language.family() {
+            return None;
+        }
+        if let Some(p) = &d.params {
+            // `x.f()` in Rust reaches only a function taking `self`.
+            if r.on_value && language.dot_needs_receiver() && !p.receiver {
+                return None;
+            }
+            // A call through the type may pass the receiver first
+            // (`Type::m(&x, a)`, `Class.m(obj, a)`); Go's `f(g())` spreads
+            // `g`'s results.
+            let through_type = r.path_qualified || !language.dot_is_value();
+            let fits = |n: u16| {
+                p.accepts(n, 0)
+                    || (p.receiver && through_type && p.accepts(n, 1))
+                    || (language == crate::Language::Go && n == 1 && p.min > 1)
+            };
+            if r.args.is_some_and(|n| !fits(n)) {
+                return None;
+            }
+        }
+        // (A path without a named segment — `crate::f()`, `super::f()` —
+        // is a bare call of a module's item.)
+        if r.path_qualified
+            && let Some(q) = r.qualifier.as_deref()
+        {
+            return self.answers_to(t.id, q).then_some(Basis::Path);
+        }
+        if !r.on_value {
+            return self.bare_call(t, site, language);
+        }
+        // An empty type: a local variable whose type is not said.
+        let typed = r.receiver.as_ref().filter(|rt| !rt.names.is_empty());
+        if let Some(rt) = typed {
+            let matches = rt.names.iter().any(|n| t.types.contains(n));
+            match (matches, rt.evidence) {
+                (true, TypeEvidence::Declared) => return Some(Basis::DeclaredType),
+                (true, TypeEvidence::Constructed) => return Some(Basis::ConstructedType),
+                (false, TypeEvidence::Declared) => return None,
+                (false, TypeEvidence::Constructed) => {}
+            }
+        }
+        let returned = r
+            .receiver_from
+            .as_deref()
+            .and_then(|f| self.returns_of(f, t));
+        if returned == Some(true) {
+            return Some(Basis::ReturnType);
+        }
+        // In a language where `a.f()` may name a module or class
+        // (`store.open()`, `Config.create()`), a qualifier that is no
+        // local variable is a path.
+        let value = r.receiver.is_some() || r.receiver_from.is_some();
+        if let Some(q) = r
+            .qualifier
+            .as_deref()
+            .filter(|_| !language.dot_is_value() && !value)
+        {
+            if self.answers_to(t.id, q) {
+                return Some(Basis::Path);
+            }
+            if self.is_holder(q) {
+                return None;
+            }
+        }
+        if !t.member {
+            return None;
+        }
+        if typed.is_some() || returned == Some(false) {
+            return Some(Basis::OtherType);
+        }
+        let container = d.container.as_deref().unwrap_or_default();
+        if let Some(q) = r.qualifier.as_deref() {
+            let (qw, cw) = (words(q), words(container));
+            if !cw.is_empty() && qw.len() >= cw.len() && qw[qw.len() - cw.len()..] == cw[..] {
+                return Some(Basis::ReceiverName);
+            }
+        }
+        let same_file = site.repo == t.id.repo && site.file == t.id.file;
+        if same_file
+            || t.types
+                .iter()
+                .any(|ty| self.file_names(site.repo, site.file, ty))
+        {
+            return Some(Basis::TypeInFile);
+        }
+        Some(Basis::NameOnly)
+    }
+
+    /// Whether what the functions named `f` are declared to return is one
+    /// of `t`'s types: `None` when one of them declares nothing (or there
+    /// is none in the index).
+    fn returns_of(&self, f: &str, t: &Target<'_>) -> Option<bool> {
+        let defs: Vec<&Definition> = self
+            .defs_named(f)
+            .into_iter()
+            .map(|id| self.def(id))
+            .filter(|d| d.kind.callable())
+            .collect();
+        if defs
+            .iter()
+            .any(|d| d.returns.iter().any(|n| t.types.contains(n)))
+        {
+            return Some(true);
+        }
+        (!defs.is_empty() && defs.iter().all(|d| !d.returns.is_empty())).then_some(false)
+    }
+
+    /// Whether a module named `module` of `t`'s repository imports `name`
+    /// from `t`'s module, so that importing it from `module` imports `t`.
+    fn reexports(&self, module: &str, name: &str, t: &Target<'_>) -> bool {
+        let family = self.file(t.id.repo, t.id.file).facts.language.family();
+        self.all[t.id.repo].index.files.iter().any(|f| {
+            f.facts.language.family() == family
+                && module_of(&f.path, f.facts.language) == module
+                && f.facts.references.iter().any(|r| {
+                    r.kind == RefKind::Import
+                        && r.name == name
+                        && r.qualifier
+                            .as_deref()
+                            .is_some_and(|q| self.answers_to(t.id, q))
+                })
+        })
+    }
+
+    /// A call by name alone (`f()`, `crate::f()`).
+    fn bare_call(&self, t: &Target<'_>, site: RefId, language: crate::Language) -> Option<Basis> {
+        let d = t.def;
+        if t.member {
+            // Java and C++ call their own methods without `this.`.
+            let implicit_this = matches!(language, crate::Language::Java | crate::Language::Cpp);
+            let own = self
+                .enclosing(site)
+                .and_then(|e| self.owner_of(e))
+                .is_some_and(|o| t.types.contains(o));
+            return (implicit_this && own).then_some(Basis::DeclaredType);
+        }
+        let here = self.file(site.repo, site.file);
+        let there = self.file(t.id.repo, t.id.file);
+        // A Go package is its folder: its files call each other by name.
+        let folder = |path: &'a str| path.rsplit_once('/').map_or("", |p| p.0);
+        let same_module = site.repo == t.id.repo
+            && (site.file == t.id.file
+                || (language == crate::Language::Go && folder(&here.path) == folder(&there.path)));
+        if same_module {
+            return Some(Basis::SameModule);
+        }
+        let imports: Vec<&Reference> = here
+            .facts
+            .references
+            .iter()
+            .filter(|r| r.kind == RefKind::Import && r.name == d.name)
+            .collect();
+        // Imported from its module, or from one that imports it from
+        // there (a re-export: Python's `utils` importing `_internal_utils`'s
+        // function, a TypeScript `index.ts`).
+        let from_module = |q: &str| self.answers_to(t.id, q);
+        if imports.iter().any(|i| {
+            i.qualifier
+                .as_deref()
+                .is_some_and(|q| from_module(q) || self.reexports(q, &d.name, t))
+        }) {
+            return Some(Basis::Imported);
+        }
+        // C and C++: the file includes the header of the definition's
+        // file (`disk.h` for `disk.c`), or the header itself.
+        let includes = language.family() == crate::Language::C
+            && here.facts.references.iter().any(|r| {
+                r.kind == RefKind::Import && r.name == module_of(&there.path, there.facts.language)
+            });
+        if includes {
+            return Some(Basis::Imported);
+        }
+        if !imports.is_empty() {
+            return Some(Basis::ImportedElsewhere);
+        }
+        let free = self
+            .defs_named(&d.name)
+            .into_iter()
+            .filter(|&id| {
+                let o = self.def(id);
+                o.kind.callable() && !(o.kind == DefKind::Method && o.container.is_some())
+            })
+            .count();
+        Some(if free <= 1 {
+            Basis::OnlyDefinition
+        } else {
+            Basis::NameOnly
+        })
     }
 
     /// The calls of `target`, grouped by the definition they are in
-    /// (`None`: at the top level of a file).
-    fn callers(&self, target: DefId) -> Vec<(Option<DefId>, RefId, Vec<u32>)> {
-        /// Calls grouped by (repository, file, enclosing definition).
-        type Site = (usize, u32, Option<u32>);
-        let mut groups: BTreeMap<Site, (RefId, Vec<u32>)> = BTreeMap::new();
-        for id in self.refs_named(&self.def(target).name) {
-            let r = self.reference(id);
-            if !self.calls(target, r) {
+    /// (`None`: at the top level of a file), most certain first.
+    fn callers(&self, target: DefId) -> Vec<(Option<DefId>, RefId, Vec<u32>, Basis)> {
+        /// Calls grouped by certainty, then (repository, file, enclosing
+        /// definition).
+        type Site = (Certainty, usize, u32, Option<u32>);
+        let t = self.target(target);
+        let mut groups: BTreeMap<Site, (RefId, Vec<u32>, Basis)> = BTreeMap::new();
+        for id in self.refs_named(&t.def.name) {
+            let Some(basis) = self.certainty(&t, id) else {
                 continue;
-            }
+            };
+            let r = self.reference(id);
             let g = groups
-                .entry((id.repo, id.file, r.enclosing))
-                .or_insert_with(|| (id, Vec::new()));
-            g.1.push(r.span.start_line);
+                .entry((basis.certainty(), id.repo, id.file, r.enclosing))
+                .or_insert_with(|| (id, Vec::new(), basis));
+            // Two calls on one line are one place to read.
+            if g.1.last() != Some(&r.span.start_line) {
+                g.1.push(r.span.start_line);
+            }
+            g.2 = g.2.min(basis);
         }
-        groups
+        let mut out: Vec<(Option<DefId>, RefId, Vec<u32>, Basis)> = groups
             .into_iter()
-            .map(|((repo, file, enc), (first, lines))| {
-                (enc.map(|def| DefId { repo, file, def }), first, lines)
+            .map(|((_, repo, file, enc), (first, lines, basis))| {
+                (
+                    enc.map(|def| DefId { repo, file, def }),
+                    first,
+                    lines,
+                    basis,
+                )
             })
-            .collect()
+            .collect();
+        // Stable: within one basis, in repository and path order.
+        out.sort_by_key(|c| c.3);
+        out
     }
 
-    /// What `target` calls: each callee name (with its receiver), the lines,
-    /// and the definitions it resolves to.
-    fn callees(&self, target: DefId) -> Vec<(String, Vec<u32>, Vec<DefId>)> {
+    /// What `target` calls: each callee name (with its receiver), the
+    /// lines, and the definitions it may reach with how certainly — most
+    /// certain first, then in the order of the calls.
+    fn callees(&self, target: DefId) -> Vec<Callee> {
         let d = self.def(target);
         let f = self.file(target.repo, target.file);
-        let mut order: Vec<(String, Option<String>, bool)> = Vec::new();
-        let mut lines: BTreeMap<(String, Option<String>, bool), Vec<u32>> = BTreeMap::new();
-        for r in &f.facts.references {
+        let mut targets: BTreeMap<DefId, Target<'a>> = BTreeMap::new();
+        // By shown name: the lines, and each reachable definition's best basis.
+        let mut order: Vec<String> = Vec::new();
+        let mut found: BTreeMap<String, (Vec<u32>, BTreeMap<DefId, Basis>)> = BTreeMap::new();
+        for (i, r) in f.facts.references.iter().enumerate() {
             if r.kind != RefKind::Call || !d.span.contains(&r.span) {
                 continue;
             }
-            let key = (r.name.clone(), r.qualifier.clone(), r.path_qualified);
-            let seen = lines.entry(key.clone()).or_default();
-            if seen.is_empty() {
-                order.push(key);
+            let site = RefId {
+                repo: target.repo,
+                file: target.file,
+                reference: u32::try_from(i).unwrap_or(u32::MAX),
+            };
+            let shown = match (&r.qualifier, r.path_qualified) {
+                (Some(q), true) => format!("{q}::{}", r.name),
+                (Some(q), false) => format!("{q}.{}", r.name),
+                (None, _) => r.name.clone(),
+            };
+            let entry = found.entry(shown.clone()).or_default();
+            if entry.0.is_empty() {
+                order.push(shown);
             }
-            seen.push(r.span.start_line);
+            entry.0.push(r.span.start_line);
+            for id in self.defs_named(&r.name) {
+                if !self.def(id).kind.callable() {
+                    continue;
+                }
+                let t = targets.entry(id).or_insert_with(|| self.target(id));
+                if let Some(b) = self.certainty(t, site) {
+                    let best = entry.1.entry(id).or_insert(b);
+                    *best = (*best).min(b);
+                }
+            }
         }
-        order
+        let mut out: Vec<Callee> = order
             .into_iter()
-            .map(|key| {
-                let (name, qualifier, by_path) = &key;
-                let defs: Vec<DefId> = self
-                    .defs_named(name)
-                    .into_iter()
-                    .filter(|&id| {
-                        self.def(id).kind.callable()
-                            && self.call_reaches(id, qualifier.as_deref(), *by_path)
-                    })
-                    .collect();
-                let shown = match qualifier {
-                    Some(q) => format!("{q}.{name}"),
-                    None => name.clone(),
-                };
-                (shown, lines.remove(&key).unwrap_or_default(), defs)
+            .map(|shown| {
+                let (lines, defs) = found.remove(&shown).unwrap_or_default();
+                let mut defs: Vec<(DefId, Basis)> = defs.into_iter().collect();
+                defs.sort_by_key(|&(id, b)| (b, id));
+                (shown, lines, defs)
             })
-            .collect()
+            .collect();
+        // Stable: calls in source order within one certainty; calls that
+        // reach nothing in the index last.
+        out.sort_by_key(|(_, _, defs)| {
+            defs.first()
+                .map_or((1, Certainty::Guess), |&(_, b)| (0, b.certainty()))
+        });
+        out
     }
 
     /// The types that implement a trait, interface or base class `name`,
@@ -726,6 +1029,11 @@ impl<'a> Nav<'a> {
             }
             CodeOperation::Outline => {}
         }
+        let found = related.len();
+        let guesses = related
+            .iter()
+            .filter(|r| r.certainty == Some(Certainty::Guess))
+            .count();
         if related.len() > request.limit {
             answer.limitations.push(format!(
                 "showing {} of {} relationships; raise `limit` (up to {}) or narrow with `path`",
@@ -757,8 +1065,13 @@ impl<'a> Nav<'a> {
         }
         if by_name {
             answer.limitations.push(
-                "calls are matched by name and receiver, not by type: a call on a receiver of unknown type is listed for every method of that name, and calls through aliases, function values or dynamic dispatch are not seen".to_owned(),
+                "calls are matched by name and by the receiver's type where the file declares it (a typed parameter, variable or field, `self`, a path), not by a compiler: each call says how certain it is (exact, likely, guess) and why, the most certain first; calls through aliases or function values are not seen".to_owned(),
             );
+            if guesses > 0 {
+                answer.limitations.push(format!(
+                    "{guesses} of the {found} relationships found are guesses (a call on a receiver of unknown type, or a name defined in several places), listed after the exact and likely ones: check them before relying on them"
+                ));
+            }
         }
         answer.limitations.extend(self.index_limitations(&touched));
         Ok(answer)
@@ -779,6 +1092,8 @@ impl<'a> Nav<'a> {
                 entry: Some(self.entry(h)),
                 lines: Vec::new(),
                 depth: None,
+                certainty: None,
+                basis: None,
             });
         }
     }
@@ -814,6 +1129,8 @@ impl<'a> Nav<'a> {
                     entry: Some(self.entry(id)),
                     lines: Vec::new(),
                     depth: None,
+                    certainty: None,
+                    basis: None,
                 });
             }
         }
@@ -827,7 +1144,7 @@ impl<'a> Nav<'a> {
         touched: &mut BTreeSet<(usize, u32)>,
     ) -> Vec<DefId> {
         let mut next = Vec::new();
-        for (caller, first, lines) in self.callers(m) {
+        for (caller, first, lines, basis) in self.callers(m) {
             touched.insert((first.repo, first.file));
             let entry = match caller {
                 Some(c) => {
@@ -847,6 +1164,8 @@ impl<'a> Nav<'a> {
                 entry: Some(entry),
                 lines,
                 depth,
+                certainty: Some(basis.certainty()),
+                basis: Some(basis),
             });
         }
         next
@@ -897,10 +1216,12 @@ impl<'a> Nav<'a> {
                     entry: None,
                     lines,
                     depth: None,
+                    certainty: None,
+                    basis: None,
                 });
                 continue;
             }
-            for d in defs {
+            for (d, basis) in defs {
                 related.push(Related {
                     relation: Relation::Callee,
                     of: self.qualified(m),
@@ -908,6 +1229,8 @@ impl<'a> Nav<'a> {
                     entry: Some(self.entry(d)),
                     lines: lines.clone(),
                     depth: None,
+                    certainty: Some(basis.certainty()),
+                    basis: Some(basis),
                 });
             }
         }
@@ -919,27 +1242,38 @@ impl<'a> Nav<'a> {
         related: &mut Vec<Related>,
         touched: &mut BTreeSet<(usize, u32)>,
     ) {
-        let d = self.def(m);
+        let t = self.target(m);
+        let d = t.def;
+        let mut found: Vec<Related> = Vec::new();
         for id in self.refs_named(&d.name) {
             let r = self.reference(id);
-            let counts = match r.kind {
-                RefKind::Call => self.calls(m, r),
-                RefKind::Type | RefKind::Implementation => d.kind.contains_members(),
-                RefKind::Import => true,
+            let (counts, basis) = match r.kind {
+                RefKind::Call => {
+                    let b = self.certainty(&t, id);
+                    (b.is_some(), b)
+                }
+                RefKind::Type | RefKind::Implementation => (d.kind.contains_members(), None),
+                RefKind::Import => (true, None),
             };
             if !counts {
                 continue;
             }
             touched.insert((id.repo, id.file));
-            related.push(Related {
+            found.push(Related {
                 relation: Relation::Reference,
                 of: self.qualified(m),
                 name: r.name.clone(),
                 entry: Some(self.ref_entry(id)),
                 lines: Vec::new(),
                 depth: None,
+                certainty: basis.map(Basis::certainty),
+                basis,
             });
         }
+        // Stable: what is certain (a type use, an import, an exact call)
+        // first, in source order.
+        found.sort_by_key(|r| r.certainty.unwrap_or(Certainty::Exact));
+        related.extend(found);
     }
 
     fn push_implementations(
@@ -971,6 +1305,8 @@ impl<'a> Nav<'a> {
                             .map(|s| vec![self.reference(s).span.start_line])
                             .unwrap_or_default(),
                         depth: None,
+                        certainty: None,
+                        basis: None,
                     });
                 }
             }
@@ -1012,6 +1348,8 @@ impl<'a> Nav<'a> {
                             entry: Some(self.entry(id)),
                             lines: Vec::new(),
                             depth: None,
+                            certainty: None,
+                            basis: None,
                         });
                     }
                 }

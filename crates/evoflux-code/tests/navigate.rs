@@ -218,7 +218,7 @@ fn rust_callers_and_callees_tell_shadowed_methods_apart() {
     );
     assert_eq!(
         related(&a, Relation::ExternalCallee),
-        ["fs.read_to_string", "unwrap_or_default"]
+        ["fs::read_to_string", "unwrap_or_default"]
     );
 
     let a = ask(
@@ -675,4 +675,147 @@ fn every_entry_carries_the_revision_it_was_read_at() {
     );
     assert_ne!(a.matches[0].revision, before);
     assert_eq!(a.matches[0].start_line, 1);
+}
+
+#[test]
+fn java_callers_follow_fields_parameters_and_implicit_this() {
+    let (_d, root) = repo(
+        "jsvc",
+        &[
+            (
+                "src/app/Store.java",
+                "package app;\n\npublic class Store implements Source {\n    public String get(String k) { return k; }\n    public String check() { return get(\"x\"); }\n}\n",
+            ),
+            (
+                "src/app/Source.java",
+                "package app;\n\npublic interface Source {\n    String get(String k);\n}\n",
+            ),
+            (
+                "src/app/Cache.java",
+                "package app;\n\npublic class Cache {\n    private Store store;\n    public String warm(Store s) {\n        return store.get(\"a\")\n            + s.get(\"b\");\n    }\n}\n",
+            ),
+            (
+                "src/app/Other.java",
+                "package app;\n\npublic class Other {\n    public String get(String k) { return k; }\n    void use(Other o) { o.get(\"z\"); }\n}\n",
+            ),
+        ],
+    );
+    let mut cc = CodeContext::new(&[root], None);
+    let a = ask(
+        &mut cc,
+        json!({"operation": "callers", "symbol": "Store.get"}),
+    );
+    assert_eq!(
+        related(&a, Relation::Caller),
+        [
+            "Cache.warm src/app/Cache.java",
+            "Store.check src/app/Store.java"
+        ],
+        "{}",
+        a.render()
+    );
+    // A field named bare (`store.get`) and a parameter (`s.get`).
+    assert_eq!(a.relationships[0].lines, [6, 7]);
+    let a = ask(
+        &mut cc,
+        json!({"operation": "implementations", "symbol": "Source"}),
+    );
+    assert_eq!(
+        related(&a, Relation::Implementation),
+        ["Store src/app/Store.java"]
+    );
+}
+
+#[test]
+fn c_and_cpp_callers_cross_headers_and_sources() {
+    let (_d, root) = repo(
+        "native",
+        &[
+            (
+                "src/disk.h",
+                "class Disk {\n public:\n  int read(int k);\n};\nint helper(int k);\n",
+            ),
+            (
+                "src/disk.cpp",
+                "#include \"disk.h\"\nint Disk::read(int k) { return helper(k); }\nint helper(int k) { return k; }\n",
+            ),
+            (
+                "src/main.cpp",
+                "#include \"disk.h\"\nint main() {\n  Disk d;\n  return d.read(1) + helper(2);\n}\n",
+            ),
+            (
+                "lib/sum.c",
+                "int sum(int a, int b) { return a + b; }\nint twice(int a) { return sum(a, a); }\n",
+            ),
+        ],
+    );
+    let mut cc = CodeContext::new(&[root], None);
+    let a = ask(
+        &mut cc,
+        json!({"operation": "callers", "symbol": "Disk::read", "path": "src/disk.cpp"}),
+    );
+    assert_eq!(related(&a, Relation::Caller), ["main src/main.cpp"]);
+    assert_eq!(
+        a.relationships[0].certainty,
+        Some(evoflux_code::Certainty::Exact)
+    );
+    let a = ask(
+        &mut cc,
+        json!({"operation": "callers", "symbol": "helper", "path": "src/disk.cpp"}),
+    );
+    assert_eq!(
+        related(&a, Relation::Caller),
+        ["Disk::read src/disk.cpp", "main src/main.cpp"]
+    );
+    // `main.cpp` includes `disk.h`, the header of `disk.cpp`.
+    assert_eq!(
+        a.relationships[1].basis,
+        Some(evoflux_code::Basis::Imported)
+    );
+    let a = ask(&mut cc, json!({"operation": "callers", "symbol": "sum"}));
+    assert_eq!(related(&a, Relation::Caller), ["twice lib/sum.c"]);
+}
+
+#[test]
+fn a_function_imported_through_a_reexport_is_called_exactly() {
+    let (_d, root) = repo(
+        "pkg",
+        &[
+            (
+                "lib/_internal.py",
+                "def native(s, encoding=\"ascii\"):\n    return s\n",
+            ),
+            ("lib/utils.py", "from ._internal import native\n"),
+            (
+                "tests/test_utils.py",
+                "from lib.utils import native\n\n\ndef test_native():\n    assert native(\"x\") == \"x\"\n",
+            ),
+            (
+                "other.py",
+                "from elsewhere import native\n\n\ndef run():\n    return native(\"y\")\n",
+            ),
+        ],
+    );
+    let mut cc = CodeContext::new(&[root], None);
+    let a = ask(&mut cc, json!({"operation": "callers", "symbol": "native"}));
+    let found: Vec<(String, Option<evoflux_code::Basis>)> = a
+        .relationships
+        .iter()
+        .map(|r| (r.name.clone(), r.basis))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "test_native".to_owned(),
+                Some(evoflux_code::Basis::Imported)
+            ),
+            (
+                "run".to_owned(),
+                Some(evoflux_code::Basis::ImportedElsewhere)
+            ),
+        ],
+        "{}",
+        a.render()
+    );
 }
