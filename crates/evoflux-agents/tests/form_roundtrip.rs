@@ -2,9 +2,8 @@
 //! unknown keys and comments byte-for-byte, the body untouched.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use evoflux_agents::team::form::{
-    AgentForm, FORM_KEY_ORDER, FormError, read_form, unknown_entries, write_form,
-};
+use evoflux_agents::team::agent_file::KNOWN_KEYS;
+use evoflux_agents::team::form::{AgentForm, FormError, read_form, unknown_entries, write_form};
 
 const RICH: &str = "\
 ---
@@ -97,10 +96,10 @@ fn edited_known_keys_are_rewritten_in_fixed_order() {
         .collect();
     let known: Vec<&String> = keys
         .iter()
-        .filter(|k| FORM_KEY_ORDER.contains(&k.as_str()))
+        .filter(|k| KNOWN_KEYS.contains(&k.as_str()))
         .collect();
     let mut expected = known.clone();
-    expected.sort_by_key(|k| FORM_KEY_ORDER.iter().position(|o| o == k));
+    expected.sort_by_key(|k| KNOWN_KEYS.iter().position(|o| o == k));
     assert_eq!(known, expected);
     assert!(out.contains("model: openai:gpt-4o   # pinned on purpose\n"));
 }

@@ -580,6 +580,38 @@ fn policy_is_decided_by_action_class_not_name() {
     );
 }
 
+/// A read-only agent is told once per refused class, in the order of the
+/// classes' names; ask and dispatch tools are reported by their own rules
+/// only, never a second time as read-only violations.
+#[test]
+fn read_only_policy_reports_each_class_once() {
+    let tools = ToolCatalog::framework();
+    let text = recipe_text(
+        &front(&[
+            ("capabilityClass", "read-only"),
+            (
+                "tools",
+                "{required: [read], optional: [edit, shell, mystery, verify, web_fetch, agent, ask_user, write]}",
+            ),
+            ("resultContract", "{kind: scout-report}"),
+        ]),
+        "B\n",
+    );
+    let spec = spec_from("w", RecipeSource::Project, &text, &tools);
+    assert_eq!(
+        agent_spec_policy_errors(&spec, &tools),
+        [
+            "read-only agent 'w' requests execute tools (shell)",
+            "read-only agent 'w' requests network tools (web_fetch)",
+            "read-only agent 'w' requests unknown tools (mystery)",
+            "read-only agent 'w' requests verify tools (verify)",
+            "read-only agent 'w' requests write tools (edit, write)",
+            "agent 'w' exposes dispatch without orchestration capability",
+            "agent 'w' exposes ask_user, which is only available to the orchestrator",
+        ]
+    );
+}
+
 #[test]
 fn compatibility_reports_lost_optional_and_dispatch_mediation() {
     let tools = ToolCatalog::framework();

@@ -8,7 +8,7 @@
 //!
 //!   cargo bench -p evoflux-cli --bench ui_load
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use common::server::Server;

@@ -5,6 +5,8 @@
 //! that a diagnostic, a content hash or a directory means the same thing in
 //! the graph, the runtime, the server and the CLI.
 
+#[cfg(feature = "archive")]
+pub mod archive;
 pub mod atomic;
 pub mod child_env;
 pub mod code_operation;

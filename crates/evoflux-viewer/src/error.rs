@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use evoflux_plugins::ExtractError;
+use evoflux_core::archive::ExtractError;
 
 use crate::DocumentKind;
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use evoflux_plugins::ExtractLimits;
+use evoflux_core::archive::ExtractLimits;
 
 /// How much a rendering may read, take and produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! OOXML preflight and reading: the package passes the host's archive rules
-//! ([`evoflux_plugins::check_entries`], the same rules plugin packages pass)
+//! ([`evoflux_core::archive::check_entries`], the same rules plugin packages pass)
 //! before any part is read; parts are read with their real size counted;
 //! relationships resolve to parts inside the package, and an external one
 //! is never followed. Macros are never run: a `vbaProject.bin` is only
@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{Cursor, Read};
 
-use evoflux_plugins::{ExtractError, check_entries};
+use evoflux_core::archive::{ExtractError, check_entries};
 use quick_xml::events::Event;
 use zip::ZipArchive;
 

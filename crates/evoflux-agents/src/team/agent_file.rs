@@ -125,7 +125,10 @@ pub struct RawAgentConfig {
     pub extra_prompt: String,
 }
 
-/// Keys the runtime reads; everything else is ignored and preserved.
+/// Keys the runtime reads; everything else is ignored and preserved. The
+/// one list of them: its order is the order a Form save writes them in
+/// ([`form`](super::form)) and the order the `agent/key-unknown` warning
+/// lists them in.
 pub const KNOWN_KEYS: [&str; 12] = [
     "name",
     "role",

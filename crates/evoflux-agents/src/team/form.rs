@@ -1,8 +1,9 @@
 //! The agent editor's Form view: a serializer that rewrites the keys it
 //! knows and preserves everything else byte-for-byte.
 //!
-//! Agent files are user-owned. A Form save writes the known keys in a
-//! fixed order ([`FORM_KEY_ORDER`]); a known key whose value did not change
+//! Agent files are user-owned. A Form save writes the known keys in the
+//! parser's order ([`KNOWN_KEYS`], one list for both, so the Form cannot
+//! drop a key the parser reads); a known key whose value did not change
 //! keeps its original text (comments and quoting included); every unknown
 //! key keeps its exact bytes and the comments above it; the body is never
 //! touched. The retired key `skills_opt_out` is dropped on save.
@@ -17,21 +18,7 @@
 
 use yaml_serde::{Mapping, Value};
 
-/// Known keys, in the order a Form save writes them.
-pub const FORM_KEY_ORDER: [&str; 12] = [
-    "name",
-    "role",
-    "description",
-    "model",
-    "fallback_model",
-    "thinking_level",
-    "responses_api",
-    "tools",
-    "tools_opt_out",
-    "skills",
-    "mcp",
-    "lead",
-];
+use super::agent_file::KNOWN_KEYS;
 
 /// Keys a Form save removes.
 pub const RETIRED_KEYS: [&str; 1] = ["skills_opt_out"];
@@ -335,7 +322,7 @@ pub fn write_form(
     } else {
         out.push_str(f.head);
     }
-    for key in FORM_KEY_ORDER {
+    for key in KNOWN_KEYS {
         let Some(value) = form.value(key) else {
             continue;
         };
@@ -355,7 +342,7 @@ pub fn write_form(
         }
     }
     for e in &c.entries {
-        let known = FORM_KEY_ORDER.contains(&e.key.as_str());
+        let known = KNOWN_KEYS.contains(&e.key.as_str());
         let retired = RETIRED_KEYS.contains(&e.key.as_str());
         if known || retired {
             continue;
@@ -387,8 +374,61 @@ pub fn unknown_entries(text: &str) -> Result<Vec<String>, FormError> {
     Ok(c.entries
         .iter()
         .filter(|e| {
-            !FORM_KEY_ORDER.contains(&e.key.as_str()) && !RETIRED_KEYS.contains(&e.key.as_str())
+            !KNOWN_KEYS.contains(&e.key.as_str()) && !RETIRED_KEYS.contains(&e.key.as_str())
         })
         .map(|e| format!("{}{}", e.trivia, e.body))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Form save writes the parser's keys in this order, and every key
+    /// the parser knows has a Form field: a key added to [`KNOWN_KEYS`]
+    /// without one would be dropped on every save.
+    #[test]
+    fn form_writes_every_known_key_in_the_pinned_order() {
+        assert_eq!(
+            KNOWN_KEYS,
+            [
+                "name",
+                "role",
+                "description",
+                "model",
+                "fallback_model",
+                "thinking_level",
+                "responses_api",
+                "tools",
+                "tools_opt_out",
+                "skills",
+                "mcp",
+                "lead",
+            ]
+        );
+        let full = AgentForm {
+            name: Some("a".into()),
+            role: Some("member".into()),
+            description: Some("d".into()),
+            model: Some("m".into()),
+            fallback_model: Some("f".into()),
+            thinking_level: Some("high".into()),
+            responses_api: Some(true),
+            tools: Some(vec!["read".into()]),
+            tools_opt_out: Some(vec!["shell".into()]),
+            skills: Some(vec!["review".into()]),
+            mcp: Some(vec!["github".into()]),
+            lead: Some("l".into()),
+        };
+        for key in KNOWN_KEYS {
+            assert!(full.value(key).is_some(), "no Form field for `{key}`");
+        }
+        let out = write_form("---\n---\n", &full, None).unwrap_or_default();
+        let written: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.split_once(':').map(|(k, _)| k))
+            .filter(|k| !k.starts_with(' ') && !k.starts_with('-'))
+            .collect();
+        assert_eq!(written, KNOWN_KEYS);
+    }
 }

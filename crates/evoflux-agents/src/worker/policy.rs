@@ -43,6 +43,24 @@ pub fn class_name(c: Option<ActionClass>) -> &'static str {
     }
 }
 
+/// Whether the read-only rule itself reports a tool of class `c`. Ask and
+/// dispatch tools are refused too, but once, by their own rules below, so
+/// a read-only agent is not told twice; an unknown class is refused because
+/// it cannot be proven to read only.
+fn read_only_refuses(c: Option<ActionClass>) -> bool {
+    match c {
+        Some(ActionClass::Read | ActionClass::Ask | ActionClass::Dispatch) => false,
+        Some(
+            ActionClass::Write
+            | ActionClass::Execute
+            | ActionClass::Verify
+            | ActionClass::Network
+            | ActionClass::Artifact,
+        )
+        | None => true,
+    }
+}
+
 fn class_of(spec: &AgentSpec, tool: &str) -> Option<ActionClass> {
     spec.tool_classes.get(tool).copied().flatten()
 }
@@ -139,19 +157,21 @@ pub fn agent_spec_policy_errors(spec: &AgentSpec, tools: &ToolCatalog) -> Vec<St
             }
         }
         CapabilityClass::ReadOnly => {
-            let mut offending: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
+            let mut offending: BTreeMap<Option<ActionClass>, Vec<&str>> = BTreeMap::new();
             for t in &spec.tools {
                 let c = class_of(spec, t);
-                if c != Some(ActionClass::Read) {
-                    offending.entry(class_name(c)).or_default().push(t);
+                if read_only_refuses(c) {
+                    offending.entry(c).or_default().push(t);
                 }
             }
-            for (class, names) in offending {
-                if class == "ask" || class == "dispatch" {
-                    continue; // reported once below, by their own rules
-                }
+            // One message per class, in the order of the classes' display
+            // names, so a user sees the same list on every run.
+            let mut groups: Vec<_> = offending.into_iter().collect();
+            groups.sort_by_key(|(c, _)| class_name(*c));
+            for (c, names) in groups {
                 errors.push(format!(
-                    "read-only agent '{id}' requests {class} tools ({})",
+                    "read-only agent '{id}' requests {} tools ({})",
+                    class_name(c),
                     names.join(", ")
                 ));
             }
