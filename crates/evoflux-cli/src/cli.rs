@@ -110,7 +110,7 @@ pub enum Command {
     /// List, show, resume and delete sessions; export one as a script and replay it.
     Sessions {
         #[command(subcommand)]
-        command: crate::commands::run::SessionsCommand,
+        command: crate::commands::sessions::SessionsCommand,
     },
     /// Navigate code by one exact symbol: definition, references, callers, callees,
     /// implementations, impact, neighborhood, or a file's outline — the `code_context` tool,

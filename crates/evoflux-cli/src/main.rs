@@ -84,7 +84,7 @@ fn main() -> ExitCode {
         Command::Fleet { command } => commands::fleet::run(&out, command),
         Command::Run(args) => commands::run::run(&out, args),
         Command::Chat(args) => commands::chat::chat(&out, args),
-        Command::Sessions { command } => commands::run::sessions(&out, command),
+        Command::Sessions { command } => commands::sessions::sessions(&out, command),
         Command::Schedule { command } => commands::schedule::run(&out, command),
         Command::Store { command } => commands::store::run(&out, command),
         Command::Eval(args) => commands::eval::run(&out, args),

@@ -17,6 +17,7 @@ pub mod replay;
 pub mod run;
 pub mod schedule;
 pub mod serve;
+pub mod sessions;
 pub mod skills;
 pub mod store;
 pub mod trust;

@@ -1,5 +1,7 @@
-//! `evoflux run` and `evoflux sessions`: the agent loop from the command
-//! line (`evoflux chat` is in [`super::chat`]).
+//! `evoflux run`: one task from the command line, and what the command
+//! line's front ends share — opening a session, the event printers, the
+//! approval and trust prompts, signals (`evoflux chat` is in
+//! [`super::chat`], `evoflux sessions` in [`super::sessions`]).
 //!
 //! The commands only assemble a [`RunSetup`] — graph, lead, model, store —
 //! and render the harness's event stream; the loop itself lives in
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use clap::{Args, Subcommand};
+use clap::Args;
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_harness::approval::{ApprovalSubject, Remember};
@@ -19,12 +21,12 @@ use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind, Event,
     EventSink, Harness, HarnessError, Holder, HostError, HostFrontEnd, HostOptions, HostWiring,
     Limits, ModelOrigin, NonInteractive, Reopen, SessionBuilder, SessionError, SessionHost,
-    SessionLease, SessionOptions, SessionRecord, SessionSummary, ToolStatus, TurnEnd, TurnOptions,
-    TurnOutcome, TurnStatus,
+    SessionLease, SessionOptions, ToolStatus, TurnEnd, TurnOptions, TurnOutcome, TurnStatus,
 };
 use evoflux_store::{Session, StoreError};
 use evoflux_tools::ProcessRuntime;
 
+use super::sessions::LIST_SESSIONS;
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
 
@@ -65,56 +67,6 @@ pub struct RunArgs {
     /// The task. With --session, a new message or the answer to the
     /// agent's open question.
     pub task: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum SessionsCommand {
-    /// List sessions, newest first.
-    List,
-    /// Show a session and its transcript (with tool metadata).
-    Show { id: String },
-    /// Continue a session: send a message (or answer its open question);
-    /// without one, continue a turn that was interrupted.
-    Resume {
-        id: String,
-        /// The message or answer.
-        message: Option<String>,
-        #[arg(long, value_parser = crate::cli::parse_mode)]
-        mode: Option<AppMode>,
-        #[arg(long = "workspace", value_name = "DIR")]
-        workspaces: Vec<PathBuf>,
-        #[arg(long, value_name = "PROVIDER:MODEL")]
-        model: Option<String>,
-    },
-    /// Delete a session with its children, transcripts, workspace folder and artifacts.
-    Delete { id: String },
-    /// Write a session (with its children) as a scripted-provider script that `sessions replay` plays back.
-    Export {
-        id: String,
-        /// The script file to write (YAML).
-        #[arg(long = "as-script", value_name = "FILE")]
-        as_script: PathBuf,
-    },
-    /// Replay an exported script against this build in a fresh workspace and report the first divergence (exit 0 when it matches; never calls a real model).
-    Replay {
-        /// A script written by `sessions export`.
-        file: PathBuf,
-        /// Run in DIR instead of a fresh checkout of the recorded commit (repeat for each repository; the replay's tool calls run there).
-        #[arg(long = "workspace", value_name = "DIR")]
-        workspaces: Vec<PathBuf>,
-        /// Keep the replay's scratch directory (checkouts and store) and print where it is.
-        #[arg(long)]
-        keep: bool,
-    },
-    /// Delete sessions by age or total size (default: [storage] in config.toml), and folders no session owns.
-    Prune {
-        /// Delete sessions not changed for this many days (0: every session).
-        #[arg(long = "older-than-days", value_name = "DAYS")]
-        older_than_days: Option<u64>,
-        /// Delete the least recently changed sessions until their files fit in this many MiB.
-        #[arg(long = "max-total-mib", value_name = "MIB")]
-        max_total_mib: Option<u64>,
-    },
 }
 
 pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -164,238 +116,12 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
     })
 }
 
-pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit> {
-    let rt = runtime()?;
-    rt.block_on(async {
-        let dirs = match super::resolve_dirs(out) {
-            Ok(d) => d,
-            Err(exit) => return Ok(exit),
-        };
-        match command {
-            SessionsCommand::List => {
-                let store = super::app_context(&dirs)?.open_store().await?;
-                let list = SessionSummary::list(&store).await?;
-                out.result(&list, || {
-                    if list.is_empty() {
-                        return "no sessions yet; start one with `evoflux run \"task\"`\n".into();
-                    }
-                    list.iter().map(|s| format!("{}\n", session_row(s))).collect()
-                });
-                Ok(Exit::Ok)
-            }
-            SessionsCommand::Export { id, as_script } => {
-                let id = match session_id_arg(out, id) {
-                    Ok(id) => id,
-                    Err(exit) => return Ok(exit),
-                };
-                super::replay::export(out, &dirs, id, as_script).await
-            }
-            SessionsCommand::Replay {
-                file,
-                workspaces,
-                keep,
-            } => super::replay::replay(out, &dirs, file, workspaces, *keep).await,
-            SessionsCommand::Delete { id } => {
-                let id = match session_id_arg(out, id) {
-                    Ok(id) => id,
-                    Err(exit) => return Ok(exit),
-                };
-                let store = super::app_context(&dirs)?.open_store().await?;
-                let deleted = match store.delete_session(id).await {
-                    Ok(d) => d,
-                    Err(e @ StoreError::SessionNotFound(_)) => {
-                        return Ok(session_not_found(out, &e));
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                let ids: Vec<String> = deleted.iter().map(ToString::to_string).collect();
-                out.result(&serde_json::json!({ "deleted": ids }), || {
-                    format!("deleted {}\n", ids.join(", "))
-                });
-                Ok(Exit::Ok)
-            }
-            SessionsCommand::Prune {
-                older_than_days,
-                max_total_mib,
-            } => {
-                // Given limits replace the configured policy as a whole.
-                let policy = match (older_than_days, max_total_mib) {
-                    (None, None) => match super::app_context(&dirs)?.storage() {
-                        Ok(storage) => evoflux_store::Retention::from(storage),
-                        Err(evoflux_harness::SessionError::Config { diagnostics }) => {
-                            out.diagnostics(&diagnostics);
-                            return Ok(Exit::Invalid);
-                        }
-                        Err(e) => return Err(e.into()),
-                    },
-                    // The flags say what [storage] would; one conversion.
-                    (age, size) => evoflux_store::Retention::from(
-                        evoflux_core::config::StorageConfig {
-                            max_age_days: *age,
-                            max_total_mib: *size,
-                        },
-                    ),
-                };
-                let store = super::app_context(&dirs)?.open_store().await?;
-                let pruned = store.prune(&policy).await?;
-                let ids: Vec<String> = pruned.deleted.iter().map(ToString::to_string).collect();
-                let folders: Vec<String> =
-                    pruned.orphans.iter().map(|p| p.display().to_string()).collect();
-                let kept_all = policy == evoflux_store::Retention::default();
-                out.result(
-                    &serde_json::json!({
-                        "deleted": ids,
-                        "orphan_folders_removed": folders,
-                        "bytes_freed": pruned.bytes_freed,
-                    }),
-                    || {
-                        let mut text = format!(
-                            "deleted {} session(s) and {} folder(s) no session owned, {} bytes freed\n",
-                            ids.len(),
-                            folders.len(),
-                            pruned.bytes_freed
-                        );
-                        if kept_all {
-                            text.push_str(
-                                "no retention is set: give --older-than-days or --max-total-mib, \
-                                 or set [storage] max_age_days / max_total_mib in config.toml\n",
-                            );
-                        }
-                        text
-                    },
-                );
-                Ok(Exit::Ok)
-            }
-            SessionsCommand::Show { id } => {
-                let id = match session_id_arg(out, id) {
-                    Ok(id) => id,
-                    Err(exit) => return Ok(exit),
-                };
-                let store = super::app_context(&dirs)?.open_store().await?;
-                let record = match SessionRecord::load(&store, id).await {
-                    Ok(r) => r,
-                    Err(e @ StoreError::SessionNotFound(_)) => {
-                        return Ok(session_not_found(out, &e));
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                out.result(&record, || {
-                    let mut text = render_transcript(
-                        &record.session,
-                        &record.transcript,
-                        &record.pending_inputs,
-                    );
-                    for child in &record.children {
-                        let call = child.parent.as_ref().map_or("", |p| p.call_id.as_str());
-                        text.push_str(&format!(
-                            "  ↳ child {} · {} (call {call}): evoflux sessions show {}\n",
-                            child.id,
-                            child.lead.as_deref().unwrap_or("?"),
-                            child.id
-                        ));
-                    }
-                    text.push_str(&format!("usage: {}\n", usage_line(&record.usage)));
-                    if !record.children.is_empty() {
-                        text.push_str(&format!(
-                            "with its children: {}\n",
-                            usage_line(&record.usage_with_children)
-                        ));
-                    }
-                    text
-                });
-                Ok(Exit::Ok)
-            }
-            SessionsCommand::Resume {
-                id,
-                message,
-                mode,
-                workspaces,
-                model,
-            } => {
-                let args = SessionArgs {
-                    mode: *mode,
-                    sources: SourceArgs {
-                        workspaces: workspaces.clone(),
-                    },
-                    lead: None,
-                    model: model.clone(),
-                    session: Some(id.clone()),
-                    max_model_calls: Limits::default().model_calls_per_turn,
-                };
-                let wiring = non_interactive(event_sink(out));
-                let processes = process_runtime(out)?;
-                let (harness, lease) = match open(
-                    out,
-                    &args,
-                    wiring.events(),
-                    wiring.approver(),
-                    &processes,
-                    OpenLease::Take("evoflux sessions resume"),
-                )
-                .await?
-                {
-                    Ok(opened) => opened,
-                    Err(exit) => return Ok(exit),
-                };
-                one_turn(
-                    out,
-                    (harness, wiring),
-                    &args,
-                    lease,
-                    &processes,
-                    message.as_deref(),
-                    TurnOptions::default(),
-                )
-                .await
-            }
-        }
-    })
-}
-
-/// Model calls, tokens as providers price them, and cost, on one line.
-pub(crate) fn usage_line(u: &evoflux_store::Usage) -> String {
-    format!(
-        "{} model calls · {} input tokens ({} read from the provider's cache, {} written to it) \
-         · {} output tokens · cost {}{}",
-        u.requests,
-        u.input_tokens,
-        u.cache_read_tokens,
-        u.cache_write_tokens,
-        u.output_tokens,
-        u.cost_label(),
-        match u.unpriced_requests {
-            0 => String::new(),
-            n =>
-                format!(" ({n} calls on a model with no known price: set [prices] in config.toml)"),
-        }
-    )
-}
-
-/// One session as a listing shows it: id, mode, lead, what it cost with
-/// its children, workspace roots.
-pub(crate) fn session_row(summary: &SessionSummary) -> String {
-    let s = &summary.session;
-    format!(
-        "{}  {:<6}  {:<10}  {:>10}  {}",
-        s.id,
-        s.mode().as_str(),
-        s.lead.as_deref().unwrap_or("-"),
-        summary.usage_with_children.cost_label(),
-        s.workspace
-            .roots()
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
 /// Runs one non-interactive turn on the session host, under the session's
 /// `lease` (held since the session opened), until it ends, Ctrl-C/SIGTERM
 /// arrives or the lease is lost — both cancel through the host — then
 /// stops everything the session started (no command process or MCP server
 /// outlives evoflux) and releases the lease.
-async fn one_turn(
+pub(crate) async fn one_turn(
     out: &Output,
     opened: (Harness, HostWiring),
     args: &SessionArgs,
@@ -512,7 +238,7 @@ impl HostFrontEnd for CliFront {
 
 /// A non-interactive front end's wiring: events to `events`, every
 /// approval refused with a reason the model reads.
-fn non_interactive(events: Arc<dyn EventSink>) -> HostWiring {
+pub(crate) fn non_interactive(events: Arc<dyn EventSink>) -> HostWiring {
     HostWiring::new(events, Some(Arc::new(NonInteractive)))
 }
 
@@ -771,26 +497,6 @@ pub(crate) enum OpenLease<'a> {
     PerTurn,
 }
 
-/// The session id a `sessions` subcommand names, or the exit that says it
-/// is not one.
-fn session_id_arg(out: &Output, id: &str) -> Result<SessionId, Exit> {
-    id.parse::<SessionId>().map_err(|_| {
-        out.failure(&anyhow::anyhow!(
-            "`{id}` is not a session id; {LIST_SESSIONS}"
-        ));
-        Exit::Invalid
-    })
-}
-
-/// A `sessions` subcommand named a session the store does not have.
-fn session_not_found(out: &Output, e: &StoreError) -> Exit {
-    out.failure(&anyhow::anyhow!("{e} [{}]; {LIST_SESSIONS}", e.code()));
-    Exit::Invalid
-}
-
-/// How to find a session's id.
-const LIST_SESSIONS: &str = "list sessions with `evoflux sessions list`";
-
 fn embedded_model_note(model: &evoflux_core::config::ModelRef) {
     eprintln!(
         "note: no model configured; using the embedded local model `{model}` (an offline demo model; see README for real models)"
@@ -955,7 +661,7 @@ impl EventSink for JsonLines {
 }
 
 /// One line for a web search the provider ran.
-fn web_search_line(search: &evoflux_model::WebSearch) -> String {
+pub(crate) fn web_search_line(search: &evoflux_model::WebSearch) -> String {
     let query = search
         .query
         .as_deref()
@@ -968,14 +674,14 @@ fn web_search_line(search: &evoflux_model::WebSearch) -> String {
 
 /// Adds a cited page to the list under an answer, once: an answer cites
 /// the same page in many places.
-fn cite_once(list: &mut Vec<evoflux_model::Citation>, c: &evoflux_model::Citation) {
+pub(crate) fn cite_once(list: &mut Vec<evoflux_model::Citation>, c: &evoflux_model::Citation) {
     if !list.iter().any(|d| d.url == c.url) {
         list.push(c.clone());
     }
 }
 
 /// One cited page: its title, when known, and its address.
-fn citation_line(c: &evoflux_model::Citation) -> String {
+pub(crate) fn citation_line(c: &evoflux_model::Citation) -> String {
     match &c.title {
         Some(t) => format!("{} <{}>", clip(t, 120), c.url),
         None => format!("<{}>", c.url),
@@ -1202,83 +908,4 @@ pub(crate) fn clip(s: &str, max: usize) -> String {
     }
     let head: String = s.chars().take(max).collect();
     format!("{head}…")
-}
-
-fn render_transcript(
-    session: &Session,
-    transcript: &[evoflux_store::TranscriptEntry],
-    pending: &[evoflux_store::PendingInput],
-) -> String {
-    use evoflux_model::Message;
-    let mut out = format!(
-        "session {} · {} · lead {} · {}\n",
-        session.id,
-        session.mode(),
-        session.lead.as_deref().unwrap_or("-"),
-        session
-            .workspace
-            .roots()
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    for e in transcript {
-        match &e.message {
-            Message::System { content } => out.push_str(&format!("[system] {content}\n")),
-            Message::User { content } => out.push_str(&format!("\nuser: {content}\n")),
-            Message::Assistant {
-                content,
-                tool_calls,
-                provider_items,
-            } => {
-                // What the provider searched comes before the answer it
-                // informed; the pages it cites after.
-                let mut cited = Vec::new();
-                for item in provider_items {
-                    match item {
-                        evoflux_model::ProviderItem::WebSearch(search) => {
-                            out.push_str(&format!("{}\n", web_search_line(search)));
-                        }
-                        evoflux_model::ProviderItem::Citation(c) => cite_once(&mut cited, c),
-                        // What the next request carries back; nothing to read.
-                        evoflux_model::ProviderItem::Reasoning { .. }
-                        | evoflux_model::ProviderItem::AnthropicBlock { .. } => {}
-                    }
-                }
-                if !content.is_empty() {
-                    out.push_str(&format!("\nassistant: {content}\n"));
-                }
-                for (i, c) in cited.iter().enumerate() {
-                    out.push_str(&format!("  [{}] {}\n", i + 1, citation_line(c)));
-                }
-                for c in tool_calls {
-                    out.push_str(&format!(
-                        "→ {} {}\n",
-                        c.name,
-                        clip(&c.arguments.to_string(), 160)
-                    ));
-                }
-            }
-            Message::Tool {
-                content, is_error, ..
-            } => {
-                let mark = if *is_error { "✗" } else { "✓" };
-                out.push_str(&format!(
-                    "  {mark} {}\n",
-                    clip(content.lines().next().unwrap_or_default(), 160)
-                ));
-                if let Some(meta) = &e.artifact {
-                    out.push_str(&format!("    {meta}\n"));
-                }
-            }
-        }
-    }
-    for p in pending {
-        out.push_str(&format!(
-            "\nwaiting for an answer: {}\n",
-            p.request.question
-        ));
-    }
-    out
 }

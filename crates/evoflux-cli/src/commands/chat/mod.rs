@@ -31,9 +31,10 @@ use evoflux_tools::ProcessRuntime;
 
 use super::run::{
     AskApprover, CliFront, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust,
-    clip, denied, event_sink, open, process_runtime, read_line, runtime, session_row,
-    shutdown_signal, terminate_signal,
+    clip, denied, event_sink, open, process_runtime, read_line, runtime, shutdown_signal,
+    terminate_signal,
 };
+use super::sessions::session_row;
 use crate::output::{Exit, Output};
 use complete::Completions;
 use editor::{LineEditor, Read, ReadKind};
@@ -478,7 +479,7 @@ impl Chat<'_> {
                     })
                     .await?;
                 match usage {
-                    Ok(u) => eprintln!("{}", super::run::usage_line(&u)),
+                    Ok(u) => eprintln!("{}", super::sessions::usage_line(&u)),
                     Err(e) => eprintln!("cannot read this session's usage: {e}"),
                 }
             }

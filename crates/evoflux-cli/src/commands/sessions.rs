@@ -1,0 +1,395 @@
+//! `evoflux sessions`: list, show, resume, delete, export, replay and
+//! prune the stored sessions. Resuming drives the same session host as
+//! `run` ([`super::run`]); the rest reads and edits the store.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use evoflux_core::AppMode;
+use evoflux_core::ids::SessionId;
+use evoflux_harness::SessionSummary;
+use evoflux_store::{Session, StoreError};
+
+use evoflux_harness::{Limits, SessionRecord, TurnOptions};
+
+use super::run::{
+    OpenLease, SessionArgs, citation_line, cite_once, clip, event_sink, non_interactive, one_turn,
+    open, process_runtime, runtime, web_search_line,
+};
+use crate::cli::SourceArgs;
+use crate::output::{Exit, Output};
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, newest first.
+    List,
+    /// Show a session and its transcript (with tool metadata).
+    Show { id: String },
+    /// Continue a session: send a message (or answer its open question);
+    /// without one, continue a turn that was interrupted.
+    Resume {
+        id: String,
+        /// The message or answer.
+        message: Option<String>,
+        #[arg(long, value_parser = crate::cli::parse_mode)]
+        mode: Option<AppMode>,
+        #[arg(long = "workspace", value_name = "DIR")]
+        workspaces: Vec<PathBuf>,
+        #[arg(long, value_name = "PROVIDER:MODEL")]
+        model: Option<String>,
+    },
+    /// Delete a session with its children, transcripts, workspace folder and artifacts.
+    Delete { id: String },
+    /// Write a session (with its children) as a scripted-provider script that `sessions replay` plays back.
+    Export {
+        id: String,
+        /// The script file to write (YAML).
+        #[arg(long = "as-script", value_name = "FILE")]
+        as_script: PathBuf,
+    },
+    /// Replay an exported script against this build in a fresh workspace and report the first divergence (exit 0 when it matches; never calls a real model).
+    Replay {
+        /// A script written by `sessions export`.
+        file: PathBuf,
+        /// Run in DIR instead of a fresh checkout of the recorded commit (repeat for each repository; the replay's tool calls run there).
+        #[arg(long = "workspace", value_name = "DIR")]
+        workspaces: Vec<PathBuf>,
+        /// Keep the replay's scratch directory (checkouts and store) and print where it is.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Delete sessions by age or total size (default: [storage] in config.toml), and folders no session owns.
+    Prune {
+        /// Delete sessions not changed for this many days (0: every session).
+        #[arg(long = "older-than-days", value_name = "DAYS")]
+        older_than_days: Option<u64>,
+        /// Delete the least recently changed sessions until their files fit in this many MiB.
+        #[arg(long = "max-total-mib", value_name = "MIB")]
+        max_total_mib: Option<u64>,
+    },
+}
+
+pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let dirs = match super::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(exit) => return Ok(exit),
+        };
+        match command {
+            SessionsCommand::List => {
+                let store = super::app_context(&dirs)?.open_store().await?;
+                let list = SessionSummary::list(&store).await?;
+                out.result(&list, || {
+                    if list.is_empty() {
+                        return "no sessions yet; start one with `evoflux run \"task\"`\n".into();
+                    }
+                    list.iter().map(|s| format!("{}\n", session_row(s))).collect()
+                });
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Export { id, as_script } => {
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
+                };
+                super::replay::export(out, &dirs, id, as_script).await
+            }
+            SessionsCommand::Replay {
+                file,
+                workspaces,
+                keep,
+            } => super::replay::replay(out, &dirs, file, workspaces, *keep).await,
+            SessionsCommand::Delete { id } => {
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
+                };
+                let store = super::app_context(&dirs)?.open_store().await?;
+                let deleted = match store.delete_session(id).await {
+                    Ok(d) => d,
+                    Err(e @ StoreError::SessionNotFound(_)) => {
+                        return Ok(session_not_found(out, &e));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let ids: Vec<String> = deleted.iter().map(ToString::to_string).collect();
+                out.result(&serde_json::json!({ "deleted": ids }), || {
+                    format!("deleted {}\n", ids.join(", "))
+                });
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Prune {
+                older_than_days,
+                max_total_mib,
+            } => {
+                // Given limits replace the configured policy as a whole.
+                let policy = match (older_than_days, max_total_mib) {
+                    (None, None) => match super::app_context(&dirs)?.storage() {
+                        Ok(storage) => evoflux_store::Retention::from(storage),
+                        Err(evoflux_harness::SessionError::Config { diagnostics }) => {
+                            out.diagnostics(&diagnostics);
+                            return Ok(Exit::Invalid);
+                        }
+                        Err(e) => return Err(e.into()),
+                    },
+                    // The flags say what [storage] would; one conversion.
+                    (age, size) => evoflux_store::Retention::from(
+                        evoflux_core::config::StorageConfig {
+                            max_age_days: *age,
+                            max_total_mib: *size,
+                        },
+                    ),
+                };
+                let store = super::app_context(&dirs)?.open_store().await?;
+                let pruned = store.prune(&policy).await?;
+                let ids: Vec<String> = pruned.deleted.iter().map(ToString::to_string).collect();
+                let folders: Vec<String> =
+                    pruned.orphans.iter().map(|p| p.display().to_string()).collect();
+                let kept_all = policy == evoflux_store::Retention::default();
+                out.result(
+                    &serde_json::json!({
+                        "deleted": ids,
+                        "orphan_folders_removed": folders,
+                        "bytes_freed": pruned.bytes_freed,
+                    }),
+                    || {
+                        let mut text = format!(
+                            "deleted {} session(s) and {} folder(s) no session owned, {} bytes freed\n",
+                            ids.len(),
+                            folders.len(),
+                            pruned.bytes_freed
+                        );
+                        if kept_all {
+                            text.push_str(
+                                "no retention is set: give --older-than-days or --max-total-mib, \
+                                 or set [storage] max_age_days / max_total_mib in config.toml\n",
+                            );
+                        }
+                        text
+                    },
+                );
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Show { id } => {
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
+                };
+                let store = super::app_context(&dirs)?.open_store().await?;
+                let record = match SessionRecord::load(&store, id).await {
+                    Ok(r) => r,
+                    Err(e @ StoreError::SessionNotFound(_)) => {
+                        return Ok(session_not_found(out, &e));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                out.result(&record, || {
+                    let mut text = render_transcript(
+                        &record.session,
+                        &record.transcript,
+                        &record.pending_inputs,
+                    );
+                    for child in &record.children {
+                        let call = child.parent.as_ref().map_or("", |p| p.call_id.as_str());
+                        text.push_str(&format!(
+                            "  ↳ child {} · {} (call {call}): evoflux sessions show {}\n",
+                            child.id,
+                            child.lead.as_deref().unwrap_or("?"),
+                            child.id
+                        ));
+                    }
+                    text.push_str(&format!("usage: {}\n", usage_line(&record.usage)));
+                    if !record.children.is_empty() {
+                        text.push_str(&format!(
+                            "with its children: {}\n",
+                            usage_line(&record.usage_with_children)
+                        ));
+                    }
+                    text
+                });
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Resume {
+                id,
+                message,
+                mode,
+                workspaces,
+                model,
+            } => {
+                let args = SessionArgs {
+                    mode: *mode,
+                    sources: SourceArgs {
+                        workspaces: workspaces.clone(),
+                    },
+                    lead: None,
+                    model: model.clone(),
+                    session: Some(id.clone()),
+                    max_model_calls: Limits::default().model_calls_per_turn,
+                };
+                let wiring = non_interactive(event_sink(out));
+                let processes = process_runtime(out)?;
+                let (harness, lease) = match open(
+                    out,
+                    &args,
+                    wiring.events(),
+                    wiring.approver(),
+                    &processes,
+                    OpenLease::Take("evoflux sessions resume"),
+                )
+                .await?
+                {
+                    Ok(opened) => opened,
+                    Err(exit) => return Ok(exit),
+                };
+                one_turn(
+                    out,
+                    (harness, wiring),
+                    &args,
+                    lease,
+                    &processes,
+                    message.as_deref(),
+                    TurnOptions::default(),
+                )
+                .await
+            }
+        }
+    })
+}
+
+/// Model calls, tokens as providers price them, and cost, on one line.
+pub(crate) fn usage_line(u: &evoflux_store::Usage) -> String {
+    format!(
+        "{} model calls · {} input tokens ({} read from the provider's cache, {} written to it) \
+         · {} output tokens · cost {}{}",
+        u.requests,
+        u.input_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
+        u.output_tokens,
+        u.cost_label(),
+        match u.unpriced_requests {
+            0 => String::new(),
+            n =>
+                format!(" ({n} calls on a model with no known price: set [prices] in config.toml)"),
+        }
+    )
+}
+
+/// One session as a listing shows it: id, mode, lead, what it cost with
+/// its children, workspace roots.
+pub(crate) fn session_row(summary: &SessionSummary) -> String {
+    let s = &summary.session;
+    format!(
+        "{}  {:<6}  {:<10}  {:>10}  {}",
+        s.id,
+        s.mode().as_str(),
+        s.lead.as_deref().unwrap_or("-"),
+        summary.usage_with_children.cost_label(),
+        s.workspace
+            .roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The session id a `sessions` subcommand names, or the exit that says it
+/// is not one.
+pub(crate) fn session_id_arg(out: &Output, id: &str) -> Result<SessionId, Exit> {
+    id.parse::<SessionId>().map_err(|_| {
+        out.failure(&anyhow::anyhow!(
+            "`{id}` is not a session id; {LIST_SESSIONS}"
+        ));
+        Exit::Invalid
+    })
+}
+
+/// A `sessions` subcommand named a session the store does not have.
+pub(crate) fn session_not_found(out: &Output, e: &StoreError) -> Exit {
+    out.failure(&anyhow::anyhow!("{e} [{}]; {LIST_SESSIONS}", e.code()));
+    Exit::Invalid
+}
+
+/// How to find a session's id.
+pub(crate) const LIST_SESSIONS: &str = "list sessions with `evoflux sessions list`";
+
+fn render_transcript(
+    session: &Session,
+    transcript: &[evoflux_store::TranscriptEntry],
+    pending: &[evoflux_store::PendingInput],
+) -> String {
+    use evoflux_model::Message;
+    let mut out = format!(
+        "session {} · {} · lead {} · {}\n",
+        session.id,
+        session.mode(),
+        session.lead.as_deref().unwrap_or("-"),
+        session
+            .workspace
+            .roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for e in transcript {
+        match &e.message {
+            Message::System { content } => out.push_str(&format!("[system] {content}\n")),
+            Message::User { content } => out.push_str(&format!("\nuser: {content}\n")),
+            Message::Assistant {
+                content,
+                tool_calls,
+                provider_items,
+            } => {
+                // What the provider searched comes before the answer it
+                // informed; the pages it cites after.
+                let mut cited = Vec::new();
+                for item in provider_items {
+                    match item {
+                        evoflux_model::ProviderItem::WebSearch(search) => {
+                            out.push_str(&format!("{}\n", web_search_line(search)));
+                        }
+                        evoflux_model::ProviderItem::Citation(c) => cite_once(&mut cited, c),
+                        // What the next request carries back; nothing to read.
+                        evoflux_model::ProviderItem::Reasoning { .. }
+                        | evoflux_model::ProviderItem::AnthropicBlock { .. } => {}
+                    }
+                }
+                if !content.is_empty() {
+                    out.push_str(&format!("\nassistant: {content}\n"));
+                }
+                for (i, c) in cited.iter().enumerate() {
+                    out.push_str(&format!("  [{}] {}\n", i + 1, citation_line(c)));
+                }
+                for c in tool_calls {
+                    out.push_str(&format!(
+                        "→ {} {}\n",
+                        c.name,
+                        clip(&c.arguments.to_string(), 160)
+                    ));
+                }
+            }
+            Message::Tool {
+                content, is_error, ..
+            } => {
+                let mark = if *is_error { "✗" } else { "✓" };
+                out.push_str(&format!(
+                    "  {mark} {}\n",
+                    clip(content.lines().next().unwrap_or_default(), 160)
+                ));
+                if let Some(meta) = &e.artifact {
+                    out.push_str(&format!("    {meta}\n"));
+                }
+            }
+        }
+    }
+    for p in pending {
+        out.push_str(&format!(
+            "\nwaiting for an answer: {}\n",
+            p.request.question
+        ));
+    }
+    out
+}
