@@ -245,20 +245,7 @@ fn file_sha256(path: &Path) -> io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Gives a file a package copy wrote the one mode a package file may have:
-/// 0755 when it was executable, 0644 otherwise (extraction, staging and
-/// the Claude Code import all copy through this).
-#[cfg(unix)]
-pub(crate) fn set_file_mode(path: &Path, executable: bool) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = if executable { 0o755 } else { 0o644 };
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-pub(crate) fn set_file_mode(_path: &Path, _executable: bool) -> io::Result<()> {
-    Ok(())
-}
+pub(crate) use evoflux_core::archive::set_file_mode;
 
 #[cfg(unix)]
 fn is_executable(meta: &fs::Metadata) -> bool {

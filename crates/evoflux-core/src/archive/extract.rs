@@ -142,17 +142,18 @@ fn write_plan<R: io::Read + io::Seek>(
     })
 }
 
-/// Gives an extracted file the usual permissions, executable when the
-/// archive says so; never setuid, setgid or world-writable whatever the
-/// archive declares.
+/// Gives a package file the one mode it may have: 0755 when it is
+/// executable, 0644 otherwise; never setuid, setgid or world-writable
+/// whatever an archive declares (extraction, and every package copy of
+/// `evoflux-plugins`, go through this).
 #[cfg(unix)]
-fn set_file_mode(path: &Path, executable: bool) -> io::Result<()> {
+pub fn set_file_mode(path: &Path, executable: bool) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let mode = if executable { 0o755 } else { 0o644 };
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
 }
 
 #[cfg(not(unix))]
-fn set_file_mode(_path: &Path, _executable: bool) -> io::Result<()> {
+pub fn set_file_mode(_path: &Path, _executable: bool) -> io::Result<()> {
     Ok(())
 }

@@ -27,7 +27,7 @@ mod extract;
 
 pub use check::{CheckedEntry, check_entries, check_entry_name};
 pub use error::{ExtractError, NameProblem};
-pub use extract::{ExtractReport, extract_archive};
+pub use extract::{ExtractReport, extract_archive, set_file_mode};
 
 /// Archive limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

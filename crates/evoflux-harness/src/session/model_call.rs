@@ -194,15 +194,8 @@ impl Harness {
                     // reply) was still served and billed: count it.
                     if let Some(u) = usage {
                         let call_usage = self.call_usage(u, &stats, self.price.as_ref());
-                        if let Err(store) = self
-                            .recorder
-                            .store
-                            .add_usage(self.session.id, call_usage)
-                            .await
-                        {
+                        if let Err(store) = self.count_usage(call_usage).await {
                             tracing::warn!(error = %store, "cannot count a failed call's usage");
-                        } else {
-                            self.usage.recorded(&call_usage);
                         }
                     }
                     return Err(e.into());
@@ -294,6 +287,17 @@ impl Harness {
         }
     }
 
+    /// Adds one call's usage to the session's stored total and to the
+    /// turn's ledger.
+    async fn count_usage(&mut self, usage: evoflux_store::Usage) -> Result<(), HarnessError> {
+        self.recorder
+            .store
+            .add_usage(self.session.id, usage)
+            .await?;
+        self.usage.recorded(&usage);
+        Ok(())
+    }
+
     /// Counts calls a pre-model stage made (the skill resolver's) with the
     /// session's usage, each at its own model's price.
     async fn record_side_calls(
@@ -310,11 +314,7 @@ impl Harness {
                 &crate::hooks::ContextStats::default(),
                 price.as_ref(),
             );
-            self.recorder
-                .store
-                .add_usage(self.session.id, usage)
-                .await?;
-            self.usage.recorded(&usage);
+            self.count_usage(usage).await?;
             self.emit(&Event::ModelCallCompleted {
                 model,
                 purpose: call.purpose,
