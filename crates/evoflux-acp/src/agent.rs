@@ -31,15 +31,16 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{ByteStreams, Client, Error};
+use evoflux_app::{AppContext, ReopenBuilder, SessionBuilder, SessionOptions, WireBuilder};
 use evoflux_core::AppMode;
 use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
 use evoflux_harness::client_files::{ClientFiles, FilesFuture};
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
-    AppContext, ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink,
-    Harness, Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, Reopen,
-    SessionBuilder, SessionHost, SessionOptions, TurnEnd, TurnOptions, TurnStatus,
+    ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink, Harness,
+    Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, Reopen,
+    ReopenError, SessionHost, TurnEnd, TurnOptions, TurnStatus,
 };
 use evoflux_store::Store;
 use evoflux_tools::ProcessRuntime;
@@ -71,7 +72,7 @@ pub enum AcpError {
     #[error("the session store cannot be opened: {0}")]
     Store(#[from] evoflux_store::StoreError),
     #[error("the session store cannot be opened: {0}")]
-    Config(#[from] evoflux_harness::SessionError),
+    Config(#[from] evoflux_app::SessionError),
     #[error("the ACP connection failed: {0}")]
     Connection(String),
 }
@@ -238,7 +239,7 @@ struct AgentState {
 }
 
 /// The ACP error of a session that cannot be opened.
-fn open_error(e: &evoflux_harness::SessionError) -> Error {
+fn open_error(e: &evoflux_app::SessionError) -> Error {
     let code = if e.is_invalid_input() {
         INVALID_PARAMS
     } else {
@@ -289,12 +290,14 @@ impl fmt::Debug for AcpFront {
 }
 
 impl AcpFront {
-    /// Opens what `builder` names on the agent's store and process runtime,
-    /// its file tools through the editor where it offers them.
+    /// Opens what `builder` names on the agent's store and process runtime
+    /// (the data directory pruned first when it is due), its file tools
+    /// through the editor where it offers them.
     async fn open(
         &self,
         builder: SessionBuilder<'_>,
-    ) -> Result<Harness, evoflux_harness::SessionError> {
+    ) -> Result<Harness, evoflux_app::SessionError> {
+        self.app.prune_if_due(&self.store).await;
         let builder = builder
             .processes(self.processes.clone())
             .store(self.store.clone());
@@ -314,11 +317,8 @@ impl AcpFront {
 }
 
 impl HostFrontEnd for AcpFront {
-    fn reopen<'a>(
-        &'a self,
-        reopen: Reopen<'a>,
-    ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
-        Box::pin(async move { self.open(reopen.builder(&self.app, self.limits)).await })
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, ReopenError>> {
+        Box::pin(async move { Ok(self.open(reopen.builder(&self.app, self.limits)).await?) })
     }
 }
 

@@ -17,6 +17,7 @@
 //! winners from their bindings and takes tool metadata from the graph's
 //! tool nodes ([`tools::ToolCatalog`]).
 
+mod closed;
 pub mod contract;
 pub mod name;
 pub mod team;

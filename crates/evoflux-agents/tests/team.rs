@@ -475,7 +475,13 @@ fn a_member_file_named_like_a_worker_warns_that_it_shadows_it() {
             .is_some_and(|p| p.ends_with("agents/coding/tester.md")),
         "{d:?}"
     );
-    assert_eq!(d.locator.slot.as_deref(), Some("agents/coding/tester"));
+    assert_eq!(
+        d.locator.slot,
+        Some(evoflux_graph::Slot::new(
+            evoflux_graph::SlotKind::CodingAgent,
+            "tester"
+        ))
+    );
     let work = load_agents(&graph, AppMode::Work, &mut Diagnostics::new());
     assert!(members_shadowing_workers(&work, &workers).is_empty());
 }

@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod frontend;
 mod output;
 
 use std::process::ExitCode;

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::slot::Slot;
+
 /// How bad a diagnostic is. Ordered from least to most severe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,9 +49,14 @@ pub struct Locator {
     /// 1-based line in `file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
-    /// Logical slot of the source graph, such as `skills/review`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slot: Option<String>,
+    /// Logical slot of the source graph, such as `skills/review`; written
+    /// as that text.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::slot::as_text"
+    )]
+    pub slot: Option<Slot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_id: Option<String>,
     /// Dotted path of the offending field, such as `providers.openai.kind`.
@@ -132,8 +139,8 @@ impl Diagnostic {
         self
     }
 
-    pub fn with_slot(mut self, slot: impl Into<String>) -> Self {
-        self.locator.slot = Some(slot.into());
+    pub fn with_slot(mut self, slot: Slot) -> Self {
+        self.locator.slot = Some(slot);
         self
     }
 
@@ -387,13 +394,27 @@ mod tests {
         let d = Diagnostic::error("skill/name-invalid", "name must equal the folder name")
             .with_file("skills/review/SKILL.md")
             .with_line(2)
-            .with_slot("skills/review")
+            .with_slot(Slot::new(crate::slot::SlotKind::Skill, "review"))
             .with_field("name");
         insta::assert_snapshot!(d.render_human(), @r"
         error[skill/name-invalid]: name must equal the folder name
           --> skills/review/SKILL.md:2
           = slot: skills/review, field: name
         ");
+    }
+
+    #[test]
+    fn a_located_slot_is_written_as_its_text() {
+        let d = Diagnostic::warning("worker/quarantined", "q")
+            .with_slot(Slot::new(crate::slot::SlotKind::CodingAgent, "tester"));
+        let json = serde_json::to_string(&d).unwrap();
+        assert_eq!(
+            json,
+            r#"{"code":"worker/quarantined","severity":"warning","message":"q","locator":{"slot":"agents/coding/tester"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Diagnostic>(&json).unwrap(), d);
+        let unknown = json.replace("agents/coding/tester", "nowhere/x");
+        assert!(serde_json::from_str::<Diagnostic>(&unknown).is_err());
     }
 
     #[test]

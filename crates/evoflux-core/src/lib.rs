@@ -26,6 +26,7 @@ pub mod prerequisite;
 pub mod price;
 pub mod private;
 pub mod secret_name;
+pub mod slot;
 pub mod source;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -34,3 +35,4 @@ pub mod walk;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Locator, Severity};
 pub use mode::AppMode;
+pub use slot::{Slot, SlotKind};

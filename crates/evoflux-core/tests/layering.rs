@@ -32,13 +32,15 @@ const LEVELS: &[(&str, u8)] = &[
     ("evoflux-mcp", 5),
     // The session engine.
     ("evoflux-harness", 6),
-    // Front ends over the engine.
-    ("evoflux-acp", 7),
-    ("evoflux-server", 7),
+    // The application services above the engine.
+    ("evoflux-app", 7),
+    // Front ends over the application and the engine.
+    ("evoflux-acp", 8),
+    ("evoflux-server", 8),
     // The binary, which hosts every front end.
-    ("evoflux-cli", 8),
+    ("evoflux-cli", 9),
     // Drives built binaries; links no evoflux crate.
-    ("evoflux-bench", 9),
+    ("evoflux-bench", 10),
 ];
 
 fn workspace() -> PathBuf {

@@ -34,7 +34,7 @@
 //!   [`run::RunJournal`] so a killed run resumes, and the `budgetUsd` stop.
 //!
 //! Not here: the agent runner (each agent node a worker session) and the
-//! run records, in `evoflux_harness::fleet_run`, which `evoflux fleet run`
+//! run records, in `evoflux_app::fleet_run`, which `evoflux fleet run`
 //! drives.
 
 pub mod bind;

@@ -344,7 +344,7 @@ fn precedence(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
 
 fn locate(d: Diagnostic, c: &Candidate) -> Diagnostic {
     let d = d
-        .with_slot(c.slot.to_string())
+        .with_slot(c.slot.clone())
         .with_source_id(c.source_id.as_str());
     match c.file() {
         Some(f) if d.locator.file.is_none() => d.with_file(f),
@@ -367,7 +367,7 @@ fn compose_slot(
         return;
     }
     group.sort_by(precedence);
-    let policy = slot.kind.policy();
+    let policy = CompositionPolicy::of(slot.kind);
     for pair in group.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         if a.layer != b.layer || a.form != b.form {

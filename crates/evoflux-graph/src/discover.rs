@@ -556,7 +556,7 @@ fn discover_full(root: &Root, sink: &mut Sink<'_>) {
                             ),
                         )
                         .with_file(&path)
-                        .with_slot(slot.to_string()),
+                        .with_slot(slot.clone()),
                     );
                     continue;
                 }

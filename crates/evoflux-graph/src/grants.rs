@@ -394,7 +394,7 @@ pub(crate) fn check(
                     repo.display()
                 ),
             )
-            .with_slot(c.slot.to_string())
+            .with_slot(c.slot.clone())
             .with_source_id(c.source_id.as_str())
             .with_file(&file),
         );
@@ -698,7 +698,7 @@ mod tests {
             .diagnostics
             .iter()
             .filter(|d| d.code == CHANGED_SINCE_TRUST)
-            .filter_map(|d| d.locator.slot.clone())
+            .filter_map(|d| d.locator.slot.as_ref().map(ToString::to_string))
             .collect()
     }
 
@@ -1004,7 +1004,7 @@ mod tests {
             .collect();
         assert_eq!(errors.len(), 1, "{:?}", graph.diagnostics);
         assert!(errors[0].message.contains("OPENAI_API_KEY"));
-        assert_eq!(errors[0].locator.slot.as_deref(), Some("tools/leak"));
+        assert_eq!(errors[0].locator.slot, Some(Slot::tool("leak")));
         assert!(
             graph
                 .node(&Slot::new(crate::SlotKind::Tool, "leak"))

@@ -51,12 +51,12 @@ struct IdentityView<'a> {
     diagnostics: Vec<DiagnosticIdentity<'a>>,
 }
 
-/// Code, severity, slot, source id and field: a diagnostic without its
-/// prose and physical file.
+/// Code, severity, slot (as its canonical text), source id and field: a
+/// diagnostic without its prose and physical file.
 type DiagnosticIdentity<'a> = (
     &'a str,
     Severity,
-    Option<&'a str>,
+    Option<String>,
     Option<&'a str>,
     Option<&'a str>,
 );
@@ -173,7 +173,7 @@ pub fn identity_hash(
                 (
                     d.code.as_ref(),
                     d.severity,
-                    d.locator.slot.as_deref(),
+                    d.locator.slot.as_ref().map(ToString::to_string),
                     d.locator.source_id.as_deref(),
                     d.locator.field.as_deref(),
                 )
@@ -255,7 +255,7 @@ fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> 
                     "graph/binding-missing",
                     format!("selected source `{}` has no binding", node.source_id),
                 )
-                .with_slot(node.slot.to_string()),
+                .with_slot(node.slot.clone()),
             );
             continue;
         };
@@ -505,10 +505,9 @@ impl CompiledGraph {
     /// these are all a command asked for that name has to show instead of
     /// "not found".
     pub fn slot_diagnostics(&self, slot: &Slot) -> Diagnostics {
-        let name = slot.to_string();
         self.diagnostics
             .iter()
-            .filter(|d| d.locator.slot.as_deref() == Some(name.as_str()))
+            .filter(|d| d.locator.slot.as_ref() == Some(slot))
             .cloned()
             .collect()
     }

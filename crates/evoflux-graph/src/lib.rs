@@ -63,11 +63,11 @@ pub fn compile_with_grants(
     let reviewed = phase.take_reviewed();
     let rest = phase.select_config(&mut diags);
     let composed = rest.compose(&mut diags);
-    let channels: Vec<(SourceId, String, &channel::ChannelDefinition)> = composed
+    let channels: Vec<(SourceId, Slot, &channel::ChannelDefinition)> = composed
         .nodes
         .iter()
         .filter_map(|n| match &n.definition {
-            Definition::Channel(c) => Some((n.source_id.clone(), n.slot.to_string(), c)),
+            Definition::Channel(c) => Some((n.source_id.clone(), n.slot.clone(), c)),
             _ => None,
         })
         .collect();

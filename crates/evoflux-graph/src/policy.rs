@@ -2,6 +2,7 @@
 //! invalid winner. One closed enum, matched exhaustively by the composer;
 //! a new kind picks a policy or adds a variant, never a second composer.
 
+use evoflux_core::slot::SlotKind;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -29,6 +30,22 @@ pub enum CompositionPolicy {
 }
 
 impl CompositionPolicy {
+    /// The composition policy of a kind (DESIGN.md, per-kind policy).
+    pub const fn of(kind: SlotKind) -> CompositionPolicy {
+        match kind {
+            SlotKind::Config | SlotKind::Sandbox => CompositionPolicy::Layered,
+            SlotKind::Tool
+            | SlotKind::Channel
+            | SlotKind::Connection
+            | SlotKind::Schedule
+            | SlotKind::Eval => CompositionPolicy::Strict,
+            SlotKind::Skill => CompositionPolicy::Skills,
+            SlotKind::WorkAgent | SlotKind::CodingAgent => CompositionPolicy::TeamAgents,
+            SlotKind::Worker => CompositionPolicy::Workers,
+            SlotKind::Fleet | SlotKind::FleetCommands => CompositionPolicy::Fleets,
+        }
+    }
+
     /// Whether two candidates of one slot in the same layer and form are a
     /// compile error (rather than resolved by discovery order).
     pub const fn duplicates_are_errors(self) -> bool {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidate::SourceId;
 use crate::channel::{ChannelDefinition, Cors, Method, RouteAction};
+use crate::slot::Slot;
 
 /// A canonical route path.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -190,7 +191,7 @@ fn route_diag(code: &'static str, source: &SourceId, msg: String) -> Diagnostic 
 
 /// Plans the routes of the selected channels, given in composition order.
 pub fn plan(
-    channels: &[(SourceId, String, &ChannelDefinition)],
+    channels: &[(SourceId, Slot, &ChannelDefinition)],
     diags: &mut Diagnostics,
 ) -> RoutePlan {
     let mut plan = RoutePlan::default();
@@ -381,17 +382,17 @@ mod tests {
     }
 
     fn run(channels: Vec<(&str, Vec<RouteDecl>)>) -> (RoutePlan, Diagnostics) {
-        let defs: Vec<(SourceId, String, ChannelDefinition)> = channels
+        let defs: Vec<(SourceId, Slot, ChannelDefinition)> = channels
             .into_iter()
             .map(|(id, routes)| {
                 (
                     SourceId(id.to_owned()),
-                    format!("channels/{id}"),
+                    Slot::channel(id),
                     ChannelDefinition { routes },
                 )
             })
             .collect();
-        let refs: Vec<(SourceId, String, &ChannelDefinition)> = defs
+        let refs: Vec<(SourceId, Slot, &ChannelDefinition)> = defs
             .iter()
             .map(|(s, slot, d)| (s.clone(), slot.clone(), d))
             .collect();

@@ -344,8 +344,8 @@ fn config_composes_first_and_project_wins() {
     let g = f.compile();
     assert_eq!(codes(&g), ["config/provider-unknown"]);
     assert_eq!(
-        g.diagnostics.as_slice()[0].locator.slot.as_deref(),
-        Some("config")
+        g.diagnostics.as_slice()[0].locator.slot,
+        Some(evoflux_graph::Slot::config())
     );
 }
 

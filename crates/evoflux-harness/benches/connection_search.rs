@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{Recorder, World, call, text};
 use evoflux_core::AppMode;
-use evoflux_harness::connection_search::search;
+use evoflux_harness::tools::connection_search::search;
 use evoflux_harness::{CollectEvents, Harness, SessionRequest, TurnOptions};
 use evoflux_mcp::testserver::{TestServerOptions, serve_http};
 use evoflux_mcp::{ManagerOptions, McpRuntime};

@@ -7,15 +7,17 @@
 //! (roots, denied files, the agent's controls) exactly as for the disk
 //! before the client is asked; artifacts, directories and a change to a
 //! control (which needs the user's approval first) stay on the disk path.
+//!
+//! This module is the client's side (the [`ClientFiles`] trait and the
+//! checks every change shares); each tool's way through the client is in
+//! its handler (`tools/read.rs`, `tools/write.rs`, `tools/edit.rs`).
 
 use std::fmt;
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 
-use evoflux_graph::tool::BuiltinExecutor;
-use evoflux_model::ToolCall;
-use evoflux_tools::{EditInput, ReadInput, ToolError, Workspace, WriteInput};
+use evoflux_tools::{ToolError, Workspace};
 
 use crate::events::ToolResult;
 
@@ -33,121 +35,16 @@ pub trait ClientFiles: Send + Sync + fmt::Debug {
     fn write_text<'a>(&'a self, path: &'a Path, content: &'a str) -> FilesFuture<'a, ()>;
 }
 
-fn failed(e: &ToolError) -> ToolResult {
+/// A refusal of the workspace's rules (or of the input) as the call's
+/// result.
+pub(crate) fn failed(e: &ToolError) -> ToolResult {
     ToolResult::error(e.to_string())
-}
-
-fn output(o: evoflux_tools::ToolOutput) -> ToolResult {
-    ToolResult {
-        content: o.text,
-        is_error: o.is_error,
-        metadata: None,
-    }
-}
-
-/// Runs `call` of file tool `builtin` through `files`; `None` when it is
-/// the disk's to run (see the module documentation).
-pub(crate) async fn run(
-    files: &dyn ClientFiles,
-    workspace: &Workspace,
-    builtin: BuiltinExecutor,
-    call: &ToolCall,
-) -> Option<ToolResult> {
-    match builtin {
-        BuiltinExecutor::Read if files.reads() => {
-            let input = match ReadInput::parse(&call.arguments) {
-                Ok(i) => i,
-                Err(e) => return Some(failed(&e)),
-            };
-            if workspace.names_artifact(&input.path) {
-                return None;
-            }
-            let target = match workspace.resolve(&input.path) {
-                Ok(t) => t,
-                Err(e) => return Some(failed(&e)),
-            };
-            // What is not a file (missing, a directory) the disk says.
-            if !target.path.is_file() {
-                return None;
-            }
-            Some(match files.read_text(&target.path).await {
-                Ok(text) => match evoflux_tools::read_text(&target.display, &text, &input) {
-                    Ok(o) => output(o),
-                    Err(e) => failed(&e),
-                },
-                Err(e) => {
-                    ToolResult::error(format!("the editor could not read {}: {e}", target.display))
-                }
-            })
-        }
-        BuiltinExecutor::Write if files.writes() => {
-            let input = match WriteInput::parse(&call.arguments) {
-                Ok(i) => i,
-                Err(e) => return Some(failed(&e)),
-            };
-            let target = match changed(workspace, &input.path)? {
-                Ok(t) => t,
-                Err(refused) => return Some(refused),
-            };
-            let existed = target.path.exists();
-            if existed && !input.overwrite {
-                return Some(failed(&ToolError::AlreadyExists {
-                    path: target.display,
-                }));
-            }
-            Some(match files.write_text(&target.path, &input.content).await {
-                Ok(()) => ToolResult::ok(format!(
-                    "{} {} ({} bytes) in the editor",
-                    if existed { "Overwrote" } else { "Created" },
-                    target.display,
-                    input.content.len()
-                )),
-                Err(e) => ToolResult::error(format!(
-                    "the editor could not write {}: {e}",
-                    target.display
-                )),
-            })
-        }
-        BuiltinExecutor::Edit if files.reads() && files.writes() => {
-            let input = match EditInput::parse(&call.arguments) {
-                Ok(i) => i,
-                Err(e) => return Some(failed(&e)),
-            };
-            let target = match changed(workspace, &input.path)? {
-                Ok(t) if t.path.is_file() => t,
-                Ok(_) => return None,
-                Err(refused) => return Some(refused),
-            };
-            let text = match files.read_text(&target.path).await {
-                Ok(t) => t,
-                Err(e) => {
-                    return Some(ToolResult::error(format!(
-                        "the editor could not read {}: {e}",
-                        target.display
-                    )));
-                }
-            };
-            let (updated, answer) = match evoflux_tools::apply_edit(&target.display, &text, &input)
-            {
-                Ok(done) => done,
-                Err(e) => return Some(failed(&e)),
-            };
-            Some(match files.write_text(&target.path, &updated).await {
-                Ok(()) => output(answer),
-                Err(e) => ToolResult::error(format!(
-                    "the editor could not write {}: {e}",
-                    target.display
-                )),
-            })
-        }
-        _ => None,
-    }
 }
 
 /// The file a `write` or `edit` of `path` changes, checked as for the
 /// disk; `None` when the disk path must run it (a control, which needs
 /// the user's approval first, or a directory, which it reports).
-fn changed(
+pub(crate) fn changed(
     workspace: &Workspace,
     path: &str,
 ) -> Option<Result<evoflux_tools::Resolved, ToolResult>> {

@@ -36,10 +36,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided};
 use crate::events::EventSink;
 use crate::lease::{Holder, LeaseError, SessionLease};
-use crate::session::{
-    AppContext, Harness, ModelClient, SessionBuilder, SessionError, SessionOptions, TurnEnd,
-    TurnOptions,
-};
+use crate::session::{Harness, ModelClient, TurnEnd, TurnOptions};
 
 /// A boxed future, as the host's callbacks return them.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -91,6 +88,18 @@ impl HostError {
 /// The code of a turn that did not run because the session could not be
 /// brought up to date.
 pub const REOPEN_FAILED: &str = "session/reopen-failed";
+
+/// Why the front end could not open the session again
+/// ([`HostFrontEnd::reopen`]): the stable code of its error and its words.
+/// Changed sources that do not open are reported with them
+/// (`graph_invalid`); a session another process ran that does not open
+/// again refuses the turn ([`HostError::Reopen`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ReopenError {
+    pub code: String,
+    pub message: String,
+}
 
 /// Approvals of one session, keyed by call id and shared by every client
 /// of it. The harness asks through it; whoever decides first wins.
@@ -216,57 +225,30 @@ impl HostWiring {
     pub fn approver(&self) -> Arc<dyn Approver> {
         Arc::clone(&self.approvals) as Arc<dyn Approver>
     }
-
-    /// `builder` with this wiring's events and approvals.
-    pub fn wire<'b>(&self, builder: SessionBuilder<'b>) -> SessionBuilder<'b> {
-        builder.events(self.events()).approver(self.approver())
-    }
 }
 
 /// What the host asks to open the session again.
 #[derive(Debug)]
 pub struct Reopen<'a> {
     pub session: SessionId,
-    /// Build the harness with these ([`SessionBuilder::events`],
-    /// [`SessionBuilder::approver`]).
+    /// Build the harness with these ([`HostWiring::events`],
+    /// [`HostWiring::approver`]).
     pub wiring: &'a HostWiring,
-    /// Held for the coming turn when the session changed under this host
-    /// ([`SessionBuilder::held_lease`]).
+    /// Held for the coming turn when the session changed under this host:
+    /// the harness opened again is current at it.
     pub lease: Option<&'a SessionLease>,
-    /// The model client to keep ([`SessionBuilder::reuse_model`]).
+    /// The model client to keep when the session resolves to the same
+    /// model, so its connections (and a scripted model's place in its
+    /// script) carry over.
     pub model: ModelClient,
-}
-
-impl Reopen<'_> {
-    /// A builder that opens the session again as the host asks: resumed,
-    /// wired to the host, its model client kept, under the lease when one
-    /// is held. The front end adds what is its own (store, process runtime,
-    /// client files).
-    pub fn builder(self, app: &AppContext, limits: crate::session::Limits) -> SessionBuilder<'_> {
-        let options = SessionOptions {
-            mode: None,
-            workspaces: Vec::new(),
-            lead: None,
-            model: None,
-            resume: Some(self.session),
-            limits,
-        };
-        let builder = self
-            .wiring
-            .wire(SessionBuilder::new(app, options))
-            .reuse_model(self.model);
-        match self.lease {
-            Some(lease) => builder.held_lease(lease),
-            None => builder,
-        }
-    }
 }
 
 /// The front end's part: how it opens its sessions (its store, process
 /// runtime, client files), and what it does around a turn's end.
 pub trait HostFrontEnd: Send + Sync + fmt::Debug {
-    /// Opens the session again as `reopen` says.
-    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>>;
+    /// Opens the session again as `reopen` says (the application's session
+    /// builder does, `evoflux_app::ReopenBuilder`).
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, ReopenError>>;
 
     /// Every event of the turn was emitted; the lease is released next. A
     /// sink that writes in batches writes what it holds now, so whoever
@@ -654,10 +636,6 @@ async fn bring_up_to_date(
             }
             reopened => {
                 *applied = wanted;
-                let reopened = reopened.map_err(|e| crate::sources::NotApplied {
-                    code: e.code().to_owned(),
-                    message: e.to_string(),
-                });
                 match (reopened, changed) {
                     (reopened, true) => {
                         crate::sources::apply(harness, reopened, shared.wiring.events.as_ref())

@@ -437,7 +437,7 @@ impl Drop for SessionLease {
 /// The lease epoch a harness opened now is current at: the stored epoch,
 /// or the one before it while a turn runs under it (what is read now may
 /// miss the end of that turn).
-pub(crate) async fn synced_epoch(store: &Store, session: SessionId) -> Result<i64, StoreError> {
+pub async fn synced_epoch(store: &Store, session: SessionId) -> Result<i64, StoreError> {
     let epoch = store.lease_epoch(session).await?;
     let running = store
         .lease_holder(session)

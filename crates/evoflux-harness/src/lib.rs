@@ -9,19 +9,20 @@
 //! tool the loop knows by its own identity. Progress is a typed
 //! [`events::Event`] stream, and everything is persisted in the session
 //! store as it happens.
+//!
+//! This is the session engine: sessions, turns, tools, hooks, context, the
+//! session host, leases and approvals. Opening a session from what a front
+//! end knows (the application's directories, trust, the compile), and the
+//! services around sessions (doctor, evals, replay, fleet runs, the
+//! scheduler), are the application's, in `evoflux-app`.
 
-pub mod agent_files;
 pub mod approval;
 pub mod bounded;
 pub mod client_files;
 pub mod clock;
 pub mod compaction;
-pub mod connection_search;
-pub mod doctor;
 pub mod error;
-pub mod evals;
 pub mod events;
-pub mod fleet_run;
 pub mod hooks;
 pub mod host;
 pub mod lease;
@@ -31,22 +32,15 @@ pub mod prepared;
 pub mod projection;
 pub mod receipts;
 pub mod remote;
-pub mod replay;
 pub mod safe_command;
-pub mod schedule_task;
-pub mod scheduler;
 mod schema_errors;
-pub mod scratch;
 pub mod session;
 pub mod skills;
-pub mod skills_view;
 pub mod sources;
 pub mod team_roster;
 pub mod terminal;
-pub mod todo;
 pub mod tool_paths;
-pub mod tree_copy;
-pub mod trust_review;
+pub mod tools;
 pub mod workspace_instructions;
 
 pub use approval::{
@@ -60,11 +54,12 @@ pub use events::{
 };
 pub use evoflux_tools::web_fetch::NetworkAccess;
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
-pub use host::{HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, SessionHost, TurnHandle};
+pub use host::{
+    HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, ReopenError, SessionHost, TurnHandle,
+};
 pub use lease::{Holder, LeaseError, SessionLease};
 pub use session::{
-    AppContext, ChildFactory, ChildModel, Harness, Limits, ModelClient, ModelOrigin, OpenedSession,
-    PendingQuestion, RunSetup, SandboxSetup, SessionBuilder, SessionError, SessionOptions,
-    SessionRecord, SessionRequest, SessionSummary, TeamSetup, TrustQuestion, TrustedCheckout,
-    TurnEnd, TurnOptions, TurnOutcome, UnmetContract, WorkerEnd, selected_config, selected_sandbox,
+    ChildFactory, ChildModel, Harness, Limits, ModelClient, PendingQuestion, RunSetup,
+    SandboxSetup, SessionRecord, SessionRequest, SessionSummary, TeamSetup, TurnEnd, TurnOptions,
+    TurnOutcome, UnmetContract, WorkerEnd,
 };

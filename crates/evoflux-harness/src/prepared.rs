@@ -6,7 +6,9 @@
 //! exhaustively on that kind; it never looks at a tool's name to decide
 //! what the tool does. Availability is evaluated here, before anything is
 //! materialized for the model, and every tool left out is reported with
-//! its reason instead of silently dropped.
+//! its reason instead of silently dropped. A built-in tool's own gate, its
+//! approval policy and whether it starts hidden are its handler's
+//! ([`crate::tools`]), which this asks.
 
 use evoflux_agents::ToolCatalog;
 use evoflux_core::AppMode;
@@ -85,6 +87,20 @@ pub struct PreparedTool {
 }
 
 impl PreparedTool {
+    /// The handler of a built-in tool ([`crate::tools`]); `None` for
+    /// every other kind.
+    pub(crate) fn builtin(&self) -> Option<&'static dyn crate::tools::BuiltinTool> {
+        match &self.kind {
+            PreparedKind::Ordinary(Executor::Builtin(executor)) => {
+                Some(crate::tools::handler(*executor))
+            }
+            PreparedKind::Ordinary(Executor::Command(_) | Executor::Mcp { .. })
+            | PreparedKind::RequestInput(_)
+            | PreparedKind::Dispatch(_)
+            | PreparedKind::Provider(_) => None,
+        }
+    }
+
     /// The function definition the model is given; `None` for a
     /// provider tool, which the request carries apart
     /// ([`PreparedTool::provider_tool`]).
@@ -177,41 +193,6 @@ impl SessionCapabilities {
     }
 }
 
-/// Why this build cannot run a builtin executor in this session, if so.
-fn executor_gap(executor: BuiltinExecutor, caps: &SessionCapabilities) -> Option<&'static str> {
-    match executor {
-        BuiltinExecutor::Read
-        | BuiltinExecutor::Write
-        | BuiltinExecutor::Edit
-        | BuiltinExecutor::Ls
-        | BuiltinExecutor::Glob
-        | BuiltinExecutor::Grep
-        | BuiltinExecutor::Todo
-        | BuiltinExecutor::Artifact
-        | BuiltinExecutor::ConnectionSearch => None,
-        BuiltinExecutor::ScheduleTask => {
-            (!caps.schedules).then_some("this session has no user schedules folder to write")
-        }
-        BuiltinExecutor::Verify if !caps.processes => {
-            Some("no process runtime is attached to this session")
-        }
-        BuiltinExecutor::Verify => (!caps.checks)
-            .then_some("no check commands are registered; declare them in fleets/commands.yaml"),
-        BuiltinExecutor::Shell | BuiltinExecutor::Process => {
-            (!caps.processes).then_some("no process runtime is attached to this session")
-        }
-        BuiltinExecutor::WebFetch => {
-            (!caps.network).then_some("network tools are turned off for this session")
-        }
-        BuiltinExecutor::Skill => {
-            (!caps.skills).then_some("no skill runtime is attached to this session")
-        }
-        // Every Coding session has its repositories to navigate; the
-        // index persists when the session knows a cache dir.
-        BuiltinExecutor::CodeContext => None,
-    }
-}
-
 /// The prepared tool set of one session.
 #[derive(Debug, Default)]
 pub struct PreparedTools {
@@ -255,7 +236,7 @@ impl PreparedTools {
             }
             let kind = match (&def.behavior.handling, &def.executor) {
                 (Handling::None, Some(ToolExecutor::Builtin { executor })) => {
-                    if let Some(gap) = executor_gap(*executor, caps) {
+                    if let Some(gap) = crate::tools::handler(*executor).gap(caps) {
                         out.skip(name, gap);
                         continue;
                     }
@@ -310,21 +291,17 @@ impl PreparedTools {
                     }
                 }
             };
-            let approval = match &kind {
-                PreparedKind::Ordinary(Executor::Command(c)) => c.approval,
-                // Work that runs later, unattended, is the user's to allow.
-                PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::ScheduleTask)) => {
-                    Approval::Always
+            let (approval, deferred) = match &kind {
+                PreparedKind::Ordinary(Executor::Command(c)) => (c.approval, false),
+                PreparedKind::Ordinary(Executor::Builtin(b)) => {
+                    let handler = crate::tools::handler(*b);
+                    (handler.approval(), handler.deferred())
                 }
-                PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Mcp { .. })
+                PreparedKind::Ordinary(Executor::Mcp { .. })
                 | PreparedKind::RequestInput(_)
                 | PreparedKind::Dispatch(_)
-                | PreparedKind::Provider(_) => Approval::Never,
+                | PreparedKind::Provider(_) => (Approval::Never, false),
             };
-            let deferred = matches!(
-                kind,
-                PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Process))
-            );
             out.tools.push(PreparedTool {
                 validator: jsonschema::validator_for(&def.input_schema).ok(),
                 definition: def.clone(),
@@ -398,30 +375,9 @@ impl PreparedTools {
             if tool.kind != PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Verify)) {
                 continue;
             }
-            let Some(command) = tool
-                .definition
-                .input_schema
-                .pointer_mut("/properties/command")
-                .and_then(Value::as_object_mut)
-            else {
-                continue;
-            };
-            command.insert(
-                "enum".into(),
-                commands
-                    .iter()
-                    .map(|(id, _)| Value::from(id.as_str()))
-                    .collect(),
-            );
-            let listed: Vec<String> = commands
-                .iter()
-                .map(|(id, what)| format!("`{id}` ({what})"))
-                .collect();
-            command.insert(
-                "description".into(),
-                Value::from(format!("The command to run: {}.", listed.join(", "))),
-            );
-            tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();
+            if crate::tools::bind_commands(&mut tool.definition.input_schema, commands) {
+                tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();
+            }
         }
     }
 

@@ -6,8 +6,9 @@
 //! result contract and its repair rounds, the parent's events — and talks
 //! to the agent through [`RemoteAgents`], which `evoflux-acp` implements
 //! over the protocol. A front end hands the implementation to the
-//! [`SessionBuilder`](crate::SessionBuilder); a session opened without
-//! one has no remote agents in its team.
+//! application's session builder (`evoflux_app::AppContext`'s
+//! `remote_agents`); a session opened without one has no remote agents in
+//! its team.
 
 use std::fmt;
 use std::future::Future;

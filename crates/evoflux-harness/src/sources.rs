@@ -1,11 +1,10 @@
 //! Watching the sources a session is compiled from, so every front end
 //! applies changes the same way: between turns ([`crate::host`]).
 //!
-//! The sources are the admin and user config folders, each workspace's
-//! `.evoflux/` (and the workspace itself, to see `.evoflux/` appear), and
-//! the plugin registry's folder, which `evoflux plugin` in another process
-//! changes. [`AppContext::source_roots`] is the one list; the server's live
-//! reload watches it too.
+//! What to watch is the application's to say (its `source_roots`, in
+//! `evoflux-app`: the admin and user config folders, each workspace's
+//! `.evoflux/`, the plugin registry's folder); the server's live reload
+//! watches the same list.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,15 +13,8 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::watch;
 
 use crate::events::{Event, EventSink};
-use crate::session::{AppContext, Harness};
-
-/// Why changed sources could not be applied: the session could not be
-/// opened on them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotApplied {
-    pub code: String,
-    pub message: String,
-}
+use crate::host::ReopenError;
+use crate::session::Harness;
 
 /// The one refresh rule, for every front end: changed sources apply
 /// between turns. `reopened` is the session opened again on them: it
@@ -32,7 +24,7 @@ pub struct NotApplied {
 /// applied.
 pub async fn apply(
     harness: &mut Harness,
-    reopened: Result<Harness, NotApplied>,
+    reopened: Result<Harness, ReopenError>,
     events: &dyn EventSink,
 ) -> bool {
     match reopened {
@@ -69,7 +61,8 @@ pub struct SourceRoot {
 }
 
 impl SourceRoot {
-    fn folder(path: PathBuf, recursive: bool) -> SourceRoot {
+    /// The folder `path`, with every file below it when `recursive`.
+    pub fn folder(path: PathBuf, recursive: bool) -> SourceRoot {
         SourceRoot {
             path,
             recursive,
@@ -84,35 +77,6 @@ impl SourceRoot {
             None if self.recursive => changed.starts_with(&self.path),
             None => changed.parent() == Some(self.path.as_path()) || changed == self.path,
         }
-    }
-}
-
-impl AppContext {
-    /// The folders whose files are the sources of sessions on
-    /// `workspaces`, those that exist.
-    pub fn source_roots(&self, workspaces: &[PathBuf]) -> Vec<SourceRoot> {
-        let mut out = Vec::new();
-        if let Some(registry) = self.plugins().paths().registry_file().parent() {
-            out.push(SourceRoot::folder(registry.to_path_buf(), false));
-        }
-        if let Ok(options) = self.root_options(workspaces) {
-            for dir in [options.admin_dir, options.user_config_dir]
-                .into_iter()
-                .flatten()
-            {
-                out.push(SourceRoot::folder(dir, true));
-            }
-        }
-        for w in workspaces {
-            out.push(SourceRoot::folder(w.join(".evoflux"), true));
-            out.push(SourceRoot {
-                path: w.clone(),
-                recursive: false,
-                only: Some(w.join(".evoflux")),
-            });
-        }
-        out.retain(|r| r.path.is_dir());
-        out
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::{Recorder, World, call, text};
 use evoflux_core::AppMode;
-use evoflux_graph::tool::limits::connection_search as limits;
+use evoflux_graph::tool::builtin::connection_search as limits;
 use evoflux_harness::{CollectEvents, Event, Harness, SessionRequest, TurnOptions};
 use evoflux_mcp::testserver::{TestHttpServer, TestServerOptions, serve_http};
 use evoflux_mcp::{ManagerOptions, McpRuntime};

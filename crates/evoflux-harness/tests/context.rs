@@ -359,9 +359,7 @@ async fn offload_writes_the_artifact_once_with_exact_bytes() {
         .unwrap();
     // What grep printed, computed by the tool itself.
     let ws = evoflux_tools::Workspace::new([repo.repo()]).unwrap();
-    let full = evoflux_tools::execute(&ws, evoflux_graph::tool::BuiltinExecutor::Grep, &args)
-        .unwrap()
-        .text;
+    let full = evoflux_tools::files::grep(&ws, &args).unwrap().text;
     assert!(full.chars().count() > 40_000);
     let artifact = repo
         .data()

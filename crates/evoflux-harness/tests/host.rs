@@ -12,12 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{app, script};
+use evoflux_app::{AppContext, SessionBuilder, SessionOptions};
 use evoflux_core::AppMode;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    AppContext, ApprovalDecision, Decided, DecidedBy, DecisionKind, Event, EventKind, EventSink,
-    Harness, HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, SessionBuilder,
-    SessionError, SessionHost, SessionOptions, ToolStatus, TurnEnd, TurnOptions, TurnStatus,
+    ApprovalDecision, Decided, DecidedBy, DecisionKind, Event, EventKind, EventSink, Harness,
+    HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, ReopenError, SessionHost, ToolStatus,
+    TurnEnd, TurnOptions, TurnStatus,
 };
 use evoflux_model::Message;
 use evoflux_tools::ProcessRuntime;
@@ -82,7 +83,7 @@ impl Front {
 }
 
 impl HostFrontEnd for Front {
-    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>> {
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, ReopenError>> {
         Box::pin(async move {
             self.reopened.fetch_add(1, Ordering::SeqCst);
             let options = SessionOptions {

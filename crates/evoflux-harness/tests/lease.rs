@@ -9,12 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{app, script};
+use evoflux_app::{
+    AppContext, OpenedSession, ReopenBuilder, SessionBuilder, SessionError, SessionOptions,
+    WireBuilder,
+};
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    AppContext, Harness, Holder, HostFrontEnd, HostOptions, HostWiring, LeaseError, OpenedSession,
-    Reopen, SessionBuilder, SessionError, SessionHost, SessionLease, SessionOptions, TurnOptions,
+    Harness, Holder, HostFrontEnd, HostOptions, HostWiring, LeaseError, Reopen, ReopenError,
+    SessionHost, SessionLease, TurnOptions,
 };
 use evoflux_store::{LeaseClaim, LeaseProcess, NewSession, PidNamespace, Store, WorkspaceRequest};
 
@@ -374,7 +378,7 @@ struct Front {
 }
 
 impl HostFrontEnd for Front {
-    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, SessionError>> {
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, ReopenError>> {
         Box::pin(async move {
             assert!(reopen.lease.is_some_and(SessionLease::is_stale));
             if self.fail.load(std::sync::atomic::Ordering::SeqCst) {

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use evoflux_app::SessionOptions;
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_graph::channel::{Answer, ChannelAuth, ChannelTask, Template, TemplatePart};
 use evoflux_harness::EventKind;
-use evoflux_harness::SessionOptions;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;

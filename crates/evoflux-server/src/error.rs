@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use evoflux_harness::SessionError;
+use evoflux_app::SessionError;
 use evoflux_store::StoreError;
 use serde::Serialize;
 

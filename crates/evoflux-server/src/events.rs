@@ -527,3 +527,160 @@ fn stopped(session: SessionId, id: u64) -> StoredEvent {
         .to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+
+    use evoflux_store::{NewSession, WorkspaceRequest};
+    use futures_util::StreamExt;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A store in a temp folder with one session, and one replica's bus and
+    /// writer on it.
+    struct Replica {
+        _tmp: tempfile::TempDir,
+        store: Store,
+        bus: Arc<EventBus>,
+        writer: EventWriter,
+        session: SessionId,
+    }
+
+    async fn replica() -> Replica {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).await.unwrap();
+        let session = store
+            .create_session(NewSession {
+                workspace: WorkspaceRequest::Work,
+                lead: None,
+                model: None,
+                graph_hash: None,
+                parent: None,
+            })
+            .await
+            .unwrap()
+            .id;
+        let bus = Arc::new(EventBus::default());
+        let writer = EventWriter::start(store.clone(), Arc::clone(&bus));
+        Replica {
+            _tmp: tmp,
+            store,
+            bus,
+            writer,
+            session,
+        }
+    }
+
+    impl Replica {
+        /// A client's stream of the session's events after `after`.
+        fn follow(&self, after: u64) -> impl Stream<Item = StoredEvent> + Send + 'static {
+            follow(
+                self.store.clone(),
+                Arc::clone(&self.bus),
+                self.session,
+                after,
+            )
+        }
+
+        async fn stored(&self) -> Vec<StoredEvent> {
+            self.store.events_after(self.session, 0, 100).await.unwrap()
+        }
+    }
+
+    /// The next `n` events of `stream`; a stream that stalls fails the test
+    /// instead of hanging it.
+    async fn next(stream: impl Stream<Item = StoredEvent>, n: usize) -> Vec<StoredEvent> {
+        tokio::time::timeout(Duration::from_secs(60), stream.take(n).collect())
+            .await
+            .expect("the stream stalled")
+    }
+
+    /// Each event's id and the number the test's notice carries.
+    fn numbered(events: &[StoredEvent]) -> Vec<(u64, u64)> {
+        events
+            .iter()
+            .map(|e| {
+                let data: Value = serde_json::from_str(&e.data).unwrap();
+                (e.id, data["n"].as_u64().unwrap())
+            })
+            .collect()
+    }
+
+    fn kinds(events: &[StoredEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.kind.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn two_followers_get_every_event_in_order_and_a_reconnect_replays_the_rest() {
+        let r = replica().await;
+        let first = pin!(r.follow(0));
+        let second = pin!(r.follow(0));
+        let log = EventLog::new();
+        // Queued before the session's id is known (a new session's harness
+        // emits before it is bound), then written first, in order.
+        for n in 0..3 {
+            log.push_notice("test_notice", &json!({"n": n}));
+        }
+        log.bind(r.session, &r.writer, None);
+        for n in 3..6 {
+            log.push_notice("test_notice", &json!({"n": n}));
+        }
+        log.flush().await;
+        for n in 6..10 {
+            log.push_notice("test_notice", &json!({"n": n}));
+        }
+        let expected: Vec<(u64, u64)> = (0..10).map(|n| (n + 1, n)).collect();
+        let (first, second) = tokio::join!(next(first, 10), next(second, 10));
+        assert_eq!(numbered(&first), expected);
+        assert_eq!(numbered(&second), expected);
+        // A client reconnecting with the id of the last event it saw
+        // (`Last-Event-ID`) gets what came after it, and then what comes.
+        let mut again = pin!(r.follow(4));
+        log.push_notice("test_notice", &json!({"n": 10}));
+        let replayed = next(&mut again, 7).await;
+        assert_eq!(numbered(&replayed), [&expected[4..], &[(11, 10)]].concat());
+    }
+
+    #[tokio::test]
+    async fn a_turn_s_end_and_what_follows_it_are_stored_once_the_turn_lets_go() {
+        let r = replica().await;
+        let log = EventLog::new();
+        log.bind(r.session, &r.writer, None);
+        log.push_notice("test_notice", &json!({"n": 0}));
+        log.push_event(&Event::TurnCancelled {
+            session_id: r.session.to_string(),
+        });
+        log.push_notice("test_notice", &json!({"n": 1}));
+        log.flush().await;
+        // The session is still busy: no client may read the turn's end yet.
+        assert_eq!(kinds(&r.stored().await), ["test_notice"]);
+        log.release();
+        log.flush().await;
+        assert_eq!(
+            kinds(&r.stored().await),
+            ["test_notice", "turn_cancelled", "test_notice"]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_stream_of_a_deleted_session_ends_with_session_stopped() {
+        let r = replica().await;
+        let log = EventLog::new();
+        log.bind(r.session, &r.writer, None);
+        log.push_notice("test_notice", &json!({"n": 0}));
+        let mut stream = pin!(r.follow(0));
+        assert_eq!(numbered(&next(&mut stream, 1).await), [(1, 0)]);
+        r.store.delete_session(r.session).await.unwrap();
+        r.bus.wake(r.session);
+        let rest: Vec<StoredEvent> =
+            tokio::time::timeout(Duration::from_secs(60), stream.collect())
+                .await
+                .expect("the stream of a deleted session never ended");
+        assert_eq!(kinds(&rest), [SESSION_STOPPED]);
+        assert_eq!(rest[0].id, 2);
+        let data: Value = serde_json::from_str(&rest[0].data).unwrap();
+        assert_eq!(data["session_id"], r.session.to_string());
+    }
+}

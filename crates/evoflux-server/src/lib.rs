@@ -22,6 +22,11 @@ mod reload;
 pub mod router;
 mod schedules;
 mod state;
+/// The app context every test starts from, one copy shared with the
+/// integration tests.
+#[cfg(test)]
+#[path = "../tests/it/common/app.rs"]
+mod testing;
 mod ui;
 
 use std::future::Future;
@@ -29,7 +34,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use evoflux_harness::{AppContext, SessionError};
+use evoflux_app::{AppContext, SessionError};
 use evoflux_store::StoreError;
 use evoflux_tools::ProcessRuntime;
 
@@ -58,7 +63,7 @@ pub struct ServeOptions {
     pub environment: std::collections::BTreeMap<String, String>,
     /// The scheduler's clock and how often it looks for due schedules
     /// ([`ServeOptions::new`] sets the real clock and [`SCHEDULE_TICK`]).
-    pub schedule_clock: Arc<dyn evoflux_harness::scheduler::Now>,
+    pub schedule_clock: Arc<dyn evoflux_app::scheduler::Now>,
     pub schedule_tick: std::time::Duration,
     /// How long this replica's hold on a running turn lasts unrenewed
     /// ([`live::LEASE_TTL`] by default): how soon another replica on the
@@ -109,7 +114,7 @@ impl ServeOptions {
             workspaces,
             token,
             environment,
-            schedule_clock: Arc::new(evoflux_harness::scheduler::SystemNow),
+            schedule_clock: Arc::new(evoflux_app::scheduler::SystemNow),
             schedule_tick: schedules::TICK,
             lease_ttl: live::LEASE_TTL,
             idle_release: live::IDLE_RELEASE,

@@ -25,13 +25,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use evoflux_app::{AppContext, ReopenBuilder, SessionBuilder, SessionOptions, WireBuilder};
 use evoflux_core::ids::SessionId;
 use evoflux_harness::events::EventKind;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    AppContext, ApprovalDecision, Decided, Event, EventSink, Harness, Holder, HostError,
-    HostFrontEnd, HostOptions, HostWiring, LeaseError, Reopen, SessionBuilder, SessionHost,
-    SessionOptions, TurnOptions,
+    ApprovalDecision, Decided, Event, EventSink, Harness, Holder, HostError, HostFrontEnd,
+    HostOptions, HostWiring, LeaseError, Reopen, ReopenError, SessionHost, TurnOptions,
 };
 use evoflux_tools::ProcessRuntime;
 use serde_json::Value;
@@ -320,6 +320,7 @@ impl Sessions {
             processes: self.processes.clone(),
             log: Arc::clone(&log),
         });
+        self.app.prune_if_due(&self.store).await;
         let opened = front
             .own(wiring.wire(SessionBuilder::new(&self.app, options)))
             .open()
@@ -516,11 +517,9 @@ impl ServerFront {
 }
 
 impl HostFrontEnd for ServerFront {
-    fn reopen<'a>(
-        &'a self,
-        reopen: Reopen<'a>,
-    ) -> BoxFuture<'a, Result<Harness, evoflux_harness::SessionError>> {
+    fn reopen<'a>(&'a self, reopen: Reopen<'a>) -> BoxFuture<'a, Result<Harness, ReopenError>> {
         Box::pin(async move {
+            self.app.prune_if_due(&self.store).await;
             let builder = self.own(reopen.builder(&self.app, Default::default()));
             Ok(builder.open().await?.harness)
         })
@@ -573,5 +572,284 @@ fn apply(live: &LiveSession, signal: evoflux_store::Signal) {
         evoflux_store::Signal::Cancel => {
             live.cancel();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::pin::pin;
+
+    use axum::http::StatusCode;
+    use evoflux_core::AppMode;
+    use evoflux_store::StoredEvent;
+    use futures_util::StreamExt;
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing;
+
+    /// A script whose first turn runs a command, which asks for approval
+    /// (every `shell` call does here), then answers.
+    const ASKS: &str = r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: shell, arguments: {command: "touch asked.txt"}}
+  - reply: {text: Done.}
+  - reply: {text: Again.}
+"#;
+
+    /// A script that only answers.
+    const ANSWERS: &str = "turns:\n  - reply: {text: One.}\n";
+
+    /// This replica's sessions on an app in a temp folder, where `shell`
+    /// asks before every command.
+    async fn replica() -> (tempfile::TempDir, Sessions) {
+        let (tmp, app) = testing::setup();
+        let config = app.dirs.config_file();
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(&config, "[approval]\nshell = \"always\"\n").unwrap();
+        let store = app.open_store().await.unwrap();
+        let processes = ProcessRuntime::new(app.runtime_config());
+        let sessions = Sessions::new(Arc::new(app), processes, store, Replica::new(LEASE_TTL));
+        (tmp, sessions)
+    }
+
+    /// Another replica on the same database and application.
+    fn other_replica(sessions: &Sessions) -> Sessions {
+        Sessions::new(
+            Arc::clone(&sessions.app),
+            sessions.processes.clone(),
+            sessions.store.clone(),
+            Replica::new(LEASE_TTL),
+        )
+    }
+
+    /// A new Work session on the scripted model playing `script`.
+    async fn open(tmp: &Path, sessions: &Sessions, script: &str) -> Arc<LiveSession> {
+        let path = tmp.join(format!("{}.yaml", uuid::Uuid::now_v7()));
+        std::fs::write(&path, script).unwrap();
+        sessions
+            .open(SessionOptions {
+                mode: Some(AppMode::Work),
+                model: Some(format!("scripted:{}", path.display())),
+                ..SessionOptions::default()
+            })
+            .await
+            .unwrap()
+            .live
+    }
+
+    fn resume(id: SessionId) -> SessionOptions {
+        SessionOptions {
+            resume: Some(id),
+            ..SessionOptions::default()
+        }
+    }
+
+    /// `id`'s events after `after`, as a client's stream reads them, up to
+    /// the first of `kind`.
+    async fn until(sessions: &Sessions, id: SessionId, after: u64, kind: &str) -> Vec<StoredEvent> {
+        let mut stream = pin!(crate::events::follow(
+            sessions.store.clone(),
+            Arc::clone(&sessions.bus),
+            id,
+            after,
+        ));
+        let read = async {
+            let mut seen = Vec::new();
+            while let Some(e) = stream.next().await {
+                let last = e.kind == kind;
+                seen.push(e);
+                if last {
+                    return seen;
+                }
+            }
+            panic!("the stream ended before {kind}: {seen:?}");
+        };
+        tokio::time::timeout(Duration::from_secs(60), read)
+            .await
+            .unwrap_or_else(|_| panic!("no {kind} came"))
+    }
+
+    fn data(event: &StoredEvent) -> Value {
+        serde_json::from_str(&event.data).unwrap()
+    }
+
+    /// Starts `live`'s turn and waits for its approval request: the call
+    /// waiting, and the id of the request's event.
+    async fn waiting_approval(sessions: &Sessions, live: &Arc<LiveSession>) -> (String, u64) {
+        live.start_turn(Some("go".to_owned())).await.unwrap();
+        let asked = until(sessions, live.id, 0, "approval_requested").await;
+        let last = asked.last().unwrap();
+        (data(last)["call_id"].as_str().unwrap().to_owned(), last.id)
+    }
+
+    /// Whether `live`'s host is closed: its harness shut down, it runs
+    /// nothing more.
+    async fn closed(live: &LiveSession) -> bool {
+        let ran = live.host.with(|_| Box::pin(async {})).await;
+        matches!(ran, Err(HostError::Closed))
+    }
+
+    fn denied(reason: &str) -> ApprovalDecision {
+        ApprovalDecision::Denied {
+            reason: reason.to_owned(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn opening_a_live_session_again_returns_its_one_host() {
+        let (tmp, sessions) = replica().await;
+        let live = open(tmp.path(), &sessions, ANSWERS).await;
+        let again = sessions.open(resume(live.id)).await.unwrap();
+        assert!(Arc::ptr_eq(&live, &again.live));
+        assert_eq!(again.session.id, live.id);
+        let found = sessions.live_or_resume(live.id).await.unwrap();
+        assert!(Arc::ptr_eq(&live, &found));
+        // Released, it is opened again from the store once, however many
+        // requests ask for it at the same time.
+        sessions.stop(live.id).await;
+        let (a, b) = tokio::join!(
+            sessions.live_or_resume(live.id),
+            sessions.live_or_resume(live.id)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &live));
+        sessions.stop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stopped_session_is_closed_and_forgotten_until_asked_for_again() {
+        let (tmp, sessions) = replica().await;
+        let live = open(tmp.path(), &sessions, ANSWERS).await;
+        sessions.stop(live.id).await;
+        assert!(!sessions.is_live(live.id));
+        assert!(sessions.peek(live.id).is_none());
+        assert!(closed(&live).await);
+        // The store keeps it: the next request opens it again.
+        let reopened = sessions.live_or_resume(live.id).await.unwrap();
+        assert!(!Arc::ptr_eq(&live, &reopened));
+        assert!(sessions.is_live(live.id));
+        sessions.stop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn only_sessions_without_a_turn_or_a_request_are_released() {
+        let (tmp, sessions) = replica().await;
+        let busy = open(tmp.path(), &sessions, ASKS).await;
+        let idle = open(tmp.path(), &sessions, ANSWERS).await;
+        let (call, _) = waiting_approval(&sessions, &busy).await;
+        // Both were used just now.
+        assert_eq!(sessions.release_idle(IDLE_RELEASE).await, []);
+        // Idle for any time at all: the one whose turn waits stays.
+        assert_eq!(sessions.release_idle(Duration::ZERO).await, [idle.id]);
+        assert!(sessions.is_live(busy.id));
+        assert!(!sessions.is_live(idle.id));
+        assert!(closed(&idle).await);
+        assert!(busy.decide(&call, denied("no")));
+        assert!(!closed(&busy).await);
+        sessions.stop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_message_while_a_turn_runs_is_refused_as_busy() {
+        let (tmp, sessions) = replica().await;
+        let live = open(tmp.path(), &sessions, ASKS).await;
+        let (call, asked) = waiting_approval(&sessions, &live).await;
+        for handle in [Arc::clone(&live), sessions.get(live.id).unwrap()] {
+            let refused = handle
+                .start_turn(Some("again".to_owned()))
+                .await
+                .unwrap_err();
+            assert_eq!(refused.status, StatusCode::CONFLICT);
+            assert_eq!(refused.code, "session/busy");
+        }
+        assert!(live.decide(&call, denied("no")));
+        let ended = until(&sessions, live.id, asked, "turn_completed").await;
+        // A client that reads the turn's end may send its next message at
+        // once.
+        live.start_turn(Some("again".to_owned())).await.unwrap();
+        let next = until(
+            &sessions,
+            live.id,
+            ended.last().unwrap().id,
+            "turn_completed",
+        )
+        .await;
+        assert_eq!(data(next.last().unwrap())["text"], "Again.");
+        sessions.stop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_approval_is_decided_once_whichever_client_decides_first() {
+        let (tmp, sessions) = replica().await;
+        let live = open(tmp.path(), &sessions, ASKS).await;
+        let (call, asked) = waiting_approval(&sessions, &live).await;
+        let clients = [Arc::clone(&live), sessions.get(live.id).unwrap()];
+        let decided: Vec<bool> = std::thread::scope(|s| {
+            let deciding: Vec<_> = clients
+                .iter()
+                .zip(["client 1", "client 2"])
+                .map(|(client, reason)| s.spawn(|| client.decide(&call, denied(reason))))
+                .collect();
+            deciding.into_iter().map(|d| d.join().unwrap()).collect()
+        });
+        assert_eq!(decided.iter().filter(|d| **d).count(), 1, "{decided:?}");
+        let winner = if decided[0] { "client 1" } else { "client 2" };
+        let rest = until(&sessions, live.id, asked, "turn_completed").await;
+        let decisions: Vec<Value> = rest
+            .iter()
+            .filter(|e| e.kind == "approval_decided")
+            .map(data)
+            .collect();
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(decisions[0]["call_id"], call.as_str());
+        assert_eq!(decisions[0]["decision"], "denied");
+        assert_eq!(decisions[0]["reason"], winner);
+        // Too late for anyone now.
+        assert!(!live.decide(&call, ApprovalDecision::Approved));
+        sessions.stop_all().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_approval_sent_to_another_replica_reaches_the_turn_through_the_store() {
+        let (tmp, sessions) = replica().await;
+        let other = other_replica(&sessions);
+        let live = open(tmp.path(), &sessions, ASKS).await;
+        let (call, asked) = waiting_approval(&sessions, &live).await;
+        // The other replica sees the turn wait there, and on nothing else;
+        // this one runs it.
+        assert!(other.waits_elsewhere(live.id, &call).await.unwrap());
+        assert!(!other.waits_elsewhere(live.id, "call_nope").await.unwrap());
+        assert!(!sessions.waits_elsewhere(live.id, &call).await.unwrap());
+        // What the other replica's API does with a decision for it.
+        let body = json!({"decision": "deny", "reason": "from the other replica"});
+        sessions
+            .store
+            .send_signal(
+                live.id,
+                &evoflux_store::Signal::Approval {
+                    call_id: call.clone(),
+                    body: body.to_string(),
+                },
+            )
+            .await
+            .unwrap();
+        sessions.bus().wake_signals(live.id);
+        let rest = until(&sessions, live.id, asked, "turn_completed").await;
+        let decided = rest
+            .iter()
+            .find(|e| e.kind == "approval_decided")
+            .map(data)
+            .expect("the decision never reached the turn");
+        assert_eq!(decided["call_id"], call.as_str());
+        assert_eq!(decided["reason"], "from the other replica");
+        assert_eq!(decided["by"], "user");
+        assert!(!other.waits_elsewhere(live.id, &call).await.unwrap());
+        sessions.stop_all().await;
+        other.stop_all().await;
     }
 }

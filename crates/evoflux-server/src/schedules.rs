@@ -1,13 +1,13 @@
 //! The scheduler inside `evoflux serve`: every tick compiles the sources
 //! the server serves and fires the schedules that are due, each as a new
-//! session in the server's store (see `evoflux_harness::scheduler`, which
+//! session in the server's store (see `evoflux_app::scheduler`, which
 //! keeps the state durable, so a restart neither fires an occurrence twice
 //! nor loses one).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use evoflux_harness::scheduler::{EngineRunner, Now, Scheduler, TickEvent};
+use evoflux_app::scheduler::{EngineRunner, Now, Scheduler, TickEvent};
 use evoflux_tools::ProcessRuntime;
 
 use crate::state::ServerState;
@@ -18,7 +18,7 @@ pub const TICK: Duration = Duration::from_secs(15);
 
 /// The server's scheduler: runs go through the engine, in `store`.
 pub fn scheduler(
-    app: &evoflux_harness::AppContext,
+    app: &evoflux_app::AppContext,
     store: &evoflux_store::Store,
     processes: ProcessRuntime,
     now: Arc<dyn Now>,

@@ -26,7 +26,7 @@ pub struct ServerState {
     pub mcp: tokio::sync::Mutex<Option<evoflux_mcp::McpRuntime>>,
     /// Fires the schedules (its loop runs beside the server) and starts
     /// runs asked for through the API.
-    pub scheduler: evoflux_harness::scheduler::Scheduler,
+    pub scheduler: evoflux_app::scheduler::Scheduler,
     /// The environment `evoflux serve` runs in, where channel routes read
     /// the secrets their auth names.
     pub environment: BTreeMap<String, String>,

@@ -184,7 +184,7 @@ pub fn skill_slots(
                         "skill/candidate-unloadable",
                         "a skill candidate names no bundle folder or bundled skill",
                     )
-                    .with_slot(slot_key.clone()),
+                    .with_slot(node.slot.clone()),
                 ),
             }
         }

@@ -9,8 +9,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use evoflux_graph::tool::BuiltinExecutor;
-use evoflux_tools::{Workspace, execute};
+use evoflux_tools::{Workspace, files};
 use serde_json::json;
 
 fn median_us(runs: usize, mut f: impl FnMut()) -> f64 {
@@ -41,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(&path, "line\n".repeat(100))?;
         let depth = Path::new(rel).components().count();
         let read_tool = median_us(runs, || {
-            let out = execute(&ws, BuiltinExecutor::Read, &json!({"path": rel}));
+            let out = files::read(&ws, &json!({"path": rel}));
             assert!(out.is_ok());
         });
         let read_std = median_us(runs, || {
@@ -49,11 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             assert!(text.is_ok());
         });
         let write_tool = median_us(runs, || {
-            let out = execute(
-                &ws,
-                BuiltinExecutor::Write,
-                &json!({"path": rel, "content": "x\n"}),
-            );
+            let out = files::write(&ws, &json!({"path": rel, "content": "x\n"}));
             assert!(out.is_ok());
         });
         let write_std = median_us(runs, || {

@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 
-use evoflux_graph::tool::BuiltinExecutor;
-
 use crate::output::ToolOutput;
 
 /// Why a tool call failed.
@@ -118,9 +116,6 @@ pub enum ToolError {
         "`{path}` matches the sandbox's denied patterns ({patterns}), which keep secrets such as .env files away from the agent; ask the user for what you need from it"
     )]
     DeniedFile { path: String, patterns: String },
-    /// The executor belongs to another crate or issue and is not built here.
-    #[error("the `{executor:?}` executor is not implemented by evoflux-tools")]
-    NotImplemented { executor: BuiltinExecutor },
 }
 
 impl ToolError {
@@ -147,7 +142,6 @@ impl ToolError {
             ToolError::CommandToolInvalid { .. } => "tool/command-tool-invalid",
             ToolError::SandboxUnavailable { .. } => "tool/sandbox-unavailable",
             ToolError::DeniedFile { .. } => "tool/denied-file",
-            ToolError::NotImplemented { .. } => "tool/not-implemented",
         }
     }
 

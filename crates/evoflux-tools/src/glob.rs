@@ -3,7 +3,7 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
-use evoflux_graph::tool::limits::glob as limits;
+use evoflux_graph::tool::builtin::glob as limits;
 
 use crate::args::Args;
 use crate::error::ToolError;

@@ -6,7 +6,7 @@
 use regex::{Regex, RegexBuilder};
 use serde_json::Value;
 
-use evoflux_graph::tool::limits::grep as limits;
+use evoflux_graph::tool::builtin::grep as limits;
 
 use crate::args::Args;
 use crate::clip::clip_line;
@@ -19,7 +19,7 @@ use crate::workspace::Workspace;
 /// Default for `max_results`.
 pub const GREP_DEFAULT_MAX: usize = 100;
 /// Longest accepted pattern in characters: the schema's `maxLength`
-/// (defined once in `evoflux_graph::tool::limits`).
+/// (defined once in `evoflux_graph::tool::builtin`).
 pub const GREP_MAX_PATTERN: usize = limits::MAX_PATTERN_CHARS as usize;
 /// Files larger than this are skipped: they are data, not source.
 pub const GREP_MAX_FILE_BYTES: u64 = 5 * 1024 * 1024;

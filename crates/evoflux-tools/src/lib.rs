@@ -1,31 +1,27 @@
-//! Executors of evoflux's built-in tools.
+//! Executors of evoflux's built-in tools: a library the harness's
+//! per-tool handlers call (`evoflux-harness/src/tools/<name>.rs`, found by
+//! the typed [`BuiltinExecutor`](evoflux_graph::tool::BuiltinExecutor) of
+//! the tool's definition, never by its name). What a tool is for the model
+//! (its description, schema and limits) is its module in
+//! `evoflux_graph::tool::builtin`; the limits are enforced here.
 //!
-//! The loop finds an executor by the typed [`BuiltinExecutor`] that the
-//! graph compiled into the tool's definition, never by the tool's name.
-//!
-//! * The file tools (`read`, `write`, `edit`, `ls`, `glob`, `grep`) are
-//!   synchronous: [`execute`]. Every path stays inside the session's
-//!   [`Workspace`] roots.
-//! * Commands (`shell`, `process`, command-backed project tools, the
-//!   user's `!command`) need state that outlives a call, so they run on
-//!   the application's [`ProcessRuntime`] (async, tokio), which journals
-//!   output once per command and returns bounded observations carrying a
-//!   typed [`CommandMeta`]. [`ProcessRuntime::execute`] routes every
-//!   executor, file tools included, and is the entry point for the loop.
-//!
+//! * The file tools (`read`, `write`, `edit`, `ls`, `glob`, `grep`,
+//!   `artifact`) are synchronous: [`files`]. Every path stays inside the
+//!   session's [`Workspace`] roots.
+//! * Commands (`shell`, `process`, command-backed project tools, `verify`'s
+//!   registered checks, the user's `!command`) need state that outlives a
+//!   call, so they run on the application's [`ProcessRuntime`] (async,
+//!   tokio), which journals output once per command and returns bounded
+//!   observations carrying a typed [`CommandMeta`].
 //! * `web_fetch` is async too: [`web_fetch::WebFetch`], one HTTP client per
 //!   process, with each session's [`web_fetch::NetworkAccess`] policy.
+//! * `code_context` keeps its index across a session's calls
+//!   ([`CodeNavigator`], over evoflux-code).
 //!
-//! `todo` and `skill` act on session state (the task list, the loaded
-//! skills), `verify` runs a command of the session's registry on the
-//! [`ProcessRuntime`] ([`ProcessRuntime::run_argv`]), `schedule_task`
-//! writes the user's schedules through the approval policy and
-//! `connection_search` searches and activates the session's held-back MCP
-//! tools, so the harness executes them; `code_context` keeps its index
-//! across a session's calls ([`CodeNavigator`], over evoflux-code). For
-//! those
-//! [`execute`] answers [`ToolError::NotImplemented`]: the caller's wiring
-//! error, never a result a model sees.
+//! `todo`, `skill`, `schedule_task` and `connection_search` act on session
+//! state (the task list, the loaded skills, the user's schedules through
+//! the approval policy, the held-back MCP tools), so they have no executor
+//! here: their handlers in the harness run them.
 
 mod args;
 mod artifact;
@@ -36,6 +32,7 @@ mod command_tool;
 mod controls;
 mod env;
 mod error;
+pub mod files;
 mod glob;
 mod grep;
 pub mod group;
@@ -58,9 +55,6 @@ mod walk;
 pub mod web_fetch;
 mod workspace;
 mod write;
-
-use evoflux_graph::tool::BuiltinExecutor;
-use serde_json::Value;
 
 pub use artifact::{ARTIFACTS_DIR, ArtifactInput, artifact_path};
 pub use clip::MAX_LINE_CHARS;
@@ -91,36 +85,3 @@ pub use shell::{
 };
 pub use workspace::{Control, Resolved, Workspace};
 pub use write::{EditInput, WriteInput, apply_edit};
-
-/// Runs one built-in executor on the model's JSON input.
-///
-/// Errors the model caused (bad input, a path outside the workspace, an
-/// ambiguous edit) come back as `Err` like every other failure; turn
-/// them into a model-visible result with [`ToolError::into_output`].
-/// [`ToolError::NotImplemented`] is the one error the caller should
-/// treat as its own wiring problem; `shell` and `process` answer it here
-/// because they run on [`ProcessRuntime`], which routes them itself.
-pub fn execute(
-    ws: &Workspace,
-    executor: BuiltinExecutor,
-    input: &Value,
-) -> Result<ToolOutput, ToolError> {
-    match executor {
-        BuiltinExecutor::Read => read::run(ws, &ReadInput::parse(input)?),
-        BuiltinExecutor::Write => write::write(ws, &WriteInput::parse(input)?),
-        BuiltinExecutor::Edit => write::edit(ws, &EditInput::parse(input)?),
-        BuiltinExecutor::Ls => ls::run(ws, &LsInput::parse(input)?),
-        BuiltinExecutor::Glob => glob::run(ws, &GlobInput::parse(input)?),
-        BuiltinExecutor::Grep => grep::run(ws, &GrepInput::parse(input)?),
-        BuiltinExecutor::Artifact => artifact::run(ws, &ArtifactInput::parse(input)?),
-        BuiltinExecutor::Shell
-        | BuiltinExecutor::Process
-        | BuiltinExecutor::Todo
-        | BuiltinExecutor::WebFetch
-        | BuiltinExecutor::Skill
-        | BuiltinExecutor::CodeContext
-        | BuiltinExecutor::Verify
-        | BuiltinExecutor::ScheduleTask
-        | BuiltinExecutor::ConnectionSearch => Err(ToolError::NotImplemented { executor }),
-    }
-}

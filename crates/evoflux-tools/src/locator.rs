@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-pub use evoflux_graph::tool::limits::read::ARTIFACT_SCHEME;
+pub use evoflux_graph::tool::builtin::read::ARTIFACT_SCHEME;
 
 /// The locator of the artifact file `path` (its file name in the
 /// session's artifacts folder).

@@ -9,8 +9,8 @@ use crate::args::Args;
 use crate::error::ToolError;
 
 // The bounds are defined once, with the schema the model sees (see
-// `evoflux_graph::tool::limits`).
-pub use evoflux_graph::tool::limits::process::{
+// `evoflux_graph::tool::builtin`).
+pub use evoflux_graph::tool::builtin::process::{
     DEFAULT_WAIT_SECONDS as PROCESS_DEFAULT_WAIT_SECONDS,
     MAX_WAIT_SECONDS as PROCESS_MAX_WAIT_SECONDS, MIN_WAIT_SECONDS as PROCESS_MIN_WAIT_SECONDS,
 };

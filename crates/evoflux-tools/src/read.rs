@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
 
-use evoflux_graph::tool::limits::read as limits;
+use evoflux_graph::tool::builtin::read as limits;
 
 use crate::args::Args;
 use crate::beneath::Entry;

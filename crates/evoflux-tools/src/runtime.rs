@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use evoflux_core::ids::{Ids, SessionId};
-use evoflux_graph::tool::{BuiltinExecutor, CommandTool, ToolExecutor};
+use evoflux_graph::tool::CommandTool;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, sleep, timeout};
@@ -166,40 +166,6 @@ impl ProcessRuntime {
     /// environment when it is a POSIX shell).
     pub fn shell_program(&self) -> &std::path::Path {
         &self.inner.shell
-    }
-
-    /// Runs any executor of a tool definition: `shell` and `process` on
-    /// this runtime, a command tool through [`Self::run_command_tool`],
-    /// and the synchronous file tools through [`crate::execute`] (inline:
-    /// they are bounded and short). The one entry point the loop needs.
-    pub async fn execute(
-        &self,
-        session: SessionId,
-        ws: &Workspace,
-        executor: &ToolExecutor,
-        input: &Value,
-    ) -> Result<ToolOutput, ToolError> {
-        match executor {
-            ToolExecutor::Builtin { executor } => match executor {
-                BuiltinExecutor::Shell => self.shell(session, ws, input).await,
-                BuiltinExecutor::Process => self.process(session, input).await,
-                BuiltinExecutor::Read
-                | BuiltinExecutor::Write
-                | BuiltinExecutor::Edit
-                | BuiltinExecutor::Ls
-                | BuiltinExecutor::Glob
-                | BuiltinExecutor::Grep
-                | BuiltinExecutor::Todo
-                | BuiltinExecutor::WebFetch
-                | BuiltinExecutor::Skill
-                | BuiltinExecutor::CodeContext
-                | BuiltinExecutor::Verify
-                | BuiltinExecutor::Artifact
-                | BuiltinExecutor::ScheduleTask
-                | BuiltinExecutor::ConnectionSearch => crate::execute(ws, *executor, input),
-            },
-            ToolExecutor::Command(tool) => self.run_command_tool(session, ws, tool, input).await,
-        }
     }
 
     /// The `shell` tool on the model's JSON input.

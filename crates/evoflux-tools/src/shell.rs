@@ -16,8 +16,8 @@ use crate::tracked::SpawnSpec;
 use crate::workspace::Workspace;
 
 // The bounds are defined once, with the schema the model sees (see
-// `evoflux_graph::tool::limits`).
-pub use evoflux_graph::tool::limits::shell::{
+// `evoflux_graph::tool::builtin`).
+pub use evoflux_graph::tool::builtin::shell::{
     DEFAULT_TIMEOUT_SECONDS as SHELL_DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_YIELD_MS as SHELL_DEFAULT_YIELD_MS, MAX_YIELD_MS as SHELL_MAX_YIELD_MS,
     MIN_TIMEOUT_SECONDS as SHELL_MIN_TIMEOUT_SECONDS, MIN_YIELD_MS as SHELL_MIN_YIELD_MS,

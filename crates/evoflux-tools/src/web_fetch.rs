@@ -21,8 +21,8 @@ pub const MAX_REDIRECTS: usize = 10;
 pub const MAX_BODY_BYTES: usize = 5 * 1024 * 1024;
 pub const MAX_OUTPUT_CHARS: usize = 50_000;
 // The `timeout` bounds are defined once, with the schema the model sees
-// (see `evoflux_graph::tool::limits`).
-pub use evoflux_graph::tool::limits::web_fetch::{
+// (see `evoflux_graph::tool::builtin`).
+pub use evoflux_graph::tool::builtin::web_fetch::{
     DEFAULT_TIMEOUT_SECONDS as DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECONDS as MAX_TIMEOUT_SECS,
     MIN_TIMEOUT_SECONDS as MIN_TIMEOUT_SECS,
 };

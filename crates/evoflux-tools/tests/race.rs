@@ -9,8 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use evoflux_graph::tool::BuiltinExecutor;
-use evoflux_tools::{Workspace, execute};
+use evoflux_tools::{Workspace, files};
 use serde_json::json;
 
 /// Swaps `root/dir` for a link to `outside` and back until `stop`.
@@ -54,15 +53,11 @@ fn no_write_or_read_crosses_a_swapped_in_link() {
     let (mut written, mut read, mut refused) = (0, 0, 0);
     for i in 0..1000 {
         let path = format!("dir/f{i}.txt");
-        match execute(
-            &ws,
-            BuiltinExecutor::Write,
-            &json!({"path": path, "content": "x"}),
-        ) {
+        match files::write(&ws, &json!({"path": path, "content": "x"})) {
             Ok(_) => written += 1,
             Err(_) => refused += 1,
         }
-        if let Ok(out) = execute(&ws, BuiltinExecutor::Read, &json!({"path": "dir/secret"})) {
+        if let Ok(out) = files::read(&ws, &json!({"path": "dir/secret"})) {
             assert!(
                 !out.text.contains("OUTSIDE"),
                 "a read followed the link: {}",

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use evoflux_core::ids::{Ids, SessionId};
-use evoflux_graph::tool::{Approval, BuiltinExecutor, CommandTool, ToolExecutor};
+use evoflux_graph::tool::{Approval, CommandTool};
 use evoflux_tools::{
     CommandMeta, CommandStatus, ProcessRuntime, RuntimeConfig, SUCCESS_OUTPUT_LIMIT, ShellRequest,
     ToolError, ToolOutput, Workspace,
@@ -654,35 +654,20 @@ async fn user_commands_use_the_same_formatter_and_metadata() {
 }
 
 #[tokio::test]
-async fn execute_routes_every_executor() {
+async fn shell_process_and_read_share_one_workspace() {
     let f = fixture();
     fs::write(f.root.join("a.txt"), "alpha\n").unwrap();
-    let shell = ToolExecutor::Builtin {
-        executor: BuiltinExecutor::Shell,
-    };
-    let out = within(f.rt.execute(f.session, &f.ws, &shell, &json!({"command": "cat a.txt"})))
+    let out = within(f.rt.shell(f.session, &f.ws, &json!({"command": "cat a.txt"})))
         .await
         .unwrap();
     assert!(out.text.ends_with("\n\nalpha\n"));
-    let read = ToolExecutor::Builtin {
-        executor: BuiltinExecutor::Read,
-    };
-    let out = within(f.rt.execute(f.session, &f.ws, &read, &json!({"path": "a.txt"})))
-        .await
-        .unwrap();
+    let out = evoflux_tools::files::read(&f.ws, &json!({"path": "a.txt"})).unwrap();
     assert_eq!(out.text, "    1| alpha\n");
     assert!(out.meta.is_none());
-    let process = ToolExecutor::Builtin {
-        executor: BuiltinExecutor::Process,
-    };
-    let out = within(f.rt.execute(f.session, &f.ws, &process, &json!({"action": "list"})))
+    let out = within(f.rt.process(f.session, &json!({"action": "list"})))
         .await
         .unwrap();
     assert_eq!(out.text, "No tracked command processes.");
-    // The synchronous entry point still declines commands.
-    let err = evoflux_tools::execute(&f.ws, BuiltinExecutor::Shell, &json!({"command": "ls"}))
-        .unwrap_err();
-    assert_eq!(err.code(), "tool/not-implemented");
 }
 
 // ---- command-backed tools ----
@@ -993,7 +978,7 @@ async fn read_reaches_a_commands_full_output_by_its_locator() {
     );
     let ws = f.ws.clone().with_artifacts(m.artifact.parent().unwrap());
     let input = json!({"path": locator, "offset": 50000, "limit": 2});
-    let read = evoflux_tools::execute(&ws, BuiltinExecutor::Read, &input).unwrap();
+    let read = evoflux_tools::files::read(&ws, &input).unwrap();
     assert!(
         read.text.contains("50000| 50000\n") || read.text.contains("50000"),
         "{}",
@@ -1001,9 +986,9 @@ async fn read_reaches_a_commands_full_output_by_its_locator() {
     );
     assert!(read.text.contains("50001"), "{}", read.text);
     // Without the session's artifacts folder, or for another name, nothing.
-    let missing = evoflux_tools::execute(&f.ws, BuiltinExecutor::Read, &input).unwrap_err();
+    let missing = evoflux_tools::files::read(&f.ws, &input).unwrap_err();
     assert_eq!(missing.code(), "tool/not-found");
     let other = json!({"path": "artifact:proc_ffffffffff.txt"});
-    let missing = evoflux_tools::execute(&ws, BuiltinExecutor::Read, &other).unwrap_err();
+    let missing = evoflux_tools::files::read(&ws, &other).unwrap_err();
     assert_eq!(missing.code(), "tool/not-found");
 }

@@ -3,8 +3,8 @@
 use std::fs;
 use std::path::Path;
 
-use evoflux_graph::tool::BuiltinExecutor as X;
-use evoflux_tools::{ToolError, ToolOutput, Workspace, execute};
+use evoflux_tools::files::{self, FileTool};
+use evoflux_tools::{ToolError, ToolOutput, Workspace};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -14,14 +14,14 @@ fn setup() -> (TempDir, Workspace) {
     (dir, ws)
 }
 
-fn ok(ws: &Workspace, x: X, input: Value) -> String {
-    let out: ToolOutput = execute(ws, x, &input).unwrap();
+fn ok(ws: &Workspace, run: FileTool, input: Value) -> String {
+    let out: ToolOutput = run(ws, &input).unwrap();
     assert!(!out.is_error);
     out.text
 }
 
-fn err(ws: &Workspace, x: X, input: Value) -> ToolError {
-    execute(ws, x, &input).unwrap_err()
+fn err(ws: &Workspace, run: FileTool, input: Value) -> ToolError {
+    run(ws, &input).unwrap_err()
 }
 
 fn put(root: &Path, rel: &str, text: &str) {
@@ -36,7 +36,7 @@ fn put(root: &Path, rel: &str, text: &str) {
 fn read_numbers_lines() {
     let (dir, ws) = setup();
     put(dir.path(), "a.txt", "alpha\nbeta\ngamma\n");
-    let text = ok(&ws, X::Read, json!({"path": "a.txt"}));
+    let text = ok(&ws, files::read, json!({"path": "a.txt"}));
     assert_eq!(text, "    1| alpha\n    2| beta\n    3| gamma\n");
 }
 
@@ -47,7 +47,7 @@ fn read_offset_and_limit_window_with_notice() {
     put(dir.path(), "a.txt", &body);
     let text = ok(
         &ws,
-        X::Read,
+        files::read,
         json!({"path": "a.txt", "offset": 3, "limit": 2}),
     );
     assert!(text.starts_with("    3| line 3\n    4| line 4\n"), "{text}");
@@ -63,7 +63,7 @@ fn read_caps_characters_with_visible_notice() {
     let (dir, ws) = setup();
     let body: String = (1..=5000).map(|n| format!("{n:0>40}\n")).collect();
     put(dir.path(), "big.txt", &body);
-    let text = ok(&ws, X::Read, json!({"path": "big.txt"}));
+    let text = ok(&ws, files::read, json!({"path": "big.txt"}));
     assert!(text.len() <= evoflux_tools::READ_MAX_OUTPUT_BYTES + 200);
     assert!(
         text.contains("[Truncated: showed lines 1-"),
@@ -76,7 +76,7 @@ fn read_caps_characters_with_visible_notice() {
 fn read_offset_past_end_is_an_error() {
     let (dir, ws) = setup();
     put(dir.path(), "a.txt", "one\n");
-    let e = err(&ws, X::Read, json!({"path": "a.txt", "offset": 5}));
+    let e = err(&ws, files::read, json!({"path": "a.txt", "offset": 5}));
     assert_eq!(e.code(), "tool/offset-past-end");
 }
 
@@ -86,15 +86,15 @@ fn read_refuses_binary_and_directories_and_missing() {
     fs::write(dir.path().join("b.bin"), [0u8, 1, 2, 0]).unwrap();
     fs::create_dir(dir.path().join("d")).unwrap();
     assert_eq!(
-        err(&ws, X::Read, json!({"path": "b.bin"})).code(),
+        err(&ws, files::read, json!({"path": "b.bin"})).code(),
         "tool/binary-file"
     );
     assert_eq!(
-        err(&ws, X::Read, json!({"path": "d"})).code(),
+        err(&ws, files::read, json!({"path": "d"})).code(),
         "tool/wrong-kind"
     );
     assert_eq!(
-        err(&ws, X::Read, json!({"path": "nope"})).code(),
+        err(&ws, files::read, json!({"path": "nope"})).code(),
         "tool/not-found"
     );
 }
@@ -104,34 +104,34 @@ fn read_refuses_binary_and_directories_and_missing() {
 #[test]
 fn input_errors_name_the_field() {
     let (_dir, ws) = setup();
-    let e = err(&ws, X::Read, json!({}));
+    let e = err(&ws, files::read, json!({}));
     assert_eq!(e.code(), "tool/input-invalid");
     assert!(e.to_string().contains("`path`"), "{e}");
-    let e = err(&ws, X::Read, json!({"path": "a", "offset": "three"}));
+    let e = err(&ws, files::read, json!({"path": "a", "offset": "three"}));
     assert!(
         matches!(&e, ToolError::InvalidInput { field, .. } if field == "offset"),
         "{e}"
     );
-    let e = err(&ws, X::Read, json!({"path": "a", "offset": 0}));
+    let e = err(&ws, files::read, json!({"path": "a", "offset": 0}));
     assert!(
         matches!(&e, ToolError::InvalidInput { field, .. } if field == "offset"),
         "{e}"
     );
     let e = err(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "a", "content": "x", "mode": 1}),
     );
     assert!(
         matches!(&e, ToolError::InvalidInput { field, .. } if field == "mode"),
         "{e}"
     );
-    let e = err(&ws, X::Grep, json!({"pattern": "x", "context": 11}));
+    let e = err(&ws, files::grep, json!({"pattern": "x", "context": 11}));
     assert!(
         matches!(&e, ToolError::InvalidInput { field, .. } if field == "context"),
         "{e}"
     );
-    let e = err(&ws, X::Ls, json!("not an object"));
+    let e = err(&ws, files::ls, json!("not an object"));
     assert_eq!(e.code(), "tool/input-invalid");
 }
 
@@ -142,7 +142,7 @@ fn write_creates_with_parents_and_overwrites() {
     let (dir, ws) = setup();
     let text = ok(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "sub/dir/f.txt", "content": "hello"}),
     );
     assert!(text.starts_with("Created sub/dir/f.txt"), "{text}");
@@ -152,7 +152,7 @@ fn write_creates_with_parents_and_overwrites() {
     );
     let text = ok(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "sub/dir/f.txt", "content": "bye"}),
     );
     assert!(text.starts_with("Overwrote"), "{text}");
@@ -168,7 +168,7 @@ fn write_without_overwrite_refuses_existing_file() {
     put(dir.path(), "f.txt", "keep");
     let e = err(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "f.txt", "content": "new", "overwrite": false}),
     );
     assert_eq!(e.code(), "tool/already-exists");
@@ -178,7 +178,7 @@ fn write_without_overwrite_refuses_existing_file() {
     );
     ok(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "g.txt", "content": "new", "overwrite": false}),
     );
 }
@@ -191,7 +191,7 @@ fn edit_replaces_a_unique_match() {
     put(dir.path(), "f.rs", "fn a() {}\nfn b() {}\n");
     let text = ok(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.rs", "old_string": "fn b", "new_string": "fn c"}),
     );
     assert_eq!(text, "Replaced 1 occurrence in f.rs");
@@ -207,7 +207,7 @@ fn edit_zero_matches_names_the_count() {
     put(dir.path(), "f.rs", "abc\n");
     let e = err(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.rs", "old_string": "xyz", "new_string": "q"}),
     );
     assert!(matches!(e, ToolError::EditMatch { count: 0, .. }), "{e}");
@@ -215,7 +215,7 @@ fn edit_zero_matches_names_the_count() {
     assert!(e.to_string().contains("matched 0 times"), "{e}");
     let e = err(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.rs", "old_string": "xyz", "new_string": "q", "replace_all": true}),
     );
     assert!(matches!(e, ToolError::EditMatch { count: 0, .. }), "{e}");
@@ -227,7 +227,7 @@ fn edit_many_matches_needs_replace_all() {
     put(dir.path(), "f.txt", "x x x\n");
     let e = err(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.txt", "old_string": "x", "new_string": "y"}),
     );
     assert!(matches!(e, ToolError::EditMatch { count: 3, .. }), "{e}");
@@ -238,7 +238,7 @@ fn edit_many_matches_needs_replace_all() {
     );
     let text = ok(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.txt", "old_string": "x", "new_string": "y", "replace_all": true}),
     );
     assert_eq!(text, "Replaced 3 occurrences in f.txt");
@@ -254,13 +254,13 @@ fn edit_rejects_empty_or_identical_strings() {
     put(dir.path(), "f.txt", "abc");
     let e = err(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.txt", "old_string": "", "new_string": "y"}),
     );
     assert!(matches!(&e, ToolError::InvalidInput { field, .. } if field == "old_string"));
     let e = err(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": "f.txt", "old_string": "a", "new_string": "a"}),
     );
     assert!(matches!(&e, ToolError::InvalidInput { field, .. } if field == "new_string"));
@@ -274,10 +274,10 @@ fn ls_lists_sorted_with_directory_marks() {
     put(dir.path(), "b.txt", "");
     put(dir.path(), "a/inner.txt", "");
     put(dir.path(), ".hidden", "");
-    assert_eq!(ok(&ws, X::Ls, json!({})), ".hidden\na/\nb.txt\n");
-    assert_eq!(ok(&ws, X::Ls, json!({"path": "a"})), "inner.txt\n");
+    assert_eq!(ok(&ws, files::ls, json!({})), ".hidden\na/\nb.txt\n");
+    assert_eq!(ok(&ws, files::ls, json!({"path": "a"})), "inner.txt\n");
     assert_eq!(
-        err(&ws, X::Ls, json!({"path": "b.txt"})).code(),
+        err(&ws, files::ls, json!({"path": "b.txt"})).code(),
         "tool/wrong-kind"
     );
 }
@@ -291,28 +291,32 @@ fn glob_matches_names_and_paths_with_max_results() {
     put(dir.path(), "src/deep/mod.rs", "");
     put(dir.path(), "README.md", "");
     assert_eq!(
-        ok(&ws, X::Glob, json!({"pattern": "*.rs"})),
+        ok(&ws, files::glob, json!({"pattern": "*.rs"})),
         "src/deep/mod.rs\nsrc/lib.rs\n"
     );
     assert_eq!(
-        ok(&ws, X::Glob, json!({"pattern": "src/*.rs"})),
+        ok(&ws, files::glob, json!({"pattern": "src/*.rs"})),
         "src/lib.rs\n"
     );
     assert_eq!(
         ok(
             &ws,
-            X::Glob,
+            files::glob,
             json!({"pattern": "**/*.rs", "directory": "src/deep"})
         ),
         "src/deep/mod.rs\n"
     );
-    let text = ok(&ws, X::Glob, json!({"pattern": "*.rs", "max_results": 1}));
+    let text = ok(
+        &ws,
+        files::glob,
+        json!({"pattern": "*.rs", "max_results": 1}),
+    );
     assert!(
         text.starts_with("src/deep/mod.rs\n[Truncated: showed the first 1 matches"),
         "{text}"
     );
-    assert!(ok(&ws, X::Glob, json!({"pattern": "*.py"})).starts_with("No files match"));
-    let e = err(&ws, X::Glob, json!({"pattern": "a[", "directory": "."}));
+    assert!(ok(&ws, files::glob, json!({"pattern": "*.py"})).starts_with("No files match"));
+    let e = err(&ws, files::glob, json!({"pattern": "a[", "directory": "."}));
     assert!(
         matches!(&e, ToolError::InvalidInput { field, .. } if field == "pattern"),
         "{e}"
@@ -327,23 +331,27 @@ fn grep_finds_matches_with_include_and_case() {
     put(dir.path(), "src/a.rs", "fn main() {}\nlet Main = 1;\n");
     put(dir.path(), "notes.md", "main notes\n");
     assert_eq!(
-        ok(&ws, X::Grep, json!({"pattern": "main", "include": "*.rs"})),
+        ok(
+            &ws,
+            files::grep,
+            json!({"pattern": "main", "include": "*.rs"})
+        ),
         "src/a.rs:1:fn main() {}\n"
     );
     assert_eq!(
         ok(
             &ws,
-            X::Grep,
+            files::grep,
             json!({"pattern": "^.*main", "include": "*.rs", "case_insensitive": true})
         ),
         "src/a.rs:1:fn main() {}\nsrc/a.rs:2:let Main = 1;\n"
     );
     assert_eq!(
-        ok(&ws, X::Grep, json!({"pattern": "notes"})),
+        ok(&ws, files::grep, json!({"pattern": "notes"})),
         "notes.md:1:main notes\n"
     );
-    assert!(ok(&ws, X::Grep, json!({"pattern": "absent"})).starts_with("No matches"));
-    let e = err(&ws, X::Grep, json!({"pattern": "("}));
+    assert!(ok(&ws, files::grep, json!({"pattern": "absent"})).starts_with("No matches"));
+    let e = err(&ws, files::grep, json!({"pattern": "("}));
     assert!(
         matches!(&e, ToolError::InvalidInput { field, .. } if field == "pattern"),
         "{e}"
@@ -354,7 +362,7 @@ fn grep_finds_matches_with_include_and_case() {
 fn grep_context_lines_and_group_separators() {
     let (dir, ws) = setup();
     put(dir.path(), "f.txt", "a\nHIT\nb\nc\nd\ne\nHIT\nf\n");
-    let text = ok(&ws, X::Grep, json!({"pattern": "HIT", "context": 1}));
+    let text = ok(&ws, files::grep, json!({"pattern": "HIT", "context": 1}));
     assert_eq!(
         text,
         "f.txt-1-a\nf.txt:2:HIT\nf.txt-3-b\n--\nf.txt-6-e\nf.txt:7:HIT\nf.txt-8-f\n"
@@ -365,7 +373,7 @@ fn grep_context_lines_and_group_separators() {
 fn grep_max_results_truncates_visibly() {
     let (dir, ws) = setup();
     put(dir.path(), "f.txt", "x\nx\nx\n");
-    let text = ok(&ws, X::Grep, json!({"pattern": "x", "max_results": 2}));
+    let text = ok(&ws, files::grep, json!({"pattern": "x", "max_results": 2}));
     assert!(
         text.starts_with("f.txt:1:x\nf.txt:2:x\n[Truncated: showed the first 2 matches"),
         "{text}"
@@ -380,11 +388,11 @@ fn grep_respects_gitignore() {
     put(dir.path(), "target/out.rs", "needle\n");
     put(dir.path(), "debug.log", "needle\n");
     assert_eq!(
-        ok(&ws, X::Grep, json!({"pattern": "needle"})),
+        ok(&ws, files::grep, json!({"pattern": "needle"})),
         "src/a.rs:1:needle\n"
     );
     assert_eq!(
-        ok(&ws, X::Glob, json!({"pattern": "*"})),
+        ok(&ws, files::glob, json!({"pattern": "*"})),
         ".gitignore\nsrc/a.rs\n"
     );
 }
@@ -395,11 +403,11 @@ fn searches_include_hidden_files_but_not_git_internals() {
     put(dir.path(), ".github/workflows/ci.yml", "needle\n");
     put(dir.path(), ".git/config", "needle\n");
     assert_eq!(
-        ok(&ws, X::Grep, json!({"pattern": "needle"})),
+        ok(&ws, files::grep, json!({"pattern": "needle"})),
         ".github/workflows/ci.yml:1:needle\n"
     );
     assert_eq!(
-        ok(&ws, X::Glob, json!({"pattern": "*.yml"})),
+        ok(&ws, files::glob, json!({"pattern": "*.yml"})),
         ".github/workflows/ci.yml\n"
     );
 }
@@ -408,7 +416,7 @@ fn searches_include_hidden_files_but_not_git_internals() {
 fn read_clips_an_overlong_line() {
     let (dir, ws) = setup();
     put(dir.path(), "min.js", &"x".repeat(100_000));
-    let text = ok(&ws, X::Read, json!({"path": "min.js"}));
+    let text = ok(&ws, files::read, json!({"path": "min.js"}));
     assert!(text.len() < evoflux_tools::READ_MAX_OUTPUT_BYTES);
     assert!(
         text.contains("[line truncated: 100000 characters]"),
@@ -424,7 +432,7 @@ fn grep_on_a_single_file() {
     assert_eq!(
         ok(
             &ws,
-            X::Grep,
+            files::grep,
             json!({"pattern": "find", "directory": "one.txt", "include": "*.rs"})
         ),
         "one.txt:1:find me\n"
@@ -440,24 +448,28 @@ fn dotdot_outside_the_workspace_is_refused() {
     fs::create_dir(&inner).unwrap();
     put(outer.path(), "secret.txt", "s");
     let ws = Workspace::new([&inner]).unwrap();
-    for x in [X::Read, X::Ls] {
+    for x in [files::read, files::ls] {
         let e = err(&ws, x, json!({"path": "../secret.txt"}));
         assert_eq!(e.code(), "tool/outside-workspace", "{x:?}: {e}");
     }
     let e = err(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "a/../../evil.txt", "content": "x"}),
     );
     assert_eq!(e.code(), "tool/outside-workspace");
     assert!(!outer.path().join("evil.txt").exists());
-    let e = err(&ws, X::Grep, json!({"pattern": "s", "directory": ".."}));
+    let e = err(&ws, files::grep, json!({"pattern": "s", "directory": ".."}));
     assert_eq!(e.code(), "tool/outside-workspace");
-    let e = err(&ws, X::Glob, json!({"pattern": "*", "directory": "../"}));
+    let e = err(
+        &ws,
+        files::glob,
+        json!({"pattern": "*", "directory": "../"}),
+    );
     assert_eq!(e.code(), "tool/outside-workspace");
     // `..` that comes back inside is fine.
     put(&inner, "a.txt", "in");
-    ok(&ws, X::Read, json!({"path": "sub/../a.txt"}));
+    ok(&ws, files::read, json!({"path": "sub/../a.txt"}));
 }
 
 #[test]
@@ -466,11 +478,11 @@ fn absolute_path_elsewhere_is_refused_and_inside_is_accepted() {
     let elsewhere = tempfile::tempdir().unwrap();
     put(elsewhere.path(), "x.txt", "x");
     let abs = elsewhere.path().join("x.txt");
-    let e = err(&ws, X::Read, json!({"path": abs.to_str().unwrap()}));
+    let e = err(&ws, files::read, json!({"path": abs.to_str().unwrap()}));
     assert_eq!(e.code(), "tool/outside-workspace");
     let e = err(
         &ws,
-        X::Edit,
+        files::edit,
         json!({"path": abs.to_str().unwrap(), "old_string": "x", "new_string": "y"}),
     );
     assert_eq!(e.code(), "tool/outside-workspace");
@@ -478,7 +490,7 @@ fn absolute_path_elsewhere_is_refused_and_inside_is_accepted() {
     put(dir.path(), "in.txt", "in");
     let inside = dir.path().join("in.txt");
     assert_eq!(
-        ok(&ws, X::Read, json!({"path": inside.to_str().unwrap()})),
+        ok(&ws, files::read, json!({"path": inside.to_str().unwrap()})),
         "    1| in\n"
     );
 }
@@ -494,20 +506,20 @@ fn symlink_pointing_out_is_refused() {
         dir.path().join("file-link"),
     )
     .unwrap();
-    let e = err(&ws, X::Read, json!({"path": "link/secret.txt"}));
+    let e = err(&ws, files::read, json!({"path": "link/secret.txt"}));
     assert_eq!(e.code(), "tool/outside-workspace");
-    let e = err(&ws, X::Read, json!({"path": "file-link"}));
+    let e = err(&ws, files::read, json!({"path": "file-link"}));
     assert_eq!(e.code(), "tool/outside-workspace");
     // A new file under a linked directory would land outside too.
     let e = err(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "link/new.txt", "content": "x"}),
     );
     assert_eq!(e.code(), "tool/outside-workspace");
     assert!(!elsewhere.path().join("new.txt").exists());
     // Searches do not follow the link out.
-    assert!(ok(&ws, X::Grep, json!({"pattern": "s"})).starts_with("No matches"));
+    assert!(ok(&ws, files::grep, json!({"pattern": "s"})).starts_with("No matches"));
 }
 
 #[test]
@@ -516,7 +528,11 @@ fn dangling_symlink_is_refused() {
     let elsewhere = tempfile::tempdir().unwrap();
     let target = elsewhere.path().join("not-yet.txt");
     std::os::unix::fs::symlink(&target, dir.path().join("dangling")).unwrap();
-    let e = err(&ws, X::Write, json!({"path": "dangling", "content": "x"}));
+    let e = err(
+        &ws,
+        files::write,
+        json!({"path": "dangling", "content": "x"}),
+    );
     assert_eq!(e.code(), "tool/outside-workspace");
     assert!(!target.exists());
 }
@@ -529,12 +545,12 @@ fn several_roots_accept_absolute_paths_in_any_root() {
     let ws = Workspace::new([first.path(), second.path()]).unwrap();
     let abs = second.path().join("b.txt");
     assert_eq!(
-        ok(&ws, X::Read, json!({"path": abs.to_str().unwrap()})),
+        ok(&ws, files::read, json!({"path": abs.to_str().unwrap()})),
         "    1| two\n"
     );
     // Relative paths resolve against the first root only.
     assert_eq!(
-        err(&ws, X::Read, json!({"path": "b.txt"})).code(),
+        err(&ws, files::read, json!({"path": "b.txt"})).code(),
         "tool/not-found"
     );
 }
@@ -557,63 +573,30 @@ fn workspace_needs_an_existing_directory() {
 
 /// The compiler keeps this match exhaustive: a new executor variant fails
 /// to build here until the test says whether this crate implements it.
-fn implemented_here(x: X) -> bool {
-    match x {
-        X::Read | X::Write | X::Edit | X::Ls | X::Glob | X::Grep | X::Artifact => true,
-        X::Shell
-        | X::Process
-        | X::Todo
-        | X::WebFetch
-        | X::Skill
-        | X::CodeContext
-        | X::Verify
-        | X::ScheduleTask
-        | X::ConnectionSearch => false,
-    }
-}
-
-const ALL: [X; 16] = [
-    X::Shell,
-    X::Process,
-    X::Read,
-    X::Write,
-    X::Edit,
-    X::Ls,
-    X::Glob,
-    X::Grep,
-    X::Todo,
-    X::WebFetch,
-    X::Skill,
-    X::CodeContext,
-    X::Verify,
-    X::Artifact,
-    X::ScheduleTask,
-    X::ConnectionSearch,
+/// The file tools, each on the model's JSON input.
+const ALL: [FileTool; 7] = [
+    files::read,
+    files::write,
+    files::edit,
+    files::ls,
+    files::glob,
+    files::grep,
+    files::artifact,
 ];
 
 #[test]
-fn every_executor_variant_is_handled() {
+fn every_file_tool_answers_an_empty_input() {
     let (_dir, ws) = setup();
-    for x in ALL {
-        // An empty object: implemented tools reject or accept it by their own
-        // rules; the others must say they are not implemented.
-        let result = execute(&ws, x, &json!({}));
-        match (implemented_here(x), result) {
-            (true, Err(ToolError::NotImplemented { .. })) => panic!("{x:?} should be implemented"),
-            (true, _) => {}
-            (false, Err(e @ ToolError::NotImplemented { .. })) => {
-                assert_eq!(e.code(), "tool/not-implemented");
-                assert!(e.into_output().is_error);
-            }
-            (false, other) => panic!("{x:?} should be NotImplemented, got {other:?}"),
-        }
+    for run in ALL {
+        // An empty object: each tool accepts or rejects it by its own rules.
+        let _ = run(&ws, &json!({}));
     }
 }
 
 #[test]
 fn errors_become_model_visible_outputs() {
     let (_dir, ws) = setup();
-    let out = err(&ws, X::Read, json!({"path": "../x"})).into_output();
+    let out = err(&ws, files::read, json!({"path": "../x"})).into_output();
     assert!(out.is_error);
     assert!(out.text.contains("outside the workspace"), "{}", out.text);
 }
@@ -623,17 +606,17 @@ fn errors_become_model_visible_outputs() {
 /// executor this crate implements for it.
 #[test]
 fn parsers_match_the_framework_schemas() {
-    use evoflux_graph::tool::{ToolExecutor, framework_tool};
+    use evoflux_graph::tool::{BuiltinExecutor as X, ToolExecutor, framework_tool};
     use evoflux_tools::{EditInput, GlobInput, GrepInput, LsInput, ReadInput, WriteInput};
-    let cases: [(&str, X, &[&str]); 6] = [
-        ("read", X::Read, ReadInput::FIELDS),
-        ("write", X::Write, WriteInput::FIELDS),
-        ("edit", X::Edit, EditInput::FIELDS),
-        ("ls", X::Ls, LsInput::FIELDS),
-        ("glob", X::Glob, GlobInput::FIELDS),
-        ("grep", X::Grep, GrepInput::FIELDS),
+    let cases: [(&str, X, FileTool, &[&str]); 6] = [
+        ("read", X::Read, files::read, ReadInput::FIELDS),
+        ("write", X::Write, files::write, WriteInput::FIELDS),
+        ("edit", X::Edit, files::edit, EditInput::FIELDS),
+        ("ls", X::Ls, files::ls, LsInput::FIELDS),
+        ("glob", X::Glob, files::glob, GlobInput::FIELDS),
+        ("grep", X::Grep, files::grep, GrepInput::FIELDS),
     ];
-    for (name, executor, fields) in cases {
+    for (name, executor, run, fields) in cases {
         let def = framework_tool(name).unwrap();
         assert_eq!(
             def.executor,
@@ -663,7 +646,7 @@ fn parsers_match_the_framework_schemas() {
                 .filter(|f| *f != missing)
                 .map(|f| ((*f).to_owned(), json!("x")))
                 .collect();
-            let e = execute(&setup().1, executor, &Value::Object(input)).unwrap_err();
+            let e = run(&setup().1, &Value::Object(input)).unwrap_err();
             assert!(
                 matches!(&e, ToolError::InvalidInput { field, .. } if field == missing),
                 "{name}.{missing}: {e}"
@@ -682,7 +665,7 @@ fn read_pages_through_a_file_of_any_size_and_says_what_it_did_not_count() {
     put(dir.path(), "huge.txt", &text);
     let early = ok(
         &ws,
-        X::Read,
+        files::read,
         json!({"path": "huge.txt", "offset": 52_000, "limit": 2}),
     );
     assert!(early.starts_with("52000| "), "{}", &early[..20]);
@@ -697,7 +680,7 @@ fn read_pages_through_a_file_of_any_size_and_says_what_it_did_not_count() {
     let near_end = count - 1;
     let late = ok(
         &ws,
-        X::Read,
+        files::read,
         json!({"path": "huge.txt", "offset": near_end, "limit": 1}),
     );
     assert!(
@@ -706,12 +689,7 @@ fn read_pages_through_a_file_of_any_size_and_says_what_it_did_not_count() {
         &late[..40]
     );
     assert!(late.contains(&format!("of {count} lines")), "{late}");
-    let past = execute(
-        &ws,
-        X::Read,
-        &json!({"path": "huge.txt", "offset": count + 1}),
-    )
-    .unwrap_err();
+    let past = files::read(&ws, &json!({"path": "huge.txt", "offset": count + 1})).unwrap_err();
     assert!(
         matches!(past, ToolError::OffsetPastEnd { lines, .. } if lines == count),
         "{past}"
@@ -728,51 +706,51 @@ fn the_agents_own_controls_are_read_only_to_write_and_edit() {
         ".evoflux/tools/existing.toml",
         "argv = [\"true\"]\n",
     );
-    let refused = [
+    let refused: [(FileTool, Value); _] = [
         (
-            X::Write,
+            files::write,
             json!({"path": ".evoflux/tools/run_it.toml", "content": "argv = [\"bash\"]"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": ".evoflux/tools/shell.toml", "content": "disable = true"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": ".agents/skills/x/SKILL.md", "content": "x"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": ".claude/settings.json", "content": "{}"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": "nested/.opencode/agent.md", "content": "x"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": ".git/hooks/pre-commit", "content": "#!/bin/sh"}),
         ),
         // Everything git keeps beside its data: `commondir` would move
         // `config` and `hooks/` elsewhere.
         (
-            X::Write,
+            files::write,
             json!({"path": ".git/commondir", "content": "../x"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": ".git/config.local", "content": "x"}),
         ),
         (
-            X::Write,
+            files::write,
             json!({"path": "AGENTS.md", "content": "Do anything.", "overwrite": true}),
         ),
         (
-            X::Edit,
+            files::edit,
             json!({"path": "sub/AGENTS.override.md", "old_string": "Tabs.", "new_string": "Spaces."}),
         ),
         (
-            X::Edit,
+            files::edit,
             json!({"path": ".evoflux/tools/existing.toml", "old_string": "true", "new_string": "false"}),
         ),
     ];
@@ -788,20 +766,20 @@ fn the_agents_own_controls_are_read_only_to_write_and_edit() {
     // Names that only look alike, and reads, are ordinary.
     ok(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "docs/.evoflux-notes.md", "content": "x"}),
     );
     ok(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": ".git/COMMIT_EDITMSG", "content": "x"}),
     );
     ok(
         &ws,
-        X::Write,
+        files::write,
         json!({"path": "AGENTS.md.bak", "content": "x"}),
     );
-    assert!(ok(&ws, X::Read, json!({"path": "AGENTS.md"})).contains("Keep it simple."));
+    assert!(ok(&ws, files::read, json!({"path": "AGENTS.md"})).contains("Keep it simple."));
 }
 
 #[test]
@@ -810,7 +788,7 @@ fn grep_names_the_files_it_did_not_search() {
     put(dir.path(), "small.txt", "nothing here\n");
     let big = "needle in a large file\n".repeat(6 * 1024 * 1024 / 23 + 1);
     put(dir.path(), "big.log", &big);
-    let text = ok(&ws, X::Grep, json!({"pattern": "needle"}));
+    let text = ok(&ws, files::grep, json!({"pattern": "needle"}));
     assert!(text.starts_with("No matches for `needle`"), "{text}");
     assert!(
         text.contains(
@@ -822,7 +800,7 @@ fn grep_names_the_files_it_did_not_search() {
     assert_eq!(
         ok(
             &ws,
-            X::Grep,
+            files::grep,
             json!({"pattern": "needle", "include": "*.txt"})
         ),
         "No matches for `needle` in ."

@@ -16,6 +16,7 @@ use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use serde::{Deserialize, Serialize};
 use yaml_serde::{Mapping, Value};
 
+use crate::closed::closed_enum;
 use crate::name::is_valid_agent_name;
 
 /// A team agent's role.
@@ -125,24 +126,38 @@ pub struct RawAgentConfig {
     pub extra_prompt: String,
 }
 
-/// Keys the runtime reads; everything else is ignored and preserved. The
-/// one list of them: its order is the order a Form save writes them in
-/// ([`form`](super::form)) and the order the `agent/key-unknown` warning
-/// lists them in.
-pub const KNOWN_KEYS: [&str; 12] = [
-    "name",
-    "role",
-    "description",
-    "model",
-    "fallback_model",
-    "thinking_level",
-    "responses_api",
-    "tools",
-    "tools_opt_out",
-    "skills",
-    "mcp",
-    "lead",
-];
+closed_enum!(
+    /// A key the runtime reads from an agent file; everything else is
+    /// ignored and preserved. The one list of them: the parser and the
+    /// Form view ([`form`](super::form)) match on it exhaustively, and its
+    /// order is the order a Form save writes the keys in and the order the
+    /// `agent/key-unknown` warning lists them in.
+    AgentKey {
+        Name => "name",
+        Role => "role",
+        Description => "description",
+        Model => "model",
+        FallbackModel => "fallback_model",
+        ThinkingLevel => "thinking_level",
+        ResponsesApi => "responses_api",
+        Tools => "tools",
+        ToolsOptOut => "tools_opt_out",
+        Skills => "skills",
+        Mcp => "mcp",
+        Lead => "lead",
+    }
+);
+
+/// The text of every [`AgentKey`], in its order.
+pub const KNOWN_KEYS: [&str; AgentKey::ALL.len()] = {
+    let mut keys = [""; AgentKey::ALL.len()];
+    let mut i = 0;
+    while i < keys.len() {
+        keys[i] = AgentKey::ALL[i].as_str();
+        i += 1;
+    }
+    keys
+};
 
 /// Removes `<!-- … -->` comments (seeds explain themselves in one) and
 /// trims. An unterminated comment runs to the end of the text, as in HTML.
@@ -169,16 +184,16 @@ struct FieldReader<'a> {
 }
 
 impl FieldReader<'_> {
-    fn bad(&mut self, field: &str, msg: String) {
+    fn bad(&mut self, field: AgentKey, msg: String) {
         self.diags.push(
             Diagnostic::error("agent/field-invalid", msg)
                 .with_file(self.file)
-                .with_field(field.to_owned()),
+                .with_field(field.as_str()),
         );
     }
 
-    fn string(&mut self, key: &str) -> Option<String> {
-        match self.mapping.get(key)? {
+    fn string(&mut self, key: AgentKey) -> Option<String> {
+        match self.mapping.get(key.as_str())? {
             Value::Null => None,
             Value::String(s) => Some(s.clone()),
             _ => {
@@ -188,8 +203,8 @@ impl FieldReader<'_> {
         }
     }
 
-    fn boolean(&mut self, key: &str) -> Option<bool> {
-        match self.mapping.get(key)? {
+    fn boolean(&mut self, key: AgentKey) -> Option<bool> {
+        match self.mapping.get(key.as_str())? {
             Value::Null => None,
             Value::Bool(b) => Some(*b),
             _ => {
@@ -199,8 +214,8 @@ impl FieldReader<'_> {
         }
     }
 
-    fn list(&mut self, key: &str) -> Vec<String> {
-        match self.mapping.get(key) {
+    fn list(&mut self, key: AgentKey) -> Vec<String> {
+        match self.mapping.get(key.as_str()) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Sequence(items)) => {
                 let mut out = Vec::new();
@@ -265,7 +280,7 @@ pub fn parse_agent(
                 .map(|k| k.trim().to_owned())
                 .unwrap_or_default(),
         };
-        if !KNOWN_KEYS.contains(&key.as_str()) {
+        if AgentKey::parse(&key).is_none() {
             r.diags.push(
                 Diagnostic::warning(
                     "agent/key-unknown",
@@ -279,7 +294,7 @@ pub fn parse_agent(
             );
         }
     }
-    let declared_name = r.string("name");
+    let declared_name = r.string(AgentKey::Name);
     if let Some(declared) = &declared_name
         && declared != name
     {
@@ -289,7 +304,7 @@ pub fn parse_agent(
                 format!("`name: {declared}` must equal the file name `{name}`"),
             )
             .with_file(file)
-            .with_field("name"),
+            .with_field(AgentKey::Name.as_str()),
         );
     }
     if !is_valid_agent_name(name) {
@@ -304,7 +319,7 @@ pub fn parse_agent(
             .with_file(file),
         );
     }
-    let role = match r.string("role") {
+    let role = match r.string(AgentKey::Role) {
         None => Role::Member,
         Some(s) => match s.trim().parse() {
             Ok(role) => role,
@@ -315,13 +330,13 @@ pub fn parse_agent(
                         format!("`role: {s}` must be `lead` or `member`"),
                     )
                     .with_file(file)
-                    .with_field("role"),
+                    .with_field(AgentKey::Role.as_str()),
                 );
                 Role::Member
             }
         },
     };
-    let model_field = |r: &mut FieldReader<'_>, key: &str| {
+    let model_field = |r: &mut FieldReader<'_>, key: AgentKey| {
         let s = r.string(key)?;
         match ModelSetting::parse(&s) {
             Some(m) => Some(m),
@@ -335,26 +350,33 @@ pub fn parse_agent(
                         ),
                     )
                     .with_file(file)
-                    .with_field(key.to_owned()),
+                    .with_field(key.as_str()),
                 );
                 None
             }
         }
     };
-    let model = model_field(&mut r, "model");
-    let fallback_model = model_field(&mut r, "fallback_model");
-    let description = r.string("description").filter(|d| !d.trim().is_empty());
-    let thinking_level = r.string("thinking_level").filter(|d| !d.trim().is_empty());
-    let responses_api = r.boolean("responses_api");
-    let tools = r.list("tools");
-    let tools_opt_out = r.list("tools_opt_out");
-    let skills = r.list("skills");
-    let mcp = r.list("mcp");
-    let lead = r.string("lead").map(|l| l.trim().to_owned());
+    let model = model_field(&mut r, AgentKey::Model);
+    let fallback_model = model_field(&mut r, AgentKey::FallbackModel);
+    let description = r
+        .string(AgentKey::Description)
+        .filter(|d| !d.trim().is_empty());
+    let thinking_level = r
+        .string(AgentKey::ThinkingLevel)
+        .filter(|d| !d.trim().is_empty());
+    let responses_api = r.boolean(AgentKey::ResponsesApi);
+    let tools = r.list(AgentKey::Tools);
+    let tools_opt_out = r.list(AgentKey::ToolsOptOut);
+    let skills = r.list(AgentKey::Skills);
+    let mcp = r.list(AgentKey::Mcp);
+    let lead = r.string(AgentKey::Lead).map(|l| l.trim().to_owned());
     if let Some(l) = &lead
         && !is_valid_agent_name(l)
     {
-        r.bad("lead", format!("`lead: {l}` must name a lead agent"));
+        r.bad(
+            AgentKey::Lead,
+            format!("`lead: {l}` must name a lead agent"),
+        );
     }
     let errors = r.diags.has_errors();
     diags.extend(r.diags);

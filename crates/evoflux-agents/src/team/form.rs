@@ -2,11 +2,12 @@
 //! knows and preserves everything else byte-for-byte.
 //!
 //! Agent files are user-owned. A Form save writes the known keys in the
-//! parser's order ([`KNOWN_KEYS`], one list for both, so the Form cannot
-//! drop a key the parser reads); a known key whose value did not change
-//! keeps its original text (comments and quoting included); every unknown
-//! key keeps its exact bytes and the comments above it; the body is never
-//! touched. The retired key `skills_opt_out` is dropped on save.
+//! parser's order ([`AgentKey`], one list for both, matched exhaustively,
+//! so the Form cannot drop a key the parser reads); a known key whose
+//! value did not change keeps its original text (comments and quoting
+//! included); every unknown key keeps its exact bytes and the comments
+//! above it; the body is never touched. The retired key `skills_opt_out`
+//! is dropped on save.
 //!
 //! The YAML block is cut into top-level entries by indentation: an entry is
 //! its leading blank and comment lines, a line at column 0 that starts a
@@ -18,7 +19,7 @@
 
 use yaml_serde::{Mapping, Value};
 
-use super::agent_file::KNOWN_KEYS;
+use super::agent_file::AgentKey;
 
 /// Keys a Form save removes.
 pub const RETIRED_KEYS: [&str; 1] = ["skills_opt_out"];
@@ -254,20 +255,22 @@ pub fn read_form(text: &str) -> Result<(AgentForm, String), FormError> {
     let mut form = AgentForm::default();
     for e in &c.entries {
         let v = &e.value;
-        match e.key.as_str() {
-            "name" => form.name = string_of(v),
-            "role" => form.role = string_of(v),
-            "description" => form.description = string_of(v),
-            "model" => form.model = string_of(v),
-            "fallback_model" => form.fallback_model = string_of(v),
-            "thinking_level" => form.thinking_level = string_of(v),
-            "responses_api" => form.responses_api = v.as_bool(),
-            "tools" => form.tools = list_of(v),
-            "tools_opt_out" => form.tools_opt_out = list_of(v),
-            "skills" => form.skills = list_of(v),
-            "mcp" => form.mcp = list_of(v),
-            "lead" => form.lead = string_of(v),
-            _ => {}
+        let Some(key) = AgentKey::parse(&e.key) else {
+            continue;
+        };
+        match key {
+            AgentKey::Name => form.name = string_of(v),
+            AgentKey::Role => form.role = string_of(v),
+            AgentKey::Description => form.description = string_of(v),
+            AgentKey::Model => form.model = string_of(v),
+            AgentKey::FallbackModel => form.fallback_model = string_of(v),
+            AgentKey::ThinkingLevel => form.thinking_level = string_of(v),
+            AgentKey::ResponsesApi => form.responses_api = v.as_bool(),
+            AgentKey::Tools => form.tools = list_of(v),
+            AgentKey::ToolsOptOut => form.tools_opt_out = list_of(v),
+            AgentKey::Skills => form.skills = list_of(v),
+            AgentKey::Mcp => form.mcp = list_of(v),
+            AgentKey::Lead => form.lead = string_of(v),
         }
     }
     Ok((form, f.body.to_owned()))
@@ -275,26 +278,25 @@ pub fn read_form(text: &str) -> Result<(AgentForm, String), FormError> {
 
 impl AgentForm {
     /// The YAML value of a known key, `None` when the form removes it.
-    fn value(&self, key: &str) -> Option<Value> {
+    fn value(&self, key: AgentKey) -> Option<Value> {
         let s = |v: &Option<String>| v.as_ref().map(|s| Value::String(s.clone()));
         let l = |v: &Option<Vec<String>>| {
             v.as_ref()
                 .map(|items| Value::Sequence(items.iter().cloned().map(Value::String).collect()))
         };
         match key {
-            "name" => s(&self.name),
-            "role" => s(&self.role),
-            "description" => s(&self.description),
-            "model" => s(&self.model),
-            "fallback_model" => s(&self.fallback_model),
-            "thinking_level" => s(&self.thinking_level),
-            "responses_api" => self.responses_api.map(Value::Bool),
-            "tools" => l(&self.tools),
-            "tools_opt_out" => l(&self.tools_opt_out),
-            "skills" => l(&self.skills),
-            "mcp" => l(&self.mcp),
-            "lead" => s(&self.lead),
-            _ => None,
+            AgentKey::Name => s(&self.name),
+            AgentKey::Role => s(&self.role),
+            AgentKey::Description => s(&self.description),
+            AgentKey::Model => s(&self.model),
+            AgentKey::FallbackModel => s(&self.fallback_model),
+            AgentKey::ThinkingLevel => s(&self.thinking_level),
+            AgentKey::ResponsesApi => self.responses_api.map(Value::Bool),
+            AgentKey::Tools => l(&self.tools),
+            AgentKey::ToolsOptOut => l(&self.tools_opt_out),
+            AgentKey::Skills => l(&self.skills),
+            AgentKey::Mcp => l(&self.mcp),
+            AgentKey::Lead => s(&self.lead),
         }
     }
 }
@@ -322,10 +324,11 @@ pub fn write_form(
     } else {
         out.push_str(f.head);
     }
-    for key in KNOWN_KEYS {
+    for &key in AgentKey::ALL {
         let Some(value) = form.value(key) else {
             continue;
         };
+        let key = key.as_str();
         match c.entries.iter().find(|e| e.key == key) {
             Some(e) if e.value == value => {
                 out.push_str(e.trivia);
@@ -342,7 +345,7 @@ pub fn write_form(
         }
     }
     for e in &c.entries {
-        let known = KNOWN_KEYS.contains(&e.key.as_str());
+        let known = AgentKey::parse(&e.key).is_some();
         let retired = RETIRED_KEYS.contains(&e.key.as_str());
         if known || retired {
             continue;
@@ -373,9 +376,7 @@ pub fn unknown_entries(text: &str) -> Result<Vec<String>, FormError> {
     let c = cut(f.yaml)?;
     Ok(c.entries
         .iter()
-        .filter(|e| {
-            !KNOWN_KEYS.contains(&e.key.as_str()) && !RETIRED_KEYS.contains(&e.key.as_str())
-        })
+        .filter(|e| AgentKey::parse(&e.key).is_none() && !RETIRED_KEYS.contains(&e.key.as_str()))
         .map(|e| format!("{}{}", e.trivia, e.body))
         .collect())
 }
@@ -383,6 +384,7 @@ pub fn unknown_entries(text: &str) -> Result<Vec<String>, FormError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::team::agent_file::KNOWN_KEYS;
 
     /// A Form save writes the parser's keys in this order, and every key
     /// the parser knows has a Form field: a key added to [`KNOWN_KEYS`]
@@ -420,7 +422,7 @@ mod tests {
             mcp: Some(vec!["github".into()]),
             lead: Some("l".into()),
         };
-        for key in KNOWN_KEYS {
+        for &key in AgentKey::ALL {
             assert!(full.value(key).is_some(), "no Form field for `{key}`");
         }
         let out = write_form("---\n---\n", &full, None).unwrap_or_default();

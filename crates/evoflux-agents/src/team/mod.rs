@@ -24,7 +24,7 @@ use evoflux_core::{AppMode, Diagnostic, Diagnostics};
 use evoflux_graph::{Binding, CompiledGraph, SlotKind};
 use serde::{Deserialize, Serialize};
 
-pub use agent_file::{AgentSource, ModelSetting, RawAgentConfig, Role, parse_agent};
+pub use agent_file::{AgentKey, AgentSource, ModelSetting, RawAgentConfig, Role, parse_agent};
 pub use effective::{
     EffectiveAgentConfig, compile_agent_config, implicit_tools, tier_tools, worker_agent_config,
 };
@@ -169,7 +169,7 @@ pub fn load_agents(
         };
         let local: Diagnostics = local
             .into_iter()
-            .map(|d| d.with_slot(node.slot.to_string()))
+            .map(|d| d.with_slot(node.slot.clone()))
             .collect();
         by_name.insert(
             node.slot.name.clone(),

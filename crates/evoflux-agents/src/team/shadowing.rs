@@ -50,9 +50,10 @@ pub fn members_shadowing_workers(dir: &AgentDirectory, workers: &WorkerCatalog) 
                 ),
             )
             .with_file(path)
-            .with_slot(
-                evoflux_graph::Slot::new(super::agent_slot_kind(dir.mode), &entry.name).to_string(),
-            ),
+            .with_slot(evoflux_graph::Slot::new(
+                super::agent_slot_kind(dir.mode),
+                &entry.name,
+            )),
         );
     }
     out

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use evoflux_core::{AppMode, Diagnostic, Diagnostics, Severity};
-use evoflux_graph::{Binding, CompiledGraph, Layer, SlotKind};
+use evoflux_graph::{Binding, CompiledGraph, Layer, Slot, SlotKind};
 use serde::{Deserialize, Serialize};
 
 use super::policy::agent_spec_policy_errors;
@@ -151,6 +151,7 @@ pub fn load_spec(
         return Err(d);
     }
     let missing: Vec<&str> = recipe
+        .spec
         .skills
         .iter()
         .filter(|s| !skills.contains(*s))
@@ -230,7 +231,7 @@ pub fn build_catalog(
     let mut catalog = WorkerCatalog::default();
     for f in files {
         let source = RecipeSource::from_layer(f.layer);
-        let slot = format!("workers/{}", f.id);
+        let slot = Slot::new(SlotKind::Worker, &f.id);
         let spec = match load_spec(&f.id, source, &f.path, &f.text, tools, skills) {
             Ok(s) => s,
             Err(d) => {
@@ -333,7 +334,7 @@ pub fn worker_files(graph: &CompiledGraph, diags: &mut Diagnostics) -> Vec<Worke
             Err(e) => diags.push(
                 Diagnostic::warning("worker/file-unreadable", format!("cannot read: {e}"))
                     .with_file(&path)
-                    .with_slot(node.slot.to_string()),
+                    .with_slot(node.slot.clone()),
             ),
         }
     }

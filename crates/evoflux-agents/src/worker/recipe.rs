@@ -8,47 +8,17 @@
 //! otherwise is rejected rather than silently rewritten, because its author
 //! would still believe it hidden.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_graph::Layer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::contract::{ResultContract, parse_result_contract};
-
-macro_rules! closed_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            pub fn parse(s: &str) -> Option<$name> {
-                match s {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
+use super::spec::{AGENT_SPEC_VERSION, AgentSpec};
+use crate::closed::closed_enum;
+use crate::contract::parse_result_contract;
 
 closed_enum!(
     /// Who a worker is for; provenance, not a claim.
@@ -237,30 +207,15 @@ pub struct BudgetMaximum {
     pub read_reserve: u32,
 }
 
-/// A parsed recipe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// A parsed recipe: the worker it declares, held as the one type of a
+/// worker's fields, [`AgentSpec`], whose `tool_classes` are still empty.
+/// A recipe becomes a spec dispatch may use only through
+/// [`normalize_agent_spec`](super::spec::normalize_agent_spec), which
+/// resolves its tools against a graph and checks them against their
+/// requirements.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerRecipe {
-    pub id: String,
-    pub version: u32,
-    pub name: String,
-    pub description: String,
-    pub tools: ToolRequirements,
-    pub skills: Vec<String>,
-    pub audience: Audience,
-    pub category: Category,
-    pub capability_class: CapabilityClass,
-    pub latency_class: LatencyClass,
-    pub project_context_tier: ProjectContextTier,
-    pub budget: Budget,
-    pub result_contract: ResultContract,
-    pub tags: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub product: Option<Product>,
-    pub source: RecipeSource,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<PathBuf>,
-    pub body: String,
+    pub spec: AgentSpec,
 }
 
 /// Required keys, in the order problems are reported.
@@ -673,24 +628,32 @@ pub fn parse_recipe(
     if errors {
         return None;
     }
+    let tool_requirements = tools?;
     Some(WorkerRecipe {
-        id: id.to_owned(),
-        version: 1,
-        name: name?,
-        description: description?,
-        tools: tools?,
-        skills: skills?,
-        audience: audience?,
-        category: category?,
-        capability_class: capability_class?,
-        latency_class: latency_class?,
-        project_context_tier: project_context_tier?,
-        budget: budget?,
-        result_contract: result_contract?,
-        tags: tags?,
-        product: product?,
-        source,
-        path: Some(path.to_path_buf()),
-        body,
+        spec: AgentSpec {
+            version: AGENT_SPEC_VERSION,
+            id: id.to_owned(),
+            name: name?,
+            description: description?,
+            // Parsing refused empty and duplicate names, so the flattened
+            // requirements are the declared tools.
+            tools: tool_requirements.flatten(),
+            tool_requirements,
+            skills: skills?,
+            audience: audience?,
+            category: category?,
+            capability_class: capability_class?,
+            latency_class: latency_class?,
+            project_context_tier: project_context_tier?,
+            budget: budget?,
+            result_contract: result_contract?,
+            tags: tags?,
+            product: product?,
+            source,
+            path: Some(path.to_path_buf()),
+            // Resolved against a graph by `normalize_agent_spec`.
+            tool_classes: BTreeMap::new(),
+            body,
+        },
     })
 }

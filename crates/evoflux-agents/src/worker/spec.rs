@@ -1,5 +1,9 @@
 //! `AgentSpec`: the normalized, policy-bearing form of a worker that
 //! dispatch, fleets, the roster and the CLI consume.
+//!
+//! It is the one type of a worker's fields: a parsed recipe
+//! ([`WorkerRecipe`]) holds one with its tools not yet resolved, and an
+//! external agent's declaration becomes one directly.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,7 +22,8 @@ use crate::tools::ToolCatalog;
 /// The one spec version.
 pub const AGENT_SPEC_VERSION: u32 = 1;
 
-/// A normalized worker.
+/// A worker: what its recipe (or external declaration) says, plus what
+/// normalization resolved against the graph (`tool_classes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSpec {
@@ -51,49 +56,32 @@ pub struct AgentSpec {
     pub body: String,
 }
 
-/// Normalizes a recipe against the graph's tools. Errors name every
-/// inconsistency between `tools` and its requirements.
+/// Normalizes a recipe against the graph's tools: resolves each declared
+/// tool's action class. Errors name every inconsistency between `tools`
+/// and its requirements.
 pub fn normalize_agent_spec(
     recipe: &WorkerRecipe,
     tools: &ToolCatalog,
 ) -> Result<AgentSpec, Vec<String>> {
+    let mut spec = recipe.spec.clone();
     let mut declared: Vec<String> = Vec::new();
     let mut errors = Vec::new();
-    for t in recipe.tools.flatten() {
+    for t in &recipe.spec.tools {
         if t.trim().is_empty() {
             errors.push(format!(
                 "agent recipe '{}' declares an invalid tool name",
-                recipe.id
+                spec.id
             ));
-        } else if !declared.contains(&t) {
-            declared.push(t);
+        } else if !declared.contains(t) {
+            declared.push(t.clone());
         }
     }
-    let spec = AgentSpec {
-        version: AGENT_SPEC_VERSION,
-        id: recipe.id.clone(),
-        name: recipe.name.clone(),
-        description: recipe.description.clone(),
-        tool_classes: declared
-            .iter()
-            .map(|t| (t.clone(), tools.action_class(t)))
-            .collect(),
-        tools: declared,
-        tool_requirements: recipe.tools.clone(),
-        skills: recipe.skills.clone(),
-        audience: recipe.audience,
-        category: recipe.category,
-        capability_class: recipe.capability_class,
-        latency_class: recipe.latency_class,
-        project_context_tier: recipe.project_context_tier,
-        budget: recipe.budget,
-        result_contract: recipe.result_contract.clone(),
-        tags: recipe.tags.clone(),
-        product: recipe.product,
-        source: recipe.source,
-        path: recipe.path.clone(),
-        body: recipe.body.clone(),
-    };
+    spec.version = AGENT_SPEC_VERSION;
+    spec.tool_classes = declared
+        .iter()
+        .map(|t| (t.clone(), tools.action_class(t)))
+        .collect();
+    spec.tools = declared;
     errors.extend(requirement_errors(&spec));
     if errors.is_empty() {
         Ok(spec)

@@ -37,7 +37,7 @@ pub fn run(out: &Output, args: &AcpArgs) -> anyhow::Result<Exit> {
             ..Limits::default()
         },
     };
-    let rt = super::run::runtime()?;
+    let rt = crate::frontend::runtime()?;
     rt.block_on(async {
         tokio::select! {
             served = evoflux_acp::serve_stdio(app, processes, options) => match served {
@@ -47,7 +47,7 @@ pub fn run(out: &Output, args: &AcpArgs) -> anyhow::Result<Exit> {
                     Ok(Exit::Failure)
                 }
             },
-            () = super::run::shutdown_signal() => Ok(Exit::Interrupted),
+            () = crate::frontend::signals::shutdown_signal() => Ok(Exit::Interrupted),
         }
     })
 }

@@ -15,7 +15,6 @@ use evoflux_agents::team::{
     parse_qualified_name, qualified_name,
 };
 use evoflux_core::{AppMode, Diagnostic, Diagnostics};
-use evoflux_graph::slot::PathClass;
 use evoflux_graph::{CompiledGraph, SlotKind};
 use serde::Serialize;
 
@@ -214,11 +213,10 @@ fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> 
     let mut diags = unselected;
     diags.extend(entry.diagnostics.iter().cloned());
     let workers = worker_catalog(&graph, &tools, &mut diags);
-    let slot = slot.to_string();
     diags.extend(
         members_shadowing_workers(&dir, &workers)
             .into_iter()
-            .filter(|d| d.locator.slot.as_deref() == Some(slot.as_str())),
+            .filter(|d| d.locator.slot.as_ref() == Some(&slot)),
     );
     let effective = entry
         .raw
@@ -281,40 +279,12 @@ fn agent_graph_diagnostics(graph: &CompiledGraph, mode: Option<AppMode>) -> Vec<
             let on_slot = d
                 .locator
                 .slot
-                .as_deref()
-                .and_then(agent_slot_kind)
-                .is_some_and(|k| kinds.contains(&k));
+                .as_ref()
+                .is_some_and(|s| kinds.contains(&s.kind));
             on_slot || d.code == "discover/agent-folder-invalid"
         })
         .cloned()
         .collect()
-}
-
-/// The kind of a slot such as `agents/coding/x`, read with the graph's
-/// own slot grammar (the slot of the file `<slot>.md`).
-fn agent_slot_kind(slot: &str) -> Option<SlotKind> {
-    match evoflux_graph::slot::classify(&format!("{slot}.md")) {
-        PathClass::Slot { slot, .. } => match slot.kind {
-            SlotKind::WorkAgent | SlotKind::CodingAgent => Some(slot.kind),
-            SlotKind::Config
-            | SlotKind::Sandbox
-            | SlotKind::Tool
-            | SlotKind::Channel
-            | SlotKind::Connection
-            | SlotKind::Schedule
-            | SlotKind::Skill
-            | SlotKind::Worker
-            | SlotKind::Fleet
-            | SlotKind::FleetCommands
-            | SlotKind::Eval => None,
-        },
-        PathClass::McpServers
-        | PathClass::SkillResource
-        | PathClass::EvalResource
-        | PathClass::RunArtifact
-        | PathClass::InvalidName { .. }
-        | PathClass::Unsupported => None,
-    }
 }
 
 /// A tool an agent has that this build cannot run, and why.

@@ -30,7 +30,7 @@ fn load(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<Selected, E
 /// The graph's `config` winner and that slot's diagnostics (the one rule
 /// lives beside the session builder, which uses it too).
 pub fn selected(graph: &CompiledGraph) -> (Option<LoadedConfig>, Diagnostics) {
-    evoflux_harness::selected_config(graph)
+    evoflux_app::selected_config(graph)
 }
 
 pub fn show(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {

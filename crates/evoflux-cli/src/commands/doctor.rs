@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use evoflux_harness::doctor::{DoctorOptions, DoctorReport, Status, doctor};
+use evoflux_app::doctor::{DoctorOptions, DoctorReport, Status, doctor};
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use evoflux_harness::evals::{self, Change, EvalError, EvalReport, RunOptions, Trend};
+use evoflux_app::evals::{self, Change, EvalError, EvalReport, RunOptions, Trend};
 use serde::Serialize;
 
 use crate::output::{Exit, Output};
@@ -42,7 +42,7 @@ struct Printed<'a> {
 }
 
 pub fn run(out: &Output, args: &EvalArgs) -> anyhow::Result<Exit> {
-    let rt = super::run::runtime()?;
+    let rt = crate::frontend::runtime()?;
     rt.block_on(async {
         let dirs = match super::resolve_dirs(out) {
             Ok(d) => d,

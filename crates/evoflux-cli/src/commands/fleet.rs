@@ -1,6 +1,6 @@
 //! `evoflux fleet`: the fleets of the source graph and the builtin ones,
 //! checked, shown, compiled into plans, and run through the harness's
-//! fleet runner (`evoflux_harness::fleet_run`), which holds every rule of
+//! fleet runner (`evoflux_app::fleet_run`), which holds every rule of
 //! a run; this module parses, prints and picks the exit code.
 
 use std::collections::BTreeMap;
@@ -17,10 +17,10 @@ use evoflux_fleet::{
 use evoflux_graph::CompiledGraph;
 use serde_json::{Value, json};
 
-use evoflux_fleet::run::{NodeOutcome, NodeReceipt, RunReport, RunStatus};
-use evoflux_harness::fleet_run::{
+use evoflux_app::fleet_run::{
     self, FleetProgress, FleetReadiness, FleetRunError, FleetRunOptions, RunRecord, RunState,
 };
+use evoflux_fleet::run::{NodeOutcome, NodeReceipt, RunReport, RunStatus};
 
 use crate::cli::SourceArgs;
 use crate::output::{Exit, Output};
@@ -447,14 +447,14 @@ impl FleetProgress for Lines {
 }
 
 fn run_fleet(out: &Output, options: FleetRunOptions) -> anyhow::Result<Exit> {
-    let rt = super::run::runtime()?;
+    let rt = crate::frontend::runtime()?;
     rt.block_on(async {
         let dirs = match super::resolve_dirs(out) {
             Ok(d) => d,
             Err(exit) => return Ok(exit),
         };
         let app = super::app_context(&dirs)?;
-        let processes = super::run::process_runtime(out)?;
+        let processes = crate::frontend::session::process_runtime(out)?;
         let lines = Arc::new(Lines {
             shown: !out.json && std::io::stderr().is_terminal(),
             run_id: Mutex::new(options.resume.clone()),
@@ -462,7 +462,7 @@ fn run_fleet(out: &Output, options: FleetRunOptions) -> anyhow::Result<Exit> {
         let progress: Arc<dyn FleetProgress> = lines.clone();
         let ran = tokio::select! {
             r = fleet_run::run_fleet(&app, processes.clone(), options, progress) => Some(r),
-            () = super::run::shutdown_signal() => None,
+            () = crate::frontend::signals::shutdown_signal() => None,
         };
         processes.shutdown().await;
         let Some(ran) = ran else {
@@ -522,7 +522,7 @@ fn run_error(out: &Output, e: &FleetRunError) -> Exit {
 }
 
 fn runs(out: &Output) -> anyhow::Result<Exit> {
-    let rt = super::run::runtime()?;
+    let rt = crate::frontend::runtime()?;
     rt.block_on(async {
         let dirs = match super::resolve_dirs(out) {
             Ok(d) => d,
@@ -545,7 +545,7 @@ fn runs(out: &Output) -> anyhow::Result<Exit> {
 }
 
 fn show_run(out: &Output, id: &str) -> anyhow::Result<Exit> {
-    let rt = super::run::runtime()?;
+    let rt = crate::frontend::runtime()?;
     rt.block_on(async {
         let dirs = match super::resolve_dirs(out) {
             Ok(d) => d,

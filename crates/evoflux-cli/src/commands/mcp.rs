@@ -163,8 +163,8 @@ fn load(
                         d.code == CHANGED_SINCE_TRUST
                             && d.locator
                                 .slot
-                                .as_deref()
-                                .is_some_and(|s| s.starts_with("connections/"))
+                                .as_ref()
+                                .is_some_and(|s| s.kind == evoflux_core::SlotKind::Connection)
                     })
                     .cloned(),
             );

@@ -23,10 +23,10 @@ pub mod store;
 pub mod trust;
 pub mod workers;
 
+use evoflux_app::AppContext;
 use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
 use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions};
-use evoflux_harness::AppContext;
 use std::sync::Arc;
 
 use crate::cli::SourceArgs;

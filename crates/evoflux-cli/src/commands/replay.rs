@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use evoflux_app::replay::{self, DivergedPart, ReplayError, ReplayOptions, ReplayReport};
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
-use evoflux_harness::replay::{self, DivergedPart, ReplayError, ReplayOptions, ReplayReport};
 use evoflux_store::StoreError;
 use serde::Serialize;
 

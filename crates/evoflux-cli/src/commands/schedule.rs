@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Subcommand;
+use evoflux_app::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
 use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_graph::compose::CompositionEntry;
 use evoflux_graph::{CompiledGraph, Slot, SlotKind};
-use evoflux_harness::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
 use evoflux_store::{RunStatus, ScheduleRun};
 use serde_json::json;
 
@@ -129,7 +129,7 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
             let runner = EngineRunner {
                 app: app.clone(),
                 store: store.clone(),
-                processes: Some(super::run::process_runtime(out)?),
+                processes: Some(crate::frontend::session::process_runtime(out)?),
             };
             let s = Scheduler::new(store.clone(), Arc::new(SystemNow), Arc::new(runner));
             let run = s.run_now(name, &row.schedule).await?;
@@ -154,9 +154,9 @@ fn unavailable(graph: &CompiledGraph, name: &str) -> Option<Diagnostics> {
     if !diags.is_empty() {
         return Some(diags);
     }
-    let slot = slot.to_string();
+    let text = slot.to_string();
     graph.composition.entries.iter().find_map(|e| match e {
-        CompositionEntry::AwaitingTrust { source } if source.slot == slot => {
+        CompositionEntry::AwaitingTrust { source } if source.slot == text => {
             let mut d = Diagnostic::error(
                 "schedule/awaiting-trust",
                 format!(

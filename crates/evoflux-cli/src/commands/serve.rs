@@ -218,7 +218,7 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
                 }
             }
         },
-        super::run::shutdown_signal(),
+        crate::frontend::signals::shutdown_signal(),
     ));
     match result {
         Ok(()) => Ok(Exit::Ok),

@@ -12,11 +12,11 @@ use evoflux_store::{Session, StoreError};
 
 use evoflux_harness::{Limits, SessionRecord, TurnOptions};
 
-use super::run::{
-    OpenLease, SessionArgs, citation_line, cite_once, clip, event_sink, non_interactive, one_turn,
-    open, process_runtime, runtime, web_search_line,
-};
+use super::run::one_turn;
 use crate::cli::SourceArgs;
+use crate::frontend::printer::{citation_line, cite_once, clip, event_sink, web_search_line};
+use crate::frontend::runtime;
+use crate::frontend::session::{OpenLease, SessionArgs, non_interactive, open, process_runtime};
 use crate::output::{Exit, Output};
 
 #[derive(Debug, Subcommand)]
@@ -127,7 +127,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 let policy = match (older_than_days, max_total_mib) {
                     (None, None) => match super::app_context(&dirs)?.storage() {
                         Ok(storage) => evoflux_store::Retention::from(storage),
-                        Err(evoflux_harness::SessionError::Config { diagnostics }) => {
+                        Err(evoflux_app::SessionError::Config { diagnostics }) => {
                             out.diagnostics(&diagnostics);
                             return Ok(Exit::Invalid);
                         }

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use evoflux_app::skills_view::SkillsView;
 use evoflux_core::{AppMode, Diagnostics};
-use evoflux_harness::skills_view::SkillsView;
 use evoflux_skills::catalog::{CatalogRequest, build_catalog};
 use evoflux_skills::projection::runtime_projection;
 use evoflux_skills::selection::Depth;

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Subcommand;
+use evoflux_app::SessionError;
 use evoflux_core::{Diagnostic, Diagnostics};
-use evoflux_harness::SessionError;
 use evoflux_store::StoreError;
 use serde_json::json;
 

@@ -6,10 +6,10 @@ use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::PathBuf;
 
 use clap::Args;
+use evoflux_app::trust_review::TrustReview;
 use evoflux_core::trust::{CHANGED_SINCE_TRUST, GrantStatus, TrustState, repository_root};
 use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_graph::grants::{ReviewItem, Runs};
-use evoflux_harness::trust_review::TrustReview;
 use serde::Serialize;
 
 use crate::output::{Exit, Output};
@@ -174,7 +174,7 @@ fn ask(review: &TrustReview) -> anyhow::Result<Answer> {
 
 fn list_trusted(
     out: &Output,
-    app: &evoflux_harness::AppContext,
+    app: &evoflux_app::AppContext,
     list: &evoflux_core::trust::TrustList,
 ) -> anyhow::Result<Exit> {
     let mut diags = Diagnostics::new();
@@ -191,7 +191,7 @@ fn list_trusted(
             _ => Vec::new(),
         };
         diags.extend(changed.iter().map(|i| {
-            Diagnostic::warning(
+            let d = Diagnostic::warning(
                 CHANGED_SINCE_TRUST,
                 format!(
                     "`{}` ({}) {} since you trusted {}: it waits until you trust the repository \
@@ -202,8 +202,12 @@ fn list_trusted(
                     r.path.display()
                 ),
             )
-            .with_slot(i.slot.clone())
-            .with_file(&i.file)
+            .with_file(&i.file);
+            // A review names its slot by the text trust records keep.
+            match i.slot.parse() {
+                Ok(slot) => d.with_slot(slot),
+                Err(_) => d,
+            }
         }));
         entries.push(Entry {
             path: r.path.clone(),

@@ -225,8 +225,13 @@ fn validate(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
     // those copies are left out so each problem is counted once.
     let mut report = Diagnostics::new();
     for q in &cat.quarantined {
-        let slot = format!("workers/{}", q.id);
-        report.extend(q.diagnostics.iter().cloned().map(|d| d.with_slot(&slot)));
+        let slot = evoflux_core::Slot::new(evoflux_core::SlotKind::Worker, q.id.as_str());
+        report.extend(
+            q.diagnostics
+                .iter()
+                .cloned()
+                .map(|d| d.with_slot(slot.clone())),
+        );
     }
     let key = |d: &Diagnostic| {
         (

@@ -104,8 +104,8 @@ impl JournalError {
     }
 }
 
-/// Where runs are made durable. The harness implements it over its store;
-/// entries must come back from [`RunJournal::load`] in append order.
+/// Where runs are made durable. The application implements it over its
+/// store; entries must come back from [`RunJournal::load`] in append order.
 pub trait RunJournal: Send + Sync + std::fmt::Debug {
     fn append<'a>(
         &'a self,

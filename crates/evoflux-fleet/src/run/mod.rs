@@ -3,7 +3,7 @@
 //! * [`executor`]: [`Executor`] schedules plan nodes (at most `maxWorkers`
 //!   at once), applies loop semantics, `onFailure` and the budget stop,
 //!   enforces write boundaries against git and merges worktrees back.
-//! * [`runner`]: the traits the harness implements to run a node's work
+//! * [`runner`]: the traits the application implements to run a node's work
 //!   ([`AgentRunner`], [`CommandRunner`]) and the plain
 //!   [`ProcessCommandRunner`].
 //! * [`journal`]: [`RunJournal`], where a run is made durable so it can be

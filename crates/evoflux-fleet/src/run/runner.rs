@@ -89,8 +89,9 @@ pub struct AgentError {
     pub cost: Usd,
 }
 
-/// Runs agent nodes. The harness implements it with its dispatch path
-/// (recipe lookup, admission, result contract and repair rounds).
+/// Runs agent nodes. The application implements it with the engine's
+/// dispatch path (recipe lookup, admission, result contract and repair
+/// rounds).
 pub trait AgentRunner: Send + Sync + fmt::Debug {
     fn run_agent<'a>(
         &'a self,

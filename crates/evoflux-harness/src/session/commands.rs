@@ -1,20 +1,19 @@
-//! The session's commands: `shell`, `process` and command tools on the
-//! application's process runtime, exit notices of background commands,
-//! and commands the user runs (`!command`).
+//! The session's commands: the application's process runtime that
+//! `shell`, `process`, `verify` and command tools run on (their handlers
+//! are in `crate::tools`), exit notices of background commands, and
+//! commands the user runs (`!command`).
 
 use std::collections::BTreeSet;
 
 use evoflux_core::ids::SessionId;
-use evoflux_graph::tool::{BuiltinExecutor, ToolExecutor};
 use evoflux_model::{Message, ToolCall};
-use evoflux_tools::{CommandStatus, ExitNotice, ProcessRuntime};
-use serde_json::Value;
+use evoflux_tools::{CommandStatus, ExitNotice, ProcessRuntime, ToolError, ToolOutput};
 use tokio::sync::mpsc;
 
 use super::Harness;
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult};
-use crate::metadata::ResultMetadata;
+use crate::tools::command_result;
 
 /// The session's commands on the application's process runtime.
 #[derive(Debug)]
@@ -38,123 +37,46 @@ impl SessionCommands {
 }
 
 impl Harness {
-    /// Runs `shell`, `process` or a command tool on the process runtime and
-    /// notes commands whose end the turn should wait for.
-    pub(super) async fn run_process_tool(
-        &mut self,
-        call: &ToolCall,
-        executor: &ToolExecutor,
-    ) -> ToolResult {
-        let Some(rt) = &self.commands.processes else {
-            return ToolResult::error(format!(
+    /// The process runtime a call runs its command on (`shell`, `process`,
+    /// a command tool), or the call's result in a session without one.
+    pub(crate) fn processes_for(&self, call: &ToolCall) -> Result<ProcessRuntime, ToolResult> {
+        self.commands.processes.clone().ok_or_else(|| {
+            ToolResult::error(format!(
                 "`{}` runs a command and no process runtime is attached to this session.",
                 call.name
-            ));
-        };
-        let out = match rt
-            .execute(self.session.id, &self.workspace, executor, &call.arguments)
-            .await
-        {
+            ))
+        })
+    }
+
+    /// The application's process runtime, if the session has one.
+    pub(crate) fn processes(&self) -> Option<&ProcessRuntime> {
+        self.commands.processes.as_ref()
+    }
+
+    /// A command call's output as its result, noting the commands whose
+    /// end the turn should wait for: one still running that the call asked
+    /// to hear of (`notify_on_exit`), until it ends.
+    pub(crate) fn command_finished(
+        &mut self,
+        out: Result<ToolOutput, ToolError>,
+        notify_on_exit: bool,
+    ) -> ToolResult {
+        let out = match out {
             Ok(o) => o,
             Err(e) => return ToolResult::error(e.to_string()),
         };
         if let Some(meta) = &out.meta {
-            let running = meta.status == CommandStatus::Running;
-            let wants_notice = call.arguments.get("notify_on_exit") == Some(&Value::Bool(true));
-            match (running, executor) {
-                (
-                    true,
-                    ToolExecutor::Builtin {
-                        executor: BuiltinExecutor::Shell,
-                    },
-                ) if wants_notice => {
+            match meta.status == CommandStatus::Running {
+                true if notify_on_exit => {
                     self.commands.awaiting_exit.insert(meta.process_id.clone());
                 }
-                (false, _) => {
+                false => {
                     self.commands.awaiting_exit.remove(&meta.process_id);
                 }
-                (true, _) => {}
+                true => {}
             }
         }
         command_result(out)
-    }
-
-    /// `verify`: runs one registered check command by id, with values for
-    /// its declared argument slots only. The registry fixed the argv; the
-    /// environment is the registry's closed one; the session's sandbox
-    /// applies. The first line says whether the check passed.
-    pub(super) async fn run_check(&mut self, call: &ToolCall) -> ToolResult {
-        let (Some(rt), Some(checks)) = (&self.commands.processes, &self.checks) else {
-            return ToolResult::error(format!(
-                "`{}` needs registered check commands and a process runtime; this session has \
-                 neither",
-                call.name
-            ));
-        };
-        let id = call
-            .arguments
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let args: Vec<String> = match call.arguments.get("args") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => match items
-                .iter()
-                .map(|v| v.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-            {
-                Some(a) => a,
-                None => return ToolResult::error("`args` must be a list of strings"),
-            },
-            Some(_) => return ToolResult::error("`args` must be a list of strings"),
-        };
-        let bound = checks
-            .require(id)
-            .and_then(|c| Ok((c, c.bind(&Default::default(), &args)?)));
-        let (command, argv) = match bound {
-            Ok(b) => b,
-            Err(e) => return ToolResult::error(format!("{e} [{}]", e.code())),
-        };
-        let run = evoflux_tools::ArgvCommand {
-            argv,
-            cwd: self.workspace.roots()[0].join(&command.cwd),
-            env: command.environment(rt.parent_env()),
-            timeout: std::time::Duration::from_millis(command.timeout_ms),
-        };
-        let out = match rt.run_argv(self.session.id, &self.workspace, run).await {
-            Ok(o) => o,
-            Err(e) => return ToolResult::error(format!("check `{id}` could not start: {e}")),
-        };
-        let verdict = match out.meta.as_ref().map(|m| (m.status, m.exit_code)) {
-            Some((_, Some(0))) => "passed (exit 0)".to_owned(),
-            Some((_, Some(code))) => format!("failed (exit {code})"),
-            Some((status, None)) => format!("failed ({status:?})").to_lowercase(),
-            None => "failed".to_owned(),
-        };
-        let mut result = command_result(out);
-        result.content = format!("check `{id}` {verdict}\n{}", result.content);
-        result
-    }
-
-    /// A `shell` call the user approved running outside the sandbox.
-    pub(super) async fn run_shell_outside_sandbox(&mut self, call: &ToolCall) -> ToolResult {
-        let Some(rt) = &self.commands.processes else {
-            return ToolResult::error(format!(
-                "`{}` runs a command and no process runtime is attached to this session.",
-                call.name
-            ));
-        };
-        let request = match evoflux_tools::ShellRequest::parse(&call.arguments) {
-            Ok(r) => r,
-            Err(e) => return ToolResult::error(e.to_string()),
-        };
-        match rt
-            .run_shell_outside_sandbox(self.session.id, &self.workspace, request)
-            .await
-        {
-            Ok(out) => command_result(out),
-            Err(e) => ToolResult::error(e.to_string()),
-        }
     }
 
     /// Appends the exit notices that arrived, as messages the model reads
@@ -223,18 +145,5 @@ impl Harness {
             .append(message, result.metadata.as_ref())
             .await?;
         Ok(result)
-    }
-}
-
-/// An executor's output as a tool result, a command's metadata serialized once
-/// so the event and the transcript carry the same value.
-pub(super) fn command_result(out: evoflux_tools::ToolOutput) -> ToolResult {
-    ToolResult {
-        metadata: out.meta.map(|m| ResultMetadata {
-            command: Some(Box::new(m)),
-            ..ResultMetadata::default()
-        }),
-        content: out.text,
-        is_error: out.is_error,
     }
 }

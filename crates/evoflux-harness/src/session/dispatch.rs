@@ -24,7 +24,15 @@ use evoflux_agents::worker::admission::{MismatchDecision, assess_capability_mism
 use evoflux_agents::worker::compat::resolve_tool_compatibility;
 use evoflux_agents::worker::spec::AgentSpec;
 
-use super::{Harness, RunSetup, SessionRequest, TurnOptions};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use evoflux_agents::team::EffectiveAgentConfig;
+use evoflux_core::ids::SessionId;
+
+use super::{
+    BackgroundTask, Harness, RunSetup, SandboxSetup, SessionRequest, TeamSetup, TurnOptions,
+};
 use crate::error::HarnessError;
 use crate::events::{ChildEvents, ContractOutcome, Event, ToolResult, TurnStatus};
 use crate::prepared::DispatchTarget;
@@ -36,6 +44,23 @@ use std::path::PathBuf;
 pub(super) type DispatchFuture<'a> =
     std::pin::Pin<Box<dyn Future<Output = Result<ToolResult, HarnessError>> + Send + 'a>>;
 
+/// What a session needs to dispatch: the team its dispatch tools reach,
+/// the background tasks still running, and what its children get of it
+/// that the session itself does not read.
+#[derive(Debug)]
+pub(super) struct Delegation {
+    /// The team the dispatch tools reach (`None` in a child session).
+    pub(super) team: Option<TeamSetup>,
+    /// Background tasks still running, by the dispatching call's id.
+    pub(super) tasks: BTreeMap<String, BackgroundTask>,
+    /// The sandbox the session was set up with, for its children.
+    pub(super) sandbox: Option<SandboxSetup>,
+    /// Where `code_context` persists its indexes, for the children.
+    pub(super) code_cache: Option<PathBuf>,
+    /// The per-call timeout of MCP tools, for the children.
+    pub(super) mcp_call_timeout: Duration,
+}
+
 impl Harness {
     /// Runs one dispatch call (see the module documentation).
     pub(super) fn dispatch<'a>(
@@ -46,6 +71,9 @@ impl Harness {
         Box::pin(self.run_dispatch(call, targets))
     }
 
+    /// The task tools (`task_update`, `task_cancel`) answer at once; a
+    /// call that hands a task to another agent goes through
+    /// [`Harness::dispatch_task`], whose refusals are the call's result.
     async fn run_dispatch(
         &mut self,
         call: &ToolCall,
@@ -57,11 +85,75 @@ impl Harness {
         if targets.contains(&DispatchTarget::TaskCancel) {
             return Ok(self.task_cancel(call).await);
         }
-        let Some(team) = self.team.clone() else {
-            return Ok(ToolResult::error(format!(
+        match self.dispatch_task(call, targets).await {
+            Ok(result) | Err(Early::Result(result)) => Ok(result),
+            Err(Early::Failed(e)) => Err(e),
+        }
+    }
+
+    /// The phases of a dispatch that hands a task to another agent: the
+    /// request read (the team, the task), the target its `agent_id` names
+    /// and the agent the child runs (an external agent is dispatched over
+    /// its protocol instead), the fan-out and the
+    /// worker's admission checked, a child an earlier run of the call
+    /// opened found, the child's setup built and its tools checked, the
+    /// child opened and run — in the background or to its result.
+    async fn dispatch_task(
+        &mut self,
+        call: &ToolCall,
+        targets: &[DispatchTarget],
+    ) -> Result<ToolResult, Early> {
+        let (team, message) = self.dispatch_request(call)?;
+        let asked = call.arguments.get("agent_id").and_then(Value::as_str);
+        let target = named_target(targets, asked);
+        if let Some(DispatchTarget::RemoteAgentCall { agent, .. }) = target {
+            return Ok(self.remote_dispatch(call, &team, agent, message).await?);
+        }
+        let Some((agent, worker)) = self.child_agent(target, &team) else {
+            return Err(Early::Result(no_such_member(targets, asked)));
+        };
+        let background = call.arguments.get("background") == Some(&Value::Bool(true));
+        self.check_fan_out(background)?;
+        // From here a child may run, recording its own calls.
+        self.usage.dispatching();
+        // Admission, before anything runs.
+        let flag = match &worker {
+            Some(spec) => admission(spec, message, &team.workers).map_err(Early::Result)?,
+            None => None,
+        };
+        let earlier = self.earlier_child(call).await?;
+        let name = agent.name.clone();
+        let setup = self.child_setup(call, &team, agent, worker.as_ref())?;
+        if let Some(spec) = &worker {
+            self.check_child_tools(spec, &setup, background)?;
+        }
+        let (request, input) = self.child_request(call, earlier, message, background);
+        let child = Harness::open(setup, request).await?;
+        let child_session = child.session().id;
+        let child_id = child_session.to_string();
+        self.emit(&Event::DispatchStarted {
+            call_id: call.id.clone(),
+            agent: name.clone(),
+            child_session_id: child_id.clone(),
+        });
+        let input = input.map(str::to_owned);
+        let run = run_child(child, name.clone(), worker, flag, input);
+        if background {
+            return Ok(self.start_task(call, name, child_session, run));
+        }
+        let ended = run.await?;
+        Ok(self.child_ended(&call.id, &name, &child_id, ended))
+    }
+
+    /// The team the call reaches and the task it hands over: refused in a
+    /// session without a team, and for a `message` that is not the task
+    /// as text.
+    fn dispatch_request<'c>(&self, call: &'c ToolCall) -> Result<(TeamSetup, &'c str), Early> {
+        let Some(team) = self.delegation.team.clone() else {
+            return Err(Early::Result(ToolResult::error(format!(
                 "`{}` cannot hand tasks to other agents in this session.",
                 call.name
-            )));
+            ))));
         };
         let Some(message) = call
             .arguments
@@ -69,123 +161,106 @@ impl Harness {
             .and_then(Value::as_str)
             .filter(|m| !m.trim().is_empty())
         else {
-            return Ok(ToolResult::error(
+            return Err(Early::Result(ToolResult::error(
                 "`message` must be the whole task, as text.",
-            ));
-        };
-        let asked = call.arguments.get("agent_id").and_then(Value::as_str);
-        let target = targets.iter().find(|t| match (t, asked) {
-            (DispatchTarget::SelfAgentCall, None) => true,
-            (DispatchTarget::SubagentCall { agent, .. }, Some(name)) => agent == name,
-            (DispatchTarget::WorkerCall { worker, .. }, Some(name)) => worker == name,
-            (DispatchTarget::RemoteAgentCall { agent, .. }, Some(name)) => agent == name,
-            (DispatchTarget::SelfAgentCall, Some(_))
-            | (
-                DispatchTarget::SubagentCall { .. }
-                | DispatchTarget::WorkerCall { .. }
-                | DispatchTarget::RemoteAgentCall { .. },
-                None,
-            )
-            | (DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel, _) => false,
-        });
-        if let Some(DispatchTarget::RemoteAgentCall { agent, .. }) = target {
-            return self.remote_dispatch(call, &team, agent, message).await;
-        }
-        let (agent, worker) = match target {
-            Some(DispatchTarget::SelfAgentCall) => (Some(self.agent.clone()), None),
-            Some(DispatchTarget::SubagentCall { agent, .. }) => (
-                team.members.iter().find(|m| &m.name == agent).cloned(),
-                None,
-            ),
-            Some(DispatchTarget::WorkerCall { worker, .. }) => {
-                match team.workers.iter().find(|w| &w.id == worker) {
-                    Some(spec) => (
-                        Some(worker_agent_config(
-                            spec,
-                            self.session.mode(),
-                            &team.catalog,
-                        )),
-                        Some(spec.clone()),
-                    ),
-                    None => (None, None),
-                }
-            }
-            Some(
-                DispatchTarget::TaskUpdate
-                | DispatchTarget::TaskCancel
-                | DispatchTarget::RemoteAgentCall { .. },
-            )
-            | None => (None, None),
-        };
-        let Some(agent) = agent else {
-            let names: Vec<&str> = targets
-                .iter()
-                .filter_map(|t| match t {
-                    DispatchTarget::SubagentCall { agent, .. } => Some(agent.as_str()),
-                    DispatchTarget::WorkerCall { worker, .. } => Some(worker.as_str()),
-                    DispatchTarget::RemoteAgentCall { agent, .. } => Some(agent.as_str()),
-                    DispatchTarget::SelfAgentCall
-                    | DispatchTarget::TaskUpdate
-                    | DispatchTarget::TaskCancel => None,
-                })
-                .collect();
-            return Ok(ToolResult::error(format!(
-                "There is no member `{}` in this team. Members: {}.",
-                asked.unwrap_or_default(),
-                if names.is_empty() {
-                    "none (leave agent_id out to hand the task to a fresh copy of yourself)"
-                        .to_owned()
-                } else {
-                    names.join(", ")
-                }
             )));
         };
-        let background = call.arguments.get("background") == Some(&Value::Bool(true));
-        if background && self.tasks.len() >= self.limits.background_tasks {
-            return Ok(ToolResult::error(format!(
-                "{} background tasks are already running, the most one session runs at once; \
-                 pause to collect their answers, or stop one with task_cancel, then dispatch \
-                 again [dispatch/fan-out-limit]",
-                self.tasks.len()
-            )));
-        }
-        // From here a child may run, recording its own calls.
-        self.usage.dispatching();
-        // Admission, before anything runs.
-        let flag = match &worker {
-            Some(spec) => match admission(spec, message, &team.workers) {
-                Ok(flag) => flag,
-                Err(refused) => return Ok(refused),
-            },
-            None => None,
-        };
-        let store = self.recorder.store.clone();
-        let existing = store.child_of(self.session.id, &call.id).await?;
-        // Whether the child already has its task (it may have been stopped
-        // between opening and recording it).
-        let mut given = false;
-        if let Some(child) = &existing {
-            let transcript = store.transcript(child.id).await?;
-            if let Some(answer) = finished_answer(&transcript) {
-                return Ok(ToolResult::ok(answer));
-            }
-            given = transcript
+        Ok((team, message))
+    }
+
+    /// The agent a child session runs for `target` (the lead itself, a
+    /// team member, or a worker recipe run as an agent of its own, with
+    /// its recipe); `None` when the team has no such agent.
+    fn child_agent(
+        &self,
+        target: Option<&DispatchTarget>,
+        team: &TeamSetup,
+    ) -> Option<(EffectiveAgentConfig, Option<AgentSpec>)> {
+        match target? {
+            DispatchTarget::SelfAgentCall => Some((self.agent.clone(), None)),
+            DispatchTarget::SubagentCall { agent, .. } => team
+                .members
                 .iter()
-                .any(|e| matches!(e.message, Message::User { .. }));
+                .find(|m| &m.name == agent)
+                .map(|m| (m.clone(), None)),
+            DispatchTarget::WorkerCall { worker, .. } => {
+                let spec = team.workers.iter().find(|w| &w.id == worker)?;
+                Some((
+                    worker_agent_config(spec, self.session.mode(), &team.catalog),
+                    Some(spec.clone()),
+                ))
+            }
+            DispatchTarget::TaskUpdate
+            | DispatchTarget::TaskCancel
+            | DispatchTarget::RemoteAgentCall { .. } => None,
         }
+    }
+
+    /// A background dispatch is refused once the session runs as many
+    /// background tasks as it may at once.
+    fn check_fan_out(&self, background: bool) -> Result<(), Early> {
+        let running = self.delegation.tasks.len();
+        if background && running >= self.limits.background_tasks {
+            return Err(Early::Result(ToolResult::error(format!(
+                "{running} background tasks are already running, the most one session runs at \
+                 once; pause to collect their answers, or stop one with task_cancel, then \
+                 dispatch again [dispatch/fan-out-limit]"
+            ))));
+        }
+        Ok(())
+    }
+
+    /// The child an earlier run of this call opened (the parent was
+    /// interrupted and resumed), if any: one that finished is not run
+    /// again — its answer is the result — and one that did not is
+    /// resumed, with the task only if it never got it (it may have been
+    /// stopped between opening and recording it).
+    async fn earlier_child(&self, call: &ToolCall) -> Result<Option<EarlierChild>, Early> {
+        let store = &self.recorder.store;
+        let Some(child) = store.child_of(self.session.id, &call.id).await? else {
+            return Ok(None);
+        };
+        let transcript = store.transcript(child.id).await?;
+        if let Some(answer) = finished_answer(&transcript) {
+            return Err(Early::Result(ToolResult::ok(answer)));
+        }
+        let given = transcript
+            .iter()
+            .any(|e| matches!(e.message, Message::User { .. }));
+        Ok(Some(EarlierChild {
+            id: child.id,
+            given,
+        }))
+    }
+
+    /// What the child runs with: its agent's own model and a fresh
+    /// pipeline (an agent whose model cannot start is refused), the
+    /// parent's store, clock, approver, command runtime, MCP servers,
+    /// approval policy, sandbox and checks, its events wrapped with the
+    /// call. A child never asks the user, never dispatches further and
+    /// writes no schedules.
+    fn child_setup(
+        &self,
+        call: &ToolCall,
+        team: &TeamSetup,
+        agent: EffectiveAgentConfig,
+        worker: Option<&AgentSpec>,
+    ) -> Result<RunSetup, Early> {
         let model = match team.children.model(&agent) {
             Ok(m) => m,
             Err(e) => {
-                return Ok(ToolResult::error(format!(
+                return Err(Early::Result(ToolResult::error(format!(
                     "the agent `{}` cannot start: {e}",
                     agent.name
-                )));
+                ))));
             }
         };
-        let (pipeline, skills) = team.children.parts(self.session.mode())?;
-        let name = agent.name.clone();
-        let setup = RunSetup {
-            store,
+        let (pipeline, skills) = team
+            .children
+            .parts(self.session.mode())
+            .map_err(HarnessError::from)?;
+        Ok(RunSetup {
+            store: self.recorder.store.clone(),
             provider: model.provider,
             model: model.model,
             model_label: model.label,
@@ -199,7 +274,7 @@ impl Harness {
                 call_id: call.id.clone(),
             }),
             approver: Arc::clone(&self.approver),
-            limits: self.limits.for_worker(worker.as_ref()),
+            limits: self.limits.for_worker(worker),
             // Nobody answers a child's question; it ends with its answer.
             can_request_input: false,
             network: team.network,
@@ -210,38 +285,58 @@ impl Harness {
                 .map(std::path::Path::to_path_buf)
                 .unwrap_or_default(),
             mcp: self.mcp.runtime.clone(),
-            mcp_call_timeout: self.mcp_call_timeout,
+            mcp_call_timeout: self.delegation.mcp_call_timeout,
             skills,
             approvals: self.approvals.clone(),
-            sandbox: self.sandbox.clone(),
+            sandbox: self.delegation.sandbox.clone(),
             team: None,
             checks: self.checks.clone(),
             schedules_dir: None,
-            code_cache: self.code_cache.clone(),
-        };
-        // Tool compatibility after narrowing: a worker whose required tools
-        // this child would not be offered is refused before it opens, with
-        // why each one is missing.
-        if let Some(spec) = &worker {
-            let caps = super::open::capabilities(&setup, false, background);
-            let prepared = crate::prepared::PreparedTools::prepare(
-                &setup.catalog,
-                &setup.agent.tools,
-                self.session.mode(),
-                &caps,
-            );
-            if let Some(refused) = tool_incompatibility(spec, &prepared) {
-                return Ok(ToolResult::error(refused));
-            }
+            code_cache: self.delegation.code_cache.clone(),
+        })
+    }
+
+    /// Tool compatibility after narrowing: a worker whose required tools
+    /// the child `setup` would not be offered is refused before it opens,
+    /// with why each one is missing.
+    fn check_child_tools(
+        &self,
+        spec: &AgentSpec,
+        setup: &RunSetup,
+        background: bool,
+    ) -> Result<(), Early> {
+        let caps = super::open::capabilities(setup, false, background);
+        let prepared = crate::prepared::PreparedTools::prepare(
+            &setup.catalog,
+            &setup.agent.tools,
+            self.session.mode(),
+            &caps,
+        );
+        match tool_incompatibility(spec, &prepared) {
+            Some(refused) => Err(Early::Result(ToolResult::error(refused))),
+            None => Ok(()),
         }
-        let (request, input) = match existing {
+    }
+
+    /// Which session the child runs in and the message its turn starts
+    /// with: the `earlier` child resumed (given the task only if it never
+    /// got it), or a new child sharing this session's workspace, recording
+    /// this session and the call as its parent.
+    fn child_request<'m>(
+        &self,
+        call: &ToolCall,
+        earlier: Option<EarlierChild>,
+        message: &'m str,
+        background: bool,
+    ) -> (SessionRequest, Option<&'m str>) {
+        match earlier {
             Some(child) => (
                 SessionRequest::Resume {
                     id: child.id,
                     mode: None,
                     workspace: None,
                 },
-                (!given).then_some(message),
+                (!child.given).then_some(message),
             ),
             None => (
                 SessionRequest::Child {
@@ -255,34 +350,31 @@ impl Harness {
                 },
                 Some(message),
             ),
-        };
-        let child = Harness::open(setup, request).await?;
-        let child_session = child.session().id;
-        let child_id = child_session.to_string();
-        self.emit(&Event::DispatchStarted {
-            call_id: call.id.clone(),
-            agent: name.clone(),
-            child_session_id: child_id.clone(),
-        });
-        let input = input.map(str::to_owned);
-        let run = run_child(child, name.clone(), worker, flag, input);
-        if background {
-            self.tasks.insert(
-                call.id.clone(),
-                super::BackgroundTask {
-                    agent: name.clone(),
-                    child_session_id: child_session,
-                    handle: tokio::spawn(run),
-                },
-            );
-            return Ok(ToolResult::ok(format!(
-                "Started background task `{}` ({name}, session {child_id}). Keep working: its \
-                 answer arrives when you pause; task_cancel stops it.",
-                call.id
-            )));
         }
-        let ended = run.await?;
-        Ok(self.child_ended(&call.id, &name, &child_id, ended))
+    }
+
+    /// Runs the child as a background task, which the lead collects at its
+    /// next pause ([`Harness::deliver_tasks`]); the call's result says so.
+    fn start_task(
+        &mut self,
+        call: &ToolCall,
+        name: String,
+        child_session: SessionId,
+        run: impl Future<Output = Result<ChildEnd, HarnessError>> + Send + 'static,
+    ) -> ToolResult {
+        self.delegation.tasks.insert(
+            call.id.clone(),
+            BackgroundTask {
+                agent: name.clone(),
+                child_session_id: child_session,
+                handle: tokio::spawn(run),
+            },
+        );
+        ToolResult::ok(format!(
+            "Started background task `{}` ({name}, session {child_session}). Keep working: its \
+             answer arrives when you pause; task_cancel stops it.",
+            call.id
+        ))
     }
 
     /// Reports a child's end and returns its result.
@@ -294,7 +386,7 @@ impl Harness {
         ended: ChildEnd,
     ) -> ToolResult {
         if ended.contract == Some(ContractOutcome::Exhausted) {
-            self.unmet.push(super::UnmetContract {
+            self.turn.unmet.push(super::UnmetContract {
                 agent: agent.to_owned(),
                 child_session_id: child_session_id.to_owned(),
                 repairs: ended.repairs,
@@ -316,10 +408,10 @@ impl Harness {
     /// every background task and hands each answer to the lead as a
     /// message. `false` when there were none.
     pub(super) async fn deliver_tasks(&mut self) -> Result<bool, HarnessError> {
-        if self.tasks.is_empty() {
+        if self.delegation.tasks.is_empty() {
             return Ok(false);
         }
-        let tasks = std::mem::take(&mut self.tasks);
+        let tasks = std::mem::take(&mut self.delegation.tasks);
         for (id, mut task) in tasks {
             let ended = match (&mut task.handle).await {
                 Ok(ended) => ended?,
@@ -363,7 +455,7 @@ impl Harness {
             .unwrap_or_default();
         let mut lines = Vec::new();
         for id in ids {
-            match self.tasks.remove(&id) {
+            match self.delegation.tasks.remove(&id) {
                 Some(task) => {
                     task.handle.abort();
                     if let Some(rt) = &self.commands.processes {
@@ -394,6 +486,82 @@ impl Harness {
         self.emit(&Event::TaskUpdate { message });
         ToolResult::ok("The parent has your update; carry on.")
     }
+}
+
+/// A dispatch that ends before its child runs: with the call's result (a
+/// refusal the model reads, or the answer of a child that already
+/// finished), or with an error of the session.
+enum Early {
+    Result(ToolResult),
+    Failed(HarnessError),
+}
+
+impl From<HarnessError> for Early {
+    fn from(e: HarnessError) -> Early {
+        Early::Failed(e)
+    }
+}
+
+impl From<evoflux_store::StoreError> for Early {
+    fn from(e: evoflux_store::StoreError) -> Early {
+        Early::Failed(e.into())
+    }
+}
+
+/// A child an earlier run of the dispatching call opened and that did not
+/// finish.
+struct EarlierChild {
+    id: SessionId,
+    /// Its transcript already has the task.
+    given: bool,
+}
+
+/// The target among `targets` that a call's `agent_id` (`asked`) names:
+/// none names the lead itself (a fresh copy of it), a name names the
+/// member, worker or external agent of that id.
+fn named_target<'t>(
+    targets: &'t [DispatchTarget],
+    asked: Option<&str>,
+) -> Option<&'t DispatchTarget> {
+    targets.iter().find(|t| match (t, asked) {
+        (DispatchTarget::SelfAgentCall, None) => true,
+        (DispatchTarget::SubagentCall { agent, .. }, Some(name)) => agent == name,
+        (DispatchTarget::WorkerCall { worker, .. }, Some(name)) => worker == name,
+        (DispatchTarget::RemoteAgentCall { agent, .. }, Some(name)) => agent == name,
+        (DispatchTarget::SelfAgentCall, Some(_))
+        | (
+            DispatchTarget::SubagentCall { .. }
+            | DispatchTarget::WorkerCall { .. }
+            | DispatchTarget::RemoteAgentCall { .. },
+            None,
+        )
+        | (DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel, _) => false,
+    })
+}
+
+/// The refusal of an `agent_id` (`asked`) that names no agent among
+/// `targets`, with the names there are.
+fn no_such_member(targets: &[DispatchTarget], asked: Option<&str>) -> ToolResult {
+    let names: Vec<&str> = targets
+        .iter()
+        .filter_map(|t| match t {
+            DispatchTarget::SubagentCall { agent, .. } => Some(agent.as_str()),
+            DispatchTarget::WorkerCall { worker, .. } => Some(worker.as_str()),
+            DispatchTarget::RemoteAgentCall { agent, .. } => Some(agent.as_str()),
+            DispatchTarget::SelfAgentCall
+            | DispatchTarget::TaskUpdate
+            | DispatchTarget::TaskCancel => None,
+        })
+        .collect();
+    ToolResult::error(format!(
+        "There is no member `{}` in this team. Members: {}.",
+        asked.unwrap_or_default(),
+        if names.is_empty() {
+            "none (leave agent_id out to hand the task to a fresh copy of yourself)".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
 }
 
 /// Admission of worker `spec` for `message` among `installed`: a worker
@@ -484,8 +652,8 @@ pub struct WorkerEnd {
 }
 
 impl Harness {
-    /// Runs `task` in this session as worker `spec` (opened with
-    /// [`SessionBuilder::worker`](super::SessionBuilder::worker)), and
+    /// Runs `task` in this session as worker `spec` (opened as that worker
+    /// by the application's session builder, `SessionBuilder::worker`), and
     /// checks the answer against the recipe's result contract with the
     /// same repair rounds a dispatched worker gets: a fleet's agent step
     /// goes through the one path a team's dispatch does.
@@ -764,7 +932,7 @@ impl Harness {
     async fn remote_dispatch(
         &mut self,
         call: &ToolCall,
-        team: &super::TeamSetup,
+        team: &TeamSetup,
         name: &str,
         message: &str,
     ) -> Result<ToolResult, HarnessError> {

@@ -2,19 +2,18 @@
 //! result: the line ranges its `read` calls showed and the lines its
 //! `grep` calls printed, and the files its write tools changed or were
 //! refused, with the checks it ran, all taken from its own transcript. A
-//! tool is known by its prepared executor, never by its name.
+//! tool is known by its prepared executor, never by its name: what a call
+//! changed or showed is its handler's to say ([`crate::tools`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use evoflux_graph::tool::BuiltinExecutor;
 use evoflux_model::Message;
-use serde_json::Value;
 
 use evoflux_agents::contract::RunEffects;
 
 use super::Harness;
-use crate::prepared::{Executor, PreparedKind};
+use crate::tools::Effect;
 
 /// Inclusive 1-based line spans per absolute path.
 pub type ReadSpans = BTreeMap<PathBuf, Vec<(u32, u32)>>;
@@ -58,44 +57,13 @@ impl Harness {
         let mut refused: Vec<PathBuf> = Vec::new();
         let mut checks: Vec<String> = Vec::new();
         for (call, _, is_error) in self.calls_with_results() {
-            let arg = |k: &str| call.arguments.get(k).and_then(Value::as_str);
-            let Some(PreparedKind::Ordinary(Executor::Builtin(executor))) =
-                self.tools.get(&call.name).map(|t| &t.kind)
-            else {
+            let Some(handler) = self.tools.get(&call.name).and_then(|t| t.builtin()) else {
                 continue;
             };
-            let path = match executor {
-                BuiltinExecutor::Write | BuiltinExecutor::Edit => arg("path").map(|p| root.join(p)),
-                BuiltinExecutor::Artifact => {
-                    arg("path").and_then(|p| evoflux_tools::artifact_path(&root, p))
-                }
-                BuiltinExecutor::Verify => {
-                    if let Some(id) = arg("command") {
-                        checks.push(format!("verify {id}"));
-                    }
-                    None
-                }
-                BuiltinExecutor::Shell => {
-                    if let Some(command) = arg("command").filter(|_| !is_error) {
-                        checks.push(command.split_whitespace().collect::<Vec<_>>().join(" "));
-                    }
-                    None
-                }
-                BuiltinExecutor::Process
-                | BuiltinExecutor::Read
-                | BuiltinExecutor::Ls
-                | BuiltinExecutor::Glob
-                | BuiltinExecutor::Grep
-                | BuiltinExecutor::Todo
-                | BuiltinExecutor::WebFetch
-                | BuiltinExecutor::Skill
-                | BuiltinExecutor::CodeContext
-                | BuiltinExecutor::ScheduleTask
-                | BuiltinExecutor::ConnectionSearch => None,
-            };
-            match (path, is_error) {
-                (Some(p), false) => written.push(p),
-                (Some(p), true) => refused.push(p),
+            match (handler.effect(call, is_error, &root), is_error) {
+                (Some(Effect::File(p)), false) => written.push(p),
+                (Some(Effect::File(p)), true) => refused.push(p),
+                (Some(Effect::Check(c)), _) => checks.push(c),
                 (None, _) => {}
             }
         }
@@ -121,20 +89,11 @@ impl Harness {
             if is_error {
                 continue;
             }
-            match self.tools.get(&call.name).map(|t| &t.kind) {
-                Some(PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Read))) => {
-                    let Some(path) = call.arguments.get("path").and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let entry = lines.entry(root.join(path)).or_default();
-                    entry.extend(content.lines().filter_map(read_line_number));
-                }
-                Some(PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Grep))) => {
-                    for (path, n) in content.lines().filter_map(grep_line) {
-                        lines.entry(root.join(path)).or_default().push(n);
-                    }
-                }
-                _ => {}
+            let Some(handler) = self.tools.get(&call.name).and_then(|t| t.builtin()) else {
+                continue;
+            };
+            for (path, n) in handler.shown_lines(call, content, &root) {
+                lines.entry(path).or_default().push(n);
             }
         }
         lines
@@ -147,27 +106,6 @@ impl Harness {
             .filter(|(_, s)| !s.is_empty())
             .collect()
     }
-}
-
-/// `   12| text` → 12.
-fn read_line_number(line: &str) -> Option<u32> {
-    let (number, _) = line.split_once("| ")?;
-    number.trim().parse().ok()
-}
-
-/// `path:12:text` (a match) or `path-12-text` (context) → (path, 12).
-fn grep_line(line: &str) -> Option<(&str, u32)> {
-    for (i, c) in line.char_indices() {
-        if c != ':' && c != '-' {
-            continue;
-        }
-        let rest = &line[i + 1..];
-        let digits = rest.chars().take_while(char::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with(c) && i > 0 {
-            return Some((&line[..i], rest[..digits].parse().ok()?));
-        }
-    }
-    None
 }
 
 /// Sorted, distinct line numbers → inclusive runs.
@@ -186,13 +124,10 @@ fn spans(ns: &[u32]) -> Vec<(u32, u32)> {
 mod tests {
     use super::*;
 
+    // How `read` and `grep` outputs become line numbers is tested with
+    // their handlers (`tools/read.rs`, `tools/grep.rs`).
     #[test]
     fn read_and_grep_outputs_become_spans() {
-        assert_eq!(read_line_number("    6| let x = 1;"), Some(6));
-        assert_eq!(read_line_number("[Truncated: showed lines 1-5]"), None);
-        assert_eq!(grep_line("src/a-b.rs:6:fn main"), Some(("src/a-b.rs", 6)));
-        assert_eq!(grep_line("src/a.rs-7-  body"), Some(("src/a.rs", 7)));
-        assert_eq!(grep_line("No matches for `x` in ."), None);
         assert_eq!(spans(&[1, 2, 3, 6, 8, 9]), [(1, 3), (6, 6), (8, 9)]);
     }
 }

@@ -11,10 +11,10 @@ use evoflux_store::ConnectionTool;
 use serde_json::{Value, json};
 
 use super::Harness;
-use crate::connection_search::{self as search, SearchCall};
 use crate::error::HarnessError;
 use crate::events::{Event, McpServerState, ToolResult};
 use crate::prepared::{Executor, PreparedKind};
+use crate::tools::connection_search::{self as search, SearchCall};
 
 /// The session's view of the application's MCP servers.
 #[derive(Debug)]
@@ -237,7 +237,7 @@ impl Harness {
 
     /// Runs a `connection_search` call: activates the named tools, then
     /// searches; either part may be left out.
-    pub(super) async fn connection_search(
+    pub(crate) async fn connection_search(
         &mut self,
         call: &ToolCall,
     ) -> Result<ToolResult, HarnessError> {

@@ -7,8 +7,8 @@
 //! killed process resumes where it stopped: calls that never got a result
 //! are closed with an explicit "interrupted" result on the next turn.
 
-mod builder;
 mod commands;
+mod commits;
 mod dispatch;
 mod evidence;
 mod ledger;
@@ -20,11 +20,7 @@ mod recorder;
 mod router;
 mod turn;
 
-pub(crate) use builder::hidden_dirs;
-pub use builder::{
-    AppContext, ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions,
-    TrustQuestion, TrustedCheckout, selected_config, selected_sandbox,
-};
+pub use commits::git_heads;
 pub use dispatch::WorkerEnd;
 pub use record::{SessionRecord, SessionSummary};
 
@@ -50,7 +46,7 @@ use crate::error::HarnessError;
 use crate::events::{Event, EventSink, TurnStatus};
 use crate::hooks::{HookContext, HookPipeline};
 use crate::prepared::PreparedTools;
-use crate::todo::TodoList;
+use crate::tools::todo::TodoList;
 use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
 
 /// Bounds on one turn.
@@ -175,7 +171,7 @@ pub struct TeamSetup {
 
 /// The workers a lead reaches by their own id: one name reaches one agent,
 /// so a recipe named like a member is reached as that member.
-pub(crate) fn reachable_workers<'a>(
+pub fn reachable_workers<'a>(
     members: &'a [EffectiveAgentConfig],
     workers: &'a [evoflux_agents::worker::spec::AgentSpec],
 ) -> impl Iterator<Item = &'a evoflux_agents::worker::spec::AgentSpec> {
@@ -333,7 +329,10 @@ impl TurnOutcome {
                         u.agent, u.child_session_id, u.repairs
                     ),
                 )
-                .with_slot(format!("workers/{}", u.agent)),
+                .with_slot(evoflux_core::Slot::new(
+                    evoflux_core::SlotKind::Worker,
+                    u.agent.as_str(),
+                )),
             );
         }
         out
@@ -349,14 +348,14 @@ pub struct UnmetContract {
 }
 
 /// A running session: the handle every front end drives. Its state is
-/// grouped by the module that owns it — recording ([`recorder`]), commands
-/// ([`commands`]), MCP tools ([`mcp`]) — and the rest is what every turn
-/// reads.
+/// grouped by the module that owns it — the model ([`model_call`]),
+/// recording ([`recorder`]), commands ([`commands`]), MCP tools ([`mcp`]),
+/// dispatch ([`dispatch`]), the running turn ([`turn`]) — and the rest is
+/// what every turn reads.
 #[derive(Debug)]
 pub struct Harness {
-    provider: Arc<dyn Provider>,
-    model: String,
-    price: Option<evoflux_core::price::Price>,
+    /// The model the session calls ([`model_call`]).
+    model: model_call::SessionModel,
     /// The session whose tree `[limits] max_cost_usd` bounds: this one, or
     /// the lead session that dispatched it.
     root: SessionId,
@@ -381,33 +380,21 @@ pub struct Harness {
     web: Option<WebFetch>,
     skills: Option<Arc<crate::skills::SkillRuntime>>,
     approvals: ApprovalPolicy,
-    /// The team the dispatch tools reach (`None` in a child session).
-    team: Option<TeamSetup>,
-    /// Background tasks still running, by the dispatching call's id.
-    tasks: std::collections::BTreeMap<String, BackgroundTask>,
-    /// The sandbox the session was set up with, for its children.
-    sandbox: Option<SandboxSetup>,
+    /// The team, the background tasks, and what children inherit
+    /// ([`dispatch`]).
+    delegation: dispatch::Delegation,
     /// The registered check commands `verify` runs, for it and its children.
     checks: Option<Arc<evoflux_fleet::CommandRegistry>>,
     /// The user's schedules folder `schedule_task` writes to.
     schedules_dir: Option<PathBuf>,
-    /// `code_context`'s navigator (Coding sessions), and where its
-    /// indexes persist, for the session's children.
+    /// `code_context`'s navigator (Coding sessions).
     code: Option<evoflux_tools::CodeNavigator>,
-    code_cache: Option<PathBuf>,
-    mcp_call_timeout: Duration,
     /// The user's "always" answers that apply to this session (its own and
     /// its workspace's).
     grants: std::collections::BTreeSet<evoflux_store::GrantKey>,
     artifacts_dir: PathBuf,
-    /// The user message that opened the current turn, until its first
-    /// model call takes it.
-    turn_input: Option<String>,
-    /// Dispatches of the current turn that missed their contracts.
-    unmet: Vec<UnmetContract>,
-    /// The user asked to compact: the next model call compacts whatever
-    /// the threshold says.
-    compact_next: bool,
+    /// What the running turn carries between its calls ([`turn`]).
+    turn: turn::TurnState,
     /// The front end's client's file system, which file tools use where
     /// it offers it ([`crate::client_files`]).
     client_files: Option<Arc<dyn crate::client_files::ClientFiles>>,
@@ -420,7 +407,8 @@ pub struct Harness {
 }
 
 /// A session's model client: what it calls and under which label, for a
-/// harness that replaces this one ([`SessionBuilder::reuse_model`]).
+/// harness that replaces this one (the application's session builder uses
+/// it again when the session resolves to the same model).
 #[derive(Debug, Clone)]
 pub struct ModelClient {
     pub label: String,
@@ -432,7 +420,7 @@ impl Harness {
     pub fn model_client(&self) -> ModelClient {
         ModelClient {
             label: self.session.model.clone().unwrap_or_default(),
-            provider: Arc::clone(&self.provider),
+            provider: Arc::clone(&self.model.provider),
         }
     }
 
@@ -451,8 +439,8 @@ impl Harness {
     /// a turn on it now. When another holder ran the session since this
     /// harness was opened or last held the lease, the lease
     /// [`is_stale`](crate::lease::SessionLease::is_stale): open the session
-    /// again under it ([`SessionBuilder::held_lease`]) before the turn, as
-    /// the session host does ([`crate::host`]). This harness stays stale (so does
+    /// again under it (the application's session builder, told the lease
+    /// it holds) before the turn, as the session host does ([`crate::host`]). This harness stays stale (so does
     /// every lease it takes) until it is replaced.
     pub async fn lease(
         &mut self,
@@ -463,6 +451,14 @@ impl Harness {
                 .await?;
         self.adopt_lease(&mut lease);
         Ok(lease)
+    }
+
+    /// The lease epoch this harness is current at: what its opener held or
+    /// read from the store when it opened the session (0 for a session
+    /// nobody leased yet). The session builder sets it once the session is
+    /// open; [`Harness::adopt_lease`] keeps it from then on.
+    pub fn set_lease_epoch(&mut self, epoch: i64) {
+        self.lease_epoch = epoch;
     }
 
     /// Takes `lease`, acquired for this session, as the one this harness
@@ -520,7 +516,7 @@ impl Harness {
     /// compaction owner does when the context is exceeded (older turns
     /// summarized, recent ones and skill activations kept).
     pub fn request_compaction(&mut self) {
-        self.compact_next = true;
+        self.turn.compact_next = true;
     }
 
     /// The session's usage so far, all turns, with every session its
@@ -588,8 +584,8 @@ impl Harness {
             session: &self.session,
             agent: &self.agent,
             clock: self.clock.as_ref(),
-            model: &self.model,
-            context_window: self.provider.context_window(),
+            model: &self.model.name,
+            context_window: self.model.provider.context_window(),
             artifacts_dir: &self.artifacts_dir,
             workspace: &self.workspace,
             tools: &self.tools,

@@ -1,12 +1,17 @@
 //! Routing one tool call by its prepared handling: arguments checked,
 //! hooks and approval asked, then an exhaustive switch on the prepared
-//! kind. Nothing here selects behavior by a tool's name.
+//! kind. A built-in tool's own part (its argument hint, the command its
+//! approval judges, its execution) is its handler's ([`crate::tools`]),
+//! which this asks; nothing here selects behavior by a tool's name.
 
-use evoflux_graph::tool::{BuiltinExecutor, InputRequest, ToolExecutor};
-use evoflux_model::{Message, ToolCall};
+use std::path::Path;
+use std::sync::Arc;
+
+use evoflux_graph::tool::InputRequest;
+use evoflux_model::ToolCall;
+use evoflux_tools::files::FileTool;
 use serde_json::Value;
 
-use super::commands::command_result;
 use super::{Harness, PendingQuestion, pending_request_of};
 use crate::approval::{
     ApprovalDecision, ApprovalRequest, ApprovalSubject, Decided, Gate, Remember, gate,
@@ -16,6 +21,7 @@ use crate::events::{Event, ToolResult};
 use crate::hooks::ToolGate;
 use crate::prepared::{Executor, PreparedKind};
 use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
+use crate::tools::{file_result, run_file_tool};
 use evoflux_store::{GrantKey, GrantScope, PendingRequest};
 
 impl Harness {
@@ -51,12 +57,11 @@ impl Harness {
                 available.join(", ")
             ))));
         };
+        let handler = tool.builtin();
         if let Err(e) = tool.check_arguments(&call.arguments) {
-            let is_code_context = tool.kind
-                == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::CodeContext));
-            let hint = match is_code_context {
-                true => self.code_context_hint(&call.arguments).await?,
-                false => None,
+            let hint = match handler {
+                Some(h) => h.argument_hint(self, &call.arguments).await?,
+                None => None,
             };
             return Ok(CallOutcome::Result(ToolResult::error(match hint {
                 Some(h) => format!("{e}\n{h}"),
@@ -78,18 +83,9 @@ impl Harness {
         let approval = self
             .approvals
             .for_tool(&tool.definition.name, tool.approval);
-        let is_shell =
-            tool.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Shell));
-        let shell = is_shell.then(|| {
-            (
-                call.arguments
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-                call.arguments.get("outside_sandbox") == Some(&Value::Bool(true)),
-            )
-        });
-        let outside_sandbox = shell.is_some_and(|(_, outside)| outside);
+        let shell = handler
+            .and_then(|h| h.gated_command(&call.arguments))
+            .map(|c| (c.command, c.outside_sandbox));
         let grant = GrantKey {
             tool: call.name.clone(),
             command: shell.map(|(command, _)| crate::safe_command::grant_command(command)),
@@ -100,17 +96,9 @@ impl Harness {
             Gate::Ask { remembered } => !(remembered && self.grants.contains(&grant)),
         };
         if ask {
-            let subject = match outside_sandbox {
-                true => ApprovalSubject::OutsideSandbox {
-                    justification: call
-                        .arguments
-                        .get("justification")
-                        .and_then(Value::as_str)
-                        .unwrap_or("(no reason given)")
-                        .to_owned(),
-                },
-                false => ApprovalSubject::Call,
-            };
+            let subject = handler.map_or(ApprovalSubject::Call, |h| {
+                h.approval_subject(&call.arguments)
+            });
             let scope = match self.ask(call, subject).await {
                 Asked::Denied(reason) => {
                     return Ok(CallOutcome::Result(ToolResult::error(reason)));
@@ -124,11 +112,6 @@ impl Harness {
                     .await?;
                 self.grants.insert(grant);
             }
-        }
-        if outside_sandbox {
-            return Ok(CallOutcome::Result(
-                self.run_shell_outside_sandbox(call).await,
-            ));
         }
         let kind = tool.kind.clone();
         match kind {
@@ -162,7 +145,7 @@ impl Harness {
 
     /// Puts one call to the approver, announcing it as an event. The
     /// scope is that of an "always" answer the subject allows.
-    async fn ask(&self, call: &ToolCall, subject: ApprovalSubject) -> Asked {
+    pub(crate) async fn ask(&self, call: &ToolCall, subject: ApprovalSubject) -> Asked {
         let (outside_sandbox, control) = match &subject {
             ApprovalSubject::Call => (None, None),
             ApprovalSubject::OutsideSandbox { justification } => {
@@ -233,10 +216,10 @@ impl Harness {
     /// allowed (for the rest of the session with "always for this
     /// session"). The change takes effect from the next session, and the
     /// result says so.
-    async fn change_control(
+    pub(crate) async fn change_control(
         &mut self,
         call: &ToolCall,
-        builtin: BuiltinExecutor,
+        run: FileTool,
         refused: evoflux_tools::ToolError,
     ) -> Result<ToolResult, HarnessError> {
         let evoflux_tools::ToolError::ProtectedControl { path, control } = &refused else {
@@ -257,7 +240,7 @@ impl Harness {
             }
             Asked::Approved(None) => self.workspace.clone().allowing_controls(),
         };
-        Ok(match run_file_tool(ws, builtin, call).await? {
+        Ok(match run_file_tool(ws, run, call).await? {
             Ok(o) if !o.is_error => {
                 let note = format!(
                     "`{path}` is one of the agent's controls: the change takes effect from the \
@@ -282,160 +265,43 @@ impl Harness {
         executor: Executor,
         call: &ToolCall,
     ) -> Result<ToolResult, HarnessError> {
-        let builtin = match executor {
-            Executor::Builtin(b) => b,
+        match executor {
+            Executor::Builtin(builtin) => crate::tools::handler(builtin).execute(self, call).await,
             Executor::Command(command) => {
-                return Ok(self
-                    .run_process_tool(call, &ToolExecutor::Command(command))
-                    .await);
-            }
-            Executor::Mcp { qualified_name } => {
-                return Ok(
-                    match self
-                        .mcp
-                        .tools
-                        .call_tool(
-                            &qualified_name,
-                            call.arguments.clone(),
-                            self.mcp.call_timeout,
-                        )
-                        .await
-                    {
-                        Ok(r) => ToolResult {
-                            content: r.to_text(),
-                            is_error: r.is_error,
-                            metadata: None,
-                        },
-                        Err(e) => ToolResult::error(format!("{} [{}]", e, e.code())),
-                    },
-                );
-            }
-        };
-        match builtin {
-            BuiltinExecutor::Read
-            | BuiltinExecutor::Write
-            | BuiltinExecutor::Edit
-            | BuiltinExecutor::Ls
-            | BuiltinExecutor::Glob
-            | BuiltinExecutor::Grep
-            | BuiltinExecutor::Artifact => {
-                if let Some(files) = &self.client_files
-                    && let Some(result) =
-                        crate::client_files::run(files.as_ref(), &self.workspace, builtin, call)
-                            .await
-                {
-                    return Ok(result);
-                }
-                match run_file_tool(self.workspace.clone(), builtin, call).await? {
-                    Ok(o) => Ok(file_result(o)),
-                    Err(e @ evoflux_tools::ToolError::ProtectedControl { .. }) => {
-                        self.change_control(call, builtin, e).await
-                    }
-                    Err(e) => Ok(ToolResult::error(e.to_string())),
-                }
-            }
-            BuiltinExecutor::Todo => Ok(self.todo.apply(&call.arguments)),
-            BuiltinExecutor::ConnectionSearch => self.connection_search(call).await,
-            BuiltinExecutor::ScheduleTask => Ok(match &self.schedules_dir {
-                Some(dir) => crate::schedule_task::apply(
-                    dir,
-                    &self.session.id.to_string(),
-                    match self.session.mode() {
-                        evoflux_core::AppMode::Coding => self
-                            .workspace
-                            .roots()
-                            .first()
-                            .map(std::path::PathBuf::as_path),
-                        evoflux_core::AppMode::Work => None,
-                    },
-                    &call.arguments,
-                ),
-                None => ToolResult::error("this session cannot schedule tasks"),
-            }),
-            BuiltinExecutor::WebFetch => Ok(match &self.web {
-                Some(web) => command_result(web.run(&call.arguments).await),
-                None => ToolResult::error("network tools are turned off for this session"),
-            }),
-            BuiltinExecutor::Shell | BuiltinExecutor::Process => Ok(self
-                .run_process_tool(call, &ToolExecutor::Builtin { executor: builtin })
-                .await),
-            BuiltinExecutor::Skill => {
-                let Some(rt) = self.skills.clone() else {
-                    return Ok(ToolResult::error(format!(
-                        "`{}` is not available in this session.",
-                        call.name
-                    )));
+                let rt = match self.processes_for(call) {
+                    Ok(rt) => rt,
+                    Err(refused) => return Ok(refused),
                 };
-                // The batch is the assistant message whose calls run now.
-                let batch: &[ToolCall] = self
-                    .recorder
-                    .messages
-                    .iter()
-                    .rev()
-                    .find_map(|m| match m {
-                        Message::Assistant { tool_calls, .. } => Some(tool_calls.as_slice()),
-                        Message::System { .. } | Message::User { .. } | Message::Tool { .. } => {
-                            None
-                        }
-                    })
-                    .unwrap_or(&[]);
-                let tools = &self.tools;
-                let is_skill_call = |c: &ToolCall| {
-                    tools.get(&c.name).is_some_and(|t| {
-                        t.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Skill))
-                    })
-                };
-                let result = rt.execute_tool(
-                    call,
-                    crate::skills::tool::Batch {
-                        calls: batch,
-                        is_skill_call: &is_skill_call,
-                    },
-                );
-                self.sync_skill_tools();
-                Ok(result)
+                let out = rt
+                    .run_command_tool(self.session.id, &self.workspace, &command, &call.arguments)
+                    .await;
+                Ok(self.command_finished(out, false))
             }
-            BuiltinExecutor::Verify => Ok(self.run_check(call).await),
-            BuiltinExecutor::CodeContext => {
-                let Some(nav) = self.code.clone() else {
-                    return Ok(ToolResult::error(format!(
-                        "`{}` navigates the repositories of a Coding session; this session has none.",
-                        call.name
-                    )));
-                };
-                let args = call.arguments.clone();
-                let out = tokio::task::spawn_blocking(move || nav.run(&args))
+            Executor::Mcp { qualified_name } => Ok(
+                match self
+                    .mcp
+                    .tools
+                    .call_tool(
+                        &qualified_name,
+                        call.arguments.clone(),
+                        self.mcp.call_timeout,
+                    )
                     .await
-                    .map_err(|e| HarnessError::Join(e.to_string()))?;
-                Ok(file_result(out))
-            }
+                {
+                    Ok(r) => ToolResult {
+                        content: r.to_text(),
+                        is_error: r.is_error,
+                        metadata: None,
+                    },
+                    Err(e) => ToolResult::error(format!("{} [{}]", e, e.code())),
+                },
+            ),
         }
-    }
-
-    /// For a `code_context` call the schema refused because its symbol is
-    /// prose: the service's own refusal, with the index's names among its
-    /// words, so the model can retry with one of them.
-    async fn code_context_hint(&self, arguments: &Value) -> Result<Option<String>, HarnessError> {
-        let Some(nav) = self.code.clone() else {
-            return Ok(None);
-        };
-        let Some(symbol) = arguments
-            .get("symbol")
-            .and_then(Value::as_str)
-            .filter(|s| !evoflux_core::code_operation::is_symbol(s))
-        else {
-            return Ok(None);
-        };
-        let args = serde_json::json!({"operation": "definition", "symbol": symbol});
-        let out = tokio::task::spawn_blocking(move || nav.run(&args))
-            .await
-            .map_err(|e| HarnessError::Join(e.to_string()))?;
-        Ok(out.is_error.then_some(out.text))
     }
 
     /// Makes the tools skill activations turned on part of the session and
     /// grants the MCP servers of plugin skills that were loaded.
-    pub(super) fn sync_skill_tools(&mut self) {
+    pub(crate) fn sync_skill_tools(&mut self) {
         let Some(rt) = self.skills.clone() else {
             return;
         };
@@ -452,30 +318,53 @@ pub(super) enum CallOutcome {
     Question(PendingQuestion),
 }
 
-/// Runs a synchronous file tool on a blocking thread.
-async fn run_file_tool(
-    ws: evoflux_tools::Workspace,
-    builtin: BuiltinExecutor,
-    call: &ToolCall,
-) -> Result<Result<evoflux_tools::ToolOutput, evoflux_tools::ToolError>, HarnessError> {
-    let args = call.arguments.clone();
-    tokio::task::spawn_blocking(move || evoflux_tools::execute(&ws, builtin, &args))
-        .await
-        .map_err(|e| HarnessError::Join(e.to_string()))
-}
-
-/// A file tool's output as a tool result (file tools carry no metadata).
-fn file_result(o: evoflux_tools::ToolOutput) -> ToolResult {
-    ToolResult {
-        content: o.text,
-        is_error: o.is_error,
-        metadata: None,
-    }
-}
-
 /// The user's answer, as far as the subject allows.
-enum Asked {
+pub(crate) enum Asked {
     /// With the scope of an "always" answer, if any.
     Approved(Option<GrantScope>),
     Denied(String),
+}
+
+/// What a built-in tool's handler ([`crate::tools`]) reaches of its
+/// session, besides the session's own public face.
+impl Harness {
+    /// The session's workspace, whose rules every file tool keeps.
+    pub(crate) fn workspace(&self) -> &evoflux_tools::Workspace {
+        &self.workspace
+    }
+
+    /// The front end's client's file system, where it offers one.
+    pub(crate) fn client_files(&self) -> Option<Arc<dyn crate::client_files::ClientFiles>> {
+        self.client_files.clone()
+    }
+
+    /// The lead's task list.
+    pub(crate) fn todo_mut(&mut self) -> &mut crate::tools::todo::TodoList {
+        &mut self.todo
+    }
+
+    /// The user's schedules folder `schedule_task` writes to.
+    pub(crate) fn schedules_dir(&self) -> Option<&Path> {
+        self.schedules_dir.as_deref()
+    }
+
+    /// The session's web client, when network tools may run.
+    pub(crate) fn web(&self) -> Option<&evoflux_tools::web_fetch::WebFetch> {
+        self.web.as_ref()
+    }
+
+    /// The session's skill runtime.
+    pub(crate) fn skill_runtime(&self) -> Option<Arc<crate::skills::SkillRuntime>> {
+        self.skills.clone()
+    }
+
+    /// `code_context`'s navigator (Coding sessions).
+    pub(crate) fn code_navigator(&self) -> Option<evoflux_tools::CodeNavigator> {
+        self.code.clone()
+    }
+
+    /// The registered check commands `verify` runs.
+    pub(crate) fn checks(&self) -> Option<&Arc<evoflux_fleet::CommandRegistry>> {
+        self.checks.as_ref()
+    }
 }

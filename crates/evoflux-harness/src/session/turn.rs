@@ -5,11 +5,24 @@ use evoflux_model::{Message, ToolCall};
 use serde_json::{Value, json};
 
 use super::router::CallOutcome;
-use super::{Harness, PendingQuestion, TurnEnd, TurnOptions, TurnOutcome};
+use super::{Harness, PendingQuestion, TurnEnd, TurnOptions, TurnOutcome, UnmetContract};
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult, ToolStatus, TurnStatus};
 use crate::prepared::PreparedKind;
 use crate::terminal::{FINAL_OUTPUT, TerminalOutput};
+
+/// What the running turn carries between its model calls and tool calls.
+#[derive(Debug, Default)]
+pub(super) struct TurnState {
+    /// The user message that opened the current turn, until its first
+    /// model call takes it.
+    pub(super) input: Option<String>,
+    /// Dispatches of the current turn that missed their contracts.
+    pub(super) unmet: Vec<UnmetContract>,
+    /// The user asked to compact: the next model call compacts whatever
+    /// the threshold says.
+    pub(super) compact_next: bool,
+}
 
 impl Harness {
     /// Runs one turn. `input` is the user's message — or, when the agent
@@ -206,7 +219,7 @@ impl Harness {
                 return Ok(self.waiting(q));
             }
             (None, Some(text)) => {
-                self.turn_input = Some(text.to_owned());
+                self.turn.input = Some(text.to_owned());
                 let m = Message::user(text);
                 self.recorder.append(m, None).await?;
             }
@@ -327,9 +340,9 @@ impl Harness {
         &mut self,
         terminal: Option<TerminalOutput>,
     ) -> Result<TurnOutcome, HarnessError> {
-        self.unmet.clear();
+        self.turn.unmet.clear();
         let mut outcome = self.model_loop(terminal).await?;
-        outcome.unmet_contracts = std::mem::take(&mut self.unmet);
+        outcome.unmet_contracts = std::mem::take(&mut self.turn.unmet);
         Ok(outcome)
     }
 

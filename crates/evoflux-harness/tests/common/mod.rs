@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::team::{EffectiveAgentConfig, compile_agent_config, load_agents};
+use evoflux_app::AppContext;
 use evoflux_core::config::ProviderKind;
 use evoflux_core::dirs::Dirs;
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_graph::discover::{RootOptions, standard_roots};
 use evoflux_graph::{BuiltinRegistry, CompiledGraph};
-use evoflux_harness::{AppContext, NetworkAccess};
+use evoflux_harness::NetworkAccess;
 use evoflux_harness::{
     Approver, CollectEvents, FixedClock, Limits, NonInteractive, RunSetup, base_pipeline,
 };

@@ -1,6 +1,6 @@
 //! `/api/agents`: an agent's file and effective configuration, and
 //! creating, replacing and deleting the user's agent files, each checked
-//! against the whole team of its mode ([`evoflux_harness::agent_files`]).
+//! against the whole team of its mode ([`evoflux_app::agent_files`]).
 //! Work agents are `/api/agents/{name}`, Coding agents
 //! `/api/agents/coding/{name}`.
 
@@ -12,8 +12,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use evoflux_agents::team::form::unknown_entries;
 use evoflux_agents::team::{AgentForm, FormError, read_form, write_form};
+use evoflux_app::agent_files::{AgentChange, AgentDetail, AgentEditError};
 use evoflux_core::AppMode;
-use evoflux_harness::agent_files::{AgentChange, AgentDetail, AgentEditError};
 use serde::Deserialize;
 use utoipa::ToSchema;
 

@@ -65,7 +65,7 @@ pub async fn agents(
 fn skill_rows(state: &ServerState, mode: Option<AppMode>) -> Result<Json<Listing>, ApiError> {
     let app = state.sessions.app();
     let graph = app.compile(&state.workspaces)?;
-    let view = evoflux_harness::skills_view::SkillsView::load(
+    let view = evoflux_app::skills_view::SkillsView::load(
         &app.dirs,
         &graph,
         evoflux_skills::selection::Depth::Settled,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use evoflux_harness::scheduler::{self, ScheduleRow};
+use evoflux_app::scheduler::{self, ScheduleRow};
 use serde::Deserialize;
 use serde_json::{Value, json};
 

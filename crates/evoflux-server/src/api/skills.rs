@@ -12,8 +12,8 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use evoflux_app::skills_view::{SkillRow, SkillsView};
 use evoflux_core::AppMode;
-use evoflux_harness::skills_view::{SkillRow, SkillsView};
 use evoflux_skills::authoring::{
     AuthoringError, BundleEdit, BundleFile, Encoding, FileWrite, bundle_files, create_bundle,
     delete_bundle, edit_refusal, replace_bundle,

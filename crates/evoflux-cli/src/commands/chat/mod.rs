@@ -1,46 +1,37 @@
 //! `evoflux chat`: the terminal UI over the harness's session engine.
 //!
-//! At a terminal: a line editor with history per workspace, bracketed
-//! paste and completion ([`editor`]); the agent's words as streaming
-//! Markdown and numbered tool lines ([`view`]); slash commands
+//! At a terminal ([`terminal`]): a line editor with history per workspace,
+//! bracketed paste and completion ([`editor`]); the agent's words as
+//! streaming Markdown and numbered tool lines ([`view`]); slash commands
 //! ([`slash`]); Ctrl-C cancels the running turn through the session host's
 //! one cancellation path and returns to the prompt. With a pipe on stdin (or
-//! `--json`) it stays a line-per-message reader for scripts. The session
-//! logic is the harness's; this module only reads keys and draws.
+//! `--json`) it stays a line-per-message reader for scripts ([`pipe`]).
+//! Both run the one loop here ([`run`]); what differs between them is a
+//! [`Console`]. The session logic is the harness's; this module only reads
+//! keys and draws.
 
 mod complete;
 mod editor;
 mod markdown;
+mod pipe;
 mod slash;
+mod terminal;
 mod view;
 
-use std::io::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use evoflux_core::AppMode;
-use evoflux_core::dirs::Dirs;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
-    ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink, Harness, HarnessError, Holder,
-    HostError, HostOptions, HostWiring, SessionHost, TurnEnd, TurnOptions,
+    Approver, Event, EventSink, Harness, HarnessError, Holder, HostError, HostOptions, HostWiring,
+    SessionHost, TurnEnd, TurnOptions, TurnOutcome,
 };
 use evoflux_tools::ProcessRuntime;
 
-use super::run::{
-    AskApprover, CliFront, OpenLease, SessionArgs, approval_answer, approval_question, ask_trust,
-    clip, denied, event_sink, open, process_runtime, read_line, runtime, shutdown_signal,
-    terminate_signal,
-};
-use super::sessions::session_row;
+use crate::frontend::session::{CliFront, OpenLease, SessionArgs, open};
+use crate::frontend::signals::terminate_signal;
 use crate::output::{Exit, Output};
-use complete::Completions;
-use editor::{LineEditor, Read, ReadKind};
-use markdown::Style;
-use slash::{Input, SlashCommand};
-use view::ChatView;
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -48,71 +39,56 @@ pub struct ChatArgs {
     pub session: SessionArgs,
 }
 
-/// Entries of a resumed conversation shown before the prompt.
-const REPLAY_ENTRIES: usize = 30;
-
 pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     use std::io::IsTerminal as _;
     if out.json || !std::io::stdin().is_terminal() {
-        return lines(out, args);
+        return pipe::chat(out, args);
     }
-    let rt = runtime()?;
-    rt.block_on(async {
-        let dirs = match super::resolve_dirs(out) {
-            Ok(d) => d,
-            Err(exit) => return Ok(exit),
-        };
-        if args.session.session.is_none()
-            && let Err(exit) = ask_trust(out, &args.session).await?
-        {
-            return Ok(exit);
-        }
-        let style = Style::detect();
-        let editor = LineEditor::start()?;
-        let mut chat = Chat {
-            out,
-            dirs,
-            base: SessionArgs {
-                session: None,
-                ..args.session.clone()
-            },
-            next: Next::default(),
-            view: Arc::new(ChatView::new(style)),
-            approver: Arc::new(TerminalApprover {
-                editor: editor.clone(),
-            }),
-            editor,
-            processes: process_runtime(out)?,
-            holder: Holder::process("evoflux chat"),
-        };
-        let mut live = match chat.open(&args.session).await? {
-            Ok(live) => live,
-            Err(exit) => return Ok(exit),
-        };
-        chat.opened(&live, args.session.session.is_some()).await;
-        eprintln!(
-            "{}",
-            style.paint(
-                "2",
-                "/help lists commands · Alt-Enter inserts a newline · Ctrl-C cancels a turn · Ctrl-D exits"
-            )
-        );
-        let exit = chat.run(&mut live).await;
-        live.host.close().await;
-        chat.processes.shutdown().await;
-        eprintln!(
-            "session {} saved; continue it with `evoflux chat --session {}`",
-            live.session.id, live.session.id
-        );
-        exit
-    })
+    terminal::chat(out, args)
 }
 
-/// What `/mode` and `/lead` chose for the next new session.
-#[derive(Debug, Default)]
-struct Next {
-    mode: Option<AppMode>,
-    lead: Option<String>,
+/// What differs between the chat at a terminal and the chat reading a
+/// pipe: how the user's next message is read (and which commands the
+/// console carries out itself), what Ctrl-C does during a turn, and what is
+/// shown after one. The loop that sends messages, runs `!commands` and
+/// waits on turns is [`run`]'s, the same for both.
+trait Console {
+    /// What Ctrl-C does during a turn.
+    const CTRL_C: CtrlC;
+
+    /// Where the session's events go, and the host's refusals with them.
+    fn events(&self) -> &dyn EventSink;
+
+    /// Reads what the user says next; a command the console carries out
+    /// itself is [`Said::Handled`].
+    async fn next(&mut self, live: &mut Hosted) -> anyhow::Result<Said>;
+
+    /// After a turn that completed.
+    async fn completed(&mut self, live: &Hosted, outcome: TurnOutcome);
+
+    /// A signal stopped the running turn and ends the chat.
+    fn stopped(&self);
+}
+
+/// What the user said, as the loop sees it.
+enum Said {
+    /// A message for the model, or a `!command` for the shell.
+    Message(String),
+    /// Nothing for the loop: an empty line, or a command the console
+    /// carried out.
+    Handled,
+    /// The chat ends.
+    End,
+}
+
+/// What Ctrl-C does while a turn runs; SIGTERM or SIGHUP always stops the
+/// turn and ends the chat.
+#[derive(Debug, Clone, Copy)]
+enum CtrlC {
+    /// The turn is cancelled; the chat goes on.
+    CancelsTurn,
+    /// The turn is cancelled and the chat ends.
+    EndsChat,
 }
 
 /// What a command asks of the loop.
@@ -121,19 +97,94 @@ enum Flow {
     Exit,
 }
 
-struct Chat<'a> {
-    out: &'a Output,
-    dirs: Dirs,
-    /// The command line's arguments (without a session), what a new or
-    /// reopened session starts from.
-    base: SessionArgs,
-    next: Next,
-    view: Arc<ChatView>,
-    approver: Arc<TerminalApprover>,
-    editor: LineEditor,
-    processes: ProcessRuntime,
-    /// This chat, as the leases of its turns name it.
-    holder: Holder,
+/// The chat: messages until the console says it ends, then the session's
+/// host closes, every command and server it started stops, and the user
+/// learns how to continue it (also after an error).
+async fn run<C: Console>(
+    console: &mut C,
+    mut live: Hosted,
+    processes: &ProcessRuntime,
+) -> anyhow::Result<Exit> {
+    let ended = converse(console, &mut live).await;
+    live.host.close().await;
+    processes.shutdown().await;
+    // Said even when the chat ends with an error: what was said is stored.
+    eprintln!(
+        "session {} saved; continue it with `evoflux chat --session {}`",
+        live.session.id, live.session.id
+    );
+    ended?;
+    Ok(Exit::Ok)
+}
+
+/// The one chat loop: each message is a turn, each `!command` a shell
+/// command under the session's lease.
+async fn converse<C: Console>(console: &mut C, live: &mut Hosted) -> anyhow::Result<()> {
+    loop {
+        let message = match console.next(live).await? {
+            Said::Message(message) => message,
+            Said::Handled => continue,
+            Said::End => return Ok(()),
+        };
+        if let Some(command) = message.strip_prefix('!') {
+            user_command(live, command, console.events()).await?;
+            continue;
+        }
+        match turn(console, live, message).await? {
+            Flow::Continue => {}
+            Flow::Exit => return Ok(()),
+        }
+    }
+}
+
+/// One turn, stopped by a signal through the host's one cancellation path,
+/// which ends the turn's open calls and the turn itself.
+async fn turn<C: Console>(console: &mut C, live: &Hosted, message: String) -> anyhow::Result<Flow> {
+    let handle = match live
+        .host
+        .submit(Some(message), TurnOptions::default())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(e @ (HostError::Busy | HostError::Lease(_))) => {
+            refused(console.events(), &e);
+            return Ok(Flow::Continue);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut quit = false;
+    let ended = handle.ended();
+    tokio::pin!(ended);
+    let ended = loop {
+        tokio::select! {
+            ended = &mut ended => break ended,
+            _ = tokio::signal::ctrl_c(), if !quit => {
+                quit = match C::CTRL_C {
+                    CtrlC::CancelsTurn => false,
+                    CtrlC::EndsChat => true,
+                };
+                live.host.cancel();
+            }
+            () = terminate_signal(), if !quit => {
+                quit = true;
+                live.host.cancel();
+            }
+        }
+    };
+    match ended {
+        Ok(TurnEnd::Completed(outcome)) => console.completed(live, outcome).await,
+        Ok(TurnEnd::Cancelled) if quit => {
+            console.stopped();
+            return Ok(Flow::Exit);
+        }
+        // Ctrl-C, or another process took the session (the stream said so).
+        Ok(TurnEnd::Cancelled) => {}
+        // The event stream showed the error; the session stays usable for
+        // the next message.
+        Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Flow::Continue)
 }
 
 /// The chat's open session: its [`SessionHost`] runs it (turns, the lease,
@@ -242,625 +293,4 @@ async fn user_command(
         }
         Err(e) => Err(e.into()),
     }
-}
-
-impl Chat<'_> {
-    async fn open(&self, args: &SessionArgs) -> anyhow::Result<Result<Hosted, Exit>> {
-        open_hosted(
-            self.out,
-            args,
-            self.view.clone(),
-            self.approver.clone(),
-            &self.processes,
-            &self.holder,
-        )
-        .await
-    }
-
-    /// After a session opened: history, completion and `/show` follow it; a
-    /// resumed one replays its conversation.
-    async fn opened(&mut self, live: &Hosted, replay: bool) {
-        let shown = live
-            .with(|harness: &mut Harness| {
-                Box::pin(async move {
-                    let skills: Vec<String> = harness
-                        .invocable_skills()
-                        .into_iter()
-                        .map(|(name, _)| name.to_owned())
-                        .collect();
-                    let question = harness.pending_question().await.ok().flatten();
-                    (harness.messages().to_vec(), skills, question)
-                }) as BoxFuture<'_, Opened>
-            })
-            .await;
-        let Ok((messages, skills, question)) = shown else {
-            return;
-        };
-        self.editor.history(history_file(&self.dirs, &live.session));
-        self.editor.set_completions(Completions {
-            skills,
-            root: live.session.workspace.roots().first().cloned(),
-        });
-        self.view.load(&messages);
-        if replay {
-            self.view.replay(&messages, Some(REPLAY_ENTRIES));
-        }
-        if let Some(q) = question {
-            eprintln!("The agent asked: {}", q.question);
-        }
-    }
-
-    async fn run(&mut self, live: &mut Hosted) -> anyhow::Result<Exit> {
-        let mut interrupted = false;
-        loop {
-            let read = tokio::select! {
-                read = self.editor.read("› ", ReadKind::Message) => read,
-                () = terminate_signal() => break,
-            };
-            let line = match read {
-                Read::Eof => break,
-                Read::Interrupted if interrupted => break,
-                Read::Interrupted => {
-                    interrupted = true;
-                    eprintln!(
-                        "{}",
-                        self.view
-                            .style()
-                            .paint("2", "(Ctrl-C again or Ctrl-D exits)")
-                    );
-                    continue;
-                }
-                Read::Line(line) => line,
-            };
-            interrupted = false;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let input = match slash::parse(&line) {
-                Ok(input) => input,
-                Err(e) => {
-                    eprintln!("{e}");
-                    continue;
-                }
-            };
-            match input {
-                Input::Command(command) => match self.command(live, command).await? {
-                    Flow::Continue => {}
-                    Flow::Exit => break,
-                },
-                Input::Message(message) => {
-                    if let Some(command) = message.strip_prefix('!') {
-                        user_command(live, command, self.view.as_ref()).await?;
-                        continue;
-                    }
-                    match self.turn(live, &message).await? {
-                        Flow::Continue => {}
-                        Flow::Exit => break,
-                    }
-                }
-            }
-        }
-        Ok(Exit::Ok)
-    }
-
-    /// One turn, cancelled by Ctrl-C (or a cancelled approval prompt)
-    /// through the host; SIGTERM or SIGHUP ends the chat.
-    async fn turn(&mut self, live: &Hosted, message: &str) -> anyhow::Result<Flow> {
-        let handle = match live
-            .host
-            .submit(Some(message.to_owned()), TurnOptions::default())
-            .await
-        {
-            Ok(handle) => handle,
-            Err(e @ (HostError::Busy | HostError::Lease(_))) => {
-                refused(self.view.as_ref(), &e);
-                return Ok(Flow::Continue);
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let mut quit = false;
-        let ended = handle.ended();
-        tokio::pin!(ended);
-        let ended = loop {
-            tokio::select! {
-                ended = &mut ended => break ended,
-                _ = tokio::signal::ctrl_c() => { live.host.cancel(); }
-                () = terminate_signal() => {
-                    quit = true;
-                    live.host.cancel();
-                }
-            }
-        };
-        match ended {
-            Ok(TurnEnd::Completed(outcome)) => {
-                // What the turn's end means is the harness's to say.
-                self.out.diagnostics(&outcome.diagnostics());
-                self.status(live).await;
-            }
-            // The view showed the turn_cancelled event.
-            Ok(TurnEnd::Cancelled) if quit => return Ok(Flow::Exit),
-            Ok(TurnEnd::Cancelled) => {}
-            // The event stream showed the error; the session stays usable.
-            Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(Flow::Continue)
-    }
-
-    /// The status line after a turn: session, mode, lead, model, tokens.
-    async fn status(&self, live: &Hosted) {
-        let s = &live.session;
-        let id = s.id.to_string();
-        let usage = live
-            .with(|harness: &mut Harness| {
-                Box::pin(async move { harness.usage().await.ok() })
-                    as BoxFuture<'_, Option<evoflux_store::Usage>>
-            })
-            .await
-            .ok()
-            .flatten();
-        let tokens = match usage {
-            Some(u) => format!(
-                "{} in / {} out tokens · {} calls · {}",
-                u.input_tokens,
-                u.output_tokens,
-                u.requests,
-                u.cost_label()
-            ),
-            None => "usage unknown".to_owned(),
-        };
-        let line = format!(
-            "{} · {} · {} · {} · {tokens}",
-            &id[id.len().saturating_sub(8)..],
-            s.mode(),
-            s.lead.as_deref().unwrap_or("-"),
-            s.model.as_deref().unwrap_or("-"),
-        );
-        eprintln!("{}", self.view.style().paint("2", &line));
-    }
-
-    async fn command(&mut self, live: &mut Hosted, command: SlashCommand) -> anyhow::Result<Flow> {
-        let style = self.view.style();
-        match command {
-            SlashCommand::Help => eprint!("{}", slash::help()),
-            SlashCommand::Exit => return Ok(Flow::Exit),
-            SlashCommand::New => {
-                let args = self.new_session_args(&live.session);
-                self.switch(live, args, false).await?;
-            }
-            SlashCommand::Sessions => self.sessions(live).await?,
-            SlashCommand::Resume(id) => {
-                let args = self.reopen_args(id, None);
-                self.switch(live, args, true).await?;
-            }
-            SlashCommand::Model(model) => {
-                let args = self.reopen_args(live.session.id.to_string(), Some(model));
-                self.switch(live, args, false).await?;
-            }
-            SlashCommand::Mode(mode) => {
-                self.next.mode = Some(mode);
-                self.fresh_or_next(live, &format!("{mode} mode")).await?;
-            }
-            SlashCommand::Lead(lead) => {
-                self.next.lead = Some(lead.clone());
-                self.fresh_or_next(live, &format!("lead {lead}")).await?;
-            }
-            SlashCommand::Skills => {
-                let skills = live
-                    .with(|harness: &mut Harness| {
-                        let skills = owned(harness.invocable_skills());
-                        Box::pin(async move { skills }) as BoxFuture<'_, Named>
-                    })
-                    .await?;
-                if skills.is_empty() {
-                    eprintln!("no skills can be invoked in this session");
-                }
-                for (name, description) in skills {
-                    eprintln!("  ${name:<24} {}", clip(&description, 100));
-                }
-            }
-            SlashCommand::Tools => {
-                let tools = live
-                    .with(|harness: &mut Harness| {
-                        let tools = owned(harness.offered_tools());
-                        Box::pin(async move { tools }) as BoxFuture<'_, Named>
-                    })
-                    .await?;
-                for (name, description) in tools {
-                    let first = description.lines().next().unwrap_or_default();
-                    eprintln!("  {name:<28} {}", clip(first, 100));
-                }
-            }
-            SlashCommand::Cost => {
-                let usage = live
-                    .with(|harness: &mut Harness| {
-                        Box::pin(async move { harness.usage().await })
-                            as BoxFuture<'_, Result<evoflux_store::Usage, HarnessError>>
-                    })
-                    .await?;
-                match usage {
-                    Ok(u) => eprintln!("{}", super::sessions::usage_line(&u)),
-                    Err(e) => eprintln!("cannot read this session's usage: {e}"),
-                }
-            }
-            SlashCommand::Compact => {
-                live.with(|harness: &mut Harness| {
-                    harness.request_compaction();
-                    Box::pin(async {}) as BoxFuture<'_, ()>
-                })
-                .await?;
-                eprintln!(
-                    "older turns are summarized at the next model call (recent turns and loaded skills are kept)"
-                );
-            }
-            SlashCommand::Diff => diff(&live.session, style),
-            SlashCommand::Show(n) => match self.view.observation(n) {
-                Some((n, o)) => {
-                    eprintln!(
-                        "{}",
-                        style.paint(
-                            "1",
-                            &format!(
-                                "#{n} {}{}",
-                                o.tool,
-                                if o.is_error { " (failed)" } else { "" }
-                            )
-                        )
-                    );
-                    println!("{}", o.content);
-                }
-                None => eprintln!(
-                    "{}",
-                    match n {
-                        Some(_) => "no tool call has that number; tool lines end with `/show N`",
-                        None => "no tool has run in this session yet",
-                    }
-                ),
-            },
-            SlashCommand::History => {
-                let messages = live
-                    .with(|harness: &mut Harness| {
-                        let messages = harness.messages().to_vec();
-                        Box::pin(async move { messages })
-                            as BoxFuture<'_, Vec<evoflux_model::Message>>
-                    })
-                    .await?;
-                self.view.replay(&messages, None);
-            }
-        }
-        let _ = std::io::stdout().flush();
-        Ok(Flow::Continue)
-    }
-
-    /// `/mode` and `/lead`: a session that holds no message yet is replaced
-    /// by one with the new choice (and removed); otherwise the choice waits
-    /// for `/new`, since a persisted session's mode and lead are fixed.
-    async fn fresh_or_next(&mut self, live: &mut Hosted, what: &str) -> anyhow::Result<()> {
-        let empty = live
-            .with(|harness: &mut Harness| {
-                let empty = !harness
-                    .messages()
-                    .iter()
-                    .any(|m| matches!(m, evoflux_model::Message::User { .. }));
-                Box::pin(async move { empty }) as BoxFuture<'_, bool>
-            })
-            .await?;
-        if !empty {
-            eprintln!("this session's mode and lead are fixed; /new starts a session with {what}");
-            return Ok(());
-        }
-        let old = live.session.id;
-        let args = self.new_session_args(&live.session);
-        if self.switch(live, args, false).await? {
-            let store = super::app_context(&self.dirs)?.open_store().await?;
-            let _ = store.delete_session(old).await;
-        }
-        Ok(())
-    }
-
-    /// What `/new` opens: the mode and lead `/mode` and `/lead` chose, else
-    /// the current session's mode and the command line's lead; a Coding
-    /// session keeps the current repositories.
-    fn new_session_args(&self, current: &evoflux_store::Session) -> SessionArgs {
-        let mode = self.next.mode.unwrap_or(current.mode());
-        let workspaces = match (mode, current.mode()) {
-            (AppMode::Work, _) => Vec::new(),
-            (AppMode::Coding, AppMode::Coding) => current.workspace.roots().to_vec(),
-            (AppMode::Coding, AppMode::Work) => self.base.sources.workspaces.clone(),
-        };
-        SessionArgs {
-            mode: Some(mode),
-            lead: self.next.lead.clone().or_else(|| self.base.lead.clone()),
-            session: None,
-            sources: crate::cli::SourceArgs { workspaces },
-            ..self.base.clone()
-        }
-    }
-
-    /// What reopens the persisted session `id` (its mode, lead and
-    /// workspace are its own), switching it to `model` when given.
-    fn reopen_args(&self, id: String, model: Option<String>) -> SessionArgs {
-        reopen_args(&self.base, id, model)
-    }
-
-    /// Opens the session `args` name in place of the current one; on
-    /// failure the current one stays. `true` when it switched.
-    async fn switch(
-        &mut self,
-        live: &mut Hosted,
-        args: SessionArgs,
-        replay: bool,
-    ) -> anyhow::Result<bool> {
-        let old = live.session.id;
-        match self.open(&args).await? {
-            Ok(new) => {
-                live.host.close().await;
-                if new.session.id != old {
-                    self.processes.terminate_session(old).await;
-                }
-                *live = new;
-                self.opened(live, replay).await;
-                Ok(true)
-            }
-            Err(_) => {
-                eprintln!("still in session {old}");
-                Ok(false)
-            }
-        }
-    }
-
-    async fn sessions(&self, live: &Hosted) -> anyhow::Result<()> {
-        let store = super::app_context(&self.dirs)?.open_store().await?;
-        let list = evoflux_harness::SessionSummary::list(&store).await?;
-        if list.is_empty() {
-            eprintln!("no sessions yet");
-        }
-        for s in list.iter().take(20) {
-            let mark = if s.session.id == live.session.id {
-                "*"
-            } else {
-                " "
-            };
-            eprintln!("{mark} {}", session_row(s));
-        }
-        if list.len() > 20 {
-            eprintln!("  … {} more: evoflux sessions list", list.len() - 20);
-        }
-        eprintln!("/resume ID continues one");
-        Ok(())
-    }
-}
-
-/// What a session shows when it opens: its conversation, the skills the
-/// user may invoke, and the question it waits on.
-type Opened = (
-    Vec<evoflux_model::Message>,
-    Vec<String>,
-    Option<evoflux_harness::PendingQuestion>,
-);
-
-/// Names with their descriptions.
-type Named = Vec<(String, String)>;
-
-/// `(name, description)` pairs the chat keeps past the harness's borrow.
-fn owned(pairs: Vec<(&str, &str)>) -> Vec<(String, String)> {
-    pairs
-        .into_iter()
-        .map(|(a, b)| (a.to_owned(), b.to_owned()))
-        .collect()
-}
-
-/// What reopens the persisted session `id` (its mode, lead and workspace
-/// are its own), switching it to `model` when given.
-fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> SessionArgs {
-    SessionArgs {
-        mode: None,
-        lead: None,
-        model,
-        session: Some(id),
-        sources: crate::cli::SourceArgs {
-            workspaces: Vec::new(),
-        },
-        ..base.clone()
-    }
-}
-
-/// The history file of a session's workspace: one for Work mode (each
-/// session has its own folder), one per set of repositories in Coding.
-fn history_file(dirs: &Dirs, session: &evoflux_store::Session) -> PathBuf {
-    let key = match session.mode() {
-        AppMode::Work => "work".to_owned(),
-        AppMode::Coding => {
-            let roots: Vec<String> = session
-                .workspace
-                .roots()
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect();
-            let hash = evoflux_core::hash::sha256_hex(roots.join("\n").as_bytes());
-            format!("coding-{}", &hash.as_str()[..16])
-        }
-    };
-    dirs.data_dir()
-        .join("chat-history")
-        .join(format!("{key}.txt"))
-}
-
-/// `/diff`: each repository's changed files and working-tree diff.
-fn diff(session: &evoflux_store::Session, style: Style) {
-    if session.mode() != AppMode::Coding {
-        eprintln!("/diff is for Coding sessions: a Work session's folder is not a repository");
-        return;
-    }
-    let color = match style {
-        Style::Ansi => "--color=always",
-        Style::Plain => "--color=never",
-    };
-    for root in session.workspace.roots() {
-        eprintln!("{}", style.paint("1", &root.display().to_string()));
-        let git = |args: &[&str]| {
-            // The repository's fsmonitor, hooks, external diff and
-            // textconv never run on the user's behalf.
-            evoflux_core::git::command()
-                .arg("-C")
-                .arg(root)
-                .arg("--no-pager")
-                .args(args)
-                .output()
-        };
-        match git(&["status", "--short"]) {
-            Ok(o) if o.status.success() => {
-                let status = String::from_utf8_lossy(&o.stdout);
-                if status.trim().is_empty() {
-                    eprintln!("  no changes");
-                    continue;
-                }
-                print!("{status}");
-            }
-            Ok(o) => {
-                eprintln!(
-                    "  not a git repository: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
-                continue;
-            }
-            Err(e) => {
-                eprintln!("  cannot run git: {e}");
-                return;
-            }
-        }
-        if let Ok(o) = git(&["diff", "--no-ext-diff", "--no-textconv", color, "HEAD"])
-            .or_else(|_| git(&["diff", "--no-ext-diff", "--no-textconv", color]))
-        {
-            print!("{}", String::from_utf8_lossy(&o.stdout));
-        }
-    }
-}
-
-/// Approvals asked at the chat's prompt. Ctrl-C there denies the call and
-/// cancels the turn.
-#[derive(Debug)]
-struct TerminalApprover {
-    editor: LineEditor,
-}
-
-impl Approver for TerminalApprover {
-    fn approve<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-    ) -> evoflux_harness::approval::ApprovalFuture<'a> {
-        Box::pin(async move {
-            eprintln!("{}", approval_question(request));
-            match self.editor.read("approve? ", ReadKind::Answer).await {
-                Read::Line(answer) => Decided::by_user(approval_answer(request, &answer)),
-                // Ctrl-C: the call is denied by the cancellation, which the
-                // session host carries out before the turn goes on.
-                Read::Interrupted => Decided {
-                    decision: denied(request),
-                    by: DecidedBy::Cancellation,
-                },
-                Read::Eof => Decided::by_user(denied(request)),
-            }
-        })
-    }
-}
-
-/// `evoflux chat` reading a pipe: one message per line, approvals answered
-/// by the next line, an empty line or the end of input ends the chat.
-fn lines(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
-    let rt = runtime()?;
-    rt.block_on(async {
-        let events = event_sink(out);
-        let processes = process_runtime(out)?;
-        if args.session.session.is_none()
-            && let Err(exit) = ask_trust(out, &args.session).await?
-        {
-            return Ok(exit);
-        }
-        let holder = Holder::process("evoflux chat");
-        let live = match open_hosted(
-            out,
-            &args.session,
-            Arc::clone(&events),
-            Arc::new(AskApprover),
-            &processes,
-            &holder,
-        )
-        .await?
-        {
-            Ok(live) => live,
-            Err(exit) => return Ok(exit),
-        };
-        let question = live
-            .with(|harness: &mut Harness| {
-                Box::pin(async move { harness.pending_question().await.ok().flatten() })
-                    as BoxFuture<'_, Option<evoflux_harness::PendingQuestion>>
-            })
-            .await?;
-        if let Some(q) = question {
-            eprintln!("The agent asked: {}", q.question);
-        }
-        eprintln!(
-            "Type a message; `!command` runs a shell command; an empty line or Ctrl-D ends the chat."
-        );
-        let ended = loop {
-            eprint!("> ");
-            let _ = std::io::stderr().flush();
-            let Some(line) = read_line().await? else {
-                break Ok(());
-            };
-            let line = line.trim_end_matches(['\n', '\r']).to_owned();
-            if line.trim().is_empty() {
-                break Ok(());
-            }
-            if let Some(command) = line.strip_prefix('!') {
-                if let Err(e) = user_command(&live, command, events.as_ref()).await {
-                    break Err(e);
-                }
-                continue;
-            }
-            let handle = match live.host.submit(Some(line), TurnOptions::default()).await {
-                Ok(handle) => handle,
-                Err(e @ (HostError::Busy | HostError::Lease(_))) => {
-                    refused(events.as_ref(), &e);
-                    continue;
-                }
-                Err(e) => break Err(e.into()),
-            };
-            // Stopped through the host's one cancellation path, which ends
-            // the turn's open calls and the turn itself.
-            let mut interrupted = false;
-            let turn = handle.ended();
-            tokio::pin!(turn);
-            let turn = loop {
-                tokio::select! {
-                    turn = &mut turn => break turn,
-                    () = shutdown_signal(), if !interrupted => {
-                        interrupted = true;
-                        live.host.cancel();
-                    }
-                }
-            };
-            match turn {
-                Ok(TurnEnd::Cancelled) if interrupted => {
-                    eprintln!("interrupted");
-                    break Ok(());
-                }
-                // Another process took the session (the stream said so).
-                Ok(TurnEnd::Cancelled | TurnEnd::Completed(_)) => {}
-                // The event stream already showed the error; the session
-                // stays usable for the next message.
-                Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
-                Err(e) => break Err(e.into()),
-            }
-        };
-        live.host.close().await;
-        processes.shutdown().await;
-        ended?;
-        eprintln!(
-            "session {} saved; continue it with `evoflux chat --session {}`",
-            live.session.id, live.session.id
-        );
-        Ok(Exit::Ok)
-    })
 }

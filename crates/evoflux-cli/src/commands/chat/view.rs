@@ -13,7 +13,7 @@ use evoflux_harness::{Event, EventSink};
 use evoflux_model::Message;
 
 use super::markdown::{MarkdownStream, Style};
-use crate::commands::run::{HumanEvents, clip};
+use crate::frontend::printer::{HumanEvents, clip};
 
 /// One tool call's output, kept for `/show`.
 #[derive(Debug, Clone)]

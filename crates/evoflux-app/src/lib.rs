@@ -1,0 +1,37 @@
+//! The application services above the session engine.
+//!
+//! The engine (`evoflux-harness`) runs a session: its turns, tools, hooks,
+//! context, approvals and the session host. This crate is what an
+//! application does with it, for every front end alike (the CLI, the
+//! server, ACP): the [`AppContext`] a front end builds once (its
+//! directories, trust, the compile of the sources, the store), the
+//! [`SessionBuilder`] that opens a session from what a front end knows,
+//! and the services around sessions — `doctor`, evals, replay, fleet runs,
+//! the scheduler, agent-file editing, the skills view, the trust review
+//! and the data directory's maintenance ([`maintenance`]). Front ends take
+//! these from here and the session itself from the engine.
+
+pub mod agent_files;
+mod context;
+pub mod doctor;
+pub mod evals;
+pub mod fleet_run;
+pub mod hosting;
+pub mod maintenance;
+pub mod replay;
+pub mod scheduler;
+pub mod scratch;
+mod selected;
+pub mod session;
+pub mod skills_view;
+pub mod sources;
+mod teams;
+pub mod tree_copy;
+mod trust;
+pub mod trust_review;
+
+pub use context::{AppContext, TrustedCheckout};
+pub use hosting::{ReopenBuilder, WireBuilder};
+pub use selected::{selected_checks, selected_config, selected_sandbox};
+pub use session::{ModelOrigin, OpenedSession, SessionBuilder, SessionError, SessionOptions};
+pub use trust::TrustQuestion;

@@ -1,0 +1,285 @@
+//! The event printers: how a session's [`Event`] stream reaches the
+//! terminal — JSON lines with `--json`, else the agent's words on stdout
+//! and its activity on stderr — and the one-line renderings (web searches,
+//! citations, clipped text) that `chat`'s view and `sessions show` reuse.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use evoflux_harness::{DecidedBy, DecisionKind, Event, EventSink, ToolStatus};
+
+use crate::output::Output;
+
+/// Where a session's events go: JSON lines with `--json`, text otherwise.
+pub(crate) fn event_sink(out: &Output) -> Arc<dyn EventSink> {
+    if out.json {
+        Arc::new(JsonLines)
+    } else {
+        Arc::new(HumanEvents::default())
+    }
+}
+
+/// `--json`: every event as one JSON line on stdout.
+#[derive(Debug)]
+struct JsonLines;
+
+impl EventSink for JsonLines {
+    fn emit(&self, event: &Event) {
+        if let Ok(line) = serde_json::to_string(event) {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+        }
+    }
+}
+
+/// One line for a web search the provider ran.
+pub(crate) fn web_search_line(search: &evoflux_model::WebSearch) -> String {
+    let query = search
+        .query
+        .as_deref()
+        .map_or_else(String::new, |q| format!(" \"{}\"", clip(q, 120)));
+    match &search.error {
+        Some(e) => format!("⌕ web search{query} failed: {e}"),
+        None => format!("⌕ web search{query}: {} results", search.sources.len()),
+    }
+}
+
+/// Adds a cited page to the list under an answer, once: an answer cites
+/// the same page in many places.
+pub(crate) fn cite_once(list: &mut Vec<evoflux_model::Citation>, c: &evoflux_model::Citation) {
+    if !list.iter().any(|d| d.url == c.url) {
+        list.push(c.clone());
+    }
+}
+
+/// One cited page: its title, when known, and its address.
+pub(crate) fn citation_line(c: &evoflux_model::Citation) -> String {
+    match &c.title {
+        Some(t) => format!("{} <{}>", clip(t, 120), c.url),
+        None => format!("<{}>", c.url),
+    }
+}
+
+/// Text for people: the agent's words on stdout as they stream, activity
+/// on stderr.
+#[derive(Debug, Default)]
+pub(crate) struct HumanEvents {
+    mid_line: std::sync::atomic::AtomicBool,
+    /// Pages the answer being streamed cites, listed once it is complete
+    /// (citations arrive in the middle of the text).
+    citations: std::sync::Mutex<Vec<evoflux_model::Citation>>,
+}
+
+impl HumanEvents {
+    fn end_text(&self) {
+        if self
+            .mid_line
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            println!();
+        }
+    }
+}
+
+impl EventSink for HumanEvents {
+    fn emit(&self, event: &Event) {
+        match event {
+            Event::SessionStarted {
+                session_id,
+                mode,
+                lead,
+                model,
+                resumed,
+                ..
+            } => eprintln!(
+                "{} session {session_id} · {mode} · lead {lead} · {model}",
+                if *resumed { "resuming" } else { "new" }
+            ),
+            Event::TurnStarted { .. } => {}
+            Event::TurnCancelled { .. } => {
+                self.end_text();
+                eprintln!("  turn cancelled; the commands it started were stopped");
+            }
+            Event::MessageDelta { text } => {
+                let mut stdout = std::io::stdout().lock();
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+                self.mid_line
+                    .store(!text.ends_with('\n'), std::sync::atomic::Ordering::Relaxed);
+            }
+            Event::ToolStarted {
+                tool, arguments, ..
+            } => {
+                self.end_text();
+                eprintln!("→ {tool} {}", clip(&arguments.to_string(), 160));
+            }
+            Event::ApprovalRequested { tool, .. } => eprintln!("  {tool} needs approval"),
+            Event::ApprovalDecided { decision, by, .. } => match (decision, by) {
+                (DecisionKind::Denied, DecidedBy::Policy | DecidedBy::Cancellation) => {}
+                (DecisionKind::Denied, DecidedBy::User) => eprintln!("  denied"),
+                (
+                    DecisionKind::Approved
+                    | DecisionKind::ApprovedForSession
+                    | DecisionKind::ApprovedForWorkspace,
+                    _,
+                ) => {}
+            },
+            Event::ToolEnded {
+                tool,
+                status: ToolStatus::Cancelled,
+                ..
+            } => eprintln!("  ✗ {tool}: cancelled"),
+            Event::ToolEnded {
+                tool,
+                is_error,
+                content,
+                ..
+            } => {
+                let first = content.lines().next().unwrap_or_default();
+                let lines = content.lines().count();
+                if *is_error {
+                    eprintln!("  ✗ {tool}: {}", clip(first, 200));
+                } else {
+                    eprintln!("  ✓ {tool} ({lines} lines)");
+                }
+            }
+            Event::CommandEnded {
+                process_id,
+                command,
+                is_error,
+                ..
+            } => {
+                self.end_text();
+                let mark = if *is_error { "✗" } else { "✓" };
+                eprintln!(
+                    "  {mark} background {process_id} `{}` ended",
+                    clip(command, 80)
+                );
+            }
+            Event::ContextCompacted {
+                covered_messages, ..
+            } => {
+                self.end_text();
+                eprintln!(
+                    "  context compacted: a summary stands for the first {covered_messages} messages"
+                );
+            }
+            Event::ModelSwitched { from, to } => {
+                self.end_text();
+                eprintln!("  model switched from {from} to {to} for this session");
+            }
+            Event::McpServer {
+                server,
+                owner,
+                state,
+                error,
+            } => match error {
+                Some(e) => eprintln!("  mcp {server} ({owner}): {state}: {e}"),
+                None => eprintln!("  mcp {server} ({owner}): {state}"),
+            },
+            Event::InputRequested {
+                question, options, ..
+            } => {
+                self.end_text();
+                if options.is_empty() {
+                    println!("? {question}");
+                } else {
+                    println!("? {question} [{}]", options.join(" / "));
+                }
+            }
+            Event::WebSearch { search } => {
+                self.end_text();
+                eprintln!("  {}", web_search_line(search));
+            }
+            Event::Citation { citation } => {
+                if let Ok(mut list) = self.citations.lock() {
+                    cite_once(&mut list, citation);
+                }
+            }
+            Event::TurnCompleted { .. } => {
+                self.end_text();
+                let cited = self
+                    .citations
+                    .lock()
+                    .map(|mut l| std::mem::take(&mut *l))
+                    .unwrap_or_default();
+                for (i, c) in cited.iter().enumerate() {
+                    eprintln!("  [{}] {}", i + 1, citation_line(c));
+                }
+            }
+            // Usage is for `--json` readers and `sessions show`.
+            Event::ModelCallCompleted { .. } => {}
+            Event::Error { code, message } => {
+                self.end_text();
+                eprintln!("error[{code}]: {message}");
+            }
+            // The error before it said what failed.
+            Event::TurnFailed { .. } => {}
+            Event::SourcesApplied { .. } => {
+                self.end_text();
+                eprintln!("  changed agents, skills, plugins or config apply from this turn");
+            }
+            Event::GraphInvalid { code, message, .. } => {
+                self.end_text();
+                eprintln!("error[{code}]: {message}");
+            }
+            Event::Warning { code, message } => eprintln!("warning[{code}]: {message}"),
+            Event::DispatchStarted {
+                agent,
+                child_session_id,
+                ..
+            } => {
+                self.end_text();
+                eprintln!("  ⇢ {agent} (session {child_session_id})");
+            }
+            Event::DispatchEnded {
+                agent, is_error, ..
+            } => {
+                let mark = if *is_error { "✗" } else { "✓" };
+                eprintln!("  {mark} {agent} answered");
+            }
+            Event::TaskCancelled { agent, .. } => eprintln!("  ✗ {agent} cancelled"),
+            Event::ToolsActivated { tools } => {
+                self.end_text();
+                eprintln!("  + tools turned on: {}", tools.join(", "));
+            }
+            Event::TaskUpdate { message } => eprintln!("  ⋯ {}", clip(message, 200)),
+            // A child's activity, indented under the call that opened it;
+            // its words go to stderr so stdout stays the lead's answer.
+            Event::Child { event, .. } => match event.as_ref() {
+                Event::MessageDelta { .. } | Event::TurnStarted { .. } => {}
+                Event::ToolStarted {
+                    tool, arguments, ..
+                } => eprintln!("    → {tool} {}", clip(&arguments.to_string(), 140)),
+                Event::ToolEnded {
+                    tool,
+                    is_error,
+                    content,
+                    ..
+                } => {
+                    let first = content.lines().next().unwrap_or_default();
+                    match is_error {
+                        true => eprintln!("      ✗ {tool}: {}", clip(first, 160)),
+                        false => eprintln!("      ✓ {tool}"),
+                    }
+                }
+                Event::Error { code, message } => eprintln!("    error[{code}]: {message}"),
+                Event::Warning { code, message } => {
+                    eprintln!("    warning[{code}]: {message}");
+                }
+                Event::TaskUpdate { message } => eprintln!("    ⋯ {}", clip(message, 200)),
+                _ => {}
+            },
+        }
+    }
+}
+
+/// `s` cut to `max` characters, with `…` where it was cut.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let head: String = s.chars().take(max).collect();
+    format!("{head}…")
+}

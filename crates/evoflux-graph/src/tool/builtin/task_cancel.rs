@@ -1,0 +1,29 @@
+//! `task_cancel`: the lead cancels background tasks.
+//!
+//! The harness handles it natively by its [`Handling::Dispatch`](crate::tool::Handling):
+//! it has no executor and no handler module.
+
+use serde_json::json;
+
+use super::{Framework, Spec, object};
+use crate::tool::{ActionClass, Availability, DispatchAction, Handling};
+
+pub(super) const TOOL: Framework = Framework {
+    name: "task_cancel",
+    spec,
+};
+
+fn spec() -> Spec {
+    Spec::native(
+        Handling::Dispatch {
+            action: DispatchAction::TaskCancel,
+        },
+        ActionClass::Dispatch,
+        &[Availability::RootSession],
+        "Cancel delegated tasks by id.",
+        object(
+            json!({"task_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50}}),
+            &["task_ids"],
+        ),
+    )
+}
