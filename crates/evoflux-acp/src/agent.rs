@@ -39,11 +39,9 @@ use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink, Harness,
-    Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, Reopen,
-    ReopenError, SessionHost, TurnEnd, TurnOptions, TurnStatus,
+    Holder, HostError, HostFrontEnd, HostOptions, HostWiring, LeaseError, Limits, ProcessRuntime,
+    Reopen, ReopenError, SessionHost, Store, StoreError, TurnEnd, TurnOptions, TurnStatus,
 };
-use evoflux_store::Store;
-use evoflux_tools::ProcessRuntime;
 use std::path::Path;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -70,7 +68,7 @@ pub struct AgentOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum AcpError {
     #[error("the session store cannot be opened: {0}")]
-    Store(#[from] evoflux_store::StoreError),
+    Store(#[from] StoreError),
     #[error("the session store cannot be opened: {0}")]
     Config(#[from] evoflux_app::SessionError),
     #[error("the ACP connection failed: {0}")]

@@ -29,8 +29,7 @@ use evoflux_harness::approval::{ApprovalDecision, ApprovalRequest, ApprovalSubje
 use evoflux_harness::remote::{
     RemoteAgent, RemoteAgents, RemoteError, RemoteFuture, RemoteSession, RemoteStop, RemoteTurn,
 };
-use evoflux_harness::{Event, EventSink};
-use evoflux_tools::group::ProcessGroup;
+use evoflux_harness::{Event, EventSink, ProcessGroup};
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};

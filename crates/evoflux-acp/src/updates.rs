@@ -9,9 +9,8 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallId,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use evoflux_graph::tool::{ActionClass, ToolDefinition};
-use evoflux_harness::Event;
-use evoflux_model::Message;
+use evoflux_harness::{ActionClass, Event, ToolDefinition};
+use evoflux_protocol::Message;
 use serde_json::Value;
 
 /// What the client is told about each tool of a session: its kind (from

@@ -462,15 +462,14 @@ async fn mcp(
         reference_env: env.clone(),
         ..evoflux_mcp::ManagerOptions::default()
     };
-    let (runtime, diagnostics) =
-        match evoflux_mcp::McpRuntime::new(graph, Some(&app.plugins()), manager_options) {
-            Ok(r) => r,
-            Err(e) => {
-                let mut c = CheckResult::new(Check::Mcp, "the MCP servers cannot be set up");
-                c.find(Diagnostic::error(e.code(), e.to_string()));
-                return c;
-            }
-        };
+    let (runtime, diagnostics) = match app.mcp_servers_with(graph, manager_options) {
+        Ok(r) => r,
+        Err(e) => {
+            let mut c = CheckResult::new(Check::Mcp, "the MCP servers cannot be set up");
+            c.find(Diagnostic::error(e.code(), e.to_string()));
+            return c;
+        }
+    };
     let mut c = CheckResult::new(Check::Mcp, "no MCP servers");
     for d in diagnostics
         .into_iter()

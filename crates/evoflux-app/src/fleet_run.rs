@@ -485,17 +485,15 @@ impl FleetReadiness {
 
 /// The worker recipes that cannot open without the check registry: one of
 /// their required tools (every alternative of it) is a tool that runs
-/// registered checks, found by its executor, not its name.
+/// registered checks, as its handler says
+/// ([`evoflux_harness::tools::runs_checks`]), found by its executor, not
+/// its name.
 fn checking_workers(graph: &CompiledGraph) -> Vec<String> {
-    use evoflux_graph::tool::{BuiltinExecutor, ToolExecutor};
+    use evoflux_graph::tool::ToolExecutor;
     let tools = evoflux_agents::ToolCatalog::from_graph(graph);
-    let runs_checks = |name: &String| {
-        matches!(
-            tools.get(name).and_then(|t| t.executor.as_ref()),
-            Some(ToolExecutor::Builtin {
-                executor: BuiltinExecutor::Verify
-            })
-        )
+    let runs_checks = |name: &String| match tools.get(name).and_then(|t| t.executor.as_ref()) {
+        Some(ToolExecutor::Builtin { executor }) => evoflux_harness::tools::runs_checks(*executor),
+        Some(ToolExecutor::Command(_)) | None => false,
     };
     let Ok(workers) = evoflux_agents::worker::load_workers(graph, &tools, &mut Diagnostics::new())
     else {

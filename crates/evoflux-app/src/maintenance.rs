@@ -7,11 +7,23 @@
 //! keeps to `[storage]` without anyone pruning by hand. `evoflux sessions
 //! prune` is the same pruning on demand.
 
-use evoflux_store::{Retention, Store};
+use evoflux_store::Store;
 
-use crate::AppContext;
+use crate::{AppContext, SessionError};
+
+/// A retention policy ([`AppContext::retention`]), and what pruning a
+/// store to one removed (`Store::prune`).
+pub use evoflux_store::{Pruned, Retention};
 
 impl AppContext {
+    /// The retention policy of the data directory: `[storage]` of the
+    /// admin's and the user's config ([`AppContext::storage`]), which the
+    /// automatic prune keeps to and `evoflux sessions prune` applies when
+    /// it is given no limits of its own.
+    pub fn retention(&self) -> Result<Retention, SessionError> {
+        self.storage().map(Retention::from)
+    }
+
     /// Applies `[storage]` of the admin's and the user's config
     /// ([`AppContext::storage`]; a repository has no say in it) to `store`
     /// when the last automatic prune is a day old or more. It never stops
@@ -19,10 +31,10 @@ impl AppContext {
     /// config that does not load prunes nothing (the session it opens
     /// reports it).
     pub async fn prune_if_due(&self, store: &Store) {
-        let Ok(storage) = self.storage() else {
+        let Ok(policy) = self.retention() else {
             return;
         };
-        if let Err(e) = store.prune_if_due(&Retention::from(storage)).await {
+        if let Err(e) = store.prune_if_due(&policy).await {
             tracing::warn!(error = %e, "automatic pruning of the data directory failed");
         }
     }

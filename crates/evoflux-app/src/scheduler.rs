@@ -20,12 +20,16 @@ use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use evoflux_graph::schedule::{Missed, Overlap, ScheduleDefinition};
 use evoflux_graph::{CompiledGraph, Definition, SlotKind};
-use evoflux_store::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState, Store, StoreError};
+use evoflux_store::{Claim, RunTrigger, ScheduleState, Store, StoreError};
 use futures_util::future::BoxFuture;
 
 use evoflux_harness::TurnOptions;
 
 use crate::{AppContext, SessionBuilder, SessionOptions};
+
+/// A schedule's run as [`Scheduler::run_now`] and the history return it,
+/// and how it ended.
+pub use evoflux_store::{RunStatus, ScheduleRun};
 
 /// The most occurrences one tick counts through (a years-long gap of a
 /// one-minute schedule stops counting here).

@@ -3,13 +3,20 @@
 //! slot even when it is invalid (so it can be repaired), with its
 //! preferences, the modes it is effective in and its diagnostics.
 
+use std::path::PathBuf;
+
 use evoflux_core::dirs::Dirs;
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_graph::CompiledGraph;
 use evoflux_skills::projection::{ManagementRole, management_choice};
-use evoflux_skills::selection::{Depth, SkillSlot, skill_slots};
+use evoflux_skills::selection::{SkillSlot, skill_slots};
 use evoflux_skills::{LoadOptions, ModeSet, PlaceholderDirs, SkillSettingsStore};
 use serde::Serialize;
+
+use crate::{AppContext, SessionError};
+
+/// How far a view reads each slot: its winner settled, or every candidate.
+pub use evoflux_skills::selection::Depth;
 
 /// The skill slots of one compiled graph with the user's preferences.
 #[derive(Debug)]
@@ -101,5 +108,19 @@ impl SkillsView {
                     .collect(),
             })
             .collect()
+    }
+}
+
+impl AppContext {
+    /// The skills of the graph compiled for `workspaces`, read to `depth`,
+    /// with the user's preferences: what a skills listing, a skill's page
+    /// or a preference change starts from.
+    pub fn skills_view(
+        &self,
+        workspaces: &[PathBuf],
+        depth: Depth,
+    ) -> Result<SkillsView, SessionError> {
+        let graph = self.compile(workspaces)?;
+        Ok(SkillsView::load(&self.dirs, &graph, depth))
     }
 }

@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 
 use evoflux_core::trust::{Grant, TrustedRepository};
 use evoflux_core::{Diagnostic, Diagnostics};
-use evoflux_graph::grants::{ReviewItem, Runs, TrustGrants};
+use evoflux_graph::grants::TrustGrants;
 use serde::Serialize;
 
 use crate::{AppContext, SessionError};
+
+/// One source of a [`TrustReview`], and what it runs once trusted.
+pub use evoflux_graph::grants::{ReviewItem, Runs};
 
 /// A repository as trusting it would let it act.
 #[derive(Debug, Clone, Serialize)]

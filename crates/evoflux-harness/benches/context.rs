@@ -1,5 +1,5 @@
 //! Context control on the 60-turn Coding session of the tests
-//! (`tests/context_support`): bytes sent to the provider with the context
+//! (`tests/it/context_support`): bytes sent to the provider with the context
 //! owners (offload, compaction, projection, receipts) versus the base
 //! pipeline alone, and what the hooks cost per model call. Prints a JSON
 //! report; asserts nothing about time.
@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../tests/context_support/mod.rs"]
+#[path = "../tests/it/context_support/mod.rs"]
 mod context_support;
 
 use std::sync::Arc;

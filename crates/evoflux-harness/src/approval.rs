@@ -172,6 +172,12 @@ pub type ApprovalFuture<'a> = Pin<Box<dyn Future<Output = Decided> + Send + 'a>>
 
 /// Decides approvals for a session.
 pub trait Approver: Send + Sync + fmt::Debug {
+    /// Asks for a decision on `request`. The session calls this, then
+    /// announces the request (`approval_requested`), then awaits the
+    /// future: an approver that others decide through (the session host's
+    /// broker) registers the call here, before returning, so a decision
+    /// made the moment the event is seen finds it; one that asks someone
+    /// itself (a prompt) does so in the future, after the event.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a>;
 }
 

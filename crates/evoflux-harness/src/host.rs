@@ -24,6 +24,10 @@
 //!   the session is opened again on them before the next turn and
 //!   `sources_applied` is emitted; sources that do not open leave the
 //!   session on the previous ones with `graph_invalid`.
+//! - **One end.** [`SessionHost::close`] returns once the host's task has
+//!   stopped: from then on every operation answers [`HostError::Closed`],
+//!   and whatever was queued but never ran was refused with its lease
+//!   released, rather than dropped with the lease held until it expires.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use evoflux_core::ids::SessionId;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided};
 use crate::events::EventSink;
@@ -163,6 +167,8 @@ impl ApprovalBroker {
 
 impl Approver for ApprovalBroker {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApprovalFuture<'a> {
+        // Registered now, before the session announces the request: a
+        // client that decides on `approval_requested` finds it waiting.
         let (tx, rx) = oneshot::channel();
         self.lock().insert(request.call_id.clone(), tx);
         Box::pin(async move {
@@ -311,7 +317,9 @@ enum Command {
     Turn(Box<Submitted>),
     Exclusive(Box<Exclusive>),
     With(Between),
-    Close(oneshot::Sender<()>),
+    /// Stop taking commands; [`SessionHost::close`] waits for
+    /// [`Shared::stopped`].
+    Close,
 }
 
 #[derive(Debug)]
@@ -325,6 +333,12 @@ struct Shared {
     /// Bumped by [`SessionHost::refresh`]; the task applies the sources
     /// before a turn when it moved since it last did.
     generation: AtomicU64,
+    /// Set by [`SessionHost::close`] before anything else: no operation
+    /// asked from then on is queued.
+    closed: AtomicBool,
+    /// `true` once the host's task has stopped (closed, forgotten, or
+    /// gone with a panic): nothing it was sent will run any more.
+    stopped: watch::Sender<bool>,
 }
 
 /// One live session and the only way to run it. Cheap to clone; the
@@ -352,6 +366,8 @@ impl SessionHost {
             options,
             busy: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            stopped: watch::Sender::new(false),
         });
         let sources = shared.options.sources.clone();
         let (tx, rx) = mpsc::unbounded_channel();
@@ -405,7 +421,7 @@ impl SessionHost {
             done,
         })));
         if let Err(mpsc::error::SendError(command)) = sent {
-            self.give_back(command).await;
+            give_back(&self.shared, command).await;
             return Err(HostError::Closed);
         }
         Ok(TurnHandle(rx))
@@ -433,16 +449,25 @@ impl SessionHost {
             done,
         }));
         if let Err(mpsc::error::SendError(command)) = self.commands.send(command) {
-            self.give_back(command).await;
+            give_back(&self.shared, command).await;
             return Err(HostError::Closed);
         }
         free.await.map_err(|_| HostError::Closed)??;
         rx.await.map_err(|_| HostError::Closed)
     }
 
+    /// Refuses what is asked of a closed host.
+    fn open(&self) -> Result<(), HostError> {
+        match self.shared.closed.load(Ordering::SeqCst) {
+            true => Err(HostError::Closed),
+            false => Ok(()),
+        }
+    }
+
     /// Marks the session busy and takes its lease (when the host has a
     /// holder): what every turn and exclusive operation starts with.
     async fn take(&self) -> Result<Option<SessionLease>, HostError> {
+        self.open()?;
         if self
             .shared
             .busy
@@ -465,20 +490,6 @@ impl SessionHost {
         }
     }
 
-    /// A command the task will never run (it stopped): the session is free
-    /// again and its lease released.
-    async fn give_back(&self, command: Command) {
-        self.shared.busy.store(false, Ordering::SeqCst);
-        let lease = match command {
-            Command::Turn(submitted) => submitted.lease,
-            Command::Exclusive(exclusive) => exclusive.lease,
-            Command::With(_) | Command::Close(_) => None,
-        };
-        if let Some(lease) = lease {
-            release(lease).await;
-        }
-    }
-
     /// Cancels the running turn; `false` when none runs.
     pub fn cancel(&self) -> bool {
         if !self.is_busy() {
@@ -490,6 +501,7 @@ impl SessionHost {
 
     /// Decides the approval `call_id` waits on, for every client.
     pub fn decide(&self, call_id: &str, decided: Decided) -> Result<(), HostError> {
+        self.open()?;
         self.shared.wiring.approvals.decide(call_id, decided)
     }
 
@@ -510,6 +522,7 @@ impl SessionHost {
         R: Send + 'static,
         F: for<'h> FnOnce(&'h mut Harness) -> BoxFuture<'h, R> + Send + 'static,
     {
+        self.open()?;
         let (tx, rx) = oneshot::channel();
         let command = Command::With(Box::new(move |harness: &mut Harness| {
             Box::pin(async move {
@@ -521,20 +534,49 @@ impl SessionHost {
     }
 
     /// Cancels the running turn, if any, and closes the session (its MCP
-    /// servers stop). Returns once it is closed.
+    /// servers stop). Returns once the host's task has stopped: every
+    /// operation asked from the start of the close answers
+    /// [`HostError::Closed`], and one that raced it was refused with its
+    /// lease released.
     pub async fn close(&self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
         self.cancel();
-        let (tx, rx) = oneshot::channel();
-        if self.commands.send(Command::Close(tx)).is_ok() {
-            let _ = rx.await;
-        }
+        // Fails only when the task stopped already.
+        let _ = self.commands.send(Command::Close);
+        let mut stopped = self.shared.stopped.subscribe();
+        // `Shared` holds the sender, so it outlives this wait.
+        let _ = stopped.wait_for(|stopped| *stopped).await;
+    }
+}
+
+/// Tells [`SessionHost::close`] the host's task stopped, however it ends
+/// (a panic included).
+struct Stopped(Arc<Shared>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.stopped.send_replace(true);
     }
 }
 
 /// The host's task: turns one at a time, until it is closed or forgotten.
 async fn run(
-    mut harness: Harness,
+    harness: Harness,
     shared: Arc<Shared>,
+    front: Arc<dyn HostFrontEnd>,
+    commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let stopped = Stopped(Arc::clone(&shared));
+    serve(harness, &shared, front, commands).await;
+    drop(stopped);
+}
+
+/// Runs the commands in order until [`Command::Close`] (or until every
+/// handle is gone), then refuses what was queued behind it and shuts the
+/// harness down.
+async fn serve(
+    mut harness: Harness,
+    shared: &Shared,
     front: Arc<dyn HostFrontEnd>,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
@@ -550,7 +592,7 @@ async fn run(
                 } = *submitted;
                 let ended = turn(
                     &mut harness,
-                    &shared,
+                    shared,
                     front.as_ref(),
                     &mut applied,
                     &mut lease,
@@ -558,14 +600,14 @@ async fn run(
                     options,
                 )
                 .await;
-                free(&shared, front.as_ref(), lease).await;
+                free(shared, front.as_ref(), lease).await;
                 let _ = done.send(ended);
             }
             Command::Exclusive(exclusive) => {
                 let Exclusive { mut lease, f, done } = *exclusive;
                 let prepared = bring_up_to_date(
                     &mut harness,
-                    &shared,
+                    shared,
                     front.as_ref(),
                     &mut applied,
                     &mut lease,
@@ -574,22 +616,44 @@ async fn run(
                 if prepared.is_ok() {
                     f(&mut harness).await;
                 }
-                free(&shared, front.as_ref(), lease).await;
+                free(shared, front.as_ref(), lease).await;
                 let _ = done.send(prepared);
             }
             Command::With(f) => f(&mut harness).await,
-            Command::Close(done) => {
-                harness.shutdown().await;
-                let _ = done.send(());
-                return;
-            }
+            Command::Close => break,
         }
+    }
+    // From here a send fails (its sender gives the command back); what
+    // was queued before is given back here.
+    commands.close();
+    while let Some(command) = commands.recv().await {
+        give_back(shared, command).await;
     }
     harness.shutdown().await;
 }
 
-/// One turn: the session brought up to date (another holder's turns,
-/// changed sources), then run until it ends or is cancelled.
+/// A command the task will never run (the host closed): a turn or an
+/// exclusive operation frees the session, releases its lease and is
+/// answered [`HostError::Closed`]; anything else is dropped, which its
+/// caller hears as `Closed`.
+async fn give_back(shared: &Shared, command: Command) {
+    let lease = match command {
+        Command::Turn(submitted) => {
+            let _ = submitted.done.send(Err(HostError::Closed));
+            submitted.lease
+        }
+        Command::Exclusive(exclusive) => {
+            let _ = exclusive.done.send(Err(HostError::Closed));
+            exclusive.lease
+        }
+        Command::With(_) | Command::Close => return,
+    };
+    if let Some(lease) = lease {
+        release(lease).await;
+    }
+    shared.busy.store(false, Ordering::SeqCst);
+}
+
 /// What ends every turn and exclusive operation: the front end stores what
 /// it emitted, the lease goes, and the session takes the next message.
 async fn free(shared: &Shared, front: &dyn HostFrontEnd, lease: Option<SessionLease>) {
@@ -651,6 +715,8 @@ async fn bring_up_to_date(
     Ok(())
 }
 
+/// One turn: the session brought up to date (another holder's turns,
+/// changed sources), then run until it ends or is cancelled.
 async fn turn(
     harness: &mut Harness,
     shared: &Shared,

@@ -53,6 +53,18 @@ pub use events::{
     TurnStatus,
 };
 pub use evoflux_tools::web_fetch::NetworkAccess;
+// What the engine's API hands out from the crates below it, named here
+// so a front end drives a session through the engine alone: the command
+// runtime a session runs its commands in and the workspace check its
+// file tools go through (`evoflux-tools`); the process group an external
+// agent started for a remote dispatch leads; the store a host works on,
+// its sessions and their records, and its errors (`evoflux-store`); a
+// prepared tool's definition and the class of action it takes
+// (`evoflux-graph`).
+pub use evoflux_graph::tool::{ActionClass, ToolDefinition};
+pub use evoflux_store::{PendingInput, Session, Store, StoreError, TranscriptEntry};
+pub use evoflux_tools::group::ProcessGroup;
+pub use evoflux_tools::{ProcessRuntime, Workspace};
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
 pub use host::{
     HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, ReopenError, SessionHost, TurnHandle,

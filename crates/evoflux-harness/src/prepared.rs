@@ -21,6 +21,7 @@ use evoflux_mcp::McpToolDescriptor;
 use serde_json::Value;
 
 use crate::events::UnavailableTool;
+use crate::tools::Offering;
 
 /// How a prepared tool's calls are handled.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +82,8 @@ pub struct PreparedTool {
     /// Whether a call needs the user's approval first.
     pub approval: Approval,
     /// Hidden from the model until something activates it (the `process`
-    /// executor after a command yields).
+    /// executor after a command yields; [`crate::tools`]'s
+    /// `Offering::Deferred`).
     pub deferred: bool,
     validator: Option<jsonschema::Validator>,
 }
@@ -183,7 +185,17 @@ const fn provider_tool_kind(tool: ProviderTool) -> evoflux_model::ProviderToolKi
     }
 }
 
+/// Why a tool that runs commands is left out of a session without a
+/// process runtime, and what a command asked of one answers.
+pub(crate) const NO_PROCESS_RUNTIME: &str = "no process runtime is attached to this session";
+
 impl SessionCapabilities {
+    /// Why a tool that runs commands (`shell`, `process`, `verify`, a
+    /// command tool) cannot run in this session, if it cannot.
+    pub(crate) fn process_gap(&self) -> Option<&'static str> {
+        (!self.processes).then_some(NO_PROCESS_RUNTIME)
+    }
+
     fn holds(&self, condition: Availability) -> bool {
         match condition {
             Availability::RootSession => self.root_session,
@@ -243,8 +255,8 @@ impl PreparedTools {
                     PreparedKind::Ordinary(Executor::Builtin(*executor))
                 }
                 (Handling::None, Some(ToolExecutor::Command(command))) => {
-                    if !caps.processes {
-                        out.skip(name, "no process runtime is attached to this session");
+                    if let Some(gap) = caps.process_gap() {
+                        out.skip(name, gap);
                         continue;
                     }
                     PreparedKind::Ordinary(Executor::Command(command.clone()))
@@ -295,7 +307,11 @@ impl PreparedTools {
                 PreparedKind::Ordinary(Executor::Command(c)) => (c.approval, false),
                 PreparedKind::Ordinary(Executor::Builtin(b)) => {
                     let handler = crate::tools::handler(*b);
-                    (handler.approval(), handler.deferred())
+                    let deferred = match handler.offering() {
+                        Offering::Deferred => true,
+                        Offering::Always | Offering::WhileToolsHeldBack => false,
+                    };
+                    (handler.approval(), deferred)
                 }
                 PreparedKind::Ordinary(Executor::Mcp { .. })
                 | PreparedKind::RequestInput(_)
@@ -368,11 +384,12 @@ impl PreparedTools {
     }
 
     /// Names the registered check commands (`id`, what it runs) in the
-    /// schema of every `verify`-executor tool, so the model can only ask
-    /// for a command that exists.
+    /// schema of every tool that runs them (its handler says,
+    /// `BuiltinTool::runs_checks` in [`crate::tools`]), so the model can
+    /// only ask for a command that exists.
     pub fn bind_checks(&mut self, commands: &[(String, String)]) {
         for tool in &mut self.tools {
-            if tool.kind != PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Verify)) {
+            if !tool.builtin().is_some_and(|h| h.runs_checks()) {
                 continue;
             }
             if crate::tools::bind_commands(&mut tool.definition.input_schema, commands) {

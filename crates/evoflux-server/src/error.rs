@@ -5,7 +5,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use evoflux_app::SessionError;
-use evoflux_store::StoreError;
+use evoflux_harness::StoreError;
 use serde::Serialize;
 
 /// An error answer.

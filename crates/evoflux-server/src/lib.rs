@@ -22,11 +22,6 @@ mod reload;
 pub mod router;
 mod schedules;
 mod state;
-/// The app context every test starts from, one copy shared with the
-/// integration tests.
-#[cfg(test)]
-#[path = "../tests/it/common/app.rs"]
-mod testing;
 mod ui;
 
 use std::future::Future;
@@ -35,8 +30,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use evoflux_app::{AppContext, SessionError};
-use evoflux_store::StoreError;
-use evoflux_tools::ProcessRuntime;
+use evoflux_harness::{ProcessRuntime, StoreError};
+
+// The app context every unit test starts from (`crate::testing::setup`):
+// the application's test application, which the integration tests start
+// from too.
+#[cfg(test)]
+use evoflux_app::testing;
 
 pub use auth::{PUBLIC_TOKEN_MIN_CHARS, TOKEN_ENV, TOKEN_FILE, Token, TokenError, TokenOrigin};
 pub use conn::{

@@ -31,9 +31,9 @@ use evoflux_harness::events::EventKind;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
     ApprovalDecision, Decided, Event, EventSink, Harness, Holder, HostError, HostFrontEnd,
-    HostOptions, HostWiring, LeaseError, Reopen, ReopenError, SessionHost, TurnOptions,
+    HostOptions, HostWiring, LeaseError, ProcessRuntime, Reopen, ReopenError, Session, SessionHost,
+    Store, TurnOptions,
 };
-use evoflux_tools::ProcessRuntime;
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -94,7 +94,7 @@ pub struct LiveSession {
     host: SessionHost,
     /// When a request last touched it.
     used: Mutex<std::time::Instant>,
-    store: evoflux_store::Store,
+    store: Store,
     bus: Arc<EventBus>,
 }
 
@@ -171,7 +171,7 @@ pub struct Sessions {
     app: Arc<AppContext>,
     processes: ProcessRuntime,
     /// The server's one store, shared by every session.
-    store: evoflux_store::Store,
+    store: Store,
     live: Mutex<BTreeMap<SessionId, Arc<LiveSession>>>,
     /// Serializes opening, so one session is never opened twice.
     opening: tokio::sync::Mutex<()>,
@@ -185,7 +185,7 @@ pub struct Sessions {
 #[derive(Debug)]
 pub struct Opened {
     pub live: Arc<LiveSession>,
-    pub session: evoflux_store::Session,
+    pub session: Session,
     pub model: String,
     pub diagnostics: evoflux_core::Diagnostics,
 }
@@ -194,7 +194,7 @@ impl Sessions {
     pub fn new(
         app: Arc<AppContext>,
         processes: ProcessRuntime,
-        store: evoflux_store::Store,
+        store: Store,
         replica: Replica,
     ) -> Sessions {
         let bus = Arc::new(EventBus::default());
@@ -502,7 +502,7 @@ impl Sessions {
 #[derive(Debug)]
 struct ServerFront {
     app: Arc<AppContext>,
-    store: evoflux_store::Store,
+    store: Store,
     processes: ProcessRuntime,
     log: Arc<EventLog>,
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use evoflux_app::scheduler::{EngineRunner, Now, Scheduler, TickEvent};
-use evoflux_tools::ProcessRuntime;
+use evoflux_harness::{ProcessRuntime, Store};
 
 use crate::state::ServerState;
 
@@ -19,7 +19,7 @@ pub const TICK: Duration = Duration::from_secs(15);
 /// The server's scheduler: runs go through the engine, in `store`.
 pub fn scheduler(
     app: &evoflux_app::AppContext,
-    store: &evoflux_store::Store,
+    store: &Store,
     processes: ProcessRuntime,
     now: Arc<dyn Now>,
 ) -> Scheduler {

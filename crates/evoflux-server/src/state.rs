@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use evoflux_store::Store;
+use evoflux_app::mcp_servers::McpRuntime;
+use evoflux_harness::Store;
 
 use crate::live::Sessions;
 
@@ -23,7 +24,7 @@ pub struct ServerState {
     /// The server's own view of the MCP servers (global and per plugin),
     /// started on the first `/api/mcp/servers` and stopped at shutdown;
     /// sessions run their own.
-    pub mcp: tokio::sync::Mutex<Option<evoflux_mcp::McpRuntime>>,
+    pub mcp: tokio::sync::Mutex<Option<McpRuntime>>,
     /// Fires the schedules (its loop runs beside the server) and starts
     /// runs asked for through the API.
     pub scheduler: evoflux_app::scheduler::Scheduler,

@@ -381,15 +381,11 @@ impl SessionBuilder<'_> {
         place: &Place,
         shown: &mut Diagnostics,
     ) -> Result<evoflux_mcp::McpRuntime, SessionError> {
-        let (mcp, mcp_diags) = evoflux_mcp::McpRuntime::new(
+        let (mcp, mcp_diags) = self.app.mcp_servers(
             graph,
-            Some(&self.app.plugins()),
-            evoflux_mcp::ManagerOptions {
-                roots: match place.mode {
-                    AppMode::Coding => place.repositories.clone(),
-                    AppMode::Work => Vec::new(),
-                },
-                ..evoflux_mcp::ManagerOptions::default()
+            match place.mode {
+                AppMode::Coding => place.repositories.clone(),
+                AppMode::Work => Vec::new(),
             },
         )?;
         shown.extend(Diagnostics::from(mcp_diags).errors());

@@ -4,11 +4,8 @@
 //! file's module and its function (`replay::name`); `cargo nextest run -p
 //! evoflux-app -E 'test(/^scheduler::/)'` runs one file's tests.
 
-// Each former test crate allowed these at its root, which also covered
-// `common`; the modules below keep their own copies.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+// What the tests start from, an application in a temp folder, is
+// `evoflux_app::testing`, which the crates above share.
 
 mod replay;
 mod scheduler;

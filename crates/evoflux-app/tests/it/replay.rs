@@ -8,8 +8,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::{app, script};
 use evoflux_app::replay::{self, ReplayOptions, Secrets};
+use evoflux_app::testing::{app, script};
 use evoflux_app::{SessionBuilder, SessionOptions};
 use evoflux_harness::{Clock, TurnOptions};
 use evoflux_tools::ProcessRuntime;

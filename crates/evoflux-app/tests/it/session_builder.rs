@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::common::{app, script};
+use evoflux_app::testing::{app, script};
 use evoflux_app::{ModelOrigin, SessionBuilder, SessionError, SessionOptions};
 use evoflux_core::AppMode;
 use evoflux_harness::{CollectEvents, Event, TurnOptions, TurnStatus};

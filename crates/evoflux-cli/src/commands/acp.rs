@@ -28,7 +28,7 @@ pub fn run(out: &Output, args: &AcpArgs) -> anyhow::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     let app = Arc::new(super::app_context(&dirs)?);
-    let processes = evoflux_tools::ProcessRuntime::new(app.runtime_config());
+    let processes = evoflux_harness::ProcessRuntime::new(app.runtime_config());
     let options = evoflux_acp::AgentOptions {
         model: args.model.clone(),
         lead: args.lead.clone(),

@@ -8,14 +8,14 @@
 
 use clap::{Args, Subcommand};
 use evoflux_agents::ToolCatalog;
-use evoflux_agents::team::listing::list_agents;
 use evoflux_agents::team::seed::init_seeds;
 use evoflux_agents::team::{
     AgentSource, EffectiveAgentConfig, Role, compile_agent_config, members_shadowing_workers,
     parse_qualified_name, qualified_name,
 };
-use evoflux_core::{AppMode, Diagnostic, Diagnostics};
-use evoflux_graph::{CompiledGraph, SlotKind};
+use evoflux_app::CompiledGraph;
+use evoflux_app::agents_view::{agent_listings, modes};
+use evoflux_core::{AppMode, Diagnostic, Diagnostics, Slot, SlotKind};
 use serde::Serialize;
 
 use crate::cli::SourceArgs;
@@ -94,10 +94,6 @@ fn graph(out: &Output, sources: &SourceArgs) -> anyhow::Result<Result<CompiledGr
     Ok(Ok(super::compile_graph(&dirs, sources)?))
 }
 
-fn modes(mode: Option<AppMode>) -> Vec<AppMode> {
-    mode.map_or_else(|| AppMode::ALL.to_vec(), |m| vec![m])
-}
-
 fn source_label(s: &AgentSource) -> String {
     match s {
         AgentSource::Builtin => "builtin".to_owned(),
@@ -110,7 +106,6 @@ fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
         Ok(g) => g,
         Err(exit) => return Ok(exit),
     };
-    let tools = ToolCatalog::from_graph(&graph);
     let mut diags = Diagnostics::new();
     // A file the graph could not select (broken front matter) has no
     // entry to list; it is reported instead of silently left out.
@@ -118,16 +113,15 @@ fn list(out: &Output, args: &ListArgs) -> anyhow::Result<Exit> {
         .into_iter()
         .collect();
     let mut lead_errors = Diagnostics::new();
-    let listings: Vec<evoflux_agents::team::listing::ModeListing> = modes(args.mode)
-        .into_iter()
-        .map(|mode| {
+    if let Some(lead) = args.lead.as_deref() {
+        for mode in modes(args.mode) {
             let dir = evoflux_agents::team::load_agents(&graph, mode, &mut Diagnostics::new());
-            if let Some(Err(e)) = args.lead.as_deref().map(|l| dir.team(Some(l))) {
+            if let Err(e) = dir.team(Some(lead)) {
                 lead_errors.push(Diagnostic::error("agent/team-invalid", e.to_string()));
             }
-            list_agents(&graph, &tools, mode, args.lead.as_deref(), &mut diags)
-        })
-        .collect();
+        }
+    }
+    let listings = agent_listings(&graph, args.mode, args.lead.as_deref(), &mut diags);
     // A lead that is no lead in any listed mode is an error, not an empty
     // listing.
     if lead_errors.len() == listings.len() && !lead_errors.is_empty() {
@@ -192,7 +186,7 @@ fn show(out: &Output, name: &str, sources: &SourceArgs) -> anyhow::Result<Exit> 
     // What the graph said about this agent's file: a file it could not
     // select (broken front matter) has no entry, and one that falls back
     // to a built-in of the same name must not look fine.
-    let slot = evoflux_graph::Slot::new(evoflux_agents::team::agent_slot_kind(mode), bare.as_str());
+    let slot = Slot::new(evoflux_agents::team::agent_slot_kind(mode), bare.as_str());
     let unselected = graph.slot_diagnostics(&slot);
     let Some(entry) = dir.get(&bare) else {
         if unselected.is_empty() {
@@ -343,10 +337,7 @@ fn validate(out: &Output, mode: Option<AppMode>, sources: &SourceArgs) -> anyhow
     let tools = ToolCatalog::from_graph(&graph);
     let mut diags: Diagnostics = agent_graph_diagnostics(&graph, mode).into_iter().collect();
     let servers = match super::resolve_dirs(out) {
-        Ok(dirs) => evoflux_mcp::plugin::server_refs(
-            &graph,
-            &evoflux_plugins::PluginManager::new(evoflux_plugins::PluginPaths::from_dirs(&dirs)),
-        ),
+        Ok(dirs) => evoflux_mcp::plugin::server_refs(&graph, &super::app_context(&dirs)?.plugins()),
         Err(exit) => return Ok(exit),
     };
     let workers = worker_catalog(&graph, &tools, &mut diags);

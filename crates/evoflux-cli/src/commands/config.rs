@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
+use evoflux_app::CompiledGraph;
 use evoflux_core::Diagnostics;
 use evoflux_core::config::{Approval, ConfigOrigin, LoadedConfig};
-use evoflux_graph::CompiledGraph;
 use serde::Serialize;
 
 use crate::cli::SourceArgs;

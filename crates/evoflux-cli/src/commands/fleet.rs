@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Subcommand;
+use evoflux_app::CompiledGraph;
 use evoflux_core::dirs::Dirs;
 use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_fleet::{
     CatalogFleet, FleetCatalog, FleetStep, LoopCheck, PlanError, compile_fleet_plan,
 };
-use evoflux_graph::CompiledGraph;
 use serde_json::{Value, json};
 
 use evoflux_app::fleet_run::{

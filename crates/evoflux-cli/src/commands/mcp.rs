@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
+use evoflux_app::CompiledGraph;
+use evoflux_app::mcp_servers::{McpRuntime, ServerListing};
 use evoflux_core::Diagnostics;
 use evoflux_core::trust::CHANGED_SINCE_TRUST;
-use evoflux_graph::CompiledGraph;
 use evoflux_graph::compose::CompositionEntry;
-use evoflux_mcp::{ManagerOptions, McpManager, McpRuntime, ServerStatus};
-use evoflux_plugins::{PluginManager, PluginPaths};
+use evoflux_mcp::{McpManager, ServerStatus};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::SourceArgs;
-use crate::commands::{compile_graph, resolve_dirs, root_options};
+use crate::commands::{app_context, resolve_dirs};
 use crate::output::{Exit, Output};
 
 #[derive(Debug, Subcommand)]
@@ -144,13 +144,10 @@ fn load(
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
     };
-    let graph = compile_graph(&dirs, sources)?;
-    let options = ManagerOptions {
-        roots: root_options(&dirs, sources)?.workspaces,
-        ..ManagerOptions::default()
-    };
-    let plugins = PluginManager::new(PluginPaths::from_dirs(&dirs));
-    let (runtime, mut diagnostics) = McpRuntime::new(&graph, Some(&plugins), options)?;
+    let app = app_context(&dirs)?;
+    let graph = app.compile(&sources.workspaces)?;
+    let roots = app.root_options(&sources.workspaces)?.workspaces;
+    let (runtime, mut diagnostics) = app.mcp_servers(&graph, roots)?;
     match report {
         Report::Every => {
             // A server that changed since its repository was trusted is
@@ -306,7 +303,7 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn render_list(rows: &[evoflux_mcp::ServerListing], awaiting: &[AwaitingServer]) -> String {
+fn render_list(rows: &[ServerListing], awaiting: &[AwaitingServer]) -> String {
     let mut text = String::new();
     if rows.is_empty() && awaiting.is_empty() {
         text.push_str("no MCP servers configured\n");

@@ -23,10 +23,10 @@ pub mod store;
 pub mod trust;
 pub mod workers;
 
-use evoflux_app::AppContext;
+use evoflux_app::{AppContext, CompiledGraph};
 use evoflux_core::Diagnostics;
 use evoflux_core::dirs::Dirs;
-use evoflux_graph::{BuiltinRegistry, CompiledGraph, RootOptions};
+use evoflux_graph::BuiltinRegistry;
 use std::sync::Arc;
 
 use crate::cli::SourceArgs;
@@ -104,11 +104,6 @@ pub fn app_context(dirs: &Dirs) -> anyhow::Result<AppContext> {
             .ok()
             .filter(|u| !u.trim().is_empty()),
     })
-}
-
-/// The roots to compile (see [`AppContext::root_options`]).
-pub fn root_options(dirs: &Dirs, sources: &SourceArgs) -> anyhow::Result<RootOptions> {
-    Ok(app_context(dirs)?.root_options(&sources.workspaces)?)
 }
 
 /// Every builtin registry the binary ships: the framework defaults and the

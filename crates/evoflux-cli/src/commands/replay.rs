@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use evoflux_app::replay::{self, DivergedPart, ReplayError, ReplayOptions, ReplayReport};
 use evoflux_core::dirs::Dirs;
 use evoflux_core::ids::SessionId;
-use evoflux_store::StoreError;
+use evoflux_harness::StoreError;
 use serde::Serialize;
 
 use crate::output::{Exit, Output};

@@ -13,11 +13,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use evoflux_harness::{
-    Harness, HarnessError, HostError, HostOptions, HostWiring, SessionHost, SessionLease, TurnEnd,
-    TurnOptions, TurnOutcome, TurnStatus,
+    Harness, HarnessError, HostError, HostOptions, HostWiring, ProcessRuntime, Session,
+    SessionHost, SessionLease, TurnEnd, TurnOptions, TurnOutcome, TurnStatus,
 };
-use evoflux_store::Session;
-use evoflux_tools::ProcessRuntime;
 
 use crate::frontend::printer::event_sink;
 use crate::frontend::runtime;

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Subcommand;
-use evoflux_app::scheduler::{self, EngineRunner, ScheduleRow, Scheduler, SystemNow};
-use evoflux_core::{Diagnostic, Diagnostics};
+use evoflux_app::CompiledGraph;
+use evoflux_app::scheduler::{
+    self, EngineRunner, RunStatus, ScheduleRow, ScheduleRun, Scheduler, SystemNow,
+};
+use evoflux_core::{Diagnostic, Diagnostics, Slot, SlotKind};
 use evoflux_graph::compose::CompositionEntry;
-use evoflux_graph::{CompiledGraph, Slot, SlotKind};
-use evoflux_store::{RunStatus, ScheduleRun};
 use serde_json::json;
 
 use crate::cli::SourceArgs;

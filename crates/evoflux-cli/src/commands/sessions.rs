@@ -5,12 +5,14 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use evoflux_app::maintenance::Retention;
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
-use evoflux_harness::SessionSummary;
-use evoflux_store::{Session, StoreError};
-
-use evoflux_harness::{Limits, SessionRecord, TurnOptions};
+use evoflux_harness::{
+    Limits, PendingInput, Session, SessionRecord, SessionSummary, StoreError, TranscriptEntry,
+    TurnOptions,
+};
+use evoflux_protocol::{Message, ProviderItem, Usage};
 
 use super::run::one_turn;
 use crate::cli::SourceArgs;
@@ -125,8 +127,8 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
             } => {
                 // Given limits replace the configured policy as a whole.
                 let policy = match (older_than_days, max_total_mib) {
-                    (None, None) => match super::app_context(&dirs)?.storage() {
-                        Ok(storage) => evoflux_store::Retention::from(storage),
+                    (None, None) => match super::app_context(&dirs)?.retention() {
+                        Ok(policy) => policy,
                         Err(evoflux_app::SessionError::Config { diagnostics }) => {
                             out.diagnostics(&diagnostics);
                             return Ok(Exit::Invalid);
@@ -134,7 +136,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                         Err(e) => return Err(e.into()),
                     },
                     // The flags say what [storage] would; one conversion.
-                    (age, size) => evoflux_store::Retention::from(
+                    (age, size) => Retention::from(
                         evoflux_core::config::StorageConfig {
                             max_age_days: *age,
                             max_total_mib: *size,
@@ -146,7 +148,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                 let ids: Vec<String> = pruned.deleted.iter().map(ToString::to_string).collect();
                 let folders: Vec<String> =
                     pruned.orphans.iter().map(|p| p.display().to_string()).collect();
-                let kept_all = policy == evoflux_store::Retention::default();
+                let kept_all = policy == Retention::default();
                 out.result(
                     &serde_json::json!({
                         "deleted": ids,
@@ -258,7 +260,7 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
 }
 
 /// Model calls, tokens as providers price them, and cost, on one line.
-pub(crate) fn usage_line(u: &evoflux_store::Usage) -> String {
+pub(crate) fn usage_line(u: &Usage) -> String {
     format!(
         "{} model calls · {} input tokens ({} read from the provider's cache, {} written to it) \
          · {} output tokens · cost {}{}",
@@ -317,10 +319,9 @@ pub(crate) const LIST_SESSIONS: &str = "list sessions with `evoflux sessions lis
 
 fn render_transcript(
     session: &Session,
-    transcript: &[evoflux_store::TranscriptEntry],
-    pending: &[evoflux_store::PendingInput],
+    transcript: &[TranscriptEntry],
+    pending: &[PendingInput],
 ) -> String {
-    use evoflux_model::Message;
     let mut out = format!(
         "session {} · {} · lead {} · {}\n",
         session.id,
@@ -348,13 +349,12 @@ fn render_transcript(
                 let mut cited = Vec::new();
                 for item in provider_items {
                     match item {
-                        evoflux_model::ProviderItem::WebSearch(search) => {
+                        ProviderItem::WebSearch(search) => {
                             out.push_str(&format!("{}\n", web_search_line(search)));
                         }
-                        evoflux_model::ProviderItem::Citation(c) => cite_once(&mut cited, c),
+                        ProviderItem::Citation(c) => cite_once(&mut cited, c),
                         // What the next request carries back; nothing to read.
-                        evoflux_model::ProviderItem::Reasoning { .. }
-                        | evoflux_model::ProviderItem::AnthropicBlock { .. } => {}
+                        ProviderItem::Reasoning { .. } | ProviderItem::AnthropicBlock { .. } => {}
                     }
                 }
                 if !content.is_empty() {

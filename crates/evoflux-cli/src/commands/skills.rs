@@ -8,11 +8,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use evoflux_app::skills_view::SkillsView;
+use evoflux_app::skills_view::{Depth, SkillsView};
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_skills::catalog::{CatalogRequest, build_catalog};
 use evoflux_skills::projection::runtime_projection;
-use evoflux_skills::selection::Depth;
 use evoflux_skills::{PrefsPatch, SkillRecord, ValidationLevel, validate_path};
 use serde::Serialize;
 
@@ -127,8 +126,9 @@ fn load(out: &Output, sources: &SourceArgs, depth: Depth) -> anyhow::Result<Resu
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
     };
-    let graph = super::compile_graph(&dirs, sources)?;
-    Ok(Ok(SkillsView::load(&dirs, &graph, depth)))
+    Ok(Ok(
+        super::app_context(&dirs)?.skills_view(&sources.workspaces, depth)?
+    ))
 }
 
 fn short(s: &str, n: usize) -> String {

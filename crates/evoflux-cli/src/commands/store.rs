@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use evoflux_app::SessionError;
 use evoflux_core::{Diagnostic, Diagnostics};
-use evoflux_store::StoreError;
+use evoflux_harness::StoreError;
 use serde_json::json;
 
 use crate::output::{Exit, Output};

@@ -6,10 +6,9 @@ use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::PathBuf;
 
 use clap::Args;
-use evoflux_app::trust_review::TrustReview;
+use evoflux_app::trust_review::{ReviewItem, Runs, TrustReview};
 use evoflux_core::trust::{CHANGED_SINCE_TRUST, GrantStatus, TrustState, repository_root};
 use evoflux_core::{Diagnostic, Diagnostics};
-use evoflux_graph::grants::{ReviewItem, Runs};
 use serde::Serialize;
 
 use crate::output::{Exit, Output};

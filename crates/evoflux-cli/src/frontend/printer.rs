@@ -34,7 +34,7 @@ impl EventSink for JsonLines {
 }
 
 /// One line for a web search the provider ran.
-pub(crate) fn web_search_line(search: &evoflux_model::WebSearch) -> String {
+pub(crate) fn web_search_line(search: &evoflux_protocol::WebSearch) -> String {
     let query = search
         .query
         .as_deref()
@@ -47,14 +47,17 @@ pub(crate) fn web_search_line(search: &evoflux_model::WebSearch) -> String {
 
 /// Adds a cited page to the list under an answer, once: an answer cites
 /// the same page in many places.
-pub(crate) fn cite_once(list: &mut Vec<evoflux_model::Citation>, c: &evoflux_model::Citation) {
+pub(crate) fn cite_once(
+    list: &mut Vec<evoflux_protocol::Citation>,
+    c: &evoflux_protocol::Citation,
+) {
     if !list.iter().any(|d| d.url == c.url) {
         list.push(c.clone());
     }
 }
 
 /// One cited page: its title, when known, and its address.
-pub(crate) fn citation_line(c: &evoflux_model::Citation) -> String {
+pub(crate) fn citation_line(c: &evoflux_protocol::Citation) -> String {
     match &c.title {
         Some(t) => format!("{} <{}>", clip(t, 120), c.url),
         None => format!("<{}>", c.url),
@@ -68,7 +71,7 @@ pub(crate) struct HumanEvents {
     mid_line: std::sync::atomic::AtomicBool,
     /// Pages the answer being streamed cites, listed once it is complete
     /// (citations arrive in the middle of the text).
-    citations: std::sync::Mutex<Vec<evoflux_model::Citation>>,
+    citations: std::sync::Mutex<Vec<evoflux_protocol::Citation>>,
 }
 
 impl HumanEvents {

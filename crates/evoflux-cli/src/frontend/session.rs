@@ -13,10 +13,8 @@ use evoflux_core::ids::SessionId;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
     Approver, Event, EventSink, Harness, HarnessError, Holder, HostFrontEnd, HostWiring, Limits,
-    NonInteractive, Reopen, ReopenError, SessionLease,
+    NonInteractive, ProcessRuntime, Reopen, ReopenError, SessionLease, StoreError,
 };
-use evoflux_store::StoreError;
-use evoflux_tools::ProcessRuntime;
 
 use crate::cli::SourceArgs;
 use crate::commands::sessions::LIST_SESSIONS;

@@ -533,14 +533,7 @@ fn an_external_agent_that_cannot_start_fails_the_dispatch_with_its_code() {
 
 /// The sandbox's session store, as the binary opens it.
 async fn store(s: &Sandbox) -> evoflux_store::Store {
-    let home = s.home();
-    let admin = s.tmp.path().join("admin");
-    let dirs = evoflux_core::dirs::Dirs::resolve(|name| match name {
-        "HOME" => Some(std::ffi::OsString::from(&home)),
-        "EVOFLUX_ADMIN_DIR" => Some(std::ffi::OsString::from(&admin)),
-        _ => None,
-    })
-    .unwrap();
+    let dirs = evoflux_app::testing::dirs(s.tmp.path());
     evoflux_store::Store::open(dirs.data_dir()).await.unwrap()
 }
 

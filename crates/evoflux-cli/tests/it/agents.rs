@@ -105,7 +105,7 @@ fn agents_cli_effective_config_equals_library() {
             evoflux_skills::bundled::registry(),
         ],
         &evoflux_graph::discover::standard_roots(&RootOptions {
-            admin_dir: Some(env.tmp.path().join("admin")),
+            admin_dir: Some(evoflux_app::testing::admin(env.tmp.path())),
             user_config_dir: Some(env.config()),
             home: Some(env.home()),
             workspaces: vec![std::fs::canonicalize(env.repo()).unwrap()],

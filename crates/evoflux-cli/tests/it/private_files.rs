@@ -16,8 +16,7 @@ use common::{Sandbox, script};
 fn under_umask_022(s: &Sandbox, args: &[&str]) -> std::process::Output {
     let mut c = Command::new("sh");
     c.env_clear()
-        .env("HOME", s.home())
-        .env("EVOFLUX_ADMIN_DIR", s.tmp.path().join("admin"))
+        .envs(evoflux_app::testing::env(s.tmp.path()))
         .env("PATH", std::env::var("PATH").unwrap())
         .current_dir(s.repo())
         .arg("-c")

@@ -8,7 +8,6 @@
 
 use crate::common;
 
-use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Lines};
 use std::process::{Child, ChildStdout, Output, Stdio};
 use std::time::Duration;
@@ -21,14 +20,7 @@ fn stderr(out: &Output) -> String {
 
 /// The sandbox's session store, as the binary opens it.
 async fn store(s: &Sandbox) -> evoflux_store::Store {
-    let home = s.home();
-    let admin = s.tmp.path().join("admin");
-    let dirs = evoflux_core::dirs::Dirs::resolve(|name| match name {
-        "HOME" => Some(OsString::from(&home)),
-        "EVOFLUX_ADMIN_DIR" => Some(OsString::from(&admin)),
-        _ => None,
-    })
-    .unwrap();
+    let dirs = evoflux_app::testing::dirs(s.tmp.path());
     evoflux_store::Store::open(dirs.data_dir()).await.unwrap()
 }
 

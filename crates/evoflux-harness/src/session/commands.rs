@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use super::Harness;
 use crate::error::HarnessError;
 use crate::events::{Event, ToolResult};
+use crate::prepared::NO_PROCESS_RUNTIME;
 use crate::tools::command_result;
 
 /// The session's commands on the application's process runtime.
@@ -42,7 +43,7 @@ impl Harness {
     pub(crate) fn processes_for(&self, call: &ToolCall) -> Result<ProcessRuntime, ToolResult> {
         self.commands.processes.clone().ok_or_else(|| {
             ToolResult::error(format!(
-                "`{}` runs a command and no process runtime is attached to this session.",
+                "`{}` runs a command and {NO_PROCESS_RUNTIME}.",
                 call.name
             ))
         })
@@ -126,9 +127,7 @@ impl Harness {
     /// observation in the conversation for the model to see.
     pub async fn user_command(&mut self, command: &str) -> Result<ToolResult, HarnessError> {
         let Some(rt) = &self.commands.processes else {
-            return Ok(ToolResult::error(
-                "no process runtime is attached to this session",
-            ));
+            return Ok(ToolResult::error(NO_PROCESS_RUNTIME));
         };
         let result = match rt
             .run_user_command(self.session.id, &self.workspace, command)

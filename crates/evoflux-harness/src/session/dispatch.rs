@@ -36,8 +36,8 @@ use super::{
 use crate::error::HarnessError;
 use crate::events::{ChildEvents, ContractOutcome, Event, ToolResult, TurnStatus};
 use crate::prepared::DispatchTarget;
-use crate::remote::{RemoteSession, RemoteStop, RemoteTurn};
-use std::path::PathBuf;
+use crate::remote::{RemoteError, RemoteSession, RemoteStop, RemoteTurn};
+use std::path::{Path, PathBuf};
 
 /// The future of a dispatch, boxed and named: a dispatch runs a child's
 /// turn, which may dispatch in turn, so the type must not be opaque.
@@ -756,67 +756,19 @@ async fn child_turn(
 /// Checks a worker's answer against its recipe's result contract, with the
 /// files of the workspace and the spans the child actually read; a failing
 /// answer gets a repair round quoting the validator's reason and the exact
-/// shape, at most [`RESULT_CONTRACT_REPAIR_LIMIT`] times.
+/// shape, at most [`RESULT_CONTRACT_REPAIR_LIMIT`] times. Each round: what
+/// the answerer did is observed, the answer validated, then passed,
+/// exhausted or asked to repair.
 async fn check_worker_result(
     mut child: Answerer<'_>,
     spec: &AgentSpec,
     mut answer: String,
 ) -> Result<Checked, HarnessError> {
-    let cwd = match &child {
-        Answerer::Local(child) => child.workspace.roots()[0].clone(),
-        Answerer::Remote { cwd, .. } => cwd.clone(),
-    };
-    let shown = |p: &std::path::Path| p.strip_prefix(&cwd).unwrap_or(p).display().to_string();
+    let cwd = child.cwd();
     let mut repairs = 0;
     loop {
-        let (spans, evidence, network_allowed) = match &child {
-            Answerer::Local(child) => {
-                let spans = child.read_spans();
-                let evidence = RunEvidence {
-                    read_spans: Some(spans.clone()),
-                    effects: Some(child.run_effects()),
-                };
-                // External research needs a network posture the child
-                // actually had.
-                let network = child.tools.iter().any(|t| {
-                    child.offered(t)
-                        && t.definition.behavior.action_class
-                            == evoflux_graph::tool::ActionClass::Network
-                });
-                (spans, evidence, network)
-            }
-            // What a remote agent read and wrote happened on the other side
-            // of the protocol: the contract is checked on its answer and the
-            // workspace as they are, and its own tools may reach the network.
-            Answerer::Remote { .. } => (
-                Default::default(),
-                RunEvidence {
-                    read_spans: None,
-                    effects: None,
-                },
-                true,
-            ),
-        };
-        // The context borrows a filesystem that is not `Sync`; it is
-        // dropped before the next await.
-        let reason = {
-            let ctx = ValidationContext {
-                cwd: &cwd,
-                network_allowed,
-                filesystem: &DiskFilesystem,
-                evidence: &evidence,
-            };
-            match validate_recipe_result(Some(&spec.result_contract), Some(&answer), true, &ctx)
-                .and_then(|o| o.validation)
-            {
-                None => None,
-                Some(v) => match v.conformance {
-                    Conformance::Pass => None,
-                    Conformance::Fail => Some(v.reason.unwrap_or_default()),
-                },
-            }
-        };
-        let Some(reason) = reason else {
+        let observed = child.observed();
+        let Some(reason) = contract_failure(spec, &answer, &cwd, &observed) else {
             return Ok(Checked {
                 outcome: ContractOutcome::Pass,
                 repairs,
@@ -825,66 +777,125 @@ async fn check_worker_result(
             });
         };
         if repairs >= RESULT_CONTRACT_REPAIR_LIMIT {
-            let read: Vec<String> = spans
-                .iter()
-                .map(|(p, s)| {
-                    let ranges: Vec<String> = s.iter().map(|(a, b)| format!("{a}-{b}")).collect();
-                    format!("{}:{}", shown(p), ranges.join(","))
-                })
-                .collect();
-            return Ok(Checked {
-                outcome: ContractOutcome::Exhausted,
-                repairs,
-                status: TurnStatus::OutputMissing,
-                result: ToolResult::error(format!(
-                    "result_contract_exhausted: `{}` did not meet its result contract after \
-                         {repairs} repair rounds: {reason} (the run read {})",
-                    spec.id,
-                    if read.is_empty() {
-                        "nothing".to_owned()
-                    } else {
-                        read.join("; ")
-                    }
-                )),
-            });
+            return Ok(exhausted(spec, repairs, &reason, &observed, &cwd));
         }
         repairs += 1;
-        let anchors: Vec<String> = spans
-            .iter()
-            .flat_map(|(p, s)| {
-                let shown = shown(p);
-                s.iter().map(move |(a, _)| format!("{shown}:{a}"))
-            })
-            .collect();
-        let message = repair_message(
-            repairs,
-            &reason,
-            &result_contract_shape(&spec.result_contract),
-            &anchors,
-        );
-        answer = match &mut child {
-            Answerer::Local(child) => {
-                child
-                    .turn(Some(&message), TurnOptions::default())
-                    .await?
-                    .text
+        let message = repair_request(spec, repairs, &reason, &observed, &cwd);
+        answer = match child.repair(&message).await? {
+            Ok(answer) => answer,
+            Err(e) => {
+                return Ok(Checked {
+                    outcome: ContractOutcome::Exhausted,
+                    repairs,
+                    status: TurnStatus::OutputMissing,
+                    result: ToolResult::error(format!(
+                        "`{}` failed in repair round {repairs}: {e} [{}]",
+                        spec.id, e.code
+                    )),
+                });
             }
-            Answerer::Remote { session, .. } => match session.prompt(&message).await {
-                Ok(turn) => turn.text,
-                Err(e) => {
-                    return Ok(Checked {
-                        outcome: ContractOutcome::Exhausted,
-                        repairs,
-                        status: TurnStatus::OutputMissing,
-                        result: ToolResult::error(format!(
-                            "`{}` failed in repair round {repairs}: {e} [{}]",
-                            spec.id, e.code
-                        )),
-                    });
-                }
-            },
         };
     }
+}
+
+/// What an answerer did, which its answer is checked against.
+struct Observed {
+    /// What it read and wrote (unknown for a remote agent).
+    evidence: RunEvidence,
+    /// Whether it had a network posture that allows external research.
+    network_allowed: bool,
+}
+
+impl Observed {
+    /// The spans it read, per file.
+    fn read(&self) -> impl Iterator<Item = (&PathBuf, &Vec<(u32, u32)>)> {
+        self.evidence.read_spans.iter().flatten()
+    }
+}
+
+/// `path` as the worker is told it: relative to its working directory
+/// `cwd` when under it.
+fn shown(path: &Path, cwd: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}
+
+/// Why `answer` fails `spec`'s result contract, as the validator says;
+/// `None` when it passes.
+fn contract_failure(
+    spec: &AgentSpec,
+    answer: &str,
+    cwd: &Path,
+    observed: &Observed,
+) -> Option<String> {
+    let ctx = ValidationContext {
+        cwd,
+        network_allowed: observed.network_allowed,
+        filesystem: &DiskFilesystem,
+        evidence: &observed.evidence,
+    };
+    let validation = validate_recipe_result(Some(&spec.result_contract), Some(answer), true, &ctx)
+        .and_then(|o| o.validation)?;
+    match validation.conformance {
+        Conformance::Pass => None,
+        Conformance::Fail => Some(validation.reason.unwrap_or_default()),
+    }
+}
+
+/// The end of a worker that did not meet its contract within the repair
+/// rounds: why, with what it read.
+fn exhausted(
+    spec: &AgentSpec,
+    repairs: u32,
+    reason: &str,
+    observed: &Observed,
+    cwd: &Path,
+) -> Checked {
+    let read: Vec<String> = observed
+        .read()
+        .map(|(p, s)| {
+            let ranges: Vec<String> = s.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+            format!("{}:{}", shown(p, cwd), ranges.join(","))
+        })
+        .collect();
+    Checked {
+        outcome: ContractOutcome::Exhausted,
+        repairs,
+        status: TurnStatus::OutputMissing,
+        result: ToolResult::error(format!(
+            "result_contract_exhausted: `{}` did not meet its result contract after \
+                 {repairs} repair rounds: {reason} (the run read {})",
+            spec.id,
+            if read.is_empty() {
+                "nothing".to_owned()
+            } else {
+                read.join("; ")
+            }
+        )),
+    }
+}
+
+/// The message of repair round `round`: the validator's reason, the
+/// contract's exact shape, and the places the worker read, to cite.
+fn repair_request(
+    spec: &AgentSpec,
+    round: u32,
+    reason: &str,
+    observed: &Observed,
+    cwd: &Path,
+) -> String {
+    let anchors: Vec<String> = observed
+        .read()
+        .flat_map(|(p, s)| {
+            let shown = shown(p, cwd);
+            s.iter().map(move |(a, _)| format!("{shown}:{a}"))
+        })
+        .collect();
+    repair_message(
+        round,
+        reason,
+        &result_contract_shape(&spec.result_contract),
+        &anchors,
+    )
 }
 
 /// Whose answer [`check_worker_result`] checks and asks to repair.
@@ -896,6 +907,58 @@ enum Answerer<'a> {
         session: &'a mut dyn RemoteSession,
         cwd: PathBuf,
     },
+}
+
+impl Answerer<'_> {
+    /// Where it works: the contract's paths are relative to it.
+    fn cwd(&self) -> PathBuf {
+        match self {
+            Answerer::Local(child) => child.workspace.roots()[0].clone(),
+            Answerer::Remote { cwd, .. } => cwd.clone(),
+        }
+    }
+
+    /// What it did so far.
+    fn observed(&self) -> Observed {
+        match self {
+            Answerer::Local(child) => Observed {
+                evidence: RunEvidence {
+                    read_spans: Some(child.read_spans()),
+                    effects: Some(child.run_effects()),
+                },
+                // External research needs a network posture the child
+                // actually had.
+                network_allowed: child.tools.iter().any(|t| {
+                    child.offered(t)
+                        && t.definition.behavior.action_class
+                            == evoflux_graph::tool::ActionClass::Network
+                }),
+            },
+            // What a remote agent read and wrote happened on the other side
+            // of the protocol: the contract is checked on its answer and the
+            // workspace as they are, and its own tools may reach the network.
+            Answerer::Remote { .. } => Observed {
+                evidence: RunEvidence {
+                    read_spans: None,
+                    effects: None,
+                },
+                network_allowed: true,
+            },
+        }
+    }
+
+    /// Its answer to a repair round's `message`. A remote agent that
+    /// fails to answer is `Ok(Err(_))`, which ends the check; a local
+    /// child's failure is the session's error.
+    async fn repair(&mut self, message: &str) -> Result<Result<String, RemoteError>, HarnessError> {
+        Ok(match self {
+            Answerer::Local(child) => Ok(child
+                .turn(Some(message), TurnOptions::default())
+                .await?
+                .text),
+            Answerer::Remote { session, .. } => session.prompt(message).await.map(|t| t.text),
+        })
+    }
 }
 
 /// A worker's checked answer.

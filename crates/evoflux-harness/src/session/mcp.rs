@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use evoflux_graph::tool::BuiltinExecutor;
 use evoflux_mcp::{McpRuntime, McpToolDescriptor, ServerOwner, ServerState, ToolSet};
 use evoflux_model::ToolCall;
 use evoflux_store::ConnectionTool;
@@ -13,7 +12,8 @@ use serde_json::{Value, json};
 use super::Harness;
 use crate::error::HarnessError;
 use crate::events::{Event, McpServerState, ToolResult};
-use crate::prepared::{Executor, PreparedKind};
+use crate::prepared::PreparedTool;
+use crate::tools::Offering;
 use crate::tools::connection_search::{self as search, SearchCall};
 
 /// The session's view of the application's MCP servers.
@@ -67,13 +67,12 @@ impl SessionMcp {
     }
 }
 
-/// Whether a prepared tool is the session's `connection_search` (by its
-/// executor, never its name).
-fn is_search(kind: &PreparedKind) -> bool {
-    matches!(
-        kind,
-        PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::ConnectionSearch))
-    )
+/// Whether a prepared tool is the session's way to held-back MCP tools
+/// (`connection_search`): its handler says so
+/// ([`Offering::WhileToolsHeldBack`]), never its name.
+pub(super) fn is_search(tool: &PreparedTool) -> bool {
+    tool.builtin()
+        .is_some_and(|h| h.offering() == Offering::WhileToolsHeldBack)
 }
 
 impl Harness {
@@ -192,7 +191,7 @@ impl Harness {
     /// else every one not activated. Binds `connection_search`'s
     /// description to the servers it reaches.
     fn hold_back_mcp(&mut self) {
-        let has_search = self.tools.iter().any(|t| is_search(&t.kind));
+        let has_search = self.tools.iter().any(is_search);
         let granted = self.granted_mcp();
         let held: BTreeSet<String> = match has_search && search::over_budget(&granted) {
             true => granted
@@ -211,7 +210,7 @@ impl Harness {
         if servers == self.mcp.bound_servers {
             return;
         }
-        let Some(tool) = self.tools.find_mut(|t| is_search(&t.kind)) else {
+        let Some(tool) = self.tools.find_mut(is_search) else {
             return;
         };
         let base = self
@@ -227,7 +226,7 @@ impl Harness {
         let search = self
             .tools
             .iter()
-            .find(|t| is_search(&t.kind))
+            .find(|t| is_search(t))
             .map_or("connection_search", |t| t.definition.name.as_str());
         format!(
             "`{name}` is a tool of a connected MCP server that is not turned on yet; call \

@@ -46,7 +46,6 @@ use crate::error::HarnessError;
 use crate::events::{Event, EventSink, TurnStatus};
 use crate::hooks::{HookContext, HookPipeline};
 use crate::prepared::PreparedTools;
-use crate::tools::todo::TodoList;
 use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
 
 /// Bounds on one turn.
@@ -376,7 +375,8 @@ pub struct Harness {
     recorder: recorder::Recorder,
     commands: commands::SessionCommands,
     mcp: mcp::SessionMcp,
-    todo: TodoList,
+    /// What built-in tools keep between calls (the todo list).
+    builtin_state: crate::tools::BuiltinState,
     web: Option<WebFetch>,
     skills: Option<Arc<crate::skills::SkillRuntime>>,
     approvals: ApprovalPolicy,
@@ -535,22 +535,23 @@ impl Harness {
 
     /// Whether the model sees `tool` now: deferred tools only once
     /// something activated them (`process` after a command yielded); MCP
-    /// tools unless they are held back for `connection_search`, which is
-    /// offered only while some are.
+    /// tools unless they are held back for the tool that turns them on
+    /// (`connection_search`), which is offered only while some are. A
+    /// built-in tool's handler says which it is
+    /// ([`crate::tools::Offering`]).
     pub(super) fn offered(&self, tool: &crate::prepared::PreparedTool) -> bool {
         use crate::prepared::{Executor, PreparedKind};
-        use evoflux_graph::tool::BuiltinExecutor;
         match &tool.kind {
             PreparedKind::Ordinary(Executor::Mcp { qualified_name }) => {
                 return !self.mcp.held_back.contains(qualified_name);
-            }
-            PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::ConnectionSearch)) => {
-                return !self.mcp.held_back.is_empty();
             }
             PreparedKind::Ordinary(Executor::Builtin(_) | Executor::Command(_))
             | PreparedKind::RequestInput(_)
             | PreparedKind::Dispatch(_)
             | PreparedKind::Provider(_) => {}
+        }
+        if mcp::is_search(tool) {
+            return !self.mcp.held_back.is_empty();
         }
         !tool.deferred
             || self

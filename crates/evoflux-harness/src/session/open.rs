@@ -1,6 +1,7 @@
 //! Opening a session: create or resume it in the store, prepare its
 //! tools, replay what the transcript makes durable (skill activations,
-//! the todo list, result metadata) and report what the session runs with.
+//! what built-in tools keep such as the todo list, result metadata) and
+//! report what the session runs with.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -10,7 +11,6 @@ use evoflux_core::ids::SessionId;
 use evoflux_tools::sandbox::{CommandSandbox, Confinement};
 
 use crate::metadata::ResultMetadata;
-use evoflux_graph::tool::BuiltinExecutor;
 use evoflux_model::Message;
 use evoflux_store::{
     ConnectionTool, GrantKey, NewSession, Session, Store, TranscriptEntry, WorkspaceRequest,
@@ -25,8 +25,8 @@ use super::turn::TurnState;
 use super::{Harness, RunSetup, SessionRequest};
 use crate::error::HarnessError;
 use crate::events::Event;
-use crate::prepared::{Executor, PreparedKind, PreparedTools, SessionCapabilities};
-use crate::tools::todo::TodoList;
+use crate::prepared::{PreparedTool, PreparedTools, SessionCapabilities};
+use crate::tools::BuiltinState;
 use evoflux_tools::web_fetch::{NetworkAccess, WebFetch};
 
 impl Harness {
@@ -104,7 +104,7 @@ impl Harness {
             },
             commands: SessionCommands::new(setup.processes, session_id),
             mcp: SessionMcp::new(setup.mcp, setup.mcp_call_timeout, replayed.activated),
-            todo: replayed.todo,
+            builtin_state: replayed.builtin_state,
             web,
             skills: setup.skills,
             approvals: setup.approvals,
@@ -360,7 +360,7 @@ struct Replayed {
     /// Runnable tools the agent was not granted, which a skill's runtime
     /// contract may bring in.
     reserve: PreparedTools,
-    todo: TodoList,
+    builtin_state: BuiltinState,
 }
 
 /// What the store makes durable of a session, read back: its transcript
@@ -368,7 +368,8 @@ struct Replayed {
 /// `connection_search` activated (the one durable record of them; a new
 /// session has none), the approval grants that apply, the skill
 /// activations — whose runtime contracts change `tools` and the reserve
-/// again — and the todo list its `todo` calls built.
+/// again — and what built-in tools keep, as their calls built it (the
+/// todo list).
 async fn replay_transcript(
     setup: &RunSetup,
     session: &Session,
@@ -394,14 +395,14 @@ async fn replay_transcript(
         .collect();
     let reserve = replay_skills(setup, session.mode(), caps, tools, &entries);
     let messages: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
-    let todo = replay_todo(&messages, tools);
+    let builtin_state = replay_builtin_state(&messages, tools);
     Ok(Replayed {
         messages,
         result_metadata,
         activated,
         grants,
         reserve,
-        todo,
+        builtin_state,
     })
 }
 
@@ -479,10 +480,11 @@ struct Parts {
     root: SessionId,
 }
 
-/// Rebuilds the todo list from the successful `todo` calls of the
-/// transcript (identified by the prepared executor, not the name).
-fn replay_todo(messages: &[Message], tools: &PreparedTools) -> TodoList {
-    let mut list = TodoList::default();
+/// Rebuilds what built-in tools keep in the session from their successful
+/// calls in the transcript, each by its handler (found by the prepared
+/// executor, not the name).
+fn replay_builtin_state(messages: &[Message], tools: &PreparedTools) -> BuiltinState {
+    let mut state = BuiltinState::default();
     let ok_results: std::collections::HashSet<&str> = messages
         .iter()
         .filter_map(|m| match m {
@@ -502,15 +504,15 @@ fn replay_todo(messages: &[Message], tools: &PreparedTools) -> TodoList {
             continue;
         };
         for c in tool_calls {
-            let is_todo = tools.get(&c.name).is_some_and(|t| {
-                t.kind == PreparedKind::Ordinary(Executor::Builtin(BuiltinExecutor::Todo))
-            });
-            if is_todo && ok_results.contains(c.id.as_str()) {
-                list.apply(&c.arguments);
+            let Some(handler) = tools.get(&c.name).and_then(PreparedTool::builtin) else {
+                continue;
+            };
+            if ok_results.contains(c.id.as_str()) {
+                handler.replay(c, &mut state);
             }
         }
     }
-    list
+    state
 }
 
 /// What a session set up with `setup` offers its tools: a root session or

@@ -145,6 +145,11 @@ impl Harness {
 
     /// Puts one call to the approver, announcing it as an event. The
     /// scope is that of an "always" answer the subject allows.
+    ///
+    /// The approver is asked before the event is emitted and awaited
+    /// after ([`crate::approval::Approver::approve`]): the host's broker
+    /// registers the call when asked, so a client that decides the moment
+    /// it sees `approval_requested` finds it waiting.
     pub(crate) async fn ask(&self, call: &ToolCall, subject: ApprovalSubject) -> Asked {
         let (outside_sandbox, control) = match &subject {
             ApprovalSubject::Call => (None, None),
@@ -153,12 +158,6 @@ impl Harness {
             }
             ApprovalSubject::Control { path, .. } => (None, Some(path.clone())),
         };
-        self.emit(&Event::ApprovalRequested {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            outside_sandbox,
-            control,
-        });
         let remember = subject.remember();
         let request = ApprovalRequest {
             session_id: self.session.id.to_string(),
@@ -171,7 +170,14 @@ impl Harness {
             .awaiting_approval
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(call.id.clone());
-        let Decided { decision, by } = self.approver.approve(&request).await;
+        let decided = self.approver.approve(&request);
+        self.emit(&Event::ApprovalRequested {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outside_sandbox,
+            control,
+        });
+        let Decided { decision, by } = decided.await;
         self.awaiting_approval
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -340,7 +346,7 @@ impl Harness {
 
     /// The lead's task list.
     pub(crate) fn todo_mut(&mut self) -> &mut crate::tools::todo::TodoList {
-        &mut self.todo
+        &mut self.builtin_state.todo
     }
 
     /// The user's schedules folder `schedule_task` writes to.

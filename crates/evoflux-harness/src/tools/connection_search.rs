@@ -10,9 +10,11 @@
 //! transcript. Under the budget, the tools are sent directly as before.
 //!
 //! This module holds the rules (the budget, the scoring, the call's
-//! arguments) and the tool's handler; the session applies them to its MCP
-//! state in `session::mcp` (`Harness::connection_search`), which is also
-//! what decides when the tool is offered. Its definition is
+//! arguments) and the tool's handler, whose offering
+//! (`Offering::WhileToolsHeldBack`) says when the model sees it; the
+//! session applies them to its MCP state in `session::mcp`
+//! (`Harness::connection_search`), which holds tools back only when the
+//! session has a tool so offered. Its definition is
 //! [`evoflux_graph::tool::builtin::connection_search`].
 
 use evoflux_graph::tool::builtin::connection_search as limits;
@@ -22,7 +24,7 @@ use evoflux_store::ConnectionTool;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{BuiltinTool, Handled};
+use super::{BuiltinTool, Handled, Offering};
 use crate::events::ToolResult;
 use crate::session::Harness;
 
@@ -30,6 +32,10 @@ use crate::session::Harness;
 pub(super) struct ConnectionSearch;
 
 impl BuiltinTool for ConnectionSearch {
+    fn offering(&self) -> Offering {
+        Offering::WhileToolsHeldBack
+    }
+
     fn execute<'a>(
         &'a self,
         session: &'a mut Harness,

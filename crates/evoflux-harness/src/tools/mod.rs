@@ -3,12 +3,17 @@
 //! executor (`handler`).
 //!
 //! A handler is everything the session engine does with its tool: whether
-//! a session can run it (its capability gate) and whether it starts hidden,
-//! its own approval policy and what a call asks the user to approve, a hint
-//! for arguments its schema refused, how a call runs, and what a call
-//! leaves as evidence of a worker's work. Preparation
-//! ([`crate::prepared`]), the router (`session/router.rs`) and the evidence
-//! (`session/evidence.rs`) ask the handler; none of them matches on a tool.
+//! a session can run it (its capability gate) and when the model sees it
+//! (`Offering`), whether it runs the registered checks, its own approval
+//! policy and what a call asks the user to approve, a hint for arguments
+//! its schema refused, how a call runs, what it keeps in the session and
+//! how that is replayed from the transcript (`BuiltinState`), and what a
+//! call leaves as evidence of a worker's work. Preparation
+//! ([`crate::prepared`]), the router (`session/router.rs`), the session's
+//! opening (`session/open.rs`), what it offers the model
+//! (`session/mod.rs`, `session/mcp.rs`) and the evidence
+//! (`session/evidence.rs`) ask the handler; none of them matches on a
+//! tool.
 //!
 //! What a tool is for the model — its description, its schema and the
 //! limits the schema states — is its definition, the module of the same
@@ -65,6 +70,8 @@ pub(crate) use files::run_file_tool;
 pub(crate) use results::{command_result, file_result};
 pub(crate) use verify::bind_commands;
 
+use todo::TodoList;
+
 /// The handler of the built-in tool `executor` names: the one place a
 /// built-in tool is matched on.
 pub(crate) fn handler(executor: BuiltinExecutor) -> &'static dyn BuiltinTool {
@@ -88,6 +95,13 @@ pub(crate) fn handler(executor: BuiltinExecutor) -> &'static dyn BuiltinTool {
     }
 }
 
+/// Whether the built-in tool `executor` names runs the repository's
+/// registered check commands (its handler's `BuiltinTool::runs_checks`):
+/// an agent that requires it cannot run where none are registered.
+pub fn runs_checks(executor: BuiltinExecutor) -> bool {
+    handler(executor).runs_checks()
+}
+
 /// What a handler's asynchronous answers are.
 pub(crate) type Handled<'a, T> = BoxFuture<'a, Result<T, HarnessError>>;
 
@@ -107,8 +121,16 @@ pub(crate) trait BuiltinTool: Sync {
         Approval::Never
     }
 
-    /// Hidden from the model until something activates it.
-    fn deferred(&self) -> bool {
+    /// When the model sees the tool.
+    fn offering(&self) -> Offering {
+        Offering::Always
+    }
+
+    /// Whether the tool runs the repository's registered check commands
+    /// (`fleets/commands.yaml`): its schema is bound to name exactly the
+    /// session's ([`bind_commands`]), and a worker that requires it cannot
+    /// run where none are registered.
+    fn runs_checks(&self) -> bool {
         false
     }
 
@@ -142,6 +164,11 @@ pub(crate) trait BuiltinTool: Sync {
         call: &'a ToolCall,
     ) -> Handled<'a, ToolResult>;
 
+    /// Rebuilds what the tool keeps in the session from one of its calls
+    /// that succeeded, as the transcript is read back when the session
+    /// opens again.
+    fn replay(&self, _call: &ToolCall, _state: &mut BuiltinState) {}
+
     /// What a call changed, for a worker's run effects; `root` is the
     /// primary workspace root.
     fn effect(&self, _call: &ToolCall, _is_error: bool, _root: &Path) -> Option<Effect> {
@@ -153,6 +180,31 @@ pub(crate) trait BuiltinTool: Sync {
     fn shown_lines(&self, _call: &ToolCall, _content: &str, _root: &Path) -> Vec<(PathBuf, u32)> {
         Vec::new()
     }
+}
+
+/// When the model sees a built-in tool. Closed: the session's offer
+/// (`Harness::offered`) decides each case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Offering {
+    /// From the start.
+    Always,
+    /// Hidden until something activates it: a command of the session
+    /// runs, or a loaded skill's contract turns it on (`process`).
+    Deferred,
+    /// The way to the granted MCP tools held back from the model (too many
+    /// to send): offered only while some are, and what turns them on
+    /// (`connection_search`).
+    WhileToolsHeldBack,
+}
+
+/// What built-in tools keep in the session between calls. It is part of
+/// the conversation: each handler rebuilds its part from its successful
+/// calls in the transcript ([`BuiltinTool::replay`]), so no second store
+/// can drift from what the model saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BuiltinState {
+    /// The lead's task list (`todo`).
+    pub(crate) todo: TodoList,
 }
 
 /// A command a call asks to run, for the approval gate.

@@ -5,7 +5,7 @@
 
 use evoflux_model::ToolCall;
 
-use super::{BuiltinTool, Handled};
+use super::{BuiltinTool, Handled, Offering};
 use crate::events::ToolResult;
 use crate::prepared::SessionCapabilities;
 use crate::session::Harness;
@@ -15,11 +15,11 @@ pub(super) struct Process;
 
 impl BuiltinTool for Process {
     fn gap(&self, caps: &SessionCapabilities) -> Option<&'static str> {
-        (!caps.processes).then_some("no process runtime is attached to this session")
+        caps.process_gap()
     }
 
-    fn deferred(&self) -> bool {
-        true
+    fn offering(&self) -> Offering {
+        Offering::Deferred
     }
 
     fn execute<'a>(

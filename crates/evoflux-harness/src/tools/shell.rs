@@ -23,7 +23,7 @@ pub(super) struct Shell;
 
 impl BuiltinTool for Shell {
     fn gap(&self, caps: &SessionCapabilities) -> Option<&'static str> {
-        (!caps.processes).then_some("no process runtime is attached to this session")
+        caps.process_gap()
     }
 
     fn gated_command<'a>(&self, arguments: &'a Value) -> Option<GatedCommand<'a>> {

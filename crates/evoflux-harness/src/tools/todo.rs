@@ -10,7 +10,7 @@ use evoflux_model::ToolCall;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{BuiltinTool, Handled};
+use super::{BuiltinState, BuiltinTool, Handled};
 use crate::events::ToolResult;
 use crate::session::Harness;
 
@@ -24,6 +24,10 @@ impl BuiltinTool for Todo {
         call: &'a ToolCall,
     ) -> Handled<'a, ToolResult> {
         Box::pin(async move { Ok(session.todo_mut().apply(&call.arguments)) })
+    }
+
+    fn replay(&self, call: &ToolCall, state: &mut BuiltinState) {
+        state.todo.apply(&call.arguments);
     }
 }
 

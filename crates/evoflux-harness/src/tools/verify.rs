@@ -21,11 +21,14 @@ pub(super) struct Verify;
 
 impl BuiltinTool for Verify {
     fn gap(&self, caps: &SessionCapabilities) -> Option<&'static str> {
-        if !caps.processes {
-            return Some("no process runtime is attached to this session");
-        }
-        (!caps.checks)
-            .then_some("no check commands are registered; declare them in fleets/commands.yaml")
+        caps.process_gap().or_else(|| {
+            (!caps.checks)
+                .then_some("no check commands are registered; declare them in fleets/commands.yaml")
+        })
+    }
+
+    fn runs_checks(&self) -> bool {
+        true
     }
 
     fn execute<'a>(
@@ -97,8 +100,8 @@ async fn run_check(session: &Harness, call: &ToolCall) -> ToolResult {
     result
 }
 
-/// Names the registered check commands (`id`, what it runs) in a `verify`
-/// tool's `schema`, so the model can only ask for a command that exists;
+/// Names the registered check commands (`id`, what it runs) in the
+/// `schema` of a tool that runs them ([`BuiltinTool::runs_checks`]), so the model can only ask for a command that exists;
 /// `false` when the schema has no `command` to bind.
 pub(crate) fn bind_commands(schema: &mut Value, commands: &[(String, String)]) -> bool {
     let Some(command) = schema

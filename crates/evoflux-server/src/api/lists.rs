@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Query, State};
+use evoflux_app::agents_view::agent_listings;
+use evoflux_app::skills_view::Depth;
 use evoflux_core::AppMode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -52,24 +54,16 @@ pub async fn agents(
 ) -> Result<Json<Listing>, ApiError> {
     let app = state.sessions.app();
     let graph = app.compile(&state.workspaces)?;
-    let tools = evoflux_agents::ToolCatalog::from_graph(&graph);
     let mut diags = evoflux_core::Diagnostics::new();
-    let modes = q.mode.map_or_else(|| AppMode::ALL.to_vec(), |m| vec![m]);
-    let listings: Vec<_> = modes
-        .into_iter()
-        .map(|m| evoflux_agents::team::listing::list_agents(&graph, &tools, m, None, &mut diags))
-        .collect();
+    let listings = agent_listings(&graph, q.mode, None, &mut diags);
     listing(listings, &diags)
 }
 
 fn skill_rows(state: &ServerState, mode: Option<AppMode>) -> Result<Json<Listing>, ApiError> {
-    let app = state.sessions.app();
-    let graph = app.compile(&state.workspaces)?;
-    let view = evoflux_app::skills_view::SkillsView::load(
-        &app.dirs,
-        &graph,
-        evoflux_skills::selection::Depth::Settled,
-    );
+    let view = state
+        .sessions
+        .app()
+        .skills_view(&state.workspaces, Depth::Settled)?;
     listing(view.rows(mode), &view.diagnostics)
 }
 

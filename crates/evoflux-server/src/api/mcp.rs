@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use evoflux_mcp::{McpRuntime, ServerListing};
+use evoflux_app::mcp_servers::{McpRuntime, ServerListing};
 
 use crate::api::lists::{Listing, listing};
 use crate::error::ApiError;
@@ -26,15 +26,9 @@ async fn servers(
     if slot.is_none() {
         let app = state.sessions.app();
         let graph = app.compile(&state.workspaces)?;
-        let (runtime, found) = McpRuntime::new(
-            &graph,
-            Some(&app.plugins()),
-            evoflux_mcp::ManagerOptions {
-                roots: state.workspaces.clone(),
-                ..evoflux_mcp::ManagerOptions::default()
-            },
-        )
-        .map_err(|e| ApiError::internal(e.code(), e.to_string()))?;
+        let (runtime, found) = app
+            .mcp_servers(&graph, state.workspaces.clone())
+            .map_err(|e| ApiError::internal(e.code(), e.to_string()))?;
         diags.extend(found);
         runtime.start_all();
         runtime.settle(MCP_SETTLE).await;

@@ -12,7 +12,7 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use evoflux_app::skills_view::{SkillRow, SkillsView};
+use evoflux_app::skills_view::{Depth, SkillRow, SkillsView};
 use evoflux_core::AppMode;
 use evoflux_skills::authoring::{
     AuthoringError, BundleEdit, BundleFile, Encoding, FileWrite, bundle_files, create_bundle,
@@ -172,13 +172,10 @@ fn variant<'a>(
 }
 
 fn view(state: &ServerState) -> Result<SkillsView, ApiError> {
-    let app = state.sessions.app();
-    let graph = app.compile(&state.workspaces)?;
-    Ok(SkillsView::load(
-        &app.dirs,
-        &graph,
-        evoflux_skills::selection::Depth::Settled,
-    ))
+    Ok(state
+        .sessions
+        .app()
+        .skills_view(&state.workspaces, Depth::Settled)?)
 }
 
 #[utoipa::path(patch, path = "/api/skills/{name}", operation_id = "skill_update_prefs", tag = "skills", request_body = PrefsBody,

@@ -13,7 +13,7 @@ use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use evoflux_tools::Workspace;
+use evoflux_harness::Workspace;
 use evoflux_viewer::{DocumentKind, Opened, PageRange, ViewError, ViewRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};

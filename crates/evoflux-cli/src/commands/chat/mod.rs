@@ -25,9 +25,8 @@ use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
     Approver, Event, EventSink, Harness, HarnessError, Holder, HostError, HostOptions, HostWiring,
-    SessionHost, TurnEnd, TurnOptions, TurnOutcome,
+    ProcessRuntime, Session, SessionHost, TurnEnd, TurnOptions, TurnOutcome,
 };
-use evoflux_tools::ProcessRuntime;
 
 use crate::frontend::session::{CliFront, OpenLease, SessionArgs, open};
 use crate::frontend::signals::terminate_signal;
@@ -192,7 +191,7 @@ async fn turn<C: Console>(console: &mut C, live: &Hosted, message: String) -> an
 /// server's and an editor's; the chat keeps what it shows of it.
 struct Hosted {
     host: SessionHost,
-    session: evoflux_store::Session,
+    session: Session,
 }
 
 impl Hosted {

@@ -14,9 +14,9 @@ use evoflux_core::dirs::Dirs;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
     ApprovalRequest, Approver, Decided, DecidedBy, EventSink, Harness, HarnessError, Holder,
-    TurnOutcome,
+    ProcessRuntime, Session, TurnOutcome,
 };
-use evoflux_tools::ProcessRuntime;
+use evoflux_protocol::{Message, Usage};
 
 use super::complete::Completions;
 use super::editor::{LineEditor, Read, ReadKind};
@@ -217,8 +217,7 @@ impl Terminal<'_> {
         let id = s.id.to_string();
         let usage = live
             .with(|harness: &mut Harness| {
-                Box::pin(async move { harness.usage().await.ok() })
-                    as BoxFuture<'_, Option<evoflux_store::Usage>>
+                Box::pin(async move { harness.usage().await.ok() }) as BoxFuture<'_, Option<Usage>>
             })
             .await
             .ok()
@@ -299,7 +298,7 @@ impl Terminal<'_> {
                 let usage = live
                     .with(|harness: &mut Harness| {
                         Box::pin(async move { harness.usage().await })
-                            as BoxFuture<'_, Result<evoflux_store::Usage, HarnessError>>
+                            as BoxFuture<'_, Result<Usage, HarnessError>>
                     })
                     .await?;
                 match usage {
@@ -345,8 +344,7 @@ impl Terminal<'_> {
                 let messages = live
                     .with(|harness: &mut Harness| {
                         let messages = harness.messages().to_vec();
-                        Box::pin(async move { messages })
-                            as BoxFuture<'_, Vec<evoflux_model::Message>>
+                        Box::pin(async move { messages }) as BoxFuture<'_, Vec<Message>>
                     })
                     .await?;
                 self.view.replay(&messages, None);
@@ -365,7 +363,7 @@ impl Terminal<'_> {
                 let empty = !harness
                     .messages()
                     .iter()
-                    .any(|m| matches!(m, evoflux_model::Message::User { .. }));
+                    .any(|m| matches!(m, Message::User { .. }));
                 Box::pin(async move { empty }) as BoxFuture<'_, bool>
             })
             .await?;
@@ -387,7 +385,7 @@ impl Terminal<'_> {
     /// What `/new` opens: the mode and lead `/mode` and `/lead` chose, else
     /// the current session's mode and the command line's lead; a Coding
     /// session keeps the current repositories.
-    fn new_session_args(&self, current: &evoflux_store::Session) -> SessionArgs {
+    fn new_session_args(&self, current: &Session) -> SessionArgs {
         let mode = self.next.mode.unwrap_or(current.mode());
         let workspaces = match (mode, current.mode()) {
             (AppMode::Work, _) => Vec::new(),
@@ -462,7 +460,7 @@ impl Terminal<'_> {
 /// What a session shows when it opens: its conversation, the skills the
 /// user may invoke, and the question it waits on.
 type Opened = (
-    Vec<evoflux_model::Message>,
+    Vec<Message>,
     Vec<String>,
     Option<evoflux_harness::PendingQuestion>,
 );
@@ -495,7 +493,7 @@ fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> Session
 
 /// The history file of a session's workspace: one for Work mode (each
 /// session has its own folder), one per set of repositories in Coding.
-fn history_file(dirs: &Dirs, session: &evoflux_store::Session) -> PathBuf {
+fn history_file(dirs: &Dirs, session: &Session) -> PathBuf {
     let key = match session.mode() {
         AppMode::Work => "work".to_owned(),
         AppMode::Coding => {
@@ -515,7 +513,7 @@ fn history_file(dirs: &Dirs, session: &evoflux_store::Session) -> PathBuf {
 }
 
 /// `/diff`: each repository's changed files and working-tree diff.
-fn diff(session: &evoflux_store::Session, style: Style) {
+fn diff(session: &Session, style: Style) {
     if session.mode() != AppMode::Coding {
         eprintln!("/diff is for Coding sessions: a Work session's folder is not a repository");
         return;

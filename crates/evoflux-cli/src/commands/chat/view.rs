@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use evoflux_harness::{Event, EventSink};
-use evoflux_model::Message;
+use evoflux_protocol::Message;
 
 use super::markdown::{MarkdownStream, Style};
 use crate::frontend::printer::{HumanEvents, clip};
@@ -379,7 +379,7 @@ impl Spinner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evoflux_model::ToolCall;
+    use evoflux_protocol::ToolCall;
 
     #[test]
     fn a_conversation_numbers_tool_outputs_by_their_call() {

@@ -1,12 +1,16 @@
 //! The sandbox every end-to-end test of the real binary runs in: a temp
 //! HOME, a temp admin dir and a git repository as the working directory,
-//! with the environment cleared, so nothing touches the real home.
+//! with the environment cleared, so nothing touches the real home. The
+//! layout and the environment are the application's test application's
+//! (`evoflux_app::testing`), so the library's view of a sandbox (its
+//! directories, its store) is the binary's.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use evoflux_app::testing;
 use serde_json::Value;
 
 pub mod fake_model;
@@ -28,7 +32,7 @@ impl Sandbox {
     }
 
     pub fn home(&self) -> PathBuf {
-        self.tmp.path().join("home")
+        testing::home(self.tmp.path())
     }
 
     /// The user config dir (`$HOME/.config/evoflux`).
@@ -37,7 +41,7 @@ impl Sandbox {
     }
 
     pub fn repo(&self) -> PathBuf {
-        self.tmp.path().join("repo")
+        testing::repo(self.tmp.path())
     }
 
     pub fn write(&self, path: impl AsRef<Path>, text: &str) -> PathBuf {
@@ -80,8 +84,7 @@ impl Sandbox {
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(evoflux_bin());
         c.env_clear()
-            .env("HOME", self.home())
-            .env("EVOFLUX_ADMIN_DIR", self.tmp.path().join("admin"))
+            .envs(testing::env(self.tmp.path()))
             .current_dir(self.repo())
             .args(args);
         c

@@ -1,6 +1,7 @@
 //! The real server on a loopback port, for the integration tests: an app
-//! context in a temp folder ([`setup`], shared with the unit tests), and a
-//! server started on it and stopped.
+//! context in a temp folder ([`setup`], the application's test
+//! application, which the unit tests start from too), and a server
+//! started on it and stopped.
 
 #![allow(dead_code)]
 
@@ -10,9 +11,7 @@ use std::time::Duration;
 use evoflux_app::AppContext;
 use evoflux_server::{ServeOptions, Token, serve};
 
-mod app;
-
-pub use app::setup;
+pub use evoflux_app::testing::setup;
 
 /// The bearer token [`start`] serves with.
 pub const TOKEN: &str = "test-token";
