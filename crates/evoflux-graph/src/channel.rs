@@ -101,6 +101,8 @@ pub enum ApiEndpoint {
     CreateSession,
     ListSessions,
     ShowSession,
+    /// Renames a session (`PATCH /api/sessions/{id}` with `{title}`).
+    RenameSession,
     DeleteSession,
     SendMessage,
     StreamEvents,
@@ -542,6 +544,7 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Post, "/api/sessions", E::CreateSession),
             r(M::Get, "/api/sessions", E::ListSessions),
             r(M::Get, "/api/sessions/:id", E::ShowSession),
+            r(M::Patch, "/api/sessions/:id", E::RenameSession),
             r(M::Delete, "/api/sessions/:id", E::DeleteSession),
             r(M::Post, "/api/sessions/:id/messages", E::SendMessage),
             r(M::Get, "/api/sessions/:id/events", E::StreamEvents),

@@ -62,7 +62,9 @@ pub use evoflux_tools::web_fetch::NetworkAccess;
 // prepared tool's definition and the class of action it takes
 // (`evoflux-graph`).
 pub use evoflux_graph::tool::{ActionClass, ToolDefinition};
-pub use evoflux_store::{PendingInput, Session, Store, StoreError, TranscriptEntry};
+pub use evoflux_store::{
+    ActivityCursor, PendingInput, Session, SessionQuery, Store, StoreError, TranscriptEntry,
+};
 pub use evoflux_tools::group::ProcessGroup;
 pub use evoflux_tools::{ProcessRuntime, Workspace};
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};

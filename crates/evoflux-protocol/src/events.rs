@@ -613,6 +613,8 @@ pub enum CallPurpose {
     Turn,
     /// The implicit skill resolver's decision before a turn's first call.
     SkillResolution,
+    /// The session's title, asked once after its first turn.
+    Title,
 }
 
 #[cfg(test)]

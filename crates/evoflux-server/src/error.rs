@@ -92,6 +92,8 @@ fn store_status(e: &StoreError) -> (StatusCode, Option<&'static str>) {
         | StoreError::CodingWorkspaceEmpty
         | StoreError::WorkspaceNotAbsolute(_) => (StatusCode::CONFLICT, Some("workspaces")),
         StoreError::PendingInputAnswered { .. } => (StatusCode::CONFLICT, None),
+        StoreError::TitleEmpty => (StatusCode::UNPROCESSABLE_ENTITY, Some("title")),
+        StoreError::Cursor(_) => (StatusCode::BAD_REQUEST, Some("before")),
         StoreError::DataDir { .. }
         | StoreError::Open { .. }
         | StoreError::Migrate { .. }

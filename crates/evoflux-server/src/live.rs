@@ -325,7 +325,8 @@ impl Sessions {
             .own(wiring.wire(SessionBuilder::new(&self.app, options)))
             .open()
             .await?;
-        let harness = opened.harness;
+        // The server outlives the turn: the model may title the session.
+        let harness = opened.harness.with_model_titles(true);
         let session = harness.session().clone();
         let artifacts = self
             .store
@@ -521,7 +522,7 @@ impl HostFrontEnd for ServerFront {
         Box::pin(async move {
             self.app.prune_if_due(&self.store).await;
             let builder = self.own(reopen.builder(&self.app, Default::default()));
-            Ok(builder.open().await?.harness)
+            Ok(builder.open().await?.harness.with_model_titles(true))
         })
     }
 

@@ -23,6 +23,7 @@ use crate::error::ApiError;
         sessions::create,
         sessions::list,
         sessions::show,
+        sessions::rename,
         sessions::delete,
         sessions::message,
         sessions::events,

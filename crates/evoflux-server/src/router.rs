@@ -90,6 +90,7 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::CreateSession
             | ApiEndpoint::ListSessions
             | ApiEndpoint::ShowSession
+            | ApiEndpoint::RenameSession
             | ApiEndpoint::DeleteSession
             | ApiEndpoint::SendMessage
             | ApiEndpoint::StreamEvents
@@ -174,6 +175,7 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::CreateSession => on(f, sessions::create),
             ApiEndpoint::ListSessions => on(f, sessions::list),
             ApiEndpoint::ShowSession => on(f, sessions::show),
+            ApiEndpoint::RenameSession => on(f, sessions::rename),
             ApiEndpoint::DeleteSession => on(f, sessions::delete),
             ApiEndpoint::SendMessage => on(f, sessions::message),
             ApiEndpoint::StreamEvents => on(f, sessions::events),

@@ -39,6 +39,7 @@ static ASSETS: &[Asset] = &[
     asset!("markdown.js", JS),
     asset!("plugins.js", JS),
     asset!("provenance.js", JS),
+    asset!("sessions.js", JS),
     asset!("settings.js", JS),
     asset!("viewer.js", JS),
 ];

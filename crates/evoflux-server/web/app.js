@@ -1,13 +1,16 @@
-// The shell: the token gate, the Work/Coding mode, the sidebar's session
-// list and the hash router that shows one view at a time in <main>.
+// The shell: the token gate (and logging out, which forgets this browser's
+// token), the Work/Coding mode, the sidebar's session list (folded behind
+// the header's button below 800 px) and the hash router that shows one view
+// at a time in <main>.
 
-import { get, setToken, token, forgetToken, ApiError } from './api.js';
+import { setToken, token, forgetToken, ApiError } from './api.js';
 import { h, clear, field } from './dom.js';
 import { chatView, newSessionView } from './chat.js';
 import { pluginsView } from './plugins.js';
 import { settingsView } from './settings.js';
 import { provenanceView } from './provenance.js';
 import { filesView, viewerView } from './viewer.js';
+import { renderSessionList } from './sessions.js';
 
 const MODE_KEY = 'evoflux.mode';
 
@@ -22,40 +25,51 @@ export const app = {
   refreshSessions: () => refreshSessions(),
 };
 
-export function setMode(mode) {
+function showMode(mode) {
   app.mode = mode;
   localStorage.setItem(MODE_KEY, mode);
   for (const b of document.querySelectorAll('.modes button')) {
     b.setAttribute('aria-checked', String(b.dataset.mode === mode));
   }
+}
+
+export function setMode(mode) {
+  showMode(mode);
   if (!app.started) return;
   refreshSessions();
   route();
 }
 
+// The open session's mode becomes the sidebar's (without leaving the
+// session).
+app.followMode = (mode) => {
+  if (mode === app.mode) return;
+  showMode(mode);
+  refreshSessions();
+};
+
+// Forgets this browser's token: the page asks for one again.
+function logout() {
+  forgetToken();
+  if (app.teardown) { app.teardown(); app.teardown = null; }
+  app.started = false;
+  clear(document.getElementById('session-list'));
+  tokenGate('Logged out: this browser no longer holds the token.');
+}
+
+// Below 800 px the sidebar hides behind the header's menu button.
+function setNavOpen(open) {
+  const button = document.getElementById('nav-toggle');
+  document.querySelector('.shell').classList.toggle('nav-open', open);
+  if (button) {
+    button.setAttribute('aria-expanded', String(open));
+    button.setAttribute('aria-label', open ? 'Close navigation' : 'Open navigation');
+  }
+}
+
+// The sidebar's list lives in sessions.js.
 export async function refreshSessions() {
-  const list = document.getElementById('session-list');
-  let rows;
-  try {
-    rows = await get('/api/sessions');
-  } catch {
-    return;
-  }
-  clear(list);
-  const current = location.hash.match(/^#\/chat\/([\w-]+)/);
-  const mine = rows.filter((r) => (r.session.workspace && r.session.workspace.mode) === app.mode);
-  if (!mine.length) list.append(h('li', { class: 'muted' }, 'No sessions yet'));
-  for (const row of mine) {
-    const s = row.session;
-    const title = row.title || s.title || (s.lead ? `${s.lead}` : 'Session');
-    const when = new Date(s.updated_at_ms || s.created_at_ms).toLocaleString();
-    const status = row.busy ? 'running' : row.live ? 'live' : 'stored';
-    list.append(h('li', {},
-      h('a', {
-        href: `#/chat/${s.id}`,
-        'aria-current': current && current[1] === s.id ? 'page' : false,
-      }, title, h('small', {}, `${s.lead || ''} · ${when} · ${status}`))));
-  }
+  await renderSessionList(app);
 }
 
 function markNav(section) {
@@ -83,6 +97,7 @@ function tokenGate(problem) {
 
 export async function route() {
   if (app.teardown) { app.teardown(); app.teardown = null; }
+  app.main.classList.remove('fill');
   const hash = (location.hash || '#/chat').split('?')[0];
   const [, section, ...rest] = hash.split('/');
   markNav(section);
@@ -124,15 +139,7 @@ export async function route() {
 
 async function start() {
   if (!token()) { tokenGate(); return; }
-  try {
-    await get('/api/sessions');
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 401) {
-      forgetToken();
-      tokenGate('The token was refused; paste the current one.');
-      return;
-    }
-  }
+  // A refused token shows the gate from the view's own request.
   app.started = true;
   refreshSessions();
   await route();
@@ -146,6 +153,18 @@ window.addEventListener('DOMContentLoaded', () => {
     b.addEventListener('click', () => setMode(b.dataset.mode));
   }
   setMode(app.mode);
-  window.addEventListener('hashchange', () => { route(); refreshSessions(); });
+  window.addEventListener('hashchange', () => { setNavOpen(false); route(); refreshSessions(); });
+  const toggle = document.getElementById('nav-toggle');
+  if (toggle) {
+    toggle.addEventListener('click', () => setNavOpen(!document.querySelector('.shell').classList.contains('nav-open')));
+  }
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && document.querySelector('.shell.nav-open')) {
+      setNavOpen(false);
+      if (toggle) toggle.focus();
+    }
+  });
+  const out = document.getElementById('logout');
+  if (out) out.addEventListener('click', logout);
   start();
 });

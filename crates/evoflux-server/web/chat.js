@@ -1,11 +1,15 @@
 // Chat: a new session, and one session's conversation rendered from its
 // event stream (or its stored transcript), with tool cards, questions,
-// approvals, cancel, delegated children as nested activity, and a
-// composer that suggests `$name` and `/skill:` from the session's skills.
+// approvals (live only while pending: a decision or the turn's end takes
+// their buttons away), cancel, a failed turn's Retry, copy on messages,
+// delegated children as nested activity, and a composer that suggests
+// `$name` and `/skill:` from the session's skills. The conversation
+// scrolls in its own box above the composer, so the composer covers none
+// of it.
 
 import { api, get, follow, query, token } from './api.js';
 import { h, clear, field, toast, errorText } from './dom.js';
-import { renderMarkdown } from './markdown.js';
+import { renderMarkdown, copyButton } from './markdown.js';
 import { documentLink, filesHref } from './viewer.js';
 
 // ---- new session ---------------------------------------------------------
@@ -77,10 +81,14 @@ class Renderer {
     this.container.append(h('p', { class: kind }, text));
   }
 
+  // The user's message, or their answer to the agent's question.
   user(text, answer) {
     this.closeAssistant();
-    this.container.append(h('div', { class: 'msg user' },
-      h('div', { class: 'who' }, answer ? 'Your answer' : 'You'), text));
+    this.lastInput = text;
+    this.container.append(h('div', { class: `msg user${answer ? ' answer' : ''}` },
+      h('div', { class: 'who' }, answer ? 'You answered' : 'You',
+        copyButton(answer ? 'your answer' : 'your message', () => text)),
+      h('div', { class: 'body' }, text)));
   }
 
   delta(text) {
@@ -107,6 +115,9 @@ class Renderer {
     if (this.assistant) {
       const body = this.assistant.querySelector('.body');
       clear(body).append(renderMarkdown(this.text));
+      const source = this.text;
+      this.assistant.querySelector('.who').append(copyButton('the answer', () => source));
+      this.assistant.removeAttribute('aria-live');
     }
     this.assistant = null;
     this.text = '';
@@ -168,11 +179,25 @@ class Renderer {
       } catch (e) { toast(errorText(e), 'error'); }
     };
     this.prompts.set(ev.call_id, box);
+    // All four decisions; the server narrows a grant wider than the call
+    // allows to the widest it does.
     box.append(h('div', { class: 'row' },
       h('button', { type: 'button', class: 'primary', onclick: () => decide('approve') }, 'Approve'),
       h('button', { type: 'button', onclick: () => decide('approve_for_session') }, 'Approve for this session'),
+      h('button', { type: 'button', onclick: () => decide('approve_for_workspace') }, 'Approve for this workspace'),
       h('button', { type: 'button', class: 'danger', onclick: () => decide('deny') }, 'Deny')));
     t.body.prepend(box);
+  }
+
+  // The turn ended: nothing it asked for approval waits any longer (a
+  // decision would have come as `approval_decided`), so no live buttons
+  // stay — after a reload, in a second browser, or when the process that
+  // asked went away.
+  expirePrompts() {
+    for (const [callId, box] of this.prompts) {
+      this.prompts.delete(callId);
+      box.replaceChildren(h('p', { class: 'muted' }, 'No longer waiting for a decision.'));
+    }
   }
 
   // The approval of `callId` was decided (by anyone: this page, another
@@ -192,15 +217,30 @@ class Renderer {
     box.replaceChildren(h('p', { class: 'muted' }, (words[ev.decision] || ev.decision) + by));
   }
 
-  ask(ev, onAnswer) {
+  // `idle`: resolves once the turn that asked has ended (the answer starts
+  // the next turn, which the session takes only then); `sent`: after the
+  // answer was taken (the page follows the turn it started).
+  ask(ev, idle, sent) {
     this.closeAssistant();
     const input = h('input', { type: 'text', 'aria-label': 'Your answer' });
+    let sending = false;
     const send = async (text) => {
-      if (!text) return;
+      if (!text || sending) return;
+      sending = true;
       try {
-        await api('POST', `/api/sessions/${this.session}/input`, { text });
-        if (onAnswer) onAnswer();
+        for (let attempt = 0; ; attempt += 1) {
+          if (idle) await idle();
+          try {
+            const accepted = await api('POST', `/api/sessions/${this.session}/input`, { text });
+            if (sent) sent(accepted);
+            break;
+          } catch (e) {
+            if (e.code !== 'session/busy' || attempt >= 20) throw e;
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        }
       } catch (e) { toast(errorText(e), 'error'); }
+      sending = false;
     };
     const box = h('form', {
       class: 'prompt question',
@@ -230,6 +270,8 @@ class Renderer {
   event(type, ev, hooks = {}) {
     switch (type) {
       case 'session_started':
+        // A new process: what the last one asked for approval waits no more.
+        this.expirePrompts();
         if (ev.resumed) this.line(`Resumed on ${ev.model}.`);
         return false;
       case 'turn_started': {
@@ -241,7 +283,8 @@ class Renderer {
           open.replaceChildren(h('p', {}, h('strong', {}, q ? q.textContent : ''), ' ', h('span', { class: 'muted' }, 'answered')));
           this.question = null;
         }
-        if (ev.input) this.user(ev.input, !!open || (hooks.answering && hooks.answering()));
+        if (this.retry) { this.retry.remove(); this.retry = null; }
+        if (ev.input) this.user(ev.input, !!open);
         if (hooks.busy) hooks.busy(true);
         return false;
       }
@@ -294,22 +337,33 @@ class Renderer {
         if (ev.status && ev.status !== 'completed' && ev.status !== 'waiting_for_input') {
           this.line(`The turn ended: ${ev.status.replace(/_/g, ' ')}.`);
         }
+        this.expirePrompts();
         if (hooks.busy) hooks.busy(false);
         return true;
       case 'turn_cancelled':
         this.closeAssistant();
         this.line('The turn was cancelled.');
+        this.expirePrompts();
         if (hooks.busy) hooks.busy(false);
         return true;
       case 'error':
         this.closeAssistant();
         this.line(`${ev.message} (${ev.code})`, 'error');
         return false;
-      case 'turn_failed':
-        // The error just before it said why.
+      case 'turn_failed': {
+        // The error just before it said why; the turn ends visibly, with a
+        // Retry that sends the last message again.
         this.closeAssistant();
+        this.expirePrompts();
+        const text = this.lastInput;
+        const retry = h('div', { class: 'turn-failed', role: 'group', 'aria-label': 'The turn failed' },
+          h('p', { class: 'error' }, `The turn failed (${ev.code || 'error'}).`),
+          text && hooks.retry ? h('button', { type: 'button', class: 'primary', onclick: () => hooks.retry(text) }, 'Retry') : '');
+        this.container.append(retry);
+        this.retry = retry;
         if (hooks.busy) hooks.busy(false);
         return true;
+      }
       case 'warning':
         this.line(`${ev.message} (${ev.code})`);
         return false;
@@ -330,6 +384,7 @@ class Renderer {
         return false;
       case 'session_stopped':
         this.line('The session stopped.');
+        this.expirePrompts();
         if (hooks.busy) hooks.busy(false);
         return true;
       default:
@@ -428,19 +483,30 @@ export async function chatView(app, id) {
   const mode = session.workspace && session.workspace.mode ? session.workspace.mode : app.mode;
   const status = h('span', { class: 'status', role: 'status' }, '');
   const cancel = h('button', { type: 'button', class: 'danger', hidden: true }, 'Cancel turn');
-  const log = h('div', { class: 'chat', id: 'conversation' });
+  const log = h('div', { class: 'chat', id: 'conversation', role: 'region', 'aria-label': 'Conversation', tabindex: '0' });
   const textarea = h('textarea', { 'aria-label': 'Message', placeholder: 'Message the agent — $skill or /skill:name to pick a skill' });
   let skills = [];
   const list = suggestions(textarea, () => skills);
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const renderer = new Renderer(log, id, session);
+  // The sidebar follows the open session's mode.
+  if (app.followMode) app.followMode(mode);
   let busy = false;
-  let answering = false;
+  // Who waits for the running turn to end (an answer to its question).
+  let idleWaiters = [];
+  const idle = () => (busy ? new Promise((r) => idleWaiters.push(r)) : Promise.resolve());
   const setBusy = (b) => {
     if (busy !== b) app.refreshSessions();
     busy = b;
     status.textContent = b ? 'Working…' : '';
     cancel.hidden = !b;
+    if (!b) { const w = idleWaiters; idleWaiters = []; w.forEach((r) => r()); }
+  };
+  const sendMessage = async (text) => {
+    const accepted = await api('POST', `/api/sessions/${id}/messages`, { text });
+    // A page showing the stored transcript follows from what the request
+    // caused, not from the session's first event.
+    ensureFollowing(accepted && accepted.after_event);
   };
   cancel.addEventListener('click', async () => {
     try { await api('POST', `/api/sessions/${id}/cancel`); } catch (e) { toast(errorText(e), 'error'); }
@@ -452,17 +518,17 @@ export async function chatView(app, id) {
       const text = textarea.value.trim();
       if (!text) return;
       try {
-        await api('POST', `/api/sessions/${id}/messages`, { text });
+        await sendMessage(text);
         textarea.value = '';
-        ensureFollowing();
       } catch (err) { toast(errorText(err), 'error'); }
     },
   }, list, textarea, h('div', { class: 'row' }, send, cancel, h('span', { class: 'spacer' }), status));
   textarea.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && list.hidden) { e.preventDefault(); composer.requestSubmit(); }
   });
+  main.classList.add('fill');
   main.append(
-    h('div', { class: 'row' },
+    h('div', { class: 'row chat-head' },
       h('h1', {}, `${session.lead || 'Session'}`),
       h('span', { class: 'badge' }, mode === 'coding' ? 'Coding' : 'Work'),
       h('span', { class: 'muted' }, session.model || ''),
@@ -473,19 +539,43 @@ export async function chatView(app, id) {
 
   const hooks = {
     busy: setBusy,
-    answering: () => { const a = answering; answering = false; return a; },
     ask: (ev) => {
-      const input = renderer.ask(ev, () => { answering = true; });
+      const input = renderer.ask(ev, idle, (accepted) => ensureFollowing(accepted && accepted.after_event));
       input.focus();
+    },
+    retry: async (text) => {
+      try { await sendMessage(text); } catch (err) { toast(errorText(err), 'error'); }
     },
   };
   const controller = new AbortController();
-  app.teardown = () => controller.abort();
+  app.teardown = () => {
+    controller.abort();
+    grown.disconnect();
+    keepEnd.disconnect();
+    main.classList.remove('fill');
+  };
+  // The transcript scrolls in its own box above the composer, so the
+  // composer never covers it; it follows the end while the reader is there.
+  // Only the reader scrolling up lets go of the end (content growing
+  // under a programmatic scroll does not).
+  let stuck = true;
+  let lastTop = 0;
+  const toEnd = () => { stuck = true; log.scrollTop = log.scrollHeight; lastTop = log.scrollTop; };
+  log.addEventListener('scroll', () => {
+    const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    if (log.scrollTop < lastTop - 2) stuck = atEnd;
+    else if (atEnd) stuck = true;
+    lastTop = log.scrollTop;
+  });
+  const grown = new MutationObserver(() => { if (stuck) toEnd(); });
+  grown.observe(log, { childList: true, subtree: true, characterData: true });
+  const keepEnd = new ResizeObserver(() => { if (stuck) toEnd(); });
+  keepEnd.observe(log);
   let following = false;
-  const ensureFollowing = () => {
+  const ensureFollowing = (from = 0) => {
     if (following) return;
     following = true;
-    follow(id, 0, (e) => {
+    follow(id, from, (e) => {
       if (e.type === 'session_started' && e.id === 1 && e.data && !e.data.resumed && !started) {
         started = true;
       }
@@ -496,7 +586,6 @@ export async function chatView(app, id) {
         if (!(e.type === 'session_started' && e.data && !e.data.resumed)) renderTranscript();
       }
       renderer.event(e.type, e.data || {}, hooks);
-      log.lastElementChild && log.lastElementChild.scrollIntoView({ block: 'end' });
     }, controller.signal).catch((err) => toast(errorText(err), 'error')).finally(() => { following = false; });
   };
   let started = false;
@@ -509,13 +598,13 @@ export async function chatView(app, id) {
     const open = (shown.pending_inputs || []).find((p) => p.answer === null);
     if (open && open.request) hooks.ask({ call_id: open.tool_call_id, question: open.request.question, options: open.request.options });
   };
-  const row = (await get('/api/sessions')).find((r) => r.session.id === id);
-  if (row && row.live) {
+  if (shown.live) {
     ensureFollowing();
   } else {
     renderTranscript();
     seenFirst = true;
+    toEnd();
   }
-  if (row && row.busy) setBusy(true);
+  if (shown.busy) setBusy(true);
   textarea.focus();
 }

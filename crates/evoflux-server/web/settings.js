@@ -188,7 +188,7 @@ async function agentEditor(app, name, info) {
   }, 'Delete') : null;
   root.append(
     h('div', { class: 'row' }, h('h2', {}, name), detail.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
-    detail.editable ? null : h('p', { class: 'hint' }, detail.path ? `Defined in ${detail.path}; saving writes your own copy.` : 'Built in; saving writes your own copy.'),
+    detail.editable ? '' : h('p', { class: 'hint' }, detail.path ? `Defined in ${detail.path}; saving writes your own copy.` : 'Built in; saving writes your own copy.'),
     h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Editor view' }, formTab, rawTab),
     panel, problem, h('div', { class: 'row' }, save, del));
   if (!raw) {
@@ -272,7 +272,7 @@ async function skillDetail(app, name, mode) {
   root.append(
     h('div', { class: 'row' }, h('h2', {}, name), h('span', { class: 'badge' }, d.source),
       d.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
-    d.valid ? null : h('div', { class: 'error' }, h('p', {}, 'This skill is invalid and is not offered:'),
+    d.valid ? '' : h('div', { class: 'error' }, h('p', {}, 'This skill is invalid and is not offered:'),
       h('ul', {}, (d.diagnostics_detail || []).map((x) => h('li', {}, `${x.message} (${x.code})`)))),
     h('div', { class: 'row' },
       field('Available in', availability),

@@ -127,8 +127,15 @@ export async function viewerView(app, rest) {
   app.main.append(
     h('div', { class: 'row' }, h('h1', {}, name),
       h('a', { href: filesHref(session, root, folder) }, 'Back to the files')),
-    h('p', { class: 'muted', role: 'status' }, 'Rendering…'));
-  const doc = await get(`/api/viewer/document${query({ session, root, path, pages })}`);
+    h('p', { class: 'muted', role: 'status', id: 'rendering' }, 'Rendering…'));
+  let doc;
+  try {
+    doc = await get(`/api/viewer/document${query({ session, root, path, pages })}`);
+  } finally {
+    // An error takes the place of the progress line, never below it.
+    const progress = document.getElementById('rendering');
+    if (progress) progress.remove();
+  }
   clear(app.main);
   const body = h('div', { class: `document ${doc.kind}`, id: 'document' });
   const head = h('div', { class: 'row' },

@@ -77,6 +77,12 @@ pub enum StoreError {
     ArtifactsUrl { url: String, reason: String },
     #[error("artifact store: {detail}")]
     Artifacts { detail: String },
+    #[error("a session title needs at least one visible character")]
+    TitleEmpty,
+    #[error(
+        "`{0}` is not a session list cursor: pass `<updated_at_ms>:<session id>` of the last session of the previous page"
+    )]
+    Cursor(String),
     #[error("corrupt row in the session database ({what}): {detail}")]
     Corrupt { what: &'static str, detail: String },
 }
@@ -110,6 +116,8 @@ impl StoreError {
             StoreError::ArtifactsUrl { .. } => "store/artifacts-url",
             StoreError::Artifacts { .. } => "store/artifacts",
             StoreError::ImportIntoNonEmpty { .. } => "store/import-not-empty",
+            StoreError::TitleEmpty => "store/title-empty",
+            StoreError::Cursor(_) => "store/cursor-invalid",
         }
     }
 
@@ -125,6 +133,8 @@ impl StoreError {
             StoreError::DatabaseUrl { .. } => d.with_field("store.url"),
             StoreError::ArtifactsUrl { .. } => d.with_field("store.artifacts"),
             StoreError::ModeMismatch { .. } => d.with_field("mode"),
+            StoreError::TitleEmpty => d.with_field("title"),
+            StoreError::Cursor(_) => d.with_field("before"),
             StoreError::WorkspaceMismatch { .. } | StoreError::CodingWorkspaceEmpty => {
                 d.with_field("workspace")
             }

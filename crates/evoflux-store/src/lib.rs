@@ -16,6 +16,7 @@ mod channel_threads;
 mod connection_tools;
 mod database;
 mod error;
+mod finding;
 mod grants;
 mod model_requests;
 mod pending;
@@ -34,6 +35,10 @@ pub use connection_tools::ConnectionTool;
 pub use database::{Backend, Database, DatabaseUrl};
 pub use error::StoreError;
 pub use evoflux_protocol::Usage;
+pub use finding::{
+    ActivityCursor, MAX_PAGE, MESSAGE_TITLE_CHARS, SessionQuery, TITLE_CHARS, TitleSource,
+    title_from,
+};
 pub use grants::{GrantKey, GrantScope};
 pub use model_requests::{PromptShaping, RecordedCall, RecordedRequest, RequestParts, SystemPart};
 pub use pending::{PendingInput, PendingInputId, PendingRequest};
@@ -46,4 +51,4 @@ pub use schedules::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store, artifacts_root};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
-pub use transfer::{EXPORT_FORMAT, TABLES, Table, Transferred};
+pub use transfer::{DERIVED_TABLE_PREFIX, EXPORT_FORMAT, TABLES, Table, Transferred};

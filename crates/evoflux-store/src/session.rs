@@ -129,6 +129,10 @@ pub struct Session {
     /// Set for a child session a dispatch opened.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<SessionParent>,
+    /// What the session list calls it: a rename, a model's title or the
+    /// first user message, trimmed (see [`crate::TitleSource`]); `None`
+    /// until the first message.
+    pub title: Option<String>,
     /// Unix milliseconds.
     pub created_at_ms: i64,
     /// Unix milliseconds of the last append or change.
@@ -193,6 +197,7 @@ mod tests {
             model: None,
             graph_hash: None,
             parent: None,
+            title: None,
             created_at_ms: 0,
             updated_at_ms: 0,
         }

@@ -35,8 +35,9 @@ pub struct Store {
     artifacts: Option<crate::artifacts::Artifacts>,
 }
 
-const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, parent_id, \
-                               parent_call_id, created_at_ms, updated_at_ms";
+pub(crate) const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, \
+                                          parent_id, parent_call_id, created_at_ms, \
+                                          updated_at_ms, title";
 /// The counts of a `usage_totals` row, as [`usage_from_row`] reads them.
 const USAGE_COLUMNS: &str = "requests, input_tokens, output_tokens, cache_read_tokens, \
                              cache_write_tokens, projected_results, projection_saved_chars, \
@@ -180,6 +181,7 @@ impl Store {
             model: new.model,
             graph_hash: new.graph_hash,
             parent: new.parent,
+            title: None,
             created_at_ms: now,
             updated_at_ms: now,
         })
@@ -604,6 +606,21 @@ pub(crate) async fn insert_entry(
     .bind(now)
     .fetch_one(&mut **tx)
     .await?;
+    if let Message::User { content } = message
+        && let Some(title) =
+            crate::finding::title_from(content, crate::finding::MESSAGE_TITLE_CHARS)
+    {
+        // Until a model or the user names it, a session is titled by its
+        // first user message.
+        sqlx::query(
+            "UPDATE sessions SET title = $1, title_source = $2 WHERE id = $3 AND title IS NULL",
+        )
+        .bind(title)
+        .bind(crate::finding::TitleSource::Message.as_str())
+        .bind(id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    }
     Ok(TranscriptEntry {
         seq: to_u64("transcript seq", seq)?,
         created_at_ms: now,
@@ -690,7 +707,7 @@ pub(crate) fn to_i64(v: u64) -> Result<i64, StoreError> {
     i64::try_from(v).map_err(|e| StoreError::corrupt("usage", e))
 }
 
-fn session_from_row(row: &AnyRow) -> Result<Session, StoreError> {
+pub(crate) fn session_from_row(row: &AnyRow) -> Result<Session, StoreError> {
     let id: String = row.try_get("id")?;
     let mode: String = row.try_get("mode")?;
     let workspace: String = row.try_get("workspace")?;
@@ -715,6 +732,7 @@ fn session_from_row(row: &AnyRow) -> Result<Session, StoreError> {
             }),
             _ => None,
         },
+        title: row.try_get("title")?,
         created_at_ms: row.try_get("created_at_ms")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })

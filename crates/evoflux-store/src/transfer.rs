@@ -63,6 +63,11 @@ pub const TABLES: &[Table] = &[
     table("session_signals", "id", true),
 ];
 
+/// Tables that only index others (SQLite's full-text index of messages and
+/// the tables FTS5 keeps for it, all named with this prefix): never
+/// exported, rebuilt by triggers as an import writes the rows they index.
+pub const DERIVED_TABLE_PREFIX: &str = "transcript_search";
+
 /// One line of an export.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -183,7 +183,9 @@ fn store_input_error(e: &StoreError) -> bool {
         | StoreError::DatabaseUrl { .. }
         | StoreError::ArtifactsUrl { .. }
         | StoreError::Transfer { .. }
-        | StoreError::ImportIntoNonEmpty { .. } => true,
+        | StoreError::ImportIntoNonEmpty { .. }
+        | StoreError::TitleEmpty
+        | StoreError::Cursor(_) => true,
         StoreError::DataDir { .. }
         | StoreError::Artifacts { .. }
         | StoreError::Open { .. }

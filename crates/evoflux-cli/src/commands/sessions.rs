@@ -1,5 +1,5 @@
-//! `evoflux sessions`: list, show, resume, delete, export, replay and
-//! prune the stored sessions. Resuming drives the same session host as
+//! `evoflux sessions`: list (and search), show, rename, resume, delete,
+//! export, replay and prune the stored sessions. Resuming drives the same session host as
 //! `run` ([`super::run`]); the rest reads and edits the store.
 
 use std::path::PathBuf;
@@ -23,8 +23,23 @@ use crate::output::{Exit, Output};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// List sessions, newest first.
-    List,
+    /// List sessions by last activity, each delegated child indented under its parent.
+    List {
+        /// Only sessions whose title holds TEXT or whose messages hold each of its words.
+        #[arg(long, value_name = "TEXT")]
+        search: Option<String>,
+        /// At most N top-level sessions (with their children), at most 500.
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// The next page: `<updated_at_ms>:<id>` of the previous page's last session.
+        #[arg(long, value_name = "CURSOR")]
+        before: Option<String>,
+        /// Only `work` or only `coding` sessions.
+        #[arg(long, value_parser = crate::cli::parse_mode)]
+        mode: Option<AppMode>,
+    },
+    /// Give a session a title of your own (the list shows it).
+    Rename { id: String, title: String },
     /// Show a session and its transcript (with tool metadata).
     Show { id: String },
     /// Continue a session: send a message (or answer its open question);
@@ -79,14 +94,65 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
             Err(exit) => return Ok(exit),
         };
         match command {
-            SessionsCommand::List => {
+            SessionsCommand::List {
+                search,
+                limit,
+                before,
+                mode,
+            } => {
+                let before = match before
+                    .as_deref()
+                    .map(str::parse::<evoflux_harness::ActivityCursor>)
+                    .transpose()
+                {
+                    Ok(b) => b,
+                    Err(e) => {
+                        out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+                        return Ok(Exit::Invalid);
+                    }
+                };
+                let query = evoflux_harness::SessionQuery {
+                    search: search.clone(),
+                    limit: *limit,
+                    before,
+                    mode: *mode,
+                };
                 let store = super::app_context(&dirs)?.open_store().await?;
-                let list = SessionSummary::list(&store).await?;
+                let list = SessionSummary::find(&store, &query).await?;
                 out.result(&list, || {
                     if list.is_empty() {
-                        return "no sessions yet; start one with `evoflux run \"task\"`\n".into();
+                        return match search {
+                            Some(_) => "no session matches\n".into(),
+                            None => "no sessions yet; start one with `evoflux run \"task\"`\n".into(),
+                        };
                     }
-                    list.iter().map(|s| format!("{}\n", session_row(s))).collect()
+                    list.iter().map(|s| format!("{}\n", list_row(s, &list))).collect()
+                });
+                Ok(Exit::Ok)
+            }
+            SessionsCommand::Rename { id, title } => {
+                let id = match session_id_arg(out, id) {
+                    Ok(id) => id,
+                    Err(exit) => return Ok(exit),
+                };
+                let store = super::app_context(&dirs)?.open_store().await?;
+                let session = match store.rename_session(id, title).await {
+                    Ok(s) => s,
+                    Err(e @ StoreError::SessionNotFound(_)) => {
+                        return Ok(session_not_found(out, &e));
+                    }
+                    Err(e @ StoreError::TitleEmpty) => {
+                        out.failure(&anyhow::anyhow!("{e} [{}]", e.code()));
+                        return Ok(Exit::Invalid);
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                out.result(&session, || {
+                    format!(
+                        "renamed {} to “{}”\n",
+                        session.id,
+                        session.title.as_deref().unwrap_or_default()
+                    )
                 });
                 Ok(Exit::Ok)
             }
@@ -282,7 +348,7 @@ pub(crate) fn usage_line(u: &Usage) -> String {
 /// its children, workspace roots.
 pub(crate) fn session_row(summary: &SessionSummary) -> String {
     let s = &summary.session;
-    format!(
+    let row = format!(
         "{}  {:<6}  {:<10}  {:>10}  {}",
         s.id,
         s.mode().as_str(),
@@ -294,7 +360,29 @@ pub(crate) fn session_row(summary: &SessionSummary) -> String {
             .map(|r| r.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    )
+    );
+    match &s.title {
+        Some(title) => format!("{row}  “{title}”"),
+        None => row,
+    }
+}
+
+/// A row of `sessions list`: a session listed under its parent is
+/// indented one step per generation.
+fn list_row(summary: &SessionSummary, list: &[SessionSummary]) -> String {
+    let mut depth = 0;
+    let mut at = summary.session.parent.as_ref().map(|p| p.session_id);
+    while let Some(parent) = at {
+        let Some(row) = list.iter().find(|r| r.session.id == parent) else {
+            break;
+        };
+        depth += 1;
+        if depth > list.len() {
+            break;
+        }
+        at = row.session.parent.as_ref().map(|p| p.session_id);
+    }
+    format!("{}{}", "  ".repeat(depth), session_row(summary))
 }
 
 /// The session id a `sessions` subcommand names, or the exit that says it

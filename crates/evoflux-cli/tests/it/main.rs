@@ -47,6 +47,7 @@ mod schedules;
 mod serve;
 mod session_engine;
 mod session_lease;
+mod session_titles;
 mod skills;
 mod skills_run;
 mod teams;

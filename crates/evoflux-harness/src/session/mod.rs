@@ -18,6 +18,7 @@ mod open;
 mod record;
 mod recorder;
 mod router;
+mod title;
 mod turn;
 
 pub use commits::git_heads;
@@ -404,6 +405,9 @@ pub struct Harness {
     /// The call whose approval the turn waits on now, so a cancellation
     /// can say it was decided.
     awaiting_approval: std::sync::Mutex<Option<String>>,
+    /// Whether the model is asked for the session's title after its first
+    /// turn ([`title`]); front ends that outlive a turn turn it on.
+    model_titles: bool,
 }
 
 /// A session's model client: what it calls and under which label, for a

@@ -526,37 +526,14 @@ impl Harness {
         Ok(())
     }
 
-    /// One call's usage as the store keeps it: its tokens and what they
-    /// cost at `price`.
+    /// One call's usage as the store keeps it ([`call_usage`]).
     fn call_usage(
         &self,
         u: evoflux_model::Usage,
         stats: &crate::hooks::ContextStats,
         price: Option<&evoflux_core::price::Price>,
     ) -> evoflux_store::Usage {
-        let tokens = evoflux_store::Usage {
-            requests: 1,
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-            cache_read_tokens: u.cached_input_tokens,
-            cache_write_tokens: u.cache_write_input_tokens,
-            projected_results: stats.projected_results,
-            projection_saved_chars: stats.projection_saved_chars,
-            ..evoflux_store::Usage::default()
-        };
-        match price {
-            Some(price) => evoflux_store::Usage {
-                cost_usd: price.cost(&evoflux_core::price::TokenCounts {
-                    web_searches: u.web_search_requests,
-                    ..tokens.tokens()
-                }),
-                ..tokens
-            },
-            None => evoflux_store::Usage {
-                unpriced_requests: 1,
-                ..tokens
-            },
-        }
+        call_usage(u, stats, price)
     }
 }
 
@@ -572,4 +549,36 @@ fn resolved_skill(durable: &[crate::hooks::DurableMessage]) -> Option<String> {
             | crate::skills::ActivationSource::Tool => None,
         }
     })
+}
+
+/// One call's usage as the store keeps it: its tokens and what they
+/// cost at `price`.
+pub(super) fn call_usage(
+    u: evoflux_model::Usage,
+    stats: &crate::hooks::ContextStats,
+    price: Option<&evoflux_core::price::Price>,
+) -> evoflux_store::Usage {
+    let tokens = evoflux_store::Usage {
+        requests: 1,
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_tokens: u.cached_input_tokens,
+        cache_write_tokens: u.cache_write_input_tokens,
+        projected_results: stats.projected_results,
+        projection_saved_chars: stats.projection_saved_chars,
+        ..evoflux_store::Usage::default()
+    };
+    match price {
+        Some(price) => evoflux_store::Usage {
+            cost_usd: price.cost(&evoflux_core::price::TokenCounts {
+                web_searches: u.web_search_requests,
+                ..tokens.tokens()
+            }),
+            ..tokens
+        },
+        None => evoflux_store::Usage {
+            unpriced_requests: 1,
+            ..tokens
+        },
+    }
 }

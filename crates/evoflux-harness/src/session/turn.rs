@@ -53,7 +53,9 @@ impl Harness {
                     output: outcome.output.clone(),
                     usage,
                     session_usage,
-                })
+                });
+                // In the background, never failing the turn.
+                self.title_after_first_turn(&outcome.text).await;
             }
             Err(e) => self.fail_turn(e.code(), &e.to_string()).await,
         }

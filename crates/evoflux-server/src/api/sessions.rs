@@ -1,6 +1,6 @@
 //! The sessions protocol: create, message, stream, answer, approve, cancel,
-//! resume, list, show, fetch an artifact, delete. Thin handlers over the
-//! harness's session engine ([`crate::live`]).
+//! resume, list and search, show, rename, fetch an artifact, delete. Thin
+//! handlers over the harness's session engine ([`crate::live`]).
 
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -268,12 +268,42 @@ pub async fn create(
     ))
 }
 
+/// `GET /api/sessions` query.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Search: sessions whose title holds this text, or whose user and
+    /// model messages hold each of its words (children included, flat).
+    pub q: Option<String>,
+    /// At most this many sessions (top-level ones without `q`; each comes
+    /// with its children), at most 500. Default: every one.
+    pub limit: Option<u32>,
+    /// The next page: `<updated_at_ms>:<id>` of the last session of the
+    /// previous page (the last top-level one without `q`).
+    pub before: Option<String>,
+    /// Only `work` or only `coding` sessions.
+    #[param(value_type = Option<String>)]
+    pub mode: Option<AppMode>,
+}
+
 #[utoipa::path(get, path = "/api/sessions", operation_id = "list_sessions", tag = "sessions",
-    responses((status = 200, description = "Every session, newest first", body = Vec<SessionSummary>)))]
+    params(ListQuery),
+    responses(
+        (status = 200, description = "Sessions by last activity, each top-level one followed by its children (or what a search found)", body = Vec<SessionSummary>),
+        (status = 400, description = "`before` is not a cursor", body = ApiError)
+    ))]
 pub async fn list(
     State(state): State<Arc<ServerState>>,
+    Query(query): Query<ListQuery>,
 ) -> Result<Json<Vec<SessionSummary>>, ApiError> {
-    let sessions = evoflux_harness::SessionSummary::list(&state.store).await?;
+    let query = evoflux_store::SessionQuery {
+        search: query.q,
+        limit: query.limit,
+        before: query.before.as_deref().map(str::parse).transpose()?,
+        mode: query.mode,
+    };
+    let sessions = evoflux_harness::SessionSummary::find(&state.store, &query).await?;
     Ok(Json(
         sessions
             .into_iter()
@@ -299,10 +329,55 @@ pub async fn list(
 pub async fn show(
     State(state): State<Arc<ServerState>>,
     Path(id): Path<String>,
-) -> Result<Json<SessionRecord>, ApiError> {
+) -> Result<Json<ShownSession>, ApiError> {
     let id = session_id(&id)?;
     let store = &state.store;
-    Ok(Json(SessionRecord::load(store, id).await?))
+    let record = SessionRecord::load(store, id).await?;
+    let live = state.sessions.peek(id);
+    Ok(Json(ShownSession {
+        record,
+        live: live.is_some(),
+        busy: live.is_some_and(|l| l.is_busy()),
+    }))
+}
+
+/// `GET /api/sessions/{id}`: the stored session and whether it is open
+/// here, so a page showing it needs no second request (the whole list) to
+/// know whether to follow its events.
+#[derive(Debug, Serialize)]
+pub struct ShownSession {
+    #[serde(flatten)]
+    pub record: SessionRecord,
+    /// Open in this server (its events can be streamed without resuming).
+    pub live: bool,
+    /// A turn is running.
+    pub busy: bool,
+}
+
+/// `PATCH /api/sessions/{id}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameSession {
+    /// The new title: one line, at most 120 characters (longer is cut).
+    pub title: String,
+}
+
+#[utoipa::path(patch, path = "/api/sessions/{id}", operation_id = "rename_session", tag = "sessions",
+    request_body = RenameSession,
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "The renamed session", body = Object),
+        (status = 404, description = "No such session", body = ApiError),
+        (status = 422, description = "The title is blank", body = ApiError)
+    ))]
+pub async fn rename(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    body: Result<Json<RenameSession>, JsonRejection>,
+) -> Result<Json<evoflux_store::Session>, ApiError> {
+    let id = session_id(&id)?;
+    let Json(body) = body.map_err(body_error)?;
+    Ok(Json(state.store.rename_session(id, &body.title).await?))
 }
 
 #[utoipa::path(delete, path = "/api/sessions/{id}", operation_id = "delete_session", tag = "sessions",

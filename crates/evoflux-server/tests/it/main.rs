@@ -14,3 +14,4 @@ mod common;
 mod connection_floods;
 mod idle_sessions;
 mod scheduled_runs;
+mod session_list;

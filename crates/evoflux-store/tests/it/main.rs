@@ -5,5 +5,7 @@
 //! evoflux-store -E 'test(/^sessions::/)'` runs one file's tests.
 
 mod cross_process;
+#[macro_use]
 mod sessions;
+mod finding;
 mod transfer;

@@ -833,20 +833,20 @@ async fn replicas_starting_together_all_open_the_database(t: Target) {
 
 /// Where a test's store lives: a temporary data directory, with the
 /// sessions in its SQLite file or in a fresh PostgreSQL database.
-struct Target {
+pub(crate) struct Target {
     dir: tempfile::TempDir,
     database: Database,
 }
 
 impl Target {
-    fn sqlite() -> Target {
+    pub(crate) fn sqlite() -> Target {
         Target {
             dir: tempfile::tempdir().unwrap(),
             database: Database::Sqlite,
         }
     }
 
-    async fn postgres() -> Option<Target> {
+    pub(crate) async fn postgres() -> Option<Target> {
         Some(Target {
             dir: tempfile::tempdir().unwrap(),
             database: evoflux_store::testing::postgres_database().await?,
@@ -857,7 +857,7 @@ impl Target {
         self.dir.path().join("data")
     }
 
-    async fn open(&self) -> Result<Store, StoreError> {
+    pub(crate) async fn open(&self) -> Result<Store, StoreError> {
         self.open_with_ids(Ids::system()).await
     }
 

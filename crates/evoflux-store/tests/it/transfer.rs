@@ -267,6 +267,8 @@ async fn an_export_names_every_table_of_the_schema() {
     .fetch_all(&pool)
     .await
     .unwrap();
+    // The full-text index is derived: triggers rebuild it on import.
+    tables.retain(|t| !t.starts_with(evoflux_store::DERIVED_TABLE_PREFIX));
     tables.sort();
     let mut listed: Vec<&str> = TABLES.iter().map(|t| t.name).collect();
     listed.sort_unstable();

@@ -115,6 +115,16 @@ impl Browser {
         self.call("POST", "/url", Some(json!({"url": url}))).await;
     }
 
+    /// Sets the window's outer size (a phone's width, say).
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.call(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )
+        .await;
+    }
+
     pub async fn refresh(&self) {
         self.call("POST", "/refresh", Some(json!({}))).await;
     }
