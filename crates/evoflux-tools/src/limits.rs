@@ -138,11 +138,26 @@ pub(crate) struct Cgroup {
 
 impl Cgroup {
     /// Makes a fresh cgroup below `base` allowing `max` processes.
+    ///
+    /// A name can be taken already: an evoflux that was killed never
+    /// removed its cgroups, and a later process may get its pid. Such a
+    /// leftover is removed when it is empty (nothing runs in it any more)
+    /// and the next name is tried either way.
     pub(crate) fn create(base: &Path, max: u64) -> std::io::Result<Cgroup> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = base.join(format!("evoflux-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir)?;
+        let mut attempts = 0;
+        let dir = loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = base.join(format!("evoflux-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 64 => {
+                    attempts += 1;
+                    let _ = std::fs::remove_dir(&dir);
+                }
+                Err(e) => return Err(e),
+            }
+        };
         if let Err(e) = std::fs::write(dir.join("pids.max"), max.to_string()) {
             let _ = std::fs::remove_dir(&dir);
             return Err(e);
@@ -170,5 +185,35 @@ impl Cgroup {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         tracing::warn!(cgroup = %self.dir.display(), "a command's cgroup could not be removed");
+    }
+}
+
+#[cfg(test)]
+mod cgroup_tests {
+    use super::*;
+
+    /// A killed evoflux's cgroups, left under names a process with the
+    /// same pid would choose, do not stop this one's commands.
+    #[test]
+    fn a_killed_processs_leftover_cgroups_do_not_block_a_new_one() {
+        let base = tempfile::tempdir().unwrap();
+        // Leftovers under every name this process would try first, one of
+        // them still holding a file (as a live cgroup would refuse removal).
+        for n in 0..8 {
+            let dir = base
+                .path()
+                .join(format!("evoflux-{}-{n}", std::process::id()));
+            std::fs::create_dir(&dir).unwrap();
+        }
+        let busy = base
+            .path()
+            .join(format!("evoflux-{}-3", std::process::id()));
+        std::fs::write(busy.join("cgroup.procs"), "1").unwrap();
+        let made = Cgroup::create(base.path(), 7).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(made.dir.join("pids.max")).unwrap(),
+            "7"
+        );
+        assert!(busy.exists(), "a cgroup in use is never removed");
     }
 }
