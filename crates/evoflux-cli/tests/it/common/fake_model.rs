@@ -49,7 +49,21 @@ impl FakeModel {
                     continue;
                 }
                 let text = String::from_utf8_lossy(&body).into_owned();
-                let reply = answer(&serde_json::from_str(&text).unwrap_or(Value::Null));
+                let request: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                // The server's title side call runs on its own task after a
+                // session's first turn, so when it arrives is not ordered
+                // with what a test reads; it is refused here (a 400 is not
+                // retried, costs nothing, and the session keeps its message
+                // title). `session_titles` tests titles with a fake of its own.
+                if is_title_request(&request) {
+                    let mut stream = reader.into_inner();
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    );
+                    continue;
+                }
+                let reply = answer(&request);
                 seen.lock().unwrap().push(text);
                 let chunk = |choices: Value, usage: Value| {
                     format!(
@@ -105,4 +119,12 @@ impl FakeModel {
             })
             .unzip()
     }
+}
+
+/// Whether `request` is the server's title side call
+/// (`evoflux-harness/src/session/title.rs`), by its system prompt.
+fn is_title_request(request: &Value) -> bool {
+    request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("Write a short title"))
 }
