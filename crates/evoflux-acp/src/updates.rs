@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallId,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use evoflux_harness::{ActionClass, Event, ToolDefinition};
 use evoflux_protocol::Message;
@@ -147,6 +148,9 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
                 format!("{message} [{code}]"),
             ))))
         }
+        Event::SessionTitled { title } => Some(SessionUpdate::SessionInfoUpdate(
+            SessionInfoUpdate::new().title(title.clone()),
+        )),
         Event::SourcesApplied { .. } => Some(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
             text("changed agents, skills, plugins or config apply from this prompt".to_owned()),
         ))),

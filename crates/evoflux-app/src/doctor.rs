@@ -419,6 +419,7 @@ async fn model(
             cache_key: None,
             provider_tools: Vec::new(),
             reasoning_effort: None,
+            purpose: evoflux_model::CallPurpose::Turn,
         };
         let started = Instant::now();
         let answer =
@@ -515,6 +516,13 @@ async fn mcp(
                     ),
                 ));
             }
+            evoflux_mcp::ServerState::NeedsLogin => c.find(Diagnostic::warning(
+                "doctor/mcp-needs-login",
+                format!(
+                    "server `{name}` asks for an OAuth login: log in from the web UI's MCP \
+                     servers, or with `evoflux mcp login {name}`"
+                ),
+            )),
             evoflux_mcp::ServerState::NeedsCredentials => c.find(Diagnostic::warning(
                 "doctor/mcp-needs-credentials",
                 format!("server `{name}` waits for its plugin's credentials"),

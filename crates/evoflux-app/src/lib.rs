@@ -17,12 +17,14 @@
 
 pub mod agent_files;
 pub mod agents_view;
+pub mod attachments;
 mod context;
 pub mod doctor;
 pub mod evals;
 pub mod fleet_run;
 pub mod hosting;
 pub mod maintenance;
+pub mod mcp_config;
 pub mod mcp_servers;
 pub mod replay;
 pub mod scheduler;

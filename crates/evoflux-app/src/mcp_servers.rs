@@ -9,13 +9,17 @@ use std::path::PathBuf;
 
 use evoflux_core::Diagnostic;
 use evoflux_graph::CompiledGraph;
-use evoflux_mcp::{ManagerOptions, McpError};
+use evoflux_mcp::ManagerOptions;
 
 use crate::AppContext;
 
-/// The runtime [`AppContext::mcp_servers`] returns, and one server as its
-/// listing shows it.
-pub use evoflux_mcp::{McpRuntime, ServerListing};
+/// OAuth login for Streamable HTTP servers (see [`evoflux_mcp::oauth`]):
+/// the logins in flight a front end holds, a callback's query, what a
+/// started login returns, why one failed, and the tokens' store.
+pub use evoflux_mcp::{Callback, LoginStart, OAuthError, OAuthLogins, TokenStore};
+/// The runtime [`AppContext::mcp_servers`] returns, one server as its
+/// listing shows it, and why an operation on it failed.
+pub use evoflux_mcp::{McpError, McpRuntime, ServerListing};
 
 impl AppContext {
     /// The application's MCP servers for `graph`, answering `roots` to a
@@ -43,6 +47,17 @@ impl AppContext {
         graph: &CompiledGraph,
         options: ManagerOptions,
     ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
+        let options = ManagerOptions {
+            oauth_tokens: options.oauth_tokens.or_else(|| Some(self.mcp_tokens())),
+            ..options
+        };
         McpRuntime::new(graph, Some(&self.plugins()), options)
+    }
+
+    /// Where the OAuth tokens of the application's Streamable HTTP servers
+    /// are kept: one owner-only file per server under the data directory,
+    /// never in the MCP config.
+    pub fn mcp_tokens(&self) -> TokenStore {
+        TokenStore::in_data_dir(self.dirs.data_dir())
     }
 }

@@ -531,6 +531,7 @@ pub async fn export(
         ),
         texts: writer.texts,
         provider_tools: Vec::new(),
+        title: None,
         turns,
     };
     Ok(Export { script, recording })

@@ -27,6 +27,10 @@ use evoflux_harness::TurnOptions;
 
 use crate::{AppContext, SessionBuilder, SessionOptions};
 
+pub mod enabled;
+
+pub use enabled::{EnabledChange, ScheduleEditError, set_enabled};
+
 /// A schedule's run as [`Scheduler::run_now`] and the history return it,
 /// and how it ended.
 pub use evoflux_store::{RunStatus, ScheduleRun};
@@ -567,6 +571,9 @@ pub struct ScheduleRow {
     /// The file that defines it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<std::path::PathBuf>,
+    /// Whether enabling and disabling it edits its file: it is in the
+    /// user's config folder or a repository's (see [`set_enabled`]).
+    pub editable: bool,
     /// When it fires next (RFC 3339), once a scheduler has seen it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<String>,
@@ -589,21 +596,28 @@ pub async fn rows(store: &Store, graph: &CompiledGraph) -> Result<Vec<ScheduleRo
             .and_then(DateTime::<Utc>::from_timestamp_millis)
             .map(|t| t.to_rfc3339());
         let last_run = store.schedule_runs(&name, 1).await?.into_iter().next();
-        let file = graph
-            .binding(&node.source_id)
-            .and_then(|b| match &b.binding {
-                evoflux_graph::Binding::File { path, .. } => Some(path.clone()),
-                evoflux_graph::Binding::Builtin { .. } => None,
-            });
+        let bound = graph.binding(&node.source_id);
+        let file = bound.and_then(|b| match &b.binding {
+            evoflux_graph::Binding::File { path, .. } => Some(path.clone()),
+            evoflux_graph::Binding::Builtin { .. } => None,
+        });
+        let editable = bound.is_some_and(|b| enabled::editable_file(&name, b).is_ok());
         out.push(ScheduleRow {
             name,
             schedule: schedule.clone(),
             file,
+            editable,
             next_run_at,
             last_run,
         });
     }
     Ok(out)
+}
+
+/// The folder a user's own schedules go in (`<config>/schedules`), for
+/// front ends that say where to add one.
+pub fn user_folder(app: &AppContext) -> std::path::PathBuf {
+    app.dirs.config_dir().join("schedules")
 }
 
 /// Unix milliseconds as RFC 3339 (UTC), for listings.

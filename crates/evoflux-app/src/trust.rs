@@ -131,6 +131,17 @@ impl AppContext {
     }
 }
 
+impl AppContext {
+    /// Forgets the user's trust in the repository holding `dir` (a
+    /// canonical directory): its command tools, MCP servers, channels and
+    /// schedules wait for trust again. `false` when it was not trusted.
+    pub fn revoke_trust(&self, dir: &Path) -> Result<bool, SessionError> {
+        self.trust_list()?
+            .untrust(&repository_root(dir))
+            .map_err(SessionError::Trust)
+    }
+}
+
 /// A repository and the sources it holds that wait for trust.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustQuestion {

@@ -16,12 +16,15 @@
 //!   why; certain callers are listed first.
 //! * [`Answer`]: bounded sections — Matches, Definitions, Relationships,
 //!   Limitations — each entry with repository, path, lines and revision.
+//! * [`highlight`]: a code block's tokens by class, for the web UI's
+//!   conversation (the same grammars, with their own highlights queries).
 
 pub mod answer;
 pub mod certainty;
 mod error;
 pub mod extract;
 pub mod facts;
+pub mod highlight;
 pub mod index;
 pub mod lang;
 mod navigate;
@@ -34,6 +37,10 @@ pub use error::CodeError;
 pub use evoflux_core::code_operation::CodeOperation;
 pub use facts::{
     DefKind, Definition, FileFacts, Params, ReceiverType, RefKind, Reference, Span, TypeEvidence,
+};
+pub use highlight::{
+    HIGHLIGHT_TIME_LIMIT, HighlightError, HighlightLanguage, MAX_HIGHLIGHT_BYTES, Token,
+    TokenClass, highlight,
 };
 pub use index::{Limits, MAX_FILE_BYTES, MAX_FILES, RefreshReport, RepoIndex};
 pub use lang::Language;

@@ -98,6 +98,8 @@ pub enum ApiEndpoint {
     Health,
     Info,
     OpenApi,
+    /// A code block's tokens by class, for the web UI's code highlighting.
+    Highlight,
     CreateSession,
     ListSessions,
     ShowSession,
@@ -111,6 +113,13 @@ pub enum ApiEndpoint {
     CancelTurn,
     ResumeSession,
     SessionArtifact,
+    /// What a view of a session renders first: the newest stored page
+    /// before its last turn and the event id to follow from.
+    SessionSnapshot,
+    /// A page of a session's older transcript (`before=` cursor).
+    SessionTranscript,
+    /// Writes a file into a Work session's folder (the body is the file).
+    AttachFile,
     Agents,
     CreateAgent,
     ShowAgent,
@@ -153,12 +162,35 @@ pub enum ApiEndpoint {
     ClearPluginCredentials,
     McpServers,
     ShowMcpServer,
+    /// Adds a server to the user's own `mcp.json` and starts it.
+    AddMcpServer,
+    /// Replaces a server of the user's own `mcp.json` and restarts it.
+    ReplaceMcpServer,
+    /// Removes a server from the user's own `mcp.json` and stops it.
+    RemoveMcpServer,
+    /// Stops and starts one server (any source).
+    RestartMcpServer,
+    /// Starts an OAuth login to a Streamable HTTP server: the
+    /// authorization URL to open.
+    McpServerLogin,
+    /// The authorization server's redirect back (a browser's, so served
+    /// without the token; accepted only for a pending login's `state`).
+    McpOAuthCallback,
     /// The schedules with their next and last run.
     Schedules,
     ShowSchedule,
     ScheduleHistory,
     /// Starts a schedule's task now.
     RunSchedule,
+    /// Enables or disables a schedule (`PATCH /api/scheduler/{name}` with
+    /// `{enabled}`): `enabled` changes in its file.
+    SetScheduleEnabled,
+    /// What trusting a served repository grants, and whether it is trusted.
+    ShowTrust,
+    /// Trusts a served repository as its review (by identity) listed it.
+    GrantTrust,
+    /// Forgets the trust given to a served repository.
+    RevokeTrust,
 }
 
 /// What a route does.
@@ -541,6 +573,7 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Get, "/api/health", E::Health),
             r(M::Get, "/api/info", E::Info),
             r(M::Get, "/openapi.json", E::OpenApi),
+            r(M::Post, "/api/highlight", E::Highlight),
             r(M::Post, "/api/sessions", E::CreateSession),
             r(M::Get, "/api/sessions", E::ListSessions),
             r(M::Get, "/api/sessions/:id", E::ShowSession),
@@ -557,6 +590,9 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Post, "/api/sessions/:id/cancel", E::CancelTurn),
             r(M::Post, "/api/sessions/:id/resume", E::ResumeSession),
             r(M::Get, "/api/sessions/:id/artifact", E::SessionArtifact),
+            r(M::Get, "/api/sessions/:id/snapshot", E::SessionSnapshot),
+            r(M::Get, "/api/sessions/:id/transcript", E::SessionTranscript),
+            r(M::Post, "/api/sessions/:id/attachments", E::AttachFile),
             r(M::Get, "/api/agents", E::Agents),
             r(M::Post, "/api/agents", E::CreateAgent),
             r(M::Get, "/api/agents/:name", E::ShowAgent),
@@ -615,10 +651,24 @@ pub fn framework_api() -> ChannelDefinition {
             ),
             r(M::Get, "/api/mcp/servers", E::McpServers),
             r(M::Get, "/api/mcp/servers/:name", E::ShowMcpServer),
+            r(M::Post, "/api/mcp/servers", E::AddMcpServer),
+            r(M::Put, "/api/mcp/servers/:name", E::ReplaceMcpServer),
+            r(M::Delete, "/api/mcp/servers/:name", E::RemoveMcpServer),
+            r(
+                M::Post,
+                "/api/mcp/servers/:name/restart",
+                E::RestartMcpServer,
+            ),
+            r(M::Post, "/api/mcp/servers/:name/login", E::McpServerLogin),
+            r(M::Get, "/api/mcp/oauth/callback", E::McpOAuthCallback),
             r(M::Get, "/api/scheduler", E::Schedules),
             r(M::Get, "/api/scheduler/:name", E::ShowSchedule),
             r(M::Get, "/api/scheduler/:name/history", E::ScheduleHistory),
             r(M::Post, "/api/scheduler/:name/run", E::RunSchedule),
+            r(M::Patch, "/api/scheduler/:name", E::SetScheduleEnabled),
+            r(M::Get, "/api/trust", E::ShowTrust),
+            r(M::Post, "/api/trust", E::GrantTrust),
+            r(M::Delete, "/api/trust", E::RevokeTrust),
         ],
     }
 }

@@ -35,6 +35,7 @@ pub mod remote;
 pub mod safe_command;
 mod schema_errors;
 pub mod session;
+mod side_call;
 pub mod skills;
 pub mod sources;
 pub mod team_roster;
@@ -73,7 +74,8 @@ pub use host::{
 };
 pub use lease::{Holder, LeaseError, SessionLease};
 pub use session::{
-    ChildFactory, ChildModel, Harness, Limits, ModelClient, PendingQuestion, RunSetup,
-    SandboxSetup, SessionRecord, SessionRequest, SessionSummary, TeamSetup, TurnEnd, TurnOptions,
-    TurnOutcome, UnmetContract, WorkerEnd,
+    ChildFactory, ChildModel, DEFAULT_PAGE, Harness, Limits, MAX_PAGE, ModelClient,
+    PendingQuestion, RunSetup, SandboxSetup, SessionRecord, SessionRequest, SessionSnapshot,
+    SessionSummary, TeamSetup, TranscriptPage, TurnEnd, TurnOptions, TurnOutcome, UnmetContract,
+    WorkerEnd,
 };

@@ -19,7 +19,10 @@ use rmcp::model::{
     ProtocolVersion, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::auth::AuthClient;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
@@ -30,6 +33,7 @@ use crate::codes;
 use crate::definition::{HttpLaunch, StdioLaunch};
 use crate::environment::compose;
 use crate::error::McpError;
+use crate::oauth::ServerCredentials;
 use crate::types::{McpTool, McpToolResult};
 
 /// The protocol revision offered in `initialize`.
@@ -57,13 +61,32 @@ pub const RESERVED_HEADERS: [&str; 8] = [
 pub struct StartFailure {
     pub code: &'static str,
     pub message: String,
+    pub kind: FailureKind,
+}
+
+/// What a failed start leaves the server as. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Failed: see the code.
+    Failed,
+    /// Refused with `401`: waits for an OAuth login.
+    NeedsLogin,
 }
 
 impl StartFailure {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
         StartFailure {
             code,
             message: message.into(),
+            kind: FailureKind::Failed,
+        }
+    }
+
+    fn needs_login(message: impl Into<String>) -> Self {
+        StartFailure {
+            code: codes::NEEDS_LOGIN,
+            message: message.into(),
+            kind: FailureKind::NeedsLogin,
         }
     }
 }
@@ -329,6 +352,30 @@ pub(crate) fn without_type_names(text: &str) -> String {
         .join(" ")
 }
 
+/// Initializes a session over `client` (plain, or rmcp's [`AuthClient`]
+/// that sends and refreshes the stored token).
+async fn serve_http<C>(
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    handler: impl FnOnce(mpsc::UnboundedSender<()>) -> Handler,
+) -> Result<(Connection, RefreshReceiver), StartFailure>
+where
+    C: StreamableHttpClient + Send + Sync + 'static,
+{
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let (tx, rx) = mpsc::unbounded_channel();
+    match handler(tx).serve(transport).await {
+        Ok(running) => Ok((Connection::new(running, None, StderrTail::default()), rx)),
+        // The SDK's reading: the server's `401` challenge, directly or after
+        // the stored token was refused and could not be refreshed.
+        Err(e) if e.is_authorization_required() => Err(StartFailure::needs_login(
+            "the server asks for a login (HTTP 401): log in from the web UI's MCP servers, \
+             or with `evoflux mcp login SERVER`",
+        )),
+        Err(e) => Err(StartFailure::new(codes::START_FAILED, init_message(&e))),
+    }
+}
+
 impl Connection {
     /// Spawns a stdio server and initializes it.
     pub async fn stdio(
@@ -405,10 +452,14 @@ impl Connection {
         }
     }
 
-    /// Connects to a Streamable HTTP server and initializes it.
+    /// Connects to a Streamable HTTP server and initializes it, sending
+    /// (and refreshing) the OAuth tokens `credentials` holds when a login
+    /// stored some. A server that refuses the handshake with `401` is a
+    /// [`FailureKind::NeedsLogin`].
     pub async fn http(
         launch: &HttpLaunch,
         roots: &[PathBuf],
+        credentials: Option<ServerCredentials>,
     ) -> Result<(Connection, RefreshReceiver), StartFailure> {
         let client = http_client().map_err(|e| {
             StartFailure::new(
@@ -435,15 +486,27 @@ impl Connection {
         }
         let config = StreamableHttpClientTransportConfig::with_uri(launch.url.as_str())
             .custom_headers(headers);
-        let transport = StreamableHttpClientTransport::with_client(client, config);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let handler = Handler {
+        let handler = |tx| Handler {
             roots: Arc::new(root_uris(roots)),
             refresh: tx,
         };
-        match handler.serve(transport).await {
-            Ok(running) => Ok((Connection::new(running, None, StderrTail::default()), rx)),
-            Err(e) => Err(StartFailure::new(codes::START_FAILED, init_message(&e))),
+        match credentials.filter(ServerCredentials::has_tokens) {
+            None => serve_http(client, config, handler).await,
+            Some(credentials) => {
+                let manager = crate::oauth::connection_manager(&launch.url, credentials)
+                    .await
+                    .map_err(|e| {
+                        StartFailure::new(
+                            codes::START_FAILED,
+                            format!(
+                                "cannot use the stored login (the authorization server's \
+                                 metadata): {}",
+                                without_type_names(&e.to_string())
+                            ),
+                        )
+                    })?;
+                serve_http(AuthClient::new(client, manager), config, handler).await
+            }
         }
     }
 

@@ -27,6 +27,10 @@ pub const ENV_UNSET: &str = "mcp/env-unset";
 /// A repository's entry refers to a variable that holds a key (a
 /// provider's `api_key_env`, `*_KEY`, `*_TOKEN`, …): it is never started.
 pub const PROJECT_SECRET_EXPANSION: &str = "mcp/project-secret-expansion";
+/// A Streamable HTTP server refused the handshake with `401`: it waits for
+/// an OAuth login (`POST /api/mcp/servers/{name}/login`, `evoflux mcp
+/// login`), or its stored tokens were refused and could not be refreshed.
+pub const NEEDS_LOGIN: &str = "mcp/needs-login";
 /// A plugin's stdio server waits for the plugin's required credentials.
 pub const NEEDS_CREDENTIALS: &str = "mcp/needs-credentials";
 /// A plugin's credentials could not be read; its stdio servers start without them.

@@ -10,6 +10,9 @@
 //!   model-visible names (`mcp__<server>__<tool>`, see [`naming`]), and
 //!   the call path ([`ToolSet::call_tool`]).
 //!
+//! - [`oauth`]: OAuth login for Streamable HTTP servers (tokens kept per
+//!   server in the data directory, sent and refreshed by the connection).
+//!
 //! Transports: stdio (own process group, explicit environment, `roots/list`
 //! answered, bounded shutdown) and Streamable HTTP (redirects disabled,
 //! configured headers sent literally to the configured URL only). Legacy
@@ -23,12 +26,16 @@ pub mod environment;
 pub mod error;
 pub mod manager;
 pub mod naming;
+pub mod oauth;
 pub mod plugin;
 pub mod references;
 pub mod runtime;
 #[cfg(feature = "test-server")]
 #[doc(hidden)]
 pub mod testserver;
+#[cfg(feature = "test-server")]
+#[doc(hidden)]
+pub mod testserver_oauth;
 pub mod toolset;
 pub mod types;
 
@@ -41,6 +48,9 @@ pub use error::McpError;
 pub use manager::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, ManagerOptions, ManagerScope, McpEvent,
     McpManager, ReloadReport, ServerError, ServerInfo, ServerState, ServerStatus,
+};
+pub use oauth::{
+    Callback, LoginStart, LoginTarget, LoopbackRedirect, OAuthError, OAuthLogins, TokenStore,
 };
 pub use runtime::{McpRuntime, ServerListing};
 pub use toolset::{McpToolDescriptor, ToolSet};

@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::runtime::Handle;
 use tokio::sync::{broadcast, watch};
 
-use crate::client::{Connection, RefreshReceiver, StartFailure};
+use crate::client::{Connection, FailureKind, RefreshReceiver, StartFailure};
 use crate::codes;
 use crate::definition::{Launch, ServerDefinition, ServerOwner, TransportKind};
 use crate::environment::process_base_environment;
@@ -59,6 +59,10 @@ pub struct ManagerOptions {
     /// values (evoflux's whole environment by default; see
     /// [`crate::references`]). Never passed to a server as such.
     pub reference_env: BTreeMap<String, String>,
+    /// Where the OAuth tokens of Streamable HTTP servers are kept
+    /// ([`crate::oauth`]); `None` sends none, and a server that asks for a
+    /// login stays [`ServerState::NeedsLogin`].
+    pub oauth_tokens: Option<crate::oauth::TokenStore>,
 }
 
 impl Default for ManagerOptions {
@@ -68,6 +72,7 @@ impl Default for ManagerOptions {
             base_env: process_base_environment(),
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             reference_env: std::env::vars().collect(),
+            oauth_tokens: None,
         }
     }
 }
@@ -88,6 +93,9 @@ pub enum ServerState {
     Skipped,
     /// Not started until its plugin's required credentials are set.
     NeedsCredentials,
+    /// A Streamable HTTP server that refused the handshake with `401`:
+    /// ready after an OAuth login ([`crate::oauth`]).
+    NeedsLogin,
 }
 
 impl ServerState {
@@ -99,6 +107,7 @@ impl ServerState {
             ServerState::Stopped => "stopped",
             ServerState::Skipped => "skipped",
             ServerState::NeedsCredentials => "needs-credentials",
+            ServerState::NeedsLogin => "needs-login",
         }
     }
 }
@@ -330,15 +339,20 @@ impl Slot {
     }
 
     fn fail(&self, generation: u64, error: ServerError) {
+        self.settle_unready(generation, ServerState::Failed, error);
+    }
+
+    /// Ends a start that did not make the server ready, in `state`
+    /// (failed, or waiting for a login).
+    fn settle_unready(&self, generation: u64, state: ServerState, error: ServerError) {
         let mut st = self.lock();
         if st.generation != generation {
             return;
         }
-        st.state = ServerState::Failed;
+        st.state = state;
         st.last_error = Some(error.clone());
         drop(st);
-        self.notify
-            .publish(self.state_event(ServerState::Failed, Some(error)));
+        self.notify.publish(self.state_event(state, Some(error)));
     }
 
     /// Installs a ready connection, or returns it when the start is stale.
@@ -374,6 +388,7 @@ impl Slot {
                 ServerState::Starting
                 | ServerState::Ready
                 | ServerState::Failed
+                | ServerState::NeedsLogin
                 | ServerState::Stopped => {
                     st.state = ServerState::Stopped;
                     st.tools = Arc::new(Vec::new());
@@ -630,6 +645,11 @@ impl McpManager {
         Ok(self.slot(name)?.status())
     }
 
+    /// The definition of one server.
+    pub fn definition(&self, name: &str) -> Result<ServerDefinition, McpError> {
+        Ok(self.slot(name)?.definition.clone())
+    }
+
     /// Waits until no server is starting, at most `timeout`. Returns
     /// whether every server settled. For one-shot commands (`evoflux mcp
     /// list`); a run never waits like this.
@@ -758,10 +778,8 @@ fn new_slot(definition: ServerDefinition, notify: Notifier) -> Slot {
 /// stale meanwhile.
 async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: ManagerOptions) {
     let connect = async {
-        let unset = |e: crate::references::Unset| StartFailure {
-            code: codes::ENV_UNSET,
-            message: e.to_string(),
-        };
+        let unset =
+            |e: crate::references::Unset| StartFailure::new(codes::ENV_UNSET, e.to_string());
         let (conn, rx) = match &launch {
             Launch::Stdio(l) => {
                 let l = l.with_references(&options.reference_env).map_err(unset)?;
@@ -769,23 +787,25 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
             }
             Launch::StreamableHttp(l) => {
                 let l = l.with_references(&options.reference_env).map_err(unset)?;
-                Connection::http(&l, &options.roots).await?
+                let server = slot.definition.owner.server_ref(&slot.definition.name);
+                let credentials = options
+                    .oauth_tokens
+                    .as_ref()
+                    .map(|store| store.for_server(&server, &l.url));
+                Connection::http(&l, &options.roots, credentials).await?
             }
             Launch::Unsupported | Launch::Invalid { .. } | Launch::NeedsCredentials { .. } => {
-                return Err(StartFailure {
-                    code: codes::SERVER_INVALID,
-                    message: "not a startable server".to_owned(),
-                });
+                return Err(StartFailure::new(
+                    codes::SERVER_INVALID,
+                    "not a startable server",
+                ));
             }
         };
         match conn.list_tools().await {
             Ok(tools) => Ok((conn, rx, tools)),
             Err(message) => {
                 conn.shutdown().await;
-                Err(StartFailure {
-                    code: codes::TOOLS_LIST_FAILED,
-                    message,
-                })
+                Err(StartFailure::new(codes::TOOLS_LIST_FAILED, message))
             }
         }
     };
@@ -798,7 +818,13 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
                 message: format!("the server was not ready within {limit:?}"),
             },
         ),
-        Ok(Err(failure)) => slot.fail(generation, failure.into()),
+        Ok(Err(failure)) => {
+            let state = match failure.kind {
+                FailureKind::Failed => ServerState::Failed,
+                FailureKind::NeedsLogin => ServerState::NeedsLogin,
+            };
+            slot.settle_unready(generation, state, failure.into());
+        }
         Ok(Ok((conn, rx, tools))) => {
             let conn = Arc::new(conn);
             match slot.ready(generation, conn.clone(), tools) {

@@ -11,7 +11,7 @@ use evoflux_plugins::PluginManager;
 
 use crate::definition::{ServerDefinition, definition_diagnostics, definitions_from_graph};
 use crate::error::McpError;
-use crate::manager::{ManagerOptions, ManagerScope, McpManager, ServerStatus};
+use crate::manager::{ManagerOptions, ManagerScope, McpManager, ReloadReport, ServerStatus};
 use crate::plugin::{installation_definitions, plugin_managers};
 use crate::toolset::ToolSet;
 
@@ -68,15 +68,69 @@ impl McpRuntime {
     /// [`crate::ServerOwner::server_ref`]): `name` is global, `<plugin>/<name>`
     /// a server of that plugin's installation.
     pub fn start_ref(&self, server_ref: &str) -> Result<(), McpError> {
+        let (m, server) = self.manager_of_ref(server_ref);
+        m.start(server)
+    }
+
+    /// Stops then starts the server a user-facing reference names (as
+    /// [`McpRuntime::start_ref`]), in the background.
+    pub async fn restart_ref(&self, server_ref: &str) -> Result<(), McpError> {
+        let (m, server) = self.manager_of_ref(server_ref);
+        m.restart(server).await
+    }
+
+    /// The manager a reference's server belongs to, and its name there:
+    /// `<plugin>/<name>` when a plugin of that name is enabled, the
+    /// global manager otherwise. The one reading of a reference.
+    fn manager_of_ref<'a>(&'a self, server_ref: &'a str) -> (&'a McpManager, &'a str) {
         if let Some((plugin, server)) = server_ref.split_once('/')
             && let Some(m) = self.plugins.values().find(|m| match m.scope() {
                 ManagerScope::Plugin { plugin: p, .. } => p == plugin,
                 ManagerScope::Global => false,
             })
         {
-            return m.start(server);
+            return (m, server);
         }
-        self.global.start(server_ref)
+        (&self.global, server_ref)
+    }
+
+    /// What an OAuth login to the server a reference names is for: its URL
+    /// and where its tokens go. Only a Streamable HTTP server logs in.
+    pub fn login_target(
+        &self,
+        server_ref: &str,
+    ) -> Result<crate::oauth::LoginTarget, crate::oauth::OAuthError> {
+        use crate::oauth::OAuthError;
+        let (m, server) = self.manager_of_ref(server_ref);
+        let definition = m
+            .definition(server)
+            .map_err(|_| OAuthError::UnknownServer(server_ref.to_owned()))?;
+        let store = self
+            .options
+            .oauth_tokens
+            .clone()
+            .ok_or(OAuthError::NoTokenStore)?;
+        match &definition.launch {
+            crate::definition::Launch::StreamableHttp(l) => Ok(crate::oauth::LoginTarget {
+                server: definition.owner.server_ref(&definition.name),
+                url: l.url.clone(),
+                store,
+            }),
+            crate::definition::Launch::Stdio(_)
+            | crate::definition::Launch::Unsupported
+            | crate::definition::Launch::Invalid { .. }
+            | crate::definition::Launch::NeedsCredentials { .. } => {
+                Err(OAuthError::NotHttp(server_ref.to_owned()))
+            }
+        }
+    }
+
+    /// The graph's connections changed (the user's `mcp.json` was edited):
+    /// the global manager takes the graph's definitions again, stopping
+    /// removed servers, restarting changed ones and starting new ones;
+    /// unchanged servers keep running.
+    pub async fn reload_global(&self, graph: &CompiledGraph) -> ReloadReport {
+        self.global.reload(definitions_from_graph(graph)).await
     }
 
     pub fn managers(&self) -> Vec<&McpManager> {

@@ -42,6 +42,7 @@ pub use error::{
     LocalError, MODEL_SETUP_HINT, ProviderError, ScriptError, SetupError, TimeoutPhase,
 };
 pub use event::{StopReason, StreamEvent, Usage};
+pub use evoflux_protocol::events::CallPurpose;
 pub use http::http_client;
 pub use message::{
     Citation, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request, ToolCall,

@@ -26,6 +26,13 @@
 //!       stop: end_turn                                 # optional
 //! ```
 //!
+//! A session's title side call (a request marked
+//! [`crate::CallPurpose::Title`]) plays no turn: it is answered with the
+//! script's `title:` when it has one (`title: Lisbon offsite`, or a reply
+//! such as `title: {text: Lisbon offsite, word_delay_ms: 300}` for a slow
+//! model), and with nothing otherwise, so the session keeps the title its first message
+//! gave it. Either way the script's turns stay the turns' calls.
+//!
 //! `expect` is optional. `user` and `tool_result` take either a string
 //! (exact match), `{contains: text}` or `{sha256: hex, excerpt: text}`.
 //! A script written by `evoflux sessions export` also checks `system` and
@@ -66,7 +73,19 @@ pub struct Script {
     /// searches the web; the replies say what the searches found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provider_tools: Vec<ProviderToolKind>,
+    /// What the model answers when asked for the session's title; without
+    /// it the title call gets an empty answer (see the module doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<ScriptTitle>,
     pub turns: Vec<Turn>,
+}
+
+/// A script's answer to the title call: the title, or a whole reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ScriptTitle {
+    Text(String),
+    Reply(Reply),
 }
 
 /// One scripted model call.
@@ -887,6 +906,29 @@ fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEven
     events
 }
 
+/// The answer to a title call, and the delay between its words: the
+/// script's title as a reply of its own (with its usage estimated as a
+/// turn's is), or an empty answer that cost nothing.
+fn title_events(title: Option<&ScriptTitle>, request: &Request) -> (Vec<StreamEvent>, Option<u64>) {
+    let reply = match title {
+        Some(ScriptTitle::Text(text)) => Reply {
+            text: text.clone(),
+            ..Reply::default()
+        },
+        Some(ScriptTitle::Reply(reply)) => reply.clone(),
+        None => {
+            let events = vec![
+                StreamEvent::Stop {
+                    reason: StopReason::EndTurn,
+                },
+                StreamEvent::Done,
+            ];
+            return (events, None);
+        }
+    };
+    (reply_events(0, &reply, request), reply.word_delay_ms)
+}
+
 impl Provider for ScriptedProvider {
     fn name(&self) -> &str {
         &self.name
@@ -906,9 +948,17 @@ impl Provider for ScriptedProvider {
 
     fn stream(&self, request: Request) -> EventStream {
         let (items, delay): (Vec<Result<StreamEvent, ProviderError>>, Option<u64>) =
-            match self.play(&request) {
-                Ok((events, delay)) => (events.into_iter().map(Ok).collect(), delay),
-                Err(e) => (vec![Err(ProviderError::Script(e))], None),
+            match request.purpose {
+                crate::CallPurpose::Title => {
+                    let (events, delay) = title_events(self.script.title.as_ref(), &request);
+                    (events.into_iter().map(Ok).collect(), delay)
+                }
+                crate::CallPurpose::Turn | crate::CallPurpose::SkillResolution => {
+                    match self.play(&request) {
+                        Ok((events, delay)) => (events.into_iter().map(Ok).collect(), delay),
+                        Err(e) => (vec![Err(ProviderError::Script(e))], None),
+                    }
+                }
             };
         match delay {
             None => Box::pin(futures_util::stream::iter(items)),
@@ -973,6 +1023,60 @@ mod tests {
             "[Succeeded]\nduration: ${duration}\n\n${workspace}/x and ${data}/y\nduration: later\n"
         );
         assert_eq!(b.from_script("${workspace}/x"), "/tmp/a/repo/x");
+    }
+
+    fn text(m: &Message) -> &str {
+        match m {
+            Message::Assistant { content, .. } => content,
+            Message::System { .. } | Message::User { .. } | Message::Tool { .. } => "",
+        }
+    }
+
+    #[tokio::test]
+    async fn a_title_call_is_answered_by_the_script_s_title_and_plays_no_turn() {
+        let path = Path::new("s.yaml");
+        let titled = Script::parse(
+            path,
+            "title: Lisbon offsite\nturns:\n  - reply: {text: first}\n",
+        )
+        .unwrap();
+        let provider = ScriptedProvider::new("s", path, titled, None);
+        let ask = |purpose| {
+            Request::new("m", vec![Message::user("Plan the offsite")]).with_purpose(purpose)
+        };
+        let title = crate::collect(provider.stream(ask(crate::CallPurpose::Title)))
+            .await
+            .unwrap();
+        assert_eq!(text(&title.message), "Lisbon offsite");
+        assert!(title.usage.is_some_and(|u| u.output_tokens > 0));
+        assert_eq!(provider.turns_played(), 0);
+        // The turn still gets the script's first reply.
+        let turn = crate::collect(provider.stream(ask(crate::CallPurpose::Turn)))
+            .await
+            .unwrap();
+        assert_eq!(text(&turn.message), "first");
+        assert_eq!(provider.turns_played(), 1);
+
+        // A reply form, for a slow model.
+        let slow = Script::parse(
+            path,
+            "title: {text: Slow title, word_delay_ms: 1}\nturns: []\n",
+        )
+        .unwrap();
+        let provider = ScriptedProvider::new("s", path, slow, None);
+        let title = crate::collect(provider.stream(ask(crate::CallPurpose::Title)))
+            .await
+            .unwrap();
+        assert_eq!(text(&title.message), "Slow title");
+
+        // Without `title:` the answer is empty and costs nothing.
+        let untitled = Script::parse(path, "turns: []\n").unwrap();
+        let provider = ScriptedProvider::new("s", path, untitled, None);
+        let title = crate::collect(provider.stream(ask(crate::CallPurpose::Title)))
+            .await
+            .unwrap();
+        assert_eq!(text(&title.message), "");
+        assert_eq!(title.usage, None);
     }
 
     #[test]

@@ -97,6 +97,12 @@ pub enum Event {
         /// stream read from its start is the whole conversation.
         #[serde(skip_serializing_if = "Option::is_none")]
         input: Option<String>,
+        /// The transcript's last entry when the turn started: what the
+        /// turn stores comes after it, so a client can show the stored
+        /// transcript up to here and this turn from its events. Absent in
+        /// events logged before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_entry: Option<u64>,
     },
     MessageDelta {
         text: String,
@@ -266,6 +272,13 @@ pub enum Event {
         /// Repair rounds the worker needed.
         repairs: u32,
     },
+    /// The session's model named it (one short side call after its first
+    /// turn): the title the session list shows from now on. Emitted once
+    /// the title is stored, so a front end showing the list updates its
+    /// entry without asking again.
+    SessionTitled {
+        title: String,
+    },
     /// A background task was stopped by `task_cancel`.
     TaskCancelled {
         call_id: String,
@@ -341,6 +354,7 @@ impl Event {
             | Event::TaskCancelled { .. }
             | Event::TaskUpdate { .. }
             | Event::ToolsActivated { .. }
+            | Event::SessionTitled { .. }
             // A child's results are in the child session's folder.
             | Event::Child { .. }
             | Event::Warning { .. } => Boundary::Within,
@@ -376,6 +390,7 @@ impl Event {
             Event::DispatchStarted { .. } => EventKind::DispatchStarted,
             Event::DispatchEnded { .. } => EventKind::DispatchEnded,
             Event::TaskCancelled { .. } => EventKind::TaskCancelled,
+            Event::SessionTitled { .. } => EventKind::SessionTitled,
             Event::TaskUpdate { .. } => EventKind::TaskUpdate,
             Event::ToolsActivated { .. } => EventKind::ToolsActivated,
             Event::Child { .. } => EventKind::Child,
@@ -414,6 +429,7 @@ pub enum EventKind {
     DispatchStarted,
     DispatchEnded,
     TaskCancelled,
+    SessionTitled,
     TaskUpdate,
     ToolsActivated,
     Child,
@@ -421,7 +437,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 28] = [
+    pub const ALL: [EventKind; 29] = [
         EventKind::SessionStarted,
         EventKind::TurnStarted,
         EventKind::MessageDelta,
@@ -446,6 +462,7 @@ impl EventKind {
         EventKind::DispatchStarted,
         EventKind::DispatchEnded,
         EventKind::TaskCancelled,
+        EventKind::SessionTitled,
         EventKind::TaskUpdate,
         EventKind::ToolsActivated,
         EventKind::Child,
@@ -479,6 +496,7 @@ impl EventKind {
             EventKind::DispatchStarted => "dispatch_started",
             EventKind::DispatchEnded => "dispatch_ended",
             EventKind::TaskCancelled => "task_cancelled",
+            EventKind::SessionTitled => "session_titled",
             EventKind::TaskUpdate => "task_update",
             EventKind::ToolsActivated => "tools_activated",
             EventKind::Child => "child",
@@ -537,6 +555,9 @@ pub enum McpServerState {
     Skipped,
     /// Not started until its plugin's required credentials are set.
     NeedsCredentials,
+    /// An HTTP server that wants an OAuth login first (`evoflux mcp login`
+    /// or the web UI's Log in).
+    NeedsLogin,
     /// The agent names a server no source defines.
     Missing,
 }
@@ -551,6 +572,7 @@ impl McpServerState {
             McpServerState::Stopped => "stopped",
             McpServerState::Skipped => "skipped",
             McpServerState::NeedsCredentials => "needs-credentials",
+            McpServerState::NeedsLogin => "needs-login",
             McpServerState::Missing => "missing",
         }
     }
@@ -606,15 +628,23 @@ pub enum DecidedBy {
 }
 
 /// Why a model call was made: the turn's own call, or a pre-model stage's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallPurpose {
     /// A call of the agent's turn.
+    #[default]
     Turn,
     /// The implicit skill resolver's decision before a turn's first call.
     SkillResolution,
     /// The session's title, asked once after its first turn.
     Title,
+}
+
+impl CallPurpose {
+    /// Whether this is a turn's own call (what a request is unless marked).
+    pub fn is_turn(&self) -> bool {
+        matches!(self, CallPurpose::Turn)
+    }
 }
 
 #[cfg(test)]

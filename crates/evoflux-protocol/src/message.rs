@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::events::CallPurpose;
+
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -223,6 +225,12 @@ pub struct Request {
     /// configured one (if any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// Why the call is made: a turn's own call unless a side call marks
+    /// it. Every wire sends the same either way; a scripted provider
+    /// answers a title call from its script's `title:` instead of playing
+    /// a turn, so a script's turns stay the turns' calls.
+    #[serde(default, skip_serializing_if = "CallPurpose::is_turn")]
+    pub purpose: CallPurpose,
 }
 
 /// Whether a model call may end in text.
@@ -256,7 +264,15 @@ impl Request {
             cache_key: None,
             provider_tools: Vec::new(),
             reasoning_effort: None,
+            purpose: CallPurpose::Turn,
         }
+    }
+
+    /// This request, marked as made for `purpose`.
+    #[must_use]
+    pub fn with_purpose(mut self, purpose: CallPurpose) -> Self {
+        self.purpose = purpose;
+        self
     }
 
     #[must_use]

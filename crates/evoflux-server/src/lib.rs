@@ -46,6 +46,7 @@ pub use conn::{
 };
 pub use error::ApiError;
 pub use host::HOST_NOT_ALLOWED;
+pub use live::IDLE_RELEASE;
 pub use openapi::document as openapi_document;
 pub use router::{MountedRoute, mounted};
 pub use schedules::TICK as SCHEDULE_TICK;
@@ -244,6 +245,7 @@ pub async fn serve(
         store,
         workspaces: options.workspaces.clone(),
         mcp: tokio::sync::Mutex::new(None),
+        mcp_logins: evoflux_app::mcp_servers::OAuthLogins::new(),
         reload: tokio::sync::Notify::new(),
         environment: options.environment.clone(),
         viewer,

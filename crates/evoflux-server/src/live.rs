@@ -220,12 +220,17 @@ impl Sessions {
         &self.replica
     }
 
-    /// The id of the last event `id` has stored, once what this replica
-    /// queued for it is written: a request's events are the ones after it.
-    pub async fn last_event(&self, id: SessionId) -> Result<u64, ApiError> {
+    /// Stores what this replica queued for `id`'s events.
+    pub async fn flush_events(&self, id: SessionId) {
         if let Some(live) = self.peek(id) {
             live.log.flush().await;
         }
+    }
+
+    /// The id of the last event `id` has stored, once what this replica
+    /// queued for it is written: a request's events are the ones after it.
+    pub async fn last_event(&self, id: SessionId) -> Result<u64, ApiError> {
+        self.flush_events(id).await;
         Ok(self.store.last_event_id(id).await?)
     }
 

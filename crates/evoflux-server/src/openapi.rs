@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::api::{agents, lists, mcp, plugins, scheduler, sessions, skills, system, viewer};
+use crate::api::{agents, lists, mcp, plugins, scheduler, sessions, skills, system, trust, viewer};
 use crate::error::ApiError;
 
 #[derive(OpenApi)]
@@ -20,6 +20,7 @@ use crate::error::ApiError;
         system::health,
         system::info,
         system::openapi,
+        crate::api::highlight::highlight_block,
         sessions::create,
         sessions::list,
         sessions::show,
@@ -32,6 +33,9 @@ use crate::error::ApiError;
         sessions::cancel,
         sessions::resume,
         sessions::artifact,
+        sessions::snapshot,
+        sessions::transcript,
+        sessions::attach,
         lists::agents,
         agents::create,
         agents::show_work,
@@ -70,16 +74,28 @@ use crate::error::ApiError;
         plugins::clear_credentials,
         mcp::list,
         mcp::show,
+        mcp::add,
+        mcp::replace,
+        mcp::remove,
+        mcp::restart,
+        crate::api::mcp_oauth::login,
+        crate::api::mcp_oauth::callback,
         scheduler::list,
         scheduler::show,
         scheduler::history,
         scheduler::run,
+        scheduler::set_enabled,
+        trust::show,
+        trust::grant,
+        trust::revoke,
         viewer::files,
         viewer::document,
     ),
     components(schemas(
         ApiError,
         system::Health,
+        crate::api::highlight::HighlightRequest,
+        crate::api::highlight::Highlighted,
         sessions::CreateSession,
         sessions::SessionCreated,
         sessions::TextBody,
@@ -89,6 +105,8 @@ use crate::error::ApiError;
         sessions::Accepted,
         sessions::SessionSummary,
         lists::Listing,
+        mcp::NewMcpServer,
+        mcp::McpServerBody,
         agents::NewAgent,
         agents::AgentContent,
         agents::FormRead,
@@ -111,8 +129,12 @@ use crate::error::ApiError;
         plugins::SaveBody,
         plugins::NewEntry,
         plugins::EnabledBody,
+        scheduler::ScheduleEnabledBody,
+        scheduler::ScheduleListing,
         plugins::CredentialsBody,
         viewer::FileListing,
+        trust::TrustShown,
+        trust::GrantBody,
         viewer::FileEntry,
     )),
     modifiers(&BearerAuth),

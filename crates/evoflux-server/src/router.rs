@@ -18,7 +18,7 @@ use evoflux_graph::channel::{ApiEndpoint, Cors, CorsList, Method, RouteAction};
 use evoflux_graph::route_plan::{HostRoute, RoutePlan};
 use serde::Serialize;
 
-use crate::api::{agents, mcp, plugins, scheduler, sessions, skills, system, viewer};
+use crate::api::{agents, mcp, plugins, scheduler, sessions, skills, system, trust, viewer};
 use crate::auth::{Token, require_token};
 use crate::channels::{ChannelRoute, RequestView};
 use crate::error::ApiError;
@@ -86,7 +86,11 @@ fn public(action: &RouteAction) -> bool {
         RouteAction::Api { endpoint } => match endpoint {
             // The API's description holds no data.
             ApiEndpoint::Health | ApiEndpoint::OpenApi => true,
+            // A browser's redirect from the authorization server: it cannot
+            // carry the token, and the login's pending `state` is its check.
+            ApiEndpoint::McpOAuthCallback => true,
             ApiEndpoint::Info
+            | ApiEndpoint::Highlight
             | ApiEndpoint::CreateSession
             | ApiEndpoint::ListSessions
             | ApiEndpoint::ShowSession
@@ -99,6 +103,9 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::CancelTurn
             | ApiEndpoint::ResumeSession
             | ApiEndpoint::SessionArtifact
+            | ApiEndpoint::SessionSnapshot
+            | ApiEndpoint::SessionTranscript
+            | ApiEndpoint::AttachFile
             | ApiEndpoint::Agents
             | ApiEndpoint::CreateAgent
             | ApiEndpoint::ShowAgent
@@ -137,10 +144,19 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::ClearPluginCredentials
             | ApiEndpoint::McpServers
             | ApiEndpoint::ShowMcpServer
+            | ApiEndpoint::AddMcpServer
+            | ApiEndpoint::ReplaceMcpServer
+            | ApiEndpoint::RemoveMcpServer
+            | ApiEndpoint::RestartMcpServer
+            | ApiEndpoint::McpServerLogin
             | ApiEndpoint::Schedules
             | ApiEndpoint::ShowSchedule
             | ApiEndpoint::ScheduleHistory
-            | ApiEndpoint::RunSchedule => false,
+            | ApiEndpoint::RunSchedule
+            | ApiEndpoint::SetScheduleEnabled
+            | ApiEndpoint::ShowTrust
+            | ApiEndpoint::GrantTrust
+            | ApiEndpoint::RevokeTrust => false,
         },
         // The page shell holds no data; what it fetches needs the token.
         RouteAction::Home | RouteAction::HomeAsset => true,
@@ -158,6 +174,8 @@ const BUNDLE_BODY: usize = 32 * 1024 * 1024;
 const UPLOAD_BODY: usize = plugins::MAX_UPLOAD_BYTES as usize + 1024 * 1024;
 /// One package file (1 MiB) as JSON, escapes included.
 const FILE_BODY: usize = 8 * 1024 * 1024;
+/// An attachment, with room to refuse one just over the limit by its size.
+const ATTACHMENT_BODY: usize = evoflux_app::attachments::MAX_ATTACHMENT + 1024 * 1024;
 
 /// Raises axum's default 2 MB request limit for the routes that take more.
 fn body_limit(bytes: usize) -> axum::extract::DefaultBodyLimit {
@@ -172,6 +190,7 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::Health => on(f, system::health),
             ApiEndpoint::Info => on(f, system::info),
             ApiEndpoint::OpenApi => on(f, system::openapi),
+            ApiEndpoint::Highlight => on(f, crate::api::highlight::highlight_block),
             ApiEndpoint::CreateSession => on(f, sessions::create),
             ApiEndpoint::ListSessions => on(f, sessions::list),
             ApiEndpoint::ShowSession => on(f, sessions::show),
@@ -184,6 +203,9 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::CancelTurn => on(f, sessions::cancel),
             ApiEndpoint::ResumeSession => on(f, sessions::resume),
             ApiEndpoint::SessionArtifact => on(f, sessions::artifact),
+            ApiEndpoint::SessionSnapshot => on(f, sessions::snapshot),
+            ApiEndpoint::SessionTranscript => on(f, sessions::transcript),
+            ApiEndpoint::AttachFile => on(f, sessions::attach).layer(body_limit(ATTACHMENT_BODY)),
             ApiEndpoint::Agents => on(f, crate::api::lists::agents),
             ApiEndpoint::CreateAgent => on(f, agents::create),
             ApiEndpoint::ShowAgent => on(f, agents::show_work),
@@ -224,10 +246,20 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::ClearPluginCredentials => on(f, plugins::clear_credentials),
             ApiEndpoint::McpServers => on(f, mcp::list),
             ApiEndpoint::ShowMcpServer => on(f, mcp::show),
+            ApiEndpoint::AddMcpServer => on(f, mcp::add),
+            ApiEndpoint::ReplaceMcpServer => on(f, mcp::replace),
+            ApiEndpoint::RemoveMcpServer => on(f, mcp::remove),
+            ApiEndpoint::RestartMcpServer => on(f, mcp::restart),
+            ApiEndpoint::McpServerLogin => on(f, crate::api::mcp_oauth::login),
+            ApiEndpoint::McpOAuthCallback => on(f, crate::api::mcp_oauth::callback),
             ApiEndpoint::Schedules => on(f, scheduler::list),
             ApiEndpoint::ShowSchedule => on(f, scheduler::show),
             ApiEndpoint::ScheduleHistory => on(f, scheduler::history),
             ApiEndpoint::RunSchedule => on(f, scheduler::run),
+            ApiEndpoint::SetScheduleEnabled => on(f, scheduler::set_enabled),
+            ApiEndpoint::ShowTrust => on(f, trust::show),
+            ApiEndpoint::GrantTrust => on(f, trust::grant),
+            ApiEndpoint::RevokeTrust => on(f, trust::revoke),
         },
         RouteAction::Home => on(f, crate::ui::page),
         RouteAction::HomeAsset => on(f, crate::ui::asset),

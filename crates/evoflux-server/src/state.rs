@@ -25,6 +25,9 @@ pub struct ServerState {
     /// started on the first `/api/mcp/servers` and stopped at shutdown;
     /// sessions run their own.
     pub mcp: tokio::sync::Mutex<Option<McpRuntime>>,
+    /// The OAuth logins to MCP servers waiting for their callback (their
+    /// `state` and PKCE verifier stay here, never in a response).
+    pub mcp_logins: evoflux_app::mcp_servers::OAuthLogins,
     /// Fires the schedules (its loop runs beside the server) and starts
     /// runs asked for through the API.
     pub scheduler: evoflux_app::scheduler::Scheduler,

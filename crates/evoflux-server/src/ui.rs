@@ -37,10 +37,13 @@ static ASSETS: &[Asset] = &[
     asset!("chat.js", JS),
     asset!("dom.js", JS),
     asset!("markdown.js", JS),
+    asset!("mcp-login.js", JS),
     asset!("plugins.js", JS),
     asset!("provenance.js", JS),
+    asset!("scheduler.js", JS),
     asset!("sessions.js", JS),
     asset!("settings.js", JS),
+    asset!("trust.js", JS),
     asset!("viewer.js", JS),
 ];
 
@@ -63,18 +66,66 @@ fn etag(body: &str) -> String {
     )
 }
 
+/// `body` gzipped, once per file for the process's life: the UI's files
+/// are a third of their size compressed, and the first load is what a new
+/// user waits for.
+fn gzipped(body: &'static str) -> &'static [u8] {
+    use std::collections::HashMap;
+    use std::io::Write;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<usize, &'static [u8]>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = body.as_ptr() as usize;
+    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+    cache.entry(key).or_insert_with(|| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        // Writing into a Vec cannot fail.
+        let packed = gz.write_all(body.as_bytes()).and_then(|()| gz.finish());
+        Box::leak(packed.unwrap_or_default().into_boxed_slice())
+    })
+}
+
+/// Whether the request takes gzip.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let refused = parts.any(|p| matches!(p.trim(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
+            name.eq_ignore_ascii_case("gzip") && !refused
+        })
+}
+
 fn respond(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
     let tag = etag(body);
     let fresh = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v == tag);
+    let packed = accepts_gzip(headers)
+        .then(|| gzipped(body))
+        .filter(|p| !p.is_empty());
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
+    } else if let Some(packed) = packed {
+        (
+            [
+                (header::CONTENT_TYPE, content_type),
+                (header::CONTENT_ENCODING, "gzip"),
+            ],
+            packed,
+        )
+            .into_response()
     } else {
         ([(header::CONTENT_TYPE, content_type)], body).into_response()
     };
     let h = response.headers_mut();
+    // Caches keep the gzip and the plain body apart.
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     if let Ok(v) = HeaderValue::from_str(&tag) {
         h.insert(header::ETAG, v);
     }
@@ -114,6 +165,38 @@ pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_are_gzipped_for_clients_that_take_it_and_plain_otherwise() {
+        use std::io::Read;
+        let mut asks = HeaderMap::new();
+        asks.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("br, gzip;q=0.8"),
+        );
+        let packed = respond(&asks, JS, ASSETS[1].body);
+        assert_eq!(packed.headers()[header::CONTENT_ENCODING], "gzip");
+        let bytes = gzipped(ASSETS[1].body);
+        assert!(bytes.len() < ASSETS[1].body.len());
+        let mut plain = String::new();
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_string(&mut plain)
+            .unwrap();
+        assert_eq!(plain, ASSETS[1].body);
+        let mut refuses = HeaderMap::new();
+        refuses.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("gzip;q=0, identity"),
+        );
+        let plain = respond(&refuses, JS, ASSETS[1].body);
+        assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
+        assert!(
+            respond(&HeaderMap::new(), JS, ASSETS[1].body)
+                .headers()
+                .get(header::CONTENT_ENCODING)
+                .is_none()
+        );
+    }
 
     #[test]
     fn every_file_the_page_and_modules_name_is_embedded() {

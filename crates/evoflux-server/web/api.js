@@ -62,8 +62,9 @@ export function query(params) {
 }
 
 // Follows a session's events from after `lastId`, calling `onEvent` with
-// {id, type, data}; reconnects (resuming from the last id seen) until
-// `signal` aborts or the session stops.
+// {id, type, data} and dispatching each on `window` as an
+// `evoflux:session-event` ({session, event}); reconnects (resuming from the
+// last id seen) until `signal` aborts or the session stops.
 export async function follow(sessionId, lastId, onEvent, signal) {
   let last = lastId || 0;
   let delay = 250;
@@ -99,6 +100,9 @@ export async function follow(sessionId, lastId, onEvent, signal) {
           if (!event.type) continue;
           if (event.id) last = event.id;
           onEvent(event);
+          // Other parts of the page (the sidebar's session list) hear what
+          // the followed session says too.
+          window.dispatchEvent(new CustomEvent('evoflux:session-event', { detail: { session: sessionId, event } }));
           if (event.type === 'session_stopped') return last;
         }
       }

@@ -6,7 +6,9 @@
 import { setToken, token, forgetToken, ApiError } from './api.js';
 import { h, clear, field } from './dom.js';
 import { chatView, newSessionView } from './chat.js';
+import { sessionTrust } from './trust.js';
 import { pluginsView } from './plugins.js';
+import { schedulerView } from './scheduler.js';
 import { settingsView } from './settings.js';
 import { provenanceView } from './provenance.js';
 import { filesView, viewerView } from './viewer.js';
@@ -105,8 +107,14 @@ export async function route() {
   try {
     switch (section) {
       case 'chat':
-        if (rest[0]) await chatView(app, rest[0]);
-        else await newSessionView(app);
+        if (rest[0]) {
+          await chatView(app, rest[0]);
+          // An untrusted repository of the session: what trusting grants.
+          sessionTrust(app, rest[0]);
+        } else await newSessionView(app);
+        break;
+      case 'scheduler':
+        await schedulerView(app, rest);
         break;
       case 'plugins':
         await pluginsView(app, rest);

@@ -11,6 +11,7 @@ import { api, get, follow, query, token } from './api.js';
 import { h, clear, field, toast, errorText } from './dom.js';
 import { renderMarkdown, copyButton } from './markdown.js';
 import { documentLink, filesHref } from './viewer.js';
+import { newSessionTrust } from './trust.js';
 
 // ---- new session ---------------------------------------------------------
 
@@ -29,6 +30,9 @@ export async function newSessionView(app) {
   const model = h('input', { type: 'text', placeholder: 'provider:model (the agent\'s own when empty)' });
   const message = h('textarea', { rows: 4, placeholder: 'What should the agent do?' });
   const problem = h('p', { class: 'error', role: 'alert' });
+  // What trusting the workspaces' repositories grants, asked before starting.
+  const trustBox = h('div', { class: 'trust-prompts' });
+  if (mode === 'coding') newSessionTrust(trustBox, workspaces);
   const form = h('form', {
     class: 'card',
     onsubmit: async (e) => {
@@ -52,6 +56,7 @@ export async function newSessionView(app) {
   h('h2', {}, `New ${mode === 'coding' ? 'Coding' : 'Work'} session`),
   field('Lead', lead, leads.length ? null : 'No lead agent is available in this mode.'),
   mode === 'coding' ? field('Workspaces', workspaces, 'Repositories the session works in.') : '',
+  trustBox,
   field('Model', model),
   field('Message', message),
   problem,
@@ -74,7 +79,25 @@ class Renderer {
     this.children = new Map();
     this.question = null;
     this.prompts = new Map();
+    // Questions the transcript's calls asked, by call id.
+    this.questions = new Map();
     this.frame = 0;
+  }
+
+  // Renders what `fill` adds into a detached fragment, then puts it into
+  // `parent` before `before` (at the end when null): one layout for a
+  // page of history, not one per entry.
+  into(parent, fill, before = null) {
+    const frag = document.createDocumentFragment();
+    const container = this.container;
+    this.container = frag;
+    try {
+      fill();
+      this.closeAssistant();
+    } finally {
+      this.container = container;
+    }
+    parent.insertBefore(frag, before);
   }
 
   line(text, kind = 'status') {
@@ -85,9 +108,16 @@ class Renderer {
   user(text, answer) {
     this.closeAssistant();
     this.lastInput = text;
-    this.container.append(h('div', { class: `msg user${answer ? ' answer' : ''}` },
-      h('div', { class: 'who' }, answer ? 'You answered' : 'You',
-        copyButton(answer ? 'your answer' : 'your message', () => text)),
+    const who = h('div', { class: 'who' }, answer ? 'You answered' : 'You',
+      copyButton(answer ? 'your answer' : 'your message', () => text));
+    // Only the newest message of the page keeps an Edit button.
+    if (this.editButton) { this.editButton.remove(); this.editButton = null; }
+    if (!answer && this.onEdit) {
+      const edit = this.onEdit;
+      this.editButton = h('button', { type: 'button', class: 'copy', 'aria-label': 'Edit and resend your message', onclick: () => edit(text) }, 'Edit');
+      who.append(this.editButton);
+    }
+    this.container.append(h('div', { class: `msg user${answer ? ' answer' : ''}` }, who,
       h('div', { class: 'body' }, text)));
   }
 
@@ -105,7 +135,8 @@ class Renderer {
         this.frame = 0;
         if (this.assistant) {
           const body = this.assistant.querySelector('.body');
-          clear(body).append(renderMarkdown(this.text));
+          // Code is highlighted once the answer is closed, not per frame.
+          clear(body).append(renderMarkdown(this.text, { highlight: false }));
         }
       });
     }
@@ -279,8 +310,7 @@ class Renderer {
         // Input while a question is open is its answer.
         const open = this.question;
         if (open && ev.input) {
-          const q = open.querySelector('strong');
-          open.replaceChildren(h('p', {}, h('strong', {}, q ? q.textContent : ''), ' ', h('span', { class: 'muted' }, 'answered')));
+          this.answered(open);
           this.question = null;
         }
         if (this.retry) { this.retry.remove(); this.retry = null; }
@@ -402,13 +432,136 @@ class Renderer {
       const text = typeof message.content === 'string' ? message.content
         : (message.content || []).map((p) => p.text || '').join('');
       if (text) { this.delta(text); this.closeAssistant(); }
-      for (const call of message.tool_calls || []) this.tool(call.id, call.name, call.arguments);
+      for (const call of message.tool_calls || []) {
+        this.tool(call.id, call.name, call.arguments);
+        const asked = this.questions.get(call.id);
+        // A call that asked the user shows as the question it was; an
+        // open one is asked again from the snapshot's pending inputs.
+        if (asked && asked.request && asked.answer !== null && asked.answer !== undefined) {
+          this.askedBox(asked.request.question);
+        }
+      }
     } else if (message.role === 'tool') {
       const t = this.tools.get(message.tool_call_id);
       const content = typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
       if (t) this.toolEnded(message.tool_call_id, '', !!message.is_error, content, null);
+      const asked = this.questions.get(message.tool_call_id);
+      if (asked && this.question) {
+        this.answered(this.question);
+        this.question = null;
+        const answer = asked.answer;
+        this.user(typeof answer === 'string' ? answer : (answer && answer.text) || JSON.stringify(answer), true);
+      }
     }
   }
+
+  // A question already answered (or being answered now): its text, marked
+  // answered once the answer is in.
+  askedBox(question) {
+    this.closeAssistant();
+    const box = h('div', { class: 'prompt question' }, h('p', {}, h('strong', {}, question)));
+    this.container.append(box);
+    this.question = box;
+    return box;
+  }
+
+  answered(box) {
+    const q = box.querySelector('strong');
+    box.replaceChildren(h('p', {}, h('strong', {}, q ? q.textContent : ''), ' ', h('span', { class: 'muted' }, 'answered')));
+  }
+}
+
+// The composer's attachments: a button and drag and drop upload files into
+// the Work session's folder; each shows as a chip until the message goes.
+function attachmentTray(id) {
+  const uploaded = [];
+  const chips = h('ul', { class: 'chips', 'aria-label': 'Attached files' });
+  const input = h('input', { type: 'file', multiple: true, hidden: true, 'aria-label': 'Attach files' });
+  const draw = () => {
+    clear(chips).append(...uploaded.map((name, i) => h('li', { class: 'chip' },
+      h('span', {}, name),
+      h('button', {
+        type: 'button',
+        'aria-label': `Leave ${name} out of the message`,
+        title: 'Leave out of the message (the file stays in the folder)',
+        onclick: () => { uploaded.splice(i, 1); draw(); },
+      }, '×'))));
+    chips.hidden = !uploaded.length;
+  };
+  const upload = async (files) => {
+    for (const file of files) {
+      try {
+        const r = await fetch(`/api/sessions/${id}/attachments${query({ name: file.name })}`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${token()}`, 'Content-Type': 'application/octet-stream' },
+          body: file,
+        });
+        const body = await r.json().catch(() => null);
+        if (!r.ok) throw new Error(body && body.message ? `${file.name}: ${body.message}` : `${file.name}: ${r.status}`);
+        uploaded.push(body.name);
+        draw();
+      } catch (e) { toast(errorText(e), 'error'); }
+    }
+  };
+  input.addEventListener('change', () => { upload([...input.files]); input.value = ''; });
+  const button = h('button', { type: 'button', onclick: () => input.click() }, 'Attach files', input);
+  draw();
+  return {
+    chips,
+    button,
+    names: () => [...uploaded],
+    clear: () => { uploaded.length = 0; draw(); },
+    dropOn: (area) => {
+      area.addEventListener('dragover', (e) => {
+        if ([...(e.dataTransfer?.types || [])].includes('Files')) { e.preventDefault(); area.classList.add('dropping'); }
+      });
+      area.addEventListener('dragleave', (e) => { if (e.target === area) area.classList.remove('dropping'); });
+      area.addEventListener('drop', (e) => {
+        if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+        e.preventDefault();
+        area.classList.remove('dropping');
+        upload([...e.dataTransfer.files]);
+      });
+    },
+    upload,
+  };
+}
+
+// Older history, a page at a time as the reader scrolls up to it (or asks
+// with the button); the reader's place stays where it was.
+function olderPages(log, id, session, earlier, signal) {
+  if (!earlier) return;
+  const more = h('button', { type: 'button' }, 'Show earlier messages');
+  const top = h('div', { class: 'older' }, more);
+  log.prepend(top);
+  let before = earlier;
+  let loading = false;
+  const seen = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) load();
+  }, { root: log, rootMargin: '600px 0px 0px 0px' });
+  async function load() {
+    if (loading || !before) return;
+    loading = true;
+    try {
+      const page = await get(`/api/sessions/${id}/transcript${query({ before })}`);
+      const r = new Renderer(null, id, session);
+      r.questions = new Map((page.questions || []).map((q) => [q.tool_call_id, q]));
+      const height = log.scrollHeight;
+      const from = log.scrollTop;
+      r.into(log, () => { for (const e of page.transcript || []) r.entry(e.message); }, top.nextSibling);
+      log.scrollTop = from + (log.scrollHeight - height);
+      before = page.earlier;
+      if (!before) { seen.disconnect(); top.remove(); }
+    } catch (e) {
+      if (!signal.aborted) toast(errorText(e), 'error');
+    }
+    loading = false;
+    // Still near the top (a short page): the next one.
+    if (before && !signal.aborted && log.scrollTop < 600) setTimeout(load, 0);
+  }
+  more.addEventListener('click', load);
+  seen.observe(top);
+  signal.addEventListener('abort', () => seen.disconnect());
 }
 
 async function loadSkills(mode) {
@@ -478,7 +631,7 @@ function suggestions(textarea, skills) {
 
 export async function chatView(app, id) {
   const main = app.main;
-  const shown = await get(`/api/sessions/${id}`);
+  const shown = await get(`/api/sessions/${id}/snapshot`);
   const session = shown.session;
   const mode = session.workspace && session.workspace.mode ? session.workspace.mode : app.mode;
   const status = h('span', { class: 'status', role: 'status' }, '');
@@ -511,25 +664,42 @@ export async function chatView(app, id) {
   cancel.addEventListener('click', async () => {
     try { await api('POST', `/api/sessions/${id}/cancel`); } catch (e) { toast(errorText(e), 'error'); }
   });
+  // Files attached to the next message (a Work session's folder holds
+  // them once uploaded); the message names them.
+  const attachments = mode === 'work' ? attachmentTray(id) : null;
   const composer = h('form', {
     class: 'composer',
     onsubmit: async (e) => {
       e.preventDefault();
-      const text = textarea.value.trim();
-      if (!text) return;
+      const typed = textarea.value.trim();
+      const files = attachments ? attachments.names() : [];
+      if (!typed && !files.length) return;
+      const text = files.length
+        ? `${typed}${typed ? '\n\n' : ''}Attached (in the session's folder): ${files.map((f) => `\`${f}\``).join(', ')}`
+        : typed;
       try {
         await sendMessage(text);
         textarea.value = '';
+        if (attachments) attachments.clear();
       } catch (err) { toast(errorText(err), 'error'); }
     },
-  }, list, textarea, h('div', { class: 'row' }, send, cancel, h('span', { class: 'spacer' }), status));
+  }, list, attachments ? attachments.chips : '', textarea,
+  h('div', { class: 'row' }, send, cancel, attachments ? attachments.button : '', h('span', { class: 'spacer' }), status));
+  if (attachments) attachments.dropOn(main);
+  // Edit and resend: the last message back in the composer, to send
+  // corrected as the next message.
+  renderer.onEdit = (text) => {
+    textarea.value = text;
+    textarea.focus();
+    textarea.setSelectionRange(text.length, text.length);
+  };
   textarea.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && list.hidden) { e.preventDefault(); composer.requestSubmit(); }
   });
   main.classList.add('fill');
   main.append(
     h('div', { class: 'row chat-head' },
-      h('h1', {}, `${session.lead || 'Session'}`),
+      h('h1', {}, session.title || session.lead || 'Session'),
       h('span', { class: 'badge' }, mode === 'coding' ? 'Coding' : 'Work'),
       h('span', { class: 'muted' }, session.model || ''),
       h('span', { class: 'spacer' }),
@@ -571,40 +741,27 @@ export async function chatView(app, id) {
   grown.observe(log, { childList: true, subtree: true, characterData: true });
   const keepEnd = new ResizeObserver(() => { if (stuck) toEnd(); });
   keepEnd.observe(log);
+  // Follows the session's events from `from` (the snapshot's seam, or
+  // what a request returned); the stream resumes itself after a drop.
   let following = false;
   const ensureFollowing = (from = 0) => {
     if (following) return;
     following = true;
-    follow(id, from, (e) => {
-      if (e.type === 'session_started' && e.id === 1 && e.data && !e.data.resumed && !started) {
-        started = true;
-      }
-      if (!seenFirst) {
-        seenFirst = true;
-        // The log holds the whole session only when it starts with the
-        // session's own start; otherwise the stored transcript comes first.
-        if (!(e.type === 'session_started' && e.data && !e.data.resumed)) renderTranscript();
-      }
-      renderer.event(e.type, e.data || {}, hooks);
-    }, controller.signal).catch((err) => toast(errorText(err), 'error')).finally(() => { following = false; });
+    follow(id, from, (e) => renderer.event(e.type, e.data || {}, hooks), controller.signal)
+      .catch((err) => toast(errorText(err), 'error'))
+      .finally(() => { following = false; });
   };
-  let started = false;
-  let seenFirst = false;
-  let transcriptDone = false;
-  const renderTranscript = () => {
-    if (transcriptDone) return;
-    transcriptDone = true;
+  // The snapshot renders once, detached from the page; its last turn (and
+  // what follows) arrives as events after `after_event`.
+  renderer.questions = new Map((shown.questions || []).map((q) => [q.tool_call_id, q]));
+  renderer.into(log, () => {
     for (const entry of shown.transcript || []) renderer.entry(entry.message);
-    const open = (shown.pending_inputs || []).find((p) => p.answer === null);
-    if (open && open.request) hooks.ask({ call_id: open.tool_call_id, question: open.request.question, options: open.request.options });
-  };
-  if (shown.live) {
-    ensureFollowing();
-  } else {
-    renderTranscript();
-    seenFirst = true;
-    toEnd();
-  }
+  });
+  const open = (shown.pending_inputs || []).find((p) => p.answer === null);
+  if (open && open.request) hooks.ask({ call_id: open.tool_call_id, question: open.request.question, options: open.request.options });
+  toEnd();
+  olderPages(log, id, session, shown.earlier, controller.signal);
+  ensureFollowing(shown.after_event);
   if (shown.busy) setBusy(true);
   textarea.focus();
 }

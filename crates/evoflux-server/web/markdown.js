@@ -5,7 +5,13 @@
 // (http, https and mailto only; anything else stays literal text). Raw HTML
 // in the source is shown as text. The page's CSP forbids inline script, and
 // nothing here ever assigns markup, so model text cannot become code.
+//
+// A finished code block whose fence names a language is highlighted when it
+// scrolls into view: the server answers its tokens as ranges and classes
+// (`POST /api/highlight`), never markup, and the spans are built here with
+// text nodes. Any failure leaves the block as the plain text it was.
 
+import { api } from './api.js';
 import { h } from './dom.js';
 
 const SAFE_LINK = /^(https?:|mailto:)/i;
@@ -226,7 +232,74 @@ function codeBlock(body, lang) {
     h('div', { class: 'code-head' },
       h('span', { class: 'muted' }, lang || 'text'),
       copyButton('code', () => text)),
-    h('pre', {}, h('code', lang ? { class: `lang-${lang}` } : {}, text)));
+    h('pre', {}, h('code', lang ? { class: `lang-${lang}`, dataset: { lang } } : {}, text)));
+}
+
+// ---- highlighting --------------------------------------------------------
+
+// The server's limit (UTF-8 bytes); a longer string is longer in bytes too.
+const HIGHLIGHT_MAX = 256 * 1024;
+// Fence tags the server said it does not highlight: not asked again.
+const refusedTags = new Set();
+const TOKEN_CLASS = /^[a-z]+$/;
+
+// The nodes of `text` with the server's `[start, end, class]` spans (UTF-16
+// offsets, in order) as `span.hl-<class>` around text nodes; null when the
+// answer does not fit the text, so nothing half-made is shown.
+export function highlightedNodes(text, spans) {
+  if (!Array.isArray(spans)) return null;
+  const out = [];
+  let at = 0;
+  for (const span of spans) {
+    if (!Array.isArray(span) || span.length !== 3) return null;
+    const [start, end, cls] = span;
+    if (!Number.isInteger(start) || !Number.isInteger(end) || start < at || end <= start
+      || end > text.length || typeof cls !== 'string' || !TOKEN_CLASS.test(cls)) return null;
+    if (start > at) out.push(document.createTextNode(text.slice(at, start)));
+    out.push(h('span', { class: `hl-${cls}` }, text.slice(start, end)));
+    at = end;
+  }
+  if (at < text.length) out.push(document.createTextNode(text.slice(at)));
+  return out;
+}
+
+async function highlightCode(code) {
+  const tag = code.dataset.lang;
+  const text = code.textContent;
+  if (!tag || !text.trim() || text.length > HIGHLIGHT_MAX || refusedTags.has(tag.toLowerCase())) return;
+  let answer;
+  try {
+    answer = await api('POST', '/api/highlight', { language: tag, code: text });
+  } catch (e) {
+    if (e && e.code === 'highlight/unknown-language') refusedTags.add(tag.toLowerCase());
+    return;
+  }
+  // The block may have been replaced while the answer was on its way.
+  if (!code.isConnected || code.textContent !== text || code.dataset.highlighted) return;
+  const nodes = highlightedNodes(text, answer && answer.spans);
+  if (!nodes) return;
+  code.replaceChildren(...nodes);
+  code.dataset.highlighted = answer.language || tag;
+}
+
+// One request per block, when it comes near the viewport (all at once
+// where the browser has no IntersectionObserver).
+let observer = null;
+function highlightWhenSeen(code) {
+  if (typeof IntersectionObserver === 'undefined') {
+    highlightCode(code);
+    return;
+  }
+  if (!observer) {
+    observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue;
+        observer.unobserve(entry.target);
+        highlightCode(entry.target);
+      }
+    }, { rootMargin: '300px 0px' });
+  }
+  observer.observe(code);
 }
 
 function blocks(source) {
@@ -309,8 +382,12 @@ function blocks(source) {
   return root;
 }
 
-export function renderMarkdown(source) {
+// `highlight: false` while the text is still streaming: its blocks are
+// rebuilt every frame, and are highlighted when the message is rendered
+// whole.
+export function renderMarkdown(source, { highlight = true } = {}) {
   const root = blocks(source);
   root.className = 'md';
+  if (highlight) root.querySelectorAll('pre > code[data-lang]').forEach(highlightWhenSeen);
   return root;
 }

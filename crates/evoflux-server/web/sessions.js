@@ -17,7 +17,16 @@ const list = {
   expanded: new Set(),
   // Drops a response a later refresh overtook.
   seq: 0,
+  // The app the list was last rendered for.
+  app: null,
 };
+
+// A followed session's model named it (`session_titled`, after its first
+// turn): its entry is refreshed without navigating.
+window.addEventListener('evoflux:session-event', (e) => {
+  const { event } = e.detail || {};
+  if (event && event.type === 'session_titled' && list.app) renderSessionList(list.app);
+});
 
 // "5 min ago", "yesterday", or the date: when the session was last active.
 export function activity(ms) {
@@ -62,6 +71,7 @@ function searchBox(app) {
 export async function renderSessionList(app) {
   const ul = document.getElementById('session-list');
   if (!ul) return;
+  list.app = app;
   searchBox(app);
   const seq = ++list.seq;
   const search = list.search;
@@ -129,6 +139,8 @@ export async function renderSessionList(app) {
     return li;
   };
   for (const row of roots) ul.append(item(row));
+  // The first load's list is on screen (what `ui_load` measures).
+  if (!performance.getEntriesByName('evoflux-sessions-listed').length) performance.mark('evoflux-sessions-listed');
   // A full page means there may be more.
   const counted = search ? rows : rows.filter((r) => !r.session.parent);
   if (counted.length >= PAGE * list.pages) {

@@ -7,8 +7,10 @@
 import { api, get, query } from './api.js';
 import { h, clear, field, dialog, toast, errorText } from './dom.js';
 import { renderMarkdown } from './markdown.js';
+import { repositoriesTab } from './trust.js';
+import { loginButton } from './mcp-login.js';
 
-const TABS = [['agents', 'Agents'], ['skills', 'Skills'], ['mcp', 'MCP servers']];
+const TABS = [['agents', 'Agents'], ['skills', 'Skills'], ['mcp', 'MCP servers'], ['repositories', 'Repositories']];
 
 export async function settingsView(app, rest) {
   const tab = rest[0] || 'agents';
@@ -20,6 +22,7 @@ export async function settingsView(app, rest) {
   if (tab === 'agents') await agentsTab(app, body, rest[1] && decodeURIComponent(rest.slice(1).join('/')));
   else if (tab === 'skills') await skillsTab(app, body, rest[1] && decodeURIComponent(rest[1]));
   else if (tab === 'mcp') await mcpTab(body);
+  else if (tab === 'repositories') await repositoriesTab(body);
 }
 
 // ---- agents --------------------------------------------------------------
@@ -351,19 +354,211 @@ async function skillDetail(app, name, mode) {
 }
 
 // ---- MCP servers ---------------------------------------------------------
+// Every server with its state, tools and where it comes from. Servers of
+// the user's own mcp.json are added, edited and removed here; the others
+// (a repository's file, another tool's, a plugin's) are shown read-only
+// with where to change them. Values are shown and saved exactly as
+// written: `${VAR}` stays a reference, never its value.
 
 async function mcpTab(body) {
   const listed = await get('/api/mcp/servers');
   const rows = listed.items || [];
+  const editor = h('div', {});
+  const rerender = async () => { clear(body); await mcpTab(body); };
+  const add = h('button', { type: 'button', onclick: () => mcpEditor(editor, null, rerender) }, 'Add server');
+  body.append(h('div', { class: 'row' }, h('h2', {}, 'MCP servers'), h('span', { class: 'spacer' }), add));
   if (!rows.length) {
-    body.append(h('p', { class: 'muted' }, 'No MCP servers: add them to mcp.json, or enable a plugin that has some.'));
-    return;
+    body.append(h('p', { class: 'muted' }, 'No MCP servers: add one here, or enable a plugin that has some.'));
+  } else {
+    body.append(h('table', { class: 'mcp-servers' },
+      h('thead', {}, h('tr', {}, h('th', {}, 'Server'), h('th', {}, 'Source'), h('th', {}, 'State'), h('th', {}, 'Transport'), h('th', {}, 'Tools'), h('th', {}, 'Last error'), h('th', {}, 'Actions'))),
+      h('tbody', {}, rows.map((s) => h('tr', { dataset: { server: s.server } },
+        h('td', {}, s.server, s.entry ? h('div', { class: 'muted small' }, h('code', {}, entrySummary(s.entry))) : ''),
+        h('td', {}, sourceText(s.source)),
+        h('td', {}, h('span', { class: `badge ${s.state === 'ready' ? 'ok' : s.last_error ? 'err' : ''}` }, s.state)),
+        h('td', {}, s.transport || ''),
+        h('td', {}, (s.tools || []).map((t) => t.name).join(', ')),
+        h('td', { class: 'error' }, s.last_error ? `${s.last_error.message} (${s.last_error.code})` : ''),
+        h('td', {}, h('div', { class: 'row' }, serverActions(s, editor, rerender))))))));
   }
-  body.append(h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'Server'), h('th', {}, 'State'), h('th', {}, 'Transport'), h('th', {}, 'Tools'), h('th', {}, 'Last error'))),
-    h('tbody', {}, rows.map((s) => h('tr', {},
-      h('td', {}, s.server, ' ', s.owner && s.owner.kind === 'plugin' ? h('span', { class: 'badge' }, 'plugin') : ''),
-      h('td', {}, h('span', { class: `badge ${s.state === 'ready' ? 'ok' : s.last_error ? 'err' : ''}` }, s.state)),
-      h('td', {}, s.transport || ''),
-      h('td', {}, (s.tools || []).map((t) => t.name).join(', ')),
-      h('td', { class: 'error' }, s.last_error ? `${s.last_error.message} (${s.last_error.code})` : ''))))));
+  body.append(editor);
+}
+
+// Where a server comes from, in words.
+function sourceText(source) {
+  if (!source) return '';
+  if (source.kind === 'user') return 'your mcp.json';
+  if (source.kind === 'plugin') return `plugin ${source.plugin}`;
+  if (source.kind === 'file') return h('span', {}, h('code', {}, source.path), ' (read-only)');
+  return 'built in';
+}
+
+// A one-line view of an entry as written (`${VAR}` verbatim).
+function entrySummary(entry) {
+  if (entry.url) return entry.url;
+  return [entry.command || '', ...(entry.args || [])].join(' ');
+}
+
+// The buttons of one server's row. Any server restarts; the user's own
+// are edited and removed; one that asks for an OAuth login logs in.
+function serverActions(s, editor, rerender) {
+  const login = loginButton(s, rerender);
+  const first = login ? [login] : [];
+  const restart = h('button', {
+    type: 'button',
+    'aria-label': `Restart ${s.server}`,
+    onclick: async () => {
+      restart.disabled = true;
+      try {
+        const after = await api('POST', `/api/mcp/servers/${encodeURIComponent(s.server)}/restart`);
+        toast(`Restarted ${s.server}: ${after.state}.`);
+      } catch (e) { toast(errorText(e), 'error'); }
+      await rerender();
+    },
+  }, 'Restart');
+  if (!s.editable) return [...first, restart];
+  const edit = h('button', { type: 'button', 'aria-label': `Edit ${s.server}`, onclick: () => mcpEditor(editor, s, rerender) }, 'Edit');
+  const remove = h('button', {
+    type: 'button',
+    class: 'danger',
+    'aria-label': `Remove ${s.server}`,
+    onclick: async () => {
+      const choice = await dialog(`Remove ${s.server}?`, h('p', {}, 'It is removed from your mcp.json and stopped.'),
+        [{ label: 'Cancel', value: null }, { label: 'Remove', value: 'go', primary: true }]);
+      if (choice !== 'go') return;
+      try {
+        await api('DELETE', `/api/mcp/servers/${encodeURIComponent(s.server)}`);
+        toast(`Removed ${s.server}.`);
+      } catch (e) { toast(errorText(e), 'error'); }
+      await rerender();
+    },
+  }, 'Remove');
+  return [...first, edit, remove, restart];
+}
+
+// `KEY=VALUE` (env) or `Name: value` (headers) lines as an object; a
+// line without the separator is reported by its number.
+function parsePairs(text, sep, what) {
+  const out = {};
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (!line) continue;
+    const at = line.indexOf(sep);
+    if (at <= 0) throw new Error(`Line ${i + 1}: write ${what}.`);
+    out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
+function pairsText(obj, sep) {
+  return Object.entries(obj || {}).map(([k, v]) => `${k}${sep}${v}`).join('\n');
+}
+
+// The add/edit form, for a new server (`s` null) or one of the user's
+// own. Errors show under the field they name (`name`, `entry.<key>`).
+function mcpEditor(root, s, rerender) {
+  clear(root);
+  const entry = (s && s.entry) || {};
+  const http = entry.url !== undefined || (entry.type && entry.type !== 'stdio');
+  const inputs = {
+    name: h('input', { type: 'text', placeholder: 'github', value: s ? s.server : '', disabled: !!s, autocomplete: 'off' }),
+    type: h('select', {},
+      h('option', { value: 'stdio', selected: !http }, 'stdio (a local command)'),
+      h('option', { value: 'streamable-http', selected: http }, 'HTTP (a remote URL)')),
+    command: h('input', { type: 'text', placeholder: 'npx', value: entry.command || '', autocomplete: 'off' }),
+    args: h('textarea', { rows: 3, placeholder: '-y\n@modelcontextprotocol/server-github' }),
+    env: h('textarea', { rows: 3, placeholder: 'GITHUB_TOKEN=${GITHUB_TOKEN}' }),
+    url: h('input', { type: 'text', inputmode: 'url', placeholder: 'https://example.com/mcp', value: entry.url || '', autocomplete: 'off' }),
+    headers: h('textarea', { rows: 3, placeholder: 'Authorization: Bearer ${API_TOKEN}' }),
+  };
+  inputs.args.value = (entry.args || []).join('\n');
+  inputs.env.value = pairsText(entry.env, '=');
+  inputs.headers.value = pairsText(entry.headers, ': ');
+  const problems = {};
+  const wrap = (key, label, hint) => {
+    const p = h('p', { class: 'error', id: `mcp-err-${key}`, role: 'alert' });
+    problems[key] = p;
+    inputs[key].setAttribute('aria-describedby', `mcp-err-${key}`);
+    inputs[key].dataset.field = key;
+    const f = field(label, inputs[key], hint);
+    f.append(p);
+    return f;
+  };
+  const general = h('p', { class: 'error', role: 'alert' });
+  const stdioPart = h('div', {},
+    wrap('command', 'Command', 'One program; a bare name is looked up on PATH.'),
+    wrap('args', 'Arguments', 'One per line. ${VAR} is filled in from the environment when the server starts.'),
+    wrap('env', 'Environment', 'KEY=VALUE, one per line. Write ${VAR} to keep a secret out of the file.'));
+  const httpPart = h('div', {},
+    wrap('url', 'URL', 'The server\'s Streamable HTTP endpoint.'),
+    wrap('headers', 'Headers', 'Name: value, one per line. Write ${VAR} to keep a token out of the file.'));
+  const showTransport = () => {
+    const isHttp = inputs.type.value !== 'stdio';
+    stdioPart.hidden = isHttp;
+    httpPart.hidden = !isHttp;
+  };
+  inputs.type.addEventListener('change', showTransport);
+  showTransport();
+  const show = (key, message) => {
+    const p = problems[key] || general;
+    p.append(h('div', {}, message));
+  };
+  const save = h('button', {
+    type: 'button',
+    class: 'primary',
+    onclick: async () => {
+      for (const p of [...Object.values(problems), general]) clear(p);
+      const next = { ...entry };
+      let bad = false;
+      try {
+        if (inputs.type.value === 'stdio') {
+          delete next.url; delete next.headers;
+          next.type = 'stdio';
+          next.command = inputs.command.value.trim();
+          const args = inputs.args.value.split('\n').map((a) => a.trim()).filter((a) => a);
+          if (args.length || next.args) next.args = args;
+          try {
+            const env = parsePairs(inputs.env.value, '=', 'KEY=VALUE');
+            if (Object.keys(env).length || next.env) next.env = env;
+          } catch (e) { show('env', e.message); bad = true; }
+        } else {
+          delete next.command; delete next.args; delete next.env; delete next.cwd;
+          next.type = entry.type === 'http' ? 'http' : 'streamable-http';
+          next.url = inputs.url.value.trim();
+          try {
+            const headers = parsePairs(inputs.headers.value, ':', 'Name: value');
+            if (Object.keys(headers).length || next.headers) next.headers = headers;
+          } catch (e) { show('headers', e.message); bad = true; }
+        }
+      } catch (e) { show('', e.message); bad = true; }
+      if (bad) return;
+      save.disabled = true;
+      try {
+        const done = s
+          ? await api('PUT', `/api/mcp/servers/${encodeURIComponent(s.server)}`, { entry: next })
+          : await api('POST', '/api/mcp/servers', { name: inputs.name.value.trim(), entry: next });
+        toast(`Saved ${done.server}: ${done.state}.`);
+        await rerender();
+      } catch (e) {
+        save.disabled = false;
+        const named = (f) => (f || '').replace(/^mcpServers\.[^.]*\.?/, 'entry.').replace(/^entry\.?/, '');
+        const diags = (e.diagnostics || []).filter((d) => d.severity === 'error');
+        if (diags.length) {
+          for (const d of diags) show(named(d.locator && d.locator.field), `${d.message} (${d.code})`);
+        } else {
+          show(e.field === 'name' ? 'name' : named(e.field), errorText(e));
+        }
+      }
+    },
+  }, 'Save server');
+  const cancel = h('button', { type: 'button', onclick: () => clear(root) }, 'Cancel');
+  root.append(h('section', { class: 'card', 'aria-labelledby': 'mcp-editor-title' },
+    h('h3', { id: 'mcp-editor-title' }, s ? `Edit ${s.server}` : 'Add an MCP server'),
+    h('p', { class: 'hint' }, 'Saved to your mcp.json exactly as written; other servers and keys are kept.'),
+    wrap('name', 'Name', 'Lowercase letters, digits and hyphens.'),
+    wrap('type', 'Transport'),
+    stdioPart, httpPart, general,
+    h('div', { class: 'row' }, save, cancel)));
+  inputs[s ? 'command' : 'name'].focus();
 }

@@ -9,6 +9,7 @@
 //! first turn, which replaces only a message title); or the user's (a
 //! rename, which nothing but another rename replaces).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -16,10 +17,11 @@ use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
 use sqlx::Row;
 
+use crate::Usage;
 use crate::database::Backend;
 use crate::error::StoreError;
 use crate::session::Session;
-use crate::store::{SESSION_COLUMNS, Store, session_from_row};
+use crate::store::{SESSION_COLUMNS, Store, session_from_row, usage_from_row};
 
 /// The longest title made from a message, in characters (an ellipsis
 /// marks a cut).
@@ -166,10 +168,15 @@ impl Store {
     }
 
     /// Sets the title a model made, unless the user renamed the session
-    /// (or a model titled it already). Whether it was set.
-    pub async fn set_model_title(&self, id: SessionId, title: &str) -> Result<bool, StoreError> {
+    /// (or a model titled it already). The title as stored (one trimmed
+    /// line) when it was set; `None` when it was not.
+    pub async fn set_model_title(
+        &self,
+        id: SessionId,
+        title: &str,
+    ) -> Result<Option<String>, StoreError> {
         let Some(title) = title_from(title, TITLE_CHARS) else {
-            return Ok(false);
+            return Ok(None);
         };
         let done = sqlx::query(
             "UPDATE sessions SET title = $1, title_source = $2 \
@@ -181,7 +188,7 @@ impl Store {
         .bind(TitleSource::Message.as_str())
         .execute(self.pool())
         .await?;
-        Ok(done.rows_affected() > 0)
+        Ok((done.rows_affected() > 0).then_some(title))
     }
 
     /// Who set the session's title; `None` while it has none.
@@ -205,9 +212,11 @@ impl Store {
     ///
     /// Without a search: top-level sessions, each followed by every
     /// session its dispatches opened (recursively, oldest first), so a
-    /// page never splits a family. With one: every session, top-level or
-    /// child, whose title holds the search as written (any case) or whose
-    /// user and model messages hold each of its words.
+    /// page never splits a family — one query for the page and its
+    /// families, however many there are. With one: every session,
+    /// top-level or child, whose title holds the search as written (any
+    /// case) or whose user and model messages hold each of its words in
+    /// any form (stemmed: "run" finds "running", on both backends).
     pub async fn find_sessions(&self, query: &SessionQuery) -> Result<Vec<Session>, StoreError> {
         let mut clauses: Vec<String> = Vec::new();
         let mut n = 0;
@@ -229,8 +238,8 @@ impl Store {
                     "(strpos(lower(title), lower({title})) > 0 OR id IN (\
                      SELECT session_id FROM transcript_entries \
                      WHERE role IN ('user', 'assistant') \
-                     AND to_tsvector('simple', COALESCE(body::jsonb ->> 'content', '')) \
-                     @@ plainto_tsquery('simple', {words})))"
+                     AND to_tsvector('{PG_SEARCH_CONFIG}', COALESCE(body::jsonb ->> 'content', '')) \
+                     @@ plainto_tsquery('{PG_SEARCH_CONFIG}', {words})))"
                 ),
             });
         } else {
@@ -249,11 +258,25 @@ impl Store {
             Some(_) => format!(" LIMIT {}", next()),
             None => String::new(),
         };
-        let sql = format!(
+        let page = format!(
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE {} \
              ORDER BY updated_at_ms DESC, id DESC{limit}",
             clauses.join(" AND ")
         );
+        let sql = if search.is_some() {
+            page
+        } else {
+            // The page's roots and, in the same query, every session below
+            // them. `UNION` ends the walk on a corrupt cycle of parents.
+            format!(
+                "WITH RECURSIVE page AS ({page}), \
+                 family (id) AS (SELECT id FROM page \
+                     UNION SELECT s.id FROM sessions s JOIN family f ON s.parent_id = f.id) \
+                 SELECT {SESSION_COLUMNS} FROM page \
+                 UNION ALL SELECT {SESSION_COLUMNS} FROM sessions \
+                 WHERE id IN (SELECT id FROM family) AND id NOT IN (SELECT id FROM page)"
+            )
+        };
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
         if let Some(search) = search {
             q = q.bind(search.to_owned()).bind(match self.backend() {
@@ -278,14 +301,99 @@ impl Store {
         if search.is_some() {
             return Ok(found);
         }
-        let mut out = Vec::with_capacity(found.len());
-        for root in found {
-            let tree = self.session_tree(root.id).await?;
-            out.push(root);
-            out.extend(tree.into_iter().skip(1));
+        Ok(families(found))
+    }
+
+    /// The usage of each of `ids` with every session below it (what it
+    /// cost with its team), in one query however many there are. Ids
+    /// without any usage are absent.
+    pub async fn tree_usages(
+        &self,
+        ids: &[SessionId],
+    ) -> Result<HashMap<SessionId, Usage>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let listed =
+            serde_json::to_string(&ids.iter().map(|id| id.to_string()).collect::<Vec<_>>())
+                .map_err(|e| StoreError::corrupt("session ids", e))?;
+        let each = match self.backend() {
+            Backend::Sqlite => "SELECT value FROM json_each($1)",
+            Backend::Postgres => "SELECT jsonb_array_elements_text(CAST($1 AS jsonb))",
+        };
+        let sum = |col: &str| format!("CAST(COALESCE(SUM(u.{col}), 0) AS BIGINT) AS {col}");
+        let sums = [
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "projected_results",
+            "projection_saved_chars",
+            "cost_picousd",
+            "unpriced_requests",
+        ]
+        .map(sum)
+        .join(", ");
+        // `UNION` ends the walk on a corrupt cycle of parents.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH RECURSIVE tree (root, id) AS (\
+                 SELECT id, id FROM sessions WHERE id IN ({each}) \
+                 UNION SELECT t.root, s.id FROM sessions s JOIN tree t ON s.parent_id = t.id\
+             ) \
+             SELECT t.root AS session_id, {sums} \
+             FROM tree t JOIN usage_totals u ON u.session_id = t.id GROUP BY t.root"
+        )))
+        .bind(listed)
+        .fetch_all(self.pool())
+        .await?;
+        let mut out = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = row.try_get("session_id")?;
+            let id = SessionId::from_str(&id).map_err(|e| StoreError::corrupt("session id", e))?;
+            out.insert(id, usage_from_row(row)?);
         }
         Ok(out)
     }
+}
+
+/// The PostgreSQL text search configuration of message search
+/// (`migrations/postgres/0006_search_word_forms.sql`): `simple`, with
+/// words stemmed by the English Snowball stemmer and no stop words — what
+/// SQLite's FTS5 `porter` tokenizer does, so both backends find the same.
+const PG_SEARCH_CONFIG: &str = "evoflux_words";
+
+/// `rows` (a page's top-level sessions, most recently active first, and
+/// the sessions below them in any order) as the list shows them: each
+/// top-level session followed by its family, level by level, each
+/// level's sessions oldest first.
+fn families(rows: Vec<Session>) -> Vec<Session> {
+    let mut roots = Vec::new();
+    let mut below: HashMap<SessionId, Vec<Session>> = HashMap::new();
+    for s in rows {
+        match &s.parent {
+            Some(p) => below.entry(p.session_id).or_default().push(s),
+            None => roots.push(s),
+        }
+    }
+    for kids in below.values_mut() {
+        kids.sort_by_key(|s| (s.created_at_ms, s.id));
+    }
+    roots.sort_by_key(|s| std::cmp::Reverse((s.updated_at_ms, s.id)));
+    let mut out = Vec::new();
+    for root in roots {
+        let start = out.len();
+        out.push(root);
+        let mut i = start;
+        while i < out.len() {
+            let id = out[i].id;
+            if let Some(kids) = below.remove(&id) {
+                out.extend(kids);
+            }
+            i += 1;
+        }
+    }
+    out
 }
 
 #[cfg(test)]

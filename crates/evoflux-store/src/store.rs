@@ -392,22 +392,45 @@ impl Store {
         .bind(id.to_string())
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let body: String = row.try_get("body")?;
-                let artifact: Option<String> = row.try_get("artifact")?;
-                Ok(TranscriptEntry {
-                    seq: to_u64("transcript seq", row.try_get("seq")?)?,
-                    created_at_ms: row.try_get("created_at_ms")?,
-                    message: serde_json::from_str(&body)
-                        .map_err(|e| StoreError::corrupt("transcript body", e))?,
-                    artifact: artifact
-                        .map(|a| serde_json::from_str(&a))
-                        .transpose()
-                        .map_err(|e| StoreError::corrupt("transcript artifact", e))?,
-                })
-            })
-            .collect()
+        rows.iter().map(entry_from_row).collect()
+    }
+
+    /// The newest `limit` entries before `before` (every entry when
+    /// `None`), in order: how a long transcript is read a page at a time,
+    /// newest first, without loading the rest.
+    pub async fn transcript_page(
+        &self,
+        id: SessionId,
+        before: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<TranscriptEntry>, StoreError> {
+        self.load(id).await?;
+        let rows = sqlx::query(
+            "SELECT seq, body, artifact, created_at_ms FROM transcript_entries
+             WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        )
+        .bind(id.to_string())
+        .bind(before.map_or(i64::MAX, |b| i64::try_from(b).unwrap_or(i64::MAX)))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut entries = rows
+            .iter()
+            .map(entry_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        entries.reverse();
+        Ok(entries)
+    }
+
+    /// The number of the transcript's last entry (0 when it is empty):
+    /// what a turn adds comes after it.
+    pub async fn transcript_last_seq(&self, id: SessionId) -> Result<u64, StoreError> {
+        let seq: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(seq) FROM transcript_entries WHERE session_id = $1")
+                .bind(id.to_string())
+                .fetch_one(&self.pool)
+                .await?;
+        to_u64("transcript seq", seq.unwrap_or(0))
     }
 
     /// Persists a question the agent is waiting on.
@@ -506,6 +529,18 @@ impl Store {
         if rows.is_empty() {
             self.load(id).await?;
         }
+        rows.iter().map(pending_from_row).collect()
+    }
+
+    /// Every question the session's agent asked, answered or not, oldest
+    /// first: what a view of its transcript shows as questions.
+    pub async fn pending_inputs(&self, id: SessionId) -> Result<Vec<PendingInput>, StoreError> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {PENDING_COLUMNS} FROM pending_inputs WHERE session_id = $1 ORDER BY id"
+        )))
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(pending_from_row).collect()
     }
 
@@ -666,17 +701,27 @@ pub(crate) async fn add_usage_in(
     usage_from_row(&row)
 }
 
-/// Bumps `updated_at_ms` inside the caller's transaction, failing with
-/// `store/session-not-found` for an unknown id. Being the first write, it
+/// Bumps `updated_at_ms` of `id` and of every session above it (its
+/// parent, the parent's parent, …) inside the caller's transaction,
+/// failing with `store/session-not-found` for an unknown id. A delegated
+/// child's work is its parent's activity: the session list, ordered by
+/// last activity, moves the parent up while its child works (issue #48).
+/// This is the one place activity is recorded. Being the first write, it
 /// also takes the write lock before anything is read.
 pub(crate) async fn touch(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     id: SessionId,
     now: i64,
 ) -> Result<(), StoreError> {
+    // `UNION` (not `UNION ALL`) ends the walk on a corrupt cycle of parents.
     let done = sqlx::query(
         "UPDATE sessions SET updated_at_ms = \
-         CASE WHEN updated_at_ms > $1 THEN updated_at_ms ELSE $1 END WHERE id = $2",
+         CASE WHEN updated_at_ms > $1 THEN updated_at_ms ELSE $1 END \
+         WHERE id IN (WITH RECURSIVE up (id) AS (\
+             SELECT CAST($2 AS TEXT) \
+             UNION SELECT s.parent_id FROM sessions s JOIN up ON s.id = up.id \
+             WHERE s.parent_id IS NOT NULL\
+         ) SELECT id FROM up)",
     )
     .bind(now)
     .bind(id.to_string())
@@ -755,7 +800,7 @@ fn pending_from_row(row: &AnyRow) -> Result<PendingInput, StoreError> {
     })
 }
 
-fn usage_from_row(row: &AnyRow) -> Result<Usage, StoreError> {
+pub(crate) fn usage_from_row(row: &AnyRow) -> Result<Usage, StoreError> {
     let get = |col: &str| -> Result<u64, StoreError> { to_u64("usage", row.try_get(col)?) };
     Ok(Usage {
         requests: get("requests")?,
@@ -767,5 +812,21 @@ fn usage_from_row(row: &AnyRow) -> Result<Usage, StoreError> {
         projection_saved_chars: get("projection_saved_chars")?,
         cost_usd: evoflux_core::price::Usd::from_picos(get("cost_picousd")?),
         unpriced_requests: get("unpriced_requests")?,
+    })
+}
+
+/// A `transcript_entries` row (`seq, body, artifact, created_at_ms`).
+fn entry_from_row(row: &sqlx::any::AnyRow) -> Result<TranscriptEntry, StoreError> {
+    let body: String = row.try_get("body")?;
+    let artifact: Option<String> = row.try_get("artifact")?;
+    Ok(TranscriptEntry {
+        seq: to_u64("transcript seq", row.try_get("seq")?)?,
+        created_at_ms: row.try_get("created_at_ms")?,
+        message: serde_json::from_str(&body)
+            .map_err(|e| StoreError::corrupt("transcript body", e))?,
+        artifact: artifact
+            .map(|a| serde_json::from_str(&a))
+            .transpose()
+            .map_err(|e| StoreError::corrupt("transcript artifact", e))?,
     })
 }

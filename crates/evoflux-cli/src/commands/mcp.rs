@@ -1,6 +1,7 @@
 //! `evoflux mcp`: the MCP servers evoflux would run (the global
 //! `connections/*` of the compiled graph and every enabled plugin's
-//! servers), their state and tools, and one-off tool calls.
+//! servers), their state and tools, one-off tool calls, and the OAuth
+//! login of a server over HTTP (`login`).
 //!
 //! Each command starts the servers it needs, waits for them to settle,
 //! reports, and stops them again: nothing keeps running after it exits.
@@ -51,6 +52,20 @@ pub enum McpCommand {
         #[arg(long, default_value = "{}")]
         args: String,
         /// Seconds the call may take.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        #[arg(long, default_value_t = 30)]
+        wait: u64,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Log in to a server over HTTP that asks for an OAuth login: prints the
+    /// address to open in a browser, waits for it to come back to a
+    /// loopback port, stores the tokens (in the data directory) and starts
+    /// the server.
+    Login {
+        server: String,
+        /// Seconds to wait for the login in the browser.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
         #[arg(long, default_value_t = 30)]
@@ -189,6 +204,12 @@ fn find<'a>(runtime: &'a McpRuntime, server: &str) -> Option<(&'a McpManager, St
 
 async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
     match command {
+        McpCommand::Login {
+            server,
+            timeout,
+            wait,
+            sources,
+        } => login(out, server, *timeout, *wait, sources).await,
         McpCommand::List { wait, sources } => {
             let (runtime, awaiting) = match load(out, sources, Report::Every)? {
                 Ok(r) => r,
@@ -274,6 +295,71 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             })
         }
     }
+}
+
+/// An OAuth error as the command reports it: its message and code.
+fn oauth_failure(e: evoflux_app::mcp_servers::OAuthError) -> anyhow::Error {
+    anyhow::anyhow!("{e} ({})", e.code())
+}
+
+/// `evoflux mcp login`: the login through a loopback redirect, then the
+/// server started with the stored tokens.
+async fn login(
+    out: &Output,
+    server: &str,
+    timeout: u64,
+    wait: u64,
+    sources: &SourceArgs,
+) -> anyhow::Result<Exit> {
+    use evoflux_app::mcp_servers::{OAuthError, OAuthLogins};
+    let (runtime, awaiting) = match load(out, sources, Report::Quiet)? {
+        Ok(r) => r,
+        Err(exit) => return Ok(exit),
+    };
+    let target = match runtime.login_target(server) {
+        Ok(t) => t,
+        Err(OAuthError::UnknownServer(_)) => return Err(not_found(server, &awaiting)),
+        Err(e) => return Err(oauth_failure(e)),
+    };
+    let redirect = evoflux_mcp::LoopbackRedirect::bind()
+        .await
+        .map_err(oauth_failure)?;
+    let logins = OAuthLogins::new();
+    let redirect_uri = redirect.redirect_uri.clone();
+    let start = logins
+        .begin(target, &redirect_uri)
+        .await
+        .map_err(oauth_failure)?;
+    eprintln!(
+        "Open this address in a browser to log in to `{server}` (waiting {timeout} s):\n{}",
+        start.authorization_url
+    );
+    let callback = redirect
+        .wait(Duration::from_secs(timeout))
+        .await
+        .map_err(oauth_failure)?;
+    logins.complete(&callback).await.map_err(oauth_failure)?;
+    let Some((manager, name)) = find(&runtime, server) else {
+        return Err(not_found(server, &awaiting));
+    };
+    let status = start_one(manager, &name, wait).await?;
+    runtime.shutdown().await;
+    let status = status?;
+    out.result(
+        &serde_json::json!({
+            "server": server,
+            "state": status.state,
+            "tools": status.tools.len(),
+        }),
+        || {
+            format!(
+                "Logged in to {server}: {} with {} tools.\n",
+                status.state.as_str(),
+                status.tools.len()
+            )
+        },
+    );
+    Ok(Exit::Ok)
 }
 
 /// Starts one server and waits for it; `Err` inside when it is not ready.

@@ -1,6 +1,7 @@
 //! `evoflux schedule`: the compiled schedules with their next run and
-//! history, and a run on demand. `evoflux serve` runs the scheduler that
-//! fires them; these commands read its durable state.
+//! history, a run on demand, and turning one on or off (`enabled` in its
+//! file). `evoflux serve` runs the scheduler that fires them; these
+//! commands read its durable state.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -9,7 +10,8 @@ use anyhow::bail;
 use clap::Subcommand;
 use evoflux_app::CompiledGraph;
 use evoflux_app::scheduler::{
-    self, EngineRunner, RunStatus, ScheduleRow, ScheduleRun, Scheduler, SystemNow,
+    self, EngineRunner, RunStatus, ScheduleEditError, ScheduleRow, ScheduleRun, Scheduler,
+    SystemNow,
 };
 use evoflux_core::{Diagnostic, Diagnostics, Slot, SlotKind};
 use evoflux_graph::compose::CompositionEntry;
@@ -34,6 +36,20 @@ pub enum ScheduleCommand {
     /// Run a schedule's task now, in a new session, and wait for it; exit
     /// 1 when it fails. A disabled schedule runs too.
     RunNow {
+        name: String,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Turn a schedule on: `enabled = true` in its file, nothing else in
+    /// the file changed.
+    Enable {
+        name: String,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Turn a schedule off: `enabled = false` in its file, nothing else in
+    /// the file changed. `run-now` still runs it.
+    Disable {
         name: String,
         #[command(flatten)]
         sources: SourceArgs,
@@ -66,6 +82,8 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
         ScheduleCommand::List { sources }
         | ScheduleCommand::Show { sources, .. }
         | ScheduleCommand::RunNow { sources, .. }
+        | ScheduleCommand::Enable { sources, .. }
+        | ScheduleCommand::Disable { sources, .. }
         | ScheduleCommand::History { sources, .. } => sources,
     };
     let graph = app.compile(&sources.workspaces)?;
@@ -111,6 +129,44 @@ async fn run_async(out: &Output, command: &ScheduleCommand) -> anyhow::Result<Ex
                 s
             });
             Ok(Exit::Ok)
+        }
+        ScheduleCommand::Enable { name, .. } | ScheduleCommand::Disable { name, .. } => {
+            if let Err(exit) = find(name)? {
+                return Ok(exit);
+            }
+            let enabled = matches!(command, ScheduleCommand::Enable { .. });
+            match scheduler::set_enabled(&graph, name, enabled) {
+                Ok(change) => {
+                    out.result(&json!({ "change": change }), || {
+                        format!(
+                            "{} `{name}`{} ({})\n",
+                            if enabled { "Enabled" } else { "Disabled" },
+                            if change.changed {
+                                ""
+                            } else {
+                                " (it already was)"
+                            },
+                            change.file.display()
+                        )
+                    });
+                    Ok(Exit::Ok)
+                }
+                Err(e) => {
+                    out.diagnostics(&Diagnostics::from(vec![e.to_diagnostic()]));
+                    Ok(match e {
+                        ScheduleEditError::Unreadable { .. } | ScheduleEditError::Write(_) => {
+                            Exit::Failure
+                        }
+                        ScheduleEditError::NotFound(_)
+                        | ScheduleEditError::Builtin { .. }
+                        | ScheduleEditError::NotEditable { .. }
+                        | ScheduleEditError::Invalid { .. }
+                        | ScheduleEditError::EnabledInvalid { .. }
+                        | ScheduleEditError::FormatUnsupported { .. }
+                        | ScheduleEditError::Unverified { .. } => Exit::Invalid,
+                    })
+                }
+            }
         }
         ScheduleCommand::History { name, limit, .. } => {
             if let Err(exit) = find(name)? {

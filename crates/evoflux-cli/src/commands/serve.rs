@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// response data moving (HTTP/2 pings do not count).
     #[arg(long, default_value_t = evoflux_server::IDLE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub idle_timeout_secs: u64,
+    /// Seconds a live session may sit idle (no turn running, nothing waiting on it) before
+    /// it is released from memory; its next message opens it again from the store.
+    #[arg(long, default_value_t = evoflux_server::IDLE_RELEASE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=604800))]
+    pub idle_release_secs: u64,
 }
 
 /// What `--host` names: an address, or a host name to resolve.
@@ -192,6 +196,7 @@ pub fn run(out: &Output, args: &ServeArgs) -> anyhow::Result<Exit> {
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     options.header_timeout = std::time::Duration::from_secs(args.header_timeout_secs);
     options.idle_timeout = std::time::Duration::from_secs(args.idle_timeout_secs);
+    options.idle_release = std::time::Duration::from_secs(args.idle_release_secs);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

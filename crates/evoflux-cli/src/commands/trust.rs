@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::PathBuf;
 
 use clap::Args;
-use evoflux_app::trust_review::{ReviewItem, Runs, TrustReview};
+use evoflux_app::trust_review::{ReviewItem, TrustReview, describe};
 use evoflux_core::trust::{CHANGED_SINCE_TRUST, GrantStatus, TrustState, repository_root};
 use evoflux_core::{Diagnostic, Diagnostics};
 use serde::Serialize;
@@ -288,119 +288,6 @@ pub(crate) fn render_review(review: &TrustReview) -> String {
          your environment, and its providers no key.\n",
     );
     text
-}
-
-fn describe(item: &ReviewItem) -> String {
-    let name = item
-        .slot
-        .split_once('/')
-        .map_or(item.slot.as_str(), |(_, n)| n);
-    match &item.runs {
-        Runs::CommandTool { argv, env } => format!(
-            "run the command tool `{name}`: {}{}",
-            argv.join(" "),
-            names(" (given ", env, ")")
-        ),
-        Runs::McpServer {
-            transport,
-            command,
-            files,
-            url,
-            env,
-            headers,
-        } => {
-            let what = url.clone().unwrap_or_else(|| command.join(" "));
-            format!(
-                "start the MCP server `{name}` ({transport}): {what}{}{}{}",
-                names(" (env ", env, ")"),
-                names(" (headers ", headers, ")"),
-                names(
-                    " (outside the sandbox; its files as they are now: ",
-                    files,
-                    ")"
-                )
-            )
-        }
-        Runs::Channel { routes } => {
-            format!(
-                "answer HTTP requests (channel `{name}`): {}",
-                routes.join(", ")
-            )
-        }
-        Runs::Schedule {
-            trigger,
-            mode,
-            prompt,
-        } => format!(
-            "start {mode} sessions on a schedule (`{name}`, {trigger}): {}",
-            first_line(prompt)
-        ),
-        Runs::CheckCommands { commands } => format!(
-            "run check commands (verify): {}",
-            if commands.is_empty() {
-                "none".to_owned()
-            } else {
-                commands.join("; ")
-            }
-        ),
-        Runs::Eval { prompt } => format!(
-            "run the eval `{name}` with a model and tools: {}",
-            first_line(prompt)
-        ),
-        Runs::Config { providers } if providers.is_empty() => {
-            "set its config (no providers)".to_owned()
-        }
-        Runs::Config { providers } => format!(
-            "define providers: {}",
-            providers
-                .iter()
-                .map(|p| format!(
-                    "{} ({}{})",
-                    p.name,
-                    p.kind.as_str(),
-                    p.base_url
-                        .as_deref()
-                        .map(|u| format!(", {u}"))
-                        .unwrap_or_default()
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Runs::Sandbox { writable_roots } if writable_roots.is_empty() => {
-            "set its sandbox (tighten only)".to_owned()
-        }
-        Runs::Sandbox { writable_roots } => format!(
-            "let commands write, besides the workspace: {}",
-            writable_roots
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Runs::Disables => format!("turn off `{}`", item.slot),
-        Runs::Shadowed { by } => format!("`{}`: not used, {by} wins its slot", item.slot),
-        Runs::Layered { .. } => format!("add to its `{}` (layered)", item.slot),
-        Runs::Invalid => format!(
-            "`{}`: has errors (listed above) and does not run",
-            item.slot
-        ),
-    }
-}
-
-fn names(before: &str, names: &[String], after: &str) -> String {
-    if names.is_empty() {
-        String::new()
-    } else {
-        format!("{before}{}{after}", names.join(", "))
-    }
-}
-
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default().trim();
-    match line.char_indices().nth(100) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_owned(),
-    }
 }
 
 fn not_a_directory(out: &Output, dir: &std::path::Path, why: String) -> Exit {

@@ -211,8 +211,9 @@ impl EventSink for HumanEvents {
                     eprintln!("  [{}] {}", i + 1, citation_line(c));
                 }
             }
-            // Usage is for `--json` readers and `sessions show`.
-            Event::ModelCallCompleted { .. } => {}
+            // Usage is for `--json` readers and `sessions show`; a title
+            // for the session list.
+            Event::ModelCallCompleted { .. } | Event::SessionTitled { .. } => {}
             Event::Error { code, message } => {
                 self.end_text();
                 eprintln!("error[{code}]: {message}");

@@ -100,8 +100,8 @@ turns:
         .wait("document.body.innerText.includes('END-OF-PLAN')")
         .await;
     // Nothing lost, nothing twice: the whole conversation once (in the
-    // page's main part: the sidebar titles the session by its first
-    // message too).
+    // conversation: the sidebar and the page's heading title the session
+    // by its first message too).
     for text in [
         "plan a trip",
         "Which city?",
@@ -109,7 +109,7 @@ turns:
         "Day three",
         "END-OF-PLAN",
     ] {
-        assert_eq!(count_in(&browser, "main", text).await, 1, "{text}");
+        assert_eq!(count_in(&browser, "#conversation", text).await, 1, "{text}");
     }
     // Markdown is rendered, not shown as source.
     let bold = browser
@@ -1045,13 +1045,14 @@ async fn sessions_have_titles_nest_their_children_are_searched_and_deleted() {
     browser
         .wait("document.querySelectorAll('#session-list > li.session').length === 3")
         .await;
-    // Latest activity first (by each top-level session's own).
+    // Latest activity first; a child's activity counts as its parent's
+    // (the Lisbon session's delegated child spoke last).
     assert_eq!(
         sidebar_titles(&browser).await,
         json!([
+            "Plan the Lisbon offsite",
             "Draft the quarterly report",
-            "Refactor the tokenizer",
-            "Plan the Lisbon offsite"
+            "Refactor the tokenizer"
         ])
     );
     // The child is nested under its parent, folded until opened.
@@ -1144,9 +1145,10 @@ async fn sessions_have_titles_nest_their_children_are_searched_and_deleted() {
     browser
         .wait("document.querySelectorAll('#session-list > li.session').length === 2")
         .await;
+    // A rename is not activity: the order stays by what was said last.
     assert_eq!(
         sidebar_titles(&browser).await,
-        json!(["Q3 report", "Plan the Lisbon offsite"])
+        json!(["Plan the Lisbon offsite", "Q3 report"])
     );
     let gone = server
         .get(&format!("/api/sessions/{}", ids[1]))

@@ -403,5 +403,6 @@ fn state_of(state: ServerState) -> McpServerState {
         S::Stopped => McpServerState::Stopped,
         S::Skipped => McpServerState::Skipped,
         S::NeedsCredentials => McpServerState::NeedsCredentials,
+        S::NeedsLogin => McpServerState::NeedsLogin,
     }
 }

@@ -18,12 +18,14 @@ mod open;
 mod record;
 mod recorder;
 mod router;
+mod snapshot;
 mod title;
 mod turn;
 
 pub use commits::git_heads;
 pub use dispatch::WorkerEnd;
 pub use record::{SessionRecord, SessionSummary};
+pub use snapshot::{DEFAULT_PAGE, MAX_PAGE, SessionSnapshot, TranscriptPage};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -406,8 +408,9 @@ pub struct Harness {
     /// can say it was decided.
     awaiting_approval: std::sync::Mutex<Option<String>>,
     /// Whether the model is asked for the session's title after its first
-    /// turn ([`title`]); front ends that outlive a turn turn it on.
-    model_titles: bool,
+    /// turn, and the call under way ([`title`]); front ends that outlive a
+    /// turn turn it on.
+    titles: title::Titles,
 }
 
 /// A session's model client: what it calls and under which label, for a
@@ -529,9 +532,11 @@ impl Harness {
         Ok(self.recorder.store.tree_usage(self.session.id).await?)
     }
 
-    /// Stops what the session started (its MCP servers). Command processes
-    /// belong to the application's runtime, which its owner shuts down.
+    /// Stops what the session started (its MCP servers), after waiting a
+    /// little for its title call ([`title`]). Command processes belong to
+    /// the application's runtime, which its owner shuts down.
     pub async fn shutdown(&self) {
+        self.settle_title().await;
         if let Some(rt) = &self.mcp.runtime {
             rt.shutdown().await;
         }

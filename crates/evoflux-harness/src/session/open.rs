@@ -124,7 +124,7 @@ impl Harness {
             client_files: None,
             lease_epoch: 0,
             awaiting_approval: std::sync::Mutex::new(None),
-            model_titles: false,
+            titles: Default::default(),
             session,
         }
     }

@@ -2,8 +2,6 @@
 //! transcript (with the same artifact metadata live events carry), its
 //! open questions, its usage and the children its dispatches opened.
 
-use std::collections::HashMap;
-
 use evoflux_core::ids::SessionId;
 use evoflux_store::{
     PendingInput, Session, SessionQuery, Store, StoreError, TranscriptEntry, Usage,
@@ -51,57 +49,35 @@ impl SessionSummary {
     /// children's (two queries, however many sessions there are).
     pub async fn list(store: &Store) -> Result<Vec<SessionSummary>, StoreError> {
         let sessions = store.list_sessions().await?;
-        let mut totals = tree_totals(store, &sessions).await?;
-        Ok(sessions
-            .into_iter()
-            .map(|session| SessionSummary {
-                usage_with_children: totals.remove(&session.id).unwrap_or_default(),
-                session,
-            })
-            .collect())
+        with_totals(store, sessions).await
     }
 
     /// A page of the session list as [`Store::find_sessions`] orders it
     /// (by last activity, children after their parent, or what a search
-    /// found), each with its usage and its children's.
+    /// found), each with its usage and its children's: two queries, the
+    /// totals only of the page's sessions and the sessions below them.
     pub async fn find(
         store: &Store,
         query: &SessionQuery,
     ) -> Result<Vec<SessionSummary>, StoreError> {
         let page = store.find_sessions(query).await?;
-        let mut totals = tree_totals(store, &store.list_sessions().await?).await?;
-        Ok(page
-            .into_iter()
-            .map(|session| SessionSummary {
-                usage_with_children: totals.remove(&session.id).unwrap_or_default(),
-                session,
-            })
-            .collect())
+        with_totals(store, page).await
     }
 }
 
-/// Each of `sessions`' usage with every session its dispatches opened.
-async fn tree_totals(
+/// `sessions`, each with its usage and that of every session its
+/// dispatches opened ([`Store::tree_usages`], one query).
+async fn with_totals(
     store: &Store,
-    sessions: &[Session],
-) -> Result<HashMap<SessionId, Usage>, StoreError> {
-    let own = store.all_usage().await?;
-    let parents: HashMap<SessionId, SessionId> = sessions
-        .iter()
-        .filter_map(|s| s.parent.as_ref().map(|p| (s.id, p.session_id)))
-        .collect();
-    let mut totals: HashMap<SessionId, Usage> = HashMap::new();
-    for (id, usage) in &own {
-        // The session itself and each of its ancestors. The walk is
-        // bounded by the number of sessions, so a corrupt cycle of
-        // parents cannot hang it.
-        let mut at = Some(*id);
-        for _ in 0..=sessions.len() {
-            let Some(current) = at else { break };
-            let total = totals.entry(current).or_default();
-            *total = total.plus(usage);
-            at = parents.get(&current).copied();
-        }
-    }
-    Ok(totals)
+    sessions: Vec<Session>,
+) -> Result<Vec<SessionSummary>, StoreError> {
+    let ids: Vec<SessionId> = sessions.iter().map(|s| s.id).collect();
+    let mut totals = store.tree_usages(&ids).await?;
+    Ok(sessions
+        .into_iter()
+        .map(|session| SessionSummary {
+            usage_with_children: totals.remove(&session.id).unwrap_or_default(),
+            session,
+        })
+        .collect())
 }

@@ -33,9 +33,17 @@ impl Harness {
         input: Option<&str>,
         options: TurnOptions,
     ) -> Result<TurnOutcome, HarnessError> {
+        // Only a view's alignment depends on it: never fails the turn.
+        let after_entry = self
+            .recorder
+            .store
+            .transcript_last_seq(self.session.id)
+            .await
+            .ok();
         self.emit(&Event::TurnStarted {
             session_id: self.session.id.to_string(),
             input: input.map(str::to_owned),
+            after_entry,
         });
         self.usage
             .start_turn(&self.recorder.store, self.session.id)

@@ -23,7 +23,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use evoflux_core::config::ResolverMode;
-use evoflux_model::{EventStream, Message, Provider, Request, StreamEvent};
+use evoflux_model::{EventStream, Message, Provider, Request};
 use evoflux_skills::resolver::{
     RESOLVER_SYSTEM_PROMPT, Resolution, ResolverRequest, evaluate_response,
 };
@@ -126,36 +126,21 @@ fn ask(
     other_model: Option<(String, Option<evoflux_core::price::Price>)>,
     input: ResolverRequest,
 ) -> impl Future<Output = (Resolution, Vec<SideCall>)> + Send + 'static {
-    let mut stream = provider.stream(resolver_request(model, &input));
+    let stream = provider.stream(resolver_request(model, &input));
     async move {
-        let mut answer = String::new();
-        let mut failure = None;
-        let mut side_calls = Vec::new();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(StreamEvent::TextDelta { text }) => answer.push_str(&text),
-                Ok(StreamEvent::Done) => break,
-                Ok(
-                    StreamEvent::ToolCallDelta { .. }
-                    | StreamEvent::ToolCall { .. }
-                    | StreamEvent::InvalidToolCall { .. }
-                    | StreamEvent::ProviderItem { .. }
-                    | StreamEvent::Stop { .. },
-                ) => {}
-                Ok(StreamEvent::Usage { usage }) => side_calls.push(SideCall {
-                    purpose: CallPurpose::SkillResolution,
-                    usage,
-                    other_model: other_model.clone(),
-                }),
-                Err(e) => {
-                    failure = Some(e.to_string());
-                    break;
-                }
-            }
-        }
-        let resolution = match failure {
-            Some(why) => Resolution::error(why),
-            None => evaluate_response(&input, &answer),
+        let answer = crate::side_call::collect(stream).await;
+        let side_calls = answer
+            .usage
+            .into_iter()
+            .map(|usage| SideCall {
+                purpose: CallPurpose::SkillResolution,
+                usage,
+                other_model: other_model.clone(),
+            })
+            .collect();
+        let resolution = match answer.failure {
+            Some(why) => Resolution::error(why.to_string()),
+            None => evaluate_response(&input, &answer.text),
         };
         (resolution, side_calls)
     }

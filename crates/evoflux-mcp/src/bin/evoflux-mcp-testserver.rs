@@ -1,12 +1,15 @@
 //! The MCP test server of `evoflux-mcp` (see `evoflux_mcp::testserver`).
 //!
 //! ```text
-//! evoflux-mcp-testserver [stdio|http] [--page-size N] [--filler-tools N] [--port N]
+//! evoflux-mcp-testserver [stdio|http|oauth] [--page-size N] [--filler-tools N] [--port N]
 //!                        [--start-delay-ms N]
 //! ```
 //! `stdio` (the default) serves one client on stdin/stdout until stdin
 //! closes. `http` serves Streamable HTTP on 127.0.0.1, prints the endpoint
 //! URL on the first line of stdout, and runs until killed or stdin closes.
+//! `oauth` is `http` behind a bearer check, with a fake authorization
+//! server beside it (`evoflux_mcp::testserver_oauth`; only the default
+//! options), printed the same way.
 //!
 //! `--start-delay-ms N` sleeps N milliseconds before serving anything (in
 //! `http` mode, before the port is bound and the URL printed): a server
@@ -24,6 +27,7 @@ use tokio::io::AsyncReadExt;
 enum Mode {
     Stdio,
     Http,
+    OAuth,
 }
 
 /// What the command line asks for.
@@ -51,6 +55,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         match arg.as_str() {
             "stdio" => mode = Mode::Stdio,
             "http" => mode = Mode::Http,
+            "oauth" => mode = Mode::OAuth,
             "--page-size" => options.page_size = number("--page-size")?,
             "--filler-tools" => options.filler_tools = number("--filler-tools")?,
             "--port" => {
@@ -97,6 +102,17 @@ async fn main() -> ExitCode {
                 let mut sink = Vec::new();
                 let _ = tokio::io::stdin().read_to_end(&mut sink).await;
                 drop(server);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        },
+        Mode::OAuth => match evoflux_mcp::testserver_oauth::OAuthFixture::start().await {
+            Ok(fixture) => {
+                println!("{}", fixture.mcp_url);
+                let _ = std::io::stdout().flush();
+                let mut sink = Vec::new();
+                let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+                drop(fixture);
                 Ok(())
             }
             Err(e) => Err(e),

@@ -12,4 +12,5 @@ mod common;
 
 mod everything;
 mod manager;
+mod oauth;
 mod plugins;

@@ -1,13 +1,16 @@
 //! The handlers of the framework API channel, one module per area.
 
 pub mod agents;
+pub mod highlight;
 pub mod lists;
 pub mod mcp;
+pub mod mcp_oauth;
 pub mod plugins;
 pub mod scheduler;
 pub mod sessions;
 pub mod skills;
 pub mod system;
+pub mod trust;
 pub mod viewer;
 
 use crate::error::ApiError;

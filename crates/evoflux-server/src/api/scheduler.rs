@@ -1,18 +1,19 @@
 //! `/api/scheduler`: the schedules with their next and last run, a
-//! schedule's history, and a run on demand, as `evoflux schedule` shows
-//! them. The server's own scheduler fires them on time.
+//! schedule's history, a run on demand and turning one on or off, as
+//! `evoflux schedule` does. The server's own scheduler fires them on time.
 
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use evoflux_app::scheduler::{self, ScheduleRow};
-use serde::Deserialize;
+use evoflux_app::scheduler::{self, ScheduleEditError, ScheduleRow};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
-use crate::api::lists::{Listing, listing};
-use crate::error::ApiError;
+use crate::error::{ApiError, body_error};
 use crate::state::ServerState;
 
 async fn rows(
@@ -37,11 +38,32 @@ async fn row(state: &ServerState, name: &str) -> Result<ScheduleRow, ApiError> {
         })
 }
 
+/// `GET /api/scheduler`: a listing with where the user's own schedules go.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScheduleListing {
+    #[schema(value_type = Vec<Object>)]
+    pub items: Value,
+    #[schema(value_type = Vec<Object>)]
+    pub diagnostics: Value,
+    /// The folder a new schedule file of the user's goes in
+    /// (`<name>.toml`); a trusted repository's go in its
+    /// `.evoflux/schedules/`.
+    #[schema(value_type = String)]
+    pub folder: std::path::PathBuf,
+}
+
 #[utoipa::path(get, path = "/api/scheduler", operation_id = "schedule_list", tag = "scheduler",
-    responses((status = 200, description = "Every schedule with its trigger, mode, file, next run and newest run", body = Listing)))]
-pub async fn list(State(state): State<Arc<ServerState>>) -> Result<Json<Listing>, ApiError> {
+    responses((status = 200, description = "Every schedule with its trigger, mode, file, whether it is editable, next run and newest run; the folder new ones go in", body = ScheduleListing)))]
+pub async fn list(
+    State(state): State<Arc<ServerState>>,
+) -> Result<Json<ScheduleListing>, ApiError> {
     let (rows, diags) = rows(&state).await?;
-    listing(rows, &diags)
+    Ok(Json(ScheduleListing {
+        items: serde_json::to_value(rows)
+            .map_err(|e| ApiError::internal("server/unserializable", e.to_string()))?,
+        diagnostics: diags.to_json(),
+        folder: scheduler::user_folder(state.sessions.app()),
+    }))
 }
 
 #[utoipa::path(get, path = "/api/scheduler/{name}", operation_id = "schedule_show", tag = "scheduler",
@@ -105,4 +127,51 @@ pub async fn run(
     let row = row(&state, &name).await?;
     let run = state.scheduler.start_now(&name, &row.schedule).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "run": run }))))
+}
+
+/// `PATCH /api/scheduler/{name}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleEnabledBody {
+    pub enabled: bool,
+}
+
+fn edit_error(e: ScheduleEditError) -> ApiError {
+    let status = match &e {
+        ScheduleEditError::NotFound(_) => StatusCode::NOT_FOUND,
+        ScheduleEditError::Builtin { .. } | ScheduleEditError::NotEditable { .. } => {
+            StatusCode::FORBIDDEN
+        }
+        ScheduleEditError::Invalid { .. }
+        | ScheduleEditError::EnabledInvalid { .. }
+        | ScheduleEditError::FormatUnsupported { .. }
+        | ScheduleEditError::Unverified { .. } => StatusCode::CONFLICT,
+        ScheduleEditError::Unreadable { .. } | ScheduleEditError::Write(_) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    };
+    ApiError::new(status, e.code(), e.to_string())
+}
+
+#[utoipa::path(patch, path = "/api/scheduler/{name}", operation_id = "schedule_set_enabled", tag = "scheduler", request_body = ScheduleEnabledBody,
+    params(("name" = String, Path, description = "The schedule's name")),
+    responses(
+        (status = 200, description = "`enabled` is set in the schedule's file (nothing else in it changes); the schedule as it is now, and whether the file changed", body = Object),
+        (status = 403, description = "A built-in schedule, or one of a plugin or the administrator: not the user's file", body = ApiError),
+        (status = 404, description = "No such schedule", body = ApiError),
+        (status = 409, description = "The file cannot be edited safely (it changed, or `enabled` is not a boolean); nothing was written", body = ApiError)
+    ))]
+pub async fn set_enabled(
+    State(state): State<Arc<ServerState>>,
+    Path(name): Path<String>,
+    body: Result<Json<ScheduleEnabledBody>, JsonRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Json(body) = body.map_err(body_error)?;
+    let graph = state.sessions.app().compile(&state.workspaces)?;
+    let change = crate::api::blocking(move || {
+        scheduler::set_enabled(&graph, &name, body.enabled).map_err(edit_error)
+    })
+    .await?;
+    let row = row(&state, &change.name).await?;
+    Ok(Json(json!({ "schedule": row, "changed": change.changed })))
 }

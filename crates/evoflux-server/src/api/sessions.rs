@@ -1,5 +1,6 @@
 //! The sessions protocol: create, message, stream, answer, approve, cancel,
-//! resume, list and search, show, rename, fetch an artifact, delete. Thin
+//! resume, list and search, show (whole, or as a view opens it: a
+//! snapshot and older pages), rename, fetch an artifact, delete. Thin
 //! handlers over the harness's session engine ([`crate::live`]).
 
 use std::convert::Infallible;
@@ -16,7 +17,9 @@ use axum::response::{IntoResponse, Response};
 use evoflux_app::SessionOptions;
 use evoflux_core::AppMode;
 use evoflux_core::ids::SessionId;
-use evoflux_harness::{ApprovalDecision, SessionRecord};
+use evoflux_harness::{
+    ApprovalDecision, DEFAULT_PAGE, SessionRecord, SessionSnapshot, TranscriptPage,
+};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -174,7 +177,10 @@ fn session_id(raw: &str) -> Result<SessionId, ApiError> {
 }
 
 /// Coding repositories must be the server's workspaces or inside one.
-fn authorized(state: &ServerState, requested: &[PathBuf]) -> Result<Vec<PathBuf>, ApiError> {
+pub(crate) fn authorized(
+    state: &ServerState,
+    requested: &[PathBuf],
+) -> Result<Vec<PathBuf>, ApiError> {
     if requested.is_empty() {
         return Ok(state.workspaces.iter().take(1).cloned().collect());
     }
@@ -352,6 +358,135 @@ pub struct ShownSession {
     pub live: bool,
     /// A turn is running.
     pub busy: bool,
+}
+
+/// `GET /api/sessions/{id}/snapshot` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotQuery {
+    /// At most this many transcript entries (default 120, at most 500).
+    pub limit: Option<u32>,
+}
+
+/// `GET /api/sessions/{id}/transcript` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct TranscriptQuery {
+    /// Entries before this one: a snapshot's or a page's `earlier`.
+    pub before: u64,
+    /// At most this many entries (default 120, at most 500).
+    pub limit: Option<u32>,
+}
+
+/// `GET /api/sessions/{id}/snapshot`: what a view renders first.
+#[derive(Debug, Serialize)]
+pub struct ShownSnapshot {
+    #[serde(flatten)]
+    pub snapshot: SessionSnapshot,
+    /// Open in this server (its events can be streamed without resuming).
+    pub live: bool,
+    /// A turn is running.
+    pub busy: bool,
+}
+
+#[utoipa::path(get, path = "/api/sessions/{id}/snapshot", operation_id = "session_snapshot", tag = "sessions",
+    params(("id" = String, Path, description = "The session id"), SnapshotQuery),
+    responses(
+        (status = 200, description = "The session as a view opens it: the newest stored transcript entries before its last turn (`transcript`, with `earlier` when older ones exist), open questions the events do not repeat, usage, children, and `after_event`: stream the events after it for the last turn (running or not) and what follows", body = Object),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn snapshot(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    Query(query): Query<SnapshotQuery>,
+) -> Result<Json<ShownSnapshot>, ApiError> {
+    let id = session_id(&id)?;
+    // What this replica queued for the session is stored first, so the
+    // snapshot and the events after it meet without a gap.
+    state.sessions.flush_events(id).await;
+    let snapshot =
+        SessionSnapshot::load(&state.store, id, query.limit.unwrap_or(DEFAULT_PAGE)).await?;
+    let live = state.sessions.peek(id);
+    Ok(Json(ShownSnapshot {
+        snapshot,
+        live: live.is_some(),
+        busy: live.is_some_and(|l| l.is_busy()),
+    }))
+}
+
+#[utoipa::path(get, path = "/api/sessions/{id}/transcript", operation_id = "session_transcript", tag = "sessions",
+    params(("id" = String, Path, description = "The session id"), TranscriptQuery),
+    responses(
+        (status = 200, description = "Older history: up to `limit` entries before `before`, in order, never starting with a tool result cut off from its call; `earlier` when older ones exist", body = Object),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn transcript(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    Query(query): Query<TranscriptQuery>,
+) -> Result<Json<TranscriptPage>, ApiError> {
+    let id = session_id(&id)?;
+    let page = TranscriptPage::load(
+        &state.store,
+        id,
+        query.before,
+        query.limit.unwrap_or(DEFAULT_PAGE),
+    )
+    .await?;
+    Ok(Json(page))
+}
+
+/// `POST /api/sessions/{id}/attachments` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AttachQuery {
+    /// The file's name; the next free `name (2).ext` when it is taken.
+    pub name: String,
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/attachments", operation_id = "attach_file", tag = "sessions",
+    params(("id" = String, Path, description = "The session id"), AttachQuery),
+    request_body(content = String, content_type = "application/octet-stream", description = "The file's bytes"),
+    responses(
+        (status = 201, description = "Written into the Work session's folder: `name` (the one asked for, or the next free one), `path`, `bytes`", body = Object),
+        (status = 400, description = "Not a file name (`attach/name-invalid`)", body = ApiError),
+        (status = 404, description = "No such session, or its folder is gone", body = ApiError),
+        (status = 409, description = "A Coding session (`attach/not-work-session`)", body = ApiError),
+        (status = 413, description = "Larger than 25 MiB (`attach/too-large`)", body = ApiError)
+    ))]
+pub async fn attach(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+    Query(query): Query<AttachQuery>,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, Json<evoflux_app::attachments::Attached>), ApiError> {
+    use evoflux_app::attachments::{AttachError, attach};
+    let id = session_id(&id)?;
+    let session = state.store.load(id).await?;
+    let written =
+        tokio::task::spawn_blocking(move || attach(&session.workspace, &query.name, &body))
+            .await
+            .map_err(|e| ApiError::internal("attach/write-failed", e.to_string()))?;
+    match written {
+        Ok(attached) => Ok((StatusCode::CREATED, Json(attached))),
+        Err(e) => {
+            let status = match &e {
+                AttachError::NotWork => StatusCode::CONFLICT,
+                AttachError::Name { .. } => StatusCode::BAD_REQUEST,
+                AttachError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+                AttachError::FolderMissing(_) => StatusCode::NOT_FOUND,
+                AttachError::Io { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            let error = ApiError::new(status, e.code(), e.to_string());
+            Err(match e {
+                AttachError::Name { .. } => error.field("name"),
+                _ => error,
+            })
+        }
+    }
 }
 
 /// `PATCH /api/sessions/{id}`.

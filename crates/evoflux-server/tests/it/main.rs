@@ -11,7 +11,11 @@
 
 mod common;
 
+mod attachments;
+
 mod connection_floods;
+mod highlight;
 mod idle_sessions;
 mod scheduled_runs;
 mod session_list;
+mod session_snapshot;

@@ -2,9 +2,10 @@
 
 //! Sessions can be found through the API (issue #48): each has a title
 //! (its first message until renamed), `GET /api/sessions` lists them by
-//! last activity with children after their parent, pages with `limit`
-//! and `before`, and searches titles and messages with `q`;
-//! `PATCH /api/sessions/{id}` renames.
+//! last activity (a child's activity is its parent's too) with children
+//! after their parent, each with what it cost with the sessions below it,
+//! pages with `limit` and `before`, and searches titles and messages
+//! (any word form) with `q`; `PATCH /api/sessions/{id}` renames.
 
 use crate::common;
 
@@ -129,32 +130,62 @@ async fn sessions_are_titled_listed_by_activity_paged_searched_and_renamed() {
         )
         .await
         .unwrap();
+    store
+        .add_usage(
+            child.id,
+            evoflux_store::Usage {
+                requests: 1,
+                input_tokens: 7_000,
+                ..evoflux_store::Usage::default()
+            },
+        )
+        .await
+        .unwrap();
     let child = child.id.to_string();
 
-    // By last activity, each family together: b, then a with its child.
+    // By last activity, each family together: the child worked last, so
+    // a (with its child) is first, then b.
     let all = api.list("").await;
     assert_eq!(
         all,
         [
-            (b.clone(), json!("Refactor the tokenizer")),
             (a.clone(), json!("Plan the Lisbon offsite")),
             (child.clone(), json!("Compare flights to Porto")),
+            (b.clone(), json!("Refactor the tokenizer")),
         ]
     );
+    // Each row costs what it cost with the sessions below it.
+    let (_, rows) = api.get("/api/sessions").await;
+    let tokens = |rows: &Value, id: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["session"]["id"] == id)
+            .map(|r| r["usage"]["input_tokens"].as_u64().unwrap())
+    };
+    let own_a = store.usage(a.parse().unwrap()).await.unwrap().input_tokens;
+    assert_eq!(tokens(&rows, &a), Some(own_a + 7_000), "{rows:#}");
+    assert_eq!(tokens(&rows, &child), Some(7_000));
+    // A search finds the child alone: its total is still its tree's, and
+    // its parent's is not computed.
+    let (_, found_child) = api.get("/api/sessions?q=flights").await;
+    assert_eq!(tokens(&found_child, &child), Some(7_000), "{found_child:#}");
+    assert_eq!(tokens(&found_child, &a), None);
 
     // One mode's sessions.
     assert_eq!(api.list("?mode=work").await, all);
     assert!(api.list("?mode=coding").await.is_empty());
 
-    // Paged by top-level session, a cursor at a time.
+    // Paged by top-level session (with its family), a cursor at a time.
     let (_, first) = api.get("/api/sessions?limit=1").await;
-    assert_eq!(first.as_array().unwrap().len(), 1);
+    assert_eq!(first.as_array().unwrap().len(), 2, "{first:#}");
     let last = &first[0]["session"];
+    assert_eq!(last["id"], a.as_str());
     let cursor = format!("{}:{}", last["updated_at_ms"], last["id"].as_str().unwrap());
     let next = api.list(&format!("/?limit=1&before={cursor}")[1..]).await;
     assert_eq!(
-        next.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
-        [a.clone(), child.clone()]
+        next.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        [b.as_str()]
     );
     let (status, e) = api.get("/api/sessions?before=yesterday").await;
     assert_eq!(status, 400, "{e}");
@@ -175,6 +206,8 @@ async fn sessions_are_titled_listed_by_activity_paged_searched_and_renamed() {
     assert_eq!(found("grammar").await, [b.as_str()]);
     assert_eq!(found("porto").await, [child.as_str()]);
     assert_eq!(found("lisbon%20off").await, [a.as_str()]);
+    // Word forms: "booking" finds "Book the Alfama venue".
+    assert_eq!(found("booking").await, [a.as_str()]);
     assert!(found("nowhere").await.is_empty());
 
     // Rename: kept, shown, and not counted as activity.
@@ -188,7 +221,7 @@ async fn sessions_are_titled_listed_by_activity_paged_searched_and_renamed() {
     assert_eq!(status, 200, "{renamed}");
     assert_eq!(renamed["title"], "Offsite planning");
     assert_eq!(
-        api.list("").await[1],
+        api.list("").await[0],
         (a.clone(), json!("Offsite planning"))
     );
     assert_eq!(found("offsite").await, [a.as_str()]);

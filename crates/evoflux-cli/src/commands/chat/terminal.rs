@@ -24,7 +24,6 @@ use super::markdown::Style;
 use super::slash::{self, Input, SlashCommand};
 use super::view::ChatView;
 use super::{ChatArgs, Console, CtrlC, Flow, Hosted, Said, open_hosted};
-use crate::commands::sessions::session_row;
 use crate::frontend::printer::clip;
 use crate::frontend::prompts::{approval_answer, approval_question, ask_trust, denied};
 use crate::frontend::runtime;
@@ -433,27 +432,78 @@ impl Terminal<'_> {
         }
     }
 
+    /// The most recently active top-level sessions (delegated children
+    /// are reached through their parent), each with its title and when it
+    /// was last active.
     async fn sessions(&self, live: &Hosted) -> anyhow::Result<()> {
         let store = crate::commands::app_context(&self.dirs)?
             .open_store()
             .await?;
-        let list = evoflux_harness::SessionSummary::list(&store).await?;
-        if list.is_empty() {
+        let page = evoflux_harness::SessionSummary::find(
+            &store,
+            &evoflux_harness::SessionQuery {
+                limit: Some(SESSIONS_SHOWN + 1),
+                ..evoflux_harness::SessionQuery::default()
+            },
+        )
+        .await?;
+        let top: Vec<_> = page.iter().filter(|s| s.session.parent.is_none()).collect();
+        if top.is_empty() {
             eprintln!("no sessions yet");
         }
-        for s in list.iter().take(20) {
+        for s in top.iter().take(SESSIONS_SHOWN as usize) {
             let mark = if s.session.id == live.session.id {
                 "*"
             } else {
                 " "
             };
-            eprintln!("{mark} {}", session_row(s));
+            eprintln!("{mark} {}", repl_row(s));
         }
-        if list.len() > 20 {
-            eprintln!("  … {} more: evoflux sessions list", list.len() - 20);
+        if top.len() > SESSIONS_SHOWN as usize {
+            eprintln!("  … more: evoflux sessions list");
         }
         eprintln!("/resume ID continues one");
         Ok(())
+    }
+}
+
+/// How many sessions `/sessions` lists.
+const SESSIONS_SHOWN: u32 = 20;
+
+/// A session as `/sessions` shows it: its id (what `/resume` takes), when
+/// it was last active (local time), its title, then mode, lead, what it
+/// cost with its children and its workspace.
+fn repl_row(summary: &evoflux_harness::SessionSummary) -> String {
+    let s = &summary.session;
+    let title = match &s.title {
+        Some(title) => format!("“{}”", clip(title, 48)),
+        None => "(untitled)".to_owned(),
+    };
+    format!(
+        "{}  {}  {title}  {}  {}  {}  {}",
+        s.id,
+        local_time(s.updated_at_ms),
+        s.mode().as_str(),
+        s.lead.as_deref().unwrap_or("-"),
+        summary.usage_with_children.cost_label(),
+        s.workspace
+            .roots()
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `2026-12-06 20:14` in the local time zone; the milliseconds as written
+/// when they are no time chrono can show.
+fn local_time(ms: i64) -> String {
+    use chrono::TimeZone as _;
+    match chrono::Local.timestamp_millis_opt(ms) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%Y-%m-%d %H:%M").to_string()
+        }
+        chrono::LocalResult::None => ms.to_string(),
     }
 }
 

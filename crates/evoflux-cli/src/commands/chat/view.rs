@@ -230,8 +230,9 @@ impl EventSink for ChatView {
                 // The plain view lists the pages the answer cited.
                 self.plain.emit(event);
             }
-            // The status line after the turn shows tokens and cost.
-            Event::ModelCallCompleted { .. } => {}
+            // The status line after the turn shows tokens and cost; a
+            // title is for `/sessions`.
+            Event::ModelCallCompleted { .. } | Event::SessionTitled { .. } => {}
             Event::TurnCancelled { .. } => {
                 self.end_text(&mut state);
                 self.plain.emit(event);

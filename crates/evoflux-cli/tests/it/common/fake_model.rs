@@ -3,6 +3,12 @@
 //! test's function answers to the body) and a usage
 //! chunk (100 prompt tokens, 80 of them from the cache, 1 completion
 //! token), as OpenAI's own server streams them.
+//!
+//! The server's title side call (after a session's first turn, on a task
+//! of its own) is refused unless the fake was made to answer it
+//! ([`FakeModel::titling`]): its arrival is not ordered with what a test
+//! reads, so counting it would make request counts race. It is never
+//! recorded.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -23,6 +29,16 @@ impl FakeModel {
 
     /// A fake whose answer to each request is `answer(body)`.
     pub fn answering(answer: fn(&Value) -> String) -> FakeModel {
+        FakeModel::serve(answer, None)
+    }
+
+    /// A fake that answers each turn's request with `answer(body)` and the
+    /// title side call with `title`.
+    pub fn titling(answer: fn(&Value) -> String, title: &'static str) -> FakeModel {
+        FakeModel::serve(answer, Some(title))
+    }
+
+    fn serve(answer: fn(&Value) -> String, title: Option<&'static str>) -> FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let bodies = Arc::new(Mutex::new(Vec::new()));
@@ -50,12 +66,11 @@ impl FakeModel {
                 }
                 let text = String::from_utf8_lossy(&body).into_owned();
                 let request: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                // The server's title side call runs on its own task after a
-                // session's first turn, so when it arrives is not ordered
-                // with what a test reads; it is refused here (a 400 is not
-                // retried, costs nothing, and the session keeps its message
-                // title). `session_titles` tests titles with a fake of its own.
-                if is_title_request(&request) {
+                // The title side call (see the module doc): refused with a
+                // 400 (not retried, costs nothing; the session keeps its
+                // message title) unless the fake answers titles.
+                let titled = is_title_request(&request);
+                if titled && title.is_none() {
                     let mut stream = reader.into_inner();
                     let _ = write!(
                         stream,
@@ -63,8 +78,14 @@ impl FakeModel {
                     );
                     continue;
                 }
-                let reply = answer(&request);
-                seen.lock().unwrap().push(text);
+                let reply = match title {
+                    Some(title) if titled => title.to_owned(),
+                    _ => {
+                        let reply = answer(&request);
+                        seen.lock().unwrap().push(text);
+                        reply
+                    }
+                };
                 let chunk = |choices: Value, usage: Value| {
                     format!(
                         "data: {}\n\n",
