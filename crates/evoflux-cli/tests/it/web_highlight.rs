@@ -17,23 +17,6 @@ use serde_json::{Value, json};
 /// The answer's Rust block, as the page should show it.
 const RUST: &str = "fn main() {\n    let s = \"<img src=x onerror=window.__pwned=1>\";\n}";
 
-/// Runs axe-core on the page as it is; the serious and critical violations
-/// (none when EVOFLUX_TEST_AXE names no axe.min.js).
-async fn axe_violations(browser: &Browser) -> Value {
-    let Some(axe) = std::env::var_os("EVOFLUX_TEST_AXE") else {
-        eprintln!("axe-core check skipped: EVOFLUX_TEST_AXE names no axe.min.js");
-        return json!([]);
-    };
-    let axe = std::fs::read_to_string(axe).unwrap();
-    browser.js(&axe, json!([])).await;
-    browser
-        .js_async(
-            "const done = arguments[arguments.length - 1]; axe.run(document).then(r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))));",
-            json!([]),
-        )
-        .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_rust_block_is_highlighted_as_text_and_the_page_passes_axe() {
     let Some(browser) = Browser::start().await else {
@@ -173,5 +156,5 @@ return Object.entries(colours).filter(([, c]) => ratio(c, code) < 4.5).map(([p, 
         .await;
     assert_eq!(dark, json!([]), "dark-theme contrast");
 
-    assert_eq!(axe_violations(&browser).await, json!([]), "axe-core");
+    assert_eq!(browser.axe_violations().await, json!([]), "axe-core");
 }

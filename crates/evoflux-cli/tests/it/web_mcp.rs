@@ -247,32 +247,8 @@ async fn the_api_edits_only_the_users_mcp_json_and_keeps_everything_else() {
     );
 }
 
-/// Opens the UI with the server's token in the address's fragment.
-async fn open(browser: &Browser, server: &Server, route: &str) {
-    browser
-        .goto(&format!("{}/#token={}", server.url, server.token))
-        .await;
-    browser.wait("document.querySelector('main h1')").await;
-    browser.goto(&format!("{}/#/{route}", server.url)).await;
-}
-
 /// The row of the server `echo`.
 const ROW: &str = "document.querySelector('tr[data-server=echo]')";
-
-async fn axe_violations(browser: &Browser) -> Value {
-    let Some(axe) = std::env::var_os("EVOFLUX_TEST_AXE") else {
-        eprintln!("axe-core check skipped: EVOFLUX_TEST_AXE names no axe.min.js");
-        return json!([]);
-    };
-    let axe = std::fs::read_to_string(axe).unwrap();
-    browser.js(&axe, json!([])).await;
-    browser
-        .js_async(
-            "const done = arguments[arguments.length - 1]; axe.run(document).then(r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))));",
-            json!([]),
-        )
-        .await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_is_added_edited_restarted_and_removed_in_the_settings() {
@@ -285,7 +261,7 @@ async fn a_server_is_added_edited_restarted_and_removed_in_the_settings() {
     let s = Sandbox::new();
     let user_file = s.config().join("mcp.json");
     let server = Server::start_with_env(&s, &[], &[("MCP_SECRET", "s3cret-value-42")]);
-    open(&browser, &server, "settings/mcp").await;
+    browser.open_ui(&server, "settings/mcp").await;
     browser
         .wait("document.body.innerText.includes('No MCP servers')")
         .await;
@@ -308,7 +284,7 @@ async fn a_server_is_added_edited_restarted_and_removed_in_the_settings() {
         .wait("document.querySelector('#mcp-err-command').innerText.includes('compile/connection-invalid')")
         .await;
     assert!(!user_file.exists());
-    let violations = axe_violations(&browser).await;
+    let violations = browser.axe_violations().await;
     assert_eq!(violations, json!([]), "axe-core on the MCP editor");
     browser.clear("input[data-field=command]").await;
     browser
@@ -378,7 +354,7 @@ async fn a_server_is_added_edited_restarted_and_removed_in_the_settings() {
         .wait("document.body.innerText.includes('Restarted echo: ready')")
         .await;
     assert_eq!(std::fs::read_to_string(&user_file).unwrap(), text);
-    let violations = axe_violations(&browser).await;
+    let violations = browser.axe_violations().await;
     assert_eq!(violations, json!([]), "axe-core on the MCP servers");
 
     // Remove, confirmed.

@@ -14,32 +14,6 @@ use common::webdriver::Browser;
 use common::{Sandbox, script};
 use serde_json::{Value, json};
 
-/// Opens the UI with the server's token in the address's fragment.
-async fn open(browser: &Browser, server: &Server, route: &str) {
-    browser
-        .goto(&format!("{}/#token={}", server.url, server.token))
-        .await;
-    browser.wait("document.querySelector('main h1')").await;
-    browser.goto(&format!("{}/#/{route}", server.url)).await;
-}
-
-/// The serious and critical axe-core violations of the page as it is
-/// (none when EVOFLUX_TEST_AXE names no axe.min.js).
-async fn axe_violations(browser: &Browser) -> Value {
-    let Some(axe) = std::env::var_os("EVOFLUX_TEST_AXE") else {
-        eprintln!("axe-core check skipped: EVOFLUX_TEST_AXE names no axe.min.js");
-        return json!([]);
-    };
-    let axe = std::fs::read_to_string(axe).unwrap();
-    browser.js(&axe, json!([])).await;
-    browser
-        .js_async(
-            "const done = arguments[arguments.length - 1]; axe.run(document).then(r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))));",
-            json!([]),
-        )
-        .await
-}
-
 /// Whether the menu's Plugins entry is nested in the Scheduler entry.
 const PLUGINS_BENEATH_SCHEDULER: &str = "document.querySelector('.nav > li > a[data-nav=scheduler]')?.parentElement.querySelector(':scope > ul a[data-nav=plugins]')?.getAttribute('href') === '#/plugins'";
 
@@ -178,7 +152,7 @@ async fn the_scheduler_view_lists_disables_runs_links_and_passes_axe() {
     let server = Server::start(&s, &[]);
 
     // No schedules: the page says where a file goes.
-    open(&browser, &server, "scheduler").await;
+    browser.open_ui(&server, "scheduler").await;
     browser
         .wait("document.body.innerText.includes('No schedules yet')")
         .await;
@@ -190,7 +164,7 @@ async fn the_scheduler_view_lists_disables_runs_links_and_passes_axe() {
         .await;
     assert_eq!(folder, s.config().join("schedules").to_str().unwrap());
     assert_eq!(browser.wait(PLUGINS_BENEATH_SCHEDULER).await, true);
-    assert_eq!(axe_violations(&browser).await, json!([]), "axe: empty");
+    assert_eq!(browser.axe_violations().await, json!([]), "axe: empty");
     browser.screenshot("scheduler-empty").await;
 
     // A real file is listed.
@@ -248,7 +222,7 @@ async fn the_scheduler_view_lists_disables_runs_links_and_passes_axe() {
     let session = history["runs"][0]["session_id"].as_str().unwrap();
     assert_eq!(href, format!("#/chat/{session}"));
     assert_eq!(history["runs"][0]["trigger"], "manual");
-    assert_eq!(axe_violations(&browser).await, json!([]), "axe: the list");
+    assert_eq!(browser.axe_violations().await, json!([]), "axe: the list");
     browser.screenshot("scheduler-list").await;
 
     // The schedule's own page: its history with the same link.
@@ -265,7 +239,7 @@ async fn the_scheduler_view_lists_disables_runs_links_and_passes_axe() {
             .await,
         format!("#/chat/{session}")
     );
-    assert_eq!(axe_violations(&browser).await, json!([]), "axe: history");
+    assert_eq!(browser.axe_violations().await, json!([]), "axe: history");
     browser.screenshot("scheduler-history").await;
     // The link opens the run's session.
     browser.click("table.history a.run-session").await;

@@ -239,15 +239,6 @@ async fn the_trust_api_lists_grants_refuses_a_stale_review_and_revokes() {
     assert_eq!(s.json(&["--json", "trust", "--list"]), json!([]));
 }
 
-/// Opens the UI with the server's token in the address's fragment.
-async fn open(browser: &Browser, server: &Server, route: &str) {
-    browser
-        .goto(&format!("{}/#token={}", server.url, server.token))
-        .await;
-    browser.wait("document.querySelector('main h1')").await;
-    browser.goto(&format!("{}/#/{route}", server.url)).await;
-}
-
 async fn text_of(browser: &Browser, css: &str) -> String {
     browser
         .wait(&format!("document.querySelector({css:?})?.innerText"))
@@ -255,23 +246,6 @@ async fn text_of(browser: &Browser, css: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
-}
-
-/// The serious and critical axe-core violations on the page as it is
-/// (none when EVOFLUX_TEST_AXE names no axe.min.js).
-async fn axe_violations(browser: &Browser) -> Value {
-    let Some(axe) = std::env::var_os("EVOFLUX_TEST_AXE") else {
-        eprintln!("axe-core check skipped: EVOFLUX_TEST_AXE names no axe.min.js");
-        return json!([]);
-    };
-    let axe = std::fs::read_to_string(axe).unwrap();
-    browser.js(&axe, json!([])).await;
-    browser
-        .js_async(
-            "const done = arguments[arguments.length - 1]; axe.run(document).then(r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))));",
-            json!([]),
-        )
-        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,7 +260,7 @@ async fn the_trust_prompt_lists_what_trust_grants_records_it_and_shows_what_chan
 
     // A Coding session being started in the untrusted repository: the
     // prompt lists the command tool and the MCP server.
-    open(&browser, &server, "chat").await;
+    browser.open_ui(&server, "chat").await;
     browser.click("button[data-mode=coding]").await;
     let prompt = text_of(&browser, "form .trust-prompt").await;
     for shown in [
@@ -305,7 +279,7 @@ async fn the_trust_prompt_lists_what_trust_grants_records_it_and_shows_what_chan
     }
     browser.screenshot("trust-prompt-new-session").await;
     assert_eq!(
-        axe_violations(&browser).await,
+        browser.axe_violations().await,
         json!([]),
         "axe-core on the prompt"
     );
@@ -332,7 +306,7 @@ async fn the_trust_prompt_lists_what_trust_grants_records_it_and_shows_what_chan
     assert!(prompt.contains("run the command tool `deploy`"), "{prompt}");
     assert!(prompt.contains("start the MCP server `db`"), "{prompt}");
     assert_eq!(
-        axe_violations(&browser).await,
+        browser.axe_violations().await,
         json!([]),
         "axe-core on a session with the prompt"
     );
@@ -382,7 +356,7 @@ async fn the_trust_prompt_lists_what_trust_grants_records_it_and_shows_what_chan
     );
     browser.screenshot("trust-prompt-changed").await;
     assert_eq!(
-        axe_violations(&browser).await,
+        browser.axe_violations().await,
         json!([]),
         "axe-core on Settings › Repositories"
     );

@@ -12,15 +12,6 @@ use common::webdriver::Browser;
 use common::{Sandbox, script, write};
 use serde_json::{Value, json};
 
-/// Opens the UI with the server's token in the address's fragment.
-async fn open(browser: &Browser, server: &Server, route: &str) {
-    browser
-        .goto(&format!("{}/#token={}", server.url, server.token))
-        .await;
-    browser.wait("document.querySelector('main h1')").await;
-    browser.goto(&format!("{}/#/{route}", server.url)).await;
-}
-
 /// Whether `text` appears in the page's visible text, and how often.
 async fn count(browser: &Browser, text: &str) -> u64 {
     browser
@@ -71,7 +62,7 @@ turns:
 "#,
     );
     let server = Server::start(&s, &[]);
-    open(&browser, &server, "chat").await;
+    browser.open_ui(&server, "chat").await;
     browser
         .type_into("main form input[type=text]", &model)
         .await;
@@ -157,7 +148,7 @@ async fn the_plugin_center_imports_reviews_enables_and_keeps_secrets_out_of_the_
         .unwrap();
     assert_eq!(packed.status(), 200, "{}", packed.text().await.unwrap());
 
-    open(&browser, &server, "plugins").await;
+    browser.open_ui(&server, "plugins").await;
     browser
         .wait("document.body.innerText.includes('No plugins yet')")
         .await;
@@ -291,7 +282,7 @@ async fn the_agent_editor_keeps_unknown_keys_across_form_and_raw() {
         "---\nname: researcher\nrole: member\ndescription: Finds things.\ncolour: teal # my note\n---\nFind.\n",
     );
     let server = Server::start(&s, &[]);
-    open(&browser, &server, "settings/agents/researcher").await;
+    browser.open_ui(&server, "settings/agents/researcher").await;
     browser
         .wait("document.querySelector('.agent-editor')")
         .await;
@@ -364,7 +355,7 @@ async fn a_skill_turned_off_for_coding_leaves_the_coding_composer_and_the_pages_
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_owned();
-    open(&browser, &server, &format!("chat/{id}")).await;
+    browser.open_ui(&server, &format!("chat/{id}")).await;
     browser.click("button[data-mode=coding]").await;
     browser.goto(&format!("{}/#/chat/{id}", server.url)).await;
     let composer = ".composer textarea";
@@ -469,23 +460,6 @@ async fn above_the_composer(browser: &Browser, css: &str) -> Value {
         .await
 }
 
-/// Runs axe-core on the page as it is; returns the serious and critical
-/// violations (none when EVOFLUX_TEST_AXE names no axe.min.js).
-async fn axe_violations(browser: &Browser) -> Value {
-    let Some(axe) = std::env::var_os("EVOFLUX_TEST_AXE") else {
-        eprintln!("axe-core check skipped: EVOFLUX_TEST_AXE names no axe.min.js");
-        return json!([]);
-    };
-    let axe = std::fs::read_to_string(axe).unwrap();
-    browser.js(&axe, json!([])).await;
-    browser
-        .js_async(
-            "const done = arguments[arguments.length - 1]; axe.run(document).then(r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))));",
-            json!([]),
-        )
-        .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn markdown_renders_gfm_with_copy_buttons_and_the_composer_covers_nothing() {
     let Some(browser) = Browser::start().await else {
@@ -513,7 +487,7 @@ turns:
         json!({"mode": "work", "model": model, "message": "show me"}),
     )
     .await;
-    open(&browser, &server, &format!("chat/{id}")).await;
+    browser.open_ui(&server, &format!("chat/{id}")).await;
     browser
         .wait("document.body.innerText.includes('TAIL-OF-THE-ANSWER') && document.querySelector('.msg.assistant button.copy')")
         .await;
@@ -581,7 +555,7 @@ turns:
         "{copied}"
     );
     browser.screenshot("chat-gfm").await;
-    let violations = axe_violations(&browser).await;
+    let violations = browser.axe_violations().await;
     assert_eq!(violations, json!([]), "axe-core on the rendered Markdown");
 }
 
@@ -614,8 +588,8 @@ turns:
     )
     .await;
     let live = "[...document.querySelectorAll('.prompt button')].map(b => b.textContent)";
-    open(&browser, &server, &format!("chat/{id}")).await;
-    open(&second, &server, &format!("chat/{id}")).await;
+    browser.open_ui(&server, &format!("chat/{id}")).await;
+    second.open_ui(&server, &format!("chat/{id}")).await;
     for b in [&browser, &second] {
         b.wait(&format!("{live}.length === 4")).await;
     }
@@ -711,7 +685,7 @@ turns:
         json!({"mode": "work", "model": model, "message": "plan a trip"}),
     )
     .await;
-    open(&browser, &server, &format!("chat/{id}")).await;
+    browser.open_ui(&server, &format!("chat/{id}")).await;
     browser
         .wait("[...document.querySelectorAll('form.question button')].some(b => b.textContent === 'Lisbon')")
         .await;
@@ -796,7 +770,7 @@ async fn at_375_px_the_sidebar_folds_away_and_the_composer_is_on_screen() {
     let server = Server::start(&s, &[]);
     let id = create_session(&server, json!({"mode": "work", "model": model})).await;
     browser.resize(375, 812).await;
-    open(&browser, &server, &format!("chat/{id}")).await;
+    browser.open_ui(&server, &format!("chat/{id}")).await;
     browser
         .wait("document.querySelector('.composer textarea')")
         .await;
@@ -836,7 +810,7 @@ async fn at_375_px_the_sidebar_folds_away_and_the_composer_is_on_screen() {
         "true"
     );
     browser.screenshot("phone-navigation").await;
-    let violations = axe_violations(&browser).await;
+    let violations = browser.axe_violations().await;
     assert_eq!(violations, json!([]), "axe-core with the navigation open");
     browser.click("a[data-nav=settings]").await;
     browser
@@ -871,7 +845,7 @@ async fn at_375_px_the_sidebar_folds_away_and_the_composer_is_on_screen() {
             .screenshot(&format!("phone-{}", route.replace('/', "-")))
             .await;
     }
-    let violations = axe_violations(&browser).await;
+    let violations = browser.axe_violations().await;
     assert_eq!(violations, json!([]), "axe-core at 375 px");
 }
 
@@ -885,7 +859,7 @@ async fn the_small_defects_stay_fixed() {
     let model = script(&s, "idle.yaml", "turns: []\n");
     let server = Server::start(&s, &[]);
     let id = create_session(&server, json!({"mode": "coding", "model": model})).await;
-    open(&browser, &server, "settings/skills/writing").await;
+    browser.open_ui(&server, "settings/skills/writing").await;
     browser
         .wait("document.querySelector('.skill-detail h2')")
         .await;
@@ -1041,7 +1015,7 @@ async fn sessions_have_titles_nest_their_children_are_searched_and_deleted() {
         .unwrap();
     let child = child.id.to_string();
 
-    open(&browser, &server, "chat").await;
+    browser.open_ui(&server, "chat").await;
     browser
         .wait("document.querySelectorAll('#session-list > li.session').length === 3")
         .await;
@@ -1081,7 +1055,7 @@ async fn sessions_have_titles_nest_their_children_are_searched_and_deleted() {
         ))
         .await;
     browser.screenshot("sessions-nested").await;
-    assert_eq!(axe_violations(&browser).await, json!([]));
+    assert_eq!(browser.axe_violations().await, json!([]));
 
     // A word only the model said finds its session, and only it.
     browser.type_into("#session-search", "grammar").await;

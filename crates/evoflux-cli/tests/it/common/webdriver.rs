@@ -239,3 +239,33 @@ impl Drop for Browser {
         let _ = self.driver.wait();
     }
 }
+
+/// What every page test does: open the UI with a server's token, and check
+/// a page with axe-core.
+impl Browser {
+    /// Opens the UI with the server's token in the address's fragment,
+    /// then `route` (`chat`, `settings/mcp`, `chat/<id>`, …).
+    pub async fn open_ui(&self, server: &super::server::Server, route: &str) {
+        self.goto(&format!("{}/#token={}", server.url, server.token))
+            .await;
+        self.wait("document.querySelector('main h1')").await;
+        self.goto(&format!("{}/#/{route}", server.url)).await;
+    }
+
+    /// Runs axe-core on the page as it is; returns the serious and
+    /// critical violations (none when EVOFLUX_TEST_AXE names no
+    /// axe.min.js).
+    pub async fn axe_violations(&self) -> Value {
+        let Some(axe) = std::env::var_os("EVOFLUX_TEST_AXE") else {
+            eprintln!("axe-core check skipped: EVOFLUX_TEST_AXE names no axe.min.js");
+            return json!([]);
+        };
+        let axe = std::fs::read_to_string(axe).unwrap();
+        self.js(&axe, json!([])).await;
+        self.js_async(
+            "const done = arguments[arguments.length - 1]; axe.run(document).then(r => done(r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => ({id: v.id, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))));",
+            json!([]),
+        )
+        .await
+    }
+}
