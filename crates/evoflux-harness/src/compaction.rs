@@ -41,8 +41,7 @@ use evoflux_core::AppMode;
 use evoflux_core::atomic::{AtomicOptions, write_atomic};
 use evoflux_core::hash::{canonical_json, sha256_hex};
 use evoflux_graph::tool::Presentation;
-use evoflux_model::{Message, ProviderError, Request, StreamEvent};
-use futures_util::StreamExt;
+use evoflux_model::{Message, ProviderError, Request};
 use serde::{Deserialize, Serialize};
 
 use crate::bounded::{estimate_tokens, head_tail};
@@ -483,21 +482,11 @@ async fn summarize(
         vec![Message::system(summary_prompt(mode)), Message::user(input)],
     )
     .with_max_tokens(max_tokens);
-    let mut stream = call.provider.stream(request);
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        match event? {
-            StreamEvent::TextDelta { text: d } => text.push_str(&d),
-            StreamEvent::Done => break,
-            StreamEvent::ToolCallDelta { .. }
-            | StreamEvent::ToolCall { .. }
-            | StreamEvent::InvalidToolCall { .. }
-            | StreamEvent::ProviderItem { .. }
-            | StreamEvent::Usage { .. }
-            | StreamEvent::Stop { .. } => {}
-        }
+    let read = crate::side_call::collect(call.provider.stream(request)).await;
+    match read.failure {
+        Some(e) => Err(e),
+        None => Ok(read.text),
     }
-    Ok(text)
 }
 
 /// A deterministic outline when the provider cannot summarize.

@@ -1,9 +1,10 @@
-//! A side call's answer, read off its stream: the one reading both side
-//! calls use — the implicit skill resolver's decision
-//! ([`crate::skills::resolution`]) and a session's title
-//! ([`crate::session`]'s `title`). Neither streams anything to the user,
-//! neither takes tool calls, and both count every usage report the
-//! provider sent with the session's, even when the stream failed after it.
+//! A side call's answer, read off its stream: the one reading every side
+//! call uses — the implicit skill resolver's decision
+//! ([`crate::skills::resolution`]), a session's title ([`crate::session`]'s
+//! `title`) and a compaction's summary ([`crate::compaction`]). None
+//! streams anything to the user or takes tool calls; the resolver and the
+//! title count every usage report the provider sent with the session's,
+//! even when the stream failed after it.
 
 use evoflux_model::{EventStream, ProviderError, StreamEvent, Usage};
 use futures_util::StreamExt;
