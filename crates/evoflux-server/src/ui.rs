@@ -5,6 +5,8 @@
 //! are served without the token, which the page reads from the address's
 //! fragment (`/#token=…`, never sent to a server) or asks for.
 
+use std::sync::OnceLock;
+
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +18,8 @@ struct Asset {
     name: &'static str,
     content_type: &'static str,
     body: &'static str,
+    /// The body gzipped, made on the first request that takes gzip.
+    gzipped: OnceLock<Vec<u8>>,
 }
 
 macro_rules! asset {
@@ -24,13 +28,14 @@ macro_rules! asset {
             name: $name,
             content_type: $type,
             body: include_str!(concat!("../web/", $name)),
+            gzipped: OnceLock::new(),
         }
     };
 }
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-static ASSETS: &[Asset] = &[
+static ASSETS: [Asset; 14] = [
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("api.js", JS),
     asset!("app.js", JS),
@@ -47,7 +52,7 @@ static ASSETS: &[Asset] = &[
     asset!("viewer.js", JS),
 ];
 
-const PAGE: &str = include_str!("../web/index.html");
+static PAGE: Asset = asset!("index.html", "text/html; charset=utf-8");
 
 /// What the page may load and run: only its own files, nothing inline,
 /// no other origin (model output rendered as Markdown cannot run script).
@@ -66,23 +71,20 @@ fn etag(body: &str) -> String {
     )
 }
 
-/// `body` gzipped, once per file for the process's life: the UI's files
-/// are a third of their size compressed, and the first load is what a new
-/// user waits for.
-fn gzipped(body: &'static str) -> &'static [u8] {
-    use std::collections::HashMap;
-    use std::io::Write;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<usize, &'static [u8]>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = body.as_ptr() as usize;
-    let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-    cache.entry(key).or_insert_with(|| {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        // Writing into a Vec cannot fail.
-        let packed = gz.write_all(body.as_bytes()).and_then(|()| gz.finish());
-        Box::leak(packed.unwrap_or_default().into_boxed_slice())
-    })
+impl Asset {
+    /// The body gzipped, once per file for the process's life: the UI's
+    /// files are a third of their size compressed, and the first load is
+    /// what a new user waits for. Empty if compressing failed.
+    fn gzipped(&self) -> &[u8] {
+        self.gzipped.get_or_init(|| {
+            use std::io::Write;
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            // Writing into a Vec cannot fail.
+            gz.write_all(self.body.as_bytes())
+                .and_then(|()| gz.finish())
+                .unwrap_or_default()
+        })
+    }
 }
 
 /// Whether the request takes gzip.
@@ -100,14 +102,15 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
         })
 }
 
-fn respond(headers: &HeaderMap, content_type: &'static str, body: &'static str) -> Response {
+fn respond(headers: &HeaderMap, asset: &'static Asset) -> Response {
+    let (content_type, body) = (asset.content_type, asset.body);
     let tag = etag(body);
     let fresh = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v == tag);
     let packed = accepts_gzip(headers)
-        .then(|| gzipped(body))
+        .then(|| asset.gzipped())
         .filter(|p| !p.is_empty());
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
@@ -147,13 +150,13 @@ fn respond(headers: &HeaderMap, content_type: &'static str, body: &'static str) 
 
 /// `GET /` and `HEAD /`: the page.
 pub async fn page(headers: HeaderMap) -> Response {
-    respond(&headers, "text/html; charset=utf-8", PAGE)
+    respond(&headers, &PAGE)
 }
 
 /// `GET /ui/{file}`: one of the page's files.
 pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
     match ASSETS.iter().find(|a| a.name == file) {
-        Some(a) => respond(&headers, a.content_type, a.body),
+        Some(a) => respond(&headers, a),
         None => ApiError::not_found(
             "server/asset-not-found",
             format!("the web UI has no file `{file}`"),
@@ -174,9 +177,9 @@ mod tests {
             header::ACCEPT_ENCODING,
             HeaderValue::from_static("br, gzip;q=0.8"),
         );
-        let packed = respond(&asks, JS, ASSETS[1].body);
+        let packed = respond(&asks, &ASSETS[1]);
         assert_eq!(packed.headers()[header::CONTENT_ENCODING], "gzip");
-        let bytes = gzipped(ASSETS[1].body);
+        let bytes = ASSETS[1].gzipped();
         assert!(bytes.len() < ASSETS[1].body.len());
         let mut plain = String::new();
         flate2::read::GzDecoder::new(bytes)
@@ -188,10 +191,10 @@ mod tests {
             header::ACCEPT_ENCODING,
             HeaderValue::from_static("gzip;q=0, identity"),
         );
-        let plain = respond(&refuses, JS, ASSETS[1].body);
+        let plain = respond(&refuses, &ASSETS[1]);
         assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
         assert!(
-            respond(&HeaderMap::new(), JS, ASSETS[1].body)
+            respond(&HeaderMap::new(), &ASSETS[1])
                 .headers()
                 .get(header::CONTENT_ENCODING)
                 .is_none()
@@ -200,7 +203,7 @@ mod tests {
 
     #[test]
     fn every_file_the_page_and_modules_name_is_embedded() {
-        let sources = std::iter::once(PAGE).chain(ASSETS.iter().map(|a| a.body));
+        let sources = std::iter::once(PAGE.body).chain(ASSETS.iter().map(|a| a.body));
         for text in sources {
             let named = text
                 .split("/ui/")

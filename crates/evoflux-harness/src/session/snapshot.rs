@@ -98,12 +98,15 @@ impl SessionSnapshot {
         if let Some(last) = now.last_entry {
             page.transcript.retain(|e| e.seq <= last);
         }
+        // Every question once: the open ones the events will not ask again,
+        // and those the page's calls asked.
+        let asked = store.pending_inputs(id).await?;
         let pending_inputs = if seam.after_event == last_event {
-            store.open_pending_inputs(id).await?
+            asked.iter().filter(|q| q.is_open()).cloned().collect()
         } else {
             Vec::new()
         };
-        let questions = asked_in(store, id, &page.transcript).await?;
+        let questions = asked_in(asked, &page.transcript);
         Ok(SessionSnapshot {
             questions,
             transcript: page.transcript,
@@ -127,17 +130,13 @@ impl TranscriptPage {
         limit: u32,
     ) -> Result<TranscriptPage, StoreError> {
         let mut page = page(store, id, Some(before), limit).await?;
-        page.questions = asked_in(store, id, &page.transcript).await?;
+        page.questions = asked_in(store.pending_inputs(id).await?, &page.transcript);
         Ok(page)
     }
 }
 
-/// The questions calls in `entries` asked.
-async fn asked_in(
-    store: &Store,
-    id: SessionId,
-    entries: &[TranscriptEntry],
-) -> Result<Vec<PendingInput>, StoreError> {
+/// Of the session's questions `asked`, those the calls in `entries` asked.
+fn asked_in(mut asked: Vec<PendingInput>, entries: &[TranscriptEntry]) -> Vec<PendingInput> {
     let calls: std::collections::HashSet<&str> = entries
         .iter()
         .flat_map(|e| match &e.message {
@@ -146,12 +145,8 @@ async fn asked_in(
         })
         .map(|c| c.id.as_str())
         .collect();
-    if calls.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut asked = store.pending_inputs(id).await?;
     asked.retain(|q| calls.contains(q.tool_call_id.as_str()));
-    Ok(asked)
+    asked
 }
 
 /// The session's newest `turn_started` events, newest first.
