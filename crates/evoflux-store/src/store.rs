@@ -594,25 +594,12 @@ impl Store {
     /// depth: what a session cost with its team.
     pub async fn tree_usage(&self, id: SessionId) -> Result<Usage, StoreError> {
         self.load(id).await?;
-        let row = sqlx::query(
-            "WITH RECURSIVE tree (id) AS (
-                SELECT $1 UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_id = t.id
-             )
-             SELECT CAST(COALESCE(SUM(requests), 0) AS BIGINT) AS requests,
-                CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT) AS input_tokens,
-                CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output_tokens,
-                CAST(COALESCE(SUM(cache_read_tokens), 0) AS BIGINT) AS cache_read_tokens,
-                CAST(COALESCE(SUM(cache_write_tokens), 0) AS BIGINT) AS cache_write_tokens,
-                CAST(COALESCE(SUM(projected_results), 0) AS BIGINT) AS projected_results,
-                CAST(COALESCE(SUM(projection_saved_chars), 0) AS BIGINT) AS projection_saved_chars,
-                CAST(COALESCE(SUM(cost_picousd), 0) AS BIGINT) AS cost_picousd,
-                CAST(COALESCE(SUM(unpriced_requests), 0) AS BIGINT) AS unpriced_requests
-             FROM usage_totals u JOIN tree t ON u.session_id = t.id",
-        )
-        .bind(id.to_string())
-        .fetch_one(&self.pool)
-        .await?;
-        usage_from_row(&row)
+        // One walk for one session or a page of them (`tree_usages`).
+        Ok(self
+            .tree_usages(&[id])
+            .await?
+            .remove(&id)
+            .unwrap_or_default())
     }
 }
 
