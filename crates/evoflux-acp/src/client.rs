@@ -291,6 +291,9 @@ async fn answer_permission(
             .clone()
             .unwrap_or(serde_json::Value::Null),
         subject: ApprovalSubject::Call,
+        // The external agent runs its tools where it runs; ACP's request
+        // does not say in which folder.
+        workdir: None,
     };
     let wanted: &[PermissionOptionKind] = match approver.approve(&approval).await.decision {
         ApprovalDecision::Approved => &[PermissionOptionKind::AllowOnce],

@@ -26,6 +26,7 @@ pub mod hosting;
 pub mod maintenance;
 pub mod mcp_config;
 pub mod mcp_servers;
+pub mod models;
 pub mod replay;
 pub mod scheduler;
 pub mod scratch;

@@ -42,7 +42,7 @@ fn command(home: &std::path::Path, repo: &std::path::Path, model: &str) -> std::
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("TERM", "xterm-256color")
         .current_dir(repo)
-        .args(["chat", "--mode", "coding", "--model", model]);
+        .args(["chat", "--plain", "--mode", "coding", "--model", model]);
     c
 }
 

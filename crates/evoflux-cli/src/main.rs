@@ -48,7 +48,8 @@ fn init_logging() {
     // else in this binary does.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // stderr, or the full-screen chat while it owns the terminal.
+        .with_writer(frontend::logs::LogWriter::default)
         .with_ansi(false)
         .try_init();
 }

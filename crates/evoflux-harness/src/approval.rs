@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 
 use std::collections::BTreeMap;
@@ -86,6 +87,11 @@ pub struct ApprovalRequest {
     pub tool: String,
     pub arguments: Value,
     pub subject: ApprovalSubject,
+    /// The absolute folder the call's command would run in, for a tool
+    /// that runs a command (`shell`, a command tool); `None` for every
+    /// other tool, and when the folder the call names is not one it
+    /// could run in (the call then fails without running).
+    pub workdir: Option<PathBuf>,
 }
 
 /// What the user is asked to allow. Closed: a front end words each case and

@@ -10,6 +10,8 @@
 //! approval policy and whether it starts hidden are its handler's
 //! ([`crate::tools`]), which this asks.
 
+use std::path::PathBuf;
+
 use evoflux_agents::ToolCatalog;
 use evoflux_core::AppMode;
 use evoflux_core::config::ProviderKind;
@@ -18,6 +20,7 @@ use evoflux_graph::tool::{
     InputRequest, Presentation, ProviderTool, ToolBehavior, ToolDefinition, ToolExecutor,
 };
 use evoflux_mcp::McpToolDescriptor;
+use evoflux_tools::Workspace;
 use serde_json::Value;
 
 use crate::events::UnavailableTool;
@@ -97,6 +100,25 @@ impl PreparedTool {
                 Some(crate::tools::handler(*executor))
             }
             PreparedKind::Ordinary(Executor::Command(_) | Executor::Mcp { .. })
+            | PreparedKind::RequestInput(_)
+            | PreparedKind::Dispatch(_)
+            | PreparedKind::Provider(_) => None,
+        }
+    }
+
+    /// The absolute folder a call of this tool (with `arguments`) runs
+    /// its command in, in the workspace `ws`: a built-in tool's handler
+    /// says (`shell`'s `workdir`), a command tool runs in the primary
+    /// root; `None` for a tool that runs no command.
+    pub(crate) fn workdir(&self, arguments: &Value, ws: &Workspace) -> Option<PathBuf> {
+        match &self.kind {
+            PreparedKind::Ordinary(Executor::Builtin(executor)) => {
+                crate::tools::handler(*executor).workdir(arguments, ws)
+            }
+            PreparedKind::Ordinary(Executor::Command(_)) => {
+                Some(evoflux_tools::command_working_folder(ws))
+            }
+            PreparedKind::Ordinary(Executor::Mcp { .. })
             | PreparedKind::RequestInput(_)
             | PreparedKind::Dispatch(_)
             | PreparedKind::Provider(_) => None,

@@ -141,6 +141,10 @@ pub enum Event {
         /// The call changes this control of the agent's (a path).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         control: Option<String>,
+        /// The absolute folder the call's command would run in; only for
+        /// tools that run a command.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workdir: Option<String>,
     },
     /// An approval asked for (`approval_requested`) was decided. Sent to
     /// every client of the session before the call runs (or is refused),

@@ -7,7 +7,8 @@
 //! readers already see: a command's observation (`process_id`, `status`,
 //! `artifact`, byte counts), an offloaded result's file and sizes, a skill
 //! activation under `skill_activation`, a reused observation under
-//! `observation`.
+//! `observation`, what an `edit` or `write` changed under `change` (for a
+//! front end's diff; never part of what the model reads).
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,9 @@ pub struct ResultMetadata {
     /// A read answered by pointing at an earlier, still visible result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<Box<ObservationReuse>>,
+    /// What an `edit` or `write` changed in its file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Box<FileChange>>,
 }
 
 /// The flat parts share one JSON object and some keys (`artifact`, the byte
@@ -44,6 +48,8 @@ impl<'de> Deserialize<'de> for ResultMetadata {
             skill_activation: Option<Box<ActivationRecord>>,
             #[serde(default)]
             observation: Option<Box<ObservationReuse>>,
+            #[serde(default)]
+            change: Option<Box<FileChange>>,
         }
         let value = serde_json::Value::deserialize(d)?;
         let command: Option<Box<CommandMeta>> = serde_json::from_value(value.clone()).ok();
@@ -57,6 +63,7 @@ impl<'de> Deserialize<'de> for ResultMetadata {
             offload,
             skill_activation: keyed.skill_activation,
             observation: keyed.observation,
+            change: keyed.change,
         })
     }
 }
@@ -94,6 +101,26 @@ pub struct Offloaded {
     pub output_bytes: usize,
     pub shown_bytes: usize,
     pub omitted_bytes: usize,
+}
+
+/// What an `edit` or `write` changed in one file, for a front end to show
+/// as a diff. The model never reads it: its result's text says what it did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The file as the workspace shows it (relative to its root, or
+    /// absolute when several roots make a relative path ambiguous).
+    pub path: String,
+    /// The call created the file (every line is added).
+    pub created: bool,
+    /// A unified diff: `--- a/<path>`, `+++ b/<path>`, `@@` hunks with 3
+    /// lines of context; empty when the content did not change.
+    pub diff: String,
+    /// Lines added and removed by the whole change, also when `diff` was
+    /// cut.
+    pub added: u32,
+    pub removed: u32,
+    /// `diff` was cut at its size limit (at a line's end).
+    pub truncated: bool,
 }
 
 /// A repeated read answered by the observation-receipts owner.
@@ -205,5 +232,52 @@ mod tests {
         assert!(m.command.is_some() && m.offload.is_none());
         assert_eq!(m.artifact(), Some(Path::new("/x/proc_1.txt")));
         assert_eq!(m.to_stored(), command);
+    }
+
+    #[test]
+    fn file_change_round_trips_and_is_left_out_when_absent() {
+        let change = FileChange {
+            path: "src/a.rs".into(),
+            created: false,
+            diff: "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-x\n+y\n".into(),
+            added: 1,
+            removed: 1,
+            truncated: false,
+        };
+        let with = ResultMetadata {
+            change: Some(Box::new(change.clone())),
+            ..ResultMetadata::default()
+        };
+        let stored = with.to_stored();
+        assert_eq!(
+            stored,
+            json!({"change": {
+                "path": "src/a.rs", "created": false,
+                "diff": "--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-x\n+y\n",
+                "added": 1, "removed": 1, "truncated": false,
+            }})
+        );
+        let back = ResultMetadata::from_stored(&stored).unwrap();
+        assert_eq!(back, with);
+        assert!(back.command.is_none() && back.offload.is_none());
+
+        // Without a change the key is not written, and reads back as none.
+        let without = ResultMetadata::default();
+        assert!(without.to_stored().get("change").is_none());
+        assert_eq!(
+            ResultMetadata::from_stored(&without.to_stored()).unwrap(),
+            without
+        );
+
+        // Beside an offload, both parts survive.
+        let offloaded = json!({
+            "offloaded": true, "artifact": "/a/c1.txt", "lines": 3, "chars": 9,
+            "output_bytes": 9, "shown_bytes": 4, "omitted_bytes": 5,
+            "change": stored["change"].clone(),
+        });
+        let m = ResultMetadata::from_stored(&offloaded).unwrap();
+        assert!(m.offload.is_some());
+        assert_eq!(m.change.as_deref(), Some(&change));
+        assert_eq!(m.to_stored(), offloaded);
     }
 }

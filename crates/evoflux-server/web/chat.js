@@ -204,6 +204,8 @@ class Renderer {
     const why = ev.outside_sandbox ? `Runs outside the sandbox: ${ev.outside_sandbox}`
       : ev.control ? `Changes ${ev.control}` : 'This call needs your approval.';
     const box = h('div', { class: 'prompt', role: 'group', 'aria-label': `Approve ${ev.tool}` }, h('p', {}, why));
+    // Where the command would run, when it is a command.
+    if (ev.workdir) box.append(h('p', { class: 'muted' }, 'in ', h('code', {}, ev.workdir)));
     const decide = async (decision) => {
       try {
         await api('POST', `/api/sessions/${this.session}/approvals/${encodeURIComponent(ev.call_id)}`, { decision });

@@ -96,6 +96,12 @@ pub(crate) fn program(root: &Path, name: &OsString) -> PathBuf {
     }
 }
 
+/// The folder a command tool runs in (and a `shell` call without a
+/// `workdir`): the workspace's primary root.
+pub fn working_folder(ws: &Workspace) -> PathBuf {
+    ws.roots()[0].clone()
+}
+
 pub(crate) fn spawn_spec(
     tool: &CommandTool,
     ws: &Workspace,
@@ -103,7 +109,7 @@ pub(crate) fn spawn_spec(
     config: &RuntimeConfig,
 ) -> Result<SpawnSpec, ToolError> {
     let mut argv = argv(tool, input)?;
-    let root = ws.roots()[0].clone();
+    let root = working_folder(ws);
     let display = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())

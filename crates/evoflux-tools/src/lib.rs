@@ -7,7 +7,8 @@
 //!
 //! * The file tools (`read`, `write`, `edit`, `ls`, `glob`, `grep`,
 //!   `artifact`) are synchronous: [`files`]. Every path stays inside the
-//!   session's [`Workspace`] roots.
+//!   session's [`Workspace`] roots. What `write` and `edit` changed comes
+//!   back as a diff for front ends ([`file_change`]).
 //! * Commands (`shell`, `process`, command-backed project tools, `verify`'s
 //!   registered checks, the user's `!command`) need state that outlives a
 //!   call, so they run on the application's [`ProcessRuntime`] (async,
@@ -26,6 +27,7 @@
 mod args;
 mod artifact;
 mod beneath;
+mod change;
 mod clip;
 mod code_context;
 mod command_tool;
@@ -57,8 +59,10 @@ mod workspace;
 mod write;
 
 pub use artifact::{ARTIFACTS_DIR, ArtifactInput, artifact_path};
+pub use change::{DIFF_LIMIT_BYTES, DIFF_MAX_INPUT_BYTES, DIFF_TIMEOUT, FileChange, file_change};
 pub use clip::MAX_LINE_CHARS;
 pub use code_context::CodeNavigator;
+pub use command_tool::working_folder as command_working_folder;
 pub use controls::GitControl;
 pub use env::ALLOWED_ENV;
 pub use error::ToolError;

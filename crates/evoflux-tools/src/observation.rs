@@ -146,6 +146,7 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
         text,
         is_error: facts.status.is_error(),
         meta: Some(meta),
+        change: None,
     }
 }
 

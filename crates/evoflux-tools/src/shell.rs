@@ -114,6 +114,16 @@ impl ShellRequest {
         })
     }
 
+    /// The absolute folder the command runs in: its `workdir` (an
+    /// existing directory inside the workspace), else the primary root.
+    /// What the runtime runs it in and what its approval shows.
+    pub fn working_folder(&self, ws: &Workspace) -> Result<PathBuf, ToolError> {
+        match &self.workdir {
+            Some(dir) => directory(ws, dir),
+            None => Ok(crate::command_tool::working_folder(ws)),
+        }
+    }
+
     pub(crate) fn yield_time(&self) -> Duration {
         let ms = self
             .yield_time_ms
@@ -128,10 +138,7 @@ impl ShellRequest {
         shell: &Path,
         config: &RuntimeConfig,
     ) -> Result<SpawnSpec, ToolError> {
-        let cwd = match &self.workdir {
-            Some(dir) => directory(ws, dir)?,
-            None => ws.roots()[0].clone(),
-        };
+        let cwd = self.working_folder(ws)?;
         let asked = Duration::from_secs(
             self.timeout_seconds
                 .unwrap_or(SHELL_DEFAULT_TIMEOUT_SECONDS),

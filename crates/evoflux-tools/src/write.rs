@@ -1,10 +1,15 @@
 //! `write` and `edit`: the two tools that change file contents. Both
-//! replace the file atomically so a crash never leaves half a file.
+//! replace the file atomically so a crash never leaves half a file, and
+//! both return what they changed as a diff ([`crate::change`]).
+
+use std::ffi::OsStr;
+use std::io::Read as _;
 
 use serde_json::Value;
 
 use crate::args::Args;
-use crate::beneath::Entry;
+use crate::beneath::{Entry, Folder};
+use crate::change::{DIFF_MAX_INPUT_BYTES, file_change};
 use crate::error::ToolError;
 use crate::output::ToolOutput;
 use crate::workspace::Workspace;
@@ -90,14 +95,39 @@ pub(crate) fn write(ws: &Workspace, input: &WriteInput) -> Result<ToolOutput, To
         Entry::File { .. } | Entry::Other | Entry::Missing => {}
     }
     let existed = entry != Entry::Missing;
+    // The text replaced, for the change's diff: only a regular file's
+    // (never a FIFO's or a device's), and none when it cannot be read.
+    let before = match entry {
+        Entry::File { .. } => text_of(&folder, &name),
+        Entry::Missing | Entry::Dir | Entry::Other => None,
+    };
     folder
         .replace(&name, input.content.as_bytes())
         .map_err(ToolError::io("write", shown))?;
+    let change = match (existed, before) {
+        (false, _) => file_change(shown, None, &input.content),
+        (true, Some(before)) => file_change(shown, Some(&before), &input.content),
+        (true, None) => None,
+    };
     let verb = if existed { "Overwrote" } else { "Created" };
-    Ok(ToolOutput::ok(format!(
-        "{verb} {shown} ({} bytes)",
-        input.content.len()
-    )))
+    Ok(
+        ToolOutput::ok(format!("{verb} {shown} ({} bytes)", input.content.len()))
+            .with_change(change),
+    )
+}
+
+/// The UTF-8 text of the regular file `name`, when it is small enough to
+/// diff ([`DIFF_MAX_INPUT_BYTES`]).
+fn text_of(folder: &Folder, name: &OsStr) -> Option<String> {
+    let file = folder.open_file(name).ok()?;
+    let mut bytes = Vec::new();
+    file.take(DIFF_MAX_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() > DIFF_MAX_INPUT_BYTES {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, ToolError> {
@@ -121,7 +151,7 @@ pub(crate) fn edit(ws: &Workspace, input: &EditInput) -> Result<ToolOutput, Tool
     folder
         .replace(&name, updated.as_bytes())
         .map_err(ToolError::io("write", shown))?;
-    Ok(answer)
+    Ok(answer.with_change(file_change(shown, Some(&text), &updated)))
 }
 
 /// `edit` applied to `text`, the file `shown`: the new text and the

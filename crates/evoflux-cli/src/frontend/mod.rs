@@ -5,6 +5,7 @@
 //! the terminal ([`prompts`]) and stopping on a signal ([`signals`]). The
 //! session logic is the harness's; these modules only read and draw.
 
+pub(crate) mod logs;
 pub(crate) mod printer;
 pub(crate) mod prompts;
 pub(crate) mod session;

@@ -16,7 +16,7 @@ const UP: &str = "\x1b[A";
 
 /// `evoflux chat ARGS` in a pseudo-terminal, in the sandbox.
 fn chat_tty(s: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> PtySession {
-    let mut all = vec!["chat"];
+    let mut all = vec!["chat", "--plain"];
     all.extend_from_slice(args);
     let mut command = s.command(&all);
     command

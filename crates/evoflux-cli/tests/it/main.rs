@@ -14,6 +14,7 @@ mod acp;
 mod agents;
 mod approvals;
 mod channels;
+mod chat_screen;
 mod chat_tui;
 mod claude_plugins;
 mod cli;

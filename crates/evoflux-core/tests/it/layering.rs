@@ -37,6 +37,7 @@ const LEVELS: &[(&str, u8)] = &[
     // Front ends over the application and the engine.
     ("evoflux-acp", 8),
     ("evoflux-server", 8),
+    ("evoflux-tui", 8),
     // The binary, which hosts every front end.
     ("evoflux-cli", 9),
     // Drives built binaries; links no evoflux crate.

@@ -159,12 +159,17 @@ impl Harness {
             ApprovalSubject::Control { path, .. } => (None, Some(path.clone())),
         };
         let remember = subject.remember();
+        let workdir = self
+            .tools
+            .get(&call.name)
+            .and_then(|t| t.workdir(&call.arguments, &self.workspace));
         let request = ApprovalRequest {
             session_id: self.session.id.to_string(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
             subject,
+            workdir: workdir.clone(),
         };
         *self
             .awaiting_approval
@@ -176,6 +181,7 @@ impl Harness {
             tool: call.name.clone(),
             outside_sandbox,
             control,
+            workdir: workdir.map(|w| w.display().to_string()),
         });
         let Decided { decision, by } = decided.await;
         self.awaiting_approval

@@ -1,7 +1,8 @@
 //! `edit`'s handler: through the editor where the front end's client both
 //! reads and writes files ([`crate::client_files`]), else on the disk; a
 //! refused change to one of the agent's controls is put to the user. The
-//! file it changed (or was refused) is a run effect. Its definition is
+//! file it changed (or was refused) is a run effect; the diff is the
+//! result's `change` metadata, for front ends. Its definition is
 //! [`evoflux_graph::tool::builtin::edit`].
 
 use std::path::Path;
@@ -70,8 +71,9 @@ async fn through_client(
         Ok(done) => done,
         Err(e) => return Some(failed(&e)),
     };
+    let change = evoflux_tools::file_change(&target.display, Some(&text), &updated);
     Some(match client.write_text(&target.path, &updated).await {
-        Ok(()) => file_result(answer),
+        Ok(()) => file_result(answer.with_change(change)),
         Err(e) => ToolResult::error(format!(
             "the editor could not write {}: {e}",
             target.display

@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 
 use evoflux_graph::tool::{Approval, BuiltinExecutor};
 use evoflux_model::ToolCall;
+use evoflux_tools::Workspace;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
@@ -138,6 +139,13 @@ pub(crate) trait BuiltinTool: Sync {
     /// itself (a read-only command never asks; one outside the sandbox
     /// always does) and an "always" answer remembers by its program.
     fn gated_command<'a>(&self, _arguments: &'a Value) -> Option<GatedCommand<'a>> {
+        None
+    }
+
+    /// The absolute folder a call's command runs in, shown with its
+    /// approval; `None` for a tool that runs no command (or a folder the
+    /// command could not run in).
+    fn workdir(&self, _arguments: &Value, _workspace: &Workspace) -> Option<PathBuf> {
         None
     }
 

@@ -6,12 +6,16 @@ use evoflux_tools::ToolOutput;
 use crate::events::ToolResult;
 use crate::metadata::ResultMetadata;
 
-/// A file tool's output as a tool result (file tools carry no metadata).
+/// A file tool's output as a tool result: the only metadata a file tool
+/// carries is what `write` or `edit` changed, for front ends to show.
 pub(crate) fn file_result(o: ToolOutput) -> ToolResult {
     ToolResult {
         content: o.text,
         is_error: o.is_error,
-        metadata: None,
+        metadata: o.change.map(|c| ResultMetadata {
+            change: Some(c),
+            ..ResultMetadata::default()
+        }),
     }
 }
 

@@ -6,10 +6,10 @@
 //! the turn, and a command that ran is a check a worker ran. Its
 //! definition is [`evoflux_graph::tool::builtin::shell`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use evoflux_model::ToolCall;
-use evoflux_tools::ShellRequest;
+use evoflux_tools::{ShellRequest, Workspace};
 use serde_json::Value;
 
 use super::{BuiltinTool, Effect, GatedCommand, Handled, command_result};
@@ -34,6 +34,13 @@ impl BuiltinTool for Shell {
                 .unwrap_or_default(),
             outside_sandbox: outside_sandbox(arguments),
         })
+    }
+
+    fn workdir(&self, arguments: &Value, workspace: &Workspace) -> Option<PathBuf> {
+        ShellRequest::parse(arguments)
+            .ok()?
+            .working_folder(workspace)
+            .ok()
     }
 
     fn approval_subject(&self, arguments: &Value) -> ApprovalSubject {

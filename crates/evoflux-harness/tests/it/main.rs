@@ -15,6 +15,7 @@ mod context_support;
 mod agent_loop;
 mod connection_search;
 mod context;
+mod file_changes;
 mod host;
 mod lease;
 mod provider_tools;

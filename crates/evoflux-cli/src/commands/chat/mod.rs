@@ -1,6 +1,10 @@
 //! `evoflux chat`: the terminal UI over the harness's session engine.
 //!
-//! At a terminal ([`terminal`]): a line editor with history per workspace,
+//! At a terminal, full screen ([`tui`], drawn by the `evoflux-tui` crate):
+//! the transcript above, the composer always at the bottom, type-ahead
+//! queued behind the running turn, approvals in one key, pickers. With
+//! `--plain` (or stdout not a terminal, or `TERM=dumb`), the line mode
+//! ([`terminal`]): a line editor with history per workspace,
 //! bracketed paste and completion ([`editor`]); the agent's words as
 //! streaming Markdown and numbered tool lines ([`view`]); slash commands
 //! ([`slash`]); Ctrl-C cancels the running turn through the session host's
@@ -16,6 +20,7 @@ mod markdown;
 mod pipe;
 mod slash;
 mod terminal;
+mod tui;
 mod view;
 
 use std::sync::Arc;
@@ -36,6 +41,10 @@ use crate::output::{Exit, Output};
 pub struct ChatArgs {
     #[command(flatten)]
     pub session: SessionArgs,
+    /// A line-by-line chat instead of the full-screen one: the terminal's
+    /// own scrollback and selection, for screen readers and scripts.
+    #[arg(long)]
+    pub plain: bool,
 }
 
 pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
@@ -43,7 +52,18 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     if out.json || !std::io::stdin().is_terminal() {
         return pipe::chat(out, args);
     }
-    terminal::chat(out, args)
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    if args.plain || dumb || !std::io::stdout().is_terminal() {
+        return terminal::chat(out, args);
+    }
+    tui::chat(out, args)
+}
+
+/// The models `/model` offers.
+fn model_choices(
+    dirs: &evoflux_core::dirs::Dirs,
+) -> anyhow::Result<Vec<evoflux_app::models::ModelChoice>> {
+    Ok(super::app_context(dirs)?.model_choices()?)
 }
 
 /// What differs between the chat at a terminal and the chat reading a

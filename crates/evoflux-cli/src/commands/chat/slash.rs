@@ -13,8 +13,10 @@ pub enum SlashCommand {
     Exit,
     New,
     Sessions,
-    Resume(String),
-    Model(String),
+    /// Continue session ID; without one, pick from the recent sessions.
+    Resume(Option<String>),
+    /// Switch to model; without one, pick from the configured ones.
+    Model(Option<String>),
     Mode(AppMode),
     Lead(String),
     Skills,
@@ -41,13 +43,13 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("/sessions", "", "recent sessions"),
     (
         "/resume",
-        "ID",
-        "continue another session, replaying its conversation",
+        "[ID]",
+        "continue another session, replaying its conversation (a list without ID)",
     ),
     (
         "/model",
-        "PROVIDER:MODEL",
-        "switch this session's model (kept for later resumes)",
+        "[PROVIDER:MODEL]",
+        "switch this session's model, kept for later resumes (a list without one)",
     ),
     (
         "/mode",
@@ -139,10 +141,8 @@ pub fn parse(line: &str) -> Result<Input, SlashError> {
         "compact" => none(SlashCommand::Compact)?,
         "diff" => none(SlashCommand::Diff)?,
         "history" => none(SlashCommand::History)?,
-        "resume" if arg.is_empty() => return Err(needs("a session id (see /sessions)")),
-        "resume" => SlashCommand::Resume(arg.to_owned()),
-        "model" if arg.is_empty() => return Err(needs("a model as provider:model")),
-        "model" => SlashCommand::Model(arg.to_owned()),
+        "resume" => SlashCommand::Resume(Some(arg.to_owned()).filter(|a| !a.is_empty())),
+        "model" => SlashCommand::Model(Some(arg.to_owned()).filter(|a| !a.is_empty())),
         "lead" if arg.is_empty() => return Err(needs("an agent name")),
         "lead" => SlashCommand::Lead(arg.to_owned()),
         "mode" => match arg {
@@ -168,8 +168,20 @@ pub fn parse(line: &str) -> Result<Input, SlashError> {
     Ok(Input::Command(command))
 }
 
-/// The `/help` text.
+/// The `/help` text of the line mode.
 pub fn help() -> String {
+    let mut text = commands_help();
+    text.push_str(
+        "Keys: Enter sends · Alt-Enter inserts a newline (a pasted block is one message) · \
+         Up/Down history · Tab completes /commands, $skills, /skill: and @paths · \
+         Ctrl-C cancels a turn or clears the line · Ctrl-D or Ctrl-C twice exits\n\
+         `!command` runs a shell command in the session's workspace.\n",
+    );
+    text
+}
+
+/// Every command with what it does, for both chats' `/help`.
+pub fn commands_help() -> String {
     let mut text = String::from("Commands:\n");
     for (name, arg, what) in COMMANDS {
         let usage = if arg.is_empty() {
@@ -179,12 +191,6 @@ pub fn help() -> String {
         };
         text.push_str(&format!("  {usage:<26} {what}\n"));
     }
-    text.push_str(
-        "Keys: Enter sends · Alt-Enter inserts a newline (a pasted block is one message) · \
-         Up/Down history · Tab completes /commands, $skills, /skill: and @paths · \
-         Ctrl-C cancels a turn or clears the line · Ctrl-D or Ctrl-C twice exits\n\
-         `!command` runs a shell command in the session's workspace.\n",
-    );
     text
 }
 
@@ -198,13 +204,15 @@ mod tests {
         assert_eq!(parse("/exit"), Ok(Input::Command(SlashCommand::Exit)));
         assert_eq!(
             parse("/resume 0190abcd"),
-            Ok(Input::Command(SlashCommand::Resume("0190abcd".into())))
+            Ok(Input::Command(SlashCommand::Resume(Some(
+                "0190abcd".into()
+            ))))
         );
         assert_eq!(
             parse("/model scripted:demo.yaml"),
-            Ok(Input::Command(SlashCommand::Model(
+            Ok(Input::Command(SlashCommand::Model(Some(
                 "scripted:demo.yaml".into()
-            )))
+            ))))
         );
         assert_eq!(
             parse("/mode coding"),

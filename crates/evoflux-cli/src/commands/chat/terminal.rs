@@ -85,9 +85,28 @@ pub(super) fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
 
 /// What `/mode` and `/lead` chose for the next new session.
 #[derive(Debug, Default)]
-struct Next {
-    mode: Option<AppMode>,
-    lead: Option<String>,
+pub(super) struct Next {
+    pub(super) mode: Option<AppMode>,
+    pub(super) lead: Option<String>,
+}
+
+/// What `/new` opens: the mode and lead `/mode` and `/lead` chose, else
+/// the current session's mode and the command line's lead; a Coding
+/// session keeps the current repositories.
+pub(super) fn new_session_args(base: &SessionArgs, next: &Next, current: &Session) -> SessionArgs {
+    let mode = next.mode.unwrap_or(current.mode());
+    let workspaces = match (mode, current.mode()) {
+        (AppMode::Work, _) => Vec::new(),
+        (AppMode::Coding, AppMode::Coding) => current.workspace.roots().to_vec(),
+        (AppMode::Coding, AppMode::Work) => base.sources.workspaces.clone(),
+    };
+    SessionArgs {
+        mode: Some(mode),
+        lead: next.lead.clone().or_else(|| base.lead.clone()),
+        session: None,
+        sources: crate::cli::SourceArgs { workspaces },
+        ..base.clone()
+    }
 }
 
 /// The chat at a terminal, as the loop sees it ([`Console`]).
@@ -251,13 +270,20 @@ impl Terminal<'_> {
                 self.switch(live, args, false).await?;
             }
             SlashCommand::Sessions => self.sessions(live).await?,
-            SlashCommand::Resume(id) => {
+            SlashCommand::Resume(Some(id)) => {
                 let args = self.reopen_args(id, None);
                 self.switch(live, args, true).await?;
             }
-            SlashCommand::Model(model) => {
+            SlashCommand::Resume(None) => self.sessions(live).await?,
+            SlashCommand::Model(Some(model)) => {
                 let args = self.reopen_args(live.session.id.to_string(), Some(model));
                 self.switch(live, args, false).await?;
+            }
+            SlashCommand::Model(None) => {
+                for choice in super::model_choices(&self.dirs)? {
+                    eprintln!("  {:<40} {}", choice.reference, choice.source.as_str());
+                }
+                eprintln!("/model PROVIDER:MODEL switches to one (any other model can be typed)");
             }
             SlashCommand::Mode(mode) => {
                 self.next.mode = Some(mode);
@@ -385,19 +411,7 @@ impl Terminal<'_> {
     /// the current session's mode and the command line's lead; a Coding
     /// session keeps the current repositories.
     fn new_session_args(&self, current: &Session) -> SessionArgs {
-        let mode = self.next.mode.unwrap_or(current.mode());
-        let workspaces = match (mode, current.mode()) {
-            (AppMode::Work, _) => Vec::new(),
-            (AppMode::Coding, AppMode::Coding) => current.workspace.roots().to_vec(),
-            (AppMode::Coding, AppMode::Work) => self.base.sources.workspaces.clone(),
-        };
-        SessionArgs {
-            mode: Some(mode),
-            lead: self.next.lead.clone().or_else(|| self.base.lead.clone()),
-            session: None,
-            sources: crate::cli::SourceArgs { workspaces },
-            ..self.base.clone()
-        }
+        new_session_args(&self.base, &self.next, current)
     }
 
     /// What reopens the persisted session `id` (its mode, lead and
@@ -473,7 +487,7 @@ const SESSIONS_SHOWN: u32 = 20;
 /// A session as `/sessions` shows it: its id (what `/resume` takes), when
 /// it was last active (local time), its title, then mode, lead, what it
 /// cost with its children and its workspace.
-fn repl_row(summary: &evoflux_harness::SessionSummary) -> String {
+pub(super) fn repl_row(summary: &evoflux_harness::SessionSummary) -> String {
     let s = &summary.session;
     let title = match &s.title {
         Some(title) => format!("“{}”", clip(title, 48)),
@@ -497,7 +511,7 @@ fn repl_row(summary: &evoflux_harness::SessionSummary) -> String {
 
 /// `2026-12-06 20:14` in the local time zone; the milliseconds as written
 /// when they are no time chrono can show.
-fn local_time(ms: i64) -> String {
+pub(super) fn local_time(ms: i64) -> String {
     use chrono::TimeZone as _;
     match chrono::Local.timestamp_millis_opt(ms) {
         chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
@@ -528,7 +542,7 @@ fn owned(pairs: Vec<(&str, &str)>) -> Vec<(String, String)> {
 
 /// What reopens the persisted session `id` (its mode, lead and workspace
 /// are its own), switching it to `model` when given.
-fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> SessionArgs {
+pub(super) fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> SessionArgs {
     SessionArgs {
         mode: None,
         lead: None,
@@ -543,7 +557,7 @@ fn reopen_args(base: &SessionArgs, id: String, model: Option<String>) -> Session
 
 /// The history file of a session's workspace: one for Work mode (each
 /// session has its own folder), one per set of repositories in Coding.
-fn history_file(dirs: &Dirs, session: &Session) -> PathBuf {
+pub(super) fn history_file(dirs: &Dirs, session: &Session) -> PathBuf {
     let key = match session.mode() {
         AppMode::Work => "work".to_owned(),
         AppMode::Coding => {
@@ -564,16 +578,33 @@ fn history_file(dirs: &Dirs, session: &Session) -> PathBuf {
 
 /// `/diff`: each repository's changed files and working-tree diff.
 fn diff(session: &Session, style: Style) {
-    if session.mode() != AppMode::Coding {
-        eprintln!("/diff is for Coding sessions: a Work session's folder is not a repository");
-        return;
+    match diff_report(session, matches!(style, Style::Ansi)) {
+        Ok(report) => {
+            for (root, text) in report {
+                eprintln!("{}", style.paint("1", &root));
+                print!("{text}");
+            }
+        }
+        Err(e) => eprintln!("{e}"),
     }
-    let color = match style {
-        Style::Ansi => "--color=always",
-        Style::Plain => "--color=never",
+}
+
+/// Each repository of a Coding session with its `git status --short` and
+/// working-tree diff (or why there is none), coloured by git when
+/// `color`; what `/diff` shows in both chats.
+pub(super) fn diff_report(session: &Session, color: bool) -> Result<Vec<(String, String)>, String> {
+    if session.mode() != AppMode::Coding {
+        return Err(
+            "/diff is for Coding sessions: a Work session's folder is not a repository".into(),
+        );
+    }
+    let color = if color {
+        "--color=always"
+    } else {
+        "--color=never"
     };
+    let mut out = Vec::new();
     for root in session.workspace.roots() {
-        eprintln!("{}", style.paint("1", &root.display().to_string()));
         let git = |args: &[&str]| {
             // The repository's fsmonitor, hooks, external diff and
             // textconv never run on the user's behalf.
@@ -584,33 +615,35 @@ fn diff(session: &Session, style: Style) {
                 .args(args)
                 .output()
         };
-        match git(&["status", "--short"]) {
+        let mut text = match git(&["status", "--short"]) {
             Ok(o) if o.status.success() => {
-                let status = String::from_utf8_lossy(&o.stdout);
+                let status = String::from_utf8_lossy(&o.stdout).into_owned();
                 if status.trim().is_empty() {
-                    eprintln!("  no changes");
+                    out.push((root.display().to_string(), "  no changes\n".to_owned()));
                     continue;
                 }
-                print!("{status}");
+                status
             }
             Ok(o) => {
-                eprintln!(
-                    "  not a git repository: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
+                out.push((
+                    root.display().to_string(),
+                    format!(
+                        "  not a git repository: {}\n",
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    ),
+                ));
                 continue;
             }
-            Err(e) => {
-                eprintln!("  cannot run git: {e}");
-                return;
-            }
-        }
+            Err(e) => return Err(format!("cannot run git: {e}")),
+        };
         if let Ok(o) = git(&["diff", "--no-ext-diff", "--no-textconv", color, "HEAD"])
             .or_else(|_| git(&["diff", "--no-ext-diff", "--no-textconv", color]))
         {
-            print!("{}", String::from_utf8_lossy(&o.stdout));
+            text.push_str(&String::from_utf8_lossy(&o.stdout));
         }
+        out.push((root.display().to_string(), text));
     }
+    Ok(out)
 }
 
 /// Approvals asked at the chat's prompt. Ctrl-C there denies the call and

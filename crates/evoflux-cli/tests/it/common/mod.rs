@@ -15,6 +15,7 @@ use serde_json::Value;
 
 pub mod fake_model;
 pub mod server;
+pub mod tmux;
 pub mod webdriver;
 
 pub struct Sandbox {

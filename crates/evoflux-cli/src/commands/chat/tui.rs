@@ -1,0 +1,957 @@
+//! The chat at a terminal, full screen: the session host runs the session
+//! as it does for every front end; this module wires its events and
+//! approvals into the screen ([`evoflux_tui::App`]) and carries out what
+//! the screen asks (send, queue, cancel, decide, switch sessions). It
+//! holds no session logic.
+//!
+//! One loop selects over the terminal's input, the session's events and
+//! approvals, the running turn's end, a redraw timer while something on
+//! screen moves, and SIGTERM/SIGHUP. Frames are drawn at most every 16 ms,
+//! so a fast stream costs one frame per interval, not one per token.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    Event as TermEvent, EventStream, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use evoflux_core::dirs::Dirs;
+use evoflux_harness::approval::{ApprovalSubject, Remember};
+use evoflux_harness::host::BoxFuture;
+use evoflux_harness::{
+    ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink, Harness,
+    HarnessError, Holder, HostError, ProcessRuntime, TurnEnd, TurnOptions,
+};
+use evoflux_protocol::metadata::ResultMetadata;
+use evoflux_protocol::{Message, Usage};
+use evoflux_tui::app::{
+    ApprovalAnswer, ApprovalPrompt, ApprovalSubject as Subject, PickerKind, Remembers,
+};
+use evoflux_tui::picker::PickerItem;
+use evoflux_tui::tools::ToolShapes;
+use evoflux_tui::transcript::NoticeKind;
+use evoflux_tui::{Action, App, Theme};
+use futures_util::StreamExt as _;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::{mpsc, oneshot};
+
+use super::complete::{Completions, complete};
+use super::slash::{self, Input, SlashCommand};
+use super::terminal::{Next, diff_report, local_time, new_session_args, reopen_args};
+use super::{ChatArgs, Hosted, open_hosted};
+use crate::frontend::prompts::{ask_trust, denied};
+use crate::frontend::runtime;
+use crate::frontend::session::{SessionArgs, process_runtime};
+use crate::frontend::signals::terminate_signal;
+use crate::output::{Exit, Output};
+
+/// The shortest time between two frames.
+const FRAME: Duration = Duration::from_millis(16);
+/// How often a moving clock or spinner is redrawn.
+const TICK: Duration = Duration::from_millis(100);
+/// Sessions `/resume` and `/sessions` list.
+const SESSIONS_LISTED: u32 = 200;
+
+/// What reaches the loop from the session and the process.
+#[derive(Debug)]
+enum Incoming {
+    Event(Event),
+    Approval(ApprovalRequest, oneshot::Sender<Decided>),
+}
+
+/// The session's events, into the loop.
+#[derive(Debug)]
+struct ChannelSink(mpsc::UnboundedSender<Incoming>);
+
+impl EventSink for ChannelSink {
+    fn emit(&self, event: &Event) {
+        let _ = self.0.send(Incoming::Event(event.clone()));
+    }
+}
+
+/// Approvals, put to the screen; an answer never given (the chat ended)
+/// denies by cancellation.
+#[derive(Debug)]
+struct ScreenApprover(mpsc::UnboundedSender<Incoming>);
+
+impl Approver for ScreenApprover {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> evoflux_harness::approval::ApprovalFuture<'a> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.0.send(Incoming::Approval(request.clone(), tx)).is_ok();
+        Box::pin(async move {
+            let cancelled = Decided {
+                decision: denied(request),
+                by: DecidedBy::Cancellation,
+            };
+            if !sent {
+                return cancelled;
+            }
+            rx.await.unwrap_or(cancelled)
+        })
+    }
+}
+
+/// The terminal in full-screen mode; put back as it was when dropped, a
+/// panic included.
+struct Screen {
+    terminal: Terminal<CrosstermBackend<std::io::Stdout>>,
+    enhanced: bool,
+}
+
+impl Screen {
+    fn enter() -> anyhow::Result<Screen> {
+        enable_raw_mode()?;
+        let mut stdout = std::io::stdout();
+        crossterm::execute!(
+            stdout,
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableMouseCapture
+        )?;
+        // Shift-Enter as its own key where the terminal can say so.
+        let enhanced = crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
+        if enhanced {
+            crossterm::execute!(
+                stdout,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+        }
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore(enhanced);
+            previous(info);
+        }));
+        let terminal = Terminal::new(CrosstermBackend::new(stdout))?;
+        Ok(Screen { terminal, enhanced })
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        restore(self.enhanced);
+        let _ = self.terminal.show_cursor();
+    }
+}
+
+fn restore(enhanced: bool) {
+    let mut stdout = std::io::stdout();
+    if enhanced {
+        let _ = crossterm::execute!(stdout, PopKeyboardEnhancementFlags);
+    }
+    let _ = crossterm::execute!(
+        stdout,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen
+    );
+    let _ = disable_raw_mode();
+    let _ = stdout.flush();
+}
+
+/// `evoflux chat`, full screen.
+pub(super) fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
+    let rt = runtime()?;
+    rt.block_on(async {
+        let dirs = match crate::commands::resolve_dirs(out) {
+            Ok(d) => d,
+            Err(exit) => return Ok(exit),
+        };
+        if args.session.session.is_none()
+            && let Err(exit) = ask_trust(out, &args.session).await?
+        {
+            return Ok(exit);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let processes = process_runtime(out)?;
+        let mut chat = Chat {
+            out,
+            dirs,
+            base: SessionArgs {
+                session: None,
+                ..args.session.clone()
+            },
+            next: Next::default(),
+            events: Arc::new(ChannelSink(tx.clone())),
+            approver: Arc::new(ScreenApprover(tx.clone())),
+            processes,
+            holder: Holder::process("evoflux chat"),
+            app: App::new(Theme::detect()),
+            approvals: Vec::new(),
+            turn: None,
+        };
+        // Opened before the screen is taken, so what goes wrong reads as
+        // it does in every command.
+        let live = match chat.open(&args.session).await? {
+            Ok(live) => live,
+            Err(exit) => return Ok(exit),
+        };
+        chat.opened(&live).await;
+        let (logs_tx, logs_rx) = mpsc::unbounded_channel();
+        let captured = crate::frontend::logs::capture(logs_tx);
+        let mut screen = Screen::enter()?;
+        let mut live = live;
+        let ended = chat.run(&mut screen, &mut live, rx, logs_rx).await;
+        drop(screen);
+        drop(captured);
+        live.host.close().await;
+        chat.processes.shutdown().await;
+        eprintln!(
+            "session {} saved; continue it with `evoflux chat --session {}`",
+            live.session.id, live.session.id
+        );
+        ended?;
+        Ok(Exit::Ok)
+    })
+}
+
+/// The running turn's end.
+type TurnEnded = std::pin::Pin<Box<dyn Future<Output = Result<TurnEnd, HostError>> + Send>>;
+
+struct Chat<'a> {
+    out: &'a Output,
+    dirs: Dirs,
+    /// The command line's arguments (without a session): what a new or
+    /// reopened session starts from.
+    base: SessionArgs,
+    next: Next,
+    events: Arc<ChannelSink>,
+    approver: Arc<ScreenApprover>,
+    processes: ProcessRuntime,
+    holder: Holder,
+    app: App,
+    /// Approvals the screen asks, with where their answers go.
+    approvals: Vec<(String, ApprovalRequest, oneshot::Sender<Decided>)>,
+    turn: Option<TurnEnded>,
+}
+
+/// What the loop does after an action.
+enum Flow {
+    Continue,
+    Quit,
+}
+
+impl Chat<'_> {
+    async fn open(&self, args: &SessionArgs) -> anyhow::Result<Result<Hosted, Exit>> {
+        open_hosted(
+            self.out,
+            args,
+            self.events.clone(),
+            self.approver.clone(),
+            &self.processes,
+            &self.holder,
+        )
+        .await
+    }
+
+    /// A session opened: its conversation, tools, usage, completion and
+    /// the question it waits on go to the screen.
+    async fn opened(&mut self, live: &Hosted) {
+        type Opened = (
+            Vec<Message>,
+            HashMap<String, ResultMetadata>,
+            ToolShapes,
+            Option<Usage>,
+            Vec<String>,
+            Option<evoflux_harness::PendingQuestion>,
+        );
+        let shown = live
+            .with(|harness: &mut Harness| {
+                Box::pin(async move {
+                    let shapes = shapes_of(harness);
+                    let skills: Vec<String> = harness
+                        .invocable_skills()
+                        .into_iter()
+                        .map(|(name, _)| name.to_owned())
+                        .collect();
+                    let usage = harness.usage().await.ok();
+                    let question = harness.pending_question().await.ok().flatten();
+                    // What the store keeps beside results: diffs, exits.
+                    let metadata: HashMap<String, ResultMetadata> = harness
+                        .store()
+                        .transcript(harness.session().id)
+                        .await
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|entry| match (entry.message, entry.artifact) {
+                            (Message::Tool { tool_call_id, .. }, Some(meta)) => {
+                                serde_json::from_value(meta).ok().map(|m| (tool_call_id, m))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    (
+                        harness.messages().to_vec(),
+                        metadata,
+                        shapes,
+                        usage,
+                        skills,
+                        question,
+                    )
+                }) as BoxFuture<'_, Opened>
+            })
+            .await;
+        let Ok((messages, metadata, shapes, usage, skills, question)) = shown else {
+            return;
+        };
+        self.app
+            .open_session_with(shapes, &messages, &metadata, usage.unwrap_or_default());
+        let s = &live.session;
+        let status = self.app.status();
+        status.session_id = s.id.to_string();
+        status.title.clone_from(&s.title);
+        status.mode = s.mode().to_string();
+        status.lead = s.lead.clone().unwrap_or_default();
+        status.model = s.model.clone().unwrap_or_default();
+        let completions = Completions {
+            skills,
+            root: s.workspace.roots().first().cloned(),
+        };
+        self.app
+            .set_completer(Box::new(move |line, pos| complete(line, pos, &completions)));
+        let history = super::terminal::history_file(&self.dirs, s);
+        self.app.composer().set_history(read_history(&history));
+        if let Some(q) = question {
+            self.app.apply(&Event::InputRequested {
+                call_id: q.call_id,
+                question: q.question,
+                options: q.options,
+            });
+        }
+    }
+
+    async fn run(
+        &mut self,
+        screen: &mut Screen,
+        live: &mut Hosted,
+        mut incoming: mpsc::UnboundedReceiver<Incoming>,
+        mut logs: mpsc::UnboundedReceiver<String>,
+    ) -> anyhow::Result<()> {
+        let mut keys = EventStream::new();
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut dirty = true;
+        let mut last_frame = Instant::now() - FRAME;
+        let mut frame_due = Box::pin(tokio::time::sleep(Duration::ZERO));
+        loop {
+            if dirty && last_frame.elapsed() >= FRAME {
+                screen.terminal.draw(|f| self.app.draw(f))?;
+                last_frame = Instant::now();
+                dirty = false;
+            } else if dirty {
+                frame_due
+                    .as_mut()
+                    .reset(tokio::time::Instant::from_std(last_frame + FRAME));
+            }
+            let animating = self.app.animating();
+            let turn = async {
+                match self.turn.as_mut() {
+                    Some(t) => t.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                ended = turn => {
+                    self.turn = None;
+                    if let Some(next) = self.turn_ended(ended)
+                        && let Flow::Quit = self.say(screen, live, next).await?
+                    {
+                        return Ok(());
+                    }
+                    dirty = true;
+                }
+                key = keys.next() => {
+                    let Some(key) = key else { return Ok(()) };
+                    let action = match key? {
+                        TermEvent::Key(k) => self.app.key(k),
+                        TermEvent::Paste(text) => {
+                            self.app.paste(&text);
+                            None
+                        }
+                        TermEvent::Mouse(m) => {
+                            self.app.mouse(m);
+                            None
+                        }
+                        TermEvent::Resize(..) => {
+                            screen.terminal.autoresize()?;
+                            None
+                        }
+                        TermEvent::FocusGained | TermEvent::FocusLost => None,
+                    };
+                    dirty = true;
+                    if let Some(action) = action
+                        && let Flow::Quit = self.act(screen, live, action).await?
+                    {
+                        return Ok(());
+                    }
+                }
+                got = incoming.recv() => {
+                    match got {
+                        Some(Incoming::Event(event)) => self.app.apply(&event),
+                        Some(Incoming::Approval(request, reply)) => self.ask(request, reply),
+                        None => return Ok(()),
+                    }
+                    dirty = true;
+                }
+                Some(line) = logs.recv() => {
+                    self.app.notice(NoticeKind::Warning, line);
+                    dirty = true;
+                }
+                _ = tick.tick(), if animating => dirty = true,
+                () = &mut frame_due, if dirty => {}
+                () = terminate_signal() => {
+                    live.host.cancel();
+                    if let Some(turn) = self.turn.take() {
+                        let _ = turn.await;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Puts an approval on the screen.
+    fn ask(&mut self, request: ApprovalRequest, reply: oneshot::Sender<Decided>) {
+        let subject = match &request.subject {
+            ApprovalSubject::Call => Subject::Call,
+            ApprovalSubject::OutsideSandbox { justification } => Subject::OutsideSandbox {
+                justification: justification.clone(),
+            },
+            ApprovalSubject::Control { path, control } => Subject::Control {
+                path: path.clone(),
+                control: control.clone(),
+            },
+        };
+        let remembers = match request.subject.remember() {
+            Remember::Never => Remembers::Never,
+            Remember::Session => Remembers::Session,
+            Remember::SessionOrWorkspace => Remembers::SessionOrWorkspace,
+        };
+        self.app.ask_approval(ApprovalPrompt {
+            call_id: request.call_id.clone(),
+            tool: request.tool.clone(),
+            arguments: request.arguments.clone(),
+            subject,
+            workdir: workdir_of(&request),
+            remembers,
+        });
+        self.approvals
+            .push((request.call_id.clone(), request, reply));
+    }
+
+    /// Carries out what the screen asks.
+    async fn act(
+        &mut self,
+        screen: &mut Screen,
+        live: &mut Hosted,
+        action: Action,
+    ) -> anyhow::Result<Flow> {
+        match action {
+            Action::Submit(text) => return self.say(screen, live, text).await,
+            Action::Cancel => {
+                // An approval waiting is denied by the cancellation, which
+                // the host then carries out.
+                if self.approvals.is_empty() {
+                    live.host.cancel();
+                }
+                for (_, request, reply) in self.approvals.drain(..) {
+                    let _ = reply.send(Decided {
+                        decision: denied(&request),
+                        by: DecidedBy::Cancellation,
+                    });
+                }
+                self.app.hint("cancelling…");
+            }
+            Action::Decide { call_id, answer } => {
+                let Some(at) = self.approvals.iter().position(|(id, ..)| *id == call_id) else {
+                    return Ok(Flow::Continue);
+                };
+                let (_, request, reply) = self.approvals.remove(at);
+                let decided = match answer {
+                    ApprovalAnswer::Once => Decided::by_user(ApprovalDecision::Approved),
+                    ApprovalAnswer::ForSession => {
+                        Decided::by_user(ApprovalDecision::ApprovedForSession)
+                    }
+                    ApprovalAnswer::ForWorkspace => {
+                        Decided::by_user(ApprovalDecision::ApprovedForWorkspace)
+                    }
+                    ApprovalAnswer::Deny(reason) => Decided::by_user(match reason {
+                        Some(reason) => ApprovalDecision::Denied {
+                            reason: format!("The user denied `{}`: {reason}", request.tool),
+                        },
+                        None => denied(&request),
+                    }),
+                    ApprovalAnswer::Cancel => Decided {
+                        decision: denied(&request),
+                        by: DecidedBy::Cancellation,
+                    },
+                };
+                let _ = reply.send(decided);
+            }
+            Action::Picked { kind, value } => match kind {
+                PickerKind::Session => {
+                    let args = reopen_args(&self.base, value, None);
+                    self.switch(screen, live, args).await?;
+                }
+                PickerKind::Model => {
+                    let args = reopen_args(&self.base, live.session.id.to_string(), Some(value));
+                    self.switch(screen, live, args).await?;
+                }
+                // The screen sends an answer as a message.
+                PickerKind::Answer => {}
+            },
+            Action::Quit => return Ok(Flow::Quit),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// What the user said: a command, a `!command`, or a message.
+    async fn say(
+        &mut self,
+        screen: &mut Screen,
+        live: &mut Hosted,
+        text: String,
+    ) -> anyhow::Result<Flow> {
+        append_history(
+            &super::terminal::history_file(&self.dirs, &live.session),
+            &text,
+        );
+        match slash::parse(&text) {
+            Ok(Input::Command(command)) => self.command(screen, live, command).await,
+            Ok(Input::Message(message)) => {
+                if let Some(command) = message.strip_prefix('!') {
+                    self.user_command(live, command).await;
+                    return Ok(Flow::Continue);
+                }
+                self.send(live, message).await?;
+                Ok(Flow::Continue)
+            }
+            Err(e) => {
+                self.app.notice(NoticeKind::Error, e.to_string());
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
+    /// Sends a message: a turn starts (or the host says why not).
+    async fn send(&mut self, live: &Hosted, message: String) -> anyhow::Result<()> {
+        match live
+            .host
+            .submit(Some(message), TurnOptions::default())
+            .await
+        {
+            Ok(handle) => {
+                self.app.turn_started();
+                self.turn = Some(Box::pin(handle.ended()));
+            }
+            Err(e @ (HostError::Busy | HostError::Lease(_))) => {
+                self.app
+                    .notice(NoticeKind::Error, format!("{e} [{}]", e.code()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+
+    /// The turn ended: approvals it left are gone; the next queued
+    /// message, which the loop sends as if typed now.
+    fn turn_ended(&mut self, ended: Result<TurnEnd, HostError>) -> Option<String> {
+        for (id, ..) in self.approvals.drain(..) {
+            self.app.approval_closed(&id);
+        }
+        match ended {
+            Ok(TurnEnd::Completed(_) | TurnEnd::Cancelled) => {}
+            // The event stream showed the error; the session takes the
+            // next message.
+            Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
+            Err(e) => self
+                .app
+                .notice(NoticeKind::Error, format!("{e} [{}]", e.code())),
+        }
+        self.app.turn_ended()
+    }
+
+    /// A `!command`, run under the session's lease like a turn.
+    async fn user_command(&mut self, live: &Hosted, command: &str) {
+        let command = command.to_owned();
+        let shown = command.clone();
+        let ran = live
+            .host
+            .exclusive(move |harness: &mut Harness| {
+                Box::pin(async move { harness.user_command(&command).await })
+                    as BoxFuture<'_, Result<evoflux_harness::ToolResult, HarnessError>>
+            })
+            .await;
+        match ran {
+            Ok(Ok(result)) => self.app.notice(
+                if result.is_error {
+                    NoticeKind::Warning
+                } else {
+                    NoticeKind::Info
+                },
+                format!("$ {shown}\n{}", result.content),
+            ),
+            Ok(Err(e)) => self.app.notice(NoticeKind::Error, e.to_string()),
+            Err(e) => self
+                .app
+                .notice(NoticeKind::Error, format!("{e} [{}]", e.code())),
+        }
+    }
+
+    async fn command(
+        &mut self,
+        screen: &mut Screen,
+        live: &mut Hosted,
+        command: SlashCommand,
+    ) -> anyhow::Result<Flow> {
+        match command {
+            SlashCommand::Help => self.app.notice(NoticeKind::Info, help()),
+            SlashCommand::Exit => return Ok(Flow::Quit),
+            SlashCommand::New => {
+                let args = new_session_args(&self.base, &self.next, &live.session);
+                self.switch(screen, live, args).await?;
+            }
+            SlashCommand::Sessions | SlashCommand::Resume(None) => self.pick_session(live).await?,
+            SlashCommand::Resume(Some(id)) => {
+                let args = reopen_args(&self.base, id, None);
+                self.switch(screen, live, args).await?;
+            }
+            SlashCommand::Model(Some(model)) => {
+                let args = reopen_args(&self.base, live.session.id.to_string(), Some(model));
+                self.switch(screen, live, args).await?;
+            }
+            SlashCommand::Model(None) => {
+                let current = live.session.model.clone().unwrap_or_default();
+                let items = super::model_choices(&self.dirs)?
+                    .into_iter()
+                    .map(|c| PickerItem {
+                        detail: if c.reference == current {
+                            format!("{} · current", c.source.as_str())
+                        } else {
+                            c.source.as_str().to_owned()
+                        },
+                        label: c.reference.clone(),
+                        value: c.reference,
+                    })
+                    .collect();
+                self.app.pick(PickerKind::Model, "Switch the model", items);
+            }
+            SlashCommand::Mode(mode) => {
+                self.next.mode = Some(mode);
+                self.fresh_or_next(screen, live, &format!("{mode} mode"))
+                    .await?;
+            }
+            SlashCommand::Lead(lead) => {
+                self.next.lead = Some(lead.clone());
+                self.fresh_or_next(screen, live, &format!("lead {lead}"))
+                    .await?;
+            }
+            SlashCommand::Skills => {
+                let skills = live
+                    .with(|harness: &mut Harness| {
+                        let skills = listed(harness.invocable_skills());
+                        Box::pin(async move { skills }) as BoxFuture<'_, String>
+                    })
+                    .await?;
+                self.app.notice(
+                    NoticeKind::Info,
+                    if skills.is_empty() {
+                        "no skills can be invoked in this session".to_owned()
+                    } else {
+                        format!("Skills ($name or /skill:name):\n{skills}")
+                    },
+                );
+            }
+            SlashCommand::Tools => {
+                let tools = live
+                    .with(|harness: &mut Harness| {
+                        let tools = listed(harness.offered_tools());
+                        Box::pin(async move { tools }) as BoxFuture<'_, String>
+                    })
+                    .await?;
+                self.app
+                    .notice(NoticeKind::Info, format!("Tools the model sees:\n{tools}"));
+            }
+            SlashCommand::Cost => {
+                let usage = live
+                    .with(|harness: &mut Harness| {
+                        Box::pin(async move { harness.usage().await })
+                            as BoxFuture<'_, Result<Usage, HarnessError>>
+                    })
+                    .await?;
+                match usage {
+                    Ok(u) => self
+                        .app
+                        .notice(NoticeKind::Info, crate::commands::sessions::usage_line(&u)),
+                    Err(e) => self.app.notice(
+                        NoticeKind::Error,
+                        format!("cannot read this session's usage: {e}"),
+                    ),
+                }
+            }
+            SlashCommand::Compact => {
+                live.with(|harness: &mut Harness| {
+                    harness.request_compaction();
+                    Box::pin(async {}) as BoxFuture<'_, ()>
+                })
+                .await?;
+                self.app.notice(
+                    NoticeKind::Info,
+                    "older turns are summarized at the next model call (recent turns and loaded skills are kept)",
+                );
+            }
+            SlashCommand::Diff => match diff_report(&live.session, false) {
+                Ok(report) => {
+                    for (root, text) in report {
+                        self.app
+                            .notice(NoticeKind::Info, format!("{root}\n{}", text.trim_end()));
+                    }
+                }
+                Err(e) => self.app.notice(NoticeKind::Error, e),
+            },
+            SlashCommand::Show(n) => {
+                if !self.app.transcript().expand(n) {
+                    self.app.notice(
+                        NoticeKind::Info,
+                        match n {
+                            Some(_) => {
+                                "no tool call has that number; each call's line ends with #N"
+                            }
+                            None => "no tool has run in this session yet",
+                        },
+                    );
+                }
+            }
+            SlashCommand::History => self.app.hint("the whole conversation is above: PgUp, Home"),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// `/resume` without an id, `/sessions`: the recent top-level
+    /// sessions in a searchable picker, titled and dated.
+    async fn pick_session(&mut self, live: &Hosted) -> anyhow::Result<()> {
+        let store = crate::commands::app_context(&self.dirs)?
+            .open_store()
+            .await?;
+        let page = evoflux_harness::SessionSummary::find(
+            &store,
+            &evoflux_harness::SessionQuery {
+                limit: Some(SESSIONS_LISTED),
+                ..evoflux_harness::SessionQuery::default()
+            },
+        )
+        .await?;
+        let items: Vec<PickerItem> = page
+            .iter()
+            .filter(|s| s.session.parent.is_none())
+            .map(|summary| {
+                let s = &summary.session;
+                let id = s.id.to_string();
+                let current = if s.id == live.session.id {
+                    " · current"
+                } else {
+                    ""
+                };
+                PickerItem {
+                    label: s.title.clone().unwrap_or_else(|| "(untitled)".to_owned()),
+                    detail: format!(
+                        "{} · {} · {} · {}{current}",
+                        local_time(s.updated_at_ms),
+                        s.mode().as_str(),
+                        summary.usage_with_children.cost_label(),
+                        &id[id.len().saturating_sub(8)..],
+                    ),
+                    value: id,
+                }
+            })
+            .collect();
+        if items.is_empty() {
+            self.app.notice(NoticeKind::Info, "no sessions yet");
+        } else {
+            self.app
+                .pick(PickerKind::Session, "Resume a session", items);
+        }
+        Ok(())
+    }
+
+    /// `/mode` and `/lead`: a session that holds no message yet is replaced
+    /// by one with the new choice (and removed); otherwise the choice waits
+    /// for `/new`, since a persisted session's mode and lead are fixed.
+    async fn fresh_or_next(
+        &mut self,
+        screen: &mut Screen,
+        live: &mut Hosted,
+        what: &str,
+    ) -> anyhow::Result<()> {
+        let empty = live
+            .with(|harness: &mut Harness| {
+                let empty = !harness
+                    .messages()
+                    .iter()
+                    .any(|m| matches!(m, Message::User { .. }));
+                Box::pin(async move { empty }) as BoxFuture<'_, bool>
+            })
+            .await?;
+        if !empty {
+            self.app.notice(
+                NoticeKind::Info,
+                format!(
+                    "this session's mode and lead are fixed; /new starts a session with {what}"
+                ),
+            );
+            return Ok(());
+        }
+        let old = live.session.id;
+        let args = new_session_args(&self.base, &self.next, &live.session);
+        if self.switch(screen, live, args).await? {
+            let store = crate::commands::app_context(&self.dirs)?
+                .open_store()
+                .await?;
+            let _ = store.delete_session(old).await;
+        }
+        Ok(())
+    }
+
+    /// Opens the session `args` name in place of the current one; on
+    /// failure the current one stays. `true` when it switched.
+    async fn switch(
+        &mut self,
+        screen: &mut Screen,
+        live: &mut Hosted,
+        args: SessionArgs,
+    ) -> anyhow::Result<bool> {
+        if self.turn.is_some() {
+            self.app.notice(
+                NoticeKind::Info,
+                "a turn is running: switch sessions after it ends (Esc cancels it)",
+            );
+            return Ok(false);
+        }
+        let old = live.session.id;
+        // Opening may say what went wrong on stderr: the screen is drawn
+        // again whole afterwards.
+        let opened = self.open(&args).await;
+        screen.terminal.clear()?;
+        match opened? {
+            Ok(new) => {
+                live.host.close().await;
+                if new.session.id != old {
+                    self.processes.terminate_session(old).await;
+                }
+                *live = new;
+                self.opened(live).await;
+                Ok(true)
+            }
+            Err(_) => {
+                self.app.notice(
+                    NoticeKind::Error,
+                    format!("could not open that session; still in session {old}"),
+                );
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// How the screen shows `harness`'s tools.
+fn shapes_of(harness: &Harness) -> ToolShapes {
+    ToolShapes::new(harness.tools().iter().map(|t| &t.definition))
+}
+
+/// Where an approval's command would run.
+fn workdir_of(request: &ApprovalRequest) -> Option<String> {
+    request.workdir.as_ref().map(|d| d.display().to_string())
+}
+
+/// `name  description` rows.
+fn listed(pairs: Vec<(&str, &str)>) -> String {
+    pairs
+        .into_iter()
+        .map(|(name, description)| {
+            let first = description.lines().next().unwrap_or_default();
+            format!("  {name:<28} {}", crate::frontend::printer::clip(first, 90))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `/help`: the commands and the keys of the full-screen chat.
+fn help() -> String {
+    let mut text = slash::commands_help();
+    text.push_str(
+        "Keys: Enter sends (queues while a turn runs) · Shift-Enter, Alt-Enter or Ctrl-J: newline · \
+         Up/Down: history · Tab: complete /commands, @files, $skills · Esc or Ctrl-C: cancel the turn · \
+         PgUp/PgDn, wheel: scroll · Ctrl-F: search · Ctrl-O: show every call's output · \
+         Ctrl-D or Ctrl-C twice: exit\n`!command` runs a shell command in the session's workspace.",
+    );
+    text
+}
+
+/// The history file's entries, oldest first (the line editor's format:
+/// one entry per line; rustyline's header line skipped).
+fn read_history(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|text| {
+            text.lines()
+                .filter(|l| !l.starts_with("#V2"))
+                .map(unescape_history)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Appends one entry to the history file the line mode shares.
+fn append_history(path: &std::path::Path, entry: &str) {
+    if entry.trim().is_empty() {
+        return;
+    }
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let new = !path.exists();
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        if new {
+            let _ = writeln!(f, "#V2");
+        }
+        let _ = writeln!(f, "{}", escape_history(entry));
+    }
+}
+
+/// rustyline's V2 history escapes: `\n` and `\\`.
+fn escape_history(entry: &str) -> String {
+    entry.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+fn unescape_history(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('\\', Some('n')) => {
+                out.push('\n');
+                chars.next();
+            }
+            ('\\', Some('\\')) => {
+                out.push('\\');
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
