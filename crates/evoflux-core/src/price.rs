@@ -231,147 +231,47 @@ impl PriceEntry {
     }
 }
 
-/// Built-in prices of well-known hosted models, in dollars per million
-/// tokens: (the provider kind that serves it, model, input, cached input, cache write, output), then dollars
-/// per 1,000 searches of the provider's web search tool. Overridden by
-/// `[prices]`; a dated snapshot (`claude-sonnet-4-20250514`,
-/// `gpt-4o-2024-08-06`) costs what its model costs.
-const BUILT_IN: &[(ProviderKind, &str, f64, f64, f64, f64, f64)] = &[
+/// Built-in prices of well-known hosted models, by the provider kind that
+/// serves them, in dollars per million tokens: (model, input, cached
+/// input, cache write, output), then dollars per 1,000 searches of the
+/// provider's web search tool. Overridden by `[prices]`; a dated snapshot
+/// (`claude-sonnet-4-20250514`, `gpt-4o-2024-08-06`) costs what its model
+/// costs.
+const BUILT_IN: [(ProviderKind, &[PriceRow]); 2] = [
+    (ProviderKind::Openai, OPENAI),
+    (ProviderKind::Anthropic, ANTHROPIC),
+];
+
+/// (model, input, cached input, cache write, output, per 1,000 searches).
+type PriceRow = (&'static str, f64, f64, f64, f64, f64);
+
+const OPENAI: &[PriceRow] = &[
     // OpenAI: cached input is discounted, cache writes cost nothing extra;
     // a web search is $25 per 1,000 on gpt-4o and gpt-4.1 (its content
     // free), $10 on the reasoning models (its content billed as input).
-    (ProviderKind::Openai, "gpt-5", 1.25, 0.125, 1.25, 10.0, 10.0),
-    (
-        ProviderKind::Openai,
-        "gpt-5-mini",
-        0.25,
-        0.025,
-        0.25,
-        2.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Openai,
-        "gpt-5-nano",
-        0.05,
-        0.005,
-        0.05,
-        0.40,
-        10.0,
-    ),
-    (ProviderKind::Openai, "gpt-4.1", 2.0, 0.50, 2.0, 8.0, 25.0),
-    (
-        ProviderKind::Openai,
-        "gpt-4.1-mini",
-        0.40,
-        0.10,
-        0.40,
-        1.60,
-        25.0,
-    ),
-    (
-        ProviderKind::Openai,
-        "gpt-4.1-nano",
-        0.10,
-        0.025,
-        0.10,
-        0.40,
-        25.0,
-    ),
-    (ProviderKind::Openai, "gpt-4o", 2.50, 1.25, 2.50, 10.0, 25.0),
-    (
-        ProviderKind::Openai,
-        "gpt-4o-mini",
-        0.15,
-        0.075,
-        0.15,
-        0.60,
-        25.0,
-    ),
-    (ProviderKind::Openai, "o3", 2.0, 0.50, 2.0, 8.0, 10.0),
-    (
-        ProviderKind::Openai,
-        "o4-mini",
-        1.10,
-        0.275,
-        1.10,
-        4.40,
-        10.0,
-    ),
+    ("gpt-5", 1.25, 0.125, 1.25, 10.0, 10.0),
+    ("gpt-5-mini", 0.25, 0.025, 0.25, 2.0, 10.0),
+    ("gpt-5-nano", 0.05, 0.005, 0.05, 0.40, 10.0),
+    ("gpt-4.1", 2.0, 0.50, 2.0, 8.0, 25.0),
+    ("gpt-4.1-mini", 0.40, 0.10, 0.40, 1.60, 25.0),
+    ("gpt-4.1-nano", 0.10, 0.025, 0.10, 0.40, 25.0),
+    ("gpt-4o", 2.50, 1.25, 2.50, 10.0, 25.0),
+    ("gpt-4o-mini", 0.15, 0.075, 0.15, 0.60, 25.0),
+    ("o3", 2.0, 0.50, 2.0, 8.0, 10.0),
+    ("o4-mini", 1.10, 0.275, 1.10, 4.40, 10.0),
+];
+
+const ANTHROPIC: &[PriceRow] = &[
     // Anthropic: a cache read is a tenth of input, a 5-minute cache write
     // a quarter more, a web search $10 per 1,000.
-    (
-        ProviderKind::Anthropic,
-        "claude-opus-4-5",
-        5.0,
-        0.50,
-        6.25,
-        25.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-opus-4-1",
-        15.0,
-        1.50,
-        18.75,
-        75.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-opus-4",
-        15.0,
-        1.50,
-        18.75,
-        75.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-sonnet-4-5",
-        3.0,
-        0.30,
-        3.75,
-        15.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-sonnet-4",
-        3.0,
-        0.30,
-        3.75,
-        15.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-3-7-sonnet",
-        3.0,
-        0.30,
-        3.75,
-        15.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-haiku-4-5",
-        1.0,
-        0.10,
-        1.25,
-        5.0,
-        10.0,
-    ),
-    (
-        ProviderKind::Anthropic,
-        "claude-3-5-haiku",
-        0.80,
-        0.08,
-        1.0,
-        4.0,
-        10.0,
-    ),
+    ("claude-opus-4-5", 5.0, 0.50, 6.25, 25.0, 10.0),
+    ("claude-opus-4-1", 15.0, 1.50, 18.75, 75.0, 10.0),
+    ("claude-opus-4", 15.0, 1.50, 18.75, 75.0, 10.0),
+    ("claude-sonnet-4-5", 3.0, 0.30, 3.75, 15.0, 10.0),
+    ("claude-sonnet-4", 3.0, 0.30, 3.75, 15.0, 10.0),
+    ("claude-3-7-sonnet", 3.0, 0.30, 3.75, 15.0, 10.0),
+    ("claude-haiku-4-5", 1.0, 0.10, 1.25, 5.0, 10.0),
+    ("claude-3-5-haiku", 0.80, 0.08, 1.0, 4.0, 10.0),
 ];
 
 /// Where a price came from, for `info` and for a user wondering why a
@@ -443,15 +343,16 @@ impl PriceTable {
 pub fn built_in_models(kind: ProviderKind) -> impl Iterator<Item = &'static str> {
     BUILT_IN
         .iter()
-        .filter(move |(k, ..)| *k == kind)
-        .map(|(_, name, ..)| *name)
+        .filter(move |(k, _)| *k == kind)
+        .flat_map(|(_, rows)| rows.iter().map(|(name, ..)| *name))
 }
 
 fn built_in(model: &str) -> Option<Price> {
     BUILT_IN
         .iter()
-        .find(|(_, name, ..)| *name == model)
-        .and_then(|&(_, _, i, c, w, o, search)| {
+        .flat_map(|(_, rows)| rows.iter())
+        .find(|(name, ..)| *name == model)
+        .and_then(|&(_, i, c, w, o, search)| {
             Price::per_million(i, c, w, o)
                 .and_then(|p| p.with_web_search(search))
                 .ok()

@@ -18,6 +18,7 @@ use ratatui::text::{Line, Span};
 use unicode_segmentation::UnicodeSegmentation;
 use unicode_width::UnicodeWidthStr;
 
+use crate::text::clip;
 use crate::theme::{Role, Theme};
 
 /// Cells a tab stands for.
@@ -415,24 +416,6 @@ fn wrap_cells(text: &str, cells: usize, max_rows: usize) -> Vec<String> {
     }
     rows.push(row);
     rows
-}
-
-/// `text` clipped to `cells`, with `…` when cut.
-fn clip(text: &str, cells: usize) -> String {
-    if text.width() <= cells {
-        return text.to_owned();
-    }
-    let mut out = String::new();
-    for g in text.graphemes(true) {
-        let before = out.len();
-        out.push_str(g);
-        if out.width() + 1 > cells {
-            out.truncate(before);
-            break;
-        }
-    }
-    out.push('…');
-    out
 }
 
 #[cfg(test)]

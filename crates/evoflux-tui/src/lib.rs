@@ -21,6 +21,7 @@ pub mod diff;
 pub mod markdown;
 pub mod picker;
 pub mod status;
+pub mod text;
 pub mod theme;
 pub mod tools;
 pub mod transcript;

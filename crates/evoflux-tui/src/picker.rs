@@ -20,6 +20,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 use unicode_segmentation::UnicodeSegmentation;
 use unicode_width::UnicodeWidthStr;
 
+use crate::text::{clip, one_line};
 use crate::theme::{Role, Theme};
 
 /// Rows PageUp/PageDown move before the picker has been drawn.
@@ -261,13 +262,13 @@ impl Picker {
         } else {
             format!("{marker}   ")
         };
-        let label = truncate(&item.label, layout.label);
+        let label = clip(&one_line(&item.label), layout.label);
         let pad = layout.label.saturating_sub(label.width());
         let mut spans = vec![Span::raw(gutter), Span::raw(label)];
         if !item.detail.is_empty() && layout.detail > 0 {
             spans.push(Span::raw(" ".repeat(pad + GAP)));
             spans.push(Span::styled(
-                truncate(&item.detail, layout.detail),
+                clip(&one_line(&item.detail), layout.detail),
                 theme.style(Role::Dim),
             ));
         }
@@ -347,41 +348,6 @@ fn keep_visible(scroll: &Cell<usize>, selected: usize, rows: usize, len: usize) 
     top = top.min(len.saturating_sub(rows));
     scroll.set(top);
     top
-}
-
-/// `s` on one row (a session title may hold newlines): line breaks and
-/// tabs as spaces, other control characters dropped, so none reaches the
-/// terminal.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .filter_map(|c| match c {
-            '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() => None,
-            c => Some(c),
-        })
-        .collect()
-}
-
-/// `s` on one row, cut to `width` columns, ending in `…` when cut.
-fn truncate(s: &str, width: usize) -> String {
-    let s = one_line(s);
-    if s.width() <= width {
-        return s;
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    for g in s.graphemes(true) {
-        let w = g.width();
-        if used + w + 1 > width {
-            break;
-        }
-        out.push_str(g);
-        used += w;
-    }
-    if width > 0 {
-        out.push('…');
-    }
-    out
 }
 
 /// Completion candidates above the composer for the word at the cursor.
@@ -465,7 +431,7 @@ impl Completion {
             .skip(top)
             .take(rows)
             .map(|(i, (shown, _))| {
-                let text = truncate(shown, width.saturating_sub(2));
+                let text = clip(&one_line(shown), width.saturating_sub(2));
                 let marker = if i == selected { "› " } else { "  " };
                 let pad = width.saturating_sub(2 + text.width());
                 let style = if i == selected {
@@ -711,11 +677,11 @@ mod tests {
 
     #[test]
     fn truncate_marks_cuts() {
-        assert_eq!(truncate("hello", 5), "hello");
-        assert_eq!(truncate("hello world", 6), "hello…");
-        assert_eq!(truncate("中文中文", 5), "中文…");
-        assert_eq!(truncate("abc", 0), "");
-        assert_eq!(truncate("two\nlines\u{7}", 20), "two lines");
+        assert_eq!(clip(&one_line("hello"), 5), "hello");
+        assert_eq!(clip(&one_line("hello world"), 6), "hello…");
+        assert_eq!(clip(&one_line("中文中文"), 5), "中文…");
+        assert_eq!(clip(&one_line("abc"), 0), "");
+        assert_eq!(clip(&one_line("two\nlines\u{7}"), 20), "two lines");
     }
 
     fn completion() -> Completion {

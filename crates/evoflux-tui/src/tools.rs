@@ -25,8 +25,8 @@ use evoflux_graph::tool::{
 use evoflux_protocol::command::{CommandMeta, CommandStatus};
 use evoflux_protocol::metadata::ResultMetadata;
 use serde_json::{Map, Value};
-use unicode_segmentation::UnicodeSegmentation;
-use unicode_width::UnicodeWidthStr;
+
+use crate::text::{clip, one_line};
 
 /// Cells a shell command or a delegated task may take in a summary.
 const COMMAND_CELLS: usize = 80;
@@ -423,9 +423,12 @@ fn object_args(map: &Map<String, Value>, def: Option<&ToolDefinition>) -> String
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     let first = required.iter().filter_map(|key| map.get_key_value(*key));
-    let rest = map
+    // Sorted, so the line is the same whatever order the map keeps.
+    let mut rest: Vec<(&String, &Value)> = map
         .iter()
-        .filter(|(key, _)| !required.contains(&key.as_str()));
+        .filter(|(key, _)| !required.contains(&key.as_str()))
+        .collect();
+    rest.sort_by_key(|(key, _)| *key);
     first
         .chain(rest)
         .map(|(key, value)| {
@@ -472,38 +475,6 @@ fn clip_line(s: &str, cells: usize) -> String {
     } else {
         format!("{clipped} …")
     }
-}
-
-/// `s` on one line: newlines become spaces, tabs spaces, other control
-/// characters are dropped.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .filter_map(|c| match c {
-            '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() => None,
-            c => Some(c),
-        })
-        .collect()
-}
-
-/// `s` clipped to `cells` terminal cells, the last one a `…` when cut.
-fn clip(s: &str, cells: usize) -> String {
-    if s.width() <= cells {
-        return s.to_owned();
-    }
-    let budget = cells.saturating_sub(1);
-    let mut out = String::new();
-    let mut used = 0;
-    for g in s.graphemes(true) {
-        let w = g.width();
-        if used + w > budget {
-            break;
-        }
-        used += w;
-        out.push_str(g);
-    }
-    out.push('…');
-    out
 }
 
 /// How a call ended, for the end of its summary line: `exit 0, 2.1 s`,
@@ -634,6 +605,8 @@ fn preview_line(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
+
+    use unicode_width::UnicodeWidthStr as _;
 
     use evoflux_graph::tool::{Approval, CommandTool, FRAMEWORK_TOOLS, framework_tool};
     use evoflux_protocol::metadata::{FileChange, ObservationReuse};

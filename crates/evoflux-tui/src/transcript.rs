@@ -118,6 +118,10 @@ pub struct Transcript {
     calls_made: usize,
     /// Every call's output shown whole (Ctrl-O).
     expand_all: bool,
+    /// The streaming answer's finished blocks as last drawn: `(width,
+    /// bytes, lines)`. A frame draws only the block still being written,
+    /// so a long answer costs each frame its last paragraph, not itself.
+    streamed: Option<Streamed>,
 }
 
 impl Transcript {
@@ -161,6 +165,7 @@ impl Transcript {
         self.cells.clear();
         self.calls.clear();
         self.calls_made = 0;
+        self.streamed = None;
     }
 
     fn push(&mut self, cell: Cell) {
@@ -615,10 +620,14 @@ impl Transcript {
                 break;
             }
             if stale || running {
-                d.lines = Some((
-                    width,
-                    draw_cell(&d.cell, &self.shapes, width, theme, expand_all),
-                ));
+                let lines = match &d.cell {
+                    Cell::Assistant {
+                        text,
+                        streaming: true,
+                    } => draw_streaming(i, text, width, theme, &mut self.streamed),
+                    cell => draw_cell(cell, &self.shapes, width, theme, expand_all),
+                };
+                d.lines = Some((width, lines));
             }
             got += d.lines.as_ref().map_or(0, |(_, l)| l.len()) + 1;
             start = i;
@@ -739,6 +748,80 @@ fn draw_cell(
             out
         }
     }
+}
+
+/// The answer being streamed: its finished blocks (up to the last blank
+/// line outside a code fence) drawn once and kept in `kept`, then the
+/// block still being written, drawn each time.
+fn draw_streaming(
+    cell: usize,
+    text: &str,
+    width: usize,
+    theme: &Theme,
+    kept: &mut Option<Streamed>,
+) -> Vec<Line<'static>> {
+    let done = finished_blocks(text);
+    let reuse = matches!(kept, Some(k) if k.cell == cell && k.width == width && k.bytes == done);
+    if !reuse {
+        // Another answer, another width, or more finished blocks.
+        *kept = Some(Streamed {
+            cell,
+            width,
+            bytes: done,
+            lines: markdown::render(&text[..done], width, false, theme),
+        });
+    }
+    let mut out = kept.as_ref().map(|k| k.lines.clone()).unwrap_or_default();
+    let rest = markdown::render(&text[done..], width, false, theme);
+    if !out.is_empty() && !rest.is_empty() {
+        out.push(Line::default());
+    }
+    out.extend(rest);
+    out
+}
+
+/// The finished blocks of the answer being streamed, as last drawn.
+#[derive(Debug)]
+struct Streamed {
+    /// The answer's cell.
+    cell: usize,
+    width: usize,
+    /// The length of the finished blocks.
+    bytes: usize,
+    lines: Vec<Line<'static>>,
+}
+
+/// The length of `text`'s finished Markdown blocks: up to the end of its
+/// last line that ends a block whatever follows (a blank line, a heading,
+/// a closing code fence), never inside a fenced code block; 0 when there
+/// is none.
+fn finished_blocks(text: &str) -> usize {
+    let mut fenced = false;
+    let mut end = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        at += line.len();
+        if !line.ends_with('\n') {
+            break;
+        }
+        let trimmed = line.trim_start();
+        let fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
+        if fence {
+            fenced = !fenced;
+            if !fenced {
+                end = at;
+            }
+        } else if !fenced && (line.trim().is_empty() || is_heading(trimmed)) {
+            end = at;
+        }
+    }
+    end
+}
+
+/// An ATX heading line (`# Title` … `###### Title`).
+fn is_heading(line: &str) -> bool {
+    let hashes = line.bytes().take_while(|b| *b == b'#').count();
+    (1..=6).contains(&hashes) && matches!(line.as_bytes().get(hashes), Some(b' ' | b'\t' | b'\n'))
 }
 
 /// The spinner frames of running calls and the status line.
@@ -973,6 +1056,33 @@ mod tests {
         assert!(matches!(cells[1], Cell::Assistant { text, streaming: false } if text == "Hello"));
         assert!(matches!(cells[2], Cell::Tool(c) if c.state == CallState::Running));
         assert!(matches!(cells[3], Cell::Assistant { text, streaming: true } if text == "after"));
+    }
+
+    #[test]
+    fn a_streaming_answer_draws_as_the_whole_answer_does() {
+        let answer = "# Plan\n\nFirst **step**.\n\n```rust\nfn a() {}\n\nfn b() {}\n```\n\n- one\n- two\n\nLast words\n## Next\n- item with `code`\n```\nfn c() {}\n```\nProse after the fence.\n## End\nDone";
+        assert_eq!(finished_blocks("no blank"), 0);
+        assert_eq!(finished_blocks("a\n\nb"), 3);
+        // A blank line inside a fence finishes nothing; its closing does.
+        assert_eq!(finished_blocks("a\n\n```\nx\n\ny"), 3);
+        assert_eq!(finished_blocks("```\nx\n```\nmore"), 10);
+        assert_eq!(finished_blocks("## H\n- item"), 5);
+        assert_eq!(finished_blocks("#hashtag\ntext"), 0);
+        let theme = Theme::plain();
+        let whole: Vec<String> = markdown::render(answer, 40, false, &theme)
+            .iter()
+            .map(line_text)
+            .collect();
+        let mut kept = None;
+        // Streamed in pieces, the last draw is what the whole draws.
+        for end in [10, 30, 60, 90, 120, 140, answer.len()] {
+            draw_streaming(3, &answer[..end], 40, &theme, &mut kept);
+        }
+        let streamed: Vec<String> = draw_streaming(3, answer, 40, &theme, &mut kept)
+            .iter()
+            .map(line_text)
+            .collect();
+        assert_eq!(streamed, whole);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 // What the tests start from, an application in a temp folder, is
 // `evoflux_app::testing`, which the crates above share.
 
+mod models;
 mod replay;
 mod scheduler;
 mod session_builder;

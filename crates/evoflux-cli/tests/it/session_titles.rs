@@ -313,7 +313,7 @@ async fn the_chat_s_sessions_command_shows_titles_and_dates_without_children() {
         .unwrap();
     let model = script(&s, "none.yaml", "turns: []\n");
     let listed = tokio::task::spawn_blocking({
-        let command = s.command(&["chat", "--mode", "work", "--model", &model]);
+        let command = s.command(&["chat", "--plain", "--mode", "work", "--model", &model]);
         move || {
             let mut command = command;
             command

@@ -59,6 +59,67 @@ pub fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     tui::chat(out, args)
 }
 
+/// The data directory of a chat at a terminal, once the user trusts the
+/// workspace a new session opens in (asked before the screen is taken).
+async fn starting(
+    out: &Output,
+    args: &ChatArgs,
+) -> anyhow::Result<Result<evoflux_core::dirs::Dirs, Exit>> {
+    let dirs = match super::resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(Err(exit)),
+    };
+    if args.session.session.is_none()
+        && let Err(exit) = crate::frontend::prompts::ask_trust(out, &args.session).await?
+    {
+        return Ok(Err(exit));
+    }
+    Ok(Ok(dirs))
+}
+
+/// What `/compact` says it did.
+const COMPACTED: &str =
+    "older turns are summarized at the next model call (recent turns and loaded skills are kept)";
+
+/// The most recently active top-level sessions (delegated children are
+/// reached through their parent): what `/sessions` and `/resume` list.
+async fn recent_sessions(
+    dirs: &evoflux_core::dirs::Dirs,
+    limit: u32,
+) -> anyhow::Result<Vec<evoflux_harness::SessionSummary>> {
+    let store = super::app_context(dirs)?.open_store().await?;
+    let page = evoflux_harness::SessionSummary::find(
+        &store,
+        &evoflux_harness::SessionQuery {
+            limit: Some(limit),
+            ..evoflux_harness::SessionQuery::default()
+        },
+    )
+    .await?;
+    Ok(page
+        .into_iter()
+        .filter(|s| s.session.parent.is_none())
+        .collect())
+}
+
+/// Removes a session that `/mode` or `/lead` replaced before anything was
+/// said in it.
+async fn remove_fresh(dirs: &evoflux_core::dirs::Dirs, id: evoflux_core::ids::SessionId) {
+    if let Ok(app) = super::app_context(dirs)
+        && let Ok(store) = app.open_store().await
+    {
+        let _ = store.delete_session(id).await;
+    }
+}
+
+/// `(name, description)` pairs kept past the harness's borrow.
+fn owned(pairs: Vec<(&str, &str)>) -> Vec<(String, String)> {
+    pairs
+        .into_iter()
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect()
+}
+
 /// The models `/model` offers.
 fn model_choices(
     dirs: &evoflux_core::dirs::Dirs,
@@ -215,6 +276,69 @@ struct Hosted {
 }
 
 impl Hosted {
+    /// The skills the user may invoke here, with their descriptions.
+    async fn skills(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.with(|harness: &mut Harness| {
+            let skills = owned(harness.invocable_skills());
+            Box::pin(async move { skills }) as BoxFuture<'_, Vec<(String, String)>>
+        })
+        .await
+    }
+
+    /// The tools the model sees now, with their descriptions.
+    async fn tools(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.with(|harness: &mut Harness| {
+            let tools = owned(harness.offered_tools());
+            Box::pin(async move { tools }) as BoxFuture<'_, Vec<(String, String)>>
+        })
+        .await
+    }
+
+    /// The session's usage, its children included (`/cost`).
+    async fn usage(&self) -> anyhow::Result<Result<evoflux_protocol::Usage, HarnessError>> {
+        self.with(|harness: &mut Harness| {
+            Box::pin(async move { harness.usage().await })
+                as BoxFuture<'_, Result<evoflux_protocol::Usage, HarnessError>>
+        })
+        .await
+    }
+
+    /// `/compact`: older turns are summarized at the next model call.
+    async fn compact(&self) -> anyhow::Result<()> {
+        self.with(|harness: &mut Harness| {
+            harness.request_compaction();
+            Box::pin(async {}) as BoxFuture<'_, ()>
+        })
+        .await
+    }
+
+    /// Nothing has been said in the session yet (`/mode` and `/lead` may
+    /// replace it).
+    async fn is_fresh(&self) -> anyhow::Result<bool> {
+        self.with(|harness: &mut Harness| {
+            let fresh = !harness
+                .messages()
+                .iter()
+                .any(|m| matches!(m, evoflux_protocol::Message::User { .. }));
+            Box::pin(async move { fresh }) as BoxFuture<'_, bool>
+        })
+        .await
+    }
+
+    /// A `!command`, run under the session's lease like a turn.
+    async fn run_command(
+        &self,
+        command: &str,
+    ) -> Result<Result<evoflux_harness::ToolResult, HarnessError>, HostError> {
+        let command = command.to_owned();
+        self.host
+            .exclusive(move |harness: &mut Harness| {
+                Box::pin(async move { harness.user_command(&command).await })
+                    as BoxFuture<'_, Result<evoflux_harness::ToolResult, HarnessError>>
+            })
+            .await
+    }
+
     /// `f`'s answer from the session's harness, between turns.
     async fn with<R, F>(&self, f: F) -> anyhow::Result<R>
     where
@@ -293,15 +417,7 @@ async fn user_command(
     command: &str,
     events: &dyn EventSink,
 ) -> anyhow::Result<bool> {
-    let command = command.to_owned();
-    let ran = live
-        .host
-        .exclusive(move |harness: &mut Harness| {
-            Box::pin(async move { harness.user_command(&command).await })
-                as BoxFuture<'_, Result<evoflux_harness::ToolResult, HarnessError>>
-        })
-        .await;
-    match ran {
+    match live.run_command(command).await {
         Ok(result) => {
             println!("{}", result?.content);
             Ok(true)

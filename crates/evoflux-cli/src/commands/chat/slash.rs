@@ -241,7 +241,14 @@ mod tests {
     #[test]
     fn mistakes_say_what_to_type() {
         assert!(parse("/frobnicate").unwrap_err().0.contains("/help"));
-        assert!(parse("/resume").unwrap_err().0.contains("session id"));
+        assert_eq!(
+            parse("/resume"),
+            Ok(Input::Command(SlashCommand::Resume(None)))
+        );
+        assert_eq!(
+            parse("/model"),
+            Ok(Input::Command(SlashCommand::Model(None)))
+        );
         assert!(
             parse("/mode fast")
                 .unwrap_err()

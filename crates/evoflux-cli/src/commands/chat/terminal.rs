@@ -13,8 +13,8 @@ use evoflux_core::AppMode;
 use evoflux_core::dirs::Dirs;
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
-    ApprovalRequest, Approver, Decided, DecidedBy, EventSink, Harness, HarnessError, Holder,
-    ProcessRuntime, Session, TurnOutcome,
+    ApprovalRequest, Approver, Decided, DecidedBy, EventSink, Harness, Holder, ProcessRuntime,
+    Session, TurnOutcome,
 };
 use evoflux_protocol::{Message, Usage};
 
@@ -25,7 +25,7 @@ use super::slash::{self, Input, SlashCommand};
 use super::view::ChatView;
 use super::{ChatArgs, Console, CtrlC, Flow, Hosted, Said, open_hosted};
 use crate::frontend::printer::clip;
-use crate::frontend::prompts::{approval_answer, approval_question, ask_trust, denied};
+use crate::frontend::prompts::{approval_answer, approval_question, denied};
 use crate::frontend::runtime;
 use crate::frontend::session::{SessionArgs, process_runtime};
 use crate::frontend::signals::terminate_signal;
@@ -38,15 +38,10 @@ const REPLAY_ENTRIES: usize = 30;
 pub(super) fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     let rt = runtime()?;
     rt.block_on(async {
-        let dirs = match crate::commands::resolve_dirs(out) {
-            Ok(d) => d,
+        let dirs = match super::starting(out, args).await? {
+            Ok(dirs) => dirs,
             Err(exit) => return Ok(exit),
         };
-        if args.session.session.is_none()
-            && let Err(exit) = ask_trust(out, &args.session).await?
-        {
-            return Ok(exit);
-        }
         let style = Style::detect();
         let editor = LineEditor::start()?;
         let mut terminal = Terminal {
@@ -294,12 +289,7 @@ impl Terminal<'_> {
                 self.fresh_or_next(live, &format!("lead {lead}")).await?;
             }
             SlashCommand::Skills => {
-                let skills = live
-                    .with(|harness: &mut Harness| {
-                        let skills = owned(harness.invocable_skills());
-                        Box::pin(async move { skills }) as BoxFuture<'_, Named>
-                    })
-                    .await?;
+                let skills = live.skills().await?;
                 if skills.is_empty() {
                     eprintln!("no skills can be invoked in this session");
                 }
@@ -308,38 +298,19 @@ impl Terminal<'_> {
                 }
             }
             SlashCommand::Tools => {
-                let tools = live
-                    .with(|harness: &mut Harness| {
-                        let tools = owned(harness.offered_tools());
-                        Box::pin(async move { tools }) as BoxFuture<'_, Named>
-                    })
-                    .await?;
+                let tools = live.tools().await?;
                 for (name, description) in tools {
                     let first = description.lines().next().unwrap_or_default();
                     eprintln!("  {name:<28} {}", clip(first, 100));
                 }
             }
-            SlashCommand::Cost => {
-                let usage = live
-                    .with(|harness: &mut Harness| {
-                        Box::pin(async move { harness.usage().await })
-                            as BoxFuture<'_, Result<Usage, HarnessError>>
-                    })
-                    .await?;
-                match usage {
-                    Ok(u) => eprintln!("{}", crate::commands::sessions::usage_line(&u)),
-                    Err(e) => eprintln!("cannot read this session's usage: {e}"),
-                }
-            }
+            SlashCommand::Cost => match live.usage().await? {
+                Ok(u) => eprintln!("{}", crate::commands::sessions::usage_line(&u)),
+                Err(e) => eprintln!("cannot read this session's usage: {e}"),
+            },
             SlashCommand::Compact => {
-                live.with(|harness: &mut Harness| {
-                    harness.request_compaction();
-                    Box::pin(async {}) as BoxFuture<'_, ()>
-                })
-                .await?;
-                eprintln!(
-                    "older turns are summarized at the next model call (recent turns and loaded skills are kept)"
-                );
+                live.compact().await?;
+                eprintln!("{}", super::COMPACTED);
             }
             SlashCommand::Diff => diff(&live.session, style),
             SlashCommand::Show(n) => match self.view.observation(n) {
@@ -383,26 +354,14 @@ impl Terminal<'_> {
     /// by one with the new choice (and removed); otherwise the choice waits
     /// for `/new`, since a persisted session's mode and lead are fixed.
     async fn fresh_or_next(&mut self, live: &mut Hosted, what: &str) -> anyhow::Result<()> {
-        let empty = live
-            .with(|harness: &mut Harness| {
-                let empty = !harness
-                    .messages()
-                    .iter()
-                    .any(|m| matches!(m, Message::User { .. }));
-                Box::pin(async move { empty }) as BoxFuture<'_, bool>
-            })
-            .await?;
-        if !empty {
+        if !live.is_fresh().await? {
             eprintln!("this session's mode and lead are fixed; /new starts a session with {what}");
             return Ok(());
         }
         let old = live.session.id;
         let args = self.new_session_args(&live.session);
         if self.switch(live, args, false).await? {
-            let store = crate::commands::app_context(&self.dirs)?
-                .open_store()
-                .await?;
-            let _ = store.delete_session(old).await;
+            super::remove_fresh(&self.dirs, old).await;
         }
         Ok(())
     }
@@ -450,18 +409,7 @@ impl Terminal<'_> {
     /// are reached through their parent), each with its title and when it
     /// was last active.
     async fn sessions(&self, live: &Hosted) -> anyhow::Result<()> {
-        let store = crate::commands::app_context(&self.dirs)?
-            .open_store()
-            .await?;
-        let page = evoflux_harness::SessionSummary::find(
-            &store,
-            &evoflux_harness::SessionQuery {
-                limit: Some(SESSIONS_SHOWN + 1),
-                ..evoflux_harness::SessionQuery::default()
-            },
-        )
-        .await?;
-        let top: Vec<_> = page.iter().filter(|s| s.session.parent.is_none()).collect();
+        let top = super::recent_sessions(&self.dirs, SESSIONS_SHOWN + 1).await?;
         if top.is_empty() {
             eprintln!("no sessions yet");
         }
@@ -528,17 +476,6 @@ type Opened = (
     Vec<String>,
     Option<evoflux_harness::PendingQuestion>,
 );
-
-/// Names with their descriptions.
-type Named = Vec<(String, String)>;
-
-/// `(name, description)` pairs the chat keeps past the harness's borrow.
-fn owned(pairs: Vec<(&str, &str)>) -> Vec<(String, String)> {
-    pairs
-        .into_iter()
-        .map(|(a, b)| (a.to_owned(), b.to_owned()))
-        .collect()
-}
 
 /// What reopens the persisted session `id` (its mode, lead and workspace
 /// are its own), switching it to `model` when given.

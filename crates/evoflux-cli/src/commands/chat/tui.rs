@@ -47,7 +47,7 @@ use super::complete::{Completions, complete};
 use super::slash::{self, Input, SlashCommand};
 use super::terminal::{Next, diff_report, local_time, new_session_args, reopen_args};
 use super::{ChatArgs, Hosted, open_hosted};
-use crate::frontend::prompts::{ask_trust, denied};
+use crate::frontend::prompts::denied;
 use crate::frontend::runtime;
 use crate::frontend::session::{SessionArgs, process_runtime};
 use crate::frontend::signals::terminate_signal;
@@ -163,15 +163,10 @@ fn restore(enhanced: bool) {
 pub(super) fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
     let rt = runtime()?;
     rt.block_on(async {
-        let dirs = match crate::commands::resolve_dirs(out) {
-            Ok(d) => d,
+        let dirs = match super::starting(out, args).await? {
+            Ok(dirs) => dirs,
             Err(exit) => return Ok(exit),
         };
-        if args.session.session.is_none()
-            && let Err(exit) = ask_trust(out, &args.session).await?
-        {
-            return Ok(exit);
-        }
         let (tx, rx) = mpsc::unbounded_channel();
         let processes = process_runtime(out)?;
         let mut chat = Chat {
@@ -341,13 +336,19 @@ impl Chat<'_> {
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut dirty = true;
+        // A key is drawn at once: what the user types never waits for the
+        // stream's next frame.
+        let mut keyed = false;
         let mut last_frame = Instant::now() - FRAME;
         let mut frame_due = Box::pin(tokio::time::sleep(Duration::ZERO));
         loop {
-            if dirty && last_frame.elapsed() >= FRAME {
-                screen.terminal.draw(|f| self.app.draw(f))?;
+            if dirty && (keyed || last_frame.elapsed() >= FRAME) {
+                // The interval counts from a frame's start, so a frame that
+                // takes a while does not stretch it.
                 last_frame = Instant::now();
+                screen.terminal.draw(|f| self.app.draw(f))?;
                 dirty = false;
+                keyed = false;
             } else if dirty {
                 frame_due
                     .as_mut()
@@ -390,6 +391,7 @@ impl Chat<'_> {
                         TermEvent::FocusGained | TermEvent::FocusLost => None,
                     };
                     dirty = true;
+                    keyed = true;
                     if let Some(action) = action
                         && let Flow::Quit = self.act(screen, live, action).await?
                     {
@@ -584,16 +586,8 @@ impl Chat<'_> {
 
     /// A `!command`, run under the session's lease like a turn.
     async fn user_command(&mut self, live: &Hosted, command: &str) {
-        let command = command.to_owned();
-        let shown = command.clone();
-        let ran = live
-            .host
-            .exclusive(move |harness: &mut Harness| {
-                Box::pin(async move { harness.user_command(&command).await })
-                    as BoxFuture<'_, Result<evoflux_harness::ToolResult, HarnessError>>
-            })
-            .await;
-        match ran {
+        let shown = command.to_owned();
+        match live.run_command(command).await {
             Ok(Ok(result)) => self.app.notice(
                 if result.is_error {
                     NoticeKind::Warning
@@ -658,12 +652,7 @@ impl Chat<'_> {
                     .await?;
             }
             SlashCommand::Skills => {
-                let skills = live
-                    .with(|harness: &mut Harness| {
-                        let skills = listed(harness.invocable_skills());
-                        Box::pin(async move { skills }) as BoxFuture<'_, String>
-                    })
-                    .await?;
+                let skills = listed(live.skills().await?);
                 self.app.notice(
                     NoticeKind::Info,
                     if skills.is_empty() {
@@ -674,42 +663,22 @@ impl Chat<'_> {
                 );
             }
             SlashCommand::Tools => {
-                let tools = live
-                    .with(|harness: &mut Harness| {
-                        let tools = listed(harness.offered_tools());
-                        Box::pin(async move { tools }) as BoxFuture<'_, String>
-                    })
-                    .await?;
+                let tools = listed(live.tools().await?);
                 self.app
                     .notice(NoticeKind::Info, format!("Tools the model sees:\n{tools}"));
             }
-            SlashCommand::Cost => {
-                let usage = live
-                    .with(|harness: &mut Harness| {
-                        Box::pin(async move { harness.usage().await })
-                            as BoxFuture<'_, Result<Usage, HarnessError>>
-                    })
-                    .await?;
-                match usage {
-                    Ok(u) => self
-                        .app
-                        .notice(NoticeKind::Info, crate::commands::sessions::usage_line(&u)),
-                    Err(e) => self.app.notice(
-                        NoticeKind::Error,
-                        format!("cannot read this session's usage: {e}"),
-                    ),
-                }
-            }
+            SlashCommand::Cost => match live.usage().await? {
+                Ok(u) => self
+                    .app
+                    .notice(NoticeKind::Info, crate::commands::sessions::usage_line(&u)),
+                Err(e) => self.app.notice(
+                    NoticeKind::Error,
+                    format!("cannot read this session's usage: {e}"),
+                ),
+            },
             SlashCommand::Compact => {
-                live.with(|harness: &mut Harness| {
-                    harness.request_compaction();
-                    Box::pin(async {}) as BoxFuture<'_, ()>
-                })
-                .await?;
-                self.app.notice(
-                    NoticeKind::Info,
-                    "older turns are summarized at the next model call (recent turns and loaded skills are kept)",
-                );
+                live.compact().await?;
+                self.app.notice(NoticeKind::Info, super::COMPACTED);
             }
             SlashCommand::Diff => match diff_report(&live.session, false) {
                 Ok(report) => {
@@ -741,20 +710,9 @@ impl Chat<'_> {
     /// `/resume` without an id, `/sessions`: the recent top-level
     /// sessions in a searchable picker, titled and dated.
     async fn pick_session(&mut self, live: &Hosted) -> anyhow::Result<()> {
-        let store = crate::commands::app_context(&self.dirs)?
-            .open_store()
-            .await?;
-        let page = evoflux_harness::SessionSummary::find(
-            &store,
-            &evoflux_harness::SessionQuery {
-                limit: Some(SESSIONS_LISTED),
-                ..evoflux_harness::SessionQuery::default()
-            },
-        )
-        .await?;
-        let items: Vec<PickerItem> = page
+        let items: Vec<PickerItem> = super::recent_sessions(&self.dirs, SESSIONS_LISTED)
+            .await?
             .iter()
-            .filter(|s| s.session.parent.is_none())
             .map(|summary| {
                 let s = &summary.session;
                 let id = s.id.to_string();
@@ -794,16 +752,7 @@ impl Chat<'_> {
         live: &mut Hosted,
         what: &str,
     ) -> anyhow::Result<()> {
-        let empty = live
-            .with(|harness: &mut Harness| {
-                let empty = !harness
-                    .messages()
-                    .iter()
-                    .any(|m| matches!(m, Message::User { .. }));
-                Box::pin(async move { empty }) as BoxFuture<'_, bool>
-            })
-            .await?;
-        if !empty {
+        if !live.is_fresh().await? {
             self.app.notice(
                 NoticeKind::Info,
                 format!(
@@ -815,10 +764,7 @@ impl Chat<'_> {
         let old = live.session.id;
         let args = new_session_args(&self.base, &self.next, &live.session);
         if self.switch(screen, live, args).await? {
-            let store = crate::commands::app_context(&self.dirs)?
-                .open_store()
-                .await?;
-            let _ = store.delete_session(old).await;
+            super::remove_fresh(&self.dirs, old).await;
         }
         Ok(())
     }
@@ -875,7 +821,7 @@ fn workdir_of(request: &ApprovalRequest) -> Option<String> {
 }
 
 /// `name  description` rows.
-fn listed(pairs: Vec<(&str, &str)>) -> String {
+fn listed(pairs: Vec<(String, String)>) -> String {
     pairs
         .into_iter()
         .map(|(name, description)| {
