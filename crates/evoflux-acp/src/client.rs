@@ -9,12 +9,25 @@
 //! go to that session's approver, and its final message (the text after
 //! its last tool call) is the answer the harness checks against the
 //! agent's result contract.
+//!
+//! An agent is a program evoflux does not control, so every wait on it is
+//! bounded: it has `start_timeout_secs` to answer `initialize` and
+//! `session/new`, and may stay silent for at most `idle_timeout_secs`
+//! while it works on a prompt (time its permission requests wait for the
+//! user does not count). Past either, its process group is killed and the
+//! dispatch fails with a code the lead sees (`acp/start-timeout`,
+//! `acp/idle-timeout`) and the key to raise. A turn in which one of its
+//! permission requests was denied fails (`acp/permission-denied`): what it
+//! answered after being blocked is not the task done.
 
 use std::fmt;
 use std::path::Path;
+use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -25,16 +38,17 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{ByteStreams, Error};
+use evoflux_core::external_agent::{MAX_IDLE_TIMEOUT_SECS, MAX_START_TIMEOUT_SECS};
 use evoflux_harness::approval::{ApprovalDecision, ApprovalRequest, ApprovalSubject, Approver};
 use evoflux_harness::remote::{
     RemoteAgent, RemoteAgents, RemoteError, RemoteFuture, RemoteSession, RemoteStop, RemoteTurn,
 };
 use evoflux_harness::{Event, EventSink, ProcessGroup};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::updates::event_of;
+use crate::updates::RemoteCalls;
 
 /// How long a closed agent has to exit before its process group is
 /// killed.
@@ -72,6 +86,114 @@ fn failed(code: &'static str, message: impl Into<String>) -> RemoteError {
 /// A prompt for the connection's task, and where its end goes.
 type Prompt = (String, oneshot::Sender<Result<RemoteTurn, RemoteError>>);
 
+/// When the agent last sent anything, and how many of its permission
+/// requests are waiting for an answer (while one waits, the agent is
+/// waiting on us, not silent).
+#[derive(Debug)]
+struct Activity {
+    last: Mutex<Instant>,
+    asking: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            last: Mutex::new(Instant::now()),
+            asking: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn last(&self) -> Instant {
+        *self.last.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the agent has been silent for `idle`, with nothing of its
+    /// waiting on us.
+    fn silent_for(&self, idle: Duration) -> bool {
+        self.asking.load(Ordering::SeqCst) == 0 && self.last().elapsed() >= idle
+    }
+
+    /// When to look again whether it has been silent for `idle`.
+    fn next_look(&self, idle: Duration) -> tokio::time::Instant {
+        let from = if self.asking.load(Ordering::SeqCst) > 0 {
+            Instant::now()
+        } else {
+            self.last()
+        };
+        tokio::time::Instant::from_std(from + idle)
+    }
+
+    /// Marks a permission request of the agent's as waiting until the
+    /// guard drops; its answer counts as activity.
+    fn asking(self: &Arc<Self>) -> Asking {
+        self.asking.fetch_add(1, Ordering::SeqCst);
+        Asking(Arc::clone(self))
+    }
+}
+
+struct Asking(Arc<Activity>);
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.asking.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The agent's stdout, noting each read in its [`Activity`]: any message
+/// it sends (a response, a notification, a request of its own) shows it
+/// is alive.
+struct Watched<R> {
+    inner: R,
+    activity: Arc<Activity>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Watched<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+/// One of the agent's bounds, clamped to what the config accepts (a
+/// [`RemoteAgent`] built in code is not checked by the config reader).
+fn bound(secs: u64, max: u64) -> Duration {
+    Duration::from_secs(secs.clamp(1, max))
+}
+
+/// ` in <file>` when the agent's declaring file is known.
+fn in_file(agent: &RemoteAgent) -> String {
+    agent
+        .file
+        .as_ref()
+        .map(|f| format!(" in {}", f.display()))
+        .unwrap_or_default()
+}
+
+/// Kills the agent's process group now and reaps its leader, so nothing
+/// of it is left running when the dispatch reports the failure.
+async fn stop_now(group: Option<ProcessGroup>, child: Option<&mut tokio::process::Child>) {
+    if let Some(group) = group {
+        group.kill();
+    }
+    if let Some(child) = child {
+        let _ = child.start_kill();
+        let _ = tokio::time::timeout(REMOTE_EXIT_GRACE, child.wait()).await;
+    }
+}
+
 async fn open(
     agent: &RemoteAgent,
     cwd: &Path,
@@ -108,6 +230,7 @@ async fn open(
     let (Some(stdin), Some(stdout), Some(mut stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
+        stop_now(group, Some(&mut child)).await;
         return Err(failed(
             "acp/agent-start-failed",
             format!("external agent `{name}` started without its pipes"),
@@ -133,9 +256,19 @@ async fn open(
     let (prompts_tx, mut prompts_rx) = mpsc::unbounded_channel::<Prompt>();
     // The agent's message since its last tool call.
     let message = Arc::new(Mutex::new(String::new()));
-    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    // The permissions denied to it during the current prompt.
+    let denied = Arc::new(Mutex::new(Vec::<String>::new()));
+    let activity = Arc::new(Activity::new());
+    let watched = Watched {
+        inner: stdout,
+        activity: Arc::clone(&activity),
+    };
+    let transport = ByteStreams::new(stdin.compat_write(), watched.compat());
     let cwd = cwd.to_path_buf();
     let streamed = Arc::clone(&message);
+    let calls = Arc::new(Mutex::new(RemoteCalls::default()));
+    let asked = Arc::clone(&activity);
+    let refused = Arc::clone(&denied);
     let connection_name = name.clone();
     let connection = tokio::spawn(async move {
         let ready_name = connection_name.clone();
@@ -145,15 +278,22 @@ async fn open(
             .on_receive_notification(
                 async move |notification: SessionNotification,
                             _cx: ConnectionTo<agent_client_protocol::Agent>| {
-                    if let Some((event, new_stretch)) = event_of(&notification.update) {
-                        let mut text = streamed.lock().unwrap_or_else(|p| p.into_inner());
-                        match &event {
-                            Event::MessageDelta { text: delta } => text.push_str(delta),
-                            _ if new_stretch => text.clear(),
-                            _ => {}
+                    let seen = calls
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .events_of(&notification.update);
+                    let mut text = streamed.lock().unwrap_or_else(|p| p.into_inner());
+                    if seen.new_stretch {
+                        text.clear();
+                    }
+                    for event in &seen.events {
+                        if let Event::MessageDelta { text: delta } = event {
+                            text.push_str(delta);
                         }
-                        drop(text);
-                        events.emit(&event);
+                    }
+                    drop(text);
+                    for event in &seen.events {
+                        events.emit(event);
                     }
                     Ok(())
                 },
@@ -165,8 +305,13 @@ async fn open(
                             _cx: ConnectionTo<agent_client_protocol::Agent>| {
                     // The dispatching session's approver decides, off the
                     // connection's loop (it may wait for the user).
-                    let approver = Arc::clone(&approver);
-                    tokio::spawn(answer_permission(approver, request, responder));
+                    tokio::spawn(answer_permission(
+                        Arc::clone(&approver),
+                        request,
+                        responder,
+                        asked.asking(),
+                        Arc::clone(&refused),
+                    ));
                     Ok(())
                 },
                 agent_client_protocol::on_receive_request!(),
@@ -192,6 +337,7 @@ async fn open(
                     };
                     while let Some((text, reply)) = prompts_rx.recv().await {
                         message.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                        denied.lock().unwrap_or_else(|p| p.into_inner()).clear();
                         let request = PromptRequest::new(
                             session.clone(),
                             vec![ContentBlock::Text(TextContent::new(text))],
@@ -199,7 +345,18 @@ async fn open(
                         let answered = cx.send_request(request).block_task().await;
                         let text =
                             std::mem::take(&mut *message.lock().unwrap_or_else(|p| p.into_inner()));
+                        let refusals =
+                            std::mem::take(&mut *denied.lock().unwrap_or_else(|p| p.into_inner()));
                         let _ = reply.send(match answered {
+                            Ok(_) if !refusals.is_empty() => Err(failed(
+                                "acp/permission-denied",
+                                format!(
+                                    "external agent `{connection_name}` was denied permission \
+                                     for {}, so its turn does not count as the task done; what \
+                                     it said last: {text}",
+                                    refusals.join(", ")
+                                ),
+                            )),
                             Ok(response) => Ok(RemoteTurn {
                                 text,
                                 stop: stop_of(response.stop_reason),
@@ -217,16 +374,38 @@ async fn open(
             )
             .await
     });
-    let id = match ready_rx.await {
-        Ok(Ok(id)) => id,
-        Ok(Err(e)) => return Err(with_stderr(e, &tail)),
+    let start = bound(agent.launch.start_timeout_secs, MAX_START_TIMEOUT_SECS);
+    let id = match tokio::time::timeout(start, ready_rx).await {
+        Ok(Ok(Ok(id))) => id,
+        Ok(Ok(Err(e))) => {
+            stop_now(group, Some(&mut child)).await;
+            return Err(with_stderr(e, &tail));
+        }
         Err(_) => {
+            connection.abort();
+            stop_now(group, Some(&mut child)).await;
+            return Err(with_stderr(
+                failed(
+                    "acp/start-timeout",
+                    format!(
+                        "external agent `{name}` did not answer `initialize` and `session/new` \
+                         within {} s, so it was stopped; if it needs longer to start, raise \
+                         `agents.external.{name}.start_timeout_secs`{}",
+                        start.as_secs(),
+                        in_file(agent)
+                    ),
+                ),
+                &tail,
+            ));
+        }
+        Ok(Err(_)) => {
             let ended = connection.await;
             let why = match ended {
                 Ok(Err(e)) => e.to_string(),
                 Ok(Ok(())) => "it closed the connection".to_owned(),
                 Err(e) => e.to_string(),
             };
+            stop_now(group, Some(&mut child)).await;
             return Err(with_stderr(
                 failed(
                     "acp/agent-start-failed",
@@ -237,8 +416,14 @@ async fn open(
         }
     };
     Ok(AcpSession {
+        idle_message: format!(
+            "raise `agents.external.{name}.idle_timeout_secs`{}",
+            in_file(agent)
+        ),
         name,
         id,
+        idle: bound(agent.launch.idle_timeout_secs, MAX_IDLE_TIMEOUT_SECS),
+        activity,
         prompts: Some(prompts_tx),
         connection: Some(connection),
         child: Some(child),
@@ -269,11 +454,15 @@ async fn start_session(
 }
 
 /// Puts the agent's permission request to the dispatching session's
-/// approver and answers with the option of the matching kind.
+/// approver and answers with the option of the matching kind; a denial is
+/// noted in `denied` (before the agent hears it, so before its turn can
+/// end). The agent counts as waiting on us until `_asking` drops.
 async fn answer_permission(
     approver: Arc<dyn Approver>,
     request: RequestPermissionRequest,
     responder: Responder<RequestPermissionResponse>,
+    _asking: Asking,
+    denied: Arc<Mutex<Vec<String>>>,
 ) -> Result<(), Error> {
     let approval = ApprovalRequest {
         session_id: request.session_id.to_string(),
@@ -301,7 +490,13 @@ async fn answer_permission(
             PermissionOptionKind::AllowAlways,
             PermissionOptionKind::AllowOnce,
         ],
-        ApprovalDecision::Denied { .. } => &[PermissionOptionKind::RejectOnce],
+        ApprovalDecision::Denied { reason } => {
+            denied
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("`{}` ({reason})", approval.tool));
+            &[PermissionOptionKind::RejectOnce]
+        }
     };
     let chosen = wanted.iter().find_map(|kind| {
         request
@@ -357,6 +552,11 @@ fn with_stderr(mut error: RemoteError, tail: &Mutex<Vec<u8>>) -> RemoteError {
 struct AcpSession {
     name: String,
     id: String,
+    /// How long it may stay silent during a prompt, and what to do about
+    /// it when it does.
+    idle: Duration,
+    idle_message: String,
+    activity: Arc<Activity>,
     prompts: Option<mpsc::UnboundedSender<Prompt>>,
     connection: Option<tokio::task::JoinHandle<Result<(), Error>>>,
     child: Option<tokio::process::Child>,
@@ -397,7 +597,37 @@ impl RemoteSession for AcpSession {
             if !sent {
                 return Err(lost());
             }
-            ended.await.unwrap_or_else(|_| Err(lost()))
+            self.activity.touch();
+            let mut ended = ended;
+            loop {
+                let look = self.activity.next_look(self.idle);
+                tokio::select! {
+                    turn = &mut ended => return turn.unwrap_or_else(|_| Err(lost())),
+                    () = tokio::time::sleep_until(look) => {
+                        if self.activity.silent_for(self.idle) {
+                            break;
+                        }
+                    }
+                }
+            }
+            self.prompts.take();
+            if let Some(connection) = self.connection.take() {
+                connection.abort();
+            }
+            stop_now(self.group, self.child.as_mut()).await;
+            Err(with_stderr(
+                failed(
+                    "acp/idle-timeout",
+                    format!(
+                        "external agent `{}` sent nothing for {} s while working on the task, \
+                         so it was stopped; if it works silently for longer, {}",
+                        self.name,
+                        self.idle.as_secs(),
+                        self.idle_message
+                    ),
+                ),
+                &self.stderr,
+            ))
         })
     }
 }

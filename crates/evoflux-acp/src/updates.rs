@@ -270,63 +270,124 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
     parts.join("\n\n")
 }
 
-/// What a remote agent's update means to the dispatching session: an
-/// event for its stream, and whether it starts a new stretch of the
-/// agent's message (a tool call: the final message is the text after the
-/// last one).
-pub(crate) fn event_of(update: &SessionUpdate) -> Option<(Event, bool)> {
-    match update {
-        SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
-            ContentBlock::Text(t) => Some((
-                Event::MessageDelta {
-                    text: t.text.clone(),
-                },
-                false,
-            )),
-            _ => None,
-        },
-        SessionUpdate::ToolCall(call) => Some((
-            Event::ToolStarted {
-                call_id: call.tool_call_id.to_string(),
-                tool: call.title.clone(),
-                arguments: call.raw_input.clone().unwrap_or(Value::Null),
-            },
-            true,
-        )),
-        SessionUpdate::ToolCallUpdate(update) => {
-            let status = update.fields.status?;
-            let is_error = match status {
-                ToolCallStatus::Completed => false,
-                ToolCallStatus::Failed => true,
-                _ => return None,
-            };
-            let content = update
-                .fields
-                .content
-                .iter()
-                .flatten()
-                .filter_map(|c| match c {
-                    ToolCallContent::Content(c) => match &c.content {
-                        ContentBlock::Text(t) => Some(t.text.clone()),
-                        _ => None,
-                    },
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            Some((
-                Event::ToolEnded {
-                    call_id: update.tool_call_id.to_string(),
-                    tool: update.fields.title.clone().unwrap_or_default(),
-                    status: evoflux_harness::ToolStatus::of(is_error),
-                    is_error,
-                    content,
-                    metadata: None,
-                },
-                false,
-            ))
+/// What a remote agent's updates mean to the dispatching session, with
+/// the tool calls it has shown so far. Agents repeat themselves: a second
+/// `tool_call` for an id already shown is an update of that call (never a
+/// second `tool_started`), and a call's end is told once, so the lead's
+/// stream shows each remote call started once and ended at most once.
+#[derive(Debug, Default)]
+pub(crate) struct RemoteCalls {
+    /// Each call shown, by id: its title (what its end is named by when
+    /// the update carries none) and whether its end was told.
+    calls: HashMap<String, RemoteCall>,
+}
+
+#[derive(Debug)]
+struct RemoteCall {
+    title: String,
+    ended: bool,
+}
+
+/// The events one update of a remote agent becomes, and whether it starts
+/// a new stretch of the agent's message (a new tool call: the final
+/// message is the text after the last one).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct RemoteEvents {
+    pub(crate) events: Vec<Event>,
+    pub(crate) new_stretch: bool,
+}
+
+impl RemoteCalls {
+    pub(crate) fn events_of(&mut self, update: &SessionUpdate) -> RemoteEvents {
+        let mut out = RemoteEvents::default();
+        match update {
+            SessionUpdate::AgentMessageChunk(chunk) => {
+                if let ContentBlock::Text(t) = &chunk.content {
+                    out.events.push(Event::MessageDelta {
+                        text: t.text.clone(),
+                    });
+                }
+            }
+            SessionUpdate::ToolCall(call) => {
+                let id = call.tool_call_id.to_string();
+                if let Some(known) = self.calls.get_mut(&id) {
+                    // A repeat: what it adds is an update of the call.
+                    if !call.title.is_empty() {
+                        known.title = call.title.clone();
+                    }
+                } else {
+                    self.calls.insert(
+                        id.clone(),
+                        RemoteCall {
+                            title: call.title.clone(),
+                            ended: false,
+                        },
+                    );
+                    out.events.push(Event::ToolStarted {
+                        call_id: id.clone(),
+                        tool: call.title.clone(),
+                        arguments: call.raw_input.clone().unwrap_or(Value::Null),
+                    });
+                    out.new_stretch = true;
+                }
+                self.end(&id, call.status, &call.content, &mut out);
+            }
+            SessionUpdate::ToolCallUpdate(update) => {
+                let id = update.tool_call_id.to_string();
+                let call = self.calls.entry(id.clone()).or_insert_with(|| RemoteCall {
+                    title: String::new(),
+                    ended: false,
+                });
+                if let Some(title) = &update.fields.title {
+                    call.title = title.clone();
+                }
+                if let Some(status) = update.fields.status {
+                    let content = update.fields.content.as_deref().unwrap_or_default();
+                    self.end(&id, status, content, &mut out);
+                }
+            }
+            _ => {}
         }
-        _ => None,
+        out
+    }
+
+    /// The end of call `id` when `status` is one and it was not told yet.
+    fn end(
+        &mut self,
+        id: &str,
+        status: ToolCallStatus,
+        content: &[ToolCallContent],
+        out: &mut RemoteEvents,
+    ) {
+        let is_error = match status {
+            ToolCallStatus::Completed => false,
+            ToolCallStatus::Failed => true,
+            // Pending, running, or a status of a later protocol: not an end.
+            _ => return,
+        };
+        let Some(call) = self.calls.get_mut(id).filter(|c| !c.ended) else {
+            return;
+        };
+        call.ended = true;
+        let content = content
+            .iter()
+            .filter_map(|c| match c {
+                ToolCallContent::Content(c) => match &c.content {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.events.push(Event::ToolEnded {
+            call_id: id.to_owned(),
+            tool: call.title.clone(),
+            status: evoflux_harness::ToolStatus::of(is_error),
+            is_error,
+            content,
+            metadata: None,
+        });
     }
 }
 
@@ -337,34 +398,84 @@ mod tests {
 
     #[test]
     fn a_remote_tool_call_starts_a_new_stretch_of_the_message_and_its_end_is_an_event() {
+        let mut calls = RemoteCalls::default();
         let chunk = SessionUpdate::AgentMessageChunk(ContentChunk::new(text("Looking")));
-        let (event, new_stretch) = event_of(&chunk).expect("an event");
+        let seen = calls.events_of(&chunk);
         assert_eq!(
-            event,
-            Event::MessageDelta {
+            seen.events,
+            [Event::MessageDelta {
                 text: "Looking".into()
-            }
+            }]
         );
-        assert!(!new_stretch);
+        assert!(!seen.new_stretch);
         let call = SessionUpdate::ToolCall(
             ToolCall::new(ToolCallId::new("t1"), "Read src/lib.rs")
                 .raw_input(serde_json::json!({"path": "src/lib.rs"})),
         );
-        let (event, new_stretch) = event_of(&call).expect("an event");
-        assert!(new_stretch);
-        assert!(matches!(event, Event::ToolStarted { ref call_id, .. } if call_id == "t1"));
-        let failed = SessionUpdate::ToolCallUpdate(ended("t1", true, "no such file"));
-        let (event, _) = event_of(&failed).expect("an event");
-        assert!(matches!(
-            event,
-            Event::ToolEnded { is_error: true, ref content, .. } if content == "no such file"
-        ));
+        let seen = calls.events_of(&call);
+        assert!(seen.new_stretch);
+        assert!(
+            matches!(&seen.events[..], [Event::ToolStarted { call_id, .. }] if call_id == "t1")
+        );
         // A status that is not an end says nothing yet.
         let running = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             ToolCallId::new("t1"),
             ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
         ));
-        assert!(event_of(&running).is_none());
+        assert!(calls.events_of(&running).events.is_empty());
+        let failed = SessionUpdate::ToolCallUpdate(ended("t1", true, "no such file"));
+        let seen = calls.events_of(&failed);
+        assert!(matches!(
+            &seen.events[..],
+            [Event::ToolEnded { is_error: true, content, tool, .. }]
+                if content == "no such file" && tool == "Read src/lib.rs"
+        ));
+    }
+
+    #[test]
+    fn a_repeated_tool_call_is_started_once_and_ended_once() {
+        let mut calls = RemoteCalls::default();
+        let call = || {
+            SessionUpdate::ToolCall(
+                ToolCall::new(ToolCallId::new("t1"), "Run tests")
+                    .status(ToolCallStatus::InProgress),
+            )
+        };
+        let done = || SessionUpdate::ToolCallUpdate(ended("t1", false, "ok"));
+        let mut events = Vec::new();
+        let mut stretches = 0;
+        for update in [call(), call(), done(), call(), done()] {
+            let seen = calls.events_of(&update);
+            stretches += usize::from(seen.new_stretch);
+            events.extend(seen.events);
+        }
+        // A repeated `tool_call` that carries the end ends the call once.
+        let completed = SessionUpdate::ToolCall(
+            ToolCall::new(ToolCallId::new("t2"), "Read").status(ToolCallStatus::Completed),
+        );
+        for _ in 0..2 {
+            let seen = calls.events_of(&completed);
+            stretches += usize::from(seen.new_stretch);
+            events.extend(seen.events);
+        }
+        let kinds: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| match e {
+                Event::ToolStarted { call_id, .. } => ("started", call_id.as_str()),
+                Event::ToolEnded { call_id, .. } => ("ended", call_id.as_str()),
+                _ => ("other", ""),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("started", "t1"),
+                ("ended", "t1"),
+                ("started", "t2"),
+                ("ended", "t2")
+            ]
+        );
+        assert_eq!(stretches, 2);
     }
 
     #[test]

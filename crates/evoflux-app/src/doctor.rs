@@ -88,6 +88,10 @@ pub struct CheckResult {
     pub details: Vec<String>,
     /// The problems and warnings, with codes.
     pub findings: Vec<Diagnostic>,
+    /// The MCP check's: per server, which agents may use it and why
+    /// ([`crate::mcp_grant`]), as its details say for a person.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<crate::mcp_grant::ServerGrants>,
 }
 
 impl CheckResult {
@@ -98,6 +102,7 @@ impl CheckResult {
             summary: summary.into(),
             details: Vec::new(),
             findings: Vec::new(),
+            grants: Vec::new(),
         }
     }
 
@@ -533,6 +538,7 @@ async fn mcp(
             )),
         }
     }
+    grants(graph, &listing, &mut c);
     let waiting: Vec<String> = graph
         .composition
         .entries
@@ -564,6 +570,42 @@ async fn mcp(
         ));
     }
     c
+}
+
+/// Which agents may use each server and why, one detail line per agent
+/// and server, and `[mcp] default_grant` names that match no server.
+fn grants(graph: &CompiledGraph, listing: &[evoflux_mcp::ServerListing], c: &mut CheckResult) {
+    let loaded = selected_config(graph)
+        .0
+        .unwrap_or_else(LoadedConfig::embedded);
+    let servers: Vec<String> = listing.iter().map(|s| s.server.clone()).collect();
+    for d in crate::mcp_grant::unknown_grant_names(&loaded, &servers) {
+        c.find(d);
+    }
+    let grants = crate::mcp_grant::server_grants(graph, &loaded.config.mcp.default_grant, &servers);
+    for g in &grants {
+        for a in &g.agents {
+            c.details.push(format!(
+                "{}: {} {}: {}",
+                g.server,
+                a.agent,
+                if a.granted {
+                    "can use it"
+                } else {
+                    "cannot use it"
+                },
+                a.reason.describe()
+            ));
+        }
+        if g.agents.is_empty() {
+            c.details.push(format!(
+                "{}: no agent can use it: list it in an agent file's `mcp:` or in [mcp] \
+                 default_grant",
+                g.server
+            ));
+        }
+    }
+    c.grants = grants;
 }
 
 fn skills(app: &AppContext, graph: &CompiledGraph) -> CheckResult {
@@ -622,6 +664,32 @@ fn agents(app: &AppContext, graph: &CompiledGraph) -> CheckResult {
             t.workers.len(),
             if t.workers.len() == 1 { "" } else { "s" },
         ));
+    }
+    // Claude Code's subagents join the Coding team as read-only members:
+    // say which were picked up and from where.
+    for node in graph
+        .nodes
+        .iter()
+        .filter(|n| n.slot.kind == evoflux_graph::SlotKind::CodingAgent)
+    {
+        let Some(bound) = graph.binding(&node.source_id) else {
+            continue;
+        };
+        if let (
+            Owner::Application {
+                folder: AppFolder::Claude,
+                ..
+            },
+            evoflux_graph::Binding::File { path, .. },
+        ) = (&bound.owner, &bound.binding)
+        {
+            c.details.push(format!(
+                "coding: Claude Code agent `{}` from {} ({} layer, read-only)",
+                node.slot.name,
+                path.display(),
+                bound.layer
+            ));
+        }
     }
     // The same problem reached through both modes is one finding.
     let mut seen = std::collections::BTreeSet::new();

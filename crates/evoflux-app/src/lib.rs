@@ -25,6 +25,7 @@ pub mod fleet_run;
 pub mod hosting;
 pub mod maintenance;
 pub mod mcp_config;
+pub mod mcp_grant;
 pub mod mcp_servers;
 pub mod models;
 pub mod replay;

@@ -2,7 +2,9 @@
 //! (`<config>/mcp.json`), for front ends that edit MCP servers
 //! (`/api/mcp/servers`), and where every listed server comes from.
 //!
-//! The user's file is the only one written: a repository's `mcp.json`,
+//! The user's file is the only one written (and a repository's own
+//! `.evoflux/mcp.json` when the user names it on the command line,
+//! `evoflux mcp add --scope project`): a repository's `mcp.json`,
 //! the files of other tools (Claude Code, codex, VS Code, Cursor) and
 //! plugin packages are shown with where they come from and refused with
 //! where to change them instead. An edit is checked by the same rules the
@@ -209,6 +211,30 @@ impl McpEditError {
         }
     }
 
+    /// The refusal as diagnostics, for a front end that reports
+    /// diagnostics (the CLI): the validator's own for a refused entry,
+    /// else one error with this error's code, naming `file` (the file the
+    /// edit was for) and the field at fault.
+    pub fn to_diagnostics(&self, file: &Path) -> Diagnostics {
+        let one = |code: &'static str| {
+            let d = Diagnostic::error(code, self.to_string()).with_file(file);
+            match self.field() {
+                Some(field) => d.with_field(field),
+                None => d,
+            }
+        };
+        let d = match self {
+            McpEditError::Invalid { diagnostics } => return diagnostics.clone(),
+            McpEditError::Name(d) | McpEditError::FileInvalid(d) => d.clone(),
+            McpEditError::Exists { .. } => one("mcp/server-exists"),
+            McpEditError::NotFound(_) => one("mcp/server-not-found"),
+            McpEditError::NotEditable { .. } => one("mcp/server-not-editable"),
+            McpEditError::EditFailed { .. } => one("mcp/config-edit-failed"),
+            McpEditError::Io { .. } => one("mcp/config-io"),
+        };
+        Diagnostics::from(vec![d])
+    }
+
     pub fn diagnostics(&self) -> Option<&Diagnostics> {
         match self {
             McpEditError::Invalid { diagnostics } => Some(diagnostics),
@@ -281,7 +307,30 @@ impl AppContext {
         listed: &[ServerListing],
         change: &McpServerChange,
     ) -> Result<(), McpEditError> {
-        let path = self.user_mcp_file();
+        self.change_mcp_server_in(&self.user_mcp_file(), listed, change)
+    }
+
+    /// A repository's own `mcp.json` (`<repository>/.evoflux/mcp.json`,
+    /// `<repository>` the git root above `workspace`): written only when
+    /// the user asks for it by name (`evoflux mcp add --scope project`),
+    /// since the file is shared with everyone who clones the repository.
+    pub fn project_mcp_file(&self, workspace: &Path) -> PathBuf {
+        evoflux_core::trust::repository_root(workspace)
+            .join(".evoflux")
+            .join("mcp.json")
+    }
+
+    /// [`AppContext::change_mcp_server`] on the `mcp.json` at `path`: the
+    /// user's own, or a repository's the user named
+    /// ([`AppContext::project_mcp_file`]). The same rules and the same
+    /// in-place edit either way.
+    pub fn change_mcp_server_in(
+        &self,
+        path: &Path,
+        listed: &[ServerListing],
+        change: &McpServerChange,
+    ) -> Result<(), McpEditError> {
+        let path = path.to_path_buf();
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

@@ -41,14 +41,20 @@ impl AppContext {
 
     /// [`AppContext::mcp_servers`] with every option of their managers
     /// (`doctor` resolves the servers' references in the environment it
-    /// checks).
+    /// checks). The user's `[mcp] max_result_mib`, when set, bounds each
+    /// call's result whoever asks: the setting is the user's, not the
+    /// caller's.
     pub fn mcp_servers_with(
         &self,
         graph: &CompiledGraph,
         options: ManagerOptions,
     ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
+        let configured = crate::selected_config(graph)
+            .0
+            .and_then(|loaded| loaded.config.mcp.max_result_bytes());
         let options = ManagerOptions {
             oauth_tokens: options.oauth_tokens.or_else(|| Some(self.mcp_tokens())),
+            max_result_bytes: configured.unwrap_or(options.max_result_bytes),
             ..options
         };
         McpRuntime::new(graph, Some(&self.plugins()), options)

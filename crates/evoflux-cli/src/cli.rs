@@ -119,7 +119,8 @@ pub enum Command {
     /// Run evals: `evals/<name>.yaml` tasks as real sessions in scratch workspaces, and the
     /// bundled skills' activation evals; a pass-rate table and a JSON report (exit 1 when a run failed).
     Eval(crate::commands::eval::EvalArgs),
-    /// MCP servers: list them with their state, list a server's tools, call a tool.
+    /// MCP servers: list them with their state, list a server's tools, call a tool,
+    /// add or remove one in mcp.json, log in to one over HTTP.
     Mcp {
         #[command(subcommand)]
         command: crate::commands::mcp::McpCommand,

@@ -57,6 +57,33 @@ pub struct ExternalAgentConfig {
     /// text (`external-delegation`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_contract: Option<Value>,
+    /// Seconds the agent has to answer `initialize` and `session/new`
+    /// before it is stopped (`acp/start-timeout`).
+    #[serde(default = "default_start_timeout")]
+    pub start_timeout_secs: u64,
+    /// Seconds the agent may stay silent (no message of any kind) while it
+    /// works on a prompt before it is stopped (`acp/idle-timeout`); time
+    /// its permission requests wait for an answer does not count.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout_secs: u64,
+}
+
+/// `start_timeout_secs` when unset.
+pub const DEFAULT_START_TIMEOUT_SECS: u64 = 30;
+/// `idle_timeout_secs` when unset.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 300;
+/// The most `start_timeout_secs` may be: an agent that needs longer than
+/// ten minutes to answer `initialize` is not starting.
+pub const MAX_START_TIMEOUT_SECS: u64 = 600;
+/// The most `idle_timeout_secs` may be: a day of silence.
+pub const MAX_IDLE_TIMEOUT_SECS: u64 = 86_400;
+
+const fn default_start_timeout() -> u64 {
+    DEFAULT_START_TIMEOUT_SECS
+}
+
+const fn default_idle_timeout() -> u64 {
+    DEFAULT_IDLE_TIMEOUT_SECS
 }
 
 /// `[agents]` as a file writes it.
@@ -165,6 +192,29 @@ pub(crate) fn check(
                 field("result_contract"),
             );
         }
+        for (key, value, max) in [
+            (
+                "start_timeout_secs",
+                agent.start_timeout_secs,
+                MAX_START_TIMEOUT_SECS,
+            ),
+            (
+                "idle_timeout_secs",
+                agent.idle_timeout_secs,
+                MAX_IDLE_TIMEOUT_SECS,
+            ),
+        ] {
+            if value == 0 || value > max {
+                error(
+                    "config/external-agent-timeout",
+                    format!(
+                        "{key} = {value} is out of range: give the seconds the agent may take, \
+                         from 1 to {max}, or remove the key for its default"
+                    ),
+                    field(key),
+                );
+            }
+        }
         if ok {
             kept.insert(name, agent);
         }
@@ -200,6 +250,46 @@ mod tests {
         assert_eq!(helper.cwd, ExternalCwd::Workspace);
         assert_eq!(helper.env, ["OPENAI_API_KEY"]);
         assert_eq!(helper.result_contract, None);
+        assert_eq!(helper.start_timeout_secs, DEFAULT_START_TIMEOUT_SECS);
+        assert_eq!(helper.idle_timeout_secs, DEFAULT_IDLE_TIMEOUT_SECS);
+    }
+
+    #[test]
+    fn a_timeout_of_zero_or_beyond_its_bound_is_named_and_the_entry_left_out() {
+        let mut diags = Diagnostics::new();
+        let file: AgentsFile = toml::from_str(
+            "[external.never]\ncommand = [\"x\"]\nstart_timeout_secs = 0\n\
+             [external.forever]\ncommand = [\"x\"]\nidle_timeout_secs = 99999999999\n\
+             [external.quick]\ncommand = [\"x\"]\nstart_timeout_secs = 1\nidle_timeout_secs = 86400\n",
+        )
+        .expect("toml");
+        let kept = check(
+            Path::new("/c/config.toml"),
+            ConfigScope::User,
+            Some(file),
+            &mut diags,
+        );
+        let found: Vec<(String, Option<String>)> = diags
+            .iter()
+            .map(|d| (d.code.to_string(), d.locator.field.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "config/external-agent-timeout".to_owned(),
+                    Some("agents.external.forever.idle_timeout_secs".to_owned())
+                ),
+                (
+                    "config/external-agent-timeout".to_owned(),
+                    Some("agents.external.never.start_timeout_secs".to_owned())
+                ),
+            ]
+        );
+        assert!(diags.iter().all(|d| d.locator.file.is_some()));
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["quick"]);
+        assert_eq!(kept["quick"].start_timeout_secs, 1);
+        assert_eq!(kept["quick"].idle_timeout_secs, 86_400);
     }
 
     #[test]

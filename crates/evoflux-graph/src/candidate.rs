@@ -49,7 +49,7 @@ pub enum AppFolder {
     Evoflux,
     /// `.agents/skills`.
     Agents,
-    /// `.claude/skills`.
+    /// `.claude/skills`, `.claude/agents` and Claude Code's MCP files.
     Claude,
     /// `.opencode/skills`, `~/.config/opencode/skills`.
     Opencode,

@@ -30,6 +30,11 @@ pub enum RootShape {
     /// Exactly these skill bundles, listed by their owner (a plugin's
     /// `skills/`): the folder itself is not scanned.
     Listed(Vec<ListedSkill>),
+    /// Claude Code's subagents (`.claude/agents/`, `~/.claude/agents/`):
+    /// each immediate `<name>.md` is the Coding agent `<name>` (a member of
+    /// the default lead unless it says otherwise), derived, so an evoflux
+    /// agent file of the same name in the same layer wins.
+    ClaudeAgents,
     /// One MCP server file of another harness in `dir` (Claude Code's
     /// `.mcp.json`, codex's `config.toml`, …), of which the entries of
     /// `scopes` join the layer as derived candidates.
@@ -121,6 +126,9 @@ pub fn project_source_dirs() -> impl Iterator<Item = &'static str> {
     std::iter::once(".evoflux").chain(PROJECT_SKILL_ROOTS.iter().map(|(sub, _)| *sub))
 }
 
+/// Where Claude Code keeps subagents, in a project and in the home.
+const CLAUDE_AGENTS: &str = ".claude/agents";
+
 /// Limits that keep a pathological tree from stalling discovery.
 const MAX_DEPTH: usize = 8;
 const MAX_FILES_PER_ROOT: usize = 20_000;
@@ -198,6 +206,17 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
                 trust: Trust::Trusted,
             });
         }
+    }
+    if let Some(home) = &opts.home {
+        let dir = home.join(CLAUDE_AGENTS);
+        roots.push(Root {
+            layer: Layer::User,
+            owner: app(AppRoot::User, AppFolder::Claude, &dir),
+            dir,
+            shape: RootShape::ClaudeAgents,
+            label: format!("~/{CLAUDE_AGENTS}"),
+            trust: Trust::Trusted,
+        });
     }
     let reads = |h: ForeignMcp| opts.foreign_mcp.contains(&h);
     let chains: Vec<Vec<PathBuf>> = opts
@@ -298,6 +317,11 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             push(".evoflux", AppFolder::Evoflux, RootShape::Full);
             for (sub, folder) in PROJECT_SKILL_ROOTS {
                 push(sub, folder, RootShape::Skills);
+            }
+            // Claude Code subagents are prompts with tools: read only from
+            // a repository the user trusts.
+            if trust == Trust::Trusted {
+                push(CLAUDE_AGENTS, AppFolder::Claude, RootShape::ClaudeAgents);
             }
             for (rel, folder, format) in &project_files {
                 let file = dir.join(rel);
@@ -461,6 +485,7 @@ pub fn discover(
             RootShape::Skills => discover_skill_root(root, &root.dir, "skills", &mut sink),
             RootShape::Listed(skills) => discover_listed(root, skills, "skills", &mut sink),
             RootShape::McpFile { file, scopes } => discover_mcp_file(root, file, scopes, &mut sink),
+            RootShape::ClaudeAgents => discover_claude_agents(root, &mut sink),
         }
     }
     Discovered {
@@ -614,6 +639,40 @@ fn walk(
             }
         } else {
             files.push((rel, path));
+        }
+    }
+}
+
+/// Each immediate `<name>.md` of a Claude agents folder as the Coding
+/// agent slot `agents/coding/<name>.md` (other files are Claude's own and
+/// are left alone); the slot's rules (name, format) are the graph's.
+fn discover_claude_agents(root: &Root, sink: &mut Sink<'_>) {
+    for (name, path, is_dir) in sorted_entries(&root.dir, sink) {
+        if is_dir || !name.ends_with(".md") {
+            continue;
+        }
+        let rel = format!("agents/coding/{name}");
+        match slot::classify(&rel) {
+            PathClass::Slot { slot, format } => {
+                let source_id = SourceId(format!("{}:{}:{rel}", root.layer, root.label));
+                sink.push_as(
+                    root,
+                    slot,
+                    rel,
+                    Backing::File { path, format },
+                    Form::Derived,
+                    source_id,
+                );
+            }
+            PathClass::InvalidName { code, message } => {
+                sink.diags
+                    .push(Diagnostic::error(code, message).with_file(&path));
+            }
+            PathClass::McpServers
+            | PathClass::SkillResource
+            | PathClass::EvalResource
+            | PathClass::RunArtifact
+            | PathClass::Unsupported => {}
         }
     }
 }

@@ -15,20 +15,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ErrorData, Implementation,
-    ProtocolVersion, RootsCapabilities,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, ErrorData, Implementation, ProtocolVersion, RequestId,
+    RootsCapabilities, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService, ServiceError,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig,
 };
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
+use crate::bounded::{BoundedHttp, BoundedLines, CutAnswers};
 use crate::codes;
 use crate::definition::{HttpLaunch, StdioLaunch};
 use crate::environment::compose;
@@ -38,9 +43,23 @@ use crate::types::{McpTool, McpToolResult};
 
 /// The protocol revision offered in `initialize`.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
-/// How long a stdio server gets to exit after its stdin closes, and a
-/// Streamable HTTP session to be deleted, before it is killed.
+/// How long a Streamable HTTP session gets to be deleted at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
+/// How long a stdio server gets to exit after its stdin closes (the MCP
+/// stdio shutdown) before its process group gets `SIGTERM`: a server that
+/// ignores end-of-input costs at most this at exit.
+pub const EOF_GRACE: Duration = Duration::from_millis(500);
+/// How long the process group gets after `SIGTERM` before `SIGKILL`.
+pub const TERM_GRACE: Duration = Duration::from_millis(500);
+/// The default bound of one call's result, in bytes of the server's
+/// answer as sent (JSON-RPC text): past it the call ends at once with
+/// `mcp/result-too-large` ([`McpError::ResultTooLarge`]) instead of
+/// reading the rest. 8 MiB holds a large page of text or a few base64
+/// screenshots; a model could not use more in one step.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+/// Headroom of rmcp's own line cap above ours: only the short error
+/// response [`BoundedLines`] writes can pass the bound.
+const LINE_SLACK: usize = 64 * 1024;
 /// Lines of a server's stderr kept for error messages.
 const STDERR_LINES: usize = 20;
 /// Headers the MCP client sets itself; a configured header of the same
@@ -185,6 +204,8 @@ impl StderrTail {
 #[derive(Debug)]
 struct ProcessGroup {
     pgid: Option<i32>,
+    /// The server process itself, waited for at shutdown.
+    child: Option<tokio::process::Child>,
 }
 
 impl ProcessGroup {
@@ -221,18 +242,32 @@ impl ProcessGroup {
         self.pgid = None;
     }
 
-    /// Terminates the stragglers politely, then kills them.
-    async fn reap(&mut self) {
+    /// Waits until the server exits on its own (its stdin is closed), at
+    /// most until `deadline`; then terminates what is left of the group
+    /// and, after [`TERM_GRACE`], kills it.
+    async fn reap(&mut self, deadline: tokio::time::Instant) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+        }
         if self.alive() {
             self.signal_terminate();
-            for _ in 0..20 {
-                if !self.alive() {
+            let until = tokio::time::Instant::now() + TERM_GRACE;
+            loop {
+                if let Some(child) = self.child.as_mut() {
+                    // Reaps the server as soon as it exits, so it does not
+                    // keep the group alive as a zombie.
+                    let _ = child.try_wait();
+                }
+                if !self.alive() || tokio::time::Instant::now() >= until {
                     break;
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
         self.kill();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait().await;
+        }
     }
 }
 
@@ -248,6 +283,10 @@ pub struct Connection {
     peer: Peer<RoleClient>,
     group: tokio::sync::Mutex<Option<ProcessGroup>>,
     stderr: StderrTail,
+    /// The bound of one call's result ([`DEFAULT_MAX_RESULT_BYTES`]).
+    max_result_bytes: usize,
+    /// The calls whose answer passed that bound.
+    cut: CutAnswers,
     /// The protocol version the server agreed to.
     pub protocol_version: String,
     /// `serverInfo.name` and `.version`.
@@ -358,14 +397,20 @@ async fn serve_http<C>(
     client: C,
     config: StreamableHttpClientTransportConfig,
     handler: impl FnOnce(mpsc::UnboundedSender<()>) -> Handler,
+    max_result_bytes: usize,
 ) -> Result<(Connection, RefreshReceiver), StartFailure>
 where
     C: StreamableHttpClient + Send + Sync + 'static,
 {
-    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let cut = CutAnswers::default();
+    let transport =
+        StreamableHttpClientTransport::with_client(BoundedHttp::new(client, cut.clone()), config);
     let (tx, rx) = mpsc::unbounded_channel();
     match handler(tx).serve(transport).await {
-        Ok(running) => Ok((Connection::new(running, None, StderrTail::default()), rx)),
+        Ok(running) => Ok((
+            Connection::new(running, None, StderrTail::default(), max_result_bytes, cut),
+            rx,
+        )),
         // The SDK's reading: the server's `401` challenge, directly or after
         // the stored token was refused and could not be refreshed.
         Err(e) if e.is_authorization_required() => Err(StartFailure::needs_login(
@@ -382,6 +427,7 @@ impl Connection {
         launch: &StdioLaunch,
         base_env: &BTreeMap<String, String>,
         roots: &[PathBuf],
+        max_result_bytes: usize,
     ) -> Result<(Connection, RefreshReceiver), StartFailure> {
         if let Some(file) = launch.pinned.iter().find(|f| !f.unchanged()) {
             return Err(StartFailure::new(
@@ -413,18 +459,39 @@ impl Connection {
         // a Ctrl-C in evoflux's terminal does not hit it directly.
         #[cfg(unix)]
         cmd.process_group(0);
-        let (process, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                StartFailure::new(
-                    codes::START_FAILED,
-                    format!("cannot start `{}`: {e}", launch.program.display()),
-                )
-            })?;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| {
+            StartFailure::new(
+                codes::START_FAILED,
+                format!("cannot start `{}`: {e}", launch.program.display()),
+            )
+        })?;
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let group = ProcessGroup {
-            pgid: process.id().and_then(|p| i32::try_from(p).ok()),
+            pgid: child.id().and_then(|p| i32::try_from(p).ok()),
+            child: Some(child),
         };
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(StartFailure::new(
+                codes::START_FAILED,
+                format!(
+                    "cannot talk to `{}`: no stdin or stdout pipe",
+                    launch.program.display()
+                ),
+            ));
+        };
+        // Our own stdio transport rather than rmcp's child-process one: it
+        // bounds each answer ([`BoundedLines`]) and leaves the shutdown
+        // sequence to [`Connection::shutdown`] (rmcp's waits 3 s twice).
+        let cut = CutAnswers::default();
+        let process = AsyncRwTransport::new_client(
+            BoundedLines::new(stdout, max_result_bytes, cut.clone()),
+            stdin,
+        )
+        .with_max_line_length(max_result_bytes.saturating_add(LINE_SLACK));
         let tail = StderrTail::default();
         if let Some(stderr) = stderr {
             let tail = tail.clone();
@@ -441,7 +508,10 @@ impl Connection {
             refresh: tx,
         };
         match handler.serve(process).await {
-            Ok(running) => Ok((Connection::new(running, Some(group), tail), rx)),
+            Ok(running) => Ok((
+                Connection::new(running, Some(group), tail, max_result_bytes, cut),
+                rx,
+            )),
             Err(e) => {
                 // Give the stderr reader a moment to collect the reason.
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -460,6 +530,7 @@ impl Connection {
         launch: &HttpLaunch,
         roots: &[PathBuf],
         credentials: Option<ServerCredentials>,
+        max_result_bytes: usize,
     ) -> Result<(Connection, RefreshReceiver), StartFailure> {
         let client = http_client().map_err(|e| {
             StartFailure::new(
@@ -485,13 +556,15 @@ impl Connection {
             headers.insert(name, value);
         }
         let config = StreamableHttpClientTransportConfig::with_uri(launch.url.as_str())
-            .custom_headers(headers);
+            .custom_headers(headers)
+            .max_json_response_size(max_result_bytes)
+            .max_sse_event_size(max_result_bytes);
         let handler = |tx| Handler {
             roots: Arc::new(root_uris(roots)),
             refresh: tx,
         };
         match credentials.filter(ServerCredentials::has_tokens) {
-            None => serve_http(client, config, handler).await,
+            None => serve_http(client, config, handler, max_result_bytes).await,
             Some(credentials) => {
                 let manager = crate::oauth::connection_manager(&launch.url, credentials)
                     .await
@@ -505,7 +578,13 @@ impl Connection {
                             ),
                         )
                     })?;
-                serve_http(AuthClient::new(client, manager), config, handler).await
+                serve_http(
+                    AuthClient::new(client, manager),
+                    config,
+                    handler,
+                    max_result_bytes,
+                )
+                .await
             }
         }
     }
@@ -514,6 +593,8 @@ impl Connection {
         running: RunningService<RoleClient, Handler>,
         group: Option<ProcessGroup>,
         stderr: StderrTail,
+        max_result_bytes: usize,
+        cut: CutAnswers,
     ) -> Connection {
         let peer = running.peer().clone();
         let info = running.peer_info();
@@ -530,6 +611,8 @@ impl Connection {
             peer,
             group: tokio::sync::Mutex::new(group),
             stderr,
+            max_result_bytes,
+            cut,
             protocol_version,
             server_info,
         }
@@ -564,7 +647,9 @@ impl Connection {
     }
 
     /// Calls `tool` with `args`, waiting at most `timeout`. On timeout the
-    /// request is dropped, which sends `notifications/cancelled`.
+    /// request is dropped, which sends `notifications/cancelled`. An answer
+    /// past the result bound ends the call at once
+    /// ([`McpError::ResultTooLarge`]).
     pub async fn call_tool(
         &self,
         server: &str,
@@ -573,8 +658,27 @@ impl Connection {
         timeout: Duration,
     ) -> Result<McpToolResult, McpError> {
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        let call = self.peer.call_tool(params);
-        let result = match tokio::time::timeout(timeout, call).await {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let transport = |e: ServiceError| McpError::Transport {
+            server: server.to_owned(),
+            detail: without_type_names(&e.to_string()),
+        };
+        let call = async {
+            // Sent with its id in hand, so a cut answer is known as this call's.
+            let handle = self
+                .peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await?;
+            let mut guard = CancelUnanswered {
+                peer: self.peer.clone(),
+                id: Some(handle.id.clone()),
+            };
+            let id = handle.id.clone();
+            let answer = handle.await_response().await;
+            guard.id = None;
+            Ok::<_, ServiceError>((id, answer))
+        };
+        let (id, answer) = match tokio::time::timeout(timeout, call).await {
             Err(_) => {
                 return Err(McpError::Timeout {
                     server: server.to_owned(),
@@ -582,40 +686,87 @@ impl Connection {
                     timeout,
                 });
             }
-            Ok(Err(ServiceError::McpError(e))) => {
+            Ok(Err(e)) => return Err(transport(e)),
+            Ok(Ok(sent)) => sent,
+        };
+        let result = match answer {
+            Err(_) if self.cut.take(&id) => {
+                return Err(McpError::ResultTooLarge {
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    limit: self.max_result_bytes,
+                });
+            }
+            Err(ServiceError::McpError(e)) => {
                 return Err(McpError::Protocol {
                     server: server.to_owned(),
                     code: e.code.0,
                     message: e.message.into_owned(),
                 });
             }
-            Ok(Err(e)) => {
+            Err(e) => return Err(transport(e)),
+            Ok(ServerResult::CallToolResult(r)) => serde_json::to_value(&r),
+            // A server that answers `{}`: a result without content.
+            Ok(ServerResult::EmptyResult(_)) => Ok(serde_json::json!({"content": []})),
+            Ok(_) => {
                 return Err(McpError::Transport {
                     server: server.to_owned(),
-                    detail: without_type_names(&e.to_string()),
+                    detail: "the server answered tools/call with something other than a tool \
+                             result"
+                        .to_owned(),
                 });
             }
-            Ok(Ok(r)) => r,
         };
-        let wire = serde_json::to_value(&result).map_err(|e| McpError::Transport {
+        let wire = result.map_err(|e| McpError::Transport {
             server: server.to_owned(),
             detail: format!("cannot read the tool result: {e}"),
         })?;
         Ok(McpToolResult::from_wire(&wire))
     }
 
-    /// Ends the session: closes stdin (stdio) or deletes the session
-    /// (HTTP), waits a bounded time, then terminates and kills whatever is
-    /// left of the process group.
+    /// Ends the session. Stdio: closes the server's stdin (end-of-input),
+    /// gives it [`EOF_GRACE`] to exit, then sends `SIGTERM` to its process
+    /// group and `SIGKILL` after [`TERM_GRACE`]. HTTP: deletes the session,
+    /// at most [`SHUTDOWN_GRACE`].
     pub async fn shutdown(&self) {
         let running = self.running.lock().await.take();
+        let mut group = self.group.lock().await.take();
+        let started = tokio::time::Instant::now();
         if let Some(mut running) = running {
-            let _ = tokio::time::timeout(SHUTDOWN_GRACE, running.close()).await;
+            // Ending the service closes the transport, which drops stdin.
+            let grace = match group {
+                Some(_) => EOF_GRACE,
+                None => SHUTDOWN_GRACE,
+            };
+            let _ = tokio::time::timeout(grace, running.close()).await;
         }
-        let group = self.group.lock().await.take();
-        if let Some(mut group) = group {
-            group.reap().await;
+        if let Some(group) = group.as_mut() {
+            group.reap(started + EOF_GRACE).await;
         }
+    }
+}
+
+/// Sends `notifications/cancelled` for a call dropped before its answer
+/// (its timeout passed), as rmcp's own `call_tool` does; the cancellation
+/// also frees rmcp's slot for the answer.
+struct CancelUnanswered {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelUnanswered {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = Some("the call's time bound passed".to_owned());
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                .await;
+        });
     }
 }
 

@@ -19,6 +19,19 @@ pub enum McpError {
         tool: String,
         timeout: Duration,
     },
+    /// The server's answer passed the per-call result bound
+    /// ([`crate::ManagerOptions::max_result_bytes`]): the call ended as soon
+    /// as it did and the rest of the answer was skipped.
+    #[error(
+        "MCP tool `{tool}` on server `{server}` answered with more than {limit} bytes, the \
+         bound of one call's result; its answer was dropped (ask for less, e.g. a narrower \
+         query or a page)"
+    )]
+    ResultTooLarge {
+        server: String,
+        tool: String,
+        limit: usize,
+    },
     #[error("tool arguments must be a JSON object, found {0}")]
     InvalidArguments(String),
     /// The server answered with a JSON-RPC error (for example an unknown
@@ -44,6 +57,7 @@ impl McpError {
             McpError::UnknownServer(_) => "mcp/unknown-server",
             McpError::NotReady { .. } => "mcp/server-not-ready",
             McpError::Timeout { .. } => "mcp/call-timeout",
+            McpError::ResultTooLarge { .. } => "mcp/result-too-large",
             McpError::InvalidArguments(_) => "mcp/invalid-arguments",
             McpError::Protocol { .. } => "mcp/protocol-error",
             McpError::Transport { .. } => "mcp/transport-error",

@@ -14,11 +14,14 @@
 //!   server in the data directory, sent and refreshed by the connection).
 //!
 //! Transports: stdio (own process group, explicit environment, `roots/list`
-//! answered, bounded shutdown) and Streamable HTTP (redirects disabled,
-//! configured headers sent literally to the configured URL only). Legacy
-//! `sse` entries are listed and never started. The handshake offers
-//! protocol `2025-11-25`.
+//! answered, shutdown by end-of-input then SIGTERM after 500 ms) and
+//! Streamable HTTP (redirects disabled, configured headers sent literally to
+//! the configured URL only). On both, one call's answer is bounded in size
+//! (`mcp/result-too-large`, see `bounded`) as well as in time. Legacy `sse`
+//! entries are listed and never started. The handshake offers protocol
+//! `2025-11-25`.
 
+mod bounded;
 pub mod client;
 pub mod codes;
 pub mod definition;
@@ -39,7 +42,7 @@ pub mod testserver_oauth;
 pub mod toolset;
 pub mod types;
 
-pub use client::{PROTOCOL_VERSION, http_client};
+pub use client::{DEFAULT_MAX_RESULT_BYTES, EOF_GRACE, PROTOCOL_VERSION, TERM_GRACE, http_client};
 pub use definition::{
     HttpLaunch, Launch, PluginContext, ServerDefinition, ServerOwner, StdioLaunch, TransportKind,
     definition_diagnostics, definitions_from_graph, from_connection, plugin_definitions,

@@ -63,6 +63,11 @@ pub struct ManagerOptions {
     /// ([`crate::oauth`]); `None` sends none, and a server that asks for a
     /// login stays [`ServerState::NeedsLogin`].
     pub oauth_tokens: Option<crate::oauth::TokenStore>,
+    /// The bound of one call's result in bytes
+    /// ([`crate::client::DEFAULT_MAX_RESULT_BYTES`] by default): a server
+    /// that answers with more ends the call at once with
+    /// `mcp/result-too-large`.
+    pub max_result_bytes: usize,
 }
 
 impl Default for ManagerOptions {
@@ -73,6 +78,7 @@ impl Default for ManagerOptions {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             reference_env: std::env::vars().collect(),
             oauth_tokens: None,
+            max_result_bytes: crate::client::DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }
@@ -783,7 +789,13 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
         let (conn, rx) = match &launch {
             Launch::Stdio(l) => {
                 let l = l.with_references(&options.reference_env).map_err(unset)?;
-                Connection::stdio(&l, &options.base_env, &options.roots).await?
+                Connection::stdio(
+                    &l,
+                    &options.base_env,
+                    &options.roots,
+                    options.max_result_bytes,
+                )
+                .await?
             }
             Launch::StreamableHttp(l) => {
                 let l = l.with_references(&options.reference_env).map_err(unset)?;
@@ -792,7 +804,7 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
                     .oauth_tokens
                     .as_ref()
                     .map(|store| store.for_server(&server, &l.url));
-                Connection::http(&l, &options.roots, credentials).await?
+                Connection::http(&l, &options.roots, credentials, options.max_result_bytes).await?
             }
             Launch::Unsupported | Launch::Invalid { .. } | Launch::NeedsCredentials { .. } => {
                 return Err(StartFailure::new(

@@ -8,7 +8,8 @@
 //! `add_tool` (adds a tool and sends `tools/list_changed`), `roots` (asks
 //! the client for `roots/list`), `headers` (the HTTP request headers),
 //! `pid`, `spawn_child` (a `sleep` grandchild, for orphan checks),
-//! `crash` (exits the process), plus `filler_<n>` tools and a page size to
+//! `crash` (exits the process), `flood` (a text result of `bytes` bytes,
+//! for the result bound), plus `filler_<n>` tools and a page size to
 //! force `tools/list` pagination.
 
 use std::net::SocketAddr;
@@ -33,6 +34,10 @@ pub struct TestServerOptions {
     pub page_size: usize,
     /// How many `filler_<n>` tools to add.
     pub filler_tools: usize,
+    /// Over HTTP: stateless, answering each request with a plain JSON body
+    /// instead of an SSE stream (the other shape of a Streamable HTTP
+    /// answer).
+    pub json_response: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -135,6 +140,11 @@ impl TestServer {
                 "spawn_child",
                 "Starts `sleep 600` as a child and returns its process id.",
                 schema(json!({}), &[]),
+            )?,
+            tool(
+                "flood",
+                "Returns a text of `bytes` bytes.",
+                schema(json!({"bytes": {"type": "integer"}}), &["bytes"]),
             )?,
             tool(
                 "crash",
@@ -295,6 +305,10 @@ impl ServerHandler for TestServer {
                 std::thread::spawn(move || child.wait());
                 text_result(pid.to_string(), false)
             }
+            "flood" => {
+                let bytes = usize::try_from(int_arg(&args, "bytes")?).unwrap_or(0);
+                text_result("x".repeat(bytes), false)
+            }
             "crash" => std::process::exit(3),
             other => Err(ErrorData::invalid_params(
                 format!("Unknown tool: {other}"),
@@ -316,6 +330,14 @@ pub async fn serve_stdio(options: TestServerOptions) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     running.waiting().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// [`serve_stdio`] that keeps running after its stdin closes, as servers
+/// that ignore end-of-input do; only a signal ends it.
+pub async fn serve_stdio_ignoring_eof(options: TestServerOptions) -> Result<(), String> {
+    serve_stdio(options).await?;
+    std::future::pending::<()>().await;
     Ok(())
 }
 
@@ -346,7 +368,14 @@ pub fn http_router(options: TestServerOptions) -> axum::Router {
         StreamableHttpService::new(
             move || Ok(server(options, dynamic.clone())),
             Arc::default(),
-            StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+            if options.json_response {
+                StreamableHttpServerConfig::default()
+                    .with_sse_keep_alive(None)
+                    .with_legacy_session_mode(false)
+                    .with_json_response(true)
+            } else {
+                StreamableHttpServerConfig::default().with_sse_keep_alive(None)
+            },
         );
     axum::Router::new().nest_service("/mcp", service)
 }

@@ -118,7 +118,7 @@ async function agentEditor(app, name, info) {
     prompt.addEventListener('input', () => { formState.body = prompt.value; });
     const tools = h('fieldset', { class: 'tools' });
     const renderTools = () => {
-      const extras = new Set(f.tools || []);
+      const extras = new Set(f.tools_add || []);
       const optOut = new Set(f.tools_opt_out || []);
       const base = new Set([...effective].filter((t) => !extras.has(t)));
       for (const t of optOut) base.add(t);
@@ -130,18 +130,18 @@ async function agentEditor(app, name, info) {
         const on = (base.has(t.name) && !optOut.has(t.name)) || extras.has(t.name);
         const box = h('input', { type: 'checkbox', checked: on, id: `tool-${t.name}` });
         box.addEventListener('change', () => {
-          const ex = new Set(f.tools || []);
+          const ex = new Set(f.tools_add || []);
           const oo = new Set(f.tools_opt_out || []);
           if (box.checked) {
             if (base.has(t.name)) oo.delete(t.name); else ex.add(t.name);
           } else if (base.has(t.name)) oo.add(t.name); else ex.delete(t.name);
-          f.tools = ex.size ? [...ex] : null;
+          f.tools_add = ex.size ? [...ex] : null;
           f.tools_opt_out = oo.size ? [...oo] : null;
           renderTools();
         });
         tools.append(h('div', { class: 'tool-choice', title: t.description || '' }, box, h('label', { for: box.id }, t.name)));
       }
-      tools.append(h('p', { class: 'hint' }, `Extra tools: ${(f.tools || []).join(', ') || 'none'} · Opted out: ${(f.tools_opt_out || []).join(', ') || 'none'}`));
+      tools.append(h('p', { class: 'hint' }, `${f.tools && f.tools.length ? `Only: ${f.tools.join(', ')} · ` : ''}Added: ${(f.tools_add || []).join(', ') || 'none'} · Opted out: ${(f.tools_opt_out || []).join(', ') || 'none'}`));
     };
     renderTools();
     clear(panel).append(

@@ -83,11 +83,17 @@ impl<'de> Deserialize<'de> for ModelSetting {
 }
 
 impl ModelSetting {
+    /// `provider:model`, [`MODEL_PLACEHOLDER`], or a Claude alias
+    /// (`sonnet`, `opus`, `haiku`, `inherit`; [`super::claude::MODEL_ALIASES`]).
     pub fn parse(s: &str) -> Option<ModelSetting> {
         if s.trim() == MODEL_PLACEHOLDER {
             return Some(ModelSetting::HarnessDefault);
         }
-        s.parse().ok().map(ModelSetting::Model)
+        match super::claude::model_alias(s) {
+            Some(super::claude::ModelAlias::Inherit) => Some(ModelSetting::HarnessDefault),
+            Some(super::claude::ModelAlias::Model(m)) => m.parse().ok().map(ModelSetting::Model),
+            None => s.parse().ok().map(ModelSetting::Model),
+        }
     }
 
     /// The model reference, or `None` for the harness default.
@@ -110,14 +116,20 @@ pub struct RawAgentConfig {
     pub fallback_model: Option<ModelSetting>,
     pub thinking_level: Option<String>,
     pub responses_api: Option<bool>,
-    /// Extra tools over the mode tier.
+    /// When not empty, exactly the tools the agent gets (besides the
+    /// implicit ones): a listed `tools:` restricts, as in Claude Code.
+    /// Claude tool names are already translated ([`super::claude`]).
     pub tools: Vec<String>,
-    /// Tier tools to remove (implicit tools cannot be removed).
+    /// Tools added to the agent's defaults (the mode tier, or `tools:`).
+    pub tools_add: Vec<String>,
+    /// Tools removed from the result (implicit tools cannot be removed).
     pub tools_opt_out: Vec<String>,
     /// Explicitly assigned skills: the one unconditional preload path.
     pub skills: Vec<String>,
-    /// MCP servers; each grants all of its tools.
-    pub mcp: Vec<String>,
+    /// MCP servers; each grants all of its tools. `None` when the file
+    /// has no `mcp:` (then a mode's default lead gets `[mcp]
+    /// default_grant`); `Some` is exactly the list written, even empty.
+    pub mcp: Option<Vec<String>>,
     /// For a member, the lead it belongs to; `None` binds it to the mode's
     /// default lead.
     pub lead: Option<String>,
@@ -141,6 +153,7 @@ closed_enum!(
         ThinkingLevel => "thinking_level",
         ResponsesApi => "responses_api",
         Tools => "tools",
+        ToolsAdd => "tools_add",
         ToolsOptOut => "tools_opt_out",
         Skills => "skills",
         Mcp => "mcp",
@@ -212,6 +225,16 @@ impl FieldReader<'_> {
                 None
             }
         }
+    }
+
+    /// A tool list: a YAML list or Claude's comma-separated string, with
+    /// Claude tool names translated ([`super::claude::translate_tools`]).
+    fn tool_list(&mut self, key: AgentKey) -> Vec<String> {
+        let names = match self.mapping.get(key.as_str()) {
+            Some(Value::String(s)) => super::claude::split_comma_list(s),
+            _ => self.list(key),
+        };
+        super::claude::translate_tools(names, self.file, key.as_str(), &mut self.diags)
     }
 
     fn list(&mut self, key: AgentKey) -> Vec<String> {
@@ -346,7 +369,8 @@ pub fn parse_agent(
                         "agent/model-invalid",
                         format!(
                             "`{key}: {s}` is not a model: write `provider:model`, such as \
-                             `openai:gpt-4o-mini`, or `{MODEL_PLACEHOLDER}` for the default"
+                             `openai:gpt-4o-mini`, a Claude alias (`sonnet`, `opus`, `haiku`, \
+                             `inherit`), or `{MODEL_PLACEHOLDER}` for the default"
                         ),
                     )
                     .with_file(file)
@@ -365,10 +389,14 @@ pub fn parse_agent(
         .string(AgentKey::ThinkingLevel)
         .filter(|d| !d.trim().is_empty());
     let responses_api = r.boolean(AgentKey::ResponsesApi);
-    let tools = r.list(AgentKey::Tools);
-    let tools_opt_out = r.list(AgentKey::ToolsOptOut);
+    let tools = r.tool_list(AgentKey::Tools);
+    let tools_add = r.tool_list(AgentKey::ToolsAdd);
+    let tools_opt_out = r.tool_list(AgentKey::ToolsOptOut);
     let skills = r.list(AgentKey::Skills);
-    let mcp = r.list(AgentKey::Mcp);
+    let mcp = r
+        .mapping
+        .contains_key(AgentKey::Mcp.as_str())
+        .then(|| r.list(AgentKey::Mcp));
     let lead = r.string(AgentKey::Lead).map(|l| l.trim().to_owned());
     if let Some(l) = &lead
         && !is_valid_agent_name(l)
@@ -393,6 +421,7 @@ pub fn parse_agent(
         thinking_level,
         responses_api,
         tools,
+        tools_add,
         tools_opt_out,
         skills,
         mcp,
@@ -435,6 +464,21 @@ mod tests {
     }
 
     #[test]
+    fn an_absent_mcp_list_differs_from_an_empty_one() {
+        // Absent, a mode's default lead gets `[mcp] default_grant`;
+        // written, even empty, the list is exactly what the agent gets.
+        assert_eq!(parse("---\nname: a\n---\n").0.unwrap().mcp, None);
+        assert_eq!(
+            parse("---\nname: a\nmcp: []\n---\n").0.unwrap().mcp,
+            Some(vec![])
+        );
+        assert_eq!(
+            parse("---\nname: a\nmcp: [gh]\n---\n").0.unwrap().mcp,
+            Some(vec!["gh".to_owned()])
+        );
+    }
+
+    #[test]
     fn all_known_keys_and_unknown_ignored_with_a_warning() {
         let text = "---\nname: a\nrole: lead\ndescription: D\nmodel: openai:gpt-4o\n\
                     fallback_model: __PROVIDER_MODEL__\nthinking_level: high\nresponses_api: true\n\
@@ -462,8 +506,47 @@ mod tests {
     }
 
     #[test]
+    fn a_copied_claude_subagent_parses() {
+        let text = "---\nname: a\ndescription: Reviews diffs\ntools: Read, Grep, Glob, Task\n\
+                    model: sonnet\ncolor: blue\n---\nYou review code.\n";
+        let (r, d) = parse(text);
+        let r = r.expect("a Claude subagent is valid");
+        assert_eq!(r.tools, ["read", "grep", "glob"]);
+        assert_eq!(
+            r.model.as_ref().map(ToString::to_string).as_deref(),
+            Some("anthropic:claude-sonnet-4-5")
+        );
+        // The unknown key is kept (a warning, not an error) and `Task` is
+        // dropped with a note.
+        assert_eq!(
+            d.codes(),
+            ["agent/key-unknown", "agent/claude-tool-delegation"],
+            "{d:?}"
+        );
+        assert!(!d.has_errors());
+        assert_eq!(r.extra_prompt, "You review code.");
+    }
+
+    #[test]
+    fn claude_model_aliases_and_tool_keys() {
+        let (r, d) = parse(
+            "---\nname: a\nmodel: inherit\nfallback_model: HAIKU\ntools: [Bash]\ntools_add: WebFetch, ls\ntools_opt_out: [Edit]\n---\n",
+        );
+        let r = r.unwrap();
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(r.model, Some(ModelSetting::HarnessDefault));
+        assert_eq!(
+            r.fallback_model.map(|m| m.to_string()).as_deref(),
+            Some("anthropic:claude-haiku-4-5")
+        );
+        assert_eq!(r.tools, ["shell"]);
+        assert_eq!(r.tools_add, ["web_fetch", "ls"]);
+        assert_eq!(r.tools_opt_out, ["edit"]);
+    }
+
+    #[test]
     fn every_problem_reported_together() {
-        let (r, d) = parse("---\nname: b\nrole: boss\nmodel: gpt4\ntools: read\n---\n");
+        let (r, d) = parse("---\nname: b\nrole: boss\nmodel: gpt4\nskills: read\n---\n");
         assert!(r.is_none());
         assert_eq!(
             d.codes(),

@@ -80,10 +80,13 @@ fn dedupe(items: impl IntoIterator<Item = String>) -> Vec<String> {
 /// 1. the raw file was loaded without side effects (by the caller);
 /// 2. the matching code-owned profile supplies the description fallback and
 ///    the base prompt;
-/// 3. user tools, assigned skills, MCP servers and prompt text are added
-///    (an unknown tool, a tool of another mode, or a lead-only tool asked
-///    for by a member is skipped with a warning);
-/// 4. `tools_opt_out` removes tier and extra tools;
+/// 3. the tools: a non-empty `tools:` is exactly the agent's tools (it
+///    restricts, as Claude Code's `tools:` does); without one the agent has
+///    its mode tier; `tools_add` adds to either (an unknown tool, a tool of
+///    another mode, or a lead-only tool asked for by a member is skipped
+///    with a warning); assigned skills, MCP servers and prompt text are
+///    added;
+/// 4. `tools_opt_out` removes any of them;
 /// 5. implicit tools are put first, and every list is deduplicated.
 pub fn compile_agent_config(
     raw: &RawAgentConfig,
@@ -109,8 +112,12 @@ pub fn compile_agent_config(
             AgentSource::Builtin => d,
         }
     };
-    let mut effective = tier_tools(tools, raw.mode, raw.role);
-    for extra in &raw.tools {
+    let mut effective = if raw.tools.is_empty() {
+        tier_tools(tools, raw.mode, raw.role)
+    } else {
+        Vec::new()
+    };
+    for extra in raw.tools.iter().chain(&raw.tools_add) {
         match tools.get(extra) {
             None => diags.push(warn(
                 "agent/tool-unknown",
@@ -171,7 +178,7 @@ pub fn compile_agent_config(
         prompt,
         tools: tools_out,
         skills: dedupe(raw.skills.iter().cloned()),
-        mcp: dedupe(raw.mcp.iter().cloned()),
+        mcp: dedupe(raw.mcp.iter().flatten().cloned()),
         builtin_profile: profile.is_some(),
         source,
     }
@@ -250,9 +257,10 @@ mod tests {
             thinking_level: None,
             responses_api: None,
             tools: vec![],
+            tools_add: vec![],
             tools_opt_out: vec![],
             skills: vec![],
-            mcp: vec![],
+            mcp: None,
             lead: None,
             extra_prompt: String::new(),
         }
@@ -306,6 +314,33 @@ mod tests {
                 .ends_with("## User extra prompt\n\nPrefer small diffs.")
         );
         assert!(!e.description.is_empty());
+    }
+
+    #[test]
+    fn a_listed_tools_restricts_and_tools_add_extends() {
+        let tools = ToolCatalog::framework();
+        let compile = |r: &RawAgentConfig| {
+            compile_agent_config(r, AgentSource::Builtin, &tools, &mut Diagnostics::new()).tools
+        };
+        let mut r = raw("reviewer", AppMode::Coding, Role::Member);
+        r.tools = vec!["read".into(), "ls".into()];
+        assert_eq!(
+            compile(&r),
+            ["skill", "read", "ls"],
+            "implicit + exactly the list"
+        );
+        r.tools_opt_out = vec!["ls".into()];
+        assert_eq!(compile(&r), ["skill", "read"]);
+
+        let mut r = raw("reviewer", AppMode::Coding, Role::Member);
+        let tier = compile(&r);
+        assert!(tier.iter().any(|t| t == "shell"));
+        r.tools_add = vec!["web_search".into()];
+        let added = compile(&r);
+        assert!(added.iter().any(|t| t == "shell"), "the tier is kept");
+        assert!(added.iter().any(|t| t == "web_search"));
+        r.tools = vec!["read".into()];
+        assert_eq!(compile(&r), ["skill", "read", "web_search"]);
     }
 
     #[test]

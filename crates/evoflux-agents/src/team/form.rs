@@ -35,6 +35,7 @@ pub struct AgentForm {
     pub thinking_level: Option<String>,
     pub responses_api: Option<bool>,
     pub tools: Option<Vec<String>>,
+    pub tools_add: Option<Vec<String>>,
     pub tools_opt_out: Option<Vec<String>>,
     pub skills: Option<Vec<String>>,
     pub mcp: Option<Vec<String>>,
@@ -248,6 +249,35 @@ fn list_of(v: &Value) -> Option<Vec<String>> {
     }
 }
 
+/// A tool list, which may also be Claude's comma-separated string.
+fn tool_list_of(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::String(s) => Some(super::claude::split_comma_list(s)),
+        _ => list_of(v),
+    }
+}
+
+/// Whether a Form value says what the file already says: a tool list
+/// written as Claude's comma string keeps its spelling when unchanged.
+fn unchanged(key: AgentKey, written: &Value, value: &Value) -> bool {
+    written == value
+        || match key {
+            AgentKey::Tools | AgentKey::ToolsAdd | AgentKey::ToolsOptOut => {
+                matches!(written, Value::String(_)) && tool_list_of(written) == tool_list_of(value)
+            }
+            AgentKey::Name
+            | AgentKey::Role
+            | AgentKey::Description
+            | AgentKey::Model
+            | AgentKey::FallbackModel
+            | AgentKey::ThinkingLevel
+            | AgentKey::ResponsesApi
+            | AgentKey::Skills
+            | AgentKey::Mcp
+            | AgentKey::Lead => false,
+        }
+}
+
 /// Reads the Form view's values and the body from a file.
 pub fn read_form(text: &str) -> Result<(AgentForm, String), FormError> {
     let f = frame(text)?;
@@ -266,8 +296,9 @@ pub fn read_form(text: &str) -> Result<(AgentForm, String), FormError> {
             AgentKey::FallbackModel => form.fallback_model = string_of(v),
             AgentKey::ThinkingLevel => form.thinking_level = string_of(v),
             AgentKey::ResponsesApi => form.responses_api = v.as_bool(),
-            AgentKey::Tools => form.tools = list_of(v),
-            AgentKey::ToolsOptOut => form.tools_opt_out = list_of(v),
+            AgentKey::Tools => form.tools = tool_list_of(v),
+            AgentKey::ToolsAdd => form.tools_add = tool_list_of(v),
+            AgentKey::ToolsOptOut => form.tools_opt_out = tool_list_of(v),
             AgentKey::Skills => form.skills = list_of(v),
             AgentKey::Mcp => form.mcp = list_of(v),
             AgentKey::Lead => form.lead = string_of(v),
@@ -293,6 +324,7 @@ impl AgentForm {
             AgentKey::ThinkingLevel => s(&self.thinking_level),
             AgentKey::ResponsesApi => self.responses_api.map(Value::Bool),
             AgentKey::Tools => l(&self.tools),
+            AgentKey::ToolsAdd => l(&self.tools_add),
             AgentKey::ToolsOptOut => l(&self.tools_opt_out),
             AgentKey::Skills => l(&self.skills),
             AgentKey::Mcp => l(&self.mcp),
@@ -328,9 +360,10 @@ pub fn write_form(
         let Some(value) = form.value(key) else {
             continue;
         };
+        let known = key;
         let key = key.as_str();
         match c.entries.iter().find(|e| e.key == key) {
-            Some(e) if e.value == value => {
+            Some(e) if unchanged(known, &e.value, &value) => {
                 out.push_str(e.trivia);
                 out.push_str(e.body);
             }
@@ -402,6 +435,7 @@ mod tests {
                 "thinking_level",
                 "responses_api",
                 "tools",
+                "tools_add",
                 "tools_opt_out",
                 "skills",
                 "mcp",
@@ -417,6 +451,7 @@ mod tests {
             thinking_level: Some("high".into()),
             responses_api: Some(true),
             tools: Some(vec!["read".into()]),
+            tools_add: Some(vec!["ls".into()]),
             tools_opt_out: Some(vec!["shell".into()]),
             skills: Some(vec!["review".into()]),
             mcp: Some(vec!["github".into()]),

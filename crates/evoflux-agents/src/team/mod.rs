@@ -10,6 +10,7 @@
 //! Loading never writes: materializing seed files is [`seed::init_seeds`].
 
 pub mod agent_file;
+pub mod claude;
 pub mod effective;
 pub mod form;
 pub mod listing;

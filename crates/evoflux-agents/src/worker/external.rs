@@ -92,6 +92,8 @@ mod tests {
             cwd,
             description: None,
             result_contract: contract,
+            start_timeout_secs: evoflux_core::external_agent::DEFAULT_START_TIMEOUT_SECS,
+            idle_timeout_secs: evoflux_core::external_agent::DEFAULT_IDLE_TIMEOUT_SECS,
         }
     }
 

@@ -65,6 +65,10 @@ struct Lead {
     workers: Vec<AgentSpec>,
     /// The worker recipe the session runs as ([`SessionBuilder::worker`]).
     worker: Option<AgentSpec>,
+    /// The session runs as its mode's default lead and its file lists no
+    /// `mcp:`: `[mcp] default_grant` decides its servers
+    /// ([`crate::mcp_grant`]).
+    default_grant: bool,
     /// What loading the agents found.
     diags: Diagnostics,
 }
@@ -105,6 +109,10 @@ impl SessionBuilder<'_> {
         let (skill_inputs, resolver) = self.skills(&graph, &loaded, &model, resolver)?;
         let skills = skill_inputs.runtime(place.mode, resolver.clone());
         let mcp = self.mcp(&graph, &place, &mut shown)?;
+        let mut lead = lead;
+        if lead.default_grant {
+            lead.agent.mcp = default_granted(&loaded, &mcp, &mut shown);
+        }
         let members = lead.members(&mut shown);
         let checks = selected_checks(&graph, &mut shown);
         let Lead {
@@ -276,6 +284,10 @@ impl SessionBuilder<'_> {
             });
         };
         let mut agent = compile_agent_config(raw, source, &catalog, &mut diags);
+        let mut default_grant = crate::mcp_grant::takes_default_grant(
+            raw,
+            directory.default_lead.as_deref() == Some(team.lead.as_str()),
+        );
         let workers = dispatchable_workers(graph, &catalog, mode, &mut diags);
         let worker = match &self.worker {
             None => None,
@@ -288,6 +300,8 @@ impl SessionBuilder<'_> {
                     });
                 };
                 agent = worker_agent_config(spec, mode, &catalog);
+                // A worker gets only what its recipe declares.
+                default_grant = false;
                 Some(spec.clone())
             }
         };
@@ -298,6 +312,7 @@ impl SessionBuilder<'_> {
             agent,
             workers,
             worker,
+            default_grant,
             diags,
         })
     }
@@ -431,6 +446,18 @@ impl SessionBuilder<'_> {
             }),
         }
     }
+}
+
+/// The servers `[mcp] default_grant` grants the default lead, of those the
+/// application runs; a name it lists that no server has is shown.
+fn default_granted(
+    loaded: &LoadedConfig,
+    mcp: &evoflux_mcp::McpRuntime,
+    shown: &mut Diagnostics,
+) -> Vec<String> {
+    let servers: Vec<String> = mcp.listing().into_iter().map(|l| l.server).collect();
+    shown.extend(crate::mcp_grant::unknown_grant_names(loaded, &servers));
+    crate::mcp_grant::AgentMcp::Default(&loaded.config.mcp.default_grant).servers(&servers)
 }
 
 /// The config and the sandbox policy the graph selects: a session never

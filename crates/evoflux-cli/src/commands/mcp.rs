@@ -13,9 +13,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use evoflux_app::CompiledGraph;
+use evoflux_app::mcp_config::{McpEditError, McpServerChange};
 use evoflux_app::mcp_servers::{McpRuntime, ServerListing};
-use evoflux_core::Diagnostics;
 use evoflux_core::trust::CHANGED_SINCE_TRUST;
+use evoflux_core::{Diagnostic, Diagnostics};
 use evoflux_graph::compose::CompositionEntry;
 use evoflux_mcp::{McpManager, ServerStatus};
 use serde::Serialize;
@@ -59,6 +60,65 @@ pub enum McpCommand {
         #[command(flatten)]
         sources: SourceArgs,
     },
+    /// Add a server to your mcp.json (or, with `--scope project`, to the
+    /// repository's `.evoflux/mcp.json`): `--command` for a local server over
+    /// stdio, `--url` for one over Streamable HTTP. Write secrets as `${VAR}`
+    /// references (in single quotes), which are resolved when the server starts.
+    #[command(group(clap::ArgGroup::new("transport").required(true).args(["command", "url"])))]
+    Add {
+        /// The server's name: lowercase letters, digits and `-`.
+        name: String,
+        /// The program to start (stdio).
+        #[arg(long, conflicts_with = "url")]
+        command: Option<String>,
+        /// One argument of the program (repeatable, in order).
+        #[arg(
+            long = "arg",
+            value_name = "ARG",
+            requires = "command",
+            conflicts_with = "url",
+            allow_hyphen_values = true
+        )]
+        args: Vec<String>,
+        /// One environment variable of the program, `KEY=VALUE` (repeatable).
+        #[arg(
+            long = "env",
+            value_name = "KEY=VALUE",
+            requires = "command",
+            conflicts_with = "url",
+            value_parser = key_value
+        )]
+        env: Vec<(String, String)>,
+        /// The server's address (Streamable HTTP).
+        #[arg(long)]
+        url: Option<String>,
+        /// One HTTP header, `NAME=VALUE` (repeatable).
+        #[arg(
+            long = "header",
+            value_name = "NAME=VALUE",
+            requires = "url",
+            conflicts_with = "command",
+            value_parser = key_value
+        )]
+        headers: Vec<(String, String)>,
+        /// Which mcp.json: `user` (yours, the default) or `project` (the
+        /// repository's `.evoflux/mcp.json`, shared with whoever clones it).
+        #[arg(long, value_enum, default_value_t = Scope::User)]
+        scope: Scope,
+        /// Replace a server of that name in the same file.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
+    /// Remove a server from your mcp.json (or the repository's, `--scope project`).
+    Remove {
+        name: String,
+        #[arg(long, value_enum, default_value_t = Scope::User)]
+        scope: Scope,
+        #[command(flatten)]
+        sources: SourceArgs,
+    },
     /// Log in to a server over HTTP that asks for an OAuth login: prints the
     /// address to open in a browser, waits for it to come back to a
     /// loopback port, stores the tokens (in the data directory) and starts
@@ -73,6 +133,27 @@ pub enum McpCommand {
         #[command(flatten)]
         sources: SourceArgs,
     },
+}
+
+/// Which `mcp.json` `add` and `remove` write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// The user's own `<config>/mcp.json`.
+    User,
+    /// The repository's `.evoflux/mcp.json`.
+    Project,
+}
+
+/// `KEY=VALUE` of `--env` and `--header`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!(
+            "`{s}` is not KEY=VALUE: write the name, `=`, then the value (a secret as \
+             '${{VAR}}' in single quotes)"
+        )),
+    }
 }
 
 pub fn run(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
@@ -210,6 +291,32 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             wait,
             sources,
         } => login(out, server, *timeout, *wait, sources).await,
+        McpCommand::Add {
+            name,
+            command,
+            args,
+            env,
+            url,
+            headers,
+            scope,
+            force,
+            sources,
+        } => {
+            let entry = entry_of(command.as_deref(), args, env, url.as_deref(), headers);
+            let change = McpServerChange::Add {
+                name: name.clone(),
+                entry: entry.clone(),
+            };
+            edit(out, sources, *scope, change, *force, Some(&entry)).await
+        }
+        McpCommand::Remove {
+            name,
+            scope,
+            sources,
+        } => {
+            let change = McpServerChange::Remove { name: name.clone() };
+            edit(out, sources, *scope, change, false, None).await
+        }
         McpCommand::List { wait, sources } => {
             let (runtime, awaiting) = match load(out, sources, Report::Every)? {
                 Ok(r) => r,
@@ -280,7 +387,9 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
                 Err(e) => Err(e),
             };
             runtime.shutdown().await;
-            let result = result??;
+            // The call's error with its stable code (`mcp/result-too-large`,
+            // `mcp/call-timeout`, ...).
+            let result = result?.map_err(|e| anyhow::anyhow!("{e} ({})", e.code()))?;
             out.result(&result, || {
                 let mut text = result.to_text();
                 if !text.ends_with('\n') {
@@ -295,6 +404,203 @@ async fn run_async(out: &Output, command: &McpCommand) -> anyhow::Result<Exit> {
             })
         }
     }
+}
+
+/// The `mcp.json` entry of `add`'s flags: `command` (stdio) or `url`
+/// (Streamable HTTP; clap requires exactly one), values as written.
+fn entry_of(
+    command: Option<&str>,
+    args: &[String],
+    env: &[(String, String)],
+    url: Option<&str>,
+    headers: &[(String, String)],
+) -> Value {
+    let pairs = |kv: &[(String, String)]| {
+        Value::Object(
+            kv.iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+                .collect(),
+        )
+    };
+    let mut entry = serde_json::Map::new();
+    match (command, url) {
+        (Some(command), _) => {
+            entry.insert("type".into(), "stdio".into());
+            entry.insert("command".into(), command.into());
+            if !args.is_empty() {
+                entry.insert("args".into(), args.iter().map(String::as_str).collect());
+            }
+            if !env.is_empty() {
+                entry.insert("env".into(), pairs(env));
+            }
+        }
+        (None, url) => {
+            entry.insert("type".into(), "http".into());
+            entry.insert("url".into(), url.unwrap_or_default().into());
+            if !headers.is_empty() {
+                entry.insert("headers".into(), pairs(headers));
+            }
+        }
+    }
+    Value::Object(entry)
+}
+
+/// `entry` as `add` prints it: each `env` and `headers` value that holds
+/// no `${VAR}` reference masked, since it may be a secret.
+fn masked(entry: &Value) -> Value {
+    let mut entry = entry.clone();
+    for key in ["env", "headers"] {
+        if let Some(map) = entry.get_mut(key).and_then(Value::as_object_mut) {
+            for v in map.values_mut() {
+                if !v.as_str().is_some_and(|s| s.contains("${")) {
+                    *v = Value::from(evoflux_plugins::credentials::MASK);
+                }
+            }
+        }
+    }
+    entry
+}
+
+/// A literal value given for an environment variable or header whose name
+/// says it holds a secret: a warning to write a `${VAR}` reference, so the
+/// secret stays out of the file.
+fn literal_secrets(name: &str, entry: &Value, file: &std::path::Path) -> Vec<Diagnostic> {
+    const SECRET_WORDS: [&str; 6] = [
+        "TOKEN",
+        "SECRET",
+        "KEY",
+        "PASSWORD",
+        "AUTHORIZATION",
+        "CREDENTIAL",
+    ];
+    let mut out = Vec::new();
+    for key in ["env", "headers"] {
+        let Some(map) = entry.get(key).and_then(Value::as_object) else {
+            continue;
+        };
+        for (var, v) in map {
+            let upper = var.to_uppercase();
+            let literal = !v.as_str().is_some_and(|s| s.contains("${"));
+            if literal && SECRET_WORDS.iter().any(|w| upper.contains(w)) {
+                out.push(
+                    Diagnostic::warning(
+                        "mcp/literal-secret",
+                        format!(
+                            "{key} `{var}` of server `{name}` is written into the file as \
+                             given; write it as a reference, e.g. '{var}=${{{env_var}}}', to \
+                             keep the secret in your environment",
+                            env_var = upper.replace('-', "_")
+                        ),
+                    )
+                    .with_file(file)
+                    .with_field(format!("mcpServers.{name}.{key}.{var}")),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// `evoflux mcp add` and `remove`: one change to the chosen `mcp.json`
+/// through the MCP config editor (the one the web UI uses), refused with
+/// the editor's coded diagnostics. `--force` turns an `add` of a name the
+/// same file holds into a replace.
+async fn edit(
+    out: &Output,
+    sources: &SourceArgs,
+    scope: Scope,
+    change: McpServerChange,
+    force: bool,
+    entry: Option<&Value>,
+) -> anyhow::Result<Exit> {
+    let dirs = match resolve_dirs(out) {
+        Ok(d) => d,
+        Err(exit) => return Ok(exit),
+    };
+    let app = app_context(&dirs)?;
+    let file = match scope {
+        Scope::User => app.user_mcp_file(),
+        Scope::Project => {
+            let workspaces = app.root_options(&sources.workspaces)?.workspaces;
+            let Some(workspace) = workspaces.first() else {
+                bail!("no workspace to write the project's mcp.json in");
+            };
+            app.project_mcp_file(workspace)
+        }
+    };
+    // Every server as it is listed now (none started): a name another
+    // file or a plugin holds is refused with where to change it.
+    let graph = app.compile(&sources.workspaces)?;
+    let roots = app.root_options(&sources.workspaces)?.workspaces;
+    let (runtime, _) = app.mcp_servers(&graph, roots)?;
+    let listed = runtime.listing();
+    runtime.shutdown().await;
+    let mut replaced = false;
+    let mut result = app.change_mcp_server_in(&file, &listed, &change);
+    if let (Err(McpEditError::Exists { from, .. }), true, McpServerChange::Add { name, entry }) =
+        (&result, force, &change)
+        && from.editable()
+    {
+        replaced = true;
+        result = app.change_mcp_server_in(
+            &file,
+            &listed,
+            &McpServerChange::Replace {
+                name: name.clone(),
+                entry: entry.clone(),
+            },
+        );
+    }
+    if let Err(e) = result {
+        out.diagnostics(&e.to_diagnostics(&file));
+        return Ok(Exit::Invalid);
+    }
+    let name = change.name();
+    let warnings = entry
+        .map(|e| literal_secrets(name, e, &file))
+        .unwrap_or_default();
+    out.diagnostics(&Diagnostics::from(warnings));
+    let action = match (&change, replaced) {
+        (McpServerChange::Remove { .. }, _) => Action::Removed,
+        (_, true) => Action::Replaced,
+        (_, false) => Action::Added,
+    };
+    let mut report = serde_json::json!({
+        "server": name,
+        "action": action,
+        "scope": scope,
+        "file": file,
+    });
+    if let Some(entry) = entry {
+        report["entry"] = masked(entry);
+    }
+    out.result(&report, || {
+        let trust = match scope {
+            Scope::Project => {
+                " (a repository's servers start once you trust its current content: evoflux trust)"
+            }
+            Scope::User => "",
+        };
+        let (done, at) = match action {
+            Action::Added => ("Added", "to"),
+            Action::Replaced => ("Replaced", "in"),
+            Action::Removed => ("Removed", "from"),
+        };
+        format!(
+            "{done} MCP server `{name}` {at} {}{trust}\n",
+            file.display()
+        )
+    });
+    Ok(Exit::Ok)
+}
+
+/// What `add` or `remove` did.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Action {
+    Added,
+    Replaced,
+    Removed,
 }
 
 /// An OAuth error as the command reports it: its message and code.

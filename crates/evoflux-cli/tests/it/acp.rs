@@ -531,6 +531,110 @@ fn an_external_agent_that_cannot_start_fails_the_dispatch_with_its_code() {
     assert_eq!(result[0]["is_error"], true);
 }
 
+/// A user config declaring `helper`: the ACP crate's fake agent playing
+/// `scenario` (see `crates/evoflux-acp/tests/fixtures/fake-acp-agent.sh`),
+/// with `extra` lines; returns the file its pids go to.
+fn declare_fake_helper(s: &Sandbox, scenario: &str, extra: &str) -> std::path::PathBuf {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../evoflux-acp/tests/fixtures/fake-acp-agent.sh"
+    );
+    let pids = s.tmp.path().join("fake-agent.pids");
+    s.user(
+        "config.toml",
+        &format!(
+            "[agents.external.helper]\ncommand = [\"sh\", {}, {}, {}]\n{extra}",
+            serde_json::to_string(script).unwrap(),
+            serde_json::to_string(&pids.display().to_string()).unwrap(),
+            serde_json::to_string(scenario).unwrap(),
+        ),
+    );
+    pids
+}
+
+/// A lead that dispatches `helper` and expects its result to contain
+/// `code`; returns the `agent` call's result.
+fn dispatch_expecting(s: &Sandbox, code: &str) -> Value {
+    let lead = script(
+        s,
+        "lead.yaml",
+        &format!(
+            "turns:\n  - reply:\n      tool_calls:\n        - {{name: agent, arguments: {{agent_id: helper, message: \"Summarize the notes\"}}}}\n  - expect: {{tool_result: {{contains: \"{code}\"}}}}\n    reply: {{text: \"it failed\"}}\n"
+        ),
+    );
+    let out = run(
+        s,
+        &[
+            "--json", "run", "--mode", "coding", "--model", &lead, "look",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    of_type(&ev, "tool_ended")
+        .into_iter()
+        .find(|e| e["tool"] == "agent")
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_hanging_external_agent_is_stopped_at_its_start_timeout() {
+    let s = Sandbox::new();
+    let pids = declare_fake_helper(&s, "never-starts", "start_timeout_secs = 1\n");
+    let began = Instant::now();
+    let result = dispatch_expecting(&s, "acp/start-timeout");
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(result["is_error"], true);
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.contains("agents.external.helper.start_timeout_secs")
+            && content.contains("config.toml"),
+        "{content}"
+    );
+    // The agent and the `sleep` it started are gone.
+    let pids: Vec<i32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let state = state
+            .as_deref()
+            .and_then(|st| st.rsplit_once(')'))
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        assert!(
+            matches!(state, None | Some('Z' | 'X')),
+            "pid {pid} still runs"
+        );
+    }
+}
+
+#[test]
+fn an_external_agent_denied_a_permission_or_answering_nothing_fails_the_dispatch() {
+    // `evoflux run` has no one to ask: the agent's permission request is
+    // denied, and its turn is no answer.
+    let s = Sandbox::new();
+    declare_fake_helper(&s, "asks", "");
+    let result = dispatch_expecting(&s, "acp/permission-denied");
+    assert_eq!(result["is_error"], true);
+
+    let s = Sandbox::new();
+    declare_fake_helper(&s, "answers-nothing", "");
+    let result = dispatch_expecting(&s, "acp/empty-answer");
+    assert_eq!(result["is_error"], true);
+}
+
 /// The sandbox's session store, as the binary opens it.
 async fn store(s: &Sandbox) -> evoflux_store::Store {
     let dirs = evoflux_app::testing::dirs(s.tmp.path());

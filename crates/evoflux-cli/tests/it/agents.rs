@@ -83,7 +83,7 @@ fn agents_cli_effective_config_equals_library() {
     let env = Env::new();
     env.project(
         "agents/coding/reviewer.md",
-        "---\nrole: member\ntools: [web_fetch, nope]\ntools_opt_out: [shell]\nskills: [b, a, b]\nx-ui: keep\n---\nReview carefully.\n",
+        "---\nrole: member\ntools_add: [web_fetch, nope]\ntools_opt_out: [shell]\nskills: [b, a, b]\nx-ui: keep\n---\nReview carefully.\n",
     );
     env.project(
         "agents/coding/coder.md",

@@ -524,7 +524,7 @@ fn granted_mcp_servers_are_awaited_at_start_and_a_turns_tools_hold_until_its_end
                 "type": "stdio", "command": bin,
                 "args": ["--start-delay-ms", "600000"], "startup_timeout_secs": 1
             },
-            "big": {"type": "stdio", "command": bin, "args": ["--filler-tools", "18"]}
+            "big": {"type": "stdio", "command": bin, "args": ["--filler-tools", "16"]}
         }})
         .to_string(),
     );
@@ -743,7 +743,7 @@ fn without_any_model_the_run_explains_the_three_ways_to_get_one() {
 #[cfg(unix)]
 /// Links and enables the `demo` plugin: one stdio MCP server `svc` (the
 /// test server) and one skill, `demo-echo`, that uses it.
-fn link_demo_plugin(s: &Sandbox, bin: &std::path::Path) {
+pub(crate) fn link_demo_plugin(s: &Sandbox, bin: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
     let root = s.tmp.path().join("plugins/demo");
     s.write(
@@ -776,6 +776,9 @@ fn loading_a_plugin_skill_grants_that_plugins_mcp_tools() {
     let Some(bin) = mcp_test_server() else { return };
     let s = Sandbox::new();
     link_demo_plugin(&s, &bin);
+    // The default lead would be granted the enabled plugin's servers by
+    // `[mcp] default_grant`; with none, only the skill grants them.
+    s.user("config.toml", "[mcp]\ndefault_grant = \"none\"\n");
     let model = script(
         &s,
         "plugin-skill.yaml",

@@ -12,6 +12,7 @@ use super::approval::Approval;
 use super::compat::CompatFile;
 use super::layer::{ConfigLayer, ConfigScope, ConfigSource, LoadedConfig};
 use super::limits::{LimitsFile, check_limits};
+use super::mcp::{McpFile, check_mcp};
 use super::model::ModelSection;
 use super::prices::check_prices;
 use super::providers::{ProviderConfig, check_provider, check_scope};
@@ -42,6 +43,8 @@ struct ConfigFile {
     limits: LimitsFile,
     #[serde(default)]
     skills: Option<SkillsConfig>,
+    #[serde(default)]
+    mcp: Option<McpFile>,
     #[serde(default)]
     agents: Option<crate::external_agent::AgentsFile>,
 }
@@ -195,6 +198,7 @@ pub fn read_layer(
     }
     let prices = check_prices(path, scope, &file.prices, diags);
     let limits = check_limits(path, file.limits, diags);
+    let mcp = check_mcp(path, scope, file.mcp, diags);
     let external_agents = crate::external_agent::check(path, scope, file.agents, diags);
     let layer = ConfigLayer {
         source: ConfigSource {
@@ -213,6 +217,7 @@ pub fn read_layer(
         prices,
         limits,
         skills: file.skills,
+        mcp,
         external_agents,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))

@@ -73,6 +73,9 @@ pub struct LoadedConfig {
     /// The file that declared each external agent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub external_agent_sources: BTreeMap<String, ConfigSource>,
+    /// The file that set `[mcp] default_grant`, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_grant_source: Option<ConfigSource>,
 }
 
 /// One checked config file, ready to be layered over the ones below it.
@@ -88,6 +91,8 @@ pub struct ConfigLayer {
     pub(super) prices: BTreeMap<String, Price>,
     pub(super) limits: LimitsConfig,
     pub(super) skills: Option<SkillsConfig>,
+    /// What the file's `[mcp]` sets.
+    pub(super) mcp: super::mcp::McpLayer,
     pub(super) external_agents: BTreeMap<String, crate::external_agent::ExternalAgentConfig>,
 }
 
@@ -104,6 +109,7 @@ impl LoadedConfig {
             model_origin: ConfigOrigin::Embedded,
             resolver_model_origin: None,
             external_agent_sources: BTreeMap::new(),
+            default_grant_source: None,
             config,
         }
     }
@@ -171,6 +177,13 @@ impl LoadedConfig {
                     self.external_agent_sources
                         .insert(name.clone(), layer.source.clone());
                     self.config.external_agents.insert(name, agent);
+                }
+                if let Some(grant) = layer.mcp.default_grant {
+                    self.config.mcp.default_grant = grant;
+                    self.default_grant_source = Some(layer.source.clone());
+                }
+                if let Some(mib) = layer.mcp.max_result_mib {
+                    self.config.mcp.max_result_mib = Some(mib);
                 }
                 if let Some(compat) = layer.compat {
                     let current = &mut self.config.compat;

@@ -29,7 +29,7 @@
 //! define providers at all.
 //!
 //! The schema is one module per table (`providers`, `model`, `approval`,
-//! `storage`, `store`, `compat`, `prices`, `limits`, `skills`;
+//! `storage`, `store`, `compat`, `prices`, `limits`, `skills`, `mcp`;
 //! `[agents.external]` is [`crate::external_agent`]'s); reading a file is
 //! `file`, laying files over each other `layer`. The modules are private and
 //! everything is re-exported here, so `evoflux_core::config::X` is the one
@@ -40,6 +40,7 @@ mod compat;
 mod file;
 mod layer;
 mod limits;
+mod mcp;
 mod model;
 mod prices;
 mod providers;
@@ -60,6 +61,7 @@ pub use compat::{CompatConfig, ForeignMcp};
 pub use file::{load, load_layers, parse, parse_layer, read_layer};
 pub use layer::{ConfigLayer, ConfigOrigin, ConfigScope, ConfigSource, LoadedConfig};
 pub use limits::LimitsConfig;
+pub use mcp::{DefaultGrant, McpConfig};
 pub use model::{ModelRef, ModelSection, ParseModelRefError};
 pub use providers::{ProviderConfig, ProviderKind, ProviderLimits, ReasoningEffort, WireApi};
 pub use skills::{ResolverMode, SkillsConfig};
@@ -99,6 +101,9 @@ pub struct HarnessConfig {
     /// `[skills]`: how a turn's implicit skill resolution runs.
     #[serde(default, skip_serializing_if = "SkillsConfig::is_unset")]
     pub skills: SkillsConfig,
+    /// `[mcp]`: which MCP servers each mode's default lead is granted.
+    #[serde(default, skip_serializing_if = "McpConfig::is_unset")]
+    pub mcp: McpConfig,
     /// `[agents.external.<name>]`: agents outside evoflux, spoken to over
     /// the Agent Client Protocol, that a lead may dispatch. Only the
     /// user's and the admin's files declare them.
@@ -175,6 +180,7 @@ impl HarnessConfig {
             prices: BTreeMap::new(),
             limits: LimitsConfig::default(),
             skills: SkillsConfig::default(),
+            mcp: McpConfig::default(),
             external_agents: BTreeMap::new(),
         }
     }

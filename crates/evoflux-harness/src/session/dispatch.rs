@@ -1081,6 +1081,16 @@ async fn remote_turn(
 ) -> Result<ChildEnd, HarnessError> {
     let name = &spec.id;
     let (status, result) = match session.prompt(message).await {
+        // Nothing said is no answer, whatever the contract would accept.
+        Ok(RemoteTurn {
+            text,
+            stop: RemoteStop::EndTurn,
+        }) if text.trim().is_empty() => (
+            TurnStatus::OutputMissing,
+            ToolResult::error(format!(
+                "`{name}` ended its turn without an answer [acp/empty-answer]"
+            )),
+        ),
         Ok(RemoteTurn {
             text,
             stop: RemoteStop::EndTurn,

@@ -18,6 +18,7 @@ mod context;
 mod file_changes;
 mod host;
 mod lease;
+mod mcp_list_changed;
 mod provider_tools;
 mod remote;
 mod skills;

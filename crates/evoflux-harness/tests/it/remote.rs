@@ -115,6 +115,8 @@ fn declared(cwd: ExternalCwd, contract: serde_json::Value) -> ExternalAgentConfi
         cwd,
         description: Some("Finds things.".into()),
         result_contract: Some(contract),
+        start_timeout_secs: evoflux_core::external_agent::DEFAULT_START_TIMEOUT_SECS,
+        idle_timeout_secs: evoflux_core::external_agent::DEFAULT_IDLE_TIMEOUT_SECS,
     }
 }
 
@@ -233,6 +235,36 @@ async fn a_remote_answer_that_keeps_missing_its_contract_is_exhausted_after_the_
     assert!(events.iter().any(|e| matches!(e,
         Event::Child { call_id, event } if call_id == "c1"
             && matches!(event.as_ref(), Event::MessageDelta { .. }))));
+}
+
+#[tokio::test]
+async fn a_remote_agent_that_answers_nothing_fails_the_dispatch() {
+    let world = World::with_files(&[("src/lib.rs", "pub fn here() {}\n")]);
+    let (mut h, remote, events, _) = lead_with_helper(
+        &world,
+        ExternalCwd::Workspace,
+        json!({"agent_id": "helper", "message": "Find where here() is defined"}),
+        &["  \n".to_owned()],
+    )
+    .await;
+    h.turn(Some("look"), TurnOptions::default()).await.unwrap();
+    let events = events.take();
+    let (content, is_error) = agent_result(&events);
+    assert!(
+        is_error && content.contains("[acp/empty-answer]"),
+        "{content}"
+    );
+    // No repair round is asked of an agent that said nothing, and no
+    // contract outcome is claimed for it.
+    assert_eq!(remote.prompts.lock().unwrap().len(), 1);
+    let contract = events
+        .iter()
+        .find_map(|e| match e {
+            Event::DispatchEnded { contract, .. } => Some(*contract),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(contract, None);
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! evoflux-mcp-testserver [stdio|http|oauth] [--page-size N] [--filler-tools N] [--port N]
-//!                        [--start-delay-ms N]
+//!                        [--start-delay-ms N] [--ignore-eof]
 //! ```
 //! `stdio` (the default) serves one client on stdin/stdout until stdin
 //! closes. `http` serves Streamable HTTP on 127.0.0.1, prints the endpoint
@@ -15,12 +15,18 @@
 //! `http` mode, before the port is bound and the URL printed): a server
 //! that is slow to start, so tests can exercise start-up timeouts with the
 //! real server rather than a stand-in like `sleep`.
+//!
+//! `--ignore-eof` (stdio) keeps the process running after stdin closes, as
+//! servers that ignore end-of-input do, so tests can check that shutdown
+//! still ends it quickly (`SIGTERM` after the end-of-input grace).
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use evoflux_mcp::testserver::{TestServerOptions, serve_http, serve_stdio};
+use evoflux_mcp::testserver::{
+    TestServerOptions, serve_http, serve_stdio, serve_stdio_ignoring_eof,
+};
 use tokio::io::AsyncReadExt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +44,8 @@ struct Args {
     port: u16,
     /// How long to wait before serving (`--start-delay-ms`).
     start_delay: Duration,
+    /// Keep running after stdin closes (`--ignore-eof`).
+    ignore_eof: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -45,6 +53,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
     let mut options = TestServerOptions::default();
     let mut port = 0u16;
     let mut start_delay = Duration::ZERO;
+    let mut ignore_eof = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut number = |flag: &str| -> Result<usize, String> {
@@ -65,6 +74,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 let ms = u64::try_from(number("--start-delay-ms")?).map_err(|e| e.to_string())?;
                 start_delay = Duration::from_millis(ms);
             }
+            "--ignore-eof" => ignore_eof = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -73,6 +83,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         options,
         port,
         start_delay,
+        ignore_eof,
     })
 }
 
@@ -84,6 +95,7 @@ async fn main() -> ExitCode {
         options,
         port,
         start_delay,
+        ignore_eof,
     } = match parse(&args) {
         Ok(p) => p,
         Err(e) => {
@@ -93,6 +105,7 @@ async fn main() -> ExitCode {
     };
     tokio::time::sleep(start_delay).await;
     let result = match mode {
+        Mode::Stdio if ignore_eof => serve_stdio_ignoring_eof(options).await,
         Mode::Stdio => serve_stdio(options).await,
         Mode::Http => match serve_http(options, port).await {
             Ok(server) => {

@@ -10,6 +10,7 @@
 
 mod common;
 
+mod bounds;
 mod everything;
 mod manager;
 mod oauth;

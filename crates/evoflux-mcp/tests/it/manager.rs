@@ -89,6 +89,7 @@ async fn tools_list_is_paginated() {
         TestServerOptions {
             page_size: 3,
             filler_tools: 10,
+            ..TestServerOptions::default()
         },
         0,
     )

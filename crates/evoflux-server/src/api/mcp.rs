@@ -289,6 +289,7 @@ pub async fn restart(
         other @ (McpError::UnknownTool(_)
         | McpError::NotReady { .. }
         | McpError::Timeout { .. }
+        | McpError::ResultTooLarge { .. }
         | McpError::InvalidArguments(_)
         | McpError::Protocol { .. }
         | McpError::Transport { .. }

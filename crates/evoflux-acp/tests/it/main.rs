@@ -1,0 +1,5 @@
+//! The integration tests of the ACP crate in one test binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod remote;
