@@ -149,11 +149,10 @@ pub struct App {
     running: bool,
     /// Rows scrolled up from the bottom; 0 follows new output.
     scroll: usize,
-    /// The transcript's rows and viewport height at the last draw.
-    last_total: usize,
     /// The first cell drawn, the rows drawn and the width at the last
     /// draw: growth below is told from rows drawn above.
     last_tail: Option<(usize, usize, usize)>,
+    /// The viewport's height and width at the last draw.
     last_view: usize,
     last_width: usize,
     search: Option<Search>,
@@ -186,7 +185,6 @@ impl App {
             queued: VecDeque::new(),
             running: false,
             scroll: 0,
-            last_total: 0,
             last_tail: None,
             last_view: 0,
             last_width: 80,
@@ -355,7 +353,13 @@ impl App {
     }
 
     fn scroll_by(&mut self, rows: isize) {
-        let max = self.last_total.saturating_sub(self.last_view);
+        // Up to the top when the last frame drew from the first cell; no
+        // bound yet when cells above were not drawn (the frame clamps).
+        let max = match self.last_tail {
+            Some((0, rows, _)) => rows.saturating_sub(self.last_view),
+            Some(_) => usize::MAX,
+            None => 0,
+        };
         self.scroll = self.scroll.saturating_add_signed(rows).min(max);
     }
 
@@ -602,9 +606,8 @@ impl App {
                 search.at = Some(rows.len() - 1 - row);
                 // The match in the middle of the view.
                 let bottom = row + self.last_view / 2;
+                // Every row is drawn now: the next frame clamps to them.
                 self.scroll = rows.len().saturating_sub(bottom + 1);
-                self.last_total = rows.len();
-                self.scroll_by(0);
             }
             None => self.hint = Some(format!("no match for “{}”", search.query)),
         }
@@ -736,7 +739,6 @@ impl App {
             self.scroll = self.scroll.min(total.saturating_sub(view));
         }
         self.last_tail = Some((tail.start, total, width));
-        self.last_total = if everything { total } else { usize::MAX };
         let bottom = total.saturating_sub(self.scroll);
         let top = bottom.saturating_sub(view);
         let matched = self.search.as_ref().and_then(|s| s.at);

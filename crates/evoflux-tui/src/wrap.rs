@@ -154,6 +154,23 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
+    /// An empty builder of `line`'s lines, `width` cells wide, continuation
+    /// lines indented by `indent`.
+    fn new(line: &'a Line<'static>, width: usize, indent: usize) -> Builder<'a> {
+        Builder {
+            line_style: line.style,
+            line_alignment: line.alignment,
+            spans: &line.spans,
+            width,
+            indent,
+            out: Vec::new(),
+            current: Vec::new(),
+            run: None,
+            used: 0,
+            has_content: false,
+        }
+    }
+
     fn push(&mut self, g: &Grapheme<'_>) {
         match &mut self.run {
             Some((span, text)) if *span == g.span => text.push_str(g.text),
@@ -236,18 +253,7 @@ fn cells(gs: &[Grapheme<'_>], range: (usize, usize)) -> usize {
 /// wider than `width`.
 pub fn wrap_line(line: &Line<'static>, width: usize, indent: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
-    let mut b = Builder {
-        line_style: line.style,
-        line_alignment: line.alignment,
-        spans: &line.spans,
-        width,
-        indent: indent.min(width - 1),
-        out: Vec::new(),
-        current: Vec::new(),
-        run: None,
-        used: 0,
-        has_content: false,
-    };
+    let mut b = Builder::new(line, width, indent.min(width - 1));
     let gs = graphemes(line);
     for piece in pieces(&gs) {
         let spaces = cells(&gs, piece.spaces);
@@ -284,18 +290,7 @@ pub fn wrap_line(line: &Line<'static>, width: usize, indent: usize) -> Vec<Line<
 /// matter): each output line holds as many graphemes as fit in `width`.
 pub fn wrap_line_by_cells(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
-    let mut b = Builder {
-        line_style: line.style,
-        line_alignment: line.alignment,
-        spans: &line.spans,
-        width,
-        indent: 0,
-        out: Vec::new(),
-        current: Vec::new(),
-        run: None,
-        used: 0,
-        has_content: false,
-    };
+    let mut b = Builder::new(line, width, 0);
     let gs = graphemes(line);
     b.push_by_cells(&gs);
     b.into_lines()

@@ -344,6 +344,17 @@ pub(crate) fn usage_line(u: &Usage) -> String {
     )
 }
 
+/// A session's workspace roots, as a listing shows them.
+pub(crate) fn roots_label(session: &evoflux_harness::Session) -> String {
+    session
+        .workspace
+        .roots()
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One session as a listing shows it: id, mode, lead, what it cost with
 /// its children, workspace roots.
 pub(crate) fn session_row(summary: &SessionSummary) -> String {
@@ -354,12 +365,7 @@ pub(crate) fn session_row(summary: &SessionSummary) -> String {
         s.mode().as_str(),
         s.lead.as_deref().unwrap_or("-"),
         summary.usage_with_children.cost_label(),
-        s.workspace
-            .roots()
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        roots_label(s)
     );
     match &s.title {
         Some(title) => format!("{row}  “{title}”"),

@@ -448,12 +448,7 @@ pub(super) fn repl_row(summary: &evoflux_harness::SessionSummary) -> String {
         s.mode().as_str(),
         s.lead.as_deref().unwrap_or("-"),
         summary.usage_with_children.cost_label(),
-        s.workspace
-            .roots()
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::commands::sessions::roots_label(s)
     )
 }
 

@@ -226,7 +226,7 @@ struct Chat<'a> {
     holder: Holder,
     app: App,
     /// Approvals the screen asks, with where their answers go.
-    approvals: Vec<(String, ApprovalRequest, oneshot::Sender<Decided>)>,
+    approvals: Vec<(ApprovalRequest, oneshot::Sender<Decided>)>,
     turn: Option<TurnEnded>,
 }
 
@@ -448,8 +448,7 @@ impl Chat<'_> {
             workdir: workdir_of(&request),
             remembers,
         });
-        self.approvals
-            .push((request.call_id.clone(), request, reply));
+        self.approvals.push((request, reply));
     }
 
     /// Carries out what the screen asks.
@@ -467,7 +466,7 @@ impl Chat<'_> {
                 if self.approvals.is_empty() {
                     live.host.cancel();
                 }
-                for (_, request, reply) in self.approvals.drain(..) {
+                for (request, reply) in self.approvals.drain(..) {
                     let _ = reply.send(Decided {
                         decision: denied(&request),
                         by: DecidedBy::Cancellation,
@@ -476,10 +475,14 @@ impl Chat<'_> {
                 self.app.hint("cancelling…");
             }
             Action::Decide { call_id, answer } => {
-                let Some(at) = self.approvals.iter().position(|(id, ..)| *id == call_id) else {
+                let Some(at) = self
+                    .approvals
+                    .iter()
+                    .position(|(request, _)| request.call_id == call_id)
+                else {
                     return Ok(Flow::Continue);
                 };
-                let (_, request, reply) = self.approvals.remove(at);
+                let (request, reply) = self.approvals.remove(at);
                 let decided = match answer {
                     ApprovalAnswer::Once => Decided::by_user(ApprovalDecision::Approved),
                     ApprovalAnswer::ForSession => {
@@ -569,8 +572,8 @@ impl Chat<'_> {
     /// The turn ended: approvals it left are gone; the next queued
     /// message, which the loop sends as if typed now.
     fn turn_ended(&mut self, ended: Result<TurnEnd, HostError>) -> Option<String> {
-        for (id, ..) in self.approvals.drain(..) {
-            self.app.approval_closed(&id);
+        for (request, _) in self.approvals.drain(..) {
+            self.app.approval_closed(&request.call_id);
         }
         match ended {
             Ok(TurnEnd::Completed(_) | TurnEnd::Cancelled) => {}
