@@ -15,6 +15,23 @@
 //! ([`evoflux_harness::client_files`]). Its terminal is not used: commands
 //! run in evoflux's own sandbox and journal, which an editor's terminal
 //! would escape.
+//!
+//! What an editor brings to a session is served too:
+//!
+//! - the MCP servers it passes in `session/new` and `session/load` run as
+//!   that session's own servers ([`crate::session_mcp`]), granted to its
+//!   lead, started and awaited before its first prompt, stopped with it;
+//! - its session modes are evoflux's approval presets
+//!   ([`ApprovalMode`]: ask, auto-edit, read-only), switched with
+//!   `session/set_mode` at once, even while a prompt runs;
+//! - the prompt commands and the skills the user may invoke are its
+//!   available commands (`/<name>`, `/skill:<name>`), the `todo` list its
+//!   plan, and `session/list` lists the store's top-level sessions;
+//! - images and audio in a prompt go on the user message as media, and an
+//!   MCP server's form is put to an editor that shows forms
+//!   (`elicitation/create`);
+//! - `session/resume` opens a stored session without replaying it, and
+//!   `session/close` stops one (its MCP servers with it).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -22,18 +39,31 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, CancelNotification, ClientCapabilities, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
-    PromptResponse, ReadTextFileRequest, RequestPermissionOutcome, RequestPermissionRequest,
-    SessionId, SessionNotification, StopReason, ToolCallId, ToolCallUpdate, ToolCallUpdateFields,
+    AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
+    CancelNotification, ClientCapabilities, CloseSessionRequest, CloseSessionResponse,
+    CurrentModeUpdate, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, McpServer,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities, SessionId, SessionInfo,
+    SessionListCapabilities, SessionMode, SessionModeState, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+    StopReason, ToolCallId, ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput,
     WriteTextFileRequest,
+};
+use agent_client_protocol::v1::schema::{
+    CreateElicitationRequest, ElicitationAction, ElicitationFormMode, ElicitationMode,
+    ElicitationSchema, ElicitationSessionScope,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{ByteStreams, Client, Error};
 use evoflux_app::{AppContext, ReopenBuilder, SessionBuilder, SessionOptions, WireBuilder};
 use evoflux_core::AppMode;
-use evoflux_harness::approval::{ApprovalFuture, ApprovalSubject, Remember};
+use evoflux_harness::approval::{
+    ApprovalFuture, ApprovalMode, ApprovalSubject, ElicitationAnswer, ElicitationAsk,
+    ElicitationFuture, Elicited, ModeSwitch, Remember,
+};
 use evoflux_harness::client_files::{ClientFiles, FilesFuture};
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::sources::SourceWatch;
@@ -45,7 +75,13 @@ use evoflux_harness::{
 use std::path::Path;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::updates::{ToolShapes, history, prompt_text, update_of};
+use crate::session_mcp::{ClientServers, InvalidServer, client_servers};
+use crate::updates::{
+    InvalidBlock, ToolShapes, history, mcp_notice, plan_of, prompt_input, thought, update_of,
+};
+
+/// How many sessions one `session/list` page holds.
+const LIST_PAGE: usize = 50;
 
 /// JSON-RPC's "invalid params": what the client sent cannot be served.
 const INVALID_PARAMS: i32 = -32602;
@@ -144,7 +180,18 @@ where
                                 AgentCapabilities::new()
                                     .load_session(true)
                                     .prompt_capabilities(
-                                        PromptCapabilities::new().embedded_context(true),
+                                        PromptCapabilities::new()
+                                            .embedded_context(true)
+                                            .image(true)
+                                            .audio(true),
+                                    )
+                                    // Streamable HTTP servers run; legacy SSE does not.
+                                    .mcp_capabilities(McpCapabilities::new().http(true))
+                                    .session_capabilities(
+                                        SessionCapabilities::new()
+                                            .list(SessionListCapabilities::new())
+                                            .resume(SessionResumeCapabilities::new())
+                                            .close(SessionCloseCapabilities::new()),
                                     ),
                             )
                             .agent_info(agent_client_protocol::v1::schema::Implementation::new(
@@ -162,6 +209,10 @@ where
                 async move |request: NewSessionRequest,
                             responder: Responder<NewSessionResponse>,
                             cx: ConnectionTo<Client>| {
+                    let servers = match client_servers(&request.mcp_servers) {
+                        Ok(servers) => servers,
+                        Err(e) => return responder.respond_with_error(invalid_server(&e)),
+                    };
                     let options = SessionOptions {
                         mode: Some(AppMode::Coding),
                         workspaces: vec![request.cwd.clone()],
@@ -170,8 +221,14 @@ where
                         resume: None,
                         limits: state.options.limits,
                     };
-                    match state.open(&cx, options).await {
-                        Ok((id, _)) => responder.respond(NewSessionResponse::new(id)),
+                    match state.open(&cx, options, servers).await {
+                        Ok(opened) => {
+                            responder.respond(
+                                NewSessionResponse::new(opened.id.clone())
+                                    .modes(modes(ApprovalMode::default())),
+                            )?;
+                            opened.announce(&cx)
+                        }
                         Err(e) => responder.respond_with_error(e),
                     }
                 }
@@ -184,8 +241,16 @@ where
                 async move |request: LoadSessionRequest,
                             responder: Responder<LoadSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    match state.load(&cx, &request.session_id).await {
-                        Ok(()) => responder.respond(LoadSessionResponse::new()),
+                    match state
+                        .load(&cx, &request.session_id, &request.mcp_servers, true)
+                        .await
+                    {
+                        Ok(opened) => {
+                            responder.respond(
+                                LoadSessionResponse::new().modes(modes(opened.mode.get())),
+                            )?;
+                            opened.announce(&cx)
+                        }
                         Err(e) => responder.respond_with_error(e),
                     }
                 }
@@ -203,12 +268,73 @@ where
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: ResumeSessionRequest,
+                            responder: Responder<ResumeSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    match state
+                        .load(&cx, &request.session_id, &request.mcp_servers, false)
+                        .await
+                    {
+                        Ok(opened) => {
+                            responder.respond(
+                                ResumeSessionResponse::new().modes(modes(opened.mode.get())),
+                            )?;
+                            opened.announce(&cx)
+                        }
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: CloseSessionRequest,
+                            responder: Responder<CloseSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    match state.close(&request.session_id).await {
+                        Ok(()) => responder.respond(CloseSessionResponse::new()),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: SetSessionModeRequest,
+                            responder: Responder<SetSessionModeResponse>,
+                            cx: ConnectionTo<Client>| {
+                    match state.set_mode(&cx, &request) {
+                        Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = Arc::clone(&state);
+                async move |request: ListSessionsRequest,
+                            responder: Responder<ListSessionsResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    responder.respond_with_result(state.list(&request).await)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             {
                 let state = Arc::clone(&state);
                 async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
                     if let Some(live) = state.live(&notification.session_id) {
-                        live.cancel();
+                        live.host.cancel();
                     }
                     Ok(())
                 }
@@ -229,11 +355,103 @@ struct AgentState {
     processes: ProcessRuntime,
     store: Store,
     options: AgentOptions,
-    sessions: Mutex<HashMap<SessionId, SessionHost>>,
+    sessions: Mutex<HashMap<SessionId, Live>>,
     /// What the client offers, from its `initialize`.
     client: Mutex<Option<ClientCapabilities>>,
     /// This agent, as the leases of its turns name it.
     holder: Holder,
+}
+
+/// A session this agent hosts: its host, and the approval mode the client
+/// switches.
+#[derive(Debug, Clone)]
+struct Live {
+    host: SessionHost,
+    mode: ModeSwitch,
+    /// The commands the client was last told of.
+    commands: Arc<Mutex<Vec<AvailableCommand>>>,
+}
+
+/// A session just opened or loaded, and what the client is told once it
+/// has the answer: the session's commands and what its start found wrong.
+struct Opened {
+    id: SessionId,
+    mode: ModeSwitch,
+    commands: Vec<AvailableCommand>,
+    /// What the session's start found wrong (its MCP servers that did not
+    /// come up, the client's entries evoflux does not run), in order.
+    notices: Vec<SessionUpdate>,
+}
+
+impl Opened {
+    /// Tells the client what follows the answer to `session/new` or
+    /// `session/load`: the available commands, then the notices.
+    fn announce(self, cx: &ConnectionTo<Client>) -> Result<(), Error> {
+        cx.send_notification(SessionNotification::new(
+            self.id.clone(),
+            SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(self.commands)),
+        ))?;
+        for notice in self.notices {
+            cx.send_notification(SessionNotification::new(self.id.clone(), notice))?;
+        }
+        Ok(())
+    }
+}
+
+/// The session modes a client may switch between, `current` on.
+fn modes(current: ApprovalMode) -> SessionModeState {
+    SessionModeState::new(
+        current.id(),
+        ApprovalMode::ALL
+            .into_iter()
+            .map(|m| SessionMode::new(m.id(), m.title()).description(m.description()))
+            .collect(),
+    )
+}
+
+/// The commands the user may give in `harness`'s session, each typed as
+/// `/<name> <input>` and expanded by the harness where the turn takes its
+/// message: the prompt commands (Claude Code's commands, codex's prompts,
+/// the MCP servers' prompts), then each skill they may invoke, as
+/// `/skill:<name>`.
+fn available_commands(harness: &Harness) -> Vec<AvailableCommand> {
+    let unstructured =
+        |hint: &str| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint));
+    let mut commands: Vec<AvailableCommand> = harness
+        .prompt_commands()
+        .into_iter()
+        .map(|c| {
+            let command = AvailableCommand::new(c.name, c.description);
+            match c.argument_hint {
+                Some(hint) => command.input(unstructured(&hint)),
+                None => command,
+            }
+        })
+        .collect();
+    commands.extend(
+        harness
+            .invocable_skills()
+            .into_iter()
+            .map(|(name, description)| {
+                AvailableCommand::new(format!("skill:{name}"), description)
+                    .input(unstructured("what the skill is for this time"))
+            }),
+    );
+    commands
+}
+
+/// [`available_commands`] of a hosted session, between its turns.
+async fn commands_of(host: &SessionHost) -> Result<Vec<AvailableCommand>, HostError> {
+    host.with(|harness: &mut Harness| {
+        let commands = available_commands(harness);
+        Box::pin(async move { commands }) as BoxFuture<'_, Vec<AvailableCommand>>
+    })
+    .await
+}
+
+/// The ACP error of an `mcpServers` entry evoflux cannot run.
+fn invalid_server(e: &InvalidServer) -> Error {
+    Error::new(INVALID_PARAMS, format!("{e} [{}]", InvalidServer::CODE))
 }
 
 /// The ACP error of a session that cannot be opened.
@@ -249,7 +467,10 @@ fn open_error(e: &evoflux_app::SessionError) -> Error {
 /// The ACP error of a prompt the host refused or that failed.
 fn host_error(e: &HostError) -> Error {
     let code = match e {
-        HostError::Busy | HostError::Lease(LeaseError::Busy { .. }) => INVALID_PARAMS,
+        HostError::Busy
+        | HostError::Lease(LeaseError::Busy { .. })
+        | HostError::NoPendingElicitation { .. }
+        | HostError::ElicitationInvalid { .. } => INVALID_PARAMS,
         HostError::Lease(LeaseError::Store(_))
         | HostError::NoPendingApproval { .. }
         | HostError::Closed
@@ -279,6 +500,11 @@ struct AcpFront {
     files: Option<agent_client_protocol::v1::schema::FileSystemCapabilities>,
     /// Model calls one prompt may make.
     limits: Limits,
+    /// The MCP servers the client passed for this session, started again
+    /// whenever the session is opened again.
+    servers: Vec<evoflux_mcp::ServerDefinition>,
+    /// The session's approval mode, kept across its reopenings.
+    mode: ModeSwitch,
 }
 
 impl fmt::Debug for AcpFront {
@@ -298,8 +524,14 @@ impl AcpFront {
         self.app.prune_if_due(&self.store).await;
         let builder = builder
             .processes(self.processes.clone())
-            .store(self.store.clone());
-        let mut harness = builder.open().await?.harness;
+            .store(self.store.clone())
+            .session_mcp(self.servers.clone());
+        let opened = builder.open().await?;
+        for d in opened.diagnostics.iter() {
+            tracing::warn!(code = %d.code, "{}", d.message);
+        }
+        let mut harness = opened.harness;
+        harness.use_approval_mode(self.mode.clone());
         if let Some(fs) = &self.files
             && (fs.read_text_file || fs.write_text_file)
         {
@@ -321,7 +553,7 @@ impl HostFrontEnd for AcpFront {
 }
 
 impl AgentState {
-    fn live(&self, id: &SessionId) -> Option<SessionHost> {
+    fn live(&self, id: &SessionId) -> Option<Live> {
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -335,14 +567,25 @@ impl AgentState {
         &self,
         cx: &ConnectionTo<Client>,
         options: SessionOptions,
-    ) -> Result<(SessionId, SessionHost), Error> {
+        servers: ClientServers,
+    ) -> Result<Opened, Error> {
         let events = Arc::new(ClientEvents {
             cx: cx.clone(),
             target: OnceLock::new(),
+            early: Mutex::new(Vec::new()),
+            todos: Mutex::new(HashMap::new()),
         });
+        let forms = self
+            .client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|c| c.elicitation.as_ref())
+            .is_some_and(|e| e.form.is_some());
         let approver = Arc::new(ClientApprover {
             cx: cx.clone(),
             session: OnceLock::new(),
+            forms,
         });
         let wiring = HostWiring::new(
             Arc::clone(&events) as Arc<dyn EventSink>,
@@ -361,13 +604,21 @@ impl AgentState {
             cx: cx.clone(),
             files,
             limits: self.options.limits,
+            servers: servers.definitions,
+            mode: ModeSwitch::default(),
         });
+        let mode = front.mode.clone();
         let harness = front
             .open(wiring.wire(SessionBuilder::new(&self.app, options)))
             .await
             .map_err(|e| open_error(&e))?;
         let id = SessionId::new(harness.session().id.to_string());
+        let commands = available_commands(&harness);
         let _ = events.target.set((id.clone(), shapes_of(&harness)));
+        let mut notices: Vec<SessionUpdate> = servers.notices.into_iter().map(thought).collect();
+        notices.extend(std::mem::take(
+            &mut *events.early.lock().unwrap_or_else(|p| p.into_inner()),
+        ));
         let _ = approver.session.set(id.clone());
         // Changed agents, skills, plugins or config apply from the next
         // prompt, as in every front end.
@@ -391,15 +642,55 @@ impl AgentState {
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), host.clone());
-        Ok((id, host))
+            .insert(
+                id.clone(),
+                Live {
+                    host,
+                    mode: mode.clone(),
+                    commands: Arc::new(Mutex::new(commands.clone())),
+                },
+            );
+        Ok(Opened {
+            id,
+            mode,
+            commands,
+            notices,
+        })
     }
 
-    /// `session/load`: the stored session resumed as it was persisted,
-    /// its conversation replayed to the client before the answer.
-    async fn load(&self, cx: &ConnectionTo<Client>, id: &SessionId) -> Result<(), Error> {
-        let host = match self.live(id) {
-            Some(host) => host,
+    /// `session/load` (`replay`) and `session/resume`: the stored session
+    /// resumed as it was persisted, with the client's MCP servers; on
+    /// load, its conversation replayed to the client before the answer.
+    async fn load(
+        &self,
+        cx: &ConnectionTo<Client>,
+        id: &SessionId,
+        servers: &[McpServer],
+        replay: bool,
+    ) -> Result<Opened, Error> {
+        let servers = client_servers(servers).map_err(|e| invalid_server(&e))?;
+        let opened = match self.live(id) {
+            Some(live) => {
+                // The session runs with the servers it was opened with;
+                // the client is told, never ignored in silence.
+                let mut notices = Vec::new();
+                if !servers.definitions.is_empty() {
+                    let message = format!(
+                        "this session is already open here with its MCP servers; the {} passed \
+                         now apply when it is loaded in a new connection",
+                        servers.definitions.len()
+                    );
+                    tracing::warn!("{message}");
+                    notices.push(thought(message));
+                }
+                let commands = commands_of(&live.host).await.map_err(|e| host_error(&e))?;
+                Opened {
+                    id: id.clone(),
+                    mode: live.mode,
+                    commands,
+                    notices,
+                }
+            }
             None => {
                 let stored = id.to_string().parse().map_err(|_| {
                     Error::from(agent_client_protocol::v1::schema::Error::session_not_found(
@@ -414,9 +705,16 @@ impl AgentState {
                     resume: Some(stored),
                     limits: self.options.limits,
                 };
-                self.open(cx, options).await?.1
+                self.open(cx, options, servers).await?
             }
         };
+        if !replay {
+            return Ok(opened);
+        }
+        let host = self
+            .live(id)
+            .map(|l| l.host)
+            .ok_or_else(|| host_error(&HostError::Closed))?;
         let updates: Vec<_> = host
             .with(|harness: &mut Harness| {
                 let updates = history(harness.messages(), &shapes_of(harness));
@@ -427,7 +725,111 @@ impl AgentState {
         for update in updates {
             cx.send_notification(SessionNotification::new(id.clone(), update))?;
         }
-        Ok(())
+        Ok(opened)
+    }
+
+    /// `session/close`: the session's running prompt is cancelled and its
+    /// MCP servers (the client's among them) stop; it stays in the store,
+    /// to be loaded again.
+    async fn close(&self, id: &SessionId) -> Result<(), Error> {
+        let live = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        match live {
+            Some(live) => {
+                live.host.close().await;
+                Ok(())
+            }
+            None => Err(Error::from(
+                agent_client_protocol::v1::schema::Error::session_not_found(id.clone()),
+            )),
+        }
+    }
+
+    /// `session/set_mode`: the session's approval mode switched at once
+    /// (a running prompt's next call is decided under it), and the client
+    /// told with `current_mode_update`.
+    fn set_mode(
+        &self,
+        cx: &ConnectionTo<Client>,
+        request: &SetSessionModeRequest,
+    ) -> Result<(), Error> {
+        let Some(live) = self.live(&request.session_id) else {
+            return Err(Error::from(
+                agent_client_protocol::v1::schema::Error::session_not_found(
+                    request.session_id.clone(),
+                ),
+            ));
+        };
+        let id = request.mode_id.to_string();
+        let Some(mode) = ApprovalMode::from_id(&id) else {
+            let known: Vec<&str> = ApprovalMode::ALL.iter().map(|m| m.id()).collect();
+            return Err(Error::new(
+                INVALID_PARAMS,
+                format!(
+                    "modeId: `{id}` is not a mode of evoflux; use one of {} [acp/unknown-mode]",
+                    known.join(", ")
+                ),
+            ));
+        };
+        live.mode.set(mode);
+        cx.send_notification(SessionNotification::new(
+            request.session_id.clone(),
+            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.id())),
+        ))
+    }
+
+    /// `session/list`: the store's top-level sessions, newest first, in
+    /// pages of [`LIST_PAGE`]; with `cwd`, those working in that folder.
+    async fn list(&self, request: &ListSessionsRequest) -> Result<ListSessionsResponse, Error> {
+        let start = match &request.cursor {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                Error::new(
+                    INVALID_PARAMS,
+                    format!(
+                        "cursor: `{cursor}` is not a cursor this agent gave; start again without \
+                         one [acp/invalid-cursor]"
+                    ),
+                )
+            })?,
+        };
+        let sessions = self.store.list_sessions().await.map_err(|e| {
+            Error::new(
+                INTERNAL_ERROR,
+                format!("the session store cannot be read: {e} [{}]", e.code()),
+            )
+        })?;
+        // Sessions keep their folders canonical; the client's may not be.
+        let cwd = request
+            .cwd
+            .as_ref()
+            .map(|cwd| std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.clone()));
+        let listed: Vec<SessionInfo> = sessions
+            .into_iter()
+            .filter(|s| s.parent.is_none())
+            .filter(|s| {
+                cwd.as_ref()
+                    .is_none_or(|cwd| s.workspace.roots().iter().any(|r| r == cwd))
+            })
+            .filter_map(|s| {
+                let (cwd, more) = s.workspace.roots().split_first()?;
+                let updated = chrono::DateTime::from_timestamp_millis(s.updated_at_ms)
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+                Some(
+                    SessionInfo::new(s.id.to_string(), cwd.clone())
+                        .additional_directories(more.to_vec())
+                        .title(s.title.clone())
+                        .updated_at(updated),
+                )
+            })
+            .collect();
+        let end = listed.len().min(start.saturating_add(LIST_PAGE));
+        let next = (end < listed.len()).then(|| end.to_string());
+        let page = listed.into_iter().skip(start).take(LIST_PAGE).collect();
+        Ok(ListSessionsResponse::new(page).next_cursor(next))
     }
 
     /// `session/prompt`: a turn submitted to the session's host, answered
@@ -436,16 +838,28 @@ impl AgentState {
         self: &Arc<Self>,
         request: PromptRequest,
         responder: Responder<PromptResponse>,
-        _cx: ConnectionTo<Client>,
+        cx: ConnectionTo<Client>,
     ) -> Result<(), Error> {
-        let Some(host) = self.live(&request.session_id) else {
+        let Some(Live { host, commands, .. }) = self.live(&request.session_id) else {
             return responder.respond_with_error(Error::from(
                 agent_client_protocol::v1::schema::Error::session_not_found(request.session_id),
             ));
         };
-        let text = prompt_text(&request.prompt);
+        let (text, media) = match prompt_input(&request.prompt) {
+            Ok(input) => input,
+            Err(e) => {
+                return responder.respond_with_error(Error::new(
+                    INVALID_PARAMS,
+                    format!("{e} [{}]", InvalidBlock::CODE),
+                ));
+            }
+        };
         tokio::spawn(async move {
-            let ended = match host.submit(Some(text), TurnOptions::default()).await {
+            let options = TurnOptions {
+                media,
+                ..TurnOptions::default()
+            };
+            let ended = match host.submit(Some(text), options).await {
                 Ok(turn) => turn.ended().await,
                 Err(e) => Err(e),
             };
@@ -457,6 +871,24 @@ impl AgentState {
                 Err(e) => Err(host_error(&e)),
             };
             let _ = responder.respond_with_result(answer);
+            // Changed skills or commands files, or an MCP server's prompts,
+            // reach the client after the turn that applied them.
+            if let Ok(now) = commands_of(&host).await {
+                let changed = {
+                    let mut told = commands.lock().unwrap_or_else(|p| p.into_inner());
+                    let changed = *told != now;
+                    *told = now.clone();
+                    changed
+                };
+                if changed
+                    && let Err(e) = cx.send_notification(SessionNotification::new(
+                        request.session_id.clone(),
+                        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(now)),
+                    ))
+                {
+                    tracing::warn!(error = %e, "the available commands did not reach the client");
+                }
+            }
         });
         Ok(())
     }
@@ -468,7 +900,7 @@ impl AgentState {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .drain()
-            .map(|(_, h)| h)
+            .map(|(_, live)| live.host)
             .collect();
         for host in hosts {
             host.close().await;
@@ -559,8 +991,14 @@ fn stop_reason(status: TurnStatus) -> StopReason {
 struct ClientEvents {
     cx: ConnectionTo<Client>,
     /// Set once the session is open (what it emits while opening is not
-    /// for the client).
+    /// for the client, but what keeps an MCP server away is: see `early`).
     target: OnceLock<(SessionId, ToolShapes)>,
+    /// What the session's start said about its MCP servers before the
+    /// client knew its id; told after the answer ([`Opened::announce`]).
+    early: Mutex<Vec<SessionUpdate>>,
+    /// The `todo` calls running, by call id, with their arguments: the
+    /// plan their successful end leaves is sent as `plan`.
+    todos: Mutex<HashMap<String, serde_json::Value>>,
 }
 
 impl fmt::Debug for ClientEvents {
@@ -571,15 +1009,55 @@ impl fmt::Debug for ClientEvents {
 
 impl EventSink for ClientEvents {
     fn emit(&self, event: &Event) {
+        if let Event::McpServer {
+            server,
+            state,
+            error,
+            ..
+        } = event
+            && let Some(notice) = mcp_notice(server, *state, error.as_deref())
+        {
+            tracing::warn!("{notice}");
+            if self.target.get().is_none() {
+                self.early
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(thought(notice));
+                return;
+            }
+        }
         let Some((id, shapes)) = self.target.get() else {
             return;
         };
-        if let Some(update) = update_of(event, shapes)
-            && let Err(e) = self
+        let mut updates: Vec<SessionUpdate> = update_of(event, shapes).into_iter().collect();
+        let mut todos = self.todos.lock().unwrap_or_else(|p| p.into_inner());
+        match event {
+            Event::ToolStarted {
+                call_id,
+                tool,
+                arguments,
+            } if shapes.is_todo(tool) => {
+                todos.insert(call_id.clone(), arguments.clone());
+            }
+            Event::ToolEnded {
+                call_id, is_error, ..
+            } => {
+                if let Some(arguments) = todos.remove(call_id)
+                    && !*is_error
+                {
+                    updates.extend(plan_of(&arguments));
+                }
+            }
+            _ => {}
+        }
+        drop(todos);
+        for update in updates {
+            if let Err(e) = self
                 .cx
                 .send_notification(SessionNotification::new(id.clone(), update))
-        {
-            tracing::warn!(error = %e, "a session update did not reach the client");
+            {
+                tracing::warn!(error = %e, "a session update did not reach the client");
+            }
         }
     }
 }
@@ -588,6 +1066,9 @@ impl EventSink for ClientEvents {
 struct ClientApprover {
     cx: ConnectionTo<Client>,
     session: OnceLock<SessionId>,
+    /// Whether the client shows MCP servers' forms (`elicitation.form` in
+    /// its `initialize`).
+    forms: bool,
 }
 
 impl fmt::Debug for ClientApprover {
@@ -638,6 +1119,11 @@ impl Approver for ClientApprover {
                 ApprovalSubject::Control { path, .. } => {
                     format!("{} changes the agent's own {path}", request.tool)
                 }
+                ApprovalSubject::Sampling {
+                    server, preview, ..
+                } => format!(
+                    "the MCP server {server} asks the session's model for an answer: {preview}"
+                ),
             };
             let call = ToolCallUpdate::new(
                 ToolCallId::new(request.call_id.clone()),
@@ -674,6 +1160,64 @@ impl Approver for ClientApprover {
                 },
             };
             Decided::by_user(decision)
+        })
+    }
+    /// An MCP server's form, put to the editor with `elicitation/create`
+    /// (form mode, scoped to the tool call that asks) where it shows forms;
+    /// declined, saying why, where it does not.
+    fn elicit<'a>(&'a self, request: &'a ElicitationAsk) -> ElicitationFuture<'a> {
+        Box::pin(async move {
+            let declined = |reason: String| Elicited {
+                answer: ElicitationAnswer::Decline {
+                    reason: Some(reason),
+                },
+                by: DecidedBy::Policy,
+            };
+            let Some(session) = self.session.get() else {
+                return declined("the session is not open yet".to_owned());
+            };
+            if !self.forms {
+                return declined(
+                    "the editor does not show forms (its `initialize` offered no \
+                     elicitation.form); answer it in evoflux's chat or web UI"
+                        .to_owned(),
+                );
+            }
+            let schema: ElicitationSchema = match serde_json::from_value(request.schema.clone()) {
+                Ok(schema) => schema,
+                Err(e) => {
+                    return declined(format!(
+                        "the form's schema cannot be shown in the editor: {e}"
+                    ));
+                }
+            };
+            let scope = ElicitationSessionScope::new(session.clone())
+                .tool_call_id(ToolCallId::new(request.call_id.clone()));
+            let asked = CreateElicitationRequest::new(
+                ElicitationMode::Form(ElicitationFormMode::new(scope, schema)),
+                format!("{} asks: {}", request.server, request.message),
+            );
+            let by_user = |answer| Elicited {
+                answer,
+                by: DecidedBy::User,
+            };
+            match self.cx.send_request(asked).block_task().await {
+                Ok(answer) => match answer.action {
+                    ElicitationAction::Accept(accepted) => {
+                        let content = serde_json::to_value(accepted.content.unwrap_or_default())
+                            .ok()
+                            .and_then(|v| v.as_object().cloned())
+                            .unwrap_or_default();
+                        by_user(ElicitationAnswer::Accept { content })
+                    }
+                    ElicitationAction::Decline => {
+                        by_user(ElicitationAnswer::Decline { reason: None })
+                    }
+                    ElicitationAction::Cancel => by_user(ElicitationAnswer::Cancel),
+                    _ => declined("the editor's answer is not one evoflux knows".to_owned()),
+                },
+                Err(e) => declined(format!("the editor did not answer the form: {e}")),
+            }
         })
     }
 }

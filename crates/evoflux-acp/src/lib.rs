@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod client;
+mod session_mcp;
 mod updates;
 
 pub use agent::{AcpError, AgentOptions, serve, serve_stdio};

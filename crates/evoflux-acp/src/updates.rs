@@ -6,12 +6,15 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, SessionInfoUpdate, SessionUpdate, TextContent, ToolCall,
-    ToolCallContent, ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use evoflux_graph::tool::{BuiltinExecutor, ToolExecutor};
+use evoflux_harness::tools::todo::{TodoList, TodoStatus};
 use evoflux_harness::{ActionClass, Event, ToolDefinition};
-use evoflux_protocol::Message;
+use evoflux_protocol::events::McpServerState;
+use evoflux_protocol::{Media, MediaKind, Message};
 use serde_json::Value;
 
 /// What the client is told about each tool of a session: its kind (from
@@ -47,6 +50,19 @@ impl ToolShapes {
             Some(ActionClass::Dispatch | ActionClass::Ask) => ToolKind::Think,
             None => ToolKind::Other,
         }
+    }
+
+    /// Whether `tool` is the session's task list (`todo`): by its
+    /// built-in executor, never its name.
+    pub(crate) fn is_todo(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|t| {
+            matches!(
+                t.executor,
+                Some(ToolExecutor::Builtin {
+                    executor: BuiltinExecutor::Todo
+                })
+            )
+        })
     }
 
     fn locations(&self, tool: &str, arguments: &Value) -> Vec<ToolCallLocation> {
@@ -96,6 +112,64 @@ fn ended(call_id: &str, is_error: bool, content: &str) -> ToolCallUpdate {
             })
             .content(vec![ToolCallContent::from(content.to_owned())]),
     )
+}
+
+/// The plan a successful `todo` call with `arguments` leaves, as ACP's
+/// `plan` update: the whole list each time (as the protocol asks), each
+/// task with its status; `todo` has no priorities, so every entry is
+/// medium. A cancelled task is no longer part of the plan and is left
+/// out. `None` for a call that only read the list.
+pub(crate) fn plan_of(arguments: &Value) -> Option<SessionUpdate> {
+    arguments.get("todos")?;
+    let mut list = TodoList::default();
+    if list.apply(arguments).is_error {
+        return None;
+    }
+    let entries = list
+        .items()
+        .iter()
+        .filter_map(|item| {
+            let status = match item.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+                TodoStatus::Cancelled => return None,
+            };
+            Some(PlanEntry::new(
+                item.content.clone(),
+                PlanEntryPriority::Medium,
+                status,
+            ))
+        })
+        .collect();
+    Some(SessionUpdate::Plan(Plan::new(entries)))
+}
+
+/// What the client is told of an MCP server's state change: only what
+/// keeps its tools away (failed, missing, waiting for a login or
+/// credentials, skipped), as a thought naming the server and why.
+pub(crate) fn mcp_notice(
+    server: &str,
+    state: McpServerState,
+    error: Option<&str>,
+) -> Option<String> {
+    let what = match state {
+        McpServerState::Starting | McpServerState::Ready | McpServerState::Stopped => return None,
+        McpServerState::Failed => "failed",
+        McpServerState::Skipped => "is not run",
+        McpServerState::NeedsCredentials => "waits for its plugin's credentials",
+        McpServerState::NeedsLogin => "waits for a login (`evoflux mcp login`)",
+        McpServerState::Missing => "does not exist",
+    };
+    Some(match error {
+        Some(e) => format!("MCP server `{server}` {what}: {e}"),
+        None => format!("MCP server `{server}` {what}"),
+    })
+}
+
+/// A thought chunk of `message`.
+pub(crate) fn thought(message: String) -> SessionUpdate {
+    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(message)))
 }
 
 /// The update a client sees for `event`, if any. A child session's tool
@@ -176,6 +250,22 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
             ))),
             _ => None,
         },
+        Event::McpServer {
+            server,
+            state,
+            error,
+            ..
+        } => mcp_notice(server, *state, error.as_deref()).map(thought),
+        // An MCP server's log line during a call, already rate-limited.
+        Event::ToolLog {
+            server, message, ..
+        } => Some(thought(format!("[{server}] {message}"))),
+        // Progress has no place in ACP's tool call update; a form is put
+        // to the client by the approver (`elicitation/create`), its answer
+        // is the client's own.
+        Event::ToolProgress { .. }
+        | Event::ElicitationRequested { .. }
+        | Event::ElicitationAnswered { .. } => None,
         Event::SessionStarted { .. }
         | Event::TurnStarted { .. }
         | Event::WebSearch { .. }
@@ -185,7 +275,6 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
         | Event::ApprovalDecided { .. }
         | Event::TurnFailed { .. }
         | Event::ModelSwitched { .. }
-        | Event::McpServer { .. }
         | Event::ContextCompacted { .. }
         | Event::TurnCompleted { .. }
         | Event::ModelCallCompleted { .. }
@@ -202,10 +291,12 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
 /// user said, what the agent said, each tool call with its result.
 pub(crate) fn history(messages: &[Message], tools: &ToolShapes) -> Vec<SessionUpdate> {
     let mut updates = Vec::new();
+    // The `todo` calls seen, by id, whose successful result is a plan.
+    let mut todos: HashMap<&str, &Value> = HashMap::new();
     for message in messages {
         match message {
             Message::System { .. } => {}
-            Message::User { content } => updates.push(SessionUpdate::UserMessageChunk(
+            Message::User { content, .. } => updates.push(SessionUpdate::UserMessageChunk(
                 ContentChunk::new(text(content.clone())),
             )),
             Message::Assistant {
@@ -219,6 +310,9 @@ pub(crate) fn history(messages: &[Message], tools: &ToolShapes) -> Vec<SessionUp
                     ))));
                 }
                 for call in tool_calls {
+                    if tools.is_todo(&call.name) {
+                        todos.insert(call.id.as_str(), &call.arguments);
+                    }
                     updates.push(SessionUpdate::ToolCall(tools.started(
                         &call.id,
                         &call.name,
@@ -230,31 +324,84 @@ pub(crate) fn history(messages: &[Message], tools: &ToolShapes) -> Vec<SessionUp
                 tool_call_id,
                 content,
                 is_error,
-            } => updates.push(SessionUpdate::ToolCallUpdate(ended(
-                tool_call_id,
-                *is_error,
-                content,
-            ))),
+                ..
+            } => {
+                updates.push(SessionUpdate::ToolCallUpdate(ended(
+                    tool_call_id,
+                    *is_error,
+                    content,
+                )));
+                if let Some(plan) = todos
+                    .remove(tool_call_id.as_str())
+                    .filter(|_| !*is_error)
+                    .and_then(plan_of)
+                {
+                    updates.push(plan);
+                }
+            }
         }
     }
     updates
 }
 
-/// The text of a content block a client sent: text as it is, an embedded
-/// text resource with its URI, a link by its URI; what evoflux cannot
-/// read (images, audio, binary resources) is named, not dropped silently.
-pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
+/// A prompt block evoflux cannot take, by its place in `prompt`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("prompt[{index}].{field}: {problem}")]
+pub(crate) struct InvalidBlock {
+    pub(crate) index: usize,
+    pub(crate) field: &'static str,
+    pub(crate) problem: String,
+}
+
+impl InvalidBlock {
+    pub(crate) const CODE: &'static str = "acp/prompt-block-invalid";
+}
+
+/// What a client's prompt becomes: its text (text as it is, an embedded
+/// text resource with its URI, a link by its URI), and its images and
+/// audio as the user message's media, in order. An image or audio block
+/// whose MIME type is not of its kind, or whose data is not base64, is
+/// refused naming its place; what evoflux cannot read otherwise (a binary
+/// resource that is not an image) is named in the text, never dropped
+/// silently.
+pub(crate) fn prompt_input(blocks: &[ContentBlock]) -> Result<(String, Vec<Media>), InvalidBlock> {
     use agent_client_protocol::v1::schema::EmbeddedResourceResource;
     let mut parts = Vec::new();
-    for block in blocks {
+    let mut media = Vec::new();
+    for (index, block) in blocks.iter().enumerate() {
         match block {
             ContentBlock::Text(t) => parts.push(t.text.clone()),
             ContentBlock::ResourceLink(link) => {
                 parts.push(format!("[{}]({})", link.name, link.uri))
             }
+            ContentBlock::Image(image) => media.push(media_of(
+                index,
+                MediaKind::Image,
+                (&image.mime_type, &image.data),
+                image.uri.clone(),
+            )?),
+            ContentBlock::Audio(audio) => media.push(media_of(
+                index,
+                MediaKind::Audio,
+                (&audio.mime_type, &audio.data),
+                None,
+            )?),
             ContentBlock::Resource(resource) => match &resource.resource {
                 EmbeddedResourceResource::TextResourceContents(r) => {
                     parts.push(format!("<file uri=\"{}\">\n{}\n</file>", r.uri, r.text));
+                }
+                EmbeddedResourceResource::BlobResourceContents(b)
+                    if b.mime_type
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("image/")) =>
+                {
+                    let mime = b.mime_type.as_deref().unwrap_or_default();
+                    media.push(media_of(
+                        index,
+                        MediaKind::Image,
+                        (mime, &b.blob),
+                        Some(b.uri.clone()),
+                    )?);
                 }
                 other => parts.push(format!("[a resource evoflux cannot read: {other:?}]")),
             },
@@ -267,7 +414,40 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> String {
             )),
         }
     }
-    parts.join("\n\n")
+    Ok((parts.join("\n\n"), media))
+}
+
+/// One image or audio block (its MIME type and base64 data) as media, both
+/// checked; `source` is where it came from.
+fn media_of(
+    index: usize,
+    kind: MediaKind,
+    (mime_type, data): (&str, &str),
+    source: Option<String>,
+) -> Result<Media, InvalidBlock> {
+    let prefix = format!("{}/", kind.label());
+    if !mime_type.starts_with(&prefix) {
+        return Err(InvalidBlock {
+            index,
+            field: "mimeType",
+            problem: format!("`{mime_type}` is not an {} type ({prefix}…)", kind.label()),
+        });
+    }
+    use base64::Engine as _;
+    if data.is_empty()
+        || base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .is_err()
+    {
+        return Err(InvalidBlock {
+            index,
+            field: "data",
+            problem: format!("the {} is not base64 data", kind.label()),
+        });
+    }
+    let mut media = Media::new(kind, mime_type, data);
+    media.source = source;
+    Ok(media)
 }
 
 /// What a remote agent's updates mean to the dispatching session, with
@@ -485,8 +665,11 @@ mod tests {
             ContentBlock::ResourceLink(ResourceLink::new("lib.rs", "file:///r/src/lib.rs")),
         ];
         assert_eq!(
-            prompt_text(&blocks),
-            "Fix the bug\n\n[lib.rs](file:///r/src/lib.rs)"
+            prompt_input(&blocks).unwrap(),
+            (
+                "Fix the bug\n\n[lib.rs](file:///r/src/lib.rs)".to_owned(),
+                Vec::new()
+            )
         );
     }
 
@@ -497,5 +680,89 @@ mod tests {
         assert_eq!(call.kind, ToolKind::Other);
         assert!(call.locations.is_empty());
         assert_eq!(call.status, ToolCallStatus::InProgress);
+    }
+
+    #[test]
+    fn images_and_audio_become_media_and_bad_ones_are_refused_by_place() {
+        use agent_client_protocol::v1::schema::{AudioContent, ImageContent};
+        let blocks = vec![
+            text("what is this?"),
+            ContentBlock::Image(
+                ImageContent::new("aGVsbG8=", "image/png").uri("file:///a.png".to_owned()),
+            ),
+            ContentBlock::Audio(AudioContent::new("aGVsbG8=", "audio/wav")),
+        ];
+        let (said, media) = prompt_input(&blocks).unwrap();
+        assert_eq!(said, "what is this?");
+        assert_eq!(media.len(), 2);
+        assert_eq!(media[0].kind, MediaKind::Image);
+        assert_eq!(media[0].mime_type, "image/png");
+        assert_eq!(media[0].source.as_deref(), Some("file:///a.png"));
+        assert_eq!(media[1].kind, MediaKind::Audio);
+        let bad = prompt_input(&[
+            text("x"),
+            ContentBlock::Image(ImageContent::new("aGVsbG8=", "text/plain")),
+        ])
+        .unwrap_err();
+        assert_eq!((bad.index, bad.field), (1, "mimeType"));
+        let bad = prompt_input(&[ContentBlock::Image(ImageContent::new(
+            "not base64!",
+            "image/png",
+        ))])
+        .unwrap_err();
+        assert_eq!((bad.index, bad.field), (0, "data"));
+    }
+
+    #[test]
+    fn a_todo_call_is_a_plan_without_its_cancelled_tasks() {
+        let plan = plan_of(&serde_json::json!({"todos": [
+            {"content": "read", "status": "completed"},
+            {"content": "fix", "status": "in_progress"},
+            {"content": "later", "status": "pending"},
+            {"content": "dropped", "status": "cancelled"}
+        ]}));
+        let Some(SessionUpdate::Plan(plan)) = plan else {
+            panic!("{plan:?}");
+        };
+        let entries: Vec<(&str, PlanEntryStatus, PlanEntryPriority)> = plan
+            .entries
+            .iter()
+            .map(|e| (e.content.as_str(), e.status.clone(), e.priority.clone()))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                (
+                    "read",
+                    PlanEntryStatus::Completed,
+                    PlanEntryPriority::Medium
+                ),
+                (
+                    "fix",
+                    PlanEntryStatus::InProgress,
+                    PlanEntryPriority::Medium
+                ),
+                ("later", PlanEntryStatus::Pending, PlanEntryPriority::Medium),
+            ]
+        );
+        // A read of the list, or a call the tool refuses, is no plan.
+        assert!(plan_of(&serde_json::json!({})).is_none());
+        assert!(
+            plan_of(&serde_json::json!({"todos": [{"content": "", "status": "pending"}]}))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn only_a_server_that_keeps_its_tools_away_is_a_notice() {
+        assert!(mcp_notice("s", McpServerState::Ready, None).is_none());
+        assert!(mcp_notice("s", McpServerState::Starting, None).is_none());
+        let failed =
+            mcp_notice("s", McpServerState::Failed, Some("mcp/start-failed: gone")).unwrap();
+        assert!(
+            failed.contains("`s`") && failed.contains("mcp/start-failed"),
+            "{failed}"
+        );
+        assert!(mcp_notice("s", McpServerState::Skipped, None).is_some());
     }
 }

@@ -40,6 +40,10 @@ pub struct AgentDetail {
     pub valid: bool,
     /// Whether `PUT`/`DELETE` act on it: it is the user's own file.
     pub editable: bool,
+    /// A Claude Code subagent (`.claude/agents/<name>.md`): Claude Code's
+    /// file, read-only here, and an editor offers no copy to save over it
+    /// (the user edits it where Claude Code keeps it).
+    pub claude: bool,
     pub effective: Option<evoflux_agents::team::EffectiveAgentConfig>,
     pub diagnostics: Diagnostics,
 }
@@ -149,9 +153,27 @@ impl AppContext {
         let effective = entry.raw.as_ref().map(|raw| {
             evoflux_agents::team::compile_agent_config(raw, entry.source.clone(), &tools, &mut own)
         });
+        // Claude's file: its binding's owner is a `.claude/agents` root.
+        let claude = path.as_deref().is_some_and(|p| {
+            graph
+                .nodes
+                .iter()
+                .filter_map(|n| graph.binding(&n.source_id))
+                .any(|b| match &b.owner {
+                    evoflux_graph::candidate::Owner::Application {
+                        folder, path: dir, ..
+                    } => {
+                        *folder == evoflux_graph::candidate::AppFolder::Claude
+                            && p.parent() == Some(dir.as_path())
+                    }
+                    evoflux_graph::candidate::Owner::Framework { .. }
+                    | evoflux_graph::candidate::Owner::Plugin { .. } => false,
+                })
+        });
         Ok(AgentDetail {
             qualified_name: qualified_name(mode, &name),
             mode,
+            claude,
             editable: path.as_deref().is_some_and(|p| same_file(p, &user_file)),
             valid: entry.is_valid(),
             path,
@@ -244,6 +266,7 @@ impl AppContext {
                 content: None,
                 valid: false,
                 editable: false,
+                claude: false,
                 effective: None,
                 diagnostics: Diagnostics::new(),
             }),

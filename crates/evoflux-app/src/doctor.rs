@@ -46,6 +46,9 @@ pub enum Check {
     Sandbox,
     /// Other harnesses' files found, and how they were read.
     OtherHarnesses,
+    /// Prompt commands read from files (Claude Code's commands, codex's
+    /// prompts), and the files that could not be read.
+    Commands,
 }
 
 impl Check {
@@ -60,6 +63,7 @@ impl Check {
             Check::Agents => "agents",
             Check::Sandbox => "sandbox",
             Check::OtherHarnesses => "other-harnesses",
+            Check::Commands => "commands",
         }
     }
 }
@@ -174,6 +178,7 @@ pub async fn doctor(app: &AppContext, options: &DoctorOptions) -> DoctorReport {
             ] {
                 checks.push(CheckResult::skipped(check, "the sources do not compile"));
             }
+            checks.push(commands(app, options));
         }
         Ok(graph) => {
             checks.push(sources(&graph));
@@ -187,6 +192,7 @@ pub async fn doctor(app: &AppContext, options: &DoctorOptions) -> DoctorReport {
             checks.push(agents(app, &graph));
             checks.push(sandbox(&graph, &env));
             checks.push(other_harnesses(app, &graph, options));
+            checks.push(commands(app, options));
         }
     }
     DoctorReport {
@@ -477,6 +483,24 @@ async fn mcp(
         }
     };
     let mut c = CheckResult::new(Check::Mcp, "no MCP servers");
+    let bounds = crate::teams::mcp_bounds(
+        &selected_config(graph)
+            .0
+            .unwrap_or_else(LoadedConfig::embedded)
+            .config,
+    );
+    c.details.push(format!(
+        "bounds: each call's result up to {} MiB ({}), {} s per call, {} s to start unless an \
+         entry sets startup_timeout_secs",
+        bounds.max_result_mib,
+        if bounds.max_result_set {
+            "[mcp] max_result_mib"
+        } else {
+            "the default; set [mcp] max_result_mib"
+        },
+        bounds.call_timeout_secs,
+        bounds.start_timeout_secs
+    ));
     for d in diagnostics
         .into_iter()
         .filter(|d| d.severity != Severity::Info)
@@ -775,10 +799,12 @@ fn other_harnesses(
     let mut read: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
     let foreign = |owner: &Owner| match owner {
         Owner::Application { folder, path, .. } => match folder {
-            AppFolder::Claude | AppFolder::Codex | AppFolder::Vscode | AppFolder::Cursor => {
-                Some(path.clone())
-            }
-            AppFolder::Evoflux | AppFolder::Agents | AppFolder::Opencode => None,
+            AppFolder::Claude
+            | AppFolder::Codex
+            | AppFolder::Vscode
+            | AppFolder::Cursor
+            | AppFolder::Opencode => Some(path.clone()),
+            AppFolder::Evoflux | AppFolder::Agents => None,
         },
         Owner::Framework { .. } | Owner::Plugin { .. } => None,
     };
@@ -809,6 +835,22 @@ fn other_harnesses(
         c.details
             .push(format!("{}: {}", path.display(), slots.join(", ")));
     }
+    let loaded = selected_config(graph)
+        .0
+        .unwrap_or_else(LoadedConfig::embedded);
+    let user = app.user_instructions(&loaded.config);
+    if let Some(home) = &user.home {
+        for file in &user.files {
+            c.details.push(format!(
+                "{}: your instructions, before every repository's",
+                file.display()
+            ));
+            imports(
+                evoflux_harness::workspace_instructions::load_user_instruction(file, home),
+                &mut c,
+            );
+        }
+    }
     if let Ok(repositories) = app.repositories(graph, &options.workspaces) {
         for repo in &repositories {
             for file in &repo.instructions {
@@ -819,7 +861,23 @@ fn other_harnesses(
                         file.display()
                     ));
                 }
+                imports(
+                    evoflux_harness::workspace_instructions::load_instruction(file),
+                    &mut c,
+                );
             }
+        }
+        let roots: Vec<PathBuf> = repositories.iter().map(|r| r.path.clone()).collect();
+        let claude = app.claude_permissions(&roots, loaded.config.compat.permissions);
+        for (file, rules) in &claude.files {
+            c.details.push(format!(
+                "{}: {rules} permission rule{} applied",
+                file.display(),
+                if *rules == 1 { "" } else { "s" }
+            ));
+        }
+        for d in claude.diagnostics {
+            c.find(d);
         }
     }
     for d in graph.diagnostics.iter().filter(|d| {
@@ -835,6 +893,66 @@ fn other_harnesses(
         );
     }
     c
+}
+
+/// The prompt commands a session here would offer from files, each with
+/// where it comes from, and every file that could not be read.
+fn commands(app: &AppContext, options: &DoctorOptions) -> CheckResult {
+    use evoflux_harness::prompt_commands::PromptSource;
+    let (files, diags) = match app.prompt_files(&options.workspaces) {
+        Ok(found) => found,
+        Err(e) => {
+            let mut c = CheckResult::new(Check::Commands, "the command folders cannot be listed");
+            c.find(Diagnostic::warning(e.code(), e.to_string()));
+            return c;
+        }
+    };
+    let mut c = CheckResult::new(
+        Check::Commands,
+        match files.len() {
+            0 => "no command files found".to_owned(),
+            1 => "1 command from files".to_owned(),
+            n => format!("{n} commands from files"),
+        },
+    );
+    for f in &files {
+        let (what, path) = match &f.command.source {
+            PromptSource::ClaudeCommand { path } => ("Claude Code command", path.display()),
+            PromptSource::CodexPrompt { path } => ("codex prompt", path.display()),
+            PromptSource::McpPrompt { .. } => continue,
+        };
+        c.details.push(format!(
+            "/{}: {what} from {path} (read-only)",
+            f.command.name
+        ));
+    }
+    for d in diags {
+        c.find(d);
+    }
+    c
+}
+
+/// An instruction file's `@path` imports: the files inlined, and each one
+/// that was not, as a finding.
+fn imports(
+    file: Option<evoflux_harness::workspace_instructions::InstructionFile>,
+    c: &mut CheckResult,
+) {
+    let Some(file) = file else { return };
+    if !file.imported.is_empty() {
+        c.details.push(format!(
+            "{}: imports {}",
+            file.path.display(),
+            file.imported
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for problem in &file.problems {
+        c.find(problem.to_diagnostic());
+    }
 }
 
 #[cfg(test)]

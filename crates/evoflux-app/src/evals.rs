@@ -485,6 +485,7 @@ async fn run_task_inner(
                     Some(&def.prompt),
                     TurnOptions {
                         output_schema: def.output_schema.clone(),
+                        ..TurnOptions::default()
                     },
                 )
                 .await,

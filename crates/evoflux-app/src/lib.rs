@@ -18,6 +18,7 @@
 pub mod agent_files;
 pub mod agents_view;
 pub mod attachments;
+pub mod claude_settings;
 mod context;
 pub mod doctor;
 pub mod evals;
@@ -28,6 +29,7 @@ pub mod mcp_config;
 pub mod mcp_grant;
 pub mod mcp_servers;
 pub mod models;
+pub mod prompt_files;
 pub mod replay;
 pub mod scheduler;
 pub mod scratch;

@@ -28,6 +28,26 @@ use serde_json::{Map, Value};
 
 use crate::AppContext;
 
+/// Which `mcp.json` an edit writes: the user's own, or the repository's
+/// (`<repository>/.evoflux/mcp.json`, shared with whoever clones it, so
+/// written only when asked for by name). Closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpScope {
+    #[default]
+    User,
+    Project,
+}
+
+/// What [`AppContext::add_mcp_server`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpAdded {
+    Added,
+    /// `force` replaced a server of that name in the same file.
+    Replaced,
+}
+
 /// Where a listed server is defined, and so where it is changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -318,6 +338,45 @@ impl AppContext {
         evoflux_core::trust::repository_root(workspace)
             .join(".evoflux")
             .join("mcp.json")
+    }
+
+    /// The `mcp.json` of `scope`: the user's, or the repository of the
+    /// first of `workspaces` (the start directory's when none is named).
+    pub fn mcp_file(&self, scope: McpScope, workspaces: &[PathBuf]) -> PathBuf {
+        match scope {
+            McpScope::User => self.user_mcp_file(),
+            McpScope::Project => self.project_mcp_file(workspaces.first().unwrap_or(&self.cwd)),
+        }
+    }
+
+    /// Adds `name` to the `mcp.json` at `path` (`evoflux mcp add`, the web
+    /// UI's "Add server"). With `force`, a server of that name in the same
+    /// file is replaced instead of refused; one another file or a plugin
+    /// defines is still refused, saying where it is changed.
+    pub fn add_mcp_server(
+        &self,
+        path: &Path,
+        listed: &[ServerListing],
+        name: &str,
+        entry: &Value,
+        force: bool,
+    ) -> Result<McpAdded, McpEditError> {
+        let add = McpServerChange::Add {
+            name: name.to_owned(),
+            entry: entry.clone(),
+        };
+        match self.change_mcp_server_in(path, listed, &add) {
+            Ok(()) => Ok(McpAdded::Added),
+            Err(McpEditError::Exists { from, .. }) if force && from.editable() => {
+                let replace = McpServerChange::Replace {
+                    name: name.to_owned(),
+                    entry: entry.clone(),
+                };
+                self.change_mcp_server_in(path, listed, &replace)
+                    .map(|()| McpAdded::Replaced)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// [`AppContext::change_mcp_server`] on the `mcp.json` at `path`: the

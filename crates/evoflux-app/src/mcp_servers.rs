@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use evoflux_core::Diagnostic;
 use evoflux_graph::CompiledGraph;
-use evoflux_mcp::ManagerOptions;
+use evoflux_mcp::{ManagerOptions, ServerDefinition};
 
 use crate::AppContext;
 
@@ -49,6 +49,18 @@ impl AppContext {
         graph: &CompiledGraph,
         options: ManagerOptions,
     ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
+        self.session_mcp_servers(graph, options, Vec::new())
+    }
+
+    /// [`AppContext::mcp_servers_with`] with the servers a client passed
+    /// for one session (an editor's, over ACP) beside the configured ones
+    /// ([`McpRuntime::with_session_servers`]).
+    pub fn session_mcp_servers(
+        &self,
+        graph: &CompiledGraph,
+        options: ManagerOptions,
+        session: Vec<ServerDefinition>,
+    ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
         let configured = crate::selected_config(graph)
             .0
             .and_then(|loaded| loaded.config.mcp.max_result_bytes());
@@ -57,7 +69,7 @@ impl AppContext {
             max_result_bytes: configured.unwrap_or(options.max_result_bytes),
             ..options
         };
-        McpRuntime::new(graph, Some(&self.plugins()), options)
+        McpRuntime::with_session_servers(graph, Some(&self.plugins()), options, session)
     }
 
     /// Where the OAuth tokens of the application's Streamable HTTP servers

@@ -618,7 +618,7 @@ impl Writer<'_> {
             .input
             .iter()
             .map(|m| match m {
-                Message::User { content } => Some(LastMessage::User(
+                Message::User { content, .. } => Some(LastMessage::User(
                     self.text_match(content, USER_INLINE_BYTES),
                 )),
                 Message::Tool { content, .. } => Some(LastMessage::ToolResult(
@@ -909,6 +909,7 @@ pub async fn replay(
         let text = bindings.from_script(&prompt.text);
         let options = TurnOptions {
             output_schema: prompt.output_schema.clone(),
+            ..TurnOptions::default()
         };
         let outcome = harness.turn(Some(&text), options).await;
         // The first divergence is the one to show, whoever's call it was:

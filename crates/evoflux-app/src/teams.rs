@@ -29,6 +29,11 @@ impl AppContext {
         let (teams, remote, _) = self.team_nodes(graph);
         projection.teams = teams;
         projection.remote_agents = evoflux_graph::info::InfoList::new(remote);
+        let loaded = selected_config(graph)
+            .0
+            .unwrap_or_else(evoflux_core::config::LoadedConfig::embedded);
+        projection.user_instructions = self.user_instructions(&loaded.config).files;
+        projection.mcp_bounds = Some(mcp_bounds(&loaded.config));
         Ok(projection)
     }
 
@@ -171,6 +176,8 @@ impl AppContext {
                             cwd: r.launch.cwd.as_str(),
                             capability_class: r.spec.capability_class.to_string(),
                             result_contract: r.spec.result_contract.kind.to_string(),
+                            start_timeout_secs: r.launch.start_timeout_secs,
+                            idle_timeout_secs: r.launch.idle_timeout_secs,
                             provenance: evoflux_graph::info::InfoRemoteProvenance {
                                 kind: "config",
                                 origin: loaded
@@ -236,5 +243,21 @@ pub(crate) fn dispatchable_workers(
             }
         }
         AppMode::Work => Vec::new(),
+    }
+}
+
+/// The bounds every MCP server runs under, for `info` and `doctor`.
+pub(crate) fn mcp_bounds(
+    config: &evoflux_core::config::HarnessConfig,
+) -> evoflux_graph::info::InfoMcpBounds {
+    let mib = |bytes: usize| u64::try_from(bytes / (1024 * 1024)).unwrap_or(u64::MAX);
+    evoflux_graph::info::InfoMcpBounds {
+        max_result_mib: config
+            .mcp
+            .max_result_mib
+            .unwrap_or_else(|| mib(evoflux_mcp::DEFAULT_MAX_RESULT_BYTES)),
+        max_result_set: config.mcp.max_result_mib.is_some(),
+        call_timeout_secs: evoflux_mcp::DEFAULT_CALL_TIMEOUT.as_secs(),
+        start_timeout_secs: evoflux_mcp::DEFAULT_STARTUP_TIMEOUT.as_secs(),
     }
 }

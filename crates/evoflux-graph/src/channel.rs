@@ -110,6 +110,8 @@ pub enum ApiEndpoint {
     StreamEvents,
     AnswerInput,
     DecideApproval,
+    /// Answers an MCP server's form (`elicitation_requested`) by its id.
+    AnswerElicitation,
     CancelTurn,
     ResumeSession,
     SessionArtifact,
@@ -118,6 +120,9 @@ pub enum ApiEndpoint {
     SessionSnapshot,
     /// A page of a session's older transcript (`before=` cursor).
     SessionTranscript,
+    /// The prompt commands a session's user can type as `/name` (Claude
+    /// Code commands, codex prompts, MCP prompts), for the composer.
+    SessionCommands,
     /// Writes a file into a Work session's folder (the body is the file).
     AttachFile,
     Agents,
@@ -587,11 +592,17 @@ pub fn framework_api() -> ChannelDefinition {
                 "/api/sessions/:id/approvals/:call_id",
                 E::DecideApproval,
             ),
+            r(
+                M::Post,
+                "/api/sessions/:id/elicitations/:elicitation_id",
+                E::AnswerElicitation,
+            ),
             r(M::Post, "/api/sessions/:id/cancel", E::CancelTurn),
             r(M::Post, "/api/sessions/:id/resume", E::ResumeSession),
             r(M::Get, "/api/sessions/:id/artifact", E::SessionArtifact),
             r(M::Get, "/api/sessions/:id/snapshot", E::SessionSnapshot),
             r(M::Get, "/api/sessions/:id/transcript", E::SessionTranscript),
+            r(M::Get, "/api/sessions/:id/commands", E::SessionCommands),
             r(M::Post, "/api/sessions/:id/attachments", E::AttachFile),
             r(M::Get, "/api/agents", E::Agents),
             r(M::Post, "/api/agents", E::CreateAgent),

@@ -269,6 +269,13 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
                 vec![McpFormat::CursorUser],
             );
         }
+        if reads(ForeignMcp::Opencode) {
+            user_file(
+                ".config/opencode/opencode.json",
+                AppFolder::Opencode,
+                vec![McpFormat::OpencodeUser],
+            );
+        }
     }
     let project_files = [
         (".mcp.json", AppFolder::Claude, McpFormat::ClaudeProject),
@@ -277,6 +284,11 @@ pub fn standard_roots(opts: &RootOptions) -> Vec<Root> {
             ".cursor/mcp.json",
             AppFolder::Cursor,
             McpFormat::CursorProject,
+        ),
+        (
+            "opencode.json",
+            AppFolder::Opencode,
+            McpFormat::OpencodeProject,
         ),
     ];
     let mut seen = std::collections::BTreeSet::new();

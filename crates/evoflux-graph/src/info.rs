@@ -203,7 +203,30 @@ pub struct Info {
     /// Sources of untrusted repositories that are not loaded until the
     /// user trusts them.
     pub awaiting_trust: Vec<InfoAwaitingTrust>,
+    /// The user's own instruction files of other harnesses
+    /// (`~/.codex/AGENTS.md`, `~/.claude/CLAUDE.md`) that come before every
+    /// repository's in a Coding session; filled by the application.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub user_instructions: Vec<std::path::PathBuf>,
+    /// The bounds of every MCP call and start; filled by the application,
+    /// which knows the MCP client's defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_bounds: Option<InfoMcpBounds>,
     pub diagnostics: InfoDiagnostics,
+}
+
+/// The bounds the MCP client puts on every server.
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoMcpBounds {
+    /// One call's result, in MiB (`[mcp] max_result_mib`).
+    pub max_result_mib: u64,
+    /// Whether `max_result_mib` is the user's setting (else the default).
+    pub max_result_set: bool,
+    /// How long one call may take.
+    pub call_timeout_secs: u64,
+    /// How long a server may take to start, unless its entry sets
+    /// `startup_timeout_secs`.
+    pub start_timeout_secs: u64,
 }
 
 /// One mode's default team as a tree of agent nodes: the lead, then the
@@ -262,6 +285,10 @@ pub struct InfoRemoteAgent {
     pub cwd: &'static str,
     pub capability_class: String,
     pub result_contract: String,
+    /// Seconds it has to answer `initialize` and `session/new`.
+    pub start_timeout_secs: u64,
+    /// Seconds it may stay silent while it works.
+    pub idle_timeout_secs: u64,
     /// The config file that declared it, and that file's layer.
     pub provenance: InfoRemoteProvenance,
 }
@@ -356,6 +383,8 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
         repositories: Vec::new(),
         teams: Vec::new(),
         remote_agents: InfoList::new(Vec::new()),
+        user_instructions: Vec::new(),
+        mcp_bounds: None,
         awaiting_trust: graph
             .composition
             .entries

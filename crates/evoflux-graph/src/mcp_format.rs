@@ -44,6 +44,12 @@ pub enum McpFormat {
     CursorProject,
     /// `mcpServers` of `~/.cursor/mcp.json`.
     CursorUser,
+    /// `mcp` of a repository's `opencode.json` (JSON with comments):
+    /// `{"type": "local", "command": [..], "environment": {..}}` or
+    /// `{"type": "remote", "url": .., "headers": {..}}`.
+    OpencodeProject,
+    /// `mcp` of `~/.config/opencode/opencode.json`.
+    OpencodeUser,
 }
 
 /// Claude Code's `~/.claude.json` also keeps its history; it is read up to
@@ -61,6 +67,7 @@ impl McpFormat {
             McpFormat::Codex => Some(ForeignMcp::Codex),
             McpFormat::Vscode => Some(ForeignMcp::Vscode),
             McpFormat::CursorProject | McpFormat::CursorUser => Some(ForeignMcp::Cursor),
+            McpFormat::OpencodeProject | McpFormat::OpencodeUser => Some(ForeignMcp::Opencode),
         }
     }
 
@@ -73,7 +80,9 @@ impl McpFormat {
             | McpFormat::Codex
             | McpFormat::Vscode
             | McpFormat::CursorProject
-            | McpFormat::CursorUser => evoflux_core::source::MAX_SOURCE_FILE_BYTES,
+            | McpFormat::CursorUser
+            | McpFormat::OpencodeProject
+            | McpFormat::OpencodeUser => evoflux_core::source::MAX_SOURCE_FILE_BYTES,
         }
     }
 
@@ -88,6 +97,7 @@ impl McpFormat {
             McpFormat::ClaudeLocal { project } => format!("projects.{project}.mcpServers.{name}"),
             McpFormat::Codex => format!("mcp_servers.{name}"),
             McpFormat::Vscode => format!("servers.{name}"),
+            McpFormat::OpencodeProject | McpFormat::OpencodeUser => format!("mcp.{name}"),
         }
     }
 
@@ -102,7 +112,9 @@ impl McpFormat {
             | McpFormat::Codex
             | McpFormat::Vscode
             | McpFormat::CursorProject
-            | McpFormat::CursorUser => String::new(),
+            | McpFormat::CursorUser
+            | McpFormat::OpencodeProject
+            | McpFormat::OpencodeUser => String::new(),
         }
     }
 
@@ -113,12 +125,15 @@ impl McpFormat {
             McpFormat::Vscode | McpFormat::CursorProject => {
                 path.parent().and_then(Path::parent).map(Path::to_path_buf)
             }
-            McpFormat::ClaudeProject => path.parent().map(Path::to_path_buf),
+            McpFormat::ClaudeProject | McpFormat::OpencodeProject => {
+                path.parent().map(Path::to_path_buf)
+            }
             McpFormat::ClaudeLocal { project } => Some(PathBuf::from(project)),
             McpFormat::Evoflux
             | McpFormat::ClaudeUser
             | McpFormat::Codex
-            | McpFormat::CursorUser => None,
+            | McpFormat::CursorUser
+            | McpFormat::OpencodeUser => None,
         }
     }
 
@@ -130,11 +145,14 @@ impl McpFormat {
             McpFormat::ClaudeUser | McpFormat::ClaudeLocal { .. } => {
                 path.parent().map(Path::to_path_buf)
             }
+            // `~/.config/opencode/opencode.json`.
+            McpFormat::OpencodeUser => path.ancestors().nth(3).map(Path::to_path_buf),
             McpFormat::Evoflux
             | McpFormat::ClaudeProject
             | McpFormat::Codex
             | McpFormat::Vscode
-            | McpFormat::CursorProject => None,
+            | McpFormat::CursorProject
+            | McpFormat::OpencodeProject => None,
         }
     }
 }
@@ -192,6 +210,17 @@ pub fn file_entries(format: &McpFormat, path: &Path, text: &str) -> Result<Vec<E
             servers_object(path, &mut root, "servers").map(own)
         }
         McpFormat::Codex => codex_entries(path, text).map(own),
+        McpFormat::OpencodeProject | McpFormat::OpencodeUser => {
+            let mut root = json_object(path, text, true)?;
+            servers_object(path, &mut root, "mcp").map(|servers| {
+                own(servers
+                    .into_iter()
+                    // `enabled: false` is opencode's way to keep a server
+                    // and not run it.
+                    .filter(|(_, v)| v.get("enabled").and_then(Value::as_bool) != Some(false))
+                    .collect())
+            })
+        }
     }
 }
 
@@ -414,8 +443,18 @@ pub fn adapt(
     };
     let field = format.field(name);
     let mut left_out: Vec<String> = Vec::new();
-    if *format == McpFormat::Codex {
-        codex_to_shape(&mut entry, &mut left_out);
+    match format {
+        McpFormat::Codex => codex_to_shape(&mut entry, &mut left_out),
+        McpFormat::OpencodeProject | McpFormat::OpencodeUser => {
+            opencode_to_shape(&mut entry, &mut left_out);
+        }
+        McpFormat::Evoflux
+        | McpFormat::ClaudeProject
+        | McpFormat::ClaudeUser
+        | McpFormat::ClaudeLocal { .. }
+        | McpFormat::Vscode
+        | McpFormat::CursorProject
+        | McpFormat::CursorUser => {}
     }
     // The transport in evoflux's words.
     let stdio = match entry.get("type").and_then(Value::as_str) {
@@ -556,6 +595,87 @@ fn codex_to_shape(entry: &mut Map<String, Value>, left_out: &mut Vec<String>) {
     }
 }
 
+/// opencode's keys in evoflux's words: a `local` server's `command` array
+/// becomes `command` and `args`, its `environment` `env`; a `remote` one is
+/// Streamable HTTP; `{env:NAME}` becomes the reference `${NAME}`.
+/// `enabled` (only `true` reaches here) is dropped; anything else (such as
+/// `timeout`) is left for the caller to name as not carried.
+fn opencode_to_shape(entry: &mut Map<String, Value>, left_out: &mut Vec<String>) {
+    entry.remove("enabled");
+    match entry.get("type").and_then(Value::as_str) {
+        Some("local") => {
+            entry.insert("type".into(), Value::from("stdio"));
+            match entry.remove("command") {
+                Some(Value::Array(argv)) => {
+                    let mut argv = argv.into_iter();
+                    if let Some(program) = argv.next() {
+                        entry.insert("command".into(), program);
+                    }
+                    let args: Vec<Value> = argv.collect();
+                    if !args.is_empty() {
+                        entry.insert("args".into(), Value::Array(args));
+                    }
+                }
+                // A string is passed on, for the one parser to judge.
+                Some(other) => {
+                    entry.insert("command".into(), other);
+                }
+                None => {}
+            }
+            if let Some(env) = entry.remove("environment") {
+                entry.insert("env".into(), env);
+            }
+        }
+        Some("remote") => {
+            entry.insert("type".into(), Value::from("streamable-http"));
+        }
+        Some(_) | None => {}
+    }
+    if entry.remove("oauth").is_some() {
+        left_out.push("oauth (use `evoflux mcp login`)".to_owned());
+    }
+    for (_, v) in entry.iter_mut() {
+        opencode_env_references(v);
+    }
+}
+
+/// opencode's `{env:NAME}` in a string as evoflux's `${NAME}`.
+fn opencode_env_references(v: &mut Value) {
+    match v {
+        Value::String(s) if s.contains("{env:") => {
+            let mut out = String::with_capacity(s.len());
+            let mut rest = s.as_str();
+            while let Some(at) = rest.find("{env:") {
+                let (before, after) = rest.split_at(at);
+                let inner = &after[5..];
+                match inner.find('}') {
+                    Some(end) if connection::is_env_name(&inner[..end]) => {
+                        // `${env:X}` is the editors' form, handled later.
+                        if before.ends_with('$') {
+                            out.push_str(before);
+                            out.push_str(&after[..5 + end + 1]);
+                        } else {
+                            out.push_str(before);
+                            out.push_str(&format!("${{{}}}", &inner[..end]));
+                        }
+                        rest = &inner[end + 1..];
+                    }
+                    Some(_) | None => {
+                        out.push_str(before);
+                        out.push_str("{env:");
+                        rest = inner;
+                    }
+                }
+            }
+            out.push_str(rest);
+            *s = out;
+        }
+        Value::Array(items) => items.iter_mut().for_each(opencode_env_references),
+        Value::Object(map) => map.iter_mut().for_each(|(_, v)| opencode_env_references(v)),
+        Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// codex's start-up limit as evoflux's `startup_timeout_secs`: codex
 /// reads `startup_timeout_sec` (seconds, fractions allowed) and, from
 /// older configs, `startup_timeout_ms`. A fraction is rounded up, so the
@@ -685,6 +805,53 @@ mod tests {
         let mut d = Diagnostics::new();
         let out = adapt(format, Path::new(path), "srv", v, &mut d);
         (out, d.codes().into_iter().map(str::to_owned).collect())
+    }
+
+    #[test]
+    fn opencode_servers_become_entries_in_evoflux_shape() {
+        let p = Path::new("/r/opencode.json");
+        let text = r#"{
+          // opencode allows comments
+          "$schema": "https://opencode.ai/config.json",
+          "mcp": {
+            "local-one": {"type": "local", "command": ["node", "srv.js", "{env:TOKEN}"],
+                          "environment": {"KEY": "{env:API_KEY}"}, "enabled": true,
+                          "timeout": 5000},
+            "off": {"type": "local", "command": ["x"], "enabled": false},
+            "web": {"type": "remote", "url": "https://mcp.example.com/mcp",
+                    "headers": {"Authorization": "Bearer {env:WEB_TOKEN}"}}
+          }
+        }"#;
+        let entries = file_entries(&McpFormat::OpencodeProject, p, text).unwrap();
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["local-one", "web"]);
+        let (local, codes) = adapted(
+            &McpFormat::OpencodeProject,
+            "/r/opencode.json",
+            entries[0].value.clone(),
+        );
+        assert_eq!(
+            local,
+            json!({"type": "stdio", "command": "node", "args": ["srv.js", "${TOKEN}"],
+                   "env": {"KEY": "${API_KEY}"}})
+        );
+        assert_eq!(codes, ["compile/connection-not-carried"]);
+        let (remote, codes) = adapted(
+            &McpFormat::OpencodeUser,
+            "/h/.config/opencode/opencode.json",
+            entries[1].value.clone(),
+        );
+        assert_eq!(
+            remote,
+            json!({"type": "streamable-http", "url": "https://mcp.example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}})
+        );
+        assert!(codes.is_empty(), "{codes:?}");
+        assert_eq!(McpFormat::OpencodeUser.field("web"), "mcp.web");
+        assert_eq!(
+            McpFormat::OpencodeUser.user_home(Path::new("/h/.config/opencode/opencode.json")),
+            Some(PathBuf::from("/h"))
+        );
     }
 
     #[test]

@@ -124,6 +124,7 @@ async fn bench() {
                 tool_call_id: id,
                 content: body.clone(),
                 is_error: false,
+                media: Vec::new(),
             },
             Message::assistant(format!("done {i}")),
         ] {

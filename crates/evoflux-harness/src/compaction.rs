@@ -182,32 +182,40 @@ fn message_sha(m: &Message) -> String {
         .unwrap_or_default()
 }
 
+/// What one image or clip counts for in the size estimate: providers bill
+/// an image by its pixels, at most about 1,600 tokens (Anthropic; OpenAI's
+/// high detail is similar), not by its base64 length, so each counts as
+/// that many tokens' worth of text.
+const MEDIA_ESTIMATE_BYTES: usize = 6_400;
+
 fn message_bytes(m: &Message) -> usize {
-    match m {
-        Message::System { content } | Message::User { content } => content.len(),
-        Message::Assistant {
-            content,
-            tool_calls,
-            provider_items,
-        } => {
-            // Reasoning and server-tool items are sent too; their JSON is
-            // close enough to their size on the wire.
-            provider_items
-                .iter()
-                .map(|i| serde_json::to_string(i).map_or(0, |s| s.len()))
-                .sum::<usize>()
-                + content.len()
-                + tool_calls
+    let media = m.media().len() * MEDIA_ESTIMATE_BYTES;
+    media
+        + match m {
+            Message::System { content } | Message::User { content, .. } => content.len(),
+            Message::Assistant {
+                content,
+                tool_calls,
+                provider_items,
+            } => {
+                // Reasoning and server-tool items are sent too; their JSON is
+                // close enough to their size on the wire.
+                provider_items
                     .iter()
-                    .map(|c| c.name.len() + c.id.len() + c.arguments.to_string().len())
+                    .map(|i| serde_json::to_string(i).map_or(0, |s| s.len()))
                     .sum::<usize>()
+                    + content.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.id.len() + c.arguments.to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool {
+                content,
+                tool_call_id,
+                ..
+            } => content.len() + tool_call_id.len(),
         }
-        Message::Tool {
-            content,
-            tool_call_id,
-            ..
-        } => content.len() + tool_call_id.len(),
-    }
 }
 
 /// The estimated prompt size of a model call in tokens.
@@ -398,7 +406,11 @@ fn render_for_summary(previous: Option<&str>, messages: &[&Message], budget: usi
         .iter()
         .map(|m| match m {
             Message::System { content } => format!("[system]\n{content}"),
-            Message::User { content } => format!("[user]\n{content}"),
+            // The summarizer reads text: attached media are named.
+            Message::User { content, media } => format!(
+                "[user]\n{}",
+                evoflux_protocol::message::text_with_media_notes(content, media)
+            ),
             Message::Assistant {
                 content,
                 tool_calls,
@@ -418,11 +430,12 @@ fn render_for_summary(previous: Option<&str>, messages: &[&Message], budget: usi
                 tool_call_id,
                 content,
                 is_error,
+                media,
             } => format!(
                 "[result {tool_call_id}{}]\n{}",
                 if *is_error { ", error" } else { "" },
                 head_tail(
-                    content,
+                    &evoflux_protocol::message::text_with_media_notes(content, media),
                     SUMMARIZER_RESULT_CHARS / 3,
                     SUMMARIZER_RESULT_CHARS * 2 / 3
                 )
@@ -496,7 +509,7 @@ fn fallback_summary(messages: &[&Message], error: &str) -> String {
     );
     for m in messages {
         match m {
-            Message::User { content } => {
+            Message::User { content, .. } => {
                 text.push_str(&format!("- user: {}\n", crate::bounded::head(content, 300)));
             }
             Message::Assistant { tool_calls, .. } => {
@@ -654,7 +667,7 @@ impl CompactionHook {
             .iter()
             .rev()
             .find_map(|m| match m {
-                Message::User { content } if !content.starts_with(COMPACTED_HEADER) => {
+                Message::User { content, .. } if !content.starts_with(COMPACTED_HEADER) => {
                     Some(crate::bounded::head(content, LATEST_REQUEST_MAX_CHARS).to_owned())
                 }
                 _ => None,
@@ -867,7 +880,7 @@ mod tests {
         for msgs in [&mut m.clone(), &mut shifted] {
             assert!(apply(msgs, &record));
             assert!(
-                matches!(&msgs[0], Message::User { content } if content.starts_with(COMPACTED_HEADER))
+                matches!(&msgs[0], Message::User { content, .. } if content.starts_with(COMPACTED_HEADER))
             );
             // The protected group c1 survives whole, then the recent turns.
             assert!(

@@ -43,6 +43,10 @@ pub enum HarnessError {
         "the request is about {estimate} tokens, far past the model's context window of {window}, even after compaction: a message or tool result of the latest turns is too large; start a new session or send something shorter"
     )]
     RequestTooLarge { estimate: u64, window: u64 },
+    /// A prompt command or resource reference in the user's message could
+    /// not be expanded.
+    #[error(transparent)]
+    Command(#[from] crate::prompt_commands::CommandError),
 }
 
 impl HarnessError {
@@ -60,6 +64,7 @@ impl HarnessError {
             HarnessError::Join(_) => "tool/task-failed",
             HarnessError::Http(_) => "harness/http-client",
             HarnessError::RequestTooLarge { .. } => "model/request-exceeds-context",
+            HarnessError::Command(e) => e.code(),
         }
     }
 }

@@ -495,6 +495,8 @@ pub struct PipelineOptions {
     pub roster: Option<String>,
     /// Which files instruct a Coding workspace's directories.
     pub instructions: crate::workspace_instructions::InstructionFiles,
+    /// The user's own instruction files, before the repositories'.
+    pub user_instructions: crate::workspace_instructions::UserFiles,
 }
 
 impl PipelineOptions {
@@ -505,6 +507,7 @@ impl PipelineOptions {
             skills: None,
             roster: None,
             instructions: Default::default(),
+            user_instructions: Default::default(),
         }
     }
 }
@@ -522,7 +525,8 @@ pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookE
                 crate::workspace_instructions::OWNER,
                 crate::workspace_instructions::WorkspaceInstructionsHook::reading(
                     options.instructions,
-                ),
+                )
+                .with_user_files(options.user_instructions),
             )?;
         }
     }

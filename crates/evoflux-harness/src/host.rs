@@ -37,7 +37,10 @@ use std::sync::{Arc, Mutex};
 use evoflux_core::ids::SessionId;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::approval::{ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided};
+use crate::approval::{
+    ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided, ElicitationAnswer,
+    ElicitationAsk, ElicitationFuture, Elicited,
+};
 use crate::events::EventSink;
 use crate::lease::{Holder, LeaseError, SessionLease};
 use crate::session::{Harness, ModelClient, TurnEnd, TurnOptions};
@@ -63,6 +66,13 @@ pub enum HostError {
         "no approval of call `{call_id}` waits for a decision; it was decided already or its turn ended"
     )]
     NoPendingApproval { call_id: String },
+    /// No elicitation of this id waits for an answer.
+    #[error("no form `{id}` waits for an answer; it was answered already or its tool call ended")]
+    NoPendingElicitation { id: String },
+    /// The answer does not fit the form's schema; nothing was sent, the
+    /// form still waits.
+    #[error("the answer does not fit the form `{id}`: {detail}; correct it and answer again")]
+    ElicitationInvalid { id: String, detail: String },
     /// The host was closed.
     #[error("the session is closed")]
     Closed,
@@ -82,6 +92,8 @@ impl HostError {
             HostError::Busy => "session/busy",
             HostError::Lease(e) => e.code(),
             HostError::NoPendingApproval { .. } => "session/no-pending-approval",
+            HostError::NoPendingElicitation { .. } => "session/no-pending-elicitation",
+            HostError::ElicitationInvalid { .. } => "session/elicitation-invalid",
             HostError::Closed => "session/stopped",
             HostError::Turn(e) => e.code(),
             HostError::Reopen(_) => REOPEN_FAILED,
@@ -109,6 +121,9 @@ pub struct ReopenError {
 /// of it. The harness asks through it; whoever decides first wins.
 pub struct ApprovalBroker {
     pending: Mutex<HashMap<String, oneshot::Sender<Decided>>>,
+    /// MCP servers' forms waiting for the user ([`Approver::elicit`]),
+    /// keyed by their id, answered the same way: first answer wins.
+    forms: Mutex<HashMap<String, (ElicitationAsk, oneshot::Sender<Elicited>)>>,
     /// The front end's own way to ask (a terminal prompt, an editor's
     /// permission request), raced against decisions made through
     /// [`ApprovalBroker::decide`].
@@ -132,6 +147,7 @@ impl ApprovalBroker {
     fn new(asker: Option<Arc<dyn Approver>>, cancel: Arc<Notify>) -> ApprovalBroker {
         ApprovalBroker {
             pending: Mutex::new(HashMap::new()),
+            forms: Mutex::new(HashMap::new()),
             asker,
             cancel,
         }
@@ -159,9 +175,45 @@ impl ApprovalBroker {
         }
     }
 
-    /// Forgets every waiting approval (its turn ended without it).
+    fn forms(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (ElicitationAsk, oneshot::Sender<Elicited>)>>
+    {
+        self.forms.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The forms that wait for an answer now.
+    pub fn pending_elicitations(&self) -> Vec<ElicitationAsk> {
+        let mut forms: Vec<ElicitationAsk> =
+            self.forms().values().map(|(ask, _)| ask.clone()).collect();
+        forms.sort_by(|a, b| a.id.cmp(&b.id));
+        forms
+    }
+
+    /// Answers the form `id` waits on. An `accept` whose content does not
+    /// fit the schema is refused and the form keeps waiting.
+    pub fn answer(&self, id: &str, elicited: Elicited) -> Result<(), HostError> {
+        let mut forms = self.forms();
+        let Some((ask, _)) = forms.get(id) else {
+            return Err(HostError::NoPendingElicitation { id: id.to_owned() });
+        };
+        if let Err(detail) = ask.check(&elicited.answer) {
+            return Err(HostError::ElicitationInvalid {
+                id: id.to_owned(),
+                detail,
+            });
+        }
+        match forms.remove(id).map(|(_, tx)| tx.send(elicited)) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(_)) | None => Err(HostError::NoPendingElicitation { id: id.to_owned() }),
+        }
+    }
+
+    /// Forgets every waiting approval and form (its turn ended without
+    /// them).
     fn clear(&self) {
         self.lock().clear();
+        self.forms().clear();
     }
 }
 
@@ -195,6 +247,29 @@ impl Approver for ApprovalBroker {
                 decision: ApprovalDecision::Denied {
                     reason: "nobody can decide any more (the session was closed)".to_owned(),
                 },
+                by: crate::approval::DecidedBy::Cancellation,
+            })
+        })
+    }
+
+    fn elicit<'a>(&'a self, request: &'a ElicitationAsk) -> ElicitationFuture<'a> {
+        // Registered now, before the session announces it, as approvals are.
+        let (tx, rx) = oneshot::channel();
+        self.forms()
+            .insert(request.id.clone(), (request.clone(), tx));
+        Box::pin(async move {
+            let answered = match &self.asker {
+                Some(asker) => {
+                    tokio::select! {
+                        answered = rx => answered.ok(),
+                        answered = asker.elicit(request) => Some(answered),
+                    }
+                }
+                None => rx.await.ok(),
+            };
+            self.forms().remove(&request.id);
+            answered.unwrap_or(Elicited {
+                answer: ElicitationAnswer::Cancel,
                 by: crate::approval::DecidedBy::Cancellation,
             })
         })
@@ -510,6 +585,17 @@ impl SessionHost {
         self.shared.wiring.approvals.pending_calls()
     }
 
+    /// Answers the MCP server's form `id` waits on, for every client.
+    pub fn answer_elicitation(&self, id: &str, elicited: Elicited) -> Result<(), HostError> {
+        self.open()?;
+        self.shared.wiring.approvals.answer(id, elicited)
+    }
+
+    /// The MCP servers' forms that wait for an answer now.
+    pub fn pending_elicitations(&self) -> Vec<ElicitationAsk> {
+        self.shared.wiring.approvals.pending_elicitations()
+    }
+
     /// The sources changed: they are applied before the next turn.
     pub fn refresh(&self) {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
@@ -767,5 +853,76 @@ async fn turn(
 async fn release(lease: SessionLease) {
     if let Err(e) = lease.release().await {
         tracing::warn!(error = %e, "cannot release the session's lease; it expires");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::DecidedBy;
+
+    fn ask() -> ElicitationAsk {
+        ElicitationAsk {
+            session_id: "s".into(),
+            id: "c1:elicitation-1".into(),
+            call_id: "c1".into(),
+            tool: "mcp__every__ask".into(),
+            server: "every".into(),
+            message: "Who are you?".into(),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            }),
+        }
+    }
+
+    fn accept(content: serde_json::Value) -> Elicited {
+        Elicited {
+            answer: ElicitationAnswer::Accept {
+                content: content.as_object().cloned().unwrap_or_default(),
+            },
+            by: DecidedBy::User,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_form_waits_in_the_broker_until_an_answer_fits_its_schema() {
+        let broker = ApprovalBroker::new(None, Arc::new(Notify::new()));
+        let request = ask();
+        let answered = broker.elicit(&request);
+        assert_eq!(
+            broker.pending_elicitations(),
+            std::slice::from_ref(&request)
+        );
+        // A wrong answer is refused and the form keeps waiting.
+        let wrong = broker.answer(&request.id, accept(serde_json::json!({"name": 7})));
+        assert_eq!(
+            wrong.err().map(|e| e.code()),
+            Some("session/elicitation-invalid")
+        );
+        assert_eq!(broker.pending_elicitations().len(), 1);
+        let unknown = broker.answer("nope", accept(serde_json::json!({})));
+        assert_eq!(
+            unknown.err().map(|e| e.code()),
+            Some("session/no-pending-elicitation")
+        );
+        broker
+            .answer(&request.id, accept(serde_json::json!({"name": "Ada"})))
+            .unwrap();
+        let got = answered.await;
+        assert_eq!(got, accept(serde_json::json!({"name": "Ada"})));
+        assert!(broker.pending_elicitations().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_form_left_when_its_turn_ends_is_cancelled() {
+        let broker = ApprovalBroker::new(None, Arc::new(Notify::new()));
+        let request = ask();
+        let answered = broker.elicit(&request);
+        broker.clear();
+        let got = answered.await;
+        assert_eq!(got.answer, ElicitationAnswer::Cancel);
+        assert_eq!(got.by, DecidedBy::Cancellation);
     }
 }

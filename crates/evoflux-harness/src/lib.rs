@@ -28,8 +28,10 @@ pub mod host;
 pub mod lease;
 pub mod metadata;
 pub mod offload;
+pub mod permission_rules;
 pub mod prepared;
 pub mod projection;
+pub mod prompt_commands;
 pub mod receipts;
 pub mod remote;
 pub mod safe_command;
@@ -45,7 +47,8 @@ pub mod tools;
 pub mod workspace_instructions;
 
 pub use approval::{
-    ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind, NonInteractive,
+    ApprovalDecision, ApprovalMode, ApprovalRequest, Approver, Decided, DecidedBy, DecisionKind,
+    ModeSwitch, NonInteractive,
 };
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::HarnessError;

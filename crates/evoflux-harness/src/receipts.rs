@@ -193,6 +193,7 @@ impl ObservationReceiptsHook {
                         ),
                         is_error: false,
                         metadata: Some(reuse(o, None)),
+                        media: Vec::new(),
                     });
                 }
                 if covered.is_none()
@@ -215,6 +216,7 @@ impl ObservationReceiptsHook {
                         &o,
                         Some(([first, last], [range.offset, want_last])),
                     )),
+                    media: Vec::new(),
                 });
             }
             s.pending.insert(

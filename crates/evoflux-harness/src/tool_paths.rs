@@ -17,6 +17,23 @@ use serde_json::Value;
 /// considered.
 pub const PATH_PROPERTIES: &[&str] = &["path", "file_path", "directory", "workdir", "target"];
 
+/// Whether `tool`'s schema declares a path argument at all (a file or
+/// command tool), whatever a call sets.
+pub fn declares_paths(tool: &ToolDefinition) -> bool {
+    tool.input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|declared| {
+            PATH_PROPERTIES.iter().any(|name| {
+                declared
+                    .get(*name)
+                    .and_then(|p| p.get("type"))
+                    .and_then(Value::as_str)
+                    == Some("string")
+            })
+        })
+}
+
 /// The path arguments of a call, in [`PATH_PROPERTIES`] order: only
 /// properties the tool's schema declares as strings and the call sets.
 pub fn path_arguments<'a>(tool: &ToolDefinition, arguments: &'a Value) -> Vec<&'a str> {

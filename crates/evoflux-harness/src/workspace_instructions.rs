@@ -25,6 +25,25 @@
 //! A file over [`INSTRUCTION_FILE_MAX_BYTES`] is cut with a visible notice
 //! naming both sizes; each file has its own limit, so a large root file
 //! never starves the nested ones. Work sessions get nothing from here.
+//!
+//! The user's own instruction files of other harnesses
+//! ([`user_instruction_files`]: `~/.codex/AGENTS.md`, `~/.claude/CLAUDE.md`)
+//! come first, before every repository's: they are what the user wants in
+//! every repository, and the repository's own files refine them. evoflux
+//! has no user-level instruction file of its own, so nothing comes before
+//! them.
+//!
+//! Claude Code's `@path` imports are inlined where they stand
+//! ([`expand_imports`]): a file written for Claude Code that keeps its
+//! rules in `@docs/rules.md` would otherwise hand the model a bare file
+//! name. An import is relative to the importing file (`@~/…` to the home),
+//! followed [`MAX_IMPORT_DEPTH`] levels deep as in Claude Code, and only to
+//! a file inside the importing file's repository (the home, for the user's
+//! own files): an instruction file must not pull in what lies outside what
+//! it may speak for. A cycle stops at the file seen again; `@` inside code
+//! spans and fences is text. What is not inlined is named in a warning
+//! (`instructions/import-…`), and the whole, imports included, is bounded
+//! like one file.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -62,9 +81,76 @@ pub struct InstructionFile {
     pub path: PathBuf,
     /// The text shown, ending with the truncation notice when cut.
     pub text: String,
-    /// The file's full size in bytes.
+    /// The file's full size in bytes, its imports inlined.
     pub bytes: usize,
     pub truncated: bool,
+    /// The files its `@path` imports inlined, in order.
+    pub imported: Vec<PathBuf>,
+    /// The imports that were not inlined.
+    pub problems: Vec<ImportProblem>,
+}
+
+/// How many levels of `@path` imports are followed (Claude Code's bound).
+pub const MAX_IMPORT_DEPTH: usize = 5;
+
+/// Why an `@path` import was not inlined. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportRefusal {
+    /// No such file.
+    Missing,
+    /// Outside the repository (or the home, for the user's own files).
+    Outside,
+    /// It imports a file that is already being inlined.
+    Cycle,
+    /// Deeper than [`MAX_IMPORT_DEPTH`].
+    TooDeep,
+}
+
+impl ImportRefusal {
+    pub const fn code(self) -> &'static str {
+        match self {
+            ImportRefusal::Missing => "instructions/import-missing",
+            ImportRefusal::Outside => "instructions/import-outside",
+            ImportRefusal::Cycle => "instructions/import-cycle",
+            ImportRefusal::TooDeep => "instructions/import-too-deep",
+        }
+    }
+}
+
+/// One `@path` import that was not inlined: where it is written and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportProblem {
+    pub refusal: ImportRefusal,
+    /// The file that writes the import, and its line (1-based).
+    pub file: PathBuf,
+    pub line: u32,
+    /// The import as written, without the `@`.
+    pub import: String,
+}
+
+impl ImportProblem {
+    pub fn message(&self) -> String {
+        let what = match self.refusal {
+            ImportRefusal::Missing => "names no file",
+            ImportRefusal::Outside => {
+                "is outside the repository (the home, for your own files), and is not read"
+            }
+            ImportRefusal::Cycle => "imports a file that is already being imported",
+            ImportRefusal::TooDeep => "is deeper than 5 levels of imports, and is not read",
+        };
+        format!(
+            "`@{}` in `{}` (line {}) {what}; its text is left as written",
+            self.import,
+            self.file.display(),
+            self.line
+        )
+    }
+
+    pub fn to_diagnostic(&self) -> evoflux_core::Diagnostic {
+        evoflux_core::Diagnostic::warning(self.refusal.code(), self.message())
+            .with_file(&self.file)
+            .with_line(self.line)
+    }
 }
 
 impl InstructionFile {
@@ -120,16 +206,67 @@ pub fn instruction_file_in(dir: &Path, files: InstructionFiles) -> Option<PathBu
         .find(|p| p.is_file())
 }
 
-/// Reads an instruction file, cut visibly at the limit. `None` for a
-/// whitespace-only or unreadable file (nothing to inject).
+/// The user's own instruction files of other harnesses, in this order:
+/// codex's `~/.codex/AGENTS.override.md` (else `~/.codex/AGENTS.md`), then
+/// Claude Code's `~/.claude/CLAUDE.md`; those present, and none when
+/// other harnesses' files are not read (`[compat] instructions`).
+pub fn user_instruction_files(home: &Path, files: InstructionFiles) -> Vec<PathBuf> {
+    match files {
+        InstructionFiles::Agents => Vec::new(),
+        InstructionFiles::AgentsThenCompat => {
+            let codex = [OVERRIDE_FILE, STANDARD_FILE]
+                .iter()
+                .map(|name| home.join(".codex").join(name))
+                .find(|p| p.is_file());
+            let claude = Some(home.join(".claude").join(COMPAT_FILES[0])).filter(|p| p.is_file());
+            codex.into_iter().chain(claude).collect()
+        }
+    }
+}
+
+/// Where a repository's instruction file may import from: its repository
+/// (the top of its chain), or its own folder outside any.
+pub fn import_scope(path: &Path) -> PathBuf {
+    let dir = path.parent().unwrap_or(path);
+    root_chain(dir)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| dir.to_path_buf())
+}
+
+/// Reads an instruction file, its imports inlined, cut visibly at the
+/// limit. `None` for a whitespace-only or unreadable file (nothing to
+/// inject).
 pub fn load_instruction(path: &Path) -> Option<InstructionFile> {
-    read_instruction(path).ok().flatten()
+    read_instruction(path, &import_scope(path), None)
+        .ok()
+        .flatten()
+}
+
+/// [`load_instruction`] for the user's own file: imports stay in `home`.
+pub fn load_user_instruction(path: &Path, home: &Path) -> Option<InstructionFile> {
+    read_instruction(path, home, Some(home)).ok().flatten()
 }
 
 /// [`load_instruction`] that says why a file could not be read, so the
-/// owner can tell the user that their instructions were left out.
-fn read_instruction(path: &Path) -> Result<Option<InstructionFile>, std::io::Error> {
-    let bytes = std::fs::read(path)?;
+/// owner can tell the user that their instructions were left out. Imports
+/// are followed inside `scope`; `@~/` names `home`.
+fn read_instruction(
+    path: &Path,
+    scope: &Path,
+    home: Option<&Path>,
+) -> Result<Option<InstructionFile>, std::io::Error> {
+    let raw = std::fs::read(path)?;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let mut imports = Imports {
+        scope: std::fs::canonicalize(scope).unwrap_or_else(|_| scope.to_path_buf()),
+        home,
+        stack: vec![std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())],
+        imported: Vec::new(),
+        problems: Vec::new(),
+    };
+    let expanded = imports.expand(&raw, path, 0);
+    let bytes = expanded.into_bytes();
     let full = bytes.len();
     let truncated = full > INSTRUCTION_FILE_MAX_BYTES;
     let shown = &bytes[..full.min(INSTRUCTION_FILE_MAX_BYTES)];
@@ -152,7 +289,155 @@ fn read_instruction(path: &Path) -> Result<Option<InstructionFile>, std::io::Err
         text,
         bytes: full,
         truncated,
+        imported: imports.imported,
+        problems: imports.problems,
     }))
+}
+
+/// The imports of one instruction file as they are inlined.
+struct Imports<'a> {
+    /// Canonical: what an import must stay inside.
+    scope: PathBuf,
+    home: Option<&'a Path>,
+    /// The files being inlined, outermost first (canonical).
+    stack: Vec<PathBuf>,
+    imported: Vec<PathBuf>,
+    problems: Vec<ImportProblem>,
+}
+
+/// Bytes of one file's text with its imports inlined, before the cut;
+/// past it, imports are no longer read (the cut would drop them).
+const EXPANDED_MAX_BYTES: usize = 2 * INSTRUCTION_FILE_MAX_BYTES;
+
+impl Imports<'_> {
+    /// `text` of `file` (at `depth`, 0 for the file itself) with each
+    /// `@path` that names a file inlined after the line that writes it.
+    fn expand(&mut self, text: &str, file: &Path, depth: usize) -> String {
+        let dir = file.parent().unwrap_or(Path::new(""));
+        let mut out = String::with_capacity(text.len());
+        let mut fence: Option<(char, usize)> = None;
+        for (n, line) in text.split_inclusive('\n').enumerate() {
+            out.push_str(line);
+            let trimmed = line.trim_start();
+            let indent = line.len() - trimmed.len();
+            // A fence opens or closes: ``` or ~~~, at most three spaces in.
+            let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
+            if let Some(c) = marker
+                && indent <= 3
+            {
+                let run = trimmed.chars().take_while(|x| *x == c).count();
+                if run >= 3 {
+                    fence = match fence {
+                        None => Some((c, run)),
+                        Some((open, len)) if open == c && run >= len => None,
+                        Some(f) => Some(f),
+                    };
+                    continue;
+                }
+            }
+            if fence.is_some() {
+                continue;
+            }
+            for import in import_tokens(line) {
+                if out.len() > EXPANDED_MAX_BYTES {
+                    return out;
+                }
+                let line_no = u32::try_from(n + 1).unwrap_or(u32::MAX);
+                let problem = |refusal| ImportProblem {
+                    refusal,
+                    file: file.to_path_buf(),
+                    line: line_no,
+                    import: import.to_owned(),
+                };
+                let target = match import.strip_prefix("~/") {
+                    Some(rest) => match self.home {
+                        Some(home) => home.join(rest),
+                        // `~/` in a repository's file: outside it.
+                        None => {
+                            self.problems.push(problem(ImportRefusal::Outside));
+                            continue;
+                        }
+                    },
+                    None => dir.join(import),
+                };
+                let Ok(real) = std::fs::canonicalize(&target) else {
+                    // A word like `@alice` is prose, not a missing file.
+                    if import.contains(['/', '.']) {
+                        self.problems.push(problem(ImportRefusal::Missing));
+                    }
+                    continue;
+                };
+                if !real.is_file() {
+                    continue;
+                }
+                if !real.starts_with(&self.scope) {
+                    self.problems.push(problem(ImportRefusal::Outside));
+                    continue;
+                }
+                if self.stack.contains(&real) {
+                    self.problems.push(problem(ImportRefusal::Cycle));
+                    continue;
+                }
+                if depth >= MAX_IMPORT_DEPTH {
+                    self.problems.push(problem(ImportRefusal::TooDeep));
+                    continue;
+                }
+                let Ok(bytes) = std::fs::read(&real) else {
+                    self.problems.push(problem(ImportRefusal::Missing));
+                    continue;
+                };
+                let body = String::from_utf8_lossy(&bytes).into_owned();
+                self.stack.push(real.clone());
+                self.imported.push(target.clone());
+                let inlined = self.expand(&body, &target, depth + 1);
+                self.stack.pop();
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&inlined);
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The `@path` imports of one line: a word that starts with `@` (at the
+/// line's start or after whitespace), outside backtick code spans, with
+/// trailing punctuation dropped.
+fn import_tokens(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut prev_space = true;
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'`' {
+            in_code = !in_code;
+            prev_space = false;
+            i += 1;
+            continue;
+        }
+        if c == b'@' && prev_space && !in_code {
+            let start = i + 1;
+            let end = line[start..]
+                .find(|ch: char| ch.is_whitespace() || ch == '`')
+                .map_or(line.len(), |e| start + e);
+            let token = line[start..end].trim_end_matches([',', ';', ':', ')', '!', '?', '.']);
+            if !token.is_empty() {
+                out.push(token);
+            }
+            i = end;
+            prev_space = false;
+            continue;
+        }
+        prev_space = c.is_ascii_whitespace();
+        i += 1;
+    }
+    out
 }
 
 /// The directories of a root's chain, top first: from the nearest ancestor
@@ -208,7 +493,7 @@ struct RootContext {
     unreadable: Vec<(PathBuf, String)>,
 }
 
-fn root_context(roots: &[PathBuf], names: InstructionFiles) -> RootContext {
+fn root_context(roots: &[PathBuf], names: InstructionFiles, user: &UserFiles) -> RootContext {
     // Always listed (this owner is the one place repositories are named);
     // language signals only help to tell several apart.
     let several = roots.len() >= 2;
@@ -243,15 +528,30 @@ fn root_context(roots: &[PathBuf], names: InstructionFiles) -> RootContext {
     let mut seen = BTreeSet::new();
     let mut files = Vec::new();
     let mut unreadable = Vec::new();
+    // The user's own files first: the repositories' refine them.
+    if let Some(home) = &user.home {
+        for path in &user.files {
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            match read_instruction(path, home, Some(home)) {
+                Ok(Some(f)) => files.push(f),
+                Ok(None) => {}
+                Err(e) => unreadable.push((path.clone(), e.to_string())),
+            }
+        }
+    }
     for root in roots {
-        for dir in root_chain(root) {
+        let chain = root_chain(root);
+        let scope = chain.first().cloned().unwrap_or_else(|| root.clone());
+        for dir in chain {
             let Some(path) = instruction_file_in(&dir, names) else {
                 continue;
             };
             if !seen.insert(path.clone()) {
                 continue;
             }
-            match read_instruction(&path) {
+            match read_instruction(&path, &scope, None) {
                 Ok(Some(f)) => files.push(f),
                 Ok(None) => {}
                 Err(e) => unreadable.push((path, e.to_string())),
@@ -282,11 +582,30 @@ struct State {
     restored: bool,
 }
 
+/// The user's own instruction files ([`user_instruction_files`]) and the
+/// home their imports stay in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserFiles {
+    pub home: Option<PathBuf>,
+    pub files: Vec<PathBuf>,
+}
+
+impl UserFiles {
+    /// The files [`user_instruction_files`] finds in `home`.
+    pub fn in_home(home: Option<&Path>, files: InstructionFiles) -> UserFiles {
+        UserFiles {
+            home: home.map(Path::to_path_buf),
+            files: home.map_or_else(Vec::new, |h| user_instruction_files(h, files)),
+        }
+    }
+}
+
 /// The Coding workspace-context owner. See the module docs.
 #[derive(Debug, Default)]
 pub struct WorkspaceInstructionsHook {
     state: Mutex<State>,
     files: InstructionFiles,
+    user: UserFiles,
 }
 
 impl WorkspaceInstructionsHook {
@@ -302,6 +621,11 @@ impl WorkspaceInstructionsHook {
         }
     }
 
+    /// The same owner, with the user's own files before the repositories'.
+    pub fn with_user_files(self, user: UserFiles) -> WorkspaceInstructionsHook {
+        WorkspaceInstructionsHook { user, ..self }
+    }
+
     fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         match self.state.lock() {
             Ok(mut s) => f(&mut s),
@@ -311,11 +635,19 @@ impl WorkspaceInstructionsHook {
 
     /// Loads the root context and the nested files a previous process of
     /// this session applied, once.
-    fn ensure_loaded(state: &mut State, ctx: &HookContext<'_>, files: InstructionFiles) {
+    fn ensure_loaded(
+        state: &mut State,
+        ctx: &HookContext<'_>,
+        files: InstructionFiles,
+        user: &UserFiles,
+    ) {
         if state.roots.is_none() {
-            let rc = root_context(ctx.session.workspace.roots(), files);
+            let rc = root_context(ctx.session.workspace.roots(), files, user);
             for (path, e) in &rc.unreadable {
                 unreadable_warning(ctx, path, e);
+            }
+            for problem in rc.files.iter().flat_map(|f| &f.problems) {
+                ctx.warn(problem.refusal.code(), problem.message());
             }
             state
                 .applied
@@ -456,7 +788,7 @@ impl Hook for WorkspaceInstructionsHook {
             AppMode::Work => {}
             AppMode::Coding => {
                 let text = self.with_state(|s| {
-                    Self::ensure_loaded(s, ctx, self.files);
+                    Self::ensure_loaded(s, ctx, self.files, &self.user);
                     Self::section(s)
                 });
                 if !text.is_empty() {
@@ -482,15 +814,20 @@ impl Hook for WorkspaceInstructionsHook {
             return ToolGate::Proceed;
         }
         self.with_state(|s| {
-            Self::ensure_loaded(s, ctx, self.files);
+            Self::ensure_loaded(s, ctx, self.files, &self.user);
             let mut loaded = Vec::new();
             for argument in arguments {
                 for path in Self::new_nested(s, ctx, argument, self.files) {
                     if !s.applied.insert(path.clone()) {
                         continue;
                     }
-                    match read_instruction(&path) {
-                        Ok(Some(f)) => loaded.push(f),
+                    match read_instruction(&path, &import_scope(&path), None) {
+                        Ok(Some(f)) => {
+                            for problem in &f.problems {
+                                ctx.warn(problem.refusal.code(), problem.message());
+                            }
+                            loaded.push(f);
+                        }
                         Ok(None) => {}
                         Err(e) => unreadable_warning(ctx, &path, &e),
                     }
@@ -620,6 +957,122 @@ mod tests {
         );
         std::fs::write(&p, "  \n").unwrap();
         assert!(load_instruction(&p).is_none());
+    }
+
+    /// A repository with `.git` in a temp folder, and the folder.
+    fn repo() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        (dir, repo)
+    }
+
+    #[test]
+    fn imports_are_inlined_where_they_stand_and_never_in_code() {
+        let (_dir, repo) = repo();
+        std::fs::create_dir_all(repo.join("docs")).unwrap();
+        std::fs::write(repo.join("docs/rules.md"), "Use tabs.\nSee @style.md.\n").unwrap();
+        std::fs::write(repo.join("docs/style.md"), "Short lines.").unwrap();
+        std::fs::write(
+            repo.join("CLAUDE.md"),
+            "# Rules\n@docs/rules.md\nMail @alice or `@docs/rules.md` here.\n```\n@docs/style.md\n```\nend\n",
+        )
+        .unwrap();
+        let f = load_instruction(&repo.join("CLAUDE.md")).unwrap();
+        assert_eq!(
+            f.text,
+            "# Rules\n@docs/rules.md\nUse tabs.\nSee @style.md.\nShort lines.\nMail @alice or \
+             `@docs/rules.md` here.\n```\n@docs/style.md\n```\nend\n"
+        );
+        assert_eq!(
+            f.imported,
+            [repo.join("docs/rules.md"), repo.join("docs/style.md")]
+        );
+        assert!(f.problems.is_empty(), "{:?}", f.problems);
+    }
+
+    #[test]
+    fn imports_stop_at_the_depth_bound_a_cycle_and_the_repository_edge() {
+        let (dir, repo) = repo();
+        // a0 imports a1 … a6: five levels are followed, the sixth is named.
+        for i in 0..7 {
+            std::fs::write(
+                repo.join(format!("a{i}.md")),
+                format!("level {i}\n@a{}.md\n", i + 1),
+            )
+            .unwrap();
+        }
+        let f = load_instruction(&repo.join("a0.md")).unwrap();
+        assert!(f.text.contains("level 5") && !f.text.contains("level 6"));
+        let codes: Vec<&str> = f.problems.iter().map(|p| p.refusal.code()).collect();
+        assert_eq!(codes, ["instructions/import-too-deep"]);
+        // A cycle.
+        std::fs::write(repo.join("x.md"), "x\n@y.md\n").unwrap();
+        std::fs::write(repo.join("y.md"), "y\n@x.md\n").unwrap();
+        let f = load_instruction(&repo.join("x.md")).unwrap();
+        assert_eq!(f.text, "x\n@y.md\ny\n@x.md\n");
+        assert_eq!(f.problems[0].refusal, ImportRefusal::Cycle);
+        assert_eq!(f.problems[0].file, repo.join("y.md"));
+        // Outside the repository, the home from a repository file, missing.
+        std::fs::write(dir.path().join("secret.md"), "SECRET").unwrap();
+        std::fs::write(
+            repo.join("AGENTS.md"),
+            "@../secret.md\n@~/notes.md\n@missing/file.md\n",
+        )
+        .unwrap();
+        let f = load_instruction(&repo.join("AGENTS.md")).unwrap();
+        assert!(!f.text.contains("SECRET"));
+        let codes: Vec<&str> = f.problems.iter().map(|p| p.refusal.code()).collect();
+        assert_eq!(
+            codes,
+            [
+                "instructions/import-outside",
+                "instructions/import-outside",
+                "instructions/import-missing"
+            ]
+        );
+        assert_eq!(f.problems[2].line, 3);
+    }
+
+    #[test]
+    fn the_user_s_own_files_come_from_the_home_and_import_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        assert!(user_instruction_files(&home, InstructionFiles::default()).is_empty());
+        std::fs::write(home.join(".codex/AGENTS.md"), "codex rules").unwrap();
+        std::fs::write(
+            home.join(".claude/CLAUDE.md"),
+            "claude\n@~/.claude/more.md\n",
+        )
+        .unwrap();
+        std::fs::write(home.join(".claude/more.md"), "more rules").unwrap();
+        let files = user_instruction_files(&home, InstructionFiles::default());
+        assert_eq!(
+            files,
+            [
+                home.join(".codex/AGENTS.md"),
+                home.join(".claude/CLAUDE.md")
+            ]
+        );
+        assert!(user_instruction_files(&home, InstructionFiles::Agents).is_empty());
+        let f = load_user_instruction(&files[1], &home).unwrap();
+        assert!(f.text.contains("more rules"), "{}", f.text);
+        let (_d, repo) = self::repo();
+        let rc = root_context(
+            std::slice::from_ref(&repo),
+            InstructionFiles::default(),
+            &UserFiles::in_home(Some(&home), InstructionFiles::default()),
+        );
+        let paths: Vec<&Path> = rc.files.iter().map(|f| f.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            [
+                home.join(".codex/AGENTS.md").as_path(),
+                home.join(".claude/CLAUDE.md").as_path()
+            ]
+        );
     }
 
     #[test]

@@ -16,11 +16,18 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, ErrorData, Implementation, ProtocolVersion, RequestId,
-    RootsCapabilities, ServerResult,
+    ClientConfig, ClientRequest, ErrorData, GetPromptRequestParams, Implementation,
+    ProtocolVersion, ReadResourceRequestParams, RequestId, RootsCapabilities, ServerResult,
+};
+#[allow(deprecated)] // sampling and logging are deprecated only in 2026-07-28
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, ErrorCode, FormElicitationCapability, LoggingMessageNotificationParam,
+    ProgressNotificationParam, SamplingCapability,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService, ServiceError,
+    InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions, RequestContext,
+    RunningService, ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -38,8 +45,14 @@ use crate::codes;
 use crate::definition::{HttpLaunch, StdioLaunch};
 use crate::environment::compose;
 use crate::error::McpError;
+use crate::live::{
+    Arrival, CallContext, CallListener, ElicitationAnswer, ElicitationRequest, InFlight, McpLog,
+    McpLogLevel, McpProgress, SamplingMessage, SamplingRequest, SamplingRole,
+};
 use crate::oauth::ServerCredentials;
-use crate::types::{McpTool, McpToolResult};
+use crate::types::{
+    McpPrompt, McpPromptResult, McpResource, McpResourceContents, McpTool, McpToolResult,
+};
 
 /// The protocol revision offered in `initialize`.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -110,11 +123,109 @@ impl StartFailure {
     }
 }
 
-/// Answers the server's requests and forwards `tools/list_changed`.
+/// Answers the server's requests and forwards `tools/list_changed`;
+/// progress, log messages, sampling and elicitation go to the call in
+/// flight they belong to ([`crate::live`]).
 #[derive(Clone)]
 struct Handler {
     roots: Arc<Vec<(String, Option<String>)>>,
     refresh: mpsc::UnboundedSender<()>,
+    live: Arc<InFlight>,
+}
+
+impl Handler {
+    fn new(roots: &[PathBuf], refresh: mpsc::UnboundedSender<()>) -> Handler {
+        Handler {
+            roots: Arc::new(root_uris(roots)),
+            refresh,
+            live: Arc::new(InFlight::default()),
+        }
+    }
+
+    /// The session a server's request belongs to, or the error the server
+    /// reads (and a warning in the log) when it belongs to none.
+    fn owner(
+        &self,
+        method: &str,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<Arc<dyn CallListener>, ErrorData> {
+        self.live
+            .route(&arrival(&context.extensions))
+            .map_err(|why| {
+                let reason = why.reason(method);
+                tracing::warn!(code = why.code(), "{reason}");
+                ErrorData::invalid_request(
+                    format!("{reason} [{}]", why.code()),
+                    Some(serde_json::json!({"code": why.code()})),
+                )
+            })
+    }
+}
+
+/// Where a server's message arrived: on a call's response stream
+/// (Streamable HTTP tells), or somewhere that names no call.
+fn arrival(extensions: &rmcp::model::Extensions) -> Arrival {
+    match extensions.get::<InboundStreamOrigin>() {
+        Some(InboundStreamOrigin::OutboundRequest(id)) => Arrival::OnCall(id.to_string()),
+        Some(InboundStreamOrigin::Unassociated) | None => Arrival::Unknown,
+    }
+}
+
+/// A sampling request in our own shape: text only, an image or audio block
+/// replaced by a note naming it.
+fn sampling_request(params: &Value) -> SamplingRequest {
+    let messages = params
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| {
+                    let role = match m.get("role").and_then(Value::as_str) {
+                        Some("assistant") => SamplingRole::Assistant,
+                        _ => SamplingRole::User,
+                    };
+                    let blocks = match m.get("content") {
+                        Some(Value::Array(blocks)) => blocks.clone(),
+                        Some(block) => vec![block.clone()],
+                        None => Vec::new(),
+                    };
+                    let text = blocks
+                        .iter()
+                        .map(|b| match b.get("type").and_then(Value::as_str) {
+                            Some("text") => b
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned(),
+                            Some(kind) => {
+                                format!("[{kind} content left out: evoflux samples text only]")
+                            }
+                            None => "[content left out]".to_owned(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    SamplingMessage { role, text }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    SamplingRequest {
+        messages,
+        system_prompt: params
+            .get("systemPrompt")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        max_tokens: params
+            .get("maxTokens")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(1024),
+    }
+}
+
+fn log_level(level: &Value) -> McpLogLevel {
+    serde_json::from_value(level.clone()).unwrap_or(McpLogLevel::Info)
 }
 
 impl ClientHandler for Handler {
@@ -125,7 +236,14 @@ impl ClientHandler for Handler {
         #[allow(deprecated)] // roots are deprecated only in 2026-07-28
         {
             capabilities.roots = Some(RootsCapabilities::default());
+            // Sampling is answered by the calling session's model, after
+            // its user approves; elicitation in form mode, by its user.
+            capabilities.sampling = Some(SamplingCapability::default());
         }
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+        );
         ClientConfig::new(
             capabilities,
             Implementation::new("evoflux", env!("CARGO_PKG_VERSION")),
@@ -154,6 +272,131 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // The receiver is gone only while the connection shuts down.
+        let _ = self.refresh.send(());
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let token = params.progress_token.0.to_string();
+        self.live.progress(
+            &token,
+            McpProgress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            },
+        );
+    }
+
+    #[allow(deprecated)] // logging is deprecated only in 2026-07-28
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        context: NotificationContext<RoleClient>,
+    ) {
+        let wire = serde_json::to_value(&params).unwrap_or_default();
+        let log = McpLog {
+            level: log_level(&wire["level"]),
+            logger: params.logger.clone(),
+            message: match &params.data {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
+        };
+        let Some(log) = self.live.admit_log(log) else {
+            return;
+        };
+        match self.live.route(&arrival(&context.extensions)) {
+            Ok(listener) => listener.log(log),
+            // Between calls (or shared by several sessions): the log only.
+            Err(_) => tracing::info!(
+                level = log.level.as_str(),
+                logger = log.logger.as_deref().unwrap_or(""),
+                "MCP server log: {}",
+                log.message
+            ),
+        }
+    }
+
+    #[allow(deprecated)] // sampling is deprecated only in 2026-07-28
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let listener = self.owner("sampling/createMessage", &context)?;
+        let wire = serde_json::to_value(&params)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = listener
+            .sample(sampling_request(&wire))
+            .await
+            // MCP's code for a sampling request the user rejected.
+            .map_err(|reason| ErrorData::new(ErrorCode(-1), reason, None))?;
+        serde_json::from_value(serde_json::json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": answer.text},
+            "model": answer.model,
+            "stopReason": "endTurn",
+        }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let (message, schema) = match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => (
+                message,
+                serde_json::to_value(&requested_schema).unwrap_or_default(),
+            ),
+            // URL mode (and whatever a later revision adds) is not offered.
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "evoflux answers elicitation in form mode only; URL mode is not supported",
+                    None,
+                ));
+            }
+        };
+        let listener = self.owner("elicitation/create", &context)?;
+        let answer = listener
+            .elicit(ElicitationRequest {
+                message: crate::live::cut(&message),
+                schema: schema.clone(),
+            })
+            .await;
+        let result = match answer {
+            ElicitationAnswer::Accept { content } => {
+                // Checked once more here, whatever front end answered.
+                if let Err(why) = crate::live::validate_elicitation(&schema, &content) {
+                    return Err(ErrorData::invalid_params(
+                        format!("the answer does not fit the requested schema: {why}"),
+                        Some(serde_json::json!({"code": codes::ELICITATION_INVALID})),
+                    ));
+                }
+                serde_json::json!({"action": "accept", "content": content})
+            }
+            ElicitationAnswer::Decline {
+                reason: Some(reason),
+            } => {
+                serde_json::json!({"action": "decline", "_meta": {"reason": reason}})
+            }
+            ElicitationAnswer::Decline { reason: None } => serde_json::json!({"action": "decline"}),
+            ElicitationAnswer::Cancel => serde_json::json!({"action": "cancel"}),
+        };
+        serde_json::from_value(result).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // One refresh re-lists tools and prompts (the manager's refresh loop).
         let _ = self.refresh.send(());
     }
 }
@@ -287,6 +530,8 @@ pub struct Connection {
     max_result_bytes: usize,
     /// The calls whose answer passed that bound.
     cut: CutAnswers,
+    /// The calls in flight, for what the server sends during them.
+    live: Arc<InFlight>,
     /// The protocol version the server agreed to.
     pub protocol_version: String,
     /// `serverInfo.name` and `.version`.
@@ -407,10 +652,11 @@ where
         StreamableHttpClientTransport::with_client(BoundedHttp::new(client, cut.clone()), config);
     let (tx, rx) = mpsc::unbounded_channel();
     match handler(tx).serve(transport).await {
-        Ok(running) => Ok((
-            Connection::new(running, None, StderrTail::default(), max_result_bytes, cut),
-            rx,
-        )),
+        Ok(running) => {
+            let connection =
+                Connection::new(running, None, StderrTail::default(), max_result_bytes, cut);
+            Ok((connection, rx))
+        }
         // The SDK's reading: the server's `401` challenge, directly or after
         // the stored token was refused and could not be refreshed.
         Err(e) if e.is_authorization_required() => Err(StartFailure::needs_login(
@@ -503,15 +749,12 @@ impl Connection {
             });
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let handler = Handler {
-            roots: Arc::new(root_uris(roots)),
-            refresh: tx,
-        };
+        let handler = Handler::new(roots, tx);
         match handler.serve(process).await {
-            Ok(running) => Ok((
-                Connection::new(running, Some(group), tail, max_result_bytes, cut),
-                rx,
-            )),
+            Ok(running) => {
+                let connection = Connection::new(running, Some(group), tail, max_result_bytes, cut);
+                Ok((connection, rx))
+            }
             Err(e) => {
                 // Give the stderr reader a moment to collect the reason.
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -559,10 +802,7 @@ impl Connection {
             .custom_headers(headers)
             .max_json_response_size(max_result_bytes)
             .max_sse_event_size(max_result_bytes);
-        let handler = |tx| Handler {
-            roots: Arc::new(root_uris(roots)),
-            refresh: tx,
-        };
+        let handler = |tx| Handler::new(roots, tx);
         match credentials.filter(ServerCredentials::has_tokens) {
             None => serve_http(client, config, handler, max_result_bytes).await,
             Some(credentials) => {
@@ -597,6 +837,7 @@ impl Connection {
         cut: CutAnswers,
     ) -> Connection {
         let peer = running.peer().clone();
+        let live = Arc::clone(&running.service().live);
         let info = running.peer_info();
         let protocol_version = info
             .as_ref()
@@ -613,6 +854,7 @@ impl Connection {
             stderr,
             max_result_bytes,
             cut,
+            live,
             protocol_version,
             server_info,
         }
@@ -649,14 +891,20 @@ impl Connection {
     /// Calls `tool` with `args`, waiting at most `timeout`. On timeout the
     /// request is dropped, which sends `notifications/cancelled`. An answer
     /// past the result bound ends the call at once
-    /// ([`McpError::ResultTooLarge`]).
+    /// ([`McpError::ResultTooLarge`]). With a `context`, what the server
+    /// sends during the call (progress, logs, sampling, elicitation) goes
+    /// to it; without one, its requests are refused.
     pub async fn call_tool(
         &self,
         server: &str,
         tool: &str,
         args: Map<String, Value>,
         timeout: Duration,
+        context: Option<CallContext>,
     ) -> Result<McpToolResult, McpError> {
+        // Registered before the request goes out, so a request the server
+        // sends at once finds its owner.
+        let registration = context.map(|c| self.live.register(c));
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let transport = |e: ServiceError| McpError::Transport {
@@ -669,6 +917,10 @@ impl Connection {
                 .peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await?;
+            if let Some(r) = &registration {
+                // rmcp sets the `_meta.progressToken` of every request.
+                r.sent(handle.id.to_string(), handle.progress_token.0.to_string());
+            }
             let mut guard = CancelUnanswered {
                 peer: self.peer.clone(),
                 id: Some(handle.id.clone()),
@@ -722,6 +974,143 @@ impl Connection {
             detail: format!("cannot read the tool result: {e}"),
         })?;
         Ok(McpToolResult::from_wire(&wire))
+    }
+
+    /// Whether the server declared prompts in its capabilities.
+    pub fn offers_prompts(&self) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.prompts.is_some())
+    }
+
+    /// Whether the server declared resources in its capabilities.
+    pub fn offers_resources(&self) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
+    /// Every prompt (`prompts/list`, following `nextCursor`).
+    pub async fn list_prompts(&self) -> Result<Vec<McpPrompt>, String> {
+        let prompts = self.peer.list_all_prompts().await.map_err(|e| {
+            format!(
+                "prompts/list failed: {}",
+                without_type_names(&e.to_string())
+            )
+        })?;
+        prompts
+            .iter()
+            .map(|p| {
+                serde_json::to_value(p)
+                    .and_then(serde_json::from_value::<McpPrompt>)
+                    .map_err(|e| format!("prompts/list returned a prompt evoflux cannot read: {e}"))
+            })
+            .collect()
+    }
+
+    /// Every resource (`resources/list`, following `nextCursor`), at most
+    /// `timeout`.
+    pub async fn list_resources(
+        &self,
+        server: &str,
+        timeout: Duration,
+    ) -> Result<Vec<McpResource>, McpError> {
+        let listed = self
+            .bounded(
+                server,
+                "resources/list",
+                timeout,
+                self.peer.list_all_resources(),
+            )
+            .await?;
+        listed
+            .iter()
+            .map(|r| {
+                serde_json::to_value(r)
+                    .and_then(serde_json::from_value::<McpResource>)
+                    .map_err(|e| McpError::Transport {
+                        server: server.to_owned(),
+                        detail: format!(
+                            "resources/list returned a resource evoflux cannot read: {e}"
+                        ),
+                    })
+            })
+            .collect()
+    }
+
+    /// Expands prompt `name` with `args` (`prompts/get`), at most `timeout`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<McpPromptResult, McpError> {
+        let params = GetPromptRequestParams::new(name.to_owned()).with_arguments(args);
+        let result = self
+            .bounded(
+                server,
+                &format!("prompts/get `{name}`"),
+                timeout,
+                self.peer.get_prompt(params),
+            )
+            .await?;
+        let wire = serde_json::to_value(&result).map_err(|e| McpError::Transport {
+            server: server.to_owned(),
+            detail: format!("cannot read the prompt: {e}"),
+        })?;
+        Ok(McpPromptResult::from_wire(&wire))
+    }
+
+    /// Reads the resource at `uri` (`resources/read`), at most `timeout`.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        timeout: Duration,
+    ) -> Result<Vec<McpResourceContents>, McpError> {
+        let result = self
+            .bounded(
+                server,
+                &format!("resources/read `{uri}`"),
+                timeout,
+                self.peer
+                    .read_resource(ReadResourceRequestParams::new(uri.to_owned())),
+            )
+            .await?;
+        let wire = serde_json::to_value(&result).map_err(|e| McpError::Transport {
+            server: server.to_owned(),
+            detail: format!("cannot read the resource: {e}"),
+        })?;
+        Ok(McpResourceContents::from_wire(&wire))
+    }
+
+    /// One request other than a tool call, bounded in time, its SDK error
+    /// turned into ours.
+    async fn bounded<T>(
+        &self,
+        server: &str,
+        request: &str,
+        timeout: Duration,
+        call: impl std::future::Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, McpError> {
+        match tokio::time::timeout(timeout, call).await {
+            Err(_) => Err(McpError::RequestTimeout {
+                server: server.to_owned(),
+                request: request.to_owned(),
+                timeout,
+            }),
+            Ok(Err(ServiceError::McpError(e))) => Err(McpError::Protocol {
+                server: server.to_owned(),
+                code: e.code.0,
+                message: e.message.into_owned(),
+            }),
+            Ok(Err(e)) => Err(McpError::Transport {
+                server: server.to_owned(),
+                detail: without_type_names(&e.to_string()),
+            }),
+            Ok(Ok(v)) => Ok(v),
+        }
     }
 
     /// Ends the session. Stdio: closes the server's stdin (end-of-input),

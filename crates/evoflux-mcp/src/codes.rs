@@ -38,3 +38,14 @@ pub const CREDENTIALS_UNAVAILABLE: &str = "mcp/credentials-unavailable";
 /// A repository file a repository's server runs (its program, a file an
 /// argument names) changed after its trust was checked: not started.
 pub const CHANGED_SINCE_TRUST: &str = evoflux_core::trust::CHANGED_SINCE_TRUST;
+/// A server's sampling or elicitation request arrived with no tool call of
+/// evoflux's in flight on its connection: refused, the server reads why.
+pub const REQUEST_UNROUTED: &str = "mcp/request-unrouted";
+/// A server's sampling or elicitation request arrived while calls of
+/// several sessions were in flight on its connection: refused.
+pub const REQUEST_AMBIGUOUS: &str = "mcp/request-ambiguous";
+/// An elicitation answer did not fit the server's requested schema.
+pub const ELICITATION_INVALID: &str = "mcp/elicitation-invalid";
+/// A server a client passed for one session (an editor's, over ACP) has
+/// the name of a configured server, which it replaces in that session.
+pub const SESSION_SERVER_REPLACES: &str = "mcp/session-server-replaces";

@@ -351,6 +351,80 @@ pub fn from_connection(
     }
 }
 
+/// The layer of the servers a front end's client passed for one session
+/// (an editor's `mcpServers` over ACP), as their owner names it.
+pub const SESSION_LAYER: &str = "session";
+
+/// The owner of a server a client passed for one session: global (its
+/// tools are named `mcp__<name>__<tool>` like a configured server's), of
+/// no file, in the [`SESSION_LAYER`]. It exists only in that session's
+/// runtime ([`crate::McpRuntime::with_session_servers`]).
+pub fn session_owner() -> ServerOwner {
+    ServerOwner::Global {
+        source: None,
+        layer: Some(SESSION_LAYER.to_owned()),
+    }
+}
+
+/// A stdio server a client passed for one session: its program, arguments
+/// and environment overlay exactly as the client sent them (a client
+/// resolves its own variables, so nothing is expanded here), on the same
+/// allowlisted base environment as every server.
+pub fn session_stdio(
+    name: &str,
+    program: PathBuf,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+) -> ServerDefinition {
+    ServerDefinition {
+        name: name.to_owned(),
+        owner: session_owner(),
+        transport: Some(TransportKind::Stdio),
+        launch: Launch::Stdio(StdioLaunch {
+            program,
+            args,
+            env,
+            cwd: None,
+            create_dirs: Vec::new(),
+            references: References::Literal,
+            pinned: Vec::new(),
+        }),
+        startup_timeout: None,
+    }
+}
+
+/// A Streamable HTTP server a client passed for one session, its headers
+/// sent literally to `url` only.
+pub fn session_http(
+    name: &str,
+    url: String,
+    headers: BTreeMap<String, String>,
+) -> ServerDefinition {
+    ServerDefinition {
+        name: name.to_owned(),
+        owner: session_owner(),
+        transport: Some(TransportKind::StreamableHttp),
+        launch: Launch::StreamableHttp(HttpLaunch {
+            url,
+            headers,
+            references: References::Literal,
+        }),
+        startup_timeout: None,
+    }
+}
+
+/// A legacy SSE server a client passed for one session: listed as skipped
+/// ([`codes::TRANSPORT_UNSUPPORTED`]), never started.
+pub fn session_sse(name: &str) -> ServerDefinition {
+    ServerDefinition {
+        name: name.to_owned(),
+        owner: session_owner(),
+        transport: Some(TransportKind::Sse),
+        launch: Launch::Unsupported,
+        startup_timeout: None,
+    }
+}
+
 /// What a plugin installation contributes to the adaptation of its
 /// servers. `credentials` maps declared environment names to values and
 /// is injected only into this installation's stdio processes.

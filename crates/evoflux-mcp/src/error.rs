@@ -32,6 +32,14 @@ pub enum McpError {
         tool: String,
         limit: usize,
     },
+    /// A request other than a tool call (`prompts/get`, `resources/read`,
+    /// …) passed its time bound.
+    #[error("MCP server `{server}` did not answer {request} within {timeout:?}")]
+    RequestTimeout {
+        server: String,
+        request: String,
+        timeout: Duration,
+    },
     #[error("tool arguments must be a JSON object, found {0}")]
     InvalidArguments(String),
     /// The server answered with a JSON-RPC error (for example an unknown
@@ -57,6 +65,7 @@ impl McpError {
             McpError::UnknownServer(_) => "mcp/unknown-server",
             McpError::NotReady { .. } => "mcp/server-not-ready",
             McpError::Timeout { .. } => "mcp/call-timeout",
+            McpError::RequestTimeout { .. } => "mcp/request-timeout",
             McpError::ResultTooLarge { .. } => "mcp/result-too-large",
             McpError::InvalidArguments(_) => "mcp/invalid-arguments",
             McpError::Protocol { .. } => "mcp/protocol-error",

@@ -9,7 +9,13 @@
 //! - [`ToolSet`]: the ready tools of some managers under unique
 //!   model-visible names (`mcp__<server>__<tool>`, see [`naming`]), and
 //!   the call path ([`ToolSet::call_tool`]).
+//! - [`PromptSet`]: the ready prompts under the same naming, for slash
+//!   commands (`prompts/get`); resources are read by server reference
+//!   ([`McpRuntime::read_resource`]).
 //!
+//! - [`live`]: what a server sends during a call (progress, log messages,
+//!   sampling and elicitation requests), routed to the call's session
+//!   ([`live::CallContext`], [`ToolSet::call_tool_in`]) and bounded.
 //! - [`oauth`]: OAuth login for Streamable HTTP servers (tokens kept per
 //!   server in the data directory, sent and refreshed by the connection).
 //!
@@ -27,10 +33,12 @@ pub mod codes;
 pub mod definition;
 pub mod environment;
 pub mod error;
+pub mod live;
 pub mod manager;
 pub mod naming;
 pub mod oauth;
 pub mod plugin;
+pub mod prompts;
 pub mod references;
 pub mod runtime;
 #[cfg(feature = "test-server")]
@@ -44,8 +52,9 @@ pub mod types;
 
 pub use client::{DEFAULT_MAX_RESULT_BYTES, EOF_GRACE, PROTOCOL_VERSION, TERM_GRACE, http_client};
 pub use definition::{
-    HttpLaunch, Launch, PluginContext, ServerDefinition, ServerOwner, StdioLaunch, TransportKind,
-    definition_diagnostics, definitions_from_graph, from_connection, plugin_definitions,
+    HttpLaunch, Launch, PluginContext, SESSION_LAYER, ServerDefinition, ServerOwner, StdioLaunch,
+    TransportKind, definition_diagnostics, definitions_from_graph, from_connection,
+    plugin_definitions, session_http, session_owner, session_sse, session_stdio,
 };
 pub use error::McpError;
 pub use manager::{
@@ -55,6 +64,10 @@ pub use manager::{
 pub use oauth::{
     Callback, LoginStart, LoginTarget, LoopbackRedirect, OAuthError, OAuthLogins, TokenStore,
 };
+pub use prompts::{McpPromptDescriptor, PromptSet};
 pub use runtime::{McpRuntime, ServerListing};
 pub use toolset::{McpToolDescriptor, ToolSet};
-pub use types::{McpContent, McpTool, McpToolResult};
+pub use types::{
+    McpContent, McpPrompt, McpPromptArgument, McpPromptResult, McpResource, McpResourceContents,
+    McpTool, McpToolResult, ResourceBody,
+};

@@ -25,7 +25,9 @@ use crate::definition::{Launch, ServerDefinition, ServerOwner, TransportKind};
 use crate::environment::process_base_environment;
 use crate::error::McpError;
 use crate::toolset::ToolSet;
-use crate::types::{McpTool, McpToolResult};
+use crate::types::{
+    McpPrompt, McpPromptResult, McpResource, McpResourceContents, McpTool, McpToolResult,
+};
 
 /// Codex's defaults: a server gets 10 s to start; a call, 5 minutes. A
 /// server that needs longer to start says so in its own entry
@@ -193,6 +195,9 @@ pub(crate) struct SlotState {
     generation: u64,
     state: ServerState,
     tools: Arc<Vec<McpTool>>,
+    /// The prompts of a ready server that offers them (listed with its
+    /// tools, re-listed with them after a `list_changed`).
+    prompts: Arc<Vec<McpPrompt>>,
     last_error: Option<ServerError>,
     connection: Option<Arc<Connection>>,
 }
@@ -254,6 +259,7 @@ impl Slot {
         };
         st.state = ServerState::Failed;
         st.tools = Arc::new(Vec::new());
+        st.prompts = Arc::new(Vec::new());
         st.last_error = Some(error.clone());
         st.connection = None;
         st.generation += 1;
@@ -280,6 +286,61 @@ impl Slot {
         }
     }
 
+    /// The prompts of the server if it is ready.
+    pub(crate) fn ready_prompts(&self) -> Option<Arc<Vec<McpPrompt>>> {
+        self.check_exited();
+        let st = self.lock();
+        (st.state == ServerState::Ready).then(|| st.prompts.clone())
+    }
+
+    /// The connection of a ready server, or why there is none.
+    fn ready_connection(&self) -> Result<Arc<Connection>, McpError> {
+        self.check_exited();
+        let st = self.lock();
+        match (&st.state, &st.connection) {
+            (ServerState::Ready, Some(c)) => Ok(c.clone()),
+            (state, _) => Err(McpError::NotReady {
+                server: self.definition.name.clone(),
+                state: state.as_str().to_owned(),
+            }),
+        }
+    }
+
+    /// Expands one of the server's prompts (`prompts/get`).
+    pub(crate) async fn get_prompt(
+        &self,
+        prompt: &str,
+        args: serde_json::Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<McpPromptResult, McpError> {
+        let conn = self.ready_connection()?;
+        conn.get_prompt(&self.definition.name, prompt, args, timeout)
+            .await
+    }
+
+    /// Reads one of the server's resources (`resources/read`).
+    pub(crate) async fn read_resource(
+        &self,
+        uri: &str,
+        timeout: Duration,
+    ) -> Result<Vec<McpResourceContents>, McpError> {
+        let conn = self.ready_connection()?;
+        conn.read_resource(&self.definition.name, uri, timeout)
+            .await
+    }
+
+    /// The server's resources (`resources/list`); none when it offers none.
+    pub(crate) async fn list_resources(
+        &self,
+        timeout: Duration,
+    ) -> Result<Vec<McpResource>, McpError> {
+        let conn = self.ready_connection()?;
+        if !conn.offers_resources() {
+            return Ok(Vec::new());
+        }
+        conn.list_resources(&self.definition.name, timeout).await
+    }
+
     /// The tools of the server if it is ready.
     pub(crate) fn ready_tools(&self) -> Option<Arc<Vec<McpTool>>> {
         self.check_exited();
@@ -287,12 +348,14 @@ impl Slot {
         (st.state == ServerState::Ready).then(|| st.tools.clone())
     }
 
-    /// Calls a tool by its raw name.
+    /// Calls a tool by its raw name; `context` receives what the server
+    /// sends during the call ([`crate::live`]).
     pub(crate) async fn call(
         &self,
         tool: &str,
         args: Value,
         timeout: Duration,
+        context: Option<crate::live::CallContext>,
     ) -> Result<McpToolResult, McpError> {
         let args = match args {
             Value::Object(map) => map,
@@ -322,7 +385,7 @@ impl Slot {
             }
         };
         let result = conn
-            .call_tool(&self.definition.name, tool, args, timeout)
+            .call_tool(&self.definition.name, tool, args, timeout, context)
             .await;
         if result.is_err() {
             self.check_exited();
@@ -337,6 +400,7 @@ impl Slot {
         st.state = ServerState::Starting;
         st.last_error = None;
         st.tools = Arc::new(Vec::new());
+        st.prompts = Arc::new(Vec::new());
         let generation = st.generation;
         drop(st);
         self.notify
@@ -366,7 +430,7 @@ impl Slot {
         &self,
         generation: u64,
         connection: Arc<Connection>,
-        tools: Vec<McpTool>,
+        (tools, prompts): (Vec<McpTool>, Vec<McpPrompt>),
     ) -> Result<(), Arc<Connection>> {
         let mut st = self.lock();
         if st.generation != generation {
@@ -374,6 +438,7 @@ impl Slot {
         }
         st.state = ServerState::Ready;
         st.tools = Arc::new(tools);
+        st.prompts = Arc::new(prompts);
         st.connection = Some(connection);
         drop(st);
         self.notify
@@ -398,6 +463,7 @@ impl Slot {
                 | ServerState::Stopped => {
                     st.state = ServerState::Stopped;
                     st.tools = Arc::new(Vec::new());
+                    st.prompts = Arc::new(Vec::new());
                 }
             }
             (st.connection.take(), was)
@@ -432,13 +498,14 @@ impl Slot {
         });
     }
 
-    fn refreshed(&self, generation: u64, tools: Vec<McpTool>) {
+    fn refreshed(&self, generation: u64, (tools, prompts): (Vec<McpTool>, Vec<McpPrompt>)) {
         let mut st = self.lock();
         if st.generation != generation || st.state != ServerState::Ready {
             return;
         }
         let count = tools.len();
         st.tools = Arc::new(tools);
+        st.prompts = Arc::new(prompts);
         if st
             .last_error
             .as_ref()
@@ -514,6 +581,10 @@ impl McpManager {
 
     pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
         self.servers().values().cloned().collect()
+    }
+
+    pub(crate) fn slot_of(&self, name: &str) -> Result<Arc<Slot>, McpError> {
+        self.slot(name)
     }
 
     fn slot(&self, name: &str) -> Result<Arc<Slot>, McpError> {
@@ -730,7 +801,7 @@ impl McpManager {
         args: Value,
         timeout: Duration,
     ) -> Result<McpToolResult, McpError> {
-        self.slot(server)?.call(tool, args, timeout).await
+        self.slot(server)?.call(tool, args, timeout, None).await
     }
 }
 
@@ -773,6 +844,7 @@ fn new_slot(definition: ServerDefinition, notify: Notifier) -> Slot {
             generation: 0,
             state,
             tools: Arc::new(Vec::new()),
+            prompts: Arc::new(Vec::new()),
             last_error,
             connection: None,
         }),
@@ -814,7 +886,10 @@ async fn run_start(slot: Arc<Slot>, generation: u64, launch: Launch, options: Ma
             }
         };
         match conn.list_tools().await {
-            Ok(tools) => Ok((conn, rx, tools)),
+            Ok(tools) => {
+                let prompts = prompts_of(&conn, &slot.definition.name).await;
+                Ok((conn, rx, (tools, prompts)))
+            }
             Err(message) => {
                 conn.shutdown().await;
                 Err(StartFailure::new(codes::TOOLS_LIST_FAILED, message))
@@ -865,7 +940,10 @@ async fn refresh_loop(
         // Several notifications in a row need one re-list.
         while rx.try_recv().is_ok() {}
         let Some(c) = conn.upgrade() else { return };
-        let listed = c.list_tools().await;
+        let listed = match c.list_tools().await {
+            Ok(tools) => Ok((tools, prompts_of(&c, &slot_name(&slot)).await)),
+            Err(e) => Err(e),
+        };
         drop(c);
         let Some(s) = slot.upgrade() else { return };
         match listed {
@@ -876,4 +954,25 @@ async fn refresh_loop(
             }
         }
     }
+}
+
+/// The prompts of a server that offers them. A listing that fails leaves
+/// the server ready without prompts (its tools still work) and is logged.
+async fn prompts_of(conn: &Connection, server: &str) -> Vec<McpPrompt> {
+    if !conn.offers_prompts() {
+        return Vec::new();
+    }
+    match conn.list_prompts().await {
+        Ok(prompts) => prompts,
+        Err(message) => {
+            tracing::warn!(server, "{message}; the server's prompts are not offered");
+            Vec::new()
+        }
+    }
+}
+
+fn slot_name(slot: &Weak<Slot>) -> String {
+    slot.upgrade()
+        .map(|s| s.definition.name.clone())
+        .unwrap_or_default()
 }

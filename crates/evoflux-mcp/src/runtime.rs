@@ -13,6 +13,7 @@ use crate::definition::{ServerDefinition, definition_diagnostics, definitions_fr
 use crate::error::McpError;
 use crate::manager::{ManagerOptions, ManagerScope, McpManager, ReloadReport, ServerStatus};
 use crate::plugin::{installation_definitions, plugin_managers};
+use crate::prompts::PromptSet;
 use crate::toolset::ToolSet;
 
 /// The global manager and the plugin managers, keyed by installation id.
@@ -32,8 +33,41 @@ impl McpRuntime {
         plugins: Option<&PluginManager>,
         options: ManagerOptions,
     ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
-        let definitions = definitions_from_graph(graph);
+        McpRuntime::with_session_servers(graph, plugins, options, Vec::new())
+    }
+
+    /// [`McpRuntime::new`] with `session` servers beside the graph's: the
+    /// servers a front end's client passed for one session (an editor's,
+    /// over ACP, see [`crate::definition::session_owner`]). They join the
+    /// global manager under their own names, so they are named, started,
+    /// bounded and stopped exactly as configured servers are; one named
+    /// like a configured server replaces it in this runtime, with a
+    /// warning ([`codes::SESSION_SERVER_REPLACES`]): the client's entry is
+    /// what the user set up where they are working now.
+    pub fn with_session_servers(
+        graph: &CompiledGraph,
+        plugins: Option<&PluginManager>,
+        options: ManagerOptions,
+        session: Vec<ServerDefinition>,
+    ) -> Result<(McpRuntime, Vec<Diagnostic>), McpError> {
+        let mut definitions = definitions_from_graph(graph);
+        let mut replaced = Vec::new();
+        for server in session {
+            if let Some(at) = definitions.iter().position(|d| d.name == server.name) {
+                definitions.remove(at);
+                replaced.push(Diagnostic::warning(
+                    crate::codes::SESSION_SERVER_REPLACES,
+                    format!(
+                        "the client's MCP server `{}` replaces the configured server of that \
+                         name in this session",
+                        server.name
+                    ),
+                ));
+            }
+            definitions.push(server);
+        }
         let mut diagnostics = collect_diagnostics(&definitions);
+        diagnostics.extend(replaced);
         let global = McpManager::new(ManagerScope::Global, definitions, options.clone())?;
         let mut map = BTreeMap::new();
         if let Some(pm) = plugins {
@@ -195,6 +229,33 @@ impl McpRuntime {
         ToolSet::assemble(&self.managers(), reserved)
     }
 
+    /// The ready prompts of every manager, uniquely named.
+    pub fn prompt_set(&self) -> PromptSet {
+        PromptSet::assemble(&self.managers())
+    }
+
+    /// Reads `uri` from the server a reference names (`name`, or
+    /// `<plugin>/<name>`).
+    pub async fn read_resource(
+        &self,
+        server_ref: &str,
+        uri: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<crate::types::McpResourceContents>, McpError> {
+        let (m, server) = self.manager_of_ref(server_ref);
+        m.read_resource(server, uri, timeout).await
+    }
+
+    /// The resources the server a reference names lists.
+    pub async fn list_resources(
+        &self,
+        server_ref: &str,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<crate::types::McpResource>, McpError> {
+        let (m, server) = self.manager_of_ref(server_ref);
+        m.list_resources(server, timeout).await
+    }
+
     /// An installation was enabled, or its files or credentials changed:
     /// (re)adapts its servers and reconciles them, starting what is new or
     /// changed. Returns the diagnostics of the adaptation.
@@ -307,5 +368,43 @@ mod tests {
         let (rt, _) = McpRuntime::new(&graph, None, options).unwrap();
         assert_eq!(rt.global().statuses().len(), 3);
         assert_eq!(rt.startup_timeout(), Duration::from_secs(120));
+    }
+
+    #[tokio::test]
+    async fn a_session_server_joins_the_global_ones_and_replaces_its_namesake() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("mcp.json"),
+            r#"{"mcpServers": {"docs": {"command": "srv"}, "other": {"command": "srv"}}}"#,
+        )
+        .unwrap();
+        let graph = evoflux_graph::compile_standard(&evoflux_graph::RootOptions {
+            user_config_dir: Some(tmp.path().to_path_buf()),
+            ..evoflux_graph::RootOptions::default()
+        })
+        .unwrap();
+        let session = vec![
+            crate::definition::session_stdio(
+                "docs",
+                "/bin/editor-docs".into(),
+                Vec::new(),
+                Default::default(),
+            ),
+            crate::definition::session_http("remote", "https://x/mcp".into(), Default::default()),
+        ];
+        let (rt, diags) =
+            McpRuntime::with_session_servers(&graph, None, ManagerOptions::default(), session)
+                .unwrap();
+        let statuses = rt.global().statuses();
+        let mut names: Vec<&str> = statuses.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["docs", "other", "remote"]);
+        let docs = statuses.iter().find(|s| s.name == "docs").unwrap();
+        assert_eq!(docs.owner, crate::definition::session_owner());
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.code == crate::codes::SESSION_SERVER_REPLACES)
+        );
     }
 }

@@ -5,12 +5,18 @@
 //!
 //! Tools: `echo`, `add`, `get_env` (the variables the process sees),
 //! `fail` (a tool error, `isError: true`), `sleep` (for timeouts),
-//! `add_tool` (adds a tool and sends `tools/list_changed`), `roots` (asks
+//! `add_tool` (adds a tool and sends `tools/list_changed`), `add_prompt`
+//! (adds a prompt and sends `prompts/list_changed`; the prompt `greet`
+//! takes a required `name`), `roots` (asks
 //! the client for `roots/list`), `headers` (the HTTP request headers),
 //! `pid`, `spawn_child` (a `sleep` grandchild, for orphan checks),
 //! `crash` (exits the process), `flood` (a text result of `bytes` bytes,
-//! for the result bound), plus `filler_<n>` tools and a page size to
-//! force `tools/list` pagination.
+//! for the result bound), `chatter` (three progress notifications and a
+//! warning log message during the call), `sample` (asks the client's model
+//! during the call), `sample_later` and `last_sampling` (asks after the
+//! call ended, when no call is in flight, and reports how that went),
+//! plus `filler_<n>` tools and a page size to force `tools/list`
+//! pagination.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -52,9 +58,40 @@ struct TestServer {
 struct Shared {
     /// Tools added by `add_tool`.
     added: AtomicUsize,
+    /// Prompts added by `add_prompt` (`dynamic_prompt_<n>`, besides `greet`).
+    prompts_added: AtomicUsize,
     /// Set by `add_tool` with `{"break_listing": true}`: every later
     /// `tools/list` fails, to test how a failed re-list is reported.
     listing_broken: std::sync::atomic::AtomicBool,
+    /// What the last `sample_later` request got back.
+    last_sampling: std::sync::Mutex<Option<String>>,
+}
+
+/// A `sampling/createMessage` with one user message, answered as text or
+/// as the client's error.
+#[allow(deprecated)] // sampling is deprecated only in 2026-07-28
+async fn ask_for_sample(peer: &rmcp::Peer<RoleServer>, prompt: &str) -> String {
+    let params: Result<rmcp::model::CreateMessageRequestParams, _> =
+        serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            "systemPrompt": "Answer in one word.",
+            "maxTokens": 50,
+        }));
+    let params = match params {
+        Ok(p) => p,
+        Err(e) => return format!("error: {e}"),
+    };
+    match peer.create_message(params).await {
+        Ok(result) => match serde_json::to_value(&result) {
+            Ok(v) => format!(
+                "answer: {} (model {})",
+                v["content"]["text"].as_str().unwrap_or_default(),
+                v["model"].as_str().unwrap_or_default()
+            ),
+            Err(e) => format!("error: {e}"),
+        },
+        Err(e) => format!("error: {e}"),
+    }
 }
 
 fn schema(properties: Value, required: &[&str]) -> Value {
@@ -69,6 +106,9 @@ fn tool(name: &str, description: &str, input_schema: Value) -> Result<Tool, Erro
     }))
     .map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
+
+/// A 1x1 PNG, base64: what the `image` tool returns.
+pub const TINY_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 fn text_result(text: impl Into<String>, is_error: bool) -> Result<CallToolResponse, ErrorData> {
     let result: CallToolResult = serde_json::from_value(json!({
@@ -151,6 +191,35 @@ impl TestServer {
                 "Exits the server process at once.",
                 schema(json!({}), &[]),
             )?,
+            tool(
+                "image",
+                "Returns a caption, a 1x1 PNG as image content and the same PNG as an \
+                 embedded resource blob.",
+                schema(json!({}), &[]),
+            )?,
+            tool(
+                "chatter",
+                "Sends three progress notifications and a warning log message.",
+                schema(json!({}), &[]),
+            )?,
+            tool(
+                "sample",
+                "Asks the client's model `prompt` during the call.",
+                schema(json!({"prompt": {"type": "string"}}), &["prompt"]),
+            )?,
+            tool(
+                "sample_later",
+                "Asks the client's model `prompt` `ms` milliseconds after the call ended.",
+                schema(
+                    json!({"prompt": {"type": "string"}, "ms": {"type": "integer"}}),
+                    &["prompt", "ms"],
+                ),
+            )?,
+            tool(
+                "last_sampling",
+                "What the last `sample_later` request got back (once).",
+                schema(json!({}), &[]),
+            )?,
         ];
         for n in 0..self.options.filler_tools {
             tools.push(tool(
@@ -171,8 +240,12 @@ impl TestServer {
 }
 
 impl ServerHandler for TestServer {
+    #[allow(deprecated)] // logging is deprecated only in 2026-07-28
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_prompts()
+            .enable_prompts_list_changed()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -210,6 +283,49 @@ impl ServerHandler for TestServer {
         let next = (end < tools.len()).then(|| end.to_string());
         serde_json::from_value(json!({"tools": page, "nextCursor": next}))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let mut prompts = vec![json!({
+            "name": "greet",
+            "description": "Greets someone.",
+            "arguments": [{"name": "name", "description": "who", "required": true}]
+        })];
+        for n in 0..self.dynamic.prompts_added.load(Ordering::SeqCst) {
+            prompts.push(json!({"name": format!("dynamic_prompt_{n}")}));
+        }
+        serde_json::from_value(json!({ "prompts": prompts }))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = match request.name.as_str() {
+            "greet" => match args.get("name").and_then(Value::as_str) {
+                Some(name) => format!("Say hello to {name}."),
+                None => return Err(ErrorData::invalid_params("`name` is required", None)),
+            },
+            other if other.starts_with("dynamic_prompt_") => format!("{other} expanded."),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("no prompt named {other}"),
+                    None,
+                ));
+            }
+        };
+        let result = serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}]
+        }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(rmcp::model::GetPromptResponse::Complete(result))
     }
 
     async fn call_tool(
@@ -265,6 +381,15 @@ impl ServerHandler for TestServer {
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 text_result(format!("added dynamic_{n}"), false)
             }
+            "add_prompt" => {
+                let n = self.dynamic.prompts_added.fetch_add(1, Ordering::SeqCst);
+                context
+                    .peer
+                    .notify_prompt_list_changed()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                text_result(format!("added dynamic_prompt_{n}"), false)
+            }
             "roots" => {
                 #[allow(deprecated)] // roots are deprecated only in 2026-07-28
                 let roots = context
@@ -310,6 +435,76 @@ impl ServerHandler for TestServer {
                 text_result("x".repeat(bytes), false)
             }
             "crash" => std::process::exit(3),
+            "image" => {
+                let result: CallToolResult = serde_json::from_value(json!({
+                    "content": [
+                        {"type": "text", "text": "a red dot"},
+                        {"type": "image", "data": TINY_PNG, "mimeType": "image/png"},
+                        {"type": "resource", "resource": {
+                            "uri": "test://dot.png", "mimeType": "image/png", "blob": TINY_PNG,
+                        }},
+                    ],
+                }))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                Ok(CallToolResponse::Complete(result))
+            }
+            "chatter" => {
+                let token = context.meta.get_progress_token();
+                for step in 1..=3 {
+                    if let Some(token) = &token {
+                        let mut p =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), step.into());
+                        p.total = Some(3.0);
+                        p.message = Some(format!("step {step}"));
+                        let _ = context.peer.notify_progress(p).await;
+                    }
+                    // Apart, so none is coalesced away.
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                }
+                #[allow(deprecated)] // logging is deprecated only in 2026-07-28
+                let log = rmcp::model::LoggingMessageNotificationParam::new(
+                    rmcp::model::LoggingLevel::Warning,
+                    json!("disk almost full"),
+                )
+                .with_logger("chatter");
+                #[allow(deprecated)]
+                let _ = context.peer.notify_logging_message(log).await;
+                // Let the notifications arrive before the answer.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                text_result("chattered", false)
+            }
+            "sample" => {
+                let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");
+                text_result(ask_for_sample(&context.peer, prompt).await, false)
+            }
+            "sample_later" => {
+                let prompt = args
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let ms = u64::try_from(int_arg(&args, "ms")?).unwrap_or(0);
+                let peer = context.peer.clone();
+                let shared = Arc::clone(&self.dynamic);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    let got = ask_for_sample(&peer, &prompt).await;
+                    *shared
+                        .last_sampling
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(got);
+                });
+                text_result("scheduled", false)
+            }
+            "last_sampling" => {
+                let got = self
+                    .dynamic
+                    .last_sampling
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                text_result(got.unwrap_or_else(|| "nothing yet".to_owned()), false)
+            }
             other => Err(ErrorData::invalid_params(
                 format!("Unknown tool: {other}"),
                 None,

@@ -136,12 +136,25 @@ impl ToolSet {
         args: Value,
         timeout: Duration,
     ) -> Result<McpToolResult, McpError> {
+        self.call_tool_in(qualified_name, args, timeout, None).await
+    }
+
+    /// [`ToolSet::call_tool`] for a session: what the server sends during
+    /// the call (progress, logs, sampling and elicitation requests) goes to
+    /// `context`; without one, the server's requests are refused.
+    pub async fn call_tool_in(
+        &self,
+        qualified_name: &str,
+        args: Value,
+        timeout: Duration,
+        context: Option<crate::live::CallContext>,
+    ) -> Result<McpToolResult, McpError> {
         let &i = self
             .index
             .get(qualified_name)
             .ok_or_else(|| McpError::UnknownTool(qualified_name.to_owned()))?;
         self.targets[i]
-            .call(&self.tools[i].tool, args, timeout)
+            .call(&self.tools[i].tool, args, timeout, context)
             .await
     }
 }

@@ -2,6 +2,7 @@
 //! crate boundary. They are read from the wire JSON (MCP 2025-11-25
 //! `Tool`, `CallToolResult` and content blocks).
 
+use evoflux_protocol::{Media, MediaKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -171,6 +172,197 @@ impl McpToolResult {
             .map(McpContent::to_text)
             .collect::<Vec<_>>()
             .join("\n")
+    }
+}
+
+impl McpContent {
+    /// The block as conversation media: an image or audio block, or an
+    /// embedded resource whose blob has an image or audio MIME type.
+    /// `None` for text, links and other resources.
+    pub fn to_media(&self) -> Option<Media> {
+        match self {
+            McpContent::Image { data, mime_type } => {
+                Some(Media::new(MediaKind::Image, mime_type, data))
+            }
+            McpContent::Audio { data, mime_type } => {
+                Some(Media::new(MediaKind::Audio, mime_type, data))
+            }
+            McpContent::Resource {
+                uri,
+                mime_type: Some(mime_type),
+                blob: Some(blob),
+                ..
+            } => {
+                let kind = if mime_type.starts_with("image/") {
+                    MediaKind::Image
+                } else if mime_type.starts_with("audio/") {
+                    MediaKind::Audio
+                } else {
+                    return None;
+                };
+                Some(Media {
+                    source: Some(uri.clone()),
+                    ..Media::new(kind, mime_type, blob)
+                })
+            }
+            McpContent::Text { .. }
+            | McpContent::ResourceLink { .. }
+            | McpContent::Resource { .. } => None,
+        }
+    }
+}
+
+impl McpToolResult {
+    /// The result for the conversation: the text of every block that is
+    /// not media (or the structured content when there are no blocks), and
+    /// the images and audio, in order, for the tool message's `media`.
+    /// Each wire then carries the media or names them in text.
+    pub fn to_text_and_media(&self) -> (String, Vec<Media>) {
+        if self.content.is_empty() {
+            return (self.to_text(), Vec::new());
+        }
+        let mut texts = Vec::new();
+        let mut media = Vec::new();
+        for block in &self.content {
+            match block.to_media() {
+                Some(m) => media.push(m),
+                None => texts.push(block.to_text()),
+            }
+        }
+        (texts.join("\n"), media)
+    }
+}
+
+/// A prompt as a server lists it (`prompts/list`): a template the user
+/// invokes by name with the arguments it declares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpPrompt {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The declared arguments, in the server's order (positional
+    /// arguments map onto them in this order).
+    #[serde(default)]
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// One declared argument of a prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpPromptArgument {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// What `prompts/get` returned: the messages the prompt expands to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpPromptResult {
+    pub description: Option<String>,
+    /// `(role, content)` in order; the role is `user` or `assistant`.
+    pub messages: Vec<(String, McpContent)>,
+}
+
+impl McpPromptResult {
+    /// Reads a wire `GetPromptResult`.
+    pub fn from_wire(result: &Value) -> McpPromptResult {
+        let messages = result
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|ms| {
+                ms.iter()
+                    .map(|m| {
+                        let role = m
+                            .get("role")
+                            .and_then(Value::as_str)
+                            .unwrap_or("user")
+                            .to_owned();
+                        let content = m.get("content").map_or(
+                            McpContent::Text {
+                                text: String::new(),
+                            },
+                            McpContent::from_wire,
+                        );
+                        (role, content)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        McpPromptResult {
+            description: result
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            messages,
+        }
+    }
+}
+
+/// A resource as a server lists it (`resources/list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResource {
+    pub uri: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// One part of what `resources/read` returned: text, or binary contents
+/// named by their size (never inlined as text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpResourceContents {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub body: ResourceBody,
+}
+
+/// The body of one resource part. Closed: MCP has text and blob contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ResourceBody {
+    Text {
+        text: String,
+    },
+    /// Base64 contents, kept as sent.
+    Blob {
+        base64: String,
+    },
+}
+
+impl McpResourceContents {
+    /// Reads the `contents` of a wire `ReadResourceResult`.
+    pub fn from_wire(result: &Value) -> Vec<McpResourceContents> {
+        let Some(parts) = result.get("contents").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        parts
+            .iter()
+            .filter_map(Value::as_object)
+            .map(|obj| {
+                let s = |k: &str| str_field(obj, k);
+                let body = match (s("text"), s("blob")) {
+                    (Some(text), _) => ResourceBody::Text { text },
+                    (None, Some(base64)) => ResourceBody::Blob { base64 },
+                    (None, None) => ResourceBody::Text {
+                        text: String::new(),
+                    },
+                };
+                McpResourceContents {
+                    uri: s("uri").unwrap_or_default(),
+                    mime_type: s("mimeType"),
+                    body,
+                }
+            })
+            .collect()
     }
 }
 

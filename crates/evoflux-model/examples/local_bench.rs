@@ -133,6 +133,8 @@ fn config(model: &std::path::Path) -> ProviderConfig {
     ProviderConfig {
         wire_api: None,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind: ProviderKind::Local,
         base_url: None,
         api_key_env: None,

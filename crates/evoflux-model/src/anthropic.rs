@@ -28,7 +28,9 @@ use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
-use crate::message::{Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch};
+use crate::message::{
+    Media, MediaKind, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch,
+};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// The API version this module speaks.
@@ -80,6 +82,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
+        let request = self.http.fit_media(request);
         let wire = SseWire {
             headers: &[("anthropic-version", API_VERSION)],
             auth: |builder, key| builder.header("x-api-key", key),
@@ -156,6 +159,30 @@ fn text_and_server_blocks(content: &str, items: &[ProviderItem]) -> Vec<Value> {
     blocks
 }
 
+/// A text block (unless empty: the API refuses empty text blocks) and one
+/// `image` block per image. The Messages API has no audio block, so
+/// [`crate::media::fit`] leaves no clip here; one that still arrives is
+/// named in text, never dropped.
+fn with_media(content: &str, media: &[Media]) -> Vec<Value> {
+    let mut blocks = Vec::with_capacity(media.len() + 1);
+    if !content.is_empty() {
+        blocks.push(json!({"type": "text", "text": content}));
+    }
+    for m in media {
+        blocks.push(match m.kind {
+            MediaKind::Image => json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": m.mime_type, "data": m.data},
+            }),
+            MediaKind::Audio => json!({
+                "type": "text",
+                "text": m.placeholder("the Messages API takes no audio"),
+            }),
+        });
+    }
+    blocks
+}
+
 /// The JSON body of a streaming Messages request.
 pub fn request_body(request: &Request) -> Value {
     let mut system: Vec<&str> = Vec::new();
@@ -166,7 +193,10 @@ pub fn request_body(request: &Request) -> Value {
                 system.push(content);
                 continue;
             }
-            Message::User { content } => ("user", vec![json!({"type": "text", "text": content})]),
+            Message::User { content, media } if media.is_empty() => {
+                ("user", vec![json!({"type": "text", "text": content})])
+            }
+            Message::User { content, media } => ("user", with_media(content, media)),
             Message::Assistant {
                 content,
                 tool_calls,
@@ -184,7 +214,14 @@ pub fn request_body(request: &Request) -> Value {
                 tool_call_id,
                 content,
                 is_error,
+                media,
             } => {
+                // A tool result holds text and image blocks alike.
+                let content = if media.is_empty() {
+                    json!(content)
+                } else {
+                    Value::Array(with_media(content, media))
+                };
                 let mut block = json!({
                     "type": "tool_result", "tool_use_id": tool_call_id, "content": content,
                 });
@@ -679,6 +716,7 @@ mod tests {
                     tool_call_id: "t2".into(),
                     content: "boom".into(),
                     is_error: true,
+                    media: Vec::new(),
                 },
             ],
         );

@@ -290,6 +290,7 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 pub(crate) struct SseClient {
     endpoint: Endpoint,
     context_window: Option<u64>,
+    media: crate::media::MediaSupport,
     client: reqwest::Client,
     options: ProviderOptions,
 }
@@ -314,6 +315,7 @@ impl SseClient {
                 bounds,
             },
             context_window: config.context_window,
+            media: crate::media::MediaSupport::of(config),
             client: bounded_client(&bounds)?,
             options: options.clone(),
         })
@@ -325,6 +327,12 @@ impl SseClient {
 
     pub fn context_window(&self) -> Option<u64> {
         self.context_window
+    }
+
+    /// `request` with what the model cannot take replaced by placeholders
+    /// ([`crate::media::fit`]); every wire renders what is left.
+    pub fn fit_media(&self, request: crate::message::Request) -> crate::message::Request {
+        crate::media::fit(request, self.media)
     }
 
     /// One streamed call: the API key read per call (so a rotated key is

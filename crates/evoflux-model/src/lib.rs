@@ -25,6 +25,7 @@ mod http;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod local_models;
+pub mod media;
 /// The conversation vocabulary lives in `evoflux-protocol`; providers
 /// reach it here as before.
 pub use evoflux_protocol::message;
@@ -45,8 +46,8 @@ pub use event::{StopReason, StreamEvent, Usage};
 pub use evoflux_protocol::events::CallPurpose;
 pub use http::http_client;
 pub use message::{
-    Citation, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request, ToolCall,
-    ToolChoice, ToolDefinition, WebSearch, WebSource,
+    Citation, Media, MediaKind, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request,
+    ToolCall, ToolChoice, ToolDefinition, WebSearch, WebSource,
 };
 pub use provider::{
     Completion, EnvLookup, EventStream, Provider, ProviderOptions, collect, provider_for, resolve,

@@ -20,7 +20,7 @@ use crate::assemble::ToolCallAssembler;
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
-use crate::message::{Message, Request, ToolChoice};
+use crate::message::{Media, MediaKind, Message, Request, ToolChoice};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// A Chat Completions provider.
@@ -56,6 +56,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn stream(&self, request: Request) -> EventStream {
+        let request = self.http.fit_media(request);
         let wire = SseWire {
             headers: &[],
             auth: |builder, key| builder.bearer_auth(key),
@@ -67,7 +68,7 @@ impl Provider for OpenAiProvider {
 
 /// The JSON body of a streaming Chat Completions request.
 pub fn request_body(request: &Request) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
+    let messages = messages_json(&request.messages);
     let mut body = json!({
         "model": request.model,
         "messages": messages,
@@ -111,10 +112,71 @@ pub fn request_body(request: &Request) -> Value {
     body
 }
 
+/// The messages, in order. A tool message holds text only on this wire,
+/// so the media of a run of tool results follow the run as one user
+/// message (after the last result: the results must directly follow the
+/// assistant turn that called them), each introduced by its call id.
+fn messages_json(messages: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut held: Vec<Value> = Vec::new();
+    for m in messages {
+        if !matches!(m, Message::Tool { .. }) {
+            flush_tool_media(&mut held, &mut out);
+        }
+        if let Message::Tool {
+            tool_call_id,
+            media,
+            ..
+        } = m
+            && !media.is_empty()
+        {
+            held.push(json!({
+                "type": "text",
+                "text": format!("The result of tool call {tool_call_id} attached:"),
+            }));
+            held.extend(media.iter().map(media_part));
+        }
+        out.push(message_json(m));
+    }
+    flush_tool_media(&mut held, &mut out);
+    out
+}
+
+fn flush_tool_media(held: &mut Vec<Value>, out: &mut Vec<Value>) {
+    if !held.is_empty() {
+        out.push(json!({"role": "user", "content": std::mem::take(held)}));
+    }
+}
+
+/// One content part for an image (`image_url` with a data URL) or a clip
+/// (`input_audio`, format `wav` or `mp3`).
+fn media_part(media: &Media) -> Value {
+    match media.kind {
+        MediaKind::Image => json!({"type": "image_url", "image_url": {"url": media.data_url()}}),
+        MediaKind::Audio => {
+            let format = match media.mime_type.as_str() {
+                "audio/mpeg" | "audio/mp3" => "mp3",
+                _ => "wav",
+            };
+            json!({"type": "input_audio", "input_audio": {"data": media.data, "format": format}})
+        }
+    }
+}
+
 fn message_json(m: &Message) -> Value {
     match m {
         Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::User { content, media } if media.is_empty() => {
+            json!({"role": "user", "content": content})
+        }
+        Message::User { content, media } => {
+            let mut parts = Vec::with_capacity(media.len() + 1);
+            if !content.is_empty() {
+                parts.push(json!({"type": "text", "text": content}));
+            }
+            parts.extend(media.iter().map(media_part));
+            json!({"role": "user", "content": parts})
+        }
         // Chat Completions has no reasoning or server-tool items to carry.
         Message::Assistant {
             content,
@@ -141,12 +203,32 @@ fn message_json(m: &Message) -> Value {
             v
         }
         // Chat Completions has no error flag on tool results; the content
-        // itself says what went wrong.
+        // itself says what went wrong. Media follow ([`messages_json`]).
         Message::Tool {
             tool_call_id,
             content,
+            media,
             is_error: _,
-        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+        } => {
+            let content = if media.is_empty() {
+                content.clone()
+            } else {
+                let note = format!(
+                    "[{} attached in the next message]",
+                    media
+                        .iter()
+                        .map(Media::describe)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+                if content.is_empty() {
+                    note
+                } else {
+                    format!("{content}\n{note}")
+                }
+            };
+            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+        }
     }
 }
 

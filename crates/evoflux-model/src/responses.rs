@@ -33,7 +33,9 @@ use crate::assemble::{ToolCallAssembler, assemble_one};
 use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
-use crate::message::{Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch};
+use crate::message::{
+    Media, MediaKind, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch,
+};
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
 /// What the Responses API runs on its own side.
@@ -77,7 +79,8 @@ impl Provider for ResponsesProvider {
         PROVIDER_TOOLS
     }
 
-    fn stream(&self, mut request: Request) -> EventStream {
+    fn stream(&self, request: Request) -> EventStream {
+        let mut request = self.http.fit_media(request);
         if request.reasoning_effort.is_none() {
             request.reasoning_effort = self.reasoning_effort;
         }
@@ -175,9 +178,8 @@ fn input_items(m: &Message, out: &mut Vec<Value>) {
             "type": "message", "role": "system",
             "content": [{"type": "input_text", "text": content}],
         })),
-        Message::User { content } => out.push(json!({
-            "type": "message", "role": "user",
-            "content": [{"type": "input_text", "text": content}],
+        Message::User { content, media } => out.push(json!({
+            "type": "message", "role": "user", "content": input_parts(content, media),
         })),
         Message::Assistant {
             content,
@@ -230,13 +232,47 @@ fn input_items(m: &Message, out: &mut Vec<Value>) {
         }
         // The Responses API has no error flag on a call's output; the
         // content itself says what went wrong.
+        // With media the output is a list of content parts (the API takes
+        // `input_text` and `input_image` there); a string otherwise.
         Message::Tool {
             tool_call_id,
             content,
+            media,
             is_error: _,
-        } => out.push(json!({
-            "type": "function_call_output", "call_id": tool_call_id, "output": content,
-        })),
+        } => {
+            let output = if media.is_empty() {
+                json!(content)
+            } else {
+                Value::Array(input_parts(content, media))
+            };
+            out.push(json!({
+                "type": "function_call_output", "call_id": tool_call_id, "output": output,
+            }));
+        }
+    }
+}
+
+/// The text (left out when empty beside media) and the media as input
+/// content parts.
+fn input_parts(content: &str, media: &[Media]) -> Vec<Value> {
+    let mut parts = Vec::with_capacity(media.len() + 1);
+    if !content.is_empty() || media.is_empty() {
+        parts.push(json!({"type": "input_text", "text": content}));
+    }
+    parts.extend(media.iter().map(media_part));
+    parts
+}
+
+/// One input content part for `media`: `input_image` with a data URL. The
+/// wire has no audio input, so [`crate::media::fit`] leaves no clip here;
+/// one that still arrives is named in text, never dropped.
+fn media_part(media: &Media) -> Value {
+    match media.kind {
+        MediaKind::Image => json!({"type": "input_image", "image_url": media.data_url()}),
+        MediaKind::Audio => json!({
+            "type": "input_text",
+            "text": media.placeholder("the Responses API takes no audio"),
+        }),
     }
 }
 

@@ -743,7 +743,7 @@ impl ScriptedProvider {
 
     fn message_matches(&self, check: &LastMessage, message: &Message) -> bool {
         match (check, message) {
-            (LastMessage::User(m), Message::User { content })
+            (LastMessage::User(m), Message::User { content, .. })
             | (LastMessage::ToolResult(m), Message::Tool { content, .. }) => {
                 m.matches(&self.bindings.to_script(content))
             }
@@ -753,7 +753,7 @@ impl ScriptedProvider {
 
     fn message_text(&self, message: &Message) -> Option<String> {
         match message {
-            Message::User { content } | Message::Tool { content, .. } => {
+            Message::User { content, .. } | Message::Tool { content, .. } => {
                 Some(self.bindings.to_script(content))
             }
             Message::System { .. } | Message::Assistant { .. } => None,
@@ -766,7 +766,7 @@ impl ScriptedProvider {
             Some(Message::System { content }) => {
                 format!("a last system message {}", quote(content))
             }
-            Some(Message::User { content }) => {
+            Some(Message::User { content, .. }) => {
                 format!(
                     "a user message {}",
                     quote(&self.bindings.to_script(content))
@@ -872,7 +872,7 @@ fn reply_events(turn: usize, reply: &Reply, request: &Request) -> Vec<StreamEven
             .iter()
             .map(|m| match m {
                 Message::System { content }
-                | Message::User { content }
+                | Message::User { content, .. }
                 | Message::Tool { content, .. } => content.len(),
                 Message::Assistant {
                     content,
@@ -953,12 +953,14 @@ impl Provider for ScriptedProvider {
                     let (events, delay) = title_events(self.script.title.as_ref(), &request);
                     (events.into_iter().map(Ok).collect(), delay)
                 }
-                crate::CallPurpose::Turn | crate::CallPurpose::SkillResolution => {
-                    match self.play(&request) {
-                        Ok((events, delay)) => (events.into_iter().map(Ok).collect(), delay),
-                        Err(e) => (vec![Err(ProviderError::Script(e))], None),
-                    }
-                }
+                // An MCP server's sampling request plays the script's next
+                // turn, so a test scripts the model's answer to it.
+                crate::CallPurpose::Turn
+                | crate::CallPurpose::SkillResolution
+                | crate::CallPurpose::Sampling => match self.play(&request) {
+                    Ok((events, delay)) => (events.into_iter().map(Ok).collect(), delay),
+                    Err(e) => (vec![Err(ProviderError::Script(e))], None),
+                },
             };
         match delay {
             None => Box::pin(futures_util::stream::iter(items)),

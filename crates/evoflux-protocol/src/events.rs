@@ -13,6 +13,7 @@ use evoflux_core::AppMode;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::message::Media;
 use crate::metadata::ResultMetadata;
 
 /// The result of one tool call as the model and the transcript see it.
@@ -24,6 +25,10 @@ pub struct ToolResult {
     /// `{process_id, status, artifact, …}`); stored with the tool message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<ResultMetadata>,
+    /// Images or audio the tool returned (an MCP tool's image content);
+    /// they go on the tool message beside `content`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<Media>,
 }
 
 impl ToolResult {
@@ -32,6 +37,7 @@ impl ToolResult {
             content: content.into(),
             is_error: false,
             metadata: None,
+            media: Vec::new(),
         }
     }
 
@@ -40,6 +46,7 @@ impl ToolResult {
             content: content.into(),
             is_error: true,
             metadata: None,
+            media: Vec::new(),
         }
     }
 }
@@ -145,6 +152,11 @@ pub enum Event {
         /// tools that run a command.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         workdir: Option<String>,
+        /// An MCP server the call runs asks the session's model for an
+        /// answer (`sampling/createMessage`); `call_id` names this request
+        /// (`<tool call>:sampling-<n>`), `tool` the tool call's tool.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling: Option<SamplingAsk>,
     },
     /// An approval asked for (`approval_requested`) was decided. Sent to
     /// every client of the session before the call runs (or is refused),
@@ -298,6 +310,48 @@ pub enum Event {
     ToolsActivated {
         tools: Vec<String>,
     },
+    /// An MCP tool call's progress (`notifications/progress`), coalesced
+    /// to a few a second: `progress` of `total` when the server knows it.
+    ToolProgress {
+        call_id: String,
+        progress: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A log message of the MCP server a tool call runs on
+    /// (`notifications/message`), rate-limited and cut to 2,000
+    /// characters.
+    ToolLog {
+        call_id: String,
+        server: String,
+        level: ServerLogLevel,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        logger: Option<String>,
+        message: String,
+    },
+    /// An MCP server the tool call `call_id` runs asks the user to fill in
+    /// a form (`elicitation/create`): answer it by `id`
+    /// (`POST /api/sessions/{id}/elicitations/{elicitation_id}`, or the
+    /// front end's own prompt). `schema` is the server's restricted JSON
+    /// Schema: an object of string, number, integer, boolean and enum
+    /// properties.
+    ElicitationRequested {
+        id: String,
+        call_id: String,
+        server: String,
+        message: String,
+        schema: Value,
+    },
+    /// The elicitation `id` was answered (or declined by a policy, or
+    /// cancelled with its turn); sent to every client before the server
+    /// reads it.
+    ElicitationAnswered {
+        id: String,
+        action: ElicitationAction,
+        by: DecidedBy,
+    },
     /// An event of the child session the dispatch `call_id` opened.
     Child {
         call_id: String,
@@ -359,6 +413,10 @@ impl Event {
             | Event::TaskUpdate { .. }
             | Event::ToolsActivated { .. }
             | Event::SessionTitled { .. }
+            | Event::ToolProgress { .. }
+            | Event::ToolLog { .. }
+            | Event::ElicitationRequested { .. }
+            | Event::ElicitationAnswered { .. }
             // A child's results are in the child session's folder.
             | Event::Child { .. }
             | Event::Warning { .. } => Boundary::Within,
@@ -397,6 +455,10 @@ impl Event {
             Event::SessionTitled { .. } => EventKind::SessionTitled,
             Event::TaskUpdate { .. } => EventKind::TaskUpdate,
             Event::ToolsActivated { .. } => EventKind::ToolsActivated,
+            Event::ToolProgress { .. } => EventKind::ToolProgress,
+            Event::ToolLog { .. } => EventKind::ToolLog,
+            Event::ElicitationRequested { .. } => EventKind::ElicitationRequested,
+            Event::ElicitationAnswered { .. } => EventKind::ElicitationAnswered,
             Event::Child { .. } => EventKind::Child,
             Event::Warning { .. } => EventKind::Warning,
         }
@@ -436,12 +498,16 @@ pub enum EventKind {
     SessionTitled,
     TaskUpdate,
     ToolsActivated,
+    ToolProgress,
+    ToolLog,
+    ElicitationRequested,
+    ElicitationAnswered,
     Child,
     Warning,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 29] = [
+    pub const ALL: [EventKind; 33] = [
         EventKind::SessionStarted,
         EventKind::TurnStarted,
         EventKind::MessageDelta,
@@ -469,6 +535,10 @@ impl EventKind {
         EventKind::SessionTitled,
         EventKind::TaskUpdate,
         EventKind::ToolsActivated,
+        EventKind::ToolProgress,
+        EventKind::ToolLog,
+        EventKind::ElicitationRequested,
+        EventKind::ElicitationAnswered,
         EventKind::Child,
         EventKind::Warning,
     ];
@@ -503,6 +573,10 @@ impl EventKind {
             EventKind::SessionTitled => "session_titled",
             EventKind::TaskUpdate => "task_update",
             EventKind::ToolsActivated => "tools_activated",
+            EventKind::ToolProgress => "tool_progress",
+            EventKind::ToolLog => "tool_log",
+            EventKind::ElicitationRequested => "elicitation_requested",
+            EventKind::ElicitationAnswered => "elicitation_answered",
             EventKind::Child => "child",
             EventKind::Warning => "warning",
         }
@@ -642,6 +716,76 @@ pub enum CallPurpose {
     SkillResolution,
     /// The session's title, asked once after its first turn.
     Title,
+    /// An MCP server's `sampling/createMessage`, answered with the user's
+    /// approval during one of the session's tool calls.
+    Sampling,
+}
+
+/// How a front end words a tool call's progress (`tool_progress`):
+/// `2/5 (40%): indexing`, `7: indexing` when the total is unknown.
+pub fn progress_label(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let amount = match total {
+        Some(t) if t > 0.0 => format!(
+            "{progress}/{t} ({:.0}%)",
+            (progress / t * 100.0).clamp(0.0, 100.0)
+        ),
+        Some(_) | None => format!("{progress}"),
+    };
+    match message {
+        Some(m) if !m.trim().is_empty() => format!("{amount}: {}", m.trim()),
+        Some(_) | None => amount,
+    }
+}
+
+/// What an MCP server asks the session's model, as the user approves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SamplingAsk {
+    /// The tool call during which the server asks.
+    pub tool_call_id: String,
+    pub server: String,
+    /// The system prompt and the last message, cut to 2,000 characters.
+    pub preview: String,
+    pub max_tokens: u32,
+}
+
+/// The severity of an MCP server's log message: MCP's eight syslog
+/// levels, least severe first. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerLogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl ServerLogLevel {
+    /// The level as the wire spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ServerLogLevel::Debug => "debug",
+            ServerLogLevel::Info => "info",
+            ServerLogLevel::Notice => "notice",
+            ServerLogLevel::Warning => "warning",
+            ServerLogLevel::Error => "error",
+            ServerLogLevel::Critical => "critical",
+            ServerLogLevel::Alert => "alert",
+            ServerLogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+/// How an elicitation was answered: MCP's three actions. Closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationAction {
+    Accept,
+    Decline,
+    Cancel,
 }
 
 impl CallPurpose {

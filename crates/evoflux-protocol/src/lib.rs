@@ -16,7 +16,7 @@ pub mod usage;
 
 pub use events::{Event, EventKind};
 pub use message::{
-    Citation, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request, ToolCall,
-    ToolChoice, ToolDefinition, WebSearch, WebSource,
+    Citation, Media, MediaKind, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request,
+    ToolCall, ToolChoice, ToolDefinition, WebSearch, WebSource,
 };
 pub use usage::Usage;

@@ -17,8 +17,14 @@ pub enum Message {
     /// Instructions from the harness. Providers with a separate system field
     /// (Anthropic) lift every system message into it, in order.
     System { content: String },
-    /// What the user said.
-    User { content: String },
+    /// What the user said, with any images or audio they attached.
+    User {
+        content: String,
+        /// Images or audio attached to the message, in order. Absent from
+        /// stored transcripts written before media existed.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<Media>,
+    },
     /// What the model said: text, tool calls, or both.
     Assistant {
         #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -40,6 +46,11 @@ pub enum Message {
         /// The tool failed; providers that can say so (Anthropic) mark it.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// Images or audio the tool returned (an MCP tool's image
+        /// content), in order. Each wire carries them as far as it can and
+        /// names them in text where it cannot.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<Media>,
     },
 }
 
@@ -53,6 +64,15 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Message::User {
             content: content.into(),
+            media: Vec::new(),
+        }
+    }
+
+    /// A user message with images or audio attached.
+    pub fn user_with_media(content: impl Into<String>, media: Vec<Media>) -> Self {
+        Message::User {
+            content: content.into(),
+            media,
         }
     }
 
@@ -78,7 +98,129 @@ impl Message {
             tool_call_id: tool_call_id.into(),
             content: content.into(),
             is_error: false,
+            media: Vec::new(),
         }
+    }
+
+    /// The media a user or tool message carries (none for the others).
+    pub fn media(&self) -> &[Media] {
+        match self {
+            Message::User { media, .. } | Message::Tool { media, .. } => media,
+            Message::System { .. } | Message::Assistant { .. } => &[],
+        }
+    }
+}
+
+/// What kind of media a [`Media`] is. Closed: a wire decides per kind
+/// whether the model can take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    Image,
+    Audio,
+}
+
+impl MediaKind {
+    /// The word used in placeholders and listings ("image", "audio").
+    pub fn label(self) -> &'static str {
+        match self {
+            MediaKind::Image => "image",
+            MediaKind::Audio => "audio",
+        }
+    }
+
+    /// The word for several ("images", "audio").
+    pub fn plural(self) -> &'static str {
+        match self {
+            MediaKind::Image => "images",
+            MediaKind::Audio => "audio",
+        }
+    }
+}
+
+/// An image or audio clip in the conversation: inline, base64-encoded, as
+/// MCP, ACP and every model wire carry it, so a transcript holds the bytes
+/// the model saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Media {
+    pub kind: MediaKind,
+    /// The MIME type (`image/png`, `audio/wav`).
+    pub mime_type: String,
+    /// The bytes, base64 (standard alphabet, padded).
+    pub data: String,
+    /// A name for the user (a file name), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Where it came from (an MCP resource URI, a file path), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl Media {
+    pub fn new(kind: MediaKind, mime_type: impl Into<String>, data: impl Into<String>) -> Self {
+        Media {
+            kind,
+            mime_type: mime_type.into(),
+            data: data.into(),
+            name: None,
+            source: None,
+        }
+    }
+
+    /// The decoded size in bytes, computed from the base64 length (no
+    /// decoding).
+    pub fn byte_len(&self) -> usize {
+        let data = self.data.trim_end();
+        let pad = data.bytes().rev().take_while(|b| *b == b'=').count();
+        (data.len() / 4 * 3 + (data.len() % 4) * 3 / 4).saturating_sub(pad)
+    }
+
+    /// The `data:` URL of this media (what OpenAI's `image_url` and a web
+    /// page's `<img>` take).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime_type, self.data)
+    }
+
+    /// A short description for text: `image: image/png, 12 KB` (with the
+    /// name when there is one).
+    pub fn describe(&self) -> String {
+        let size = human_size(self.byte_len());
+        match &self.name {
+            Some(name) => format!("{}: {name}, {}, {size}", self.kind.label(), self.mime_type),
+            None => format!("{}: {}, {size}", self.kind.label(), self.mime_type),
+        }
+    }
+
+    /// The text a wire sends instead of this media, saying why:
+    /// `[image: image/png, 12 KB — this model does not accept images]`.
+    pub fn placeholder(&self, reason: &str) -> String {
+        format!("[{} — {reason}]", self.describe())
+    }
+}
+
+/// A message's text as a front end shows it: the text, then one
+/// `[image: image/png, 12 KB]` line per media item (a terminal cannot show
+/// the image; the line says it is there).
+pub fn text_with_media_notes(content: &str, media: &[Media]) -> String {
+    let mut text = content.to_owned();
+    for item in media {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push('[');
+        text.push_str(&item.describe());
+        text.push(']');
+    }
+    text
+}
+
+fn human_size(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes} B")
+    } else if bytes < 1024 * 1024 {
+        format!("{} KB", bytes.div_ceil(1024))
+    } else {
+        format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
     }
 }
 
@@ -332,5 +474,56 @@ mod tests {
             serde_json::from_value(json!({"role": "tool", "tool_call_id": "c1", "content": "x"}))
                 .unwrap();
         assert_eq!(t, Message::tool_result("c1", "x"));
+    }
+
+    #[test]
+    fn media_round_trip_and_transcripts_without_them_still_load() {
+        let m = Message::user_with_media(
+            "look",
+            vec![Media {
+                name: Some("dot.png".into()),
+                ..Media::new(MediaKind::Image, "image/png", "AAAA")
+            }],
+        );
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            v,
+            json!({"role": "user", "content": "look", "media": [
+                {"kind": "image", "mime_type": "image/png", "data": "AAAA", "name": "dot.png"}
+            ]})
+        );
+        assert_eq!(serde_json::from_value::<Message>(v).unwrap(), m);
+        // Without media nothing new is written, and what was written
+        // before media existed reads as a message without them.
+        assert_eq!(
+            serde_json::to_value(Message::user("hi")).unwrap(),
+            json!({"role": "user", "content": "hi"})
+        );
+        let old: Message =
+            serde_json::from_value(json!({"role": "user", "content": "hi"})).unwrap();
+        assert_eq!(old, Message::user("hi"));
+        assert!(old.media().is_empty());
+    }
+
+    #[test]
+    fn media_sizes_and_placeholders_name_the_media() {
+        // "AAAA" is 3 bytes; padding counts off.
+        assert_eq!(
+            Media::new(MediaKind::Image, "image/png", "AAAA").byte_len(),
+            3
+        );
+        assert_eq!(
+            Media::new(MediaKind::Image, "image/png", "AA==").byte_len(),
+            1
+        );
+        let big = Media::new(MediaKind::Audio, "audio/wav", "A".repeat(16 * 1024));
+        assert_eq!(
+            big.placeholder("this model does not accept audio"),
+            "[audio: audio/wav, 12 KB — this model does not accept audio]"
+        );
+        assert_eq!(
+            Media::new(MediaKind::Image, "image/png", "AAAA").data_url(),
+            "data:image/png;base64,AAAA"
+        );
     }
 }

@@ -118,6 +118,22 @@ impl LiveSession {
                 >= idle
     }
 
+    /// The prompt commands the session's user can type (after the running
+    /// turn, if any).
+    pub async fn prompt_commands(
+        &self,
+    ) -> Result<Vec<evoflux_harness::prompt_commands::PromptCommand>, ApiError> {
+        self.touch();
+        self.host
+            .with(|harness| {
+                let commands = harness.prompt_commands();
+                Box::pin(async move { commands })
+                    as BoxFuture<'_, Vec<evoflux_harness::prompt_commands::PromptCommand>>
+            })
+            .await
+            .map_err(host_error)
+    }
+
     /// Starts a turn; refused while one runs, here or on another replica.
     pub async fn start_turn(self: &Arc<Self>, input: Option<String>) -> Result<(), ApiError> {
         self.touch();
@@ -148,6 +164,24 @@ impl LiveSession {
             .decide(call_id, Decided::by_user(decision))
             .is_ok()
     }
+
+    /// Answers the MCP server's form `id` waits on (checked against its
+    /// schema first).
+    pub fn answer_elicitation(
+        &self,
+        id: &str,
+        answer: evoflux_harness::approval::ElicitationAnswer,
+    ) -> Result<(), ApiError> {
+        self.host
+            .answer_elicitation(
+                id,
+                evoflux_harness::approval::Elicited {
+                    answer,
+                    by: evoflux_harness::DecidedBy::User,
+                },
+            )
+            .map_err(host_error)
+    }
 }
 
 /// The API error of a host's refusal.
@@ -158,7 +192,12 @@ fn host_error(e: HostError) -> ApiError {
         HostError::Lease(e @ LeaseError::Busy { .. }) => {
             ApiError::conflict(e.code(), e.to_string())
         }
-        HostError::NoPendingApproval { .. } => ApiError::not_found(e.code(), e.to_string()),
+        HostError::NoPendingApproval { .. } | HostError::NoPendingElicitation { .. } => {
+            ApiError::not_found(e.code(), e.to_string())
+        }
+        HostError::ElicitationInvalid { .. } => {
+            ApiError::bad_request(e.code(), e.to_string()).field("content")
+        }
         HostError::Closed | HostError::Turn(_) | HostError::Reopen(_) => {
             ApiError::internal(e.code(), e.to_string())
         }

@@ -100,11 +100,13 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::StreamEvents
             | ApiEndpoint::AnswerInput
             | ApiEndpoint::DecideApproval
+            | ApiEndpoint::AnswerElicitation
             | ApiEndpoint::CancelTurn
             | ApiEndpoint::ResumeSession
             | ApiEndpoint::SessionArtifact
             | ApiEndpoint::SessionSnapshot
             | ApiEndpoint::SessionTranscript
+            | ApiEndpoint::SessionCommands
             | ApiEndpoint::AttachFile
             | ApiEndpoint::Agents
             | ApiEndpoint::CreateAgent
@@ -200,11 +202,13 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::StreamEvents => on(f, sessions::events),
             ApiEndpoint::AnswerInput => on(f, sessions::answer),
             ApiEndpoint::DecideApproval => on(f, sessions::approve),
+            ApiEndpoint::AnswerElicitation => on(f, sessions::answer_elicitation),
             ApiEndpoint::CancelTurn => on(f, sessions::cancel),
             ApiEndpoint::ResumeSession => on(f, sessions::resume),
             ApiEndpoint::SessionArtifact => on(f, sessions::artifact),
             ApiEndpoint::SessionSnapshot => on(f, sessions::snapshot),
             ApiEndpoint::SessionTranscript => on(f, sessions::transcript),
+            ApiEndpoint::SessionCommands => on(f, sessions::commands),
             ApiEndpoint::AttachFile => on(f, sessions::attach).layer(body_limit(ATTACHMENT_BODY)),
             ApiEndpoint::Agents => on(f, crate::api::lists::agents),
             ApiEndpoint::CreateAgent => on(f, agents::create),

@@ -3,7 +3,8 @@
 // approvals (live only while pending: a decision or the turn's end takes
 // their buttons away), cancel, a failed turn's Retry, copy on messages,
 // delegated children as nested activity, and a composer that suggests
-// `$name` and `/skill:` from the session's skills. The conversation
+// `$name` and `/skill:` from the session's skills and `/name` from its
+// prompt commands. The conversation
 // scrolls in its own box above the composer, so the composer covers none
 // of it.
 
@@ -66,6 +67,22 @@ export async function newSessionView(app) {
 
 // ---- one session ---------------------------------------------------------
 
+// The images a user attached or a tool returned (a stored message's
+// `media`), shown from their data; another kind, another format or an
+// image over the bound shows as its note, as the terminal shows it.
+const SHOWN_IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+const MAX_SHOWN_IMAGE_CHARS = 4 * 1024 * 1024;
+function mediaNodes(media) {
+  return (Array.isArray(media) ? media : []).map((m) => {
+    const label = `${m.kind}: ${m.mime_type}${m.name ? `, ${m.name}` : ''}`;
+    if (m.kind === 'image' && SHOWN_IMAGE_TYPES.includes(m.mime_type)
+      && typeof m.data === 'string' && m.data.length <= MAX_SHOWN_IMAGE_CHARS) {
+      return h('img', { class: 'media', src: `data:${m.mime_type};base64,${m.data}`, alt: label });
+    }
+    return h('div', { class: 'muted' }, `[${label}]`);
+  });
+}
+
 /// Renders events into a container; a delegated child gets its own.
 class Renderer {
   // `info`: the session record, for links into its workspace's documents.
@@ -117,8 +134,9 @@ class Renderer {
       this.editButton = h('button', { type: 'button', class: 'copy', 'aria-label': 'Edit and resend your message', onclick: () => edit(text) }, 'Edit');
       who.append(this.editButton);
     }
-    this.container.append(h('div', { class: `msg user${answer ? ' answer' : ''}` }, who,
-      h('div', { class: 'body' }, text)));
+    const body = h('div', { class: 'body' }, text);
+    this.container.append(h('div', { class: `msg user${answer ? ' answer' : ''}` }, who, body));
+    return body;
   }
 
   delta(text) {
@@ -199,11 +217,15 @@ class Renderer {
   }
 
   approval(ev) {
-    const t = this.tools.get(ev.call_id) || this.tool(ev.call_id, ev.tool, {});
+    // An MCP server's sampling request is asked on the call it runs in.
+    const callId = ev.sampling ? ev.sampling.tool_call_id : ev.call_id;
+    const t = this.tools.get(callId) || this.tool(callId, ev.tool, {});
     t.card.open = true;
-    const why = ev.outside_sandbox ? `Runs outside the sandbox: ${ev.outside_sandbox}`
-      : ev.control ? `Changes ${ev.control}` : 'This call needs your approval.';
+    const why = ev.sampling ? `The MCP server ${ev.sampling.server} asks the model for an answer (at most ${ev.sampling.max_tokens} tokens):`
+      : ev.outside_sandbox ? `Runs outside the sandbox: ${ev.outside_sandbox}`
+        : ev.control ? `Changes ${ev.control}` : 'This call needs your approval.';
     const box = h('div', { class: 'prompt', role: 'group', 'aria-label': `Approve ${ev.tool}` }, h('p', {}, why));
+    if (ev.sampling) box.append(h('pre', { class: 'observation' }, ev.sampling.preview));
     // Where the command would run, when it is a command.
     if (ev.workdir) box.append(h('p', { class: 'muted' }, 'in ', h('code', {}, ev.workdir)));
     const decide = async (decision) => {
@@ -212,6 +234,14 @@ class Renderer {
       } catch (e) { toast(errorText(e), 'error'); }
     };
     this.prompts.set(ev.call_id, box);
+    // Sampling is asked every time: approve or deny.
+    if (ev.sampling) {
+      box.append(h('div', { class: 'row' },
+        h('button', { type: 'button', class: 'primary', onclick: () => decide('approve') }, 'Approve'),
+        h('button', { type: 'button', class: 'danger', onclick: () => decide('deny') }, 'Deny')));
+      t.body.prepend(box);
+      return;
+    }
     // All four decisions; the server narrows a grant wider than the call
     // allows to the widest it does.
     box.append(h('div', { class: 'row' },
@@ -220,6 +250,98 @@ class Renderer {
       h('button', { type: 'button', onclick: () => decide('approve_for_workspace') }, 'Approve for this workspace'),
       h('button', { type: 'button', class: 'danger', onclick: () => decide('deny') }, 'Deny')));
     t.body.prepend(box);
+  }
+
+  // A running MCP call's progress, on its card's badge.
+  progress(ev) {
+    const t = this.tools.get(ev.call_id);
+    if (!t) return;
+    const amount = ev.total ? `${ev.progress}/${ev.total} (${Math.round(Math.min(100, (ev.progress / ev.total) * 100))}%)` : `${ev.progress}`;
+    t.status.textContent = `running ${amount}${ev.message ? `: ${ev.message}` : ''}`;
+  }
+
+  // A log message of the MCP server a call runs on, inside its card.
+  toolLog(ev) {
+    const t = this.tools.get(ev.call_id);
+    if (!t) { this.line(`MCP server ${ev.server} (${ev.level}): ${ev.message}`); return; }
+    const from = ev.logger ? `${ev.server}/${ev.logger}` : ev.server;
+    t.body.append(h('div', { class: `log ${ev.level}` }, h('span', { class: 'muted' }, `${from} ${ev.level}: `), ev.message));
+  }
+
+  // An MCP server's form: one field per property of its restricted
+  // schema (text, number, yes/no, a choice, several choices), answered
+  // with Send, Decline or Cancel; the server checks nothing we did not.
+  elicitation(ev) {
+    const t = this.tools.get(ev.call_id) || this.tool(ev.call_id, ev.server, {});
+    t.card.open = true;
+    const schema = ev.schema || {};
+    const required = new Set(schema.required || []);
+    const props = schema.properties || {};
+    const inputs = [];
+    const form = h('form', { class: 'prompt elicitation', 'aria-label': `Form of ${ev.server}` },
+      h('p', {}, h('strong', {}, ev.message)));
+    for (const [name, p] of Object.entries(props)) {
+      const label = `${p.title || name}${required.has(name) ? ' *' : ''}`;
+      const choices = p.enum ? p.enum.map((v, i) => [v, (p.enumNames && p.enumNames[i]) || v])
+        : p.oneOf ? p.oneOf.map((o) => [o.const, o.title || o.const]) : null;
+      const items = p.type === 'array' && p.items
+        ? (p.items.enum ? p.items.enum.map((v) => [v, v]) : (p.items.anyOf || p.items.oneOf || []).map((o) => [o.const, o.title || o.const]))
+        : null;
+      let input;
+      let read;
+      if (p.type === 'boolean') {
+        input = h('input', { type: 'checkbox', checked: p.default === true });
+        read = () => input.checked;
+      } else if (items) {
+        const defaults = new Set(p.default || []);
+        input = h('select', { multiple: true }, items.map(([v, text]) => h('option', { value: v, selected: defaults.has(v) }, text)));
+        read = () => Array.from(input.selectedOptions).map((o) => o.value);
+      } else if (choices) {
+        input = h('select', {}, [required.has(name) ? '' : h('option', { value: '' }, '—')],
+          choices.map(([v, text]) => h('option', { value: v, selected: p.default === v }, text)));
+        read = () => (input.value === '' ? undefined : input.value);
+      } else if (p.type === 'number' || p.type === 'integer') {
+        input = h('input', { type: 'number', step: p.type === 'integer' ? '1' : 'any', min: p.minimum, max: p.maximum, value: p.default ?? '' });
+        read = () => (input.value === '' ? undefined : Number(input.value));
+      } else {
+        const kind = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' }[p.format] || 'text';
+        input = h('input', { type: kind, value: p.default ?? '' });
+        read = () => (input.value === '' ? undefined : input.value);
+      }
+      inputs.push([name, read]);
+      form.append(field(label, input, p.description));
+    }
+    const send = async (action) => {
+      const body = { action };
+      if (action === 'accept') {
+        body.content = {};
+        for (const [name, read] of inputs) {
+          const v = read();
+          if (v !== undefined) body.content[name] = v;
+        }
+      }
+      try {
+        await api('POST', `/api/sessions/${this.session}/elicitations/${encodeURIComponent(ev.id)}`, body);
+      } catch (e) { toast(errorText(e), 'error'); }
+    };
+    form.onsubmit = (e) => { e.preventDefault(); send('accept'); };
+    form.append(h('div', { class: 'row' },
+      h('button', { type: 'submit', class: 'primary' }, 'Send'),
+      h('button', { type: 'button', onclick: () => send('decline') }, 'Decline'),
+      h('button', { type: 'button', class: 'danger', onclick: () => send('cancel') }, 'Cancel')));
+    this.prompts.set(ev.id, form);
+    t.body.prepend(form);
+  }
+
+  // The form `ev.id` was answered (here, elsewhere, by a policy or a
+  // cancellation): its fields go, what happened shows.
+  elicitationAnswered(ev) {
+    const form = this.prompts.get(ev.id);
+    if (!form) return;
+    this.prompts.delete(ev.id);
+    const words = { accept: 'Sent.', decline: 'Declined.', cancel: 'Cancelled.' };
+    const by = ev.by === 'cancellation' ? ' (the turn was cancelled)' : ev.by === 'policy' ? ' (nobody could answer)' : '';
+    form.replaceWith(h('p', { class: 'muted' }, (words[ev.action] || ev.action) + by));
   }
 
   // The turn ended: nothing it asked for approval waits any longer (a
@@ -332,6 +454,18 @@ class Renderer {
       case 'approval_decided':
         this.decided(ev.call_id, ev);
         return false;
+      case 'tool_progress':
+        this.progress(ev);
+        return false;
+      case 'tool_log':
+        this.toolLog(ev);
+        return false;
+      case 'elicitation_requested':
+        this.elicitation(ev);
+        return false;
+      case 'elicitation_answered':
+        this.elicitationAnswered(ev);
+        return false;
       case 'tool_ended':
         this.toolEnded(ev.call_id, ev.tool, ev.is_error, ev.content, ev.metadata, ev.status);
         return false;
@@ -429,7 +563,7 @@ class Renderer {
     if (message.role === 'user') {
       const text = typeof message.content === 'string' ? message.content
         : (message.content || []).map((p) => p.text || '').join('');
-      this.user(text);
+      this.user(text).append(...mediaNodes(message.media));
     } else if (message.role === 'assistant') {
       const text = typeof message.content === 'string' ? message.content
         : (message.content || []).map((p) => p.text || '').join('');
@@ -446,7 +580,10 @@ class Renderer {
     } else if (message.role === 'tool') {
       const t = this.tools.get(message.tool_call_id);
       const content = typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
-      if (t) this.toolEnded(message.tool_call_id, '', !!message.is_error, content, null);
+      if (t) {
+        this.toolEnded(message.tool_call_id, '', !!message.is_error, content, null);
+        t.body.append(...mediaNodes(message.media));
+      }
       const asked = this.questions.get(message.tool_call_id);
       if (asked && this.question) {
         this.answered(this.question);
@@ -576,15 +713,42 @@ async function loadSkills(mode) {
   }
 }
 
-// The composer's `$name` / `/skill:name` suggestions.
-function suggestions(textarea, skills) {
+// The session's prompt commands (`/name`: Claude Code commands, codex
+// prompts, MCP prompts), asked for once, when `/` is first typed.
+function promptCommands(id) {
+  let loaded = null;
+  let items = [];
+  return () => {
+    if (!loaded) {
+      loaded = get(`/api/sessions/${id}/commands`)
+        .then((r) => { items = r.items || []; })
+        .catch(() => { items = []; });
+    }
+    return { items, loaded };
+  };
+}
+
+// The composer's `$name` / `/skill:name` suggestions, and `/name` of the
+// session's prompt commands at the start of the message.
+function suggestions(textarea, skills, commands) {
   const list = h('ul', { class: 'suggest', role: 'listbox', id: 'skill-suggestions', hidden: true });
   let items = [];
   let active = 0;
   const word = () => {
     const upto = textarea.value.slice(0, textarea.selectionStart);
+    if (commands && /^\/[\w:.-]*$/.test(upto) && !upto.startsWith('/skill:')) return upto;
     const m = upto.match(/(^|\s)(\$[\w-]*|\/skill:[\w-]*|\/sk[a-z]*)$/);
     return m ? m[2] : null;
+  };
+  // A prompt command at the start: `/name` with its argument hint.
+  const commandItems = (w) => {
+    const listed = commands();
+    if (!listed.items.length) listed.loaded.then(() => { if (word() === w) show(); });
+    return listed.items.filter((c) => `/${c.name}`.startsWith(w)).map((c) => ({
+      name: c.name,
+      insert: `/${c.name} `,
+      description: [c.argument_hint, c.description].filter(Boolean).join(' — '),
+    }));
   };
   const close = () => { list.hidden = true; items = []; textarea.setAttribute('aria-expanded', 'false'); };
   const pick = (i) => {
@@ -592,8 +756,9 @@ function suggestions(textarea, skills) {
     if (!w || !items[i]) return;
     const prefix = w.startsWith('$') ? '$' : '/skill:';
     const start = textarea.selectionStart - w.length;
-    textarea.value = `${textarea.value.slice(0, start)}${prefix}${items[i].name} ${textarea.value.slice(textarea.selectionStart)}`;
-    const at = start + prefix.length + items[i].name.length + 1;
+    const text = items[i].insert || `${prefix}${items[i].name} `;
+    textarea.value = `${textarea.value.slice(0, start)}${text}${textarea.value.slice(textarea.selectionStart)}`;
+    const at = start + text.length;
     textarea.setSelectionRange(at, at);
     close();
     textarea.focus();
@@ -602,7 +767,12 @@ function suggestions(textarea, skills) {
     const w = word();
     if (!w) { close(); return; }
     const typed = w.startsWith('$') ? w.slice(1) : w.startsWith('/skill:') ? w.slice(7) : '';
-    items = skills().filter((s) => s.name.startsWith(typed)).slice(0, 20);
+    const asCommand = commands && w.startsWith('/') && !w.startsWith('/skill:');
+    const skillsToo = !asCommand || '/skill:'.startsWith(w);
+    items = [
+      ...(asCommand ? commandItems(w) : []),
+      ...(skillsToo ? skills().filter((s) => s.name.startsWith(typed)) : []),
+    ].slice(0, 20);
     if (!items.length) { close(); return; }
     active = Math.min(active, items.length - 1);
     clear(list).append(...items.map((s, i) => h('li', {
@@ -641,7 +811,7 @@ export async function chatView(app, id) {
   const log = h('div', { class: 'chat', id: 'conversation', role: 'region', 'aria-label': 'Conversation', tabindex: '0' });
   const textarea = h('textarea', { 'aria-label': 'Message', placeholder: 'Message the agent — $skill or /skill:name to pick a skill' });
   let skills = [];
-  const list = suggestions(textarea, () => skills);
+  const list = suggestions(textarea, () => skills, promptCommands(id));
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const renderer = new Renderer(log, id, session);
   // The sidebar follows the open session's mode.

@@ -74,6 +74,11 @@ async function agentEditor(app, name, info) {
   const catalog = (info.tools.entries || []).filter((t) => (t.modes || []).includes(mode) && t.runnable !== false);
   const effective = new Set((detail.effective && detail.effective.tools) || []);
 
+  // A Claude Code subagent is shown, never edited: its fields are locked.
+  const lock = () => {
+    if (!detail.claude) return;
+    for (const el of panel.querySelectorAll('input, textarea, select')) el.disabled = true;
+  };
   // The Form's values are written back into the raw text by the server.
   const syncFromForm = async () => {
     if (!formState) return;
@@ -89,6 +94,7 @@ async function agentEditor(app, name, info) {
     const area = h('textarea', { 'aria-label': 'Agent file', spellcheck: 'false', class: 'raw', rows: 18 }, raw);
     area.addEventListener('input', () => { raw = area.value; formState = null; });
     clear(panel).append(area);
+    lock();
   };
   const showForm = async () => {
     problem.textContent = '';
@@ -154,6 +160,7 @@ async function agentEditor(app, name, info) {
       tools,
       field('Instructions', prompt),
       read.unknown_keys.length ? h('p', { class: 'hint' }, `Kept as written: ${read.unknown_keys.join(', ')}`) : '');
+    lock();
   };
   formTab.addEventListener('click', () => { if (view !== 'form') showForm(); });
   rawTab.addEventListener('click', () => { if (view !== 'raw') showRaw(); });
@@ -176,6 +183,8 @@ async function agentEditor(app, name, info) {
       }
     },
   }, detail.editable ? 'Save' : 'Save as my agent');
+  // A Claude Code subagent is Claude Code's file: shown, never saved over.
+  const saving = detail.claude ? null : save;
   const del = detail.editable ? h('button', {
     type: 'button',
     class: 'danger',
@@ -191,9 +200,10 @@ async function agentEditor(app, name, info) {
   }, 'Delete') : null;
   root.append(
     h('div', { class: 'row' }, h('h2', {}, name), detail.valid ? h('span', { class: 'badge ok' }, 'valid') : h('span', { class: 'badge err' }, 'invalid')),
-    detail.editable ? '' : h('p', { class: 'hint' }, detail.path ? `Defined in ${detail.path}; saving writes your own copy.` : 'Built in; saving writes your own copy.'),
+    detail.claude ? h('p', { class: 'hint claude-agent' }, h('span', { class: 'badge' }, 'read-only'), ` A Claude Code subagent, defined in ${detail.path}; edit it there.`)
+      : detail.editable ? '' : h('p', { class: 'hint' }, detail.path ? `Defined in ${detail.path}; saving writes your own copy.` : 'Built in; saving writes your own copy.'),
     h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Editor view' }, formTab, rawTab),
-    panel, problem, h('div', { class: 'row' }, save, del));
+    panel, problem, h('div', { class: 'row' }, saving, del));
   if (!raw) {
     // A builtin has no file: a user copy starts from what it compiles to.
     const e = detail.effective || {};
@@ -471,6 +481,12 @@ function mcpEditor(root, s, rerender) {
     env: h('textarea', { rows: 3, placeholder: 'GITHUB_TOKEN=${GITHUB_TOKEN}' }),
     url: h('input', { type: 'text', inputmode: 'url', placeholder: 'https://example.com/mcp', value: entry.url || '', autocomplete: 'off' }),
     headers: h('textarea', { rows: 3, placeholder: 'Authorization: Bearer ${API_TOKEN}' }),
+    // Where a new server is written, as `evoflux mcp add --scope`.
+    scope: h('select', {},
+      h('option', { value: 'user', selected: true }, 'Yours (your mcp.json)'),
+      h('option', { value: 'project' }, 'This repository (.evoflux/mcp.json, shared with whoever clones it)')),
+    // As `evoflux mcp add --force`.
+    force: h('input', { type: 'checkbox', id: 'mcp-force' }),
   };
   inputs.args.value = (entry.args || []).join('\n');
   inputs.env.value = pairsText(entry.env, '=');
@@ -537,8 +553,12 @@ function mcpEditor(root, s, rerender) {
       try {
         const done = s
           ? await api('PUT', `/api/mcp/servers/${encodeURIComponent(s.server)}`, { entry: next })
-          : await api('POST', '/api/mcp/servers', { name: inputs.name.value.trim(), entry: next });
-        toast(`Saved ${done.server}: ${done.state}.`);
+          : await api('POST', '/api/mcp/servers', {
+            name: inputs.name.value.trim(), entry: next, scope: inputs.scope.value, force: inputs.force.checked,
+          });
+        toast(done.state === 'awaiting-trust'
+          ? `Saved ${done.server} to ${done.file}; it starts once you trust the repository's current content.`
+          : `Saved ${done.server}: ${done.state}.`);
         await rerender();
       } catch (e) {
         save.disabled = false;
@@ -555,8 +575,10 @@ function mcpEditor(root, s, rerender) {
   const cancel = h('button', { type: 'button', onclick: () => clear(root) }, 'Cancel');
   root.append(h('section', { class: 'card', 'aria-labelledby': 'mcp-editor-title' },
     h('h3', { id: 'mcp-editor-title' }, s ? `Edit ${s.server}` : 'Add an MCP server'),
-    h('p', { class: 'hint' }, 'Saved to your mcp.json exactly as written; other servers and keys are kept.'),
+    h('p', { class: 'hint' }, 'Saved exactly as written; other servers and keys in the file are kept.'),
     wrap('name', 'Name', 'Lowercase letters, digits and hyphens.'),
+    s ? '' : wrap('scope', 'Save to', 'A repository\'s servers start once you trust its current content.'),
+    s ? '' : h('div', { class: 'field-inline' }, inputs.force, h('label', { for: 'mcp-force' }, 'Replace a server of this name in the same file')),
     wrap('type', 'Transport'),
     stdioPart, httpPart, general,
     h('div', { class: 'row' }, save, cancel)));

@@ -628,7 +628,7 @@ pub(crate) async fn insert_entry(
     .bind(now)
     .fetch_one(&mut **tx)
     .await?;
-    if let Message::User { content } = message
+    if let Message::User { content, .. } = message
         && let Some(title) =
             crate::finding::title_from(content, crate::finding::MESSAGE_TITLE_CHARS)
     {

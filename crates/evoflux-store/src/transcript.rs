@@ -62,6 +62,7 @@ mod tests {
             tool_call_id: "c1".into(),
             content: "ok".into(),
             is_error: false,
+            media: Vec::new(),
         };
         assert_eq!(EntryRole::of(&m).as_str(), "tool");
         assert_eq!(EntryRole::of(&Message::system("s")), EntryRole::System);

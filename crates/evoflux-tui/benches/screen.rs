@@ -39,6 +39,7 @@ fn conversation() -> Vec<Message> {
             tool_call_id: format!("r{i}"),
             content: "fn f() {}\n".repeat(40),
             is_error: false,
+            media: Vec::new(),
         });
         out.push(Message::Assistant {
             content: String::new(),

@@ -51,6 +51,10 @@ pub enum Action {
     },
     /// A row of a picker the CLI opened was chosen.
     Picked { kind: PickerKind, value: String },
+    /// The answer typed at the form field [`App::ask_field`] put.
+    FormAnswer(String),
+    /// Esc or Ctrl-C at a form field: the form is cancelled.
+    FormCancel,
     /// End the chat.
     Quit,
 }
@@ -95,6 +99,12 @@ pub enum ApprovalSubject {
     OutsideSandbox { justification: String },
     /// A change of one of the agent's own controls.
     Control { path: String, control: String },
+    /// An MCP server asks the model for an answer (sampling).
+    Sampling {
+        server: String,
+        preview: String,
+        max_tokens: u32,
+    },
 }
 
 /// An approval put to the user.
@@ -160,6 +170,8 @@ pub struct App {
     quit_armed: bool,
     /// A short message in the status line until the next key.
     hint: Option<String>,
+    /// The MCP form field the composer answers now ([`App::ask_field`]).
+    field: Option<String>,
 }
 
 impl std::fmt::Debug for App {
@@ -191,7 +203,22 @@ impl App {
             search: None,
             quit_armed: false,
             hint: None,
+            field: None,
         }
+    }
+
+    /// Asks one field of an MCP server's form: the prompt shows, and the
+    /// next Enter answers it ([`Action::FormAnswer`]), even while a turn
+    /// runs; Esc or Ctrl-C cancels the form ([`Action::FormCancel`]).
+    pub fn ask_field(&mut self, prompt: impl Into<String>) {
+        let prompt = prompt.into();
+        self.notice(NoticeKind::Info, prompt.clone());
+        self.field = Some(prompt);
+    }
+
+    /// The form is done (answered, declined or cancelled).
+    pub fn end_form(&mut self) {
+        self.field = None;
     }
 
     pub fn transcript(&mut self) -> &mut Transcript {
@@ -469,6 +496,9 @@ impl App {
                 return None;
             }
             KeyCode::Esc if self.completion.is_none() => {
+                if self.field.take().is_some() {
+                    return Some(Action::FormCancel);
+                }
                 if self.running {
                     return Some(Action::Cancel);
                 }
@@ -524,6 +554,9 @@ impl App {
     /// Sends `text`, or queues it behind the running turn.
     fn submit(&mut self, text: String) -> Option<Action> {
         self.scroll = 0;
+        if self.field.take().is_some() {
+            return Some(Action::FormAnswer(text));
+        }
         if self.running {
             self.queued.push_back(text);
             return None;
@@ -532,6 +565,9 @@ impl App {
     }
 
     fn ctrl_c(&mut self) -> Option<Action> {
+        if self.field.take().is_some() {
+            return Some(Action::FormCancel);
+        }
         if self.running {
             return Some(Action::Cancel);
         }
@@ -850,6 +886,7 @@ fn approval_lines(
         ApprovalSubject::Call => "Allow",
         ApprovalSubject::OutsideSandbox { .. } => "Run OUTSIDE the sandbox",
         ApprovalSubject::Control { .. } => "Let the agent change its own control",
+        ApprovalSubject::Sampling { .. } => "Let an MCP server ask the model, during",
     };
     let mut lines = vec![Line::from(vec![
         Span::styled(format!("{title}: "), theme.style(Role::Warning)),
@@ -879,6 +916,22 @@ fn approval_lines(
             format!("  {path}: {control} (takes effect from the next session)"),
             theme.style(Role::Dim),
         ))),
+        ApprovalSubject::Sampling {
+            server,
+            preview,
+            max_tokens,
+        } => {
+            lines.push(Line::from(Span::styled(
+                format!("  {server} asks, for at most {max_tokens} tokens:"),
+                theme.style(Role::Dim),
+            )));
+            for l in preview.lines().take(8) {
+                lines.push(Line::from(vec![
+                    Span::styled("  │ ", theme.style(Role::Dim)),
+                    Span::raw(l.to_owned()),
+                ]));
+            }
+        }
     }
     let keys = match (&asking.reason, p.remembers) {
         (Some(reason), _) => vec![

@@ -12,7 +12,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use evoflux_protocol::events::{DecidedBy, DecisionKind, McpServerState, ToolStatus, TurnStatus};
+use evoflux_protocol::events::{
+    DecidedBy, DecisionKind, ElicitationAction, McpServerState, ServerLogLevel, ToolStatus,
+    TurnStatus,
+};
+use evoflux_protocol::message::text_with_media_notes;
 use evoflux_protocol::metadata::ResultMetadata;
 use evoflux_protocol::{Event, Message};
 use ratatui::text::{Line, Span};
@@ -84,11 +88,14 @@ pub struct ToolCell {
     /// How the call's approval was decided, when it was asked.
     pub decided: Option<(DecisionKind, DecidedBy)>,
     pub content: Option<String>,
-    pub metadata: Option<ResultMetadata>,
+    /// Boxed: most calls have none, and a cell stays small.
+    pub metadata: Option<Box<ResultMetadata>>,
     pub started: Option<Instant>,
     pub elapsed: Option<Duration>,
     pub expanded: bool,
     pub child: Option<Box<Child>>,
+    /// The running call's last progress (`tool_progress`), worded.
+    pub progress: Option<String>,
 }
 
 /// One entry of the conversation.
@@ -196,7 +203,9 @@ impl Transcript {
         for m in messages {
             match m {
                 Message::System { .. } => {}
-                Message::User { content } => self.push(Cell::User(content.clone())),
+                Message::User { content, media } => {
+                    self.push(Cell::User(text_with_media_notes(content, media)));
+                }
                 Message::Assistant {
                     content,
                     tool_calls,
@@ -216,9 +225,11 @@ impl Transcript {
                     tool_call_id,
                     content,
                     is_error,
+                    media,
                 } => {
                     let status = ToolStatus::of(*is_error);
-                    self.end_call(tool_call_id, status, content, metadata.get(tool_call_id));
+                    let content = text_with_media_notes(content, media);
+                    self.end_call(tool_call_id, status, &content, metadata.get(tool_call_id));
                 }
             }
         }
@@ -264,6 +275,48 @@ impl Transcript {
             Event::ApprovalRequested { call_id, .. } => {
                 self.update_call(call_id, |t| t.state = CallState::Asking);
             }
+            Event::ToolProgress {
+                call_id,
+                progress,
+                total,
+                message,
+            } => self.update_call(call_id, |t| {
+                t.progress = Some(evoflux_protocol::events::progress_label(
+                    *progress,
+                    *total,
+                    message.as_deref(),
+                ));
+            }),
+            // Warnings and worse are worth the user's eye; the rest is in
+            // the web UI's call card and the event stream.
+            Event::ToolLog {
+                server,
+                level,
+                logger,
+                message,
+                ..
+            } => {
+                if *level >= ServerLogLevel::Warning {
+                    let from = match logger {
+                        Some(l) => format!("{server}/{l}"),
+                        None => server.clone(),
+                    };
+                    self.notice(
+                        NoticeKind::Warning,
+                        format!("MCP server {from} ({}): {message}", level.as_str()),
+                    );
+                }
+            }
+            // The form itself is the app's (a prompt over the composer).
+            Event::ElicitationRequested { .. } => {}
+            Event::ElicitationAnswered { action, .. } => self.notice(
+                NoticeKind::Info,
+                match action {
+                    ElicitationAction::Accept => "form sent",
+                    ElicitationAction::Decline => "form declined",
+                    ElicitationAction::Cancel => "form cancelled",
+                },
+            ),
             Event::ApprovalDecided {
                 call_id,
                 decision,
@@ -512,6 +565,7 @@ impl Transcript {
             elapsed: None,
             expanded: false,
             child: None,
+            progress: None,
         }));
     }
 
@@ -530,7 +584,7 @@ impl Transcript {
                 (_, ToolStatus::Cancelled) => CallState::Cancelled,
             };
             t.content = Some(content.to_owned());
-            t.metadata = metadata.cloned();
+            t.metadata = metadata.cloned().map(Box::new);
             t.elapsed = t.started.map(|s| s.elapsed());
         });
     }
@@ -860,15 +914,21 @@ fn draw_call(
         Span::styled(t.summary.clone(), theme.style(Role::Bold)),
     ];
     let detail = match &t.state {
-        CallState::Running => t
-            .started
-            .map(|s| format!("{:.0} s", s.elapsed().as_secs_f64().floor())),
+        CallState::Running => {
+            let clock = t
+                .started
+                .map(|s| format!("{:.0} s", s.elapsed().as_secs_f64().floor()));
+            match (clock, &t.progress) {
+                (Some(c), Some(p)) => Some(format!("{c}, {p}")),
+                (clock, progress) => clock.or_else(|| progress.clone()),
+            }
+        }
         CallState::Asking => Some("waiting for approval".to_owned()),
         CallState::Question => Some("waiting for your answer".to_owned()),
         CallState::Done | CallState::Failed => Some(tools::outcome(
             matches!(t.state, CallState::Failed),
             t.content.as_deref().unwrap_or_default(),
-            t.metadata.as_ref(),
+            t.metadata.as_deref(),
             t.elapsed,
         )),
         CallState::Cancelled => Some("cancelled".to_owned()),
@@ -1099,6 +1159,7 @@ mod tests {
             outside_sandbox: None,
             control: None,
             workdir: None,
+            sampling: None,
         });
         t.apply(&Event::ApprovalDecided {
             call_id: "c".into(),
@@ -1179,6 +1240,7 @@ mod tests {
                 tool_call_id: "1".into(),
                 content: "a\nb".into(),
                 is_error: false,
+                media: Vec::new(),
             },
             Message::Assistant {
                 content: "Two files.".into(),
@@ -1192,5 +1254,20 @@ mod tests {
         assert!(!t.has_running_call(), "a stored call does not tick");
         assert!(t.expand(Some(1)));
         assert!(!t.expand(Some(7)));
+    }
+
+    #[test]
+    fn stored_images_are_named_where_a_terminal_cannot_show_them() {
+        use evoflux_protocol::{Media, MediaKind};
+        let mut t = transcript();
+        t.load(&[Message::user_with_media(
+            "what is this?",
+            vec![Media::new(MediaKind::Image, "image/png", "AAAA")],
+        )]);
+        let cells: Vec<&Cell> = t.cells().collect();
+        assert!(
+            matches!(cells[0], Cell::User(u) if u == "what is this?\n[image: image/png, 3 B]"),
+            "{cells:?}"
+        );
     }
 }

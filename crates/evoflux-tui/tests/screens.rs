@@ -227,6 +227,7 @@ fn an_approval_shows_the_command_and_its_folder_and_y_alone_approves() {
         outside_sandbox: None,
         control: None,
         workdir: None,
+        sampling: None,
     });
     app.ask_approval(shell_prompt(Remembers::SessionOrWorkspace));
     let text = screen(&mut app, 80, 16);
@@ -633,4 +634,92 @@ fn a_denied_call_reads_denied_with_the_reason() {
         text.contains("denied: The user denied `shell`: keep the build"),
         "{text}"
     );
+}
+
+#[test]
+fn an_mcp_calls_progress_is_on_its_line_and_a_servers_warning_is_a_notice() {
+    let mut app = app();
+    turn_started(&mut app, "Index it.");
+    started(&mut app, "c1", "mcp__idx__build", json!({}));
+    app.apply(&Event::ToolProgress {
+        call_id: "c1".into(),
+        progress: 2.0,
+        total: Some(5.0),
+        message: Some("indexing".into()),
+    });
+    app.apply(&Event::ToolLog {
+        call_id: "c1".into(),
+        server: "idx".into(),
+        level: evoflux_protocol::events::ServerLogLevel::Warning,
+        logger: Some("db".into()),
+        message: "disk almost full".into(),
+    });
+    // Below a warning: the event stream and the web UI only.
+    app.apply(&Event::ToolLog {
+        call_id: "c1".into(),
+        server: "idx".into(),
+        level: evoflux_protocol::events::ServerLogLevel::Info,
+        logger: None,
+        message: "chunk 7 done".into(),
+    });
+    let text = screen(&mut app, 100, 12);
+    assert!(text.contains("2/5 (40%): indexing"), "{text}");
+    assert!(
+        text.contains("MCP server idx/db (warning): disk almost full"),
+        "{text}"
+    );
+    assert!(!text.contains("chunk 7 done"), "{text}");
+}
+
+#[test]
+fn a_sampling_request_is_asked_with_its_server_and_preview_and_once_only() {
+    let mut app = app();
+    turn_started(&mut app, "Summarize.");
+    started(&mut app, "c1", "mcp__every__summarize", json!({}));
+    app.ask_approval(ApprovalPrompt {
+        call_id: "c1:sampling-1".into(),
+        tool: "mcp__every__summarize".into(),
+        arguments: json!({}),
+        subject: ApprovalSubject::Sampling {
+            server: "every".into(),
+            preview: "system: Be brief.\nuser: Summarize the report".into(),
+            max_tokens: 100,
+        },
+        workdir: None,
+        remembers: Remembers::Never,
+    });
+    let text = screen(&mut app, 100, 20);
+    assert!(
+        text.contains("every asks, for at most 100 tokens"),
+        "{text}"
+    );
+    assert!(text.contains("user: Summarize the report"), "{text}");
+    assert!(!text.contains("always this session"), "{text}");
+    assert_eq!(
+        app.key(key(KeyCode::Char('y'))),
+        Some(Action::Decide {
+            call_id: "c1:sampling-1".into(),
+            answer: ApprovalAnswer::Once
+        })
+    );
+}
+
+#[test]
+fn a_form_field_is_answered_in_the_composer_even_while_a_turn_runs() {
+    let mut app = app();
+    turn_started(&mut app, "Sign me up.");
+    app.ask_field("Name * — Your full name: ");
+    let actions = type_text(&mut app, "Ada");
+    assert!(actions.is_empty());
+    assert_eq!(
+        app.key(key(KeyCode::Enter)),
+        Some(Action::FormAnswer("Ada".into()))
+    );
+    let text = screen(&mut app, 80, 12);
+    assert!(text.contains("Name * — Your full name:"), "{text}");
+    // The next field, cancelled with Esc: the form, not the turn.
+    app.ask_field("Age (a whole number): ");
+    assert_eq!(app.key(key(KeyCode::Esc)), Some(Action::FormCancel));
+    // With no field asked, Esc cancels the running turn again.
+    assert_eq!(app.key(key(KeyCode::Esc)), Some(Action::Cancel));
 }

@@ -20,6 +20,8 @@ use super::{ModelOrigin, SessionError};
 #[derive(Debug)]
 pub(super) struct BuilderChildren {
     pub(super) config: core_config::HarnessConfig,
+    /// The user's own instruction files, which a child reads as its lead.
+    pub(super) user_instructions: evoflux_harness::workspace_instructions::UserFiles,
     pub(super) cwd: PathBuf,
     pub(super) provider_options: evoflux_model::ProviderOptions,
     pub(super) parent: ChildModel,
@@ -59,6 +61,7 @@ impl ChildFactory for BuilderChildren {
             instructions: evoflux_harness::workspace_instructions::InstructionFiles::from_compat(
                 self.config.compat.instructions,
             ),
+            user_instructions: self.user_instructions.clone(),
             ..PipelineOptions::new(mode)
         })?;
         Ok((pipeline, Some(skills)))

@@ -123,6 +123,9 @@ pub struct SessionBuilder<'a> {
     lease: Option<evoflux_harness::lease::Holder>,
     /// The epoch of the lease the caller holds (a reopen under it).
     held_lease: Option<i64>,
+    /// MCP servers the front end's client passed for this session only
+    /// ([`SessionBuilder::session_mcp`]).
+    session_mcp: Vec<evoflux_mcp::ServerDefinition>,
 }
 
 impl<'a> SessionBuilder<'a> {
@@ -143,7 +146,22 @@ impl<'a> SessionBuilder<'a> {
             worker: None,
             lease: None,
             held_lease: None,
+            session_mcp: Vec::new(),
         }
+    }
+
+    /// MCP servers the front end's client passed for this session (an
+    /// editor's `mcpServers` in ACP's `session/new` and `session/load`):
+    /// run beside the configured ones and named like them, a configured
+    /// server of the same name replaced
+    /// ([`evoflux_mcp::McpRuntime::with_session_servers`]), and granted to
+    /// the session's lead only — its members and workers keep their own
+    /// grants. Like every granted server, they are started with the
+    /// session and awaited before its first turn, and stop with it. A
+    /// front end that reopens the session passes them again.
+    pub fn session_mcp(mut self, servers: Vec<evoflux_mcp::ServerDefinition>) -> Self {
+        self.session_mcp = servers;
+        self
     }
 
     /// Takes the session's lease for `holder` while opening it

@@ -105,6 +105,14 @@ impl SessionBuilder<'_> {
         let lead = self.lead(&graph, &place)?;
         let (loaded, policy) = settings(&graph)?;
         let mut shown = shown(&graph, &lead, &loaded);
+        // Claude Code commands and codex prompts: what cannot be read is
+        // shown (warnings); `doctor` lists the rest.
+        let (prompt_files, prompt_diags) = self.app.prompt_files(&self.sources(&place))?;
+        shown.extend(
+            prompt_diags
+                .into_iter()
+                .filter(|d| d.severity != evoflux_core::Severity::Info),
+        );
         let model = self.model(&place, &lead.agent, &loaded, reuse_model)?;
         let (skill_inputs, resolver) = self.skills(&graph, &loaded, &model, resolver)?;
         let skills = skill_inputs.runtime(place.mode, resolver.clone());
@@ -112,6 +120,12 @@ impl SessionBuilder<'_> {
         let mut lead = lead;
         if lead.default_grant {
             lead.agent.mcp = default_granted(&loaded, &mcp, &mut shown);
+        }
+        // The client's servers are the lead's, whatever its `mcp:` says.
+        for server in &self.session_mcp {
+            if !lead.agent.mcp.contains(&server.name) {
+                lead.agent.mcp.push(server.name.clone());
+            }
         }
         let members = lead.members(&mut shown);
         let checks = selected_checks(&graph, &mut shown);
@@ -129,7 +143,23 @@ impl SessionBuilder<'_> {
             (skill_inputs, resolver),
             &mut shown,
         );
-        let pipeline = hooks(place.mode, &agent, &catalog, &team, &skills, &loaded)?;
+        // Claude Code's permission rules (`claude_settings`); what cannot
+        // be mapped is `doctor`'s to report.
+        let claude = self.app.claude_permissions(
+            match place.mode {
+                AppMode::Coding => &place.repositories,
+                AppMode::Work => &[],
+            },
+            loaded.config.compat.permissions,
+        );
+        let pipeline = hooks(
+            place.mode,
+            &agent,
+            &catalog,
+            &team,
+            &skills,
+            (&loaded, self.app.user_instructions(&loaded.config)),
+        )?;
         let Place {
             store,
             resumed,
@@ -168,7 +198,8 @@ impl SessionBuilder<'_> {
             mcp: Some(mcp),
             mcp_call_timeout: evoflux_mcp::DEFAULT_CALL_TIMEOUT,
             skills: Some(skills),
-            approvals: evoflux_harness::approval::ApprovalPolicy::from_config(&loaded.config),
+            approvals: evoflux_harness::approval::ApprovalPolicy::from_config(&loaded.config)
+                .with_rules(claude.rules),
             sandbox: Some(SandboxSetup {
                 policy,
                 hidden: hidden_dirs(&app.dirs),
@@ -181,8 +212,9 @@ impl SessionBuilder<'_> {
             code_cache: Some(app.dirs.cache_dir().to_path_buf()),
         };
         let resumed = resumed.map(|s| s.id);
-        let (harness, lease) =
+        let (mut harness, lease) =
             start(&store, resumed, held, holder.as_ref(), setup, request).await?;
+        harness.use_prompt_files(prompt_files);
         Ok(OpenedSession {
             harness,
             diagnostics: shown,
@@ -236,11 +268,15 @@ impl SessionBuilder<'_> {
     /// compiled with its repositories, so its project sources are the ones
     /// it started with.
     fn compile(&self, place: &Place) -> Result<CompiledGraph, SessionError> {
-        let sources = match place.mode {
+        self.app.compile(&self.sources(place))
+    }
+
+    /// The folders whose project sources the session reads.
+    fn sources(&self, place: &Place) -> Vec<PathBuf> {
+        match place.mode {
             AppMode::Coding => place.repositories.clone(),
             AppMode::Work => self.options.workspaces.clone(),
-        };
-        self.app.compile(&sources)
+        }
     }
 
     /// The lead (the requested one, the resumed session's, or the mode's
@@ -396,14 +432,26 @@ impl SessionBuilder<'_> {
         place: &Place,
         shown: &mut Diagnostics,
     ) -> Result<evoflux_mcp::McpRuntime, SessionError> {
-        let (mcp, mcp_diags) = self.app.mcp_servers(
+        let (mcp, mcp_diags) = self.app.session_mcp_servers(
             graph,
-            match place.mode {
-                AppMode::Coding => place.repositories.clone(),
-                AppMode::Work => Vec::new(),
+            evoflux_mcp::ManagerOptions {
+                roots: match place.mode {
+                    AppMode::Coding => place.repositories.clone(),
+                    AppMode::Work => Vec::new(),
+                },
+                ..evoflux_mcp::ManagerOptions::default()
             },
+            self.session_mcp.clone(),
         )?;
-        shown.extend(Diagnostics::from(mcp_diags).errors());
+        let diags = Diagnostics::from(mcp_diags);
+        shown.extend(diags.errors());
+        // What the client's servers replaced is the client's to know.
+        shown.extend(
+            diags
+                .iter()
+                .filter(|d| d.code == evoflux_mcp::codes::SESSION_SERVER_REPLACES)
+                .cloned(),
+        );
         Ok(mcp)
     }
 
@@ -432,6 +480,7 @@ impl SessionBuilder<'_> {
             catalog: catalog.clone(),
             network: self.network,
             children: Arc::new(BuilderChildren {
+                user_instructions: app.user_instructions(&loaded.config),
                 config: loaded.config.clone(),
                 cwd: self.model_dir.clone().unwrap_or_else(|| app.cwd.clone()),
                 provider_options: model.options.clone(),
@@ -499,7 +548,10 @@ fn hooks(
     catalog: &ToolCatalog,
     team: &TeamSetup,
     skills: &Arc<SkillRuntime>,
-    loaded: &LoadedConfig,
+    (loaded, user_instructions): (
+        &LoadedConfig,
+        evoflux_harness::workspace_instructions::UserFiles,
+    ),
 ) -> Result<HookPipeline, HookError> {
     // Only an agent with a dispatch tool gets the roster.
     let dispatches = agent.tools.iter().any(|t| {
@@ -530,6 +582,7 @@ fn hooks(
         instructions: evoflux_harness::workspace_instructions::InstructionFiles::from_compat(
             loaded.config.compat.instructions,
         ),
+        user_instructions,
         ..PipelineOptions::new(mode)
     })
 }

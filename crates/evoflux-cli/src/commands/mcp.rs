@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use evoflux_app::CompiledGraph;
-use evoflux_app::mcp_config::{McpEditError, McpServerChange};
+use evoflux_app::mcp_config::McpServerChange;
 use evoflux_app::mcp_servers::{McpRuntime, ServerListing};
 use evoflux_core::trust::CHANGED_SINCE_TRUST;
 use evoflux_core::{Diagnostic, Diagnostics};
@@ -535,26 +535,22 @@ async fn edit(
     let (runtime, _) = app.mcp_servers(&graph, roots)?;
     let listed = runtime.listing();
     runtime.shutdown().await;
-    let mut replaced = false;
-    let mut result = app.change_mcp_server_in(&file, &listed, &change);
-    if let (Err(McpEditError::Exists { from, .. }), true, McpServerChange::Add { name, entry }) =
-        (&result, force, &change)
-        && from.editable()
-    {
-        replaced = true;
-        result = app.change_mcp_server_in(
-            &file,
-            &listed,
-            &McpServerChange::Replace {
-                name: name.clone(),
-                entry: entry.clone(),
-            },
-        );
-    }
-    if let Err(e) = result {
-        out.diagnostics(&e.to_diagnostics(&file));
-        return Ok(Exit::Invalid);
-    }
+    // `--force` is the editor's: a name the same file holds is replaced.
+    let result = match &change {
+        McpServerChange::Add { name, entry } => app
+            .add_mcp_server(&file, &listed, name, entry, force)
+            .map(|added| added == evoflux_app::mcp_config::McpAdded::Replaced),
+        McpServerChange::Replace { .. } | McpServerChange::Remove { .. } => app
+            .change_mcp_server_in(&file, &listed, &change)
+            .map(|()| false),
+    };
+    let replaced = match result {
+        Ok(replaced) => replaced,
+        Err(e) => {
+            out.diagnostics(&e.to_diagnostics(&file));
+            return Ok(Exit::Invalid);
+        }
+    };
     let name = change.name();
     let warnings = entry
         .map(|e| literal_secrets(name, e, &file))

@@ -72,6 +72,7 @@ pub fn run(out: &Output, args: &RunArgs) -> anyhow::Result<Exit> {
             Some(&args.task),
             TurnOptions {
                 output_schema: schema,
+                ..TurnOptions::default()
             },
         )
         .await

@@ -432,7 +432,10 @@ fn render_transcript(
     for e in transcript {
         match &e.message {
             Message::System { content } => out.push_str(&format!("[system] {content}\n")),
-            Message::User { content } => out.push_str(&format!("\nuser: {content}\n")),
+            Message::User { content, media } => out.push_str(&format!(
+                "\nuser: {}\n",
+                evoflux_protocol::message::text_with_media_notes(content, media)
+            )),
             Message::Assistant {
                 content,
                 tool_calls,
@@ -466,13 +469,19 @@ fn render_transcript(
                 }
             }
             Message::Tool {
-                content, is_error, ..
+                content,
+                is_error,
+                media,
+                ..
             } => {
                 let mark = if *is_error { "✗" } else { "✓" };
                 out.push_str(&format!(
                     "  {mark} {}\n",
                     clip(content.lines().next().unwrap_or_default(), 160)
                 ));
+                for m in media {
+                    out.push_str(&format!("    [{}]\n", m.describe()));
+                }
                 if let Some(meta) = &e.artifact {
                     out.push_str(&format!("    {meta}\n"));
                 }

@@ -249,6 +249,48 @@ impl EventSink for HumanEvents {
                 eprintln!("  + tools turned on: {}", tools.join(", "));
             }
             Event::TaskUpdate { message } => eprintln!("  ⋯ {}", clip(message, 200)),
+            Event::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => eprintln!(
+                "  ⋯ {}",
+                evoflux_protocol::events::progress_label(*progress, *total, message.as_deref())
+            ),
+            // Debug messages are for the event stream (`--json`).
+            Event::ToolLog {
+                server,
+                level,
+                logger,
+                message,
+                ..
+            } => {
+                if *level > evoflux_protocol::events::ServerLogLevel::Debug {
+                    self.end_text();
+                    let from = match logger {
+                        Some(l) => format!("{server}/{l}"),
+                        None => server.clone(),
+                    };
+                    eprintln!("  mcp {from} {}: {}", level.as_str(), clip(message, 400));
+                }
+            }
+            // The front end's asker shows the form itself.
+            Event::ElicitationRequested { .. } => {}
+            Event::ElicitationAnswered { action, by, .. } => {
+                use evoflux_protocol::events::ElicitationAction;
+                let what = match action {
+                    ElicitationAction::Accept => "sent",
+                    ElicitationAction::Decline => "declined",
+                    ElicitationAction::Cancel => "cancelled",
+                };
+                let why = match by {
+                    DecidedBy::User => "",
+                    DecidedBy::Policy => " (nobody can answer in this run)",
+                    DecidedBy::Cancellation => " (the turn ended)",
+                };
+                eprintln!("  form {what}{why}");
+            }
             // A child's activity, indented under the call that opened it;
             // its words go to stderr so stdout stays the lead's answer.
             Event::Child { event, .. } => match event.as_ref() {

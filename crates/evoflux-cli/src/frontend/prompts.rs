@@ -5,7 +5,9 @@
 
 use std::io::{BufRead as _, Write as _};
 
-use evoflux_harness::approval::{ApprovalSubject, Remember};
+use evoflux_harness::approval::{
+    ApprovalSubject, DecidedBy, ElicitationAnswer, ElicitationAsk, Elicited, Remember,
+};
 use evoflux_harness::{ApprovalDecision, ApprovalRequest, Approver, Decided};
 
 use super::printer::clip;
@@ -84,6 +86,80 @@ impl Approver for AskApprover {
             Decided::by_user(decision)
         })
     }
+
+    fn elicit<'a>(
+        &'a self,
+        request: &'a ElicitationAsk,
+    ) -> evoflux_harness::approval::ElicitationFuture<'a> {
+        Box::pin(fill_form(request, |prompt| async move {
+            eprint!("{prompt}");
+            let _ = std::io::stderr().flush();
+            match read_line().await {
+                Ok(Some(line)) => Typed::Line(line),
+                Ok(None) | Err(_) => Typed::Eof,
+            }
+        }))
+    }
+}
+
+/// What the person typed at one of a form's questions.
+pub(crate) enum Typed {
+    Line(String),
+    /// Ctrl-C: the form is cancelled.
+    Interrupted,
+    /// The end of input: nobody answers.
+    Eof,
+}
+
+/// Walks an MCP server's form field by field, reading each answer with
+/// `read` (which shows the prompt it is given): `y` fills it in, `n`
+/// declines; a field that does not take what was typed is asked again.
+pub(crate) async fn fill_form<F, Fut>(request: &ElicitationAsk, mut read: F) -> Elicited
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Typed>,
+{
+    let by_user = |answer| Elicited {
+        answer,
+        by: DecidedBy::User,
+    };
+    let cancelled = || by_user(ElicitationAnswer::Cancel);
+    eprintln!(
+        "the MCP server `{}` asks (during `{}`): {}",
+        request.server, request.tool, request.message
+    );
+    match read("fill in its form? [y]es / [n]o, decline: ".to_owned()).await {
+        Typed::Line(a) if matches!(a.trim(), "y" | "Y" | "yes") => {}
+        Typed::Line(_) => return by_user(ElicitationAnswer::Decline { reason: None }),
+        Typed::Interrupted | Typed::Eof => return cancelled(),
+    }
+    let mut content = serde_json::Map::new();
+    for field in evoflux_mcp::live::form_fields(&request.schema) {
+        loop {
+            let typed = match read(format!("  {}", field.prompt())).await {
+                Typed::Line(line) => line,
+                Typed::Interrupted | Typed::Eof => return cancelled(),
+            };
+            match field.read(&typed) {
+                Ok(Some(value)) => {
+                    content.insert(field.name.clone(), value);
+                    break;
+                }
+                Ok(None) => break,
+                Err(why) => eprintln!("  {why}; try again (Ctrl-C cancels the form)"),
+            }
+        }
+    }
+    let answer = ElicitationAnswer::Accept { content };
+    match request.check(&answer) {
+        Ok(()) => by_user(answer),
+        Err(why) => {
+            eprintln!("  the answer does not fit the form: {why}; it was declined");
+            by_user(ElicitationAnswer::Decline {
+                reason: Some(format!("the user's answer did not fit the form: {why}")),
+            })
+        }
+    }
 }
 
 /// The question a terminal asks before `request` runs, with the answers it
@@ -107,6 +183,16 @@ pub(crate) fn approval_question(request: &ApprovalRequest) -> String {
             "let `{}` change `{path}`, {control} (it takes effect from the next session)?\n{options}",
             request.tool
         ),
+        ApprovalSubject::Sampling {
+            server,
+            preview,
+            max_tokens,
+        } => format!(
+            "let the MCP server `{server}` (during `{}`) ask the model, up to {max_tokens} \
+             tokens?\n  {}\n{options}",
+            request.tool,
+            clip(preview, 600).replace('\n', "\n  ")
+        ),
     }
 }
 
@@ -123,9 +209,119 @@ pub(crate) fn approval_answer(request: &ApprovalRequest, answer: &str) -> Approv
     }
 }
 
-/// The refusal a user's "no" (or no answer) gives the model.
+/// The refusal a user's "no" (or no answer) gives the model (or, for
+/// sampling, the server).
 pub(crate) fn denied(request: &ApprovalRequest) -> ApprovalDecision {
     ApprovalDecision::Denied {
-        reason: format!("The user denied `{}`.", request.tool),
+        reason: match &request.subject {
+            ApprovalSubject::Sampling { server, .. } => {
+                format!("The user denied the MCP server `{server}`'s sampling request.")
+            }
+            ApprovalSubject::Call
+            | ApprovalSubject::OutsideSandbox { .. }
+            | ApprovalSubject::Control { .. } => format!("The user denied `{}`.", request.tool),
+        },
+    }
+}
+
+#[cfg(test)]
+mod form_tests {
+    use super::*;
+
+    fn ask() -> ElicitationAsk {
+        ElicitationAsk {
+            session_id: "s".into(),
+            id: "c1:elicitation-1".into(),
+            call_id: "c1".into(),
+            tool: "mcp__every__signup".into(),
+            server: "every".into(),
+            message: "Tell us about you".into(),
+            schema: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "age": {"type": "integer", "minimum": 1},
+                    "name": {"type": "string"},
+                    "pet": {"type": "string", "enum": ["cat", "dog"]}
+                },
+                "required": ["name"]
+            }),
+        }
+    }
+
+    /// Answers the form's questions from `typed`, in order.
+    async fn answered(typed: &[&str]) -> Elicited {
+        let lines = std::sync::Mutex::new(
+            typed
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect::<std::collections::VecDeque<_>>(),
+        );
+        let request = ask();
+        fill_form(&request, |_prompt| {
+            let next = lines.lock().unwrap().pop_front();
+            async move {
+                match next {
+                    Some(l) if l == "^C" => Typed::Interrupted,
+                    Some(l) => Typed::Line(l),
+                    None => Typed::Eof,
+                }
+            }
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_form_is_filled_field_by_field_and_a_wrong_answer_is_asked_again() {
+        // Fields in name order: age, name, pet.
+        let got = answered(&["y", "old", "", "", "Ada", "2"]).await;
+        assert_eq!(got.by, DecidedBy::User);
+        assert_eq!(
+            got.answer,
+            ElicitationAnswer::Accept {
+                content: serde_json::json!({"name": "Ada", "pet": "dog"})
+                    .as_object()
+                    .cloned()
+                    .unwrap()
+            }
+        );
+        assert_eq!(
+            answered(&["n"]).await.answer,
+            ElicitationAnswer::Decline { reason: None }
+        );
+        assert_eq!(
+            answered(&["y", "^C"]).await.answer,
+            ElicitationAnswer::Cancel
+        );
+        // An answer the schema refuses (age below its minimum) is declined.
+        let got = answered(&["y", "0", "Ada", ""]).await;
+        assert!(
+            matches!(&got.answer, ElicitationAnswer::Decline { reason: Some(r) } if r.contains("age")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_sampling_request_is_asked_with_its_server_and_preview() {
+        let request = ApprovalRequest {
+            session_id: "s".into(),
+            call_id: "c1:sampling-1".into(),
+            tool: "mcp__every__sum".into(),
+            arguments: serde_json::json!({}),
+            subject: ApprovalSubject::Sampling {
+                server: "every".into(),
+                preview: "system: Be brief.\nuser: Sum it up".into(),
+                max_tokens: 40,
+            },
+            workdir: None,
+        };
+        let q = approval_question(&request);
+        assert!(q.contains("MCP server `every`"), "{q}");
+        assert!(q.contains("up to 40 tokens"), "{q}");
+        assert!(q.contains("\n  user: Sum it up"), "{q}");
+        assert!(q.ends_with("[y]es, this once / [N]o"), "{q}");
+        assert!(matches!(
+            approval_answer(&request, "s"),
+            ApprovalDecision::Denied { reason } if reason.contains("sampling request")
+        ));
     }
 }

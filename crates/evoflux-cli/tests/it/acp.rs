@@ -166,6 +166,7 @@ fn update_kind(update: &SessionUpdate) -> String {
         SessionUpdate::AgentMessageChunk(_) => "message".to_owned(),
         SessionUpdate::AgentThoughtChunk(_) => "thought".to_owned(),
         SessionUpdate::UserMessageChunk(_) => "user_message".to_owned(),
+        SessionUpdate::AvailableCommandsUpdate(_) => "commands".to_owned(),
         _ => "other".to_owned(),
     }
 }
@@ -828,15 +829,16 @@ async fn an_approved_call_reaches_the_editor_in_the_order_the_engine_emitted_it(
         "message_delta",
         "turn_completed",
     ];
-    let expected: Vec<&str> = engine
-        .iter()
-        .filter_map(|kind| match *kind {
+    // Before the turn: the session's available commands, told after the
+    // answer to `session/new`.
+    let expected: Vec<&str> = std::iter::once("commands")
+        .chain(engine.iter().filter_map(|kind| match *kind {
             "tool_started" => Some("tool_call"),
             "approval_requested" => Some("permission"),
             "tool_ended" => Some("tool_completed"),
             "message_delta" => Some("message"),
             _ => None,
-        })
+        }))
         .collect();
     let log = seen.log.lock().unwrap().clone();
     assert_eq!(log, expected);

@@ -79,7 +79,8 @@ fn a_healthy_setup_passes_every_check() {
             "skills",
             "agents",
             "sandbox",
-            "other-harnesses"
+            "other-harnesses",
+            "commands"
         ]
     );
     for c in report["checks"].as_array().unwrap() {

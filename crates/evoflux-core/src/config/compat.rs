@@ -1,5 +1,5 @@
-//! `[compat]`: which other harnesses' files (instructions, MCP servers)
-//! evoflux reads, only ever to read them. On by default; only the user's
+//! `[compat]`: which other harnesses' files (instructions, MCP servers,
+//! Claude Code's permission rules) evoflux reads, only ever to read them. On by default; only the user's
 //! and the admin's files may change it.
 
 use serde::{Deserialize, Serialize};
@@ -11,9 +11,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompatConfig {
     /// `CLAUDE.md` and `GEMINI.md` serve a directory that has no
-    /// `AGENTS.md`.
+    /// `AGENTS.md`, and the user's `~/.codex/AGENTS.md` and
+    /// `~/.claude/CLAUDE.md` join the instructions.
     #[serde(default = "yes")]
     pub instructions: bool,
+    /// Claude Code's `permissions` (`allow`, `ask`, `deny` of
+    /// `.claude/settings.json`, `.claude/settings.local.json` and
+    /// `~/.claude/settings.json`) join the approval rules.
+    #[serde(default = "yes")]
+    pub permissions: bool,
     /// Whose MCP server files join the user and project layers besides
     /// evoflux's own `mcp.json` (`mcp = []` reads none).
     #[serde(default = "ForeignMcp::all")]
@@ -34,14 +40,18 @@ pub enum ForeignMcp {
     Vscode,
     /// A repository's `.cursor/mcp.json` and `~/.cursor/mcp.json`.
     Cursor,
+    /// `mcp` of a repository's `opencode.json` and of
+    /// `~/.config/opencode/opencode.json`.
+    Opencode,
 }
 
 impl ForeignMcp {
-    pub const ALL: [ForeignMcp; 4] = [
+    pub const ALL: [ForeignMcp; 5] = [
         ForeignMcp::ClaudeCode,
         ForeignMcp::Codex,
         ForeignMcp::Vscode,
         ForeignMcp::Cursor,
+        ForeignMcp::Opencode,
     ];
 
     fn all() -> Vec<ForeignMcp> {
@@ -54,6 +64,7 @@ impl ForeignMcp {
             ForeignMcp::Codex => "codex",
             ForeignMcp::Vscode => "vscode",
             ForeignMcp::Cursor => "cursor",
+            ForeignMcp::Opencode => "opencode",
         }
     }
 }
@@ -66,6 +77,7 @@ impl Default for CompatConfig {
     fn default() -> Self {
         CompatConfig {
             instructions: true,
+            permissions: true,
             mcp: ForeignMcp::all(),
         }
     }
@@ -81,5 +93,6 @@ impl CompatConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub(super) struct CompatFile {
     pub(super) instructions: Option<bool>,
+    pub(super) permissions: Option<bool>,
     pub(super) mcp: Option<Vec<ForeignMcp>>,
 }

@@ -188,6 +188,7 @@ impl LoadedConfig {
                 if let Some(compat) = layer.compat {
                     let current = &mut self.config.compat;
                     current.instructions = compat.instructions.unwrap_or(current.instructions);
+                    current.permissions = compat.permissions.unwrap_or(current.permissions);
                     if let Some(mcp) = compat.mcp {
                         current.mcp = mcp;
                     }

@@ -134,6 +134,8 @@ impl HarnessConfig {
             limits: Default::default(),
             wire_api: None,
             reasoning_effort: None,
+            images: None,
+            audio: None,
         };
         let providers = BTreeMap::from([
             (

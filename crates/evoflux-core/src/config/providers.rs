@@ -113,6 +113,15 @@ pub struct ProviderConfig {
     /// the model's own default when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// Whether the model accepts images; the wire's default when unset
+    /// (`images = false` for a text-only model behind a compatible
+    /// server). Media a model does not accept reach it as a placeholder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
+    /// Whether the model accepts audio (Chat Completions' `input_audio`,
+    /// e.g. `gpt-4o-audio-preview`); off unless set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<bool>,
 }
 
 /// The bounds of one model call of a remote provider; each one unset takes
@@ -284,6 +293,28 @@ pub(super) fn check_provider(path: &Path, name: &str, p: &ProviderConfig, diags:
             );
         }
         (ProviderKind::Local, _) | (_, None) => {}
+    }
+    // Only Chat Completions carries audio, and the local model reads text
+    // only: asking more of a wire than it carries would be ignored.
+    let chat = p.kind == ProviderKind::Openai
+        && p.wire_api.unwrap_or_default() == WireApi::ChatCompletions;
+    for (key, set, carried) in [
+        ("images", p.images, p.kind != ProviderKind::Local),
+        ("audio", p.audio, chat || p.kind == ProviderKind::Scripted),
+    ] {
+        if set == Some(true) && !carried {
+            diags.push(
+                Diagnostic::warning(
+                    "config/media-unsupported",
+                    format!(
+                        "provider `{name}` (kind `{}`) cannot send {key} to its model, so                          `{key} = true` has no effect: {key} reach it as a text placeholder;                          remove the key",
+                        p.kind
+                    ),
+                )
+                .with_file(path)
+                .with_field(field(key)),
+            );
+        }
     }
     let responses = p.kind == ProviderKind::Openai && p.wire_api == Some(WireApi::Responses);
     match (p.kind, p.wire_api) {

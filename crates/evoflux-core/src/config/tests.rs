@@ -571,3 +571,20 @@ fn unreadable_file_is_a_diagnostic() {
     assert!(load(&path, &mut diags).is_none());
     assert_eq!(diags.codes(), ["config/unreadable"]);
 }
+
+#[test]
+fn media_keys_parse_and_warn_where_the_wire_cannot_carry_them() {
+    let (loaded, diags) = check(
+        "[providers.ollama]\nkind = \"openai\"\nbase_url = \"http://h/v1\"\nimages = false\n\
+         audio = true\n[providers.claude]\nkind = \"anthropic\"\nbase_url = \"https://h\"\n\
+         audio = true\n",
+    );
+    let config = loaded.unwrap().config;
+    assert_eq!(config.providers["ollama"].images, Some(false));
+    assert_eq!(config.providers["ollama"].audio, Some(true));
+    assert_eq!(diags.codes(), ["config/media-unsupported"]);
+    assert_eq!(
+        diags.as_slice()[0].locator.field.as_deref(),
+        Some("providers.claude.audio")
+    );
+}

@@ -79,7 +79,7 @@ impl Harness {
     /// Whether this session may use `server` of `owner`: the agent's `mcp:`
     /// list names it (`name`, or `<plugin>/<name>` for a plugin's server),
     /// or a loaded skill granted its plugin installation.
-    fn mcp_granted(&self, owner: &ServerOwner, server: &str) -> bool {
+    pub(super) fn mcp_granted(&self, owner: &ServerOwner, server: &str) -> bool {
         granted(&self.agent.mcp, &self.mcp.installations, owner, server)
     }
 

@@ -13,8 +13,10 @@ mod dispatch;
 mod evidence;
 mod ledger;
 mod mcp;
+mod mcp_live;
 mod model_call;
 mod open;
+mod prompts;
 mod record;
 mod recorder;
 mod router;
@@ -260,6 +262,11 @@ pub struct TurnOptions {
     /// A JSON Schema the turn's result must match, delivered through
     /// `final_output`.
     pub output_schema: Option<Value>,
+    /// Images or audio the user attached to the turn's message (an
+    /// editor's image prompt blocks): stored on the user message (or, when
+    /// the input answers the agent's question, on that answer's result)
+    /// and sent to the model as far as it accepts them.
+    pub media: Vec<evoflux_protocol::Media>,
 }
 
 /// An open question of the agent.
@@ -401,6 +408,9 @@ pub struct Harness {
     /// The front end's client's file system, which file tools use where
     /// it offers it ([`crate::client_files`]).
     client_files: Option<Arc<dyn crate::client_files::ClientFiles>>,
+    /// The commands read from files the user can type as `/name`
+    /// ([`prompts`]).
+    prompt_files: Vec<crate::prompt_commands::FileCommand>,
     /// The session's lease epoch this harness is current at: it was opened
     /// then, or last ran a turn under it ([`Harness::lease`]).
     lease_epoch: i64,
@@ -517,6 +527,14 @@ impl Harness {
     /// it offers them (an editor's buffers; see [`crate::client_files`]).
     pub fn use_client_files(&mut self, files: Arc<dyn crate::client_files::ClientFiles>) {
         self.client_files = Some(files);
+    }
+
+    /// From now on, the session's [`ApprovalMode`](crate::ApprovalMode)
+    /// is the one `switch` holds: its front end switches it while the
+    /// session runs (an editor's `session/set_mode`), and the children it
+    /// dispatches from now on follow it too.
+    pub fn use_approval_mode(&mut self, switch: crate::approval::ModeSwitch) {
+        self.approvals.mode = switch;
     }
 
     /// Compacts the conversation at the next model call, as the

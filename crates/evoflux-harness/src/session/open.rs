@@ -122,6 +122,7 @@ impl Harness {
             artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
             turn: TurnState::default(),
             client_files: None,
+            prompt_files: Vec::new(),
             lease_epoch: 0,
             awaiting_approval: std::sync::Mutex::new(None),
             titles: Default::default(),

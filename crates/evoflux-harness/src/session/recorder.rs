@@ -48,6 +48,7 @@ impl Recorder {
                     tool_call_id,
                     content,
                     is_error,
+                    media,
                 } => {
                     let tool = self.tool_name_of(tool_call_id).unwrap_or_default();
                     self.events.emit(&Event::ToolEnded {
@@ -55,7 +56,7 @@ impl Recorder {
                         tool,
                         status: crate::events::ToolStatus::of(*is_error),
                         is_error: *is_error,
-                        content: content.clone(),
+                        content: evoflux_protocol::message::text_with_media_notes(content, media),
                         metadata: d.metadata.clone(),
                     });
                 }
@@ -142,6 +143,7 @@ impl Recorder {
             tool_call_id: call.id.clone(),
             content: result.content.clone(),
             is_error: result.is_error,
+            media: result.media.clone(),
         };
         self.append(message, result.metadata.as_ref()).await?;
         self.events.emit(&Event::ToolEnded {
@@ -149,7 +151,11 @@ impl Recorder {
             tool: call.name.clone(),
             status,
             is_error: result.is_error,
-            content: result.content,
+            // Front ends show text; the media are named in it.
+            content: evoflux_protocol::message::text_with_media_notes(
+                &result.content,
+                &result.media,
+            ),
             metadata: result.metadata,
         });
         Ok(())

@@ -86,14 +86,63 @@ impl Harness {
         let shell = handler
             .and_then(|h| h.gated_command(&call.arguments))
             .map(|c| (c.command, c.outside_sandbox));
+        // The mode the user switched the session to, over the settings.
+        let approval = match self.approvals.mode.get().applied(
+            &call.name,
+            tool.definition.behavior.action_class,
+            approval,
+            shell,
+        ) {
+            Ok(approval) => approval,
+            Err(reason) => return Ok(CallOutcome::Result(ToolResult::error(reason))),
+        };
         let grant = GrantKey {
             tool: call.name.clone(),
             command: shell.map(|(command, _)| crate::safe_command::grant_command(command)),
         };
+        // Claude Code's permission rules: a deny refuses, an ask asks
+        // unless the user's own [approval] names the tool, an allow stands
+        // in for an "always" answer (`permission_rules`' module docs).
+        let ruled = if self.approvals.rules.is_empty() {
+            None
+        } else {
+            let facts = crate::permission_rules::CallFacts {
+                tool: &call.name,
+                class: tool.definition.behavior.action_class,
+                command: shell.map(|(command, _)| command),
+                names_paths: crate::tool_paths::declares_paths(&tool.definition),
+                paths: crate::tool_paths::path_arguments(&tool.definition, &call.arguments)
+                    .into_iter()
+                    .filter_map(|a| self.workspace.resolve(a).ok().map(|r| r.path))
+                    .collect(),
+                url: call.arguments.get("url").and_then(Value::as_str),
+            };
+            self.approvals.rules.decide(&facts).cloned()
+        };
+        let effect = ruled.as_ref().map(|r| r.effect);
+        if let Some(rule) = ruled
+            .as_ref()
+            .filter(|r| r.effect == crate::permission_rules::Effect::Deny)
+        {
+            let refusal = rule.refusal(&call.name);
+            self.emit(&Event::Warning {
+                code: crate::permission_rules::DENIED.to_owned(),
+                message: refusal.clone(),
+            });
+            return Ok(CallOutcome::Result(ToolResult::error(refusal)));
+        }
         let ask = match gate(approval, shell) {
-            Gate::Run => false,
+            Gate::Run => {
+                effect == Some(crate::permission_rules::Effect::Ask)
+                    && !self.approvals.set.contains_key(&tool.definition.name)
+                    && !self.grants.contains(&grant)
+            }
             Gate::Refuse(reason) => return Ok(CallOutcome::Result(ToolResult::error(reason))),
-            Gate::Ask { remembered } => !(remembered && self.grants.contains(&grant)),
+            Gate::Ask { remembered } => {
+                !(remembered
+                    && (self.grants.contains(&grant)
+                        || effect == Some(crate::permission_rules::Effect::Allow)))
+            }
         };
         if ask {
             let subject = handler.map_or(ApprovalSubject::Call, |h| {
@@ -157,6 +206,8 @@ impl Harness {
                 (Some(justification.clone()), None)
             }
             ApprovalSubject::Control { path, .. } => (None, Some(path.clone())),
+            // Asked by the MCP call's listener, never for a call itself.
+            ApprovalSubject::Sampling { .. } => (None, None),
         };
         let remember = subject.remember();
         let workdir = self
@@ -182,6 +233,7 @@ impl Harness {
             outside_sandbox,
             control,
             workdir: workdir.map(|w| w.display().to_string()),
+            sampling: None,
         });
         let Decided { decision, by } = decided.await;
         self.awaiting_approval
@@ -289,25 +341,42 @@ impl Harness {
                     .await;
                 Ok(self.command_finished(out, false))
             }
-            Executor::Mcp { qualified_name } => Ok(
-                match self
+            Executor::Mcp { qualified_name } => Ok({
+                // What the server sends during the call comes to this
+                // session: progress, logs, sampling, forms.
+                let server = self
                     .mcp
                     .tools
-                    .call_tool(
+                    .get(&qualified_name)
+                    .map(|d| d.server.clone())
+                    .unwrap_or_default();
+                let (context, listener) = self.mcp_call_context(&call.id, &call.name, &server);
+                let over = super::mcp_live::CallOver(Arc::clone(&listener));
+                let answered = self
+                    .mcp
+                    .tools
+                    .call_tool_in(
                         &qualified_name,
                         call.arguments.clone(),
                         self.mcp.call_timeout,
+                        Some(context),
                     )
-                    .await
-                {
-                    Ok(r) => ToolResult {
-                        content: r.to_text(),
-                        is_error: r.is_error,
-                        metadata: None,
-                    },
+                    .await;
+                drop(over);
+                self.mcp_call_ended(&listener);
+                match answered {
+                    Ok(r) => {
+                        let (content, media) = r.to_text_and_media();
+                        ToolResult {
+                            content,
+                            is_error: r.is_error,
+                            metadata: None,
+                            media,
+                        }
+                    }
                     Err(e) => ToolResult::error(format!("{} [{}]", e, e.code())),
-                },
-            ),
+                }
+            }),
         }
     }
 

@@ -97,12 +97,12 @@ fn excerpt(text: &str) -> String {
 /// What the title call costs at most at `price`: every character of its
 /// input counted as a token (more than any tokenizer makes of text), and
 /// every token it may write.
-fn worst_cost(price: &Price, request: &Request) -> Usd {
+pub(super) fn worst_cost(price: &Price, request: &Request) -> Usd {
     let input: usize = request
         .messages
         .iter()
         .map(|m| match m {
-            Message::System { content } | Message::User { content } => content.chars().count(),
+            Message::System { content } | Message::User { content, .. } => content.chars().count(),
             Message::Assistant { content, .. } | Message::Tool { content, .. } => {
                 content.chars().count()
             }
@@ -154,7 +154,7 @@ impl Harness {
             return;
         }
         let mut users = self.recorder.messages.iter().filter_map(|m| match m {
-            Message::User { content } => Some(content),
+            Message::User { content, .. } => Some(content),
             Message::System { .. } | Message::Assistant { .. } | Message::Tool { .. } => None,
         });
         let (Some(first), None) = (users.next(), users.next()) else {
@@ -271,7 +271,7 @@ mod tests {
             .messages
             .iter()
             .map(|m| match m {
-                Message::System { content } | Message::User { content } => content.len(),
+                Message::System { content } | Message::User { content, .. } => content.len(),
                 Message::Assistant { .. } | Message::Tool { .. } => 0,
             })
             .sum();

@@ -190,6 +190,12 @@ impl Harness {
         options: TurnOptions,
     ) -> Result<TurnOutcome, HarnessError> {
         let mut terminal = options.output_schema.map(TerminalOutput::new).transpose()?;
+        let media = options.media;
+        // Media without text is still a message: never dropped.
+        let input = match (input, media.is_empty()) {
+            (None, false) => Some(""),
+            (input, _) => input,
+        };
         let open = self
             .recorder
             .store
@@ -216,7 +222,10 @@ impl Harness {
                 self.recorder
                     .record(
                         &call,
-                        ToolResult::ok(format!("The user answered: {answer}")),
+                        ToolResult {
+                            media,
+                            ..ToolResult::ok(format!("The user answered: {answer}"))
+                        },
                     )
                     .await?;
                 if let Some(next) = open.get(1) {
@@ -229,8 +238,11 @@ impl Harness {
                 return Ok(self.waiting(q));
             }
             (None, Some(text)) => {
-                self.turn.input = Some(text.to_owned());
-                let m = Message::user(text);
+                // A prompt command and `@server:uri` resources are expanded
+                // before anything reads the message (skills included).
+                let text = self.expand_input(text).await?;
+                self.turn.input = Some(text.clone());
+                let m = Message::user_with_media(text, media);
                 self.recorder.append(m, None).await?;
             }
             (None, None) => {

@@ -597,6 +597,7 @@ impl SkillRuntime {
                 tool_call_id: id,
                 content,
                 is_error,
+                media: Vec::new(),
             },
             metadata,
         });
@@ -724,7 +725,7 @@ pub fn apply_tool_activations(
 /// The text of the latest user message of a request, for ranking.
 pub(crate) fn latest_user_text(messages: &[Message]) -> Option<&str> {
     messages.iter().rev().find_map(|m| match m {
-        Message::User { content } => Some(content.as_str()),
+        Message::User { content, .. } => Some(content.as_str()),
         Message::System { .. } | Message::Assistant { .. } | Message::Tool { .. } => None,
     })
 }

@@ -182,6 +182,7 @@ impl SkillRuntime {
                     content: text,
                     is_error: false,
                     metadata: Some(durable.to_metadata()),
+                    media: Vec::new(),
                 })
             }
             Action::ReadResource(name, path) => {

@@ -16,6 +16,7 @@ pub(crate) fn file_result(o: ToolOutput) -> ToolResult {
             change: Some(c),
             ..ResultMetadata::default()
         }),
+        media: Vec::new(),
     }
 }
 
@@ -29,5 +30,6 @@ pub(crate) fn command_result(out: ToolOutput) -> ToolResult {
         }),
         content: out.text,
         is_error: out.is_error,
+        media: Vec::new(),
     }
 }

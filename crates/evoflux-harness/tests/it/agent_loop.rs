@@ -238,6 +238,7 @@ async fn final_output_is_validated_and_a_wrong_one_goes_back_to_the_model() {
             Some("count the files"),
             TurnOptions {
                 output_schema: Some(schema),
+                ..TurnOptions::default()
             },
         )
         .await
@@ -271,6 +272,7 @@ async fn a_turn_without_schema_has_no_final_output_and_a_missing_result_is_repor
             Some("give me json"),
             TurnOptions {
                 output_schema: Some(json!({"type": "object"})),
+                ..TurnOptions::default()
             },
         )
         .await

@@ -610,7 +610,7 @@ async fn a_compaction_the_user_asks_for_runs_at_the_next_model_call_only() {
     assert_eq!(out.text, "Compacted and answered.");
     assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
     let sent = model.last_agent_request();
-    let Message::User { content } = &sent.messages[1] else {
+    let Message::User { content, .. } = &sent.messages[1] else {
         panic!("{:?}", sent.messages[1]);
     };
     assert!(content.starts_with(COMPACTED_HEADER), "{content}");
@@ -668,7 +668,7 @@ async fn context_exceeded_triggers_compaction_and_one_retry() {
     assert_eq!(model.refusals.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert_eq!(model.summaries.load(std::sync::atomic::Ordering::SeqCst), 1);
     let retry = model.last_agent_request();
-    let Message::User { content } = &retry.messages[1] else {
+    let Message::User { content, .. } = &retry.messages[1] else {
         panic!("{:?}", retry.messages[1]);
     };
     assert!(content.starts_with(COMPACTED_HEADER), "{content}");
@@ -917,7 +917,7 @@ async fn compaction_keeps_skill_pairs_exact_and_tells_the_model() {
         .await;
     let sent = &call.request.messages;
     // The model is told, and the summary came from the same provider.
-    let Message::User { content } = &sent[0] else {
+    let Message::User { content, .. } = &sent[0] else {
         panic!("{:?}", sent[0]);
     };
     assert!(content.starts_with(COMPACTED_HEADER));

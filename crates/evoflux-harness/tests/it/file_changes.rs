@@ -378,7 +378,7 @@ async fn an_approval_names_the_folder_its_command_would_run_in() {
             ("write".to_owned(), Approval::Always),
         ]
         .into(),
-        floor: Default::default(),
+        ..ApprovalPolicy::default()
     };
     let mut h = Harness::open(setup, coding(&world)).await.unwrap();
     h.turn(Some("make it"), TurnOptions::default())

@@ -19,6 +19,8 @@ mod file_changes;
 mod host;
 mod lease;
 mod mcp_list_changed;
+mod mcp_live;
+mod media;
 mod provider_tools;
 mod remote;
 mod skills;

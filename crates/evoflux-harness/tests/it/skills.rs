@@ -217,6 +217,7 @@ fn tool_result(request: &Request, call_id: &str) -> (String, bool) {
                 tool_call_id,
                 content,
                 is_error,
+                ..
             } if tool_call_id == call_id => Some((content.clone(), *is_error)),
             _ => None,
         })
@@ -286,7 +287,7 @@ async fn assigned_skills_preload_exact_bodies_and_unassigned_stay_on_demand() {
     let first = provider.last_request();
     // [system, user, assistant(configured load), tool(activation)]
     assert_eq!(first.messages.len(), 4, "{:#?}", first.messages);
-    assert!(matches!(&first.messages[1], Message::User { content } if content == "hello"));
+    assert!(matches!(&first.messages[1], Message::User { content, .. } if content == "hello"));
     let Message::Assistant { tool_calls, .. } = &first.messages[2] else {
         panic!("no synthetic call: {:?}", first.messages[2]);
     };
@@ -358,7 +359,7 @@ async fn manual_only_skills_stay_out_of_implicit_resolution_but_load_by_dollar_n
         .unwrap();
     let requests = provider.requests();
     let resolver_input: Value = match &requests[0].messages[1] {
-        Message::User { content } => serde_json::from_str(content).unwrap(),
+        Message::User { content, .. } => serde_json::from_str(content).unwrap(),
         other => panic!("{other:?}"),
     };
     let names: Vec<&str> = resolver_input["skills"]
@@ -418,7 +419,7 @@ async fn explicit_activation_lands_right_after_the_user_message() {
         "the explicit pick suppresses the resolver"
     );
     let m = &requests[0].messages;
-    assert!(matches!(&m[1], Message::User { content } if content.starts_with("/skill:alpha")));
+    assert!(matches!(&m[1], Message::User { content, .. } if content.starts_with("/skill:alpha")));
     let Message::Assistant { tool_calls, .. } = &m[2] else {
         panic!("{:?}", m[2]);
     };
@@ -427,6 +428,7 @@ async fn explicit_activation_lands_right_after_the_user_message() {
         tool_call_id,
         content,
         is_error: false,
+        ..
     } = &m[3]
     else {
         panic!("{:?}", m[3]);
@@ -611,7 +613,7 @@ async fn resolver_failure_falls_back_to_the_catalog_and_sees_only_request_mode_a
         resolver.messages[0],
         Message::system(RESOLVER_SYSTEM_PROMPT)
     );
-    let Message::User { content } = &resolver.messages[1] else {
+    let Message::User { content, .. } = &resolver.messages[1] else {
         panic!("{:?}", resolver.messages[1]);
     };
     let input: Value = serde_json::from_str(content).unwrap();

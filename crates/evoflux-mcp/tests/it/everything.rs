@@ -123,6 +123,20 @@ async fn server_everything_as_a_plugin_server_over_stdio() {
     let uri = url::Url::from_file_path(&root).unwrap().to_string();
     assert!(r.to_text().contains(&uri), "{}", r.to_text());
 
+    // Its image content becomes conversation media (and no base64 in text).
+    let r = set
+        .call_tool("mcp__every_everything__get-tiny-image", json!({}), CALL)
+        .await
+        .unwrap();
+    let (text, media) = r.to_text_and_media();
+    assert!(
+        media
+            .iter()
+            .any(|m| m.kind == evoflux_protocol::MediaKind::Image && m.mime_type == "image/png"),
+        "{media:?}"
+    );
+    assert!(media.iter().all(|m| !text.contains(&m.data)), "{text}");
+
     let r = set
         .call_tool("mcp__every_everything__get-env", json!({}), CALL)
         .await

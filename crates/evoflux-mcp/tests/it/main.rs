@@ -12,6 +12,8 @@ mod common;
 
 mod bounds;
 mod everything;
+mod live;
 mod manager;
 mod oauth;
 mod plugins;
+mod prompts;

@@ -140,7 +140,7 @@ pub fn render(messages: &[Message], tools: &[ToolDefinition]) -> Vec<Part> {
     for m in messages {
         match m {
             Message::System { .. } => {}
-            Message::User { content } => turn("user", content.clone()),
+            Message::User { content, .. } => turn("user", content.clone()),
             Message::Assistant {
                 content,
                 tool_calls,
@@ -155,6 +155,7 @@ pub fn render(messages: &[Message], tools: &[ToolDefinition]) -> Vec<Part> {
                 tool_call_id,
                 content,
                 is_error,
+                ..
             } => {
                 let name = call_names
                     .get(tool_call_id.as_str())

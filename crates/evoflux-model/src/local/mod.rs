@@ -250,6 +250,8 @@ impl Provider for LocalProvider {
     /// Runs the conversation through this provider's model; `request.model`
     /// is not consulted (the model is chosen when the provider is built).
     fn stream(&self, request: Request) -> EventStream {
+        // The local engine reads text only: media become placeholders.
+        let request = crate::media::fit(request, crate::media::MediaSupport::NONE);
         let provider = self.clone();
         let name = self.name.clone();
         // Nothing runs until the stream is polled, like the remote providers.

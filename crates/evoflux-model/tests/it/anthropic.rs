@@ -87,6 +87,7 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
                 tool_call_id: "toolu_1".into(),
                 content: "permission denied".into(),
                 is_error: true,
+                media: Vec::new(),
             },
         ],
     )

@@ -180,6 +180,8 @@ pub async fn harness_with(
     let config = ProviderConfig {
         wire_api,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind,
         base_url: Some(base_url),
         api_key_env: Some(KEY_VAR.to_owned()),

@@ -133,6 +133,8 @@ async fn call_to(
     let config = ProviderConfig {
         wire_api: None,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind: ProviderKind::Openai,
         base_url: Some(base_url.to_owned()),
         api_key_env: None,

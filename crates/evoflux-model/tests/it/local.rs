@@ -24,6 +24,8 @@ fn local_config(model_path: Option<PathBuf>) -> ProviderConfig {
     ProviderConfig {
         wire_api: None,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind: ProviderKind::Local,
         base_url: None,
         api_key_env: None,

@@ -11,6 +11,7 @@ mod common;
 mod faults;
 #[cfg(feature = "local")]
 mod local;
+mod media;
 mod openai;
 mod responses;
 mod scripted;

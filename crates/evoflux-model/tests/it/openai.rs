@@ -509,6 +509,8 @@ async fn unreachable_server_is_a_transport_error_after_retries() {
     let config = evoflux_core::config::ProviderConfig {
         wire_api: None,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind: ProviderKind::Openai,
         base_url: Some(format!("http://127.0.0.1:{port}/v1")),
         api_key_env: None,

@@ -279,6 +279,8 @@ async fn a_configured_effort_applies_when_the_request_names_none() {
         limits: Default::default(),
         wire_api: Some(WireApi::Responses),
         reasoning_effort: Some(ReasoningEffort::High),
+        images: None,
+        audio: None,
     };
     let provider = evoflux_model::provider_for("x", &config, &Default::default()).unwrap();
     assert_eq!(provider.provider_tools(), [ProviderToolKind::WebSearch]);

@@ -168,6 +168,8 @@ async fn invalid_or_missing_scripts_are_setup_errors() {
     let config = ProviderConfig {
         wire_api: None,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind: ProviderKind::Scripted,
         base_url: None,
         api_key_env: None,
@@ -203,6 +205,8 @@ fn provider_for_matches_every_kind() {
     let cfg = |kind, base_url: Option<&str>| ProviderConfig {
         wire_api: None,
         reasoning_effort: None,
+        images: None,
+        audio: None,
         kind,
         base_url: base_url.map(str::to_owned),
         api_key_env: None,

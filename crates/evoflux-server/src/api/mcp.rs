@@ -14,7 +14,7 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use evoflux_app::mcp_config::{McpEditError, McpServerChange, McpServerView};
+use evoflux_app::mcp_config::{McpEditError, McpScope, McpServerChange, McpServerView};
 use evoflux_app::mcp_servers::{McpError, McpRuntime};
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,6 +40,17 @@ pub struct NewMcpServer {
     /// `${VAR}` stays a reference.
     #[schema(value_type = Object)]
     pub entry: Value,
+    /// Which mcp.json: `user` (yours, the default) or `project` (the
+    /// repository's `.evoflux/mcp.json`, shared with whoever clones it;
+    /// its servers start once the repository is trusted again), as
+    /// `evoflux mcp add --scope`.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    pub scope: McpScope,
+    /// Replace a server of that name in the same file instead of refusing
+    /// it, as `evoflux mcp add --force`.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `PUT /api/mcp/servers/{name}`.
@@ -144,17 +155,32 @@ async fn change(
     state: &ServerState,
     change: McpServerChange,
 ) -> Result<Option<McpServerView>, ApiError> {
+    edit(state, change.name(), |app, listed| {
+        app.change_mcp_server(listed, &change)
+    })
+    .await
+}
+
+/// [`change`] for any one edit the application's editor makes: `apply`
+/// runs under the runtime's lock with every server as listed now.
+async fn edit(
+    state: &ServerState,
+    name: &str,
+    apply: impl FnOnce(
+        &evoflux_app::AppContext,
+        &[evoflux_app::mcp_servers::ServerListing],
+    ) -> Result<(), McpEditError>,
+) -> Result<Option<McpServerView>, ApiError> {
     let app = state.sessions.app();
     let view = {
         let mut diags = evoflux_core::Diagnostics::new();
         let slot = runtime(state, &mut diags).await?;
         let runtime = started(&slot)?;
-        app.change_mcp_server(&runtime.listing(), &change)
-            .map_err(edit_error)?;
+        apply(app, &runtime.listing()).map_err(edit_error)?;
         let graph = app.compile(&state.workspaces)?;
         runtime.reload_global(&graph).await;
         runtime.global().wait_settled(MCP_SETTLE).await;
-        view_of(state, runtime, change.name())
+        view_of(state, runtime, name)
     };
     state.sources_changed().await;
     Ok(view)
@@ -187,26 +213,40 @@ pub async fn show(
 
 #[utoipa::path(post, path = "/api/mcp/servers", operation_id = "mcp_server_add", tag = "mcp", request_body = NewMcpServer,
     responses(
-        (status = 201, description = "Written to the user's mcp.json (every other key and server kept byte for byte) and started; the server as it settled", body = Object),
-        (status = 409, description = "The name is taken (`mcp/server-exists`, naming where), or the user's mcp.json cannot be edited as it is", body = ApiError),
+        (status = 201, description = "Written to the chosen mcp.json (every other key and server kept byte for byte) and started; the server as it settled", body = Object),
+        (status = 202, description = "Written to the repository's mcp.json (`scope: project`), whose servers wait until the repository is trusted again: `{server, scope, file, action, state: \"awaiting-trust\"}`", body = Object),
+        (status = 409, description = "The name is taken (`mcp/server-exists`, naming where; `force` replaces one of the same file), or the mcp.json cannot be edited as it is", body = ApiError),
         (status = 422, description = "The name or entry is invalid: the validator's code, `field` (`name`, `entry.<key>`) and diagnostics; nothing was written", body = ApiError)
     ))]
 pub async fn add(
     State(state): State<Arc<ServerState>>,
     body: Result<Json<NewMcpServer>, JsonRejection>,
-) -> Result<(StatusCode, Json<McpServerView>), ApiError> {
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
     let Json(body) = body.map_err(body_error)?;
-    let name = body.name.clone();
-    let view = change(
-        &state,
-        McpServerChange::Add {
-            name: body.name,
-            entry: body.entry,
-        },
-    )
+    let app = state.sessions.app();
+    let file = app.mcp_file(body.scope, &state.workspaces);
+    let mut action = None;
+    let view = edit(&state, &body.name, |app, listed| {
+        action = Some(app.add_mcp_server(&file, listed, &body.name, &body.entry, body.force)?);
+        Ok(())
+    })
     .await?;
-    view.map(|v| (StatusCode::CREATED, Json(v)))
-        .ok_or_else(|| shadowed(&name))
+    match (view, body.scope) {
+        (Some(v), _) => Ok((StatusCode::CREATED, Json(v)).into_response()),
+        (None, McpScope::Project) => Ok((
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({
+                "server": body.name,
+                "scope": body.scope,
+                "file": file,
+                "action": action,
+                "state": "awaiting-trust",
+            })),
+        )
+            .into_response()),
+        (None, McpScope::User) => Err(shadowed(&body.name)),
+    }
 }
 
 /// A server written to the user's file that the runtime does not list:
@@ -289,6 +329,7 @@ pub async fn restart(
         other @ (McpError::UnknownTool(_)
         | McpError::NotReady { .. }
         | McpError::Timeout { .. }
+        | McpError::RequestTimeout { .. }
         | McpError::ResultTooLarge { .. }
         | McpError::InvalidArguments(_)
         | McpError::Protocol { .. }

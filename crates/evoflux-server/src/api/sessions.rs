@@ -111,6 +111,39 @@ impl ApprovalBody {
     }
 }
 
+/// `POST /api/sessions/{id}/elicitations/{elicitation_id}`: the user's
+/// answer to an MCP server's form.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElicitationBody {
+    pub action: ElicitationChoice,
+    /// With `accept`: the fields, which must fit the form's schema.
+    #[serde(default)]
+    pub content: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// MCP's three answers to a form.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationChoice {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl ElicitationBody {
+    fn answer(self) -> evoflux_harness::approval::ElicitationAnswer {
+        use evoflux_harness::approval::ElicitationAnswer as A;
+        match self.action {
+            ElicitationChoice::Accept => A::Accept {
+                content: self.content.unwrap_or_default(),
+            },
+            ElicitationChoice::Decline => A::Decline { reason: None },
+            ElicitationChoice::Cancel => A::Cancel,
+        }
+    }
+}
+
 /// An answer to an approval request.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -438,6 +471,22 @@ pub async fn transcript(
     Ok(Json(page))
 }
 
+#[utoipa::path(get, path = "/api/sessions/{id}/commands", operation_id = "session_commands", tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "The prompt commands the user can type as `/name args` in this session (opened if it is not): `name`, `description`, `argument_hint` and `source` (`claude_command` or `codex_prompt` with `path`, `mcp_prompt` with `server` and `prompt`)", body = Object),
+        (status = 404, description = "No such session", body = ApiError)
+    ))]
+pub async fn commands(
+    State(state): State<Arc<ServerState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = session_id(&id)?;
+    let live = state.sessions.live_or_resume(id).await?;
+    let commands = live.prompt_commands().await?;
+    Ok(Json(serde_json::json!({ "items": commands })))
+}
+
 /// `POST /api/sessions/{id}/attachments` query.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -602,6 +651,34 @@ pub async fn answer(
     let live = state.sessions.live_or_resume(id).await?;
     let after = state.sessions.last_event(id).await?;
     live.start_turn(Some(body.text)).await?;
+    Ok(accepted(id, after))
+}
+
+#[utoipa::path(post, path = "/api/sessions/{id}/elicitations/{elicitation_id}", tag = "sessions", request_body = ElicitationBody,
+    params(("id" = String, Path, description = "The session id"), ("elicitation_id" = String, Path, description = "The form's id, from `elicitation_requested`")),
+    responses(
+        (status = 202, description = "Answered; the MCP server reads it", body = Accepted),
+        (status = 400, description = "The content does not fit the form's schema (`session/elicitation-invalid`); the form still waits", body = ApiError),
+        (status = 404, description = "No form waits under that id in a session this server runs", body = ApiError)
+    ))]
+pub async fn answer_elicitation(
+    State(state): State<Arc<ServerState>>,
+    Path((id, elicitation_id)): Path<(String, String)>,
+    body: Result<Json<ElicitationBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = session_id(&id)?;
+    let Json(body) = body.map_err(body_error)?;
+    let after = state.sessions.last_event(id).await?;
+    // A form is answered where its turn runs: the call waits on this
+    // server's connection to the MCP server.
+    let Some(live) = state.sessions.get(id) else {
+        return Err(ApiError::not_found(
+            "session/no-pending-elicitation",
+            format!("no form `{elicitation_id}` waits in a session this server runs"),
+        )
+        .field("elicitation_id"));
+    };
+    live.answer_elicitation(&elicitation_id, body.answer())?;
     Ok(accepted(id, after))
 }
 

@@ -16,6 +16,7 @@ mod attachments;
 mod connection_floods;
 mod highlight;
 mod idle_sessions;
+mod mcp_forms;
 mod scheduled_runs;
 mod session_list;
 mod session_snapshot;

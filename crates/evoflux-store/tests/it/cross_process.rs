@@ -27,6 +27,7 @@ fn message(n: u64) -> Message {
     match n % 3 {
         1 => Message::User {
             content: format!("message {n}"),
+            media: Vec::new(),
         },
         2 => Message::Assistant {
             provider_items: Vec::new(),
@@ -41,6 +42,7 @@ fn message(n: u64) -> Message {
             tool_call_id: format!("call_{}", n - 1),
             content: format!("message {n}"),
             is_error: false,
+            media: Vec::new(),
         },
     }
 }

@@ -35,6 +35,7 @@ fn sample_messages() -> Vec<Message> {
     vec![
         Message::User {
             content: "grep for TODO".into(),
+            media: Vec::new(),
         },
         Message::Assistant {
             provider_items: Vec::new(),
@@ -49,6 +50,7 @@ fn sample_messages() -> Vec<Message> {
             tool_call_id: "call_1".into(),
             content: "src/a.rs:3: TODO".into(),
             is_error: false,
+            media: Vec::new(),
         },
         Message::Assistant {
             provider_items: Vec::new(),
@@ -419,6 +421,7 @@ async fn concurrent_appends_from_two_handles_stay_gapless(t: Target) {
             for i in 0..25 {
                 let m = Message::User {
                     content: format!("{who} {i}"),
+                    media: Vec::new(),
                 };
                 store.append_message(s.id, &m).await.unwrap();
             }
@@ -435,7 +438,7 @@ async fn concurrent_appends_from_two_handles_stay_gapless(t: Target) {
         let mine: Vec<String> = entries
             .iter()
             .filter_map(|e| match &e.message {
-                Message::User { content } if content.starts_with(who) => Some(content.clone()),
+                Message::User { content, .. } if content.starts_with(who) => Some(content.clone()),
                 _ => None,
             })
             .collect();

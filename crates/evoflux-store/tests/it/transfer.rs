@@ -67,6 +67,7 @@ async fn populate(store: &Store) {
                 tool_call_id: "call_1".into(),
                 content: "a\nb".into(),
                 is_error: false,
+                media: Vec::new(),
             },
             &json!({"locator": "artifacts/x", "bytes": 3}),
         )

@@ -1,8 +1,11 @@
-//! Tab completion in the chat's editor: `/commands` at the start of a
-//! line, `$skill` and `/skill:` names from the session's catalog, and
-//! `@path` files of the session's first workspace root.
+//! Tab completion in the chat's editor: `/commands` (the chat's own and
+//! the session's prompt commands) at the start of a line, `$skill` and
+//! `/skill:` names from the session's catalog, `@path` files of the
+//! session's first workspace root and `@server:uri` MCP resources.
 
 use std::path::{Path, PathBuf};
+
+use evoflux_harness::prompt_commands::PromptCommand;
 
 use super::slash::COMMANDS;
 
@@ -14,6 +17,11 @@ pub struct Completions {
     pub skills: Vec<String>,
     /// Where `@path` completes from.
     pub root: Option<PathBuf>,
+    /// The session's prompt commands (Claude Code commands, codex
+    /// prompts, MCP prompts).
+    pub prompts: Vec<PromptCommand>,
+    /// MCP resources as `server:uri`.
+    pub resources: Vec<String>,
 }
 
 /// Most `@path` candidates listed at once.
@@ -35,10 +43,16 @@ pub fn complete(line: &str, pos: usize, data: &Completions) -> (usize, Vec<(Stri
         return (start, skills(&data.skills, "$", prefix));
     }
     if let Some(prefix) = word.strip_prefix('@') {
-        return match &data.root {
-            Some(root) => (start, paths(root, prefix)),
-            None => (start, Vec::new()),
-        };
+        let mut out: Vec<(String, String)> = data
+            .resources
+            .iter()
+            .filter(|r| r.starts_with(prefix))
+            .map(|r| (r.clone(), format!("@{r} ")))
+            .collect();
+        if let Some(root) = &data.root {
+            out.extend(paths(root, prefix));
+        }
+        return (start, out);
     }
     if start == 0 && word.starts_with('/') {
         let mut out: Vec<(String, String)> = COMMANDS
@@ -61,6 +75,18 @@ pub fn complete(line: &str, pos: usize, data: &Completions) -> (usize, Vec<(Stri
         if "/skill:".starts_with(word) {
             out.push(("/skill:NAME".to_owned(), "/skill:".to_owned()));
         }
+        out.extend(
+            data.prompts
+                .iter()
+                .filter(|p| format!("/{}", p.name).starts_with(word))
+                .map(|p| {
+                    let display = match &p.argument_hint {
+                        Some(hint) => format!("/{} {hint}", p.name),
+                        None => format!("/{}", p.name),
+                    };
+                    (display, format!("/{} ", p.name))
+                }),
+        );
         return (0, out);
     }
     (start, Vec::new())
@@ -117,6 +143,16 @@ mod tests {
         Completions {
             skills: vec!["review".into(), "release-notes".into(), "pdf".into()],
             root,
+            prompts: vec![PromptCommand {
+                name: "mcp__everything__args-prompt".into(),
+                description: "A prompt with two arguments".into(),
+                argument_hint: Some("<city> [state]".into()),
+                source: evoflux_harness::prompt_commands::PromptSource::McpPrompt {
+                    server: "everything".into(),
+                    prompt: "args-prompt".into(),
+                },
+            }],
+            resources: vec!["everything:demo://resource/static/document/features.md".into()],
         }
     }
 
@@ -136,6 +172,24 @@ mod tests {
     }
 
     #[test]
+    fn prompt_commands_and_resources_complete() {
+        let r = complete("/mcp__ev", 8, &data(None));
+        assert_eq!(
+            r.1,
+            vec![(
+                "/mcp__everything__args-prompt <city> [state]".to_owned(),
+                "/mcp__everything__args-prompt ".to_owned()
+            )]
+        );
+        let (start, got) = replacements(complete("read @every", 11, &data(None)));
+        assert_eq!(start, 5);
+        assert_eq!(
+            got,
+            vec!["@everything:demo://resource/static/document/features.md "]
+        );
+    }
+
+    #[test]
     fn skills_complete_after_a_dollar_or_skill_colon() {
         let (start, got) = replacements(complete("use $re", 7, &data(None)));
         assert_eq!(start, 4);
@@ -152,7 +206,10 @@ mod tests {
         std::fs::write(dir.path().join("src/main.rs"), "").unwrap();
         std::fs::write(dir.path().join("README.md"), "").unwrap();
         std::fs::write(dir.path().join(".hidden"), "").unwrap();
-        let d = data(Some(dir.path().to_path_buf()));
+        let d = Completions {
+            resources: Vec::new(),
+            ..data(Some(dir.path().to_path_buf()))
+        };
         let (_, got) = replacements(complete("look at @", 9, &d));
         assert_eq!(got, vec!["@README.md", "@src/"]);
         let (start, got) = replacements(complete("look at @src/m", 14, &d));

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use evoflux_harness::host::BoxFuture;
+use evoflux_harness::prompt_commands::PromptCommand;
 use evoflux_harness::sources::SourceWatch;
 use evoflux_harness::{
     Approver, Event, EventSink, Harness, HarnessError, Holder, HostError, HostOptions, HostWiring,
@@ -261,11 +262,19 @@ async fn turn<C: Console>(console: &mut C, live: &Hosted, message: String) -> an
         Ok(TurnEnd::Cancelled) => {}
         // The event stream showed the error; the session stays usable for
         // the next message.
-        Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
+        Err(
+            HostError::Turn(HarnessError::Provider(_) | HarnessError::Command(_))
+            | HostError::Reopen(_),
+        ) => {}
         Err(e) => return Err(e.into()),
     }
     Ok(Flow::Continue)
 }
+
+/// How long completion waits for the MCP servers' resource lists when a
+/// session opens: a slow server leaves its resources out, never the chat
+/// waiting.
+const RESOURCE_LISTING: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The chat's open session: its [`SessionHost`] runs it (turns, the lease,
 /// cancellation, approvals, changed sources, MCP start-up) as it runs the
@@ -283,6 +292,43 @@ impl Hosted {
             Box::pin(async move { skills }) as BoxFuture<'_, Vec<(String, String)>>
         })
         .await
+    }
+
+    /// The prompt commands the user can type here (`/help`, completion).
+    async fn prompt_commands(&self) -> anyhow::Result<Vec<PromptCommand>> {
+        self.with(|harness: &mut Harness| {
+            let commands = harness.prompt_commands();
+            Box::pin(async move { commands }) as BoxFuture<'_, Vec<PromptCommand>>
+        })
+        .await
+    }
+
+    /// Whether `line` invokes one of the session's prompt commands.
+    async fn names_prompt_command(&self, line: &str) -> bool {
+        let line = line.to_owned();
+        self.with(move |harness: &mut Harness| {
+            let named = harness.names_prompt_command(&line);
+            Box::pin(async move { named }) as BoxFuture<'_, bool>
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// `@server:uri` candidates: the resources the session's MCP servers
+    /// list, each server given at most [`RESOURCE_LISTING`].
+    async fn resources(&self) -> Vec<String> {
+        self.with(|harness: &mut Harness| {
+            Box::pin(async move {
+                tokio::time::timeout(RESOURCE_LISTING, harness.mcp_resources())
+                    .await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(server, r)| format!("{server}:{}", r.uri))
+                    .collect()
+            }) as BoxFuture<'_, Vec<String>>
+        })
+        .await
+        .unwrap_or_default()
     }
 
     /// The tools the model sees now, with their descriptions.

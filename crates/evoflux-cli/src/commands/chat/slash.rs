@@ -180,6 +180,31 @@ pub fn help() -> String {
     text
 }
 
+/// The session's prompt commands for both chats' `/help`: what typing
+/// `/name args` sends (empty when there are none).
+pub fn prompts_help(prompts: &[evoflux_harness::prompt_commands::PromptCommand]) -> String {
+    use evoflux_harness::prompt_commands::PromptSource;
+    if prompts.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("Prompt commands (sent to the model expanded):\n");
+    for p in prompts {
+        let usage = match &p.argument_hint {
+            Some(hint) => format!("/{} {hint}", p.name),
+            None => format!("/{}", p.name),
+        };
+        let from = match &p.source {
+            PromptSource::ClaudeCommand { .. } => "Claude Code command".to_owned(),
+            PromptSource::CodexPrompt { .. } => "codex prompt".to_owned(),
+            PromptSource::McpPrompt { server, .. } => format!("MCP prompt of {server}"),
+        };
+        let first = p.description.lines().next().unwrap_or_default();
+        text.push_str(&format!("  {usage:<26} {first} ({from})\n"));
+    }
+    text.push_str("`@server:uri` in a message attaches an MCP resource.\n");
+    text
+}
+
 /// Every command with what it does, for both chats' `/help`.
 pub fn commands_help() -> String {
     let mut text = String::from("Commands:\n");
@@ -262,6 +287,41 @@ mod tests {
                 .contains("takes no argument")
         );
         assert!(parse("/show x").unwrap_err().0.contains("/show 3"));
+    }
+
+    #[test]
+    fn the_help_lists_the_sessions_prompt_commands_with_their_sources() {
+        use evoflux_harness::prompt_commands::{PromptCommand, PromptSource};
+        assert_eq!(prompts_help(&[]), "");
+        let text = prompts_help(&[
+            PromptCommand {
+                name: "review".into(),
+                description: "Review a change\nmore".into(),
+                argument_hint: Some("[file]".into()),
+                source: PromptSource::ClaudeCommand {
+                    path: "/r/.claude/commands/review.md".into(),
+                },
+            },
+            PromptCommand {
+                name: "mcp__everything__simple-prompt".into(),
+                description: "A prompt".into(),
+                argument_hint: None,
+                source: PromptSource::McpPrompt {
+                    server: "everything".into(),
+                    prompt: "simple-prompt".into(),
+                },
+            },
+        ]);
+        assert!(
+            text.contains("/review [file]")
+                && text.contains("Review a change (Claude Code command)"),
+            "{text}"
+        );
+        assert!(!text.contains("more"), "{text}");
+        assert!(
+            text.contains("A prompt (MCP prompt of everything)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -161,6 +161,9 @@ impl Console for Terminal<'_> {
                 Flow::Continue => Said::Handled,
                 Flow::Exit => Said::End,
             }),
+            // A prompt command of the session (`/review`, an MCP prompt)
+            // is a message the harness expands.
+            Err(_) if live.names_prompt_command(&line).await => Ok(Said::Message(line)),
             Err(e) => {
                 eprintln!("{e}");
                 Ok(Said::Handled)
@@ -214,6 +217,8 @@ impl Terminal<'_> {
         self.editor.set_completions(Completions {
             skills,
             root: live.session.workspace.roots().first().cloned(),
+            prompts: live.prompt_commands().await.unwrap_or_default(),
+            resources: live.resources().await,
         });
         self.view.load(&messages);
         if replay {
@@ -258,7 +263,11 @@ impl Terminal<'_> {
     async fn command(&mut self, live: &mut Hosted, command: SlashCommand) -> anyhow::Result<Flow> {
         let style = self.view.style();
         match command {
-            SlashCommand::Help => eprint!("{}", slash::help()),
+            SlashCommand::Help => eprint!(
+                "{}{}",
+                slash::help(),
+                slash::prompts_help(&live.prompt_commands().await?)
+            ),
             SlashCommand::Exit => return Ok(Flow::Exit),
             SlashCommand::New => {
                 let args = self.new_session_args(&live.session);
@@ -603,5 +612,20 @@ impl Approver for TerminalApprover {
                 Read::Eof => Decided::by_user(denied(request)),
             }
         })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        request: &'a evoflux_harness::approval::ElicitationAsk,
+    ) -> evoflux_harness::approval::ElicitationFuture<'a> {
+        use crate::frontend::prompts::{Typed, fill_form};
+        let editor = &self.editor;
+        Box::pin(fill_form(request, move |prompt| async move {
+            match editor.read(&prompt, ReadKind::Answer).await {
+                Read::Line(line) => Typed::Line(line),
+                Read::Interrupted => Typed::Interrupted,
+                Read::Eof => Typed::Eof,
+            }
+        }))
     }
 }

@@ -23,7 +23,9 @@ use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 use evoflux_core::dirs::Dirs;
-use evoflux_harness::approval::{ApprovalSubject, Remember};
+use evoflux_harness::approval::{
+    ApprovalSubject, ElicitationAnswer, ElicitationAsk, Elicited, Remember,
+};
 use evoflux_harness::host::BoxFuture;
 use evoflux_harness::{
     ApprovalDecision, ApprovalRequest, Approver, Decided, DecidedBy, Event, EventSink, Harness,
@@ -65,6 +67,19 @@ const SESSIONS_LISTED: u32 = 200;
 enum Incoming {
     Event(Event),
     Approval(ApprovalRequest, oneshot::Sender<Decided>),
+    /// An MCP server's form, asked field by field over the composer.
+    Form(ElicitationAsk, oneshot::Sender<Elicited>),
+}
+
+/// The form being answered, one field at a time: first whether to fill
+/// it in at all, then each of its fields.
+struct Form {
+    request: ElicitationAsk,
+    fields: Vec<evoflux_mcp::live::FormField>,
+    /// `None` while asking whether to fill it in; then the field asked.
+    at: Option<usize>,
+    content: serde_json::Map<String, serde_json::Value>,
+    reply: oneshot::Sender<Elicited>,
 }
 
 /// The session's events, into the loop.
@@ -92,6 +107,24 @@ impl Approver for ScreenApprover {
         Box::pin(async move {
             let cancelled = Decided {
                 decision: denied(request),
+                by: DecidedBy::Cancellation,
+            };
+            if !sent {
+                return cancelled;
+            }
+            rx.await.unwrap_or(cancelled)
+        })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        request: &'a ElicitationAsk,
+    ) -> evoflux_harness::approval::ElicitationFuture<'a> {
+        let (tx, rx) = oneshot::channel();
+        let sent = self.0.send(Incoming::Form(request.clone(), tx)).is_ok();
+        Box::pin(async move {
+            let cancelled = Elicited {
+                answer: ElicitationAnswer::Cancel,
                 by: DecidedBy::Cancellation,
             };
             if !sent {
@@ -183,6 +216,7 @@ pub(super) fn chat(out: &Output, args: &ChatArgs) -> anyhow::Result<Exit> {
             holder: Holder::process("evoflux chat"),
             app: App::new(Theme::detect()),
             approvals: Vec::new(),
+            forms: std::collections::VecDeque::new(),
             turn: None,
         };
         // Opened before the screen is taken, so what goes wrong reads as
@@ -227,6 +261,8 @@ struct Chat<'a> {
     app: App,
     /// Approvals the screen asks, with where their answers go.
     approvals: Vec<(ApprovalRequest, oneshot::Sender<Decided>)>,
+    /// MCP forms: the one answered now first, the others waiting.
+    forms: std::collections::VecDeque<Form>,
     turn: Option<TurnEnded>,
 }
 
@@ -311,6 +347,8 @@ impl Chat<'_> {
         let completions = Completions {
             skills,
             root: s.workspace.roots().first().cloned(),
+            prompts: live.prompt_commands().await.unwrap_or_default(),
+            resources: live.resources().await,
         };
         self.app
             .set_completer(Box::new(move |line, pos| complete(line, pos, &completions)));
@@ -402,6 +440,7 @@ impl Chat<'_> {
                     match got {
                         Some(Incoming::Event(event)) => self.app.apply(&event),
                         Some(Incoming::Approval(request, reply)) => self.ask(request, reply),
+                        Some(Incoming::Form(request, reply)) => self.form(request, reply),
                         None => return Ok(()),
                     }
                     dirty = true;
@@ -434,6 +473,15 @@ impl Chat<'_> {
                 path: path.clone(),
                 control: control.clone(),
             },
+            ApprovalSubject::Sampling {
+                server,
+                preview,
+                max_tokens,
+            } => Subject::Sampling {
+                server: server.clone(),
+                preview: preview.clone(),
+                max_tokens: *max_tokens,
+            },
         };
         let remembers = match request.subject.remember() {
             Remember::Never => Remembers::Never,
@@ -449,6 +497,102 @@ impl Chat<'_> {
             remembers,
         });
         self.approvals.push((request, reply));
+    }
+
+    /// Puts an MCP server's form on the screen (after the one answered
+    /// now, if any).
+    fn form(&mut self, request: ElicitationAsk, reply: oneshot::Sender<Elicited>) {
+        let fields = evoflux_mcp::live::form_fields(&request.schema);
+        self.forms.push_back(Form {
+            request,
+            fields,
+            at: None,
+            content: serde_json::Map::new(),
+            reply,
+        });
+        if self.forms.len() == 1 {
+            self.ask_form();
+        }
+    }
+
+    /// Asks what the first form waits for.
+    fn ask_form(&mut self) {
+        let Some(form) = self.forms.front() else {
+            self.app.end_form();
+            return;
+        };
+        match form.at.and_then(|i| form.fields.get(i)) {
+            None => self.app.ask_field(format!(
+                "The MCP server {} asks (during {}): {}\nFill in its form? y / n (Esc \
+                 cancels)",
+                form.request.server, form.request.tool, form.request.message
+            )),
+            Some(field) => self.app.ask_field(field.prompt()),
+        }
+    }
+
+    /// What was typed at the first form's question.
+    fn form_answer(&mut self, typed: &str) {
+        let Some(form) = self.forms.front_mut() else {
+            return;
+        };
+        let next = match form.at {
+            None if matches!(typed.trim(), "y" | "Y" | "yes") => Some(0),
+            None => {
+                self.finish_form(ElicitationAnswer::Decline { reason: None });
+                return;
+            }
+            Some(i) => match form.fields.get(i).map(|f| (f.name.clone(), f.read(typed))) {
+                Some((name, Ok(value))) => {
+                    if let Some(value) = value {
+                        form.content.insert(name, value);
+                    }
+                    Some(i + 1)
+                }
+                Some((_, Err(why))) => {
+                    self.app
+                        .notice(NoticeKind::Error, format!("{why}; try again"));
+                    Some(i)
+                }
+                None => None,
+            },
+        };
+        match next {
+            Some(i) if i < form.fields.len() => {
+                form.at = Some(i);
+                self.ask_form();
+            }
+            Some(_) | None => {
+                let answer = ElicitationAnswer::Accept {
+                    content: std::mem::take(&mut form.content),
+                };
+                let answer = match form.request.check(&answer) {
+                    Ok(()) => answer,
+                    Err(why) => {
+                        self.app.notice(
+                            NoticeKind::Error,
+                            format!("the answer does not fit the form: {why}; it was declined"),
+                        );
+                        ElicitationAnswer::Decline {
+                            reason: Some(format!("the user's answer did not fit the form: {why}")),
+                        }
+                    }
+                };
+                self.finish_form(answer);
+            }
+        }
+    }
+
+    /// Sends the first form's answer and asks the next form, if any.
+    fn finish_form(&mut self, answer: ElicitationAnswer) {
+        if let Some(form) = self.forms.pop_front() {
+            let _ = form.reply.send(Elicited {
+                answer,
+                by: DecidedBy::User,
+            });
+        }
+        self.app.end_form();
+        self.ask_form();
     }
 
     /// Carries out what the screen asks.
@@ -516,6 +660,8 @@ impl Chat<'_> {
                 // The screen sends an answer as a message.
                 PickerKind::Answer => {}
             },
+            Action::FormAnswer(typed) => self.form_answer(&typed),
+            Action::FormCancel => self.finish_form(ElicitationAnswer::Cancel),
             Action::Quit => return Ok(Flow::Quit),
         }
         Ok(Flow::Continue)
@@ -540,6 +686,12 @@ impl Chat<'_> {
                     return Ok(Flow::Continue);
                 }
                 self.send(live, message).await?;
+                Ok(Flow::Continue)
+            }
+            // A prompt command of the session (`/review`, an MCP prompt)
+            // is a message the harness expands.
+            Err(_) if live.names_prompt_command(&text).await => {
+                self.send(live, text).await?;
                 Ok(Flow::Continue)
             }
             Err(e) => {
@@ -579,7 +731,10 @@ impl Chat<'_> {
             Ok(TurnEnd::Completed(_) | TurnEnd::Cancelled) => {}
             // The event stream showed the error; the session takes the
             // next message.
-            Err(HostError::Turn(HarnessError::Provider(_)) | HostError::Reopen(_)) => {}
+            Err(
+                HostError::Turn(HarnessError::Provider(_) | HarnessError::Command(_))
+                | HostError::Reopen(_),
+            ) => {}
             Err(e) => self
                 .app
                 .notice(NoticeKind::Error, format!("{e} [{}]", e.code())),
@@ -613,7 +768,15 @@ impl Chat<'_> {
         command: SlashCommand,
     ) -> anyhow::Result<Flow> {
         match command {
-            SlashCommand::Help => self.app.notice(NoticeKind::Info, help()),
+            SlashCommand::Help => {
+                let prompts = live.prompt_commands().await?;
+                self.app.notice(
+                    NoticeKind::Info,
+                    format!("{}\n{}", help(), slash::prompts_help(&prompts))
+                        .trim_end()
+                        .to_owned(),
+                );
+            }
             SlashCommand::Exit => return Ok(Flow::Quit),
             SlashCommand::New => {
                 let args = new_session_args(&self.base, &self.next, &live.session);

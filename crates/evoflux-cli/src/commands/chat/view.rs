@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use evoflux_harness::{Event, EventSink};
 use evoflux_protocol::Message;
+use evoflux_protocol::message::text_with_media_notes;
 
 use super::markdown::{MarkdownStream, Style};
 use crate::frontend::printer::{HumanEvents, clip};
@@ -230,6 +231,16 @@ impl EventSink for ChatView {
                 // The plain view lists the pages the answer cited.
                 self.plain.emit(event);
             }
+            // A running MCP call's progress, on the spinner's line.
+            Event::ToolProgress {
+                progress,
+                total,
+                message,
+                ..
+            } => self.spinner.start(&format!(
+                "running: {}",
+                evoflux_protocol::events::progress_label(*progress, *total, message.as_deref())
+            )),
             // The status line after the turn shows tokens and cost; a
             // title is for `/sessions`.
             Event::ModelCallCompleted { .. } | Event::SessionTitled { .. } => {}
@@ -257,6 +268,9 @@ impl EventSink for ChatView {
             | Event::TaskCancelled { .. }
             | Event::ToolsActivated { .. }
             | Event::TaskUpdate { .. }
+            | Event::ToolLog { .. }
+            | Event::ElicitationRequested { .. }
+            | Event::ElicitationAnswered { .. }
             | Event::Child { .. } => {
                 if state.mid_line {
                     self.end_text(&mut state);
@@ -283,7 +297,9 @@ fn conversation(messages: &[Message]) -> Vec<Entry> {
     for m in messages {
         match m {
             Message::System { .. } => {}
-            Message::User { content } => out.push(Entry::User(content.clone())),
+            Message::User { content, media } => {
+                out.push(Entry::User(text_with_media_notes(content, media)));
+            }
             Message::Assistant {
                 provider_items: _,
                 content,
@@ -301,12 +317,13 @@ fn conversation(messages: &[Message]) -> Vec<Entry> {
                 tool_call_id,
                 content,
                 is_error,
+                media,
             } => out.push(Entry::Tool(Observation {
                 tool: names
                     .get(tool_call_id)
                     .cloned()
                     .unwrap_or_else(|| "tool".to_owned()),
-                content: content.clone(),
+                content: text_with_media_notes(content, media),
                 is_error: *is_error,
             })),
         }
@@ -390,6 +407,7 @@ mod tests {
             },
             Message::User {
                 content: "list".into(),
+                media: Vec::new(),
             },
             Message::Assistant {
                 provider_items: Vec::new(),
@@ -404,6 +422,7 @@ mod tests {
                 tool_call_id: "c1".into(),
                 content: "a\nb".into(),
                 is_error: false,
+                media: Vec::new(),
             },
             Message::Assistant {
                 provider_items: Vec::new(),

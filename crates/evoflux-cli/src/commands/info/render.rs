@@ -47,6 +47,24 @@ pub fn render_human(info: &Info) -> String {
             origin(&s.source)
         );
     }
+    if let Some(m) = &info.mcp_bounds {
+        let _ = writeln!(
+            out,
+            "mcp      results up to {} MiB{}, {}s per call, {}s to start (an entry's \
+             startup_timeout_secs can raise it)",
+            m.max_result_mib,
+            if m.max_result_set {
+                " ([mcp] max_result_mib)"
+            } else {
+                ""
+            },
+            m.call_timeout_secs,
+            m.start_timeout_secs
+        );
+    }
+    for file in &info.user_instructions {
+        let _ = writeln!(out, "user instructions  {}", file.display());
+    }
     for r in &info.repositories {
         let state = match &r.trust {
             TrustState::Trusted => "trusted".to_owned(),
@@ -92,12 +110,14 @@ pub fn render_human(info: &Info) -> String {
         }
         let _ = writeln!(
             out,
-            "remote agent  {} over {}: {}  ({}, {}; declared in {})",
+            "remote agent  {} over {}: {}  ({}, {}, {}s to start, {}s idle; declared in {})",
             r.name,
             r.protocol,
             r.command.join(" "),
             r.cwd,
             r.result_contract,
+            r.start_timeout_secs,
+            r.idle_timeout_secs,
             r.provenance
                 .path
                 .as_ref()

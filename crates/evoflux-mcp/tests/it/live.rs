@@ -1,0 +1,209 @@
+//! What a server sends during a call, against the crate's rmcp test
+//! server: progress and log messages reach the call's listener, sampling
+//! is answered by it, and a request with no call in flight — or with calls
+//! of two sessions in flight — is refused with a reason the server reads.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use evoflux_mcp::live::{
+    BoxFuture, CallContext, CallListener, ElicitationAnswer, ElicitationRequest, McpLog,
+    McpLogLevel, McpProgress, SamplingAnswer, SamplingRequest,
+};
+use evoflux_mcp::testserver::{TestServerOptions, serve_http};
+use evoflux_mcp::{ManagerOptions, ManagerScope, McpManager, ServerDefinition};
+use serde_json::json;
+
+const CALL: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Default)]
+struct Seen {
+    progress: Mutex<Vec<McpProgress>>,
+    logs: Mutex<Vec<McpLog>>,
+    sampled: Mutex<Vec<SamplingRequest>>,
+}
+
+impl CallListener for Seen {
+    fn progress(&self, progress: McpProgress) {
+        self.progress.lock().unwrap().push(progress);
+    }
+    fn log(&self, log: McpLog) {
+        self.logs.lock().unwrap().push(log);
+    }
+    fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingAnswer, String>> {
+        self.sampled.lock().unwrap().push(request);
+        Box::pin(async {
+            Ok(SamplingAnswer {
+                text: "Lisbon".to_owned(),
+                model: "scripted".to_owned(),
+            })
+        })
+    }
+    fn elicit(&self, _request: ElicitationRequest) -> BoxFuture<'_, ElicitationAnswer> {
+        Box::pin(async { ElicitationAnswer::Cancel })
+    }
+}
+
+fn context(owner: &str, seen: &Arc<Seen>) -> Option<CallContext> {
+    Some(CallContext {
+        owner: owner.to_owned(),
+        listener: Arc::clone(seen) as Arc<dyn CallListener>,
+    })
+}
+
+async fn ready(def: ServerDefinition) -> McpManager {
+    let m = McpManager::new(ManagerScope::Global, vec![def], ManagerOptions::default()).unwrap();
+    m.start_all();
+    settle(&m).await;
+    m
+}
+
+async fn progress_logs_and_sampling_reach_the_call(m: &McpManager, server: &str) {
+    let set = m.tool_set(&BTreeSet::new());
+    let seen = Arc::new(Seen::default());
+    let r = set
+        .call_tool_in(
+            &format!("mcp__{server}__chatter"),
+            json!({}),
+            CALL,
+            context("s1", &seen),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "chattered");
+    let progress = seen.progress.lock().unwrap().clone();
+    assert_eq!(
+        progress.iter().map(|p| p.progress).collect::<Vec<_>>(),
+        [1.0, 2.0, 3.0]
+    );
+    assert_eq!(progress[2].total, Some(3.0));
+    assert_eq!(progress[0].message.as_deref(), Some("step 1"));
+    let logs = seen.logs.lock().unwrap().clone();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0].level, McpLogLevel::Warning);
+    assert_eq!(logs[0].logger.as_deref(), Some("chatter"));
+    assert_eq!(logs[0].message, "disk almost full");
+
+    let r = set
+        .call_tool_in(
+            &format!("mcp__{server}__sample"),
+            json!({"prompt": "Where is the offsite?"}),
+            CALL,
+            context("s1", &seen),
+        )
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "answer: Lisbon (model scripted)");
+    let sampled = seen.sampled.lock().unwrap().clone();
+    assert_eq!(sampled.len(), 1);
+    assert_eq!(sampled[0].max_tokens, 50);
+    assert_eq!(
+        sampled[0].system_prompt.as_deref(),
+        Some("Answer in one word.")
+    );
+    assert_eq!(sampled[0].messages[0].text, "Where is the offsite?");
+
+    // A call without a context: the server's request is refused.
+    let r = set
+        .call_tool(
+            &format!("mcp__{server}__sample"),
+            json!({"prompt": "x"}),
+            CALL,
+        )
+        .await
+        .unwrap();
+    assert!(text(&r).starts_with("error:"), "{}", text(&r));
+    assert!(text(&r).contains("none is in flight"), "{}", text(&r));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_progress_logs_and_sampling_reach_the_call() {
+    let m = ready(stdio("local", &[])).await;
+    progress_logs_and_sampling_reach_the_call(&m, "local").await;
+    m.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_progress_logs_and_sampling_reach_the_call() {
+    let srv = serve_http(TestServerOptions::default(), 0).await.unwrap();
+    let m = ready(http("remote", &srv.url(), &[])).await;
+    progress_logs_and_sampling_reach_the_call(&m, "remote").await;
+    m.stop_all().await;
+}
+
+/// Polls `last_sampling` until the server reports what it got back.
+async fn last_sampling(set: &evoflux_mcp::ToolSet) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let r = set
+            .call_tool("mcp__local__last_sampling", json!({}), CALL)
+            .await
+            .unwrap();
+        if text(&r) != "nothing yet" {
+            return text(&r);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never sampled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_with_no_call_or_two_sessions_in_flight_is_refused() {
+    let m = ready(stdio("local", &[])).await;
+    let set = m.tool_set(&BTreeSet::new());
+    let seen = Arc::new(Seen::default());
+
+    // Asked after its call ended: nobody owns it.
+    set.call_tool_in(
+        "mcp__local__sample_later",
+        json!({"prompt": "late", "ms": 200}),
+        CALL,
+        context("s1", &seen),
+    )
+    .await
+    .unwrap();
+    let got = last_sampling(&set).await;
+    assert!(got.contains("none is in flight"), "{got}");
+    assert!(got.contains("mcp/request-unrouted"), "{got}");
+
+    // Asked while calls of two sessions are in flight: which user should
+    // answer is unknown.
+    let other = Arc::new(Seen::default());
+    let (a, b, ()) = tokio::join!(
+        set.call_tool_in(
+            "mcp__local__sleep",
+            json!({"ms": 1500}),
+            CALL,
+            context("s1", &seen)
+        ),
+        set.call_tool_in(
+            "mcp__local__sleep",
+            json!({"ms": 1500}),
+            CALL,
+            context("s2", &other)
+        ),
+        async {
+            set.call_tool_in(
+                "mcp__local__sample_later",
+                json!({"prompt": "whose?", "ms": 500}),
+                CALL,
+                context("s1", &seen),
+            )
+            .await
+            .unwrap();
+        }
+    );
+    a.unwrap();
+    b.unwrap();
+    let got = last_sampling(&set).await;
+    assert!(got.contains("mcp/request-ambiguous"), "{got}");
+    assert!(seen.sampled.lock().unwrap().is_empty());
+    assert!(other.sampled.lock().unwrap().is_empty());
+    m.stop_all().await;
+}
