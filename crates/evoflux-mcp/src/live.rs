@@ -33,6 +33,8 @@ pub const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 pub const LOG_BURST: u32 = 20;
 /// Log messages a connection may send per second after its burst.
 pub const LOG_PER_SECOND: u32 = 5;
+/// Progress notifications kept for calls whose token is not known yet.
+const EARLY_PROGRESS: usize = 32;
 /// The longest message, log line or preview passed on, in characters.
 pub const MAX_TEXT: usize = 2000;
 
@@ -463,6 +465,11 @@ struct LogRate {
 pub(crate) struct InFlight {
     next: AtomicU64,
     calls: Mutex<Vec<Entry>>,
+    /// Progress that arrived before its call's token was recorded: a fast
+    /// server reports progress before the sending task resumes to record
+    /// it (`Registration::sent`). Kept, at most [`EARLY_PROGRESS`], only
+    /// while some call has no token yet; locked after `calls`.
+    early: Mutex<Vec<(String, McpProgress)>>,
     logs: Mutex<LogRate>,
 }
 
@@ -471,6 +478,7 @@ impl Default for InFlight {
         InFlight {
             next: AtomicU64::new(0),
             calls: Mutex::new(Vec::new()),
+            early: Mutex::new(Vec::new()),
             logs: Mutex::new(LogRate {
                 tokens: f64::from(LOG_BURST),
                 at: Instant::now(),
@@ -496,11 +504,25 @@ pub(crate) struct Registration {
 
 impl Registration {
     /// The request's id and progress token, once it was sent.
+    /// Progress that came before this was recorded is passed on now.
     pub(crate) fn sent(&self, request_id: String, progress_token: String) {
-        let mut calls = self.in_flight.lock();
-        if let Some(e) = calls.iter_mut().find(|e| e.key == self.key) {
-            e.request_id = Some(request_id);
-            e.progress_token = Some(progress_token);
+        let early = {
+            let mut calls = self.in_flight.lock();
+            if let Some(e) = calls.iter_mut().find(|e| e.key == self.key) {
+                e.request_id = Some(request_id);
+                e.progress_token = Some(progress_token.clone());
+            }
+            let mut early = self.in_flight.early();
+            let (mine, others): (Vec<_>, Vec<_>) = early
+                .drain(..)
+                .partition(|(token, _)| *token == progress_token);
+            if calls.iter().any(|e| e.progress_token.is_none()) {
+                *early = others;
+            }
+            mine
+        };
+        for (token, progress) in early {
+            self.in_flight.progress(&token, progress);
         }
     }
 }
@@ -509,10 +531,14 @@ impl Drop for Registration {
     fn drop(&mut self) {
         let removed = {
             let mut calls = self.in_flight.lock();
-            calls
+            let removed = calls
                 .iter()
                 .position(|e| e.key == self.key)
-                .map(|i| calls.remove(i))
+                .map(|i| calls.remove(i));
+            if calls.iter().all(|e| e.progress_token.is_some()) {
+                self.in_flight.early().clear();
+            }
+            removed
         };
         // The last progress a coalescing held back is still told.
         if let Some(Entry {
@@ -529,6 +555,10 @@ impl Drop for Registration {
 impl InFlight {
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Entry>> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn early(&self) -> std::sync::MutexGuard<'_, Vec<(String, McpProgress)>> {
+        self.early.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Registers a call's context until the returned guard drops.
@@ -557,6 +587,14 @@ impl InFlight {
                 .iter_mut()
                 .find(|e| e.progress_token.as_deref() == Some(token))
             else {
+                // Its call may be sent but not recorded yet.
+                if calls.iter().any(|e| e.progress_token.is_none()) {
+                    let mut early = self.early();
+                    if early.len() < EARLY_PROGRESS {
+                        early.push((token.to_owned(), progress));
+                    }
+                    return;
+                }
                 tracing::debug!(token, "progress for no call in flight; dropped");
                 return;
             };
@@ -700,6 +738,25 @@ mod tests {
         let got = seen.0.lock().unwrap().clone();
         assert_eq!(got.len(), 2);
         assert_eq!(got[1].progress, 4.0);
+    }
+
+    #[test]
+    fn progress_before_its_call_is_recorded_is_told_once_it_is() {
+        let in_flight = Arc::new(InFlight::default());
+        let seen = Arc::new(Seen::default());
+        let call = in_flight.register(context("s", &seen));
+        // A fast server's progress, before `sent` ran, and another call's.
+        in_flight.progress("t", step(1.0));
+        in_flight.progress("other", step(1.0));
+        assert!(seen.0.lock().unwrap().is_empty());
+        call.sent("1".into(), "t".into());
+        assert_eq!(seen.0.lock().unwrap().clone(), [step(1.0)]);
+        // Every token is known: nothing is kept any more.
+        assert!(in_flight.early().is_empty());
+        in_flight.progress("late", step(2.0));
+        assert!(in_flight.early().is_empty());
+        drop(call);
+        assert_eq!(seen.0.lock().unwrap().len(), 1);
     }
 
     #[test]

@@ -17,3 +17,4 @@ mod manager;
 mod oauth;
 mod plugins;
 mod prompts;
+mod python_sdk;
