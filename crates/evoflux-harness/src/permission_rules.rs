@@ -438,33 +438,38 @@ fn parse_entry(entry: &str, base: &RuleBase) -> Option<Target> {
         None => (entry, None),
     };
     let spec = spec.filter(|s| !s.is_empty() && *s != "*");
-    match (claude_tool(tool)?, tool.to_ascii_lowercase().as_str()) {
-        (ClaudeTool::Maps(_), "bash") => Some(Target::Command(match spec {
+    // The rule's kind comes from the one table's mapping (`Bash` is
+    // `shell`, `MultiEdit` is `edit`, …), not from a second reading of the
+    // Claude name.
+    let ClaudeTool::Maps(evoflux) = claude_tool(tool)? else {
+        return None;
+    };
+    match evoflux {
+        "shell" => Some(Target::Command(match spec {
             None => None,
             Some(s) => Some(command_words(s)?),
         })),
-        (ClaudeTool::Maps(_), "read") => Some(Target::Files(
+        "read" => Some(Target::Files(
             FileAccess::Read,
             match spec {
                 None => None,
                 Some(s) => Some(path_pattern(s, base)?),
             },
         )),
-        (ClaudeTool::Maps(_), "edit" | "write" | "multiedit") => Some(Target::Files(
+        "edit" | "write" => Some(Target::Files(
             FileAccess::Change,
             match spec {
                 None => None,
                 Some(s) => Some(path_pattern(s, base)?),
             },
         )),
-        (ClaudeTool::Maps(_), "webfetch") => Some(Target::Fetch(match spec {
+        "web_fetch" => Some(Target::Fetch(match spec {
             None => None,
             Some(s) => Some(s.strip_prefix("domain:")?.trim().to_owned())
                 .filter(|d| !d.is_empty() && !d.contains(['/', '*'])),
         })),
         // Glob, Grep, LS, WebSearch, TodoWrite: the tool as a whole.
-        (ClaudeTool::Maps(evoflux), _) if spec.is_none() => Some(Target::Tool(evoflux.to_owned())),
-        (ClaudeTool::Maps(_), _) | (ClaudeTool::Delegation | ClaudeTool::Unsupported, _) => None,
+        _ => spec.is_none().then(|| Target::Tool(evoflux.to_owned())),
     }
 }
 
