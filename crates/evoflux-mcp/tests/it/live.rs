@@ -8,54 +8,16 @@
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use evoflux_mcp::live::{
-    BoxFuture, CallContext, CallListener, ElicitationAnswer, ElicitationRequest, McpLog,
-    McpLogLevel, McpProgress, SamplingAnswer, SamplingRequest,
-};
+use evoflux_mcp::live::McpLogLevel;
 use evoflux_mcp::testserver::{TestServerOptions, serve_http};
 use evoflux_mcp::{ManagerOptions, ManagerScope, McpManager, ServerDefinition};
 use serde_json::json;
 
 const CALL: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Default)]
-struct Seen {
-    progress: Mutex<Vec<McpProgress>>,
-    logs: Mutex<Vec<McpLog>>,
-    sampled: Mutex<Vec<SamplingRequest>>,
-}
-
-impl CallListener for Seen {
-    fn progress(&self, progress: McpProgress) {
-        self.progress.lock().unwrap().push(progress);
-    }
-    fn log(&self, log: McpLog) {
-        self.logs.lock().unwrap().push(log);
-    }
-    fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingAnswer, String>> {
-        self.sampled.lock().unwrap().push(request);
-        Box::pin(async {
-            Ok(SamplingAnswer {
-                text: "Lisbon".to_owned(),
-                model: "scripted".to_owned(),
-            })
-        })
-    }
-    fn elicit(&self, _request: ElicitationRequest) -> BoxFuture<'_, ElicitationAnswer> {
-        Box::pin(async { ElicitationAnswer::Cancel })
-    }
-}
-
-fn context(owner: &str, seen: &Arc<Seen>) -> Option<CallContext> {
-    Some(CallContext {
-        owner: owner.to_owned(),
-        listener: Arc::clone(seen) as Arc<dyn CallListener>,
-    })
-}
 
 async fn ready(def: ServerDefinition) -> McpManager {
     let m = McpManager::new(ManagerScope::Global, vec![def], ManagerOptions::default()).unwrap();
@@ -66,7 +28,7 @@ async fn ready(def: ServerDefinition) -> McpManager {
 
 async fn progress_logs_and_sampling_reach_the_call(m: &McpManager, server: &str) {
     let set = m.tool_set(&BTreeSet::new());
-    let seen = Arc::new(Seen::default());
+    let seen = Arc::new(Recorder::default());
     let r = set
         .call_tool_in(
             &format!("mcp__{server}__chatter"),
@@ -157,7 +119,7 @@ async fn last_sampling(set: &evoflux_mcp::ToolSet) -> String {
 async fn a_request_with_no_call_or_two_sessions_in_flight_is_refused() {
     let m = ready(stdio("local", &[])).await;
     let set = m.tool_set(&BTreeSet::new());
-    let seen = Arc::new(Seen::default());
+    let seen = Arc::new(Recorder::default());
 
     // Asked after its call ended: nobody owns it.
     set.call_tool_in(
@@ -174,7 +136,7 @@ async fn a_request_with_no_call_or_two_sessions_in_flight_is_refused() {
 
     // Asked while calls of two sessions are in flight: which user should
     // answer is unknown.
-    let other = Arc::new(Seen::default());
+    let other = Arc::new(Recorder::default());
     let (a, b, ()) = tokio::join!(
         set.call_tool_in(
             "mcp__local__sleep",

@@ -14,16 +14,13 @@
 
 use crate::common;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use evoflux_mcp::live::{
-    BoxFuture, CallContext, CallListener, ElicitationAnswer, ElicitationRequest, McpLog,
-    McpLogLevel, McpProgress, SamplingAnswer, SamplingRequest, SamplingRole,
-};
+use evoflux_mcp::live::{ElicitationAnswer, McpLogLevel, SamplingRole};
 use evoflux_mcp::{
     Launch, ManagerOptions, ManagerScope, McpManager, ResourceBody, ServerDefinition, ServerState,
     StdioLaunch, TransportKind,
@@ -49,52 +46,6 @@ fn python() -> Option<PathBuf> {
             None
         }
     }
-}
-
-/// A session's listener: records what the server sent and answers
-/// elicitations from a script, in order (cancel when it runs out).
-#[derive(Debug, Default)]
-struct Session {
-    progress: Mutex<Vec<McpProgress>>,
-    logs: Mutex<Vec<McpLog>>,
-    sampled: Mutex<Vec<SamplingRequest>>,
-    forms: Mutex<Vec<ElicitationRequest>>,
-    answers: Mutex<VecDeque<ElicitationAnswer>>,
-}
-
-impl CallListener for Session {
-    fn progress(&self, progress: McpProgress) {
-        self.progress.lock().unwrap().push(progress);
-    }
-    fn log(&self, log: McpLog) {
-        self.logs.lock().unwrap().push(log);
-    }
-    fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingAnswer, String>> {
-        self.sampled.lock().unwrap().push(request);
-        Box::pin(async {
-            Ok(SamplingAnswer {
-                text: "Lisbon".to_owned(),
-                model: "scripted".to_owned(),
-            })
-        })
-    }
-    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, ElicitationAnswer> {
-        self.forms.lock().unwrap().push(request);
-        let answer = self
-            .answers
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or(ElicitationAnswer::Cancel);
-        Box::pin(async move { answer })
-    }
-}
-
-fn context(session: &Arc<Session>) -> Option<CallContext> {
-    Some(CallContext {
-        owner: "s1".to_owned(),
-        listener: Arc::clone(session) as Arc<dyn CallListener>,
-    })
 }
 
 fn stdio_server(python: &Path) -> ServerDefinition {
@@ -175,9 +126,14 @@ async fn tools_and_what_a_call_receives(m: &McpManager, server: &str) {
     assert_eq!(media[0].mime_type, "image/png");
     assert_eq!(media[0].data, TINY_PNG);
 
-    let session = Arc::new(Session::default());
+    let session = Arc::new(Recorder::default());
     let r = set
-        .call_tool_in(&tool("count"), json!({"steps": 3}), CALL, context(&session))
+        .call_tool_in(
+            &tool("count"),
+            json!({"steps": 3}),
+            CALL,
+            context("s1", &session),
+        )
         .await
         .unwrap();
     assert_eq!(text(&r), "counted to 3");
@@ -194,7 +150,7 @@ async fn tools_and_what_a_call_receives(m: &McpManager, server: &str) {
     assert_eq!(progress[0].message.as_deref(), Some("step 1 of 3"));
 
     let r = set
-        .call_tool_in(&tool("chatter"), json!({}), CALL, context(&session))
+        .call_tool_in(&tool("chatter"), json!({}), CALL, context("s1", &session))
         .await
         .unwrap();
     assert_eq!(text(&r), "chattered");
@@ -227,7 +183,7 @@ async fn tools_and_what_a_call_receives(m: &McpManager, server: &str) {
         },
     ]);
     let r = set
-        .call_tool_in(&tool("book"), json!({}), CALL, context(&session))
+        .call_tool_in(&tool("book"), json!({}), CALL, context("s1", &session))
         .await
         .unwrap();
     assert_eq!(text(&r), "booked 2 nights in Porto (breakfast: True)");
@@ -242,13 +198,13 @@ async fn tools_and_what_a_call_receives(m: &McpManager, server: &str) {
         .collect();
     assert_eq!(fields.len(), 3, "{fields:?}");
     let r = set
-        .call_tool_in(&tool("book"), json!({}), CALL, context(&session))
+        .call_tool_in(&tool("book"), json!({}), CALL, context("s1", &session))
         .await
         .unwrap();
     assert_eq!(text(&r), "declined");
     // The SDK passes the client's refusal on as the call's JSON-RPC error.
     let e = set
-        .call_tool_in(&tool("book"), json!({}), CALL, context(&session))
+        .call_tool_in(&tool("book"), json!({}), CALL, context("s1", &session))
         .await
         .unwrap_err();
     assert_eq!(e.code(), "mcp/protocol-error", "{e}");
@@ -259,7 +215,7 @@ async fn tools_and_what_a_call_receives(m: &McpManager, server: &str) {
             &tool("ask_model"),
             json!({"question": "Where is the offsite?"}),
             CALL,
-            context(&session),
+            context("s1", &session),
         )
         .await
         .unwrap();

@@ -1,10 +1,17 @@
 //! Helpers shared by the integration tests: definitions that point at the
-//! crate's own rmcp test server, waiting for states and events.
+//! crate's own rmcp test server, waiting for states and events, and a
+//! call listener that records what a server sent during a call.
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use evoflux_mcp::live::{
+    BoxFuture, CallContext, CallListener, ElicitationAnswer, ElicitationRequest, McpLog,
+    McpProgress, SamplingAnswer, SamplingRequest,
+};
 
 use evoflux_mcp::{
     HttpLaunch, Launch, McpEvent, McpManager, McpToolResult, ServerDefinition, ServerOwner,
@@ -116,4 +123,51 @@ pub async fn wait_gone(pid: u32) -> bool {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     false
+}
+
+/// A session's listener: records what the server sent and answers
+/// elicitations from a script, in order (cancel when it runs out).
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub progress: Mutex<Vec<McpProgress>>,
+    pub logs: Mutex<Vec<McpLog>>,
+    pub sampled: Mutex<Vec<SamplingRequest>>,
+    pub forms: Mutex<Vec<ElicitationRequest>>,
+    pub answers: Mutex<VecDeque<ElicitationAnswer>>,
+}
+
+impl CallListener for Recorder {
+    fn progress(&self, progress: McpProgress) {
+        self.progress.lock().unwrap().push(progress);
+    }
+    fn log(&self, log: McpLog) {
+        self.logs.lock().unwrap().push(log);
+    }
+    fn sample(&self, request: SamplingRequest) -> BoxFuture<'_, Result<SamplingAnswer, String>> {
+        self.sampled.lock().unwrap().push(request);
+        Box::pin(async {
+            Ok(SamplingAnswer {
+                text: "Lisbon".to_owned(),
+                model: "scripted".to_owned(),
+            })
+        })
+    }
+    fn elicit(&self, request: ElicitationRequest) -> BoxFuture<'_, ElicitationAnswer> {
+        self.forms.lock().unwrap().push(request);
+        let answer = self
+            .answers
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(ElicitationAnswer::Cancel);
+        Box::pin(async move { answer })
+    }
+}
+
+/// The call context of session `owner` whose listener is `recorder`.
+pub fn context(owner: &str, recorder: &Arc<Recorder>) -> Option<CallContext> {
+    Some(CallContext {
+        owner: owner.to_owned(),
+        listener: Arc::clone(recorder) as Arc<dyn CallListener>,
+    })
 }
