@@ -10,7 +10,31 @@
 //! returned), it reads the store every time.
 
 use evoflux_core::ids::SessionId;
-use evoflux_store::{Store, Usage};
+use evoflux_core::price::{Price, Usd};
+use evoflux_model::Request;
+use evoflux_store::{Store, StoreError, Usage};
+
+/// Whether a call made beside the turn's own loop (the session's title,
+/// an MCP server's sampling request), priced at its worst
+/// ([`super::title::worst_cost`]), keeps the tree of `root` within
+/// `limit` (`[limits] max_cost_usd`); always without a limit or a price.
+/// It reads the store: such a call may run while the turn records its own.
+pub(super) async fn side_call_within_limit(
+    store: &Store,
+    root: SessionId,
+    limit: Option<Usd>,
+    price: Option<&Price>,
+    request: &Request,
+) -> Result<bool, StoreError> {
+    let (Some(limit), Some(price)) = (limit, price) else {
+        return Ok(true);
+    };
+    let spent = store.tree_usage(root).await?;
+    Ok(spent
+        .cost_usd
+        .saturating_add(super::title::worst_cost(price, request))
+        <= limit)
+}
 
 #[derive(Debug, Default)]
 pub(super) struct UsageLedger {

@@ -185,23 +185,20 @@ impl CallListenerOf {
     /// Whether the call, priced at its worst, keeps the session within
     /// `[limits] max_cost_usd`.
     async fn within_budget(&self, request: &Request) -> Result<(), String> {
-        let (Some(limit), Some(price)) = (self.max_cost, self.price.as_ref()) else {
-            return Ok(());
-        };
-        let spent = self
-            .store
-            .tree_usage(self.root)
-            .await
-            .map_err(|e| format!("the session's cost so far cannot be read: {e}"))?;
-        match spent
-            .cost_usd
-            .saturating_add(super::title::worst_cost(price, request))
-            <= limit
+        match super::ledger::side_call_within_limit(
+            &self.store,
+            self.root,
+            self.max_cost,
+            self.price.as_ref(),
+            request,
+        )
+        .await
         {
-            true => Ok(()),
-            false => Err(
+            Ok(true) => Ok(()),
+            Ok(false) => Err(
                 "answering would pass the session's cost limit ([limits] max_cost_usd)".to_owned(),
             ),
+            Err(e) => Err(format!("the session's cost so far cannot be read: {e}")),
         }
     }
 

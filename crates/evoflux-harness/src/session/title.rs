@@ -94,9 +94,9 @@ fn excerpt(text: &str) -> String {
     text.chars().take(EXCERPT_CHARS).collect()
 }
 
-/// What the title call costs at most at `price`: every character of its
-/// input counted as a token (more than any tokenizer makes of text), and
-/// every token it may write.
+/// What a side call (the title, a sampling request) costs at most at
+/// `price`: every character of its input counted as a token (more than any
+/// tokenizer makes of text), and every token it may write.
 pub(super) fn worst_cost(price: &Price, request: &Request) -> Usd {
     let input: usize = request
         .messages
@@ -208,13 +208,15 @@ impl Harness {
     /// Whether the title call, priced at its worst, leaves the session
     /// within `[limits] max_cost_usd` (always, without a limit or a price).
     async fn title_within_limit(&self, request: &Request) -> bool {
-        let (Some(limit), Some(price)) = (self.limits.max_cost, self.model.price.as_ref()) else {
-            return true;
-        };
-        let Ok(spent) = self.recorder.store.tree_usage(self.root).await else {
-            return false;
-        };
-        spent.cost_usd.saturating_add(worst_cost(price, request)) <= limit
+        super::ledger::side_call_within_limit(
+            &self.recorder.store,
+            self.root,
+            self.limits.max_cost,
+            self.model.price.as_ref(),
+            request,
+        )
+        .await
+        .unwrap_or(false)
     }
 
     /// Waits for the title call under way, if any, at most [`TITLE_WAIT`].
