@@ -636,6 +636,28 @@ pub(crate) fn without_type_names(text: &str) -> String {
         .join(" ")
 }
 
+/// The SDK's error of a request to `server` as ours: the server's own
+/// JSON-RPC error as it sent it, anything else a transport failure told
+/// without the SDK's type names.
+fn request_error(server: &str, e: ServiceError) -> McpError {
+    match e {
+        ServiceError::McpError(e) => McpError::Protocol {
+            server: server.to_owned(),
+            code: e.code.0,
+            message: e.message.into_owned(),
+        },
+        e => McpError::Transport {
+            server: server.to_owned(),
+            detail: without_type_names(&e.to_string()),
+        },
+    }
+}
+
+/// An SDK type as one of ours, through their shared JSON shape.
+fn ours<T: serde::de::DeserializeOwned>(sdk: &impl serde::Serialize) -> serde_json::Result<T> {
+    serde_json::to_value(sdk).and_then(serde_json::from_value)
+}
+
 /// Initializes a session over `client` (plain, or rmcp's [`AuthClient`]
 /// that sends and refreshes the stored token).
 async fn serve_http<C>(
@@ -881,8 +903,7 @@ impl Connection {
         tools
             .iter()
             .map(|t| {
-                serde_json::to_value(t)
-                    .and_then(serde_json::from_value::<McpTool>)
+                ours::<McpTool>(t)
                     .map_err(|e| format!("tools/list returned a tool evoflux cannot read: {e}"))
             })
             .collect()
@@ -949,14 +970,7 @@ impl Connection {
                     limit: self.max_result_bytes,
                 });
             }
-            Err(ServiceError::McpError(e)) => {
-                return Err(McpError::Protocol {
-                    server: server.to_owned(),
-                    code: e.code.0,
-                    message: e.message.into_owned(),
-                });
-            }
-            Err(e) => return Err(transport(e)),
+            Err(e) => return Err(request_error(server, e)),
             Ok(ServerResult::CallToolResult(r)) => serde_json::to_value(&r),
             // A server that answers `{}`: a result without content.
             Ok(ServerResult::EmptyResult(_)) => Ok(serde_json::json!({"content": []})),
@@ -1001,8 +1015,7 @@ impl Connection {
         prompts
             .iter()
             .map(|p| {
-                serde_json::to_value(p)
-                    .and_then(serde_json::from_value::<McpPrompt>)
+                ours::<McpPrompt>(p)
                     .map_err(|e| format!("prompts/list returned a prompt evoflux cannot read: {e}"))
             })
             .collect()
@@ -1026,14 +1039,10 @@ impl Connection {
         listed
             .iter()
             .map(|r| {
-                serde_json::to_value(r)
-                    .and_then(serde_json::from_value::<McpResource>)
-                    .map_err(|e| McpError::Transport {
-                        server: server.to_owned(),
-                        detail: format!(
-                            "resources/list returned a resource evoflux cannot read: {e}"
-                        ),
-                    })
+                ours::<McpResource>(r).map_err(|e| McpError::Transport {
+                    server: server.to_owned(),
+                    detail: format!("resources/list returned a resource evoflux cannot read: {e}"),
+                })
             })
             .collect()
     }
@@ -1100,15 +1109,7 @@ impl Connection {
                 request: request.to_owned(),
                 timeout,
             }),
-            Ok(Err(ServiceError::McpError(e))) => Err(McpError::Protocol {
-                server: server.to_owned(),
-                code: e.code.0,
-                message: e.message.into_owned(),
-            }),
-            Ok(Err(e)) => Err(McpError::Transport {
-                server: server.to_owned(),
-                detail: without_type_names(&e.to_string()),
-            }),
+            Ok(Err(e)) => Err(request_error(server, e)),
             Ok(Ok(v)) => Ok(v),
         }
     }
