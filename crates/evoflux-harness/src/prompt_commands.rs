@@ -665,11 +665,7 @@ pub(crate) fn clip(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
         return (text, false);
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
+    (&text[..text.floor_char_boundary(max)], true)
 }
 
 #[cfg(test)]
