@@ -431,6 +431,7 @@ async fn model(
             provider_tools: Vec::new(),
             reasoning_effort: None,
             purpose: evoflux_model::CallPurpose::Turn,
+            cache: evoflux_model::CacheHints::default(),
         };
         let started = Instant::now();
         let answer =

@@ -10,6 +10,8 @@
 //! taken for other tools.
 
 pub mod cache;
+pub mod long_session;
+pub mod pricing;
 pub mod prompt;
 pub mod scenario;
 pub mod server;

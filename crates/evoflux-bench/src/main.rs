@@ -26,6 +26,7 @@ enum ScenarioArg {
     All,
     ThreeStep,
     ThirtyStep,
+    SixtyStep,
     Resolver,
     /// `mcp-none` and `mcp-one`, and the MCP server alone.
     Mcp,
@@ -77,6 +78,11 @@ struct Args {
     /// run's bodies overwrite earlier ones).
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// The model evoflux asks for on the OpenAI wires: a name in the
+    /// built-in price table (its cache discount is what evoflux's context
+    /// cost model decides with).
+    #[arg(long, default_value = "gpt-4o")]
+    openai_model: String,
     /// The stdio MCP server `mcp-one` grants (default:
     /// `evoflux-mcp-testserver` next to the evoflux binary; without one,
     /// `mcp-one` is skipped with a note). It must list a tool `echo`.
@@ -168,6 +174,9 @@ async fn main() -> Result<()> {
     if matches!(args.scenario, ScenarioArg::All | ScenarioArg::ThirtyStep) {
         scenarios.push(Scenario::ThirtyStep);
     }
+    if matches!(args.scenario, ScenarioArg::All | ScenarioArg::SixtyStep) {
+        scenarios.push(Scenario::SixtyStep);
+    }
     if matches!(args.scenario, ScenarioArg::All | ScenarioArg::Resolver) {
         for mode in [
             ResolverMode::Off,
@@ -196,6 +205,7 @@ async fn main() -> Result<()> {
         timeout: Duration::from_secs(args.timeout_secs),
         dump_dir: args.dump.clone(),
         mcp_server: mcp_server.clone(),
+        openai_model: args.openai_model.clone(),
     };
     let harness = Harness::Evoflux(evoflux.clone());
     let mut results = Vec::new();

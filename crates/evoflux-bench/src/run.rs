@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use evoflux_bench::Wire;
+use evoflux_bench::long_session;
+use evoflux_bench::pricing::{self, InputTokens, PricedInput, PricedModel};
 use evoflux_bench::scenario::{Dialect, Script};
 use evoflux_bench::server::{FakeServer, Record, ServerOptions};
 use serde::Serialize;
@@ -60,6 +62,9 @@ pub enum Scenario {
     ThreeStep,
     /// Thirty reads of 14 KB files, then an answer.
     ThirtyStep,
+    /// A sixty-step coding session: reads, greps, edits, a failing then
+    /// passing build, two 200 KB test runs (`long_session`).
+    SixtyStep,
     /// One answer in a workspace with skills, the resolver set so.
     Resolver(ResolverMode),
     /// One answer, the lead granted no MCP server or one stdio server.
@@ -79,6 +84,7 @@ impl Scenario {
         match self {
             Scenario::ThreeStep => "three-step".to_owned(),
             Scenario::ThirtyStep => "thirty-step".to_owned(),
+            Scenario::SixtyStep => "sixty-step".to_owned(),
             Scenario::Resolver(m) => format!("resolver-{}", m.as_str()),
             Scenario::Mcp(m) => format!("mcp-{}", m.as_str()),
         }
@@ -96,6 +102,9 @@ impl Scenario {
                 "List the workspace, then read notes.txt and tell me what it says."
             }
             Scenario::ThirtyStep => "Read every file under data/ and summarise them.",
+            Scenario::SixtyStep => {
+                "The build is broken: fix it, resolve the TODOs in src/ and run the tests."
+            }
             Scenario::Resolver(_) | Scenario::Mcp(_) => "What is the capital of France?",
         }
     }
@@ -111,6 +120,7 @@ impl Scenario {
                 let files: Vec<String> = thirty_files().iter().map(|f| path(f)).collect();
                 Script::reads(dialect, &files)
             }
+            Scenario::SixtyStep => long_session::script(dialect, &path),
             Scenario::Resolver(_) | Scenario::Mcp(_) => Script::answer("Paris."),
         }
     }
@@ -128,6 +138,15 @@ impl Scenario {
                 std::fs::create_dir_all(repo.join("data"))?;
                 for (i, f) in thirty_files().iter().enumerate() {
                     std::fs::write(repo.join(f), file_text(i + 1))?;
+                }
+            }
+            Scenario::SixtyStep => {
+                for (f, text) in long_session::workspace() {
+                    let path = repo.join(f);
+                    if let Some(dir) = path.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    std::fs::write(path, text)?;
                 }
             }
             Scenario::Resolver(_) => {
@@ -270,6 +289,9 @@ pub struct Settings {
     /// The stdio MCP server the `mcp-one` scenario grants (an absolute
     /// path); `None` skips that scenario.
     pub mcp_server: Option<PathBuf>,
+    /// The model evoflux asks for on the OpenAI wires (its price is what
+    /// the harness's cost model decides with).
+    pub openai_model: String,
 }
 
 /// What one process run produced.
@@ -384,6 +406,9 @@ pub struct Figures {
     /// free of the process start-up's noise (negative when the main call
     /// was sent first).
     pub main_after_resolver_ms: Option<f64>,
+    /// Input priced on real models (`pricing`): input-token equivalents
+    /// on each model whose provider's cache the wire simulates.
+    pub priced_input: Vec<PricedInput>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -395,7 +420,7 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
 }
 
 impl Figures {
-    fn of(run: &RunOutcome) -> Figures {
+    fn of(run: &RunOutcome, wire: Wire) -> Figures {
         let ok: Vec<&Record> = run.records.iter().filter(|r| r.error.is_none()).collect();
         let main: Vec<&Record> = ok
             .iter()
@@ -419,7 +444,18 @@ impl Figures {
                 -ms(r.at.duration_since(m.at))
             }
         });
+        let input_tokens = sum(&ok, |r| r.input_tokens);
+        let cached_tokens = sum(&ok, |r| r.cached_tokens);
+        let cache_write_tokens = sum(&ok, |r| r.cache_write_tokens);
         Figures {
+            priced_input: pricing::priced(
+                wire,
+                InputTokens {
+                    uncached: input_tokens.saturating_sub(cached_tokens + cache_write_tokens),
+                    cached: cached_tokens,
+                    cache_written: cache_write_tokens,
+                },
+            ),
             wall_ms: ms(run.wall),
             calls: run.records.len(),
             resolver_calls: ok.iter().filter(|r| r.resolver).count(),
@@ -428,9 +464,9 @@ impl Figures {
             step_gap_ms,
             first_request_bytes: main.first().map(|r| r.bytes).unwrap_or(0),
             total_bytes: run.records.iter().map(|r| r.bytes).sum(),
-            input_tokens: sum(&ok, |r| r.input_tokens),
-            cached_tokens: sum(&ok, |r| r.cached_tokens),
-            cache_write_tokens: sum(&ok, |r| r.cache_write_tokens),
+            input_tokens,
+            cached_tokens,
+            cache_write_tokens,
             cache_hit_after_first: ratio(
                 sum(after_first, |r| r.cached_tokens),
                 sum(after_first, |r| r.input_tokens),
@@ -514,6 +550,22 @@ fn medians(runs: &[Figures]) -> Option<Figures> {
         first_main_request_ms: o(|r| r.first_main_request_ms),
         resolver_request_ms: o(|r| r.resolver_request_ms),
         main_after_resolver_ms: o(|r| r.main_after_resolver_ms),
+        priced_input: PricedModel::ALL
+            .into_iter()
+            .filter_map(|model| {
+                let tokens = median_opt(
+                    runs.iter()
+                        .map(|r| {
+                            r.priced_input
+                                .iter()
+                                .find(|p| p.model == model)
+                                .map(|p| p.tokens)
+                        })
+                        .collect(),
+                )?;
+                Some(PricedInput { model, tokens })
+            })
+            .collect(),
     })
 }
 
@@ -550,7 +602,7 @@ fn evoflux_config(
         // The MCP scenarios measure the MCP servers' start alone: no
         // resolver request goes out beside the first main call.
         Scenario::Mcp(_) => Some(ResolverMode::Off),
-        Scenario::ThreeStep | Scenario::ThirtyStep => None,
+        Scenario::ThreeStep | Scenario::ThirtyStep | Scenario::SixtyStep => None,
     };
     if let Some(mode) = resolver
         && with_skills_section
@@ -561,10 +613,10 @@ fn evoflux_config(
 }
 
 /// The model each wire is asked for: names the built-in price table knows.
-fn model_for(wire: Wire) -> &'static str {
+fn model_for(wire: Wire, openai_model: &str) -> String {
     match wire {
-        Wire::Chat | Wire::Responses => "bench:gpt-4o",
-        Wire::Anthropic => "bench:claude-sonnet-4-5",
+        Wire::Chat | Wire::Responses => format!("bench:{openai_model}"),
+        Wire::Anthropic => "bench:claude-sonnet-4-5".to_owned(),
     }
 }
 
@@ -626,8 +678,12 @@ async fn run_once(
                     "run",
                     "--mode",
                     "coding",
+                    // Above the default 50: the sixty-step session makes
+                    // 60 model calls in its one turn.
+                    "--max-model-calls",
+                    "100",
                     "--model",
-                    model_for(wire),
+                    &model_for(wire, &settings.openai_model),
                     scenario.task(),
                 ]);
             cmd
@@ -658,9 +714,9 @@ async fn run_once(
                 .args([
                     "-p",
                     // Not --dangerously-skip-permissions, which refuses
-                    // to run as root; the scenarios need these two.
+                    // to run as root; the scenarios need these four.
                     "--allowedTools",
-                    "Bash,Read",
+                    "Bash,Read,Grep,Edit",
                     "--output-format",
                     "json",
                     "--model",
@@ -905,7 +961,7 @@ pub async fn measure(
                 _ => {}
             }
         }
-        let figures = Figures::of(&outcome);
+        let figures = Figures::of(&outcome, wire);
         if let Scenario::Resolver(mode) = scenario {
             match (mode, figures.resolver_calls) {
                 (ResolverMode::Off, n) if n > 0 => {
@@ -1032,14 +1088,32 @@ impl Report {
             "{}: {}; {} run(s) per row, medians; the fake answers the resolver after {} ms, other calls after {} ms\n",
             self.harness, self.binary, self.runs, self.resolver_delay_ms, self.main_delay_ms
         );
-        s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | uncached k tokens | cache-write k tokens | peak RSS MiB |\n");
-        s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        s.push_str("| harness | scenario | wire | calls | wall ms | ms/call | step gap ms | first request KB | sent KB | cache hit after first | cache hit overall | uncached k tokens | cache-write k tokens |");
+        for m in PricedModel::ALL {
+            let _ = write!(s, " priced k, {} |", m.key());
+        }
+        s.push_str(
+            " peak RSS MiB |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        );
+        s.push_str(&"---:|".repeat(PricedModel::ALL.len()));
+        s.push_str("---:|\n");
         for r in &self.results {
             match &r.median {
                 Some(m) => {
+                    let priced: String = PricedModel::ALL
+                        .into_iter()
+                        .map(|model| {
+                            let k = m
+                                .priced_input
+                                .iter()
+                                .find(|p| p.model == model)
+                                .map(|p| p.tokens / 1000.0);
+                            format!(" {} |", num(k, 1))
+                        })
+                        .collect();
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} |",
+                        "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {:.1} | {:.1} |{priced} {} |",
                         r.harness,
                         r.scenario,
                         r.wire,
@@ -1062,8 +1136,11 @@ impl Report {
                 None => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | not measured | | | | | | | | | | |",
-                        r.harness, r.scenario, r.wire
+                        "| {} | {} | {} | not measured | | | | | | | | | |{} |",
+                        r.harness,
+                        r.scenario,
+                        r.wire,
+                        " |".repeat(PricedModel::ALL.len()),
                     );
                 }
             }
@@ -1194,7 +1271,7 @@ mod tests {
                 record(t, 540, 7000, 5888, false),
             ],
         };
-        let f = Figures::of(&run);
+        let f = Figures::of(&run, Wire::Chat);
         assert_eq!((f.calls, f.resolver_calls, f.side_calls), (5, 1, 0));
         assert_eq!(f.wall_ms, 1000.0);
         assert_eq!(f.ms_per_call, 200.0);
@@ -1210,6 +1287,82 @@ mod tests {
         assert_eq!(f.first_main_request_ms, Some(101.0));
         assert_eq!(f.resolver_request_ms, Some(100.0));
         assert_eq!(f.main_after_resolver_ms, Some(1.0));
+        // Chat: priced on the OpenAI models only; gpt-5 bills cached
+        // input at a tenth.
+        let models: Vec<PricedModel> = f.priced_input.iter().map(|p| p.model).collect();
+        assert_eq!(
+            models,
+            [PricedModel::Gpt5, PricedModel::Gpt41, PricedModel::Gpt4o]
+        );
+        let cached = (3968 + 4992 + 5888) as f64;
+        let uncached = (800 + 4000 + 5000 + 6000 + 7000) as f64 - cached;
+        assert!((f.priced_input[0].tokens - (uncached + cached * 0.1)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_table_has_a_priced_column_per_model() {
+        let figures = |wire| Figures {
+            calls: 3,
+            input_tokens: 10_000,
+            cached_tokens: 8_000,
+            priced_input: pricing::priced(
+                wire,
+                InputTokens {
+                    uncached: 2_000,
+                    cached: 8_000,
+                    cache_written: 0,
+                },
+            ),
+            ..Figures::default()
+        };
+        let row = |wire| ScenarioResult {
+            harness: "evoflux".into(),
+            scenario: "sixty-step".into(),
+            wire,
+            median: Some(figures(wire)),
+            runs: vec![figures(wire)],
+            notes: Vec::new(),
+        };
+        let report = Report {
+            harness: "evoflux".into(),
+            binary: "evoflux".into(),
+            runs: 1,
+            resolver_delay_ms: 0,
+            main_delay_ms: 0,
+            results: vec![row(Wire::Chat), row(Wire::Anthropic)],
+            mcp_startup: None,
+            other_harnesses: Vec::new(),
+        };
+        let md = report.markdown();
+        let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert!(lines[0].contains(
+            "| priced k, gpt-5 | priced k, gpt-4.1 | priced k, gpt-4o | priced k, claude-sonnet-4 |"
+        ));
+        let cells = |l: &str| l.matches('|').count();
+        assert!(lines.iter().all(|l| cells(l) == cells(lines[0])));
+        // 2,000 + 8,000 × 0.1, × 0.25, × 0.5; no Anthropic price on chat.
+        assert!(lines[2].contains("| 2.8 | 4.0 | 6.0 | – |"), "{}", lines[2]);
+        assert!(lines[3].contains("| – | – | – | 2.8 |"), "{}", lines[3]);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            json["results"][0]["median"]["priced_input"][0],
+            serde_json::json!({"model": "gpt-5", "tokens": 2800.0})
+        );
+    }
+
+    #[test]
+    fn the_sixty_step_session_reads_absolute_paths_where_the_harness_needs_them() {
+        let dir = tempfile::tempdir().unwrap();
+        Scenario::SixtyStep.prepare(dir.path()).unwrap();
+        assert!(dir.path().join("src/net/client.rs").is_file());
+        assert!(dir.path().join(long_session::BUILD_SCRIPT).is_file());
+        for dialect in [Dialect::Claude, Dialect::Evoflux] {
+            let script = Scenario::SixtyStep.script(dialect, dir.path());
+            assert_eq!(script.steps.len(), long_session::STEPS);
+            let text = serde_json::to_string(&script).unwrap();
+            let absolute = text.contains(&dir.path().join("src/config.rs").display().to_string());
+            assert_eq!(absolute, dialect == Dialect::Claude);
+        }
     }
 
     #[test]

@@ -67,6 +67,7 @@ async fn run(pipeline: fn() -> HookPipeline) -> Run {
         clock: &clock,
         model: "test-model",
         context_window: Some(WINDOW),
+        price: None,
         artifacts_dir: &artifacts,
         workspace: &workspace,
         tools: h.tools(),

@@ -188,7 +188,7 @@ fn message_sha(m: &Message) -> String {
 /// that many tokens' worth of text.
 const MEDIA_ESTIMATE_BYTES: usize = 6_400;
 
-fn message_bytes(m: &Message) -> usize {
+pub(crate) fn message_bytes(m: &Message) -> usize {
     let media = m.media().len() * MEDIA_ESTIMATE_BYTES;
     media
         + match m {

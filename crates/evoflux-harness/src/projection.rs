@@ -2,8 +2,10 @@
 //! become receipts at the provider boundary only.
 //!
 //! A *batch* is an assistant message carrying tool calls. The most recent
-//! [`keep_recent_batches`] batches stay exact (more, between steps: see
-//! [`Exact`]); a result of an older batch
+//! [`keep_recent_batches`] batches always stay exact, and older ones only
+//! turn into receipts when the cost model ([`crate::context_cost`]) says
+//! the rewrite pays for what it breaks in the provider's cache, in epochs;
+//! a result of an older batch
 //! whose text is longer than [`PROJECT_MIN_CHARS`] is replaced, in the
 //! request being sent, by a deterministic receipt: status line, a short
 //! head and tail, and the artifact locator from the result's stored
@@ -23,8 +25,10 @@ use std::path::Path;
 
 use crate::metadata::ResultMetadata;
 
-use crate::bounded::{chars_over, head, tail};
+use crate::bounded::{chars_over, estimate_tokens, head, tail};
+use crate::context_cost::{BatchTokens, CacheRules, EpochModel, Epochs};
 use crate::hooks::{ContextStats, Hook, HookContext, HookFuture, ModelCall};
+use evoflux_model::CacheRetention;
 
 pub const OWNER: &str = "tool-context-projection";
 /// Results at most this long (in characters) are never projected.
@@ -41,51 +45,29 @@ pub const fn keep_recent_batches(mode: AppMode) -> usize {
     }
 }
 
-/// How far the boundary between receipts and exact results moves at once,
-/// in batches.
-///
-/// A prompt cache matches a request's prefix, so the request that turns
-/// one more result into a receipt pays for everything after it again. When
-/// the boundary followed every new batch, each call of a long turn broke
-/// the cache a few batches from its end: on a 30-step session with 14 KB
-/// results a third of the input tokens were cached. Moving it 16 batches
-/// at a time leaves the prefix untouched in between: 89% cached on the
-/// same session, for more bytes sent. 16 is where the uncached tokens (the
-/// provider's prefill, and full price) bottom out; docs/BENCHMARKS.md has
-/// the figures and the trade-off against smaller and larger steps.
-pub const PROJECTION_STEP_BATCHES: usize = 16;
-
-/// Which batches of a request stay exact: at least the `recent` ones, and
-/// the boundary before them moves `step` batches at a time.
+/// Which batches of a request are sent with receipts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Exact {
-    pub recent: usize,
-    pub step: usize,
+pub enum Exact {
+    /// The first `n` batches (the epoch boundary the cost model chose).
+    Before(usize),
+    /// Every batch but the recent ones: as small as projection makes a
+    /// request (for the compaction owner's estimate, and for a request
+    /// that presses on the context window).
+    AllButRecent(usize),
 }
 
 impl Exact {
-    /// What a request sends: the cache-stable boundary.
-    pub const fn cache_stable(mode: AppMode) -> Exact {
-        Exact {
-            recent: keep_recent_batches(mode),
-            step: PROJECTION_STEP_BATCHES,
-        }
-    }
-
-    /// As small as projection makes a request: everything before the
-    /// recent batches (for the compaction owner's estimate, and for a
-    /// request that presses on the context window).
+    /// The tightest view of a mode.
     pub const fn tightest(mode: AppMode) -> Exact {
-        Exact {
-            recent: keep_recent_batches(mode),
-            step: 1,
-        }
+        Exact::AllButRecent(keep_recent_batches(mode))
     }
 
     /// How many of `batches` batches, oldest first, are projected.
     fn projected(self, batches: usize) -> usize {
-        let step = self.step.max(1);
-        batches.saturating_sub(self.recent) / step * step
+        match self {
+            Exact::Before(n) => n.min(batches),
+            Exact::AllButRecent(recent) => batches.saturating_sub(recent),
+        }
     }
 }
 
@@ -110,70 +92,210 @@ pub fn receipt(tool: &str, content: &str, chars: usize, artifact: Option<&Path>)
     text
 }
 
-/// Projects old oversized results of `messages` in place. `presentation`
-/// maps a called tool's name to its presentation (`None`: unknown tool);
-/// `metadata` holds stored result metadata by call id.
+/// The receipts a transcript's older batches would get: which message
+/// each replaces, by batch. Built once per request, then sized for the
+/// cost model and applied up to the boundary it chose.
+struct Receipts {
+    /// The index of each batch's assistant message, oldest first.
+    starts: Vec<usize>,
+    /// (batch, message index, receipt, original chars), in message order.
+    receipts: Vec<(usize, usize, String, usize)>,
+}
+
+impl Receipts {
+    /// The receipts of every batch but the last `keep` ones (only those
+    /// can ever be projected).
+    fn of(
+        messages: &[Message],
+        keep: usize,
+        presentation: &impl Fn(&str) -> Option<Presentation>,
+        metadata: &HashMap<String, ResultMetadata>,
+    ) -> Receipts {
+        let starts: Vec<usize> = messages
+            .iter()
+            .enumerate()
+            .filter(
+                |(_, m)| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
+            )
+            .map(|(i, _)| i)
+            .collect();
+        let eligible = starts.len().saturating_sub(keep);
+        let end = starts.get(eligible).copied().unwrap_or(messages.len());
+        let mut tool_of: HashMap<&str, (&str, usize)> = HashMap::new();
+        let mut batch = 0;
+        let mut receipts = Vec::new();
+        for (i, m) in messages[..end].iter().enumerate() {
+            while starts.get(batch + 1).is_some_and(|&s| s <= i) {
+                batch += 1;
+            }
+            match m {
+                Message::Assistant { tool_calls, .. } => {
+                    for c in tool_calls {
+                        tool_of.insert(c.id.as_str(), (c.name.as_str(), batch));
+                    }
+                }
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    ..
+                } => {
+                    let Some(chars) = chars_over(content, PROJECT_MIN_CHARS) else {
+                        continue;
+                    };
+                    let Some(&(tool, of_batch)) = tool_of.get(tool_call_id.as_str()) else {
+                        continue;
+                    };
+                    match presentation(tool) {
+                        Some(Presentation::None) => {}
+                        Some(Presentation::Skill) | None => continue,
+                    }
+                    let artifact = metadata
+                        .get(tool_call_id.as_str())
+                        .and_then(ResultMetadata::artifact);
+                    receipts.push((of_batch, i, receipt(tool, content, chars, artifact), chars));
+                }
+                Message::System { .. } | Message::User { .. } => {}
+            }
+        }
+        Receipts { starts, receipts }
+    }
+
+    /// Each batch's estimated tokens, exact and with its receipts, and
+    /// the tokens before the first batch.
+    fn sizes(&self, messages: &[Message]) -> (u64, Vec<BatchTokens>) {
+        let bytes = crate::compaction::message_bytes;
+        let head = self.starts.first().copied().unwrap_or(messages.len());
+        let head_bytes: usize = messages[..head].iter().map(bytes).sum();
+        let mut batches: Vec<BatchTokens> = self
+            .starts
+            .iter()
+            .enumerate()
+            .map(|(b, &start)| {
+                let end = self.starts.get(b + 1).copied().unwrap_or(messages.len());
+                let exact = estimate_tokens(messages[start..end].iter().map(bytes).sum());
+                BatchTokens {
+                    exact,
+                    projected: exact,
+                }
+            })
+            .collect();
+        for (batch, i, text, _) in &self.receipts {
+            if let Some(b) = batches.get_mut(*batch) {
+                let saved = estimate_tokens(bytes(&messages[*i]).saturating_sub(text.len()));
+                b.projected = b.projected.saturating_sub(saved);
+            }
+        }
+        (estimate_tokens(head_bytes), batches)
+    }
+
+    /// Puts the receipts of the first `projected` batches in place.
+    fn apply(self, messages: &mut [Message], projected: usize) -> ContextStats {
+        let mut stats = ContextStats::default();
+        for (batch, i, text, chars) in self.receipts {
+            if batch >= projected {
+                break;
+            }
+            if let Message::Tool { content, .. } = &mut messages[i] {
+                stats.projected_results += 1;
+                stats.projection_saved_chars += chars.saturating_sub(text.chars().count()) as u64;
+                *content = text;
+            }
+        }
+        stats
+    }
+}
+
+/// Projects old oversized results of `messages` in place: those of the
+/// batches `exact` leaves to receipts. `presentation` maps a called
+/// tool's name to its presentation (`None`: unknown tool); `metadata`
+/// holds stored result metadata by call id.
 pub fn project(
     messages: &mut [Message],
     exact: Exact,
     presentation: impl Fn(&str) -> Option<Presentation>,
     metadata: &HashMap<String, ResultMetadata>,
 ) -> ContextStats {
-    let mut stats = ContextStats::default();
-    // The index of the first kept batch: everything from there stays.
-    let batches: Vec<usize> = messages
-        .iter()
-        .enumerate()
-        .filter(
-            |(_, m)| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()),
-        )
-        .map(|(i, _)| i)
-        .collect();
-    let projected = exact.projected(batches.len());
-    if projected == 0 {
-        return stats;
-    }
-    let first_kept = batches.get(projected).copied().unwrap_or(messages.len());
-    let mut tool_of: HashMap<String, String> = HashMap::new();
-    for m in &messages[..first_kept] {
-        if let Message::Assistant { tool_calls, .. } = m {
-            for c in tool_calls {
-                tool_of.insert(c.id.clone(), c.name.clone());
-            }
-        }
-    }
-    for m in &mut messages[..first_kept] {
-        let Message::Tool {
-            tool_call_id,
-            content,
-            ..
-        } = m
-        else {
-            continue;
-        };
-        let Some(chars) = chars_over(content, PROJECT_MIN_CHARS) else {
-            continue;
-        };
-        let Some(tool) = tool_of.get(tool_call_id.as_str()) else {
-            continue;
-        };
-        match presentation(tool) {
-            Some(Presentation::None) => {}
-            Some(Presentation::Skill) | None => continue,
-        }
-        let meta = metadata.get(tool_call_id.as_str());
-        let artifact = meta.and_then(ResultMetadata::artifact);
-        let projected = receipt(tool, content, chars, artifact);
-        stats.projected_results += 1;
-        stats.projection_saved_chars += (chars - projected.chars().count()) as u64;
-        *content = projected;
-    }
-    stats
+    let receipts = Receipts::of(messages, 0, &presentation, metadata);
+    let projected = exact.projected(receipts.starts.len());
+    receipts.apply(messages, projected)
 }
 
-/// The projection owner.
+/// What the cost model decided for one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Planned {
+    pub stats: ContextStats,
+    pub epochs: Epochs,
+    /// The index of the last message of the projected part (receipts
+    /// included), where a breakpoint wire marks a cache breakpoint so the
+    /// next rewrite reads up to it.
+    pub anchor: Option<usize>,
+}
+
+/// Projects `messages` where the cost model says it pays: the epochs are
+/// replayed over the transcript's batches (see [`crate::context_cost`]),
+/// `head_extra` being the tokens of the system prompt and tools.
+pub fn project_planned(
+    messages: &mut [Message],
+    model: EpochModel<'_>,
+    head_extra: u64,
+    presentation: impl Fn(&str) -> Option<Presentation>,
+    metadata: &HashMap<String, ResultMetadata>,
+) -> Planned {
+    let receipts = Receipts::of(messages, model.keep_recent, &presentation, metadata);
+    let (head, batches) = receipts.sizes(messages);
+    let epochs = EpochModel {
+        head_tokens: head + head_extra,
+        ..model
+    }
+    .replay(&batches);
+    let anchor = match epochs.boundary {
+        0 => None,
+        b => receipts
+            .starts
+            .get(b)
+            .map(|&next| next.saturating_sub(1))
+            .or(Some(messages.len().saturating_sub(1))),
+    };
+    let stats = receipts.apply(messages, epochs.boundary);
+    Planned {
+        stats,
+        epochs,
+        anchor,
+    }
+}
+
+/// The projection owner. It keeps, per session, the pace of its calls:
+/// a pause that outlived the provider's short cache lifetime but not its
+/// long one turns the long lifetime on for the rest of the session.
 #[derive(Debug, Default)]
-pub struct ToolContextProjectionHook;
+pub struct ToolContextProjectionHook {
+    pace: std::sync::Mutex<Pace>,
+}
+
+#[derive(Debug, Default)]
+struct Pace {
+    last_call: Option<std::time::Instant>,
+    long: bool,
+}
+
+impl ToolContextProjectionHook {
+    /// Records a call at `now` and answers whether the long cache
+    /// lifetime pays from here on.
+    fn long_retention(&self, rules: &CacheRules, now: std::time::Instant) -> bool {
+        let Ok(mut pace) = self.pace.lock() else {
+            return false;
+        };
+        if let Some(gap) = pace
+            .last_call
+            .map(|last| now.saturating_duration_since(last))
+            && rules.long_pays(gap)
+        {
+            pace.long = true;
+        }
+        pace.last_call = Some(now);
+        pace.long
+    }
+}
 
 impl Hook for ToolContextProjectionHook {
     fn before_model<'a>(
@@ -181,26 +303,52 @@ impl Hook for ToolContextProjectionHook {
         ctx: &'a HookContext<'a>,
         call: &'a mut ModelCall,
     ) -> HookFuture<'a> {
+        let presentation = |name: &str| {
+            ctx.tools
+                .get(name)
+                .map(|t| t.definition.behavior.presentation)
+        };
         // A request that fills half the window gives up cache stability
         // for room.
         let pressed = ctx
             .context_window
             .is_some_and(|window| crate::compaction::estimate_call_tokens(call) > window / 2);
-        let exact = if pressed {
-            Exact::tightest(ctx.mode())
+        let rules = CacheRules::for_provider(call.provider.kind());
+        let stats = if pressed {
+            call.request.cache.anchor = None;
+            project(
+                &mut call.request.messages,
+                Exact::tightest(ctx.mode()),
+                presentation,
+                &call.result_metadata,
+            )
         } else {
-            Exact::cache_stable(ctx.mode())
+            let system: usize = call.system.iter().map(|s| s.text.len()).sum();
+            let tools: usize = call
+                .request
+                .tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+                .sum();
+            let model = EpochModel {
+                rules: &rules,
+                rates: rules.rates(ctx.price),
+                head_tokens: 0,
+                keep_recent: keep_recent_batches(ctx.mode()),
+            };
+            let planned = project_planned(
+                &mut call.request.messages,
+                model,
+                estimate_tokens(system + tools),
+                presentation,
+                &call.result_metadata,
+            );
+            call.request.cache.anchor = planned.anchor;
+            planned.stats
         };
-        let stats = project(
-            &mut call.request.messages,
-            exact,
-            |name| {
-                ctx.tools
-                    .get(name)
-                    .map(|t| t.definition.behavior.presentation)
-            },
-            &call.result_metadata,
-        );
+        if self.long_retention(&rules, std::time::Instant::now()) {
+            call.request.cache.retention = CacheRetention::Long;
+        }
         call.stats.projected_results += stats.projected_results;
         call.stats.projection_saved_chars += stats.projection_saved_chars;
         Box::pin(async { Ok(()) })
@@ -262,7 +410,7 @@ mod tests {
             }))
             .unwrap(),
         )]);
-        let exact = Exact { recent: 3, step: 1 };
+        let exact = Exact::AllButRecent(3);
         let stats = project(&mut m, exact, pres, &meta);
         assert_eq!(stats.projected_results, 2);
         let content = |id: &str| {
@@ -290,13 +438,15 @@ mod tests {
 }
 
 #[cfg(test)]
-mod step_tests {
+mod plan_tests {
     use super::*;
+    use crate::context_cost::CacheRates;
+    use evoflux_core::config::ProviderKind;
     use evoflux_model::ToolCall;
     use serde_json::json;
 
     fn session(batches: usize) -> Vec<Message> {
-        let big = "r".repeat(5_000);
+        let big = "r".repeat(14_000);
         let mut m = vec![Message::user("go")];
         for i in 0..batches {
             m.push(Message::tool_calls(
@@ -312,26 +462,62 @@ mod step_tests {
         m
     }
 
-    fn projected(batches: usize, exact: Exact) -> (u64, Vec<Message>) {
+    fn planned(batches: usize, read: f64) -> (Planned, Vec<Message>) {
+        let rules = CacheRules::for_provider(ProviderKind::Openai);
+        let model = EpochModel {
+            rules: &rules,
+            rates: CacheRates { read, miss: 1.0 },
+            head_tokens: 0,
+            keep_recent: 3,
+        };
         let mut m = session(batches);
-        let stats = project(&mut m, exact, |_| Some(Presentation::None), &HashMap::new());
-        (stats.projected_results, m)
+        let p = project_planned(
+            &mut m,
+            model,
+            3_700,
+            |_| Some(Presentation::None),
+            &HashMap::new(),
+        );
+        (p, m)
     }
 
     #[test]
-    fn the_boundary_moves_a_step_at_a_time_so_the_prefix_stays_between_steps() {
-        let exact = Exact { recent: 3, step: 4 };
-        let counts: Vec<u64> = (0..14).map(|b| projected(b, exact).0).collect();
-        assert_eq!(counts, [0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8]);
-        // Between steps a request is the previous one plus what is new.
-        let (_, before) = projected(8, exact);
-        let (_, after) = projected(10, exact);
-        assert_eq!(after[..before.len()], before[..]);
-        // The tightest view keeps only the recent batches.
-        assert_eq!(projected(10, Exact::tightest(AppMode::Coding)).0, 7);
-        assert_eq!(
-            Exact::cache_stable(AppMode::Coding).step,
-            PROJECTION_STEP_BATCHES
+    fn between_epochs_a_request_is_the_previous_one_plus_what_is_new() {
+        let boundaries: Vec<usize> = (0..31).map(|b| planned(b, 0.1).0.epochs.boundary).collect();
+        // The boundary only moves forward, in jumps, and never into the
+        // three recent batches.
+        assert!(
+            boundaries.windows(2).all(|w| w[0] <= w[1]),
+            "{boundaries:?}"
         );
+        assert!(
+            boundaries
+                .iter()
+                .enumerate()
+                .all(|(b, &p)| p <= b.saturating_sub(3)),
+            "{boundaries:?}"
+        );
+        let epochs = planned(30, 0.1).0.epochs.rewrites;
+        assert!((2..=8).contains(&epochs), "{boundaries:?}");
+        for b in 1..30 {
+            let (p0, before) = planned(b, 0.1);
+            let (p1, after) = planned(b + 1, 0.1);
+            if p0.epochs.boundary == p1.epochs.boundary {
+                assert_eq!(after[..before.len()], before[..], "batch {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_anchor_ends_the_last_projected_result() {
+        let (p, m) = planned(30, 0.1);
+        let anchor = p.anchor.expect("an epoch happened");
+        assert!(
+            matches!(&m[anchor], Message::Tool { content, .. } if content.starts_with("[Earlier grep result compacted]"))
+        );
+        assert!(matches!(&m[anchor + 1], Message::Assistant { .. }));
+        assert_eq!(p.stats.projected_results, p.epochs.boundary as u64);
+        let (none, _) = planned(3, 0.1);
+        assert_eq!(none.anchor, None);
     }
 }

@@ -698,12 +698,13 @@ impl WorkspaceInstructionsHook {
             if let Some(map) = &rc.map {
                 parts.push(map.clone());
             }
-            if !rc.files.is_empty() || !state.nested.is_empty() {
+            if !rc.files.is_empty() {
                 let mut text = String::from("## Workspace Instructions\n");
                 text.push_str(
-                    "Follow these repository instructions; deeper files refine the ones above them.",
+                    "Follow these repository instructions; deeper files refine the ones above them \
+                     (they reach you with the results of the calls they apply to).",
                 );
-                for f in rc.files.iter().chain(&state.nested) {
+                for f in &rc.files {
                     text.push_str("\n\n");
                     text.push_str(&f.render());
                 }
@@ -836,29 +837,23 @@ impl Hook for WorkspaceInstructionsHook {
             if loaded.is_empty() {
                 return ToolGate::Proceed;
             }
-            let files: Vec<String> = loaded
-                .iter()
-                .map(|f| format!("- `{}`", f.path.display()))
-                .collect();
-            let files = files.join("\n");
+            // The rules go to the model in the call's own result, where
+            // they apply, never into the system prompt: the system prompt
+            // opens every request's cached prefix and stays byte-identical
+            // for the session.
+            let rules: Vec<String> = loaded.iter().map(InstructionFile::render).collect();
+            let rules = rules.join("\n\n");
             s.nested.extend(loaded);
             Self::persist(s, ctx);
             if mutates(tool.behavior.action_class) {
                 ToolGate::HoldBack {
                     reason: format!(
-                        "{PREFLIGHT_HEADER}\nNew workspace instructions apply to the path this call touches:\n{files}\n\
-                         They are now part of the Workspace Instructions in the system prompt. Read them, \
-                         then issue the call again if it still follows them."
+                        "{PREFLIGHT_HEADER}\nNew workspace instructions apply to the path this call touches. \
+                         Read them, then issue the call again if it still follows them.\n\n{rules}"
                     ),
                 }
             } else {
-                s.pending.insert(
-                    call.id.clone(),
-                    format!(
-                        "{files}\nThese files apply to the path this call touched; they are now part of \
-                         the Workspace Instructions in the system prompt."
-                    ),
-                );
+                s.pending.insert(call.id.clone(), rules);
                 ToolGate::Proceed
             }
         })

@@ -29,7 +29,8 @@ use crate::error::{ProviderError, SetupError};
 use crate::event::{StopReason, StreamEvent, Usage};
 use crate::http::{ApiError, Endpoint, SseClient, SseDecoder, SseWire};
 use crate::message::{
-    Media, MediaKind, Message, ProviderItem, ProviderToolKind, Request, ToolChoice, WebSearch,
+    CacheRetention, Media, MediaKind, Message, ProviderItem, ProviderToolKind, Request, ToolChoice,
+    WebSearch,
 };
 use crate::provider::{EventStream, Provider, ProviderOptions};
 
@@ -94,19 +95,37 @@ impl Provider for AnthropicProvider {
 
 /// Prompt caching: a breakpoint caches everything before it (tools, then
 /// system, then messages). The tools and the system prompt are byte-stable
-/// within a session, so one breakpoint ends each; one ends the newest
-/// message, so the next call reads the whole conversation from the cache,
-/// and one ends the user message before it, which the newest breakpoint
-/// wrote on the previous call — a hit even when more than the API's 20
-/// blocks of lookback came since. Four is the API's limit.
+/// within a session, and the system prompt comes after the tools, so one
+/// breakpoint on the system prompt serves both. One ends the newest
+/// message, so the next call reads the whole conversation from the cache;
+/// one ends the user message before it, which the newest breakpoint wrote
+/// on the previous call — a hit even when more than the API's 20 blocks of
+/// lookback came since. Where the harness names an anchor (the end of the
+/// history's part already turned into receipts, [`Request::cache`]), one
+/// ends it, so the next rewrite of the history reads up to there instead
+/// of back to the system prompt. The tools get their own only when there
+/// is no system prompt. Four is the API's limit.
 pub const MAX_CACHE_BREAKPOINTS: usize = 4;
-fn ephemeral() -> Value {
-    json!({"type": "ephemeral"})
+
+/// A breakpoint's marker: the provider's default lifetime, or its hour
+/// for a session whose pauses outlive five minutes. A longer-lived entry
+/// must come before a shorter one, so only the stable part (tools,
+/// system, anchor) gets the hour.
+fn ephemeral(retention: CacheRetention) -> Value {
+    match retention {
+        CacheRetention::Short => json!({"type": "ephemeral"}),
+        CacheRetention::Long => json!({"type": "ephemeral", "ttl": "1h"}),
+    }
 }
 
-/// Marks the last block of the newest message and of the user message
-/// before it.
-fn mark_conversation(messages: &mut [Value]) {
+/// Marks the last block of the newest message, of the user message before
+/// it and of the anchor (`anchor`: an index into `messages`).
+/// Answers how many it placed.
+fn mark_conversation(
+    messages: &mut [Value],
+    anchor: Option<usize>,
+    retention: CacheRetention,
+) -> usize {
     let users: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -115,14 +134,28 @@ fn mark_conversation(messages: &mut [Value]) {
         .collect();
     let newest = messages.len().checked_sub(1);
     let previous_user = users.iter().rev().copied().find(|&i| Some(i) != newest);
-    for i in [newest, previous_user].into_iter().flatten() {
+    let long_until = anchor.filter(|_| retention == CacheRetention::Long);
+    let mut marks: Vec<usize> = [anchor, previous_user, newest]
+        .into_iter()
+        .flatten()
+        .collect();
+    marks.sort_unstable();
+    marks.dedup();
+    let mut placed = 0;
+    for i in marks {
+        let marker = match long_until {
+            Some(a) if i <= a => ephemeral(CacheRetention::Long),
+            _ => ephemeral(CacheRetention::Short),
+        };
         if let Some(block) = messages[i]["content"]
             .as_array_mut()
             .and_then(|c| c.last_mut())
         {
-            block["cache_control"] = ephemeral();
+            block["cache_control"] = marker;
+            placed += 1;
         }
     }
+    placed
 }
 
 /// An answer's text with its server-tool blocks given back verbatim where
@@ -187,7 +220,9 @@ fn with_media(content: &str, media: &[Media]) -> Vec<Value> {
 pub fn request_body(request: &Request) -> Value {
     let mut system: Vec<&str> = Vec::new();
     let mut messages: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in &request.messages {
+    // The Messages API message that holds the anchor's last block.
+    let mut anchor = None;
+    for (index, m) in request.messages.iter().enumerate() {
         let (role, blocks) = match m {
             Message::System { content } => {
                 system.push(content);
@@ -240,6 +275,9 @@ pub fn request_body(request: &Request) -> Value {
             Some((last, existing)) if *last == role => existing.extend(blocks),
             _ => messages.push((role, blocks)),
         }
+        if request.cache.anchor == Some(index) {
+            anchor = messages.len().checked_sub(1);
+        }
     }
     let messages: Vec<Value> = messages
         .into_iter()
@@ -251,15 +289,19 @@ pub fn request_body(request: &Request) -> Value {
         "stream": true,
         "messages": messages,
     });
+    let retention = request.cache.retention;
     if !system.is_empty() {
         body["system"] = json!([{
             "type": "text",
             "text": system.join("\n\n"),
-            "cache_control": ephemeral(),
+            "cache_control": ephemeral(retention),
         }]);
     }
+    let mut marks = usize::from(!system.is_empty());
     if let Some(messages) = body["messages"].as_array_mut() {
-        mark_conversation(messages);
+        // An anchor in the newest message is no anchor: it moves on.
+        let anchor = anchor.filter(|&a| a + 1 < messages.len());
+        marks += mark_conversation(messages, anchor, retention);
     }
     if !request.tools.is_empty() || !request.provider_tools.is_empty() {
         let mut tools: Vec<Value> = request
@@ -278,8 +320,13 @@ pub fn request_body(request: &Request) -> Value {
                 })),
             }
         }
-        if let Some(last) = tools.last_mut() {
-            last["cache_control"] = ephemeral();
+        // The system prompt's breakpoint covers the tools too (they come
+        // first); they get their own only without one.
+        if let Some(last) = tools.last_mut()
+            && system.is_empty()
+            && marks < MAX_CACHE_BREAKPOINTS
+        {
+            last["cache_control"] = ephemeral(retention);
         }
         body["tools"] = Value::Array(tools);
         match request.tool_choice {
@@ -685,6 +732,58 @@ mod tests {
             [msgs.len() - 3, msgs.len() - 1],
             "the previous user message and the newest"
         );
+    }
+
+    #[test]
+    fn the_anchor_gets_a_breakpoint_and_the_long_lifetime_covers_the_stable_part() {
+        let mut messages = vec![Message::system("sys"), Message::user("go")];
+        for i in 0..6 {
+            messages.push(Message::tool_calls(
+                "",
+                vec![ToolCall {
+                    id: format!("t{i}"),
+                    name: "read".into(),
+                    arguments: json!({}),
+                }],
+            ));
+            messages.push(Message::tool_result(format!("t{i}"), "x"));
+        }
+        let tools = vec![crate::message::ToolDefinition {
+            name: "read".into(),
+            description: "read".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let mut request = Request::new("m", messages).with_tools(tools);
+        // The result of t2 (index 7 with the system message first).
+        request.cache.anchor = Some(7);
+        let short = request_body(&request);
+        assert_eq!(breakpoints(&short), MAX_CACHE_BREAKPOINTS);
+        let msgs = short["messages"].as_array().cloned().unwrap_or_default();
+        let marked: Vec<usize> = msgs
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| breakpoints(m) > 0)
+            .map(|(i, _)| i)
+            .collect();
+        // go, then (assistant, tool results) pairs: t2's results are
+        // message 6.
+        assert_eq!(marked, [6, msgs.len() - 3, msgs.len() - 1]);
+        assert!(short["tools"][0].get("cache_control").is_none());
+        assert!(!short.to_string().contains("1h"));
+
+        request.cache.retention = CacheRetention::Long;
+        let long = request_body(&request);
+        assert_eq!(long["system"][0]["cache_control"]["ttl"], "1h");
+        let ttl = |m: usize| {
+            long["messages"][m]["content"]
+                .as_array()
+                .and_then(|c| c.last())
+                .map(|b| b["cache_control"]["ttl"].clone())
+        };
+        assert_eq!(ttl(6), Some(json!("1h")));
+        // After the anchor the default lifetime: a longer-lived entry
+        // must come before a shorter one.
+        assert_eq!(ttl(msgs.len() - 1), Some(Value::Null));
     }
 
     #[test]

@@ -46,8 +46,9 @@ pub use event::{StopReason, StreamEvent, Usage};
 pub use evoflux_protocol::events::CallPurpose;
 pub use http::http_client;
 pub use message::{
-    Citation, Media, MediaKind, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request,
-    ToolCall, ToolChoice, ToolDefinition, WebSearch, WebSource,
+    CacheHints, CacheRetention, Citation, Media, MediaKind, Message, ProviderItem,
+    ProviderToolKind, ReasoningEffort, Request, ToolCall, ToolChoice, ToolDefinition, WebSearch,
+    WebSource,
 };
 pub use provider::{
     Completion, EnvLookup, EventStream, Provider, ProviderOptions, collect, provider_for, resolve,

@@ -16,7 +16,8 @@ pub mod usage;
 
 pub use events::{Event, EventKind};
 pub use message::{
-    Citation, Media, MediaKind, Message, ProviderItem, ProviderToolKind, ReasoningEffort, Request,
-    ToolCall, ToolChoice, ToolDefinition, WebSearch, WebSource,
+    CacheHints, CacheRetention, Citation, Media, MediaKind, Message, ProviderItem,
+    ProviderToolKind, ReasoningEffort, Request, ToolCall, ToolChoice, ToolDefinition, WebSearch,
+    WebSource,
 };
 pub use usage::Usage;

@@ -373,6 +373,49 @@ pub struct Request {
     /// a turn, so a script's turns stay the turns' calls.
     #[serde(default, skip_serializing_if = "CallPurpose::is_turn")]
     pub purpose: CallPurpose,
+    /// How the harness wants the provider's prompt cache used: where the
+    /// part of the history that stays unchanged until its next rewrite
+    /// ends, and how long the cache should keep it. Wires with explicit
+    /// breakpoints (Anthropic) mark them from it; the others ignore it.
+    #[serde(default, skip_serializing_if = "CacheHints::is_default")]
+    pub cache: CacheHints,
+}
+
+/// Hints for a provider's prompt cache, from the harness's cost model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheHints {
+    /// The index in [`Request::messages`] of the last message of the
+    /// history's stable part (old results already turned into receipts):
+    /// the next rewrite of the history reads up to there from the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<usize>,
+    #[serde(default, skip_serializing_if = "CacheRetention::is_short")]
+    pub retention: CacheRetention,
+}
+
+impl CacheHints {
+    pub fn is_default(&self) -> bool {
+        *self == CacheHints::default()
+    }
+}
+
+/// How long a provider should keep the stable part of a prompt cached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheRetention {
+    /// The provider's default lifetime (five minutes on the hosted wires).
+    #[default]
+    Short,
+    /// The longer lifetime a wire sells at a higher write price
+    /// (Anthropic's one hour), for a session whose pauses outlive the
+    /// short one.
+    Long,
+}
+
+impl CacheRetention {
+    pub fn is_short(&self) -> bool {
+        matches!(self, CacheRetention::Short)
+    }
 }
 
 /// Whether a model call may end in text.
@@ -407,6 +450,7 @@ impl Request {
             provider_tools: Vec::new(),
             reasoning_effort: None,
             purpose: CallPurpose::Turn,
+            cache: CacheHints::default(),
         }
     }
 

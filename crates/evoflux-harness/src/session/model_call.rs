@@ -144,6 +144,18 @@ impl Harness {
             .filter(|t| terminal.is_none() || t.definition.name != FINAL_OUTPUT)
             .filter_map(|t| t.function_definition())
             .collect();
+        // Earlier-offered tools keep their places; new ones go last.
+        for t in &tools {
+            if !self.tool_order.contains(&t.name) {
+                self.tool_order.push(t.name.clone());
+            }
+        }
+        tools.sort_by_key(|t| {
+            self.tool_order
+                .iter()
+                .position(|n| *n == t.name)
+                .unwrap_or(usize::MAX)
+        });
         let provider_tools = self.tools.provider_tools(|t| self.offered(t));
         if let Some(t) = terminal {
             tools.push(t.tool_definition());
@@ -315,6 +327,9 @@ impl Harness {
             request
                 .messages
                 .insert(0, Message::system(system.join("\n\n")));
+            if let Some(anchor) = &mut request.cache.anchor {
+                *anchor += 1;
+            }
         }
         Outgoing {
             request,

@@ -4,13 +4,18 @@
 //! The catalog is metadata only (names and descriptions of the
 //! implicit-eligible skills, never a body or a path), bounded by
 //! [`evoflux_skills::catalog::budget_for`] the model's context window,
-//! ranked by the latest user request, then the agent's assigned skills,
-//! then alphabetically. It comes last among the system sections because it
-//! depends on the request: everything before it stays cacheable.
+//! ranked by the session's first request, then the agent's assigned
+//! skills, then alphabetically. It is built once per session and sent
+//! byte-identical on every later call, so the system prompt — the start
+//! of every request's cached prefix — never changes under the session;
+//! only a change of what it is built from (the model's window, the mode,
+//! the assigned skills) builds it again. It comes last among the system
+//! sections all the same.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use evoflux_skills::catalog::{CatalogRequest, build_catalog};
+use evoflux_core::AppMode;
+use evoflux_skills::catalog::{CatalogReport, CatalogRequest, build_catalog};
 
 use super::{SkillRuntime, latest_user_text};
 use crate::hooks::{Hook, HookContext, HookFuture, ModelCall, SystemSection};
@@ -21,11 +26,24 @@ pub const OWNER: &str = "skill-catalog-finalizer";
 #[derive(Debug)]
 pub struct SkillCatalogHook {
     runtime: Arc<SkillRuntime>,
+    /// The session's catalog and what it was built for.
+    fixed: Mutex<Option<Fixed>>,
+}
+
+/// A catalog kept for the session.
+#[derive(Debug)]
+struct Fixed {
+    built_for: (AppMode, Option<u64>, Vec<String>),
+    text: String,
+    report: CatalogReport,
 }
 
 impl SkillCatalogHook {
     pub fn new(runtime: Arc<SkillRuntime>) -> Self {
-        SkillCatalogHook { runtime }
+        SkillCatalogHook {
+            runtime,
+            fixed: Mutex::new(None),
+        }
     }
 }
 
@@ -36,26 +54,39 @@ impl Hook for SkillCatalogHook {
         call: &'a mut ModelCall,
     ) -> HookFuture<'a> {
         let rt = &self.runtime;
-        let latest = rt
-            .latest_request()
-            .or_else(|| latest_user_text(&call.request.messages).map(str::to_owned));
-        let records = rt.records();
-        let catalog = build_catalog(
-            &records,
-            &CatalogRequest {
-                mode: ctx.mode(),
-                context_window_tokens: ctx.context_window,
-                latest_request: latest.as_deref(),
-                assigned: &ctx.agent.skills,
-            },
-        );
-        if !catalog.text.is_empty() {
-            call.system.push(SystemSection {
-                owner: OWNER,
+        let built_for = (ctx.mode(), ctx.context_window, ctx.agent.skills.clone());
+        let Ok(mut fixed) = self.fixed.lock() else {
+            return Box::pin(async { Ok(()) });
+        };
+        if fixed.as_ref().is_none_or(|f| f.built_for != built_for) {
+            let latest = rt
+                .latest_request()
+                .or_else(|| latest_user_text(&call.request.messages).map(str::to_owned));
+            let records = rt.records();
+            let catalog = build_catalog(
+                &records,
+                &CatalogRequest {
+                    mode: ctx.mode(),
+                    context_window_tokens: ctx.context_window,
+                    latest_request: latest.as_deref(),
+                    assigned: &ctx.agent.skills,
+                },
+            );
+            *fixed = Some(Fixed {
+                built_for,
                 text: catalog.text,
+                report: catalog.report,
             });
         }
-        rt.set_last_catalog(catalog.report);
+        if let Some(f) = fixed.as_ref() {
+            if !f.text.is_empty() {
+                call.system.push(SystemSection {
+                    owner: OWNER,
+                    text: f.text.clone(),
+                });
+            }
+            rt.set_last_catalog(f.report.clone());
+        }
         Box::pin(async { Ok(()) })
     }
 }

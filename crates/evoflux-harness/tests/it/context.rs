@@ -193,10 +193,10 @@ async fn nested_rules_are_held_back_once_for_an_edit_and_appended_for_a_read() {
     let m = h.messages();
     let held = tool_content(m, "e1");
     assert!(held.starts_with(PREFLIGHT_HEADER), "{held}");
-    // The held-back result names the file; its rules are in the system
-    // prompt, so they appear once in any request.
+    // The held-back result carries the file and its rules: the system
+    // prompt never changes under the session.
     assert!(held.contains("src/AGENTS.md"), "{held}");
-    assert!(!held.contains("NESTED-SRC"), "{held}");
+    assert!(held.contains("NESTED-SRC"), "{held}");
     // Held back once: the same edit then runs.
     assert!(!tool_content(m, "e2").contains(PREFLIGHT_HEADER));
     let source = std::fs::read_to_string(repo.repo().join("src/main.rs")).unwrap();
@@ -205,13 +205,18 @@ async fn nested_rules_are_held_back_once_for_an_edit_and_appended_for_a_read() {
     let read = tool_content(m, "r1");
     assert!(read.contains("# Guide"));
     assert!(read.contains(APPENDED_HEADER) && read.contains("docs/AGENTS.md"));
-    assert!(!read.contains("NESTED-DOCS"), "{read}");
+    assert!(read.contains("NESTED-DOCS"), "{read}");
     assert!(!tool_content(m, "r2").contains(APPENDED_HEADER));
-    // Loaded nested files join later system prompts, each once.
-    let system = system_text(&model.last_agent_request());
-    assert_eq!(system.matches("NESTED-SRC").count(), 1);
-    assert_eq!(system.matches("NESTED-DOCS").count(), 1);
+    // The system prompt holds the root file only, and is the same on
+    // every call; each nested file is in the last request once.
+    let requests = model.agent_requests();
+    let system = system_text(requests.last().unwrap());
+    assert!(requests.iter().all(|r| system_text(r) == system));
     assert_eq!(system.matches("ROOT: keep it simple").count(), 1);
+    assert!(!system.contains("NESTED"));
+    let all = serde_json::to_string(&requests.last().unwrap().messages).unwrap();
+    assert_eq!(all.matches("NESTED-SRC").count(), 1);
+    assert_eq!(all.matches("NESTED-DOCS").count(), 1);
 }
 
 #[tokio::test]
@@ -432,29 +437,41 @@ async fn grep_turn(
 #[tokio::test]
 async fn projection_changes_only_the_provider_request() {
     // Coding keeps the 3 most recent batches exact; older big ones become
-    // receipts in the request only, PROJECTION_STEP_BATCHES at a time.
-    let step = evoflux_harness::projection::PROJECTION_STEP_BATCHES;
-    let (repo, h, last, session) = grep_turn(3 + step + 2, 256_000).await;
-    for i in 0..step {
-        let id = format!("g{i}");
-        let sent = tool_content(&last.messages, &id);
-        let kept = tool_content(h.messages(), &id);
-        assert!(kept.len() > 1_200, "{id}: {}", kept.len());
-        assert!(
-            sent.starts_with("[Earlier grep result compacted]"),
-            "{sent}"
-        );
-        assert!(sent.contains("Re-run the tool"));
-        assert!(sent.len() < kept.len());
-    }
-    // Past the step and the recent batches: exact, until the next step.
-    for i in step..step + 5 {
-        let id = format!("g{i}");
-        assert_eq!(
-            tool_content(&last.messages, &id),
-            tool_content(h.messages(), &id)
-        );
-    }
+    // receipts in the request only, in epochs the cost model chooses: a
+    // prefix of the batches, never the recent ones.
+    let greps = 24;
+    let (repo, h, last, session) = grep_turn(greps, 256_000).await;
+    let projected: Vec<bool> = (0..greps)
+        .map(|i| {
+            let id = format!("g{i}");
+            let sent = tool_content(&last.messages, &id);
+            let kept = tool_content(h.messages(), &id);
+            assert!(kept.len() > 1_200, "{id}: {}", kept.len());
+            if sent == kept {
+                return false;
+            }
+            assert!(
+                sent.starts_with("[Earlier grep result compacted]"),
+                "{sent}"
+            );
+            assert!(sent.contains("Re-run the tool"));
+            assert!(sent.len() < kept.len());
+            true
+        })
+        .collect();
+    let boundary = projected.iter().take_while(|p| **p).count();
+    assert!(boundary > 0, "an epoch happened by batch {greps}");
+    assert!(
+        projected[boundary..].iter().all(|p| !p),
+        "receipts are a prefix: {projected:?}"
+    );
+    assert!(boundary <= greps - 3, "the recent batches stay exact");
+    // The request names where its stable part ends, for breakpoint wires.
+    let anchor = last.cache.anchor.expect("an anchor after an epoch");
+    assert!(matches!(
+        &last.messages[anchor],
+        Message::Tool { content, .. } if content.starts_with("[Earlier grep result compacted]")
+    ));
     // The stored transcript is untouched.
     let store = Store::open(repo.data()).await.unwrap();
     let stored: Vec<Message> = store
@@ -471,7 +488,7 @@ async fn projection_changes_only_the_provider_request() {
         }
     }
     let usage = store.usage(session).await.unwrap();
-    assert!(usage.projected_results >= step as u64, "{usage:?}");
+    assert!(usage.projected_results >= boundary as u64, "{usage:?}");
     assert!(usage.projection_saved_chars > 0);
 }
 
@@ -742,8 +759,10 @@ impl Direct {
             processes: false,
             skills: true,
             network: false,
+            host_network: false,
             checks: false,
             schedules: false,
+            browser: Some("not needed here"),
             provider: evoflux_core::config::ProviderKind::Scripted,
             provider_tools: Vec::new(),
         };
@@ -786,6 +805,7 @@ impl Direct {
             clock: &clock,
             model: "test-model",
             context_window: window,
+            price: None,
             artifacts_dir: &artifacts,
             workspace: &self.workspace,
             tools: &self.tools,
@@ -827,14 +847,14 @@ async fn projection_never_touches_skill_results() {
         json!({"skill_name": "review"}),
         &skill_body,
     ));
-    // A step of batches before the three recent ones: the skill's and
-    // fifteen greps are old enough to project.
+    // Enough large results before the three recent ones that the cost
+    // model has rewritten the history: the skill's is old enough too.
     for i in 0..19 {
         messages.extend(pair(
             &format!("g{i}"),
             "grep",
             json!({"pattern": "x"}),
-            &"g".repeat(3_000),
+            &"g".repeat(14_000),
         ));
     }
     let p = base_pipeline().unwrap();
@@ -842,7 +862,7 @@ async fn projection_never_touches_skill_results() {
     p.add(
         evoflux_harness::HookStage::ContextControl,
         evoflux_harness::projection::OWNER,
-        evoflux_harness::projection::ToolContextProjectionHook,
+        evoflux_harness::projection::ToolContextProjectionHook::default(),
     )
     .unwrap();
     let call = d
@@ -850,9 +870,16 @@ async fn projection_never_touches_skill_results() {
         .await;
     assert_eq!(tool_content(&call.request.messages, "s1"), skill_body);
     assert!(tool_content(&call.request.messages, "g0").starts_with("[Earlier grep result"));
-    assert_eq!(call.stats.projected_results, 15);
+    let receipts = (0..19)
+        .filter(|i| {
+            tool_content(&call.request.messages, &format!("g{i}"))
+                .starts_with("[Earlier grep result")
+        })
+        .count();
+    assert!(receipts > 0 && receipts <= 16, "{receipts}");
+    assert_eq!(call.stats.projected_results, receipts as u64);
     // The caller's messages are untouched (the request holds a copy).
-    assert_eq!(tool_content(&messages, "g0"), "g".repeat(3_000));
+    assert_eq!(tool_content(&messages, "g0"), "g".repeat(14_000));
 }
 
 #[tokio::test]

@@ -1168,3 +1168,57 @@ async fn the_prompt_prefix_is_byte_stable_across_turns_with_different_requests()
     }
     assert!(catalog_section(&requests[0]).contains("- alpha:"));
 }
+
+#[tokio::test]
+async fn the_system_prompt_and_tools_are_byte_identical_across_every_call_of_a_session() {
+    // Every call of a session whose sources do not change, over turns with
+    // different requests, a skill loaded, a nested instruction file found
+    // by a read and tool results of every kind: the system prompt and the
+    // tool list — the start of every request's cached prefix — are the
+    // same bytes. The nested file reaches the model in the read's result.
+    let world = world_with(&[
+        ("AGENTS.md", "ROOT-RULES: keep it simple.\n"),
+        ("docs/AGENTS.md", "NESTED-RULES: wrap at 80.\n"),
+        ("docs/guide.md", "# Guide\n"),
+    ]);
+    let provider = Recorder::new(vec![
+        call("r1", "read", json!({"path": "docs/guide.md"})),
+        call("l1", "ls", json!({"path": "."})),
+        text("one"),
+        load("s1", "alpha"),
+        call("g1", "grep", json!({"pattern": "Guide"})),
+        text("two"),
+        text("three"),
+    ]);
+    let mut o = open(&world, &provider, Options::default()).await;
+    for message in [
+        "the release notes need writing",
+        "cargo build fails on main",
+        "hello",
+    ] {
+        o.harness
+            .turn(Some(message), TurnOptions::default())
+            .await
+            .unwrap();
+    }
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 7, "every scripted reply was asked for");
+    let first_system = system_text(&requests[0]);
+    let first_tools = serde_json::to_string(&requests[0].tools).unwrap();
+    assert!(first_system.contains("ROOT-RULES"));
+    for (i, r) in requests.iter().enumerate() {
+        assert_eq!(system_text(r), first_system, "call {i}: system prompt");
+        assert_eq!(
+            serde_json::to_string(&r.tools).unwrap(),
+            first_tools,
+            "call {i}: tools"
+        );
+        assert!(!system_text(r).contains("NESTED-RULES"), "call {i}");
+    }
+    let (read, _) = tool_result(&requests[1], "r1");
+    assert!(read.contains("NESTED-RULES"), "{read}");
+    // Once, where it applied, in every later request.
+    for r in &requests[1..] {
+        assert_eq!(all_text(r).matches("NESTED-RULES").count(), 1);
+    }
+}

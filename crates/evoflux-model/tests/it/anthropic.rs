@@ -154,7 +154,6 @@ async fn streams_text_and_usage_and_sends_the_wire_request() {
                 "name": "ls",
                 "description": "List a directory.",
                 "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-                "cache_control": {"type": "ephemeral"},
             }],
         })
     );
