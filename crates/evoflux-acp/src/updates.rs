@@ -225,6 +225,12 @@ pub(crate) fn update_of(event: &Event, tools: &ToolShapes) -> Option<SessionUpda
         Event::SessionTitled { title } => Some(SessionUpdate::SessionInfoUpdate(
             SessionInfoUpdate::new().title(title.clone()),
         )),
+        Event::PreviewStarted {
+            preview_id, url, ..
+        } => Some(thought(format!("preview {preview_id} serving at {url}"))),
+        Event::PreviewStopped { preview_id } => {
+            Some(thought(format!("preview {preview_id} stopped")))
+        }
         Event::SourcesApplied { .. } => Some(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
             text("changed agents, skills, plugins or config apply from this prompt".to_owned()),
         ))),

@@ -193,6 +193,14 @@ impl AppContext {
         PluginManager::new(PluginPaths::from_dirs(&self.dirs))
     }
 
+    /// The Chromium the `browser` tool runs: `EVOFLUX_CHROMIUM` when set
+    /// (only if it exists), else the one installed; `None` leaves the
+    /// tool out, reported as not installed.
+    pub fn chromium(&self) -> Option<PathBuf> {
+        let explicit = std::env::var_os("EVOFLUX_CHROMIUM").map(PathBuf::from);
+        evoflux_tools::browser::find_chromium(explicit.as_deref())
+    }
+
     /// Where command output and offloaded results go.
     pub fn artifacts_root(&self) -> PathBuf {
         evoflux_store::artifacts_root(self.dirs.data_dir())

@@ -25,6 +25,9 @@ impl AppContext {
         mode: Option<AppMode>,
     ) -> Result<evoflux_graph::info::Info, SessionError> {
         let mut projection = evoflux_graph::info::project(graph, mode);
+        if self.chromium().is_none() {
+            mark_browser_unavailable(&mut projection.tools.entries);
+        }
         projection.repositories = self.repositories(graph, workspaces)?;
         let (teams, remote, _) = self.team_nodes(graph);
         projection.teams = teams;
@@ -259,5 +262,23 @@ pub(crate) fn mcp_bounds(
         max_result_set: config.mcp.max_result_mib.is_some(),
         call_timeout_secs: evoflux_mcp::DEFAULT_CALL_TIMEOUT.as_secs(),
         start_timeout_secs: evoflux_mcp::DEFAULT_STARTUP_TIMEOUT.as_secs(),
+    }
+}
+
+/// Marks the tools Chromium runs (`browser`) as unavailable on a machine
+/// without it: found by their executor, never by name.
+fn mark_browser_unavailable(tools: &mut [evoflux_graph::info::InfoTool]) {
+    use evoflux_graph::info::InfoExecutor;
+    use evoflux_graph::tool::BuiltinExecutor;
+    for tool in tools {
+        let runs_chromium = match &tool.executor {
+            InfoExecutor::Builtin { executor } => *executor == BuiltinExecutor::Browser,
+            InfoExecutor::Command { .. } | InfoExecutor::Native => false,
+        };
+        if runs_chromium {
+            tool.runnable = false;
+            tool.unavailable_code = Some(evoflux_tools::browser::NOT_INSTALLED_CODE);
+            tool.unavailable_reason = Some(evoflux_tools::browser::NOT_INSTALLED);
+        }
     }
 }

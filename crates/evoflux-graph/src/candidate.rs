@@ -99,6 +99,12 @@ pub enum Backing {
         #[serde(default, skip_serializing_if = "is_evoflux_format")]
         format: crate::mcp_format::McpFormat,
     },
+    /// Instantiated by a template of `registry` from other selected
+    /// sources (a derived slot): nothing is read from disk.
+    Derived {
+        registry: String,
+        derivation: crate::derive::Derivation,
+    },
 }
 
 /// One candidate for one slot.
@@ -152,7 +158,7 @@ impl SourceDescriptor {
     /// The file the source was read from, if any.
     pub fn file(&self) -> Option<&std::path::Path> {
         match &self.backing {
-            Backing::Builtin { .. } => None,
+            Backing::Builtin { .. } | Backing::Derived { .. } => None,
             Backing::File { path, .. } | Backing::FileEntry { path, .. } => Some(path),
         }
     }
@@ -162,7 +168,7 @@ impl Candidate {
     /// The file a diagnostic about this candidate should point at, if any.
     pub fn file(&self) -> Option<&std::path::Path> {
         match &self.backing {
-            Backing::Builtin { .. } => None,
+            Backing::Builtin { .. } | Backing::Derived { .. } => None,
             Backing::File { path, .. } | Backing::FileEntry { path, .. } => Some(path),
         }
     }

@@ -125,6 +125,9 @@ pub enum ApiEndpoint {
     SessionCommands,
     /// Writes a file into a Work session's folder (the body is the file).
     AttachFile,
+    /// The session's previews (dev servers of its `preview` tool), with
+    /// where the server proxies each.
+    SessionPreviews,
     Agents,
     CreateAgent,
     ShowAgent,
@@ -604,6 +607,7 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Get, "/api/sessions/:id/transcript", E::SessionTranscript),
             r(M::Get, "/api/sessions/:id/commands", E::SessionCommands),
             r(M::Post, "/api/sessions/:id/attachments", E::AttachFile),
+            r(M::Get, "/api/sessions/:id/previews", E::SessionPreviews),
             r(M::Get, "/api/agents", E::Agents),
             r(M::Post, "/api/agents", E::CreateAgent),
             r(M::Get, "/api/agents/:name", E::ShowAgent),

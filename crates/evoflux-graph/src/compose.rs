@@ -15,7 +15,9 @@
 //!
 //! The config slot composes first (phase one), because harness settings
 //! derive from the selected config; [`ConfigPhase`] cannot produce a graph
-//! until it has selected one.
+//! until it has selected one. Slots that templates derive candidates for
+//! ([`crate::derive`]) compose last, once the sources they derive from
+//! have been selected.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -70,6 +72,10 @@ pub enum Binding {
         revision: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         semantic_revision: Option<String>,
+        /// For a derived slot, `module` is its template and this is what
+        /// it was derived from (the template, anchor and dependencies).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        derivation: Option<crate::derive::Derivation>,
     },
     File {
         path: std::path::PathBuf,
@@ -316,11 +322,40 @@ impl RestPhase<'_> {
         &self.config
     }
 
-    /// Composes every remaining slot, in lexical slot order.
+    /// Composes every remaining slot, in lexical slot order, except that
+    /// a slot with derived candidates ([`crate::derive`]) composes after
+    /// every other, once their dependencies have been selected: a derived
+    /// candidate whose dependency was not is removed first. Nodes keep
+    /// lexical slot order.
     pub fn compose(mut self, diags: &mut Diagnostics) -> Composed {
-        let groups = std::mem::take(&mut self.groups);
+        let mut groups = std::mem::take(&mut self.groups);
+        let next_order = groups
+            .values()
+            .flatten()
+            .map(|c| c.order.saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        for c in crate::derive::instantiate(self.registries, &groups, next_order) {
+            // What an untrusted repository's sources derive waits for
+            // trust like a file of that kind would: its team cannot bring
+            // back a tool the user's own layer disabled.
+            if c.trust == Trust::Untrusted && c.slot.kind.acts_for_user() {
+                self.composed
+                    .report
+                    .entries
+                    .push(CompositionEntry::AwaitingTrust {
+                        source: SourceDescriptor::from(&c),
+                    });
+                continue;
+            }
+            groups.entry(c.slot.clone()).or_default().push(c);
+        }
+        let (derived, direct): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, g)| {
+            g.iter()
+                .any(|c| matches!(c.backing, Backing::Derived { .. }))
+        });
         let keys = KeyVariables::of_config(&self.config);
-        for (slot, group) in groups {
+        for (slot, group) in direct {
             compose_slot(
                 self.registries,
                 &self.entries,
@@ -331,6 +366,21 @@ impl RestPhase<'_> {
                 diags,
             );
         }
+        for (slot, mut group) in derived {
+            let bindings = &self.composed.bindings;
+            crate::derive::drop_lost(&mut group, |id| bindings.contains_key(id), diags);
+            compose_slot(
+                self.registries,
+                &self.entries,
+                &slot,
+                group,
+                &keys,
+                &mut self.composed,
+                diags,
+            );
+        }
+        // The config node stays first: its kind sorts first.
+        self.composed.nodes.sort_by(|a, b| a.slot.cmp(&b.slot));
         self.composed
     }
 }
@@ -591,10 +641,10 @@ fn load_layer(
             };
         }
         Backing::File { path, format } => (path, *format),
-        Backing::FileEntry { .. } => {
+        Backing::FileEntry { .. } | Backing::Derived { .. } => {
             diags.push(Diagnostic::error(
                 "compile/file-unreadable",
-                "a layered slot is one file, not an entry",
+                "a layered slot is one file, not an entry or a derived source",
             ));
             return None;
         }
@@ -665,8 +715,9 @@ fn apply_policy(
     let errors = local.has_errors();
     let located = local.into_iter().map(|d| locate(d, winner));
     if winner.form == Form::Derived {
-        // Derived from another harness's file: a problem there is that
-        // tool's, so it is a warning and the slot is left out.
+        // Derived from another harness's file (or by a template from
+        // selected sources): a problem there is not in the user's own
+        // file, so it is a warning and the slot is left out.
         diags.extend(located.map(|mut d| {
             d.severity = d.severity.min(Severity::Warning);
             d
@@ -736,6 +787,7 @@ fn load(
                 module: m.logical_path.clone(),
                 revision: reg.revision.clone(),
                 semantic_revision: m.semantic_revision.map(str::to_owned),
+                derivation: None,
             };
             match (m.construct)(&m.logical_path) {
                 Some(def) => Loaded::Definition(Box::new((def, binding))),
@@ -743,6 +795,42 @@ fn load(
                     diags.push(Diagnostic::error(
                         "compile/registry-missing",
                         format!("module `{module}` of `{registry}` built nothing"),
+                    ));
+                    Loaded::Invalid
+                }
+            }
+        }
+        Backing::Derived {
+            registry,
+            derivation,
+        } => {
+            let template = derivation.template;
+            let Some(reg) = registries
+                .iter()
+                .find(|r| &r.id == registry && r.registers(template))
+            else {
+                diags.push(Diagnostic::error(
+                    "compile/registry-missing",
+                    format!(
+                        "no builtin registry `{registry}` registers the template `{}`",
+                        template.as_str()
+                    ),
+                ));
+                return Loaded::Invalid;
+            };
+            let binding = Binding::Builtin {
+                registry: reg.id.clone(),
+                module: template.module(),
+                revision: reg.revision.clone(),
+                semantic_revision: None,
+                derivation: Some(derivation.clone()),
+            };
+            match template.construct() {
+                Some(def) => Loaded::Definition(Box::new((def, binding))),
+                None => {
+                    diags.push(Diagnostic::error(
+                        "compile/registry-missing",
+                        format!("template `{}` built nothing", template.as_str()),
                     ));
                     Loaded::Invalid
                 }

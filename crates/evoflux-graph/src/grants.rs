@@ -97,7 +97,7 @@ fn grant_key(c: &Candidate, repository: &Path) -> Option<(String, String)> {
         return None;
     }
     let (path, entry) = match &c.backing {
-        Backing::Builtin { .. } => return None,
+        Backing::Builtin { .. } | Backing::Derived { .. } => return None,
         Backing::File { path, .. } => (path, None),
         Backing::FileEntry { path, entry, .. } => (path, Some(entry)),
     };
@@ -289,7 +289,7 @@ fn grant_content(
 /// the entry's content hash; `None` when it cannot be read.
 fn content_sha(c: &Candidate, entries: &EntryValues) -> Option<String> {
     match &c.backing {
-        Backing::Builtin { .. } => None,
+        Backing::Builtin { .. } | Backing::Derived { .. } => None,
         Backing::File { path, .. } => evoflux_core::source::read_source(path)
             .ok()
             .map(|bytes| sha256_hex(&bytes).to_string()),

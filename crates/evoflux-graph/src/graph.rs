@@ -75,6 +75,9 @@ enum ModuleIdentity<'a> {
         registry: &'a str,
         module: &'a str,
         revision: &'a str,
+        /// A derived slot's template, anchor and dependencies (source ids,
+        /// which are relocation-independent).
+        derivation: Option<&'a crate::derive::Derivation>,
     },
     File {
         sha256: &'a str,
@@ -114,10 +117,12 @@ fn module_identity(b: &Binding) -> ModuleIdentity<'_> {
             module,
             revision,
             semantic_revision,
+            derivation,
         } => ModuleIdentity::Builtin {
             registry,
             module,
             revision: semantic_revision.as_deref().unwrap_or(revision),
+            derivation: derivation.as_ref(),
         },
         Binding::File { sha256, entry, .. } => ModuleIdentity::File {
             sha256,
@@ -230,6 +235,50 @@ fn check_hash(graph: &CompiledGraph, out: &mut Vec<Diagnostic>) {
     }
 }
 
+/// A derived slot is of its template's slot, and every one of its
+/// dependencies, its anchor among them, is selected.
+fn check_derivation(
+    graph: &CompiledGraph,
+    slot: &Slot,
+    d: &crate::derive::Derivation,
+    out: &mut Vec<Diagnostic>,
+) {
+    if d.template.target() != *slot {
+        out.push(graph_error(
+            "graph/derivation-invalid",
+            format!(
+                "`{slot}` is bound to the template `{}`, which derives `{}`",
+                d.template.as_str(),
+                d.template.target()
+            ),
+        ));
+    }
+    if !d.dependencies.values().any(|id| *id == d.anchor) {
+        out.push(graph_error(
+            "graph/derivation-invalid",
+            format!(
+                "the derivation of `{slot}` is anchored on `{}`, which is not one of its \
+                 dependencies",
+                d.anchor
+            ),
+        ));
+    }
+    for (alias, id) in &d.dependencies {
+        if !graph.bindings.contains_key(id) {
+            out.push(
+                graph_error(
+                    "graph/derivation-dependency-unbound",
+                    format!(
+                        "`{slot}` is derived from `{alias}` (`{id}`), which is not a selected \
+                         source"
+                    ),
+                )
+                .with_slot(slot.clone()),
+            );
+        }
+    }
+}
+
 /// Everything [`validate`] checks except the hash, which a freshly built
 /// graph has just computed from the same content.
 fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> Vec<Diagnostic> {
@@ -281,9 +330,17 @@ fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> 
             registry,
             module,
             revision,
+            derivation,
             ..
         } = &bound.binding
         {
+            let known_module = |r: &BuiltinRegistry| match derivation {
+                None => r.module(module).is_some(),
+                Some(d) => r.registers(d.template) && d.template.module() == *module,
+            };
+            if let Some(d) = derivation {
+                check_derivation(graph, &node.slot, d, &mut out);
+            }
             match registries.iter().find(|r| &r.id == registry) {
                 None => out.push(graph_error(
                     "graph/registry-missing",
@@ -297,7 +354,7 @@ fn validate_structure(graph: &CompiledGraph, registries: &[BuiltinRegistry]) -> 
                         r.revision
                     ),
                 )),
-                Some(r) if r.module(module).is_none() => out.push(graph_error(
+                Some(r) if !known_module(r) => out.push(graph_error(
                     "graph/registry-missing",
                     format!("registry `{registry}` has no module `{module}`"),
                 )),

@@ -59,6 +59,14 @@ pub struct InfoConfig {
     pub source: InfoSource,
     pub default_model: String,
     pub providers: Vec<String>,
+    /// `[teams]` as it is in effect (its defaults filled in).
+    pub teams: InfoTeamsConfig,
+}
+
+/// `[teams]` in effect: how deep a tree of dispatches may go.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct InfoTeamsConfig {
+    pub max_depth: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -442,6 +450,9 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                     source: src,
                     default_model: c.config.model.default.to_string(),
                     providers: c.config.providers.keys().cloned().collect(),
+                    teams: InfoTeamsConfig {
+                        max_depth: c.config.teams.max_depth(),
+                    },
                 });
             }
             Definition::Sandbox(s) => {
@@ -524,6 +535,29 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 | SlotKind::Eval
                 | SlotKind::Connection => {}
             },
+        }
+    }
+    // A preview's server must be reachable from evoflux: where the sandbox
+    // denies commands the network it would listen in a namespace of its
+    // own, so `preview` is marked, with the reason sessions give.
+    if info
+        .sandbox
+        .as_ref()
+        .is_some_and(|s| s.network == NetworkPolicy::Deny)
+    {
+        use crate::tool::builtin::preview::{NEEDS_HOST_NETWORK, NEEDS_HOST_NETWORK_CODE};
+        let previews = tools.iter_mut().filter(|t| {
+            matches!(
+                t.executor,
+                InfoExecutor::Builtin {
+                    executor: crate::tool::BuiltinExecutor::Preview
+                }
+            )
+        });
+        for t in previews {
+            t.runnable = false;
+            t.unavailable_code = Some(NEEDS_HOST_NETWORK_CODE);
+            t.unavailable_reason = Some(NEEDS_HOST_NETWORK);
         }
     }
     info.tools = InfoList::new(tools);

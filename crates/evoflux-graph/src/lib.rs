@@ -11,6 +11,7 @@ pub mod channel;
 pub mod compose;
 pub mod connection;
 pub mod declarative;
+pub mod derive;
 pub mod discover;
 pub mod eval;
 pub mod grants;

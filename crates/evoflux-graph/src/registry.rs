@@ -34,6 +34,9 @@ pub struct BuiltinRegistry {
     /// is rejected at load.
     pub revision: String,
     pub modules: Vec<BuiltinModule>,
+    /// The templates it registers: only these may be instantiated into
+    /// derived candidates ([`crate::derive`]).
+    pub templates: Vec<crate::derive::Template>,
 }
 
 /// The revision of the framework registry: crate version plus graph format.
@@ -92,10 +95,16 @@ impl BuiltinRegistry {
             id: "evoflux:defaults".into(),
             revision: framework_revision(),
             modules,
+            templates: crate::derive::Template::ALL.to_vec(),
         }
     }
 
     pub fn module(&self, logical_path: &str) -> Option<&BuiltinModule> {
         self.modules.iter().find(|m| m.logical_path == logical_path)
+    }
+
+    /// Whether the registry registers `template`.
+    pub fn registers(&self, template: crate::derive::Template) -> bool {
+        self.templates.contains(&template)
     }
 }

@@ -124,15 +124,20 @@ pub enum HostRoute {
     ViewerFiles,
     /// The document viewer's rendering of one workspace document.
     ViewerDocument,
+    /// A session's preview (a dev server of its `preview` tool), every
+    /// method and every path below it; checked by the key in its path,
+    /// which the token-checked `GET /api/sessions/:id/previews` hands out.
+    PreviewProxy,
 }
 
 impl HostRoute {
-    pub const ALL: [HostRoute; 5] = [
+    pub const ALL: [HostRoute; 6] = [
         HostRoute::Readiness,
         HostRoute::ScheduleTrigger,
         HostRoute::FleetContinuation,
         HostRoute::ViewerFiles,
         HostRoute::ViewerDocument,
+        HostRoute::PreviewProxy,
     ];
 
     /// The reserved method (`None` = every method) and path.
@@ -143,6 +148,7 @@ impl HostRoute {
             HostRoute::FleetContinuation => (None, "/internal/fleets/:run/continue"),
             HostRoute::ViewerFiles => (Some(Method::Get), "/api/viewer/files"),
             HostRoute::ViewerDocument => (Some(Method::Get), "/api/viewer/document"),
+            HostRoute::PreviewProxy => (None, "/api/sessions/:id/previews/:preview/:key"),
         }
     }
 }

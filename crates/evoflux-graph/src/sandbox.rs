@@ -11,6 +11,7 @@
 //! readable_roots = ["~/.cargo", "~/.rustup"]   # the only parts of a home folder commands see
 //! max_processes = 1024              # processes and threads of one command
 //! max_open_files = 4096             # per process of a command
+//! browser_loopback = false          # the browser tool may reach this machine's loopback
 //! ```
 //!
 //! Files are layered like `config.toml`: the admin's, then the user's key by
@@ -82,6 +83,13 @@ pub struct SandboxPolicy {
     /// The most files each process of a command may hold open.
     #[serde(default = "default_max_open_files")]
     pub max_open_files: u64,
+    /// Whether the `browser` tool may reach this machine's loopback
+    /// addresses (a dev server, a local page): with `network = "deny"`
+    /// it then reaches loopback only; otherwise loopback besides the
+    /// public addresses. Off by default, since pages steer the model and
+    /// the user's local services must not be reachable from them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub browser_loopback: bool,
 }
 
 /// Toolchains and caches commands need from the user's home folder, and
@@ -159,6 +167,7 @@ impl SandboxPolicy {
             readable_roots: default_readable_roots(),
             max_processes: DEFAULT_MAX_PROCESSES,
             max_open_files: DEFAULT_MAX_OPEN_FILES,
+            browser_loopback: false,
         }
     }
 
@@ -215,6 +224,9 @@ impl SandboxPolicy {
                 if let Some(v) = file.max_open_files {
                     self.max_open_files = v;
                 }
+                if let Some(v) = file.browser_loopback {
+                    self.browser_loopback = v;
+                }
             }
             SandboxScope::Repository => {
                 if let Some(v) = file.filesystem {
@@ -251,6 +263,11 @@ impl SandboxPolicy {
                 if let Some(v) = file.max_open_files {
                     self.max_open_files = self.max_open_files.min(v);
                 }
+                // A repository can take the browser's loopback away, never
+                // grant it.
+                if let Some(v) = file.browser_loopback {
+                    self.browser_loopback = self.browser_loopback && v;
+                }
             }
         }
     }
@@ -285,6 +302,7 @@ struct SandboxFile {
     readable_roots: Option<Vec<PathBuf>>,
     max_processes: Option<u64>,
     max_open_files: Option<u64>,
+    browser_loopback: Option<bool>,
 }
 
 /// Parses one file of a layer. `trust` is `Some` for a repository's file.
@@ -462,6 +480,27 @@ mod tests {
             assert_eq!(policy.journal_cap_mib, expected);
         }
         assert_eq!(policy.journal_cap_bytes(), 8 * 1024 * 1024);
+    }
+
+    #[test]
+    fn the_browser_s_loopback_is_the_user_s_to_grant_and_a_repository_s_to_take() {
+        let mut policy = SandboxPolicy::framework_default();
+        assert!(!policy.browser_loopback);
+        let (repo, _) = layer(
+            serde_json::json!({"browser_loopback": true}),
+            Some(Trust::Trusted),
+        );
+        policy.apply(repo.unwrap());
+        assert!(!policy.browser_loopback, "a repository cannot grant it");
+        let (user, _) = layer(serde_json::json!({"browser_loopback": true}), None);
+        policy.apply(user.unwrap());
+        assert!(policy.browser_loopback);
+        let (repo, _) = layer(
+            serde_json::json!({"browser_loopback": false}),
+            Some(Trust::Untrusted),
+        );
+        policy.apply(repo.unwrap());
+        assert!(!policy.browser_loopback);
     }
 
     #[test]

@@ -129,6 +129,10 @@ pub struct ToolBehavior {
     /// it gets it (`artifact`, for artifact-write workers).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub on_request: bool,
+    /// Modes in which the tool exists but is in no default tool set: only
+    /// an agent that names it gets it there (`browser` in Coding).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requested_in: Vec<AppMode>,
     /// What the tool observes, when its results can be reused or counted
     /// as observations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +168,10 @@ pub enum BuiltinExecutor {
     /// Searches the granted MCP tools held back from the model's tool list
     /// and activates the ones the model picks.
     ConnectionSearch,
+    /// Starts, follows and stops the session's dev-server previews.
+    Preview,
+    /// Drives a headless Chromium (`browser`).
+    Browser,
 }
 
 /// Whether a call needs the user's approval; one type with `config.toml`'s
@@ -351,6 +359,7 @@ pub fn parse_file(
             modes: file.modes.unwrap_or_else(|| BOTH.to_vec()),
             lead_only: false,
             on_request: false,
+            requested_in: Vec::new(),
             observation: None,
         },
         executor: Some(ToolExecutor::Command(CommandTool {

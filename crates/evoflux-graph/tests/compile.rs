@@ -457,9 +457,15 @@ fn markdown_kinds_are_selected_with_provenance() {
     );
     f.project_file("workers/audit.md", "---\ndisable: true\n---\n");
     let g = f.compile();
+    // The project's delegation tool, derived from its agents and workers,
+    // is dropped: its `workers/audit` is a sentinel with nothing to disable.
     assert_eq!(
         codes(&g),
-        ["compile/skill-collision", "compile/disable-without-target"]
+        [
+            "compile/skill-collision",
+            "compile/disable-without-target",
+            "compile/derived-dependency-lost"
+        ]
     );
     let work = info::project(&g, Some(evoflux_core::AppMode::Work));
     let names: Vec<_> = work
@@ -764,4 +770,312 @@ fn a_skill_disable_sentinel_removes_the_slot() {
             .iter()
             .any(|n| n.slot.to_string() == "skills/notes")
     );
+}
+
+// Team members and workers as graph nodes, and the delegation tool derived
+// from them (issue #53).
+
+const WRITER: &str = "---\nname: writer\ndescription: Writes.\n---\nWrite.\n";
+const AUDIT: &str = "---\nid: audit\ndescription: Audits.\n---\nAudit.\n";
+
+/// A user with the member `writer` and a repository with the Coding member
+/// `reviewer` and the worker `audit`, under `base`.
+fn team_tree(base: &Path) -> RootOptions {
+    for (rel, text) in [
+        ("config/agents/writer.md", WRITER),
+        (
+            "repo/.evoflux/agents/coding/reviewer.md",
+            "---\nname: reviewer\n---\nReview.\n",
+        ),
+        ("repo/.evoflux/workers/audit.md", AUDIT),
+    ] {
+        let p = base.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::create_dir_all(base.join("repo/.git")).unwrap();
+    tree_without_rewrite(base)
+}
+
+fn bound_file(g: &CompiledGraph, slot: &str) -> PathBuf {
+    let node = g.node(&slot.parse().unwrap()).unwrap();
+    match &g.binding(&node.source_id).unwrap().binding {
+        evoflux_graph::Binding::File { path, .. } => path.clone(),
+        other => panic!("{slot} is not bound to a file: {other:?}"),
+    }
+}
+
+#[test]
+fn members_and_workers_keep_their_identity_when_relocated_and_change_it_when_edited() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let ga = compile_standard(&team_tree(a.path())).unwrap();
+    let gb = compile_standard(&team_tree(b.path())).unwrap();
+    assert!(
+        ga.diagnostics.is_empty(),
+        "{}",
+        ga.diagnostics.render_human()
+    );
+    // Every member and worker is a node bound to its own file.
+    assert!(bound_file(&ga, "agents/writer").starts_with(a.path()));
+    assert!(bound_file(&ga, "agents/coding/reviewer").starts_with(a.path()));
+    assert!(bound_file(&ga, "workers/audit").starts_with(a.path()));
+    assert_eq!(
+        ga.hash, gb.hash,
+        "the same team in another place of the same layers keeps the identity"
+    );
+
+    let member = b.path().join("config/agents/writer.md");
+    std::fs::write(&member, WRITER.replace("Write.", "Write well.")).unwrap();
+    let edited_member = compile_standard(&tree_without_rewrite(b.path())).unwrap();
+    assert_ne!(ga.hash, edited_member.hash, "editing a member changes it");
+
+    std::fs::write(&member, WRITER).unwrap();
+    assert_eq!(
+        compile_standard(&tree_without_rewrite(b.path()))
+            .unwrap()
+            .hash,
+        ga.hash,
+        "restoring the member restores it"
+    );
+    std::fs::write(
+        b.path().join("repo/.evoflux/workers/audit.md"),
+        AUDIT.replace("Audits.", "Audits twice."),
+    )
+    .unwrap();
+    let edited_worker = compile_standard(&tree_without_rewrite(b.path())).unwrap();
+    assert_ne!(ga.hash, edited_worker.hash, "editing a worker changes it");
+    assert_ne!(edited_member.hash, edited_worker.hash);
+}
+
+#[test]
+fn a_members_winner_and_what_it_shadows_are_in_the_composition_report() {
+    let f = Fixture::new();
+    f.user_file("agents/writer.md", WRITER);
+    let project = f.project_file(
+        "agents/writer.md",
+        &WRITER.replace("Writes.", "Writes here."),
+    );
+    let g = f.compile();
+    assert_eq!(bound_file(&g, "agents/writer"), project);
+    let winner = &g.node(&"agents/writer".parse().unwrap()).unwrap().source_id;
+    let shadowed: Vec<_> = g
+        .composition
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            CompositionEntry::Shadowed {
+                source,
+                winner_source_id,
+            } if source.slot == "agents/writer" => Some((source.layer, winner_source_id)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(shadowed, [(Layer::User, winner)]);
+    let shown = info::project(&g, None);
+    assert!(shown.composition.iter().any(|e| e.slot == "agents/writer"
+        && e.layer == Layer::User
+        && e.winner_source_id.as_ref() == Some(winner)));
+}
+
+/// The derivation `tools/agent` is bound to, if it is derived.
+fn delegation(g: &CompiledGraph) -> Option<&evoflux_graph::derive::Derivation> {
+    let node = g.node(&Slot::tool("agent"))?;
+    match &g.binding(&node.source_id)?.binding {
+        evoflux_graph::Binding::Builtin { derivation, .. } => derivation.as_ref(),
+        evoflux_graph::Binding::File { .. } => None,
+    }
+}
+
+/// The composition entries of `tools/agent`: kind, layer, whether the
+/// candidate was derived, and the winner.
+fn agent_entries(g: &CompiledGraph) -> Vec<(&'static str, Layer, bool, Option<String>)> {
+    g.composition
+        .entries
+        .iter()
+        .map(|e| e.parts())
+        .filter(|(_, s, _)| s.slot == "tools/agent")
+        .map(|(kind, s, winner)| {
+            (
+                kind.as_str(),
+                s.layer,
+                matches!(s.backing, evoflux_graph::candidate::Backing::Derived { .. }),
+                winner.map(ToString::to_string),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_delegation_tool_is_derived_from_a_layers_team_with_its_provenance() {
+    let f = Fixture::new();
+    f.user_file("agents/writer.md", WRITER);
+    f.user_file("workers/audit.md", AUDIT);
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    let d = delegation(&g).expect("tools/agent is derived");
+    assert_eq!(d.template, evoflux_graph::derive::Template::TeamDelegation);
+    let writer = &g.node(&"agents/writer".parse().unwrap()).unwrap().source_id;
+    let audit = &g.node(&"workers/audit".parse().unwrap()).unwrap().source_id;
+    assert_eq!(&d.anchor, writer);
+    assert_eq!(
+        d.dependencies.iter().collect::<Vec<_>>(),
+        [
+            (&"agents/writer".to_owned(), writer),
+            (&"workers/audit".to_owned(), audit)
+        ]
+    );
+    let node = g.node(&Slot::tool("agent")).unwrap();
+    let bound = g.binding(&node.source_id).unwrap();
+    assert_eq!(bound.layer, Layer::User);
+    assert!(matches!(
+        &bound.binding,
+        evoflux_graph::Binding::Builtin { module, .. } if module == "templates/team-delegation"
+    ));
+    // The same tool the framework defines, so the harness dispatches it by
+    // its handling as before.
+    assert_eq!(
+        tool(&g, "agent").unwrap().behavior.handling,
+        Handling::Dispatch {
+            action: evoflux_graph::tool::DispatchAction::SelfAgent
+        }
+    );
+    // The framework's own `agent` lost to it.
+    assert_eq!(
+        agent_entries(&g),
+        [(
+            "shadowed",
+            Layer::Framework,
+            false,
+            Some(node.source_id.to_string())
+        )]
+    );
+    // Its provenance survives a round trip, and a derivation naming a
+    // source that is not selected is rejected at load.
+    CompiledGraph::load(&g.to_json().unwrap(), &[BuiltinRegistry::framework()]).unwrap();
+    let id = node.source_id.to_string();
+    let rejected = reload(&g, |v| {
+        v["bindings"][&id]["binding"]["derivation"]["dependencies"]["workers/audit"] =
+            serde_json::json!("user:gone");
+    });
+    assert!(
+        rejected.contains(&"graph/derivation-dependency-unbound".to_owned()),
+        "{rejected:?}"
+    );
+    // Without a team there is nothing to derive.
+    let bare = Fixture::new().compile();
+    assert_eq!(delegation(&bare), None);
+    assert!(tool(&bare, "agent").is_some());
+}
+
+#[test]
+fn a_direct_candidate_beats_a_derived_one_in_its_layer() {
+    let f = Fixture::new();
+    f.user_file("agents/writer.md", WRITER);
+    f.user_file("tools/agent.toml", "disable = true\n");
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert!(tool(&g, "agent").is_none());
+    let entries = agent_entries(&g);
+    let sentinel = entries
+        .iter()
+        .find(|e| e.0 == "disabled")
+        .expect("the sentinel disabled the slot");
+    assert_eq!((sentinel.1, sentinel.2), (Layer::User, false));
+    let derived = entries.iter().find(|e| e.2).expect("the derived candidate");
+    assert_eq!(derived.0, "shadowed");
+    assert_eq!(derived.1, Layer::User);
+}
+
+#[test]
+fn a_higher_layers_direct_candidate_beats_a_lower_layers_derived_one() {
+    let f = Fixture::new();
+    f.user_file("agents/writer.md", WRITER);
+    let file = f.project_file("tools/agent.toml", COMMAND_TOOL);
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert_eq!(bound_file(&g, "tools/agent"), file);
+    assert!(matches!(
+        tool(&g, "agent").unwrap().executor,
+        Some(ToolExecutor::Command(_))
+    ));
+    let winner = g.node(&Slot::tool("agent")).unwrap().source_id.to_string();
+    assert_eq!(
+        agent_entries(&g),
+        [
+            ("shadowed", Layer::User, true, Some(winner.clone())),
+            ("shadowed", Layer::Framework, false, Some(winner))
+        ]
+    );
+    // And the other way round: a higher layer's team derives over a lower
+    // layer's direct tool.
+    let f = Fixture::new();
+    f.user_file("tools/agent.toml", COMMAND_TOOL);
+    f.project_file("agents/writer.md", WRITER);
+    let g = f.compile();
+    assert_eq!(delegation(&g).unwrap().dependencies.len(), 1);
+    assert_eq!(
+        g.binding(&g.node(&Slot::tool("agent")).unwrap().source_id)
+            .unwrap()
+            .layer,
+        Layer::Project
+    );
+}
+
+#[test]
+fn a_derived_slot_whose_dependency_loses_or_disappears_is_removed_with_its_code() {
+    let f = Fixture::new();
+    f.user_file("agents/writer.md", WRITER);
+    f.user_file("agents/editor.md", "---\nname: editor\n---\nEdit.\n");
+    // The repository replaces the user's writer: the user layer's
+    // delegation tool depended on it.
+    f.project_file("agents/writer.md", WRITER);
+    let g = f.compile();
+    assert_eq!(codes(&g), ["compile/derived-dependency-lost"]);
+    let lost = &g.diagnostics.as_slice()[0];
+    assert_eq!(lost.locator.slot, Some(Slot::tool("agent")));
+    let d = delegation(&g).expect("the repository's team derives the tool");
+    let project_writer = &g.node(&"agents/writer".parse().unwrap()).unwrap().source_id;
+    assert_eq!(&d.anchor, project_writer);
+    // The removed candidate is not a composition entry: it never competed.
+    assert!(!agent_entries(&g).iter().any(|e| e.1 == Layer::User));
+
+    // A dependency that disappears (its slot disabled) removes it too, and
+    // the framework's tool serves.
+    let f = Fixture::new();
+    f.user_file("agents/writer.md", WRITER);
+    f.project_file("agents/writer.md", "---\ndisable: true\n---\n");
+    let g = f.compile();
+    assert!(
+        codes(&g)
+            .iter()
+            .all(|c| *c == "compile/derived-dependency-lost"),
+        "{:?}",
+        codes(&g)
+    );
+    assert!(!codes(&g).is_empty());
+    assert_eq!(delegation(&g), None);
+    assert!(tool(&g, "agent").is_some());
+    assert!(!g.has_errors());
+}
+
+#[test]
+fn an_untrusted_repositorys_team_derives_nothing_until_it_is_trusted() {
+    let f = Fixture::new();
+    f.user_file("tools/agent.toml", "disable = true\n");
+    f.project_file("agents/writer.md", WRITER);
+    let mut options = f.options();
+    options.trusted.clear();
+    let g = compile_standard(&options).unwrap();
+    // The user's sentinel still disables the tool; the repository's
+    // derived candidate waits for trust.
+    assert!(tool(&g, "agent").is_none());
+    let entries = agent_entries(&g);
+    assert!(
+        entries.contains(&("awaiting-trust", Layer::Project, true, None)),
+        "{entries:?}"
+    );
+    // Trusted, its team's tool wins over the user's sentinel.
+    let g = f.compile();
+    assert_eq!(delegation(&g).unwrap().dependencies.len(), 1);
 }

@@ -159,6 +159,7 @@ async fn bench() {
         checks: None,
         schedules_dir: None,
         code_cache: None,
+        chromium: None,
     };
     let mut h = Harness::open(
         setup,

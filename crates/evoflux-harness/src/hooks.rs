@@ -77,6 +77,9 @@ pub struct HookContext<'a> {
     pub model: &'a str,
     /// The provider's context window in tokens, when known.
     pub context_window: Option<u64>,
+    /// What the model's tokens cost (`None`: unpriced), for the context
+    /// owners' cost model.
+    pub price: Option<&'a evoflux_core::price::Price>,
     /// Where this session's artifacts go (`<data>/artifacts/<session>`);
     /// created on first use by whoever writes there.
     pub artifacts_dir: &'a Path,
@@ -557,7 +560,7 @@ pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookE
     .add(
         HookStage::ContextControl,
         crate::projection::OWNER,
-        crate::projection::ToolContextProjectionHook,
+        crate::projection::ToolContextProjectionHook::default(),
     )?
     .add(
         HookStage::ContextControl,

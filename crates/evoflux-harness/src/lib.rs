@@ -21,6 +21,7 @@ pub mod bounded;
 pub mod client_files;
 pub mod clock;
 pub mod compaction;
+pub mod context_cost;
 pub mod error;
 pub mod events;
 pub mod hooks;
@@ -67,10 +68,11 @@ pub use evoflux_tools::web_fetch::NetworkAccess;
 // (`evoflux-graph`).
 pub use evoflux_graph::tool::{ActionClass, ToolDefinition};
 pub use evoflux_store::{
-    ActivityCursor, PendingInput, Session, SessionQuery, Store, StoreError, TranscriptEntry,
+    ActivityCursor, PendingInput, Session, SessionQuery, SessionSurface, Store, StoreError,
+    TranscriptEntry,
 };
 pub use evoflux_tools::group::ProcessGroup;
-pub use evoflux_tools::{ProcessRuntime, Workspace};
+pub use evoflux_tools::{CommandStatus, PreviewInfo, ProcessRuntime, Workspace};
 pub use hooks::{HookPipeline, HookStage, PipelineOptions, base_pipeline, standard_pipeline};
 pub use host::{
     HostError, HostFrontEnd, HostOptions, HostWiring, Reopen, ReopenError, SessionHost, TurnHandle,

@@ -189,10 +189,17 @@ pub struct SessionCapabilities {
     pub skills: bool,
     /// Network tools may run.
     pub network: bool,
+    /// A port a command listens on is reachable from evoflux: commands
+    /// share the host's network (no sandbox, or one that allows the
+    /// network). `preview` needs it.
+    pub host_network: bool,
     /// Check commands are registered for `verify` to run.
     pub checks: bool,
     /// The user's schedules folder is known (`schedule_task`).
     pub schedules: bool,
+    /// Why the session cannot run `browser` (Chromium missing, the
+    /// network closed to it); `None` when it can.
+    pub browser: Option<&'static str>,
     pub provider: ProviderKind,
     /// The tools the session's provider runs on its own side
     /// ([`evoflux_model::Provider::provider_tools`]).
@@ -216,6 +223,12 @@ impl SessionCapabilities {
     /// command tool) cannot run in this session, if it cannot.
     pub(crate) fn process_gap(&self) -> Option<&'static str> {
         (!self.processes).then_some(NO_PROCESS_RUNTIME)
+    }
+
+    /// Why `preview` cannot run here beyond [`Self::process_gap`]: its
+    /// server would listen inside the sandbox's own network namespace.
+    pub(crate) fn preview_gap(&self) -> Option<&'static str> {
+        (!self.host_network).then_some(evoflux_graph::tool::builtin::preview::NEEDS_HOST_NETWORK)
     }
 
     fn holds(&self, condition: Availability) -> bool {
@@ -391,6 +404,7 @@ impl PreparedTools {
                             modes: vec![AppMode::Work, AppMode::Coding],
                             lead_only: false,
                             on_request: false,
+                            requested_in: Vec::new(),
                             observation: None,
                         },
                         executor: None,
@@ -425,12 +439,15 @@ impl PreparedTools {
     /// it may dispatch, local (`workers`) and remote (`remote`): each becomes
     /// a target, the tool's `agent_id` is an enum of exactly those names (the roster itself is a prompt section,
     /// [`crate::team_roster`]). Without any, `agent_id` is gone and the tool reaches only a
-    /// fresh copy of the agent itself.
+    /// fresh copy of the agent itself. Only the session the user started
+    /// may run a fresh copy of itself (`self_copy`, the self-delegated
+    /// root); below it `agent_id` is required.
     pub fn bind_team(
         &mut self,
         members: &[(String, String)],
         workers: &[(String, String)],
         remote: &[(String, String)],
+        self_copy: bool,
     ) {
         for tool in &mut self.tools {
             let PreparedKind::Dispatch(targets) = &mut tool.kind else {
@@ -438,11 +455,15 @@ impl PreparedTools {
             };
             // Only the delegation tool reaches agents; task controls keep
             // their own target.
-            if !targets.contains(&DispatchTarget::SelfAgentCall) {
+            if targets
+                .iter()
+                .all(|t| matches!(t, DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel))
+            {
                 continue;
             }
             *targets =
                 std::iter::once(DispatchTarget::SelfAgentCall)
+                    .filter(|_| self_copy)
                     .chain(members.iter().map(|(agent, description)| {
                         DispatchTarget::SubagentCall {
                             agent: agent.clone(),
@@ -482,35 +503,46 @@ impl PreparedTools {
                             serde_json::json!({
                                 "type": "string",
                                 "enum": names,
-                                "description": "The member to hand the task to; leave it out for a fresh copy of yourself."
+                                "description": if self_copy {
+                                    "The member to hand the task to; leave it out for a fresh copy of yourself."
+                                } else {
+                                    "The member to hand the task to."
+                                }
                             }),
                         );
                     }
                 }
+            }
+            if !self_copy
+                && let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut)
+                && !required.iter().any(|r| r == "agent_id")
+            {
+                required.push(Value::from("agent_id"));
             }
             tool.validator = jsonschema::validator_for(&tool.definition.input_schema).ok();
         }
     }
 
     /// Leaves the dispatch tools out of a session that cannot open child
-    /// sessions, reporting why.
-    pub fn drop_dispatch(&mut self, reason: &str) {
+    /// sessions, reporting why (with a code when a client may act on it).
+    pub fn drop_dispatch(&mut self, reason: &str, code: Option<&'static str>) {
         let (dropped, kept): (Vec<PreparedTool>, Vec<PreparedTool>) =
             self.tools.drain(..).partition(|t| match &t.kind {
-                // Task updates go to the parent, which a task child has.
-                PreparedKind::Dispatch(targets) => targets.iter().any(|t| {
-                    matches!(
-                        t,
-                        DispatchTarget::SelfAgentCall | DispatchTarget::TaskCancel
-                    )
-                }),
+                // Task updates go to the parent, which a task child has;
+                // everything else hands tasks down (or stops them).
+                PreparedKind::Dispatch(targets) => targets
+                    .iter()
+                    .any(|t| !matches!(t, DispatchTarget::TaskUpdate)),
                 PreparedKind::Ordinary(_)
                 | PreparedKind::RequestInput(_)
                 | PreparedKind::Provider(_) => false,
             });
         self.tools = kept;
         for t in dropped {
-            self.skip(&t.definition.name, reason);
+            match code {
+                Some(code) => self.skip_with_code(&t.definition.name, code, reason),
+                None => self.skip(&t.definition.name, reason),
+            }
         }
     }
 
@@ -603,8 +635,10 @@ mod tests {
             processes: false,
             skills: false,
             network: true,
+            host_network: true,
             checks: true,
             schedules: true,
+            browser: None,
             provider: ProviderKind::Scripted,
             provider_tools: Vec::new(),
         }
@@ -692,10 +726,67 @@ mod tests {
     }
 
     #[test]
+    fn below_the_root_the_delegation_tool_names_an_agent_and_the_last_level_has_none() {
+        let catalog = ToolCatalog::framework();
+        let names = vec!["agent".to_owned(), "task_cancel".to_owned()];
+        let child = SessionCapabilities {
+            root_session: false,
+            ..caps()
+        };
+        let members = [("coder".to_owned(), "Writes code.".to_owned())];
+        let mut tools = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &child);
+        tools.bind_team(&members, &[], &[], false);
+        let agent = tools.get("agent").unwrap();
+        assert_eq!(
+            agent.kind,
+            PreparedKind::Dispatch(vec![DispatchTarget::SubagentCall {
+                agent: "coder".into(),
+                description: "Writes code.".into(),
+            }])
+        );
+        // No fresh copy of itself: `agent_id` is required.
+        assert!(
+            agent
+                .check_arguments(&serde_json::json!({"message": "do it"}))
+                .is_err()
+        );
+        assert!(
+            agent
+                .check_arguments(&serde_json::json!({"message": "do it", "agent_id": "coder"}))
+                .is_ok()
+        );
+        // The root keeps its fresh copy.
+        let mut root = PreparedTools::prepare(&catalog, &names, AppMode::Coding, &caps());
+        root.bind_team(&members, &[], &[], true);
+        let agent = root.get("agent").unwrap();
+        assert!(
+            agent
+                .check_arguments(&serde_json::json!({"message": "do it"}))
+                .is_ok()
+        );
+        // At the last level both dispatch tools are left out, with the code.
+        tools.drop_dispatch("too deep", Some(crate::session::lineage::DEPTH_LIMIT));
+        assert!(tools.get("agent").is_none() && tools.get("task_cancel").is_none());
+        let codes: Vec<_> = tools
+            .unavailable
+            .iter()
+            .map(|u| (u.tool.as_str(), u.code))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                ("agent", Some(crate::session::lineage::DEPTH_LIMIT)),
+                ("task_cancel", Some(crate::session::lineage::DEPTH_LIMIT))
+            ]
+        );
+    }
+
+    #[test]
     fn what_the_session_cannot_run_is_unavailable_with_its_reason() {
         let catalog = ToolCatalog::framework();
-        // A delegated task child reports with `task_update` and cannot
-        // dispatch; even with every other capability it gets no provider
+        // A delegated task child reports with `task_update`; whether it
+        // dispatches further is its team's lineage (`drop_dispatch`), not a
+        // capability. Even with every other capability it gets no provider
         // tool: the reason is its provider.
         let c = SessionCapabilities {
             root_session: false,
@@ -709,7 +800,7 @@ mod tests {
             tools.get("task_update").map(|t| t.kind.clone()),
             Some(PreparedKind::Dispatch(vec![DispatchTarget::TaskUpdate]))
         );
-        assert!(tools.get("agent").is_none() && tools.get("task_cancel").is_none());
+        assert!(tools.get("agent").is_some() && tools.get("task_cancel").is_some());
         assert!(tools.iter().all(|t| !matches!(
             t.definition.behavior.handling,
             Handling::ProviderTool { .. }

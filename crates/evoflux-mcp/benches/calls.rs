@@ -48,6 +48,7 @@ fn definition(name: &str, program: PathBuf, args: Vec<String>) -> ServerDefiniti
             pinned: Vec::new(),
         }),
         startup_timeout: None,
+        webbridge: evoflux_mcp::definition::WebBridge::Undeclared,
     }
 }
 

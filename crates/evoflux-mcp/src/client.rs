@@ -50,6 +50,7 @@ use crate::live::{
     McpLogLevel, McpProgress, SamplingMessage, SamplingRequest, SamplingRole,
 };
 use crate::oauth::ServerCredentials;
+use crate::progress_order::{ProgressSeq, Sequenced};
 use crate::types::{
     McpPrompt, McpPromptResult, McpResource, McpResourceContents, McpTool, McpToolResult,
 };
@@ -278,7 +279,7 @@ impl ClientHandler for Handler {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         let token = params.progress_token.0.to_string();
         self.live.progress(
@@ -289,6 +290,9 @@ impl ClientHandler for Handler {
                 message: params.message,
             },
         );
+        if let Some(seq) = context.extensions.get::<ProgressSeq>() {
+            self.live.order.dispatched(*seq);
+        }
     }
 
     #[allow(deprecated)] // logging is deprecated only in 2026-07-28
@@ -673,7 +677,9 @@ where
     let transport =
         StreamableHttpClientTransport::with_client(BoundedHttp::new(client, cut.clone()), config);
     let (tx, rx) = mpsc::unbounded_channel();
-    match handler(tx).serve(transport).await {
+    let handler = handler(tx);
+    let transport = Sequenced::new(transport, Arc::clone(&handler.live.order));
+    match handler.serve(transport).await {
         Ok(running) => {
             let connection =
                 Connection::new(running, None, StderrTail::default(), max_result_bytes, cut);
@@ -772,6 +778,7 @@ impl Connection {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let handler = Handler::new(roots, tx);
+        let process = Sequenced::new(process, Arc::clone(&handler.live.order));
         match handler.serve(process).await {
             Ok(running) => {
                 let connection = Connection::new(running, Some(group), tail, max_result_bytes, cut);
@@ -949,6 +956,9 @@ impl Connection {
             let id = handle.id.clone();
             let answer = handle.await_response().await;
             guard.id = None;
+            if let Some(r) = &registration {
+                r.answered().await;
+            }
             Ok::<_, ServiceError>((id, answer))
         };
         let (id, answer) = match tokio::time::timeout(timeout, call).await {

@@ -49,3 +49,6 @@ pub const ELICITATION_INVALID: &str = "mcp/elicitation-invalid";
 /// A server a client passed for one session (an editor's, over ACP) has
 /// the name of a configured server, which it replaces in that session.
 pub const SESSION_SERVER_REPLACES: &str = "mcp/session-server-replaces";
+/// A server is hidden in a conversation tagged for the browser surface
+/// (WebBridge): it does not declare `webbridge-safe`.
+pub const WEBBRIDGE_HIDDEN: &str = "mcp/webbridge-hidden";

@@ -19,6 +19,7 @@ use evoflux_core::secret_name::KeyVariables;
 use evoflux_graph::connection::{self, ConnectionDefinition};
 use evoflux_graph::grants::LaunchFile;
 use evoflux_graph::{Binding, CompiledGraph, Definition, Layer};
+use evoflux_plugins::extensions::McpServerCapability;
 use evoflux_plugins::mcp::{CwdBase, McpCommand, McpServer, McpServerEntry};
 use serde::Serialize;
 
@@ -90,6 +91,50 @@ impl ServerOwner {
             ServerOwner::Global { .. } => "global".to_owned(),
             ServerOwner::Plugin { plugin, .. } => format!("plugin:{plugin}"),
         }
+    }
+}
+
+/// Whether a server stays available in a conversation tagged for the
+/// browser surface (WebBridge). Only a plugin can declare it, through the
+/// `webbridge-safe` capability of its manifest's MCP extension; every
+/// other server is hidden there, so an undeclared MCP browser cannot
+/// bypass the browser the user chose. Closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WebBridge {
+    /// Declared `webbridge-safe`: offered in WebBridge conversations.
+    Safe,
+    /// Not declared: hidden in WebBridge conversations.
+    #[default]
+    Undeclared,
+}
+
+impl WebBridge {
+    pub fn is_undeclared(&self) -> bool {
+        *self == WebBridge::Undeclared
+    }
+
+    /// Why `server` of `owner` is hidden in a WebBridge conversation
+    /// ([`codes::WEBBRIDGE_HIDDEN`]), or `None` when it is offered there.
+    /// The locator's field is the server's reference.
+    pub fn hidden_diagnostic(self, owner: &ServerOwner, server: &str) -> Option<Diagnostic> {
+        let reference = owner.server_ref(server);
+        let why = match (self, owner) {
+            (WebBridge::Safe, _) => return None,
+            (WebBridge::Undeclared, ServerOwner::Global { .. }) => format!(
+                "MCP server `{reference}` is hidden in this WebBridge conversation: only a \
+                 plugin's server can declare `webbridge-safe`, and this one is configured in \
+                 an mcp.json; use a standard conversation to reach it"
+            ),
+            (WebBridge::Undeclared, ServerOwner::Plugin { plugin, .. }) => format!(
+                "MCP server `{reference}` is hidden in this WebBridge conversation: plugin \
+                 `{plugin}` does not declare `webbridge-safe` for it (its manifest's \
+                 extensions.\"{}\".servers.{server}.capabilities); use a standard \
+                 conversation to reach it",
+                evoflux_plugins::extensions::MCP_NAMESPACE
+            ),
+        };
+        Some(Diagnostic::info(codes::WEBBRIDGE_HIDDEN, why).with_field(reference))
     }
 }
 
@@ -202,6 +247,8 @@ pub struct ServerDefinition {
     /// server's limit. `None` uses the manager's
     /// [`crate::ManagerOptions::startup_timeout`].
     pub startup_timeout: Option<Duration>,
+    /// Whether it is offered in WebBridge conversations.
+    pub webbridge: WebBridge,
 }
 
 impl ServerDefinition {
@@ -348,6 +395,7 @@ pub fn from_connection(
         transport: Some(transport),
         launch,
         startup_timeout: startup_timeout_secs.map(Duration::from_secs),
+        webbridge: WebBridge::Undeclared,
     }
 }
 
@@ -390,6 +438,7 @@ pub fn session_stdio(
             pinned: Vec::new(),
         }),
         startup_timeout: None,
+        webbridge: WebBridge::Undeclared,
     }
 }
 
@@ -410,6 +459,7 @@ pub fn session_http(
             references: References::Literal,
         }),
         startup_timeout: None,
+        webbridge: WebBridge::Undeclared,
     }
 }
 
@@ -422,6 +472,7 @@ pub fn session_sse(name: &str) -> ServerDefinition {
         transport: Some(TransportKind::Sse),
         launch: Launch::Unsupported,
         startup_timeout: None,
+        webbridge: WebBridge::Undeclared,
     }
 }
 
@@ -439,6 +490,8 @@ pub struct PluginContext {
     pub credentials: BTreeMap<String, String>,
     /// The labels of the plugin's required credentials without a value.
     pub missing_credentials: Vec<String>,
+    /// The capabilities the manifest declares, by server name.
+    pub capabilities: BTreeMap<String, std::collections::BTreeSet<McpServerCapability>>,
 }
 
 impl fmt::Debug for PluginContext {
@@ -547,6 +600,14 @@ fn plugin_definition(ctx: &PluginContext, entry: &McpServerEntry) -> ServerDefin
         // A plugin's `mcp.json` is checked by `evoflux_plugins::mcp`, whose
         // entry shape has no start-up limit: the manager's default applies.
         startup_timeout: None,
+        webbridge: match ctx
+            .capabilities
+            .get(&entry.name)
+            .is_some_and(|c| c.contains(&McpServerCapability::WebbridgeSafe))
+        {
+            true => WebBridge::Safe,
+            false => WebBridge::Undeclared,
+        },
     }
 }
 
@@ -635,7 +696,31 @@ mod tests {
             data_dir: PathBuf::from("/data/0123"),
             credentials: BTreeMap::from([("API_TOKEN".into(), "s3cret".into())]),
             missing_credentials: Vec::new(),
+            capabilities: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn only_a_server_its_plugin_declares_webbridge_safe_is_safe() {
+        let mut ctx = ctx();
+        ctx.capabilities.insert(
+            "safe".into(),
+            [McpServerCapability::WebbridgeSafe].into_iter().collect(),
+        );
+        // An invalid entry is enough: the capability does not depend on it.
+        let entry = |name: &str| McpServerEntry {
+            name: name.into(),
+            transport: None,
+            server: None,
+        };
+        assert_eq!(
+            plugin_definition(&ctx, &entry("safe")).webbridge,
+            WebBridge::Safe
+        );
+        assert_eq!(
+            plugin_definition(&ctx, &entry("other")).webbridge,
+            WebBridge::Undeclared
+        );
     }
 
     fn stdio(server: StdioServer) -> ServerDefinition {

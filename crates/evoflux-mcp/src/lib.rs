@@ -38,6 +38,7 @@ pub mod manager;
 pub mod naming;
 pub mod oauth;
 pub mod plugin;
+mod progress_order;
 pub mod prompts;
 pub mod references;
 pub mod runtime;
@@ -53,7 +54,7 @@ pub mod types;
 pub use client::{DEFAULT_MAX_RESULT_BYTES, EOF_GRACE, PROTOCOL_VERSION, TERM_GRACE, http_client};
 pub use definition::{
     HttpLaunch, Launch, PluginContext, SESSION_LAYER, ServerDefinition, ServerOwner, StdioLaunch,
-    TransportKind, definition_diagnostics, definitions_from_graph, from_connection,
+    TransportKind, WebBridge, definition_diagnostics, definitions_from_graph, from_connection,
     plugin_definitions, session_http, session_owner, session_sse, session_stdio,
 };
 pub use error::McpError;

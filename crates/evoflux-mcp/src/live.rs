@@ -471,6 +471,9 @@ pub(crate) struct InFlight {
     /// while some call has no token yet; locked after `calls`.
     early: Mutex<Vec<(String, McpProgress)>>,
     logs: Mutex<LogRate>,
+    /// Progress read from the transport and not yet dispatched, so a
+    /// call that got its answer first takes it before it ends.
+    pub(crate) order: Arc<crate::progress_order::ProgressOrder>,
 }
 
 impl Default for InFlight {
@@ -484,6 +487,7 @@ impl Default for InFlight {
                 at: Instant::now(),
                 dropped: 0,
             }),
+            order: Arc::default(),
         }
     }
 }
@@ -524,6 +528,13 @@ impl Registration {
         for (token, progress) in early {
             self.in_flight.progress(&token, progress);
         }
+    }
+
+    /// The call got its answer: the progress the server sent before it
+    /// (read before the answer, dispatched on tasks of their own) reaches
+    /// this call before it ends ([`crate::progress_order`]).
+    pub(crate) async fn answered(&self) {
+        self.in_flight.order.dispatched_so_far().await;
     }
 }
 

@@ -158,6 +158,9 @@ pub struct ServerStatus {
     pub protocol_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_info: Option<ServerInfo>,
+    /// Whether WebBridge conversations are offered it (shown when they are).
+    #[serde(skip_serializing_if = "crate::definition::WebBridge::is_undeclared")]
+    pub webbridge: crate::definition::WebBridge,
 }
 
 /// What happened to a server, for the harness to show as a visible event.
@@ -283,6 +286,7 @@ impl Slot {
             server_info: conn
                 .and_then(|c| c.server_info.clone())
                 .map(|(name, version)| ServerInfo { name, version }),
+            webbridge: self.definition.webbridge,
         }
     }
 

@@ -99,6 +99,11 @@ pub fn definitions_from_inspection(
         data_dir,
         credentials,
         missing_credentials,
+        capabilities: inspection
+            .manifest
+            .as_ref()
+            .map(evoflux_plugins::extensions::mcp_server_capabilities)
+            .unwrap_or_default(),
     };
     let definitions = plugin_definitions(&ctx, &inspection.mcp_servers);
     diagnostics.extend(definitions.iter().flat_map(reserved_header_diagnostics));

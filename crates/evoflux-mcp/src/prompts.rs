@@ -31,6 +31,9 @@ pub struct McpPromptDescriptor {
     /// The prompt name exactly as the server lists it.
     pub prompt: String,
     pub owner: ServerOwner,
+    /// Whether WebBridge conversations are offered its server's prompts.
+    #[serde(skip_serializing_if = "crate::definition::WebBridge::is_undeclared")]
+    pub webbridge: crate::definition::WebBridge,
 }
 
 /// The ready prompts of a set of managers.
@@ -80,6 +83,7 @@ impl PromptSet {
                 server: slot.definition.name.clone(),
                 prompt: prompt.name.clone(),
                 owner: slot.definition.owner.clone(),
+                webbridge: slot.definition.webbridge,
             });
             set.targets.push(slot);
         }

@@ -12,7 +12,9 @@
 //! `pid`, `spawn_child` (a `sleep` grandchild, for orphan checks),
 //! `crash` (exits the process), `flood` (a text result of `bytes` bytes,
 //! for the result bound), `chatter` (three progress notifications and a
-//! warning log message during the call), `sample` (asks the client's model
+//! warning log message during the call), `progress_then_result` (one
+//! progress notification written immediately before the result, to test
+//! that it still reaches the call), `sample` (asks the client's model
 //! during the call), `sample_later` and `last_sampling` (asks after the
 //! call ended, when no call is in flight, and reports how that went),
 //! plus `filler_<n>` tools and a page size to force `tools/list`
@@ -200,6 +202,11 @@ impl TestServer {
             tool(
                 "chatter",
                 "Sends three progress notifications and a warning log message.",
+                schema(json!({}), &[]),
+            )?,
+            tool(
+                "progress_then_result",
+                "Sends one finished progress notification and answers at once.",
                 schema(json!({}), &[]),
             )?,
             tool(
@@ -472,6 +479,15 @@ impl ServerHandler for TestServer {
                 // Let the notifications arrive before the answer.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 text_result("chattered", false)
+            }
+            "progress_then_result" => {
+                if let Some(token) = context.meta.get_progress_token() {
+                    let mut p = rmcp::model::ProgressNotificationParam::new(token, 1.0);
+                    p.total = Some(1.0);
+                    let _ = context.peer.notify_progress(p).await;
+                }
+                // No pause: the result follows the progress on the wire.
+                text_result("done", false)
             }
             "sample" => {
                 let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");

@@ -33,6 +33,9 @@ pub struct McpToolDescriptor {
     /// The tool name exactly as the server lists it.
     pub tool: String,
     pub owner: ServerOwner,
+    /// Whether WebBridge conversations are offered its server's tools.
+    #[serde(skip_serializing_if = "crate::definition::WebBridge::is_undeclared")]
+    pub webbridge: crate::definition::WebBridge,
 }
 
 /// The ready MCP tools of a set of managers.
@@ -99,6 +102,7 @@ impl ToolSet {
                 server: slot.definition.name.clone(),
                 tool: tool.name.clone(),
                 owner: slot.definition.owner.clone(),
+                webbridge: slot.definition.webbridge,
             });
             set.targets.push(slot);
         }

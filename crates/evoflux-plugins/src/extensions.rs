@@ -64,6 +64,50 @@ pub fn credential_env_names(manifest: &PluginManifest) -> BTreeSet<String> {
         .collect()
 }
 
+/// The declared MCP server capabilities evoflux acts on. Closed: another
+/// declared name is listed by the trust review and otherwise ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum McpServerCapability {
+    /// The server may stay available in a conversation tagged for the
+    /// browser surface (WebBridge); undeclared servers are hidden there.
+    WebbridgeSafe,
+}
+
+impl McpServerCapability {
+    pub const ALL: [McpServerCapability; 1] = [McpServerCapability::WebbridgeSafe];
+
+    /// The declared (casefolded) name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            McpServerCapability::WebbridgeSafe => "webbridge-safe",
+        }
+    }
+
+    /// The capability a casefolded declared name means, if evoflux knows it.
+    pub fn from_declared(name: &str) -> Option<McpServerCapability> {
+        McpServerCapability::ALL
+            .into_iter()
+            .find(|c| c.as_str() == name)
+    }
+}
+
+/// The capabilities of [`McpServerCapability`] each server declares, by
+/// server name (servers declaring none of them are left out).
+pub fn mcp_server_capabilities(
+    manifest: &PluginManifest,
+) -> BTreeMap<String, BTreeSet<McpServerCapability>> {
+    mcp_capabilities(manifest)
+        .into_iter()
+        .filter_map(|(server, names)| {
+            let known: BTreeSet<McpServerCapability> = names
+                .iter()
+                .filter_map(|n| McpServerCapability::from_declared(n))
+                .collect();
+            (!known.is_empty()).then_some((server, known))
+        })
+        .collect()
+}
+
 /// Declared MCP capabilities by server name, casefolded and sorted.
 pub fn mcp_capabilities(manifest: &PluginManifest) -> BTreeMap<String, BTreeSet<String>> {
     let Some(decl) = EvofluxExtension::McpCapabilities.declaration(manifest) else {

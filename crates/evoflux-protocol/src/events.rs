@@ -191,6 +191,23 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<ResultMetadata>,
     },
+    /// A preview's dev server (the `preview` tool) listens: the user can
+    /// open it. `url` is its loopback address on the machine evoflux runs
+    /// on; `evoflux serve` also proxies it under the session
+    /// (`GET /api/sessions/{id}/previews` gives the proxied path).
+    PreviewStarted {
+        preview_id: String,
+        /// The server's command line.
+        command: String,
+        url: String,
+        /// How long after its start the server was found listening.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        startup_ms: Option<u64>,
+    },
+    /// A preview was stopped (`preview stop`); its URL no longer answers.
+    PreviewStopped {
+        preview_id: String,
+    },
     /// A resumed session moved to another model at the user's request;
     /// the switch is persisted, so later resumes keep `to`.
     ModelSwitched {
@@ -274,12 +291,20 @@ pub enum Event {
         call_id: String,
         agent: String,
         child_session_id: String,
+        /// The session that dispatched it: with `child_session_id`, an
+        /// edge of the dispatch tree.
+        parent_session_id: String,
+        /// How far below the session the user started the child runs (1
+        /// for the lead's own dispatches, up to `[teams] max_depth`).
+        depth: u32,
     },
     /// The child session of a dispatch finished its turn.
     DispatchEnded {
         call_id: String,
         agent: String,
         child_session_id: String,
+        parent_session_id: String,
+        depth: u32,
         status: TurnStatus,
         is_error: bool,
         /// For a worker: how its result met its contract.
@@ -403,6 +428,8 @@ impl Event {
             | Event::SourcesApplied { .. }
             | Event::GraphInvalid { .. }
             | Event::ModelSwitched { .. }
+            | Event::PreviewStarted { .. }
+            | Event::PreviewStopped { .. }
             | Event::McpServer { .. }
             | Event::ContextCompacted { .. }
             | Event::InputRequested { .. }
@@ -440,6 +467,8 @@ impl Event {
             Event::ToolEnded { .. } => EventKind::ToolEnded,
             Event::CommandEnded { .. } => EventKind::CommandEnded,
             Event::ModelSwitched { .. } => EventKind::ModelSwitched,
+            Event::PreviewStarted { .. } => EventKind::PreviewStarted,
+            Event::PreviewStopped { .. } => EventKind::PreviewStopped,
             Event::McpServer { .. } => EventKind::McpServer,
             Event::ContextCompacted { .. } => EventKind::ContextCompacted,
             Event::InputRequested { .. } => EventKind::InputRequested,
@@ -483,6 +512,8 @@ pub enum EventKind {
     ToolEnded,
     CommandEnded,
     ModelSwitched,
+    PreviewStarted,
+    PreviewStopped,
     McpServer,
     ContextCompacted,
     InputRequested,
@@ -507,7 +538,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 33] = [
+    pub const ALL: [EventKind; 35] = [
         EventKind::SessionStarted,
         EventKind::TurnStarted,
         EventKind::MessageDelta,
@@ -520,6 +551,8 @@ impl EventKind {
         EventKind::ToolEnded,
         EventKind::CommandEnded,
         EventKind::ModelSwitched,
+        EventKind::PreviewStarted,
+        EventKind::PreviewStopped,
         EventKind::McpServer,
         EventKind::ContextCompacted,
         EventKind::InputRequested,
@@ -558,6 +591,8 @@ impl EventKind {
             EventKind::ToolEnded => "tool_ended",
             EventKind::CommandEnded => "command_ended",
             EventKind::ModelSwitched => "model_switched",
+            EventKind::PreviewStarted => "preview_started",
+            EventKind::PreviewStopped => "preview_stopped",
             EventKind::McpServer => "mcp_server",
             EventKind::ContextCompacted => "context_compacted",
             EventKind::InputRequested => "input_requested",

@@ -18,6 +18,7 @@ pub mod events;
 pub mod host;
 pub mod live;
 mod openapi;
+pub mod preview;
 mod reload;
 pub mod router;
 mod schedules;
@@ -250,6 +251,7 @@ pub async fn serve(
         environment: options.environment.clone(),
         viewer,
         viewer_slots: tokio::sync::Semaphore::new(2),
+        previews: preview::PreviewKeys::default(),
     });
     let router = router::build(&graph.route_plan, Arc::clone(&state), options.token.clone());
     let current = reload::CurrentRouter::new(router, graph.hash.to_string());

@@ -134,6 +134,42 @@ impl LiveSession {
             .map_err(host_error)
     }
 
+    /// Tags the session for `surface` (after the running turn, if any);
+    /// returns the MCP servers it now hides, each with why.
+    pub async fn set_surface(
+        &self,
+        surface: evoflux_store::SessionSurface,
+    ) -> Result<Vec<evoflux_core::Diagnostic>, ApiError> {
+        self.touch();
+        let set = self
+            .host
+            .with(move |harness| {
+                Box::pin(async move {
+                    harness.set_surface(surface).await?;
+                    Ok(harness.mcp_hidden())
+                })
+                    as BoxFuture<
+                        '_,
+                        Result<Vec<evoflux_core::Diagnostic>, evoflux_store::StoreError>,
+                    >
+            })
+            .await
+            .map_err(host_error)?;
+        Ok(set?)
+    }
+
+    /// The MCP servers the session's surface hides, each with why
+    /// (`mcp/webbridge-hidden`; empty in a standard conversation).
+    pub async fn mcp_hidden(&self) -> Result<Vec<evoflux_core::Diagnostic>, ApiError> {
+        self.host
+            .with(|harness| {
+                let hidden = harness.mcp_hidden();
+                Box::pin(async move { hidden }) as BoxFuture<'_, Vec<evoflux_core::Diagnostic>>
+            })
+            .await
+            .map_err(host_error)
+    }
+
     /// Starts a turn; refused while one runs, here or on another replica.
     pub async fn start_turn(self: &Arc<Self>, input: Option<String>) -> Result<(), ApiError> {
         self.touch();
@@ -294,6 +330,12 @@ impl Sessions {
         &self.app
     }
 
+    /// The server's one process runtime, where the sessions' previews run
+    /// (the preview proxy finds them there).
+    pub fn processes(&self) -> &ProcessRuntime {
+        &self.processes
+    }
+
     /// The live session `id`, to act on it: counts as use.
     pub fn get(&self, id: SessionId) -> Option<Arc<LiveSession>> {
         let map = self.live.lock().unwrap_or_else(|p| p.into_inner());
@@ -322,7 +364,7 @@ impl Sessions {
         let mut ids = Vec::with_capacity(released.len());
         for live in released {
             live.host.close().await;
-            self.processes.terminate_session(live.id).await;
+            self.processes.close_session(live.id).await;
             ids.push(live.id);
         }
         ids
@@ -436,7 +478,7 @@ impl Sessions {
             .remove(&id);
         if let Some(live) = live {
             live.host.close().await;
-            self.processes.terminate_session(id).await;
+            self.processes.close_session(id).await;
         }
     }
 

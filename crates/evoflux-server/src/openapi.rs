@@ -37,6 +37,7 @@ use crate::error::ApiError;
         sessions::snapshot,
         sessions::transcript,
         sessions::commands,
+        crate::preview::list,
         sessions::attach,
         lists::agents,
         agents::create,

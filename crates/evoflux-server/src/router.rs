@@ -108,6 +108,7 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::SessionTranscript
             | ApiEndpoint::SessionCommands
             | ApiEndpoint::AttachFile
+            | ApiEndpoint::SessionPreviews
             | ApiEndpoint::Agents
             | ApiEndpoint::CreateAgent
             | ApiEndpoint::ShowAgent
@@ -176,6 +177,8 @@ const BUNDLE_BODY: usize = 32 * 1024 * 1024;
 const UPLOAD_BODY: usize = plugins::MAX_UPLOAD_BYTES as usize + 1024 * 1024;
 /// One package file (1 MiB) as JSON, escapes included.
 const FILE_BODY: usize = 8 * 1024 * 1024;
+/// A request a previewed app sends through the proxy (a form, an upload).
+const PREVIEW_BODY: usize = 32 * 1024 * 1024;
 /// An attachment, with room to refuse one just over the limit by its size.
 const ATTACHMENT_BODY: usize = evoflux_app::attachments::MAX_ATTACHMENT + 1024 * 1024;
 
@@ -210,6 +213,7 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::SessionTranscript => on(f, sessions::transcript),
             ApiEndpoint::SessionCommands => on(f, sessions::commands),
             ApiEndpoint::AttachFile => on(f, sessions::attach).layer(body_limit(ATTACHMENT_BODY)),
+            ApiEndpoint::SessionPreviews => on(f, crate::preview::list),
             ApiEndpoint::Agents => on(f, crate::api::lists::agents),
             ApiEndpoint::CreateAgent => on(f, agents::create),
             ApiEndpoint::ShowAgent => on(f, agents::show_work),
@@ -352,9 +356,26 @@ pub fn build(plan: &RoutePlan, state: Arc<ServerState>, token: Token) -> Router 
             HostRoute::ViewerDocument => {
                 on(filter(method.unwrap_or(Method::Get)), viewer::document)
             }
+            // The root without its slash, the root, and every path below.
+            HostRoute::PreviewProxy => {
+                let root = axum_path(path);
+                add(
+                    format!("{root}/"),
+                    true,
+                    any(crate::preview::index).layer(body_limit(PREVIEW_BODY)),
+                );
+                add(
+                    format!("{root}/{{*path}}"),
+                    true,
+                    any(crate::preview::path).layer(body_limit(PREVIEW_BODY)),
+                );
+                any(crate::preview::root)
+            }
         };
         let is_public = match host {
-            HostRoute::Readiness => true,
+            // Its key, not the token, is checked: a frame and a new tab
+            // cannot send the token.
+            HostRoute::Readiness | HostRoute::PreviewProxy => true,
             HostRoute::ScheduleTrigger
             | HostRoute::FleetContinuation
             | HostRoute::ViewerFiles

@@ -38,6 +38,8 @@ pub struct ServerState {
     /// that bound how many documents render at once.
     pub viewer: evoflux_viewer::Viewer,
     pub viewer_slots: tokio::sync::Semaphore,
+    /// The keys of the sessions' preview proxies.
+    pub previews: crate::preview::PreviewKeys,
 }
 
 impl ServerState {

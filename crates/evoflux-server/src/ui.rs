@@ -35,7 +35,7 @@ macro_rules! asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-static ASSETS: [Asset; 14] = [
+static ASSETS: [Asset; 15] = [
     asset!("app.css", "text/css; charset=utf-8"),
     asset!("api.js", JS),
     asset!("app.js", JS),
@@ -44,6 +44,7 @@ static ASSETS: [Asset; 14] = [
     asset!("markdown.js", JS),
     asset!("mcp-login.js", JS),
     asset!("plugins.js", JS),
+    asset!("preview.js", JS),
     asset!("provenance.js", JS),
     asset!("scheduler.js", JS),
     asset!("sessions.js", JS),

@@ -13,6 +13,7 @@ import { h, clear, field, toast, errorText } from './dom.js';
 import { renderMarkdown, copyButton } from './markdown.js';
 import { documentLink, filesHref } from './viewer.js';
 import { newSessionTrust } from './trust.js';
+import { PreviewPane } from './preview.js';
 
 // ---- new session ---------------------------------------------------------
 
@@ -30,6 +31,9 @@ export async function newSessionView(app) {
   const workspaces = h('textarea', { rows: 2, placeholder: 'One folder per line' }, served.join('\n'));
   const model = h('input', { type: 'text', placeholder: 'provider:model (the agent\'s own when empty)' });
   const message = h('textarea', { rows: 4, placeholder: 'What should the agent do?' });
+  // WebBridge: the conversation is tagged for the browser surface, where
+  // only MCP servers that declare `webbridge-safe` are offered.
+  const webbridge = h('input', { type: 'checkbox', name: 'webbridge' });
   const problem = h('p', { class: 'error', role: 'alert' });
   // What trusting the workspaces' repositories grants, asked before starting.
   const trustBox = h('div', { class: 'trust-prompts' });
@@ -43,6 +47,7 @@ export async function newSessionView(app) {
       if (lead.value) body.lead = lead.value;
       if (model.value.trim()) body.model = model.value.trim();
       if (message.value.trim()) body.message = message.value.trim();
+      if (webbridge.checked) body.surface = 'webbridge';
       if (mode === 'coding') {
         body.workspaces = workspaces.value.split('\n').map((s) => s.trim()).filter(Boolean);
       }
@@ -59,6 +64,8 @@ export async function newSessionView(app) {
   mode === 'coding' ? field('Workspaces', workspaces, 'Repositories the session works in.') : '',
   trustBox,
   field('Model', model),
+  field('Browser surface (WebBridge)', webbridge,
+    'Only MCP servers that declare webbridge-safe are offered in this conversation.'),
   field('Message', message),
   problem,
   h('button', { type: 'submit', class: 'primary' }, 'Start'));
@@ -545,6 +552,12 @@ class Renderer {
       case 'sources_applied':
         this.line('Changed sources apply from this turn.');
         return false;
+      case 'preview_started':
+        this.line(`Preview ${ev.preview_id} serving at ${ev.url} (shown beside the chat).`);
+        return false;
+      case 'preview_stopped':
+        this.line(`Preview ${ev.preview_id} stopped.`);
+        return false;
       case 'graph_invalid':
         this.line(ev.message, 'error');
         return false;
@@ -869,13 +882,23 @@ export async function chatView(app, id) {
     if (e.key === 'Enter' && !e.shiftKey && list.hidden) { e.preventDefault(); composer.requestSubmit(); }
   });
   main.classList.add('fill');
+  // Why each MCP server the session's surface hides is not offered.
+  const hidden = (shown.mcp_hidden || []).length
+    ? h('details', { class: 'card mcp-hidden' },
+      h('summary', {}, `${shown.mcp_hidden.length} MCP server(s) hidden in this WebBridge conversation`),
+      h('ul', {}, shown.mcp_hidden.map((d) => h('li', {}, h('code', {}, d.code), ' ', d.message))))
+    : '';
   main.append(
     h('div', { class: 'row chat-head' },
       h('h1', {}, session.title || session.lead || 'Session'),
       h('span', { class: 'badge' }, mode === 'coding' ? 'Coding' : 'Work'),
+      session.surface === 'webbridge'
+        ? h('span', { class: 'badge', title: 'Tagged for the browser surface: only webbridge-safe MCP servers are offered' }, 'WebBridge')
+        : '',
       h('span', { class: 'muted' }, session.model || ''),
       h('span', { class: 'spacer' }),
       h('a', { href: filesHref(id, 0, '') }, 'Files')),
+    hidden, (shown.tree || []).length ? dispatchTree(shown.tree) : '',
     log, composer);
   loadSkills(mode).then((s) => { skills = s; });
 
@@ -890,10 +913,14 @@ export async function chatView(app, id) {
     },
   };
   const controller = new AbortController();
+  // The session's dev servers, beside the chat.
+  const previews = new PreviewPane(id, main);
+  previews.refresh();
   app.teardown = () => {
     controller.abort();
     grown.disconnect();
     keepEnd.disconnect();
+    previews.remove();
     main.classList.remove('fill');
   };
   // The transcript scrolls in its own box above the composer, so the
@@ -919,7 +946,10 @@ export async function chatView(app, id) {
   const ensureFollowing = (from = 0) => {
     if (following) return;
     following = true;
-    follow(id, from, (e) => renderer.event(e.type, e.data || {}, hooks), controller.signal)
+    follow(id, from, (e) => {
+      previews.event(e.type);
+      return renderer.event(e.type, e.data || {}, hooks);
+    }, controller.signal)
       .catch((err) => toast(errorText(err), 'error'))
       .finally(() => { following = false; });
   };

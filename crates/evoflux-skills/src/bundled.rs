@@ -81,6 +81,7 @@ pub fn registry() -> BuiltinRegistry {
                 },
             })
             .collect(),
+        templates: Vec::new(),
     }
 }
 

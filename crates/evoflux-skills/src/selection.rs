@@ -162,6 +162,8 @@ pub fn skill_slots(
                         owner: &source.owner,
                     },
                     Backing::Builtin { module, .. } => Located::Builtin { module },
+                    // Templates derive tools, never skills.
+                    Backing::Derived { .. } => return None,
                 })
             }
             CompositionEntry::Shadowed { .. }

@@ -25,6 +25,7 @@ mod retention;
 mod schedules;
 mod session;
 mod store;
+mod surface;
 #[doc(hidden)]
 pub mod testing;
 mod transcript;
@@ -50,5 +51,6 @@ pub use retention::{PRUNE_INTERVAL, Pruned, Retention};
 pub use schedules::{Claim, RunStatus, RunTrigger, ScheduleRun, ScheduleState};
 pub use session::{NewSession, Session, SessionParent, Workspace, WorkspaceRequest};
 pub use store::{DB_FILE, Store, artifacts_root};
+pub use surface::{SessionSurface, UnknownSurface};
 pub use transcript::{EntryRole, Message, ToolCall, TranscriptEntry};
 pub use transfer::{DERIVED_TABLE_PREFIX, EXPORT_FORMAT, TABLES, Table, Transferred};

@@ -133,6 +133,10 @@ pub struct Session {
     /// first user message, trimmed (see [`crate::TitleSource`]); `None`
     /// until the first message.
     pub title: Option<String>,
+    /// The surface the conversation is tagged for; shown only when it is
+    /// not the standard one.
+    #[serde(skip_serializing_if = "crate::SessionSurface::is_standard")]
+    pub surface: crate::SessionSurface,
     /// Unix milliseconds.
     pub created_at_ms: i64,
     /// Unix milliseconds of the last append or change.
@@ -198,6 +202,7 @@ mod tests {
             graph_hash: None,
             parent: None,
             title: None,
+            surface: crate::SessionSurface::Standard,
             created_at_ms: 0,
             updated_at_ms: 0,
         }

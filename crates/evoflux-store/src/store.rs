@@ -37,7 +37,7 @@ pub struct Store {
 
 pub(crate) const SESSION_COLUMNS: &str = "id, mode, workspace, lead, model, graph_hash, \
                                           parent_id, parent_call_id, created_at_ms, \
-                                          updated_at_ms, title";
+                                          updated_at_ms, title, surface";
 /// The counts of a `usage_totals` row, as [`usage_from_row`] reads them.
 const USAGE_COLUMNS: &str = "requests, input_tokens, output_tokens, cache_read_tokens, \
                              cache_write_tokens, projected_results, projection_saved_chars, \
@@ -182,6 +182,7 @@ impl Store {
             graph_hash: new.graph_hash,
             parent: new.parent,
             title: None,
+            surface: crate::SessionSurface::Standard,
             created_at_ms: now,
             updated_at_ms: now,
         })
@@ -228,6 +229,26 @@ impl Store {
             .bind(id.to_string())
             .execute(&self.pool)
             .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::SessionNotFound(id));
+        }
+        self.load(id).await
+    }
+
+    /// Tags the session for `surface` (the browser surface, or back to the
+    /// standard one): kept for every later resume.
+    pub async fn set_surface(
+        &self,
+        id: SessionId,
+        surface: crate::SessionSurface,
+    ) -> Result<Session, StoreError> {
+        let done =
+            sqlx::query("UPDATE sessions SET surface = $1, updated_at_ms = $2 WHERE id = $3")
+                .bind(surface.as_str())
+                .bind(now_ms())
+                .bind(id.to_string())
+                .execute(&self.pool)
+                .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::SessionNotFound(id));
         }
@@ -765,6 +786,10 @@ pub(crate) fn session_from_row(row: &AnyRow) -> Result<Session, StoreError> {
             _ => None,
         },
         title: row.try_get("title")?,
+        surface: row
+            .try_get::<String, _>("surface")?
+            .parse()
+            .map_err(|e| StoreError::corrupt("session surface", e))?,
         created_at_ms: row.try_get("created_at_ms")?,
         updated_at_ms: row.try_get("updated_at_ms")?,
     })

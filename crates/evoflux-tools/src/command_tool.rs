@@ -126,6 +126,7 @@ pub(crate) fn spawn_spec(
         notify_on_exit: false,
         outside_sandbox: false,
         fds: Vec::new(),
+        role: crate::tracked::Role::Command,
     })
 }
 

@@ -104,6 +104,14 @@ pub enum ToolError {
     /// The application is shutting down and starts no more commands.
     #[error("the command runtime is shutting down; no new command can start")]
     RuntimeShutDown,
+    /// `preview` named an id this session has no preview under.
+    #[error("no preview `{preview_id}` in this session; use preview(action='status') to list them")]
+    PreviewNotFound { preview_id: String },
+    /// The session already runs the most previews it may.
+    #[error(
+        "this session already runs {limit} previews; stop one with preview(action='stop') first"
+    )]
+    TooManyPreviews { limit: usize },
     /// A command tool definition that the graph should have rejected
     /// (such as a placeholder spliced into a larger argument).
     #[error("command tool definition is invalid at {field}: {message}")]
@@ -139,6 +147,8 @@ impl ToolError {
             ToolError::Journal { .. } => "tool/journal-failed",
             ToolError::TooManyProcesses { .. } => "tool/too-many-processes",
             ToolError::RuntimeShutDown => "tool/runtime-shut-down",
+            ToolError::PreviewNotFound { .. } => "tool/preview-not-found",
+            ToolError::TooManyPreviews { .. } => "tool/too-many-previews",
             ToolError::CommandToolInvalid { .. } => "tool/command-tool-invalid",
             ToolError::SandboxUnavailable { .. } => "tool/sandbox-unavailable",
             ToolError::DeniedFile { .. } => "tool/denied-file",

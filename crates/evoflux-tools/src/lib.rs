@@ -27,6 +27,7 @@
 mod args;
 mod artifact;
 mod beneath;
+pub mod browser;
 mod change;
 mod clip;
 mod code_context;
@@ -41,10 +42,12 @@ pub mod group;
 mod journal;
 mod limits;
 mod lineage;
+mod listening;
 mod locator;
 mod ls;
 mod observation;
 mod output;
+mod preview;
 mod process;
 mod read;
 mod runtime;
@@ -74,6 +77,11 @@ pub use locator::{ARTIFACT_SCHEME, artifact_locator};
 pub use ls::{LS_MAX_ENTRIES, LsInput};
 pub use observation::{CommandMeta, CommandStatus, FAILURE_OUTPUT_LIMIT, SUCCESS_OUTPUT_LIMIT};
 pub use output::ToolOutput;
+pub use preview::{
+    MAX_SESSION_PREVIEWS, PREVIEW_DEFAULT_WAIT_SECONDS, PREVIEW_MAX_WAIT_SECONDS,
+    PREVIEW_MIN_WAIT_SECONDS, PreviewAction, PreviewChange, PreviewInfo, PreviewOutcome,
+    PreviewRequest,
+};
 pub use process::{
     PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, PROCESS_MIN_WAIT_SECONDS,
     ProcessAction, ProcessRequest,

@@ -21,6 +21,11 @@ use std::path::{Path, PathBuf};
 use evoflux_core::ids::SessionId;
 use rustix::process::{Pid, Signal, kill_process};
 
+use crate::tracked::Role;
+
+/// What follows a session's lineage for its previews.
+const PREVIEW_SUFFIX: &str = "preview";
+
 /// The environment variable that carries a command's lineage:
 /// `<runtime tag>/<session id>`.
 pub const LINEAGE_VAR: &str = "EVOFLUX_LINEAGE";
@@ -57,6 +62,23 @@ impl Lineage {
     /// The variable a command of `session` carries.
     pub(crate) fn value(&self, session: SessionId) -> String {
         format!("{}/{session}", self.tag)
+    }
+
+    /// The variable a process of `session` in `role` carries: a preview's
+    /// is its own, so stopping the session's commands (a cancelled turn)
+    /// leaves its previews running, while the runtime's sweep and the
+    /// reaping of a dead runtime (both by the tag) reach them too.
+    pub(crate) fn value_of(&self, session: SessionId, role: Role) -> String {
+        match role {
+            Role::Command => self.value(session),
+            Role::Preview => format!("{}/{session}/{PREVIEW_SUFFIX}", self.tag),
+        }
+    }
+
+    /// Kills every live process carrying the lineage of `session`'s
+    /// previews. Returns how many were signalled.
+    pub(crate) fn sweep_previews(&self, session: SessionId) -> usize {
+        kill_carriers(&Wanted::Exact(self.value_of(session, Role::Preview)))
     }
 
     /// Kills every live process carrying `session`'s lineage, or this

@@ -45,6 +45,9 @@ pub(crate) enum Form<'a> {
     Yielded { command: &'a str },
     /// A later observation through `process` or an exit notice.
     Continued,
+    /// An observation of a preview's server (`preview`), which `process`
+    /// does not reach.
+    Preview,
 }
 
 /// The facts an observation reports besides the output.
@@ -88,7 +91,7 @@ pub(crate) fn format(form: Form<'_>, facts: &Facts<'_>, taken: &Taken) -> ToolOu
                 text.push('\n');
             }
         }
-        Form::Continued => {
+        Form::Continued | Form::Preview => {
             text.push_str(&format!(
                 "\nprocess_id: {}\nduration: {}\n\n",
                 facts.process_id,

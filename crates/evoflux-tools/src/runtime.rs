@@ -23,12 +23,17 @@ use tokio::time::{Instant, sleep, timeout};
 use crate::error::ToolError;
 use crate::group::ProcessGroup;
 use crate::lineage::Lineage;
+use crate::observation::CommandStatus;
 use crate::output::ToolOutput;
+use crate::preview::{
+    MAX_SESSION_PREVIEWS, Preview, PreviewAction, PreviewChange, PreviewInfo, PreviewOutcome,
+    PreviewRequest,
+};
 use crate::process::{ProcessAction, ProcessRequest};
 use crate::sandbox::{Bubblewrap, CommandSandbox};
 use crate::shell::{ShellRequest, user_shell};
 use crate::sync::lock;
-use crate::tracked::{Moment, SpawnSpec, Tracked};
+use crate::tracked::{Moment, Role, SpawnSpec, Tracked};
 use crate::workspace::Workspace;
 
 /// A command fixed by its caller, for [`ProcessRuntime::run_argv`].
@@ -116,7 +121,7 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<SessionId, SessionState>>,
     /// Every process group started and possibly still alive, including
     /// those whose leader ended but left background jobs behind.
-    groups: Mutex<Vec<(SessionId, ProcessGroup)>>,
+    groups: Mutex<Vec<(SessionId, Role, ProcessGroup)>>,
     /// The sandbox program, found once for every session's commands.
     bwrap: Bubblewrap,
     /// The tag every command carries, to find the ones that escaped.
@@ -129,6 +134,8 @@ pub(crate) struct Inner {
 struct SessionState {
     /// Tracked commands in start order.
     processes: Vec<Arc<Tracked>>,
+    /// The session's previews, apart from its commands.
+    previews: Vec<Arc<Preview>>,
     exits: Option<mpsc::UnboundedSender<ExitNotice>>,
     /// Notices sent before anyone subscribed, handed to the subscriber.
     unclaimed: Option<mpsc::UnboundedReceiver<ExitNotice>>,
@@ -321,6 +328,7 @@ impl ProcessRuntime {
             notify_on_exit: false,
             outside_sandbox: false,
             fds: Vec::new(),
+            role: crate::tracked::Role::Command,
         };
         let tracked = self.inner.start(session, &spec)?;
         Ok(self.inner.first_observation(&tracked, None).await)
@@ -367,20 +375,175 @@ impl ProcessRuntime {
     }
 
     /// Stops every command of one session (TERM, grace, KILL), including
-    /// jobs they left in the background, and forgets them.
+    /// jobs they left in the background, and forgets them. Its previews
+    /// keep running (a cancelled turn calls this): closing the session is
+    /// [`ProcessRuntime::close_session`].
     pub async fn terminate_session(&self, session: SessionId) {
-        self.inner.stop(Some(session)).await;
+        self.inner
+            .stop(Scope {
+                session: Some(session),
+                previews: false,
+            })
+            .await;
         let mut sessions = lock(&self.inner.sessions);
         if let Some(state) = sessions.get_mut(&session) {
             state.processes.clear();
         }
     }
 
-    /// Stops every command of every session and refuses new ones. Call
-    /// before the application exits so that no process group survives it.
+    /// The session closes: stops its commands and its previews, and
+    /// forgets them.
+    pub async fn close_session(&self, session: SessionId) {
+        self.inner
+            .stop(Scope {
+                session: Some(session),
+                previews: true,
+            })
+            .await;
+        let mut sessions = lock(&self.inner.sessions);
+        if let Some(state) = sessions.get_mut(&session) {
+            state.processes.clear();
+            state.previews.clear();
+        }
+    }
+
+    /// Stops every command and preview of every session and refuses new
+    /// ones. Call before the application exits so that no process group
+    /// survives it.
     pub async fn shutdown(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
-        self.inner.stop(None).await;
+        self.inner
+            .stop(Scope {
+                session: None,
+                previews: true,
+            })
+            .await;
+    }
+
+    /// The `preview` tool on the model's JSON input.
+    pub async fn preview(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        input: &Value,
+    ) -> Result<PreviewOutcome, ToolError> {
+        self.run_preview(session, ws, PreviewRequest::parse(input)?)
+            .await
+    }
+
+    /// `start`, `status`, `logs` or `stop` on this session's previews.
+    pub async fn run_preview(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        request: PreviewRequest,
+    ) -> Result<PreviewOutcome, ToolError> {
+        match request.action {
+            PreviewAction::Start => {
+                let spec =
+                    request.spawn_spec(ws, &self.inner.shell, &self.inner.config.parent_env)?;
+                let tracked = self.inner.start(session, &spec)?;
+                let preview = self.inner.find_preview(session, &tracked.id)?;
+                let (address, _) = preview.wait_for_address(request.wait_time()).await;
+                let observed = tracked.observe(Moment::Preview).0;
+                let info = preview.info();
+                match (address, info.status) {
+                    (Some(_), _) => Ok(PreviewOutcome {
+                        output: ToolOutput {
+                            text: crate::preview::serving_text(&info, &observed.text),
+                            ..observed
+                        },
+                        change: Some(PreviewChange::Serving(info)),
+                    }),
+                    (None, CommandStatus::Running) => Ok(PreviewOutcome::quiet(ToolOutput {
+                        text: format!(
+                            "Preview {id} started but listens on no port yet after {secs} s.                              Check with preview(action='status', preview_id='{id}') or read                              preview(action='logs', preview_id='{id}').\n\n{text}",
+                            id = info.preview_id,
+                            secs = request.wait_time().as_secs(),
+                            text = observed.text,
+                        ),
+                        ..observed
+                    })),
+                    (None, _) => {
+                        self.inner.forget_preview(session, &info.preview_id);
+                        Ok(PreviewOutcome::quiet(ToolOutput {
+                            text: format!(
+                                "The preview's server ended before it listened on a port.\n\n{}",
+                                observed.text
+                            ),
+                            is_error: true,
+                            ..observed
+                        }))
+                    }
+                }
+            }
+            PreviewAction::Status => match request.preview_id.as_deref() {
+                None => {
+                    let previews = self.inner.previews_of(session);
+                    let mut lines = Vec::new();
+                    let mut change = None;
+                    for p in &previews {
+                        if let (Some(_), true) = p.detect().await {
+                            change = Some(PreviewChange::Serving(p.info()));
+                        }
+                        lines.push(p.info().line());
+                    }
+                    let text = match lines.is_empty() {
+                        true => "No previews.".to_owned(),
+                        false => lines.join("\n"),
+                    };
+                    Ok(PreviewOutcome {
+                        output: ToolOutput::ok(text),
+                        change,
+                    })
+                }
+                Some(id) => {
+                    let preview = self.inner.find_preview(session, id)?;
+                    let (_, new) = preview.detect().await;
+                    let info = preview.info();
+                    Ok(PreviewOutcome {
+                        output: ToolOutput::ok(info.line()),
+                        change: new.then_some(PreviewChange::Serving(info)),
+                    })
+                }
+            },
+            PreviewAction::Logs => {
+                let preview = self.inner.find_preview(session, request.id()?)?;
+                Ok(PreviewOutcome::quiet(
+                    preview.tracked.observe(Moment::Preview).0,
+                ))
+            }
+            PreviewAction::Stop => {
+                let preview = self.inner.find_preview(session, request.id()?)?;
+                let waiter = preview.tracked.waiter();
+                preview.tracked.request_stop();
+                let _ = timeout(self.inner.stop_bound(), preview.tracked.finished()).await;
+                let output = preview.tracked.observe(Moment::Preview).0;
+                drop(waiter);
+                self.inner.forget_preview(session, &preview.tracked.id);
+                Ok(PreviewOutcome {
+                    output,
+                    change: Some(PreviewChange::Stopped(preview.info())),
+                })
+            }
+        }
+    }
+
+    /// The session's previews, for front ends (the server's proxy).
+    pub fn previews(&self, session: SessionId) -> Vec<PreviewInfo> {
+        self.inner
+            .previews_of(session)
+            .iter()
+            .map(|p| p.info())
+            .collect()
+    }
+
+    /// One preview of the session, if it has it.
+    pub fn preview_info(&self, session: SessionId, preview_id: &str) -> Option<PreviewInfo> {
+        self.inner
+            .find_preview(session, preview_id)
+            .ok()
+            .map(|p| p.info())
     }
 }
 
@@ -394,7 +557,10 @@ impl Inner {
         if self.closed.load(Ordering::SeqCst) {
             return Err(ToolError::RuntimeShutDown);
         }
-        self.make_room(session)?;
+        match spec.role {
+            Role::Command => self.make_room(session)?,
+            Role::Preview => self.preview_room(session)?,
+        }
         let dir = self.config.artifacts_root.join(session.to_string());
         evoflux_core::private::create_private_dir(&dir).map_err(|source| ToolError::Journal {
             path: dir.clone(),
@@ -424,15 +590,20 @@ impl Inner {
         };
         self.started_any.store(true, Ordering::SeqCst);
         let (tracked, child) = self.spawn_unique(session, &dir, spec, journal_cap, after)?;
-        lock(&self.sessions)
-            .entry(session)
-            .or_default()
-            .processes
-            .push(Arc::clone(&tracked));
+        {
+            let mut sessions = lock(&self.sessions);
+            let state = sessions.entry(session).or_default();
+            match spec.role {
+                Role::Command => state.processes.push(Arc::clone(&tracked)),
+                Role::Preview => state
+                    .previews
+                    .push(Arc::new(Preview::new(Arc::clone(&tracked)))),
+            }
+        }
         {
             let mut groups = lock(&self.groups);
-            groups.retain(|(_, g)| g.is_alive());
-            groups.push((session, tracked.group));
+            groups.retain(|(_, _, g)| g.is_alive());
+            groups.push((session, spec.role, tracked.group));
         }
         let deadline = Instant::now() + spec.timeout;
         tokio::spawn(Arc::clone(&tracked).supervise(
@@ -456,7 +627,7 @@ impl Inner {
     ) -> Result<(Arc<Tracked>, tokio::process::Child), ToolError> {
         let mut attempts = 0;
         loop {
-            let id = self.next_id();
+            let id = self.next_id(spec.role);
             let artifact = dir.join(format!("{id}.txt"));
             match Tracked::spawn(self, session, id, artifact, spec, journal_cap, &mut after) {
                 Err(ToolError::Journal { source, .. })
@@ -469,10 +640,55 @@ impl Inner {
         }
     }
 
-    /// `proc_` and 10 hex digits from the random part of a fresh id.
-    fn next_id(&self) -> String {
+    /// `proc_` (a preview's: `preview_`) and 10 hex digits from the
+    /// random part of a fresh id.
+    fn next_id(&self, role: Role) -> String {
         let hex = self.config.ids.run_id().as_uuid().simple().to_string();
-        format!("proc_{}", &hex[hex.len() - 10..])
+        let prefix = match role {
+            Role::Command => "proc",
+            Role::Preview => "preview",
+        };
+        format!("{prefix}_{}", &hex[hex.len() - 10..])
+    }
+
+    /// Refuses a preview past the session's limit, forgetting the ended
+    /// ones first.
+    fn preview_room(&self, session: SessionId) -> Result<(), ToolError> {
+        let mut sessions = lock(&self.sessions);
+        let Some(state) = sessions.get_mut(&session) else {
+            return Ok(());
+        };
+        state
+            .previews
+            .retain(|p| matches!(p.tracked.status(), CommandStatus::Running));
+        match state.previews.len() >= MAX_SESSION_PREVIEWS {
+            true => Err(ToolError::TooManyPreviews {
+                limit: MAX_SESSION_PREVIEWS,
+            }),
+            false => Ok(()),
+        }
+    }
+
+    fn previews_of(&self, session: SessionId) -> Vec<Arc<Preview>> {
+        lock(&self.sessions)
+            .get(&session)
+            .map(|s| s.previews.clone())
+            .unwrap_or_default()
+    }
+
+    fn find_preview(&self, session: SessionId, id: &str) -> Result<Arc<Preview>, ToolError> {
+        lock(&self.sessions)
+            .get(&session)
+            .and_then(|s| s.previews.iter().find(|p| p.tracked.id == id).cloned())
+            .ok_or_else(|| ToolError::PreviewNotFound {
+                preview_id: id.to_owned(),
+            })
+    }
+
+    fn forget_preview(&self, session: SessionId, id: &str) {
+        if let Some(state) = lock(&self.sessions).get_mut(&session) {
+            state.previews.retain(|p| p.tracked.id != id);
+        }
     }
 
     /// Frees the slots of ended-but-unobserved commands when the session
@@ -591,23 +807,32 @@ impl Inner {
         self.config.terminate_grace + self.config.exit_drain + Duration::from_secs(5)
     }
 
-    /// Stops the groups of one session (or all): SIGTERM, wait until they
-    /// are gone or the grace period passed, SIGKILL what is left, then
-    /// let the supervisors record the outcome.
-    async fn stop(&self, session: Option<SessionId>) {
+    /// Stops the groups in `scope`: SIGTERM, wait until they are gone or
+    /// the grace period passed, SIGKILL what is left, then let the
+    /// supervisors record the outcome.
+    async fn stop(&self, scope: Scope) {
+        let session = scope.session;
         let in_scope = |s: &SessionId| session.is_none_or(|wanted| wanted == *s);
+        let covers = |s: &SessionId, role: Role| in_scope(s) && scope.covers(role);
         let tracked: Vec<Arc<Tracked>> = lock(&self.sessions)
             .iter()
             .filter(|(s, _)| in_scope(s))
-            .flat_map(|(_, state)| state.processes.iter().cloned())
+            .flat_map(|(_, state)| {
+                let previews = state
+                    .previews
+                    .iter()
+                    .filter(|_| scope.previews)
+                    .map(|p| Arc::clone(&p.tracked));
+                state.processes.iter().cloned().chain(previews)
+            })
             .collect();
         for t in &tracked {
             t.mark_stopped();
         }
         let groups: Vec<ProcessGroup> = lock(&self.groups)
             .iter()
-            .filter(|(s, _)| in_scope(s))
-            .map(|(_, g)| *g)
+            .filter(|(s, role, _)| covers(s, *role))
+            .map(|(_, _, g)| *g)
             .collect();
         for g in &groups {
             g.terminate();
@@ -623,11 +848,31 @@ impl Inner {
         // lineage.
         if self.started_any.load(Ordering::SeqCst) {
             self.lineage.sweep(session);
+            if let (Some(session), true) = (session, scope.previews) {
+                self.lineage.sweep_previews(session);
+            }
         }
         for t in &tracked {
             let _ = timeout(self.stop_bound(), t.finished()).await;
         }
-        lock(&self.groups).retain(|(s, g)| !in_scope(s) && g.is_alive());
+        lock(&self.groups).retain(|(s, role, g)| !covers(s, *role) && g.is_alive());
+    }
+}
+
+/// What a stop reaches: one session's processes or every session's, with
+/// or without the previews.
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    session: Option<SessionId>,
+    previews: bool,
+}
+
+impl Scope {
+    fn covers(self, role: Role) -> bool {
+        match role {
+            Role::Command => true,
+            Role::Preview => self.previews,
+        }
     }
 }
 
@@ -635,7 +880,7 @@ impl Drop for Inner {
     /// Last resort when the application drops the runtime without
     /// [`ProcessRuntime::shutdown`]: no command group outlives it.
     fn drop(&mut self) {
-        for (_, group) in lock(&self.groups).iter() {
+        for (_, _, group) in lock(&self.groups).iter() {
             group.kill();
         }
         if self.started_any.load(Ordering::SeqCst) {

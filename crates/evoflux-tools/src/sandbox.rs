@@ -227,9 +227,14 @@ impl CommandSandbox {
         tmp: &Path,
         quarantine: &Path,
     ) -> Result<Confined, ToolError> {
-        spec.timeout = spec
-            .timeout
-            .min(Duration::from_secs(self.policy.max_timeout_seconds));
+        // The policy bounds commands; a preview runs until it is stopped
+        // or its session closes.
+        spec.timeout = match spec.role {
+            crate::tracked::Role::Command => spec
+                .timeout
+                .min(Duration::from_secs(self.policy.max_timeout_seconds)),
+            crate::tracked::Role::Preview => spec.timeout,
+        };
         spec.env = self.environment(spec.env, parent_env);
         if self.unconfined() || spec.outside_sandbox {
             return Ok(Confined { spec, after: None });

@@ -153,12 +153,13 @@ impl ShellRequest {
             notify_on_exit: self.notify_on_exit,
             outside_sandbox: false,
             fds: Vec::new(),
+            role: crate::tracked::Role::Command,
         })
     }
 }
 
 /// A `workdir` argument: an existing directory inside the workspace.
-fn directory(ws: &Workspace, dir: &str) -> Result<PathBuf, ToolError> {
+pub(crate) fn directory(ws: &Workspace, dir: &str) -> Result<PathBuf, ToolError> {
     let resolved = ws.resolve(dir)?;
     let meta =
         std::fs::metadata(&resolved.path).map_err(ToolError::io("use", &resolved.display))?;

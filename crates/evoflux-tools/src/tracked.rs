@@ -50,6 +50,21 @@ pub(crate) struct SpawnSpec {
     /// seccomp programs): each is a fresh in-memory file per spawn, so
     /// concurrent commands never share a read offset.
     pub fds: Vec<PassedBytes>,
+    /// A command, or a preview with its own lifecycle.
+    pub role: Role,
+}
+
+/// What a tracked process is to its session. Closed: the runtime decides
+/// by it where the process is registered, how long it may run and which
+/// stop reaches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// `shell`, `process`, a command tool, `!command`: bounded by its
+    /// timeout, listed by `process`, stopped when its turn is cancelled.
+    Command,
+    /// A dev server `preview` started: not listed by `process`, no
+    /// timeout, stopped by `preview stop` or when its session closes.
+    Preview,
 }
 
 /// Bytes handed to a command on descriptor `child_fd`.
@@ -116,6 +131,8 @@ pub(crate) enum Moment {
     First,
     /// A later `process` observation or an exit notice.
     Later,
+    /// A `preview` observation of its server's output.
+    Preview,
 }
 
 #[derive(Debug)]
@@ -200,7 +217,7 @@ impl Tracked {
                 .current_dir(&spec.cwd)
                 .env_clear()
                 .envs(spec.env.iter().map(|(k, v)| (k, v)))
-                .env(LINEAGE_VAR, runtime.lineage.value(session))
+                .env(LINEAGE_VAR, runtime.lineage.value_of(session, spec.role))
                 .stdin(Stdio::null())
                 .stdout(Stdio::from(writer))
                 .stderr(Stdio::from(writer_err))
@@ -244,6 +261,11 @@ impl Tracked {
             after: after.take(),
         });
         Ok((tracked, child))
+    }
+
+    /// The file its output is journalled to.
+    pub(crate) fn artifact(&self) -> &std::path::Path {
+        self.journal.artifact()
     }
 
     /// The status `list` shows.
@@ -308,6 +330,7 @@ impl Tracked {
             },
             (Moment::First, _) => Form::Completed,
             (Moment::Later, _) => Form::Continued,
+            (Moment::Preview, _) => Form::Preview,
         };
         let facts = Facts {
             process_id: &self.id,

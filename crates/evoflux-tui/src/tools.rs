@@ -147,11 +147,14 @@ impl ToolShapes {
                 | BuiltinExecutor::Grep
                 | BuiltinExecutor::Todo
                 | BuiltinExecutor::WebFetch
+                | BuiltinExecutor::Browser
                 | BuiltinExecutor::Skill
                 | BuiltinExecutor::CodeContext
                 | BuiltinExecutor::Artifact
                 | BuiltinExecutor::ScheduleTask
-                | BuiltinExecutor::ConnectionSearch => PreviewEnd::Head,
+                | BuiltinExecutor::ConnectionSearch
+                // Its URL comes first.
+                | BuiltinExecutor::Preview => PreviewEnd::Head,
             },
             Shape::Command => PreviewEnd::Tail,
             // An MCP tool's result is a document (often JSON), read from
@@ -268,6 +271,17 @@ fn builtin_summary(executor: BuiltinExecutor, args: &Args<'_>) -> String {
             }
             out
         }
+        BuiltinExecutor::Preview => {
+            let mut out = verb_with("preview", args.text("action"));
+            match (args.text("command"), args.text("preview_id")) {
+                (Some(command), _) => {
+                    out.push_str(&format!(" {}", clip_line(command, VALUE_CELLS)));
+                }
+                (None, Some(id)) => out.push_str(&format!(" {}", clip_line(id, VALUE_CELLS))),
+                (None, None) => {}
+            }
+            out
+        }
         BuiltinExecutor::Ls => format!(
             "ls {}",
             clip_line(args.text("path").unwrap_or("."), VALUE_CELLS)
@@ -297,6 +311,13 @@ fn builtin_summary(executor: BuiltinExecutor, args: &Args<'_>) -> String {
             None => "todo (read)".to_owned(),
         },
         BuiltinExecutor::WebFetch => verb_with("fetch", args.text("url")),
+        BuiltinExecutor::Browser => {
+            let verb = format!("browser {}", args.text("action").unwrap_or("read"));
+            match args.get("element").and_then(Value::as_u64) {
+                Some(n) => format!("{verb} [{n}]"),
+                None => verb_with(&verb, args.text("url")),
+            }
+        }
         BuiltinExecutor::Skill => {
             let name = args.text("skill_name");
             match (args.text("action"), name) {

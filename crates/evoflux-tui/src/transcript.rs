@@ -361,6 +361,15 @@ impl Transcript {
                 NoticeKind::Info,
                 format!("model switched from {from} to {to}"),
             ),
+            Event::PreviewStarted {
+                preview_id, url, ..
+            } => self.notice(
+                NoticeKind::Info,
+                format!("preview {preview_id} serving at {url}"),
+            ),
+            Event::PreviewStopped { preview_id } => {
+                self.notice(NoticeKind::Info, format!("preview {preview_id} stopped"))
+            }
             Event::McpServer {
                 server,
                 state,
@@ -455,6 +464,7 @@ impl Transcript {
                 call_id,
                 agent,
                 child_session_id,
+                ..
             } => {
                 let shapes = self.shapes.clone();
                 self.update_call(call_id, |t| {
@@ -1192,6 +1202,8 @@ mod tests {
             call_id: "d".into(),
             agent: "reviewer".into(),
             child_session_id: "child".into(),
+            parent_session_id: "lead".into(),
+            depth: 1,
         });
         t.apply(&Event::Child {
             call_id: "d".into(),

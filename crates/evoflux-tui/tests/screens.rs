@@ -394,6 +394,8 @@ fn a_delegated_child_is_nested_under_its_call_with_its_own_status() {
         call_id: "d".into(),
         agent: "reviewer".into(),
         child_session_id: "child".into(),
+        parent_session_id: "lead".into(),
+        depth: 1,
     });
     app.apply(&Event::Child {
         call_id: "d".into(),
@@ -424,6 +426,8 @@ fn a_delegated_child_is_nested_under_its_call_with_its_own_status() {
         call_id: "d".into(),
         agent: "reviewer".into(),
         child_session_id: "child".into(),
+        parent_session_id: "lead".into(),
+        depth: 1,
         status: TurnStatus::Completed,
         is_error: false,
         contract: None,

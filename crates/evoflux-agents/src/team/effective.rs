@@ -58,7 +58,11 @@ pub fn implicit_tools(tools: &ToolCatalog, mode: AppMode) -> Vec<String> {
 pub fn tier_tools(tools: &ToolCatalog, mode: AppMode, role: Role) -> Vec<String> {
     tools
         .in_mode(mode)
-        .filter(|t| !is_skill_loader(&t.behavior.presentation) && !t.behavior.on_request)
+        .filter(|t| {
+            !is_skill_loader(&t.behavior.presentation)
+                && !t.behavior.on_request
+                && !t.behavior.requested_in.contains(&mode)
+        })
         .filter(|t| match role {
             Role::Lead => true,
             Role::Member => !t.behavior.lead_only,
@@ -283,6 +287,19 @@ mod tests {
         let mut sorted = lead.clone();
         sorted.sort();
         assert_eq!(lead, sorted);
+    }
+
+    #[test]
+    fn the_browser_is_work_s_and_coding_s_only_on_request() {
+        let tools = ToolCatalog::framework();
+        assert!(tier_tools(&tools, AppMode::Work, Role::Lead).contains(&"browser".to_owned()));
+        assert!(!tier_tools(&tools, AppMode::Coding, Role::Lead).contains(&"browser".to_owned()));
+        let mut r = raw("tester", AppMode::Coding, Role::Lead);
+        r.tools_add = vec!["browser".into()];
+        let mut d = Diagnostics::new();
+        let e = compile_agent_config(&r, AgentSource::Builtin, &tools, &mut d);
+        assert!(d.is_empty(), "{d:?}");
+        assert!(e.tools.contains(&"browser".to_owned()));
     }
 
     #[test]

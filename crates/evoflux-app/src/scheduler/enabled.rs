@@ -552,6 +552,7 @@ mod tests {
             module: "digest".into(),
             revision: "1".into(),
             semantic_revision: None,
+            derivation: None,
         };
         let e = editable_file("digest", &bound(builtin, Layer::Framework)).unwrap_err();
         assert_eq!(e.code(), "schedule/builtin-read-only");

@@ -210,6 +210,7 @@ impl SessionBuilder<'_> {
             // Only a root session schedules; its tasks are the user's.
             schedules_dir: Some(app.dirs.config_dir().join("schedules")),
             code_cache: Some(app.dirs.cache_dir().to_path_buf()),
+            chromium: app.chromium(),
         };
         let resumed = resumed.map(|s| s.id);
         let (mut harness, lease) =
@@ -475,6 +476,7 @@ impl SessionBuilder<'_> {
         TeamSetup {
             remote,
             remote_runner: app.remote_agents.clone(),
+            lineage: evoflux_harness::session::Lineage::root(loaded.config.teams.max_depth()),
             members,
             workers,
             catalog: catalog.clone(),
@@ -567,18 +569,7 @@ fn hooks(
     standard_pipeline(PipelineOptions {
         on_compacted: Some(skills.compaction_listener()),
         skills: Some(skills.clone()),
-        roster: Some(evoflux_harness::team_roster::render(
-            &team
-                .members
-                .iter()
-                .map(|m| (m.name.clone(), m.description.clone()))
-                .collect::<Vec<_>>(),
-            &evoflux_harness::session::reachable_workers(&team.members, &team.workers)
-                .chain(team.remote.iter().map(|r| &r.spec))
-                .cloned()
-                .collect::<Vec<_>>(),
-        ))
-        .filter(|r| !r.is_empty() && dispatches),
+        roster: Some(team.roster()).filter(|r| !r.is_empty() && dispatches),
         instructions: evoflux_harness::workspace_instructions::InstructionFiles::from_compat(
             loaded.config.compat.instructions,
         ),

@@ -258,10 +258,14 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
                         &record.transcript,
                         &record.pending_inputs,
                     );
-                    for child in &record.children {
+                    // The dispatch tree, each session indented under the
+                    // one that dispatched it.
+                    for entry in &record.tree {
+                        let child = &entry.session;
                         let call = child.parent.as_ref().map_or("", |p| p.call_id.as_str());
                         text.push_str(&format!(
-                            "  ↳ child {} · {} (call {call}): evoflux sessions show {}\n",
+                            "{}↳ child {} · {} (call {call}): evoflux sessions show {}\n",
+                            "  ".repeat(usize::try_from(entry.depth).unwrap_or(1)),
                             child.id,
                             child.lead.as_deref().unwrap_or("?"),
                             child.id

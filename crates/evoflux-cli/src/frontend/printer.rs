@@ -172,6 +172,16 @@ impl EventSink for HumanEvents {
                 self.end_text();
                 eprintln!("  model switched from {from} to {to} for this session");
             }
+            Event::PreviewStarted {
+                preview_id, url, ..
+            } => {
+                self.end_text();
+                eprintln!("  preview {preview_id} serving at {url}");
+            }
+            Event::PreviewStopped { preview_id } => {
+                self.end_text();
+                eprintln!("  preview {preview_id} stopped");
+            }
             Event::McpServer {
                 server,
                 owner,

@@ -516,7 +516,7 @@ fn granted_mcp_servers_are_awaited_at_start_and_a_turns_tools_hold_until_its_end
     let s = Sandbox::new();
     // `slow` takes 2 s to start; `never` never answers and may take 1 s;
     // `big` brings the granted tools to exactly the 40 sent up front (the
-    // test server has 17 tools: twice that, and 6 fillers).
+    // test server has 18 tools: twice that, and 4 fillers).
     s.project(
         "mcp.json",
         &serde_json::json!({"mcpServers": {
@@ -525,7 +525,7 @@ fn granted_mcp_servers_are_awaited_at_start_and_a_turns_tools_hold_until_its_end
                 "type": "stdio", "command": bin,
                 "args": ["--start-delay-ms", "600000"], "startup_timeout_secs": 1
             },
-            "big": {"type": "stdio", "command": bin, "args": ["--filler-tools", "6"]}
+            "big": {"type": "stdio", "command": bin, "args": ["--filler-tools", "4"]}
         }})
         .to_string(),
     );

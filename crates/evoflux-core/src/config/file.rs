@@ -19,6 +19,7 @@ use super::providers::{ProviderConfig, check_provider, check_scope};
 use super::skills::SkillsConfig;
 use super::storage::{StorageConfig, check_storage};
 use super::store::StoreConfig;
+use super::teams::{TeamsFile, check_teams};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::price::PriceEntry;
 
@@ -41,6 +42,8 @@ struct ConfigFile {
     prices: BTreeMap<String, PriceEntry>,
     #[serde(default)]
     limits: LimitsFile,
+    #[serde(default)]
+    teams: TeamsFile,
     #[serde(default)]
     skills: Option<SkillsConfig>,
     #[serde(default)]
@@ -198,6 +201,7 @@ pub fn read_layer(
     }
     let prices = check_prices(path, scope, &file.prices, diags);
     let limits = check_limits(path, file.limits, diags);
+    let teams = check_teams(path, file.teams, diags);
     let mcp = check_mcp(path, scope, file.mcp, diags);
     let external_agents = crate::external_agent::check(path, scope, file.agents, diags);
     let layer = ConfigLayer {
@@ -216,6 +220,7 @@ pub fn read_layer(
         compat: file.compat,
         prices,
         limits,
+        teams,
         skills: file.skills,
         mcp,
         external_agents,

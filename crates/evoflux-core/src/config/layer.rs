@@ -17,6 +17,7 @@ use super::providers::ProviderConfig;
 use super::skills::SkillsConfig;
 use super::storage::StorageConfig;
 use super::store::StoreConfig;
+use super::teams::TeamsConfig;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::price::Price;
 use crate::trust::Trust;
@@ -90,6 +91,7 @@ pub struct ConfigLayer {
     pub(super) compat: Option<CompatFile>,
     pub(super) prices: BTreeMap<String, Price>,
     pub(super) limits: LimitsConfig,
+    pub(super) teams: TeamsConfig,
     pub(super) skills: Option<SkillsConfig>,
     /// What the file's `[mcp]` sets.
     pub(super) mcp: super::mcp::McpLayer,
@@ -154,12 +156,20 @@ impl LoadedConfig {
                     let current = &mut self.config.limits.max_cost_usd;
                     *current = Some(current.map_or(mine, |c| c.min(mine)));
                 }
+                // Nor let delegation go deeper.
+                if let Some(mine) = layer.teams.max_depth {
+                    let current = &mut self.config.teams.max_depth;
+                    *current = Some(current.map_or(mine, |c| c.min(mine)));
+                }
             }
             ConfigOrigin::Embedded | ConfigOrigin::Admin | ConfigOrigin::User => {
                 self.config.approval.extend(layer.approval);
                 self.config.prices.extend(layer.prices);
                 if let Some(max) = layer.limits.max_cost_usd {
                     self.config.limits.max_cost_usd = Some(max);
+                }
+                if let Some(depth) = layer.teams.max_depth {
+                    self.config.teams.max_depth = Some(depth);
                 }
                 // Key by key, as the rest of the file layers.
                 if let Some(storage) = layer.storage {

@@ -29,7 +29,7 @@
 //! define providers at all.
 //!
 //! The schema is one module per table (`providers`, `model`, `approval`,
-//! `storage`, `store`, `compat`, `prices`, `limits`, `skills`, `mcp`;
+//! `storage`, `store`, `compat`, `prices`, `limits`, `teams`, `skills`, `mcp`;
 //! `[agents.external]` is [`crate::external_agent`]'s); reading a file is
 //! `file`, laying files over each other `layer`. The modules are private and
 //! everything is re-exported here, so `evoflux_core::config::X` is the one
@@ -47,6 +47,7 @@ mod providers;
 mod skills;
 mod storage;
 mod store;
+mod teams;
 #[cfg(test)]
 mod tests;
 
@@ -67,6 +68,7 @@ pub use providers::{ProviderConfig, ProviderKind, ProviderLimits, ReasoningEffor
 pub use skills::{ResolverMode, SkillsConfig};
 pub use storage::StorageConfig;
 pub use store::StoreConfig;
+pub use teams::{DEFAULT_MAX_DEPTH, MAX_DEPTH_INVALID, MAX_MAX_DEPTH, TeamsConfig};
 
 /// The effective harness configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +100,9 @@ pub struct HarnessConfig {
     /// `[limits]`: what one session may spend.
     #[serde(default, skip_serializing_if = "LimitsConfig::is_unset")]
     pub limits: LimitsConfig,
+    /// `[teams]`: how deep delegation goes.
+    #[serde(default, skip_serializing_if = "TeamsConfig::is_unset")]
+    pub teams: TeamsConfig,
     /// `[skills]`: how a turn's implicit skill resolution runs.
     #[serde(default, skip_serializing_if = "SkillsConfig::is_unset")]
     pub skills: SkillsConfig,
@@ -181,6 +186,7 @@ impl HarnessConfig {
             compat: CompatConfig::default(),
             prices: BTreeMap::new(),
             limits: LimitsConfig::default(),
+            teams: TeamsConfig::default(),
             skills: SkillsConfig::default(),
             mcp: McpConfig::default(),
             external_agents: BTreeMap::new(),

@@ -588,3 +588,33 @@ fn media_keys_parse_and_warn_where_the_wire_cannot_carry_them() {
         Some("providers.claude.audio")
     );
 }
+
+#[test]
+fn teams_max_depth_defaults_to_two_is_checked_and_a_repository_only_lowers_it() {
+    let (loaded, diags) = check("");
+    assert!(diags.is_empty());
+    assert_eq!(loaded.unwrap().config.teams.max_depth(), DEFAULT_MAX_DEPTH);
+    let (loaded, diags) = check("[teams]\nmax_depth = 3\n");
+    assert!(diags.is_empty(), "{}", diags.render_human());
+    let mut loaded = loaded.unwrap();
+    assert_eq!(loaded.config.teams.max_depth(), 3);
+    for (text, expect) in [("2", 2), ("5", 2), ("1", 1)] {
+        let (l, diags) = layer(
+            &format!("[teams]\nmax_depth = {text}\n"),
+            ConfigScope::Project(Trust::Trusted),
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        loaded.apply(l.unwrap());
+        assert_eq!(loaded.config.teams.max_depth(), expect);
+    }
+    for bad in ["0", "-1", "9", "4294967297"] {
+        let (loaded, diags) = check(&format!("[teams]\nmax_depth = {bad}\n"));
+        assert!(loaded.is_none(), "{bad}");
+        assert_eq!(diags.codes(), [MAX_DEPTH_INVALID], "{bad}");
+        let d = &diags.as_slice()[0];
+        assert_eq!(d.locator.field.as_deref(), Some("teams.max_depth"));
+        assert!(d.message.contains(bad), "{}", d.message);
+    }
+    let (_, diags) = check("[teams]\nmax_dept = 2\n");
+    assert_eq!(diags.codes(), ["config/unknown-key"]);
+}

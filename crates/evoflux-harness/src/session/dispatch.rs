@@ -30,6 +30,7 @@ use std::time::Duration;
 use evoflux_agents::team::EffectiveAgentConfig;
 use evoflux_core::ids::SessionId;
 
+use super::lineage::Callee;
 use super::{
     BackgroundTask, Harness, RunSetup, SandboxSetup, SessionRequest, TeamSetup, TurnOptions,
 };
@@ -59,6 +60,8 @@ pub(super) struct Delegation {
     pub(super) code_cache: Option<PathBuf>,
     /// The per-call timeout of MCP tools, for the children.
     pub(super) mcp_call_timeout: Duration,
+    /// The Chromium the session's `browser` runs, for the children.
+    pub(super) chromium: Option<PathBuf>,
 }
 
 impl Harness {
@@ -106,6 +109,12 @@ impl Harness {
         let (team, message) = self.dispatch_request(call)?;
         let asked = call.arguments.get("agent_id").and_then(Value::as_str);
         let target = named_target(targets, asked);
+        // Depth and cycles, before anything else is looked at.
+        if let Some(callee) = target.and_then(callee)
+            && let Err(refused) = team.lineage.admit(&self.agent.name, callee)
+        {
+            return Err(Early::Result(ToolResult::error(refused.message())));
+        }
         if let Some(DispatchTarget::RemoteAgentCall { agent, .. }) = target {
             return Ok(self.remote_dispatch(call, &team, agent, message).await?);
         }
@@ -135,6 +144,8 @@ impl Harness {
             call_id: call.id.clone(),
             agent: name.clone(),
             child_session_id: child_id.clone(),
+            parent_session_id: self.session.id.to_string(),
+            depth: self.child_depth(),
         });
         let input = input.map(str::to_owned);
         let run = run_child(child, name.clone(), worker, flag, input);
@@ -237,8 +248,10 @@ impl Harness {
     /// pipeline (an agent whose model cannot start is refused), the
     /// parent's store, clock, approver, command runtime, MCP servers,
     /// approval policy, sandbox and checks, its events wrapped with the
-    /// call. A child never asks the user, never dispatches further and
-    /// writes no schedules.
+    /// call. A child never asks the user and writes no schedules; it
+    /// dispatches the same team one level down (offered the delegation
+    /// tool, with the team's roster, only above the last level), within
+    /// what is left of this turn's model and tool calls.
     fn child_setup(
         &self,
         call: &ToolCall,
@@ -255,10 +268,35 @@ impl Harness {
                 ))));
             }
         };
-        let (pipeline, skills) = team
+        let (mut pipeline, skills) = team
             .children
             .parts(self.session.mode())
             .map_err(HarnessError::from)?;
+        let child_team = TeamSetup {
+            lineage: team.lineage.below(&self.agent.name),
+            ..team.clone()
+        };
+        // Only an agent that may still hand tasks down reads the roster.
+        let delegates = agent.tools.iter().any(|t| {
+            team.catalog.get(t).is_some_and(|d| {
+                matches!(
+                    d.behavior.handling,
+                    evoflux_graph::tool::Handling::Dispatch {
+                        action: evoflux_graph::tool::DispatchAction::SelfAgent
+                    }
+                )
+            })
+        });
+        let roster = child_team.roster();
+        if delegates && child_team.lineage.last_level().is_none() && !roster.is_empty() {
+            pipeline
+                .add(
+                    crate::hooks::HookStage::Capability,
+                    crate::team_roster::OWNER,
+                    crate::team_roster::TeamRosterHook::new(roster),
+                )
+                .map_err(HarnessError::from)?;
+        }
         Ok(RunSetup {
             store: self.recorder.store.clone(),
             provider: model.provider,
@@ -274,7 +312,7 @@ impl Harness {
                 call_id: call.id.clone(),
             }),
             approver: Arc::clone(&self.approver),
-            limits: self.limits.for_worker(worker),
+            limits: self.limits.for_worker(worker).within(self.remaining()),
             // Nobody answers a child's question; it ends with its answer.
             can_request_input: false,
             network: team.network,
@@ -289,10 +327,11 @@ impl Harness {
             skills,
             approvals: self.approvals.clone(),
             sandbox: self.delegation.sandbox.clone(),
-            team: None,
+            team: Some(child_team),
             checks: self.checks.clone(),
             schedules_dir: None,
             code_cache: self.delegation.code_cache.clone(),
+            chromium: self.delegation.chromium.clone(),
         })
     }
 
@@ -377,6 +416,29 @@ impl Harness {
         ))
     }
 
+    /// The depth this session's children run at (1 for the session the
+    /// user started).
+    fn child_depth(&self) -> u32 {
+        self.delegation
+            .team
+            .as_ref()
+            .map_or(0, |t| t.lineage.depth())
+            .saturating_add(1)
+    }
+
+    /// What is left of this turn's model and tool calls, which bounds a
+    /// child's own.
+    fn remaining(&self) -> (u32, u32) {
+        (
+            self.limits
+                .model_calls_per_turn
+                .saturating_sub(self.turn.model_calls_used),
+            self.limits
+                .tool_calls_per_turn
+                .saturating_sub(self.turn.tool_calls_used),
+        )
+    }
+
     /// Reports a child's end and returns its result.
     fn child_ended(
         &mut self,
@@ -396,6 +458,8 @@ impl Harness {
             call_id: call_id.to_owned(),
             agent: agent.to_owned(),
             child_session_id: child_session_id.to_owned(),
+            parent_session_id: self.session.id.to_string(),
+            depth: self.child_depth(),
             status: ended.status,
             is_error: ended.result.is_error,
             contract: ended.contract,
@@ -537,6 +601,18 @@ fn named_target<'t>(
         )
         | (DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel, _) => false,
     })
+}
+
+/// Whom a dispatch to `target` hands its task to, for the lineage's
+/// admission rule; `None` for the task controls, which hand nothing.
+fn callee(target: &DispatchTarget) -> Option<Callee<'_>> {
+    match target {
+        DispatchTarget::SelfAgentCall => Some(Callee::SelfCopy),
+        DispatchTarget::SubagentCall { agent, .. }
+        | DispatchTarget::RemoteAgentCall { agent, .. } => Some(Callee::Named(agent)),
+        DispatchTarget::WorkerCall { worker, .. } => Some(Callee::Named(worker)),
+        DispatchTarget::TaskUpdate | DispatchTarget::TaskCancel => None,
+    }
 }
 
 /// The refusal of an `agent_id` (`asked`) that names no agent among
@@ -1062,6 +1138,8 @@ impl Harness {
             call_id: call.id.clone(),
             agent: name.to_owned(),
             child_session_id: child_id.clone(),
+            parent_session_id: self.session.id.to_string(),
+            depth: self.child_depth(),
         });
         let mut ended = remote_turn(session.as_mut(), spec, message, cwd).await?;
         drop(session);

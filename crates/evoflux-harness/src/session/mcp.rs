@@ -4,9 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use evoflux_mcp::{McpRuntime, McpToolDescriptor, ServerOwner, ServerState, ToolSet};
+use evoflux_core::Diagnostic;
+use evoflux_mcp::{McpRuntime, McpToolDescriptor, ServerOwner, ServerState, ToolSet, WebBridge};
 use evoflux_model::ToolCall;
-use evoflux_store::ConnectionTool;
+use evoflux_store::{ConnectionTool, SessionSurface};
 use serde_json::{Value, json};
 
 use super::Harness;
@@ -76,11 +77,53 @@ pub(super) fn is_search(tool: &PreparedTool) -> bool {
 }
 
 impl Harness {
-    /// Whether this session may use `server` of `owner`: the agent's `mcp:`
-    /// list names it (`name`, or `<plugin>/<name>` for a plugin's server),
-    /// or a loaded skill granted its plugin installation.
-    pub(super) fn mcp_granted(&self, owner: &ServerOwner, server: &str) -> bool {
-        granted(&self.agent.mcp, &self.mcp.installations, owner, server)
+    /// Whether this session is offered `server` of `owner` (see
+    /// [`McpOffer::offers`]).
+    pub(super) fn mcp_granted(
+        &self,
+        owner: &ServerOwner,
+        server: &str,
+        webbridge: WebBridge,
+    ) -> bool {
+        self.mcp_offer().offers(owner, server, webbridge)
+    }
+
+    fn mcp_offer(&self) -> McpOffer<'_> {
+        McpOffer {
+            named: &self.agent.mcp,
+            installations: &self.mcp.installations,
+            surface: self.session.surface,
+        }
+    }
+
+    /// The granted MCP servers this session's surface hides, each with why
+    /// (`mcp/webbridge-hidden`): empty in a standard conversation.
+    pub fn mcp_hidden(&self) -> Vec<Diagnostic> {
+        let Some(rt) = &self.mcp.runtime else {
+            return Vec::new();
+        };
+        let offer = self.mcp_offer();
+        rt.statuses()
+            .into_iter()
+            .filter(|s| offer.granted(&s.owner, &s.name) && !offer.surface_allows(s.webbridge))
+            .filter_map(|s| s.webbridge.hidden_diagnostic(&s.owner, &s.name))
+            .collect()
+    }
+
+    /// Tags this session for `surface`, kept for every later resume: in a
+    /// WebBridge conversation only `webbridge-safe` MCP servers are
+    /// offered, from the next model call on.
+    pub async fn set_surface(
+        &mut self,
+        surface: SessionSurface,
+    ) -> Result<(), evoflux_store::StoreError> {
+        self.session = self
+            .recorder
+            .store
+            .set_surface(self.session.id, surface)
+            .await?;
+        self.refresh_mcp();
+        Ok(())
     }
 
     /// Starts the MCP servers the agent's `mcp:` list grants; they
@@ -144,12 +187,14 @@ impl Harness {
         let Some(rt) = &self.mcp.runtime else {
             return Vec::new();
         };
-        let (named, installations) = (&self.agent.mcp, &self.mcp.installations);
-        let granted =
-            |owner: &ServerOwner, server: &str| granted(named, installations, owner, server);
+        let offer = McpOffer {
+            named: &self.agent.mcp,
+            installations: &self.mcp.installations,
+            surface: self.session.surface,
+        };
         let mut changes = Vec::new();
         for status in rt.statuses() {
-            if !granted(&status.owner, &status.name) {
+            if !offer.offers(&status.owner, &status.name, status.webbridge) {
                 continue;
             }
             let key = (status.owner.label(), status.name.clone());
@@ -168,8 +213,11 @@ impl Harness {
             }
         }
         let set = rt.tool_set(&self.tools.reserved_names());
-        self.tools
-            .set_mcp(set.tools().iter().filter(|d| granted(&d.owner, &d.server)));
+        self.tools.set_mcp(
+            set.tools()
+                .iter()
+                .filter(|d| offer.offers(&d.owner, &d.server, d.webbridge)),
+        );
         self.mcp.tools = set;
         self.hold_back_mcp();
         changes
@@ -177,12 +225,12 @@ impl Harness {
 
     /// The granted MCP tools of the current set.
     fn granted_mcp(&self) -> Vec<&McpToolDescriptor> {
-        let (named, installations) = (&self.agent.mcp, &self.mcp.installations);
+        let offer = self.mcp_offer();
         self.mcp
             .tools
             .tools()
             .iter()
-            .filter(|d| granted(named, installations, &d.owner, &d.server))
+            .filter(|d| offer.offers(&d.owner, &d.server, d.webbridge))
             .collect()
     }
 
@@ -345,9 +393,9 @@ impl Harness {
         // only covers the report of that failure.
         let wait = rt.startup_timeout() + Duration::from_secs(1);
         let starting = rt.managers().into_iter().filter(|m| {
-            m.statuses()
-                .into_iter()
-                .any(|s| s.state == ServerState::Starting && self.mcp_granted(&s.owner, &s.name))
+            m.statuses().into_iter().any(|s| {
+                s.state == ServerState::Starting && self.mcp_granted(&s.owner, &s.name, s.webbridge)
+            })
         });
         futures_util::future::join_all(starting.map(|m| m.wait_settled(wait))).await;
     }
@@ -373,23 +421,47 @@ impl Harness {
     }
 }
 
-/// See [`Harness::mcp_granted`]; apart from `self` so callers can borrow
-/// the session's other fields meanwhile.
-fn granted(
-    named: &[String],
-    installations: &BTreeSet<String>,
-    owner: &ServerOwner,
-    server: &str,
-) -> bool {
-    let listed = || {
-        let r = owner.server_ref(server);
-        named.contains(&r)
-    };
-    match owner {
-        ServerOwner::Global { .. } => listed(),
-        ServerOwner::Plugin { installation, .. } => {
-            installations.contains(installation) || listed()
+/// Which MCP servers a session is offered: the one rule, apart from `self`
+/// so callers can borrow the session's other fields meanwhile.
+struct McpOffer<'a> {
+    /// The agent's `mcp:` list.
+    named: &'a [String],
+    /// Plugin installations a loaded skill granted.
+    installations: &'a BTreeSet<String>,
+    surface: SessionSurface,
+}
+
+impl McpOffer<'_> {
+    /// Whether the session may use `server` of `owner`: the agent's `mcp:`
+    /// list names it (`name`, or `<plugin>/<name>` for a plugin's server),
+    /// or a loaded skill granted its plugin installation.
+    fn granted(&self, owner: &ServerOwner, server: &str) -> bool {
+        let listed = || {
+            let r = owner.server_ref(server);
+            self.named.contains(&r)
+        };
+        match owner {
+            ServerOwner::Global { .. } => listed(),
+            ServerOwner::Plugin { installation, .. } => {
+                self.installations.contains(installation) || listed()
+            }
         }
+    }
+
+    /// Whether the session's surface lets a server be offered: every one
+    /// in a standard conversation, only a `webbridge-safe` one in a
+    /// WebBridge conversation (the plugins spec).
+    fn surface_allows(&self, webbridge: WebBridge) -> bool {
+        match (self.surface, webbridge) {
+            (SessionSurface::Standard, _) => true,
+            (SessionSurface::WebBridge, WebBridge::Safe) => true,
+            (SessionSurface::WebBridge, WebBridge::Undeclared) => false,
+        }
+    }
+
+    /// Granted, and allowed by the surface.
+    fn offers(&self, owner: &ServerOwner, server: &str, webbridge: WebBridge) -> bool {
+        self.granted(owner, server) && self.surface_allows(webbridge)
     }
 }
 

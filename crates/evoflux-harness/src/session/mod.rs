@@ -12,6 +12,7 @@ mod commits;
 mod dispatch;
 mod evidence;
 mod ledger;
+pub mod lineage;
 mod mcp;
 mod mcp_live;
 mod model_call;
@@ -26,7 +27,8 @@ mod turn;
 
 pub use commits::git_heads;
 pub use dispatch::WorkerEnd;
-pub use record::{SessionRecord, SessionSummary};
+pub use lineage::Lineage;
+pub use record::{SessionRecord, SessionSummary, TreeEntry};
 pub use snapshot::{DEFAULT_PAGE, MAX_PAGE, SessionSnapshot, TranscriptPage};
 
 use std::path::PathBuf;
@@ -63,7 +65,8 @@ pub struct Limits {
     /// Times the loop reminds a model that must call `final_output`.
     pub output_reminders: u32,
     /// Background tasks one session runs at once (the fan-out of a
-    /// dispatch); a child never dispatches further, so depth is one.
+    /// dispatch); how deep dispatches go is the team's
+    /// ([`TeamSetup::lineage`]).
     pub background_tasks: usize,
     /// `[limits] max_cost_usd`: no model call starts once the session,
     /// with every session it dispatched, has cost this much.
@@ -92,6 +95,17 @@ impl Limits {
                 ..self
             },
             None => self,
+        }
+    }
+
+    /// These limits for a child, bounded by what its parent has left of
+    /// its turn: `(model calls, tool calls)`. A child's budget never
+    /// exceeds its parent's remaining one, however deep the tree.
+    pub fn within(self, (model_calls, tool_calls): (u32, u32)) -> Limits {
+        Limits {
+            model_calls_per_turn: self.model_calls_per_turn.min(model_calls),
+            tool_calls_per_turn: self.tool_calls_per_turn.min(tool_calls),
+            ..self
         }
     }
 }
@@ -153,6 +167,10 @@ pub struct RunSetup {
     /// The cache dir under which `code_context` persists its indexes
     /// (`<cache>/code-index/`); `None` keeps them in memory only.
     pub code_cache: Option<PathBuf>,
+    /// The Chromium `browser` runs
+    /// ([`evoflux_tools::browser::find_chromium`]); `None` leaves the tool
+    /// out of the session, reported as not installed.
+    pub chromium: Option<PathBuf>,
 }
 
 /// What a session needs to run its agent's dispatches as child sessions.
@@ -171,6 +189,29 @@ pub struct TeamSetup {
     /// Protocol, and what starts them; empty without a starter.
     pub remote: Vec<crate::remote::RemoteAgent>,
     pub remote_runner: Option<Arc<dyn crate::remote::RemoteAgents>>,
+    /// Where the session sits in its tree of dispatches, with `[teams]
+    /// max_depth`: a child gets the same team one level down, and one at
+    /// the last level is not offered the delegation tool.
+    pub lineage: Lineage,
+}
+
+impl TeamSetup {
+    /// The roster section of the prompt of an agent that dispatches this
+    /// team: the members, then the workers reached by their own id and the
+    /// external agents ([`crate::team_roster::render`]).
+    pub fn roster(&self) -> String {
+        crate::team_roster::render(
+            &self
+                .members
+                .iter()
+                .map(|m| (m.name.clone(), m.description.clone()))
+                .collect::<Vec<_>>(),
+            &reachable_workers(&self.members, &self.workers)
+                .chain(self.remote.iter().map(|r| &r.spec))
+                .cloned()
+                .collect::<Vec<_>>(),
+        )
+    }
 }
 
 /// The workers a lead reaches by their own id: one name reaches one agent,
@@ -403,6 +444,9 @@ pub struct Harness {
     /// its workspace's).
     grants: std::collections::BTreeSet<evoflux_store::GrantKey>,
     artifacts_dir: PathBuf,
+    /// The session's browser (`browser`), started by its first call and
+    /// stopped with the session.
+    browser: Option<evoflux_tools::browser::Browser>,
     /// What the running turn carries between its calls ([`turn`]).
     turn: turn::TurnState,
     /// The front end's client's file system, which file tools use where
@@ -411,6 +455,12 @@ pub struct Harness {
     /// The commands read from files the user can type as `/name`
     /// ([`prompts`]).
     prompt_files: Vec<crate::prompt_commands::FileCommand>,
+    /// The function tools offered so far, in the order they were first
+    /// offered: a tool once offered stays offered for the session, and one
+    /// offered later (a deferred tool activated, an MCP server's tools
+    /// found by search) is appended, so the tool list — part of every
+    /// request's cached prefix — only ever grows at its end.
+    tool_order: Vec<String>,
     /// The session's lease epoch this harness is current at: it was opened
     /// then, or last ran a turn under it ([`Harness::lease`]).
     lease_epoch: i64,
@@ -550,13 +600,16 @@ impl Harness {
         Ok(self.recorder.store.tree_usage(self.session.id).await?)
     }
 
-    /// Stops what the session started (its MCP servers), after waiting a
+    /// Stops what the session started (its MCP servers, its browser), after waiting a
     /// little for its title call ([`title`]). Command processes belong to
     /// the application's runtime, which its owner shuts down.
     pub async fn shutdown(&self) {
         self.settle_title().await;
         if let Some(rt) = &self.mcp.runtime {
             rt.shutdown().await;
+        }
+        if let Some(browser) = &self.browser {
+            browser.shutdown().await;
         }
     }
 
@@ -568,6 +621,9 @@ impl Harness {
     /// ([`crate::tools::Offering`]).
     pub(super) fn offered(&self, tool: &crate::prepared::PreparedTool) -> bool {
         use crate::prepared::{Executor, PreparedKind};
+        if self.tool_order.contains(&tool.definition.name) {
+            return true;
+        }
         match &tool.kind {
             PreparedKind::Ordinary(Executor::Mcp { qualified_name }) => {
                 return !self.mcp.held_back.contains(qualified_name);
@@ -586,6 +642,11 @@ impl Harness {
                 .processes
                 .as_ref()
                 .is_some_and(|rt| rt.has_processes(self.session.id))
+    }
+
+    /// The session's browser, when it can run one.
+    pub(crate) fn browser(&self) -> Option<&evoflux_tools::browser::Browser> {
+        self.browser.as_ref()
     }
 
     pub fn tools(&self) -> &PreparedTools {
@@ -614,6 +675,7 @@ impl Harness {
             clock: self.clock.as_ref(),
             model: &self.model.name,
             context_window: self.model.provider.context_window(),
+            price: self.model.price.as_ref(),
             artifacts_dir: &self.artifacts_dir,
             workspace: &self.workspace,
             tools: &self.tools,

@@ -79,6 +79,8 @@ impl Harness {
             root,
         } = parts;
         let session_id = session.id;
+        let artifacts_dir = setup.artifacts_root.join(session_id.to_string());
+        let browser = crate::tools::browser::for_session(&setup, &artifacts_dir);
         Harness {
             model: SessionModel {
                 provider: setup.provider,
@@ -114,15 +116,18 @@ impl Harness {
                 sandbox: setup.sandbox,
                 code_cache: setup.code_cache,
                 mcp_call_timeout: setup.mcp_call_timeout,
+                chromium: setup.chromium,
             },
             checks: setup.checks,
             schedules_dir: setup.schedules_dir,
             code,
             grants: replayed.grants,
-            artifacts_dir: setup.artifacts_root.join(session_id.to_string()),
+            artifacts_dir,
+            browser,
             turn: TurnState::default(),
             client_files: None,
             prompt_files: Vec::new(),
+            tool_order: Vec::new(),
             lease_epoch: 0,
             awaiting_approval: std::sync::Mutex::new(None),
             titles: Default::default(),
@@ -317,8 +322,12 @@ fn prepare_tools(setup: &RunSetup, mode: AppMode, caps: &SessionCapabilities) ->
                 .collect::<Vec<_>>(),
         );
     }
-    match &setup.team {
-        Some(team) => {
+    // At the last level `[teams] max_depth` allows, the delegation tool
+    // could only answer "too deep": it is not offered.
+    let last_level = setup.team.as_ref().and_then(|t| t.lineage.last_level());
+    match (&setup.team, last_level) {
+        (Some(_), Some(last)) => tools.drop_dispatch(&last.reason(), Some(last.code())),
+        (Some(team), None) => {
             let members: Vec<(String, String)> = team
                 .members
                 .iter()
@@ -343,9 +352,14 @@ fn prepare_tools(setup: &RunSetup, mode: AppMode, caps: &SessionCapabilities) ->
                     )
                 })
                 .collect();
-            tools.bind_team(&members, &workers, &remote);
+            let self_copy = team.lineage.depth() == 0;
+            if !self_copy && members.is_empty() && workers.is_empty() && remote.is_empty() {
+                tools.drop_dispatch("the team has no agent to hand tasks to", None);
+            } else {
+                tools.bind_team(&members, &workers, &remote, self_copy);
+            }
         }
-        None => tools.drop_dispatch("this session cannot open child sessions"),
+        (None, _) => tools.drop_dispatch("this session cannot open child sessions", None),
     }
     tools
 }
@@ -518,8 +532,8 @@ fn replay_builtin_state(messages: &[Message], tools: &PreparedTools) -> BuiltinS
 }
 
 /// What a session set up with `setup` offers its tools: a root session or
-/// a child (a child's agent does not dispatch further), a background task
-/// child or not. One rule for a session being opened and for a dispatch
+/// a child (whether a child dispatches further is its team's lineage,
+/// [`prepare_tools`]), a background task child or not. One rule for a session being opened and for a dispatch
 /// checking, before it opens a child, what the child would be offered.
 pub(super) fn capabilities(
     setup: &RunSetup,
@@ -533,8 +547,13 @@ pub(super) fn capabilities(
         processes: setup.processes.is_some(),
         skills: setup.skills.is_some(),
         network: setup.network != NetworkAccess::Off,
+        host_network: setup
+            .sandbox
+            .as_ref()
+            .is_none_or(|s| s.policy.network == evoflux_graph::sandbox::NetworkPolicy::Allow),
         checks: setup.checks.as_ref().is_some_and(|c| !c.is_empty()),
         schedules: setup.schedules_dir.is_some(),
+        browser: crate::tools::browser::gap(setup),
         provider: setup.provider.kind(),
         provider_tools: setup.provider.provider_tools().to_vec(),
     }

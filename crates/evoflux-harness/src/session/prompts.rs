@@ -56,7 +56,7 @@ impl Harness {
         let mut out = Vec::new();
         for status in rt.statuses() {
             if status.state != evoflux_mcp::ServerState::Ready
-                || !self.mcp_granted(&status.owner, &status.name)
+                || !self.mcp_granted(&status.owner, &status.name, status.webbridge)
             {
                 continue;
             }
@@ -83,7 +83,7 @@ impl Harness {
         rt.prompt_set()
             .prompts()
             .iter()
-            .filter(|p| self.mcp_granted(&p.owner, &p.server))
+            .filter(|p| self.mcp_granted(&p.owner, &p.server, p.webbridge))
             .cloned()
             .collect()
     }
@@ -200,7 +200,7 @@ impl Harness {
         let known: Vec<String> = self.mcp.runtime.as_ref().map_or_else(Vec::new, |rt| {
             rt.statuses()
                 .into_iter()
-                .filter(|s| self.mcp_granted(&s.owner, &s.name))
+                .filter(|s| self.mcp_granted(&s.owner, &s.name, s.webbridge))
                 .map(|s| s.owner.server_ref(&s.name))
                 .collect()
         });

@@ -19,20 +19,66 @@ pub struct SessionRecord {
     /// With every session its dispatches opened: what it cost in all.
     pub usage_with_children: Usage,
     pub children: Vec<Session>,
+    /// Every session below this one, each after its parent (depth first,
+    /// in the order they were dispatched), with how far below it runs:
+    /// the dispatch tree when members delegate further.
+    pub tree: Vec<TreeEntry>,
 }
+
+/// One session of a [`SessionRecord`]'s dispatch tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeEntry {
+    /// 1 for a child of the shown session, 2 for its children, …
+    pub depth: u32,
+    pub session: Session,
+}
+
+/// The most sessions a record's tree lists: a tree is bounded by
+/// `[teams] max_depth` and the turns' budgets, so more is a store that
+/// something else wrote.
+const MAX_TREE: usize = 10_000;
 
 impl SessionRecord {
     pub async fn load(store: &Store, id: SessionId) -> Result<SessionRecord, StoreError> {
         let session = store.load(id).await?;
+        let children = store.children_of(id).await?;
         Ok(SessionRecord {
             transcript: store.transcript(id).await?,
             pending_inputs: store.open_pending_inputs(id).await?,
             usage: store.usage(id).await?,
             usage_with_children: store.tree_usage(id).await?,
-            children: store.children_of(id).await?,
+            tree: tree(store, id).await?,
+            children,
             session,
         })
     }
+}
+
+/// The sessions below session `id`, depth first.
+pub(super) async fn tree(store: &Store, id: SessionId) -> Result<Vec<TreeEntry>, StoreError> {
+    let mut out = Vec::new();
+    let mut stack: Vec<TreeEntry> = store
+        .children_of(id)
+        .await?
+        .into_iter()
+        .rev()
+        .map(|s| TreeEntry {
+            depth: 1,
+            session: s,
+        })
+        .collect();
+    while let Some(entry) = stack.pop() {
+        if out.len() >= MAX_TREE {
+            break;
+        }
+        let below = store.children_of(entry.session.id).await?;
+        stack.extend(below.into_iter().rev().map(|s| TreeEntry {
+            depth: entry.depth.saturating_add(1),
+            session: s,
+        }));
+        out.push(entry);
+    }
+    Ok(out)
 }
 
 /// One row of `evoflux sessions list`: the session and what it cost.

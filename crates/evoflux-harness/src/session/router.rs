@@ -45,6 +45,22 @@ impl Harness {
             )));
         }
         let Some(tool) = self.tools.get(&call.name).filter(|t| self.offered(t)) else {
+            // A tool of the agent's that this session leaves out says why
+            // (a delegation tool at the last level of the dispatch tree).
+            if let Some(left_out) = self.tools.unavailable.iter().find(|u| u.tool == call.name) {
+                return Ok(CallOutcome::Result(ToolResult::error(
+                    match left_out.code {
+                        Some(code) => format!(
+                            "`{}` is not offered in this session: {} [{code}]",
+                            call.name, left_out.reason
+                        ),
+                        None => format!(
+                            "`{}` is not offered in this session: {}",
+                            call.name, left_out.reason
+                        ),
+                    },
+                )));
+            }
             let available: Vec<&str> = self
                 .tools
                 .iter()
@@ -412,6 +428,12 @@ impl Harness {
     /// The session's workspace, whose rules every file tool keeps.
     pub(crate) fn workspace(&self) -> &evoflux_tools::Workspace {
         &self.workspace
+    }
+
+    /// Tells the front ends what a handler did that they show (a preview
+    /// that serves or stopped).
+    pub(crate) fn emit_event(&self, event: &Event) {
+        self.emit(event);
     }
 
     /// The front end's client's file system, where it offers one.

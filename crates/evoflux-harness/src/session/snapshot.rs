@@ -57,6 +57,8 @@ pub struct SessionSnapshot {
     /// With every session its dispatches opened.
     pub usage_with_children: Usage,
     pub children: Vec<Session>,
+    /// Every session below this one, as [`super::SessionRecord::tree`].
+    pub tree: Vec<super::TreeEntry>,
 }
 
 /// One page of older history.
@@ -116,6 +118,7 @@ impl SessionSnapshot {
             usage: store.usage(id).await?,
             usage_with_children: store.tree_usage(id).await?,
             children: store.children_of(id).await?,
+            tree: super::record::tree(store, id).await?,
             session,
         })
     }

@@ -22,6 +22,10 @@ pub(super) struct TurnState {
     /// The user asked to compact: the next model call compacts whatever
     /// the threshold says.
     pub(super) compact_next: bool,
+    /// Model calls the running model loop made, which bound a child's.
+    pub(super) model_calls_used: u32,
+    /// Tool calls the running model loop made, which bound a child's.
+    pub(super) tool_calls_used: u32,
 }
 
 impl Harness {
@@ -374,11 +378,12 @@ impl Harness {
     ) -> Result<TurnOutcome, HarnessError> {
         self.mcp_for_turn().await;
         let mut reminders = 0;
-        let mut tool_calls_used: u32 = 0;
+        self.turn.tool_calls_used = 0;
         let mut last_text = String::new();
         // The previous call paused: this one continues its answer.
         let mut resumed = false;
-        for _ in 0..self.limits.model_calls_per_turn {
+        for made in 1..=self.limits.model_calls_per_turn {
+            self.turn.model_calls_used = made;
             // A paused answer must stay the last message for the provider
             // to go on with it; notices wait for the call after.
             if !resumed {
@@ -441,7 +446,7 @@ impl Harness {
             let mut questions = Vec::new();
             let mut output = None;
             for call in calls {
-                if tool_calls_used >= self.limits.tool_calls_per_turn {
+                if self.turn.tool_calls_used >= self.limits.tool_calls_per_turn {
                     let r = ToolResult::error(format!(
                         "The limit of {} tool calls per turn is reached; finish with what you have.",
                         self.limits.tool_calls_per_turn
@@ -449,7 +454,7 @@ impl Harness {
                     self.recorder.record(&call, r).await?;
                     continue;
                 }
-                tool_calls_used += 1;
+                self.turn.tool_calls_used += 1;
                 self.emit(&Event::ToolStarted {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),

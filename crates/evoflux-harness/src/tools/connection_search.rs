@@ -230,6 +230,7 @@ mod tests {
                 source: None,
                 layer: None,
             },
+            webbridge: evoflux_mcp::WebBridge::Undeclared,
         }
     }
 

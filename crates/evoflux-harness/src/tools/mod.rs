@@ -49,6 +49,7 @@ use crate::prepared::SessionCapabilities;
 use crate::session::Harness;
 
 mod artifact;
+pub(crate) mod browser;
 mod code_context;
 pub mod connection_search;
 mod edit;
@@ -56,6 +57,7 @@ mod files;
 mod glob;
 mod grep;
 mod ls;
+mod preview;
 mod process;
 mod read;
 mod results;
@@ -93,6 +95,8 @@ pub(crate) fn handler(executor: BuiltinExecutor) -> &'static dyn BuiltinTool {
         BuiltinExecutor::Artifact => &artifact::Artifact,
         BuiltinExecutor::ScheduleTask => &schedule_task::ScheduleTask,
         BuiltinExecutor::ConnectionSearch => &connection_search::ConnectionSearch,
+        BuiltinExecutor::Preview => &preview::Preview,
+        BuiltinExecutor::Browser => &browser::BrowserTool,
     }
 }
 

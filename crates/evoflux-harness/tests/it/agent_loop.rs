@@ -304,9 +304,15 @@ async fn unknown_tools_bad_arguments_and_unbuilt_dispatch_are_tool_errors() {
     assert!(results.iter().all(|(_, err)| *err));
     assert!(results[0].0.contains("no tool named `no_such_tool`"));
     assert!(results[1].0.contains("invalid arguments for `read`"));
-    // Background tasks are not in this build: `task_cancel` is never
-    // offered, so a call to it is a call to a tool the session lacks.
-    assert!(results[2].0.contains("no tool named `task_cancel`"));
+    // This session cannot open child sessions: `task_cancel` is never
+    // offered, and a call to it says why.
+    assert!(
+        results[2]
+            .0
+            .contains("`task_cancel` is not offered in this session"),
+        "{}",
+        results[2].0
+    );
     assert!(!Recorder::tool_names(&provider.requests()[0]).contains(&"task_cancel".to_owned()));
 }
 

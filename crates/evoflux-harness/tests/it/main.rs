@@ -25,3 +25,4 @@ mod provider_tools;
 mod remote;
 mod skills;
 mod team;
+mod webbridge;

@@ -156,6 +156,7 @@ async fn lead_with_helper(
         children: Arc::new(NoChildren),
         remote: vec![helper],
         remote_runner: Some(Arc::clone(&remote) as Arc<dyn RemoteAgents>),
+        lineage: evoflux_harness::session::Lineage::root(2),
     });
     let h = Harness::open(
         setup,

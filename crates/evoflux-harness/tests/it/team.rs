@@ -101,6 +101,7 @@ async fn members_defined_as_files_are_the_enum_and_the_roster() {
         children: Arc::new(NoChildren),
         remote: Vec::new(),
         remote_runner: None,
+        lineage: evoflux_harness::session::Lineage::root(2),
     });
     let mut h = Harness::open(
         setup,

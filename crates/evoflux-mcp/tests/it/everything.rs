@@ -65,6 +65,7 @@ async fn server_everything_as_a_plugin_server_over_stdio() {
         data_dir: data.clone(),
         credentials: BTreeMap::from([("SERVICE_API_TOKEN".into(), "tok-1".into())]),
         missing_credentials: Vec::new(),
+        capabilities: BTreeMap::new(),
     };
     let entry = McpServerEntry {
         name: "everything".into(),

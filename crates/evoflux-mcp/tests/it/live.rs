@@ -99,6 +99,46 @@ async fn over_http_progress_logs_and_sampling_reach_the_call() {
     m.stop_all().await;
 }
 
+/// Calls `progress_then_result` many times: the progress written right
+/// before each result reaches its call every time, although rmcp dispatches
+/// it on a task of its own while the result goes straight to the call.
+async fn progress_sent_with_the_result_reaches_the_call(m: &McpManager, server: &str) {
+    let set = m.tool_set(&BTreeSet::new());
+    let tool = format!("mcp__{server}__progress_then_result");
+    for round in 0..200 {
+        let seen = Arc::new(Recorder::default());
+        let r = set
+            .call_tool_in(&tool, json!({}), CALL, context("s1", &seen))
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "done");
+        let progress = seen.progress.lock().unwrap().clone();
+        assert_eq!(
+            progress
+                .iter()
+                .map(|p| (p.progress, p.total))
+                .collect::<Vec<_>>(),
+            [(1.0, Some(1.0))],
+            "round {round}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_progress_sent_with_the_result_reaches_the_call() {
+    let m = ready(stdio("local", &[])).await;
+    progress_sent_with_the_result_reaches_the_call(&m, "local").await;
+    m.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_progress_sent_with_the_result_reaches_the_call() {
+    let srv = serve_http(TestServerOptions::default(), 0).await.unwrap();
+    let m = ready(http("remote", &srv.url(), &[])).await;
+    progress_sent_with_the_result_reaches_the_call(&m, "remote").await;
+    m.stop_all().await;
+}
+
 /// Polls `last_sampling` until the server reports what it got back.
 async fn last_sampling(set: &evoflux_mcp::ToolSet) -> String {
     let deadline = tokio::time::Instant::now() + WAIT;

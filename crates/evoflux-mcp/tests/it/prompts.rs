@@ -54,6 +54,7 @@ fn everything_server(index: &std::path::Path) -> ServerDefinition {
             pinned: Vec::new(),
         }),
         startup_timeout: Some(WAIT),
+        webbridge: evoflux_mcp::definition::WebBridge::Undeclared,
     }
 }
 

@@ -63,6 +63,7 @@ fn stdio_server(python: &Path) -> ServerDefinition {
             pinned: Vec::new(),
         }),
         startup_timeout: Some(WAIT),
+        webbridge: evoflux_mcp::definition::WebBridge::Undeclared,
     }
 }
 

@@ -47,6 +47,11 @@ pub struct CreateSession {
     pub model: Option<String>,
     /// A first message: the session starts its first turn at once.
     pub message: Option<String>,
+    /// `webbridge` tags the conversation for the browser surface: only MCP
+    /// servers that declare `webbridge-safe` are offered (default
+    /// `standard`). Kept with the session.
+    #[schema(value_type = Option<String>, example = "webbridge")]
+    pub surface: Option<evoflux_store::SessionSurface>,
 }
 
 /// A session the server opened.
@@ -59,6 +64,10 @@ pub struct SessionCreated {
     pub workspace: Vec<PathBuf>,
     pub lead: Option<String>,
     pub model: String,
+    /// The surface the conversation is tagged for (`standard` or
+    /// `webbridge`).
+    #[schema(value_type = String)]
+    pub surface: evoflux_store::SessionSurface,
     /// Whether a first turn started.
     pub turn_started: bool,
     /// Problems found while opening that did not stop it.
@@ -286,6 +295,15 @@ pub async fn create(
             limits: Default::default(),
         })
         .await?;
+    let surface = body.surface.unwrap_or_default();
+    let mut diagnostics = opened.diagnostics;
+    // Tagged before the first turn, so its first model call already
+    // offers only what the surface allows; each hidden server says why.
+    if surface != opened.session.surface {
+        for hidden in opened.live.set_surface(surface).await? {
+            diagnostics.push(hidden);
+        }
+    }
     let turn_started = match body.message {
         Some(m) => {
             opened.live.start_turn(Some(m)).await?;
@@ -301,8 +319,9 @@ pub async fn create(
             workspace: opened.session.workspace.roots().to_vec(),
             lead: opened.session.lead.clone(),
             model: opened.model,
+            surface,
             turn_started,
-            diagnostics: opened.diagnostics.to_json(),
+            diagnostics: diagnostics.to_json(),
         }),
     ))
 }
@@ -375,9 +394,20 @@ pub async fn show(
     let live = state.sessions.peek(id);
     Ok(Json(ShownSession {
         record,
+        mcp_hidden: mcp_hidden(live.as_deref()).await,
         live: live.is_some(),
         busy: live.is_some_and(|l| l.is_busy()),
     }))
+}
+
+/// The MCP servers an open session's surface hides, each with why. Asked
+/// of an idle session only: a running turn is not waited for, and a
+/// session not open here has no servers to hide.
+async fn mcp_hidden(live: Option<&crate::live::LiveSession>) -> Vec<evoflux_core::Diagnostic> {
+    match live {
+        Some(l) if !l.is_busy() => l.mcp_hidden().await.unwrap_or_default(),
+        Some(_) | None => Vec::new(),
+    }
 }
 
 /// `GET /api/sessions/{id}`: the stored session and whether it is open
@@ -391,6 +421,10 @@ pub struct ShownSession {
     pub live: bool,
     /// A turn is running.
     pub busy: bool,
+    /// While it is open here and idle: the MCP servers its surface hides,
+    /// each a diagnostic saying why (`mcp/webbridge-hidden`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_hidden: Vec<evoflux_core::Diagnostic>,
 }
 
 /// `GET /api/sessions/{id}/snapshot` query.
@@ -422,6 +456,9 @@ pub struct ShownSnapshot {
     pub live: bool,
     /// A turn is running.
     pub busy: bool,
+    /// As `GET /api/sessions/{id}` shows it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_hidden: Vec<evoflux_core::Diagnostic>,
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/snapshot", operation_id = "session_snapshot", tag = "sessions",
@@ -444,6 +481,7 @@ pub async fn snapshot(
     let live = state.sessions.peek(id);
     Ok(Json(ShownSnapshot {
         snapshot,
+        mcp_hidden: mcp_hidden(live.as_deref()).await,
         live: live.is_some(),
         busy: live.is_some_and(|l| l.is_busy()),
     }))

@@ -6,8 +6,8 @@ use evoflux_core::AppMode;
 use evoflux_core::ids::{Ids, SessionId};
 use evoflux_core::price::Usd;
 use evoflux_store::{
-    DB_FILE, Database, Message, NewSession, PendingRequest, Store, StoreError, ToolCall, Usage,
-    Workspace, WorkspaceRequest,
+    DB_FILE, Database, Message, NewSession, PendingRequest, SessionSurface, Store, StoreError,
+    ToolCall, Usage, Workspace, WorkspaceRequest,
 };
 use serde_json::json;
 
@@ -490,6 +490,36 @@ async fn a_session_keeps_its_model_and_a_switch_is_persisted(t: Target) {
     assert_eq!(err.code(), "store/session-not-found");
 }
 
+async fn a_sessions_surface_is_kept_and_survives_a_resume(t: Target) {
+    let store = t.open().await.unwrap();
+    let s = store.create_session(work()).await.unwrap();
+    assert_eq!(s.surface, SessionSurface::Standard);
+    let tagged = store
+        .set_surface(s.id, SessionSurface::WebBridge)
+        .await
+        .unwrap();
+    assert_eq!(tagged.surface, SessionSurface::WebBridge);
+    let reopened = t.open().await.unwrap();
+    let resumed = reopened.resume(s.id, None, None).await.unwrap();
+    assert_eq!(resumed.surface, SessionSurface::WebBridge);
+    let listed = reopened.list_sessions().await.unwrap();
+    assert_eq!(
+        listed.iter().find(|l| l.id == s.id).map(|l| l.surface),
+        Some(SessionSurface::WebBridge)
+    );
+    let back = reopened
+        .set_surface(s.id, SessionSurface::Standard)
+        .await
+        .unwrap();
+    assert_eq!(back.surface, SessionSurface::Standard);
+    let missing = Ids::sequential().session_id();
+    let err = reopened
+        .set_surface(missing, SessionSurface::WebBridge)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "store/session-not-found");
+}
+
 async fn approval_grants_reach_their_session_or_their_workspace(t: Target) {
     use evoflux_store::{GrantKey, GrantScope, NewSession, WorkspaceRequest};
     let repo = t.dir.path().join("repo");
@@ -890,6 +920,7 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    a_sessions_surface_is_kept_and_survives_a_resume,
     recent_events_of_some_kinds_pass_over_the_others,
     replicas_starting_together_all_open_the_database,
     two_replicas_share_leases_and_events,

@@ -5,7 +5,9 @@
 //! `cargo nextest run -p evoflux-tools -E 'test(/^confinement::/)'` runs
 //! one file's tests.
 
+mod browser;
 mod confinement;
+mod preview;
 mod race;
 mod shell;
 mod spec;

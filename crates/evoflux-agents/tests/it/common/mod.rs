@@ -26,6 +26,7 @@ pub fn tool(name: &str, class: ActionClass) -> ToolDefinition {
             modes: AppMode::ALL.to_vec(),
             lead_only: false,
             on_request: false,
+            requested_in: vec![],
             observation: None,
         },
         executor: None,

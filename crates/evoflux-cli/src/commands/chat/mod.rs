@@ -276,6 +276,29 @@ async fn turn<C: Console>(console: &mut C, live: &Hosted, message: String) -> an
 /// waiting.
 const RESOURCE_LISTING: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// What `/surface` says: the session's surface and each MCP server it
+/// hides, with the diagnostic's code and why.
+fn surface_report(
+    surface: evoflux_harness::SessionSurface,
+    hidden: &[evoflux_core::Diagnostic],
+) -> String {
+    let mut text = match surface {
+        evoflux_harness::SessionSurface::Standard => {
+            "this session is on the standard surface: every granted MCP server is offered"
+                .to_owned()
+        }
+        evoflux_harness::SessionSurface::WebBridge => {
+            "this session is tagged for the browser surface (WebBridge): only MCP servers \
+             that declare webbridge-safe are offered"
+                .to_owned()
+        }
+    };
+    for d in hidden {
+        text.push_str(&format!("\n  [{}] {}", d.code, d.message));
+    }
+    text
+}
+
 /// The chat's open session: its [`SessionHost`] runs it (turns, the lease,
 /// cancellation, approvals, changed sources, MCP start-up) as it runs the
 /// server's and an editor's; the chat keeps what it shows of it.
@@ -347,6 +370,33 @@ impl Hosted {
                 as BoxFuture<'_, Result<evoflux_protocol::Usage, HarnessError>>
         })
         .await
+    }
+
+    /// `/surface`: tags the session for `surface` (when given) and says
+    /// which surface it is on and the MCP servers that hides, with why.
+    async fn surface(
+        &mut self,
+        surface: Option<evoflux_harness::SessionSurface>,
+    ) -> anyhow::Result<String> {
+        let (session, hidden) = self
+            .with(move |harness: &mut Harness| {
+                Box::pin(async move {
+                    if let Some(surface) = surface {
+                        harness.set_surface(surface).await?;
+                    }
+                    Ok((harness.session().clone(), harness.mcp_hidden()))
+                })
+                    as BoxFuture<
+                        '_,
+                        Result<
+                            (Session, Vec<evoflux_core::Diagnostic>),
+                            evoflux_harness::StoreError,
+                        >,
+                    >
+            })
+            .await??;
+        self.session = session;
+        Ok(surface_report(self.session.surface, &hidden))
     }
 
     /// `/compact`: older turns are summarized at the next model call.

@@ -28,6 +28,9 @@ pub enum SlashCommand {
     Show(Option<usize>),
     /// The whole conversation so far.
     History,
+    /// Tag this session for the browser surface (WebBridge) or back to the
+    /// standard one; without an argument, say which it is and what it hides.
+    Surface(Option<evoflux_harness::SessionSurface>),
 }
 
 /// Every command with its argument and what it does, for `/help` and
@@ -84,6 +87,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "a tool call's full output (the last one without N)",
     ),
     ("/history", "", "the whole conversation of this session"),
+    (
+        "/surface",
+        "[standard|webbridge]",
+        "tag this session for the browser surface (only webbridge-safe MCP servers), kept for resumes",
+    ),
 ];
 
 /// What a typed line is.
@@ -141,6 +149,11 @@ pub fn parse(line: &str) -> Result<Input, SlashError> {
         "compact" => none(SlashCommand::Compact)?,
         "diff" => none(SlashCommand::Diff)?,
         "history" => none(SlashCommand::History)?,
+        "surface" if arg.is_empty() => SlashCommand::Surface(None),
+        "surface" => match arg.parse() {
+            Ok(surface) => SlashCommand::Surface(Some(surface)),
+            Err(e) => return Err(SlashError(format!("/surface: {e}"))),
+        },
         "resume" => SlashCommand::Resume(Some(arg.to_owned()).filter(|a| !a.is_empty())),
         "model" => SlashCommand::Model(Some(arg.to_owned()).filter(|a| !a.is_empty())),
         "lead" if arg.is_empty() => return Err(needs("an agent name")),
@@ -325,6 +338,22 @@ mod tests {
     }
 
     #[test]
+    fn surface_takes_a_known_surface_or_none() {
+        assert_eq!(
+            parse("/surface webbridge"),
+            Ok(Input::Command(SlashCommand::Surface(Some(
+                evoflux_harness::SessionSurface::WebBridge
+            ))))
+        );
+        assert_eq!(
+            parse("/surface"),
+            Ok(Input::Command(SlashCommand::Surface(None)))
+        );
+        let e = parse("/surface browser").unwrap_err();
+        assert!(e.0.contains("`browser`"), "{e}");
+    }
+
+    #[test]
     fn every_command_is_in_the_help_and_parses() {
         let help = help();
         for (name, arg, _) in COMMANDS {
@@ -332,6 +361,7 @@ mod tests {
             let line = match *arg {
                 "" | "[N]" => (*name).to_owned(),
                 "work|coding" => format!("{name} work"),
+                "[standard|webbridge]" => format!("{name} webbridge"),
                 _ => format!("{name} x"),
             };
             assert!(

@@ -321,6 +321,7 @@ impl Terminal<'_> {
                 live.compact().await?;
                 eprintln!("{}", super::COMPACTED);
             }
+            SlashCommand::Surface(surface) => eprintln!("{}", live.surface(surface).await?),
             SlashCommand::Diff => diff(&live.session, style),
             SlashCommand::Show(n) => match self.view.observation(n) {
                 Some((n, o)) => {
@@ -400,8 +401,9 @@ impl Terminal<'_> {
         match self.open(&args).await? {
             Ok(new) => {
                 live.host.close().await;
+                // The old session closes: its commands and previews stop.
                 if new.session.id != old {
-                    self.processes.terminate_session(old).await;
+                    self.processes.close_session(old).await;
                 }
                 *live = new;
                 self.opened(live, replay).await;

@@ -846,6 +846,10 @@ impl Chat<'_> {
                 live.compact().await?;
                 self.app.notice(NoticeKind::Info, super::COMPACTED);
             }
+            SlashCommand::Surface(surface) => {
+                let report = live.surface(surface).await?;
+                self.app.notice(NoticeKind::Info, report);
+            }
             SlashCommand::Diff => match diff_report(&live.session, false) {
                 Ok(report) => {
                     for (root, text) in report {
@@ -958,8 +962,9 @@ impl Chat<'_> {
         match opened? {
             Ok(new) => {
                 live.host.close().await;
+                // The old session closes: its commands and previews stop.
                 if new.session.id != old {
-                    self.processes.terminate_session(old).await;
+                    self.processes.close_session(old).await;
                 }
                 *live = new;
                 self.opened(live).await;

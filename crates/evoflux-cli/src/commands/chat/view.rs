@@ -259,6 +259,8 @@ impl EventSink for ChatView {
             | Event::CommandEnded { .. }
             | Event::ContextCompacted { .. }
             | Event::ModelSwitched { .. }
+            | Event::PreviewStarted { .. }
+            | Event::PreviewStopped { .. }
             | Event::McpServer { .. }
             | Event::InputRequested { .. }
             | Event::Error { .. }

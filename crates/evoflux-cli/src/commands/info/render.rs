@@ -24,8 +24,9 @@ pub fn render_human(info: &Info) -> String {
     if let Some(c) = &info.config {
         let _ = writeln!(
             out,
-            "\nconfig   {}  [{}]",
+            "\nconfig   {}, delegation up to depth {}  [{}]",
             c.default_model,
+            c.teams.max_depth,
             origin(&c.source)
         );
     }

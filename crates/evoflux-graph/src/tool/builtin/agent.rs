@@ -7,12 +7,19 @@
 use serde_json::json;
 
 use super::{Framework, Spec, object};
-use crate::tool::{ActionClass, Availability, DispatchAction, Handling};
+use crate::tool::{ActionClass, DispatchAction, Handling};
 
 pub(super) const TOOL: Framework = Framework {
     name: "agent",
     spec,
 };
+
+/// The tool's definition: what the framework's `tools/agent` module
+/// builds, and what the team-delegation template derives from a team
+/// ([`crate::derive::Template::TeamDelegation`]).
+pub(crate) fn definition() -> crate::tool::ToolDefinition {
+    (TOOL.spec)().build(TOOL.name)
+}
 
 fn spec() -> Spec {
     Spec::native(
@@ -20,7 +27,9 @@ fn spec() -> Spec {
             action: DispatchAction::SelfAgent,
         },
         ActionClass::Dispatch,
-        &[Availability::RootSession],
+        // Whether a session may still hand tasks down is its team's: the
+        // harness leaves it out below `[teams] max_depth`.
+        &[],
         "Delegate a task to a member of your team (agent_id), or to a fresh copy of yourself (no agent_id); waits for its final answer, which is returned.",
         object(
             json!({

@@ -41,12 +41,14 @@ use evoflux_core::AppMode;
 pub mod agent;
 pub mod artifact;
 pub mod ask_user;
+pub mod browser;
 pub mod code_context;
 pub mod connection_search;
 pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod ls;
+pub mod preview;
 pub mod process;
 pub mod read;
 pub mod schedule_task;
@@ -65,6 +67,7 @@ pub mod write;
 const TOOLS: &[Framework] = &[
     shell::TOOL,
     process::TOOL,
+    preview::TOOL,
     read::TOOL,
     write::TOOL,
     edit::TOOL,
@@ -73,6 +76,7 @@ const TOOLS: &[Framework] = &[
     grep::TOOL,
     todo::TOOL,
     web_fetch::TOOL,
+    browser::TOOL,
     skill::TOOL,
     code_context::TOOL,
     verify::TOOL,
@@ -138,6 +142,7 @@ struct Spec {
     modes: &'static [AppMode],
     lead_only: bool,
     on_request: bool,
+    requested_in: &'static [AppMode],
     observation: Option<ObservationKind>,
     executor: Option<BuiltinExecutor>,
 }
@@ -160,6 +165,7 @@ impl Spec {
             modes: BOTH,
             lead_only: false,
             on_request: false,
+            requested_in: &[],
             observation: None,
             executor: Some(executor),
         }
@@ -183,6 +189,7 @@ impl Spec {
             modes: BOTH,
             lead_only: false,
             on_request: false,
+            requested_in: &[],
             observation: None,
             executor: None,
         }
@@ -207,6 +214,7 @@ impl Spec {
                 modes: self.modes.to_vec(),
                 lead_only: self.lead_only,
                 on_request: self.on_request,
+                requested_in: self.requested_in.to_vec(),
                 observation: self.observation,
             },
             executor: self

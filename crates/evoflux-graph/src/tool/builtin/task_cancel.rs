@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::{Framework, Spec, object};
-use crate::tool::{ActionClass, Availability, DispatchAction, Handling};
+use crate::tool::{ActionClass, DispatchAction, Handling};
 
 pub(super) const TOOL: Framework = Framework {
     name: "task_cancel",
@@ -19,7 +19,9 @@ fn spec() -> Spec {
             action: DispatchAction::TaskCancel,
         },
         ActionClass::Dispatch,
-        &[Availability::RootSession],
+        // Whether a session may still hand tasks down is its team's: the
+        // harness leaves it out below `[teams] max_depth`.
+        &[],
         "Cancel delegated tasks by id.",
         object(
             json!({"task_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50}}),

@@ -217,6 +217,7 @@ impl World {
             checks: None,
             schedules_dir: None,
             code_cache: None,
+            chromium: None,
         }
     }
 }

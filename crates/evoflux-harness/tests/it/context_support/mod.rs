@@ -255,6 +255,7 @@ impl Repo {
             checks: None,
             schedules_dir: None,
             code_cache: None,
+            chromium: None,
         }
     }
 

@@ -48,6 +48,7 @@ pub fn stdio_with(name: &str, args: &[&str], env: BTreeMap<String, String>) -> S
             pinned: Vec::new(),
         }),
         startup_timeout: None,
+        webbridge: evoflux_mcp::definition::WebBridge::Undeclared,
     }
 }
 
@@ -65,6 +66,7 @@ pub fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> ServerDefinition
             references: Default::default(),
         }),
         startup_timeout: None,
+        webbridge: evoflux_mcp::definition::WebBridge::Undeclared,
     }
 }
 

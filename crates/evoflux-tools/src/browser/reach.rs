@@ -1,0 +1,161 @@
+//! What the browser's own traffic may reach, and the check every request
+//! of the page passes (the page, its redirects, its scripts, images and
+//! fetches: the browser pauses each one and asks, see `Fetch.requestPaused`).
+//!
+//! The session's network access (as for `web_fetch`: public addresses
+//! only by default) and `sandbox.toml` decide it: where the user denies
+//! the network (`network = "deny"`), the browser reaches nothing, unless
+//! `browser_loopback = true` lets it reach this machine's loopback
+//! addresses only (local work: a dev server, a test page). With the
+//! network allowed, `browser_loopback = true` adds loopback to the public
+//! addresses. Private and link-local addresses are never reached.
+
+use std::net::IpAddr;
+
+use crate::web_fetch::is_public;
+
+/// Where the browser may go. Closed: [`Reach::allows`] decides each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Public addresses only (the default).
+    Public,
+    /// Public addresses and this machine's loopback.
+    PublicAndLoopback,
+    /// Loopback only: `sandbox.toml` denies the network and allows the
+    /// browser's loopback.
+    LoopbackOnly,
+    /// Anything (an embedding or a test that opted in).
+    Any,
+}
+
+impl Reach {
+    /// Whether a request to `ip` may leave.
+    pub fn allows(self, ip: IpAddr) -> bool {
+        let loopback = is_loopback(ip);
+        match self {
+            Reach::Public => is_public(ip),
+            Reach::PublicAndLoopback => is_public(ip) || loopback,
+            Reach::LoopbackOnly => loopback,
+            Reach::Any => true,
+        }
+    }
+
+    /// What a refused request is told, to say how to change it.
+    fn refusal(self) -> &'static str {
+        match self {
+            Reach::Public => {
+                "the browser only reaches public addresses; set `browser_loopback = true` in \
+                 sandbox.toml to let it reach this machine's loopback"
+            }
+            Reach::PublicAndLoopback => {
+                "the browser reaches public and loopback addresses, never private ones"
+            }
+            Reach::LoopbackOnly => {
+                "sandbox.toml denies the network; the browser only reaches this machine's \
+                 loopback (`browser_loopback = true`)"
+            }
+            Reach::Any => "",
+        }
+    }
+
+    /// Whether Chromium itself is started with no route out but loopback
+    /// (a proxy that does not exist, which loopback bypasses): the network
+    /// is denied, so even what the page check cannot see (a service
+    /// worker's requests) goes nowhere.
+    pub(crate) fn loopback_only(self) -> bool {
+        match self {
+            Reach::LoopbackOnly => true,
+            Reach::Public | Reach::PublicAndLoopback | Reach::Any => false,
+        }
+    }
+
+    /// Checks one URL the page asks for: only `http`, `https`, and the
+    /// page's own `data:`/`blob:`/`about:blank` content; the host must
+    /// resolve to addresses this reach allows.
+    pub async fn check(self, url: &str) -> Result<(), String> {
+        let parsed =
+            reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        match parsed.scheme() {
+            "http" | "https" => {}
+            "data" | "blob" => return Ok(()),
+            "about" if parsed.path() == "blank" => return Ok(()),
+            other => {
+                return Err(format!(
+                    "`{other}:` URLs are refused (local files and the browser's own pages are \
+                     never opened); use http or https"
+                ));
+            }
+        }
+        if self == Reach::Any {
+            return Ok(());
+        }
+        let host = parsed
+            .host_str()
+            .ok_or_else(|| format!("{url} has no host"))?
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = parsed.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) => tokio::net::lookup_host((host, port))
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?
+                .map(|a| a.ip())
+                .collect(),
+        };
+        match addrs.iter().find(|ip| !self.allows(**ip)) {
+            Some(ip) => Err(format!("{url} resolves to {ip}: {}", self.refusal())),
+            None => Ok(()),
+        }
+    }
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn schemes_other_than_the_web_s_are_refused() {
+        for url in [
+            "file:///etc/passwd",
+            "chrome://settings",
+            "view-source:http://example.com",
+            "javascript:alert(1)",
+            "ftp://example.com/x",
+        ] {
+            assert!(Reach::Any.check(url).await.is_err(), "{url}");
+        }
+        assert!(Reach::Any.check("about:blank").await.is_ok());
+        assert!(Reach::Any.check("data:text/html,hi").await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn loopback_needs_the_opt_in_and_private_addresses_are_never_reached() {
+        let local = "http://127.0.0.1:8080/";
+        assert!(Reach::Public.check(local).await.is_err());
+        assert!(Reach::PublicAndLoopback.check(local).await.is_ok());
+        assert!(Reach::LoopbackOnly.check(local).await.is_ok());
+        assert!(Reach::LoopbackOnly.check("http://[::1]/").await.is_ok());
+        for reach in [Reach::Public, Reach::PublicAndLoopback, Reach::LoopbackOnly] {
+            assert!(
+                reach.check("http://192.168.1.1/").await.is_err(),
+                "{reach:?}"
+            );
+            assert!(
+                reach.check("http://169.254.169.254/").await.is_err(),
+                "{reach:?}"
+            );
+        }
+        assert!(Reach::LoopbackOnly.check("http://1.1.1.1/").await.is_err());
+        assert!(Reach::Public.check("http://1.1.1.1/").await.is_ok());
+    }
+}
