@@ -219,20 +219,7 @@ impl WebFetch {
             NetworkAccess::Off => return Err("network tools are turned off".to_owned()),
             NetworkAccess::PublicOnly => {}
         }
-        let host = url
-            .host_str()
-            .ok_or_else(|| format!("{url} has no host"))?
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let port = url.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![ip],
-            Err(_) => tokio::net::lookup_host((host, port))
-                .await
-                .map_err(|e| format!("cannot resolve {host}: {e}"))?
-                .map(|a| a.ip())
-                .collect(),
-        };
+        let addrs = resolve(url).await?;
         match addrs.iter().find(|ip| !is_public(**ip)) {
             Some(ip) => Err(format!(
                 "{url} resolves to {ip}, a local or private address; web_fetch only fetches public addresses"
@@ -248,6 +235,26 @@ fn looks_like_html(body: &[u8]) -> bool {
 }
 
 /// Whether an address is on the public internet.
+/// The addresses a URL's host stands for: the literal address, or what
+/// the resolver answers (so a name that resolves to a private address is
+/// caught before anything connects).
+pub(crate) async fn resolve(url: &reqwest::Url) -> Result<Vec<IpAddr>, String> {
+    let host = url
+        .host_str()
+        .ok_or_else(|| format!("{url} has no host"))?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = url.port_or_known_default().unwrap_or(443);
+    match host.parse::<IpAddr>() {
+        Ok(ip) => Ok(vec![ip]),
+        Err(_) => Ok(tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .map(|a| a.ip())
+            .collect()),
+    }
+}
+
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {

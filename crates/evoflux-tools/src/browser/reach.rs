@@ -12,7 +12,7 @@
 
 use std::net::IpAddr;
 
-use crate::web_fetch::is_public;
+use crate::web_fetch::{is_public, resolve};
 
 /// Where the browser may go. Closed: [`Reach::allows`] decides each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,20 +89,7 @@ impl Reach {
         if self == Reach::Any {
             return Ok(());
         }
-        let host = parsed
-            .host_str()
-            .ok_or_else(|| format!("{url} has no host"))?
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let port = parsed.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<IpAddr> = match host.parse::<IpAddr>() {
-            Ok(ip) => vec![ip],
-            Err(_) => tokio::net::lookup_host((host, port))
-                .await
-                .map_err(|e| format!("cannot resolve {host}: {e}"))?
-                .map(|a| a.ip())
-                .collect(),
-        };
+        let addrs = resolve(&parsed).await?;
         match addrs.iter().find(|ip| !self.allows(**ip)) {
             Some(ip) => Err(format!("{url} resolves to {ip}: {}", self.refusal())),
             None => Ok(()),
