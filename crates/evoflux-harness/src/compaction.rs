@@ -220,15 +220,21 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
 
 /// The estimated prompt size of a model call in tokens.
 pub fn estimate_call_tokens(call: &ModelCall) -> u64 {
-    let system: usize = call.system.iter().map(|s| s.text.len()).sum();
     let messages: usize = call.request.messages.iter().map(message_bytes).sum();
+    estimate_tokens(head_bytes(call) + messages)
+}
+
+/// The bytes of what a call sends before its messages: the system
+/// sections and the tool definitions.
+pub(crate) fn head_bytes(call: &ModelCall) -> usize {
+    let system: usize = call.system.iter().map(|s| s.text.len()).sum();
     let tools: usize = call
         .request
         .tools
         .iter()
         .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
         .sum();
-    estimate_tokens(system + messages + tools)
+    system + tools
 }
 
 /// One assistant tool-call group: the assistant message and the indices
@@ -587,16 +593,8 @@ impl CompactionHook {
         {
             apply(&mut view, r);
         }
-        let raw_tokens = {
-            let system: usize = call.system.iter().map(|s| s.text.len()).sum();
-            let tools: usize = call
-                .request
-                .tools
-                .iter()
-                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-                .sum();
-            estimate_tokens(system + tools + view.iter().map(message_bytes).sum::<usize>())
-        };
+        let head = head_bytes(call);
+        let raw_tokens = estimate_tokens(head + view.iter().map(message_bytes).sum::<usize>());
         let over = raw_tokens >= threshold && {
             let mut projected = view.clone();
             projection::project(
@@ -605,14 +603,7 @@ impl CompactionHook {
                 presentation,
                 &call.result_metadata,
             );
-            let system: usize = call.system.iter().map(|s| s.text.len()).sum();
-            let tools: usize = call
-                .request
-                .tools
-                .iter()
-                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-                .sum();
-            let bytes = system + tools + projected.iter().map(message_bytes).sum::<usize>();
+            let bytes = head + projected.iter().map(message_bytes).sum::<usize>();
             estimate_tokens(bytes) >= threshold
         };
         if !over && !forced {

@@ -323,13 +323,7 @@ impl Hook for ToolContextProjectionHook {
                 &call.result_metadata,
             )
         } else {
-            let system: usize = call.system.iter().map(|s| s.text.len()).sum();
-            let tools: usize = call
-                .request
-                .tools
-                .iter()
-                .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-                .sum();
+            let head = crate::compaction::head_bytes(call);
             let model = EpochModel {
                 rules: &rules,
                 rates: rules.rates(ctx.price),
@@ -339,7 +333,7 @@ impl Hook for ToolContextProjectionHook {
             let planned = project_planned(
                 &mut call.request.messages,
                 model,
-                estimate_tokens(system + tools),
+                estimate_tokens(head),
                 presentation,
                 &call.result_metadata,
             );
