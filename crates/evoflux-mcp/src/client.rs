@@ -50,7 +50,7 @@ use crate::live::{
     McpLogLevel, McpProgress, SamplingMessage, SamplingRequest, SamplingRole,
 };
 use crate::oauth::ServerCredentials;
-use crate::progress_order::{ProgressSeq, Sequenced};
+use crate::progress_order::{ReadSeq, Sequenced};
 use crate::types::{
     McpPrompt, McpPromptResult, McpResource, McpResourceContents, McpTool, McpToolResult,
 };
@@ -281,6 +281,13 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
+        // Delivered in read order, and before a call whose answer was read
+        // after this returns ([`crate::progress_order`]).
+        let _turn = self
+            .live
+            .order
+            .turn(context.extensions.get::<ReadSeq>().copied())
+            .await;
         let token = params.progress_token.0.to_string();
         self.live.progress(
             &token,
@@ -290,9 +297,6 @@ impl ClientHandler for Handler {
                 message: params.message,
             },
         );
-        if let Some(seq) = context.extensions.get::<ProgressSeq>() {
-            self.live.order.dispatched(*seq);
-        }
     }
 
     #[allow(deprecated)] // logging is deprecated only in 2026-07-28
@@ -301,6 +305,14 @@ impl ClientHandler for Handler {
         params: LoggingMessageNotificationParam,
         context: NotificationContext<RoleClient>,
     ) {
+        // Delivered in read order, and before a call whose answer was read
+        // after this returns ([`crate::progress_order`]); admitted by the
+        // log rate in that order too.
+        let _turn = self
+            .live
+            .order
+            .turn(context.extensions.get::<ReadSeq>().copied())
+            .await;
         let wire = serde_json::to_value(&params).unwrap_or_default();
         let log = McpLog {
             level: log_level(&wire["level"]),

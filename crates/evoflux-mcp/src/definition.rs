@@ -122,12 +122,12 @@ impl WebBridge {
         let why = match (self, owner) {
             (WebBridge::Safe, _) => return None,
             (WebBridge::Undeclared, ServerOwner::Global { .. }) => format!(
-                "MCP server `{reference}` is hidden in this WebBridge conversation: only a \
+                "MCP server `{reference}` is hidden in WebBridge conversations: only a \
                  plugin's server can declare `webbridge-safe`, and this one is configured in \
                  an mcp.json; use a standard conversation to reach it"
             ),
             (WebBridge::Undeclared, ServerOwner::Plugin { plugin, .. }) => format!(
-                "MCP server `{reference}` is hidden in this WebBridge conversation: plugin \
+                "MCP server `{reference}` is hidden in WebBridge conversations: plugin \
                  `{plugin}` does not declare `webbridge-safe` for it (its manifest's \
                  extensions.\"{}\".servers.{server}.capabilities); use a standard \
                  conversation to reach it",

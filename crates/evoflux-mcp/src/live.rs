@@ -471,9 +471,10 @@ pub(crate) struct InFlight {
     /// while some call has no token yet; locked after `calls`.
     early: Mutex<Vec<(String, McpProgress)>>,
     logs: Mutex<LogRate>,
-    /// Progress read from the transport and not yet dispatched, so a
-    /// call that got its answer first takes it before it ends.
-    pub(crate) order: Arc<crate::progress_order::ProgressOrder>,
+    /// Progress and log messages read from the transport and not yet
+    /// delivered: each is delivered in read order, and a call that got
+    /// its answer first takes them before it ends.
+    pub(crate) order: Arc<crate::progress_order::ReadOrder>,
 }
 
 impl Default for InFlight {
@@ -530,11 +531,12 @@ impl Registration {
         }
     }
 
-    /// The call got its answer: the progress the server sent before it
-    /// (read before the answer, dispatched on tasks of their own) reaches
-    /// this call before it ends ([`crate::progress_order`]).
+    /// The call got its answer: the progress and log messages the server
+    /// sent before it (read before the answer, dispatched on tasks of
+    /// their own) reach this call before it ends
+    /// ([`crate::progress_order`]).
     pub(crate) async fn answered(&self) {
-        self.in_flight.order.dispatched_so_far().await;
+        self.in_flight.order.delivered_so_far().await;
     }
 }
 

@@ -14,7 +14,9 @@
 //! for the result bound), `chatter` (three progress notifications and a
 //! warning log message during the call), `progress_then_result` (one
 //! progress notification written immediately before the result, to test
-//! that it still reaches the call), `sample` (asks the client's model
+//! that it still reaches the call), `logs_then_result` (`count` numbered
+//! info log messages back to back, then the result at once, to test that
+//! they reach the call in order), `sample` (asks the client's model
 //! during the call), `sample_later` and `last_sampling` (asks after the
 //! call ended, when no call is in flight, and reports how that went),
 //! plus `filler_<n>` tools and a page size to force `tools/list`
@@ -208,6 +210,12 @@ impl TestServer {
                 "progress_then_result",
                 "Sends one finished progress notification and answers at once.",
                 schema(json!({}), &[]),
+            )?,
+            tool(
+                "logs_then_result",
+                "Sends `count` info log messages `log 0`, `log 1`, … back to back and \
+                 answers at once.",
+                schema(json!({"count": {"type": "integer"}}), &["count"]),
             )?,
             tool(
                 "sample",
@@ -488,6 +496,19 @@ impl ServerHandler for TestServer {
                 }
                 // No pause: the result follows the progress on the wire.
                 text_result("done", false)
+            }
+            "logs_then_result" => {
+                for n in 0..int_arg(&args, "count")? {
+                    #[allow(deprecated)] // logging is deprecated only in 2026-07-28
+                    let log = rmcp::model::LoggingMessageNotificationParam::new(
+                        rmcp::model::LoggingLevel::Info,
+                        json!(format!("log {n}")),
+                    );
+                    #[allow(deprecated)]
+                    let _ = context.peer.notify_logging_message(log).await;
+                }
+                // No pause: the result follows the logs on the wire.
+                text_result("logged", false)
             }
             "sample" => {
                 let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or("");

@@ -1,5 +1,6 @@
 //! What a server sends during a call, against the crate's rmcp test
-//! server: progress and log messages reach the call's listener, sampling
+//! server: progress and log messages reach the call's listener (in the
+//! order sent, before the call returns), sampling
 //! is answered by it, and a request with no call in flight — or with calls
 //! of two sessions in flight — is refused with a reason the server reads.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use evoflux_mcp::live::McpLogLevel;
+use evoflux_mcp::live::{LOG_BURST, McpLogLevel};
 use evoflux_mcp::testserver::{TestServerOptions, serve_http};
 use evoflux_mcp::{ManagerOptions, ManagerScope, McpManager, ServerDefinition};
 use serde_json::json;
@@ -137,6 +138,63 @@ async fn over_http_progress_sent_with_the_result_reaches_the_call() {
     let m = ready(http("remote", &srv.url(), &[])).await;
     progress_sent_with_the_result_reaches_the_call(&m, "remote").await;
     m.stop_all().await;
+}
+
+/// Numbered logs written back to back, each call on a fresh connection
+/// whose log rate admits that many at once.
+const LOGS: u32 = 4;
+
+/// Calls `logs_then_result` many times, on several connections (each
+/// admits [`LOG_BURST`] log messages at once): the logs written right
+/// before each result reach its call, and in the order written, every
+/// time, although rmcp dispatches each on a task of its own while the
+/// result goes straight to the call.
+async fn logs_sent_with_the_result_reach_the_call_in_order(
+    def: impl Fn() -> ServerDefinition,
+    server: &str,
+) {
+    let tool = format!("mcp__{server}__logs_then_result");
+    let written: Vec<String> = (0..LOGS).map(|n| format!("log {n}")).collect();
+    for connection in 0..25 {
+        let m = ready(def()).await;
+        let set = m.tool_set(&BTreeSet::new());
+        for round in 0..LOG_BURST / LOGS {
+            let seen = Arc::new(Recorder::default());
+            let r = set
+                .call_tool_in(&tool, json!({"count": LOGS}), CALL, context("s1", &seen))
+                .await
+                .unwrap();
+            assert_eq!(text(&r), "logged");
+            let logs = seen.logs.lock().unwrap().clone();
+            assert_eq!(
+                logs.iter().map(|l| l.message.as_str()).collect::<Vec<_>>(),
+                written,
+                "connection {connection}, round {round}"
+            );
+            assert!(logs.iter().all(|l| l.level == McpLogLevel::Info));
+        }
+        m.stop_all().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_logs_sent_with_the_result_reach_the_call_in_order() {
+    logs_sent_with_the_result_reach_the_call_in_order(|| stdio("local", &[]), "local").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_logs_sent_with_the_result_reach_the_call_in_order() {
+    // Stateless, so the logs ride the call's own response stream before
+    // its result. A stateful rmcp server sends a log on the standalone
+    // GET stream instead: nothing orders another HTTP stream's reads
+    // against the answer, and a log read after it finds no call.
+    let options = TestServerOptions {
+        json_response: true,
+        ..TestServerOptions::default()
+    };
+    let srv = serve_http(options, 0).await.unwrap();
+    let url = srv.url();
+    logs_sent_with_the_result_reach_the_call_in_order(|| http("remote", &url, &[]), "remote").await;
 }
 
 /// Polls `last_sampling` until the server reports what it got back.

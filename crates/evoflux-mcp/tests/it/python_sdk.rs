@@ -157,19 +157,13 @@ async fn tools_and_what_a_call_receives(m: &McpManager, server: &str) {
     assert_eq!(text(&r), "chattered");
     let logs = session.logs.lock().unwrap().clone();
     assert_eq!(logs.len(), 2, "{logs:?}");
-    // rmcp hands each notification to a task of its own, so two logs the
-    // server sends back to back may reach the session in either order
-    // (only progress is put back in read order: progress_order.rs).
-    let info = logs
-        .iter()
-        .find(|l| l.level == McpLogLevel::Info)
-        .unwrap_or_else(|| panic!("{logs:?}"));
-    assert_eq!(info.logger.as_deref(), Some("chatter"));
-    assert_eq!(info.message, "starting the chatter");
-    let warning = logs
-        .iter()
-        .find(|l| l.level == McpLogLevel::Warning)
-        .unwrap_or_else(|| panic!("{logs:?}"));
+    // In the order sent: both ride one stream, and the client delivers
+    // what it reads in read order (progress_order.rs).
+    assert_eq!(logs[0].level, McpLogLevel::Info);
+    assert_eq!(logs[0].logger.as_deref(), Some("chatter"));
+    assert_eq!(logs[0].message, "starting the chatter");
+    assert_eq!(logs[1].level, McpLogLevel::Warning);
+    let warning = &logs[1];
     // Structured log data arrives as its JSON.
     let data: Value = serde_json::from_str(&warning.message).unwrap();
     assert_eq!(data, json!({"disk": "almost full"}));
