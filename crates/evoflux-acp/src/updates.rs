@@ -573,6 +573,7 @@ impl RemoteCalls {
             is_error,
             content,
             metadata: None,
+            media: Vec::new(),
         });
     }
 }

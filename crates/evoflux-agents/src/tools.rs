@@ -30,6 +30,7 @@ impl ToolCatalog {
             | Definition::Connection(_)
             | Definition::Schedule(_)
             | Definition::Eval(_)
+            | Definition::RemoteAgent(_)
             | Definition::Document { .. } => None,
         }))
     }

@@ -75,6 +75,7 @@ pub fn task_evals(graph: &CompiledGraph) -> Vec<TaskEval> {
                 definition: e.clone(),
             }),
             Definition::Config(_)
+            | Definition::RemoteAgent(_)
             | Definition::Sandbox(_)
             | Definition::Tool(_)
             | Definition::Channel(_)

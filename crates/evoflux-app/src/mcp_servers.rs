@@ -79,3 +79,52 @@ impl AppContext {
         TokenStore::in_data_dir(self.dirs.data_dir())
     }
 }
+
+impl AppContext {
+    /// What `info` says of each MCP server in a WebBridge conversation (a
+    /// session tagged for the browser surface): the graph's connections
+    /// get it in place, and the enabled plugins' servers are listed with
+    /// it. The standing and its reason are the ones a session reports
+    /// ([`evoflux_mcp::WebBridge::hidden_diagnostic`]). Nothing starts.
+    pub(crate) fn mark_webbridge(
+        &self,
+        graph: &CompiledGraph,
+        info: &mut evoflux_graph::info::Info,
+    ) {
+        let global = evoflux_mcp::definitions_from_graph(graph);
+        for c in &mut info.connections.entries {
+            c.webbridge = global
+                .iter()
+                .find(|d| d.name == c.name)
+                .map(webbridge_standing);
+        }
+        let plugins = self.plugins();
+        info.plugin_mcp_servers = plugins
+            .enabled_plugin_roots()
+            .0
+            .iter()
+            .flat_map(|root| evoflux_mcp::plugin::installation_definitions(&plugins, root).0)
+            .filter_map(|d| match &d.owner {
+                evoflux_mcp::ServerOwner::Plugin { plugin, .. } => {
+                    Some(evoflux_graph::info::InfoPluginServer {
+                        name: d.owner.server_ref(&d.name),
+                        plugin: plugin.clone(),
+                        webbridge: webbridge_standing(&d),
+                    })
+                }
+                evoflux_mcp::ServerOwner::Global { .. } => None,
+            })
+            .collect();
+    }
+}
+
+/// A server's standing in WebBridge conversations.
+fn webbridge_standing(def: &ServerDefinition) -> evoflux_graph::info::InfoWebBridge {
+    match def.webbridge.hidden_diagnostic(&def.owner, &def.name) {
+        None => evoflux_graph::info::InfoWebBridge::Offered,
+        Some(hidden) => evoflux_graph::info::InfoWebBridge::Hidden {
+            code: hidden.code.into_owned(),
+            reason: hidden.message,
+        },
+    }
+}

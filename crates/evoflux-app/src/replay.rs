@@ -257,6 +257,7 @@ pub fn secrets(app: &AppContext, vars: impl IntoIterator<Item = (String, String)
                     | Definition::Channel(_)
                     | Definition::Schedule(_)
                     | Definition::Eval(_)
+                    | Definition::RemoteAgent(_)
                     | Definition::Document { .. } => continue,
                 };
                 for (key, value) in values {

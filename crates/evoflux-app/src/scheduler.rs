@@ -203,6 +203,7 @@ fn schedule_nodes(
             | Definition::Channel(_)
             | Definition::Connection(_)
             | Definition::Eval(_)
+            | Definition::RemoteAgent(_)
             | Definition::Document { .. } => None,
         })
 }

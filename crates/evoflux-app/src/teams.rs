@@ -37,6 +37,7 @@ impl AppContext {
             .unwrap_or_else(evoflux_core::config::LoadedConfig::embedded);
         projection.user_instructions = self.user_instructions(&loaded.config).files;
         projection.mcp_bounds = Some(mcp_bounds(&loaded.config));
+        self.mark_webbridge(graph, &mut projection);
         Ok(projection)
     }
 
@@ -110,7 +111,6 @@ impl AppContext {
     ) {
         let catalog = ToolCatalog::from_graph(graph);
         let mut diags = Diagnostics::new();
-        let (loaded, _) = selected_config(graph);
         let mut remote_nodes = Vec::new();
         let teams = [AppMode::Work, AppMode::Coding]
             .into_iter()
@@ -153,45 +153,40 @@ impl AppContext {
                 let worker_nodes = evoflux_harness::session::reachable_workers(&members, &workers)
                     .map(|w| node(worker_agent_config(w, mode, &catalog), Some(w)))
                     .collect();
-                if let Some(loaded) = &loaded {
-                    // The same problem in both modes is reported once.
-                    let mut remote_diags = Diagnostics::new();
-                    let remote = evoflux_harness::remote::remote_agents(
-                        loaded,
-                        &members,
-                        &workers,
-                        &mut remote_diags,
-                    );
-                    for d in remote_diags.iter() {
-                        if !diags.iter().any(|seen| seen.message == d.message) {
-                            diags.push(d.clone());
-                        }
+                // The same problem in both modes is reported once.
+                let mut remote_diags = Diagnostics::new();
+                let remote = evoflux_harness::remote::remote_agents(
+                    graph,
+                    &members,
+                    &workers,
+                    &mut remote_diags,
+                );
+                for d in remote_diags.iter() {
+                    if !diags.iter().any(|seen| seen.message == d.message) {
+                        diags.push(d.clone());
                     }
-                    remote_nodes.extend(remote.into_iter().map(|r| {
-                        evoflux_graph::info::InfoRemoteAgent {
-                            node_id: format!("{lead_node}/{}", r.spec.id),
-                            parent_node_id: lead_node.clone(),
-                            name: r.spec.id.clone(),
-                            description: r.spec.description.clone(),
-                            protocol: "acp",
-                            command: r.launch.command.clone(),
-                            env: r.launch.env.clone(),
-                            cwd: r.launch.cwd.as_str(),
-                            capability_class: r.spec.capability_class.to_string(),
-                            result_contract: r.spec.result_contract.kind.to_string(),
-                            start_timeout_secs: r.launch.start_timeout_secs,
-                            idle_timeout_secs: r.launch.idle_timeout_secs,
-                            provenance: evoflux_graph::info::InfoRemoteProvenance {
-                                kind: "config",
-                                origin: loaded
-                                    .external_agent_sources
-                                    .get(&r.spec.id)
-                                    .map_or(evoflux_core::config::ConfigOrigin::User, |s| s.origin),
-                                path: r.file,
-                            },
-                        }
-                    }));
                 }
+                remote_nodes.extend(remote.into_iter().map(|r| {
+                    evoflux_graph::info::InfoRemoteAgent {
+                        node_id: format!("{lead_node}/{}", r.spec.id),
+                        parent_node_id: lead_node.clone(),
+                        name: r.spec.id.clone(),
+                        description: r.spec.description.clone(),
+                        protocol: "acp",
+                        command: r.launch.command.clone(),
+                        env: r.launch.env.clone(),
+                        cwd: r.launch.cwd.as_str(),
+                        capability_class: r.spec.capability_class.to_string(),
+                        result_contract: r.spec.result_contract.kind.to_string(),
+                        start_timeout_secs: r.launch.start_timeout_secs,
+                        idle_timeout_secs: r.launch.idle_timeout_secs,
+                        provenance: evoflux_graph::info::InfoRemoteProvenance {
+                            kind: "config",
+                            origin: r.origin,
+                            path: r.file,
+                        },
+                    }
+                }));
                 Some(evoflux_graph::info::InfoTeam {
                     mode,
                     lead: team.lead,

@@ -109,6 +109,7 @@ impl TrustReview {
 pub enum ReviewGroup {
     CommandTools,
     McpServers,
+    RemoteAgents,
     Channels,
     Schedules,
     CheckCommands,
@@ -125,6 +126,7 @@ impl ReviewGroup {
         match runs {
             Runs::CommandTool { .. } => ReviewGroup::CommandTools,
             Runs::McpServer { .. } => ReviewGroup::McpServers,
+            Runs::RemoteAgent { .. } => ReviewGroup::RemoteAgents,
             Runs::Channel { .. } => ReviewGroup::Channels,
             Runs::Schedule { .. } => ReviewGroup::Schedules,
             Runs::CheckCommands { .. } => ReviewGroup::CheckCommands,
@@ -141,6 +143,7 @@ impl ReviewGroup {
         match self {
             ReviewGroup::CommandTools => "Command tools",
             ReviewGroup::McpServers => "MCP servers",
+            ReviewGroup::RemoteAgents => "Remote agents",
             ReviewGroup::Channels => "Channels",
             ReviewGroup::Schedules => "Schedules",
             ReviewGroup::CheckCommands => "Check commands",
@@ -204,6 +207,11 @@ pub fn describe(item: &ReviewItem) -> String {
                 )
             )
         }
+        Runs::RemoteAgent { command, env, cwd } => format!(
+            "start the remote agent `{name}` over ACP (in a {cwd} folder): {}{}",
+            command.join(" "),
+            names(" (env ", env, ")")
+        ),
         Runs::Channel { routes } => {
             format!(
                 "answer HTTP requests (channel `{name}`): {}",

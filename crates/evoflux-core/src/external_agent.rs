@@ -2,10 +2,15 @@
 //! the Agent Client Protocol over stdio (another harness, or evoflux
 //! itself), which a team's lead may hand tasks to as remote workers.
 //!
-//! Declaring one names a program evoflux will start and the variables of
-//! your environment it may see, so only the user's and the admin's
-//! `config.toml` may: a repository's file that could would run a program
-//! of its choosing with your keys.
+//! Each table is a source of its own in the source graph: the candidate
+//! `remote-agents/<name>` of its file's layer, composed like any slot (a
+//! repository's declaration shadows the user's of that name, and
+//! `disable = true` alone removes a lower one). Declaring one names a
+//! program evoflux will start and the variables of your environment it may
+//! see, so a repository's declaration acts for the user: it waits until the
+//! repository is trusted, like its MCP servers, and the graph never passes
+//! it a variable that holds a key. This module is the one reader of a
+//! table ([`entries`] finds them, [`parse_entry`] reads one).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,7 +18,6 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::ConfigScope;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 
 /// Where an external agent's process runs.
@@ -86,11 +90,41 @@ const fn default_idle_timeout() -> u64 {
     DEFAULT_IDLE_TIMEOUT_SECS
 }
 
-/// `[agents]` as a file writes it.
+/// `[agents]` as a config file writes it. The config reader checks the
+/// section for unknown keys only; each `[agents.external.<name>]` table is
+/// kept as written, because it is not part of the layered configuration:
+/// it is the source graph's candidate `remote-agents/<name>`, found by
+/// [`entries`] and read, for the winner only, by [`parse_entry`].
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub(crate) struct AgentsFile {
     #[serde(default)]
-    pub external: BTreeMap<String, ExternalAgentConfig>,
+    pub external: BTreeMap<String, toml::Value>,
+}
+
+/// Just the `[agents]` section of a config file, for [`entries`].
+#[derive(Deserialize)]
+struct AgentsOnly {
+    #[serde(default)]
+    agents: Option<AgentsFile>,
+}
+
+/// The `[agents.external.<name>]` tables of a config file's `text`, each as
+/// written (a JSON value, whose canonical form is the entry's content
+/// identity), in name order. `None` when the text is not TOML: the config
+/// reader reports that, once.
+pub fn entries(text: &str) -> Option<Vec<(String, Value)>> {
+    let file: AgentsOnly = toml::from_str(text).ok()?;
+    let external = file.agents.map(|a| a.external).unwrap_or_default();
+    Some(
+        external
+            .into_iter()
+            .map(|(name, table)| {
+                // A TOML value always has a JSON form.
+                let value = serde_json::to_value(&table).unwrap_or(Value::Null);
+                (name, value)
+            })
+            .collect(),
+    )
 }
 
 /// Whether `name` may name an agent: what a dispatch's `agent_id` and a
@@ -104,6 +138,19 @@ pub fn is_agent_name(name: &str) -> bool {
         && name.len() <= 64
 }
 
+/// What a declaration whose name breaks [`is_agent_name`] is told.
+pub fn name_diagnostic(path: &Path, name: &str) -> Diagnostic {
+    Diagnostic::error(
+        "config/external-agent-name",
+        format!(
+            "`{name}` cannot name an agent: use lowercase letters, digits, `-` and `_`, \
+             starting with a letter or digit, at most 64 characters"
+        ),
+    )
+    .with_file(path)
+    .with_field(format!("agents.external.{name}"))
+}
+
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
@@ -112,128 +159,125 @@ fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Checks one file's `[agents.external]`: refused in a repository's file;
-/// otherwise each entry's name, command and variable names. Returns the
-/// entries that passed.
-pub(crate) fn check(
+/// Reads the `[agents.external.<name>]` table `value` of the config file
+/// at `path`: every key known (an unknown one is an error naming its full
+/// path, as everywhere in `config.toml`), the command, the variable names,
+/// the result contract's shape and the timeouts. `None` when it has
+/// errors, all pushed together.
+pub fn parse_entry(
     path: &Path,
-    scope: ConfigScope,
-    file: Option<AgentsFile>,
+    name: &str,
+    value: Value,
     diags: &mut Diagnostics,
-) -> BTreeMap<String, ExternalAgentConfig> {
-    let Some(file) = file else {
-        return BTreeMap::new();
-    };
-    if file.external.is_empty() {
-        return BTreeMap::new();
-    }
-    if let ConfigScope::Project(_) = scope {
-        diags.push(
-            Diagnostic::error(
-                "config/project-external-agents",
-                "a repository's config cannot declare [agents.external]: that would start a \
-                 program of the repository's choosing with your environment; declare the agent \
-                 in your own config.toml and remove it here",
-            )
-            .with_file(path)
-            .with_field("agents.external"),
-        );
-        return BTreeMap::new();
-    }
-    let mut kept = BTreeMap::new();
-    for (name, agent) in file.external {
-        let field = |f: &str| format!("agents.external.{name}.{f}");
-        let mut ok = true;
-        let mut error = |code: &'static str, message: String, field: String| {
-            ok = false;
-            diags.push(
-                Diagnostic::error(code, message)
+) -> Option<ExternalAgentConfig> {
+    let field = |f: &str| format!("agents.external.{name}.{f}");
+    let mut unknown = Vec::new();
+    let agent: ExternalAgentConfig =
+        match serde_ignored::deserialize(value, |p| unknown.push(p.to_string())) {
+            Ok(agent) => agent,
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error(
+                        "config/external-agent-invalid",
+                        format!("external agent `{name}`: {e}"),
+                    )
                     .with_file(path)
-                    .with_field(field),
-            );
+                    .with_field(format!("agents.external.{name}")),
+                );
+                return None;
+            }
         };
-        if !is_agent_name(&name) {
+    let mut ok = true;
+    let mut error = |code: &'static str, message: String, field: String| {
+        ok = false;
+        diags.push(
+            Diagnostic::error(code, message)
+                .with_file(path)
+                .with_field(field),
+        );
+    };
+    for key in unknown {
+        error(
+            "config/unknown-key",
+            format!("unknown key `agents.external.{name}.{key}`: remove it or check its spelling"),
+            field(&key),
+        );
+    }
+    if agent.command.first().is_none_or(|p| p.trim().is_empty()) {
+        error(
+            "config/external-agent-command",
+            "command must be the program and its arguments, e.g. [\"evoflux\", \"acp\"]".to_owned(),
+            field("command"),
+        );
+    }
+    for var in &agent.env {
+        if !is_env_name(var) {
             error(
-                "config/external-agent-name",
+                "config/external-agent-env",
                 format!(
-                    "`{name}` cannot name an agent: use lowercase letters, digits, `-` and `_`, \
-                     starting with a letter or digit, at most 64 characters"
+                    "`{var}` is not an environment variable name: list the names of the \
+                     variables the agent gets, not their values"
                 ),
-                format!("agents.external.{name}"),
+                field("env"),
             );
-        }
-        if agent.command.first().is_none_or(|p| p.trim().is_empty()) {
-            error(
-                "config/external-agent-command",
-                "command must be the program and its arguments, e.g. [\"evoflux\", \"acp\"]"
-                    .to_owned(),
-                field("command"),
-            );
-        }
-        for var in &agent.env {
-            if !is_env_name(var) {
-                error(
-                    "config/external-agent-env",
-                    format!(
-                        "`{var}` is not an environment variable name: list the names of the \
-                         variables the agent gets, not their values"
-                    ),
-                    field("env"),
-                );
-            }
-        }
-        if let Some(contract) = &agent.result_contract
-            && !contract.is_object()
-        {
-            error(
-                "config/external-agent-contract",
-                "result_contract must be a table with a `kind`, e.g. { kind = \"scout-report\" }"
-                    .to_owned(),
-                field("result_contract"),
-            );
-        }
-        for (key, value, max) in [
-            (
-                "start_timeout_secs",
-                agent.start_timeout_secs,
-                MAX_START_TIMEOUT_SECS,
-            ),
-            (
-                "idle_timeout_secs",
-                agent.idle_timeout_secs,
-                MAX_IDLE_TIMEOUT_SECS,
-            ),
-        ] {
-            if value == 0 || value > max {
-                error(
-                    "config/external-agent-timeout",
-                    format!(
-                        "{key} = {value} is out of range: give the seconds the agent may take, \
-                         from 1 to {max}, or remove the key for its default"
-                    ),
-                    field(key),
-                );
-            }
-        }
-        if ok {
-            kept.insert(name, agent);
         }
     }
-    kept
+    if let Some(contract) = &agent.result_contract
+        && !contract.is_object()
+    {
+        error(
+            "config/external-agent-contract",
+            "result_contract must be a table with a `kind`, e.g. { kind = \"scout-report\" }"
+                .to_owned(),
+            field("result_contract"),
+        );
+    }
+    for (key, value, max) in [
+        (
+            "start_timeout_secs",
+            agent.start_timeout_secs,
+            MAX_START_TIMEOUT_SECS,
+        ),
+        (
+            "idle_timeout_secs",
+            agent.idle_timeout_secs,
+            MAX_IDLE_TIMEOUT_SECS,
+        ),
+    ] {
+        if value == 0 || value > max {
+            error(
+                "config/external-agent-timeout",
+                format!(
+                    "{key} = {value} is out of range: give the seconds the agent may take, \
+                     from 1 to {max}, or remove the key for its default"
+                ),
+                field(key),
+            );
+        }
+    }
+    ok.then_some(agent)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trust::Trust;
 
-    fn read(
-        text: &str,
-        scope: ConfigScope,
-    ) -> (BTreeMap<String, ExternalAgentConfig>, Vec<String>) {
+    /// Each entry of `text` (a config file) read as the graph reads a
+    /// winner: the entries that passed, and every code.
+    fn read(text: &str) -> (BTreeMap<String, ExternalAgentConfig>, Vec<String>) {
         let mut diags = Diagnostics::new();
-        let file: AgentsFile = toml::from_str(text).expect("toml");
-        let kept = check(Path::new("/c/config.toml"), scope, Some(file), &mut diags);
+        let path = Path::new("/c/config.toml");
+        let mut kept = BTreeMap::new();
+        for (name, value) in entries(text).expect("toml") {
+            if !is_agent_name(&name) {
+                diags.push(name_diagnostic(path, &name));
+                continue;
+            }
+            if let Some(agent) = parse_entry(path, &name, value, &mut diags) {
+                kept.insert(name, agent);
+            }
+        }
+        assert!(diags.iter().all(|d| d.locator.file.is_some()));
         let codes = diags.iter().map(|d| d.code.to_string()).collect();
         (kept, codes)
     }
@@ -241,8 +285,8 @@ mod tests {
     #[test]
     fn an_external_agent_is_read_with_its_defaults() {
         let (kept, codes) = read(
-            "[external.helper]\ncommand = [\"evoflux\", \"acp\"]\nenv = [\"OPENAI_API_KEY\"]\n",
-            ConfigScope::User,
+            "[model]\ndefault = \"x:y\"\n\
+             [agents.external.helper]\ncommand = [\"evoflux\", \"acp\"]\nenv = [\"OPENAI_API_KEY\"]\n",
         );
         assert!(codes.is_empty(), "{codes:?}");
         let helper = &kept["helper"];
@@ -255,20 +299,27 @@ mod tests {
     }
 
     #[test]
+    fn a_file_without_agents_has_no_entries_and_broken_toml_is_left_to_the_config_reader() {
+        assert_eq!(entries("[model]\ndefault = \"x:y\"\n"), Some(Vec::new()));
+        assert_eq!(entries("[agents\n"), None);
+    }
+
+    #[test]
     fn a_timeout_of_zero_or_beyond_its_bound_is_named_and_the_entry_left_out() {
         let mut diags = Diagnostics::new();
-        let file: AgentsFile = toml::from_str(
-            "[external.never]\ncommand = [\"x\"]\nstart_timeout_secs = 0\n\
-             [external.forever]\ncommand = [\"x\"]\nidle_timeout_secs = 99999999999\n\
-             [external.quick]\ncommand = [\"x\"]\nstart_timeout_secs = 1\nidle_timeout_secs = 86400\n",
+        let mut kept = BTreeMap::new();
+        for (name, value) in entries(
+            "[agents.external.never]\ncommand = [\"x\"]\nstart_timeout_secs = 0\n\
+             [agents.external.forever]\ncommand = [\"x\"]\nidle_timeout_secs = 99999999999\n\
+             [agents.external.quick]\ncommand = [\"x\"]\nstart_timeout_secs = 1\nidle_timeout_secs = 86400\n",
         )
-        .expect("toml");
-        let kept = check(
-            Path::new("/c/config.toml"),
-            ConfigScope::User,
-            Some(file),
-            &mut diags,
-        );
+        .expect("toml")
+        {
+            if let Some(agent) = parse_entry(Path::new("/c/config.toml"), &name, value, &mut diags)
+            {
+                kept.insert(name, agent);
+            }
+        }
         let found: Vec<(String, Option<String>)> = diags
             .iter()
             .map(|d| (d.code.to_string(), d.locator.field.clone()))
@@ -295,12 +346,13 @@ mod tests {
     #[test]
     fn bad_entries_are_named_and_left_out() {
         let (kept, codes) = read(
-            "[external.Bad]\ncommand = [\"x\"]\n\
-             [external.empty]\ncommand = []\n\
-             [external.leaky]\ncommand = [\"x\"]\nenv = [\"KEY=secret\"]\n\
-             [external.contract]\ncommand = [\"x\"]\nresult_contract = \"scout-report\"\n\
-             [external.good]\ncommand = [\"x\"]\ncwd = \"scratch\"\n",
-            ConfigScope::Admin,
+            "[agents.external.Bad]\ncommand = [\"x\"]\n\
+             [agents.external.empty]\ncommand = []\n\
+             [agents.external.leaky]\ncommand = [\"x\"]\nenv = [\"KEY=secret\"]\n\
+             [agents.external.contract]\ncommand = [\"x\"]\nresult_contract = \"scout-report\"\n\
+             [agents.external.typo]\ncommand = [\"x\"]\ncomand = [\"y\"]\n\
+             [agents.external.shape]\ncommand = \"x\"\n\
+             [agents.external.good]\ncommand = [\"x\"]\ncwd = \"scratch\"\n",
         );
         assert_eq!(
             codes,
@@ -309,21 +361,11 @@ mod tests {
                 "config/external-agent-contract",
                 "config/external-agent-command",
                 "config/external-agent-env",
+                "config/external-agent-invalid",
+                "config/unknown-key",
             ]
         );
         assert_eq!(kept.keys().collect::<Vec<_>>(), ["good"]);
         assert_eq!(kept["good"].cwd, ExternalCwd::Scratch);
-    }
-
-    #[test]
-    fn a_repository_cannot_declare_one_trusted_or_not() {
-        for trust in [Trust::Trusted, Trust::Untrusted] {
-            let (kept, codes) = read(
-                "[external.helper]\ncommand = [\"sh\"]\n",
-                ConfigScope::Project(trust),
-            );
-            assert!(kept.is_empty());
-            assert_eq!(codes, ["config/project-external-agents"]);
-        }
     }
 }

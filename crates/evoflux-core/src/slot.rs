@@ -44,6 +44,11 @@ pub enum SlotKind {
     FleetCommands,
     /// `evals/<name>.yaml`: a task and what its outcome must show.
     Eval,
+    /// An `[agents.external.<name>]` table of a `config.toml`: an agent
+    /// outside evoflux, spoken to over the Agent Client Protocol, that a
+    /// lead may dispatch. Its own prefix (`remote-agents/`), so it never
+    /// shares a slot with the Work agent `agents/<name>`.
+    RemoteAgent,
 }
 
 /// How a kind's slots are written: a singleton's whole text, or the
@@ -63,7 +68,7 @@ impl Canonical {
 }
 
 impl SlotKind {
-    pub const ALL: [SlotKind; 13] = [
+    pub const ALL: [SlotKind; 14] = [
         SlotKind::Config,
         SlotKind::Sandbox,
         SlotKind::Tool,
@@ -77,6 +82,7 @@ impl SlotKind {
         SlotKind::Fleet,
         SlotKind::FleetCommands,
         SlotKind::Eval,
+        SlotKind::RemoteAgent,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -94,6 +100,7 @@ impl SlotKind {
             SlotKind::Fleet => "fleet",
             SlotKind::FleetCommands => "fleet-commands",
             SlotKind::Eval => "eval",
+            SlotKind::RemoteAgent => "remote-agent",
         }
     }
 
@@ -114,13 +121,16 @@ impl SlotKind {
             SlotKind::Worker => Canonical::Named("workers/"),
             SlotKind::Fleet => Canonical::Named("fleets/"),
             SlotKind::Eval => Canonical::Named("evals/"),
+            SlotKind::RemoteAgent => Canonical::Named("remote-agents/"),
         }
     }
 
     /// Whether a source of this kind runs commands or servers, or starts
     /// work, on the user's behalf: such sources of an untrusted repository
     /// wait for trust. A tool file may define a command or lift another
-    /// tool's approval, so every tool file counts.
+    /// tool's approval, so every tool file counts. A remote agent starts
+    /// its program with variables of your environment, as an MCP server
+    /// does.
     pub const fn acts_for_user(self) -> bool {
         match self {
             SlotKind::Tool
@@ -128,6 +138,7 @@ impl SlotKind {
             | SlotKind::Connection
             | SlotKind::Schedule
             | SlotKind::FleetCommands
+            | SlotKind::RemoteAgent
             // An eval runs a model and tools when `evoflux eval` runs it.
             | SlotKind::Eval => true,
             SlotKind::Config
@@ -269,6 +280,14 @@ mod tests {
         assert_eq!(
             "fleets/commands".parse::<Slot>(),
             Ok(Slot::new(SlotKind::FleetCommands, ""))
+        );
+        assert_eq!(
+            "remote-agents/helper".parse::<Slot>(),
+            Ok(Slot::new(SlotKind::RemoteAgent, "helper"))
+        );
+        assert_eq!(
+            Slot::new(SlotKind::RemoteAgent, "helper").to_string(),
+            "remote-agents/helper"
         );
         assert!("nowhere/x".parse::<Slot>().is_err());
         assert!("".parse::<Slot>().is_err());

@@ -91,7 +91,9 @@ pub enum Backing {
     /// A file holding exactly this definition.
     File { path: PathBuf, format: FileFormat },
     /// One named entry of a file that holds several (an `mcp.json`
-    /// server), read as `format` (evoflux's own, or another harness's).
+    /// server, read as `format`: evoflux's own, or another harness's; or
+    /// a `config.toml`'s `[agents.external.<name>]` table, always
+    /// evoflux's own). The slot's kind says which.
     FileEntry {
         path: PathBuf,
         /// The entry's name as the file writes it.

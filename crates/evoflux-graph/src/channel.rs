@@ -115,6 +115,9 @@ pub enum ApiEndpoint {
     CancelTurn,
     ResumeSession,
     SessionArtifact,
+    /// One image or audio item of a stored transcript entry (a tool
+    /// result's screenshot), decoded, with its MIME type.
+    SessionMedia,
     /// What a view of a session renders first: the newest stored page
     /// before its last turn and the event id to follow from.
     SessionSnapshot,
@@ -603,6 +606,11 @@ pub fn framework_api() -> ChannelDefinition {
             r(M::Post, "/api/sessions/:id/cancel", E::CancelTurn),
             r(M::Post, "/api/sessions/:id/resume", E::ResumeSession),
             r(M::Get, "/api/sessions/:id/artifact", E::SessionArtifact),
+            r(
+                M::Get,
+                "/api/sessions/:id/media/:seq/:index",
+                E::SessionMedia,
+            ),
             r(M::Get, "/api/sessions/:id/snapshot", E::SessionSnapshot),
             r(M::Get, "/api/sessions/:id/transcript", E::SessionTranscript),
             r(M::Get, "/api/sessions/:id/commands", E::SessionCommands),

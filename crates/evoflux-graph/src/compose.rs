@@ -55,6 +55,8 @@ pub enum Definition {
     Connection(ConnectionDefinition),
     Schedule(ScheduleDefinition),
     Eval(crate::eval::EvalDefinition),
+    /// An `[agents.external.<name>]` table: how to start the agent.
+    RemoteAgent(evoflux_core::external_agent::ExternalAgentConfig),
     /// A selected Markdown or YAML source (skill, agent, worker, fleet,
     /// schedule, fleet commands) whose domain crate normalizes it.
     Document {
@@ -120,8 +122,9 @@ pub enum CompositionEntry {
         into: SourceId,
     },
     /// A source of an untrusted repository that would act for the user
-    /// (a command tool, an MCP server, a channel, a schedule, fleet
-    /// commands): listed, never loaded, until the repository is trusted.
+    /// (a command tool, an MCP server, a remote agent, a channel, a
+    /// schedule, fleet commands): listed, never loaded, until the
+    /// repository is trusted.
     AwaitingTrust { source: SourceDescriptor },
 }
 
@@ -255,8 +258,8 @@ impl<'a> ConfigPhase<'a> {
                     "trust/withheld",
                     format!(
                         "this repository is not trusted, so {} of its sources that would run \
-                         commands or servers for you (command tools, MCP servers, channels, \
-                         schedules) are not loaded: `evoflux info` lists them; trust the \
+                         commands or servers for you (command tools, MCP servers, remote \
+                         agents, channels, schedules) are not loaded: `evoflux info` lists them; trust the \
                          repository (evoflux trust) to use them",
                         untrusted.len()
                     ),
@@ -693,6 +696,7 @@ fn load_layer(
         | Definition::Connection(_)
         | Definition::Schedule(_)
         | Definition::Eval(_)
+        | Definition::RemoteAgent(_)
         | Definition::Document { .. } => {
             diags.push(Diagnostic::error(
                 "compile/registry-missing",
@@ -876,43 +880,90 @@ fn load(
             if *format == crate::mcp_format::McpFormat::Evoflux && is_disable_sentinel(&value) {
                 return Loaded::Disable;
             }
-            let value = crate::mcp_format::adapt(format, path, entry, value, diags);
-            match connection::parse(path, entry, value, diags) {
-                Some(def) => Loaded::Definition(Box::new((Definition::Connection(def), binding))),
+            let definition = match c.slot.kind {
+                SlotKind::Connection => {
+                    let value = crate::mcp_format::adapt(format, path, entry, value, diags);
+                    connection::parse(path, entry, value, diags).map(Definition::Connection)
+                }
+                SlotKind::RemoteAgent => {
+                    evoflux_core::external_agent::parse_entry(path, entry, value, diags)
+                        .map(Definition::RemoteAgent)
+                }
+                SlotKind::Config
+                | SlotKind::Sandbox
+                | SlotKind::Tool
+                | SlotKind::Channel
+                | SlotKind::Schedule
+                | SlotKind::Skill
+                | SlotKind::WorkAgent
+                | SlotKind::CodingAgent
+                | SlotKind::Worker
+                | SlotKind::Fleet
+                | SlotKind::FleetCommands
+                | SlotKind::Eval => {
+                    diags.push(Diagnostic::error(
+                        "compile/file-unreadable",
+                        format!("`{}` is a file of its own, not an entry of one", c.slot),
+                    ));
+                    None
+                }
+            };
+            match definition {
+                Some(def) => Loaded::Definition(Box::new((def, binding))),
                 None => Loaded::Invalid,
             }
         }
     }
 }
 
-/// A repository's command tool is never passed a variable that holds a key
-/// (a provider's `api_key_env`, `*_KEY`, `*_TOKEN`, …) from the user's
-/// environment, trusted or not: each one named is an error, and the tool
-/// is not loaded.
+/// A repository's command tool or remote agent is never passed a variable
+/// that holds a key (a provider's `api_key_env`, `*_KEY`, `*_TOKEN`, …)
+/// from the user's environment, trusted or not: each one named is an
+/// error, and the source is not loaded.
 fn repository_key_env(
     definition: &Definition,
     c: &Candidate,
     keys: &KeyVariables,
     diags: &mut Diagnostics,
 ) {
-    let Definition::Tool(ToolDefinition {
-        executor: Some(tool::ToolExecutor::Command(command)),
-        ..
-    }) = definition
-    else {
-        return;
-    };
-    for var in command.env.iter().filter(|v| keys.contains(v)) {
-        let mut d = Diagnostic::error(
+    let (env, code, what, field, own) = match definition {
+        Definition::Tool(ToolDefinition {
+            executor: Some(tool::ToolExecutor::Command(command)),
+            ..
+        }) => (
+            &command.env,
             "tool/project-secret-env",
+            "tool",
+            "env".to_owned(),
+            "define the tool in your own config dir",
+        ),
+        Definition::RemoteAgent(agent) => (
+            &agent.env,
+            "config/project-external-agent-key",
+            "remote agent",
+            format!("agents.external.{}.env", c.slot.name),
+            "declare the agent in your own config.toml",
+        ),
+        Definition::Config(_)
+        | Definition::Sandbox(_)
+        | Definition::Tool(_)
+        | Definition::Channel(_)
+        | Definition::Connection(_)
+        | Definition::Schedule(_)
+        | Definition::Eval(_)
+        | Definition::Document { .. } => return,
+    };
+    for var in env.iter().filter(|v| keys.contains(v)) {
+        let mut d = Diagnostic::error(
+            code,
             format!(
-                "the repository's tool `{}` asks for `{var}` from your environment, which holds \
-                 a key: a repository's tool is never given a key variable; define the tool in \
-                 your own config dir to pass it",
+                "the repository's {what} `{}` asks for `{var}` from your environment, which \
+                 holds a key: a repository's {what} is never given a key variable; {own} to \
+                 pass it",
                 c.slot.name
             ),
         )
-        .with_field("env");
+        .with_field(field.clone());
         if let Some(file) = c.file() {
             d = d.with_file(file);
         }
@@ -1019,6 +1070,13 @@ fn load_file(
             diags.push(Diagnostic::error(
                 "compile/file-unreadable",
                 "connections are entries of mcp.json, not files",
+            ));
+            None
+        }
+        SlotKind::RemoteAgent => {
+            diags.push(Diagnostic::error(
+                "compile/file-unreadable",
+                "remote agents are [agents.external] tables of config.toml, not files",
             ));
             None
         }

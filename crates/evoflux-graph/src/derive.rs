@@ -87,7 +87,8 @@ impl Template {
                 | SlotKind::Skill
                 | SlotKind::Fleet
                 | SlotKind::FleetCommands
-                | SlotKind::Eval => false,
+                | SlotKind::Eval
+                | SlotKind::RemoteAgent => false,
             },
         }
     }

@@ -1,8 +1,9 @@
 //! Discovery: roots become candidates.
 //!
-//! Discovery reads directory listings and nothing else (except `mcp.json`
-//! and the MCP server files of other harnesses: one file declares several
-//! slots, whose entry names it must know).
+//! Discovery reads directory listings and nothing else (except `mcp.json`,
+//! the MCP server files of other harnesses and the `[agents.external]`
+//! tables of `config.toml`: one file declares several slots, whose entry
+//! names it must know).
 //! It never parses a definition: that is done for winners only, after
 //! composition.
 
@@ -420,6 +421,32 @@ impl Sink<'_> {
         );
     }
 
+    /// One `[agents.external.<name>]` table of a `config.toml` as the
+    /// `remote-agents/<name>` candidate, its table kept for the winner.
+    fn push_remote_agent(
+        &mut self,
+        root: &Root,
+        name: String,
+        file: &Path,
+        value: serde_json::Value,
+    ) {
+        let logical_path = format!("{REMOTE_AGENT_PREFIX}{name}");
+        let source_id = SourceId(format!("{}:{}:{logical_path}", root.layer, root.label));
+        self.entries.insert(source_id.clone(), value);
+        self.push_as(
+            root,
+            Slot::new(SlotKind::RemoteAgent, name.clone()),
+            logical_path,
+            Backing::FileEntry {
+                path: file.to_path_buf(),
+                entry: name,
+                format: McpFormat::Evoflux,
+            },
+            Form::Direct,
+            source_id,
+        );
+    }
+
     fn push_as(
         &mut self,
         root: &Root,
@@ -506,10 +533,19 @@ pub fn discover(
     }
 }
 
-/// The canonical slot of a logical path, including `mcp.json#<entry>`.
+/// The logical path of a remote agent's table before its name: the entry
+/// `agents.external.<name>` of `config.toml`.
+const REMOTE_AGENT_PREFIX: &str = "config.toml#agents.external.";
+
+/// The canonical slot of a logical path, including `mcp.json#<entry>` and
+/// `config.toml#agents.external.<name>`.
 pub fn slot_of_logical_path(logical_path: &str) -> Option<Slot> {
     if let Some(name) = logical_path.strip_prefix("mcp.json#") {
         return slot::is_valid_connection_name(name).then(|| Slot::new(SlotKind::Connection, name));
+    }
+    if let Some(name) = logical_path.strip_prefix(REMOTE_AGENT_PREFIX) {
+        return evoflux_core::external_agent::is_agent_name(name)
+            .then(|| Slot::new(SlotKind::RemoteAgent, name));
     }
     match slot::classify(logical_path) {
         PathClass::Slot { slot, .. } => Some(slot),
@@ -598,7 +634,19 @@ fn discover_full(root: &Root, sink: &mut Sink<'_>) {
                     continue;
                 }
                 seen.insert((dir, slot.clone()), path.clone());
-                sink.push(root, slot, rel, Backing::File { path, format });
+                let remote_agents = slot.kind == SlotKind::Config;
+                sink.push(
+                    root,
+                    slot,
+                    rel,
+                    Backing::File {
+                        path: path.clone(),
+                        format,
+                    },
+                );
+                if remote_agents {
+                    discover_remote_agents(root, &path, sink);
+                }
             }
             PathClass::McpServers => discover_mcp(root, &path, sink),
             PathClass::SkillResource | PathClass::EvalResource | PathClass::RunArtifact => {}
@@ -758,6 +806,29 @@ fn discover_mcp(root: &Root, path: &Path, sink: &mut Sink<'_>) {
             continue;
         }
         sink.push_entry(root, name.clone(), path, name, McpFormat::Evoflux, value);
+    }
+}
+
+/// Each `[agents.external.<name>]` table of the `config.toml` at `path`
+/// as the candidate `remote-agents/<name>`. A file that cannot be read or
+/// is not TOML yields none: the config slot reports it, once.
+fn discover_remote_agents(root: &Root, path: &Path, sink: &mut Sink<'_>) {
+    let Ok(bytes) = evoflux_core::source::read_source(path) else {
+        return;
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return;
+    };
+    let Some(entries) = evoflux_core::external_agent::entries(&text) else {
+        return;
+    };
+    for (name, value) in entries {
+        if !evoflux_core::external_agent::is_agent_name(&name) {
+            sink.diags
+                .push(evoflux_core::external_agent::name_diagnostic(path, &name));
+            continue;
+        }
+        sink.push_remote_agent(root, name, path, value);
     }
 }
 

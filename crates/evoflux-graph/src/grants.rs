@@ -436,6 +436,14 @@ pub enum Runs {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         headers: Vec<String>,
     },
+    /// An agent outside evoflux a lead may dispatch: the program it starts
+    /// and the names of the variables it is given.
+    RemoteAgent {
+        command: Vec<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        env: Vec<String>,
+        cwd: &'static str,
+    },
     /// HTTP routes `evoflux serve` answers, each giving an agent a task.
     Channel { routes: Vec<String> },
     /// Sessions started on a clock.
@@ -606,6 +614,11 @@ fn node_runs(definition: &Definition) -> Runs {
         },
         Definition::Eval(e) => Runs::Eval {
             prompt: e.prompt.clone(),
+        },
+        Definition::RemoteAgent(agent) => Runs::RemoteAgent {
+            command: agent.command.clone(),
+            env: agent.env.clone(),
+            cwd: agent.cwd.as_str(),
         },
         Definition::Config(loaded) => Runs::Config {
             providers: loaded
@@ -822,6 +835,62 @@ mod tests {
                 .is_some()
         );
         assert!(!graph.diagnostics.has_code("config/untrusted-provider"));
+    }
+
+    #[test]
+    fn a_repositorys_remote_agent_is_granted_by_its_own_table() {
+        let repo = Repo::new();
+        let agent = "[agents.external.helper]\ncommand = [\"helper-acp\", \"acp\"]\n\
+                     env = [\"HELPER_MODE\"]\ncwd = \"scratch\"\n";
+        repo.write(
+            ".evoflux/config.toml",
+            &format!("[approval]\nshell = \"always\"\n{agent}"),
+        );
+        let mut trust = TrustGrants::new();
+        trust.review(repo.root.clone());
+        let (graph, reviewed) = repo.compile(&trust);
+        let items = review(&graph, &reviewed, None);
+        let item = items
+            .iter()
+            .find(|i| i.slot == "remote-agents/helper")
+            .unwrap();
+        assert_eq!(item.source, ".evoflux/config.toml#helper");
+        assert_eq!(
+            item.runs,
+            Runs::RemoteAgent {
+                command: vec!["helper-acp".into(), "acp".into()],
+                env: vec!["HELPER_MODE".into()],
+                cwd: "scratch",
+            }
+        );
+        let helper = Slot::new(crate::SlotKind::RemoteAgent, "helper");
+        let granted = repo.granted();
+        let graph = repo.enforcing(granted.clone());
+        assert!(changed(&graph).is_empty(), "{:?}", graph.diagnostics);
+        assert!(graph.node(&helper).is_some());
+
+        // Another table of the file is the config's grant, not the agent's.
+        repo.write(
+            ".evoflux/config.toml",
+            &format!("[approval]\nshell = \"never\"\n{agent}"),
+        );
+        let graph = repo.enforcing(granted.clone());
+        assert_eq!(changed(&graph), ["config"]);
+        assert!(graph.node(&helper).is_some());
+
+        // Its own table changed: it waits for trust again (and the file
+        // the config is bound to changed with it).
+        repo.write(
+            ".evoflux/config.toml",
+            &format!(
+                "[approval]\nshell = \"always\"\n{}",
+                agent.replace("helper-acp", "other-acp")
+            ),
+        );
+        let graph = repo.enforcing(granted);
+        assert_eq!(changed(&graph), ["config", "remote-agents/helper"]);
+        assert_eq!(awaiting(&graph), ["remote-agents/helper"]);
+        assert!(graph.node(&helper).is_none());
     }
 
     const SERVER: &str = r#"{"mcpServers": {"db": {"command": "./server.sh", "args": ["tools/mcp.js", "--port", "9", "absent.js"]}}}"#;

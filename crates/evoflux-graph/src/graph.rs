@@ -44,7 +44,7 @@ pub struct CompiledGraph {
 #[derive(Serialize)]
 struct IdentityView<'a> {
     format_version: u32,
-    nodes: &'a [Node],
+    nodes: Vec<std::borrow::Cow<'a, Node>>,
     bindings: BTreeMap<&'a SourceId, BindingIdentity<'a>>,
     composition: Vec<EntryIdentity<'a>>,
     route_plan: &'a RoutePlan,
@@ -131,6 +131,29 @@ fn module_identity(b: &Binding) -> ModuleIdentity<'_> {
     }
 }
 
+/// A node as the identity sees it: the config's provenance without the
+/// physical paths of the files it names (their origins stay; their content
+/// is in the merged config and the bindings), so a relocated `config.toml`
+/// keeps the identity as any relocated file does.
+fn node_identity(node: &Node) -> std::borrow::Cow<'_, Node> {
+    let Definition::Config(loaded) = &node.definition else {
+        return std::borrow::Cow::Borrowed(node);
+    };
+    let mut loaded = loaded.clone();
+    let sources = loaded
+        .files
+        .iter_mut()
+        .chain(loaded.default_grant_source.as_mut());
+    for source in sources {
+        source.path = std::path::PathBuf::new();
+    }
+    std::borrow::Cow::Owned(Node {
+        slot: node.slot.clone(),
+        source_id: node.source_id.clone(),
+        definition: Definition::Config(loaded),
+    })
+}
+
 /// Computes the identity hash of a graph's content.
 pub fn identity_hash(
     nodes: &[Node],
@@ -141,7 +164,7 @@ pub fn identity_hash(
 ) -> ContentHash {
     let view = IdentityView {
         format_version: FORMAT_VERSION,
-        nodes,
+        nodes: nodes.iter().map(node_identity).collect(),
         bindings: bindings
             .iter()
             .map(|(id, b)| {
@@ -472,7 +495,8 @@ fn definition_fits(slot: &Slot, def: &Definition) -> bool {
         | (SlotKind::Channel, Definition::Channel(_))
         | (SlotKind::Connection, Definition::Connection(_))
         | (SlotKind::Schedule, Definition::Schedule(_))
-        | (SlotKind::Eval, Definition::Eval(_)) => true,
+        | (SlotKind::Eval, Definition::Eval(_))
+        | (SlotKind::RemoteAgent, Definition::RemoteAgent(_)) => true,
         (
             SlotKind::Skill
             | SlotKind::WorkAgent

@@ -140,6 +140,36 @@ pub struct InfoConnection {
     pub name: String,
     pub transport: &'static str,
     pub source: InfoSource,
+    /// Whether sessions tagged `surface = webbridge` are offered it;
+    /// filled by the application, which holds the MCP rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webbridge: Option<InfoWebBridge>,
+}
+
+/// An MCP server in a WebBridge conversation (a session tagged for the
+/// browser surface): offered, or hidden with the diagnostic the session
+/// itself reports (`mcp/webbridge-hidden`) and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum InfoWebBridge {
+    /// Its plugin declares it `webbridge-safe`.
+    Offered,
+    Hidden {
+        /// The stable code (`mcp/webbridge-hidden`).
+        code: String,
+        /// Why, and how to reach it.
+        reason: String,
+    },
+}
+
+/// An enabled plugin's MCP server (plugins contribute servers outside the
+/// graph's connections), with its WebBridge standing.
+#[derive(Debug, Clone, Serialize)]
+pub struct InfoPluginServer {
+    /// As an agent's `mcp:` list names it (`plugin/server`).
+    pub name: String,
+    pub plugin: String,
+    pub webbridge: InfoWebBridge,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,6 +250,9 @@ pub struct Info {
     /// which knows the MCP client's defaults.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_bounds: Option<InfoMcpBounds>,
+    /// The MCP servers of enabled plugins; filled by the application.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plugin_mcp_servers: Vec<InfoPluginServer>,
     pub diagnostics: InfoDiagnostics,
 }
 
@@ -393,6 +426,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
         remote_agents: InfoList::new(Vec::new()),
         user_instructions: Vec::new(),
         mcp_bounds: None,
+        plugin_mcp_servers: Vec::new(),
         awaiting_trust: graph
             .composition
             .entries
@@ -504,6 +538,7 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                     ConnectionDefinition::Sse { .. } => "sse",
                 },
                 source: src,
+                webbridge: None,
             }),
             Definition::Schedule(s) => schedules.push(InfoSchedule {
                 name: node.slot.name.clone(),
@@ -513,6 +548,9 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 source: src,
             }),
             Definition::Eval(_) => evals.push(named(src)),
+            // Listed under the lead that reaches them (`remote_agents`),
+            // with what the application knows of their contract.
+            Definition::RemoteAgent(_) => {}
             Definition::Document { .. } => match node.slot.kind {
                 SlotKind::Skill => skills.push(named(src)),
                 SlotKind::WorkAgent if in_mode(mode, &[AppMode::Work]) => agents.push(named(src)),
@@ -533,7 +571,8 @@ pub fn project(graph: &CompiledGraph, mode: Option<AppMode>) -> Info {
                 | SlotKind::Channel
                 | SlotKind::Schedule
                 | SlotKind::Eval
-                | SlotKind::Connection => {}
+                | SlotKind::Connection
+                | SlotKind::RemoteAgent => {}
             },
         }
     }

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CompositionPolicy {
-    /// Tools, channels, connections, schedules: a same-layer duplicate is
+    /// Tools, channels, connections, schedules, evals, remote agents: a
+    /// same-layer duplicate is
     /// a compile error; an invalid winner is a compile error and never
     /// falls back.
     Strict,
@@ -38,7 +39,8 @@ impl CompositionPolicy {
             | SlotKind::Channel
             | SlotKind::Connection
             | SlotKind::Schedule
-            | SlotKind::Eval => CompositionPolicy::Strict,
+            | SlotKind::Eval
+            | SlotKind::RemoteAgent => CompositionPolicy::Strict,
             SlotKind::Skill => CompositionPolicy::Skills,
             SlotKind::WorkAgent | SlotKind::CodingAgent => CompositionPolicy::TeamAgents,
             SlotKind::Worker => CompositionPolicy::Workers,

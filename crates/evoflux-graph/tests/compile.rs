@@ -1079,3 +1079,203 @@ fn an_untrusted_repositorys_team_derives_nothing_until_it_is_trusted() {
     let g = f.compile();
     assert_eq!(delegation(&g).unwrap().dependencies.len(), 1);
 }
+
+/// A `config.toml` declaring the remote agent `helper` started by `command`.
+fn helper_config(command: &str) -> String {
+    format!(
+        "[limits]\nmax_cost_usd = 5.0\n\n[agents.external.helper]\ncommand = [\"{command}\", \"acp\"]\nenv = [\"HELPER_MODE\"]\n"
+    )
+}
+
+/// The `remote-agents/helper` node's binding: its file and the entry's
+/// content hash.
+fn helper_binding(g: &CompiledGraph) -> (PathBuf, String, Option<String>) {
+    let node = g.node(&"remote-agents/helper".parse().unwrap()).unwrap();
+    assert!(
+        matches!(&node.definition, Definition::RemoteAgent(a) if a.command[1] == "acp"),
+        "{:?}",
+        node.definition
+    );
+    match &g.binding(&node.source_id).unwrap().binding {
+        evoflux_graph::Binding::File {
+            path,
+            sha256,
+            entry,
+        } => (path.clone(), sha256.clone(), entry.clone()),
+        other => panic!("not bound to a file: {other:?}"),
+    }
+}
+
+#[test]
+fn a_remote_agent_keeps_its_identity_when_relocated_and_changes_it_when_its_table_is_edited() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    for base in [a.path(), b.path()] {
+        let config = base.join("config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("config.toml"), helper_config("helper-acp")).unwrap();
+        std::fs::create_dir_all(base.join("repo/.git")).unwrap();
+    }
+    let ga = compile_standard(&tree_without_rewrite(a.path())).unwrap();
+    let gb = compile_standard(&tree_without_rewrite(b.path())).unwrap();
+    assert!(
+        ga.diagnostics.is_empty(),
+        "{}",
+        ga.diagnostics.render_human()
+    );
+    // A node of its own, bound to the entry of the file that declares it.
+    let (file, sha, entry) = helper_binding(&ga);
+    assert_eq!(file, a.path().join("config/config.toml"));
+    assert_eq!(entry.as_deref(), Some("helper"));
+    assert_eq!(
+        ga.hash, gb.hash,
+        "the same declaration in another place of the same layer keeps the identity"
+    );
+
+    // Another table of the same file is not the agent's identity...
+    let user_config = b.path().join("config/config.toml");
+    std::fs::write(
+        &user_config,
+        helper_config("helper-acp").replace("5.0", "7.0"),
+    )
+    .unwrap();
+    let other_table = compile_standard(&tree_without_rewrite(b.path())).unwrap();
+    assert_eq!(helper_binding(&other_table).1, sha);
+    // ...its own table is.
+    std::fs::write(&user_config, helper_config("other-acp")).unwrap();
+    let edited = compile_standard(&tree_without_rewrite(b.path())).unwrap();
+    assert_ne!(helper_binding(&edited).1, sha);
+    assert_ne!(ga.hash, edited.hash, "editing the agent's table changes it");
+
+    std::fs::write(&user_config, helper_config("helper-acp")).unwrap();
+    assert_eq!(
+        compile_standard(&tree_without_rewrite(b.path()))
+            .unwrap()
+            .hash,
+        ga.hash,
+        "restoring the table restores it"
+    );
+}
+
+#[test]
+fn a_repositorys_remote_agent_shadows_the_users_and_the_report_names_its_winner() {
+    let f = Fixture::new();
+    f.user_file("config.toml", &helper_config("user-acp"));
+    let project = f.project_file(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"repo-acp\", \"acp\"]\ncwd = \"scratch\"\n",
+    );
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert_eq!(helper_binding(&g).0, project);
+    let slot: Slot = "remote-agents/helper".parse().unwrap();
+    let winner = &g.node(&slot).unwrap().source_id;
+    let shadowed: Vec<_> = g
+        .composition
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            CompositionEntry::Shadowed {
+                source,
+                winner_source_id,
+            } if source.slot == "remote-agents/helper" => {
+                Some((source.layer, source.file(), winner_source_id))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        shadowed,
+        [(
+            Layer::User,
+            Some(f.user.join("config.toml").as_path()),
+            winner
+        )]
+    );
+    let shown = info::project(&g, None);
+    assert!(
+        shown
+            .composition
+            .iter()
+            .any(|e| e.slot == "remote-agents/helper"
+                && e.layer == Layer::User
+                && e.winner_source_id.as_ref() == Some(winner))
+    );
+
+    // A declaration that is `disable = true` alone removes the user's.
+    f.project_file("config.toml", "[agents.external.helper]\ndisable = true\n");
+    let g = f.compile();
+    assert!(g.diagnostics.is_empty(), "{}", g.diagnostics.render_human());
+    assert!(g.node(&slot).is_none());
+    assert!(g.composition.entries.iter().any(|e| matches!(
+        e,
+        CompositionEntry::Disabled { source }
+            if source.slot == "remote-agents/helper" && source.layer == Layer::Project
+    )));
+
+    // A repository's agent is never given a variable that holds a key.
+    f.project_file(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"repo-acp\"]\nenv = [\"OPENAI_API_KEY\"]\n",
+    );
+    let g = f.compile();
+    assert_eq!(codes(&g), ["config/project-external-agent-key"]);
+    assert!(g.node(&slot).is_none());
+}
+
+#[test]
+fn an_untrusted_repositorys_remote_agent_awaits_trust_and_the_users_serves() {
+    let f = Fixture::new();
+    f.user_file("config.toml", &helper_config("user-acp"));
+    let project = f.project_file(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"repo-acp\", \"acp\"]\n\
+         [agents.external.extra]\ncommand = [\"extra-acp\"]\n",
+    );
+    let g = compile_standard(&RootOptions {
+        trusted: Vec::new(),
+        ..f.options()
+    })
+    .unwrap();
+    assert_eq!(codes(&g), ["trust/withheld"]);
+    assert_eq!(helper_binding(&g).0, f.user.join("config.toml"));
+    assert!(g.node(&"remote-agents/extra".parse().unwrap()).is_none());
+    let mut waiting: Vec<_> = info::project(&g, None)
+        .awaiting_trust
+        .into_iter()
+        .map(|w| (w.slot, w.file))
+        .collect();
+    waiting.sort();
+    assert_eq!(
+        waiting,
+        [
+            ("remote-agents/extra".to_owned(), Some(project.clone())),
+            ("remote-agents/helper".to_owned(), Some(project)),
+        ]
+    );
+}
+
+#[test]
+fn a_remote_agents_table_is_checked_when_it_wins_and_named_when_it_cannot_be_a_slot() {
+    let f = Fixture::new();
+    f.user_file(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"x\"]\ncomand = [\"y\"]\n\
+         [agents.external.Bad]\ncommand = [\"x\"]\n",
+    );
+    let g = f.compile();
+    let mut found: Vec<(&str, Option<&str>)> = g
+        .diagnostics
+        .iter()
+        .map(|d| (d.code.as_ref(), d.locator.field.as_deref()))
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("config/external-agent-name", Some("agents.external.Bad")),
+            ("config/unknown-key", Some("agents.external.helper.comand")),
+        ]
+    );
+    assert!(g.node(&"remote-agents/helper".parse().unwrap()).is_none());
+}

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{Recorder, World, call, text};
 use evoflux_core::AppMode;
-use evoflux_harness::tools::connection_search::search;
+use evoflux_harness::tools::connection_search::{Deferrable, search};
 use evoflux_harness::{CollectEvents, Harness, SessionRequest, TurnOptions};
 use evoflux_mcp::testserver::{TestServerOptions, serve_http};
 use evoflux_mcp::{ManagerOptions, McpRuntime};
@@ -85,7 +85,7 @@ fn main() {
 
         // The scoring alone, over the server's tools.
         let set = rt.tool_set(&Default::default());
-        let tools: Vec<_> = set.tools().iter().collect();
+        let tools: Vec<Deferrable<'_>> = set.tools().iter().map(Deferrable::mcp).collect();
         let queries = [
             "echo message",
             "filler 150",

@@ -344,7 +344,9 @@ impl PreparedTools {
                     let handler = crate::tools::handler(*b);
                     let deferred = match handler.offering() {
                         Offering::Deferred => true,
-                        Offering::Always | Offering::WhileToolsHeldBack => false,
+                        Offering::Always
+                        | Offering::WhileToolsHeldBack
+                        | Offering::DeferredWithConnections => false,
                     };
                     (handler.approval(), deferred)
                 }

@@ -1,6 +1,7 @@
 //! Remote agents: agents that live outside evoflux (another harness, or
 //! evoflux itself in another process) and speak the Agent Client Protocol,
-//! declared in `[agents.external.<name>]`.
+//! declared in `[agents.external.<name>]` and selected by the source graph
+//! as `remote-agents/<name>` nodes.
 //!
 //! The harness owns what a remote dispatch *means* — admission, the
 //! result contract and its repair rounds, the parent's events — and talks
@@ -19,9 +20,10 @@ use std::sync::Arc;
 use evoflux_agents::team::EffectiveAgentConfig;
 use evoflux_agents::worker::external::external_agent_spec;
 use evoflux_agents::worker::spec::AgentSpec;
-use evoflux_core::config::LoadedConfig;
+use evoflux_core::config::ConfigOrigin;
 use evoflux_core::diagnostic::{Diagnostic, Diagnostics};
 use evoflux_core::external_agent::ExternalAgentConfig;
+use evoflux_graph::{Binding, CompiledGraph, Definition, Layer};
 
 use crate::events::EventSink;
 
@@ -33,6 +35,8 @@ pub struct RemoteAgent {
     pub launch: ExternalAgentConfig,
     /// The config file that declared it.
     pub file: Option<PathBuf>,
+    /// The layer of that file.
+    pub origin: ConfigOrigin,
 }
 
 /// Why a remote agent could not do what it was asked.
@@ -87,24 +91,38 @@ pub trait RemoteSession: Send + fmt::Debug {
     fn prompt<'a>(&'a mut self, text: &'a str) -> RemoteFuture<'a, RemoteTurn>;
 }
 
-/// The external agents of `loaded` a lead may dispatch, as specs: one
-/// name reaches one agent, so an external agent named like a member or a
-/// worker recipe is left out with `team/agent-name-collision`, and one
-/// whose result contract cannot be read with
-/// `config/external-agent-contract`.
+/// The remote agents of `graph` a lead may dispatch, as specs: each
+/// `remote-agents/<name>` node (the winner of its slot, so a repository's
+/// declaration has already shadowed the user's, and an untrusted one is
+/// awaiting trust), in slot order. One name reaches one agent, so a remote
+/// agent named like a member or a worker recipe is left out with
+/// `team/agent-name-collision`, and one whose result contract cannot be
+/// read with `config/external-agent-contract`.
 pub fn remote_agents(
-    loaded: &LoadedConfig,
+    graph: &CompiledGraph,
     members: &[EffectiveAgentConfig],
     workers: &[AgentSpec],
     diags: &mut Diagnostics,
 ) -> Vec<RemoteAgent> {
     let mut agents = Vec::new();
-    for (name, launch) in &loaded.config.external_agents {
-        let source = loaded.external_agent_sources.get(name);
-        let file = source.map(|s| s.path.clone());
-        let located = |d: Diagnostic| match &file {
-            Some(f) => d.with_file(f),
-            None => d,
+    for node in &graph.nodes {
+        let Definition::RemoteAgent(launch) = &node.definition else {
+            continue;
+        };
+        let name = &node.slot.name;
+        let bound = graph.binding(&node.source_id);
+        let file = bound.and_then(|b| match &b.binding {
+            Binding::File { path, .. } => Some(path.clone()),
+            Binding::Builtin { .. } => None,
+        });
+        let located = |d: Diagnostic| {
+            let d = d
+                .with_slot(node.slot.clone())
+                .with_source_id(node.source_id.as_str());
+            match &file {
+                Some(f) => d.with_file(f),
+                None => d,
+            }
         };
         let local = if members.iter().any(|m| &m.name == name) {
             Some("member")
@@ -126,12 +144,13 @@ pub fn remote_agents(
             ));
             continue;
         }
-        let origin = source.map_or(evoflux_core::config::ConfigOrigin::User, |s| s.origin);
+        let origin = bound.map_or(ConfigOrigin::User, |b| config_origin(b.layer));
         match external_agent_spec(name, launch, origin, file.as_deref()) {
             Ok(spec) => agents.push(RemoteAgent {
                 spec,
                 launch: launch.clone(),
                 file,
+                origin,
             }),
             Err(e) => diags.push(located(
                 Diagnostic::error(
@@ -143,4 +162,15 @@ pub fn remote_agents(
         }
     }
     agents
+}
+
+/// The config layer a remote agent's declaring file belongs to. Only
+/// config files declare remote agents; nothing compiled in does.
+pub fn config_origin(layer: Layer) -> ConfigOrigin {
+    match layer {
+        Layer::Framework | Layer::BundledPlugin | Layer::Plugin => ConfigOrigin::Embedded,
+        Layer::Admin => ConfigOrigin::Admin,
+        Layer::User => ConfigOrigin::User,
+        Layer::Project => ConfigOrigin::Project,
+    }
 }

@@ -13,7 +13,7 @@ use evoflux_core::AppMode;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::message::Media;
+use crate::message::{Media, MediaRef};
 use crate::metadata::ResultMetadata;
 
 /// The result of one tool call as the model and the transcript see it.
@@ -177,9 +177,15 @@ pub enum Event {
         /// turn while it ran (or before it started).
         status: ToolStatus,
         is_error: bool,
+        /// The result's text, each media item named on a line of its own
+        /// ([`crate::message::text_with_media_notes`]).
         content: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         metadata: Option<ResultMetadata>,
+        /// The images or audio the result carries, by reference: a view
+        /// that can show them fetches the stored bytes.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        media: Vec<MediaRef>,
     },
     /// A background command started with `notify_on_exit` ended; its
     /// final observation joins the conversation.
@@ -885,6 +891,7 @@ mod tests {
                 is_error: true,
                 content: String::new(),
                 metadata: None,
+                media: Vec::new(),
             },
         ];
         for e in events {

@@ -16,7 +16,7 @@ pub mod usage;
 
 pub use events::{Event, EventKind};
 pub use message::{
-    CacheHints, CacheRetention, Citation, Media, MediaKind, Message, ProviderItem,
+    CacheHints, CacheRetention, Citation, Media, MediaKind, MediaRef, Message, ProviderItem,
     ProviderToolKind, ReasoningEffort, Request, ToolCall, ToolChoice, ToolDefinition, WebSearch,
     WebSource,
 };

@@ -207,11 +207,65 @@ pub fn text_with_media_notes(content: &str, media: &[Media]) -> String {
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push('[');
-        text.push_str(&item.describe());
-        text.push(']');
+        text.push_str(&media_note(&item.describe()));
     }
     text
+}
+
+/// The media of one message on one line, as a one-line summary (a tool
+/// call's line in `sessions show` or the line chat) names them:
+/// `[image: shot-1.png, image/png, 12 KB] [audio: …]`; empty when there
+/// are none. The same note [`text_with_media_notes`] writes per line.
+pub fn media_notes_inline<'a>(descriptions: impl IntoIterator<Item = &'a str>) -> String {
+    descriptions
+        .into_iter()
+        .map(media_note)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One media item's note in text: its description in brackets.
+fn media_note(description: &str) -> String {
+    format!("[{description}]")
+}
+
+/// A tool result's [`Media`] as an event names it: what it is, its note
+/// for text, and where the stored transcript keeps its bytes (entry `seq`,
+/// item `index`), so the event stays small and a view that can show
+/// images fetches them (`GET /api/sessions/{id}/media/{seq}/{index}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaRef {
+    /// The transcript entry (the tool message) that holds the bytes.
+    pub seq: u64,
+    /// The item's place in that message's `media`.
+    pub index: usize,
+    pub kind: MediaKind,
+    pub mime_type: String,
+    /// The decoded size in bytes.
+    pub bytes: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// [`Media::describe`]: what a view that cannot show it says instead.
+    pub description: String,
+}
+
+impl MediaRef {
+    /// The references to `media`, the media of transcript entry `seq`.
+    pub fn of_entry(seq: u64, media: &[Media]) -> Vec<MediaRef> {
+        media
+            .iter()
+            .enumerate()
+            .map(|(index, m)| MediaRef {
+                seq,
+                index,
+                kind: m.kind,
+                mime_type: m.mime_type.clone(),
+                bytes: m.byte_len(),
+                name: m.name.clone(),
+                description: m.describe(),
+            })
+            .collect()
+    }
 }
 
 fn human_size(bytes: usize) -> String {
@@ -496,6 +550,32 @@ impl Request {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_event_names_media_by_entry_and_place_with_the_note_text_writes() {
+        let mut shot = Media::new(MediaKind::Image, "image/png", "iVBORw0KGgo=");
+        shot.name = Some("screenshot-1.png".into());
+        let clip = Media::new(MediaKind::Audio, "audio/wav", "UklGRg==");
+        let refs = MediaRef::of_entry(7, &[shot.clone(), clip.clone()]);
+        assert_eq!(
+            (refs[1].seq, refs[1].index, refs[1].kind, refs[0].bytes),
+            (7, 1, MediaKind::Audio, 8)
+        );
+        let json = serde_json::to_value(&refs[0]).unwrap();
+        assert!(json.get("data").is_none(), "{json}");
+        assert_eq!(json["name"], "screenshot-1.png");
+        // One line or one per item: the same note.
+        let inline = media_notes_inline(refs.iter().map(|r| r.description.as_str()));
+        assert_eq!(
+            inline,
+            "[image: screenshot-1.png, image/png, 8 B] [audio: audio/wav, 4 B]"
+        );
+        assert_eq!(
+            text_with_media_notes("", &[shot, clip]),
+            inline.replace("] [", "]\n[")
+        );
+        assert_eq!(media_notes_inline([]), "");
+    }
 
     #[test]
     fn messages_round_trip_tagged_by_role() {

@@ -34,6 +34,7 @@ use crate::error::ApiError;
         sessions::cancel,
         sessions::resume,
         sessions::artifact,
+        sessions::media,
         sessions::snapshot,
         sessions::transcript,
         sessions::commands,

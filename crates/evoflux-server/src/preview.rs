@@ -12,6 +12,9 @@
 //! sandboxed by its `Content-Security-Policy` (a unique origin), so the
 //! previewed app — code the agent wrote — cannot read the web UI's token
 //! or call the API as the user.
+//!
+//! An app's root-absolute links (`/static/app.js`) are moved under the
+//! proxy in the HTML and CSS it serves ([`links`], which says why).
 
 use std::sync::Arc;
 
@@ -24,6 +27,8 @@ use evoflux_core::ids::SessionId;
 use evoflux_harness::{CommandStatus, PreviewInfo, ProcessRuntime};
 use serde::Serialize;
 use utoipa::ToSchema;
+
+mod links;
 
 use crate::error::ApiError;
 use crate::state::ServerState;
@@ -264,7 +269,8 @@ async fn proxied(
     };
     let mut request = client()?.request(method, &url);
     for (name, value) in &headers {
-        if forwardable(name) {
+        // Uncompressed answers, so their links can be rewritten.
+        if forwardable(name) && name != header::ACCEPT_ENCODING {
             request = request.header(name, value);
         }
     }
@@ -276,10 +282,14 @@ async fn proxied(
         )
     })?;
     let prefix = keys.proxy_path(session, &target.preview);
+    let rewrite = Rewrite::of(upstream.headers());
     let mut response = Response::builder().status(upstream.status());
     if let Some(h) = response.headers_mut() {
         for (name, value) in upstream.headers() {
-            if !forwardable(name) || name == header::CONTENT_SECURITY_POLICY {
+            if !forwardable(name)
+                || name == header::CONTENT_SECURITY_POLICY
+                || (name == header::CONTENT_LENGTH && rewrite != Rewrite::Keep)
+            {
                 continue;
             }
             match name == header::LOCATION {
@@ -305,10 +315,84 @@ async fn proxied(
             header::REFERRER_POLICY,
             HeaderValue::from_static("no-referrer"),
         );
+        // The sandboxed page's origin is opaque, so its own `fetch` and
+        // module scripts are cross-origin requests; without this header
+        // every app that loads a module (Vite, for one) is blank. The
+        // proxied URL holds the preview's key and no credential rides on
+        // these requests, so naming any origin gives away nothing the key
+        // does not.
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
     }
+    let body = match rewrite {
+        Rewrite::Keep => Body::from_stream(upstream.bytes_stream()),
+        Rewrite::Html | Rewrite::Css => rewritten(upstream, rewrite, &prefix).await,
+    };
     response
-        .body(Body::from_stream(upstream.bytes_stream()))
+        .body(body)
         .map_err(|e| ApiError::internal("server/preview-response", e.to_string()))
+}
+
+/// The most bytes of one HTML or CSS answer read whole to rewrite its
+/// links ([`links`]); a larger answer passes unchanged past this point.
+const MAX_REWRITE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Whether an answer's root-absolute links are moved under the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rewrite {
+    Html,
+    Css,
+    /// Anything else, and compressed answers: passed as they come.
+    Keep,
+}
+
+impl Rewrite {
+    fn of(headers: &HeaderMap) -> Rewrite {
+        let encoded = headers
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
+        let essence = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| v.trim().to_ascii_lowercase());
+        match (encoded, essence.as_deref()) {
+            (false, Some("text/html" | "application/xhtml+xml")) => Rewrite::Html,
+            (false, Some("text/css")) => Rewrite::Css,
+            _ => Rewrite::Keep,
+        }
+    }
+}
+
+/// The answer's body with its links rewritten, read whole up to
+/// [`MAX_REWRITE_BYTES`]; past that (or not UTF-8) it passes unchanged.
+async fn rewritten(upstream: reqwest::Response, rewrite: Rewrite, prefix: &str) -> Body {
+    use futures_util::StreamExt as _;
+    let mut stream = upstream.bytes_stream();
+    let mut read = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(chunk) => read.extend_from_slice(&chunk),
+            Err(e) => {
+                let head = futures_util::stream::iter([Ok(Bytes::from(read)), Err(e)]);
+                return Body::from_stream(head);
+            }
+        }
+        if read.len() > MAX_REWRITE_BYTES {
+            let head = futures_util::stream::iter([Ok::<_, reqwest::Error>(Bytes::from(read))]);
+            return Body::from_stream(head.chain(stream));
+        }
+    }
+    match String::from_utf8(read) {
+        Ok(text) => Body::from(match rewrite {
+            Rewrite::Html => links::html(&text, prefix),
+            Rewrite::Css => links::css(&text, prefix),
+            Rewrite::Keep => text,
+        }),
+        Err(e) => Body::from(e.into_bytes()),
+    }
 }
 
 /// Whether a header goes through the proxy: not the hop-by-hop ones, not

@@ -104,6 +104,7 @@ fn public(action: &RouteAction) -> bool {
             | ApiEndpoint::CancelTurn
             | ApiEndpoint::ResumeSession
             | ApiEndpoint::SessionArtifact
+            | ApiEndpoint::SessionMedia
             | ApiEndpoint::SessionSnapshot
             | ApiEndpoint::SessionTranscript
             | ApiEndpoint::SessionCommands
@@ -209,6 +210,7 @@ fn handler(method: Method, path: &str, action: &RouteAction) -> Handler {
             ApiEndpoint::CancelTurn => on(f, sessions::cancel),
             ApiEndpoint::ResumeSession => on(f, sessions::resume),
             ApiEndpoint::SessionArtifact => on(f, sessions::artifact),
+            ApiEndpoint::SessionMedia => on(f, sessions::media),
             ApiEndpoint::SessionSnapshot => on(f, sessions::snapshot),
             ApiEndpoint::SessionTranscript => on(f, sessions::transcript),
             ApiEndpoint::SessionCommands => on(f, sessions::commands),

@@ -57,7 +57,11 @@ static PAGE: Asset = asset!("index.html", "text/html; charset=utf-8");
 
 /// What the page may load and run: only its own files, nothing inline,
 /// no other origin (model output rendered as Markdown cannot run script).
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// Frames only of this server: the Preview pane's proxied app, which runs
+/// sandboxed in an origin of its own (`preview.rs`). Images also from
+/// `blob:`: a tool result's image is fetched with the token from the
+/// stored-media route and shown from the page's own blob.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// A version tag for caching: the build's version and the file's length
 /// and a cheap checksum, so an upgrade never serves a stale file.

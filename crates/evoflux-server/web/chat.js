@@ -90,6 +90,32 @@ function mediaNodes(media) {
   });
 }
 
+// The images a tool result's event names (`tool_ended`'s `media`: no
+// bytes, where the transcript keeps them): each is fetched from the
+// stored-media route with the token and shown; `data-media` keeps the
+// route. Generic over tools: any result's image shows the same way. The
+// others show as their note, which the text above already carries.
+function mediaRefNodes(session, refs) {
+  return (Array.isArray(refs) ? refs : [])
+    .filter((m) => m.kind === 'image' && SHOWN_IMAGE_TYPES.includes(m.mime_type))
+    .map((m) => {
+      const route = `/api/sessions/${session}/media/${m.seq}/${m.index}`;
+      const img = h('img', { class: 'media', alt: m.description, dataset: { media: route } });
+      fetch(route, { headers: { Authorization: `Bearer ${token()}` } })
+        .then((r) => {
+          if (!r.ok) throw new Error(`${m.description}: ${r.status}`);
+          return r.blob();
+        })
+        .then((blob) => {
+          const url = URL.createObjectURL(blob);
+          img.addEventListener('load', () => URL.revokeObjectURL(url), { once: true });
+          img.src = url;
+        })
+        .catch((e) => { img.replaceWith(h('div', { class: 'muted' }, `[${m.description}] (${errorText(e)})`)); });
+      return img;
+    });
+}
+
 /// Renders events into a container; a delegated child gets its own.
 class Renderer {
   // `info`: the session record, for links into its workspace's documents.
@@ -196,7 +222,7 @@ class Renderer {
     return this.tools.get(callId);
   }
 
-  toolEnded(callId, name, isError, content, metadata, status) {
+  toolEnded(callId, name, isError, content, metadata, status, media) {
     const t = this.tools.get(callId) || this.tool(callId, name, {});
     const cancelled = status === 'cancelled';
     t.status.textContent = cancelled ? 'cancelled' : isError ? 'error' : 'done';
@@ -204,7 +230,11 @@ class Renderer {
     // A call that ended no longer waits for anyone's decision.
     this.decided(callId, null);
     if (isError) t.card.classList.add('error');
-    t.body.append(h('div', { class: 'muted' }, 'Result'), h('pre', { class: 'observation' }, content));
+    const images = mediaRefNodes(this.session, media);
+    t.body.append(h('div', { class: 'muted' }, 'Result'), h('pre', { class: 'observation' }, content),
+      ...images);
+    // A screenshot is what the call is for: show it without a click.
+    if (images.length) t.card.open = true;
     const artifact = metadata && ((metadata.command && metadata.command.artifact)
       || (metadata.offload && metadata.offload.artifact));
     if (artifact) {
@@ -474,7 +504,7 @@ class Renderer {
         this.elicitationAnswered(ev);
         return false;
       case 'tool_ended':
-        this.toolEnded(ev.call_id, ev.tool, ev.is_error, ev.content, ev.metadata, ev.status);
+        this.toolEnded(ev.call_id, ev.tool, ev.is_error, ev.content, ev.metadata, ev.status, ev.media);
         return false;
       case 'command_ended':
         this.line(`Background command ${ev.is_error ? 'failed' : 'finished'}: ${ev.command}`);
@@ -814,6 +844,57 @@ function suggestions(textarea, skills, commands) {
   return list;
 }
 
+// The delegation tree: this session, then every session below it nested
+// under the one that dispatched it (`sessions show`'s tree). It starts from
+// the snapshot's depth-first `tree` and grows from `dispatch_started`
+// events at any depth (they arrive wrapped in `child` events, one per
+// level), so it reads the same live and after a reload. An item's
+// `aria-level` is its dispatch depth plus one (this session is level 1);
+// `data-depth` is the depth itself.
+class DispatchTree {
+  constructor(root, lead, entries) {
+    this.list = h('ul', { class: 'dispatch-tree', 'aria-label': 'Delegation tree' });
+    const below = h('ul', {});
+    this.list.append(h('li', { 'aria-level': 1, 'aria-current': 'page', dataset: { session: root, depth: 0 } },
+      h('strong', {}, lead || 'lead'), ' ', h('span', { class: 'muted' }, '(this session)'), below));
+    this.summary = h('summary', {});
+    this.box = h('details', { class: 'card dispatch-tree', open: true }, this.summary, this.list);
+    // The list below each session, by its id.
+    this.below = new Map([[root, below]]);
+    this.count = 0;
+    // Depth first: each entry's parent is the last one a level up.
+    const path = [root];
+    for (const e of entries) {
+      const s = e.session || {};
+      path.length = Math.max(1, Math.min(path.length, e.depth));
+      this.add(s.id, path[path.length - 1], s.lead || 'agent', e.depth);
+      path.push(s.id);
+    }
+    this.box.hidden = this.count === 0;
+  }
+
+  add(id, parent, agent, depth) {
+    if (!id || this.below.has(id)) return;
+    const list = this.below.get(parent);
+    if (!list) return;
+    const nested = h('ul', {});
+    list.append(h('li', { 'aria-level': depth + 1, dataset: { session: id, depth } },
+      h('a', { href: `#/chat/${id}`, title: `Session ${id}` }, agent), nested));
+    this.below.set(id, nested);
+    this.count += 1;
+    this.summary.textContent = `Delegated to ${this.count} session${this.count === 1 ? '' : 's'}`;
+    this.box.hidden = false;
+  }
+
+  // One event of the session's stream.
+  event(type, ev) {
+    while (type === 'child' && ev && ev.event) { ev = ev.event; type = ev.type; }
+    if (type === 'dispatch_started' && ev) {
+      this.add(ev.child_session_id, ev.parent_session_id, ev.agent, ev.depth);
+    }
+  }
+}
+
 export async function chatView(app, id) {
   const main = app.main;
   const shown = await get(`/api/sessions/${id}/snapshot`);
@@ -827,6 +908,7 @@ export async function chatView(app, id) {
   const list = suggestions(textarea, () => skills, promptCommands(id));
   const send = h('button', { type: 'submit', class: 'primary' }, 'Send');
   const renderer = new Renderer(log, id, session);
+  const tree = new DispatchTree(id, session.lead, shown.tree || []);
   // The sidebar follows the open session's mode.
   if (app.followMode) app.followMode(mode);
   let busy = false;
@@ -898,7 +980,7 @@ export async function chatView(app, id) {
       h('span', { class: 'muted' }, session.model || ''),
       h('span', { class: 'spacer' }),
       h('a', { href: filesHref(id, 0, '') }, 'Files')),
-    hidden, (shown.tree || []).length ? dispatchTree(shown.tree) : '',
+    hidden, tree.box,
     log, composer);
   loadSkills(mode).then((s) => { skills = s; });
 
@@ -948,6 +1030,7 @@ export async function chatView(app, id) {
     following = true;
     follow(id, from, (e) => {
       previews.event(e.type);
+      tree.event(e.type, e.data || {});
       return renderer.event(e.type, e.data || {}, hooks);
     }, controller.signal)
       .catch((err) => toast(errorText(err), 'error'))

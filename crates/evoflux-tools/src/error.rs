@@ -112,6 +112,10 @@ pub enum ToolError {
         "this session already runs {limit} previews; stop one with preview(action='stop') first"
     )]
     TooManyPreviews { limit: usize },
+    /// `preview(action='snapshot')` cannot run: no browser for the
+    /// session, or no preview serving.
+    #[error("cannot take a snapshot of the preview: {reason}")]
+    PreviewSnapshotUnavailable { reason: String },
     /// A command tool definition that the graph should have rejected
     /// (such as a placeholder spliced into a larger argument).
     #[error("command tool definition is invalid at {field}: {message}")]
@@ -149,6 +153,7 @@ impl ToolError {
             ToolError::RuntimeShutDown => "tool/runtime-shut-down",
             ToolError::PreviewNotFound { .. } => "tool/preview-not-found",
             ToolError::TooManyPreviews { .. } => "tool/too-many-previews",
+            ToolError::PreviewSnapshotUnavailable { .. } => "tool/preview-snapshot-unavailable",
             ToolError::CommandToolInvalid { .. } => "tool/command-tool-invalid",
             ToolError::SandboxUnavailable { .. } => "tool/sandbox-unavailable",
             ToolError::DeniedFile { .. } => "tool/denied-file",

@@ -79,8 +79,8 @@ pub use observation::{CommandMeta, CommandStatus, FAILURE_OUTPUT_LIMIT, SUCCESS_
 pub use output::ToolOutput;
 pub use preview::{
     MAX_SESSION_PREVIEWS, PREVIEW_DEFAULT_WAIT_SECONDS, PREVIEW_MAX_WAIT_SECONDS,
-    PREVIEW_MIN_WAIT_SECONDS, PreviewAction, PreviewChange, PreviewInfo, PreviewOutcome,
-    PreviewRequest,
+    PREVIEW_MIN_WAIT_SECONDS, PreviewAction, PreviewBrowser, PreviewChange, PreviewInfo,
+    PreviewOutcome, PreviewRequest,
 };
 pub use process::{
     PROCESS_DEFAULT_WAIT_SECONDS, PROCESS_MAX_WAIT_SECONDS, PROCESS_MIN_WAIT_SECONDS,

@@ -9,6 +9,20 @@
 //! application shuts down — and, after evoflux is killed, when the next
 //! runtime reaps its lineage, like any command. Its port is found from the
 //! running server ([`crate::listening`]).
+//!
+//! `snapshot` shows the running preview to the model: the session's
+//! browser opens its URL and takes a screenshot, which goes back as the
+//! call's image and stays in the browser's screenshots folder, exactly as
+//! `browser(action='screenshot')` does. It is an action of its own rather
+//! than a picture attached to every `start`: a server listens long before
+//! the app it serves is worth looking at (a bundler still compiling, the
+//! files the agent is about to edit), `start` must stay quick and work
+//! where no Chromium is installed, and the model takes a snapshot again
+//! after each change it wants to see. The browser reaches the session's
+//! own running previews by their exact loopback address whatever
+//! `browser_loopback` says ([`crate::browser::PreviewOrigins`]); without a
+//! browser, `snapshot` fails with `tool/preview-snapshot-unavailable`
+//! saying why.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -19,6 +33,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::args::Args;
+use crate::browser::{Browser, Screenshot};
 use crate::env::child_env;
 use crate::error::ToolError;
 use crate::observation::CommandStatus;
@@ -51,6 +66,20 @@ pub enum PreviewAction {
     Logs,
     /// SIGTERM to the server's group, a grace period, SIGKILL.
     Stop,
+    /// A screenshot of the running preview, taken by the session's
+    /// browser.
+    Snapshot,
+}
+
+/// The browser a `preview` call takes its snapshot with.
+#[derive(Debug, Clone, Copy)]
+pub enum PreviewBrowser<'a> {
+    /// The session's browser; it is told the session's running previews
+    /// after every call.
+    Session(&'a Browser),
+    /// The session has none, for this reason (Chromium is not installed,
+    /// network tools are off, …).
+    Unavailable(&'a str),
 }
 
 /// One `preview` call.
@@ -75,10 +104,11 @@ impl PreviewRequest {
             "status" => PreviewAction::Status,
             "logs" => PreviewAction::Logs,
             "stop" => PreviewAction::Stop,
+            "snapshot" => PreviewAction::Snapshot,
             other => {
                 return Err(ToolError::input(
                     "action",
-                    format!("`{other}` is not one of start, status, logs, stop"),
+                    format!("`{other}` is not one of start, status, logs, stop, snapshot"),
                 ));
             }
         };
@@ -277,6 +307,9 @@ pub enum PreviewChange {
 pub struct PreviewOutcome {
     pub output: ToolOutput,
     pub change: Option<PreviewChange>,
+    /// `snapshot`'s screenshot, for the model (an image on the tool
+    /// message) and the user (the tool card).
+    pub screenshot: Option<Screenshot>,
 }
 
 impl PreviewOutcome {
@@ -284,6 +317,7 @@ impl PreviewOutcome {
         PreviewOutcome {
             output,
             change: None,
+            screenshot: None,
         }
     }
 }
@@ -328,6 +362,9 @@ mod tests {
         assert_eq!(blank.command().unwrap_err().code(), "tool/input-invalid");
         let stop = PreviewRequest::parse(&json!({"action": "stop"})).unwrap();
         assert_eq!(stop.id().unwrap_err().code(), "tool/input-invalid");
+        let snapshot = PreviewRequest::parse(&json!({"action": "snapshot"})).unwrap();
+        assert_eq!(snapshot.action, PreviewAction::Snapshot);
+        assert_eq!(snapshot.preview_id, None, "the newest preview then");
     }
 
     #[test]

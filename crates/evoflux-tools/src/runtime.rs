@@ -26,8 +26,8 @@ use crate::lineage::Lineage;
 use crate::observation::CommandStatus;
 use crate::output::ToolOutput;
 use crate::preview::{
-    MAX_SESSION_PREVIEWS, Preview, PreviewAction, PreviewChange, PreviewInfo, PreviewOutcome,
-    PreviewRequest,
+    MAX_SESSION_PREVIEWS, Preview, PreviewAction, PreviewBrowser, PreviewChange, PreviewInfo,
+    PreviewOutcome, PreviewRequest,
 };
 use crate::process::{ProcessAction, ProcessRequest};
 use crate::sandbox::{Bubblewrap, CommandSandbox};
@@ -420,23 +420,57 @@ impl ProcessRuntime {
             .await;
     }
 
-    /// The `preview` tool on the model's JSON input.
+    /// The `preview` tool on the model's JSON input, where no browser
+    /// takes snapshots.
     pub async fn preview(
         &self,
         session: SessionId,
         ws: &Workspace,
         input: &Value,
     ) -> Result<PreviewOutcome, ToolError> {
-        self.run_preview(session, ws, PreviewRequest::parse(input)?)
-            .await
+        let none = PreviewBrowser::Unavailable("this front end runs no browser");
+        self.preview_in(session, ws, input, none).await
     }
 
-    /// `start`, `status`, `logs` or `stop` on this session's previews.
+    /// The `preview` tool on the model's JSON input, with the session's
+    /// browser for `snapshot`.
+    pub async fn preview_in(
+        &self,
+        session: SessionId,
+        ws: &Workspace,
+        input: &Value,
+        browser: PreviewBrowser<'_>,
+    ) -> Result<PreviewOutcome, ToolError> {
+        let result = self
+            .run_preview(session, ws, PreviewRequest::parse(input)?, browser)
+            .await;
+        // Whatever the call did, the browser reaches exactly the previews
+        // running now.
+        if let PreviewBrowser::Session(browser) = browser {
+            browser.previews().set(self.serving(session));
+        }
+        result
+    }
+
+    /// The addresses of the session's running previews.
+    fn serving(&self, session: SessionId) -> Vec<std::net::SocketAddr> {
+        self.inner
+            .previews_of(session)
+            .iter()
+            .map(|p| p.info())
+            .filter(|i| i.status == CommandStatus::Running)
+            .filter_map(|i| i.address)
+            .collect()
+    }
+
+    /// `start`, `status`, `logs`, `stop` or `snapshot` on this session's
+    /// previews.
     pub async fn run_preview(
         &self,
         session: SessionId,
         ws: &Workspace,
         request: PreviewRequest,
+        browser: PreviewBrowser<'_>,
     ) -> Result<PreviewOutcome, ToolError> {
         match request.action {
             PreviewAction::Start => {
@@ -454,6 +488,7 @@ impl ProcessRuntime {
                             ..observed
                         },
                         change: Some(PreviewChange::Serving(info)),
+                        screenshot: None,
                     }),
                     (None, CommandStatus::Running) => Ok(PreviewOutcome::quiet(ToolOutput {
                         text: format!(
@@ -495,6 +530,7 @@ impl ProcessRuntime {
                     Ok(PreviewOutcome {
                         output: ToolOutput::ok(text),
                         change,
+                        screenshot: None,
                     })
                 }
                 Some(id) => {
@@ -504,6 +540,7 @@ impl ProcessRuntime {
                     Ok(PreviewOutcome {
                         output: ToolOutput::ok(info.line()),
                         change: new.then_some(PreviewChange::Serving(info)),
+                        screenshot: None,
                     })
                 }
             },
@@ -524,6 +561,59 @@ impl ProcessRuntime {
                 Ok(PreviewOutcome {
                     output,
                     change: Some(PreviewChange::Stopped(preview.info())),
+                    screenshot: None,
+                })
+            }
+            PreviewAction::Snapshot => {
+                let unavailable = |reason: String| ToolError::PreviewSnapshotUnavailable { reason };
+                let browser = match browser {
+                    PreviewBrowser::Session(b) => b,
+                    PreviewBrowser::Unavailable(why) => return Err(unavailable(why.to_owned())),
+                };
+                let preview = match request.preview_id.as_deref() {
+                    Some(id) => self.inner.find_preview(session, id)?,
+                    None => self
+                        .inner
+                        .previews_of(session)
+                        .into_iter()
+                        .rev()
+                        .find(|p| p.tracked.status() == CommandStatus::Running)
+                        .ok_or_else(|| {
+                            unavailable(
+                                "no preview runs in this session; start one with                                  preview(action='start')"
+                                    .to_owned(),
+                            )
+                        })?,
+                };
+                let (_, new) = preview.detect().await;
+                let info = preview.info();
+                let url = match (info.status, info.url()) {
+                    (CommandStatus::Running, Some(url)) => url,
+                    (CommandStatus::Running, None) => {
+                        return Err(unavailable(format!(
+                            "preview {} listens on no port yet; wait with                              preview(action='status', preview_id='{}')",
+                            info.preview_id, info.preview_id
+                        )));
+                    }
+                    (status, _) => {
+                        return Err(unavailable(format!(
+                            "preview {} is not running ({})",
+                            info.preview_id,
+                            status.as_str()
+                        )));
+                    }
+                };
+                browser.previews().set(self.serving(session));
+                let shot = browser.snapshot(&url, request.wait_time()).await;
+                let mut output = shot.output;
+                if shot.screenshot.is_some() {
+                    output.text =
+                        format!("Snapshot of preview {}: {}", info.preview_id, output.text);
+                }
+                Ok(PreviewOutcome {
+                    output,
+                    change: new.then_some(PreviewChange::Serving(info)),
+                    screenshot: shot.screenshot,
                 })
             }
         }

@@ -151,6 +151,7 @@ fn main() {
         is_error: false,
         content: "ok".into(),
         metadata: None,
+        media: Vec::new(),
     });
 
     // A key typed while the answer streams: handled, then drawn.

@@ -10,7 +10,8 @@
 //! is pure, every screen is tested with ratatui's `TestBackend`.
 //!
 //! The pieces: the [`transcript`] of cells (messages, tool calls with
-//! their [`tools`] summaries and [`diff`]s, delegated children nested),
+//! their [`tools`] summaries and [`diff`]s, delegated children nested and
+//! named by their [`lineage`]),
 //! rendered [`markdown`] wrapped at word boundaries ([`wrap`]), the
 //! [`composer`] at the bottom, [`picker`]s and the completion popup, the
 //! [`status`] line, all styled by role through the [`theme`].
@@ -18,6 +19,7 @@
 pub mod app;
 pub mod composer;
 pub mod diff;
+pub mod lineage;
 pub mod markdown;
 pub mod picker;
 pub mod status;

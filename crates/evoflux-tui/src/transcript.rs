@@ -23,7 +23,7 @@ use ratatui::text::{Line, Span};
 
 use crate::theme::{Role, Theme};
 use crate::tools::{self, ToolShapes};
-use crate::{diff, markdown, wrap};
+use crate::{diff, lineage, markdown, wrap};
 
 /// Rows of a collapsed call's output preview.
 const PREVIEW_LINES: usize = 3;
@@ -63,6 +63,9 @@ pub enum CallState {
 pub struct Child {
     pub agent: String,
     pub session_id: String,
+    /// The agents from the session the user started down to this one
+    /// ([`lineage::chain`]), this one's agent last.
+    pub chain: Vec<String>,
     /// `None` while it runs.
     pub ended: Option<ChildEnd>,
     pub transcript: Transcript,
@@ -96,6 +99,10 @@ pub struct ToolCell {
     pub child: Option<Box<Child>>,
     /// The running call's last progress (`tool_progress`), worded.
     pub progress: Option<String>,
+    /// The notes naming the images or audio its result carries
+    /// ([`evoflux_protocol::message::media_notes_inline`]), shown on the
+    /// call's line. Boxed: most calls have none, and a cell stays small.
+    pub media_notes: Option<Box<str>>,
 }
 
 /// One entry of the conversation.
@@ -125,6 +132,12 @@ pub struct Transcript {
     calls_made: usize,
     /// Every call's output shown whole (Ctrl-O).
     expand_all: bool,
+    /// The agents from the session the user started down to this
+    /// transcript's: its lead once the session started, and for a child's
+    /// transcript its parent's lineage with the child's agent.
+    lineage: Vec<String>,
+    /// A delegated child's transcript, whose lineage its dispatch set.
+    nested: bool,
     /// The streaming answer's finished blocks as last drawn: `(width,
     /// bytes, lines)`. A frame draws only the block still being written,
     /// so a long answer costs each frame its last paragraph, not itself.
@@ -173,6 +186,9 @@ impl Transcript {
         self.calls.clear();
         self.calls_made = 0;
         self.streamed = None;
+        if !self.nested {
+            self.lineage.clear();
+        }
     }
 
     fn push(&mut self, cell: Cell) {
@@ -230,6 +246,8 @@ impl Transcript {
                     let status = ToolStatus::of(*is_error);
                     let content = text_with_media_notes(content, media);
                     self.end_call(tool_call_id, status, &content, metadata.get(tool_call_id));
+                    let described: Vec<String> = media.iter().map(|m| m.describe()).collect();
+                    self.set_media_notes(tool_call_id, described.iter().map(String::as_str));
                 }
             }
         }
@@ -342,8 +360,12 @@ impl Transcript {
                 status,
                 content,
                 metadata,
+                media,
                 ..
-            } => self.end_call(call_id, *status, content, metadata.as_ref()),
+            } => {
+                self.end_call(call_id, *status, content, metadata.as_ref());
+                self.set_media_notes(call_id, media.iter().map(|m| m.description.as_str()));
+            }
             Event::CommandEnded {
                 command, is_error, ..
             } => self.notice(
@@ -466,13 +488,20 @@ impl Transcript {
                 child_session_id,
                 ..
             } => {
-                let shapes = self.shapes.clone();
+                let mut chain = self.lineage.clone();
+                chain.push(agent.clone());
+                let transcript = Transcript {
+                    lineage: chain.clone(),
+                    nested: true,
+                    ..Transcript::new(self.shapes.clone())
+                };
                 self.update_call(call_id, |t| {
                     t.child = Some(Box::new(Child {
                         agent: agent.clone(),
                         session_id: child_session_id.clone(),
+                        chain,
                         ended: None,
-                        transcript: Transcript::new(shapes),
+                        transcript,
                     }))
                 });
             }
@@ -512,10 +541,14 @@ impl Transcript {
             Event::Warning { code, message } => {
                 self.notice(NoticeKind::Warning, format!("{message} [{code}]"))
             }
-            // Shown by the status line, not the conversation.
-            Event::SessionStarted { .. }
-            | Event::ModelCallCompleted { .. }
-            | Event::SessionTitled { .. } => {}
+            // Shown by the status line, not the conversation; the lead
+            // heads the chain of every dispatch line.
+            Event::SessionStarted { lead, .. } => {
+                if !self.nested {
+                    self.lineage = vec![lead.clone()];
+                }
+            }
+            Event::ModelCallCompleted { .. } | Event::SessionTitled { .. } => {}
         }
     }
 
@@ -576,6 +609,7 @@ impl Transcript {
             expanded: false,
             child: None,
             progress: None,
+            media_notes: None,
         }));
     }
 
@@ -597,6 +631,14 @@ impl Transcript {
             t.metadata = metadata.cloned().map(Box::new);
             t.elapsed = t.started.map(|s| s.elapsed());
         });
+    }
+
+    /// Names the images or audio a call's result carries on its line.
+    fn set_media_notes<'a>(&mut self, call_id: &str, described: impl IntoIterator<Item = &'a str>) {
+        let notes = evoflux_protocol::message::media_notes_inline(described);
+        if !notes.is_empty() {
+            self.update_call(call_id, |t| t.media_notes = Some(notes.into_boxed_str()));
+        }
     }
 
     /// Calls still open when a turn ended without closing them.
@@ -906,7 +948,7 @@ fn draw_call(
     expand_all: bool,
     depth: usize,
 ) -> Vec<Line<'static>> {
-    let indent = "  ".repeat(depth);
+    let indent = lineage::indent(depth);
     let (mark, mark_role) = match &t.state {
         CallState::Running => (
             t.started.map_or("•", spinner_frame).to_owned(),
@@ -954,6 +996,8 @@ fn draw_call(
     };
     let mut details: Vec<String> = detail.into_iter().collect();
     details.extend(remembered.map(str::to_owned));
+    // A terminal cannot show the result's images: the line says they exist.
+    details.extend(t.media_notes.as_deref().map(str::to_owned));
     if !details.is_empty() {
         head.push(Span::styled(
             format!(" ({})", details.join(", ")),
@@ -1043,7 +1087,9 @@ fn draw_child(
     expand_all: bool,
     depth: usize,
 ) -> Vec<Line<'static>> {
-    let indent = "  ".repeat(depth);
+    // `depth` is the step of the call's own lines plus one: for a child
+    // `d` dispatches down, [`lineage::dispatch_step`] of `d`.
+    let indent = lineage::indent(depth);
     let status = match child.ended {
         None => "working".to_owned(),
         Some(ChildEnd::Completed(TurnStatus::Completed)) => "done".to_owned(),
@@ -1052,12 +1098,26 @@ fn draw_child(
         Some(ChildEnd::Failed) => "failed".to_owned(),
         Some(ChildEnd::Cancelled) => "cancelled".to_owned(),
     };
-    let mut out = vec![Line::from(vec![
+    // The chain from the session the user started, the child's own agent
+    // stressed: `↳ evoflux → planner → coder (working)`.
+    let above = child.chain.len().saturating_sub(1);
+    let mut header = vec![
         Span::raw(indent.clone()),
         Span::styled("↳ ", theme.style(Role::Dim)),
-        Span::styled(child.agent.clone(), theme.style(Role::Accent)),
-        Span::styled(format!(" ({status})"), theme.style(Role::Dim)),
-    ])];
+    ];
+    if above > 0 {
+        header.push(Span::styled(
+            format!(
+                "{}{}",
+                lineage::chain(&child.chain[..above]),
+                lineage::ARROW
+            ),
+            theme.style(Role::Dim),
+        ));
+    }
+    header.push(Span::styled(child.agent.clone(), theme.style(Role::Accent)));
+    header.push(Span::styled(format!(" ({status})"), theme.style(Role::Dim)));
+    let mut out = vec![Line::from(header)];
     let mut answer: Option<&str> = None;
     for cell in child.transcript.cells() {
         match cell {
@@ -1184,10 +1244,42 @@ mod tests {
             is_error: true,
             content: "The user denied it: not that".into(),
             metadata: None,
+            media: Vec::new(),
         });
         let text = t.text(80, &Theme::plain()).join("\n");
         assert!(text.contains("⊘"), "{text}");
         assert!(text.contains("denied: not that"), "{text}");
+    }
+
+    #[test]
+    fn a_result_s_image_is_named_on_its_call_s_line() {
+        let mut t = transcript();
+        t.apply(&Event::ToolStarted {
+            call_id: "c".into(),
+            tool: "browser".into(),
+            arguments: json!({"action": "screenshot"}),
+        });
+        let mut shot = evoflux_protocol::Media::new(
+            evoflux_protocol::MediaKind::Image,
+            "image/png",
+            "iVBORw0KGgo=",
+        );
+        shot.name = Some("screenshot-1.png".into());
+        t.apply(&Event::ToolEnded {
+            call_id: "c".into(),
+            tool: "browser".into(),
+            status: ToolStatus::Completed,
+            is_error: false,
+            content: text_with_media_notes("Screenshot of the page", std::slice::from_ref(&shot)),
+            metadata: None,
+            media: evoflux_protocol::MediaRef::of_entry(4, &[shot]),
+        });
+        let text = t.text(120, &Theme::plain()).join("\n");
+        let line = text.lines().find(|l| l.contains('✓')).unwrap_or_default();
+        assert!(
+            line.contains("[image: screenshot-1.png, image/png, 8 B]"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -1217,6 +1309,129 @@ mod tests {
         let child = text.iter().position(|l| l.contains("↳ reviewer")).unwrap();
         assert!(text[child].contains("working"));
         assert!(text[child + 1].starts_with("    "), "{text:?}");
+    }
+
+    /// `Event::Child` wrapped `levels` deep, each level under call `d<n>`.
+    fn nested(levels: usize, event: Event) -> Event {
+        (1..=levels).rev().fold(event, |inner, level| Event::Child {
+            call_id: format!("d{level}"),
+            event: Box::new(inner),
+        })
+    }
+
+    fn dispatch(level: usize, agent: &str) -> [Event; 2] {
+        let call_id = format!("d{}", level + 1);
+        [
+            nested(
+                level,
+                Event::ToolStarted {
+                    call_id: call_id.clone(),
+                    tool: "agent".into(),
+                    arguments: json!({"agent_id": agent, "message": "go"}),
+                },
+            ),
+            nested(
+                level,
+                Event::DispatchStarted {
+                    call_id,
+                    agent: agent.into(),
+                    child_session_id: format!("s{}", level + 1),
+                    parent_session_id: format!("s{level}"),
+                    depth: level as u32 + 1,
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_depth_two_dispatch_is_nested_under_its_parent_with_its_chain() {
+        let mut t = transcript();
+        t.apply(&Event::SessionStarted {
+            session_id: "s0".into(),
+            mode: evoflux_core::AppMode::Work,
+            workspace: Vec::new(),
+            lead: "evoflux".into(),
+            model: "scripted:lead".into(),
+            resumed: false,
+            tools: Vec::new(),
+            unavailable_tools: Vec::new(),
+        });
+        // lead → planner (depth 1) → coder (depth 2), whose own session
+        // starts as the child's does: it names no new chain.
+        for e in dispatch(0, "planner")
+            .into_iter()
+            .chain(dispatch(1, "coder"))
+        {
+            t.apply(&e);
+        }
+        t.apply(&nested(
+            2,
+            Event::SessionStarted {
+                session_id: "s2".into(),
+                mode: evoflux_core::AppMode::Work,
+                workspace: Vec::new(),
+                lead: "coder".into(),
+                model: "scripted:coder".into(),
+                resumed: false,
+                tools: Vec::new(),
+                unavailable_tools: Vec::new(),
+            },
+        ));
+        t.apply(&nested(
+            2,
+            Event::ToolStarted {
+                call_id: "x".into(),
+                tool: "ls".into(),
+                arguments: json!({}),
+            },
+        ));
+        let text = t.text(80, &Theme::plain());
+        let at = |needle: &str| {
+            text.iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("no {needle:?} in {text:#?}"))
+        };
+        let indent = |row: usize| text[row].len() - text[row].trim_start().len();
+        let planner = at("↳ evoflux → planner (working)");
+        let coder = at("↳ evoflux → planner → coder (working)");
+        let ls = at("ls");
+        // In order, each level further in than the one that dispatched it.
+        assert!(planner < coder && coder < ls, "{text:#?}");
+        assert!(indent(planner) < indent(coder), "{text:#?}");
+        assert!(indent(coder) < indent(ls), "{text:#?}");
+        // The coder's header sits under the planner's call of it.
+        let call = (planner..coder)
+            .rev()
+            .find(|&r| text[r].contains("coder") && !text[r].contains('↳'))
+            .unwrap_or_else(|| panic!("no call of the coder in {text:#?}"));
+        assert!(indent(planner) < indent(call) && indent(call) <= indent(coder));
+        // At the steps every front end puts them (two columns a step).
+        let cols = |step: usize| lineage::indent(step).len();
+        assert_eq!(indent(planner), cols(lineage::dispatch_step(1)));
+        assert_eq!(indent(call), cols(lineage::session_step(1)));
+        assert_eq!(indent(coder), cols(lineage::dispatch_step(2)));
+        assert_eq!(indent(ls), cols(lineage::session_step(2)));
+        // Ending the depth-2 child marks its header, not its parent's.
+        t.apply(&nested(
+            1,
+            Event::DispatchEnded {
+                call_id: "d2".into(),
+                agent: "coder".into(),
+                child_session_id: "s2".into(),
+                parent_session_id: "s1".into(),
+                depth: 2,
+                status: TurnStatus::Completed,
+                is_error: false,
+                contract: None,
+                repairs: 0,
+            },
+        ));
+        let text = t.text(80, &Theme::plain()).join("\n");
+        assert!(
+            text.contains("↳ evoflux → planner → coder (done)"),
+            "{text}"
+        );
+        assert!(text.contains("↳ evoflux → planner (working)"), "{text}");
     }
 
     #[test]

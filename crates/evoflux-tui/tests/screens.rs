@@ -131,6 +131,7 @@ fn ended(app: &mut App, id: &str, tool: &str, content: &str, metadata: Option<Re
         is_error: false,
         content: content.into(),
         metadata,
+        media: Vec::new(),
     });
 }
 
@@ -414,6 +415,7 @@ fn a_delegated_child_is_nested_under_its_call_with_its_own_status() {
             is_error: false,
             content: "fn parse() {}".into(),
             metadata: None,
+            media: Vec::new(),
         }),
     });
     app.apply(&Event::Child {

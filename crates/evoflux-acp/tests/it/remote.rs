@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use evoflux_acp::AcpRemoteAgents;
 use evoflux_core::Diagnostics;
-use evoflux_core::config::LoadedConfig;
-use evoflux_core::external_agent::{ExternalAgentConfig, ExternalCwd};
 use evoflux_harness::approval::{
     ApprovalDecision, ApprovalFuture, ApprovalRequest, Approver, Decided, NonInteractive,
 };
@@ -59,26 +57,27 @@ impl Fake {
 fn fake(scenario: &str, start_timeout_secs: u64, idle_timeout_secs: u64) -> Fake {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
-    let mut loaded = LoadedConfig::embedded();
-    loaded.config.external_agents.insert(
-        "helper".to_owned(),
-        ExternalAgentConfig {
-            command: vec![
-                "sh".into(),
-                FAKE_AGENT.into(),
-                pids.display().to_string(),
-                scenario.into(),
-            ],
-            env: Vec::new(),
-            cwd: ExternalCwd::Workspace,
-            description: None,
-            result_contract: None,
-            start_timeout_secs,
-            idle_timeout_secs,
-        },
-    );
+    // Declared as a user would: a table of the user's config.toml, which
+    // the source graph selects as `remote-agents/helper`.
+    let config = dir.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[agents.external.helper]\ncommand = {:?}\nstart_timeout_secs = {start_timeout_secs}\n\
+             idle_timeout_secs = {idle_timeout_secs}\n",
+            ["sh", FAKE_AGENT, &pids.display().to_string(), scenario]
+        ),
+    )
+    .unwrap();
+    let graph = evoflux_graph::compile_standard(&evoflux_graph::RootOptions {
+        user_config_dir: Some(config),
+        ..evoflux_graph::RootOptions::default()
+    })
+    .unwrap();
+    assert!(!graph.has_errors(), "{}", graph.diagnostics.render_human());
     let mut diags = Diagnostics::new();
-    let mut agents = remote_agents(&loaded, &[], &[], &mut diags);
+    let mut agents = remote_agents(&graph, &[], &[], &mut diags);
     assert!(diags.is_empty(), "{diags:?}");
     Fake {
         dir,

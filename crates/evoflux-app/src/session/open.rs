@@ -137,7 +137,7 @@ impl SessionBuilder<'_> {
             ..
         } = lead;
         let team = self.team(
-            &loaded,
+            (&graph, &loaded),
             &model,
             (members, workers, &catalog),
             (skill_inputs, resolver),
@@ -462,7 +462,7 @@ impl SessionBuilder<'_> {
     /// opened with.
     fn team(
         &self,
-        loaded: &LoadedConfig,
+        (graph, loaded): (&CompiledGraph, &LoadedConfig),
         model: &Model,
         (members, workers, catalog): (Vec<EffectiveAgentConfig>, Vec<AgentSpec>, &ToolCatalog),
         (skills, resolver): (SkillInputs, ResolverPolicy),
@@ -470,7 +470,7 @@ impl SessionBuilder<'_> {
     ) -> TeamSetup {
         let app = self.app;
         let remote = match &app.remote_agents {
-            Some(_) => evoflux_harness::remote::remote_agents(loaded, &members, &workers, shown),
+            Some(_) => evoflux_harness::remote::remote_agents(graph, &members, &workers, shown),
             None => Vec::new(),
         };
         TeamSetup {

@@ -479,13 +479,21 @@ fn render_transcript(
                 ..
             } => {
                 let mark = if *is_error { "✗" } else { "✓" };
+                // The call's images are named on its line: a terminal
+                // cannot show them, and its reader should know they exist.
+                let described: Vec<String> = media.iter().map(|m| m.describe()).collect();
+                let notes = evoflux_protocol::message::media_notes_inline(
+                    described.iter().map(String::as_str),
+                );
+                let first = clip(content.lines().next().unwrap_or_default(), 160);
                 out.push_str(&format!(
                     "  {mark} {}\n",
-                    clip(content.lines().next().unwrap_or_default(), 160)
+                    [first, notes]
+                        .into_iter()
+                        .filter(|part| !part.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 ));
-                for m in media {
-                    out.push_str(&format!("    [{}]\n", m.describe()));
-                }
                 if let Some(meta) = &e.artifact {
                     out.push_str(&format!("    {meta}\n"));
                 }

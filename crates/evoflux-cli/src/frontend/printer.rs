@@ -7,6 +7,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 
 use evoflux_harness::{DecidedBy, DecisionKind, Event, EventSink, ToolStatus};
+use evoflux_tui::lineage;
 
 use crate::output::Output;
 
@@ -72,9 +73,75 @@ pub(crate) struct HumanEvents {
     /// Pages the answer being streamed cites, listed once it is complete
     /// (citations arrive in the middle of the text).
     citations: std::sync::Mutex<Vec<evoflux_protocol::Citation>>,
+    /// Each session's chain of agents, for its dispatch lines: a child's
+    /// events arrive here flattened, one level after another.
+    chains: std::sync::Mutex<lineage::Chains>,
 }
 
 impl HumanEvents {
+    /// A dispatch's line, one step in from the call that opened it and
+    /// naming its chain from the lead (by the events' parent session):
+    /// `      ⇢ evoflux → planner → coder (session …)`. `depth` is how many
+    /// `child` events wrapped it, plus one: its place in what this printer
+    /// shows, which is the event's `depth` when the run's session is the
+    /// one the user started.
+    fn dispatch_line(&self, parent: &str, child: &str, agent: &str, depth: u32) {
+        let chain = match self.chains.lock() {
+            Ok(mut chains) => chains.dispatched(parent, child, agent),
+            Err(_) => vec![agent.to_owned()],
+        };
+        eprintln!(
+            "{}⇢ {} (session {child})",
+            lineage::indent(lineage::dispatch_step(depth)),
+            lineage::chain(&chain)
+        );
+    }
+
+    /// What a child `level` dispatches down does (its events wrapped
+    /// `level` times), one step in from its dispatch line; its words go to
+    /// stderr so stdout stays the lead's answer.
+    fn child_event(&self, event: &Event, level: u32) {
+        let pad = lineage::indent(lineage::session_step(level));
+        match event {
+            Event::Child { event, .. } => self.child_event(event, level.saturating_add(1)),
+            Event::ToolStarted {
+                tool, arguments, ..
+            } => eprintln!("{pad}→ {tool} {}", clip(&arguments.to_string(), 140)),
+            Event::ToolEnded {
+                tool,
+                is_error,
+                content,
+                ..
+            } => {
+                let first = content.lines().next().unwrap_or_default();
+                match is_error {
+                    true => eprintln!("{pad}  ✗ {tool}: {}", clip(first, 160)),
+                    false => eprintln!("{pad}  ✓ {tool}"),
+                }
+            }
+            Event::DispatchStarted {
+                agent,
+                child_session_id,
+                parent_session_id,
+                ..
+            } => self.dispatch_line(
+                parent_session_id,
+                child_session_id,
+                agent,
+                level.saturating_add(1),
+            ),
+            Event::DispatchEnded {
+                agent, is_error, ..
+            } => dispatch_ended(agent, *is_error, level.saturating_add(1)),
+            Event::Error { code, message } => eprintln!("{pad}error[{code}]: {message}"),
+            Event::Warning { code, message } => {
+                eprintln!("{pad}warning[{code}]: {message}");
+            }
+            Event::TaskUpdate { message } => eprintln!("{pad}⋯ {}", clip(message, 200)),
+            _ => {}
+        }
+    }
+
     fn end_text(&self) {
         if self
             .mid_line
@@ -95,10 +162,15 @@ impl EventSink for HumanEvents {
                 model,
                 resumed,
                 ..
-            } => eprintln!(
-                "{} session {session_id} · {mode} · lead {lead} · {model}",
-                if *resumed { "resuming" } else { "new" }
-            ),
+            } => {
+                if let Ok(mut chains) = self.chains.lock() {
+                    chains.started(session_id, lead);
+                }
+                eprintln!(
+                    "{} session {session_id} · {mode} · lead {lead} · {model}",
+                    if *resumed { "resuming" } else { "new" }
+                );
+            }
             Event::TurnStarted { .. } => {}
             Event::TurnCancelled { .. } => {
                 self.end_text();
@@ -242,17 +314,15 @@ impl EventSink for HumanEvents {
             Event::DispatchStarted {
                 agent,
                 child_session_id,
+                parent_session_id,
                 ..
             } => {
                 self.end_text();
-                eprintln!("  ⇢ {agent} (session {child_session_id})");
+                self.dispatch_line(parent_session_id, child_session_id, agent, 1);
             }
             Event::DispatchEnded {
                 agent, is_error, ..
-            } => {
-                let mark = if *is_error { "✗" } else { "✓" };
-                eprintln!("  {mark} {agent} answered");
-            }
+            } => dispatch_ended(agent, *is_error, 1),
             Event::TaskCancelled { agent, .. } => eprintln!("  ✗ {agent} cancelled"),
             Event::ToolsActivated { tools } => {
                 self.end_text();
@@ -301,34 +371,21 @@ impl EventSink for HumanEvents {
                 };
                 eprintln!("  form {what}{why}");
             }
-            // A child's activity, indented under the call that opened it;
-            // its words go to stderr so stdout stays the lead's answer.
-            Event::Child { event, .. } => match event.as_ref() {
-                Event::MessageDelta { .. } | Event::TurnStarted { .. } => {}
-                Event::ToolStarted {
-                    tool, arguments, ..
-                } => eprintln!("    → {tool} {}", clip(&arguments.to_string(), 140)),
-                Event::ToolEnded {
-                    tool,
-                    is_error,
-                    content,
-                    ..
-                } => {
-                    let first = content.lines().next().unwrap_or_default();
-                    match is_error {
-                        true => eprintln!("      ✗ {tool}: {}", clip(first, 160)),
-                        false => eprintln!("      ✓ {tool}"),
-                    }
-                }
-                Event::Error { code, message } => eprintln!("    error[{code}]: {message}"),
-                Event::Warning { code, message } => {
-                    eprintln!("    warning[{code}]: {message}");
-                }
-                Event::TaskUpdate { message } => eprintln!("    ⋯ {}", clip(message, 200)),
-                _ => {}
-            },
+            // A child's activity, at any depth, indented under the call
+            // that opened it.
+            Event::Child { event, .. } => self.child_event(event, 1),
         }
     }
+}
+
+/// A dispatch's end, at its dispatch line's indent (`depth` as
+/// [`HumanEvents::dispatch_line`]'s).
+fn dispatch_ended(agent: &str, is_error: bool, depth: u32) {
+    let mark = if is_error { "✗" } else { "✓" };
+    eprintln!(
+        "{}{mark} {agent} answered",
+        lineage::indent(lineage::dispatch_step(depth))
+    );
 }
 
 /// `s` cut to `max` characters, with `…` where it was cut.

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use common::{Sandbox, of_type, run_ok, script};
+use common::{Sandbox, of_type, run_in, script};
 use serde_json::{Value, json};
 
 /// What the page server received as form submissions.
@@ -168,18 +168,7 @@ turns:
 "#
         ),
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "work",
-            "--model",
-            &model,
-            "place the order",
-        ],
-    );
+    let ev = run_in(&s, "work", &model, "place the order");
     let done = of_type(&ev, "turn_completed");
     assert_eq!(done[0]["text"], "ORDER-PLACED", "{ev:#?}");
     assert_eq!(posts.lock().unwrap().as_slice(), ["who=Ada"]);
@@ -299,18 +288,7 @@ fn a_screenshot_reaches_a_multimodal_model_as_an_image() {
         "config.toml",
         &format!("[providers.eyes]\nkind = \"openai\"\nbase_url = \"{url}\"\n"),
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "work",
-            "--model",
-            "eyes:seer",
-            "look at the form",
-        ],
-    );
+    let ev = run_in(&s, "work", "eyes:seer", "look at the form");
     let _ = std::fs::remove_file(body_marker());
     assert_eq!(
         of_type(&ev, "turn_completed")[0]["text"],
@@ -376,4 +354,18 @@ fn without_chromium_the_browser_is_absent_and_info_says_why() {
     let started = of_type(&ev, "session_started")[0];
     let text = started.to_string();
     assert!(text.contains("Chromium is not installed"), "{started:#}");
+}
+
+/// Chromium's own sandbox is on only for a user who is not root (root gets
+/// `--no-sandbox`), and its profile, home and caches must be writable by
+/// that user: every test above runs again as `nobody`.
+#[test]
+fn the_browser_works_for_an_unprivileged_user_too() {
+    if !chromium() {
+        return;
+    }
+    common::rerun_unprivileged(
+        "browser::",
+        "the_browser_works_for_an_unprivileged_user_too",
+    );
 }

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{Sandbox, of_type, run_ok};
+use common::{Sandbox, of_type, run_in};
 use serde_json::Value;
 
 const REVIEWER: &str = "---\nname: reviewer\ndescription: Reviews a change for bugs. Use after edits.\n\
@@ -90,18 +90,7 @@ turns:
     reply: {text: "The reviewer approved."}
 "#,
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "coding",
-            "--model",
-            &lead,
-            "review it",
-        ],
-    );
+    let ev = run_in(&s, "coding", &lead, "review it");
     let started: Vec<&str> = of_type(&ev, "dispatch_started")
         .iter()
         .map(|e| e["agent"].as_str().unwrap())

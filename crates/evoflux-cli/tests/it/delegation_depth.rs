@@ -9,15 +9,8 @@
 
 use crate::common;
 
-use common::{Sandbox, of_type, run, run_ok, script};
+use common::{Sandbox, member, of_type, run, run_ok, script};
 use serde_json::Value;
-
-fn member(s: &Sandbox, name: &str, description: &str, model: &str) {
-    s.project(
-        &format!("agents/{name}.md"),
-        &format!("---\nrole: member\ndescription: {description}\nmodel: {model}\n---\nYou are the {name}.\n"),
-    );
-}
 
 /// The events `child` wraps, `levels` deep (1: a child's own events).
 fn nested(events: &[Value], levels: usize) -> Vec<Value> {
@@ -30,10 +23,6 @@ fn nested(events: &[Value], levels: usize) -> Vec<Value> {
             .collect();
     }
     at
-}
-
-fn typed<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
 }
 
 #[test]
@@ -111,7 +100,7 @@ turns:
 
     // The planner was offered the delegation tool and used it at depth 2.
     let planner_events = nested(&ev, 1);
-    let planner_started = typed(&planner_events, "session_started");
+    let planner_started = of_type(&planner_events, "session_started");
     assert!(
         planner_started[0]["tools"]
             .as_array()
@@ -120,14 +109,14 @@ turns:
         "{:#}",
         planner_started[0]
     );
-    let second = typed(&planner_events, "dispatch_started");
+    let second = of_type(&planner_events, "dispatch_started");
     assert_eq!(second.len(), 1, "the cycle opened no session");
     assert_eq!(second[0]["agent"], "coder");
     assert_eq!(second[0]["depth"], 2);
     assert_eq!(second[0]["parent_session_id"], planner_id.as_str());
     let coder_id = second[0]["child_session_id"].as_str().unwrap().to_owned();
     // Its call of itself was refused with the cycle's code.
-    let refused: Vec<&Value> = typed(&planner_events, "tool_ended")
+    let refused: Vec<&Value> = of_type(&planner_events, "tool_ended")
         .into_iter()
         .filter(|e| e["is_error"] == true)
         .collect();
@@ -143,7 +132,7 @@ turns:
 
     // The coder, at the last level, was not offered it: it says why.
     let coder_events = nested(&ev, 2);
-    let coder_started = typed(&coder_events, "session_started");
+    let coder_started = of_type(&coder_events, "session_started");
     let tools = coder_started[0]["tools"].as_array().unwrap();
     assert!(!tools.contains(&"agent".into()), "{tools:?}");
     let left_out: Vec<&Value> = coder_started[0]["unavailable_tools"]
@@ -155,7 +144,7 @@ turns:
     assert_eq!(left_out.len(), 1);
     assert_eq!(left_out[0]["code"], "dispatch/depth-limit");
     // Its depth-3 attempt was refused with that code, and nothing opened.
-    let attempt: Vec<&Value> = typed(&coder_events, "tool_ended")
+    let attempt: Vec<&Value> = of_type(&coder_events, "tool_ended")
         .into_iter()
         .filter(|e| e["tool"] == "agent")
         .collect();
@@ -167,8 +156,8 @@ turns:
             .unwrap()
             .contains("[dispatch/depth-limit]")
     );
-    assert!(typed(&coder_events, "dispatch_started").is_empty());
-    assert!(typed(&nested(&ev, 3), "session_started").is_empty());
+    assert!(of_type(&coder_events, "dispatch_started").is_empty());
+    assert!(of_type(&nested(&ev, 3), "session_started").is_empty());
 
     // The store holds the tree: lead → planner → coder.
     let shown = s.json(&["--json", "sessions", "show", &lead_id]);
@@ -244,7 +233,7 @@ turns:
     let ev = run_ok(&s, &["--json", "run", "--model", &lead, "go"]);
     assert_eq!(of_type(&ev, "turn_completed")[0]["text"], "ok");
     let child = nested(&ev, 1);
-    let started = typed(&child, "session_started");
+    let started = of_type(&child, "session_started");
     assert!(
         !started[0]["tools"]
             .as_array()
@@ -263,4 +252,119 @@ turns:
     );
     assert!(all.contains("config/teams-max-depth-invalid"), "{all}");
     assert!(all.contains("teams.max_depth"), "{all}");
+}
+
+#[test]
+fn a_depth_two_child_gets_no_more_model_calls_than_its_parent_has_left() {
+    let s = Sandbox::new();
+    // Three model calls for the lead's turn: it spends one dispatching the
+    // planner (two left), the planner one dispatching the coder (one
+    // left), so the coder stops after its first call.
+    let coder = script(
+        &s,
+        "coder.yaml",
+        r#"
+turns:
+  - expect: {user: {contains: "build the parser"}}
+    reply:
+      text: "coder: reading first"
+      tool_calls:
+        - {name: read, arguments: {path: "parser.rs"}}
+  - reply: {text: "coder: parser built"}
+"#,
+    );
+    let planner = script(
+        &s,
+        "planner.yaml",
+        r#"
+turns:
+  - expect: {user: {contains: "plan and build"}}
+    reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: coder, message: "build the parser"}}
+  - expect: {tool_result: {contains: "stopped at its limit of model calls"}}
+    reply: {text: "planner: the coder ran out of calls"}
+"#,
+    );
+    member(&s, "planner", "Plans work and hands it out.", &planner);
+    member(&s, "coder", "Writes code.", &coder);
+    let lead = script(
+        &s,
+        "lead.yaml",
+        r#"
+turns:
+  - reply:
+      tool_calls:
+        - {name: agent, arguments: {agent_id: planner, message: "plan and build a parser"}}
+  - expect: {tool_result: {contains: "the coder ran out of calls"}}
+    reply: {text: "Not done: the coder ran out."}
+"#,
+    );
+    let ev = run_ok(
+        &s,
+        &[
+            "--json",
+            "run",
+            "--max-model-calls",
+            "3",
+            "--model",
+            &lead,
+            "build a parser",
+        ],
+    );
+    assert_eq!(
+        of_type(&ev, "turn_completed")[0]["text"],
+        "Not done: the coder ran out."
+    );
+    let calls = |events: &[Value]| of_type(events, "model_call_completed").len();
+    assert_eq!(calls(&ev), 2);
+    let planner_events = nested(&ev, 1);
+    assert_eq!(calls(&planner_events), 2, "the planner's two left");
+    // The coder, at depth 2, stopped at the one call left to it.
+    let coder_events = nested(&ev, 2);
+    assert_eq!(calls(&coder_events), 1);
+    let ended = of_type(&planner_events, "dispatch_ended");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0]["depth"], 2);
+    assert_eq!(ended[0]["agent"], "coder");
+    assert_eq!(ended[0]["status"], "limit_reached", "{:#}", ended[0]);
+    assert_eq!(ended[0]["is_error"], true);
+    assert_eq!(
+        of_type(&coder_events, "turn_completed")[0]["status"],
+        "limit_reached"
+    );
+
+    // Without `--json`, each dispatch line names its chain from the lead,
+    // one step in from the call that opened it; the coder's call sits
+    // one step further in.
+    let out = run(
+        &s,
+        &[
+            "run",
+            "--max-model-calls",
+            "3",
+            "--model",
+            &lead,
+            "build a parser",
+        ],
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    let line = |prefix: &str| {
+        text.lines()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line starting {prefix:?} in:\n{text}"))
+    };
+    let lead_name = of_type(&ev, "session_started")[0]["lead"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let planner_line = line(&format!("  ⇢ {lead_name} → planner (session "));
+    let coder_line = line(&format!("      ⇢ {lead_name} → planner → coder (session "));
+    let read = line("        → read ");
+    let answered = line("      ✗ coder answered");
+    assert!(
+        planner_line < coder_line && coder_line < read && read < answered,
+        "{text}"
+    );
 }

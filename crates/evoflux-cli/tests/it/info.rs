@@ -355,3 +355,152 @@ fn info_names_the_instruction_file_that_serves_each_repository() {
     let human = String::from_utf8_lossy(&env.run(&["info"]).stdout).into_owned();
     assert!(!human.contains("CLAUDE.md"), "{human}");
 }
+
+/// The standing in WebBridge conversations of every MCP server: a user's
+/// `mcp.json` server is hidden (only a plugin can declare
+/// `webbridge-safe`), a plugin's server is offered when its manifest
+/// declares it and hidden, saying so, when it does not. The same code and
+/// reason a WebBridge session reports.
+#[test]
+fn info_says_which_mcp_servers_webbridge_conversations_offer_and_why_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.user(
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {"docs": {"type": "stdio", "command": "docs-server"}}})
+            .to_string(),
+    );
+    let root = env.tmp.path().join("plugins/web");
+    env.write(
+        root.join("plugin.json"),
+        &serde_json::json!({
+            "$schema": "https://agent-plugins.org/schemas/1.0.0/plugin.schema.json",
+            "name": "web",
+            "version": "1.0.0",
+            "extensions": {"org.evoelsewhere.evoflux.mcp": {"servers": {
+                "safe": {"capabilities": ["webbridge-safe"]},
+                "plain": {"capabilities": []}
+            }}}
+        })
+        .to_string(),
+    );
+    env.write(
+        root.join("mcp.json"),
+        &serde_json::json!({
+            "$schema": "https://agent-plugins.org/schemas/1.0.0/mcp.schema.json",
+            "mcpServers": {
+                "safe": {"type": "stdio", "command": "./bin/server"},
+                "plain": {"type": "stdio", "command": "./bin/server"}
+            }
+        })
+        .to_string(),
+    );
+    let script = env.write(root.join("bin/server"), "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let linked = env.run(&["plugin", "link", root.to_str().unwrap(), "--enabled"]);
+    assert!(
+        linked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&linked.stderr)
+    );
+
+    let v = json(&env.run(&["info", "--json"]));
+    assert_schema_valid(&v);
+    let docs = v["connections"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "docs")
+        .unwrap();
+    assert_eq!(docs["webbridge"]["state"], "hidden", "{docs:#}");
+    assert_eq!(docs["webbridge"]["code"], "mcp/webbridge-hidden");
+    assert!(
+        docs["webbridge"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("standard conversation"),
+        "the reason says what to do: {docs:#}"
+    );
+    let servers = v["plugin_mcp_servers"].as_array().unwrap();
+    let standing = |name: &str| {
+        let s = servers.iter().find(|s| s["name"] == name).unwrap();
+        assert_eq!(s["plugin"], "web");
+        s["webbridge"].clone()
+    };
+    assert_eq!(
+        standing("web/safe"),
+        serde_json::json!({"state": "offered"})
+    );
+    let plain = standing("web/plain");
+    assert_eq!(plain["state"], "hidden");
+    assert_eq!(plain["code"], "mcp/webbridge-hidden");
+    assert!(
+        plain["reason"].as_str().unwrap().contains("webbridge-safe"),
+        "{plain:#}"
+    );
+
+    let human = String::from_utf8_lossy(&env.run(&["info"]).stdout).into_owned();
+    assert!(
+        human.contains("web/safe") && human.contains("webbridge: offered"),
+        "{human}"
+    );
+    assert!(
+        human.contains("webbridge: hidden (mcp/webbridge-hidden)"),
+        "{human}"
+    );
+}
+
+#[test]
+fn a_repositorys_remote_agent_waits_for_trust_then_shadows_the_users_on_the_roster() {
+    let env = Env::new();
+    let user = env.user(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"user-acp\"]\n",
+    );
+    let other = env.tmp.path().join("other");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    let declared = other.join(".evoflux/config.toml");
+    env.write(
+        &declared,
+        "[agents.external.helper]\ncommand = [\"repo-acp\"]\ncwd = \"scratch\"\n",
+    );
+    let ws = other.to_str().unwrap();
+    // Each lead's roster entry for `helper`: its command, origin and file.
+    let helpers = |v: &Value| -> Vec<(String, String, PathBuf)> {
+        v["remote_agents"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "helper")
+            .map(|e| {
+                (
+                    e["command"][0].as_str().unwrap().to_owned(),
+                    e["provenance"]["origin"].as_str().unwrap().to_owned(),
+                    PathBuf::from(e["provenance"]["path"].as_str().unwrap()),
+                )
+            })
+            .collect()
+    };
+    // Untrusted, the repository's declaration waits; the user's serves.
+    let v = json(&env.run(&["info", "--json", "--workspace", ws]));
+    assert_schema_valid(&v);
+    assert_eq!(v["awaiting_trust"][0]["slot"], "remote-agents/helper");
+    let users = ("user-acp".to_owned(), "user".to_owned(), user.clone());
+    assert_eq!(helpers(&v), [users.clone(), users]);
+
+    env.trust_dir(&other);
+    let v = json(&env.run(&["info", "--json", "--workspace", ws]));
+    assert_schema_valid(&v);
+    assert_eq!(v["awaiting_trust"], serde_json::json!([]));
+    let repos = ("repo-acp".to_owned(), "project".to_owned(), declared);
+    assert_eq!(helpers(&v), [repos.clone(), repos]);
+    let shadowed: Vec<&Value> = v["composition"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["slot"] == "remote-agents/helper")
+        .collect();
+    assert_eq!(shadowed.len(), 1, "{v:#}");
+    assert_eq!(shadowed[0]["kind"], "shadowed");
+    assert_eq!(shadowed[0]["layer"], "user");
+}

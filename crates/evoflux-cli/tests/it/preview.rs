@@ -34,6 +34,14 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// A marker for the `n`th test's server, unique to this process: the same
+/// tests run at once as root and as `nobody` (the processes carrying it are
+/// looked for in the whole process table, and `p12x1` is no part of
+/// `p123x1`).
+fn unique_marker(n: u32) -> String {
+    format!("p{}x{n}", std::process::id())
+}
+
 /// A repository with a page to serve from `site-<marker>` (the marker is
 /// on the server's command line), and a model that previews it.
 fn previewing(s: &Sandbox, marker: &str) -> String {
@@ -104,13 +112,27 @@ async fn through_proxy(server: &Server, path: &str) -> (u16, String, reqwest::he
     (status, response.text().await.unwrap(), headers)
 }
 
+/// Starts the preview in a session and checks that its page is served
+/// through the proxy.
+async fn serving_through_the_proxy(server: &Server, model: &str) {
+    let (id, _) = start_preview(server, model).await;
+    let proxy = listed(server, &id).await["proxy_path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        through_proxy(server, &format!("{proxy}hello.txt")).await.0,
+        200
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_preview_is_proxied_and_gone_when_its_session_closes() {
     if !python() {
         return;
     }
     let s = Sandbox::new();
-    let marker = "987671";
+    let marker = &unique_marker(1);
     let model = previewing(&s, marker);
     let server = Server::start(&s, &[]);
     let (id, started) = start_preview(&server, &model).await;
@@ -182,18 +204,10 @@ async fn sigterm_of_evoflux_stops_its_previews() {
         return;
     }
     let s = Sandbox::new();
-    let marker = "987672";
+    let marker = &unique_marker(2);
     let model = previewing(&s, marker);
     let mut server = Server::start(&s, &[]);
-    let (id, _) = start_preview(&server, &model).await;
-    let proxy = listed(&server, &id).await["proxy_path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        through_proxy(&server, &format!("{proxy}hello.txt")).await.0,
-        200
-    );
+    serving_through_the_proxy(&server, &model).await;
     server.stop();
     eventually("the preview's server is gone", || {
         with_marker(marker).is_empty()
@@ -212,18 +226,10 @@ async fn the_next_start_reaps_a_preview_a_killed_evoflux_left() {
         s.config().join("sandbox.toml"),
         "filesystem = \"full-access\"\n",
     );
-    let marker = "987673";
+    let marker = &unique_marker(3);
     let model = previewing(&s, marker);
     let mut server = Server::start(&s, &[]);
-    let (id, _) = start_preview(&server, &model).await;
-    let proxy = listed(&server, &id).await["proxy_path"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        through_proxy(&server, &format!("{proxy}hello.txt")).await.0,
-        200
-    );
+    serving_through_the_proxy(&server, &model).await;
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -241,4 +247,15 @@ async fn the_next_start_reaps_a_preview_a_killed_evoflux_left() {
     eventually("the left preview is reaped", || {
         with_marker(marker).is_empty()
     });
+}
+
+/// Previews run on the sandboxed process runtime, which behaves otherwise
+/// for root (most containers) than for a user: every test above runs again
+/// as `nobody`.
+#[test]
+fn previews_work_for_an_unprivileged_user_too() {
+    if !python() {
+        return;
+    }
+    common::rerun_unprivileged("preview::", "previews_work_for_an_unprivileged_user_too");
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::fake_model::FakeModel;
-use common::{Sandbox, git_repo, run, run_ok, script, session_id};
+use common::{Sandbox, git_repo, run, run_in, run_ok, script, session_id};
 use serde_json::Value;
 
 const SKILL: &str = "---\nname: build-fixer\ndescription: Fix failing cargo builds.\n---\n# Build fixer\n\n## Steps\n\nFIXER-BODY: run cargo check first.\n";
@@ -60,18 +60,7 @@ turns:
   - reply: {text: "Three words."}
 "#,
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "coding",
-            "--model",
-            &model,
-            "count the words",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "count the words");
     let id = session_id(&ev);
     // A second turn of the same session, answered by another script.
     let more = script(
@@ -390,12 +379,7 @@ fn export_redacts_a_plugin_credential() {
         "paste.yaml",
         "turns:\n  - reply:\n      tool_calls:\n        - {name: read, arguments: {path: pasted.txt}}\n  - reply: {text: seen}\n",
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json", "run", "--mode", "coding", "--model", &model, "look",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "look");
     let id = session_id(&ev);
     let file = s.tmp.path().join("paste-export.yaml");
     let r = s.json(&[
@@ -420,10 +404,7 @@ fn a_script_naming_a_url_a_bad_commit_or_placeholder_is_refused() {
     s.write(s.repo().join("a.txt"), "a\n");
     git_repo(&s);
     let model = script(&s, "one.yaml", "turns:\n  - reply: {text: ok}\n");
-    let ev = run_ok(
-        &s,
-        &["--json", "run", "--mode", "coding", "--model", &model, "hi"],
-    );
+    let ev = run_in(&s, "coding", &model, "hi");
     let id = session_id(&ev);
     let file = s.tmp.path().join("one-export.yaml");
     s.json(&[
@@ -502,18 +483,7 @@ fn a_session_recorded_on_a_provider_with_a_context_window_replays_exactly() {
     );
     git_repo(&s);
     s.trust();
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "coding",
-            "--model",
-            "fake:m",
-            "the build is broken",
-        ],
-    );
+    let ev = run_in(&s, "coding", "fake:m", "the build is broken");
     let id = session_id(&ev);
     let file = s.tmp.path().join("real.yaml");
     let file = file.to_str().unwrap();

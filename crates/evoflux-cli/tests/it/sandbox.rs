@@ -344,47 +344,8 @@ fn a_hostile_model_cannot_plant_code_that_runs_on_the_host() {
 /// folder that user can reach.
 #[test]
 fn the_sandbox_holds_for_an_unprivileged_user_too() {
-    const AGAIN: &str = "EVOFLUX_TEST_UNPRIVILEGED_RUN";
-    if std::env::var_os(AGAIN).is_some() {
-        return;
-    }
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("already unprivileged: the tests above ran as this user");
-        return;
-    }
-    let base = Path::new("/var/tmp").join(format!("evoflux-sandbox-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let tests = base.join("sandbox-test-binary");
-    let bin = base.join("evoflux");
-    std::fs::copy(std::env::current_exe().unwrap(), &tests).unwrap();
-    std::fs::copy(common::evoflux_bin(), &bin).unwrap();
-    for (path, mode) in [(&base, "1777"), (&tests, "755"), (&bin, "755")] {
-        std::process::Command::new("chmod")
-            .args([mode, path.to_str().unwrap()])
-            .status()
-            .unwrap();
-    }
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&tests)
-        // The test binary holds every CLI integration test: run this file's.
-        .arg("sandbox::")
-        .args(["--skip", "the_sandbox_holds_for_an_unprivileged_user_too"])
-        .env(AGAIN, "1")
-        .env("EVOFLUX_TEST_BIN", &bin)
-        .env("EVOFLUX_TEST_DIR", &base)
-        .env("TMPDIR", &base)
-        .env("HOME", &base)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&base);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "as nobody:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::rerun_unprivileged(
+        "sandbox::",
+        "the_sandbox_holds_for_an_unprivileged_user_too",
     );
-    assert!(stdout.contains("test result: ok"), "{stdout}");
-    assert!(!stdout.contains(" 0 passed"), "{stdout}");
 }

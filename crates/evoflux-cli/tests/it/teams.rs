@@ -6,14 +6,7 @@
 
 use crate::common;
 
-use common::{Sandbox, events, of_type, run, run_ok, script, stderr_codes};
-
-fn member(s: &Sandbox, name: &str, description: &str, model: &str) {
-    s.project(
-        &format!("agents/{name}.md"),
-        &format!("---\nrole: member\ndescription: {description}\nmodel: {model}\n---\nYou are the {name}.\n"),
-    );
-}
+use common::{Sandbox, events, member, of_type, run, run_in, run_ok, script, stderr_codes};
 
 #[test]
 fn a_lead_delegates_to_two_members_and_gets_their_answers() {
@@ -194,12 +187,7 @@ fn scout_grounding_accepts_a_line_it_saw_and_repairs_then_exhausts_one_it_did_no
         &[scout_report(6)],
         "reads the environment",
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json", "run", "--mode", "coding", "--model", &model, "look",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "look");
     let ended = of_type(&ev, "dispatch_ended");
     assert_eq!(ended[0]["contract"], "pass");
     assert_eq!(ended[0]["repairs"], 0);
@@ -260,18 +248,7 @@ turns:
     reply: {text: "neither can change files"}
 "#,
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "coding",
-            "--model",
-            &model,
-            "change it",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "change it");
     let results: Vec<String> = of_type(&ev, "tool_ended")
         .iter()
         .map(|e| e["content"].as_str().unwrap().to_owned())
@@ -576,12 +553,7 @@ turns:
     reply: {text: "no checks are registered"}
 "#,
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json", "run", "--mode", "coding", "--model", &model, "check it",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "check it");
     let result = of_type(&ev, "tool_ended")[0]["content"]
         .as_str()
         .unwrap()
@@ -627,12 +599,7 @@ turns:
     reply: {text: "planned"}
 "##,
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json", "run", "--mode", "coding", "--model", &model, "plan it",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "plan it");
     let tools = child_tools(&ev);
     assert!(tools.contains(&"artifact".to_owned()), "{tools:?}");
     assert!(
@@ -694,18 +661,7 @@ turns:
             serde_json::to_string(&honest).unwrap()
         ),
     );
-    let ev = run_ok(
-        &s,
-        &[
-            "--json",
-            "run",
-            "--mode",
-            "coding",
-            "--model",
-            &model,
-            "implement it",
-        ],
-    );
+    let ev = run_in(&s, "coding", &model, "implement it");
     let ended = of_type(&ev, "dispatch_ended");
     assert_eq!(ended[0]["contract"], "pass");
     assert_eq!(ended[0]["repairs"], 1);

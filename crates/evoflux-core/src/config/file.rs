@@ -48,7 +48,11 @@ struct ConfigFile {
     skills: Option<SkillsConfig>,
     #[serde(default)]
     mcp: Option<McpFile>,
+    /// Read for its unknown keys only: each `[agents.external.<name>]`
+    /// table is a source of the graph (`remote-agents/<name>`), read by
+    /// [`crate::external_agent`], not part of the layered configuration.
     #[serde(default)]
+    #[allow(dead_code)]
     agents: Option<crate::external_agent::AgentsFile>,
 }
 
@@ -203,7 +207,6 @@ pub fn read_layer(
     let limits = check_limits(path, file.limits, diags);
     let teams = check_teams(path, file.teams, diags);
     let mcp = check_mcp(path, scope, file.mcp, diags);
-    let external_agents = crate::external_agent::check(path, scope, file.agents, diags);
     let layer = ConfigLayer {
         source: ConfigSource {
             path: path.to_path_buf(),
@@ -223,7 +226,6 @@ pub fn read_layer(
         teams,
         skills: file.skills,
         mcp,
-        external_agents,
     };
     Some((layer, diags.count(crate::Severity::Error) == errors_before))
 }

@@ -71,9 +71,6 @@ pub struct LoadedConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolver_model_origin: Option<ConfigOrigin>,
     pub provider_origins: BTreeMap<String, ConfigOrigin>,
-    /// The file that declared each external agent.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub external_agent_sources: BTreeMap<String, ConfigSource>,
     /// The file that set `[mcp] default_grant`, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_grant_source: Option<ConfigSource>,
@@ -95,7 +92,6 @@ pub struct ConfigLayer {
     pub(super) skills: Option<SkillsConfig>,
     /// What the file's `[mcp]` sets.
     pub(super) mcp: super::mcp::McpLayer,
-    pub(super) external_agents: BTreeMap<String, crate::external_agent::ExternalAgentConfig>,
 }
 
 impl LoadedConfig {
@@ -110,7 +106,6 @@ impl LoadedConfig {
                 .collect(),
             model_origin: ConfigOrigin::Embedded,
             resolver_model_origin: None,
-            external_agent_sources: BTreeMap::new(),
             default_grant_source: None,
             config,
         }
@@ -181,12 +176,6 @@ impl LoadedConfig {
                     let current = &mut self.config.store;
                     current.url = store.url.or(current.url.take());
                     current.artifacts = store.artifacts.or(current.artifacts.take());
-                }
-                // One agent's declaration replaces the one below it whole.
-                for (name, agent) in layer.external_agents {
-                    self.external_agent_sources
-                        .insert(name.clone(), layer.source.clone());
-                    self.config.external_agents.insert(name, agent);
                 }
                 if let Some(grant) = layer.mcp.default_grant {
                     self.config.mcp.default_grant = grant;

@@ -109,11 +109,6 @@ pub struct HarnessConfig {
     /// `[mcp]`: which MCP servers each mode's default lead is granted.
     #[serde(default, skip_serializing_if = "McpConfig::is_unset")]
     pub mcp: McpConfig,
-    /// `[agents.external.<name>]`: agents outside evoflux, spoken to over
-    /// the Agent Client Protocol, that a lead may dispatch. Only the
-    /// user's and the admin's files declare them.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub external_agents: BTreeMap<String, crate::external_agent::ExternalAgentConfig>,
 }
 
 impl HarnessConfig {
@@ -189,7 +184,6 @@ impl HarnessConfig {
             teams: TeamsConfig::default(),
             skills: SkillsConfig::default(),
             mcp: McpConfig::default(),
-            external_agents: BTreeMap::new(),
         }
     }
 }

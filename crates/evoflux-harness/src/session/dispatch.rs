@@ -429,14 +429,8 @@ impl Harness {
     /// What is left of this turn's model and tool calls, which bounds a
     /// child's own.
     fn remaining(&self) -> (u32, u32) {
-        (
-            self.limits
-                .model_calls_per_turn
-                .saturating_sub(self.turn.model_calls_used),
-            self.limits
-                .tool_calls_per_turn
-                .saturating_sub(self.turn.tool_calls_used),
-        )
+        self.limits
+            .left_after((self.turn.model_calls_used, self.turn.tool_calls_used))
     }
 
     /// Reports a child's end and returns its result.

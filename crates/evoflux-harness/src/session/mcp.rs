@@ -15,7 +15,7 @@ use crate::error::HarnessError;
 use crate::events::{Event, McpServerState, ToolResult};
 use crate::prepared::PreparedTool;
 use crate::tools::Offering;
-use crate::tools::connection_search::{self as search, SearchCall};
+use crate::tools::connection_search::{self as search, Deferrable, Reach, SearchCall};
 
 /// The session's view of the application's MCP servers.
 #[derive(Debug)]
@@ -30,14 +30,15 @@ pub(crate) struct SessionMcp {
     pub(crate) states: BTreeMap<(String, String), (ServerState, Option<String>)>,
     /// The tools `connection_search` activated, as the store records them.
     pub(crate) activated: BTreeSet<ConnectionTool>,
-    /// Granted MCP tools held back from the model's tool list now (too
-    /// many to send, not activated), by model-visible name. Empty while
-    /// the granted tools fit the budget or the session has no
-    /// `connection_search`.
+    /// Tools of the session's deferrable catalog (granted MCP tools and
+    /// built-ins offered `DeferredWithConnections`) held back from the
+    /// model's tool list now (too many to send, not activated), by
+    /// model-visible name. Empty while the catalog fits the budget or the
+    /// session has no `connection_search`.
     pub(crate) held_back: BTreeSet<String>,
-    /// The servers `connection_search`'s description lists, to rebind it
-    /// only when they change.
-    bound_servers: Vec<(String, usize)>,
+    /// What `connection_search`'s description lists, to rebind it only
+    /// when that changes.
+    bound: Reach,
     /// `connection_search`'s compiled description, before binding.
     search_description: Option<String>,
     /// A skill granted a plugin's servers during the turn: the next model
@@ -61,7 +62,7 @@ impl SessionMcp {
             states: BTreeMap::new(),
             activated: activated.into_iter().collect(),
             held_back: BTreeSet::new(),
-            bound_servers: Vec::new(),
+            bound: Reach::default(),
             search_description: None,
             granted_mid_turn: false,
         }
@@ -234,28 +235,43 @@ impl Harness {
             .collect()
     }
 
-    /// Decides which granted MCP tools the model does not see: none while
-    /// they fit the budget (or the session has no `connection_search`),
-    /// else every one not activated. Binds `connection_search`'s
-    /// description to the servers it reaches.
+    /// The catalog of tools the session may hold back: the granted MCP
+    /// tools of the current set, then the session's built-in tools whose
+    /// handler joins them ([`Offering::DeferredWithConnections`]).
+    fn deferrable(&self) -> Vec<Deferrable<'_>> {
+        let builtins = self.tools.iter().filter(|t| {
+            t.builtin()
+                .is_some_and(|h| h.offering() == Offering::DeferredWithConnections)
+        });
+        self.granted_mcp()
+            .into_iter()
+            .map(Deferrable::mcp)
+            .chain(builtins.map(|t| Deferrable::builtin(&t.definition)))
+            .collect()
+    }
+
+    /// Decides which tools of the deferrable catalog the model does not
+    /// see: none while the catalog fits the budget (or the session has no
+    /// `connection_search`), else every one neither activated nor already
+    /// offered. A tool once offered stays in the list (a stable prefix,
+    /// [`Harness::offered`]), so it stays callable too: holding it back
+    /// would refuse a tool the model is shown. Binds
+    /// `connection_search`'s description to what it reaches.
     fn hold_back_mcp(&mut self) {
         let has_search = self.tools.iter().any(is_search);
-        let granted = self.granted_mcp();
-        let held: BTreeSet<String> = match has_search && search::over_budget(&granted) {
-            true => granted
+        let catalog = self.deferrable();
+        let held: BTreeSet<String> = match has_search && search::over_budget(&catalog) {
+            true => catalog
                 .iter()
-                .filter(|d| !self.mcp.activated.contains(&search::identity(d)))
-                .map(|d| d.qualified_name.clone())
+                .filter(|d| !self.mcp.activated.contains(&d.identity()))
+                .filter(|d| !self.tool_order.iter().any(|n| n == d.name))
+                .map(|d| d.name.to_owned())
                 .collect(),
             false => BTreeSet::new(),
         };
-        let mut servers: BTreeMap<String, usize> = BTreeMap::new();
-        for d in &granted {
-            *servers.entry(d.server.clone()).or_default() += 1;
-        }
-        let servers: Vec<(String, usize)> = servers.into_iter().collect();
+        let reach = Reach::of(&catalog);
         self.mcp.held_back = held;
-        if servers == self.mcp.bound_servers {
+        if reach == self.mcp.bound {
             return;
         }
         let Some(tool) = self.tools.find_mut(is_search) else {
@@ -265,8 +281,8 @@ impl Harness {
             .mcp
             .search_description
             .get_or_insert_with(|| tool.definition.description.clone());
-        tool.definition.description = search::bound_description(base, &servers);
-        self.mcp.bound_servers = servers;
+        tool.definition.description = search::bound_description(base, &reach);
+        self.mcp.bound = reach;
     }
 
     /// What a call of a held-back tool gets: how to turn it on.
@@ -277,8 +293,9 @@ impl Harness {
             .find(|t| is_search(t))
             .map_or("connection_search", |t| t.definition.name.as_str());
         format!(
-            "`{name}` is a tool of a connected MCP server that is not turned on yet; call \
-             {search} with {{\"activate\": [\"{name}\"]}} first, then call it."
+            "`{name}` is held back from your tool list (the connected tools are too many to \
+             send) and not turned on yet; call {search} with {{\"activate\": [\"{name}\"]}} \
+             first, then call it."
         )
     }
 
@@ -294,20 +311,20 @@ impl Harness {
         };
         let mut out = serde_json::Map::new();
         if !request.activate.is_empty() {
-            let granted = self.granted_mcp();
-            let mut chosen: Vec<&McpToolDescriptor> = Vec::new();
+            let catalog = self.deferrable();
+            let mut chosen: Vec<Deferrable<'_>> = Vec::new();
             let mut unknown: Vec<String> = Vec::new();
             for name in &request.activate {
-                match granted.iter().find(|d| &d.qualified_name == name) {
-                    Some(d) => chosen.push(d),
+                match catalog.iter().find(|d| d.name == name) {
+                    Some(d) => chosen.push(*d),
                     None => unknown.push(name.clone()),
                 }
             }
             if !unknown.is_empty() {
                 let suggestions: Vec<String> = unknown
                     .iter()
-                    .flat_map(|n| search::search(&granted, n, 3))
-                    .map(|d| d.qualified_name.clone())
+                    .flat_map(|n| search::search(&catalog, n, 3))
+                    .map(|d| d.name.to_owned())
                     .collect::<BTreeSet<_>>()
                     .into_iter()
                     .collect();
@@ -327,10 +344,10 @@ impl Harness {
             }
             let new: Vec<(ConnectionTool, String)> = chosen
                 .iter()
-                .map(|d| (search::identity(d), d.qualified_name.clone()))
+                .map(|d| (d.identity(), d.name.to_owned()))
                 .filter(|(key, _)| !self.mcp.activated.contains(key))
                 .collect();
-            let names: Vec<String> = chosen.iter().map(|d| d.qualified_name.clone()).collect();
+            let names: Vec<String> = chosen.iter().map(|d| d.name.to_owned()).collect();
             if !new.is_empty() {
                 let keys: Vec<ConnectionTool> = new.iter().map(|(k, _)| k.clone()).collect();
                 self.recorder
@@ -350,19 +367,19 @@ impl Harness {
             );
         }
         if let Some(query) = &request.query {
-            let granted = self.granted_mcp();
-            let scope: Vec<&McpToolDescriptor> = match &request.server {
-                Some(server) => granted
+            let catalog = self.deferrable();
+            let scope: Vec<Deferrable<'_>> = match &request.server {
+                Some(server) => catalog
                     .iter()
                     .copied()
-                    .filter(|d| &d.server == server)
+                    .filter(|d| d.server() == Some(server.as_str()))
                     .collect(),
-                None => granted.clone(),
+                None => catalog.clone(),
             };
             if let Some(server) = &request.server
                 && scope.is_empty()
             {
-                let mut servers: Vec<&str> = granted.iter().map(|d| d.server.as_str()).collect();
+                let mut servers: Vec<&str> = catalog.iter().filter_map(|d| d.server()).collect();
                 servers.dedup();
                 return Ok(ToolResult::error(format!(
                     "no connected server is named `{server}`; the servers are: {}",
@@ -371,7 +388,7 @@ impl Harness {
             }
             let matches: Vec<Value> = search::search(&scope, query, request.limit())
                 .into_iter()
-                .map(|d| search::result_entry(d, !self.mcp.held_back.contains(&d.qualified_name)))
+                .map(|d| search::result_entry(&d, !self.mcp.held_back.contains(d.name)))
                 .collect();
             out.insert("matches".into(), Value::Array(matches));
             out.insert("searched".into(), Value::from(scope.len()));

@@ -108,6 +108,17 @@ impl Limits {
             ..self
         }
     }
+
+    /// What a turn under these limits has left once it has used `(model
+    /// calls, tool calls)`: the bound [`Limits::within`] puts on a child it
+    /// dispatches. Saturating: a count at or past a limit leaves nothing,
+    /// never a wrapped-around budget.
+    pub fn left_after(self, (model_calls, tool_calls): (u32, u32)) -> (u32, u32) {
+        (
+            self.model_calls_per_turn.saturating_sub(model_calls),
+            self.tool_calls_per_turn.saturating_sub(tool_calls),
+        )
+    }
 }
 
 /// Everything a session runs with.
@@ -615,12 +626,13 @@ impl Harness {
 
     /// Whether the model sees `tool` now: deferred tools only once
     /// something activated them (`process` after a command yielded); MCP
-    /// tools unless they are held back for the tool that turns them on
-    /// (`connection_search`), which is offered only while some are. A
-    /// built-in tool's handler says which it is
-    /// ([`crate::tools::Offering`]).
+    /// tools, and built-ins that join them (`browser`), unless they are
+    /// held back for the tool that turns them on (`connection_search`),
+    /// which is offered only while some are. A built-in tool's handler
+    /// says which it is ([`crate::tools::Offering`]).
     pub(super) fn offered(&self, tool: &crate::prepared::PreparedTool) -> bool {
         use crate::prepared::{Executor, PreparedKind};
+        use crate::tools::Offering;
         if self.tool_order.contains(&tool.definition.name) {
             return true;
         }
@@ -633,8 +645,12 @@ impl Harness {
             | PreparedKind::Dispatch(_)
             | PreparedKind::Provider(_) => {}
         }
-        if mcp::is_search(tool) {
-            return !self.mcp.held_back.is_empty();
+        match tool.builtin().map(|h| h.offering()) {
+            Some(Offering::WhileToolsHeldBack) => return !self.mcp.held_back.is_empty(),
+            Some(Offering::DeferredWithConnections) => {
+                return !self.mcp.held_back.contains(&tool.definition.name);
+            }
+            Some(Offering::Always | Offering::Deferred) | None => {}
         }
         !tool.deferred
             || self
@@ -714,5 +730,103 @@ fn pending_request_of(call: &ToolCall) -> evoflux_store::PendingRequest {
             .map(|a| a.iter().filter_map(text).collect())
             .unwrap_or_default(),
         output_schema: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limits;
+
+    fn limits(model_calls: u32, tool_calls: u32) -> Limits {
+        Limits {
+            model_calls_per_turn: model_calls,
+            tool_calls_per_turn: tool_calls,
+            ..Limits::default()
+        }
+    }
+
+    fn calls(l: Limits) -> (u32, u32) {
+        (l.model_calls_per_turn, l.tool_calls_per_turn)
+    }
+
+    #[test]
+    fn a_child_never_gets_more_than_its_parent_has_left() {
+        let parent = limits(50, 200);
+        let left = parent.left_after((12, 150));
+        assert_eq!(left, (38, 50));
+        // The child's own limits are larger: the parent's remainder wins.
+        assert_eq!(calls(limits(50, 200).within(left)), (38, 50));
+        // Smaller ones (a worker's tool budget) are kept.
+        assert_eq!(calls(limits(10, 5).within(left)), (10, 5));
+        // Only the call budgets change.
+        let max_cost = Some(evoflux_core::price::Usd::from_picos(2_000_000_000_000));
+        let own = Limits {
+            output_reminders: 7,
+            background_tasks: 3,
+            max_cost,
+            ..limits(50, 200)
+        };
+        let child = own.within((1, 1));
+        assert_eq!(
+            (
+                child.output_reminders,
+                child.background_tasks,
+                child.max_cost
+            ),
+            (7, 3, max_cost)
+        );
+    }
+
+    #[test]
+    fn the_bound_holds_however_deep_the_tree() {
+        // lead → planner → coder, each spending some of its turn before it
+        // dispatches: every level is bounded by the one above's remainder.
+        let lead = limits(50, 200);
+        let planner = limits(50, 200).within(lead.left_after((10, 20)));
+        assert_eq!(calls(planner), (40, 180));
+        let coder = limits(50, 200).within(planner.left_after((5, 30)));
+        assert_eq!(calls(coder), (35, 150));
+        let lead_left = lead.left_after((10, 20));
+        assert!(coder.model_calls_per_turn <= lead_left.0);
+        assert!(coder.tool_calls_per_turn <= lead_left.1);
+    }
+
+    #[test]
+    fn an_unlimited_parent_leaves_the_child_its_own_limits() {
+        let parent = limits(u32::MAX, u32::MAX);
+        assert_eq!(parent.left_after((3, 4)), (u32::MAX - 3, u32::MAX - 4));
+        let child = limits(50, 200).within(parent.left_after((3, 4)));
+        assert_eq!(calls(child), (50, 200));
+        assert_eq!(
+            calls(limits(50, 200).within((u32::MAX, u32::MAX))),
+            (50, 200)
+        );
+    }
+
+    #[test]
+    fn nothing_left_gives_a_child_nothing() {
+        let parent = limits(4, 9);
+        assert_eq!(parent.left_after((4, 9)), (0, 0));
+        assert_eq!(
+            calls(limits(50, 200).within(parent.left_after((4, 9)))),
+            (0, 0)
+        );
+        // One budget spent, the other not: each is bounded on its own.
+        assert_eq!(
+            calls(limits(50, 200).within(parent.left_after((4, 2)))),
+            (0, 7)
+        );
+    }
+
+    #[test]
+    fn counts_past_a_limit_saturate_instead_of_wrapping() {
+        let parent = limits(3, 5);
+        assert_eq!(parent.left_after((4, 6)), (0, 0));
+        assert_eq!(parent.left_after((u32::MAX, u32::MAX)), (0, 0));
+        assert_eq!(limits(0, 0).left_after((1, 1)), (0, 0));
+        assert_eq!(
+            calls(limits(50, 200).within(parent.left_after((9, 9)))),
+            (0, 0)
+        );
     }
 }

@@ -34,35 +34,44 @@ impl Recorder {
         durable: Vec<crate::hooks::DurableMessage>,
     ) -> Result<(), HarnessError> {
         for d in durable {
-            match &d.message {
-                Message::Assistant { tool_calls, .. } => {
-                    for c in tool_calls {
-                        self.events.emit(&Event::ToolStarted {
-                            call_id: c.id.clone(),
-                            tool: c.name.clone(),
-                            arguments: c.arguments.clone(),
-                        });
-                    }
+            if let Message::Assistant { tool_calls, .. } = &d.message {
+                for c in tool_calls {
+                    self.events.emit(&Event::ToolStarted {
+                        call_id: c.id.clone(),
+                        tool: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    });
                 }
+            }
+            // A result's event follows its entry: it names the entry that
+            // keeps its media.
+            let ended = match &d.message {
                 Message::Tool {
                     tool_call_id,
                     content,
                     is_error,
                     media,
-                } => {
-                    let tool = self.tool_name_of(tool_call_id).unwrap_or_default();
-                    self.events.emit(&Event::ToolEnded {
-                        call_id: tool_call_id.clone(),
-                        tool,
-                        status: crate::events::ToolStatus::of(*is_error),
-                        is_error: *is_error,
-                        content: evoflux_protocol::message::text_with_media_notes(content, media),
-                        metadata: d.metadata.clone(),
-                    });
-                }
-                Message::System { .. } | Message::User { .. } => {}
+                } => Some((
+                    tool_call_id.clone(),
+                    *is_error,
+                    evoflux_protocol::message::text_with_media_notes(content, media),
+                    media.clone(),
+                )),
+                Message::Assistant { .. } | Message::System { .. } | Message::User { .. } => None,
+            };
+            let seq = self.append(d.message, d.metadata.as_ref()).await?;
+            if let Some((call_id, is_error, content, media)) = ended {
+                let tool = self.tool_name_of(&call_id).unwrap_or_default();
+                self.events.emit(&Event::ToolEnded {
+                    call_id,
+                    tool,
+                    status: crate::events::ToolStatus::of(is_error),
+                    is_error,
+                    content,
+                    metadata: d.metadata,
+                    media: evoflux_protocol::MediaRef::of_entry(seq, &media),
+                });
             }
-            self.append(d.message, d.metadata.as_ref()).await?;
         }
         Ok(())
     }
@@ -145,7 +154,7 @@ impl Recorder {
             is_error: result.is_error,
             media: result.media.clone(),
         };
-        self.append(message, result.metadata.as_ref()).await?;
+        let seq = self.append(message, result.metadata.as_ref()).await?;
         self.events.emit(&Event::ToolEnded {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -157,6 +166,7 @@ impl Recorder {
                 &result.media,
             ),
             metadata: result.metadata,
+            media: evoflux_protocol::MediaRef::of_entry(seq, &result.media),
         });
         Ok(())
     }

@@ -14,11 +14,10 @@ use std::path::Path;
 
 use evoflux_graph::sandbox::{NetworkPolicy, SandboxPolicy};
 use evoflux_model::ToolCall;
-use evoflux_protocol::{Media, MediaKind};
 use evoflux_tools::browser::{Browser, BrowserConfig, Reach};
 use evoflux_tools::web_fetch::NetworkAccess;
 
-use super::{BuiltinTool, Handled, command_result};
+use super::{BuiltinTool, Handled, Offering, command_result};
 use crate::events::ToolResult;
 use crate::prepared::SessionCapabilities;
 use crate::session::{Harness, RunSetup};
@@ -29,6 +28,12 @@ pub(super) struct BrowserTool;
 impl BuiltinTool for BrowserTool {
     fn gap(&self, caps: &SessionCapabilities) -> Option<&'static str> {
         caps.browser
+    }
+
+    /// Its definition is large and most turns need none: with a large
+    /// catalog of MCP tools it waits for `connection_search` with them.
+    fn offering(&self) -> Offering {
+        Offering::DeferredWithConnections
     }
 
     fn execute<'a>(
@@ -43,9 +48,7 @@ impl BuiltinTool for BrowserTool {
             let out = browser.run(&call.arguments).await;
             let mut result = command_result(out.output);
             if let Some(shot) = out.screenshot {
-                result
-                    .media
-                    .push(Media::new(MediaKind::Image, "image/png", shot.png_base64));
+                result.media.push(shot.into_media());
             }
             Ok(result)
         })

@@ -203,10 +203,16 @@ pub(crate) enum Offering {
     /// Hidden until something activates it: a command of the session
     /// runs, or a loaded skill's contract turns it on (`process`).
     Deferred,
-    /// The way to the granted MCP tools held back from the model (too many
-    /// to send): offered only while some are, and what turns them on
+    /// The way to the tools held back from the model (too many to send):
+    /// offered only while some are, and what turns them on
     /// (`connection_search`).
     WhileToolsHeldBack,
+    /// Large and needed in few turns: it joins the catalog of tools the
+    /// session may hold back, with the granted MCP tools. Offered from the
+    /// start while that catalog fits the one budget
+    /// ([`connection_search::over_budget`]); over it, held back with them
+    /// until `connection_search` activates it (`browser`).
+    DeferredWithConnections,
 }
 
 /// What built-in tools keep in the session between calls. It is part of

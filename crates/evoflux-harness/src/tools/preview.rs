@@ -1,6 +1,9 @@
 //! `preview`'s handler: starts, follows and stops the session's dev-server
 //! previews on its process runtime, and tells the front ends when one
 //! serves (`preview_started`, with its URL) or stops (`preview_stopped`).
+//! `snapshot` takes its screenshot with the session's browser and returns
+//! it as the call's image, exactly as `browser`'s screenshot does (see
+//! [`evoflux_tools::PreviewBrowser`] for what the browser may then reach).
 //! Offered where commands run and the sandbox shares the host's network,
 //! since a server in a network namespace of its own cannot be reached. Its
 //! definition is [`evoflux_graph::tool::builtin::preview`].
@@ -8,7 +11,7 @@
 use std::path::PathBuf;
 
 use evoflux_model::ToolCall;
-use evoflux_tools::{PreviewChange, PreviewRequest, Workspace};
+use evoflux_tools::{PreviewBrowser, PreviewChange, PreviewRequest, Workspace};
 use serde_json::Value;
 
 use super::{BuiltinTool, GatedCommand, Handled, command_result};
@@ -59,12 +62,21 @@ impl BuiltinTool for Preview {
                 Ok(rt) => rt,
                 Err(refused) => return Ok(refused),
             };
+            let browser = match session.browser() {
+                Some(b) => PreviewBrowser::Session(b),
+                None => PreviewBrowser::Unavailable(NO_BROWSER),
+            };
             let outcome = match rt
-                .preview(session.session().id, session.workspace(), &call.arguments)
+                .preview_in(
+                    session.session().id,
+                    session.workspace(),
+                    &call.arguments,
+                    browser,
+                )
                 .await
             {
                 Ok(outcome) => outcome,
-                Err(e) => return Ok(ToolResult::error(e.to_string())),
+                Err(e) => return Ok(ToolResult::error(format!("{e} ({})", e.code()))),
             };
             match &outcome.change {
                 Some(PreviewChange::Serving(info)) => {
@@ -84,7 +96,16 @@ impl BuiltinTool for Preview {
                 }
                 None => {}
             }
-            Ok(command_result(outcome.output))
+            let mut result = command_result(outcome.output);
+            if let Some(shot) = outcome.screenshot {
+                result.media.push(shot.into_media());
+            }
+            Ok(result)
         })
     }
 }
+
+/// Why `snapshot` cannot run in a session without a browser (the
+/// `browser` tool's own gap names which).
+const NO_BROWSER: &str = "this session has no browser: Chromium is not installed (install the \
+     `chromium` package), or network tools are off for it";

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use common::{Recorder, World, call, text};
 use evoflux_agents::ToolCatalog;
 use evoflux_agents::worker::external::external_agent_spec;
-use evoflux_core::config::{ConfigOrigin, LoadedConfig};
+use evoflux_core::config::ConfigOrigin;
 use evoflux_core::external_agent::{ExternalAgentConfig, ExternalCwd};
 use evoflux_core::{AppMode, Diagnostics};
 use evoflux_harness::approval::Approver;
@@ -138,6 +138,7 @@ async fn lead_with_helper(
         .unwrap(),
         launch: declared(cwd, json!({"kind": "scout-report"})),
         file: None,
+        origin: ConfigOrigin::User,
     };
     let remote = Arc::new(FakeRemote {
         answers: Mutex::new(answers.iter().cloned().collect()),
@@ -305,23 +306,36 @@ async fn a_remote_agent_runs_in_the_foreground_and_a_scratch_one_is_refused_a_ch
 
 #[test]
 fn an_external_agent_named_like_a_local_one_is_left_out_with_a_diagnostic() {
-    let world = World::new();
+    let local = {
+        let world = World::new();
+        let catalog = ToolCatalog::from_graph(&world.graph);
+        evoflux_agents::worker::framework_specs(&catalog).unwrap()[0]
+            .id
+            .clone()
+    };
+    // Declared in the (trusted) repository's config, which the source
+    // graph selects as `remote-agents/<name>` nodes.
+    let table = |name: &str, kind: &str| {
+        format!(
+            "[agents.external.{name}]\ncommand = [\"helper-acp\"]\nresult_contract = {{ kind = \"{kind}\" }}\n"
+        )
+    };
+    let config = [
+        table(&local, "scout-report"),
+        table("helper", "scout-report"),
+        table("bad-contract", "code-report"),
+    ]
+    .concat();
+    let world = World::with_files(&[(".evoflux/config.toml", &config)]);
+    assert!(
+        !world.graph.has_errors(),
+        "{}",
+        world.graph.diagnostics.render_human()
+    );
     let catalog = ToolCatalog::from_graph(&world.graph);
     let workers = evoflux_agents::worker::framework_specs(&catalog).unwrap();
-    let local = workers[0].id.clone();
-    let mut loaded = LoadedConfig::embedded();
-    for name in [local.as_str(), "helper"] {
-        loaded.config.external_agents.insert(
-            name.to_owned(),
-            declared(ExternalCwd::Workspace, json!({"kind": "scout-report"})),
-        );
-    }
-    loaded.config.external_agents.insert(
-        "bad-contract".to_owned(),
-        declared(ExternalCwd::Workspace, json!({"kind": "code-report"})),
-    );
     let mut diags = Diagnostics::new();
-    let remote = remote_agents(&loaded, &[], &workers, &mut diags);
+    let remote = remote_agents(&world.graph, &[], &workers, &mut diags);
     assert_eq!(
         remote
             .iter()

@@ -922,6 +922,79 @@ pub async fn artifact(
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
 }
 
+/// One image or audio item of a stored transcript entry: how a view shows
+/// a tool result's image from its event, which names the item and not
+/// its bytes.
+#[utoipa::path(get, path = "/api/sessions/{id}/media/{seq}/{index}", tag = "sessions",
+    params(
+        ("id" = String, Path, description = "The session id"),
+        ("seq" = u64, Path, description = "The transcript entry (a `tool_ended` event's `media[].seq`)"),
+        ("index" = usize, Path, description = "The item in that entry's media (`media[].index`)")
+    ),
+    responses(
+        (status = 200, description = "The image or audio, decoded; its MIME type when it is one a page shows safely, else application/octet-stream", content_type = "application/octet-stream", body = String),
+        (status = 404, description = "No such entry or item", body = ApiError)
+    ))]
+pub async fn media(
+    State(state): State<Arc<ServerState>>,
+    Path((id, seq, index)): Path<(String, u64, usize)>,
+) -> Result<Response, ApiError> {
+    use base64::Engine as _;
+    let id = session_id(&id)?;
+    let missing = || {
+        ApiError::not_found(
+            "server/media-not-found",
+            format!("entry {seq} of this session has no media item {index}"),
+        )
+        .field("index")
+    };
+    let page = state
+        .store
+        .transcript_page(id, Some(seq.saturating_add(1)), 1)
+        .await?;
+    let item = page
+        .iter()
+        .find(|e| e.seq == seq)
+        .and_then(|e| e.message.media().get(index).cloned())
+        .ok_or_else(missing)?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(item.data.trim_end())
+        .map_err(|_| missing())?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, served_media_type(&item.mime_type)),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (
+                header::CACHE_CONTROL,
+                "private, max-age=31536000, immutable",
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// The type a media item is served as: its own when it is a raster
+/// image or audio a page shows without running anything, else opaque
+/// bytes (a tool's `text/html` or `image/svg+xml` never renders as a
+/// page of this origin).
+fn served_media_type(mime_type: &str) -> &'static str {
+    const SAFE: [&str; 8] = [
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "audio/wav",
+        "audio/mpeg",
+        "audio/ogg",
+        "audio/webm",
+    ];
+    SAFE.iter()
+        .find(|t| t.eq_ignore_ascii_case(mime_type))
+        .copied()
+        .unwrap_or("application/octet-stream")
+}
+
 /// `path` relative to session `id`'s artifact folder: an absolute path
 /// loses everything up to the folder named after the session.
 fn session_relative(path: &std::path::Path, id: SessionId) -> PathBuf {
@@ -957,4 +1030,19 @@ fn tokio_util_stream(
             Err(e) => Some((Err(e), None)),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_media_a_page_shows_inertly_keeps_its_type() {
+        assert_eq!(served_media_type("image/png"), "image/png");
+        assert_eq!(served_media_type("IMAGE/JPEG"), "image/jpeg");
+        assert_eq!(served_media_type("audio/wav"), "audio/wav");
+        for active in ["text/html", "image/svg+xml", "application/javascript", ""] {
+            assert_eq!(served_media_type(active), "application/octet-stream");
+        }
+    }
 }

@@ -17,6 +17,7 @@ mod connection_floods;
 mod highlight;
 mod idle_sessions;
 mod mcp_forms;
+mod preview_links;
 mod scheduled_runs;
 mod session_list;
 mod session_snapshot;

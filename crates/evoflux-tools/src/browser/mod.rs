@@ -6,7 +6,8 @@
 //!   nothing leaks between sessions; downloads and screenshots go beside
 //!   it.
 //! * Every request the page makes passes [`Reach::check`]: only http(s),
-//!   to the addresses the session's network policy allows. `file://`,
+//!   to the addresses the session's network policy allows, or to exactly
+//!   the session's running previews ([`PreviewOrigins`]). `file://`,
 //!   `chrome://` and the like are refused.
 //! * Chromium runs as the leader of its own process group with the pipe
 //!   as its only line to evoflux: dropping the [`Browser`] kills the
@@ -31,7 +32,8 @@ use crate::output::ToolOutput;
 use crate::sync::lock;
 use cdp::{Cdp, CdpEvent};
 pub use page::{Action, BrowserInput};
-pub use reach::Reach;
+use reach::Gate;
+pub use reach::{PreviewOrigins, Reach};
 
 pub use evoflux_graph::tool::builtin::browser::{
     DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS,
@@ -105,10 +107,29 @@ impl BrowserConfig {
 
 /// A screenshot a call took: the PNG (base64, for the model) and where
 /// it was kept.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Screenshot {
     pub png_base64: String,
     pub path: PathBuf,
+}
+
+impl Screenshot {
+    /// The image a tool result carries: named by its file, with the file
+    /// as its source, so every view's note says which artifact it is
+    /// (`[image: screenshot-1.png, image/png, 9 KB]`).
+    pub fn into_media(self) -> evoflux_protocol::Media {
+        let mut image = evoflux_protocol::Media::new(
+            evoflux_protocol::MediaKind::Image,
+            "image/png",
+            self.png_base64,
+        );
+        image.name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        image.source = Some(self.path.display().to_string());
+        image
+    }
 }
 
 /// What one call returns.
@@ -131,13 +152,25 @@ impl BrowserOutput {
 #[derive(Debug)]
 pub struct Browser {
     config: BrowserConfig,
+    /// The session's running previews, reached whatever `config.reach`.
+    previews: PreviewOrigins,
     running: tokio::sync::Mutex<Option<Running>>,
+}
+
+/// What one call of [`Browser`] does on the page.
+enum Call<'a> {
+    /// A `browser` tool call.
+    Act(&'a BrowserInput),
+    /// `preview(action='snapshot')`: open the preview's URL and take a
+    /// screenshot.
+    Snapshot(&'a str),
 }
 
 impl Browser {
     pub fn new(config: BrowserConfig) -> Browser {
         Browser {
             config,
+            previews: PreviewOrigins::default(),
             running: tokio::sync::Mutex::new(None),
         }
     }
@@ -146,18 +179,36 @@ impl Browser {
         &self.config
     }
 
+    /// The session's running previews this browser reaches whatever its
+    /// reach ([`PreviewOrigins`]); the process runtime keeps them current.
+    pub fn previews(&self) -> &PreviewOrigins {
+        &self.previews
+    }
+
     /// Runs one call; calls of a session run one at a time.
     pub async fn run(&self, input: &Value) -> BrowserOutput {
         let input = match BrowserInput::parse(input) {
             Ok(i) => i,
             Err(e) => return BrowserOutput::text(ToolOutput::error(e)),
         };
+        self.call(Call::Act(&input), input.timeout()).await
+    }
+
+    /// Opens `url` (a preview's, which [`Browser::previews`] must admit
+    /// unless the reach does) on the session's page, waits for it to load
+    /// and takes a screenshot, like `browser`'s `screenshot`: the PNG for
+    /// the model, kept in the screenshots folder. Bounded by `limit`.
+    pub async fn snapshot(&self, url: &str, limit: Duration) -> BrowserOutput {
+        self.call(Call::Snapshot(url), limit).await
+    }
+
+    async fn call(&self, call: Call<'_>, limit: Duration) -> BrowserOutput {
         let mut running = self.running.lock().await;
         if running.as_ref().is_some_and(Running::exited) {
             *running = None;
         }
         if running.is_none() {
-            match Running::start(&self.config).await {
+            match Running::start(&self.config, self.gate()).await {
                 Ok(r) => *running = Some(r),
                 Err(e) => {
                     return BrowserOutput::text(ToolOutput::error(format!(
@@ -174,14 +225,25 @@ impl Browser {
             session: &r.page,
             shared: &r.shared,
             config: &self.config,
-            deadline: tokio::time::Instant::now() + input.timeout(),
+            gate: self.gate(),
+            deadline: tokio::time::Instant::now() + limit,
         };
-        let out = page.act(&input).await;
+        let out = match call {
+            Call::Act(input) => page.act(input).await,
+            Call::Snapshot(url) => page.snapshot(url).await,
+        };
         if r.exited() {
             // The next call starts a fresh browser on the same profile.
             *running = None;
         }
         out
+    }
+
+    fn gate(&self) -> Gate {
+        Gate {
+            reach: self.config.reach,
+            previews: self.previews.clone(),
+        }
     }
 
     /// Whether the browser process is running now.
@@ -257,7 +319,7 @@ impl Running {
         !self.group.is_alive()
     }
 
-    async fn start(config: &BrowserConfig) -> Result<Running, String> {
+    async fn start(config: &BrowserConfig, gate: Gate) -> Result<Running, String> {
         for dir in [
             config.profile_dir(),
             config.downloads_dir(),
@@ -315,7 +377,7 @@ impl Running {
         let task = tokio::spawn(handle_events(
             cdp.clone(),
             events,
-            config.reach,
+            gate,
             Arc::clone(&shared),
             pages_tx,
         ));
@@ -443,7 +505,7 @@ fn chromium_args(config: &BrowserConfig) -> Vec<String> {
 async fn handle_events(
     cdp: Cdp,
     mut events: mpsc::UnboundedReceiver<CdpEvent>,
-    reach: Reach,
+    gate: Gate,
     shared: Arc<Shared>,
     pages: mpsc::UnboundedSender<(String, String)>,
 ) {
@@ -452,11 +514,12 @@ async fn handle_events(
             "Fetch.requestPaused" => {
                 let cdp = cdp.clone();
                 let shared = Arc::clone(&shared);
+                let gate = gate.clone();
                 tokio::spawn(async move {
                     let id = event.params["requestId"].clone();
                     let url = event.params["request"]["url"].as_str().unwrap_or_default();
                     let session = event.session.as_deref();
-                    let _ = match reach.check(url).await {
+                    let _ = match gate.check(url).await {
                         Ok(()) => {
                             cdp.call(session, "Fetch.continueRequest", json!({"requestId": id}))
                                 .await

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::cdp::Cdp;
+use super::reach::Gate;
 use super::{
     BrowserConfig, BrowserOutput, DEFAULT_TIMEOUT_SECONDS, MAX_DOWNLOAD_BYTES, MAX_ELEMENTS,
     MAX_TEXT_CHARS, MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS, Screenshot, Shared,
@@ -97,6 +98,8 @@ pub(crate) struct Page<'a> {
     pub session: &'a str,
     pub shared: &'a Shared,
     pub config: &'a BrowserConfig,
+    /// What the page's requests pass.
+    pub gate: Gate,
     /// When the call's `timeout` runs out.
     pub deadline: Instant,
 }
@@ -112,6 +115,26 @@ impl Page<'_> {
                 limit.as_secs()
             )),
         };
+        self.finish(result)
+    }
+
+    /// Opens `url`, waits for it to load and takes a screenshot, within
+    /// the call's deadline.
+    pub(crate) async fn snapshot(&self, url: &str) -> BrowserOutput {
+        let shot = async {
+            self.gate.check(url).await?;
+            self.navigate(url).await?;
+            self.screenshot().await
+        };
+        let result = match tokio::time::timeout_at(self.deadline, shot).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("{url} did not load and show within the time given")),
+        };
+        self.finish(result)
+    }
+
+    /// A call's result, with the requests the browser refused meanwhile.
+    fn finish(&self, result: Result<BrowserOutput, String>) -> BrowserOutput {
         let blocked: Vec<String> = std::mem::take(&mut *lock(&self.shared.blocked));
         let mut out = match result {
             Ok(out) => out,
@@ -137,7 +160,7 @@ impl Page<'_> {
         match input.action {
             Action::Open => {
                 let url = input.needs(&input.url, "url")?;
-                self.config.reach.check(url).await?;
+                self.gate.check(url).await?;
                 self.navigate(url).await?;
                 self.read().await
             }
@@ -399,7 +422,7 @@ impl Page<'_> {
         let before = lock(&self.shared.downloads).len();
         match (&input.url, input.element) {
             (Some(url), None) => {
-                self.config.reach.check(url).await?;
+                self.gate.check(url).await?;
                 // A download aborts the navigation; that is expected.
                 self.call("Page.navigate", json!({"url": url})).await?;
             }

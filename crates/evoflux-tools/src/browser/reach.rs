@@ -9,9 +9,18 @@
 //! addresses only (local work: a dev server, a test page). With the
 //! network allowed, `browser_loopback = true` adds loopback to the public
 //! addresses. Private and link-local addresses are never reached.
+//!
+//! One exception, whatever the reach: the session's own running previews
+//! ([`PreviewOrigins`]), so `preview(action='snapshot')` can load the app
+//! the agent is building. It admits exactly each preview's loopback socket
+//! address (an IP literal and a port, compared as a [`SocketAddr`]), never
+//! a host name or a prefix of a URL: another port on loopback stays as
+//! closed as `browser_loopback` leaves it.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
+use crate::sync::lock;
 use crate::web_fetch::{is_public, resolve};
 
 /// Where the browser may go. Closed: [`Reach::allows`] decides each.
@@ -97,6 +106,65 @@ impl Reach {
     }
 }
 
+/// The loopback addresses of the session's running previews, which its
+/// browser reaches whatever its [`Reach`]. The process runtime sets them
+/// after every `preview` call (a stopped preview's address is dropped);
+/// clones share one set.
+#[derive(Debug, Clone, Default)]
+pub struct PreviewOrigins(Arc<Mutex<Vec<SocketAddr>>>);
+
+impl PreviewOrigins {
+    /// Replaces the set with `addresses`; any that is not loopback is
+    /// ignored (a preview is found listening on loopback only).
+    pub fn set(&self, addresses: impl IntoIterator<Item = SocketAddr>) {
+        *lock(&self.0) = addresses
+            .into_iter()
+            .filter(|a| is_loopback(a.ip()))
+            .collect();
+    }
+
+    /// The addresses admitted now.
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        lock(&self.0).clone()
+    }
+
+    /// Whether `url` is `http` to exactly one of the addresses: its host an
+    /// IP literal (no name is resolved) and its port that address's.
+    fn admits(&self, url: &reqwest::Url) -> bool {
+        if url.scheme() != "http" {
+            return false;
+        }
+        let Some(ip) = url
+            .host_str()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
+            .and_then(|h| h.parse::<IpAddr>().ok())
+        else {
+            return false;
+        };
+        let Some(port) = url.port_or_known_default() else {
+            return false;
+        };
+        lock(&self.0).contains(&SocketAddr::new(ip, port))
+    }
+}
+
+/// What every request of the browser passes: the session's [`Reach`], or
+/// one of its own [`PreviewOrigins`].
+#[derive(Debug, Clone)]
+pub(crate) struct Gate {
+    pub reach: Reach,
+    pub previews: PreviewOrigins,
+}
+
+impl Gate {
+    pub(crate) async fn check(&self, url: &str) -> Result<(), String> {
+        if reqwest::Url::parse(url).is_ok_and(|u| self.previews.admits(&u)) {
+            return Ok(());
+        }
+        self.reach.check(url).await
+    }
+}
+
 fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
@@ -144,5 +212,35 @@ mod tests {
         }
         assert!(Reach::LoopbackOnly.check("http://1.1.1.1/").await.is_err());
         assert!(Reach::Public.check("http://1.1.1.1/").await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_running_preview_is_reached_by_its_exact_address_only() {
+        let gate = Gate {
+            reach: Reach::Public,
+            previews: PreviewOrigins::default(),
+        };
+        let own = "http://127.0.0.1:8123/static/app.js?v=1";
+        assert!(gate.check(own).await.is_err(), "no preview yet");
+        gate.previews.set([
+            "127.0.0.1:8123".parse().unwrap(),
+            "[::1]:8124".parse().unwrap(),
+            "192.168.1.5:8125".parse().unwrap(),
+        ]);
+        assert!(gate.check(own).await.is_ok());
+        assert!(gate.check("http://[::1]:8124/").await.is_ok());
+        for refused in [
+            "http://127.0.0.1:8124/",
+            "http://127.0.0.2:8123/",
+            "https://127.0.0.1:8123/",
+            "http://localhost:8123/",
+            "http://192.168.1.5:8125/",
+            "file:///etc/passwd",
+        ] {
+            assert!(gate.check(refused).await.is_err(), "{refused}");
+        }
+        assert_eq!(gate.previews.addresses().len(), 2, "loopback only");
+        gate.previews.set([]);
+        assert!(gate.check(own).await.is_err(), "a stopped preview");
     }
 }

@@ -296,3 +296,18 @@ async fn no_chromium_outlives_its_browser() {
     }
     panic!("Chromium's process group {pid} is still alive");
 }
+
+/// Chromium's own sandbox is on only for a user who is not root (root gets
+/// `--no-sandbox`), and the profile, home and caches must be that user's
+/// to write: every test above runs again as `nobody`.
+#[test]
+fn the_browser_works_for_an_unprivileged_user_too() {
+    if find_chromium(None).is_none() {
+        evoflux_core::prerequisite::missing("Chromium", "install Debian's `chromium`");
+        return;
+    }
+    crate::common::rerun_unprivileged(
+        "browser::",
+        "the_browser_works_for_an_unprivileged_user_too",
+    );
+}

@@ -20,8 +20,6 @@ use evoflux_tools::sandbox::{CommandSandbox, Confinement};
 use evoflux_tools::{ProcessRuntime, RuntimeConfig, ToolError, Workspace};
 use serde_json::json;
 
-const UNPRIVILEGED_RUN: &str = "EVOFLUX_TEST_UNPRIVILEGED_RUN";
-
 struct Fixture {
     _dir: tempfile::TempDir,
     home: PathBuf,
@@ -576,48 +574,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// so this runs every test above again as `nobody`.
 #[test]
 fn the_escapes_hold_for_an_unprivileged_user_too() {
-    if std::env::var_os(UNPRIVILEGED_RUN).is_some() {
-        return;
-    }
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("already unprivileged: the tests above ran as this user");
-        return;
-    }
-    // A folder `nobody` can write, outside `/tmp` (which commands get a
-    // private one of) and outside the checkout (which may be below a
-    // folder only root can enter), with a copy of this test binary.
-    let base = Path::new("/var/tmp").join(format!("evoflux-confinement-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
-    fs::create_dir_all(&base).unwrap();
-    let exe = base.join("confinement-tests");
-    fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
-    for (path, mode) in [(&base, "1777"), (&exe, "755")] {
-        std::process::Command::new("chmod")
-            .args([mode, path.to_str().unwrap()])
-            .status()
-            .unwrap();
-    }
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&exe)
-        // The test binary holds every integration test of the crate: run
-        // this file's.
-        .arg("confinement::")
-        .args([
-            "--skip",
-            "the_escapes_hold_for_an_unprivileged_user_too",
-            "--test-threads=2",
-        ])
-        .env(UNPRIVILEGED_RUN, "1")
-        .env("EVOFLUX_TEST_DIR", &base)
-        .env("HOME", &base)
-        .env("TMPDIR", "/tmp")
-        .output()
-        .unwrap();
-    let _ = fs::remove_dir_all(&base);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "as nobody:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("test result: ok"), "{stdout}");
-    assert!(!stdout.contains(" 0 passed"), "{stdout}");
+    crate::common::rerun_unprivileged(
+        "confinement::",
+        "the_escapes_hold_for_an_unprivileged_user_too",
+    );
 }

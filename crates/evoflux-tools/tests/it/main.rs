@@ -6,6 +6,7 @@
 //! one file's tests.
 
 mod browser;
+mod common;
 mod confinement;
 mod preview;
 mod race;

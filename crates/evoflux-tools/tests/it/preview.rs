@@ -214,3 +214,119 @@ async fn a_server_that_exits_before_listening_is_an_error() {
         .unwrap_err();
     assert_eq!(missing.code(), "tool/input-invalid");
 }
+
+/// Previews run on the process runtime, which behaves otherwise for root
+/// (most containers) than for a user: every test above runs again as
+/// `nobody`.
+#[test]
+fn previews_work_for_an_unprivileged_user_too() {
+    if python().is_none() {
+        return;
+    }
+    crate::common::rerun_unprivileged("preview::", "previews_work_for_an_unprivileged_user_too");
+}
+
+/// `snapshot`: the session's browser, whose reach keeps loopback closed
+/// (`browser_loopback` off), opens exactly the running preview and takes
+/// its screenshot, kept in the browser's folder; without a browser the
+/// call says why with its code, and a stopped preview is closed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_shows_the_running_preview_and_nothing_else_on_loopback() {
+    use base64::Engine as _;
+    use evoflux_tools::PreviewBrowser;
+    use evoflux_tools::browser::{Browser, BrowserConfig, Reach, find_chromium};
+
+    if python().is_none() {
+        return;
+    }
+    let Some(chromium) = find_chromium(None) else {
+        evoflux_core::prerequisite::missing("Chromium", "install Debian's `chromium`");
+        return;
+    };
+    let f = fixture();
+    let info = f.serve().await;
+    let url = info.url().unwrap();
+    let snapshot = json!({"action": "snapshot", "preview_id": info.preview_id});
+    let without = within(f.rt.preview(f.session, &f.ws, &snapshot))
+        .await
+        .unwrap_err();
+    assert_eq!(without.code(), "tool/preview-snapshot-unavailable");
+
+    let dir = tempfile::tempdir().unwrap();
+    let browser = Browser::new(BrowserConfig {
+        chromium,
+        dir: dir.path().join("browser"),
+        reach: Reach::Public,
+    });
+    let closed = within(browser.run(&json!({"action": "open", "url": url}))).await;
+    assert!(closed.output.is_error, "{}", closed.output.text);
+
+    for round in ["cold", "warm"] {
+        let started = std::time::Instant::now();
+        let out = within(f.rt.preview_in(
+            f.session,
+            &f.ws,
+            &json!({"action": "snapshot"}),
+            PreviewBrowser::Session(&browser),
+        ))
+        .await
+        .unwrap();
+        println!(
+            "measure: preview snapshot {} ms ({round}: Chromium {})",
+            started.elapsed().as_millis(),
+            if round == "cold" {
+                "started by it"
+            } else {
+                "running"
+            }
+        );
+        assert!(!out.output.is_error, "{}", out.output.text);
+        assert!(
+            out.output
+                .text
+                .starts_with(&format!("Snapshot of preview {}", info.preview_id)),
+            "{}",
+            out.output.text
+        );
+        let shot = out.screenshot.expect("a screenshot");
+        let kept = std::fs::read(&shot.path).unwrap();
+        assert!(kept.starts_with(b"\x89PNG\r\n"));
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD
+                .decode(&shot.png_base64)
+                .unwrap(),
+            kept
+        );
+        assert!(
+            shot.path
+                .starts_with(dir.path().join("browser/screenshots"))
+        );
+    }
+
+    // Only the preview's own address is open: another loopback port is not.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let elsewhere = format!("http://{}/", other.local_addr().unwrap());
+    let refused = within(browser.run(&json!({"action": "open", "url": elsewhere}))).await;
+    assert!(refused.output.is_error, "{}", refused.output.text);
+
+    // A stopped preview is closed to the browser again.
+    within(f.rt.preview_in(
+        f.session,
+        &f.ws,
+        &json!({"action": "stop", "preview_id": info.preview_id}),
+        PreviewBrowser::Session(&browser),
+    ))
+    .await
+    .unwrap();
+    assert!(browser.previews().addresses().is_empty());
+    let gone = within(f.rt.preview_in(
+        f.session,
+        &f.ws,
+        &json!({"action": "snapshot"}),
+        PreviewBrowser::Session(&browser),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(gone.code(), "tool/preview-snapshot-unavailable");
+    browser.shutdown().await;
+}

@@ -22,6 +22,9 @@ pub struct Observation {
     pub tool: String,
     pub content: String,
     pub is_error: bool,
+    /// The descriptions of the images or audio the result carries
+    /// ([`evoflux_protocol::Media::describe`]), named on the call's line.
+    pub media: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -147,10 +150,18 @@ impl ChatView {
                 self.style.paint("2", &more)
             )
         } else {
-            let summary = match lines {
-                0 => "no output".to_owned(),
-                1 => clip(first, 100),
-                n => format!("{} (+{} lines)", clip(first, 100), n - 1),
+            // The media notes are the content's last lines; the line
+            // names them whatever comes first.
+            let notes =
+                evoflux_protocol::message::media_notes_inline(o.media.iter().map(String::as_str));
+            let lines = lines.saturating_sub(o.media.len());
+            let summary = match (lines, notes.is_empty()) {
+                (0, true) => "no output".to_owned(),
+                (0, false) => notes,
+                (1, true) => clip(first, 100),
+                (1, false) => format!("{} {notes}", clip(first, 100)),
+                (n, true) => format!("{} (+{} lines)", clip(first, 100), n - 1),
+                (n, false) => format!("{} (+{} lines) {notes}", clip(first, 100), n - 1),
             };
             format!(
                 "  {} {} · {} · {}",
@@ -214,12 +225,14 @@ impl EventSink for ChatView {
                 tool,
                 is_error,
                 content,
+                media,
                 ..
             } => {
                 let o = Observation {
                     tool: tool.clone(),
                     content: content.clone(),
                     is_error: *is_error,
+                    media: media.iter().map(|m| m.description.clone()).collect(),
                 };
                 state.observations.push(o.clone());
                 let n = state.observations.len();
@@ -327,6 +340,7 @@ fn conversation(messages: &[Message]) -> Vec<Entry> {
                     .unwrap_or_else(|| "tool".to_owned()),
                 content: text_with_media_notes(content, media),
                 is_error: *is_error,
+                media: media.iter().map(|m| m.describe()).collect(),
             })),
         }
     }
@@ -400,6 +414,30 @@ impl Spinner {
 mod tests {
     use super::*;
     use evoflux_protocol::ToolCall;
+
+    #[test]
+    fn a_tool_line_names_the_result_s_images() {
+        let view = ChatView::new(Style::Plain);
+        let shot = Observation {
+            tool: "browser".into(),
+            content: "Screenshot of the page\n[image: screenshot-1.png, image/png, 9 KB]".into(),
+            is_error: false,
+            media: vec!["image: screenshot-1.png, image/png, 9 KB".into()],
+        };
+        assert_eq!(
+            view.tool_line(2, &shot),
+            "  ✓ browser · Screenshot of the page [image: screenshot-1.png, image/png, 9 KB] · /show 2"
+        );
+        let plain = Observation {
+            media: Vec::new(),
+            content: "a\nb".into(),
+            ..shot
+        };
+        assert_eq!(
+            view.tool_line(3, &plain),
+            "  ✓ browser · a (+1 lines) · /show 3"
+        );
+    }
 
     #[test]
     fn a_conversation_numbers_tool_outputs_by_their_call() {

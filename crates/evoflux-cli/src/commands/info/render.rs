@@ -203,6 +203,20 @@ pub fn render_human(info: &Info) -> String {
                 c.transport,
                 origin(&c.source)
             );
+            if let Some(w) = &c.webbridge {
+                let _ = writeln!(out, "    {}", webbridge_line(w));
+            }
+        }
+    }
+    if !info.plugin_mcp_servers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nplugin MCP servers ({})",
+            info.plugin_mcp_servers.len()
+        );
+        for p in &info.plugin_mcp_servers {
+            let _ = writeln!(out, "  {:<24} plugin {}", p.name, p.plugin);
+            let _ = writeln!(out, "    {}", webbridge_line(&p.webbridge));
         }
     }
     let _ = writeln!(out, "\nroutes ({})", info.routes.total);
@@ -252,4 +266,17 @@ pub fn render_human(info: &Info) -> String {
         out.push_str(&d.render_human());
     }
     out
+}
+
+/// A server's standing in WebBridge conversations, on one line: offered,
+/// or hidden with why and its code.
+fn webbridge_line(w: &evoflux_graph::info::InfoWebBridge) -> String {
+    match w {
+        evoflux_graph::info::InfoWebBridge::Offered => {
+            "webbridge: offered (its plugin declares webbridge-safe)".to_owned()
+        }
+        evoflux_graph::info::InfoWebBridge::Hidden { code, reason } => {
+            format!("webbridge: hidden ({code}) — {reason}")
+        }
+    }
 }

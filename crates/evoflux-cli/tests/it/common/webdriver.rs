@@ -211,6 +211,16 @@ impl Browser {
         .await;
     }
 
+    /// Runs the next scripts in the `<iframe>` `css` names, or (`None`)
+    /// in the top page again.
+    pub async fn frame(&self, css: Option<&str>) {
+        let id = match css {
+            Some(css) => json!({ELEMENT: self.element(css).await}),
+            None => Value::Null,
+        };
+        self.call("POST", "/frame", Some(json!({"id": id}))).await;
+    }
+
     pub async fn clear(&self, css: &str) {
         let e = self.element(css).await;
         self.call("POST", &format!("/element/{e}/clear"), Some(json!({})))

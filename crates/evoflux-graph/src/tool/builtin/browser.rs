@@ -5,7 +5,9 @@
 //!
 //! Its handler (when the session can run it: Chromium installed and the
 //! network not closed to it) is `evoflux-harness/src/tools/browser.rs`;
-//! its executor is `evoflux_tools::browser`.
+//! its executor is `evoflux_tools::browser`. Its definition is large and
+//! most turns need none, so when the session's MCP tools are too many to
+//! send it is held back with them, behind `connection_search`.
 
 use serde_json::json;
 

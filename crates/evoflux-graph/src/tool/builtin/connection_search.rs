@@ -1,7 +1,8 @@
-//! `connection_search`: finds and activates the granted MCP tools held
-//! back from the model's tool list. The harness offers it only while
-//! granted MCP tools are held back (too many to send up front); the server
-//! list is bound per session.
+//! `connection_search`: finds and activates the tools held back from the
+//! model's tool list: the granted MCP tools, and the built-in tools whose
+//! handler joins them (`browser`). The harness offers it only while some
+//! are held back (too many to send up front); the list of servers and
+//! built-ins it reaches is bound per session.
 //!
 //! Its handler (when the session can run it, how a call is approved, run
 //! and counted as evidence) is `evoflux-harness/src/tools/connection_search.rs`,
@@ -12,8 +13,9 @@ use serde_json::json;
 use super::{Framework, Spec, object, string};
 use crate::tool::{ActionClass, BuiltinExecutor};
 
-/// Granted MCP tools are held back from the model's tool list when
-/// there are more than this many of them…
+/// The granted MCP tools (with the built-in tools that join them) are
+/// held back from the model's tool list when there are more than this
+/// many of them…
 pub const DEFER_OVER_TOOLS: usize = 40;
 /// …or their definitions (names, descriptions, schemas as JSON) take
 /// more than this many bytes: about 8k tokens of every request.

@@ -34,7 +34,7 @@ pub const NEEDS_HOST_NETWORK: &str = "the sandbox denies commands the network (s
 /// The stable code of [`NEEDS_HOST_NETWORK`].
 pub const NEEDS_HOST_NETWORK_CODE: &str = "tool/preview-network-denied";
 /// The actions, in the order the schema lists them.
-pub const ACTIONS: &[&str] = &["start", "status", "logs", "stop"];
+pub const ACTIONS: &[&str] = &["start", "status", "logs", "stop", "snapshot"];
 
 pub(super) const TOOL: Framework = Framework {
     name: "preview",
@@ -49,18 +49,20 @@ fn spec() -> Spec {
          in the workspace, waits until it listens on a port and returns its URL and preview_id. \
          Any free port works; the port is found from the running server. \
          `status` shows the URL and state, `logs` its output since the last look, `stop` ends it. \
+         `snapshot` opens the running preview in the session's browser and returns a screenshot \
+         (needs Chromium; without preview_id, the newest preview). \
          Previews are not `process` commands and live until stopped or the session closes.",
         object(
             json!({
                 "action": {"type": "string", "enum": ACTIONS},
                 "command": string("For start: the server's command line, e.g. `npm run dev`."),
                 "workdir": string("For start: directory inside the workspace."),
-                "preview_id": string("For status, logs, stop: the preview's id (status without it lists them)."),
+                "preview_id": string("For status, logs, stop, snapshot: the preview's id (status without it lists them)."),
                 "wait_seconds": {
                     "type": "integer",
                     "minimum": MIN_WAIT_SECONDS,
                     "maximum": MAX_WAIT_SECONDS,
-                    "description": format!("For start: how long to wait for the port. Default {DEFAULT_WAIT_SECONDS}."),
+                    "description": format!("For start: how long to wait for the port; for snapshot: for the page. Default {DEFAULT_WAIT_SECONDS}."),
                 }
             }),
             &["action"],
