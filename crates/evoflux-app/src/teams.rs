@@ -31,7 +31,12 @@ impl AppContext {
         projection.repositories = self.repositories(graph, workspaces)?;
         let (teams, remote, _) = self.team_nodes(graph);
         projection.teams = teams;
-        projection.remote_agents = evoflux_graph::info::InfoList::new(remote);
+        projection.remote_agents = evoflux_graph::info::InfoList::new(
+            remote
+                .into_iter()
+                .map(|(lead_node, r)| remote_node(lead_node, r))
+                .collect(),
+        );
         let loaded = selected_config(graph)
             .0
             .unwrap_or_else(evoflux_core::config::LoadedConfig::embedded);
@@ -99,14 +104,33 @@ impl AppContext {
         (teams, diags)
     }
 
-    /// Each mode's team, the external agents each lead reaches, and what
-    /// is wrong with them.
+    /// The remote agents the default leads reach, once each (every lead
+    /// reaches the same ones), as dispatch binds them: the graph's
+    /// winners less those whose name a member or worker holds (what is
+    /// wrong with them is `info`'s and a session's to report).
+    pub fn remote_agents(
+        &self,
+        graph: &CompiledGraph,
+    ) -> Vec<evoflux_harness::remote::RemoteAgent> {
+        let (_, nodes, _) = self.team_nodes(graph);
+        let mut agents: Vec<evoflux_harness::remote::RemoteAgent> = Vec::new();
+        for (_, agent) in nodes {
+            if !agents.iter().any(|a| a.spec.id == agent.spec.id) {
+                agents.push(agent);
+            }
+        }
+        agents
+    }
+
+    /// Each mode's team, the external agents each lead reaches (with the
+    /// lead's node), and what is wrong with them.
+    #[allow(clippy::type_complexity)]
     fn team_nodes(
         &self,
         graph: &CompiledGraph,
     ) -> (
         Vec<evoflux_graph::info::InfoTeam>,
-        Vec<evoflux_graph::info::InfoRemoteAgent>,
+        Vec<(String, evoflux_harness::remote::RemoteAgent)>,
         Diagnostics,
     ) {
         let catalog = ToolCatalog::from_graph(graph);
@@ -166,27 +190,7 @@ impl AppContext {
                         diags.push(d.clone());
                     }
                 }
-                remote_nodes.extend(remote.into_iter().map(|r| {
-                    evoflux_graph::info::InfoRemoteAgent {
-                        node_id: format!("{lead_node}/{}", r.spec.id),
-                        parent_node_id: lead_node.clone(),
-                        name: r.spec.id.clone(),
-                        description: r.spec.description.clone(),
-                        protocol: "acp",
-                        command: r.launch.command.clone(),
-                        env: r.launch.env.clone(),
-                        cwd: r.launch.cwd.as_str(),
-                        capability_class: r.spec.capability_class.to_string(),
-                        result_contract: r.spec.result_contract.kind.to_string(),
-                        start_timeout_secs: r.launch.start_timeout_secs,
-                        idle_timeout_secs: r.launch.idle_timeout_secs,
-                        provenance: evoflux_graph::info::InfoRemoteProvenance {
-                            kind: "config",
-                            origin: r.origin,
-                            path: r.file,
-                        },
-                    }
-                }));
+                remote_nodes.extend(remote.into_iter().map(|r| (lead_node.clone(), r)));
                 Some(evoflux_graph::info::InfoTeam {
                     mode,
                     lead: team.lead,
@@ -275,5 +279,32 @@ fn mark_browser_unavailable(tools: &mut [evoflux_graph::info::InfoTool]) {
             tool.unavailable_code = Some(evoflux_tools::browser::NOT_INSTALLED_CODE);
             tool.unavailable_reason = Some(evoflux_tools::browser::NOT_INSTALLED);
         }
+    }
+}
+
+/// A remote agent as `info`'s roster shows it, under the lead (`lead_node`)
+/// that reaches it.
+fn remote_node(
+    lead_node: String,
+    r: evoflux_harness::remote::RemoteAgent,
+) -> evoflux_graph::info::InfoRemoteAgent {
+    evoflux_graph::info::InfoRemoteAgent {
+        node_id: format!("{lead_node}/{}", r.spec.id),
+        parent_node_id: lead_node,
+        name: r.spec.id.clone(),
+        description: r.spec.description.clone(),
+        protocol: "acp",
+        command: r.launch.command.clone(),
+        env: r.launch.env.clone(),
+        cwd: r.launch.cwd.as_str(),
+        capability_class: r.spec.capability_class.to_string(),
+        result_contract: r.spec.result_contract.kind.to_string(),
+        start_timeout_secs: r.launch.start_timeout_secs,
+        idle_timeout_secs: r.launch.idle_timeout_secs,
+        provenance: evoflux_graph::info::InfoRemoteProvenance {
+            kind: "config",
+            origin: r.origin,
+            path: r.file,
+        },
     }
 }

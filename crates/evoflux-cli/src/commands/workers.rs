@@ -11,6 +11,7 @@ use evoflux_agents::contract::{
 };
 use evoflux_agents::worker::{AgentSpec, WorkerCatalog, agent_spec_fingerprint, load_workers};
 use evoflux_core::{Diagnostic, Diagnostics};
+use evoflux_harness::remote::RemoteAgent;
 use serde_json::Value;
 
 use crate::cli::SourceArgs;
@@ -83,18 +84,41 @@ pub fn run(out: &Output, command: &WorkersCommand) -> anyhow::Result<Exit> {
     }
 }
 
+/// The worker recipes, and the remote agents a lead dispatches like them
+/// (`[agents.external.*]`, the compiled graph's winners, as dispatch
+/// binds them).
+struct Catalog {
+    workers: WorkerCatalog,
+    remote: Vec<RemoteAgent>,
+}
+
 fn catalog(
     out: &Output,
     sources: &SourceArgs,
     diags: &mut Diagnostics,
-) -> anyhow::Result<Result<WorkerCatalog, Exit>> {
+) -> anyhow::Result<Result<Catalog, Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
         Err(exit) => return Ok(Err(exit)),
     };
-    let graph = super::compile_graph(&dirs, sources)?;
+    let app = super::app_context(&dirs)?;
+    let graph = app.compile(&sources.workspaces)?;
     let tools = ToolCatalog::from_graph(&graph);
-    Ok(Ok(load_workers(&graph, &tools, diags)?))
+    let workers = load_workers(&graph, &tools, diags)?;
+    let remote = app.remote_agents(&graph);
+    Ok(Ok(Catalog { workers, remote }))
+}
+
+/// A remote agent as listed: its spec, and how it is reached.
+fn listed_remote(agent: &RemoteAgent) -> Value {
+    let mut v = listed(&agent.spec);
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "remote".into(),
+            serde_json::json!({"protocol": "acp", "command": agent.launch.command}),
+        );
+    }
+    v
 }
 
 /// A spec as listed: everything but the persona body, plus the fingerprint.
@@ -130,33 +154,41 @@ fn list(out: &Output, all: bool, sources: &SourceArgs) -> anyhow::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     let specs: Vec<&AgentSpec> = cat
+        .workers
         .specs
         .iter()
         .filter(|s| all || s.audience.is_user_visible())
         .collect();
-    let json: Vec<Value> = specs.iter().map(|s| listed(s)).collect();
+    let json: Vec<Value> = specs
+        .iter()
+        .map(|s| listed(s))
+        .chain(cat.remote.iter().map(listed_remote))
+        .collect();
     out.result(&json, || {
+        let line = |s: &AgentSpec, reached: String| {
+            let class = format!(
+                "{}/{}/{}/{}",
+                s.audience, s.category, s.capability_class, s.latency_class
+            );
+            let skills = if s.skills.is_empty() {
+                String::new()
+            } else {
+                format!(" skills={}", s.skills.join(","))
+            };
+            format!(
+                "{:<20} {:<48} {}{} {}\n",
+                s.id, class, s.description, skills, reached
+            )
+        };
         specs
             .iter()
-            .map(|s| {
-                let class = format!(
-                    "{}/{}/{}/{}",
-                    s.audience, s.category, s.capability_class, s.latency_class
-                );
-                let skills = if s.skills.is_empty() {
-                    String::new()
-                } else {
-                    format!(" skills={}", s.skills.join(","))
-                };
-                format!(
-                    "{:<20} {:<48} {}{} {}\n",
-                    s.id,
-                    class,
-                    s.description,
-                    skills,
-                    budget_label(s)
+            .map(|s| line(s, budget_label(s)))
+            .chain(cat.remote.iter().map(|r| {
+                line(
+                    &r.spec,
+                    format!("remote=acp:{}", r.launch.command.join(" ")),
                 )
-            })
+            }))
             .collect()
     });
     out.diagnostics(&diags);
@@ -169,8 +201,9 @@ fn show(out: &Output, id: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
         Ok(c) => c,
         Err(exit) => return Ok(exit),
     };
-    let Some(spec) = cat.get(id) else {
-        let d = match cat.quarantined.iter().find(|q| q.id == id) {
+    let remote = cat.remote.iter().find(|r| r.spec.id == id);
+    let Some(spec) = cat.workers.get(id).or(remote.map(|r| &r.spec)) else {
+        let d = match cat.workers.quarantined.iter().find(|q| q.id == id) {
             Some(q) => q.diagnostics.clone(),
             None => Diagnostics::from(vec![Diagnostic::error(
                 "worker/not-found",
@@ -184,7 +217,10 @@ fn show(out: &Output, id: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
             Exit::Invalid
         });
     };
-    let mut v = listed(spec);
+    let mut v = match remote {
+        Some(r) if cat.workers.get(id).is_none() => listed_remote(r),
+        Some(_) | None => listed(spec),
+    };
     if let Value::Object(m) = &mut v {
         m.insert("body".into(), Value::String(spec.body.clone()));
     }
@@ -217,7 +253,7 @@ fn show(out: &Output, id: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
 fn validate(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
     let mut diags = Diagnostics::new();
     let cat = match catalog(out, sources, &mut diags)? {
-        Ok(c) => c,
+        Ok(c) => c.workers,
         Err(exit) => return Ok(exit),
     };
     // Each quarantined recipe's problems, at their own severity; the

@@ -293,6 +293,44 @@ fn workers_list_show_and_validate() {
     assert_eq!(out.status.code(), Some(3));
 }
 
+/// Remote agents are dispatched like workers: the catalog lists them from
+/// the compiled graph with how they are reached.
+#[test]
+fn workers_list_and_show_name_the_remote_agents_a_lead_reaches() {
+    let env = Env::new();
+    env.user(
+        "config.toml",
+        "[agents.external.helper]\ncommand = [\"helper-acp\", \"--stdio\"]\ndescription = \"Helps.\"\n",
+    );
+    let all = json(&env.run(&["workers", "list", "--json"]));
+    let remote: Vec<&Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.get("remote").is_some())
+        .collect();
+    assert_eq!(remote.len(), 1, "{all:#}");
+    assert_eq!(remote[0]["id"], "helper");
+    assert_eq!(remote[0]["remote"]["protocol"], "acp");
+    assert_eq!(
+        remote[0]["remote"]["command"],
+        serde_json::json!(["helper-acp", "--stdio"])
+    );
+    let text = env.run(&["workers", "list"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("helper ") && l.contains("remote=acp:helper-acp --stdio")),
+        "{text}"
+    );
+    let show = json(&env.run(&["workers", "show", "helper", "--json"]));
+    assert_eq!(show["description"], "Helps.");
+    assert_eq!(show["remote"]["command"][0], "helper-acp");
+    // A recipe is shown as before.
+    let coder = json(&env.run(&["workers", "show", "coder", "--json"]));
+    assert!(coder.get("remote").is_none(), "{coder:#}");
+}
+
 #[test]
 fn workers_check_result_accepts_and_rejects() {
     let env = Env::new();
