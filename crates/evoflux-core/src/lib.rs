@@ -31,6 +31,8 @@ pub mod source;
 #[cfg(feature = "tls")]
 pub mod tls;
 pub mod trust;
+#[cfg(feature = "test-support")]
+pub mod unprivileged;
 pub mod walk;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Locator, Severity};

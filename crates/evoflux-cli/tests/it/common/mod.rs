@@ -339,90 +339,17 @@ pub fn with_marker(marker: &str) -> Vec<u32> {
 
 // ---- the same tests as an unprivileged user ----------------------------------
 
-/// Set in the environment of a test binary [`rerun_unprivileged`] runs, so
-/// its own re-running test returns at once.
-pub const UNPRIVILEGED_RUN: &str = "EVOFLUX_TEST_UNPRIVILEGED_RUN";
-
 /// Runs this binary's tests of one file (`module`, as `"browser::"`)
-/// again as `nobody` (uid 65534), skipping the test named `skip` (the
-/// caller), and asserts they ran and passed.
-///
-/// Why: most containers run evoflux as root, where the kernel, bubblewrap
-/// and Chromium behave differently (capabilities kept, no process limit,
-/// Chromium's own sandbox off); a user's machine runs it unprivileged. The
-/// copies of this test binary and of `evoflux` live in a fresh folder
-/// under `/var/tmp` that user can reach (the build folder may be below one
-/// only root can enter), which is also the run's HOME, TMPDIR and
-/// `EVOFLUX_TEST_DIR`. Does nothing when already unprivileged (the tests
-/// themselves ran as this user) or inside such a run.
+/// again as `nobody`, skipping `skip` (the caller), with a copy of
+/// `evoflux` that user can run ([`evoflux_core::unprivileged`]).
 pub fn rerun_unprivileged(module: &str, skip: &str) {
-    if std::env::var_os(UNPRIVILEGED_RUN).is_some() {
-        return;
-    }
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("already unprivileged: the tests of {module} ran as this user");
-        return;
-    }
-    let name = module.trim_end_matches(':');
-    let base = Path::new("/var/tmp").join(format!("evoflux-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).unwrap();
-    let tests = base.join(format!("{name}-test-binary"));
-    let bin = base.join("evoflux");
-    std::fs::copy(std::env::current_exe().unwrap(), &tests).unwrap();
-    std::fs::copy(evoflux_bin(), &bin).unwrap();
-    for (path, mode) in [(&base, "1777"), (&tests, "755"), (&bin, "755")] {
-        let status = Command::new("chmod")
-            .args([mode, path.to_str().unwrap()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "chmod {mode} {}", path.display());
-    }
-    let names = tests_in(&tests, module, skip);
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&tests)
-        .args(["--exact", "--test-threads=2"])
-        .args(&names)
-        .env(UNPRIVILEGED_RUN, "1")
-        .env("EVOFLUX_TEST_BIN", &bin)
-        .env("EVOFLUX_TEST_DIR", &base)
-        .env("TMPDIR", &base)
-        .env("HOME", &base)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&base);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{module} as nobody:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("test result: ok"), "{stdout}");
-    assert!(!stdout.contains(" 0 passed"), "{stdout}");
-    // Which tests ran as nobody, for `--no-capture`.
-    println!("{module} as nobody:\n{stdout}");
-}
-
-/// The full names of this binary's tests in `module` (`"browser::"`) but
-/// `skip`: libtest's own filter matches anywhere in a name, and
-/// `web_browser::` is another file's.
-fn tests_in(exe: &Path, module: &str, skip: &str) -> Vec<String> {
-    let out = Command::new(exe)
-        .arg("--list")
-        .env(UNPRIVILEGED_RUN, "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{} --list failed", exe.display());
-    let skipped = format!("{module}{skip}");
-    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|line| line.strip_suffix(": test"))
-        .filter(|name| name.starts_with(module) && *name != skipped)
-        .map(str::to_owned)
-        .collect();
-    assert!(!names.is_empty(), "no test in {module}");
-    names
+    let bin = evoflux_bin();
+    evoflux_core::unprivileged::rerun_unprivileged(evoflux_core::unprivileged::Rerun {
+        module,
+        skip,
+        programs: &[("EVOFLUX_TEST_BIN", &bin)],
+        tmpdir: evoflux_core::unprivileged::TmpDir::RunFolder,
+    });
 }
 
 // ---- teams ------------------------------------------------------------------
