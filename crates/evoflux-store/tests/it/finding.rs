@@ -267,6 +267,9 @@ async fn a_child_s_activity_moves_its_ancestors_up(t: Target) {
         .unwrap();
     assert!(store.load(a.id).await.unwrap().updated_at_ms >= at(a11.id));
     let b_before = store.load(b.id).await.unwrap().updated_at_ms;
+    // Times are in milliseconds: let one pass, so `a`'s next activity is
+    // later than `a1`'s usage above and not the same millisecond.
+    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     // Siblings and other sessions are not touched.
     say(&store, a.id, "again").await;
     assert_eq!(store.load(b.id).await.unwrap().updated_at_ms, b_before);
