@@ -220,8 +220,13 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
 
 /// The estimated prompt size of a model call in tokens.
 pub fn estimate_call_tokens(call: &ModelCall) -> u64 {
-    let messages: usize = call.request.messages.iter().map(message_bytes).sum();
-    estimate_tokens(head_bytes(call) + messages)
+    estimate_tokens_after(head_bytes(call), &call.request.messages)
+}
+
+/// The estimated prompt size in tokens of `messages` sent after `head`
+/// bytes of system sections and tool definitions ([`head_bytes`]).
+pub(crate) fn estimate_tokens_after(head: usize, messages: &[Message]) -> u64 {
+    estimate_tokens(head + messages.iter().map(message_bytes).sum::<usize>())
 }
 
 /// The bytes of what a call sends before its messages: the system
@@ -594,17 +599,16 @@ impl CompactionHook {
             apply(&mut view, r);
         }
         let head = head_bytes(call);
-        let raw_tokens = estimate_tokens(head + view.iter().map(message_bytes).sum::<usize>());
+        let raw_tokens = estimate_tokens_after(head, &view);
         let over = raw_tokens >= threshold && {
             let mut projected = view.clone();
             projection::project(
                 &mut projected,
-                projection::Exact::tightest(ctx.mode()),
+                projection::keep_recent_batches(ctx.mode()),
                 presentation,
                 &call.result_metadata,
             );
-            let bytes = head + projected.iter().map(message_bytes).sum::<usize>();
-            estimate_tokens(bytes) >= threshold
+            estimate_tokens_after(head, &projected) >= threshold
         };
         if !over && !forced {
             call.request.messages = view;

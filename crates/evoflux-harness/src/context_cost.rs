@@ -39,12 +39,10 @@ pub enum CacheKind {
     /// in steps of `granularity_tokens` (OpenAI: 128).
     Automatic { granularity_tokens: u64 },
     /// Only prefixes ending at a marked block are written; a request reads
-    /// one it can reach from one of its own marks within `lookback_blocks`
-    /// blocks (Anthropic: four marks, 20 blocks).
-    Breakpoints {
-        max_breakpoints: usize,
-        lookback_blocks: usize,
-    },
+    /// one it can reach from one of its own marks within the wire's
+    /// lookback (Anthropic: four marks,
+    /// [`evoflux_model::anthropic::MAX_CACHE_BREAKPOINTS`], and 20 blocks).
+    Breakpoints,
     /// The prefix is reused on the machine itself (a local model's
     /// key-value cache): nothing is priced, only prefill time is spent.
     Local,
@@ -92,10 +90,7 @@ impl CacheRules {
                 },
             },
             ProviderKind::Anthropic => CacheRules {
-                kind: CacheKind::Breakpoints {
-                    max_breakpoints: 4,
-                    lookback_blocks: 20,
-                },
+                kind: CacheKind::Breakpoints,
                 min_cacheable_tokens: 1_024,
                 ttl: Duration::from_secs(5 * 60),
                 long: Some(LongRetention {
@@ -130,7 +125,7 @@ impl CacheRules {
                 read: p.cached_input as f64 / p.input as f64,
                 miss: 1.0,
             },
-            (CacheKind::Breakpoints { .. }, Some(p)) => CacheRates {
+            (CacheKind::Breakpoints, Some(p)) => CacheRates {
                 read: p.cached_input as f64 / p.input as f64,
                 miss: p.cache_write_input as f64 / p.input as f64,
             },
@@ -147,9 +142,7 @@ impl CacheRules {
             CacheKind::Automatic { granularity_tokens } if granularity_tokens > 0 => {
                 prefix / granularity_tokens * granularity_tokens
             }
-            CacheKind::Automatic { .. } | CacheKind::Breakpoints { .. } | CacheKind::Local => {
-                prefix
-            }
+            CacheKind::Automatic { .. } | CacheKind::Breakpoints | CacheKind::Local => prefix,
         }
     }
 

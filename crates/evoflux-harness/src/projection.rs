@@ -45,32 +45,6 @@ pub const fn keep_recent_batches(mode: AppMode) -> usize {
     }
 }
 
-/// Which batches of a request are sent with receipts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exact {
-    /// The first `n` batches (the epoch boundary the cost model chose).
-    Before(usize),
-    /// Every batch but the recent ones: as small as projection makes a
-    /// request (for the compaction owner's estimate, and for a request
-    /// that presses on the context window).
-    AllButRecent(usize),
-}
-
-impl Exact {
-    /// The tightest view of a mode.
-    pub const fn tightest(mode: AppMode) -> Exact {
-        Exact::AllButRecent(keep_recent_batches(mode))
-    }
-
-    /// How many of `batches` batches, oldest first, are projected.
-    fn projected(self, batches: usize) -> usize {
-        match self {
-            Exact::Before(n) => n.min(batches),
-            Exact::AllButRecent(recent) => batches.saturating_sub(recent),
-        }
-    }
-}
-
 /// The receipt that stands in for an old result.
 pub fn receipt(tool: &str, content: &str, chars: usize, artifact: Option<&Path>) -> String {
     let status = head(content.lines().next().unwrap_or_default(), STATUS_MAX_CHARS);
@@ -205,18 +179,20 @@ impl Receipts {
     }
 }
 
-/// Projects old oversized results of `messages` in place: those of the
-/// batches `exact` leaves to receipts. `presentation` maps a called
-/// tool's name to its presentation (`None`: unknown tool); `metadata`
-/// holds stored result metadata by call id.
+/// Projects old oversized results of `messages` in place: those of every
+/// batch but the last `keep_recent` ones, as small as projection makes a
+/// request (for the compaction owner's estimate, and for a request that
+/// presses on the context window). `presentation` maps a called tool's
+/// name to its presentation (`None`: unknown tool); `metadata` holds
+/// stored result metadata by call id.
 pub fn project(
     messages: &mut [Message],
-    exact: Exact,
+    keep_recent: usize,
     presentation: impl Fn(&str) -> Option<Presentation>,
     metadata: &HashMap<String, ResultMetadata>,
 ) -> ContextStats {
-    let receipts = Receipts::of(messages, 0, &presentation, metadata);
-    let projected = exact.projected(receipts.starts.len());
+    let receipts = Receipts::of(messages, keep_recent, &presentation, metadata);
+    let projected = receipts.starts.len().saturating_sub(keep_recent);
     receipts.apply(messages, projected)
 }
 
@@ -232,19 +208,19 @@ pub struct Planned {
 }
 
 /// Projects `messages` where the cost model says it pays: the epochs are
-/// replayed over the transcript's batches (see [`crate::context_cost`]),
-/// `head_extra` being the tokens of the system prompt and tools.
+/// replayed over the transcript's batches (see [`crate::context_cost`]).
+/// `model.head_tokens` holds the tokens of the system prompt and tools;
+/// those of the messages before the first batch are added to them.
 pub fn project_planned(
     messages: &mut [Message],
     model: EpochModel<'_>,
-    head_extra: u64,
     presentation: impl Fn(&str) -> Option<Presentation>,
     metadata: &HashMap<String, ResultMetadata>,
 ) -> Planned {
     let receipts = Receipts::of(messages, model.keep_recent, &presentation, metadata);
     let (head, batches) = receipts.sizes(messages);
     let epochs = EpochModel {
-        head_tokens: head + head_extra,
+        head_tokens: model.head_tokens + head,
         ..model
     }
     .replay(&batches);
@@ -308,32 +284,31 @@ impl Hook for ToolContextProjectionHook {
                 .get(name)
                 .map(|t| t.definition.behavior.presentation)
         };
+        let head = crate::compaction::head_bytes(call);
         // A request that fills half the window gives up cache stability
         // for room.
-        let pressed = ctx
-            .context_window
-            .is_some_and(|window| crate::compaction::estimate_call_tokens(call) > window / 2);
+        let pressed = ctx.context_window.is_some_and(|window| {
+            crate::compaction::estimate_tokens_after(head, &call.request.messages) > window / 2
+        });
         let rules = CacheRules::for_provider(call.provider.kind());
         let stats = if pressed {
             call.request.cache.anchor = None;
             project(
                 &mut call.request.messages,
-                Exact::tightest(ctx.mode()),
+                keep_recent_batches(ctx.mode()),
                 presentation,
                 &call.result_metadata,
             )
         } else {
-            let head = crate::compaction::head_bytes(call);
             let model = EpochModel {
                 rules: &rules,
                 rates: rules.rates(ctx.price),
-                head_tokens: 0,
+                head_tokens: estimate_tokens(head),
                 keep_recent: keep_recent_batches(ctx.mode()),
             };
             let planned = project_planned(
                 &mut call.request.messages,
                 model,
-                estimate_tokens(head),
                 presentation,
                 &call.result_metadata,
             );
@@ -404,8 +379,7 @@ mod tests {
             }))
             .unwrap(),
         )]);
-        let exact = Exact::AllButRecent(3);
-        let stats = project(&mut m, exact, pres, &meta);
+        let stats = project(&mut m, 3, pres, &meta);
         assert_eq!(stats.projected_results, 2);
         let content = |id: &str| {
             m.iter()
@@ -461,17 +435,11 @@ mod plan_tests {
         let model = EpochModel {
             rules: &rules,
             rates: CacheRates { read, miss: 1.0 },
-            head_tokens: 0,
+            head_tokens: 3_700,
             keep_recent: 3,
         };
         let mut m = session(batches);
-        let p = project_planned(
-            &mut m,
-            model,
-            3_700,
-            |_| Some(Presentation::None),
-            &HashMap::new(),
-        );
+        let p = project_planned(&mut m, model, |_| Some(Presentation::None), &HashMap::new());
         (p, m)
     }
 

@@ -11,13 +11,14 @@
 //!
 //! Instruction files in directories *below* a root apply when a tool first
 //! touches a path under them (the path comes from the call's declared path
-//! arguments, see [`crate::tool_paths`]). A mutating call (action class
-//! Write or Execute) is held back once with the new rules so the model
-//! can re-plan; any other call runs and gets a notice appended to its
-//! result. The rules themselves live in one place only — the system
-//! section of every later call — so each file appears exactly once in any
-//! request (a copy in a tool result as well would repeat it in every
-//! later request, and be lost when that result is projected or compacted).
+//! arguments, see [`crate::tool_paths`]). Their rules reach the model in
+//! that call's result, never in the system section: a mutating call
+//! (action class Write, Execute or Artifact) is held back once, with the
+//! new rules as its result, so the model can re-plan; any other call runs
+//! and gets them appended to its result. So the system section, which
+//! opens every request's cached prefix, stays byte-identical for the
+//! session, and each nested file is sent once, in that result (which
+//! projection and compaction treat like any other).
 //! Loaded nested files are remembered in
 //! `<artifacts>/workspace-instructions.json`, so a resumed session does not
 //! hold a call back again.
@@ -691,7 +692,8 @@ impl WorkspaceInstructionsHook {
         }
     }
 
-    /// The section text: repository map, root files, loaded nested files.
+    /// The section text: repository map and root files (nested files go
+    /// to the model in tool results, see the module docs).
     fn section(state: &State) -> String {
         let mut parts = Vec::new();
         if let Some(rc) = &state.roots {

@@ -119,13 +119,9 @@ fn ephemeral(retention: CacheRetention) -> Value {
 }
 
 /// Marks the last block of the newest message, of the user message before
-/// it and of the anchor (`anchor`: an index into `messages`).
-/// Answers how many it placed.
-fn mark_conversation(
-    messages: &mut [Value],
-    anchor: Option<usize>,
-    retention: CacheRetention,
-) -> usize {
+/// it and of the anchor (`anchor`: an index into `messages`): three at
+/// most.
+fn mark_conversation(messages: &mut [Value], anchor: Option<usize>, retention: CacheRetention) {
     let users: Vec<usize> = messages
         .iter()
         .enumerate()
@@ -141,7 +137,6 @@ fn mark_conversation(
         .collect();
     marks.sort_unstable();
     marks.dedup();
-    let mut placed = 0;
     for i in marks {
         let marker = match long_until {
             Some(a) if i <= a => ephemeral(CacheRetention::Long),
@@ -152,10 +147,8 @@ fn mark_conversation(
             .and_then(|c| c.last_mut())
         {
             block["cache_control"] = marker;
-            placed += 1;
         }
     }
-    placed
 }
 
 /// An answer's text with its server-tool blocks given back verbatim where
@@ -297,11 +290,10 @@ pub fn request_body(request: &Request) -> Value {
             "cache_control": ephemeral(retention),
         }]);
     }
-    let mut marks = usize::from(!system.is_empty());
     if let Some(messages) = body["messages"].as_array_mut() {
         // An anchor in the newest message is no anchor: it moves on.
         let anchor = anchor.filter(|&a| a + 1 < messages.len());
-        marks += mark_conversation(messages, anchor, retention);
+        mark_conversation(messages, anchor, retention);
     }
     if !request.tools.is_empty() || !request.provider_tools.is_empty() {
         let mut tools: Vec<Value> = request
@@ -321,10 +313,10 @@ pub fn request_body(request: &Request) -> Value {
             }
         }
         // The system prompt's breakpoint covers the tools too (they come
-        // first); they get their own only without one.
+        // first); they get their own only without one, and the
+        // conversation's three at most leave room for it.
         if let Some(last) = tools.last_mut()
             && system.is_empty()
-            && marks < MAX_CACHE_BREAKPOINTS
         {
             last["cache_control"] = ephemeral(retention);
         }

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 
 use evoflux_core::AppMode;
-use evoflux_skills::catalog::{CatalogReport, CatalogRequest, build_catalog};
+use evoflux_skills::catalog::{CatalogRequest, build_catalog};
 
 use super::{SkillRuntime, latest_user_text};
 use crate::hooks::{Hook, HookContext, HookFuture, ModelCall, SystemSection};
@@ -30,12 +30,12 @@ pub struct SkillCatalogHook {
     fixed: Mutex<Option<Fixed>>,
 }
 
-/// A catalog kept for the session.
+/// A catalog kept for the session (its report is the runtime's
+/// [`SkillRuntime::last_catalog`]).
 #[derive(Debug)]
 struct Fixed {
     built_for: (AppMode, Option<u64>, Vec<String>),
     text: String,
-    report: CatalogReport,
 }
 
 impl SkillCatalogHook {
@@ -72,20 +72,19 @@ impl Hook for SkillCatalogHook {
                     assigned: &ctx.agent.skills,
                 },
             );
+            rt.set_last_catalog(catalog.report);
             *fixed = Some(Fixed {
                 built_for,
                 text: catalog.text,
-                report: catalog.report,
             });
         }
-        if let Some(f) = fixed.as_ref() {
-            if !f.text.is_empty() {
-                call.system.push(SystemSection {
-                    owner: OWNER,
-                    text: f.text.clone(),
-                });
-            }
-            rt.set_last_catalog(f.report.clone());
+        if let Some(f) = fixed.as_ref()
+            && !f.text.is_empty()
+        {
+            call.system.push(SystemSection {
+                owner: OWNER,
+                text: f.text.clone(),
+            });
         }
         Box::pin(async { Ok(()) })
     }
