@@ -30,6 +30,7 @@ use utoipa::ToSchema;
 
 mod links;
 
+use crate::api::sessions::session_id;
 use crate::error::ApiError;
 use crate::state::ServerState;
 
@@ -85,11 +86,13 @@ impl PreviewKeys {
 
     /// Where the proxy serves `preview` of `session`.
     pub fn proxy_path(&self, session: SessionId, preview: &str) -> String {
-        format!(
-            "/api/sessions/{session}/previews/{preview}/{}/",
-            self.key(session, preview)
-        )
+        path_with_key(session, preview, &self.key(session, preview))
     }
+}
+
+/// Where the proxy serves `preview` of `session`, whose key is `key`.
+fn path_with_key(session: SessionId, preview: &str, key: &str) -> String {
+    format!("/api/sessions/{session}/previews/{preview}/{key}/")
 }
 
 /// One preview of `GET /api/sessions/{id}/previews`.
@@ -114,16 +117,6 @@ pub struct PreviewItem {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PreviewList {
     pub items: Vec<PreviewItem>,
-}
-
-fn session_id(raw: &str) -> Result<SessionId, ApiError> {
-    raw.parse().map_err(|_| {
-        ApiError::bad_request(
-            "server/session-id-invalid",
-            format!("`{raw}` is not a session id"),
-        )
-        .field("id")
-    })
 }
 
 #[utoipa::path(get, path = "/api/sessions/{id}/previews", operation_id = "session_previews", tag = "sessions",
@@ -281,7 +274,8 @@ async fn proxied(
             format!("the preview's server at {origin} did not answer: {e}"),
         )
     })?;
-    let prefix = keys.proxy_path(session, &target.preview);
+    // Accepted above, so the presented key is the preview's key.
+    let prefix = path_with_key(session, &target.preview, &target.key);
     let rewrite = Rewrite::of(upstream.headers());
     let mut response = Response::builder().status(upstream.status());
     if let Some(h) = response.headers_mut() {

@@ -26,6 +26,7 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -157,6 +158,13 @@ impl PreviewRequest {
         )
     }
 
+    /// The absolute folder `start` runs its command in: its `workdir` (an
+    /// existing directory inside the workspace), else the primary root.
+    /// What the runtime runs it in and what its approval shows.
+    pub fn working_folder(&self, ws: &Workspace) -> Result<PathBuf, ToolError> {
+        crate::shell::working_folder(ws, self.workdir.as_deref())
+    }
+
     /// The spawn of `start`: the user's shell with `-c`, in `workdir` (or
     /// the primary root), with the allowlisted environment, as a preview.
     pub(crate) fn spawn_spec(
@@ -166,10 +174,7 @@ impl PreviewRequest {
         parent_env: &[(OsString, OsString)],
     ) -> Result<SpawnSpec, ToolError> {
         let command = self.command()?;
-        let cwd = match &self.workdir {
-            Some(dir) => crate::shell::directory(ws, dir)?,
-            None => crate::command_tool::working_folder(ws),
-        };
+        let cwd = self.working_folder(ws)?;
         Ok(SpawnSpec {
             program: shell.to_path_buf(),
             args: vec![OsString::from("-c"), OsString::from(command)],
@@ -232,15 +237,15 @@ impl Preview {
     }
 
     /// Waits up to `limit` for the address (or the server's end).
-    pub(crate) async fn wait_for_address(&self, limit: Duration) -> (Option<SocketAddr>, bool) {
+    pub(crate) async fn wait_for_address(&self, limit: Duration) -> Option<SocketAddr> {
         let deadline = Instant::now() + limit;
         loop {
-            let (address, new) = self.detect().await;
+            let (address, _) = self.detect().await;
             if address.is_some() || self.tracked.status() != CommandStatus::Running {
-                return (address, new);
+                return address;
             }
             if Instant::now() >= deadline {
-                return (None, false);
+                return None;
             }
             tokio::select! {
                 () = tokio::time::sleep(DETECT_EVERY) => {}

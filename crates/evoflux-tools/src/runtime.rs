@@ -420,18 +420,6 @@ impl ProcessRuntime {
             .await;
     }
 
-    /// The `preview` tool on the model's JSON input, where no browser
-    /// takes snapshots.
-    pub async fn preview(
-        &self,
-        session: SessionId,
-        ws: &Workspace,
-        input: &Value,
-    ) -> Result<PreviewOutcome, ToolError> {
-        let none = PreviewBrowser::Unavailable("this front end runs no browser");
-        self.preview_in(session, ws, input, none).await
-    }
-
     /// The `preview` tool on the model's JSON input, with the session's
     /// browser for `snapshot`.
     pub async fn preview_in(
@@ -465,7 +453,7 @@ impl ProcessRuntime {
 
     /// `start`, `status`, `logs`, `stop` or `snapshot` on this session's
     /// previews.
-    pub async fn run_preview(
+    async fn run_preview(
         &self,
         session: SessionId,
         ws: &Workspace,
@@ -478,7 +466,7 @@ impl ProcessRuntime {
                     request.spawn_spec(ws, &self.inner.shell, &self.inner.config.parent_env)?;
                 let tracked = self.inner.start(session, &spec)?;
                 let preview = self.inner.find_preview(session, &tracked.id)?;
-                let (address, _) = preview.wait_for_address(request.wait_time()).await;
+                let address = preview.wait_for_address(request.wait_time()).await;
                 let observed = tracked.observe(Moment::Preview).0;
                 let info = preview.info();
                 match (address, info.status) {

@@ -118,10 +118,7 @@ impl ShellRequest {
     /// existing directory inside the workspace), else the primary root.
     /// What the runtime runs it in and what its approval shows.
     pub fn working_folder(&self, ws: &Workspace) -> Result<PathBuf, ToolError> {
-        match &self.workdir {
-            Some(dir) => directory(ws, dir),
-            None => Ok(crate::command_tool::working_folder(ws)),
-        }
+        working_folder(ws, self.workdir.as_deref())
     }
 
     pub(crate) fn yield_time(&self) -> Duration {
@@ -158,8 +155,17 @@ impl ShellRequest {
     }
 }
 
+/// The absolute folder a command with this `workdir` argument runs in:
+/// that directory (existing, inside the workspace), else the primary root.
+pub(crate) fn working_folder(ws: &Workspace, workdir: Option<&str>) -> Result<PathBuf, ToolError> {
+    match workdir {
+        Some(dir) => directory(ws, dir),
+        None => Ok(crate::command_tool::working_folder(ws)),
+    }
+}
+
 /// A `workdir` argument: an existing directory inside the workspace.
-pub(crate) fn directory(ws: &Workspace, dir: &str) -> Result<PathBuf, ToolError> {
+fn directory(ws: &Workspace, dir: &str) -> Result<PathBuf, ToolError> {
     let resolved = ws.resolve(dir)?;
     let meta =
         std::fs::metadata(&resolved.path).map_err(ToolError::io("use", &resolved.display))?;

@@ -234,7 +234,6 @@ fn looks_like_html(body: &[u8]) -> bool {
     head.contains("<html") || head.contains("<!doctype html")
 }
 
-/// Whether an address is on the public internet.
 /// The addresses a URL's host stands for: the literal address, or what
 /// the resolver answers (so a name that resolves to a private address is
 /// caught before anything connects).
@@ -255,6 +254,7 @@ pub(crate) async fn resolve(url: &reqwest::Url) -> Result<Vec<IpAddr>, String> {
     }
 }
 
+/// Whether an address is on the public internet.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {

@@ -41,15 +41,10 @@ impl BuiltinTool for Preview {
     }
 
     fn workdir(&self, arguments: &Value, workspace: &Workspace) -> Option<PathBuf> {
-        let request = PreviewRequest::parse(arguments).ok()?;
-        match &request.workdir {
-            Some(dir) => workspace
-                .resolve(dir)
-                .ok()
-                .map(|r| r.path)
-                .filter(|p| p.is_dir()),
-            None => Some(evoflux_tools::command_working_folder(workspace)),
-        }
+        PreviewRequest::parse(arguments)
+            .ok()?
+            .working_folder(workspace)
+            .ok()
     }
 
     fn execute<'a>(

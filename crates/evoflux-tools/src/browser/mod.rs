@@ -246,15 +246,6 @@ impl Browser {
         }
     }
 
-    /// Whether the browser process is running now.
-    pub async fn is_running(&self) -> bool {
-        self.running
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(|r| !r.exited())
-    }
-
     /// The browser's process group while it runs (for tests and figures).
     pub async fn process_group(&self) -> Option<u32> {
         self.running.lock().await.as_ref().map(|r| r.pid)

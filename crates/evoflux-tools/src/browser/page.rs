@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use base64::Engine as _;
+use evoflux_graph::tool::builtin::browser::ACTIONS;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -24,7 +25,8 @@ const SNAPSHOT_JS: &str = include_str!("snapshot.js");
 /// How often a wait looks at the page again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// What a call asks. Closed: [`Page::act`] matches every one.
+/// What a call asks. Closed: [`Page::act`] matches every one. In the
+/// order of [`ACTIONS`], which [`action_name`] relies on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
@@ -138,10 +140,7 @@ impl Page<'_> {
         let blocked: Vec<String> = std::mem::take(&mut *lock(&self.shared.blocked));
         let mut out = match result {
             Ok(out) => out,
-            Err(e) => BrowserOutput {
-                output: ToolOutput::error(e),
-                screenshot: None,
-            },
+            Err(e) => BrowserOutput::text(ToolOutput::error(e)),
         };
         if !blocked.is_empty() {
             let mut note = String::from("\n\nRequests refused:\n");
@@ -379,10 +378,7 @@ impl Page<'_> {
                 json!({"maxText": MAX_TEXT_CHARS, "maxElements": MAX_ELEMENTS})
             ))
             .await?;
-        Ok(BrowserOutput {
-            output: ToolOutput::ok(render(&v)),
-            screenshot: None,
-        })
+        Ok(BrowserOutput::text(ToolOutput::ok(render(&v))))
     }
 
     async fn screenshot(&self) -> Result<BrowserOutput, String> {
@@ -436,15 +432,12 @@ impl Page<'_> {
                 match d.state.as_str() {
                     "completed" => {
                         let path = self.config.downloads_dir().join(&d.file);
-                        return Ok(BrowserOutput {
-                            output: ToolOutput::ok(format!(
-                                "Downloaded {} ({} bytes) to {}",
-                                d.file,
-                                d.received,
-                                path.display()
-                            )),
-                            screenshot: None,
-                        });
+                        return Ok(BrowserOutput::text(ToolOutput::ok(format!(
+                            "Downloaded {} ({} bytes) to {}",
+                            d.file,
+                            d.received,
+                            path.display()
+                        ))));
                     }
                     "canceled" if d.received > MAX_DOWNLOAD_BYTES => {
                         return Err(format!(
@@ -466,19 +459,9 @@ impl Page<'_> {
     }
 }
 
+/// Its serde name: [`ACTIONS`] lists them in the enum's order.
 fn action_name(action: Action) -> &'static str {
-    match action {
-        Action::Open => "open",
-        Action::Read => "read",
-        Action::Click => "click",
-        Action::Type => "type",
-        Action::Select => "select",
-        Action::Scroll => "scroll",
-        Action::Wait => "wait",
-        Action::Back => "back",
-        Action::Screenshot => "screenshot",
-        Action::Download => "download",
-    }
+    ACTIONS[action as usize]
 }
 
 fn stale(n: u64) -> String {

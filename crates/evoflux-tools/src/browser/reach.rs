@@ -20,6 +20,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
+use url::{Host, Url};
+
 use crate::sync::lock;
 use crate::web_fetch::{is_public, resolve};
 
@@ -40,7 +42,7 @@ pub enum Reach {
 impl Reach {
     /// Whether a request to `ip` may leave.
     pub fn allows(self, ip: IpAddr) -> bool {
-        let loopback = is_loopback(ip);
+        let loopback = ip.to_canonical().is_loopback();
         match self {
             Reach::Public => is_public(ip),
             Reach::PublicAndLoopback => is_public(ip) || loopback,
@@ -82,8 +84,11 @@ impl Reach {
     /// page's own `data:`/`blob:`/`about:blank` content; the host must
     /// resolve to addresses this reach allows.
     pub async fn check(self, url: &str) -> Result<(), String> {
-        let parsed =
-            reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        self.check_parsed(url, &parse(url)?).await
+    }
+
+    /// [`Reach::check`] on `url` parsed as `parsed`.
+    async fn check_parsed(self, url: &str, parsed: &Url) -> Result<(), String> {
         match parsed.scheme() {
             "http" | "https" => {}
             "data" | "blob" => return Ok(()),
@@ -98,7 +103,7 @@ impl Reach {
         if self == Reach::Any {
             return Ok(());
         }
-        let addrs = resolve(&parsed).await?;
+        let addrs = resolve(parsed).await?;
         match addrs.iter().find(|ip| !self.allows(**ip)) {
             Some(ip) => Err(format!("{url} resolves to {ip}: {}", self.refusal())),
             None => Ok(()),
@@ -119,7 +124,7 @@ impl PreviewOrigins {
     pub fn set(&self, addresses: impl IntoIterator<Item = SocketAddr>) {
         *lock(&self.0) = addresses
             .into_iter()
-            .filter(|a| is_loopback(a.ip()))
+            .filter(|a| a.ip().to_canonical().is_loopback())
             .collect();
     }
 
@@ -130,16 +135,14 @@ impl PreviewOrigins {
 
     /// Whether `url` is `http` to exactly one of the addresses: its host an
     /// IP literal (no name is resolved) and its port that address's.
-    fn admits(&self, url: &reqwest::Url) -> bool {
+    fn admits(&self, url: &Url) -> bool {
         if url.scheme() != "http" {
             return false;
         }
-        let Some(ip) = url
-            .host_str()
-            .map(|h| h.trim_start_matches('[').trim_end_matches(']'))
-            .and_then(|h| h.parse::<IpAddr>().ok())
-        else {
-            return false;
+        let ip = match url.host() {
+            Some(Host::Ipv4(v4)) => IpAddr::V4(v4),
+            Some(Host::Ipv6(v6)) => IpAddr::V6(v6),
+            Some(Host::Domain(_)) | None => return false,
         };
         let Some(port) = url.port_or_known_default() else {
             return false;
@@ -158,20 +161,16 @@ pub(crate) struct Gate {
 
 impl Gate {
     pub(crate) async fn check(&self, url: &str) -> Result<(), String> {
-        if reqwest::Url::parse(url).is_ok_and(|u| self.previews.admits(&u)) {
+        let parsed = parse(url)?;
+        if self.previews.admits(&parsed) {
             return Ok(());
         }
-        self.reach.check(url).await
+        self.reach.check_parsed(url, &parsed).await
     }
 }
 
-fn is_loopback(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
-    }
+fn parse(url: &str) -> Result<Url, String> {
+    Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))
 }
 
 #[cfg(test)]

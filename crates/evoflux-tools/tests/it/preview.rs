@@ -11,11 +11,15 @@ use std::time::Duration;
 
 use evoflux_core::ids::{Ids, SessionId};
 use evoflux_tools::{
-    CommandStatus, PreviewChange, PreviewInfo, PreviewOutcome, ProcessRuntime, RuntimeConfig,
-    Workspace,
+    CommandStatus, PreviewBrowser, PreviewChange, PreviewInfo, PreviewOutcome, ProcessRuntime,
+    RuntimeConfig, Workspace,
 };
 use serde_json::{Value, json};
 use tempfile::TempDir;
+
+/// Where no browser takes snapshots.
+const NO_BROWSER: PreviewBrowser<'static> =
+    PreviewBrowser::Unavailable("this front end runs no browser");
 
 struct Fixture {
     _dir: TempDir,
@@ -73,9 +77,12 @@ async fn within<T>(fut: impl Future<Output = T>) -> T {
 
 impl Fixture {
     async fn preview(&self, input: Value) -> PreviewOutcome {
-        within(self.rt.preview(self.session, &self.ws, &input))
-            .await
-            .unwrap()
+        within(
+            self.rt
+                .preview_in(self.session, &self.ws, &input, NO_BROWSER),
+        )
+        .await
+        .unwrap()
     }
 
     /// Starts `python3 -m http.server 0` and returns its preview.
@@ -169,10 +176,11 @@ async fn a_preview_serves_until_stopped_and_is_not_a_command() {
     );
     assert!(unreachable(&info).await, "still served after stop");
     assert!(f.rt.previews(f.session).is_empty());
-    let again = within(f.rt.preview(
+    let again = within(f.rt.preview_in(
         f.session,
         &f.ws,
         &json!({"action": "logs", "preview_id": info.preview_id}),
+        NO_BROWSER,
     ))
     .await
     .unwrap_err();
@@ -209,9 +217,10 @@ async fn a_server_that_exits_before_listening_is_an_error() {
     );
     assert_eq!(out.change, None);
     assert!(f.rt.previews(f.session).is_empty());
-    let missing = within(f.rt.preview(f.session, &f.ws, &json!({"action": "start"})))
-        .await
-        .unwrap_err();
+    let missing =
+        within(f.rt.preview_in(f.session, &f.ws, &json!({"action": "start"}), NO_BROWSER))
+            .await
+            .unwrap_err();
     assert_eq!(missing.code(), "tool/input-invalid");
 }
 
@@ -233,7 +242,6 @@ fn previews_work_for_an_unprivileged_user_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_shows_the_running_preview_and_nothing_else_on_loopback() {
     use base64::Engine as _;
-    use evoflux_tools::PreviewBrowser;
     use evoflux_tools::browser::{Browser, BrowserConfig, Reach, find_chromium};
 
     if python().is_none() {
@@ -247,7 +255,7 @@ async fn a_snapshot_shows_the_running_preview_and_nothing_else_on_loopback() {
     let info = f.serve().await;
     let url = info.url().unwrap();
     let snapshot = json!({"action": "snapshot", "preview_id": info.preview_id});
-    let without = within(f.rt.preview(f.session, &f.ws, &snapshot))
+    let without = within(f.rt.preview_in(f.session, &f.ws, &snapshot, NO_BROWSER))
         .await
         .unwrap_err();
     assert_eq!(without.code(), "tool/preview-snapshot-unavailable");
