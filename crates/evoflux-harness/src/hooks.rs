@@ -537,11 +537,7 @@ pub fn standard_pipeline(options: PipelineOptions) -> Result<HookPipeline, HookE
         crate::skills::register(&mut p, rt)?;
     }
     if let Some(roster) = options.roster {
-        p.add(
-            HookStage::Capability,
-            crate::team_roster::OWNER,
-            crate::team_roster::TeamRosterHook::new(roster),
-        )?;
+        crate::team_roster::register(&mut p, roster)?;
     }
     // Context control, in this order: large results are journalled as they
     // arrive; compaction decides the model's view (summary plus recent

@@ -319,7 +319,7 @@ impl PreparedTools {
                         };
                         out.skip_with_code(
                             name,
-                            code,
+                            Some(code),
                             &format!(
                                 "the session's provider ({}) has no {lacks}; it needs {}",
                                 caps.provider,
@@ -541,10 +541,7 @@ impl PreparedTools {
             });
         self.tools = kept;
         for t in dropped {
-            match code {
-                Some(code) => self.skip_with_code(&t.definition.name, code, reason),
-                None => self.skip(&t.definition.name, reason),
-            }
+            self.skip_with_code(&t.definition.name, code, reason);
         }
     }
 
@@ -559,18 +556,14 @@ impl PreparedTools {
     }
 
     fn skip(&mut self, tool: &str, reason: &str) {
-        self.unavailable.push(UnavailableTool {
-            tool: tool.to_owned(),
-            reason: reason.to_owned(),
-            code: None,
-        });
+        self.skip_with_code(tool, None, reason);
     }
 
-    fn skip_with_code(&mut self, tool: &str, code: &'static str, reason: &str) {
+    fn skip_with_code(&mut self, tool: &str, code: Option<&'static str>, reason: &str) {
         self.unavailable.push(UnavailableTool {
             tool: tool.to_owned(),
             reason: reason.to_owned(),
-            code: Some(code),
+            code,
         });
     }
 

@@ -166,7 +166,7 @@ pub fn remote_agents(
 
 /// The config layer a remote agent's declaring file belongs to. Only
 /// config files declare remote agents; nothing compiled in does.
-pub fn config_origin(layer: Layer) -> ConfigOrigin {
+fn config_origin(layer: Layer) -> ConfigOrigin {
     match layer {
         Layer::Framework | Layer::BundledPlugin | Layer::Plugin => ConfigOrigin::Embedded,
         Layer::Admin => ConfigOrigin::Admin,

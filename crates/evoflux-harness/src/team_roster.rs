@@ -39,6 +39,37 @@ pub fn render(
     out
 }
 
+/// Whether the agent may hand tasks to its team: one of its tools
+/// dispatches to an agent of the team.
+pub fn delegates(
+    agent: &evoflux_agents::team::EffectiveAgentConfig,
+    catalog: &evoflux_agents::ToolCatalog,
+) -> bool {
+    agent.tools.iter().any(|t| {
+        catalog.get(t).is_some_and(|d| {
+            matches!(
+                d.behavior.handling,
+                evoflux_graph::tool::Handling::Dispatch {
+                    action: evoflux_graph::tool::DispatchAction::SelfAgent
+                }
+            )
+        })
+    })
+}
+
+/// Adds the roster hook, with the rendered roster, to the pipeline.
+pub fn register(
+    pipeline: &mut crate::hooks::HookPipeline,
+    roster: String,
+) -> Result<(), crate::hooks::HookError> {
+    pipeline.add(
+        crate::hooks::HookStage::Capability,
+        OWNER,
+        TeamRosterHook::new(roster),
+    )?;
+    Ok(())
+}
+
 /// Adds the rendered roster to every model call of the lead.
 #[derive(Debug)]
 pub struct TeamRosterHook {

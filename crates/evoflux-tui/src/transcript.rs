@@ -63,9 +63,6 @@ pub enum CallState {
 pub struct Child {
     pub agent: String,
     pub session_id: String,
-    /// The agents from the session the user started down to this one
-    /// ([`lineage::chain`]), this one's agent last.
-    pub chain: Vec<String>,
     /// `None` while it runs.
     pub ended: Option<ChildEnd>,
     pub transcript: Transcript,
@@ -136,7 +133,8 @@ pub struct Transcript {
     /// transcript's: its lead once the session started, and for a child's
     /// transcript its parent's lineage with the child's agent.
     lineage: Vec<String>,
-    /// A delegated child's transcript, whose lineage its dispatch set.
+    /// A delegated child's transcript, whose lineage its dispatch set
+    /// (and nothing changes after; the child's header reads it).
     nested: bool,
     /// The streaming answer's finished blocks as last drawn: `(width,
     /// bytes, lines)`. A frame draws only the block still being written,
@@ -488,10 +486,10 @@ impl Transcript {
                 child_session_id,
                 ..
             } => {
-                let mut chain = self.lineage.clone();
-                chain.push(agent.clone());
+                let mut lineage = self.lineage.clone();
+                lineage.push(agent.clone());
                 let transcript = Transcript {
-                    lineage: chain.clone(),
+                    lineage,
                     nested: true,
                     ..Transcript::new(self.shapes.clone())
                 };
@@ -499,7 +497,6 @@ impl Transcript {
                     t.child = Some(Box::new(Child {
                         agent: agent.clone(),
                         session_id: child_session_id.clone(),
-                        chain,
                         ended: None,
                         transcript,
                     }))
@@ -1100,18 +1097,15 @@ fn draw_child(
     };
     // The chain from the session the user started, the child's own agent
     // stressed: `↳ evoflux → planner → coder (working)`.
-    let above = child.chain.len().saturating_sub(1);
+    let chain = &child.transcript.lineage;
+    let above = chain.len().saturating_sub(1);
     let mut header = vec![
         Span::raw(indent.clone()),
         Span::styled("↳ ", theme.style(Role::Dim)),
     ];
     if above > 0 {
         header.push(Span::styled(
-            format!(
-                "{}{}",
-                lineage::chain(&child.chain[..above]),
-                lineage::ARROW
-            ),
+            format!("{}{}", lineage::chain(&chain[..above]), lineage::ARROW),
             theme.style(Role::Dim),
         ));
     }

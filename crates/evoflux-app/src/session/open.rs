@@ -556,16 +556,7 @@ fn hooks(
     ),
 ) -> Result<HookPipeline, HookError> {
     // Only an agent with a dispatch tool gets the roster.
-    let dispatches = agent.tools.iter().any(|t| {
-        catalog.get(t).is_some_and(|d| {
-            matches!(
-                d.behavior.handling,
-                evoflux_graph::tool::Handling::Dispatch {
-                    action: evoflux_graph::tool::DispatchAction::SelfAgent
-                }
-            )
-        })
-    });
+    let dispatches = evoflux_harness::team_roster::delegates(agent, catalog);
     standard_pipeline(PipelineOptions {
         on_compacted: Some(skills.compaction_listener()),
         skills: Some(skills.clone()),

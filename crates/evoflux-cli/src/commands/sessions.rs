@@ -329,6 +329,21 @@ pub fn sessions(out: &Output, command: &SessionsCommand) -> anyhow::Result<Exit>
     })
 }
 
+/// A tool call's line: `text`, then the notes of the media its result
+/// carries (`[image: shot-1.png, image/png, 12 KB]`), with a space between
+/// when both are there.
+pub(crate) fn with_media_notes<'a>(
+    text: String,
+    described: impl IntoIterator<Item = &'a str>,
+) -> String {
+    let notes = evoflux_protocol::message::media_notes_inline(described);
+    [text, notes]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Model calls, tokens as providers price them, and cost, on one line.
 pub(crate) fn usage_line(u: &Usage) -> String {
     format!(
@@ -482,17 +497,10 @@ fn render_transcript(
                 // The call's images are named on its line: a terminal
                 // cannot show them, and its reader should know they exist.
                 let described: Vec<String> = media.iter().map(|m| m.describe()).collect();
-                let notes = evoflux_protocol::message::media_notes_inline(
-                    described.iter().map(String::as_str),
-                );
                 let first = clip(content.lines().next().unwrap_or_default(), 160);
                 out.push_str(&format!(
                     "  {mark} {}\n",
-                    [first, notes]
-                        .into_iter()
-                        .filter(|part| !part.is_empty())
-                        .collect::<Vec<_>>()
-                        .join(" ")
+                    with_media_notes(first, described.iter().map(String::as_str))
                 ));
                 if let Some(meta) = &e.artifact {
                     out.push_str(&format!("    {meta}\n"));

@@ -92,10 +92,19 @@ struct Catalog {
     remote: Vec<RemoteAgent>,
 }
 
+/// Whether a command reads the remote agents too (finding them loads
+/// each mode's team: `validate` checks recipes only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Remote {
+    Read,
+    Skip,
+}
+
 fn catalog(
     out: &Output,
     sources: &SourceArgs,
     diags: &mut Diagnostics,
+    remote: Remote,
 ) -> anyhow::Result<Result<Catalog, Exit>> {
     let dirs = match super::resolve_dirs(out) {
         Ok(d) => d,
@@ -105,7 +114,10 @@ fn catalog(
     let graph = app.compile(&sources.workspaces)?;
     let tools = ToolCatalog::from_graph(&graph);
     let workers = load_workers(&graph, &tools, diags)?;
-    let remote = app.remote_agents(&graph);
+    let remote = match remote {
+        Remote::Read => app.remote_agents(&graph),
+        Remote::Skip => Vec::new(),
+    };
     Ok(Ok(Catalog { workers, remote }))
 }
 
@@ -149,7 +161,7 @@ fn budget_label(s: &AgentSpec) -> String {
 
 fn list(out: &Output, all: bool, sources: &SourceArgs) -> anyhow::Result<Exit> {
     let mut diags = Diagnostics::new();
-    let cat = match catalog(out, sources, &mut diags)? {
+    let cat = match catalog(out, sources, &mut diags, Remote::Read)? {
         Ok(c) => c,
         Err(exit) => return Ok(exit),
     };
@@ -197,12 +209,20 @@ fn list(out: &Output, all: bool, sources: &SourceArgs) -> anyhow::Result<Exit> {
 
 fn show(out: &Output, id: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
     let mut diags = Diagnostics::new();
-    let cat = match catalog(out, sources, &mut diags)? {
+    let cat = match catalog(out, sources, &mut diags, Remote::Read)? {
         Ok(c) => c,
         Err(exit) => return Ok(exit),
     };
-    let remote = cat.remote.iter().find(|r| r.spec.id == id);
-    let Some(spec) = cat.workers.get(id).or(remote.map(|r| &r.spec)) else {
+    // A recipe, else a remote agent of that name.
+    let found = match cat.workers.get(id) {
+        Some(spec) => Some((spec, listed(spec))),
+        None => cat
+            .remote
+            .iter()
+            .find(|r| r.spec.id == id)
+            .map(|r| (&r.spec, listed_remote(r))),
+    };
+    let Some((spec, mut v)) = found else {
         let d = match cat.workers.quarantined.iter().find(|q| q.id == id) {
             Some(q) => q.diagnostics.clone(),
             None => Diagnostics::from(vec![Diagnostic::error(
@@ -216,10 +236,6 @@ fn show(out: &Output, id: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
         } else {
             Exit::Invalid
         });
-    };
-    let mut v = match remote {
-        Some(r) if cat.workers.get(id).is_none() => listed_remote(r),
-        Some(_) | None => listed(spec),
     };
     if let Value::Object(m) = &mut v {
         m.insert("body".into(), Value::String(spec.body.clone()));
@@ -252,7 +268,7 @@ fn show(out: &Output, id: &str, sources: &SourceArgs) -> anyhow::Result<Exit> {
 
 fn validate(out: &Output, sources: &SourceArgs) -> anyhow::Result<Exit> {
     let mut diags = Diagnostics::new();
-    let cat = match catalog(out, sources, &mut diags)? {
+    let cat = match catalog(out, sources, &mut diags, Remote::Skip)? {
         Ok(c) => c.workers,
         Err(exit) => return Ok(exit),
     };

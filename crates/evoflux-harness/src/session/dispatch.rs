@@ -132,7 +132,7 @@ impl Harness {
         };
         let earlier = self.earlier_child(call).await?;
         let name = agent.name.clone();
-        let setup = self.child_setup(call, &team, agent, worker.as_ref())?;
+        let setup = self.child_setup(call, team, agent, worker.as_ref())?;
         if let Some(spec) = &worker {
             self.check_child_tools(spec, &setup, background)?;
         }
@@ -255,7 +255,7 @@ impl Harness {
     fn child_setup(
         &self,
         call: &ToolCall,
-        team: &TeamSetup,
+        team: TeamSetup,
         agent: EffectiveAgentConfig,
         worker: Option<&AgentSpec>,
     ) -> Result<RunSetup, Early> {
@@ -274,28 +274,16 @@ impl Harness {
             .map_err(HarnessError::from)?;
         let child_team = TeamSetup {
             lineage: team.lineage.below(&self.agent.name),
-            ..team.clone()
+            ..team
         };
         // Only an agent that may still hand tasks down reads the roster.
-        let delegates = agent.tools.iter().any(|t| {
-            team.catalog.get(t).is_some_and(|d| {
-                matches!(
-                    d.behavior.handling,
-                    evoflux_graph::tool::Handling::Dispatch {
-                        action: evoflux_graph::tool::DispatchAction::SelfAgent
-                    }
-                )
-            })
-        });
-        let roster = child_team.roster();
-        if delegates && child_team.lineage.last_level().is_none() && !roster.is_empty() {
-            pipeline
-                .add(
-                    crate::hooks::HookStage::Capability,
-                    crate::team_roster::OWNER,
-                    crate::team_roster::TeamRosterHook::new(roster),
-                )
-                .map_err(HarnessError::from)?;
+        if crate::team_roster::delegates(&agent, &child_team.catalog)
+            && child_team.lineage.last_level().is_none()
+        {
+            let roster = child_team.roster();
+            if !roster.is_empty() {
+                crate::team_roster::register(&mut pipeline, roster).map_err(HarnessError::from)?;
+            }
         }
         Ok(RunSetup {
             store: self.recorder.store.clone(),
@@ -304,7 +292,7 @@ impl Harness {
             model_label: model.label,
             price: model.price,
             agent,
-            catalog: team.catalog.clone(),
+            catalog: child_team.catalog.clone(),
             pipeline,
             clock: Arc::clone(&self.clock),
             events: Arc::new(ChildEvents {
@@ -315,7 +303,7 @@ impl Harness {
             limits: self.limits.for_worker(worker).within(self.remaining()),
             // Nobody answers a child's question; it ends with its answer.
             can_request_input: false,
-            network: team.network,
+            network: child_team.network,
             processes: self.commands.processes.clone(),
             artifacts_root: self
                 .artifacts_dir

@@ -13,15 +13,13 @@
 //! at all ([`Lineage::last_level`]), so the model never sees a tool that
 //! cannot run.
 
-use serde::Serialize;
-
 /// A dispatch that would go deeper than `[teams] max_depth`.
 pub const DEPTH_LIMIT: &str = "dispatch/depth-limit";
 /// A dispatch to an agent already on the dispatch path.
 pub const CYCLE: &str = "dispatch/cycle";
 
 /// Where a session sits in its tree of dispatches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lineage {
     /// The agents of the sessions above this one, the root's first.
     above: Vec<String>,
@@ -89,10 +87,6 @@ impl Lineage {
     /// How many dispatches below the root this session runs.
     pub fn depth(&self) -> u32 {
         u32::try_from(self.above.len()).unwrap_or(u32::MAX)
-    }
-
-    pub fn max_depth(&self) -> u32 {
-        self.max_depth
     }
 
     /// The lineage of a child that the session running `agent` dispatches.

@@ -44,7 +44,7 @@ impl Recorder {
                 }
             }
             // A result's event follows its entry: it names the entry that
-            // keeps its media.
+            // keeps its media (its `seq`, known once it is stored).
             let ended = match &d.message {
                 Message::Tool {
                     tool_call_id,
@@ -55,12 +55,15 @@ impl Recorder {
                     tool_call_id.clone(),
                     *is_error,
                     evoflux_protocol::message::text_with_media_notes(content, media),
-                    media.clone(),
+                    evoflux_protocol::MediaRef::of_entry(0, media),
                 )),
                 Message::Assistant { .. } | Message::System { .. } | Message::User { .. } => None,
             };
             let seq = self.append(d.message, d.metadata.as_ref()).await?;
-            if let Some((call_id, is_error, content, media)) = ended {
+            if let Some((call_id, is_error, content, mut media)) = ended {
+                for m in &mut media {
+                    m.seq = seq;
+                }
                 let tool = self.tool_name_of(&call_id).unwrap_or_default();
                 self.events.emit(&Event::ToolEnded {
                     call_id,
@@ -69,7 +72,7 @@ impl Recorder {
                     is_error,
                     content,
                     metadata: d.metadata,
-                    media: evoflux_protocol::MediaRef::of_entry(seq, &media),
+                    media,
                 });
             }
         }

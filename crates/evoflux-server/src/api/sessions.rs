@@ -208,7 +208,7 @@ pub struct ArtifactQuery {
     pub path: PathBuf,
 }
 
-fn session_id(raw: &str) -> Result<SessionId, ApiError> {
+pub(crate) fn session_id(raw: &str) -> Result<SessionId, ApiError> {
     raw.parse().map_err(|_| {
         ApiError::bad_request(
             "server/session-id-invalid",
@@ -393,19 +393,25 @@ pub async fn show(
     let record = SessionRecord::load(store, id).await?;
     let live = state.sessions.peek(id);
     Ok(Json(ShownSession {
+        mcp_hidden: mcp_hidden(live.as_deref(), record.session.surface).await,
         record,
-        mcp_hidden: mcp_hidden(live.as_deref()).await,
         live: live.is_some(),
         busy: live.is_some_and(|l| l.is_busy()),
     }))
 }
 
 /// The MCP servers an open session's surface hides, each with why. Asked
-/// of an idle session only: a running turn is not waited for, and a
-/// session not open here has no servers to hide.
-async fn mcp_hidden(live: Option<&crate::live::LiveSession>) -> Vec<evoflux_core::Diagnostic> {
+/// of an idle session in a WebBridge conversation only: a standard one
+/// hides nothing, a running turn is not waited for, and a session not
+/// open here has no servers to hide.
+async fn mcp_hidden(
+    live: Option<&crate::live::LiveSession>,
+    surface: evoflux_store::SessionSurface,
+) -> Vec<evoflux_core::Diagnostic> {
     match live {
-        Some(l) if !l.is_busy() => l.mcp_hidden().await.unwrap_or_default(),
+        Some(l) if !surface.is_standard() && !l.is_busy() => {
+            l.mcp_hidden().await.unwrap_or_default()
+        }
         Some(_) | None => Vec::new(),
     }
 }
@@ -480,8 +486,8 @@ pub async fn snapshot(
         SessionSnapshot::load(&state.store, id, query.limit.unwrap_or(DEFAULT_PAGE)).await?;
     let live = state.sessions.peek(id);
     Ok(Json(ShownSnapshot {
+        mcp_hidden: mcp_hidden(live.as_deref(), snapshot.session.surface).await,
         snapshot,
-        mcp_hidden: mcp_hidden(live.as_deref()).await,
         live: live.is_some(),
         busy: live.is_some_and(|l| l.is_busy()),
     }))

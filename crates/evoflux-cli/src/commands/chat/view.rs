@@ -14,6 +14,7 @@ use evoflux_protocol::Message;
 use evoflux_protocol::message::text_with_media_notes;
 
 use super::markdown::{MarkdownStream, Style};
+use crate::commands::sessions::with_media_notes;
 use crate::frontend::printer::{HumanEvents, clip};
 
 /// One tool call's output, kept for `/show`.
@@ -152,16 +153,16 @@ impl ChatView {
         } else {
             // The media notes are the content's last lines; the line
             // names them whatever comes first.
-            let notes =
-                evoflux_protocol::message::media_notes_inline(o.media.iter().map(String::as_str));
             let lines = lines.saturating_sub(o.media.len());
-            let summary = match (lines, notes.is_empty()) {
-                (0, true) => "no output".to_owned(),
-                (0, false) => notes,
-                (1, true) => clip(first, 100),
-                (1, false) => format!("{} {notes}", clip(first, 100)),
-                (n, true) => format!("{} (+{} lines)", clip(first, 100), n - 1),
-                (n, false) => format!("{} (+{} lines) {notes}", clip(first, 100), n - 1),
+            let summary = if lines == 0 && o.media.is_empty() {
+                "no output".to_owned()
+            } else {
+                let text = match lines {
+                    0 => String::new(),
+                    1 => clip(first, 100),
+                    n => format!("{} (+{} lines)", clip(first, 100), n - 1),
+                };
+                with_media_notes(text, o.media.iter().map(String::as_str))
             };
             format!(
                 "  {} {} · {} · {}",
